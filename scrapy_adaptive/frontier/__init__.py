@@ -1,0 +1,23 @@
+"""The frontier: URL records and per-queue priority queues, storage-agnostic."""
+
+from .frontier import AddResult, Frontier, Issued, Politeness
+from .hostqueue import HostQueue, QueueState
+from .record import ChangeState, Outcome, UrlRecord, Visit
+from .store import Batch, MemoryStore, Store, StoreError
+
+__all__ = [
+    "AddResult",
+    "Batch",
+    "ChangeState",
+    "Frontier",
+    "HostQueue",
+    "Issued",
+    "MemoryStore",
+    "Outcome",
+    "Politeness",
+    "QueueState",
+    "Store",
+    "StoreError",
+    "UrlRecord",
+    "Visit",
+]

@@ -1,0 +1,132 @@
+"""The in-memory face of one politeness queue (thesis 6.2.1).
+
+The queue's URLs live in the store; in memory a queue keeps only what its
+state is computed from: the head entry, its processing slots and the URLs
+it has out.  Memory therefore grows with hosts, not URLs.
+
+The state is *computed*, never set from outside:
+
+* **empty** – nothing to issue and nothing out;
+* **busy** – as many URLs out as the valence allows;
+* **snoozed** – a politeness or retry wait runs, or the next URL is not due
+  (``never`` URLs keep a queue snoozed for ever);
+* **ready** – otherwise.
+
+Slots follow the thesis: one number per allowed concurrent fetch, the time
+it may next be used, or ``IN_USE``.  Each returned URL starts its own
+politeness wait, so with valence 2 the two waits run independently.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+
+from .keys import NEVER_MS
+
+IN_USE = -1.0
+
+
+class QueueState(str, Enum):
+    EMPTY = "empty"
+    READY = "ready"
+    BUSY = "busy"
+    SNOOZED = "snoozed"
+
+
+@dataclass
+class HostQueue:
+    """State of one queue; the frontier drives it, it decides its state."""
+
+    name: str
+    valence: int
+    #: (directive, next_ms, fp) of the first URL not out, or None
+    head: tuple[int, int, bytes] | None = None
+    #: fingerprints currently out -> index of the slot they hold (or None)
+    out: dict[bytes, int | None] = field(default_factory=dict)
+    slots: list[float] = field(default_factory=list)
+    urls: int = 0
+    never: int = 0
+    visits: int = 0
+    versions: int = 0
+    crawl_delay: float | None = None
+    #: bumped whenever the queue is (re)pushed on the frontier's heap, so
+    #: stale heap entries can be recognised and skipped
+    heap_version: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.slots:
+            self.slots = [0.0] * self.valence
+
+    # -- state -------------------------------------------------------------
+
+    def _free_slot_time(self) -> float:
+        """Earliest time a slot can be used; ``inf`` when all are in use."""
+        free = [t for t in self.slots if t != IN_USE]
+        return min(free) if free else math.inf
+
+    def head_time(self) -> float:
+        if self.head is None or self.head[1] >= NEVER_MS:
+            return math.inf
+        return self.head[1] / 1000
+
+    def ready_time(self) -> float:
+        """When this queue can next issue a URL (``inf``: not by itself)."""
+        return max(self._free_slot_time(), self.head_time())
+
+    def state(self, now: float) -> QueueState:
+        if self.head is None and not self.out:
+            return QueueState.EMPTY
+        if all(t == IN_USE for t in self.slots):
+            return QueueState.BUSY
+        if self.ready_time() <= now:
+            return QueueState.READY
+        return QueueState.SNOOZED
+
+    # -- transitions driven by the frontier ---------------------------------
+
+    def take_slot(self, fp: bytes, now: float) -> None:
+        """Mark *fp* as out, holding the free slot that has waited longest."""
+        index = min(
+            (i for i, t in enumerate(self.slots) if t != IN_USE and t <= now),
+            key=lambda i: self.slots[i],
+        )
+        self.slots[index] = IN_USE
+        self.out[fp] = index
+
+    def release_slot(self, fp: bytes, free_at: float) -> bool:
+        """The fetch of *fp* ended: its slot is usable again at *free_at*.
+
+        The URL stays out (its verdict may still come); returns False if it
+        held no slot.
+        """
+        index = self.out.get(fp)
+        if index is None:
+            return False
+        self.slots[index] = free_at
+        self.out[fp] = None
+        return True
+
+    def snooze_all(self, until: float) -> None:
+        """Rest every slot not in use until *until* (host unreachable)."""
+        self.slots = [t if t == IN_USE else max(t, until) for t in self.slots]
+
+    def politeness_wait(self, duration: float, factor: float, min_delay: float, max_delay: float) -> float:
+        """Wait after a fetch: clamp(factor × duration), never below Crawl-delay."""
+        wait = min(max(factor * max(duration, 0.0), min_delay), max_delay)
+        if self.crawl_delay is not None:
+            wait = max(wait, self.crawl_delay)
+        return wait
+
+    def counters(self) -> dict[str, float | int | None]:
+        """What is persisted per queue (see ``h/`` keys): counts, not URLs."""
+        data: dict[str, float | int | None] = {
+            "u": self.urls,
+            "n": self.never,
+            "vi": self.visits,
+            "ve": self.versions,
+        }
+        if self.crawl_delay is not None:
+            data["cd"] = self.crawl_delay
+        return data

@@ -1,0 +1,84 @@
+"""Byte encodings of everything the frontier stores under an ordered key.
+
+One function per key kind.  Queue entries must sort in the order URLs are
+handed out: within one queue, a higher scheduling directive first, then the
+earlier time of next visit, then the fingerprint (a stable tie-break).
+
+>>> a = queue_entry_key("example.com", 0, 1_000, b"\\x01" * 20)
+>>> b = queue_entry_key("example.com", 0, 2_000, b"\\x00" * 20)
+>>> c = queue_entry_key("example.com", 1, 9_000, b"\\x02" * 20)
+>>> never = queue_entry_key("example.com", 0, NEVER_MS, b"\\x03" * 20)
+>>> sorted([never, b, a, c]) == [c, a, b, never]
+True
+>>> decode_queue_entry(a, "example.com")
+(0, 1000, b'\\x01\\x01\\x01\\x01\\x01\\x01\\x01\\x01\\x01\\x01\\x01\\x01\\x01\\x01\\x01\\x01\\x01\\x01\\x01\\x01')
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+
+#: "Never" as a time of next visit: the largest unsigned 64-bit value.  Failed
+#: and robots-disallowed URLs stay in their queue with this time so that they
+#: are not rediscovered (thesis 6.2).
+NEVER_MS = 2**64 - 1
+MAX_DIRECTIVE = 255
+
+RECORD_PREFIX = b"u/"
+QUEUE_PREFIX = b"q/"
+HOST_PREFIX = b"h/"
+META_PREFIX = b"m/"
+
+_TIME = struct.Struct(">Q")
+
+
+def time_to_ms(t: float) -> int:
+    """Seconds since the epoch to the integer milliseconds stored in keys."""
+    if math.isinf(t) or t >= NEVER_MS / 1000:
+        return NEVER_MS
+    return max(0, int(t * 1000))
+
+
+def ms_to_time(ms: int) -> float:
+    """The inverse of :func:`time_to_ms`; "never" becomes ``math.inf``."""
+    return math.inf if ms >= NEVER_MS else ms / 1000
+
+
+def record_key(fp: bytes) -> bytes:
+    """Key of a URL's record: the request fingerprint."""
+    return RECORD_PREFIX + fp
+
+
+def queue_prefix(queue: str) -> bytes:
+    """Prefix shared by every entry of one politeness queue.
+
+    The NUL separator cannot occur in a host name, a registered domain or a
+    download slot name, so one queue's prefix never covers another's.
+    """
+    return QUEUE_PREFIX + queue.encode("utf-8") + b"\x00"
+
+
+def queue_entry_key(queue: str, directive: int, next_ms: int, fp: bytes) -> bytes:
+    """Key of one URL's position in its queue.
+
+    The directive is stored inverted so that a *higher* directive sorts
+    *first* in LevelDB's ascending byte order.
+    """
+    return queue_prefix(queue) + bytes((MAX_DIRECTIVE - directive,)) + _TIME.pack(next_ms) + fp
+
+
+def decode_queue_entry(key: bytes, queue: str) -> tuple[int, int, bytes]:
+    """``(directive, next_ms, fp)`` from a key made by :func:`queue_entry_key`."""
+    rest = key[len(queue_prefix(queue)) :]
+    return MAX_DIRECTIVE - rest[0], _TIME.unpack_from(rest, 1)[0], rest[9:]
+
+
+def host_key(queue: str) -> bytes:
+    """Key of a queue's persistent counters (URLs, "never" URLs, crawl-delay)."""
+    return HOST_PREFIX + queue.encode("utf-8")
+
+
+def meta_key(name: str) -> bytes:
+    """Key of a state-wide fact (format version, fingerprinter, spider)."""
+    return META_PREFIX + name.encode("utf-8")

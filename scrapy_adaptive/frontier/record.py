@@ -1,0 +1,162 @@
+"""A URL's record: everything the crawl knows about one URL, across visits.
+
+The frontier is the only writer.  Evaluators (change detection, wait
+policies, validators) read a snapshot of it from ``request.meta`` and answer
+with a :class:`Visit` verdict; the frontier folds the verdict into the record
+in one atomic write together with the URL's new queue position.
+
+Stored as compact JSON (never pickle: a state folder must not be able to run
+code).  Short keys keep a million records small on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from .keys import NEVER_MS
+
+
+class Outcome(str, Enum):
+    """How one attempt at a URL ended (thesis 6.2)."""
+
+    VISITED = "visited"  #: any HTTP response, 404 included
+    RETRY = "retry"  #: a retriable error; tried again after the retry delay
+    FAILED = "failed"  #: retries exhausted or not crawlable: never again
+    DISREGARDED = "disregarded"  #: robots.txt or a late scope decision: never again
+
+
+class ChangeState(str, Enum):
+    """What a visit says about the content (thesis 5.1)."""
+
+    CHANGED = "changed"
+    UNCHANGED = "unchanged"
+    UNKNOWN = "unknown"
+
+
+@dataclass
+class Visit:
+    """The verdict on one attempt, assembled by the evaluators.
+
+    ``wait`` is the interval until the next visit, decided by the wait
+    policy; the frontier only applies it.  For retriable errors
+    ``host_level`` says the whole host is unreachable (connection refused,
+    DNS), so the whole queue waits the retry delay, not just this URL.
+    """
+
+    outcome: Outcome
+    wait: float | None = None
+    status: int | None = None
+    change: ChangeState = ChangeState.UNKNOWN
+    content_type: str | None = None
+    size: int | None = None
+    digest: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    duration: float | None = None
+    reason: str | None = None
+    host_level: bool = False
+
+
+@dataclass
+class UrlRecord:
+    """The persistent state of one URL.
+
+    ``history`` holds the last visits as ``[time, change, status]`` triples
+    (bounded by ``ADAPTIVE_HISTORY_SIZE``) for wait policies that look
+    further back than one visit.
+    """
+
+    url: str
+    queue: str
+    request: dict[str, Any]
+    next_ms: int
+    directive: int = 0
+    discovered: float = 0.0
+    visits: int = 0
+    versions: int = 0
+    failures: int = 0
+    status: int | None = None
+    content_type: str | None = None
+    size: int | None = None
+    fetched: float | None = None
+    duration: float | None = None
+    overdue: float | None = None
+    digest: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    wait: float | None = None
+    outcome: str | None = None
+    reason: str | None = None
+    history: list[list[Any]] = field(default_factory=list)
+
+    # field name -> stored key; one table so encoding and decoding agree
+    _KEYS = {
+        "url": "u",
+        "queue": "q",
+        "request": "rq",
+        "next_ms": "n",
+        "directive": "d",
+        "discovered": "dt",
+        "visits": "vi",
+        "versions": "ve",
+        "failures": "fa",
+        "status": "st",
+        "content_type": "ct",
+        "size": "sz",
+        "fetched": "ft",
+        "duration": "du",
+        "overdue": "ov",
+        "digest": "dg",
+        "etag": "et",
+        "last_modified": "lm",
+        "wait": "wt",
+        "outcome": "oc",
+        "reason": "rs",
+        "history": "hi",
+    }
+
+    @property
+    def never(self) -> bool:
+        return self.next_ms >= NEVER_MS
+
+    @property
+    def next_time(self) -> float:
+        return math.inf if self.never else self.next_ms / 1000
+
+    def to_bytes(self) -> bytes:
+        data = {}
+        for name, key in self._KEYS.items():
+            value = getattr(self, name)
+            if value is not None and value != [] and not (name == "directive" and value == 0):
+                data[key] = value
+        return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> UrlRecord:
+        data = json.loads(raw)
+        kwargs = {name: data[key] for name, key in cls._KEYS.items() if key in data}
+        return cls(**kwargs)
+
+    def snapshot(self) -> dict[str, Any]:
+        """What evaluators may read (via ``request.meta["adaptive_record"]``).
+
+        A plain dict copy: changing it cannot change the record.
+        """
+        return {
+            "visits": self.visits,
+            "versions": self.versions,
+            "failures": self.failures,
+            "status": self.status,
+            "content_type": self.content_type,
+            "size": self.size,
+            "fetched": self.fetched,
+            "digest": self.digest,
+            "etag": self.etag,
+            "last_modified": self.last_modified,
+            "wait": self.wait,
+            "history": [list(h) for h in self.history],
+        }

@@ -1,0 +1,137 @@
+"""The storage contract the frontier logic is written against.
+
+The frontier never imports a database.  It needs exactly this: records by
+fingerprint, per-queue ordered entries, per-queue counters, a few state-wide
+facts, and *atomic* batches mixing all of them.  LevelDB
+(:mod:`.leveldb_store`) implements it for one machine; a shared store (Redis
+sorted sets with ``ZRANGEBYLEX`` and ``MULTI``, for instance) can implement
+the same methods later without touching :mod:`.frontier`.
+
+:class:`MemoryStore` is the reference implementation: the contract tests run
+against both, and the policy simulator uses it for speed.
+"""
+
+from __future__ import annotations
+
+import bisect
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from . import keys
+
+
+@dataclass
+class Batch:
+    """Writes that must happen together or not at all.
+
+    Deletes are applied before puts, so moving a queue entry (delete the old
+    key, put the new one) is safe even if both keys are equal.
+    """
+
+    records: dict[bytes, bytes] = field(default_factory=dict)  # fp -> record
+    hosts: dict[str, bytes] = field(default_factory=dict)  # queue -> counters
+    meta: dict[str, bytes] = field(default_factory=dict)
+    entries_put: list[tuple[str, int, int, bytes]] = field(default_factory=list)
+    entries_deleted: list[tuple[str, int, int, bytes]] = field(default_factory=list)
+
+    def move_entry(
+        self, old: tuple[str, int, int, bytes] | None, new: tuple[str, int, int, bytes]
+    ) -> None:
+        """Re-key a URL in its queue: ``(queue, directive, next_ms, fp)``."""
+        if old == new:
+            return
+        if old is not None:
+            self.entries_deleted.append(old)
+        self.entries_put.append(new)
+
+
+class StoreError(RuntimeError):
+    """The store could not be opened or written; the message says why."""
+
+
+class Store(ABC):
+    """Bytes in, bytes out; no knowledge of Scrapy or of scheduling rules."""
+
+    @abstractmethod
+    def get_record(self, fp: bytes) -> bytes | None: ...
+
+    @abstractmethod
+    def queue_entries(self, queue: str, *, limit: int) -> Iterator[tuple[int, int, bytes]]:
+        """The first *limit* ``(directive, next_ms, fp)`` of a queue, in order."""
+
+    @abstractmethod
+    def count_due(self, queue: str, now_ms: int, *, limit: int) -> int:
+        """How many entries of *queue* have ``next_ms <= now_ms`` (up to *limit*)."""
+
+    @abstractmethod
+    def hosts(self) -> Iterator[tuple[str, bytes]]:
+        """Every queue's counters: what a restart reads (grows with hosts)."""
+
+    @abstractmethod
+    def get_meta(self, name: str) -> bytes | None: ...
+
+    @abstractmethod
+    def write(self, batch: Batch) -> None:
+        """Apply *batch* atomically; raise :class:`StoreError` on failure."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def records(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every record (for tools and tests; the crawl never scans)."""
+        raise NotImplementedError
+
+
+class MemoryStore(Store):
+    """A process-local store with the exact semantics of the LevelDB one."""
+
+    def __init__(self) -> None:
+        self._records: dict[bytes, bytes] = {}
+        self._queues: dict[str, list[tuple[int, int, bytes]]] = {}
+        self._hosts: dict[str, bytes] = {}
+        self._meta: dict[str, bytes] = {}
+
+    @staticmethod
+    def _sort_key(directive: int, next_ms: int, fp: bytes) -> tuple[int, int, bytes]:
+        return (keys.MAX_DIRECTIVE - directive, next_ms, fp)
+
+    def get_record(self, fp: bytes) -> bytes | None:
+        return self._records.get(fp)
+
+    def queue_entries(self, queue: str, *, limit: int) -> Iterator[tuple[int, int, bytes]]:
+        for inv_directive, next_ms, fp in self._queues.get(queue, [])[:limit]:
+            yield keys.MAX_DIRECTIVE - inv_directive, next_ms, fp
+
+    def count_due(self, queue: str, now_ms: int, *, limit: int) -> int:
+        return min(limit, sum(1 for _, next_ms, _ in self._queues.get(queue, []) if next_ms <= now_ms))
+
+    def hosts(self) -> Iterator[tuple[str, bytes]]:
+        yield from list(self._hosts.items())
+
+    def get_meta(self, name: str) -> bytes | None:
+        return self._meta.get(name)
+
+    def write(self, batch: Batch) -> None:
+        for queue, directive, next_ms, fp in batch.entries_deleted:
+            entries = self._queues.get(queue, [])
+            item = self._sort_key(directive, next_ms, fp)
+            i = bisect.bisect_left(entries, item)
+            if i < len(entries) and entries[i] == item:
+                del entries[i]
+        for queue, directive, next_ms, fp in batch.entries_put:
+            entries = self._queues.setdefault(queue, [])
+            item = self._sort_key(directive, next_ms, fp)
+            i = bisect.bisect_left(entries, item)
+            if i >= len(entries) or entries[i] != item:
+                entries.insert(i, item)
+        self._records.update(batch.records)
+        self._hosts.update(batch.hosts)
+        self._meta.update(batch.meta)
+
+    def close(self) -> None:
+        pass
+
+    def records(self) -> Iterator[tuple[bytes, bytes]]:
+        yield from list(self._records.items())
+

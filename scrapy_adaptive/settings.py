@@ -1,0 +1,194 @@
+"""Defaults and start-up validation for every ``ADAPTIVE_*`` setting.
+
+The defaults live here and *only* here; they are deliberately **not** written
+into Scrapy's settings object.  That keeps one question answerable: did the
+user set ``ADAPTIVE_MIN_DELAY`` explicitly (settings.py, ``-s``, Scrapyd's
+``-d setting=``)?  If so it wins; if not, a value may be derived from Scrapy's
+own settings (``DOWNLOAD_DELAY``, ``CONCURRENT_REQUESTS_PER_DOMAIN``) so that
+a project's existing politeness is neither doubled nor ignored.
+
+:class:`AdaptiveConfig` is parsed once, frozen, and handed to components as
+plain values; it is tested without a crawler.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Any
+
+from scrapy.settings import BaseSettings
+
+#: Thesis defaults (Sigurðsson 2005, ch. 6.2) for politeness, and the code
+#: defaults of Heritrix's WaitEvaluator for revisit waits.  All times are in
+#: seconds as floats.
+DEFAULTS: dict[str, Any] = {
+    # where the state lives
+    "ADAPTIVE_STATE_DIR": None,  # None: <JOBDIR>/adaptive, or a temp dir
+    "ADAPTIVE_STATE_SYNC": False,  # fsync every write (power-loss safety)
+    # politeness, enforced once, by the frontier
+    "ADAPTIVE_DELAY_FACTOR": 5.0,
+    "ADAPTIVE_EMBED_HOPS": 0,
+    "ADAPTIVE_HOST_VALENCE": 1,
+    "ADAPTIVE_LEASE": 600.0,
+    "ADAPTIVE_MAX_DELAY": 5.0,
+    "ADAPTIVE_MAX_RETRIES": 30,
+    "ADAPTIVE_MIN_DELAY": 2.0,
+    "ADAPTIVE_POLITENESS_KEY": "host",
+    "ADAPTIVE_RETRY_DELAY": 900.0,
+    # revisit waits
+    "ADAPTIVE_WAIT_DEFAULT": 259_200.0,  # 3 days: wait when change is unknown
+    "ADAPTIVE_WAIT_INITIAL": 86_400.0,  # 1 day: wait after the first visit
+    "ADAPTIVE_WAIT_MAX": 2_419_200.0,  # 28 days
+    "ADAPTIVE_WAIT_MIN": 3_600.0,  # 1 hour
+    "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.DefaultWaitPolicy",
+    # record and observability
+    "ADAPTIVE_HISTORY_SIZE": 16,
+    "ADAPTIVE_LOG_INTERVAL": 60.0,
+}
+
+POLITENESS_KEYS = ("host", "domain", "slot")
+
+
+class ConfigError(ValueError):
+    """A setting has a value the crawler cannot run with."""
+
+
+def _explicit(settings: BaseSettings, name: str) -> bool:
+    """True when the user set *name* anywhere (project, cmdline, spider...).
+
+    Scrapy's default priority is 0; our defaults are not in the settings at
+    all, so any stored value was put there on purpose.
+    """
+    return settings.get(name) is not None
+
+
+def _number(settings: BaseSettings, name: str, default: Any, *, integer: bool = False) -> Any:
+    raw = settings.get(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+        if integer:
+            if not value.is_integer():
+                raise ValueError
+            return int(value)
+    except (TypeError, ValueError):
+        kind = "an integer" if integer else "a number of seconds"
+        raise ConfigError(f"{name} ({raw!r}) must be {kind}.") from None
+    if math.isnan(value):
+        raise ConfigError(f"{name} ({raw!r}) must be {'an integer' if integer else 'a number'}.")
+    return value
+
+
+def _bool(settings: BaseSettings, name: str, default: bool) -> bool:
+    if settings.get(name) is None:
+        return default
+    try:
+        return settings.getbool(name)
+    except ValueError:
+        raise ConfigError(f"{name} ({settings.get(name)!r}) must be true or false.") from None
+
+
+@dataclass(frozen=True)
+class AdaptiveConfig:
+    """Every ``ADAPTIVE_*`` value the core reads, validated and typed."""
+
+    state_dir: str | None
+    state_sync: bool
+    delay_factor: float
+    min_delay: float
+    max_delay: float
+    host_valence: int
+    max_retries: int
+    retry_delay: float
+    embed_hops: int
+    lease: float
+    politeness_key: str
+    wait_initial: float
+    wait_default: float
+    wait_min: float
+    wait_max: float
+    wait_policy: str
+    history_size: int
+    log_interval: float
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> AdaptiveConfig:
+        """Parse and validate; raise :class:`ConfigError` naming the setting.
+
+        Mapping of Scrapy's own politeness settings (explicit ``ADAPTIVE_*``
+        values always win):
+
+        * ``DOWNLOAD_DELAY`` (if set by the project) becomes the frontier's
+          ``ADAPTIVE_MIN_DELAY``.  The frontier counts its wait from the *end*
+          of a fetch and the downloader counts ``DOWNLOAD_DELAY`` from the
+          *start*, so the downloader's own delay has always elapsed when the
+          frontier releases the next URL: the delay is applied once, not
+          twice.
+        * ``CONCURRENT_REQUESTS_PER_DOMAIN`` (if set by the project) becomes
+          ``ADAPTIVE_HOST_VALENCE``.
+        """
+        d = DEFAULTS
+        min_delay = d["ADAPTIVE_MIN_DELAY"]
+        if not _explicit(settings, "ADAPTIVE_MIN_DELAY") and settings.getpriority("DOWNLOAD_DELAY") not in (None, 0):
+            min_delay = settings.getfloat("DOWNLOAD_DELAY")
+        min_delay = _number(settings, "ADAPTIVE_MIN_DELAY", min_delay)
+        valence = d["ADAPTIVE_HOST_VALENCE"]
+        if not _explicit(settings, "ADAPTIVE_HOST_VALENCE") and settings.getpriority(
+            "CONCURRENT_REQUESTS_PER_DOMAIN"
+        ) not in (None, 0):
+            valence = settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
+        state_dir = settings.get("ADAPTIVE_STATE_DIR")
+        config = cls(
+            state_dir=str(state_dir) if state_dir else None,
+            state_sync=_bool(settings, "ADAPTIVE_STATE_SYNC", d["ADAPTIVE_STATE_SYNC"]),
+            delay_factor=_number(settings, "ADAPTIVE_DELAY_FACTOR", d["ADAPTIVE_DELAY_FACTOR"]),
+            min_delay=min_delay,
+            max_delay=_number(settings, "ADAPTIVE_MAX_DELAY", max(d["ADAPTIVE_MAX_DELAY"], min_delay)),
+            host_valence=_number(settings, "ADAPTIVE_HOST_VALENCE", valence, integer=True),
+            max_retries=_number(settings, "ADAPTIVE_MAX_RETRIES", d["ADAPTIVE_MAX_RETRIES"], integer=True),
+            retry_delay=_number(settings, "ADAPTIVE_RETRY_DELAY", d["ADAPTIVE_RETRY_DELAY"]),
+            embed_hops=_number(settings, "ADAPTIVE_EMBED_HOPS", d["ADAPTIVE_EMBED_HOPS"], integer=True),
+            lease=_number(settings, "ADAPTIVE_LEASE", d["ADAPTIVE_LEASE"]),
+            politeness_key=str(settings.get("ADAPTIVE_POLITENESS_KEY") or d["ADAPTIVE_POLITENESS_KEY"]),
+            wait_initial=_number(settings, "ADAPTIVE_WAIT_INITIAL", d["ADAPTIVE_WAIT_INITIAL"]),
+            wait_default=_number(settings, "ADAPTIVE_WAIT_DEFAULT", d["ADAPTIVE_WAIT_DEFAULT"]),
+            wait_min=_number(settings, "ADAPTIVE_WAIT_MIN", d["ADAPTIVE_WAIT_MIN"]),
+            wait_max=_number(settings, "ADAPTIVE_WAIT_MAX", d["ADAPTIVE_WAIT_MAX"]),
+            wait_policy=str(settings.get("ADAPTIVE_WAIT_POLICY") or d["ADAPTIVE_WAIT_POLICY"]),
+            history_size=_number(settings, "ADAPTIVE_HISTORY_SIZE", d["ADAPTIVE_HISTORY_SIZE"], integer=True),
+            log_interval=_number(settings, "ADAPTIVE_LOG_INTERVAL", d["ADAPTIVE_LOG_INTERVAL"]),
+        )
+        config.validate()
+        return config
+
+    def validate(self) -> None:
+        """Check ranges and relations between values."""
+        names = {f.name: "ADAPTIVE_" + f.name.upper() for f in fields(self)}
+        for attr in ("delay_factor", "min_delay", "max_delay", "retry_delay", "wait_min"):
+            value = getattr(self, attr)
+            if value < 0 or math.isinf(value):
+                raise ConfigError(f"{names[attr]} ({value!r}) must be a finite number >= 0.")
+        for attr in ("lease", "log_interval", "wait_initial", "wait_default", "wait_max"):
+            value = getattr(self, attr)
+            if value <= 0 or math.isinf(value):
+                raise ConfigError(f"{names[attr]} ({value!r}) must be a finite number > 0.")
+        for attr in ("host_valence", "history_size"):
+            if getattr(self, attr) < 1:
+                raise ConfigError(f"{names[attr]} ({getattr(self, attr)!r}) must be at least 1.")
+        for attr in ("max_retries", "embed_hops"):
+            if getattr(self, attr) < 0:
+                raise ConfigError(f"{names[attr]} ({getattr(self, attr)!r}) must be 0 or more.")
+        if self.max_delay < self.min_delay:
+            raise ConfigError(
+                f"ADAPTIVE_MAX_DELAY ({self.max_delay!r}) must not be lower than ADAPTIVE_MIN_DELAY ({self.min_delay!r})."
+            )
+        if self.wait_max < self.wait_min:
+            raise ConfigError(
+                f"ADAPTIVE_WAIT_MAX ({self.wait_max!r}) must not be lower than ADAPTIVE_WAIT_MIN ({self.wait_min!r})."
+            )
+        if self.politeness_key not in POLITENESS_KEYS:
+            raise ConfigError(
+                f"ADAPTIVE_POLITENESS_KEY ({self.politeness_key!r}) must be one of {', '.join(POLITENESS_KEYS)}."
+            )
