@@ -1,0 +1,10 @@
+"""``python -m scrapy_adaptive.demo``: run the local changing website."""
+
+from __future__ import annotations
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Downloader middlewares: evaluators that see fetches before the spider."""

@@ -1,0 +1,453 @@
+"""AdaptiveScheduler: the thin Scrapy adapter around the frontier.
+
+Scrapy asks a scheduler three things: take this request
+(``enqueue_request``), give me the next one (``next_request``), is anything
+left (``has_pending_requests``).  This class answers them from the
+:class:`~scrapy_adaptive.frontier.Frontier` and does the bookkeeping Scrapy
+cannot: which issued request is which URL, when a fetch ended (to start the
+host's politeness wait), what became of it (the verdicts the middlewares
+send to :meth:`AdaptiveScheduler.commit`), and waking the engine when the
+next URL falls due.
+
+Requests that come back through ``enqueue_request`` are told apart by the
+``adaptive_fp`` tag we put in ``meta`` when issuing:
+
+* a **re-send** of an issued URL (RetryMiddleware's quick retries, or any
+  middleware returning the same request): the URL goes back to its queue and
+  this very request object is re-issued after the politeness wait, so
+  ``retry_times`` keeps counting;
+* a **redirect** (``redirect_urls`` ends with the issued URL): the issued URL
+  was visited (status 3xx, rescheduled as usual) and the target is added as a
+  URL of its own;
+* anything else carrying the tag (a child request that copied
+  ``response.meta``) is a new request; the tag is ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from scrapy import Request, Spider, signals
+from scrapy.core.scheduler import BaseScheduler
+from scrapy.utils.asyncio import CallLaterResult, call_later, create_looping_call
+from scrapy.utils.defer import deferred_from_coro
+from scrapy.utils.httpobj import urlparse_cached
+from scrapy.utils.python import global_object_name
+
+from .engine import EngineWaker
+from .frontier import AddResult, Frontier, Outcome, Politeness, UrlRecord, Visit
+from .frontier.store import StoreError
+from .policies import WaitPolicy, load_wait_policy
+from .politeness import QueueKeyer, parse_crawl_delay
+from .serialization import RequestNotStorable, request_from_data, request_to_data
+from .settings import AdaptiveConfig
+from .statedir import StateDir, open_store, resolve
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from twisted.internet.defer import Deferred
+
+logger = logging.getLogger(__name__)
+
+META_FP = "adaptive_fp"
+META_RECORD = "adaptive_record"
+META_OVERDUE = "adaptive_overdue"
+META_EMBED_HOPS = "adaptive_embed_hops"
+
+
+class AdaptiveScheduler(BaseScheduler):
+    """A Scrapy scheduler that revisits every URL it knows, for ever."""
+
+    def __init__(self, crawler: Crawler, config: AdaptiveConfig, policy: WaitPolicy) -> None:
+        self.crawler = crawler
+        self.config = config
+        self.policy = policy
+        self.stats = crawler.stats
+        self.keyer = QueueKeyer(config.politeness_key)
+        self.waker = EngineWaker(crawler)
+        self.frontier: Frontier | None = None
+        self.state: StateDir | None = None
+        self.spider: Spider | None = None
+        self._fingerprint = crawler.request_fingerprinter.fingerprint  # type: ignore[union-attr]
+        #: fp -> the request object issued for it, while it is out
+        self._issued: dict[bytes, Request] = {}
+        #: fp -> when its download started (request_reached_downloader)
+        self._fetch_started: dict[bytes, float] = {}
+        #: fp -> a re-sent request to issue instead of rebuilding from the store
+        self._resend: dict[bytes, Request] = {}
+        self._wake_timer: CallLaterResult | None = None
+        self._wake_at = math.inf
+        self._ticker: Any = None
+        self._last_log = 0.0
+        self._stopping = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> AdaptiveScheduler:
+        config = AdaptiveConfig.from_settings(crawler.settings)
+        scheduler = cls(crawler, config, load_wait_policy(config))
+        scheduler._warn_about_settings()
+        crawler.signals.connect(scheduler._on_reached_downloader, signals.request_reached_downloader)
+        crawler.signals.connect(scheduler._on_left_downloader, signals.request_left_downloader)
+        crawler.signals.connect(scheduler._on_response_received, signals.response_received)
+        return scheduler
+
+    def _warn_about_settings(self) -> None:
+        settings = self.crawler.settings
+        if settings.getbool("AUTOTHROTTLE_ENABLED"):
+            logger.warning(
+                "AUTOTHROTTLE_ENABLED: AutoThrottle's delays apply in the downloader on top of the frontier's "
+                "politeness (ADAPTIVE_DELAY_FACTOR × fetch time, clamped to ADAPTIVE_MIN_DELAY..MAX_DELAY), "
+                "which already adapts to slow hosts. Disable one of them unless you want both."
+            )
+        per_domain = settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
+        if self.config.host_valence > per_domain:
+            logger.warning(
+                "ADAPTIVE_HOST_VALENCE (%d) is above CONCURRENT_REQUESTS_PER_DOMAIN (%d): the downloader will "
+                "hold the extra requests back.",
+                self.config.host_valence,
+                per_domain,
+            )
+
+    # -- life cycle ---------------------------------------------------------
+
+    def open(self, spider: Spider) -> Deferred[None] | None:
+        self.spider = spider
+        started = time.monotonic()
+        self.state = resolve(self.config.state_dir, self.crawler.settings.get("JOBDIR"))
+        store = open_store(
+            self.state,
+            spider=spider.name,
+            fingerprinter=global_object_name(type(self.crawler.request_fingerprinter)),
+            sync=self.config.state_sync,
+        )
+        c = self.config
+        self.frontier = Frontier(
+            store,
+            Politeness(
+                delay_factor=c.delay_factor,
+                min_delay=c.min_delay,
+                max_delay=c.max_delay,
+                valence=c.host_valence,
+                retry_delay=c.retry_delay,
+                max_retries=c.max_retries,
+                lease=c.lease,
+            ),
+            history_size=c.history_size,
+        )
+        self.frontier.load()
+        shape = self.frontier.shape(due_limit=0)
+        logger.info(
+            "Adaptive frontier opened in %.2fs: %d URLs in %d queues (state: %s)",
+            time.monotonic() - started,
+            shape["urls"],
+            shape["queues"],
+            self.state.path,
+        )
+        self._ticker = create_looping_call(self._tick)
+        self._ticker.start(1.0, now=False)
+        return None
+
+    def close(self, reason: str) -> Deferred[None] | None:
+        self._stopping = True
+        if self._ticker is not None and self._ticker.running:
+            self._ticker.stop()
+        if self._wake_timer is not None:
+            self._wake_timer.cancel()
+        if self.frontier is not None:
+            self._log_shape(final=True)
+            self.frontier.store.close()
+        return None
+
+    def has_pending_requests(self) -> bool:
+        return self.frontier is not None and self.frontier.has_pending()
+
+    # -- enqueue ----------------------------------------------------------------
+
+    def enqueue_request(self, request: Request) -> bool:
+        assert self.frontier is not None and self.spider is not None
+        try:
+            issued_fp = self._issued_fp(request)
+            if issued_fp is not None:
+                issued = self._issued[issued_fp]
+                redirect_urls = request.meta.get("redirect_urls") or []
+                if redirect_urls and redirect_urls[-1] == issued.url:
+                    self._redirected(issued_fp, request)
+                    # the target is a URL of its own; the inherited
+                    # dont_filter must not pull a known target forward
+                    return self._add(request, force=False)
+                if self._fingerprint(request) == issued_fp:
+                    return self._resent(issued_fp, request)
+            return self._add(request)
+        except StoreError as exc:
+            self._fatal(exc)
+            return False
+        except Exception:
+            logger.exception("scrapy-adaptive could not enqueue %r", request)
+            self.stats.inc_value("adaptive/errors/enqueue")
+            return False
+
+    def _add(self, request: Request, force: bool | None = None) -> bool:
+        assert self.frontier is not None and self.spider is not None
+        fp = self._fingerprint(request)
+        spider = self.spider
+        try:
+            data = request_to_data(request, spider)
+        except RequestNotStorable as exc:
+            logger.error("%s; the request is dropped, the crawl goes on.", exc)
+            self.stats.inc_value("adaptive/enqueued/refused")
+            return False
+        hops = request.meta.get(META_EMBED_HOPS) or 0
+        directive = 1 if 0 < hops <= self.config.embed_hops else 0
+        result = self.frontier.add(
+            fp, request.url, self.keyer.key(request), data, directive=directive,
+            force=request.dont_filter if force is None else force,
+        )
+        self.stats.inc_value(f"adaptive/enqueued/{result.value}")
+        if result is not AddResult.DUPLICATE:
+            self._arm_wake()
+        # A known URL is not "dropped": it is in the frontier, just not new.
+        return True
+
+    def _resent(self, fp: bytes, request: Request) -> bool:
+        """The issued request came back unchanged (a quick retry): re-issue it."""
+        assert self.frontier is not None
+        self._issued.pop(fp, None)
+        self._resend[fp] = request
+        self.frontier.requeue(fp)
+        self.stats.inc_value("adaptive/resent")
+        self._arm_wake()
+        return True
+
+    def _redirected(self, fp: bytes, request: Request) -> None:
+        """The issued URL answered with a redirect: that was its visit."""
+        reasons = request.meta.get("redirect_reasons") or []
+        status = reasons[-1] if reasons and isinstance(reasons[-1], int) else None
+        issued = self._issued[fp]
+        self.commit(issued, Visit(Outcome.VISITED, status=status, reason=f"redirect to {request.url}"))
+        self.stats.inc_value("adaptive/redirects")
+
+    # -- next ---------------------------------------------------------------------
+
+    def next_request(self) -> Request | None:
+        if self.frontier is None or self._stopping:
+            return None
+        try:
+            while True:
+                issued = self.frontier.next()
+                if issued is None:
+                    self._arm_wake()
+                    return None
+                request = self._resend.pop(issued.fp, None) or self._rebuild(issued.fp, issued.record)
+                if request is None:
+                    continue
+                request.meta[META_FP] = issued.fp.hex()
+                request.meta[META_RECORD] = issued.record.snapshot()
+                request.meta[META_OVERDUE] = issued.overdue
+                if self.config.politeness_key == "slot":
+                    request.meta["download_slot"] = issued.record.queue
+                self._issued[issued.fp] = request
+                self.stats.inc_value("adaptive/issued")
+                return request
+        except StoreError as exc:
+            self._fatal(exc)
+        except Exception:
+            # Scrapy only logs exceptions raised here; keep the crawl going.
+            logger.exception("scrapy-adaptive failed to hand out the next request")
+            self.stats.inc_value("adaptive/errors/next_request")
+        return None
+
+    def _rebuild(self, fp: bytes, record: UrlRecord) -> Request | None:
+        assert self.spider is not None and self.frontier is not None
+        try:
+            return request_from_data(record.request, self.spider)
+        except Exception as exc:
+            logger.error(
+                "Cannot rebuild the stored request for %s (%s: %s); it is retried later, the record is kept.",
+                record.url,
+                type(exc).__name__,
+                exc,
+            )
+            self.stats.inc_value("adaptive/errors/unloadable")
+            self.frontier.update(fp, Visit(Outcome.RETRY, reason=f"unloadable: {exc}"))
+            return None
+
+    # -- verdicts ---------------------------------------------------------------------
+
+    def issued_fp(self, request: Request) -> bytes | None:
+        """The fingerprint *request* was issued for, if it is one of ours and out."""
+        return self._issued_fp(request)
+
+    def _issued_fp(self, request: Request) -> bytes | None:
+        tag = request.meta.get(META_FP)
+        if not isinstance(tag, str):
+            return None
+        try:
+            fp = bytes.fromhex(tag)
+        except ValueError:
+            return None
+        issued = self._issued.get(fp)
+        if issued is None:
+            return None
+        if issued is request or self._fingerprint(request) == fp:
+            return fp
+        redirect_urls = request.meta.get("redirect_urls") or []
+        if redirect_urls and redirect_urls[-1] == issued.url:
+            return fp
+        return None
+
+    def commit(self, request: Request, visit: Visit) -> UrlRecord | None:
+        """Fold a verdict on an issued request into its URL's record.
+
+        Called by the middlewares (and for redirects by the scheduler).  The
+        wait policy fills in ``visit.wait`` when the verdict has none.
+        Returns the updated record, or None if the request was not ours.
+        """
+        fp = self._issued_fp(request)
+        if fp is None or self.frontier is None:
+            return None
+        self._issued.pop(fp, None)
+        started = self._fetch_started.pop(fp, None)
+        if visit.duration is None and started is not None:
+            visit.duration = max(0.0, time.time() - started)
+        if visit.outcome is Outcome.VISITED and visit.wait is None:
+            visit.wait = self.policy.next_wait(request.meta.get(META_RECORD) or {}, visit)
+        try:
+            record = self.frontier.update(fp, visit)
+        except StoreError as exc:
+            self._fatal(exc)
+            return None
+        if record is not None:
+            self.stats.inc_value(f"adaptive/outcome/{record.outcome}")
+            if visit.outcome is Outcome.RETRY and record.outcome == Outcome.RETRY.value:
+                logger.debug("Will retry %s in %.0fs: %s", record.url, self.config.retry_delay, visit.reason)
+            elif record.outcome in (Outcome.FAILED.value, Outcome.DISREGARDED.value):
+                logger.info("%s %s: %s; it stays known but is not visited again.", record.outcome.capitalize(), record.url, record.reason)
+        self._arm_wake()
+        return record
+
+    # -- signals ----------------------------------------------------------------------
+
+    def _on_reached_downloader(self, request: Request, spider: Spider) -> None:
+        fp = self._issued_fp(request)
+        if fp is not None:
+            self._fetch_started[fp] = time.time()
+
+    def _on_left_downloader(self, request: Request, spider: Spider) -> None:
+        fp = self._issued_fp(request)
+        if fp is None or self.frontier is None:
+            return
+        started = self._fetch_started.get(fp)
+        duration = time.time() - started if started is not None else 0.0
+        self.frontier.fetch_ended(fp, duration)
+        self._arm_wake()
+
+    def _on_response_received(self, response: Response, request: Request, spider: Spider) -> None:
+        if self.frontier is None or not request.meta.get("dont_obey_robotstxt"):
+            return
+        if urlsplit(request.url).path != "/robots.txt" or response.status != 200:
+            return
+        agent = self.crawler.settings.get("ROBOTSTXT_USER_AGENT") or self.crawler.settings.get("USER_AGENT")
+        delay = parse_crawl_delay(response.body, agent)
+        if delay is not None:
+            queue = self.keyer.key(request)
+            self.frontier.set_crawl_delay(queue, delay)
+            logger.info("Honouring robots.txt Crawl-delay of %.1fs for %s", delay, urlparse_cached(request).netloc)
+
+    # -- timers ------------------------------------------------------------------------
+
+    def _arm_wake(self) -> None:
+        """Make sure the engine asks us again when the next queue is ready."""
+        if self.frontier is None or self._stopping:
+            return
+        ready = self.frontier.next_ready_time()
+        if ready is None:
+            return
+        now = time.time()
+        if ready <= now:
+            self.waker.wake()
+            return
+        if ready >= self._wake_at:
+            return
+        if self._wake_timer is not None:
+            self._wake_timer.cancel()
+        self._wake_at = ready
+        self._wake_timer = call_later(ready - now + 0.005, self._wake)
+
+    def _wake(self) -> None:
+        self._wake_timer = None
+        self._wake_at = math.inf
+        if not self._stopping:
+            self.waker.wake()
+
+    def _tick(self) -> None:
+        """Once a second: return expired leases, and log now and then."""
+        if self.frontier is None:
+            return
+        try:
+            expired = self.frontier.expire_leases()
+            for fp in expired:
+                request = self._issued.pop(fp, None)
+                self._fetch_started.pop(fp, None)
+                logger.warning(
+                    "%s was out for more than ADAPTIVE_LEASE (%.0fs) without a verdict; it is back in its queue.",
+                    request.url if request is not None else fp.hex(),
+                    self.config.lease,
+                )
+                self.stats.inc_value("adaptive/leases_expired")
+            if expired:
+                self._arm_wake()
+            if time.time() - self._last_log >= self.config.log_interval:
+                self._log_shape()
+        except StoreError as exc:
+            self._fatal(exc)
+        except Exception:
+            logger.exception("scrapy-adaptive periodic task failed")
+
+    def _log_shape(self, final: bool = False) -> None:
+        assert self.frontier is not None
+        self._last_log = time.time()
+        shape = self.frontier.shape()
+        for name in ("urls", "queues", "ready", "snoozed", "busy", "out", "due", "visits", "versions", "never"):
+            self.stats.set_value(f"adaptive/frontier/{name}", shape[name])
+
+        def secs(value: float | None) -> str:
+            return "-" if value is None else f"{value:.1f}s"
+
+        logger.info(
+            "Frontier%s: %d URLs (%d never) in %d queues: %d ready, %d snoozed, %d busy; %d out; %s%d due now; "
+            "overdue p50 %s p95 %s; %d visits, %d versions",
+            " at close" if final else "",
+            shape["urls"],
+            shape["never"],
+            shape["queues"],
+            shape["ready"],
+            shape["snoozed"],
+            shape["busy"],
+            shape["out"],
+            ">" if shape["due_capped"] else "",
+            shape["due"],
+            secs(shape["overdue_p50"]),
+            secs(shape["overdue_p95"]),
+            shape["visits"],
+            shape["versions"],
+        )
+
+    def _fatal(self, exc: StoreError) -> None:
+        """The state cannot be written: stop rather than lose history.
+
+        The failed batch was not applied (LevelDB batches are atomic), so the
+        store still holds the previous, consistent state.
+        """
+        if self._stopping:
+            return
+        self._stopping = True
+        logger.critical("%s. Stopping the crawl; the state on disk is consistent and the crawl can resume.", exc)
+        self.stats.set_value("adaptive/fatal", str(exc))
+        engine = self.crawler.engine
+        if engine is not None:
+            deferred_from_coro(engine.close_spider_async(reason="adaptive_state_error"))

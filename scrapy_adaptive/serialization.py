@@ -1,0 +1,116 @@
+"""Requests to JSON-safe dicts and back, without pickle.
+
+A state folder is data, never code: requests are stored as tagged JSON
+(``{"$b": base64}`` for bytes, ``{"$t": [...]}`` for tuples).  Anything else
+(a lambda callback, a socket in ``meta``, a custom object) is refused with an
+error naming the request and the key, and the crawl goes on without it.
+
+Per-fetch ``meta`` (retry counters, redirect chains, download slot and
+latency, cache flags, Scrapy's private ``_``-keys, our own per-fetch
+``adaptive_`` tags) is dropped before storing: a revisit starts afresh.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from scrapy import Request, Spider
+from scrapy.utils.misc import load_object
+from scrapy.utils.request import request_from_dict
+
+#: meta keys that describe one fetch, not the URL (Scrapy's and ours)
+PER_FETCH_META = frozenset(
+    {
+        "retry_times",
+        "redirect_times",
+        "redirect_ttl",
+        "redirect_urls",
+        "redirect_reasons",
+        "download_slot",
+        "download_latency",
+        "download_timeout",
+        "download_stopped",
+        "cached_response",
+        "adaptive_fp",
+        "adaptive_record",
+        "adaptive_overdue",
+        "adaptive_visit",
+    }
+)
+
+
+class RequestNotStorable(ValueError):
+    """A request cannot be written to the state folder; the message says why."""
+
+
+def strip_per_fetch(meta: dict[str, Any]) -> dict[str, Any]:
+    """*meta* without the keys that must not follow a URL to its next visit."""
+    return {k: v for k, v in meta.items() if k not in PER_FETCH_META and not k.startswith("_")}
+
+
+def _encode(value: Any, path: str) -> Any:
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, bytes):
+        return {"$b": base64.b64encode(value).decode("ascii")}
+    if isinstance(value, list):
+        return [_encode(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, tuple):
+        return {"$t": [_encode(v, f"{path}[{i}]") for i, v in enumerate(value)]}
+    if isinstance(value, dict):
+        if all(isinstance(k, str) and not k.startswith("$") for k in value):
+            return {k: _encode(v, f"{path}[{k!r}]") for k, v in value.items()}
+        return {"$d": [[_encode(k, f"{path} key"), _encode(v, f"{path}[{k!r}]")] for k, v in value.items()]}
+    raise RequestNotStorable(f"{path} holds a {type(value).__name__} ({value!r:.80}), which cannot be stored as JSON")
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    if isinstance(value, dict):
+        if len(value) == 1:
+            (tag, inner), = value.items()
+            if tag == "$b":
+                return base64.b64decode(inner)
+            if tag == "$t":
+                return tuple(_decode(v) for v in inner)
+            if tag == "$d":
+                return {_freeze(_decode(k)): _decode(v) for k, v in inner}
+        return {k: _decode(v) for k, v in value.items()}
+    return value
+
+
+def _freeze(key: Any) -> Any:
+    return tuple(key) if isinstance(key, list) else key
+
+
+def request_to_data(request: Request, spider: Spider) -> dict[str, Any]:
+    """A JSON-safe dict of *request*, without per-fetch meta.
+
+    Raises :class:`RequestNotStorable` naming the request and the key.
+    """
+    try:
+        data = request.to_dict(spider=spider)
+    except ValueError as exc:  # e.g. a lambda or a function from another object
+        raise RequestNotStorable(f"{request!r} cannot be stored: {exc}") from None
+    data["meta"] = strip_per_fetch(data.get("meta") or {})
+    try:
+        return _encode(data, "request")
+    except RequestNotStorable as exc:
+        raise RequestNotStorable(f"{request!r} cannot be stored: {exc}") from None
+
+
+def request_from_data(data: dict[str, Any], spider: Spider) -> Request:
+    """Rebuild a request stored by :func:`request_to_data`.
+
+    A stored ``_class`` must name a :class:`~scrapy.Request` subclass: the
+    state folder cannot make us call anything else.
+    """
+    decoded = _decode(data)
+    class_path = decoded.get("_class")
+    if class_path is not None:
+        cls = load_object(class_path)
+        if not (isinstance(cls, type) and issubclass(cls, Request)):
+            raise RequestNotStorable(f"stored request class {class_path!r} is not a scrapy.Request subclass")
+    return request_from_dict(decoded, spider=spider)

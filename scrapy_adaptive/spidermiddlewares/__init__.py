@@ -1,0 +1,1 @@
+"""Spider middlewares: evaluators that see responses and their output."""
