@@ -1,0 +1,381 @@
+"""Unit tests of the frontier logic, run against both stores."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from scrapy_adaptive.frontier import (
+    AddResult,
+    ChangeState,
+    Frontier,
+    MemoryStore,
+    Outcome,
+    Politeness,
+    QueueState,
+    Store,
+    Visit,
+)
+from scrapy_adaptive.frontier.keys import NEVER_MS
+from scrapy_adaptive.frontier.leveldb_store import LevelDBStore
+
+
+class Clock:
+    def __init__(self, t: float = 1_000_000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def fp(url: str) -> bytes:
+    return hashlib.sha1(url.encode()).digest()
+
+
+@pytest.fixture(params=["memory", "leveldb"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    s: Store = (
+        MemoryStore()
+        if request.param == "memory"
+        else LevelDBStore(str(tmp_path / "db"))
+    )
+    yield s
+    s.close()
+
+
+def make(store: Store, clock: Clock, **politeness: float) -> Frontier:
+    defaults = dict(
+        delay_factor=5.0,
+        min_delay=2.0,
+        max_delay=5.0,
+        valence=1,
+        retry_delay=900.0,
+        max_retries=3,
+        lease=60.0,
+    )
+    defaults.update(politeness)
+    return Frontier(store, Politeness(**defaults), clock=clock)  # type: ignore[arg-type]
+
+
+def add(f: Frontier, url: str, queue: str | None = None, **kw: object) -> AddResult:
+    queue = queue or url.split("/")[2]
+    return f.add(fp(url), url, queue, {"url": url}, **kw)  # type: ignore[arg-type]
+
+
+def visited(
+    wait: float = 100.0,
+    change: ChangeState = ChangeState.CHANGED,
+    duration: float = 0.0,
+) -> Visit:
+    return Visit(
+        Outcome.VISITED,
+        wait=wait,
+        status=200,
+        change=change,
+        duration=duration,
+        digest="sha1:x",
+    )
+
+
+def test_add_is_the_duplicate_filter(store: Store) -> None:
+    clock = Clock()
+    f = make(store, clock)
+    assert add(f, "http://a/1") is AddResult.NEW
+    assert add(f, "http://a/1") is AddResult.DUPLICATE
+    assert f.url_count == 1
+
+
+def test_next_issues_due_urls_in_time_order_and_holds_them_out(store: Store) -> None:
+    clock = Clock()
+    f = make(store, clock, min_delay=0, max_delay=0, delay_factor=0)
+    add(f, "http://a/1")
+    clock.t += 1
+    add(f, "http://a/2")
+    first = f.next()
+    assert first is not None and first.record.url == "http://a/1"
+    assert f.is_out(first.fp)
+    assert f.next() is None  # valence 1: the queue is busy
+    f.fetch_ended(first.fp, 0.0)
+    f.update(first.fp, visited(wait=50))
+    second = f.next()
+    assert second is not None and second.record.url == "http://a/2"
+    assert second.overdue == pytest.approx(0.0)
+
+
+def test_politeness_wait_is_factor_times_duration_clamped(store: Store) -> None:
+    clock = Clock()
+    f = make(store, clock)  # factor 5, min 2, max 5
+    for i in range(4):
+        add(f, f"http://a/{i}")
+    for duration, expected in ((0.1, 2.0), (0.6, 3.0), (3.0, 5.0)):
+        issued = f.next()
+        assert issued is not None
+        f.fetch_ended(issued.fp, duration)
+        f.update(issued.fp, visited())
+        assert f.next() is None
+        assert f.next_ready_time() == pytest.approx(clock.t + expected)
+        clock.t += expected
+    assert f.next() is not None
+
+
+def test_crawl_delay_from_robots_wins_over_a_shorter_politeness_wait(
+    store: Store,
+) -> None:
+    clock = Clock()
+    f = make(store, clock)
+    add(f, "http://a/1")
+    add(f, "http://a/2")
+    f.set_crawl_delay("a", 10.0)
+    issued = f.next()
+    assert issued is not None
+    f.fetch_ended(issued.fp, 0.1)
+    assert f.next_ready_time() == pytest.approx(clock.t + 10.0)
+
+
+def test_valence_allows_that_many_urls_out_per_queue(store: Store) -> None:
+    clock = Clock()
+    f = make(store, clock, valence=2)
+    for i in range(5):
+        add(f, f"http://a/{i}")
+    add(f, "http://b/1")
+    out = [f.next(), f.next(), f.next()]
+    assert all(o is not None for o in out)
+    hosts = sorted(o.record.queue for o in out if o)
+    assert hosts == ["a", "a", "b"]
+    assert f.next() is None
+    states = {q.name: q.state(clock.t) for q in f.queues()}
+    assert states["a"] is QueueState.BUSY
+
+
+def test_each_slot_rests_its_own_politeness_wait(store: Store) -> None:
+    """Thesis 6.2.1: with valence 2, each returned URL starts its own wait."""
+    clock = Clock()
+    f = make(store, clock, valence=2, delay_factor=0, min_delay=1.0, max_delay=1.0)
+    for i in range(4):
+        add(f, f"http://a/{i}")
+    a, b = f.next(), f.next()
+    assert a and b
+    f.fetch_ended(a.fp, 0)
+    clock.t += 0.5
+    f.fetch_ended(b.fp, 0)
+    assert f.next() is None
+    clock.t += 0.5  # a's slot is free again, b's is not
+    assert f.next() is not None
+    assert f.next() is None
+    clock.t += 0.5
+    assert f.next() is not None
+
+
+def test_the_queue_ready_longest_goes_first(store: Store) -> None:
+    clock = Clock()
+    f = make(store, clock, min_delay=0, max_delay=0, delay_factor=0)
+    add(f, "http://late/1")
+    clock.t -= 100  # an earlier-due URL on another host
+    add(f, "http://early/1")
+    clock.t += 100
+    first = f.next()
+    assert first is not None and first.record.queue == "early"
+
+
+def test_update_reschedules_after_the_wait_and_counts(store: Store) -> None:
+    clock = Clock()
+    f = make(store, clock)
+    add(f, "http://a/1")
+    issued = f.next()
+    assert issued
+    record = f.update(issued.fp, visited(wait=3600))
+    assert record is not None
+    assert record.next_time == pytest.approx(clock.t + 3600)
+    assert (record.visits, record.versions, record.status) == (1, 1, 200)
+    clock.t += 3600
+    again = f.next()
+    assert again is not None and again.fp == issued.fp
+    record = f.update(again.fp, visited(wait=7200, change=ChangeState.UNCHANGED))
+    assert record is not None
+    assert (record.visits, record.versions) == (2, 1)
+    assert [h[1] for h in record.history] == ["changed", "unchanged"]
+
+
+def test_history_is_bounded(store: Store) -> None:
+    clock = Clock()
+    f = Frontier(
+        store, Politeness(min_delay=0, max_delay=0), history_size=3, clock=clock
+    )
+    add(f, "http://a/1")
+    for _ in range(5):
+        issued = f.next()
+        assert issued
+        record = f.update(issued.fp, visited(wait=1))
+        clock.t += 1
+    assert record is not None and len(record.history) == 3 and record.visits == 5
+
+
+def test_retry_then_fail_after_max_retries_but_stay_known(store: Store) -> None:
+    clock = Clock()
+    f = make(store, clock, max_retries=2, retry_delay=900)
+    add(f, "http://a/1")
+    for attempt in range(3):
+        issued = f.next()
+        assert issued is not None, attempt
+        record = f.update(issued.fp, Visit(Outcome.RETRY, reason="timeout"))
+        assert record is not None
+        clock.t += 900
+    assert record.outcome == "failed" and record.next_ms == NEVER_MS
+    assert "gave up after 2 retries" in (record.reason or "")
+    assert not f.has_pending()
+    assert add(f, "http://a/1") is AddResult.DUPLICATE  # not rediscovered
+    assert (
+        add(f, "http://a/1", force=True) is AddResult.RESCHEDULED
+    )  # dont_filter revives it
+    assert f.has_pending()
+
+
+def test_retry_waits_the_retry_delay_for_the_url_only(store: Store) -> None:
+    clock = Clock()
+    f = make(store, clock, min_delay=0, max_delay=0, delay_factor=0, retry_delay=900)
+    add(f, "http://a/1")
+    add(f, "http://a/2")
+    issued = f.next()
+    assert issued
+    f.update(issued.fp, Visit(Outcome.RETRY, reason="timeout"))
+    other = f.next()
+    assert other is not None and other.record.url == "http://a/2"
+
+
+def test_host_level_errors_snooze_the_whole_queue(store: Store) -> None:
+    clock = Clock()
+    f = make(store, clock, min_delay=0, max_delay=0, delay_factor=0, retry_delay=900)
+    add(f, "http://a/1")
+    add(f, "http://a/2")
+    issued = f.next()
+    assert issued
+    f.update(issued.fp, Visit(Outcome.RETRY, reason="refused", host_level=True))
+    assert f.next() is None
+    assert f.next_ready_time() == pytest.approx(clock.t + 900)
+
+
+def test_disregarded_urls_get_never(store: Store) -> None:
+    clock = Clock()
+    f = make(store, clock)
+    add(f, "http://a/private")
+    issued = f.next()
+    assert issued
+    record = f.update(issued.fp, Visit(Outcome.DISREGARDED, reason="robots.txt"))
+    assert record is not None and record.never
+    assert f.shape()["never"] == 1
+
+
+def test_requeue_returns_an_out_url_to_its_queue(store: Store) -> None:
+    clock = Clock()
+    f = make(store, clock, lease=30.0)
+    add(f, "http://a/1")
+    issued = f.next()
+    assert issued
+    assert f.expire_leases() == []
+    clock.t += 31
+    assert f.expire_leases() == [issued.fp]
+    assert not f.is_out(issued.fp)
+    clock.t += 2  # the slot rests min_delay
+    again = f.next()
+    assert again is not None and again.fp == issued.fp
+
+
+def test_raised_directive_goes_first_and_is_reset_after_the_visit(store: Store) -> None:
+    clock = Clock()
+    f = make(store, clock, min_delay=0, max_delay=0, delay_factor=0)
+    add(f, "http://a/page")
+    add(f, "http://a/img.png", directive=1)
+    first = f.next()
+    assert first is not None and first.record.url == "http://a/img.png"
+    record = f.update(first.fp, visited(wait=10))
+    assert record is not None and record.directive == 0
+
+
+def test_raising_the_directive_of_a_known_url_pulls_it_forward(store: Store) -> None:
+    """A preferred URL must never block its queue by sorting first while not due."""
+    clock = Clock()
+    f = make(store, clock, min_delay=0, max_delay=0, delay_factor=0)
+    add(f, "http://a/img.png")
+    issued = f.next()
+    assert issued
+    f.update(issued.fp, visited(wait=1000))
+    add(f, "http://a/other")
+    assert add(f, "http://a/img.png", directive=1) is AddResult.RESCHEDULED
+    nxt = f.next()
+    assert nxt is not None and nxt.record.url == "http://a/img.png"
+
+
+def test_restart_rebuilds_queues_and_counts_and_returns_out_urls(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    path = str(tmp_path / "db")
+    store = LevelDBStore(path)
+    f = make(store, clock)
+    for i in range(3):
+        add(f, f"http://a/{i}")
+    add(f, "http://b/1")
+    issued = f.next()
+    assert issued
+    f.update(issued.fp, visited(wait=100))
+    out = f.next()  # left out when the "process dies"
+    assert out is not None
+    store.close()
+
+    store2 = LevelDBStore(path)
+    f2 = make(store2, clock)
+    f2.load()
+    shape = f2.shape()
+    assert (
+        shape["urls"],
+        shape["queues"],
+        shape["visits"],
+        shape["versions"],
+        shape["out"],
+    ) == (4, 2, 1, 1, 0)
+    clock.t += 10
+    urls = []
+    while (n := f2.next()) is not None:
+        urls.append(n.record.url)
+        f2.update(n.fp, visited(wait=10_000))
+        clock.t += 3
+    # everything due comes out, including the URL that was out at the "crash"
+    assert out.record.url in urls
+    expected = {"http://a/0", "http://a/1", "http://a/2", "http://b/1"} - {issued.record.url}
+    assert sorted(urls) == sorted(expected)
+    store2.close()
+
+
+def test_queue_counters_are_persisted_per_host(tmp_path: Path) -> None:
+    store = LevelDBStore(str(tmp_path / "db"))
+    f = make(store, Clock())
+    add(f, "http://a/1")
+    add(f, "http://a/2")
+    counters = dict(store.hosts())
+    assert json.loads(counters["a"])["u"] == 2
+    store.close()
+
+
+def test_shape_counts_due_urls_and_overdue(store: Store) -> None:
+    clock = Clock()
+    f = make(store, clock)
+    for i in range(5):
+        add(f, f"http://a/{i}")
+    clock.t += 7
+    shape = f.shape()
+    assert shape["due"] == 5 and shape["ready"] == 1
+    issued = f.next()
+    assert issued is not None and issued.overdue == pytest.approx(7.0)
+    assert f.shape()["overdue_p50"] == pytest.approx(7.0)
+
+
+def test_never_is_infinite_time() -> None:
+    from scrapy_adaptive.frontier.keys import ms_to_time, time_to_ms
+
+    assert time_to_ms(math.inf) == NEVER_MS
+    assert ms_to_time(NEVER_MS) == math.inf

@@ -1,0 +1,100 @@
+"""Requests survive the state folder as JSON, or are refused by name."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from scrapy import Request, Spider
+from scrapy.http import FormRequest
+
+from scrapy_adaptive.serialization import (
+    RequestNotStorable,
+    request_from_data,
+    request_to_data,
+    strip_per_fetch,
+)
+
+
+class MySpider(Spider):
+    name = "s"
+
+    def parse_item(self, response):  # pragma: no cover - only referenced by name
+        pass
+
+
+def roundtrip(request: Request, spider: Spider) -> Request:
+    data = request_to_data(request, spider)
+    return request_from_data(json.loads(json.dumps(data)), spider)
+
+
+def test_a_request_roundtrips_through_json() -> None:
+    spider = MySpider()
+    request = Request(
+        "http://example.com/a?b=1",
+        callback=spider.parse_item,
+        method="POST",
+        body=b"\x00\xffbinary",
+        headers={"X-Token": "abc"},
+        cookies={"k": "v"},
+        meta={"page": 3, "tags": ("a", "b"), "raw": b"\x01", "nested": {"x": [1, 2.5, None]}, "by_int": {1: "x"}},
+        cb_kwargs={"n": 1},
+        priority=5,
+        flags=["f"],
+    )
+    back = roundtrip(request, spider)
+    assert (back.url, back.method, back.body, back.priority, back.flags) == (
+        request.url,
+        "POST",
+        b"\x00\xffbinary",
+        5,
+        ["f"],
+    )
+    assert back.callback == spider.parse_item
+    assert back.headers["X-Token"] == b"abc"
+    assert back.meta["tags"] == ("a", "b") and back.meta["raw"] == b"\x01"
+    assert back.meta["nested"] == {"x": [1, 2.5, None]} and back.meta["by_int"] == {1: "x"}
+    assert back.cb_kwargs == {"n": 1}
+
+
+def test_subclasses_are_kept() -> None:
+    spider = MySpider()
+    back = roundtrip(FormRequest("http://example.com/f", formdata={"q": "x"}), spider)
+    assert type(back) is FormRequest and back.body == b"q=x"
+
+
+def test_per_fetch_meta_is_not_carried_to_the_next_visit() -> None:
+    meta = {
+        "retry_times": 2,
+        "redirect_urls": ["http://x"],
+        "redirect_ttl": 19,
+        "download_slot": "x",
+        "download_latency": 0.1,
+        "download_timeout": 180,
+        "_private": 1,
+        "adaptive_fp": "00",
+        "adaptive_record": {},
+        "depth": 2,
+        "proxy": "http://127.0.0.1:3128",
+    }
+    assert strip_per_fetch(meta) == {"depth": 2, "proxy": "http://127.0.0.1:3128"}
+
+
+def test_a_lambda_callback_is_refused_with_the_request_named() -> None:
+    with pytest.raises(RequestNotStorable, match=r"<GET http://example.com/l> cannot be stored"):
+        request_to_data(Request("http://example.com/l", callback=lambda r: None), MySpider())
+
+
+def test_an_unserializable_meta_value_is_refused_with_the_key_named() -> None:
+    request = Request("http://example.com/m", meta={"ok": 1, "handle": object()})
+    with pytest.raises(RequestNotStorable) as info:
+        request_to_data(request, MySpider())
+    assert "request['meta']['handle'] holds a object" in str(info.value)
+    assert "http://example.com/m" in str(info.value)
+
+
+def test_a_stored_class_must_be_a_request_subclass() -> None:
+    data = request_to_data(Request("http://example.com/"), MySpider())
+    data["_class"] = "os.system"
+    with pytest.raises(RequestNotStorable, match="not a scrapy.Request subclass"):
+        request_from_data(data, MySpider())

@@ -1,0 +1,99 @@
+"""The state folder: where it is, who owns it, and refusing to guess."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from scrapy_adaptive.statedir import MARKER, StateDirError, open_store, resolve
+
+FP = "scrapy.utils.request.RequestFingerprinter"
+
+
+def test_state_dir_defaults_to_a_folder_inside_jobdir(tmp_path: Path) -> None:
+    assert resolve(None, str(tmp_path)).path == str(tmp_path / "adaptive")
+    assert resolve(str(tmp_path / "own"), str(tmp_path)).path == str(tmp_path / "own")
+
+
+def test_no_jobdir_means_a_temporary_folder_and_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        state = resolve(None, None)
+    assert state.temporary and "nothing will survive" in caplog.text
+    Path(state.path).rmdir()
+
+
+def test_a_new_folder_is_claimed_and_reopened(tmp_path: Path) -> None:
+    state = resolve(str(tmp_path / "s"), None)
+    open_store(state, spider="a", fingerprinter=FP, sync=False).close()
+    marker = json.loads((tmp_path / "s" / MARKER).read_text())
+    assert marker["spider"] == "a" and marker["format"] == 1
+    open_store(state, spider="a", fingerprinter=FP, sync=False).close()
+
+
+def test_a_second_crawl_on_the_same_folder_is_refused(tmp_path: Path) -> None:
+    state = resolve(str(tmp_path / "s"), None)
+    first = open_store(state, spider="a", fingerprinter=FP, sync=False)
+    try:
+        with pytest.raises(StateDirError, match="in use by another crawl"):
+            open_store(state, spider="a", fingerprinter=FP, sync=False)
+    finally:
+        first.close()
+
+
+def test_another_spiders_folder_is_refused(tmp_path: Path) -> None:
+    state = resolve(str(tmp_path / "s"), None)
+    open_store(state, spider="a", fingerprinter=FP, sync=False).close()
+    with pytest.raises(StateDirError, match="belongs to spider 'a', not 'b'"):
+        open_store(state, spider="b", fingerprinter=FP, sync=False)
+
+
+def test_another_fingerprinter_is_refused(tmp_path: Path) -> None:
+    state = resolve(str(tmp_path / "s"), None)
+    open_store(state, spider="a", fingerprinter=FP, sync=False).close()
+    with pytest.raises(StateDirError, match="REQUEST_FINGERPRINTER_CLASS"):
+        open_store(state, spider="a", fingerprinter="my.Fingerprinter", sync=False)
+
+
+def test_a_foreign_folder_is_refused_and_left_untouched(tmp_path: Path) -> None:
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    with pytest.raises(StateDirError, match="is not a scrapy-adaptive state folder"):
+        open_store(resolve(str(folder), None), spider="a", fingerprinter=FP, sync=False)
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
+
+
+def test_a_corrupt_marker_or_missing_database_is_refused(tmp_path: Path) -> None:
+    state = resolve(str(tmp_path / "s"), None)
+    open_store(state, spider="a", fingerprinter=FP, sync=False).close()
+    (tmp_path / "s" / MARKER).write_text("{not json")
+    with pytest.raises(StateDirError, match="unreadable or corrupt"):
+        open_store(state, spider="a", fingerprinter=FP, sync=False)
+    (tmp_path / "s" / MARKER).write_text(json.dumps({"format": 1, "spider": "a", "fingerprinter": FP}))
+    for f in (tmp_path / "s" / "frontier.ldb").iterdir():
+        f.unlink()
+    (tmp_path / "s" / "frontier.ldb").rmdir()
+    with pytest.raises(StateDirError, match="database frontier.ldb/ is missing"):
+        open_store(state, spider="a", fingerprinter=FP, sync=False)
+
+
+def test_a_corrupt_database_is_reported_not_reset(tmp_path: Path) -> None:
+    state = resolve(str(tmp_path / "s"), None)
+    open_store(state, spider="a", fingerprinter=FP, sync=False).close()
+    db = tmp_path / "s" / "frontier.ldb"
+    (db / "CURRENT").write_text("MANIFEST-999999\n")  # points at nothing
+    with pytest.raises(StateDirError) as info:
+        open_store(state, spider="a", fingerprinter=FP, sync=False)
+    assert str(db) in str(info.value)
+    assert (db / "CURRENT").read_text() == "MANIFEST-999999\n"  # nothing was reset
+
+
+def test_a_newer_format_is_refused(tmp_path: Path) -> None:
+    state = resolve(str(tmp_path / "s"), None)
+    open_store(state, spider="a", fingerprinter=FP, sync=False).close()
+    (tmp_path / "s" / MARKER).write_text(json.dumps({"format": 99, "spider": "a", "fingerprinter": FP}))
+    with pytest.raises(StateDirError, match="newer scrapy-adaptive"):
+        open_store(state, spider="a", fingerprinter=FP, sync=False)
