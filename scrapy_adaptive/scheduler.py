@@ -394,7 +394,7 @@ class AdaptiveScheduler(BaseScheduler):
                 request = self._issued.pop(fp, None)
                 self._fetch_started.pop(fp, None)
                 logger.warning(
-                    "%s was out for more than ADAPTIVE_LEASE (%.0fs) without a verdict; it is back in its queue.",
+                    "%s was out for more than ADAPTIVE_LEASE (%.1fs) without a verdict; it is back in its queue.",
                     request.url if request is not None else fp.hex(),
                     self.config.lease,
                 )

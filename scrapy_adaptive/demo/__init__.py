@@ -36,4 +36,5 @@ __all__ = [
     "build_catalogue",
     "main",
     "make_site",
+    "write_clock_file",
 ]

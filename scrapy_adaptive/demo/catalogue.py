@@ -80,12 +80,18 @@ class Validators(StrEnum):
 class Change(StrEnum):
     """What differs between two versions of a page (for change-detection tests)."""
 
-    CONTENT = "content"  # visible text changes (a "Revision N" line and a paragraph)
-    MARKUP = "markup-only"  # attributes/classes/inline script change, visible text identical
-    PRICE = "price"  # product data (price) changes, layout identical
-    LAYOUT = "layout"  # layout/markup structure changes, product data identical
-    TIMESTAMP = "timestamp"  # only a "Generated at" line, different on every request
-    NONE = "none"  # never changes
+    #: Visible text changes (a "Revision N" line and one paragraph).
+    CONTENT = "content"
+    #: Classes, attributes, comments, inline script change; visible text identical.
+    MARKUP = "markup-only"
+    #: Product data (the price) changes; layout identical.
+    PRICE = "price"
+    #: Layout / markup structure changes; product data identical.
+    LAYOUT = "layout"
+    #: Only a "Generated at" line changes, on every request.
+    TIMESTAMP = "timestamp"
+    #: Never changes.
+    NONE = "none"
 
 
 @dataclass(frozen=True)
@@ -155,9 +161,7 @@ class Catalogue:
     by_path: Mapping[str, Page] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "by_path", MappingProxyType({p.path: p for p in self.pages})
-        )
+        object.__setattr__(self, "by_path", MappingProxyType({p.path: p for p in self.pages}))
 
     def get(self, path: str) -> Page | None:
         return self.by_path.get(path)
@@ -270,8 +274,7 @@ LAB: tuple[tuple[str, str, Cadence, Validators, Change, str], ...] = (
         EVERY_15S,
         LIE,
         Change.CONTENT,
-        "Content changes every 15 s but ETag and Last-Modified never do; "
-        "matching conditional requests get 304.",
+        ("Content changes every 15 s but ETag and Last-Modified never do; matching conditional requests get 304."),
     ),
     (
         "timestamp.html",
@@ -287,8 +290,7 @@ LAB: tuple[tuple[str, str, Cadence, Validators, Change, str], ...] = (
         EVERY_15S,
         HONOUR,
         Change.MARKUP,
-        "Classes, data attributes, comments and an inline script change; "
-        "visible text is identical across versions.",
+        ("Classes, data attributes, comments and an inline script change; visible text is identical across versions."),
     ),
 )
 
@@ -350,17 +352,24 @@ def _content_change(cadence: Cadence) -> Change:
     return Change.NONE if cadence.kind == "never" else Change.CONTENT
 
 
-def _section_drafts(seed: int) -> list[_Draft]:
+def _section_drafts() -> list[_Draft]:
     drafts = [
-        _Draft("/", "Adaptive demo site", Media.HTML, Role.INDEX, EVERY_1M, HONOUR,
-               Change.CONTENT),
-    ]  # fmt: skip
+        _Draft("/", "Adaptive demo site", Media.HTML, Role.INDEX, EVERY_1M, HONOUR, Change.CONTENT),
+    ]
     for slug, title in SECTIONS:
         cadence, validators = SECTION_BEHAVIOUR[slug]
         drafts.append(
-            _Draft(f"/{slug}/", title, Media.HTML, Role.SECTION, cadence, validators,
-                   _content_change(cadence), section=slug)
-        )  # fmt: skip
+            _Draft(
+                f"/{slug}/",
+                title,
+                Media.HTML,
+                Role.SECTION,
+                cadence,
+                validators,
+                _content_change(cadence),
+                section=slug,
+            )
+        )
     return drafts
 
 
@@ -376,44 +385,44 @@ def _item_drafts(seed: int) -> list[_Draft]:
             path = f"/{slug}/{stem}-{n:02d}.html"
             title = _topic_title(seed, path, f"{label} {n:02d}")
             drafts.append(
-                _Draft(path, title, Media.HTML, Role.ARTICLE, cadence, validators,
-                       _content_change(cadence), section=slug)
-            )  # fmt: skip
+                _Draft(
+                    path, title, Media.HTML, Role.ARTICLE, cadence, validators, _content_change(cadence), section=slug
+                )
+            )
     for n, (cadence, validators, change) in enumerate(SHOP, start=1):
         path = f"/shop/product-{n:02d}.html"
         title = _topic_title(seed, path, f"Product {n:02d}")
-        drafts.append(
-            _Draft(path, title, Media.HTML, Role.PRODUCT, cadence, validators, change,
-                   section="shop")
-        )  # fmt: skip
+        drafts.append(_Draft(path, title, Media.HTML, Role.PRODUCT, cadence, validators, change, section="shop"))
     for name, title, cadence, validators, change, note in LAB:
         drafts.append(
-            _Draft(f"/lab/{name}", title, Media.HTML, Role.LAB, cadence, validators,
-                   change, section="lab", note=note)
-        )  # fmt: skip
+            _Draft(f"/lab/{name}", title, Media.HTML, Role.LAB, cadence, validators, change, section="lab", note=note)
+        )
     drafts.append(
-        _Draft(PRIVATE_PATH, "Staff only", Media.HTML, Role.PRIVATE, NEVER, NONE,
-               Change.NONE, section="private",
-               note="Disallowed by robots.txt; a polite crawler never fetches it.")
-    )  # fmt: skip
+        _Draft(
+            PRIVATE_PATH,
+            "Staff only",
+            Media.HTML,
+            Role.PRIVATE,
+            NEVER,
+            NONE,
+            Change.NONE,
+            section="private",
+            note="Disallowed by robots.txt; a polite crawler never fetches it.",
+        )
+    )
     return drafts
 
 
 def _asset_drafts() -> list[_Draft]:
     drafts = [
-        _Draft(path, path.rsplit("/", 1)[-1], Media.PNG, Role.ASSET, cadence,
-               validators, _content_change(cadence))
+        _Draft(path, path.rsplit("/", 1)[-1], Media.PNG, Role.ASSET, cadence, validators, _content_change(cadence))
         for path, (cadence, validators) in IMAGES.items()
-    ]  # fmt: skip
+    ]
     drafts += [
-        _Draft(path, path.rsplit("/", 1)[-1], Media.CSS, Role.ASSET, cadence,
-               validators, _content_change(cadence))
+        _Draft(path, path.rsplit("/", 1)[-1], Media.CSS, Role.ASSET, cadence, validators, _content_change(cadence))
         for path, (cadence, validators) in STYLESHEETS.items()
-    ]  # fmt: skip
-    drafts.append(
-        _Draft(ROBOTS_PATH, "robots.txt", Media.TEXT, Role.ROBOTS, NEVER, NONE,
-               Change.NONE)
-    )  # fmt: skip
+    ]
+    drafts.append(_Draft(ROBOTS_PATH, "robots.txt", Media.TEXT, Role.ROBOTS, NEVER, NONE, Change.NONE))
     return drafts
 
 
@@ -473,7 +482,7 @@ def _stylesheets_for(draft: _Draft) -> tuple[str, ...]:
 
 def build_catalogue(seed: int = 0) -> Catalogue:
     """Build the full inventory (about 47 HTML pages plus assets) for ``seed``."""
-    drafts = _section_drafts(seed) + _item_drafts(seed) + _asset_drafts()
+    drafts = _section_drafts() + _item_drafts(seed) + _asset_drafts()
     articles = [d.path for d in drafts if d.role in (Role.ARTICLE, Role.PRODUCT)]
     pages = []
     for page_id, d in enumerate(drafts):

@@ -42,8 +42,7 @@ def loopback_host(value: str) -> str:
         address = None
     if address is None or not address.is_loopback:
         raise argparse.ArgumentTypeError(
-            f"{value!r} is not a loopback address; the demo site only listens on "
-            "127.0.0.0/8, ::1 or localhost"
+            f"{value!r} is not a loopback address; the demo site only listens on 127.0.0.0/8, ::1 or localhost"
         )
     return str(address)
 
@@ -72,26 +71,53 @@ def _port(value: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m scrapy_adaptive.demo",
-        description="Serve a local website whose pages change on a known schedule "
-        "(truth at /_demo/schedule).",
+        description="Serve a local website whose pages change on a known schedule (truth at /_demo/schedule).",
     )
-    parser.add_argument("--host", type=loopback_host, default=DEFAULT_HOST,
-                        help="loopback address to bind (default %(default)s)")
-    parser.add_argument("--port", type=_port, default=DEFAULT_PORT,
-                        help="TCP port; 0 picks a free one (default %(default)s)")
-    parser.add_argument("--speed", type=_positive_float, default=1.0,
-                        help="multiply the rate of change, e.g. 10 (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed for phases, random change times and text (default %(default)s)")
-    parser.add_argument("--crawl-delay", type=_non_negative_float, default=None,
-                        help="add 'Crawl-delay: N' to robots.txt (default: absent)")
-    parser.add_argument("--clock-file", default=None, metavar="PATH",
-                        help="read the current Unix time from PATH on every request "
-                        "instead of the system clock (for tests)")
-    parser.add_argument("--start-time", type=float, default=None, metavar="UNIX_SECONDS",
-                        help="wall-clock instant of demo time 0 (default: now)")
+    parser.add_argument(
+        "--host",
+        type=loopback_host,
+        default=DEFAULT_HOST,
+        help="loopback address to bind (default %(default)s)",
+    )
+    parser.add_argument(
+        "--port",
+        type=_port,
+        default=DEFAULT_PORT,
+        help="TCP port; 0 picks a free one (default %(default)s)",
+    )
+    parser.add_argument(
+        "--speed",
+        type=_positive_float,
+        default=1.0,
+        help="multiply the rate of change, e.g. 10 (default %(default)s)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed for phases, random change times and text (default %(default)s)",
+    )
+    parser.add_argument(
+        "--crawl-delay",
+        type=_non_negative_float,
+        default=None,
+        help="add 'Crawl-delay: N' to robots.txt (default: absent)",
+    )
+    parser.add_argument(
+        "--clock-file",
+        default=None,
+        metavar="PATH",
+        help="read the current Unix time from PATH on every request instead of the system clock (for tests)",
+    )
+    parser.add_argument(
+        "--start-time",
+        type=float,
+        default=None,
+        metavar="UNIX_SECONDS",
+        help="wall-clock instant of demo time 0 (default: now)",
+    )
     parser.add_argument("--verbose", action="store_true", help="log every request")
-    return parser  # fmt: skip
+    return parser
 
 
 def _url(host: str, port: int) -> str:
@@ -107,7 +133,10 @@ def _serve(site: DemoSite, host: str, port: int) -> int:
     try:
         listening = reactor.listenTCP(port, site, interface=host)
     except CannotListenError as exc:
-        print(f"demo site: cannot listen on {host}:{port}: {exc.socketError}", file=sys.stderr)
+        print(
+            f"demo site: cannot listen on {host}:{port}: {exc.socketError}",
+            file=sys.stderr,
+        )
         return 1
     url = _url(host, listening.getHost().port)
     model = site.model

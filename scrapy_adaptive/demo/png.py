@@ -47,10 +47,7 @@ def encode_png(width: int, height: int, rows: Iterable[bytes]) -> bytes:
     # no interlacing.
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     return (
-        PNG_SIGNATURE
-        + _chunk(b"IHDR", header)
-        + _chunk(b"IDAT", zlib.compress(bytes(raw), 9))
-        + _chunk(b"IEND", b"")
+        PNG_SIGNATURE + _chunk(b"IHDR", header) + _chunk(b"IDAT", zlib.compress(bytes(raw), 9)) + _chunk(b"IEND", b"")
     )
 
 
@@ -66,8 +63,5 @@ def gradient_png(width: int, height: int, top_left: RGB, bottom_right: RGB) -> b
     changing image) different bytes, which is all change detection needs.
     """
     span = max(width + height - 2, 1)
-    rows = (
-        b"".join(_mix(top_left, bottom_right, x + y, span) for x in range(width))
-        for y in range(height)
-    )
+    rows = (b"".join(_mix(top_left, bottom_right, x + y, span) for x in range(width)) for y in range(height))
     return encode_png(width, height, rows)

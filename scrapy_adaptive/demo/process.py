@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, Self
 
 from .cli import READY_PREFIX
 from .clock import write_clock_file
@@ -62,9 +62,18 @@ class DemoSiteProcess:
         self.start_time = start_time
         self.startup_timeout = startup_timeout
         self.args = [
-            sys.executable, "-m", "scrapy_adaptive.demo", "--host", host,
-            "--port", str(port), "--speed", repr(speed), "--seed", str(seed),
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "scrapy_adaptive.demo",
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--speed",
+            repr(speed),
+            "--seed",
+            str(seed),
+        ]
         if self.clock_file is not None:
             self.args += ["--clock-file", str(self.clock_file)]
         if start_time is not None:
@@ -97,12 +106,14 @@ class DemoSiteProcess:
         if self.clock_file is not None and not self.clock_file.exists():
             self.set_time(self.start_time if self.start_time is not None else time.time())
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH")) if p
-        )
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
         env["PYTHONUNBUFFERED"] = "1"
         self._proc = subprocess.Popen(
-            self.args, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env
+            self.args,
+            stdout=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=env,
         )
         try:
             self.url = self._await_ready(self._proc)
@@ -110,7 +121,10 @@ class DemoSiteProcess:
             self.stop()
             raise
         self._pump = threading.Thread(
-            target=self._drain, args=(self._proc.stdout,), name="demo-site-stdout", daemon=True
+            target=self._drain,
+            args=(self._proc.stdout,),
+            name="demo-site-stdout",
+            daemon=True,
         )
         self._pump.start()
         return self.url
@@ -128,7 +142,7 @@ class DemoSiteProcess:
                 if not line:
                     raise DemoSiteError(f"demo site exited early (status {proc.wait()})")
                 if line.startswith(READY_PREFIX):
-                    return line[len(READY_PREFIX):].split()[0]
+                    return line[len(READY_PREFIX) :].split()[0]
                 logger.debug("demo site: %s", line.rstrip())
         raise DemoSiteError(f"demo site not ready within {self.startup_timeout:g} s")
 
@@ -158,7 +172,7 @@ class DemoSiteProcess:
         if proc.stdout is not None:
             proc.stdout.close()
 
-    def __enter__(self) -> DemoSiteProcess:
+    def __enter__(self) -> Self:
         self.start()
         return self
 

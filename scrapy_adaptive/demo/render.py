@@ -71,9 +71,7 @@ def _title_of(ctx: RenderContext, path: str) -> str:
 
 def _nav() -> str:
     """The shared navigation bar: every page links home and every section."""
-    items = ['<a href="/">Home</a>'] + [
-        f'<a href="/{slug}/">{escape(title)}</a>' for slug, title in SECTIONS
-    ]
+    items = ['<a href="/">Home</a>'] + [f'<a href="/{slug}/">{escape(title)}</a>' for slug, title in SECTIONS]
     return "<nav>" + " | ".join(items) + "</nav>"
 
 
@@ -91,17 +89,14 @@ def _href(page: Page, target: str) -> str:
 
 def _link_list(ctx: RenderContext, page: Page, targets: Sequence[str]) -> str:
     """``<ul>`` of links to ``targets`` (absolute paths), titled from the catalogue."""
-    items = [
-        f'<li><a href="{escape(_href(page, t))}">{escape(_title_of(ctx, t))}</a></li>'
-        for t in targets
-    ]
+    items = [f'<li><a href="{escape(_href(page, t))}">{escape(_title_of(ctx, t))}</a></li>' for t in targets]
     return "<ul>\n" + "\n".join(items) + "\n</ul>"
 
 
 def _document(page: Page, main: str, *, head_extra: str = "", body_attrs: str = "") -> bytes:
     links = "".join(f'\n<link rel="stylesheet" href="{escape(s)}">' for s in page.stylesheets)
     html = (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"<title>{escape(page.title)}</title>{links}{head_extra}\n</head>\n"
         f"<body{body_attrs}>\n<header>{_nav()}</header>\n<main>\n{main}\n</main>\n"
         "<footer><p>Adaptive demo site - a local test fixture.</p></footer>\n"
@@ -119,8 +114,7 @@ def _revision(ctx: RenderContext, page: Page) -> str:
 
 def _figures(page: Page) -> str:
     return "".join(
-        f'<figure><img src="{escape(src)}" alt="Illustration {i + 1}" width="48" '
-        f'height="32"></figure>\n'
+        f'<figure><img src="{escape(src)}" alt="Illustration {i + 1}" width="48" height="32"></figure>\n'
         for i, src in enumerate(page.images)
     )
 
@@ -310,7 +304,7 @@ def _render_css(ctx: RenderContext, page: Page) -> bytes:
         "body { font-family: sans-serif; max-width: 48rem; margin: auto; }\n"
         "a { color: var(--accent); }\n"
         ".price-line, .revision { font-weight: bold; }\n"
-    ).encode("utf-8")
+    ).encode()
 
 
 def render_robots(crawl_delay: float | None) -> bytes:

@@ -42,7 +42,10 @@ class VersionSpan:
 class Schedule(Protocol):
     """What the site needs from a change schedule."""
 
-    kind: str
+    @property
+    def kind(self) -> str:
+        """Schedule family: ``never``, ``per-request``, ``periodic`` or ``poisson``."""
+        ...
 
     def at(self, t: float) -> VersionSpan:
         """The version span containing demo time ``t`` (``t < 0`` acts as 0)."""

@@ -20,7 +20,7 @@ from email.utils import formatdate, parsedate_to_datetime
 from types import MappingProxyType
 from urllib.parse import parse_qs, unquote
 
-from twisted.web import resource, server
+from twisted.web import http, resource, server
 
 from .catalogue import Catalogue, Media, Page, Validators, build_catalogue
 from .clock import Clock
@@ -143,11 +143,7 @@ class SiteModel:
     def schedule(self, wall: float, paths: Iterable[str] | None = None) -> dict[str, object]:
         """The ``/_demo/schedule`` document: every page's behaviour and current truth."""
         wanted = None if paths is None else set(paths)
-        pages = [
-            self._describe(self.state(p, wall))
-            for p in self.catalogue
-            if wanted is None or p.path in wanted
-        ]
+        pages = [self._describe(self.state(p, wall)) for p in self.catalogue if wanted is None or p.path in wanted]
         return {
             "now": wall,
             "demo_time": self.demo_time(wall),
@@ -238,7 +234,8 @@ class DemoResource(resource.Resource):
     def _render_page(self, request: server.Request, page: Page) -> bytes | int:
         now = self.model.clock()
         st = self.model.state(page, now)
-        request.setHeader(b"content-type", CONTENT_TYPES[page.media])
+        # no-cache: clients may store the page but must revalidate every time,
+        # which is exactly the conditional-GET traffic the demo exercises.
         request.setHeader(b"cache-control", b"no-cache")
         request.setHeader(b"x-demo-page", str(page.id).encode())
         request.setHeader(b"x-demo-version", str(st.version).encode())
@@ -248,7 +245,6 @@ class DemoResource(resource.Resource):
             request.setHeader(b"last-modified", st.last_modified.encode("ascii"))
         if not_modified(request, st):
             request.setResponseCode(304)
-            request.responseHeaders.removeHeader(b"content-type")
             return self._finish(request, b"", None)
         ctx = RenderContext(
             catalogue=self.model.catalogue,
@@ -319,7 +315,7 @@ class DemoSite(server.Site):
         self.model = root.model
         self.verbose = verbose
 
-    def log(self, request: server.Request) -> None:
+    def log(self, request: http.Request) -> None:
         if self.verbose:
             logger.info(
                 '%s "%s %s" %d %d',

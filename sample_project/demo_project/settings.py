@@ -1,0 +1,67 @@
+"""Settings of the sample project, scaled for the local demo site.
+
+The adaptive defaults are tuned for the real web (seconds between requests to
+one host, revisits after hours or days).  The demo site changes pages every
+15 s to 5 min, so the values below shrink everything to match; the names are
+the add-on's ``ADAPTIVE_*`` settings, all times in seconds (floats).
+Any of them can be overridden on the command line with ``-s NAME=value``.
+"""
+
+BOT_NAME = "demo_project"
+
+SPIDER_MODULES = ["demo_project.spiders"]
+NEWSPIDER_MODULE = "demo_project.spiders"
+
+# Be a good citizen even locally: the demo site's robots.txt disallows
+# /private/, and the demo shows that the crawler never fetches it.
+ROBOTSTXT_OBEY = True
+
+# The one line that turns this ordinary project into a continuous, adaptive
+# revisiting crawler: the add-on installs the frontier scheduler and its
+# middlewares.  `-s ADDONS={}` runs the spider as a plain one-pass crawl.
+ADDONS = {"scrapy_adaptive.Addon": 0}
+
+# INFO shows the add-on's periodic frontier summary without per-request noise.
+LOG_LEVEL = "INFO"
+
+# No needless listening ports: the Telnet console and Scrapy's remote-control
+# (code execution) server are debugging aids the demo does not use.
+TELNETCONSOLE_ENABLED = False
+REMOTE_CONTROL_ENABLED = False
+
+# Write exported feeds (-o items.jsonl) as readable UTF-8.
+FEED_EXPORT_ENCODING = "utf-8"
+
+# Where the spider starts; change it when the demo site runs elsewhere,
+# e.g. `-s DEMO_SITE_URL=http://127.0.0.1:9000/` (scripts/demo.sh does this
+# for $DEMO_PORT).  Only loopback addresses make sense for the demo site.
+DEMO_SITE_URL = "http://127.0.0.1:8731/"
+
+# --- Politeness (per host) -------------------------------------------------
+# Wait at least this long between two requests to one host: small, because
+# the demo site is local, but non-zero so politeness is visible in the log.
+ADAPTIVE_MIN_DELAY = 0.2
+# Never wait longer than this between requests to one host, however slow the
+# last response was, so the whole site is covered within a few seconds.
+ADAPTIVE_MAX_DELAY = 1.0
+# Otherwise wait this multiple of the last response's download time
+# (a slow server gets proportionally more breathing room).
+ADAPTIVE_DELAY_FACTOR = 2.0
+
+# --- Revisit waits -----------------------------------------------------------
+# After the first visit, come back this soon: shorter than the fastest demo
+# pages' 15 s cadence, so the first revisit already catches changes.
+ADAPTIVE_WAIT_INITIAL = 10.0
+# The wait when it is not known whether the page changed (e.g. an empty
+# body): a middle value between the demo's 15 s and 1 min cadences.
+ADAPTIVE_WAIT_DEFAULT = 15.0
+# Floor for the adaptive wait: pages that change on every visit are still not
+# fetched more often than every 5 s (the timestamp page changes per request).
+ADAPTIVE_WAIT_MIN = 5.0
+# Ceiling for the adaptive wait: pages that never change are still re-checked
+# every 5 minutes, the demo's slowest cadence, so the demo stays lively.
+ADAPTIVE_WAIT_MAX = 300.0
+
+# Log the frontier summary (queued / due / visited / changed) every 10 s so
+# the adaptation can be watched while the demo runs.
+ADAPTIVE_LOG_INTERVAL = 10.0

@@ -1,0 +1,771 @@
+"""A deterministic HTTP server for end-to-end tests, run as a subprocess.
+
+Why a subprocess: the crawls under test run in their own ``scrapy`` process,
+and the test process itself must stay free of a running Twisted reactor, so the
+server lives in a third process with its own reactor (the same approach as
+Scrapy's own ``tests/mockserver.py``).
+
+Why several loopback addresses: Linux routes all of 127.0.0.0/8 to the loopback
+interface, so listening on 127.0.0.1, 127.0.0.2 and 127.0.0.3 gives us three
+distinct *hosts* (distinct Scrapy download slots / politeness keys) without any
+DNS or network access. The server refuses anything outside 127.0.0.0/8.
+
+Run it by hand (from the repository root)::
+
+    python -m tests.mockserver --hosts 127.0.0.1,127.0.0.2 [--crawl-delay 1.5]
+
+It prints one JSON line once every port is listening, for example
+``{"http": {"127.0.0.1": 41233, "127.0.0.2": 41877}}``; each host gets its own
+ephemeral port and the same resource tree.
+
+Resources (every response is a pure function of the request and of per-key
+request counters, so tests are reproducible):
+
+``/page/<anything>?links=/page/a,/page/b&size=N``
+    200 HTML naming the path, one ``<a href>`` per comma-separated link and N
+    bytes of padding. ``/private/<anything>`` serves the same page (it is
+    disallowed by the default robots.txt, so tests can check it is *not* hit).
+``/delay?s=0.5`` or ``/delay/<seconds>/<anything>``
+    200 HTML page after the given delay (``reactor.callLater``, not a sleep,
+    so many delayed requests are served concurrently). Accepts ``links``/``size``.
+``/ring/<n>/<i>?fanout=1&size=N&delay=S``
+    Page i of an n-page cyclic site: links to pages i+1 .. i+fanout (mod n),
+    each link carrying the same query string (so the whole ring shares
+    fanout/size/delay). A ready-made cyclic graph of any size, e.g. to keep a
+    never-ending crawl busy; ``delay`` makes every page slow (valence tests).
+``/status/<code>/<anything>?retry_after=N``
+    That status code with a small body (and ``Retry-After`` if asked).
+``/redirect/<code>?to=/page/x``
+    Redirect with ``Location: <to>`` (default code 302, default target /page/redirected).
+``/drop/<anything>``
+    Reads the request, then closes the connection without any response.
+``/flaky/<n>/<key>?status=503``
+    The first n requests for ``<key>`` are dropped (or answered with
+    ``status`` if given), later ones get a 200 page. Counters reset with ``/_reset``.
+``/changes/<every>/<key>``
+    200 page whose body *version* is ``(hits - 1) // every`` (hits counted per
+    key, 1-based), i.e. the content changes every ``every`` requests. Sends
+    ``ETag: "<key>-v<version>"`` and answers 304 to a matching If-None-Match.
+``/validators/<key>?etag=abc&lm=<epoch seconds or HTTP-date>``
+    200 page with the given ETag (quoted unless already quoted / weak) and/or
+    Last-Modified; 304 when If-None-Match matches (takes precedence) or when
+    If-Modified-Since is not older than Last-Modified.
+``/robots.txt``
+    ``User-agent: *`` / ``Disallow: /private/`` plus ``Crawl-delay`` when the
+    server was started with ``--crawl-delay`` or ``/_robots`` set one.
+
+Control endpoints (never recorded in the log):
+
+``/_log``
+    JSON list of every other request so far, in arrival order, each
+    ``{"host", "port", "client_port", "method", "path", "uri", "status",
+    "dropped", "start", "end", "headers"}``. ``start`` is ``time.time()`` when
+    the request was received, ``end`` when the response finished or the
+    connection was dropped/lost (``null`` while still in flight; ``status``
+    is then ``null`` too). ``dropped`` is true when no complete response was
+    sent: ``/drop``, ``/flaky`` failures, or the client hanging up first (a
+    download timeout, a killed crawl). ``headers``
+    maps *lower-cased* request header names to their (first) value.
+``/_log/clear``
+    Empties the log.
+``/_reset``
+    Empties the log, resets the per-key counters and the robots.txt override.
+``/_robots?crawl_delay=1.5&disallow=/private/,/x/``
+    Overrides robots.txt until the next ``/_reset`` (empty ``disallow=`` means none).
+
+The same module provides :class:`MockServer` (start/stop the subprocess and
+build URLs) and small pure helpers to measure politeness and concurrency from
+log entries (:func:`max_concurrency`, :func:`gaps`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import html
+import ipaddress
+import itertools
+import json
+import os
+import selectors
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterable, Sequence
+from email.utils import formatdate, parsedate_to_datetime
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, Self
+
+if TYPE_CHECKING:
+    from twisted.web.server import Request
+
+DEFAULT_HOSTS: tuple[str, ...] = ("127.0.0.1", "127.0.0.2", "127.0.0.3")
+DEFAULT_DISALLOW: tuple[str, ...] = ("/private/",)
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+#: Paths (exact or prefix + "/") that are control endpoints and not logged.
+_CONTROL_PATHS = ("/_log", "/_reset", "/_robots")
+
+LogEntry = dict[str, Any]
+
+
+# --------------------------------------------------------------------------
+# Validation helpers (shared by server and client side)
+# --------------------------------------------------------------------------
+
+
+def check_loopback(host: str) -> str:
+    """Return ``host`` if it is an IPv4 address in 127.0.0.0/8, else raise.
+
+    Tests must never bind or contact anything but loopback addresses.
+    """
+    try:
+        addr = ipaddress.ip_address(host)
+    except ValueError:
+        raise ValueError(f"not an IP address: {host!r}") from None
+    if addr.version != 4 or not addr.is_loopback:
+        raise ValueError(f"refusing non-loopback host {host!r} (only 127.0.0.0/8)")
+    return host
+
+
+# --------------------------------------------------------------------------
+# Server side (only runs inside the subprocess; imports Twisted lazily so that
+# importing this module in the pytest process never installs a reactor)
+# --------------------------------------------------------------------------
+
+
+class _State:
+    """Mutable server state shared by all listening ports."""
+
+    def __init__(self, crawl_delay: float | None) -> None:
+        self.default_crawl_delay = crawl_delay
+        self.log: list[LogEntry] = []
+        self.counters: dict[str, int] = {}
+        self.robots_override: tuple[float | None, tuple[str, ...]] | None = None
+
+    def reset(self) -> None:
+        self.log.clear()
+        self.counters.clear()
+        self.robots_override = None
+
+    def hit(self, key: str) -> int:
+        """Count one request for ``key`` and return the 1-based hit number."""
+        self.counters[key] = self.counters.get(key, 0) + 1
+        return self.counters[key]
+
+    def robots_txt(self) -> bytes:
+        if self.robots_override is not None:
+            delay, disallow = self.robots_override
+        else:
+            delay, disallow = self.default_crawl_delay, DEFAULT_DISALLOW
+        lines = ["User-agent: *"]
+        lines += [f"Disallow: {d}" for d in disallow]
+        if delay is not None:
+            lines.append(f"Crawl-delay: {delay:g}")
+        return ("\n".join(lines) + "\n").encode()
+
+
+def _arg(request: Request, name: str, default: str | None = None) -> str | None:
+    args: dict[bytes, list[bytes]] = request.args or {}
+    values = args.get(name.encode())
+    if not values:
+        return default
+    return values[0].decode("utf-8", "replace")
+
+
+def _split_links(raw: str | None) -> list[str]:
+    return [link for link in (raw or "").split(",") if link]
+
+
+def page_html(path: str, links: Sequence[str] = (), size: int = 0, extra: str = "") -> bytes:
+    """The deterministic HTML body served for a page (exposed for assertions)."""
+    esc = html.escape
+    items = "".join(f'<li><a href="{esc(link)}">{esc(link)}</a></li>\n' for link in links)
+    pad = f'<p class="pad">{"x" * max(size, 0)}</p>\n' if size > 0 else ""
+    extra_html = f'<p class="extra">{esc(extra)}</p>\n' if extra else ""
+    return (
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
+        f"<title>{esc(path)}</title></head>\n<body>\n"
+        f'<h1 class="path">{esc(path)}</h1>\n{extra_html}<ul>\n{items}</ul>\n{pad}'
+        "</body></html>\n"
+    ).encode()
+
+
+def _http_date_to_epoch(value: str) -> float | None:
+    try:
+        return parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def _etag_matches(if_none_match: str, etag: str) -> bool:
+    """Weak comparison (RFC 9110 13.1.2) of an If-None-Match header to an ETag."""
+
+    def strip(tag: str) -> str:
+        tag = tag.strip()
+        return tag.removeprefix("W/")
+
+    candidates = [t for t in if_none_match.split(",") if t.strip()]
+    return any(t.strip() == "*" or strip(t) == strip(etag) for t in candidates)
+
+
+def _build_resource(state: _State) -> Any:
+    """Build the single leaf resource dispatching on the request path."""
+    from twisted.internet import reactor as _reactor
+
+    reactor: Any = _reactor  # zope-interface typing of the global reactor confuses mypy
+    from twisted.web import resource, server
+
+    NOT_DONE_YET = server.NOT_DONE_YET
+
+    class Root(resource.Resource):
+        isLeaf = True
+
+        def render(self, request: Request) -> bytes | int:
+            path = request.path.decode("utf-8", "replace")
+            if path in _CONTROL_PATHS or path.startswith(tuple(p + "/" for p in _CONTROL_PATHS)):
+                return self.control(request, path)
+            host = request.getHost()
+            client = request.getClientAddress()
+            entry: LogEntry = {
+                "host": host.host,
+                "port": host.port,
+                "client_port": getattr(client, "port", None),
+                "method": request.method.decode("ascii", "replace"),
+                "path": path,
+                "uri": request.uri.decode("utf-8", "replace"),
+                "status": None,
+                "dropped": False,
+                "start": time.time(),
+                "end": None,
+                "headers": {
+                    k.decode("latin-1").lower(): v[0].decode("latin-1")
+                    for k, v in request.requestHeaders.getAllRawHeaders()
+                    if v
+                },
+            }
+            state.log.append(entry)
+
+            def finished(_: object) -> None:
+                if entry["end"] is None:
+                    entry["end"] = time.time()
+                if not entry["dropped"]:
+                    entry["status"] = request.code
+
+            def lost(_: object) -> None:
+                if entry["end"] is None:
+                    entry["end"] = time.time()
+                entry["dropped"] = True
+
+            request.notifyFinish().addCallbacks(finished, lost)
+            return self.dispatch(request, path, entry)
+
+        # -- control endpoints -------------------------------------------
+        def control(self, request: Request, path: str) -> bytes:
+            request.setHeader(b"Content-Type", b"application/json")
+            request.setHeader(b"Cache-Control", b"no-store")
+            if path == "/_log":
+                return json.dumps(state.log).encode()
+            if path == "/_log/clear":
+                state.log.clear()
+                return b'{"ok": true}'
+            if path == "/_reset":
+                state.reset()
+                return b'{"ok": true}'
+            if path == "/_robots":
+                raw_delay = _arg(request, "crawl_delay")
+                delay = float(raw_delay) if raw_delay else None
+                raw_disallow = _arg(request, "disallow")
+                disallow = DEFAULT_DISALLOW if raw_disallow is None else tuple(_split_links(raw_disallow))
+                state.robots_override = (delay, disallow)
+                return b'{"ok": true}'
+            request.setResponseCode(404)
+            return b'{"error": "unknown control endpoint"}'
+
+        # -- test resources ----------------------------------------------
+        def dispatch(self, request: Request, path: str, entry: LogEntry) -> bytes | int:
+            parts = path.strip("/").split("/")
+            head = parts[0]
+            if path == "/robots.txt":
+                request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
+                return state.robots_txt()
+            if head in ("page", "private") and len(parts) >= 1:
+                return self.page(request, path)
+            if head == "delay":
+                return self.delay(request, path, parts)
+            if head == "status" and len(parts) >= 2:
+                return self.status(request, parts[1])
+            if head == "redirect":
+                return self.redirect(request, parts)
+            if head == "drop":
+                return self.drop(request, entry)
+            if head == "flaky" and len(parts) >= 3:
+                return self.flaky(request, path, parts, entry)
+            if head == "ring" and len(parts) >= 3:
+                return self.ring(request, path, parts)
+            if head == "changes" and len(parts) >= 3:
+                return self.changes(request, path, parts)
+            if head == "validators" and len(parts) >= 2:
+                return self.validators(request, path)
+            request.setResponseCode(404)
+            request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
+            return f"no such resource: {path}\n".encode()
+
+        def page(self, request: Request, path: str, extra: str = "") -> bytes:
+            request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
+            links = _split_links(_arg(request, "links"))
+            size = int(_arg(request, "size", "0") or 0)
+            return page_html(path, links, size, extra)
+
+        def delay(self, request: Request, path: str, parts: list[str]) -> int | bytes:
+            raw = _arg(request, "s") if len(parts) < 2 else parts[1]
+            try:
+                seconds = max(0.0, float(raw or "0"))
+            except ValueError:
+                request.setResponseCode(400)
+                return b"bad delay\n"
+            return self.later(
+                request,
+                seconds,
+                self.page(request, path, extra=f"delayed {seconds:g}s"),
+            )
+
+        def later(self, request: Request, seconds: float, body: bytes) -> int:
+            """Send ``body`` after ``seconds`` without blocking other requests."""
+
+            def respond() -> None:
+                request.write(body)
+                request.finish()
+
+            call = reactor.callLater(seconds, respond)
+
+            def client_gone(_: object) -> None:
+                # Never write to (or finish) a request whose connection is gone.
+                if call.active():
+                    call.cancel()
+
+            request.notifyFinish().addErrback(client_gone)
+            return NOT_DONE_YET
+
+        def ring(self, request: Request, path: str, parts: list[str]) -> int | bytes:
+            try:
+                n = max(1, int(parts[1]))
+                i = int(parts[2]) % n
+                fanout = max(0, int(_arg(request, "fanout", "1") or 1))
+                seconds = max(0.0, float(_arg(request, "delay", "0") or 0))
+            except ValueError:
+                request.setResponseCode(400)
+                return b"bad ring\n"
+            query = request.uri.decode("utf-8", "replace").partition("?")[2]
+            suffix = f"?{query}" if query else ""
+            targets = dict.fromkeys(f"/ring/{n}/{(i + j) % n}{suffix}" for j in range(1, fanout + 1))
+            request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
+            size = int(_arg(request, "size", "0") or 0)
+            body = page_html(path, list(targets), size)
+            return self.later(request, seconds, body) if seconds > 0 else body
+
+        def status(self, request: Request, raw_code: str) -> bytes:
+            try:
+                code = int(raw_code)
+            except ValueError:
+                code = 400
+            request.setResponseCode(code)
+            request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
+            retry_after = _arg(request, "retry_after")
+            if retry_after:
+                request.setHeader(b"Retry-After", retry_after.encode())
+            return f"status {code}\n".encode()
+
+        def redirect(self, request: Request, parts: list[str]) -> bytes:
+            code = int(parts[1]) if len(parts) >= 2 and parts[1].isdigit() else 302
+            target = _arg(request, "to", "/page/redirected") or "/page/redirected"
+            request.setResponseCode(code)
+            request.setHeader(b"Location", target.encode())
+            request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
+            return f"redirect {code} to {target}\n".encode()
+
+        def drop(self, request: Request, entry: LogEntry) -> int:
+            entry["dropped"] = True
+            entry["end"] = time.time()
+            transport: Any = request.channel.transport
+            transport.loseConnection()
+            return NOT_DONE_YET
+
+        def flaky(self, request: Request, path: str, parts: list[str], entry: LogEntry) -> bytes | int:
+            try:
+                failures = int(parts[1])
+            except ValueError:
+                request.setResponseCode(400)
+                return b"bad count\n"
+            key = "flaky:" + "/".join(parts[2:])
+            if state.hit(key) <= failures:
+                fail_status = _arg(request, "status")
+                if fail_status:
+                    return self.status(request, fail_status)
+                return self.drop(request, entry)
+            return self.page(request, path)
+
+        def changes(self, request: Request, path: str, parts: list[str]) -> bytes:
+            try:
+                every = max(1, int(parts[1]))
+            except ValueError:
+                request.setResponseCode(400)
+                return b"bad period\n"
+            key = "/".join(parts[2:])
+            version = (state.hit("changes:" + key) - 1) // every
+            etag = f'"{key}-v{version}"'
+            request.setHeader(b"ETag", etag.encode())
+            inm = request.getHeader(b"If-None-Match")
+            if inm is not None and _etag_matches(inm.decode("latin-1"), etag):
+                request.setResponseCode(304)
+                return b""
+            return self.page(request, path, extra=f"version {version}")
+
+        def validators(self, request: Request, path: str) -> bytes:
+            etag = _arg(request, "etag")
+            if etag and not etag.startswith(('"', "W/")):
+                etag = f'"{etag}"'
+            raw_lm = _arg(request, "lm")
+            lm_epoch: float | None = None
+            lm_header: str | None = None
+            if raw_lm:
+                try:
+                    lm_epoch = float(raw_lm)
+                    lm_header = formatdate(lm_epoch, usegmt=True)
+                except ValueError:
+                    lm_epoch = _http_date_to_epoch(raw_lm)
+                    lm_header = raw_lm
+            if etag:
+                request.setHeader(b"ETag", etag.encode())
+            if lm_header:
+                request.setHeader(b"Last-Modified", lm_header.encode())
+            inm = request.getHeader(b"If-None-Match")
+            ims = request.getHeader(b"If-Modified-Since")
+            not_modified = False
+            if inm is not None:
+                # RFC 9110 13.2.2: If-None-Match takes precedence over IMS.
+                not_modified = bool(etag) and _etag_matches(inm.decode("latin-1"), etag or "")
+            elif ims is not None and lm_epoch is not None:
+                ims_epoch = _http_date_to_epoch(ims.decode("latin-1"))
+                # HTTP dates have 1 s resolution.
+                not_modified = ims_epoch is not None and int(lm_epoch) <= ims_epoch
+            if not_modified:
+                request.setResponseCode(304)
+                return b""
+            return self.page(request, path, extra=f"etag={etag} lm={lm_header}")
+
+    return Root()
+
+
+def _serve(hosts: Sequence[str], crawl_delay: float | None, exit_on_stdin_eof: bool) -> None:
+    from twisted.internet import protocol, stdio
+    from twisted.internet import reactor as _reactor
+    from twisted.internet.error import ReactorNotRunning
+    from twisted.web import server
+
+    reactor: Any = _reactor  # see _build_resource
+    state = _State(crawl_delay)
+    site = server.Site(_build_resource(state))
+    site.noisy = False
+    ports = {}
+    for host in hosts:
+        port = reactor.listenTCP(0, site, interface=host)
+        ports[host] = port.getHost().port
+
+    if exit_on_stdin_eof:
+        # Lets the parent die without leaking us: its end of our stdin closes.
+        class StdinWatcher(protocol.Protocol):
+            def connectionLost(self, reason: object = None) -> None:
+                with contextlib.suppress(ReactorNotRunning):
+                    reactor.stop()
+
+        standard_io: Any = stdio.StandardIO
+        standard_io(StdinWatcher(), stdout=os.open(os.devnull, os.O_WRONLY))
+
+    def announce() -> None:
+        sys.stdout.write(json.dumps({"http": ports}) + "\n")
+        sys.stdout.flush()
+
+    reactor.callWhenRunning(announce)
+    reactor.run()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point (``python -m tests.mockserver``)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--hosts",
+        default=",".join(DEFAULT_HOSTS),
+        help="comma-separated loopback IPv4 addresses to listen on",
+    )
+    parser.add_argument(
+        "--crawl-delay",
+        type=float,
+        default=None,
+        help="add 'Crawl-delay: N' to /robots.txt",
+    )
+    parser.add_argument(
+        "--exit-on-stdin-eof",
+        action="store_true",
+        help="stop when stdin is closed (used by MockServer)",
+    )
+    opts = parser.parse_args(argv)
+    hosts = [h.strip() for h in opts.hosts.split(",") if h.strip()]
+    if not hosts:
+        parser.error("no hosts given")
+    try:
+        for host in hosts:
+            check_loopback(host)
+    except ValueError as exc:
+        parser.error(str(exc))
+    _serve(hosts, opts.crawl_delay, opts.exit_on_stdin_eof)
+    return 0
+
+
+# --------------------------------------------------------------------------
+# Client side: the MockServer context manager used by tests
+# --------------------------------------------------------------------------
+
+
+class MockServerError(RuntimeError):
+    """The mock server subprocess failed to start."""
+
+
+class MockServer:
+    """Run ``python -m tests.mockserver`` as a subprocess for the duration of a ``with``.
+
+    Example::
+
+        with MockServer() as ms:
+            urllib.request.urlopen(ms.url("/page/a?links=/page/b", host="127.0.0.2"))
+            assert ms.log()[0]["host"] == "127.0.0.2"
+    """
+
+    def __init__(
+        self,
+        hosts: Iterable[str] = DEFAULT_HOSTS,
+        *,
+        crawl_delay: float | None = None,
+        startup_timeout: float = 20.0,
+        stop_timeout: float = 5.0,
+    ) -> None:
+        self.hosts: tuple[str, ...] = tuple(check_loopback(h) for h in hosts)
+        if not self.hosts:
+            raise ValueError("at least one host is required")
+        self.crawl_delay = crawl_delay
+        self.startup_timeout = startup_timeout
+        self.stop_timeout = stop_timeout
+        self.ports: dict[str, int] = {}
+        self.proc: subprocess.Popen[bytes] | None = None
+        # Never send our own control requests through an environment proxy.
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    # -- lifecycle ---------------------------------------------------------
+    def start(self) -> Self:
+        """Start the subprocess and wait (bounded) for its JSON port line."""
+        if self.proc is not None:
+            raise RuntimeError("MockServer already started")
+        cmd = [
+            sys.executable,
+            "-m",
+            "tests.mockserver",
+            "--hosts",
+            ",".join(self.hosts),
+            "--exit-on-stdin-eof",
+        ]
+        if self.crawl_delay is not None:
+            cmd += ["--crawl-delay", repr(float(self.crawl_delay))]
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        self.proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert self.proc.stdout is not None
+        line = b""
+        deadline = time.monotonic() + self.startup_timeout
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.proc.stdout, selectors.EVENT_READ)
+            while not line.endswith(b"\n"):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self.proc.poll() is not None:
+                    break
+                if sel.select(timeout=min(remaining, 0.5)):
+                    chunk = os.read(self.proc.stdout.fileno(), 4096)
+                    if not chunk:
+                        break
+                    line += chunk
+        try:
+            self.ports = {str(h): int(p) for h, p in json.loads(line)["http"].items()}
+        except (ValueError, KeyError, TypeError):
+            self.stop()
+            raise MockServerError(
+                f"mock server did not announce its ports within {self.startup_timeout}s; got {line!r}"
+            ) from None
+        return self
+
+    def stop(self) -> None:
+        """Terminate the subprocess (SIGTERM, bounded wait, then SIGKILL)."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if proc.stdin is not None:
+            proc.stdin.close()  # the server exits by itself on stdin EOF...
+        try:
+            proc.wait(timeout=self.stop_timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        if proc.poll() is None:  # ...if not: SIGTERM, then SIGKILL
+            proc.terminate()
+            try:
+                proc.wait(timeout=self.stop_timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=self.stop_timeout)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- URLs --------------------------------------------------------------
+    def port(self, host: str = "127.0.0.1") -> int:
+        """The port the server listens on at ``host``."""
+        try:
+            return self.ports[host]
+        except KeyError:
+            raise KeyError(f"mock server is not listening on {host!r} (hosts: {self.hosts})") from None
+
+    def netloc(self, host: str = "127.0.0.1") -> str:
+        """``host:port`` (note: Scrapy's default download slot is the hostname alone)."""
+        return f"{host}:{self.port(host)}"
+
+    def base_url(self, host: str = "127.0.0.1") -> str:
+        """``http://host:port`` without a trailing slash."""
+        return f"http://{self.netloc(host)}"
+
+    def url(self, path: str, host: str = "127.0.0.1") -> str:
+        """Absolute URL for ``path`` (query string allowed) on ``host``."""
+        if not path.startswith("/"):
+            path = "/" + path
+        return self.base_url(host) + path
+
+    # -- control endpoints -------------------------------------------------
+    def page_url(
+        self,
+        path: str,
+        links: Sequence[str] = (),
+        host: str = "127.0.0.1",
+        *,
+        size: int = 0,
+    ) -> str:
+        """URL of ``/page/...``-style ``path`` linking to ``links`` (encoded safely).
+
+        Links may be absolute URLs to other hosts; they are percent-encoded so
+        their commas/colons survive inside the ``links`` parameter (and inside
+        the follow spider's comma-separated ``start_urls``).
+        """
+        query = {}
+        if links:
+            query["links"] = ",".join(links)
+        if size:
+            query["size"] = str(size)
+        qs = urllib.parse.urlencode(query, quote_via=urllib.parse.quote, safe="/")
+        return self.url(path + (f"?{qs}" if qs else ""), host)
+
+    def get_json(self, path: str, host: str = "127.0.0.1", timeout: float = 10.0) -> Any:
+        """GET ``path`` and decode the JSON body (for control endpoints)."""
+        with self._opener.open(self.url(path, host), timeout=timeout) as resp:
+            return json.loads(resp.read())
+
+    def log(self, *, host: str | None = None, path_prefix: str | None = None) -> list[LogEntry]:
+        """Requests served so far (see module docstring), optionally filtered.
+
+        The log is shared by all hosts (one process), so any host returns it.
+        """
+        entries: list[LogEntry] = self.get_json("/_log", self.hosts[0])
+        if host is not None:
+            entries = [e for e in entries if e["host"] == host]
+        if path_prefix is not None:
+            entries = [e for e in entries if e["path"].startswith(path_prefix)]
+        return entries
+
+    def clear_log(self) -> None:
+        """Empty the request log (counters and robots override are kept)."""
+        self.get_json("/_log/clear", self.hosts[0])
+
+    def reset(self) -> None:
+        """Empty the log, reset flaky/changes counters and the robots.txt override."""
+        self.get_json("/_reset", self.hosts[0])
+
+    def set_robots(
+        self,
+        *,
+        crawl_delay: float | None = None,
+        disallow: Sequence[str] = DEFAULT_DISALLOW,
+    ) -> None:
+        """Override /robots.txt on all hosts until the next :meth:`reset`."""
+        query = {"disallow": ",".join(disallow)}
+        if crawl_delay is not None:
+            query["crawl_delay"] = repr(float(crawl_delay))
+        self.get_json("/_robots?" + urllib.parse.urlencode(query), self.hosts[0])
+
+
+# --------------------------------------------------------------------------
+# Measuring helpers (pure functions over log entries)
+# --------------------------------------------------------------------------
+
+
+def _end(entry: LogEntry) -> float:
+    """End time of an entry; an in-flight request counts as never ending."""
+    return float("inf") if entry.get("end") is None else float(entry["end"])
+
+
+def max_concurrency(entries: Iterable[LogEntry], host: str | None = None) -> int:
+    """Maximum number of simultaneously open [start, end] intervals.
+
+    This is the *valence* actually exercised on ``host`` (all hosts if None).
+    An interval ending exactly when another starts does not overlap it.
+    """
+    events: list[tuple[float, int]] = []
+    for e in entries:
+        if host is None or e["host"] == host:
+            events.append((float(e["start"]), 1))
+            events.append((_end(e), -1))
+    events.sort(key=lambda ev: (ev[0], ev[1]))  # ends (-1) before starts at a tie
+    best = current = 0
+    for _, delta in events:
+        current += delta
+        best = max(best, current)
+    return best
+
+
+def gaps(entries: Iterable[LogEntry], host: str, *, since: Literal["end", "start"] = "end") -> list[float]:
+    """Seconds between consecutive requests to ``host``, in start order.
+
+    With ``since="end"`` each value is ``next.start - max(end of all earlier
+    requests)`` — the idle time politeness should guarantee (negative means
+    overlap). With ``since="start"`` it is ``next.start - previous.start``
+    (what Scrapy's DOWNLOAD_DELAY spaces out).
+    """
+    mine = sorted((e for e in entries if e["host"] == host), key=lambda e: float(e["start"]))
+    result: list[float] = []
+    latest_end = float("-inf")
+    for prev, nxt in itertools.pairwise(mine):
+        latest_end = max(latest_end, _end(prev))
+        ref = latest_end if since == "end" else float(prev["start"])
+        result.append(float(nxt["start"]) - ref)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

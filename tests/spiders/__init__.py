@@ -1,0 +1,1 @@
+"""Spiders run by end-to-end tests via ``tests.crawlrunner`` (``scrapy runspider <file>``)."""

@@ -1,0 +1,55 @@
+"""A follow-links spider with switches for the awkward cases of e2e tests.
+
+``CASES_LOSE=<path>`` (a setting): a downloader middleware raises inside
+``process_response`` for URLs with that path, so the response never reaches the
+spider and no ``process_exception`` runs: the URL is lost in a middleware and
+only its lease brings it back.
+``-a lambda_url=<url>``: the first page also yields a request for that URL
+with a lambda callback, which cannot be stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import scrapy
+from scrapy.http import Response, TextResponse
+
+
+class LoseResponses:
+    """Downloader middleware that loses responses of matching URLs."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> LoseResponses:
+        return cls(crawler.settings.get("CASES_LOSE") or "\x00")
+
+    def process_response(self, request: scrapy.Request, response: Response) -> Response:
+        if urlsplit(request.url).path == self.pattern:
+            raise RuntimeError(f"lost {request.url} on purpose")
+        return response
+
+
+class CasesSpider(scrapy.Spider):
+    name = "cases"
+
+    def __init__(self, *args: Any, start_urls: str = "", lambda_url: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.start_urls = [u for u in start_urls.split(" ") if u]
+        self.lambda_url = lambda_url
+
+    async def start(self) -> AsyncIterator[scrapy.Request]:
+        for url in self.start_urls:
+            yield scrapy.Request(url)
+        if self.lambda_url:
+            yield scrapy.Request(self.lambda_url, callback=lambda r: None)
+
+    def parse(self, response: Response) -> Iterator[Any]:
+        yield {"url": response.url, "status": response.status}
+        if isinstance(response, TextResponse):
+            for href in response.css("a::attr(href)").getall():
+                yield response.follow(href)
