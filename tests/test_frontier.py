@@ -379,3 +379,17 @@ def test_never_is_infinite_time() -> None:
 
     assert time_to_ms(math.inf) == NEVER_MS
     assert ms_to_time(NEVER_MS) == math.inf
+
+
+def test_the_queue_heap_stays_proportional_to_the_queues(store: Store) -> None:
+    """Re-scheduling leaves stale heap entries; they must not pile up."""
+    clock = Clock()
+    f = make(store, clock, min_delay=0, max_delay=0, delay_factor=0)
+    for i in range(3):
+        add(f, f"http://h{i}/page")
+    for _ in range(3000):
+        issued = f.next()
+        assert issued is not None
+        f.update(issued.fp, visited(wait=10_000.0))  # ready again far in the future
+        add(f, issued.record.url, force=True)  # pulled forward: due now again
+    assert len(f._heap) <= 4 * 3 + 1024 + 1

@@ -145,6 +145,22 @@ class Frontier:
         ready = q.ready_time()
         if not math.isinf(ready):
             heapq.heappush(self._heap, (ready, q.heap_version, q.name))
+            if len(self._heap) > 4 * len(self._queues) + 1024:
+                self._compact_heap()
+
+    def _compact_heap(self) -> None:
+        """Drop stale entries so the heap stays proportional to the queues.
+
+        Entries left behind by re-scheduling are normally skipped when they
+        reach the top, but one that becomes ready days from now would linger
+        that long; a crawl that never ends must not accumulate them.
+        """
+        self._heap = [
+            (ready, version, name)
+            for ready, version, name in self._heap
+            if self._queues[name].heap_version == version
+        ]
+        heapq.heapify(self._heap)
 
     def _refresh_head(self, q: HostQueue) -> None:
         """Find the first entry of *q* that is not out (one store seek)."""
