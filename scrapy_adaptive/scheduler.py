@@ -204,7 +204,11 @@ class AdaptiveScheduler(BaseScheduler):
         hops = request.meta.get(META_EMBED_HOPS) or 0
         directive = 1 if 0 < hops <= self.config.embed_hops else 0
         result = self.frontier.add(
-            fp, request.url, self.keyer.key(request), data, directive=directive,
+            fp,
+            request.url,
+            self.keyer.key(request),
+            data,
+            directive=directive,
             force=request.dont_filter if force is None else force,
         )
         self.stats.inc_value(f"adaptive/enqueued/{result.value}")
@@ -326,7 +330,12 @@ class AdaptiveScheduler(BaseScheduler):
             if visit.outcome is Outcome.RETRY and record.outcome == Outcome.RETRY.value:
                 logger.debug("Will retry %s in %.0fs: %s", record.url, self.config.retry_delay, visit.reason)
             elif record.outcome in (Outcome.FAILED.value, Outcome.DISREGARDED.value):
-                logger.info("%s %s: %s; it stays known but is not visited again.", record.outcome.capitalize(), record.url, record.reason)
+                logger.info(
+                    "%s %s: %s; it stays known but is not visited again.",
+                    record.outcome.capitalize(),
+                    record.url,
+                    record.reason,
+                )
         self._arm_wake()
         return record
 

@@ -70,7 +70,7 @@ def _decode(value: Any) -> Any:
         return [_decode(v) for v in value]
     if isinstance(value, dict):
         if len(value) == 1:
-            (tag, inner), = value.items()
+            ((tag, inner),) = value.items()
             if tag == "$b":
                 return base64.b64decode(inner)
             if tag == "$t":

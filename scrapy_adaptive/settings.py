@@ -182,7 +182,8 @@ class AdaptiveConfig:
                 raise ConfigError(f"{names[attr]} ({getattr(self, attr)!r}) must be 0 or more.")
         if self.max_delay < self.min_delay:
             raise ConfigError(
-                f"ADAPTIVE_MAX_DELAY ({self.max_delay!r}) must not be lower than ADAPTIVE_MIN_DELAY ({self.min_delay!r})."
+                f"ADAPTIVE_MAX_DELAY ({self.max_delay!r}) must not be lower than "
+                f"ADAPTIVE_MIN_DELAY ({self.min_delay!r})."
             )
         if self.wait_max < self.wait_min:
             raise ConfigError(

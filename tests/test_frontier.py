@@ -39,11 +39,7 @@ def fp(url: str) -> bytes:
 
 @pytest.fixture(params=["memory", "leveldb"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    s: Store = (
-        MemoryStore()
-        if request.param == "memory"
-        else LevelDBStore(str(tmp_path / "db"))
-    )
+    s: Store = MemoryStore() if request.param == "memory" else LevelDBStore(str(tmp_path / "db"))
     yield s
     s.close()
 
@@ -203,9 +199,7 @@ def test_update_reschedules_after_the_wait_and_counts(store: Store) -> None:
 
 def test_history_is_bounded(store: Store) -> None:
     clock = Clock()
-    f = Frontier(
-        store, Politeness(min_delay=0, max_delay=0), history_size=3, clock=clock
-    )
+    f = Frontier(store, Politeness(min_delay=0, max_delay=0), history_size=3, clock=clock)
     add(f, "http://a/1")
     for _ in range(5):
         issued = f.next()
@@ -229,9 +223,7 @@ def test_retry_then_fail_after_max_retries_but_stay_known(store: Store) -> None:
     assert "gave up after 2 retries" in (record.reason or "")
     assert not f.has_pending()
     assert add(f, "http://a/1") is AddResult.DUPLICATE  # not rediscovered
-    assert (
-        add(f, "http://a/1", force=True) is AddResult.RESCHEDULED
-    )  # dont_filter revives it
+    assert add(f, "http://a/1", force=True) is AddResult.RESCHEDULED  # dont_filter revives it
     assert f.has_pending()
 
 
@@ -393,3 +385,41 @@ def test_the_queue_heap_stays_proportional_to_the_queues(store: Store) -> None:
         f.update(issued.fp, visited(wait=10_000.0))  # ready again far in the future
         add(f, issued.record.url, force=True)  # pulled forward: due now again
     assert len(f._heap) <= 4 * 3 + 1024 + 1
+
+
+class FullDisk(MemoryStore):
+    """A store whose writes fail once ``full`` is set, like a full disk."""
+
+    full = False
+
+    def write(self, batch):  # type: ignore[no-untyped-def]
+        if self.full:
+            from scrapy_adaptive.frontier import StoreError
+
+            raise StoreError("No space left on device")
+        super().write(batch)
+
+
+def test_a_failed_write_leaves_the_stored_state_as_it_was() -> None:
+    from scrapy_adaptive.frontier import StoreError
+
+    clock = Clock()
+    store = FullDisk()
+    f = make(store, clock)
+    add(f, "http://a/1")
+    issued = f.next()
+    assert issued
+    before = dict(store.records()), list(store.queue_entries("a", limit=10))
+    store.full = True
+    with pytest.raises(StoreError):
+        f.update(issued.fp, visited(wait=100))
+    with pytest.raises(StoreError):
+        add(f, "http://a/2")
+    assert (dict(store.records()), list(store.queue_entries("a", limit=10))) == before
+    assert f.url_count == 1  # the failed add was not counted
+    # a restart from what was stored finds the URL, due as before
+    store.full = False
+    g = make(store, clock)
+    g.load()
+    again = g.next()
+    assert again is not None and again.fp == issued.fp

@@ -70,7 +70,9 @@ class FrontierMachine(RuleBasedStateMachine):
         if self.use_leveldb:
             self._tmp.cleanup()
 
-    @rule(host=st.sampled_from(HOSTS), n=st.integers(0, 6), directive=st.sampled_from([0, 0, 0, 1]), force=st.booleans())
+    @rule(
+        host=st.sampled_from(HOSTS), n=st.integers(0, 6), directive=st.sampled_from([0, 0, 0, 1]), force=st.booleans()
+    )
     def add(self, host: str, n: int, directive: int, force: bool) -> None:
         url = f"http://{host}/{n}"
         fp = fp_of(url)

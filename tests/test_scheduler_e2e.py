@@ -7,7 +7,11 @@ folder afterwards.  Times are scaled down to fractions of a second.
 
 from __future__ import annotations
 
+import json
+import os
 import signal
+import subprocess
+import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -289,3 +293,55 @@ def test_many_hosts_are_crawled_fairly(clean_log: MockServer, adaptive_settings:
         by_path[e["path"]] += 1
     assert all(n >= 2 for p, n in by_path.items() if p.startswith("/page/f-")), by_path
 
+
+FULL_DISK_WRAPPER = """
+import os, resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG instead
+limit = int(os.environ["FSIZE_LIMIT"])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+os.execv(sys.argv[1], sys.argv[1:])
+"""
+
+
+def test_a_full_disk_stops_the_crawl_and_loses_nothing(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_state: Path
+) -> None:
+    """Files may not grow past 2 MB (RLIMIT_FSIZE), as if the disk were full:
+    LevelDB's write fails, the crawl stops with a clear message, and every
+    verdict committed before is still there on the next start."""
+    server = clean_log
+    start = server.url("/ring/400/0?fanout=4")
+    cmd = [sys.executable, "-c", FULL_DISK_WRAPPER, sys.executable, "-m", "scrapy", "runspider", str(CASES)]
+    settings = {
+        **adaptive_settings,
+        "LOG_LEVEL": "INFO",
+        "LOG_FILE": str(tmp_state / "crawl.log"),
+        "ADAPTIVE_MIN_DELAY": 0,
+        "ADAPTIVE_MAX_DELAY": 0,
+        "ADAPTIVE_HOST_VALENCE": 4,
+        "ADAPTIVE_WAIT_DEFAULT": 1000,
+        "CLOSESPIDER_TIMEOUT": 40,
+        "TELNETCONSOLE_ENABLED": False,
+    }
+    for key, value in settings.items():
+        cmd += ["-s", f"{key}={json.dumps(value) if isinstance(value, dict) else value}"]
+    cmd += ["-a", f"start_urls={start}", "-a", "pad=30000"]
+    env = {**os.environ, "FSIZE_LIMIT": str(2 * 2**20), "PYTHONPATH": str(Path(__file__).parent.parent)}
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=90)
+    log = (tmp_state / "crawl.log").read_text()
+    assert "Writing to the state database" in log and "Stopping the crawl" in log, log[-2000:]
+    assert "Spider closed (adaptive_state_error)" in log, log[-2000:]
+    assert done.returncode == 0
+    records = read_records(tmp_state / "adaptive")  # opens cleanly without the limit
+    assert len(records) > 20
+    visited = [r for r in records.values() if r.visits]
+    assert visited and all(r.status == 200 for r in visited)
+    # a resumed crawl (with room again) carries on from the same records
+    resumed = run_crawl(
+        CASES,
+        {**settings, "LOG_FILE": str(tmp_state / "resume.log"), "CLOSESPIDER_TIMEOUT": 3},
+        timeout=60,
+        args=["-a", f"start_urls={start}"],
+    )
+    resumed.assert_ok()
+    assert f"{len(records)} URLs in 1 queues" in resumed.log

@@ -29,7 +29,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from .hostqueue import HostQueue, QueueState
@@ -45,7 +45,7 @@ def _order(entry: Entry) -> tuple[int, int, bytes]:
     return (-entry[0], entry[1], entry[2])
 
 
-class AddResult(str, Enum):
+class AddResult(StrEnum):
     NEW = "new"  #: first time this fingerprint is seen
     DUPLICATE = "duplicate"  #: known; nothing changed
     RESCHEDULED = "rescheduled"  #: known; pulled forward or directive raised
@@ -156,9 +156,7 @@ class Frontier:
         that long; a crawl that never ends must not accumulate them.
         """
         self._heap = [
-            (ready, version, name)
-            for ready, version, name in self._heap
-            if self._queues[name].heap_version == version
+            (ready, version, name) for ready, version, name in self._heap if self._queues[name].heap_version == version
         ]
         heapq.heapify(self._heap)
 
@@ -202,7 +200,9 @@ class Frontier:
         raw = self.store.get_record(fp)
         if raw is None:
             q = self._queues.get(queue) or self._new_queue(queue)
-            record = UrlRecord(url=url, queue=queue, request=request, next_ms=now_ms, directive=directive, discovered=now)
+            record = UrlRecord(
+                url=url, queue=queue, request=request, next_ms=now_ms, directive=directive, discovered=now
+            )
             q.urls += 1
             self._urls += 1
             self._schedulable += 1
@@ -225,7 +225,9 @@ class Frontier:
             return AddResult.DUPLICATE
         q = self._queues[record.queue]
         batch = Batch()
-        batch.move_entry((record.queue, record.directive, record.next_ms, fp), (record.queue, new_directive, new_ms, fp))
+        batch.move_entry(
+            (record.queue, record.directive, record.next_ms, fp), (record.queue, new_directive, new_ms, fp)
+        )
         if record.never:
             q.never -= 1
             self._schedulable += 1
@@ -282,7 +284,9 @@ class Frontier:
         if out is None:
             return
         q = self._queues[out.queue]
-        wait = q.politeness_wait(duration, self.politeness.delay_factor, self.politeness.min_delay, self.politeness.max_delay)
+        wait = q.politeness_wait(
+            duration, self.politeness.delay_factor, self.politeness.min_delay, self.politeness.max_delay
+        )
         if q.release_slot(fp, self.clock() + wait):
             self._schedule(q)
 

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from .keys import NEVER_MS
 
 IN_USE = -1.0
 
 
-class QueueState(str, Enum):
+class QueueState(StrEnum):
     EMPTY = "empty"
     READY = "ready"
     BUSY = "busy"

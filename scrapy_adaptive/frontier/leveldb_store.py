@@ -21,6 +21,12 @@ from . import keys
 from .store import Batch, Store, StoreError
 
 
+def _reason(exc: BaseException) -> str:
+    """plyvel's messages are bytes; show them as text."""
+    arg = exc.args[0] if exc.args else exc
+    return arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)
+
+
 class LevelDBStore(Store):
     """A :class:`Store` in one LevelDB database folder."""
 
@@ -35,15 +41,15 @@ class LevelDBStore(Store):
                 bloom_filter_bits=10,
             )
         except plyvel.IOError as exc:
-            if "lock" in str(exc).lower():
+            if "lock" in _reason(exc).lower():
                 raise StoreError(
                     f"The state folder {path} is in use by another crawl (its LevelDB lock is held). "
                     "Stop the other crawl, or give this one its own ADAPTIVE_STATE_DIR / JOBDIR."
                 ) from exc
-            raise StoreError(f"Cannot open the state database in {path}: {exc}") from exc
+            raise StoreError(f"Cannot open the state database in {path}: {_reason(exc)}") from exc
         except plyvel.CorruptionError as exc:
             raise StoreError(
-                f"The state database in {path} is corrupt ({exc}). Nothing was changed; restore it from a "
+                f"The state database in {path} is corrupt ({_reason(exc)}). Nothing was changed; restore it from a "
                 "backup, or try plyvel.repair_db() on a copy."
             ) from exc
         self._records = self._db.prefixed_db(keys.RECORD_PREFIX)
@@ -102,7 +108,7 @@ class LevelDBStore(Store):
                 for name, raw in batch.meta.items():
                     wb.put(keys.meta_key(name), raw)
         except plyvel.Error as exc:
-            raise StoreError(f"Writing to the state database in {self.path} failed: {exc}") from exc
+            raise StoreError(f"Writing to the state database in {self.path} failed: {_reason(exc)}") from exc
 
     def records(self) -> Iterator[tuple[bytes, bytes]]:
         yield from self._records

@@ -14,13 +14,13 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from .keys import NEVER_MS
 
 
-class Outcome(str, Enum):
+class Outcome(StrEnum):
     """How one attempt at a URL ended (thesis 6.2)."""
 
     VISITED = "visited"  #: any HTTP response, 404 included
@@ -29,7 +29,7 @@ class Outcome(str, Enum):
     DISREGARDED = "disregarded"  #: robots.txt or a late scope decision: never again
 
 
-class ChangeState(str, Enum):
+class ChangeState(StrEnum):
     """What a visit says about the content (thesis 5.1)."""
 
     CHANGED = "changed"

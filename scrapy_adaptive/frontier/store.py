@@ -35,9 +35,7 @@ class Batch:
     entries_put: list[tuple[str, int, int, bytes]] = field(default_factory=list)
     entries_deleted: list[tuple[str, int, int, bytes]] = field(default_factory=list)
 
-    def move_entry(
-        self, old: tuple[str, int, int, bytes] | None, new: tuple[str, int, int, bytes]
-    ) -> None:
+    def move_entry(self, old: tuple[str, int, int, bytes] | None, new: tuple[str, int, int, bytes]) -> None:
         """Re-key a URL in its queue: ``(queue, directive, next_ms, fp)``."""
         if old == new:
             return
@@ -134,4 +132,3 @@ class MemoryStore(Store):
 
     def records(self) -> Iterator[tuple[bytes, bytes]]:
         yield from list(self._records.items())
-

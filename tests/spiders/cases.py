@@ -4,6 +4,8 @@
 ``process_response`` for URLs with that path, so the response never reaches the
 spider and no ``process_exception`` runs: the URL is lost in a middleware and
 only its lease brings it back.
+``-a pad=<n>``: every followed request carries ``n`` bytes in ``meta`` (to
+grow the state quickly).
 ``-a lambda_url=<url>``: the first page also yields a request for that URL
 with a lambda callback, which cannot be stored.
 """
@@ -37,8 +39,9 @@ class LoseResponses:
 class CasesSpider(scrapy.Spider):
     name = "cases"
 
-    def __init__(self, *args: Any, start_urls: str = "", lambda_url: str = "", **kwargs: Any) -> None:
+    def __init__(self, *args: Any, start_urls: str = "", lambda_url: str = "", pad: str = "0", **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.pad = "x" * int(pad)
         self.start_urls = [u for u in start_urls.split(" ") if u]
         self.lambda_url = lambda_url
 
@@ -52,4 +55,4 @@ class CasesSpider(scrapy.Spider):
         yield {"url": response.url, "status": response.status}
         if isinstance(response, TextResponse):
             for href in response.css("a::attr(href)").getall():
-                yield response.follow(href)
+                yield response.follow(href, meta={"pad": self.pad} if self.pad else None)

@@ -1,0 +1,48 @@
+"""The quick start's main job: the sample project crawling the demo site.
+
+Runs ``scrapy crawl demo`` from ``sample_project/`` (as scripts/demo.sh
+does) against the bundled demo site, briefly, and checks that a new user
+sees revisits in the log and that robots.txt is obeyed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scrapy_adaptive.demo.process import DemoSiteProcess
+
+pytestmark = pytest.mark.e2e
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_project"
+
+
+def test_the_demo_crawl_revisits_pages_and_obeys_robots(tmp_path: Path) -> None:
+    with DemoSiteProcess(speed=10.0) as site:
+        env = {k: v for k, v in os.environ.items() if k not in ("SCRAPY_SETTINGS_MODULE", "SCRAPY_PROJECT")}
+        env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1"
+        cmd = [
+            sys.executable, "-m", "scrapy", "crawl", "demo",
+            "-s", f"JOBDIR={tmp_path / 'job'}",
+            "-s", f"DEMO_SITE_URL={site.url}",
+            "-s", "ADAPTIVE_WAIT_DEFAULT=2",
+            "-s", "ADAPTIVE_WAIT_MIN=1",
+            "-s", "ADAPTIVE_LOG_INTERVAL=2",
+            "-s", "ADAPTIVE_MAX_DELAY=0.2",
+            "-s", "CLOSESPIDER_TIMEOUT=14",
+        ]  # fmt: skip
+        done = subprocess.run(cmd, cwd=SAMPLE, env=env, capture_output=True, text=True, timeout=90)
+    log = done.stderr
+    assert done.returncode == 0, log[-3000:]
+    summaries = re.findall(r"Frontier: (\d+) URLs .*; (\d+) visits", log)
+    assert summaries, log[-3000:]
+    urls, visits = map(int, summaries[-1])
+    assert urls >= 20
+    assert visits > urls  # pages were visited again: revisits happened
+    assert "/private/secret.html" in log and "Forbidden by robots.txt" in log
+    assert re.search(r"Disregarded http://127\.0\.0\.1:\d+/private/secret\.html", log)
