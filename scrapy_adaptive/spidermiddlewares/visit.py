@@ -96,7 +96,8 @@ class VisitMiddleware(BaseSpiderMiddleware):
         if self.embed_hops <= 0 or response is None:
             return request
         if is_embed(request):
-            parent = response.meta.get(META_EMBED_HOPS) or 0
+            parent_meta = response.request.meta if response.request is not None else {}
+            parent = parent_meta.get(META_EMBED_HOPS) or 0
             request.meta[META_EMBED_HOPS] = parent + 1
         else:
             request.meta.pop(META_EMBED_HOPS, None)

@@ -1,0 +1,60 @@
+"""The visit middleware's pure parts: verdicts and embed hops."""
+
+from __future__ import annotations
+
+from scrapy import Request
+from scrapy.http import HtmlResponse, Response
+from scrapy.utils.test import get_crawler
+
+from scrapy_adaptive.frontier import ChangeState, Outcome
+from scrapy_adaptive.spidermiddlewares.visit import VisitMiddleware, evaluate, is_embed
+
+
+def response(body: bytes = b"<html>x</html>", status: int = 200, **headers: str) -> Response:
+    url = "http://example.com/p"
+    return HtmlResponse(url, body=body, status=status, headers=headers, request=Request(url))
+
+
+def test_first_visit_is_a_new_version() -> None:
+    visit = evaluate(response(), {})
+    assert (visit.outcome, visit.change, visit.status) == (Outcome.VISITED, ChangeState.CHANGED, 200)
+    assert visit.digest is not None and visit.digest.startswith("sha1:")
+
+
+def test_same_body_is_unchanged_and_other_body_changed() -> None:
+    first = evaluate(response(), {})
+    assert evaluate(response(), {"digest": first.digest}).change is ChangeState.UNCHANGED
+    assert evaluate(response(b"<html>y</html>"), {"digest": first.digest}).change is ChangeState.CHANGED
+
+
+def test_no_body_means_unknown_and_validators_are_kept_verbatim() -> None:
+    visit = evaluate(response(b"", 404, ETag='W/"a"', **{"Last-Modified": "Tue, 01 Jan 2030 00:00:00 GMT"}), {})
+    assert visit.change is ChangeState.UNKNOWN and visit.status == 404
+    assert (visit.etag, visit.last_modified) == ('W/"a"', "Tue, 01 Jan 2030 00:00:00 GMT")
+
+
+def test_embeds_are_recognised_by_extension_or_meta() -> None:
+    assert is_embed(Request("http://example.com/a/logo.PNG"))
+    assert is_embed(Request("http://example.com/site.css?v=3"))
+    assert not is_embed(Request("http://example.com/page.html"))
+    assert is_embed(Request("http://example.com/img", meta={"adaptive_embed": True}))
+    assert not is_embed(Request("http://example.com/x.js", meta={"adaptive_embed": False}))
+
+
+def test_embed_hops_count_along_embed_chains_only() -> None:
+    mw = VisitMiddleware(get_crawler(), embed_hops=2)
+    page = response()
+    img = mw.get_processed_request(Request("http://example.com/a.css"), page)
+    assert img is not None and img.meta["adaptive_embed_hops"] == 1
+    css_response = HtmlResponse("http://example.com/a.css", body=b"", request=img)
+    nested = mw.get_processed_request(Request("http://example.com/bg.png"), css_response)
+    assert nested is not None and nested.meta["adaptive_embed_hops"] == 2
+    link = mw.get_processed_request(Request("http://example.com/next.html", meta={"adaptive_embed_hops": 5}), page)
+    assert link is not None and "adaptive_embed_hops" not in link.meta
+
+
+def test_embed_hops_off_leaves_requests_alone() -> None:
+    mw = VisitMiddleware(get_crawler(), embed_hops=0)
+    request = Request("http://example.com/a.png")
+    assert mw.get_processed_request(request, response()) is request
+    assert "adaptive_embed_hops" not in request.meta
