@@ -318,6 +318,10 @@ class AdaptiveScheduler(BaseScheduler):
         started = self._fetch_started.pop(fp, None)
         if visit.duration is None and started is not None:
             visit.duration = max(0.0, time.time() - started)
+        if visit.url is None:
+            visit.url = request.url
+        if visit.overdue is None:
+            visit.overdue = request.meta.get(META_OVERDUE)
         if visit.outcome is Outcome.VISITED and visit.wait is None:
             visit.wait = self.policy.next_wait(request.meta.get(META_RECORD) or {}, visit)
         try:

@@ -327,13 +327,18 @@ class Frontier:
                 q.versions += 1
                 self._versions += 1
             record.status = visit.status
-            record.content_type = visit.content_type
             record.fetched = now
             record.duration = visit.duration
-            for name in ("size", "digest", "etag", "last_modified"):
+            # A digested body describes the page completely (a validator it
+            # no longer sends is gone); without one (304, abort, no body)
+            # only what was seen replaces what is known.
+            body_seen = visit.digest is not None
+            for name in ("content_type", "size", "digest", "payload_digest", "etag", "last_modified"):
                 value = getattr(visit, name)
-                if value is not None or visit.change is not ChangeState.UNKNOWN:
+                if value is not None or body_seen:
                     setattr(record, name, value)
+            if visit.policy_state is not None:
+                record.policy = visit.policy_state
             wait = visit.wait if visit.wait is not None else 0.0
             record.wait = wait
             record.next_ms = time_to_ms(now + wait)

@@ -45,6 +45,14 @@ class Visit:
     policy; the frontier only applies it.  For retriable errors
     ``host_level`` says the whole host is unreachable (connection refused,
     DNS), so the whole queue waits the retry delay, not just this URL.
+
+    ``digest`` is the comparison digest of the content (rule-dependent) and
+    ``payload_digest`` the SHA-1 of the exact body (WARC style).  When no
+    body was seen (a 304, an aborted fetch, an empty body) both are None
+    and the record keeps the previous ones.  ``annotations`` are short
+    crawl-log words (``unchanged``, ``notModified``, ``midFetchAbort``).
+    ``policy_state`` is a wait policy's own per-URL memory (a small
+    JSON-safe dict); None keeps what the record had.
     """
 
     outcome: Outcome
@@ -54,11 +62,17 @@ class Visit:
     content_type: str | None = None
     size: int | None = None
     digest: str | None = None
+    payload_digest: str | None = None
     etag: str | None = None
     last_modified: str | None = None
     duration: float | None = None
     reason: str | None = None
     host_level: bool = False
+    url: str | None = None
+    depth: int | None = None
+    overdue: float | None = None
+    annotations: list[str] = field(default_factory=list)
+    policy_state: dict[str, Any] | None = None
 
 
 @dataclass
@@ -86,12 +100,14 @@ class UrlRecord:
     duration: float | None = None
     overdue: float | None = None
     digest: str | None = None
+    payload_digest: str | None = None
     etag: str | None = None
     last_modified: str | None = None
     wait: float | None = None
     outcome: str | None = None
     reason: str | None = None
     history: list[list[Any]] = field(default_factory=list)
+    policy: dict[str, Any] = field(default_factory=dict)
 
     # field name -> stored key; one table so encoding and decoding agree
     _KEYS = {
@@ -111,12 +127,14 @@ class UrlRecord:
         "duration": "du",
         "overdue": "ov",
         "digest": "dg",
+        "payload_digest": "pd",
         "etag": "et",
         "last_modified": "lm",
         "wait": "wt",
         "outcome": "oc",
         "reason": "rs",
         "history": "hi",
+        "policy": "ps",
     }
 
     @property
@@ -131,7 +149,7 @@ class UrlRecord:
         data = {}
         for name, key in self._KEYS.items():
             value = getattr(self, name)
-            if value is not None and value != [] and not (name == "directive" and value == 0):
+            if value is not None and value != [] and value != {} and not (name == "directive" and value == 0):
                 data[key] = value
         return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
@@ -158,5 +176,7 @@ class UrlRecord:
             "etag": self.etag,
             "last_modified": self.last_modified,
             "wait": self.wait,
+            "discovered": self.discovered,
             "history": [list(h) for h in self.history],
+            "policy": dict(self.policy),
         }

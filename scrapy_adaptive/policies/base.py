@@ -14,9 +14,22 @@ from ..settings import AdaptiveConfig, ConfigError
 class WaitPolicy(ABC):
     """Decides the wait before a URL's next visit.
 
-    ``history`` is the record snapshot evaluators see in
-    ``request.meta["adaptive_record"]`` (visits, versions, last wait, the
-    last visits' change states...); ``visit`` is this visit's verdict.
+    ``history`` is the URL's record as it was *before* this visit (the
+    snapshot evaluators see in ``request.meta["adaptive_record"]``):
+    ``visits``, ``versions``, ``wait`` (the last wait, None before the first
+    visit), ``fetched`` (time of the last visit), ``discovered``,
+    ``last_modified``, ``history`` (the last visits as ``[time, change,
+    status]``, oldest first, bounded) and ``policy`` (this policy's own
+    per-URL memory, ``{}`` at first).
+
+    ``visit`` is this visit's verdict: ``change`` (changed / unchanged /
+    unknown), ``status``, ``content_type``, ``size``, ``last_modified``,
+    ``url``, ``depth``, ``overdue`` (seconds late).  A policy that keeps
+    per-URL memory sets ``visit.policy_state`` to a small JSON-safe dict; the
+    frontier stores it with the record in the same atomic write.
+
+    Policies are pure: no I/O and no clock of their own (times come from the
+    history), so the crawler and the simulator run the very same classes.
     """
 
     @classmethod
