@@ -25,8 +25,10 @@ Requests that come back through ``enqueue_request`` are told apart by the
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
+import os
 import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -38,10 +40,12 @@ from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.python import global_object_name
 
+from .crawllog import CrawlLog
 from .engine import EngineWaker
-from .frontier import AddResult, Frontier, Outcome, Politeness, UrlRecord, Visit
+from .frontier import AddResult, ChangeState, Frontier, Outcome, Politeness, UrlRecord, Visit
 from .frontier.store import StoreError
-from .policies import WaitPolicy, load_wait_policy
+from .matching import media_type
+from .policies import PolicyStack, load_wait_policy
 from .politeness import QueueKeyer, parse_crawl_delay
 from .serialization import RequestNotStorable, request_from_data, request_to_data
 from .settings import AdaptiveConfig
@@ -58,12 +62,13 @@ META_FP = "adaptive_fp"
 META_RECORD = "adaptive_record"
 META_OVERDUE = "adaptive_overdue"
 META_EMBED_HOPS = "adaptive_embed_hops"
+META_WAIT_POLICY = "adaptive_wait_policy"
 
 
 class AdaptiveScheduler(BaseScheduler):
     """A Scrapy scheduler that revisits every URL it knows, for ever."""
 
-    def __init__(self, crawler: Crawler, config: AdaptiveConfig, policy: WaitPolicy) -> None:
+    def __init__(self, crawler: Crawler, config: AdaptiveConfig, policy: PolicyStack) -> None:
         self.crawler = crawler
         self.config = config
         self.policy = policy
@@ -73,7 +78,8 @@ class AdaptiveScheduler(BaseScheduler):
         self.frontier: Frontier | None = None
         self.state: StateDir | None = None
         self.spider: Spider | None = None
-        self._fingerprint = crawler.request_fingerprinter.fingerprint  # type: ignore[union-attr]
+        self._fingerprinter = crawler.request_fingerprinter
+        self.crawl_log: CrawlLog | None = None
         #: fp -> the request object issued for it, while it is out
         self._issued: dict[bytes, Request] = {}
         #: fp -> when its download started (request_reached_downloader)
@@ -85,6 +91,15 @@ class AdaptiveScheduler(BaseScheduler):
         self._ticker: Any = None
         self._last_log = 0.0
         self._stopping = False
+
+    def _fingerprint(self, request: Request) -> bytes:
+        """The URL's identity: Scrapy's request fingerprint, or the page
+        identity a project migrating from scrapy-deltafetch set in
+        ``meta["deltafetch_key"]`` (requests sharing a key share a record)."""
+        key = request.meta.get("deltafetch_key")
+        if key is not None:
+            return hashlib.sha1(b"deltafetch_key:" + str(key).encode("utf-8")).digest()
+        return self._fingerprinter.fingerprint(request)  # type: ignore[union-attr]
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> AdaptiveScheduler:
@@ -140,6 +155,9 @@ class AdaptiveScheduler(BaseScheduler):
             history_size=c.history_size,
         )
         self.frontier.load()
+        if c.crawl_log:
+            path = os.path.join(self.state.path, "crawl.log")
+            self.crawl_log = CrawlLog(path, c.crawl_log_max_bytes, c.crawl_log_backups)
         shape = self.frontier.shape(due_limit=0)
         logger.info(
             "Adaptive frontier opened in %.2fs: %d URLs in %d queues (state: %s)",
@@ -161,6 +179,8 @@ class AdaptiveScheduler(BaseScheduler):
         if self.frontier is not None:
             self._log_shape(final=True)
             self.frontier.store.close()
+        if self.crawl_log is not None:
+            self.crawl_log.close()
         return None
 
     def has_pending_requests(self) -> bool:
@@ -323,14 +343,18 @@ class AdaptiveScheduler(BaseScheduler):
         if visit.overdue is None:
             visit.overdue = request.meta.get(META_OVERDUE)
         if visit.outcome is Outcome.VISITED and visit.wait is None:
-            visit.wait = self.policy.next_wait(request.meta.get(META_RECORD) or {}, visit)
+            overrides = request.meta.get(META_WAIT_POLICY)
+            policy = self.policy.with_overrides(overrides) if isinstance(overrides, dict) else self.policy
+            visit.wait = policy.next_wait(request.meta.get(META_RECORD) or {}, visit)
         try:
             record = self.frontier.update(fp, visit)
         except StoreError as exc:
             self._fatal(exc)
             return None
         if record is not None:
-            self.stats.inc_value(f"adaptive/outcome/{record.outcome}")
+            self._count(record, visit)
+            if self.crawl_log is not None:
+                self.crawl_log.write(record, visit)
             if visit.outcome is Outcome.RETRY and record.outcome == Outcome.RETRY.value:
                 logger.debug("Will retry %s in %.0fs: %s", record.url, self.config.retry_delay, visit.reason)
             elif record.outcome in (Outcome.FAILED.value, Outcome.DISREGARDED.value):
@@ -342,6 +366,20 @@ class AdaptiveScheduler(BaseScheduler):
                 )
         self._arm_wake()
         return record
+
+    def _count(self, record: UrlRecord, visit: Visit) -> None:
+        inc = self.stats.inc_value
+        inc(f"adaptive/outcome/{record.outcome}")
+        if record.outcome != Outcome.VISITED.value:
+            return
+        kind = media_type(visit.content_type).split("/", 1)[0]
+        kind = kind if kind in ("text", "image") else "other"
+        inc("adaptive/visits")
+        inc(f"adaptive/visits/{kind}")
+        inc(f"adaptive/change/{visit.change.value}")
+        inc(f"adaptive/change/{visit.change.value}/{kind}")
+        if visit.change is ChangeState.CHANGED:
+            inc("adaptive/versions")
 
     # -- signals ----------------------------------------------------------------------
 

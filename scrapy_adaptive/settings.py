@@ -36,16 +36,33 @@ DEFAULTS: dict[str, Any] = {
     "ADAPTIVE_MIN_DELAY": 2.0,
     "ADAPTIVE_POLITENESS_KEY": "host",
     "ADAPTIVE_RETRY_DELAY": 900.0,
-    # revisit waits
+    # revisit waits (the catch-all policy; ADAPTIVE_WAIT_POLICIES stacks more)
+    "ADAPTIVE_WAIT_CHANGED_FACTOR": 1.5,
     "ADAPTIVE_WAIT_DEFAULT": 259_200.0,  # 3 days: wait when change is unknown
+    "ADAPTIVE_WAIT_DEPTH_FACTOR": 1.0,  # initial wait x factor ** depth
     "ADAPTIVE_WAIT_INITIAL": 86_400.0,  # 1 day: wait after the first visit
     "ADAPTIVE_WAIT_MAX": 2_419_200.0,  # 28 days
     "ADAPTIVE_WAIT_MIN": 3_600.0,  # 1 hour
-    "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.DefaultWaitPolicy",
+    "ADAPTIVE_WAIT_NO_LAST_MODIFIED_FACTOR": 0.5,  # no Last-Modified: 2x as likely to change
+    "ADAPTIVE_WAIT_POLICIES": None,  # None: text/*, image/*, then the catch-all
+    "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.HeritrixWaitPolicy",
+    "ADAPTIVE_WAIT_UNCHANGED_FACTOR": 1.5,
+    "ADAPTIVE_WAIT_USE_OVERDUE": False,
+    # change detection
+    "ADAPTIVE_DIGEST_DEFAULT": "exact",
+    "ADAPTIVE_DIGEST_MAX_SIZE": 1_048_576,  # the regex rule's limit (thesis: 1 MB)
+    "ADAPTIVE_DIGEST_RULES": None,
+    "ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE": False,
+    "ADAPTIVE_UNCHANGED": "skip",  # or "deliver" (flagged in meta)
     # record and observability
+    "ADAPTIVE_CRAWL_LOG": True,
+    "ADAPTIVE_CRAWL_LOG_BACKUPS": 5,
+    "ADAPTIVE_CRAWL_LOG_MAX_BYTES": 50 * 2**20,
     "ADAPTIVE_HISTORY_SIZE": 16,
     "ADAPTIVE_LOG_INTERVAL": 60.0,
 }
+
+UNCHANGED_MODES = ("skip", "deliver")
 
 POLITENESS_KEYS = ("host", "domain", "slot")
 
@@ -110,6 +127,20 @@ class AdaptiveConfig:
     wait_min: float
     wait_max: float
     wait_policy: str
+    wait_changed_factor: float
+    wait_unchanged_factor: float
+    wait_use_overdue: bool
+    wait_no_last_modified_factor: float
+    wait_depth_factor: float
+    wait_policies: Any
+    digest_default: Any
+    digest_max_size: int
+    digest_rules: Any
+    revisit_embeds_on_change: bool
+    unchanged: str
+    crawl_log: bool
+    crawl_log_backups: int
+    crawl_log_max_bytes: int
     history_size: int
     log_interval: float
 
@@ -157,6 +188,30 @@ class AdaptiveConfig:
             wait_min=_number(settings, "ADAPTIVE_WAIT_MIN", d["ADAPTIVE_WAIT_MIN"]),
             wait_max=_number(settings, "ADAPTIVE_WAIT_MAX", d["ADAPTIVE_WAIT_MAX"]),
             wait_policy=str(settings.get("ADAPTIVE_WAIT_POLICY") or d["ADAPTIVE_WAIT_POLICY"]),
+            wait_changed_factor=_number(settings, "ADAPTIVE_WAIT_CHANGED_FACTOR", d["ADAPTIVE_WAIT_CHANGED_FACTOR"]),
+            wait_unchanged_factor=_number(
+                settings, "ADAPTIVE_WAIT_UNCHANGED_FACTOR", d["ADAPTIVE_WAIT_UNCHANGED_FACTOR"]
+            ),
+            wait_use_overdue=_bool(settings, "ADAPTIVE_WAIT_USE_OVERDUE", d["ADAPTIVE_WAIT_USE_OVERDUE"]),
+            wait_no_last_modified_factor=_number(
+                settings, "ADAPTIVE_WAIT_NO_LAST_MODIFIED_FACTOR", d["ADAPTIVE_WAIT_NO_LAST_MODIFIED_FACTOR"]
+            ),
+            wait_depth_factor=_number(settings, "ADAPTIVE_WAIT_DEPTH_FACTOR", d["ADAPTIVE_WAIT_DEPTH_FACTOR"]),
+            wait_policies=settings.get("ADAPTIVE_WAIT_POLICIES"),
+            digest_default=settings.get("ADAPTIVE_DIGEST_DEFAULT") or d["ADAPTIVE_DIGEST_DEFAULT"],
+            digest_max_size=_number(settings, "ADAPTIVE_DIGEST_MAX_SIZE", d["ADAPTIVE_DIGEST_MAX_SIZE"], integer=True),
+            digest_rules=settings.get("ADAPTIVE_DIGEST_RULES"),
+            revisit_embeds_on_change=_bool(
+                settings, "ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE", d["ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE"]
+            ),
+            unchanged=str(settings.get("ADAPTIVE_UNCHANGED") or d["ADAPTIVE_UNCHANGED"]),
+            crawl_log=_bool(settings, "ADAPTIVE_CRAWL_LOG", d["ADAPTIVE_CRAWL_LOG"]),
+            crawl_log_backups=_number(
+                settings, "ADAPTIVE_CRAWL_LOG_BACKUPS", d["ADAPTIVE_CRAWL_LOG_BACKUPS"], integer=True
+            ),
+            crawl_log_max_bytes=_number(
+                settings, "ADAPTIVE_CRAWL_LOG_MAX_BYTES", d["ADAPTIVE_CRAWL_LOG_MAX_BYTES"], integer=True
+            ),
             history_size=_number(settings, "ADAPTIVE_HISTORY_SIZE", d["ADAPTIVE_HISTORY_SIZE"], integer=True),
             log_interval=_number(settings, "ADAPTIVE_LOG_INTERVAL", d["ADAPTIVE_LOG_INTERVAL"]),
         )
@@ -189,6 +244,20 @@ class AdaptiveConfig:
             raise ConfigError(
                 f"ADAPTIVE_WAIT_MAX ({self.wait_max!r}) must not be lower than ADAPTIVE_WAIT_MIN ({self.wait_min!r})."
             )
+        for attr in ("wait_changed_factor", "wait_unchanged_factor", "wait_depth_factor"):
+            if getattr(self, attr) <= 0 or math.isinf(getattr(self, attr)):
+                raise ConfigError(f"{names[attr]} ({getattr(self, attr)!r}) must be a finite number > 0.")
+        if self.wait_no_last_modified_factor <= 0:
+            raise ConfigError(
+                f"ADAPTIVE_WAIT_NO_LAST_MODIFIED_FACTOR ({self.wait_no_last_modified_factor!r}) must be > 0."
+            )
+        for attr in ("digest_max_size", "crawl_log_max_bytes"):
+            if getattr(self, attr) < 1:
+                raise ConfigError(f"{names[attr]} ({getattr(self, attr)!r}) must be at least 1.")
+        if self.crawl_log_backups < 0:
+            raise ConfigError(f"ADAPTIVE_CRAWL_LOG_BACKUPS ({self.crawl_log_backups!r}) must be 0 or more.")
+        if self.unchanged not in UNCHANGED_MODES:
+            raise ConfigError(f"ADAPTIVE_UNCHANGED ({self.unchanged!r}) must be one of {', '.join(UNCHANGED_MODES)}.")
         if self.politeness_key not in POLITENESS_KEYS:
             raise ConfigError(
                 f"ADAPTIVE_POLITENESS_KEY ({self.politeness_key!r}) must be one of {', '.join(POLITENESS_KEYS)}."

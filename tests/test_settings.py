@@ -7,7 +7,6 @@ from scrapy.settings import Settings
 
 from scrapy_adaptive.addon import Addon
 from scrapy_adaptive.downloadermiddlewares.errors import FetchErrorMiddleware
-from scrapy_adaptive.policies import DefaultWaitPolicy, load_wait_policy
 from scrapy_adaptive.settings import DEFAULTS, AdaptiveConfig, ConfigError
 from scrapy_adaptive.spidermiddlewares.visit import VisitMiddleware
 
@@ -68,21 +67,6 @@ def test_concurrent_requests_per_domain_becomes_the_valence_unless_explicit() ->
 def test_defaults_table_covers_every_config_field() -> None:
     names = {"ADAPTIVE_" + f.upper() for f in AdaptiveConfig.__dataclass_fields__}
     assert names == set(DEFAULTS)
-
-
-def test_wait_policy_is_loaded_by_class_path_and_checked() -> None:
-    assert isinstance(load_wait_policy(config()), DefaultWaitPolicy)
-    with pytest.raises(ConfigError, match="ADAPTIVE_WAIT_POLICY .* cannot be imported"):
-        load_wait_policy(config(ADAPTIVE_WAIT_POLICY="nowhere.Policy"))
-    with pytest.raises(ConfigError, match="must name a WaitPolicy subclass"):
-        load_wait_policy(config(ADAPTIVE_WAIT_POLICY="scrapy_adaptive.settings.AdaptiveConfig"))
-
-
-def test_default_policy_clamps_the_default_wait() -> None:
-    policy = load_wait_policy(config(ADAPTIVE_WAIT_DEFAULT=10, ADAPTIVE_WAIT_MIN=60, ADAPTIVE_WAIT_MAX=120))
-    from scrapy_adaptive.frontier import Outcome, Visit
-
-    assert policy.next_wait({}, Visit(Outcome.VISITED)) == 60
 
 
 def test_addon_sets_components_at_addon_priority_and_respects_the_user() -> None:

@@ -18,7 +18,7 @@ def response(body: bytes = b"<html>x</html>", status: int = 200, **headers: str)
 def test_first_visit_is_a_new_version() -> None:
     visit = evaluate(response(), {})
     assert (visit.outcome, visit.change, visit.status) == (Outcome.VISITED, ChangeState.CHANGED, 200)
-    assert visit.digest is not None and visit.digest.startswith("sha1:")
+    assert visit.digest is not None and visit.digest.startswith("exact:sha1:")
 
 
 def test_same_body_is_unchanged_and_other_body_changed() -> None:
@@ -44,17 +44,17 @@ def test_embeds_are_recognised_by_extension_or_meta() -> None:
 def test_embed_hops_count_along_embed_chains_only() -> None:
     mw = VisitMiddleware(get_crawler(), embed_hops=2)
     page = response()
-    img = mw.get_processed_request(Request("http://example.com/a.css"), page)
+    img = mw._child(Request("http://example.com/a.css"), page)
     assert img is not None and img.meta["adaptive_embed_hops"] == 1
     css_response = HtmlResponse("http://example.com/a.css", body=b"", request=img)
-    nested = mw.get_processed_request(Request("http://example.com/bg.png"), css_response)
+    nested = mw._child(Request("http://example.com/bg.png"), css_response)
     assert nested is not None and nested.meta["adaptive_embed_hops"] == 2
-    link = mw.get_processed_request(Request("http://example.com/next.html", meta={"adaptive_embed_hops": 5}), page)
+    link = mw._child(Request("http://example.com/next.html", meta={"adaptive_embed_hops": 5}), page)
     assert link is not None and "adaptive_embed_hops" not in link.meta
 
 
 def test_embed_hops_off_leaves_requests_alone() -> None:
     mw = VisitMiddleware(get_crawler(), embed_hops=0)
     request = Request("http://example.com/a.png")
-    assert mw.get_processed_request(request, response()) is request
+    assert mw._child(request, response()) is request
     assert "adaptive_embed_hops" not in request.meta

@@ -1,10 +1,13 @@
 """Wait policies: a URL's history in, the wait until its next visit out.
 
-One small interface shared by the crawler and the policy simulator, chosen
-with ``ADAPTIVE_WAIT_POLICY`` (a class path).  Policies are pure: no Scrapy,
-no I/O, no clock of their own.
+One small interface (:class:`WaitPolicy`) shared by the crawler and the
+policy simulator, chosen with ``ADAPTIVE_WAIT_POLICY`` (a class path) and
+stacked per content type, host and URL with ``ADAPTIVE_WAIT_POLICIES``.
+Policies are pure: no Scrapy, no I/O, no clock of their own.
 """
 
-from .base import DefaultWaitPolicy, WaitPolicy, load_wait_policy
+from .base import DefaultWaitPolicy, WaitParams, WaitPolicy
+from .heritrix import HeritrixWaitPolicy
+from .stack import PolicyStack, load_wait_policy
 
-__all__ = ["DefaultWaitPolicy", "WaitPolicy", "load_wait_policy"]
+__all__ = ["DefaultWaitPolicy", "HeritrixWaitPolicy", "PolicyStack", "WaitParams", "WaitPolicy", "load_wait_policy"]

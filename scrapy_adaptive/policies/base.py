@@ -1,14 +1,79 @@
-"""The wait-policy interface and the core's fixed policy."""
+"""The wait-policy interface, its parameters, and the fixed policy."""
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from scrapy.utils.misc import load_object
-
 from ..frontier.record import Visit
-from ..settings import AdaptiveConfig, ConfigError
+from ..settings import ConfigError
+
+#: the lower-case keys an ``ADAPTIVE_WAIT_POLICIES`` entry (or the
+#: ``adaptive_wait_policy`` meta key) may set, mapped to WaitParams fields
+PARAM_KEYS = {
+    "initial": "initial",
+    "default": "default",
+    "min": "minimum",
+    "max": "maximum",
+    "changed_factor": "changed_factor",
+    "unchanged_factor": "unchanged_factor",
+    "use_overdue": "use_overdue",
+    "no_last_modified_factor": "no_last_modified_factor",
+    "depth_factor": "depth_factor",
+}
+
+
+@dataclass(frozen=True)
+class WaitParams:
+    """The numbers a wait policy works with (seconds and factors)."""
+
+    initial: float = 86_400.0
+    default: float = 259_200.0
+    minimum: float = 3_600.0
+    maximum: float = 2_419_200.0
+    changed_factor: float = 1.5
+    unchanged_factor: float = 1.5
+    use_overdue: bool = False
+    no_last_modified_factor: float = 0.5
+    depth_factor: float = 1.0
+
+    def clamp(self, wait: float) -> float:
+        return min(max(wait, self.minimum), self.maximum)
+
+    def updated(self, values: Mapping[str, Any], where: str) -> WaitParams:
+        """A copy with *values* (lower-case keys) applied and checked."""
+        changes: dict[str, Any] = {}
+        for key, value in values.items():
+            if key not in PARAM_KEYS:
+                continue
+            name = PARAM_KEYS[key]
+            if name == "use_overdue":
+                if not isinstance(value, bool):
+                    raise ConfigError(f"{where}: 'use_overdue' ({value!r}) must be true or false.")
+                changes[name] = value
+                continue
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                raise ConfigError(f"{where}: {key!r} ({value!r}) must be a number.") from None
+            if math.isnan(number) or number < 0 or math.isinf(number):
+                raise ConfigError(f"{where}: {key!r} ({value!r}) must be a finite number >= 0.")
+            changes[name] = number
+        params = replace(self, **changes)
+        params.check(where)
+        return params
+
+    def check(self, where: str) -> None:
+        for f in fields(self):
+            if f.name in ("initial", "default", "maximum", "changed_factor", "unchanged_factor", "depth_factor"):
+                if getattr(self, f.name) <= 0:
+                    key = next(k for k, v in PARAM_KEYS.items() if v == f.name)
+                    raise ConfigError(f"{where}: {key!r} ({getattr(self, f.name)!r}) must be > 0.")
+        if self.maximum < self.minimum:
+            raise ConfigError(f"{where}: 'max' ({self.maximum!r}) must not be lower than 'min' ({self.minimum!r}).")
 
 
 class WaitPolicy(ABC):
@@ -33,38 +98,28 @@ class WaitPolicy(ABC):
     """
 
     @classmethod
-    def from_config(cls, config: AdaptiveConfig) -> WaitPolicy:
-        return cls()
+    def from_params(cls, params: WaitParams) -> WaitPolicy:
+        """Build from one policy's numbers (catch-all or a stack entry)."""
+        return cls()  # type: ignore[abstract]
 
     @abstractmethod
-    def next_wait(self, history: dict[str, Any], visit: Visit) -> float:
+    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
         """Seconds until the next visit."""
 
 
 class DefaultWaitPolicy(WaitPolicy):
-    """Every visit waits ``ADAPTIVE_WAIT_DEFAULT``, clamped to [min, max].
+    """Every visit waits the default wait, clamped to [min, max].
 
-    The thesis's wait for a page whose change state is unknown: the
-    baseline until a change-driven policy is chosen.
+    The thesis's wait for a page whose change state is unknown; a baseline
+    that ignores change.
     """
 
-    def __init__(self, default: float = 259_200.0, minimum: float = 0.0, maximum: float = float("inf")) -> None:
-        self.default = min(max(default, minimum), maximum)
+    def __init__(self, params: WaitParams) -> None:
+        self.wait = params.clamp(params.default)
 
     @classmethod
-    def from_config(cls, config: AdaptiveConfig) -> DefaultWaitPolicy:
-        return cls(config.wait_default, config.wait_min, config.wait_max)
+    def from_params(cls, params: WaitParams) -> DefaultWaitPolicy:
+        return cls(params)
 
-    def next_wait(self, history: dict[str, Any], visit: Visit) -> float:
-        return self.default
-
-
-def load_wait_policy(config: AdaptiveConfig) -> WaitPolicy:
-    """Build the policy named by ``ADAPTIVE_WAIT_POLICY``."""
-    try:
-        cls = load_object(config.wait_policy)
-    except (ImportError, NameError, ValueError) as exc:
-        raise ConfigError(f"ADAPTIVE_WAIT_POLICY ({config.wait_policy!r}) cannot be imported: {exc}") from None
-    if not (isinstance(cls, type) and issubclass(cls, WaitPolicy)):
-        raise ConfigError(f"ADAPTIVE_WAIT_POLICY ({config.wait_policy!r}) must name a WaitPolicy subclass.")
-    return cls.from_config(config)
+    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
+        return self.wait

@@ -1,31 +1,61 @@
-"""VisitMiddleware: the verdict on every response a frontier URL got.
+"""VisitMiddleware: change detection on every response a frontier URL got.
 
 Outermost in the spider middleware chain, so it sees each response before
 ``HttpErrorMiddleware`` can turn a 404 into an error: any HTTP response is a
-visit (thesis 6.2) and is rescheduled.  It computes the content digest and
-the change state against the record snapshot the scheduler put in
-``request.meta["adaptive_record"]``, and commits the verdict; the wait
-policy decides the wait.  On the way out it marks embedded resources
-(images, stylesheets, scripts) with their embed-hop count so the frontier can
-prefer them (``ADAPTIVE_EMBED_HOPS``).
+visit (thesis 6.2).  For each one it
+
+1. picks the digest rule (``ADAPTIVE_DIGEST_RULES``, or the request's
+   ``adaptive_digest_rule`` meta) and digests the content, unless a
+   downloader middleware already decided the state (a 304, an aborted fetch:
+   ``meta["adaptive_fetch"]``), in which case that state stands and the
+   last digest is kept;
+2. compares with the last digest from the record snapshot the scheduler put
+   in ``meta["adaptive_record"]``: changed / unchanged / unknown (no body);
+3. hands the verdict to the scheduler, whose wait policy decides the wait and
+   whose frontier records it, in one atomic write;
+4. keeps an unchanged page away from the callback (``ADAPTIVE_UNCHANGED =
+   "skip"``, the default): no links re-extracted, no items re-emitted.  With
+   ``"deliver"`` (or ``meta["adaptive_unchanged"] = "deliver"``) the callback
+   runs and reads ``response.meta["adaptive_change"]``.
+
+In ``items`` mode the callback always runs: the page's items are digested
+after it, and dropped when they did not change.
+
+On the way out it marks embedded resources (images, stylesheets, scripts)
+with their embed-hop count (``ADAPTIVE_EMBED_HOPS``) and, with
+``ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE``, makes the embeds of a changed page due
+at once so the page and its resources are captured together (thesis ch. 8).
 """
 
 from __future__ import annotations
 
-import hashlib
+import logging
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from itemadapter import is_item
 from scrapy import Request
 from scrapy.http import Response
-from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 from scrapy.utils.httpobj import urlparse_cached
 
+from ..change.digest import Digester, ItemsDigester, items_digest, payload_digest
+from ..change.rules import DigestRules, build_digester
 from ..engine import find_scheduler
 from ..frontier.record import ChangeState, Outcome, Visit
+from ..settings import AdaptiveConfig, ConfigError
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
+logger = logging.getLogger(__name__)
+
+META_FP = "adaptive_fp"
+META_RECORD = "adaptive_record"
+META_CHANGE = "adaptive_change"
+META_UNCHANGED = "adaptive_unchanged"
+META_DIGEST_RULE = "adaptive_digest_rule"
+META_FETCH = "adaptive_fetch"
+META_PENDING = "adaptive_visit"
 META_EMBED = "adaptive_embed"
 META_EMBED_HOPS = "adaptive_embed_hops"
 
@@ -51,54 +81,186 @@ def is_embed(request: Request) -> bool:
     return dot != -1 and path[dot:] in EMBED_EXTENSIONS
 
 
-def evaluate(response: Response, record: dict[str, Any]) -> Visit:
-    """The verdict on *response* given the URL's record snapshot."""
-    body = response.body
-    digest = "sha1:" + hashlib.sha1(body).hexdigest() if body else None
-    if digest is None:
-        change = ChangeState.UNKNOWN
-    elif digest != record.get("digest"):
-        change = ChangeState.CHANGED  # a first visit is a new version
-    else:
-        change = ChangeState.UNCHANGED
+def compare(previous: str | None, current: str | None) -> ChangeState:
+    """The change state from the last digest and this one.
+
+    A first digest is a new version; digests of different rules (the URL's
+    rule was changed) cannot be compared: unknown.
+    """
+    if current is None:
+        return ChangeState.UNKNOWN
+    if previous is None:
+        return ChangeState.CHANGED
+    if previous.split(":", 1)[0] != current.split(":", 1)[0]:
+        return ChangeState.UNKNOWN
+    return ChangeState.UNCHANGED if previous == current else ChangeState.CHANGED
+
+
+def base_visit(response: Response) -> Visit:
+    """What any response tells, before its content is judged."""
+    depth = response.meta.get("depth") if response.request is not None else None
     return Visit(
         Outcome.VISITED,
         status=response.status,
-        change=change,
         content_type=header(response, "Content-Type"),
-        size=len(body),
-        digest=digest,
+        size=len(response.body),
         etag=header(response, "ETag"),
         last_modified=header(response, "Last-Modified"),
+        url=response.url,
+        depth=depth if isinstance(depth, int) else None,
     )
 
 
-class VisitMiddleware(BaseSpiderMiddleware):
-    """Commits each frontier-issued response's verdict to the scheduler."""
+def evaluate(response: Response, record: dict[str, Any], digester: Digester | None = None) -> Visit:
+    """The verdict on *response* given the URL's record snapshot."""
+    visit = base_visit(response)
+    digest = (digester or Digester()).digest(response)
+    if digest is not None:
+        visit.digest = digest
+        visit.payload_digest = payload_digest(response.body)
+    visit.change = compare(record.get("digest"), digest)
+    return visit
 
-    def __init__(self, crawler: Crawler, embed_hops: int = 0) -> None:
-        super().__init__(crawler)
+
+def skip_unchanged(response: Response, **kwargs: Any) -> tuple[()]:
+    """Stands in for the callback of an unchanged page: nothing to do."""
+    return ()
+
+
+class VisitMiddleware:
+    """Judges each frontier-issued response and commits the verdict."""
+
+    def __init__(
+        self,
+        crawler: Crawler,
+        embed_hops: int = 0,
+        *,
+        rules: DigestRules | None = None,
+        unchanged: str = "skip",
+        revisit_embeds: bool = False,
+        max_size: int = 1_048_576,
+    ) -> None:
+        self.crawler = crawler
         self.embed_hops = embed_hops
+        self.rules = rules or DigestRules((), Digester())
+        self.unchanged = unchanged
+        self.revisit_embeds = revisit_embeds
+        self.max_size = max_size
+        self.stats = crawler.stats
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> VisitMiddleware:
-        return cls(crawler, crawler.settings.getint("ADAPTIVE_EMBED_HOPS", 0))
+        config = AdaptiveConfig.from_settings(crawler.settings)
+        rules = DigestRules.from_settings(config.digest_rules, config.digest_default, config.digest_max_size)
+        return cls(
+            crawler,
+            config.embed_hops,
+            rules=rules,
+            unchanged=config.unchanged,
+            revisit_embeds=config.revisit_embeds_on_change,
+            max_size=config.digest_max_size,
+        )
+
+    # -- input: judge and commit -------------------------------------------------
 
     def process_spider_input(self, response: Response) -> None:
         request = response.request
-        scheduler = find_scheduler(self.crawler)
-        commit = getattr(scheduler, "commit", None)
-        if request is None or commit is None or "adaptive_fp" not in request.meta:
+        if request is None or META_FP not in request.meta:
             return
-        commit(request, evaluate(response, request.meta.get("adaptive_record") or {}))
-
-    def get_processed_request(self, request: Request, response: Response | None) -> Request | None:
-        if self.embed_hops <= 0 or response is None:
-            return request
-        if is_embed(request):
-            parent_meta = response.request.meta if response.request is not None else {}
-            parent = parent_meta.get(META_EMBED_HOPS) or 0
-            request.meta[META_EMBED_HOPS] = parent + 1
+        commit = getattr(find_scheduler(self.crawler), "commit", None)
+        if commit is None:
+            return
+        record = request.meta.get(META_RECORD) or {}
+        fetch = request.meta.get(META_FETCH)
+        if isinstance(fetch, dict) and fetch.get("change"):
+            # the downloader decided (304, aborted fetch): no body to digest;
+            # the record keeps its last digest and size
+            visit = base_visit(response)
+            visit.change = ChangeState(fetch["change"])
+            visit.annotations += [a for a in (fetch.get("annotation"),) if a]
+            visit.size = None
         else:
-            request.meta.pop(META_EMBED_HOPS, None)
-        return request
+            digester = self._digester(request, response)
+            if isinstance(digester, ItemsDigester):
+                request.meta[META_PENDING] = (base_visit(response), digester, record)
+                return
+            visit = evaluate(response, record, digester)
+        commit(request, visit)
+        self._after_verdict(request, visit)
+
+    def _after_verdict(self, request: Request, visit: Visit) -> None:
+        request.meta[META_CHANGE] = visit.change.value
+        if visit.change is ChangeState.UNCHANGED and self._skips(request):
+            request.callback = skip_unchanged
+            self.stats.inc_value("adaptive/unchanged/skipped")
+        if visit.status == 304:
+            # a 304 answering our validators is a visit, never an HttpError
+            allowed = list(request.meta.get("handle_httpstatus_list") or [])
+            request.meta["handle_httpstatus_list"] = [*allowed, 304]
+
+    def _skips(self, request: Request) -> bool:
+        if request.meta.get("deltafetch_enabled") is False:
+            return False
+        return (request.meta.get(META_UNCHANGED) or self.unchanged) == "skip"
+
+    def _digester(self, request: Request, response: Response) -> Digester:
+        override = request.meta.get(META_DIGEST_RULE)
+        if override is not None:
+            try:
+                return build_digester(override, "meta['adaptive_digest_rule']", self.max_size)
+            except ConfigError as exc:
+                logger.error("%s (%s); using the configured rules.", exc, request.url)
+        host = urlparse_cached(request).hostname or ""
+        return self.rules.select(request.url, host, header(response, "Content-Type"))
+
+    # -- output: items mode, embeds ------------------------------------------------
+
+    async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        request = response.request
+        pending = request.meta.pop(META_PENDING, None) if request is not None else None
+        if pending is None:
+            async for obj in result:
+                yield self._child(obj, response)
+            return
+        visit, digester, record = pending
+        items: list[Any] = []
+        try:
+            async for obj in result:
+                if is_item(obj):
+                    items.append(obj)
+                else:
+                    yield self._child(obj, response)
+        except BaseException:
+            self._commit(request, visit)  # unknown: the callback failed
+            raise
+        if items:
+            visit.digest = items_digest(items, digester.fields)
+            visit.payload_digest = payload_digest(response.body)
+            visit.change = compare(record.get("digest"), visit.digest)
+        self._commit(request, visit)
+        request.meta[META_CHANGE] = visit.change.value
+        if visit.change is ChangeState.UNCHANGED and self._skips(request):
+            self.stats.inc_value("adaptive/unchanged/items_dropped", len(items))
+            return
+        for item in items:
+            yield item
+
+    def _commit(self, request: Request, visit: Visit) -> None:
+        commit = getattr(find_scheduler(self.crawler), "commit", None)
+        if commit is not None:
+            commit(request, visit)
+
+    def _child(self, obj: Any, response: Response) -> Any:
+        if not isinstance(obj, Request):
+            return obj
+        embed = is_embed(obj)
+        if self.embed_hops > 0:
+            if embed:
+                parent_meta = response.request.meta if response.request is not None else {}
+                obj.meta[META_EMBED_HOPS] = (parent_meta.get(META_EMBED_HOPS) or 0) + 1
+            else:
+                obj.meta.pop(META_EMBED_HOPS, None)
+        if embed and self.revisit_embeds and response.request is not None:
+            if response.request.meta.get(META_CHANGE) == ChangeState.CHANGED.value:
+                obj.dont_filter = True  # due now: capture it with the changed page
+        return obj

@@ -1,0 +1,131 @@
+"""Content digests: what "the page changed" means, per rule.
+
+* ``exact`` – SHA-1 of the body bytes.
+* ``regex`` – the thesis's HTTPContentDigest: on a copy of the text, every
+  match of the operator's regular expressions is replaced by one blank
+  before hashing (clocks, session ids, counters stop counting as change);
+  bodies over ``max_size`` fall back to ``exact``.
+* ``text`` – the visible text of an HTML page, whitespace-normalised, with
+  scripts, styles, comments and attributes dropped: markup, layout and
+  script noise stop counting as change.  Non-HTML falls back to ``exact``.
+* ``items`` – the digest of the items the callback yields for the page
+  (through itemadapter, optionally only some fields): the page changed when
+  its data changed.  Computed by the visit middleware after the callback.
+
+Digests are prefixed with the rule (``text:sha1:…``), so switching a URL
+to another rule is recognised as "unknown", not as a change.  The WARC-style
+payload digest of the exact body (``sha1:BASE32``) is kept beside it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from itemadapter import ItemAdapter
+from scrapy.http import Response, TextResponse
+
+from ..matching import media_type
+
+
+def payload_digest(body: bytes) -> str:
+    """The WARC-Payload-Digest form: ``sha1:`` + base32 of the body's SHA-1."""
+    return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode("ascii")
+
+
+def _sha1(prefix: str, data: bytes) -> str:
+    return f"{prefix}:sha1:{hashlib.sha1(data).hexdigest()}"
+
+
+class Digester:
+    """One digest rule, configured; ``digest`` returns None for an empty body."""
+
+    name = "exact"
+
+    def digest(self, response: Response) -> str | None:
+        body = response.body
+        return _sha1("exact", body) if body else None
+
+
+class RegexDigester(Digester):
+    name = "regex"
+
+    def __init__(self, patterns: Sequence[re.Pattern[str]], max_size: int) -> None:
+        self.patterns = tuple(patterns)
+        self.max_size = max_size
+
+    def digest(self, response: Response) -> str | None:
+        body = response.body
+        if not body:
+            return None
+        if len(body) > self.max_size:
+            return _sha1("exact", body)
+        text = response.text if isinstance(response, TextResponse) else body.decode("latin-1")
+        for pattern in self.patterns:
+            text = pattern.sub(" ", text)
+        return _sha1("regex", text.encode("utf-8"))
+
+
+_INVISIBLE = ("script", "style", "noscript", "template", "head")
+_SPACES = re.compile(r"\s+")
+
+
+class TextDigester(Digester):
+    name = "text"
+
+    def digest(self, response: Response) -> str | None:
+        body = response.body
+        if not body:
+            return None
+        if not isinstance(response, TextResponse) or "html" not in media_type(
+            (response.headers.get("Content-Type") or b"text/html").decode("latin-1")
+        ):
+            return _sha1("exact", body)
+        return _sha1("text", visible_text(response.text).encode("utf-8"))
+
+
+def visible_text(html: str) -> str:
+    """The text a reader sees, in document order, whitespace-normalised."""
+    import lxml.etree
+    import lxml.html
+
+    try:
+        root = lxml.html.document_fromstring(html)
+    except (lxml.etree.ParserError, ValueError):
+        return _SPACES.sub(" ", html).strip()
+    # collect first: dropping while iterating would skip siblings
+    for element in list(root.iter(lxml.etree.Comment, *_INVISIBLE)):
+        if element.getparent() is not None:
+            element.drop_tree()  # keeps the element's tail text
+    return _SPACES.sub(" ", root.text_content()).strip()
+
+
+class ItemsDigester(Digester):
+    """Digests the items of a page; the response body is not looked at."""
+
+    name = "items"
+
+    def __init__(self, fields: Sequence[str] = ()) -> None:
+        self.fields = tuple(fields)
+
+    def digest(self, response: Response) -> str | None:  # pragma: no cover - not used for items
+        raise TypeError("the items rule digests items, not responses: use items_digest()")
+
+
+def items_digest(items: Iterable[Any], fields: Sequence[str] = ()) -> str:
+    """Order-independent digest of *items* (only *fields* if given)."""
+    canonical = []
+    for item in items:
+        data = ItemAdapter(item).asdict()
+        if fields:
+            data = {k: data.get(k) for k in fields}
+        canonical.append(json.dumps(data, sort_keys=True, default=str, ensure_ascii=False))
+    canonical.sort()
+    return _sha1("items", "\n".join(canonical).encode("utf-8"))
+
+
+DIGESTERS = ("exact", "regex", "text", "items")

@@ -1,0 +1,79 @@
+"""``ADAPTIVE_DIGEST_RULES``: which digest rule applies to which response.
+
+Each entry names its criteria (see :mod:`scrapy_adaptive.matching`) and a
+``rule``: ``exact``, ``regex`` (with ``patterns``, a list of regular
+expressions, and an optional ``max_size`` in bytes), ``text``, or ``items``
+(with optional ``fields``).  The first matching entry wins; otherwise
+``ADAPTIVE_DIGEST_DEFAULT`` applies.  Everything is checked at start-up; a
+bad regex or an unknown rule name stops the crawl with the setting named.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..matching import MATCH_KEYS, Matcher, check_entries
+from ..settings import ConfigError
+from .digest import DIGESTERS, Digester, ItemsDigester, RegexDigester, TextDigester
+
+RULE_KEYS = {"rule", "patterns", "max_size", "fields"}
+
+
+def build_digester(spec: dict[str, Any] | str, where: str, default_max_size: int) -> Digester:
+    """A digester from a rule name or an entry dict."""
+    if isinstance(spec, str):
+        spec = {"rule": spec}
+    name = spec.get("rule")
+    if name not in DIGESTERS:
+        raise ConfigError(f"{where}: unknown digest rule {name!r}; use one of {', '.join(DIGESTERS)}.")
+    unknown = set(spec) - RULE_KEYS - set(MATCH_KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}.")
+    if name == "exact":
+        return Digester()
+    if name == "text":
+        return TextDigester()
+    if name == "items":
+        fields = spec.get("fields") or ()
+        if isinstance(fields, str) or not all(isinstance(f, str) for f in fields):
+            raise ConfigError(f"{where}: 'fields' must be a list of field names, not {fields!r}.")
+        return ItemsDigester(tuple(fields))
+    patterns = spec.get("patterns")
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    if not patterns or not isinstance(patterns, (list, tuple)):
+        raise ConfigError(f"{where}: the regex rule needs 'patterns', a list of regular expressions.")
+    compiled = []
+    for pattern in patterns:
+        try:
+            compiled.append(re.compile(pattern))
+        except (re.error, TypeError) as exc:
+            raise ConfigError(f"{where}: pattern {pattern!r} is not a valid regular expression: {exc}") from None
+    max_size = spec.get("max_size", default_max_size)
+    if not isinstance(max_size, int) or max_size <= 0:
+        raise ConfigError(f"{where}: 'max_size' ({max_size!r}) must be a positive number of bytes.")
+    return RegexDigester(compiled, max_size)
+
+
+@dataclass(frozen=True)
+class DigestRules:
+    """The ordered rules, and the default."""
+
+    entries: tuple[tuple[Matcher, Digester], ...]
+    default: Digester
+
+    @classmethod
+    def from_settings(cls, rules: Any, default: Any, max_size: int) -> DigestRules:
+        entries = []
+        for i, entry in enumerate(check_entries(rules, "ADAPTIVE_DIGEST_RULES")):
+            where = f"ADAPTIVE_DIGEST_RULES[{i}]"
+            entries.append((Matcher.parse(entry, where), build_digester(entry, where, max_size)))
+        return cls(tuple(entries), build_digester(default or "exact", "ADAPTIVE_DIGEST_DEFAULT", max_size))
+
+    def select(self, url: str, host: str, content_type: str | None) -> Digester:
+        for matcher, digester in self.entries:
+            if matcher.matches(url, host, content_type):
+                return digester
+        return self.default

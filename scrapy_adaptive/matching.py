@@ -1,0 +1,87 @@
+"""Which rule applies to a URL: one matcher for every "first match wins" list.
+
+Digest rules (``ADAPTIVE_DIGEST_RULES``) and wait policies
+(``ADAPTIVE_WAIT_POLICIES``) are both lists of dicts tried in order; an
+entry applies when *all* the criteria it names match:
+
+* ``content_type``: a glob or list of globs on the media type
+  (``"text/*"``, ``"image/png"``), parameters such as ``charset`` ignored;
+* ``hosts``: a glob or list of globs on the host name (``"*.example.com"``);
+* ``url``: a regular expression searched in the URL.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any
+
+from .settings import ConfigError
+
+MATCH_KEYS = ("content_type", "hosts", "url")
+
+
+def media_type(content_type: str | None) -> str:
+    """``"Text/HTML; charset=utf-8"`` -> ``"text/html"``."""
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def _globs(value: Any, where: str, key: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{where}: {key!r} must be a non-empty string or list of strings, not {value!r}.")
+    return tuple(v.lower() for v in value)
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """The criteria of one list entry; an empty matcher matches everything."""
+
+    content_types: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+    url: re.Pattern[str] | None = None
+
+    @classmethod
+    def parse(cls, entry: dict[str, Any], where: str, *, required: bool = True) -> Matcher:
+        """Build from an entry; *where* names the setting and index in errors."""
+        content_types = _globs(entry["content_type"], where, "content_type") if "content_type" in entry else ()
+        hosts = _globs(entry["hosts"], where, "hosts") if "hosts" in entry else ()
+        url = None
+        if "url" in entry:
+            try:
+                url = re.compile(entry["url"])
+            except (re.error, TypeError) as exc:
+                raise ConfigError(
+                    f"{where}: 'url' ({entry['url']!r}) is not a valid regular expression: {exc}"
+                ) from None
+        if required and not (content_types or hosts or url):
+            raise ConfigError(f"{where} names none of {', '.join(MATCH_KEYS)}: it would match everything.")
+        return cls(content_types, hosts, url)
+
+    def matches(self, url: str, host: str, content_type: str | None) -> bool:
+        if self.content_types:
+            mt = media_type(content_type)
+            if not any(fnmatchcase(mt, g) for g in self.content_types):
+                return False
+        if self.hosts and not any(fnmatchcase(host.lower(), g) for g in self.hosts):
+            return False
+        return not (self.url is not None and not self.url.search(url))
+
+
+def check_entries(value: Any, setting: str) -> list[dict[str, Any]]:
+    """The setting's value as a list of dicts (JSON strings accepted, as
+    from ``-s NAME='[...]'``), or a :class:`ConfigError` naming it."""
+    if isinstance(value, str):
+        import json
+
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise ConfigError(f"{setting} is not valid JSON: {exc}") from None
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)) or not all(isinstance(e, dict) for e in value):
+        raise ConfigError(f"{setting} must be a list of dicts, not {value!r}.")
+    return [dict(e) for e in value]

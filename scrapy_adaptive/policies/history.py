@@ -1,0 +1,63 @@
+"""Small helpers shared by the wait policies: reading times out of a record.
+
+A policy has no clock (so the crawler and the simulator run the same code):
+the time of the visit being judged is recovered from the record.  The URL
+was due at ``fetched + wait`` and the frontier reports how late it was
+issued (``visit.overdue``), so the visit happened at their sum.  A first
+visit happens ``overdue`` seconds after discovery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..frontier.record import Visit
+
+DAY = 86_400.0
+
+
+def is_first_visit(history: Mapping[str, Any]) -> bool:
+    """True when the record has never been visited (no wait to adapt)."""
+    return not history.get("visits") or history.get("fetched") is None or history.get("wait") is None
+
+
+def elapsed(history: Mapping[str, Any], visit: Visit) -> float | None:
+    """Seconds since the previous visit, or None on a first visit.
+
+    ``wait + overdue`` is the interval actually observed, which is what an
+    estimator must use (a late visit had more time to see a change).
+    """
+    if is_first_visit(history):
+        return None
+    return max(0.0, float(history["wait"]) + float(visit.overdue or 0.0))
+
+
+def visit_time(history: Mapping[str, Any], visit: Visit) -> float | None:
+    """Absolute time of this visit (seconds since the epoch), if knowable."""
+    overdue = float(visit.overdue or 0.0)
+    if not is_first_visit(history):
+        return float(history["fetched"]) + float(history["wait"]) + overdue
+    discovered = history.get("discovered")
+    if discovered is None:
+        return None
+    return float(discovered) + overdue
+
+
+def clamp(value: float, low: float, high: float) -> float:
+    return min(max(value, low), high)
+
+
+def policy_memory(history: Mapping[str, Any]) -> dict[str, Any]:
+    """A private copy of the policy's per-URL memory from the record."""
+    return dict(history.get("policy") or {})
+
+
+def config_value(config: Any, name: str, default: float) -> float:
+    """Read an optional ``AdaptiveConfig`` field, falling back to *default*.
+
+    The configuration object grows over time; policies only need a few of
+    its wait bounds, and must still build when a field is absent.
+    """
+    value = getattr(config, name, None)
+    return default if value is None else float(value)

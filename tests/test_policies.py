@@ -1,0 +1,157 @@
+"""Wait policies: the thesis's rule, the stack, overrides and validation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from scrapy.settings import Settings
+
+from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
+from scrapy_adaptive.policies import DefaultWaitPolicy, HeritrixWaitPolicy, PolicyStack, WaitParams, load_wait_policy
+from scrapy_adaptive.settings import AdaptiveConfig, ConfigError
+
+CHANGED, UNCHANGED, UNKNOWN = ChangeState.CHANGED, ChangeState.UNCHANGED, ChangeState.UNKNOWN
+
+
+def config(**values: object) -> AdaptiveConfig:
+    return AdaptiveConfig.from_settings(Settings(values))
+
+
+def visit(change: ChangeState = CHANGED, **kw: Any) -> Visit:
+    kw.setdefault("last_modified", "Tue, 01 Jan 2030 00:00:00 GMT")
+    kw.setdefault("url", "http://example.com/page")
+    kw.setdefault("content_type", "text/html")
+    return Visit(Outcome.VISITED, change=change, status=200, **kw)
+
+
+PARAMS = WaitParams(initial=100, default=1000, minimum=10, maximum=10_000)
+
+
+def test_first_visit_gets_the_initial_wait() -> None:
+    policy = HeritrixWaitPolicy(PARAMS)
+    assert policy.next_wait({"visits": 0, "wait": None}, visit()) == 100
+
+
+def test_changed_divides_and_unchanged_multiplies_the_last_wait() -> None:
+    policy = HeritrixWaitPolicy(PARAMS)
+    assert policy.next_wait({"visits": 3, "wait": 300}, visit(CHANGED)) == pytest.approx(200)
+    assert policy.next_wait({"visits": 3, "wait": 300}, visit(UNCHANGED)) == pytest.approx(450)
+
+
+def test_unknown_gets_the_fixed_default() -> None:
+    assert HeritrixWaitPolicy(PARAMS).next_wait({"visits": 3, "wait": 300}, visit(UNKNOWN)) == 1000
+
+
+def test_waits_are_clamped() -> None:
+    policy = HeritrixWaitPolicy(PARAMS)
+    assert policy.next_wait({"visits": 9, "wait": 12}, visit(CHANGED)) == 10
+    assert policy.next_wait({"visits": 9, "wait": 9000}, visit(UNCHANGED)) == 10_000
+
+
+def test_overdue_time_is_added_before_the_factor_when_asked() -> None:
+    on = HeritrixWaitPolicy(WaitParams(**{**PARAMS.__dict__, "use_overdue": True}))
+    off = HeritrixWaitPolicy(PARAMS)
+    assert on.next_wait({"visits": 2, "wait": 300}, visit(UNCHANGED, overdue=100)) == pytest.approx(600)
+    assert off.next_wait({"visits": 2, "wait": 300}, visit(UNCHANGED, overdue=100)) == pytest.approx(450)
+
+
+def test_initial_wait_is_halved_without_last_modified_and_scaled_by_depth() -> None:
+    params = WaitParams(initial=100, default=1000, minimum=1, maximum=10_000, depth_factor=2.0)
+    policy = HeritrixWaitPolicy(params)
+    assert policy.next_wait({"visits": 0}, visit(last_modified=None)) == 50
+    assert policy.next_wait({"visits": 0}, visit(depth=3)) == 800
+
+
+def test_heritrix_rule_settles_at_one_change_in_two_visits() -> None:
+    """ln 1.5 / (ln 1.5 + ln 1.5) = 0.5: alternating outcomes keep the wait."""
+    policy = HeritrixWaitPolicy(PARAMS)
+    wait = 300.0
+    for change in [CHANGED, UNCHANGED] * 10:
+        wait = policy.next_wait({"visits": 5, "wait": wait}, visit(change))
+    assert wait == pytest.approx(300)
+
+
+def test_the_default_stack_is_text_images_then_everything_else() -> None:
+    stack = load_wait_policy(config(ADAPTIVE_WAIT_INITIAL=1000, ADAPTIVE_WAIT_MIN=1))
+    first = {"visits": 0}
+    assert stack.next_wait(first, visit(content_type="text/html; charset=utf-8")) == 500
+    assert stack.next_wait(first, visit(content_type="image/png")) == 2000
+    assert stack.next_wait(first, visit(content_type="application/pdf")) == 1000
+    assert isinstance(stack.catch_all, HeritrixWaitPolicy)
+
+
+def test_thesis_defaults_are_the_catch_all() -> None:
+    stack = load_wait_policy(config())
+    p = stack.params
+    assert (p.changed_factor, p.unchanged_factor, p.maximum, p.default) == (1.5, 1.5, 2_419_200, 259_200)
+
+
+def test_entries_match_hosts_and_url_patterns_first_match_decides() -> None:
+    stack = load_wait_policy(
+        config(
+            ADAPTIVE_WAIT_MIN=1,
+            ADAPTIVE_WAIT_POLICIES=[
+                {"hosts": "*.news.example", "initial": 60, "max": 600},
+                {"url": r"/archive/", "initial": 86_400},
+                {"content_type": "text/*", "initial": 7200},
+            ],
+        )
+    )
+    first = {"visits": 0}
+    assert stack.next_wait(first, visit(url="http://www.news.example/a")) == 60
+    assert stack.next_wait(first, visit(url="http://example.com/archive/2020")) == 86_400
+    assert stack.next_wait(first, visit(url="http://example.com/x")) == 7200
+    # an entry inherits the numbers it does not set from the catch-all
+    assert stack.next_wait({"visits": 2, "wait": 1000}, visit(UNCHANGED, url="http://a.news.example/")) == 600
+
+
+def test_an_entry_may_name_its_own_policy_class() -> None:
+    stack = load_wait_policy(
+        config(
+            ADAPTIVE_WAIT_POLICIES=[
+                {"content_type": "image/*", "policy": "scrapy_adaptive.policies.DefaultWaitPolicy", "default": 5000}
+            ]
+        )
+    )
+    assert isinstance(stack.entries[0][1], DefaultWaitPolicy)
+    assert stack.next_wait({"visits": 4, "wait": 10}, visit(content_type="image/gif")) == 5000
+
+
+def test_a_request_override_replaces_the_numbers() -> None:
+    stack = load_wait_policy(config(ADAPTIVE_WAIT_MIN=1))
+    policy = stack.with_overrides({"initial": 42})
+    assert policy.next_wait({"visits": 0}, visit()) == 42
+    assert stack.with_overrides({"initial": 42}) is policy  # cached
+
+
+def test_a_bad_request_override_is_reported_and_ignored(caplog: pytest.LogCaptureFixture) -> None:
+    stack = load_wait_policy(config())
+    assert stack.with_overrides({"initial": "soon"}) is stack
+    assert "meta['adaptive_wait_policy']: 'initial' ('soon') must be a number" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"ADAPTIVE_WAIT_POLICIES": [{"initial": 5}]}, "ADAPTIVE_WAIT_POLICIES[0] names none of"),
+        ({"ADAPTIVE_WAIT_POLICIES": [{"url": "(", "initial": 5}]}, "ADAPTIVE_WAIT_POLICIES[0]: 'url' ('(')"),
+        ({"ADAPTIVE_WAIT_POLICIES": [{"hosts": "a", "speed": 5}]}, "unknown key(s) speed"),
+        ({"ADAPTIVE_WAIT_POLICIES": [{"hosts": "a", "initial": "x"}]}, "'initial' ('x') must be a number"),
+        ({"ADAPTIVE_WAIT_POLICIES": [{"hosts": "a", "min": 9, "max": 1}]}, "'max' (1.0) must not be lower"),
+        ({"ADAPTIVE_WAIT_POLICIES": "{nope"}, "ADAPTIVE_WAIT_POLICIES is not valid JSON"),
+        ({"ADAPTIVE_WAIT_POLICIES": {"a": 1}}, "ADAPTIVE_WAIT_POLICIES must be a list of dicts"),
+        ({"ADAPTIVE_WAIT_POLICY": "nowhere.Policy"}, "ADAPTIVE_WAIT_POLICY ('nowhere.Policy') cannot be imported"),
+        ({"ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.settings.AdaptiveConfig"}, "must name a WaitPolicy subclass"),
+        ({"ADAPTIVE_WAIT_CHANGED_FACTOR": 0}, "ADAPTIVE_WAIT_CHANGED_FACTOR (0.0) must be a finite number > 0."),
+    ],
+)
+def test_bad_policy_settings_name_the_setting(values: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_wait_policy(config(**values))
+    assert message in str(info.value)
+
+
+def test_policies_from_the_command_line_as_json() -> None:
+    stack = load_wait_policy(config(ADAPTIVE_WAIT_POLICIES='[{"content_type": "text/*", "initial": 9}]'))
+    assert isinstance(stack, PolicyStack) and stack.next_wait({"visits": 0}, visit()) == 3600  # clamped to min
