@@ -2,9 +2,19 @@
 
 Everything is set at the ``"addon"`` priority or with ``setdefault``, so a
 project can still override or disable (``None``) any component.
+
+Projects migrating from scrapy-deltafetch often still list its middleware.
+DeltaFetch drops every request for a page that already produced items, which
+would block every revisit (and version 2.1 fails on Scrapy 2.19).  Skipping
+unchanged pages is its job done better, so the add-on switches DeltaFetch off
+and says so; its ``deltafetch_key`` (the identity of a page) and
+``deltafetch_enabled=False`` (no skipping for that request) meta keys are
+honoured by the scheduler and the visit middleware.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from scrapy.settings import BaseSettings
 
@@ -12,10 +22,22 @@ from .downloadermiddlewares.errors import FetchErrorMiddleware
 from .spidermiddlewares.visit import VisitMiddleware
 
 SCHEDULER = "scrapy_adaptive.scheduler.AdaptiveScheduler"
+#: internal flag the add-on leaves for the scheduler's start-up messages
+TOOK_OVER_SETTING = "SCRAPY_ADAPTIVE_TOOK_OVER_DELTAFETCH"
 
 #: outermost positions: below every Scrapy built-in (the lowest is 50)
 DOWNLOADER_MIDDLEWARES = {FetchErrorMiddleware: 10}
 SPIDER_MIDDLEWARES = {VisitMiddleware: 10}
+
+
+def is_deltafetch(component: Any) -> bool:
+    """True for scrapy-deltafetch's middleware, as a class or an import path
+    (checked by name, so the package need not be importable)."""
+    if isinstance(component, str):
+        return component.startswith("scrapy_deltafetch.") and component.rsplit(".", 1)[-1] == "DeltaFetch"
+    return getattr(component, "__module__", "").startswith("scrapy_deltafetch") and (
+        getattr(component, "__name__", "") == "DeltaFetch"
+    )
 
 
 class Addon:
@@ -29,3 +51,24 @@ class Addon:
         ):
             for cls, order in components.items():
                 settings.setdefault_in_component_priority_dict(name, cls, order)
+        self._take_over_deltafetch(settings)
+
+    @staticmethod
+    def _take_over_deltafetch(settings: BaseSettings) -> None:
+        spider_mws = settings.getdict("SPIDER_MIDDLEWARES")
+        found = [key for key, order in spider_mws.items() if order is not None and is_deltafetch(key)]
+        if not found:
+            return
+        for key in found:
+            spider_mws[key] = None
+        settings.set("SPIDER_MIDDLEWARES", spider_mws, settings.getpriority("SPIDER_MIDDLEWARES") or 0)
+        # said by the scheduler at start-up, once logging goes to LOG_FILE too
+        settings.set(TOOK_OVER_SETTING, True, "addon")
+
+
+DELTAFETCH_MESSAGE = (
+    "scrapy-adaptive takes over scrapy-deltafetch's role: DeltaFetch is disabled, because it would drop "
+    "every revisit of a page that produced items. Unchanged pages are kept from your callbacks instead "
+    "(ADAPTIVE_UNCHANGED); the deltafetch_key and deltafetch_enabled meta keys are honoured. Remove "
+    "DeltaFetch from SPIDER_MIDDLEWARES to silence this message."
+)

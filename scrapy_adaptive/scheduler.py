@@ -112,7 +112,23 @@ class AdaptiveScheduler(BaseScheduler):
         return scheduler
 
     def _warn_about_settings(self) -> None:
+        from .addon import DELTAFETCH_MESSAGE, TOOK_OVER_SETTING, is_deltafetch
+
         settings = self.crawler.settings
+        if settings.getbool(TOOK_OVER_SETTING):
+            logger.warning(DELTAFETCH_MESSAGE)
+        elif any(is_deltafetch(k) and v is not None for k, v in settings.getdict("SPIDER_MIDDLEWARES").items()):
+            logger.warning(
+                "scrapy-deltafetch's DeltaFetch is enabled: it drops every request for a page that produced items "
+                "before, so those pages are never revisited. Use ADDONS = {'scrapy_adaptive.Addon': 0}, which "
+                "disables it, or remove it from SPIDER_MIDDLEWARES."
+            )
+        if settings.getbool("HTTPCACHE_ENABLED"):
+            logger.warning(
+                "HTTPCACHE_ENABLED: Scrapy's HTTP cache answers revisits from its stored copy, so changes are not "
+                "seen until the copy expires, and its conditional requests fight scrapy-adaptive's. Disable it for "
+                "adaptive crawls."
+            )
         if settings.getbool("AUTOTHROTTLE_ENABLED"):
             logger.warning(
                 "AUTOTHROTTLE_ENABLED: AutoThrottle's delays apply in the downloader on top of the frontier's "

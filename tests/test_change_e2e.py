@@ -8,6 +8,7 @@ site ignores the query), under the exact-bytes rule as the control.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -28,13 +29,21 @@ def demo_site() -> object:
         yield site
 
 
-def crawl(site: object, paths: list[str], settings: dict[str, object], tmp_state: Path, seconds: float = 7):
+def crawl(
+    site: object,
+    paths: list[str],
+    settings: dict[str, object],
+    tmp_state: Path,
+    seconds: float = 7,
+    meta: dict[str, object] | None = None,
+    embeds: bool = False,
+):
     urls = [site.url.rstrip("/") + p for p in paths]  # type: ignore[attr-defined]
     result = run_crawl(
         PAGES,
         {**settings, "CLOSESPIDER_TIMEOUT": seconds},
         timeout=90,
-        args=["-a", "urls=" + " ".join(urls)],
+        args=["-a", "urls=" + " ".join(urls), "-a", "meta=" + json.dumps(meta or {}), "-a", f"embeds={int(embeds)}"],
         collect_items=True,
     )
     result.assert_ok()
@@ -102,6 +111,12 @@ def test_waits_shrink_on_change_grow_without_and_are_clamped(
     assert busy.visits > steady.visits and busy.wait == pytest.approx(0.3)
     assert [h[1] for h in steady.history] == ["changed"] + ["unchanged"] * (steady.visits - 1)
     assert all(h[1] == "changed" for h in busy.history)
+    # one crawl-log line per visit, with the wait, counters and change state
+    lines = (tmp_state / "adaptive" / "crawl.log").read_text().splitlines()
+    steady_lines = [line for line in lines if line.split(" ")[3].endswith("/lab/timestamp.html")]
+    assert len(steady_lines) == steady.visits
+    assert f",{steady.visits}vis,1ver," in steady_lines[-1] and steady_lines[-1].endswith(" unchanged")
+    assert " text/html regex:sha1:" in steady_lines[-1]
 
 
 def test_unchanged_pages_never_reach_the_callback(demo_site: object, fast: dict[str, object], tmp_state: Path) -> None:
@@ -142,3 +157,59 @@ def test_items_mode_follows_the_data_not_the_layout(
     base = next(iter(result.items))["url"].split("/shop/")[0]
     assert emitted[base + "/shop/product-06.html"] == 1  # the callback ran, unchanged items were dropped
     assert emitted[base + "/shop/product-01.html"] == price.versions
+
+
+def test_a_project_still_listing_deltafetch_keeps_its_revisits(
+    demo_site: object, fast: dict[str, object], tmp_state: Path
+) -> None:
+    """With the real scrapy-deltafetch installed and enabled in the project."""
+    settings = {
+        **fast,
+        "SPIDER_MIDDLEWARES": {"scrapy_deltafetch.DeltaFetch": 100},
+        "DELTAFETCH_ENABLED": True,
+        "DELTAFETCH_DIR": str(tmp_state / "deltafetch"),
+    }
+    result, records = crawl(demo_site, ["/docs/page-01.html", "/lab/conditional.html"], settings, tmp_state, 4)
+    assert "takes over scrapy-deltafetch's role" in result.log
+    assert all(r.visits >= 2 for r in records.values())  # revisited, not dropped as "seen"
+    calls = Counter(item["url"].rsplit("/", 1)[1] for item in result.items)
+    assert calls["page-01.html"] == 1  # ...and an unchanged page's items are not emitted again
+
+
+def test_deltafetch_meta_keys_are_honoured(demo_site: object, fast: dict[str, object], tmp_state: Path) -> None:
+    # deltafetch_key: two URLs, one page identity -> one record
+    _, records = crawl(
+        demo_site,
+        ["/docs/page-01.html", "/docs/page-01.html?copy=1"],
+        {**fast, "ADAPTIVE_UNCHANGED": "skip"},
+        tmp_state,
+        3,
+        meta={"deltafetch_key": "docs-page-1"},
+    )
+    assert len(records) == 1
+
+
+def test_deltafetch_enabled_false_delivers_unchanged_pages(
+    demo_site: object, fast: dict[str, object], tmp_state: Path
+) -> None:
+    result, records = crawl(demo_site, ["/docs/page-01.html"], fast, tmp_state, 4, meta={"deltafetch_enabled": False})
+    assert len(result.items) == records["/docs/page-01.html"].visits >= 2
+
+
+@pytest.mark.parametrize("on_change", [True, False])
+def test_embeds_of_a_changed_page_are_revisited_with_it(
+    demo_site: object, fast: dict[str, object], tmp_state: Path, on_change: bool
+) -> None:
+    settings = {
+        **fast,
+        "ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE": on_change,
+        "ADAPTIVE_WAIT_POLICIES": [{"content_type": "image/*", "initial": 100, "min": 100, "max": 100}],
+    }
+    result, records = crawl(demo_site, ["/news/article-01.html"], settings, tmp_state, 5, embeds=True)
+    page = records["/news/article-01.html"]
+    images = [r for url, r in records.items() if url.startswith("/images/")]
+    assert page.versions >= 3 and images
+    if on_change:
+        assert all(r.visits >= page.versions - 1 for r in images), [r.visits for r in images]
+    else:
+        assert all(r.visits == 1 for r in images)

@@ -80,3 +80,14 @@ def test_addon_sets_components_at_addon_priority_and_respects_the_user() -> None
     user.set("SCHEDULER", "my.Scheduler", "project")
     Addon().update_settings(user)
     assert user["SCHEDULER"] == "my.Scheduler"
+
+
+def test_addon_disables_deltafetch() -> None:
+    import scrapy_deltafetch
+
+    for listed in ("scrapy_deltafetch.DeltaFetch", scrapy_deltafetch.DeltaFetch):
+        settings = Settings()
+        settings.set("SPIDER_MIDDLEWARES", {listed: 100}, "project")
+        Addon().update_settings(settings)
+        assert settings.getdict("SPIDER_MIDDLEWARES")[listed] is None
+        assert settings.getbool("SCRAPY_ADAPTIVE_TOOK_OVER_DELTAFETCH")

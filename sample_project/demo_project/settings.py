@@ -62,6 +62,38 @@ ADAPTIVE_WAIT_MIN = 5.0
 # every 5 minutes, the demo's slowest cadence, so the demo stays lively.
 ADAPTIVE_WAIT_MAX = 300.0
 
+# The rate the change factors move the wait by (the thesis's 1.5 both ways):
+# a page that changed comes back 1.5x sooner, one that did not 1.5x later.
+ADAPTIVE_WAIT_CHANGED_FACTOR = 1.5
+ADAPTIVE_WAIT_UNCHANGED_FACTOR = 1.5
+
+# Per content type (first match wins, the ADAPTIVE_WAIT_* values above are
+# the catch-all): images rarely change, so start them later and let them
+# drift further apart; the news section is busy, so let it come back sooner.
+ADAPTIVE_WAIT_POLICIES = [
+    {"url": r"/news/", "initial": 5.0, "min": 3.0},
+    {"content_type": "text/*", "initial": 10.0},
+    {"content_type": "image/*", "initial": 30.0, "max": 600.0},
+]
+
+# --- Change detection ----------------------------------------------------------
+# What "changed" means, per URL (first match wins, exact bytes otherwise):
+# - the timestamp page changes on every request only in its "Generated at"
+#   line: blank that line before hashing (the thesis's HTTPContentDigest);
+# - the markup page changes only in scripts, attributes and comments: compare
+#   the visible text;
+# - products: compare the data the spider extracts (name and price), so a
+#   layout change is not a new version but a price change is.
+ADAPTIVE_DIGEST_RULES = [
+    {"url": r"/lab/timestamp\.html$", "rule": "regex", "patterns": [r"Generated at [^<]*"]},
+    {"url": r"/lab/markup\.html$", "rule": "text"},
+    {"url": r"/shop/product-\d+\.html$", "rule": "items", "fields": ["title", "price"]},
+]
+
+# Fetch a changed page's images again right away, so a page and the images it
+# shows are captured together.
+ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE = True
+
 # Log the frontier summary (queued / due / visited / changed) every 10 s so
 # the adaptation can be watched while the demo runs.
 ADAPTIVE_LOG_INTERVAL = 10.0
