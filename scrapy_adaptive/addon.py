@@ -19,14 +19,17 @@ from typing import Any
 from scrapy.settings import BaseSettings
 
 from .downloadermiddlewares.errors import FetchErrorMiddleware
+from .downloadermiddlewares.validators import ValidatorsMiddleware
 from .spidermiddlewares.visit import VisitMiddleware
 
 SCHEDULER = "scrapy_adaptive.scheduler.AdaptiveScheduler"
 #: internal flag the add-on leaves for the scheduler's start-up messages
 TOOK_OVER_SETTING = "SCRAPY_ADAPTIVE_TOOK_OVER_DELTAFETCH"
 
-#: outermost positions: below every Scrapy built-in (the lowest is 50)
-DOWNLOADER_MIDDLEWARES = {FetchErrorMiddleware: 10}
+#: the evaluators that must see final outcomes sit outermost, below every
+#: Scrapy built-in (the lowest is 50); the validators sit among the
+#: downloader's own (next to HttpCompressionMiddleware, 590)
+DOWNLOADER_MIDDLEWARES = {FetchErrorMiddleware: 10, ValidatorsMiddleware: 580}
 SPIDER_MIDDLEWARES = {VisitMiddleware: 10}
 
 

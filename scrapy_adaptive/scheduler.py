@@ -40,6 +40,7 @@ from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.python import global_object_name
 
+from .change.trust import Trust
 from .crawllog import CrawlLog
 from .engine import EngineWaker
 from .frontier import AddResult, ChangeState, Frontier, Outcome, Politeness, UrlRecord, Visit
@@ -358,6 +359,8 @@ class AdaptiveScheduler(BaseScheduler):
             visit.url = request.url
         if visit.overdue is None:
             visit.overdue = request.meta.get(META_OVERDUE)
+        if visit.outcome is Outcome.VISITED:
+            self._note_validation(fp, request, visit)
         if visit.outcome is Outcome.VISITED and visit.wait is None:
             overrides = request.meta.get(META_WAIT_POLICY)
             policy = self.policy.with_overrides(overrides) if isinstance(overrides, dict) else self.policy
@@ -382,6 +385,41 @@ class AdaptiveScheduler(BaseScheduler):
                 )
         self._arm_wake()
         return record
+
+    def queue_trust(self, request: Request) -> dict[str, int]:
+        """The validator track record of the request's host (for the
+        validators middleware: it reads, the frontier owns)."""
+        if self.frontier is None:
+            return {}
+        fp = self._issued_fp(request)
+        queue = (self.frontier.out_queue(fp) if fp is not None else None) or self.keyer.key(request)
+        return self.frontier.queue_trust(queue)
+
+    def _note_validation(self, fp: bytes, request: Request, visit: Visit) -> None:
+        """Fold what the validators did into the host's trust record."""
+        assert self.frontier is not None
+        validation = request.meta.get("adaptive_validation")
+        if validation not in ("verified", "trusted"):
+            return
+        visit.validation = validation
+        visit.prediction = request.meta.get("adaptive_prediction")
+        queue = self.frontier.out_queue(fp)
+        if queue is None:
+            return
+        trust = Trust.from_dict(self.frontier.queue_trust(queue))
+        if validation == "verified" and visit.change is not ChangeState.UNKNOWN:
+            if trust.observe_verified(visit.prediction, visit.change.value):
+                self.stats.inc_value("adaptive/validators/lies")
+                logger.warning(
+                    "%s: the validators said 'no change' but the content changed; %s is back to full downloads "
+                    "until it proves reliable again.",
+                    request.url,
+                    queue,
+                )
+            visit.host_trust = trust.to_dict()
+        elif validation == "trusted" and {"notModified", "midFetchAbort"} & set(visit.annotations):
+            trust.observe_trusted()
+            visit.host_trust = trust.to_dict()
 
     def _count(self, record: UrlRecord, visit: Visit) -> None:
         inc = self.stats.inc_value

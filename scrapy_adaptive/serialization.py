@@ -36,6 +36,12 @@ PER_FETCH_META = frozenset(
         "adaptive_record",
         "adaptive_overdue",
         "adaptive_visit",
+        "adaptive_change",
+        "adaptive_fetch",
+        "adaptive_validation",
+        "adaptive_prediction",
+        "adaptive_validators_sent",
+        "adaptive_abort_length",
     }
 )
 
@@ -94,7 +100,13 @@ def request_to_data(request: Request, spider: Spider) -> dict[str, Any]:
         data = request.to_dict(spider=spider)
     except ValueError as exc:  # e.g. a lambda or a function from another object
         raise RequestNotStorable(f"{request!r} cannot be stored: {exc}") from None
-    data["meta"] = strip_per_fetch(data.get("meta") or {})
+    meta = data.get("meta") or {}
+    if meta.get("adaptive_validators_sent"):
+        # our conditional headers belong to that fetch, not to the request
+        # (RedirectMiddleware copies them into the redirect's target)
+        conditional = {b"if-none-match", b"if-modified-since"}
+        data["headers"] = {k: v for k, v in (data.get("headers") or {}).items() if k.lower() not in conditional}
+    data["meta"] = strip_per_fetch(meta)
     try:
         return _encode(data, "request")
     except RequestNotStorable as exc:

@@ -48,6 +48,12 @@ DEFAULTS: dict[str, Any] = {
     "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.HeritrixWaitPolicy",
     "ADAPTIVE_WAIT_UNCHANGED_FACTOR": 1.5,
     "ADAPTIVE_WAIT_USE_OVERDUE": False,
+    # HTTP validators
+    "ADAPTIVE_CONDITIONAL_GET": True,
+    "ADAPTIVE_MIDFETCH_ABORT": True,
+    "ADAPTIVE_TRUST_MIN_RATE": 0.02,  # verify at least 1 in 50 acted-on predictions
+    "ADAPTIVE_TRUST_WARMUP": 3,  # right predictions before any is trusted
+    "ADAPTIVE_VALIDATOR_SCHEME": "both",
     # change detection
     "ADAPTIVE_DIGEST_DEFAULT": "exact",
     "ADAPTIVE_DIGEST_MAX_SIZE": 1_048_576,  # the regex rule's limit (thesis: 1 MB)
@@ -63,6 +69,7 @@ DEFAULTS: dict[str, Any] = {
 }
 
 UNCHANGED_MODES = ("skip", "deliver")
+VALIDATOR_SCHEMES = ("etag", "timestamp", "both", "either")
 
 POLITENESS_KEYS = ("host", "domain", "slot")
 
@@ -133,6 +140,11 @@ class AdaptiveConfig:
     wait_no_last_modified_factor: float
     wait_depth_factor: float
     wait_policies: Any
+    conditional_get: bool
+    midfetch_abort: bool
+    trust_min_rate: float
+    trust_warmup: int
+    validator_scheme: str
     digest_default: Any
     digest_max_size: int
     digest_rules: Any
@@ -198,6 +210,11 @@ class AdaptiveConfig:
             ),
             wait_depth_factor=_number(settings, "ADAPTIVE_WAIT_DEPTH_FACTOR", d["ADAPTIVE_WAIT_DEPTH_FACTOR"]),
             wait_policies=settings.get("ADAPTIVE_WAIT_POLICIES"),
+            conditional_get=_bool(settings, "ADAPTIVE_CONDITIONAL_GET", d["ADAPTIVE_CONDITIONAL_GET"]),
+            midfetch_abort=_bool(settings, "ADAPTIVE_MIDFETCH_ABORT", d["ADAPTIVE_MIDFETCH_ABORT"]),
+            trust_min_rate=_number(settings, "ADAPTIVE_TRUST_MIN_RATE", d["ADAPTIVE_TRUST_MIN_RATE"]),
+            trust_warmup=_number(settings, "ADAPTIVE_TRUST_WARMUP", d["ADAPTIVE_TRUST_WARMUP"], integer=True),
+            validator_scheme=str(settings.get("ADAPTIVE_VALIDATOR_SCHEME") or d["ADAPTIVE_VALIDATOR_SCHEME"]),
             digest_default=settings.get("ADAPTIVE_DIGEST_DEFAULT") or d["ADAPTIVE_DIGEST_DEFAULT"],
             digest_max_size=_number(settings, "ADAPTIVE_DIGEST_MAX_SIZE", d["ADAPTIVE_DIGEST_MAX_SIZE"], integer=True),
             digest_rules=settings.get("ADAPTIVE_DIGEST_RULES"),
@@ -256,6 +273,14 @@ class AdaptiveConfig:
                 raise ConfigError(f"{names[attr]} ({getattr(self, attr)!r}) must be at least 1.")
         if self.crawl_log_backups < 0:
             raise ConfigError(f"ADAPTIVE_CRAWL_LOG_BACKUPS ({self.crawl_log_backups!r}) must be 0 or more.")
+        if self.validator_scheme not in VALIDATOR_SCHEMES:
+            raise ConfigError(
+                f"ADAPTIVE_VALIDATOR_SCHEME ({self.validator_scheme!r}) must be one of {', '.join(VALIDATOR_SCHEMES)}."
+            )
+        if not 0 < self.trust_min_rate <= 1:
+            raise ConfigError(f"ADAPTIVE_TRUST_MIN_RATE ({self.trust_min_rate!r}) must be in (0, 1].")
+        if self.trust_warmup < 0:
+            raise ConfigError(f"ADAPTIVE_TRUST_WARMUP ({self.trust_warmup!r}) must be 0 or more.")
         if self.unchanged not in UNCHANGED_MODES:
             raise ConfigError(f"ADAPTIVE_UNCHANGED ({self.unchanged!r}) must be one of {', '.join(UNCHANGED_MODES)}.")
         if self.politeness_key not in POLITENESS_KEYS:

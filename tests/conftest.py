@@ -81,6 +81,8 @@ def adaptive_settings(tmp_state: Path) -> dict[str, object]:
 
     Politeness and waits are scaled down to fractions of a second so a test
     sees several revisits within seconds; tests override what they measure.
+    Every visit waits ``ADAPTIVE_WAIT_DEFAULT`` (the fixed policy), so tests
+    of the scheduling machinery do not depend on change detection.
     """
     return {
         "ADDONS": ADDON,
@@ -90,6 +92,8 @@ def adaptive_settings(tmp_state: Path) -> dict[str, object]:
         "ADAPTIVE_DELAY_FACTOR": 1.0,
         "ADAPTIVE_WAIT_DEFAULT": 1.0,
         "ADAPTIVE_WAIT_MIN": 0.1,
+        "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.DefaultWaitPolicy",
+        "ADAPTIVE_WAIT_POLICIES": [],
         "ADAPTIVE_LOG_INTERVAL": 1.0,
         "ROBOTSTXT_OBEY": True,
         "LOG_LEVEL": "DEBUG",

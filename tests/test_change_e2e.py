@@ -61,6 +61,8 @@ def fast(adaptive_settings: dict[str, object]) -> dict[str, object]:
         "ADAPTIVE_WAIT_MAX": 2.0,
         "ADAPTIVE_WAIT_DEFAULT": 1.0,
         "ADAPTIVE_WAIT_NO_LAST_MODIFIED_FACTOR": 1.0,
+        "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.HeritrixWaitPolicy",
+        "ADAPTIVE_WAIT_POLICIES": [],  # the catch-all alone: initial 0.6 s for every type
     }
 
 

@@ -120,6 +120,7 @@ class Frontier:
             q.urls, q.never = int(data.get("u", 0)), int(data.get("n", 0))
             q.visits, q.versions = int(data.get("vi", 0)), int(data.get("ve", 0))
             q.crawl_delay = data.get("cd")
+            q.trust = dict(data.get("tr") or {})
             self._urls += q.urls
             self._schedulable += q.urls - q.never
             self._visits += q.visits
@@ -350,6 +351,8 @@ class Frontier:
         else:
             record.next_ms = NEVER_MS
 
+        if visit.host_trust is not None:
+            q.trust = visit.host_trust
         batch = Batch(records={fp: record.to_bytes()})
         batch.move_entry(old, (record.queue, record.directive, record.next_ms, fp))
         if record.never != was_never:
@@ -409,6 +412,15 @@ class Frontier:
             return
         q.crawl_delay = seconds
         self._write(Batch(hosts={queue: self._counters(q)}), q)
+
+    def queue_trust(self, queue: str) -> dict[str, int]:
+        """A copy of the queue's validator track record (empty if unknown)."""
+        q = self._queues.get(queue)
+        return dict(q.trust) if q is not None else {}
+
+    def trust_report(self) -> dict[str, dict[str, int]]:
+        """Every queue's validator track record, for reports."""
+        return {name: dict(q.trust) for name, q in self._queues.items() if q.trust}
 
     @staticmethod
     def _counters(q: HostQueue) -> bytes:

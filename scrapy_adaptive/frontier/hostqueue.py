@@ -51,6 +51,8 @@ class HostQueue:
     visits: int = 0
     versions: int = 0
     crawl_delay: float | None = None
+    #: how far this host's validators can be believed (see change/trust.py)
+    trust: dict[str, int] = field(default_factory=dict)
     #: bumped whenever the queue is (re)pushed on the frontier's heap, so
     #: stale heap entries can be recognised and skipped
     heap_version: int = 0
@@ -119,9 +121,9 @@ class HostQueue:
             wait = max(wait, self.crawl_delay)
         return wait
 
-    def counters(self) -> dict[str, float | int | None]:
+    def counters(self) -> dict[str, object]:
         """What is persisted per queue (see ``h/`` keys): counts, not URLs."""
-        data: dict[str, float | int | None] = {
+        data: dict[str, object] = {
             "u": self.urls,
             "n": self.never,
             "vi": self.visits,
@@ -129,4 +131,6 @@ class HostQueue:
         }
         if self.crawl_delay is not None:
             data["cd"] = self.crawl_delay
+        if self.trust:
+            data["tr"] = self.trust
         return data

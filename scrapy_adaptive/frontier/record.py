@@ -53,6 +53,12 @@ class Visit:
     crawl-log words (``unchanged``, ``notModified``, ``midFetchAbort``).
     ``policy_state`` is a wait policy's own per-URL memory (a small
     JSON-safe dict); None keeps what the record had.
+
+    ``validation`` says how validators were used (``"verified"``: a full
+    download to check them; ``"trusted"``: their "no change" was acted on),
+    ``prediction`` what the headers predicted on a verification fetch, and
+    ``host_trust`` the host's updated track record, stored with the queue's
+    counters in the same write.
     """
 
     outcome: Outcome
@@ -73,6 +79,9 @@ class Visit:
     overdue: float | None = None
     annotations: list[str] = field(default_factory=list)
     policy_state: dict[str, Any] | None = None
+    validation: str | None = None
+    prediction: str | None = None
+    host_trust: dict[str, int] | None = None
 
 
 @dataclass

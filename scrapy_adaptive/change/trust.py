@@ -1,0 +1,97 @@
+"""How far a host's "no change" headers can be believed (thesis ch. 8).
+
+Acting on a validator's prediction (a 304, or aborting a download whose
+ETag / Last-Modified did not change) saves the body but cannot see a change
+the headers hide.  So, per host, some fetches are *verification* fetches:
+downloaded in full despite the validators, the headers' prediction compared
+with what the digest says.  The verification rate falls as the host keeps
+being right, down to a floor; one observed lie (headers said "no change",
+the content changed) drops the host back to full downloads until it has
+been right again ``warmup`` times.
+
+The schedule is deterministic, not random: after a streak, every
+``ceil(1 / rate)``-th acted-on prediction is verified, so a host that starts
+lying is caught within a bounded number of its predictions (at most
+``1 / min_rate``, 50 by default).
+
+Reported in Clausen's terms (2004): *reliability*, the share of "no change"
+predictions that were right; *usefulness*, the share of unchanged pages the
+headers predicted as unchanged.
+
+The counters live in the host's persistent record, owned by the frontier;
+this module only computes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TrustParams:
+    warmup: int = 3  #: right predictions in a row before any is acted on unverified
+    min_rate: float = 0.02  #: verification floor (1 in 50)
+
+
+@dataclass
+class Trust:
+    """A host's track record; stored as a small dict in its queue record."""
+
+    said_unchanged: int = 0  #: verified fetches whose headers said "no change"
+    right: int = 0  #: ...and the content had not changed
+    lies: int = 0  #: ...and the content had changed
+    said_changed: int = 0  #: verified fetches whose headers said "changed"
+    unchanged_seen: int = 0  #: verified fetches whose content had not changed
+    streak: int = 0  #: right "no change" predictions since the last lie
+    since_verified: int = 0  #: predictions acted on since the last verification
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Trust:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: int(v) for k, v in (data or {}).items() if k in names})
+
+    def to_dict(self) -> dict[str, int]:
+        return {k: v for k, v in asdict(self).items() if v}
+
+    def verify_rate(self, params: TrustParams) -> float:
+        """The share of predictions to verify now: 1 until trusted."""
+        if self.streak < params.warmup:
+            return 1.0
+        return max(params.min_rate, 1.0 / (self.streak - params.warmup + 2))
+
+    def should_verify(self, params: TrustParams) -> bool:
+        """Whether the next fetch with validators is a verification fetch."""
+        rate = self.verify_rate(params)
+        return rate >= 1.0 or self.since_verified + 1 >= math.ceil(1.0 / rate)
+
+    def observe_verified(self, prediction: str | None, change: str) -> bool:
+        """Fold a verification fetch in; return True if it caught a lie."""
+        self.since_verified = 0
+        if change == "unchanged":
+            self.unchanged_seen += 1
+        if prediction == "unchanged":
+            self.said_unchanged += 1
+            if change == "changed":
+                self.lies += 1
+                self.streak = 0
+                return True
+            if change == "unchanged":
+                self.right += 1
+                self.streak += 1
+        elif prediction == "changed":
+            self.said_changed += 1
+        return False
+
+    def observe_trusted(self) -> None:
+        """A prediction was acted on without verification (304 or abort)."""
+        self.since_verified += 1
+
+    @property
+    def reliability(self) -> float | None:
+        return self.right / self.said_unchanged if self.said_unchanged else None
+
+    @property
+    def usefulness(self) -> float | None:
+        return self.right / self.unchanged_seen if self.unchanged_seen else None
