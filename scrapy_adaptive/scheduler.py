@@ -232,22 +232,21 @@ class AdaptiveScheduler(BaseScheduler):
         assert self.frontier is not None and self.spider is not None
         fp = self._fingerprint(request)
         spider = self.spider
+        hops = request.meta.get(META_EMBED_HOPS) or 0
+        directive = 1 if 0 < hops <= self.config.embed_hops else 0
         try:
-            data = request_to_data(request, spider)
+            result = self.frontier.add(
+                fp,
+                request.url,
+                self.keyer.key(request),
+                lambda: request_to_data(request, spider),  # only for a new URL
+                directive=directive,
+                force=request.dont_filter if force is None else force,
+            )
         except RequestNotStorable as exc:
             logger.error("%s; the request is dropped, the crawl goes on.", exc)
             self.stats.inc_value("adaptive/enqueued/refused")
             return False
-        hops = request.meta.get(META_EMBED_HOPS) or 0
-        directive = 1 if 0 < hops <= self.config.embed_hops else 0
-        result = self.frontier.add(
-            fp,
-            request.url,
-            self.keyer.key(request),
-            data,
-            directive=directive,
-            force=request.dont_filter if force is None else force,
-        )
         self.stats.inc_value(f"adaptive/enqueued/{result.value}")
         if result is not AddResult.DUPLICATE:
             self._arm_wake()

@@ -91,13 +91,49 @@ def _freeze(key: Any) -> Any:
     return tuple(key) if isinstance(key, list) else key
 
 
+_SLOW = object()
+
+
+def _method_name(spider: Spider, func: Any) -> Any:
+    """The spider method name of a callback, cheaply, or ``_SLOW``.
+
+    ``Request.to_dict`` finds names with ``inspect``, which dominates the
+    cost of storing a request; a bound method of the spider whose name
+    resolves back to it needs no search.
+    """
+    if func is None or isinstance(func, str):
+        return func
+    name = getattr(func, "__name__", None)
+    if name and getattr(func, "__self__", None) is spider and getattr(spider, name, None) == func:
+        return name
+    return _SLOW
+
+
+def _to_dict(request: Request, spider: Spider) -> dict[str, Any]:
+    """``request.to_dict(spider=spider)``, with the common case made cheap."""
+    callback, errback = _method_name(spider, request.callback), _method_name(spider, request.errback)
+    if callback is _SLOW or errback is _SLOW:
+        return request.to_dict(spider=spider)
+    data: dict[str, Any] = {
+        "url": request.url,
+        "callback": callback,
+        "errback": errback,
+        "headers": dict(request.headers),
+    }
+    for attr in request.attributes:
+        data.setdefault(attr, getattr(request, attr))
+    if type(request) is not Request:
+        data["_class"] = type(request).__module__ + "." + type(request).__name__
+    return data
+
+
 def request_to_data(request: Request, spider: Spider) -> dict[str, Any]:
     """A JSON-safe dict of *request*, without per-fetch meta.
 
     Raises :class:`RequestNotStorable` naming the request and the key.
     """
     try:
-        data = request.to_dict(spider=spider)
+        data = _to_dict(request, spider)
     except ValueError as exc:  # e.g. a lambda or a function from another object
         raise RequestNotStorable(f"{request!r} cannot be stored: {exc}") from None
     meta = data.get("meta") or {}

@@ -98,3 +98,15 @@ def test_a_stored_class_must_be_a_request_subclass() -> None:
     data["_class"] = "os.system"
     with pytest.raises(RequestNotStorable, match="not a scrapy.Request subclass"):
         request_from_data(data, MySpider())
+
+
+def test_the_fast_path_gives_what_to_dict_gives() -> None:
+    from scrapy_adaptive.serialization import _to_dict
+
+    spider = MySpider()
+    for request in (
+        Request("http://example.com/a", callback=spider.parse_item, errback=spider.parse_item, meta={"k": 1}),
+        Request("http://example.com/b", headers={"A": "b"}, cookies={"c": "d"}, priority=3),
+        FormRequest("http://example.com/f", formdata={"q": "x"}, callback=spider.parse_item),
+    ):
+        assert _to_dict(request, spider) == request.to_dict(spider=spider)

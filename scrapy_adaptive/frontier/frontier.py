@@ -66,6 +66,8 @@ class _Out:
     issued: float
     lease_until: float
     overdue: float
+    #: the record as issued, kept up to date by add(): update() needs no read
+    record: UrlRecord
 
 
 @dataclass(frozen=True)
@@ -161,10 +163,19 @@ class Frontier:
         ]
         heapq.heapify(self._heap)
 
-    def _refresh_head(self, q: HostQueue) -> None:
-        """Find the first entry of *q* that is not out (one store seek)."""
+    def _refresh_head(self, q: HostQueue, *candidates: Entry | None) -> None:
+        """Find the first entry of *q* that is not out (one store seek).
+
+        The search starts at the lowest of *candidates* (None among them, or
+        none given: the queue's start).  Callers pass the old head and any
+        entry they just wrote or released: every other live entry sorts
+        after the old head, so nothing is skipped.
+        """
+        start: Entry | None = None
+        if candidates and all(c is not None for c in candidates):
+            start = min(candidates, key=_order)  # type: ignore[arg-type]
         q.head = None
-        for entry in self.store.queue_entries(q.name, limit=len(q.out) + 1):
+        for entry in self.store.queue_entries(q.name, limit=len(q.out) + 1, start=start):
             if entry[2] not in q.out:
                 q.head = entry
                 break
@@ -185,7 +196,7 @@ class Frontier:
         fp: bytes,
         url: str,
         queue: str,
-        request: dict[str, Any],
+        request: dict[str, Any] | Callable[[], dict[str, Any]],
         *,
         directive: int = 0,
         force: bool = False,
@@ -194,12 +205,16 @@ class Frontier:
 
         A new URL is due now.  A known URL keeps its record; its time moves
         earlier only if *force* (``dont_filter``) or if *directive* is
-        higher than its own (a preferred URL is wanted now).
+        higher than its own (a preferred URL is wanted now).  *request* may
+        be a callable, called only for a new URL: most adds in a crawl are
+        duplicates, and serialising them would be wasted work.
         """
         now = self.clock()
         now_ms = time_to_ms(now)
         raw = self.store.get_record(fp)
         if raw is None:
+            if callable(request):
+                request = request()
             q = self._queues.get(queue) or self._new_queue(queue)
             record = UrlRecord(
                 url=url, queue=queue, request=request, next_ms=now_ms, directive=directive, discovered=now
@@ -237,7 +252,10 @@ class Frontier:
         record.directive, record.next_ms = new_directive, new_ms
         batch.records[fp] = record.to_bytes()
         self._write(batch, q)
-        self._refresh_head(q)
+        out = self._out.get(fp)
+        if out is not None:
+            out.record = record
+        self._refresh_head(q, q.head, (new_directive, new_ms, fp))
         self._schedule(q)
         return AddResult.RESCHEDULED
 
@@ -262,15 +280,15 @@ class Frontier:
                 # An index entry without its record cannot be crawled; drop
                 # the entry rather than block the queue on it.
                 self.store.write(Batch(entries_deleted=[(name, directive, next_ms, fp)]))
-                self._refresh_head(q)
+                self._refresh_head(q, q.head)
                 self._schedule(q)
                 continue
             record = UrlRecord.from_bytes(raw)
             overdue = max(0.0, now - next_ms / 1000)
             q.take_slot(fp, now)
-            self._out[fp] = _Out(name, now, now + self.politeness.lease, overdue)
+            self._out[fp] = _Out(name, now, now + self.politeness.lease, overdue, record)
             self.overdue_samples.append(overdue)
-            self._refresh_head(q)
+            self._refresh_head(q, q.head)
             self._schedule(q)
             return Issued(fp, record, overdue)
         return None
@@ -297,13 +315,15 @@ class Frontier:
         Returns the updated record, or None for an unknown fingerprint.
         """
         now = self.clock()
-        raw = self.store.get_record(fp)
-        if raw is None:
-            self._forget_out(fp)
-            return None
-        record = UrlRecord.from_bytes(raw)
-        q = self._queues[record.queue]
         out = self._out.pop(fp, None)
+        if out is not None:
+            record = out.record
+        else:
+            raw = self.store.get_record(fp)
+            if raw is None:
+                return None
+            record = UrlRecord.from_bytes(raw)
+        q = self._queues[record.queue]
         old = (record.queue, record.directive, record.next_ms, fp)
         was_never = record.never
         p = self.politeness
@@ -366,7 +386,7 @@ class Frontier:
         if outcome is Outcome.RETRY and visit.host_level:
             # the host itself is unreachable: every slot rests the retry delay
             q.snooze_all(now + p.retry_delay)
-        self._refresh_head(q)
+        self._refresh_head(q, q.head, (record.directive, record.next_ms, fp))
         self._schedule(q)
         return record
 
@@ -383,7 +403,7 @@ class Frontier:
         if q.out.get(fp) is not None:
             q.release_slot(fp, self.clock() + self.politeness.min_delay)
         q.out.pop(fp, None)
-        self._refresh_head(q)
+        self._refresh_head(q, q.head, (out.record.directive, out.record.next_ms, fp))
         self._schedule(q)
         return True
 
@@ -394,14 +414,6 @@ class Frontier:
         for fp in expired:
             self.requeue(fp)
         return expired
-
-    def _forget_out(self, fp: bytes) -> None:
-        out = self._out.pop(fp, None)
-        if out is not None:
-            q = self._queues[out.queue]
-            q.out.pop(fp, None)
-            self._refresh_head(q)
-            self._schedule(q)
 
     # -- per-queue facts -------------------------------------------------------
 

@@ -59,8 +59,13 @@ class LevelDBStore(Store):
     def get_record(self, fp: bytes) -> bytes | None:
         return self._records.get(fp)
 
-    def queue_entries(self, queue: str, *, limit: int) -> Iterator[tuple[int, int, bytes]]:
-        with self._db.iterator(prefix=keys.queue_prefix(queue), include_value=False) as it:
+    def queue_entries(
+        self, queue: str, *, limit: int, start: tuple[int, int, bytes] | None = None
+    ) -> Iterator[tuple[int, int, bytes]]:
+        prefix = keys.queue_prefix(queue)
+        first = prefix if start is None else keys.queue_entry_key(queue, *start)
+        # the prefix ends with NUL: the next byte value bounds this queue
+        with self._db.iterator(start=first, stop=prefix[:-1] + b"\x01", include_value=False) as it:
             for n, key in enumerate(it):
                 if n >= limit:
                     break

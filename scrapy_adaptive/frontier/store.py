@@ -55,8 +55,16 @@ class Store(ABC):
     def get_record(self, fp: bytes) -> bytes | None: ...
 
     @abstractmethod
-    def queue_entries(self, queue: str, *, limit: int) -> Iterator[tuple[int, int, bytes]]:
-        """The first *limit* ``(directive, next_ms, fp)`` of a queue, in order."""
+    def queue_entries(
+        self, queue: str, *, limit: int, start: tuple[int, int, bytes] | None = None
+    ) -> Iterator[tuple[int, int, bytes]]:
+        """The first *limit* ``(directive, next_ms, fp)`` of a queue, in order,
+        from *start* (an entry, included) if given.
+
+        The frontier passes the lowest position a live entry can have: moved
+        entries leave deletion markers at the front of a queue, which a scan
+        from the very start would have to step over.
+        """
 
     @abstractmethod
     def count_due(self, queue: str, now_ms: int, *, limit: int) -> int:
@@ -97,8 +105,12 @@ class MemoryStore(Store):
     def get_record(self, fp: bytes) -> bytes | None:
         return self._records.get(fp)
 
-    def queue_entries(self, queue: str, *, limit: int) -> Iterator[tuple[int, int, bytes]]:
-        for inv_directive, next_ms, fp in self._queues.get(queue, [])[:limit]:
+    def queue_entries(
+        self, queue: str, *, limit: int, start: tuple[int, int, bytes] | None = None
+    ) -> Iterator[tuple[int, int, bytes]]:
+        entries = self._queues.get(queue, [])
+        first = 0 if start is None else bisect.bisect_left(entries, self._sort_key(*start))
+        for inv_directive, next_ms, fp in entries[first : first + limit]:
             yield keys.MAX_DIRECTIVE - inv_directive, next_ms, fp
 
     def count_due(self, queue: str, now_ms: int, *, limit: int) -> int:

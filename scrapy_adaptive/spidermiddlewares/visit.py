@@ -251,7 +251,7 @@ class VisitMiddleware:
             commit(request, visit)
 
     def _child(self, obj: Any, response: Response) -> Any:
-        if not isinstance(obj, Request):
+        if not isinstance(obj, Request) or (self.embed_hops <= 0 and not self.revisit_embeds):
             return obj
         embed = is_embed(obj)
         if self.embed_hops > 0:
