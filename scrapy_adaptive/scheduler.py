@@ -40,7 +40,7 @@ from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.python import global_object_name
 
-from .change.trust import Trust
+from .change.trust import Trust, TrustParams
 from .crawllog import CrawlLog
 from .engine import EngineWaker
 from .frontier import AddResult, ChangeState, Frontier, Outcome, Politeness, UrlRecord, Visit
@@ -385,14 +385,18 @@ class AdaptiveScheduler(BaseScheduler):
         self._arm_wake()
         return record
 
-    def queue_trust(self, request: Request) -> dict[str, int]:
-        """The validator track record of the request's host (for the
-        validators middleware: it reads, the frontier owns)."""
+    def decide_verification(self, request: Request, params: TrustParams) -> bool:
+        """Whether this fetch verifies its host's validators (a full download
+        despite them) or acts on them; the decision is counted at once in
+        the host's trust record, which the frontier owns and persists."""
         if self.frontier is None:
-            return {}
+            return True
         fp = self._issued_fp(request)
         queue = (self.frontier.out_queue(fp) if fp is not None else None) or self.keyer.key(request)
-        return self.frontier.queue_trust(queue)
+        trust = Trust.from_dict(self.frontier.queue_trust(queue))
+        verify = trust.decide(params)
+        self.frontier.set_queue_trust(queue, trust.to_dict())
+        return verify
 
     def _note_validation(self, fp: bytes, request: Request, visit: Visit) -> None:
         """Fold what the validators did into the host's trust record."""
@@ -415,9 +419,6 @@ class AdaptiveScheduler(BaseScheduler):
                     request.url,
                     queue,
                 )
-            visit.host_trust = trust.to_dict()
-        elif validation == "trusted" and {"notModified", "midFetchAbort"} & set(visit.annotations):
-            trust.observe_trusted()
             visit.host_trust = trust.to_dict()
 
     def _count(self, record: UrlRecord, visit: Visit) -> None:

@@ -51,7 +51,7 @@ DEFAULTS: dict[str, Any] = {
     # HTTP validators
     "ADAPTIVE_CONDITIONAL_GET": True,
     "ADAPTIVE_MIDFETCH_ABORT": True,
-    "ADAPTIVE_TRUST_MIN_RATE": 0.02,  # verify at least 1 in 50 acted-on predictions
+    "ADAPTIVE_TRUST_MIN_RATE": 0.005,  # verify at least 1 in 200 acted-on predictions
     "ADAPTIVE_TRUST_WARMUP": 3,  # right predictions before any is trusted
     "ADAPTIVE_VALIDATOR_SCHEME": "both",
     # change detection

@@ -145,6 +145,8 @@ def test_trust_starts_with_full_verification_then_thins_out() -> None:
         assert trust.should_verify(params)
         trust.observe_verified("unchanged", "unchanged")
     assert trust.verify_rate(params) == pytest.approx(0.5)
+    trust.observe_verified("unchanged", "unchanged")
+    assert trust.verify_rate(params) == pytest.approx(0.25)
     for _ in range(100):
         trust.observe_verified("unchanged", "unchanged")
     assert trust.verify_rate(params) == pytest.approx(0.02)
@@ -166,8 +168,7 @@ def test_a_liar_is_caught_within_a_bounded_number_of_predictions(streak: int, mi
     params = TrustParams(warmup=3, min_rate=min_rate)
     trust = Trust(streak=streak)
     acted = 0
-    while not trust.should_verify(params):
-        trust.observe_trusted()
+    while not trust.decide(params):
         acted += 1
         assert acted <= math.ceil(1 / min_rate)
 

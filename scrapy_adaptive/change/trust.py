@@ -7,12 +7,14 @@ downloaded in full despite the validators, the headers' prediction compared
 with what the digest says.  The verification rate falls as the host keeps
 being right, down to a floor; one observed lie (headers said "no change",
 the content changed) drops the host back to full downloads until it has
-been right again ``warmup`` times.
+been right again ``warmup`` times.  After that the rate halves with each
+further confirmation (1/2, 1/4, 1/8 ...) down to ``min_rate``, so a reliable
+host costs a handful of full downloads, then one in ``1 / min_rate``.
 
-The schedule is deterministic, not random: after a streak, every
-``ceil(1 / rate)``-th acted-on prediction is verified, so a host that starts
-lying is caught within a bounded number of its predictions (at most
-``1 / min_rate``, 50 by default).
+The schedule is deterministic, not random: every ``ceil(1 / rate)``-th
+acted-on prediction is verified, so a host that starts lying is caught
+within a bounded number of its predictions (at most ``1 / min_rate``, 200 by
+default).
 
 Reported in Clausen's terms (2004): *reliability*, the share of "no change"
 predictions that were right; *usefulness*, the share of unchanged pages the
@@ -32,7 +34,7 @@ from typing import Any
 @dataclass(frozen=True)
 class TrustParams:
     warmup: int = 3  #: right predictions in a row before any is acted on unverified
-    min_rate: float = 0.02  #: verification floor (1 in 50)
+    min_rate: float = 0.005  #: verification floor (1 in 200)
 
 
 @dataclass
@@ -59,16 +61,26 @@ class Trust:
         """The share of predictions to verify now: 1 until trusted."""
         if self.streak < params.warmup:
             return 1.0
-        return max(params.min_rate, 1.0 / (self.streak - params.warmup + 2))
+        return max(params.min_rate, 0.5 ** min(64, self.streak - params.warmup + 1))
 
     def should_verify(self, params: TrustParams) -> bool:
         """Whether the next fetch with validators is a verification fetch."""
         rate = self.verify_rate(params)
         return rate >= 1.0 or self.since_verified + 1 >= math.ceil(1.0 / rate)
 
+    def decide(self, params: TrustParams) -> bool:
+        """Decide for the next fetch with validators, and count the decision.
+
+        Counted when it is made, not when the fetch comes back: with several
+        fetches of a host in flight, each must see the others' decisions, or
+        they would all verify at once.
+        """
+        verify = self.should_verify(params)
+        self.since_verified = 0 if verify else self.since_verified + 1
+        return verify
+
     def observe_verified(self, prediction: str | None, change: str) -> bool:
         """Fold a verification fetch in; return True if it caught a lie."""
-        self.since_verified = 0
         if change == "unchanged":
             self.unchanged_seen += 1
         if prediction == "unchanged":
@@ -83,10 +95,6 @@ class Trust:
         elif prediction == "changed":
             self.said_changed += 1
         return False
-
-    def observe_trusted(self) -> None:
-        """A prediction was acted on without verification (304 or abort)."""
-        self.since_verified += 1
 
     @property
     def reliability(self) -> float | None:

@@ -94,10 +94,12 @@ class ValidatorsMiddleware:
             crawler.signals.connect(mw._on_headers_received, signals.headers_received)
         return mw
 
-    def _host_trust(self, request: Request) -> Trust:
-        scheduler = find_scheduler(self.crawler)
-        queue_trust = getattr(scheduler, "queue_trust", None)
-        return Trust.from_dict(queue_trust(request) if queue_trust is not None else None)
+    def _verify(self, request: Request) -> bool:
+        """Ask the scheduler (the host's trust lives in the frontier)."""
+        decide = getattr(find_scheduler(self.crawler), "decide_verification", None)
+        if decide is None:
+            return Trust().should_verify(self.trust)
+        return bool(decide(request, self.trust))
 
     def process_request(self, request: Request) -> None:
         if META_FP not in request.meta or not (self.conditional or self.abort):
@@ -105,7 +107,7 @@ class ValidatorsMiddleware:
         record = request.meta.get(META_RECORD) or {}
         if not (record.get("etag") or record.get("last_modified")):
             return None  # nothing to validate against: a plain fetch
-        if self._host_trust(request).should_verify(self.trust):
+        if self._verify(request):
             request.meta[META_VALIDATION] = "verified"
             self.stats.inc_value("adaptive/validators/verifications")
             return None

@@ -430,6 +430,13 @@ class Frontier:
         q = self._queues.get(queue)
         return dict(q.trust) if q is not None else {}
 
+    def set_queue_trust(self, queue: str, trust: dict[str, int]) -> None:
+        """Replace the queue's track record in memory; it is written with the
+        queue's next counters write (every update of one of its URLs)."""
+        q = self._queues.get(queue)
+        if q is not None:
+            q.trust = trust
+
     def trust_report(self) -> dict[str, dict[str, int]]:
         """Every queue's validator track record, for reports."""
         return {name: dict(q.trust) for name, q in self._queues.items() if q.trust}

@@ -51,13 +51,3 @@ def clamp(value: float, low: float, high: float) -> float:
 def policy_memory(history: Mapping[str, Any]) -> dict[str, Any]:
     """A private copy of the policy's per-URL memory from the record."""
     return dict(history.get("policy") or {})
-
-
-def config_value(config: Any, name: str, default: float) -> float:
-    """Read an optional ``AdaptiveConfig`` field, falling back to *default*.
-
-    The configuration object grows over time; policies only need a few of
-    its wait bounds, and must still build when a field is absent.
-    """
-    value = getattr(config, name, None)
-    return default if value is None else float(value)

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..frontier.record import ChangeState, Visit
-from .base import WaitPolicy
-from .history import clamp, config_value, is_first_visit
+from .base import WaitParams, WaitPolicy
+from .history import clamp, is_first_visit
 
 
 class StormCrawlerWaitPolicy(WaitPolicy):
@@ -38,8 +38,9 @@ class StormCrawlerWaitPolicy(WaitPolicy):
         self.default = initial if default is None else default
 
     @classmethod
-    def from_config(cls, config: Any) -> StormCrawlerWaitPolicy:
-        return cls(initial=config_value(config, "wait_initial", 86_400.0))
+    def from_params(cls, params: WaitParams) -> StormCrawlerWaitPolicy:
+        """Initial, default and bounds from the configured wait numbers."""
+        return cls(initial=params.initial, minimum=params.minimum, maximum=params.maximum, default=params.default)
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
         if is_first_visit(history):

@@ -34,8 +34,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..frontier.record import ChangeState, Visit
-from .base import WaitPolicy
-from .history import DAY, clamp, config_value, is_first_visit, policy_memory
+from .base import WaitParams, WaitPolicy
+from .history import DAY, clamp, is_first_visit, policy_memory
 
 WEEK = 7 * DAY
 MONTH = 30 * DAY
@@ -74,12 +74,9 @@ class _UmbrichPolicy(WaitPolicy):
         self.default = initial if default is None else default
 
     @classmethod
-    def from_config(cls, config: Any) -> _UmbrichPolicy:
-        return cls(
-            initial=config_value(config, "wait_initial", DAY),
-            minimum=config_value(config, "wait_min", DAY),
-            maximum=config_value(config, "wait_max", 180 * DAY),
-        )
+    def from_params(cls, params: WaitParams) -> _UmbrichPolicy:
+        """Initial, default and bounds from the configured wait numbers."""
+        return cls(initial=params.initial, minimum=params.minimum, maximum=params.maximum, default=params.default)
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
         memory = policy_memory(history)
@@ -152,7 +149,7 @@ class WindowWaitPolicy(_UmbrichPolicy):
         return ratio_factor(recent.count("1") / len(recent))
 
 
-def _bucket(interval: float) -> str:
+def interval_bucket(interval: float) -> str:
     """The interval a snapshot was taken at, on a 25 % geometric grid."""
     return str(round(math.log(max(interval, 1.0)) / math.log(1.25)))
 
@@ -167,7 +164,7 @@ class State1WaitPolicy(_UmbrichPolicy):
     def factor(self, memory: dict[str, Any], bit: str, interval: float) -> float:
         past = memory.get("p", "")
         tables: dict[str, dict[str, list[int]]] = {k: dict(v) for k, v in memory.get("t", {}).items()}
-        key = _bucket(interval)
+        key = interval_bucket(interval)
         table = tables.pop(key, {})
         if len(past) == self.order:
             counts = list(table.get(past, [0, 0]))

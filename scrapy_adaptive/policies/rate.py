@@ -1,0 +1,559 @@
+"""Rate-estimating wait policies: estimate λ per URL, then allocate fetches.
+
+Archiving versions, the best use of a fetch budget B is *proportional*
+allocation: every page is visited at a rate fᵢ ∝ λᵢ, i.e. with the same
+expected number of changes r = λᵢ/fᵢ per interval (the derivation is in
+``docs/policy-lab.md``).  Two policies implement it:
+
+* :class:`ProportionalWaitPolicy` – a fetch budget (fetches per second)
+  shared by all URLs.  A :class:`RateAllocator` (aggregate state: a
+  histogram of estimated rates per host, not per URL) finds the common r\\*
+  by bisection, water-fills hosts whose politeness cap binds (they get a
+  larger r̂_h = λ_h/c_h), clips to [min, max] wait, and corrects the
+  remaining gap between planned and realised fetches with a slow feedback
+  loop.
+* :class:`PrecisionWaitPolicy` – no budget: each interval is chosen so that a
+  visit finds a change with probability p\\*: I = −ln(1 − p\\*)/λ̂.
+
+Both estimate λ with :class:`RateEstimator` from the URL's own last visits
+(kept in ``visit.policy_state``), regularised by a log-normal prior learned
+from the population (:class:`PopulationPrior`), using the server's
+Last-Modified as an exact observation once it has proved consistent.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..frontier.record import ChangeState, Visit
+from .base import WaitParams, WaitPolicy
+from .estimators import posterior_mode_rate
+from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, visit_time
+
+# -- the population prior -------------------------------------------------------------
+
+
+class PopulationPrior:
+    """Log-normal prior on λ: mean and spread of the log-rates of mature URLs.
+
+    Aggregate state only (three sums).  URLs register their current
+    estimate once they have enough observations for it to be dominated by
+    their own data, so the prior is not learned from itself.  Until
+    ``min_count`` URLs are mature the configured fallback is used.
+    """
+
+    def __init__(
+        self,
+        rate: float = 1.0 / (7 * DAY),
+        log_sd: float = 2.0,
+        *,
+        min_count: int = 50,
+        inflate: float = 1.25,
+        min_sd: float = 0.75,
+    ) -> None:
+        self.fallback = (math.log(rate), log_sd)
+        self.min_count = min_count
+        self.inflate = inflate
+        self.min_sd = min_sd
+        self.n = 0
+        self.s1 = 0.0
+        self.s2 = 0.0
+
+    def add(self, rate: float, sign: int = 1) -> None:
+        u = math.log(max(rate, 1e-12))
+        self.n += sign
+        self.s1 += sign * u
+        self.s2 += sign * u * u
+
+    def get(self) -> tuple[float, float]:
+        """(μ, σ) of ln λ (λ in changes per second)."""
+        if self.n < self.min_count:
+            return self.fallback
+        mean = self.s1 / self.n
+        var = max(self.s2 / self.n - mean * mean, 0.0)
+        return mean, max(self.min_sd, self.inflate * math.sqrt(var))
+
+
+# -- per-URL estimation ---------------------------------------------------------------------
+
+#: observation kinds stored in the per-URL memory
+UNCHANGED, CHANGED, EXACT = 0, 1, 2
+
+
+def _http_time(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+@dataclass
+class RateEstimator:
+    """Keeps a URL's last observations in its memory and estimates λ.
+
+    Memory keys: ``o`` – the last ``window`` observations as
+    ``[seconds, kind]`` (kind 0 unchanged interval, 1 changed interval,
+    2 exact age of a change known from Last-Modified); ``lm`` – how many
+    times the URL's Last-Modified agreed (``[good, bad]``) with what the
+    content comparison said; ``e`` – the last estimate.
+
+    A bounded window makes the estimate forget: rates drift, and an old
+    interval should not outvote recent ones for ever.
+    """
+
+    window: int = 24
+    trust_last_modified: bool = True
+    mature_after: int = 8
+
+    def observe(
+        self, memory: dict[str, Any], interval: float, visit: Visit, previous_fetch: float | None, now: float | None
+    ) -> bool:
+        """Append this visit's observation to *memory*; False if it made none."""
+        if visit.change is ChangeState.UNKNOWN or interval <= 0:
+            return False
+        changed = visit.change is ChangeState.CHANGED
+        obs: list[list[int]] = [list(o) for o in memory.get("o", [])]
+        entry = [max(1, round(interval)), CHANGED if changed else UNCHANGED]
+        if self.trust_last_modified and visit.last_modified and previous_fetch is not None and now is not None:
+            modified = _http_time(visit.last_modified)
+            if modified is not None:
+                good, bad = memory.get("lm", [0, 0])
+                consistent = (previous_fetch < modified <= now + 1) if changed else (modified <= previous_fetch + 1)
+                if consistent:
+                    good += 1
+                else:
+                    bad += 1
+                memory["lm"] = [good, bad]
+                if changed and consistent and bad == 0:
+                    entry = [max(1, round(now - modified)), EXACT]
+        obs.append(entry)
+        memory["o"] = obs[-self.window :]
+        return True
+
+    def estimate(self, memory: Mapping[str, Any], prior: tuple[float, float]) -> float:
+        changed: list[float] = []
+        exposure = 0.0
+        exact = 0
+        for entry in memory.get("o", []):
+            seconds, kind = entry[0], entry[1]
+            if kind == CHANGED:
+                changed.append(float(seconds))
+            else:
+                exposure += float(seconds)
+                exact += kind == EXACT
+        start = memory.get("e")
+        return posterior_mode_rate(changed, exposure, exact, prior[0], prior[1], start=start)
+
+    def mature(self, memory: Mapping[str, Any]) -> bool:
+        return len(memory.get("o", [])) >= self.mature_after
+
+
+def default_host(url: str | None) -> str:
+    """The politeness key the allocator groups by: the URL's host name."""
+    if not url:
+        return ""
+    return urlsplit(url).hostname or ""
+
+
+# -- the allocator ------------------------------------------------------------------------------
+
+_ZERO_BIN = -(10**6)
+
+
+class RateAllocator:
+    """Turns estimated rates into waits under a fetch budget.
+
+    ``budget`` is in revisits per second, over all URLs.  The allocator
+    holds aggregate state only: per host, a histogram of registered rates
+    (count and sum per bin, ``bins_per_octave`` bins per doubling), and the
+    solved common ratio r\\* (plus r̂_h for hosts whose cap binds).  Each
+    URL remembers what it registered (``al`` in its memory) so that a new
+    estimate replaces the old one exactly; registrations from another
+    allocator instance (``epoch``, e.g. before a restart) are not removed.
+
+    Feedback: planned and realised fetch rates differ (first waits, late
+    visits, estimates moving), so the realised revisit rate over
+    ``control_window`` is compared with the budget and the target is
+    nudged multiplicatively, with an integral time constant of
+    ``control_window / control_gain``, within ``control_limits``.
+
+    ``host_caps`` maps a host to the most fetches per second politeness
+    allows it (``valence / max(min_delay, crawl_delay)``); hosts without a
+    cap are assumed never to bind.  The crawler can call
+    :meth:`set_host_cap` when it learns a robots.txt Crawl-delay, and
+    :meth:`set_budget` at any time.
+    """
+
+    def __init__(
+        self,
+        budget: float,
+        *,
+        min_wait: float = 3_600.0,
+        max_wait: float = 28 * DAY,
+        host_caps: Mapping[str, float] | None = None,
+        bins_per_octave: int = 8,
+        solve_every: int = 200,
+        control_window: float = 3 * DAY,
+        control_gain: float = 0.5,
+        control_limits: tuple[float, float] = (0.5, 2.0),
+        prior: PopulationPrior | None = None,
+        epoch: str | None = None,
+    ) -> None:
+        if budget <= 0:
+            raise ValueError("the budget must be positive (fetches per second)")
+        self.budget = budget
+        self.min_wait = min_wait
+        self.max_wait = max_wait
+        self.f_min = 1.0 / max_wait
+        self.f_max = 1.0 / min_wait
+        self.bpo = bins_per_octave
+        self.solve_every = solve_every
+        self.control_window = control_window
+        self.control_gain = control_gain
+        self.control_limits = control_limits
+        self.prior = prior or PopulationPrior()
+        self.epoch = epoch or uuid.uuid4().hex[:8]
+        self._hosts: dict[str, dict[int, list[float]]] = {}
+        self._global: dict[int, list[float]] = {}
+        self._caps: dict[str, float] = dict(host_caps or {})
+        self.ratio = 1.0  #: the solved common r* = λ/f
+        self._host_ratio: dict[str, float] = {}
+        self._pending = 0
+        self._registered = 0
+        self._solved = False
+        self.correction = 1.0
+        self._count = 0.0
+        self._t0: float | None = None
+        self._t_last: float | None = None
+        self._t_control: float | None = None
+
+    # -- registration ----------------------------------------------------------
+
+    def _bin(self, rate: float) -> int:
+        return _ZERO_BIN if rate <= 0 else math.floor(math.log2(rate) * self.bpo)
+
+    def _cell_add(self, cells: dict[int, list[float]], b: int, rate: float, sign: int) -> None:
+        cell = cells.setdefault(b, [0.0, 0.0])
+        cell[0] += sign
+        cell[1] += sign * rate
+        if cell[0] <= 0.5:
+            del cells[b]
+
+    def _apply(self, host: str, rate: float, sign: int) -> None:
+        b = self._bin(rate)
+        self._cell_add(self._hosts.setdefault(host, {}), b, rate, sign)
+        if host not in self._caps:
+            self._cell_add(self._global, b, rate, sign)
+
+    def register(self, memory: dict[str, Any], host: str, rate: float, *, mature: bool = False) -> None:
+        """Replace this URL's registered rate (kept in *memory*) by *rate*."""
+        old = memory.get("al")
+        if old and old[0] == self.epoch and old[1] in self._hosts:
+            self._apply(old[1], float(old[2]), -1)
+            if old[3]:
+                self.prior.add(float(old[2]), -1)
+        self._apply(host, rate, 1)
+        if mature:
+            self.prior.add(rate, 1)
+        memory["al"] = [self.epoch, host, rate, int(mature)]
+        self._registered += 0 if old and old[0] == self.epoch else 1
+        self._pending += 1
+        self._maybe_solve()
+
+    def _maybe_solve(self) -> None:
+        """Re-solve after enough new registrations or fetches.
+
+        "Enough" is ``solve_every`` or 1 % of the registered URLs, whichever
+        is smaller, so a freshly started crawl (every URL new) is re-solved
+        as it grows instead of running on a plan made for its first URLs.
+        """
+        if not self._solved or self._pending >= min(self.solve_every, max(1, self._registered // 100)):
+            self.solve()
+
+    def set_host_cap(self, host: str, cap: float | None) -> None:
+        """Set (or with None remove) the fetches-per-second cap of *host*."""
+        cells = self._hosts.get(host, {})
+        was_capped = host in self._caps
+        if cap is None:
+            self._caps.pop(host, None)
+        else:
+            self._caps[host] = cap
+        if was_capped != (cap is not None):
+            sign = 1 if cap is None else -1
+            for b, (n, s) in list(cells.items()):
+                cell = self._global.setdefault(b, [0.0, 0.0])
+                cell[0] += sign * n
+                cell[1] += sign * s
+                if cell[0] <= 0.5:
+                    del self._global[b]
+        self._solved = False
+
+    def set_budget(self, budget: float) -> None:
+        self.budget = budget
+        self._solved = False
+
+    # -- the control loop ---------------------------------------------------------
+
+    def note_fetch(self, now: float | None) -> None:
+        """Count one revisit at *now* (for the budget feedback)."""
+        if now is None:
+            return
+        if self._t0 is None:
+            self._t0 = self._t_last = self._t_control = now
+        dt = max(0.0, now - (self._t_last or now))
+        self._count = self._count * math.exp(-dt / self.control_window) + 1.0
+        self._t_last = max(now, self._t_last or now)
+        self._pending += 1
+        self._maybe_solve()
+
+    def realised_rate(self) -> float | None:
+        """Revisits per second over the control window (None: too early)."""
+        if self._t0 is None or self._t_last is None:
+            return None
+        span = self._t_last - self._t0
+        if span < self.control_window:
+            return None
+        return self._count / (self.control_window * (1.0 - math.exp(-span / self.control_window)))
+
+    def _control(self) -> None:
+        realised = self.realised_rate()
+        if realised is None or realised <= 0 or self._t_control is None or self._t_last is None:
+            return
+        dt = self._t_last - self._t_control
+        self._t_control = self._t_last
+        exponent = self.control_gain * dt / self.control_window
+        lo, hi = self.control_limits
+        self.correction = clamp(self.correction * (self.budget / realised) ** exponent, lo, hi)
+
+    # -- solving -------------------------------------------------------------------
+
+    def _cells_rate(self, cells: dict[int, list[float]], r: float) -> float:
+        total = 0.0
+        f_min, f_max = self.f_min, self.f_max
+        for n, s in cells.values():
+            if s <= 0:
+                total += n * f_min
+            else:
+                f = s / (n * r)
+                total += n * (f_min if f < f_min else f_max if f > f_max else f)
+        return total
+
+    def _total(self, r: float) -> float:
+        total = self._cells_rate(self._global, r)
+        for host, cap in self._caps.items():
+            cells = self._hosts.get(host)
+            if cells:
+                total += min(cap, self._cells_rate(cells, r))
+        return total
+
+    @staticmethod
+    def _solve_ratio(fetch_rate: Callable[[float], float], target: float) -> float:
+        """The r with fetch_rate(r) = target (fetch_rate decreases in r)."""
+        lo, hi = -40.0, 40.0  # ln r
+        if fetch_rate(math.exp(lo)) <= target:
+            return math.exp(lo)
+        if fetch_rate(math.exp(hi)) >= target:
+            return math.exp(hi)
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            if fetch_rate(math.exp(mid)) > target:
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo < 1e-4:
+                break
+        return math.exp((lo + hi) / 2)
+
+    def solve(self) -> None:
+        """Recompute r* (and the r̂_h of capped hosts) from the histograms."""
+        self._pending = 0
+        self._solved = True
+        self._control()
+        target = self.budget * self.correction
+        if not self._hosts:
+            return
+        r = self._solve_ratio(self._total, target)
+        self.ratio = r
+        self._host_ratio = {}
+        for host, cap in self._caps.items():
+            cells = self._hosts.get(host)
+            if cells and self._cells_rate(cells, r) > cap:
+                self._host_ratio[host] = self._solve_ratio(lambda x, c=cells: self._cells_rate(c, x), cap)
+
+    def planned_rate(self) -> float:
+        """Fetches per second the current solution plans (for stats)."""
+        return self._total(self.ratio) if self._hosts else 0.0
+
+    def ratio_for(self, host: str) -> float:
+        return self._host_ratio.get(host, self.ratio)
+
+    def wait(self, host: str, rate: float) -> float:
+        """The wait giving *rate* its share: r_h/λ, clipped to [min, max]."""
+        if rate <= 0:
+            return self.max_wait
+        return clamp(self.ratio_for(host) / rate, self.min_wait, self.max_wait)
+
+
+# -- the policies -------------------------------------------------------------------------------
+
+
+class _RatePolicy(WaitPolicy):
+    """Observation, estimation and the noise guard shared by rate policies."""
+
+    def __init__(
+        self,
+        *,
+        estimator: RateEstimator | None = None,
+        prior: PopulationPrior | None = None,
+        min_wait: float = 3_600.0,
+        max_wait: float = 28 * DAY,
+        noise_run: int = 8,
+    ) -> None:
+        self.estimator = estimator or RateEstimator()
+        self.prior = prior or PopulationPrior()
+        self.min_wait = min_wait
+        self.max_wait = max_wait
+        self.noise_run = noise_run
+
+    def _estimate(
+        self, history: Mapping[str, Any], visit: Visit, memory: dict[str, Any]
+    ) -> tuple[float, float | None, bool]:
+        """Fold this visit into *memory*; return (λ̂, time of the visit, observed?)."""
+        now = visit_time(history, visit)
+        interval = elapsed(history, visit)
+        observed = False
+        if interval is not None:
+            observed = self.estimator.observe(memory, interval, visit, history.get("fetched"), now)
+        rate = self.estimator.estimate(memory, self.prior.get())
+        memory["e"] = rate
+        return rate, now, observed
+
+    def is_noise(self, memory: dict[str, Any]) -> bool:
+        """A change at every one of the last ``noise_run`` visits, all of them
+        at most twice the minimum wait apart; once flagged, until a visit
+        finds the page unchanged.
+
+        With raw-byte comparison, a page that embeds a timestamp or a
+        session token "changes" at every fetch.  Such a page looks like the
+        fastest page there is and would absorb the budget; once it has
+        shown the pattern it is held at the maximum wait (the flag ``nz``
+        survives the long intervals that follow).  A page that really
+        changes that fast is held too: the cost of the guard.  With
+        normalised change detection the guard never fires on noise.
+        """
+        if self.noise_run <= 0:
+            return False
+        obs = memory.get("o", [])
+        if memory.get("nz"):
+            if obs and obs[-1][1] == UNCHANGED:
+                del memory["nz"]
+                return False
+            return True
+        recent = obs[-self.noise_run :]
+        if len(recent) == self.noise_run and all(o[1] != UNCHANGED and o[0] <= 2 * self.min_wait for o in recent):
+            memory["nz"] = 1
+            return True
+        return False
+
+
+class ProportionalWaitPolicy(_RatePolicy):
+    """Estimated rate + proportional allocation of a shared fetch budget."""
+
+    def __init__(
+        self,
+        allocator: RateAllocator,
+        *,
+        estimator: RateEstimator | None = None,
+        host_of: Callable[[str | None], str] = default_host,
+        noise_run: int = 8,
+    ) -> None:
+        super().__init__(
+            estimator=estimator,
+            prior=allocator.prior,
+            min_wait=allocator.min_wait,
+            max_wait=allocator.max_wait,
+            noise_run=noise_run,
+        )
+        self.allocator = allocator
+        self.host_of = host_of
+
+    #: revisits per day when built from wait parameters alone (no budget setting yet)
+    default_budget_per_day = 10_000.0
+
+    @classmethod
+    def from_params(cls, params: WaitParams) -> ProportionalWaitPolicy:
+        """Bounds from the wait numbers; the budget from ``default_budget_per_day``.
+
+        Every instance built this way has its *own* allocator: a crawler
+        must build one allocator and share it (see ``docs/policy-lab.md``).
+        """
+        allocator = RateAllocator(cls.default_budget_per_day / DAY, min_wait=params.minimum, max_wait=params.maximum)
+        return cls(allocator)
+
+    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
+        memory = policy_memory(history)
+        first = is_first_visit(history)
+        rate, now, _ = self._estimate(history, visit, memory)
+        noise = self.is_noise(memory)
+        host = self.host_of(visit.url)
+        self.allocator.register(
+            memory, host, 0.0 if noise else rate, mature=self.estimator.mature(memory) and not noise
+        )
+        if not first:
+            self.allocator.note_fetch(now)
+        visit.policy_state = memory
+        return self.max_wait if noise else self.allocator.wait(host, rate)
+
+
+class PrecisionWaitPolicy(_RatePolicy):
+    """Budget-free: wait until a change is expected with probability p*.
+
+    I = −ln(1 − p*)/λ̂; with exact rates every visit then finds a change
+    with probability p* and the share of versions captured is
+    p*/(−ln(1 − p*)) (0.72 at p* = 0.5, 0.90 at p* = 0.2).
+    """
+
+    def __init__(
+        self,
+        precision: float = 0.5,
+        *,
+        min_wait: float = 3_600.0,
+        max_wait: float = 28 * DAY,
+        estimator: RateEstimator | None = None,
+        prior: PopulationPrior | None = None,
+        noise_run: int = 8,
+    ) -> None:
+        if not 0.0 < precision < 1.0:
+            raise ValueError("precision must be in (0, 1)")
+        super().__init__(estimator=estimator, prior=prior, min_wait=min_wait, max_wait=max_wait, noise_run=noise_run)
+        self.precision = precision
+        self.hazard = -math.log1p(-precision)
+
+    @classmethod
+    def from_params(cls, params: WaitParams) -> PrecisionWaitPolicy:
+        """p* = 0.5 within the configured bounds."""
+        return cls(0.5, min_wait=params.minimum, max_wait=params.maximum)
+
+    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
+        memory = policy_memory(history)
+        rate, _, _ = self._estimate(history, visit, memory)
+        noise = self.is_noise(memory)
+        old = memory.get("pm")
+        if old is not None:
+            self.prior.add(float(old), -1)
+            memory.pop("pm")
+        if self.estimator.mature(memory) and not noise:
+            self.prior.add(rate, 1)
+            memory["pm"] = rate
+        visit.policy_state = memory
+        if noise or rate <= 0:
+            return self.max_wait
+        return clamp(self.hazard / rate, self.min_wait, self.max_wait)
