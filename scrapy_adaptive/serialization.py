@@ -143,10 +143,22 @@ def request_to_data(request: Request, spider: Spider) -> dict[str, Any]:
         conditional = {b"if-none-match", b"if-modified-since"}
         data["headers"] = {k: v for k, v in (data.get("headers") or {}).items() if k.lower() not in conditional}
     data["meta"] = strip_per_fetch(meta)
+    # headers and body are bytes by construction: encode them directly (the
+    # generic walk below is the slow part of storing a request)
+    headers = data.pop("headers", None) or {}
+    body = data.pop("body", b"")
     try:
-        return _encode(data, "request")
+        encoded = _encode(data, "request")
     except RequestNotStorable as exc:
         raise RequestNotStorable(f"{request!r} cannot be stored: {exc}") from None
+    if headers:
+        encoded["headers"] = {"$h": [[_latin1(k), [_latin1(v) for v in vs]] for k, vs in headers.items()]}
+    encoded["body"] = {"$b": base64.b64encode(body).decode("ascii")} if body else ""
+    return encoded
+
+
+def _latin1(value: bytes | str) -> str:
+    return value.decode("latin-1") if isinstance(value, bytes) else value
 
 
 def request_from_data(data: dict[str, Any], spider: Spider) -> Request:
@@ -155,7 +167,14 @@ def request_from_data(data: dict[str, Any], spider: Spider) -> Request:
     A stored ``_class`` must name a :class:`~scrapy.Request` subclass: the
     state folder cannot make us call anything else.
     """
-    decoded = _decode(data)
+    headers = data.get("headers")
+    body = data.get("body")
+    decoded = _decode({k: v for k, v in data.items() if k not in ("headers", "body")})
+    if isinstance(headers, dict) and "$h" in headers:
+        decoded["headers"] = {k.encode("latin-1"): [v.encode("latin-1") for v in vs] for k, vs in headers["$h"]}
+    elif headers is not None:
+        decoded["headers"] = _decode(headers)
+    decoded["body"] = b"" if body == "" or body is None else _decode(body)
     class_path = decoded.get("_class")
     if class_path is not None:
         cls = load_object(class_path)

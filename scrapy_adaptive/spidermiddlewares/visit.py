@@ -30,7 +30,7 @@ at once so the page and its resources are captured together (thesis ch. 8).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import is_item
@@ -215,24 +215,59 @@ class VisitMiddleware:
 
     # -- output: items mode, embeds ------------------------------------------------
 
-    async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        request = response.request
-        pending = request.meta.pop(META_PENDING, None) if request is not None else None
-        if pending is None:
-            async for obj in result:
-                yield self._child(obj, response)
-            return
-        visit, digester, record = pending
+    # Both a sync and an async form ("universal" middleware): with an
+    # async-only form Scrapy turns every callback's output into one asyncio
+    # task per object, which costs more than the rest of the crawl.
+
+    def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
+        pending = self._pop_pending(response)
         items: list[Any] = []
         try:
-            async for obj in result:
-                if is_item(obj):
+            for obj in result:
+                if pending is not None and is_item(obj):
                     items.append(obj)
                 else:
                     yield self._child(obj, response)
         except BaseException:
-            self._commit(request, visit)  # unknown: the callback failed
+            self._callback_failed(response, pending)
             raise
+        yield from self._finish_items(response, pending, items)
+
+    async def process_spider_output_async(
+        self, response: Response, result: AsyncIterator[Any]
+    ) -> AsyncIterator[Any]:
+        pending = self._pop_pending(response)
+        items: list[Any] = []
+        try:
+            async for obj in result:
+                if pending is not None and is_item(obj):
+                    items.append(obj)
+                else:
+                    yield self._child(obj, response)
+        except BaseException:
+            self._callback_failed(response, pending)
+            raise
+        for obj in self._finish_items(response, pending, items):
+            yield obj
+
+    @staticmethod
+    def _pop_pending(response: Response) -> tuple[Visit, ItemsDigester, dict[str, Any]] | None:
+        request = response.request
+        return request.meta.pop(META_PENDING, None) if request is not None else None
+
+    def _callback_failed(self, response: Response, pending: tuple[Visit, Any, Any] | None) -> None:
+        if pending is not None and response.request is not None:
+            self._commit(response.request, pending[0])  # unknown: the callback failed
+
+    def _finish_items(
+        self, response: Response, pending: tuple[Visit, ItemsDigester, dict[str, Any]] | None, items: list[Any]
+    ) -> Iterator[Any]:
+        """Items mode: judge the page by its items, commit, and let the items
+        through only if they changed."""
+        if pending is None or response.request is None:
+            return
+        request = response.request
+        visit, digester, record = pending
         if items:
             visit.digest = items_digest(items, digester.fields)
             visit.payload_digest = payload_digest(response.body)
@@ -242,8 +277,7 @@ class VisitMiddleware:
         if visit.change is ChangeState.UNCHANGED and self._skips(request):
             self.stats.inc_value("adaptive/unchanged/items_dropped", len(items))
             return
-        for item in items:
-            yield item
+        yield from items
 
     def _commit(self, request: Request, visit: Visit) -> None:
         commit = getattr(find_scheduler(self.crawler), "commit", None)
