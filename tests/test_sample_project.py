@@ -41,7 +41,7 @@ def test_the_demo_crawl_revisits_pages_and_obeys_robots(tmp_path: Path) -> None:
         done = subprocess.run(cmd, cwd=SAMPLE, env=env, capture_output=True, text=True, timeout=90)
     log = done.stderr
     assert done.returncode == 0, log[-3000:]
-    summaries = re.findall(r"Frontier: (\d+) URLs .*; (\d+) visits", log)
+    summaries = re.findall(r"Frontier(?: at close)?: (\d+) URLs .*; (\d+) visits", log)
     assert summaries, log[-3000:]
     urls, visits = map(int, summaries[-1])
     assert urls >= 20 and visits >= urls // 2
