@@ -26,6 +26,7 @@ Requests that come back through ``enqueue_request`` are told apart by the
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import math
 import os
@@ -195,6 +196,7 @@ class AdaptiveScheduler(BaseScheduler):
             self._wake_timer.cancel()
         if self.frontier is not None:
             self._log_shape(final=True)
+            self._report_validators(final=True)
             self.frontier.store.close()
         if self.crawl_log is not None:
             self.crawl_log.close()
@@ -508,6 +510,7 @@ class AdaptiveScheduler(BaseScheduler):
                 self._arm_wake()
             if time.time() - self._last_log >= self.config.log_interval:
                 self._log_shape()
+                self._report_validators()
         except StoreError as exc:
             self._fatal(exc)
         except Exception:
@@ -541,6 +544,40 @@ class AdaptiveScheduler(BaseScheduler):
             shape["visits"],
             shape["versions"],
         )
+
+    def _report_validators(self, final: bool = False) -> None:
+        """Per host, how far its validators proved right (Clausen's
+        reliability and usefulness), in ``validators-report.json`` in the
+        state folder; a summary line in the log at close."""
+        assert self.frontier is not None and self.state is not None
+        report = {}
+        for host, data in sorted(self.frontier.trust_report().items()):
+            trust = Trust.from_dict(data)
+            report[host] = {
+                **trust.to_dict(),
+                "reliability": trust.reliability,
+                "usefulness": trust.usefulness,
+                "verify_rate": trust.verify_rate(TrustParams(self.config.trust_warmup, self.config.trust_min_rate)),
+            }
+        if not report:
+            return
+        path = os.path.join(self.state.path, "validators-report.json")
+        try:
+            with open(path + ".tmp", "w", encoding="utf-8") as f:
+                json.dump(report, f, indent=1, sort_keys=True)
+            os.replace(path + ".tmp", path)
+        except OSError as exc:
+            logger.warning("Cannot write %s: %s", path, exc)
+        if final:
+            lies = sum(r.get("lies", 0) for r in report.values())
+            trusted = sum(1 for r in report.values() if r["verify_rate"] < 1)
+            logger.info(
+                "Validators: %d hosts scored, %d trusted, %d lies caught (per host: %s)",
+                len(report),
+                trusted,
+                lies,
+                path,
+            )
 
     def _fatal(self, exc: StoreError) -> None:
         """The state cannot be written: stop rather than lose history.

@@ -7,6 +7,7 @@ on a fast real clock instead.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,6 +67,9 @@ def test_not_modified_is_an_unchanged_visit_that_keeps_the_digest(
     assert "HttpError:" not in result.log and "Ignoring response <304" not in result.log
     assert len(result.items) == 1  # the callback ran for the first, full response only
     assert stats["adaptive/validators/bytes_avoided"] >= stats["adaptive/validators/not_modified"] * 500
+    report = json.loads((tmp_state / "adaptive" / "validators-report.json").read_text())
+    host = next(iter(report.values()))
+    assert host["reliability"] == 1.0 and host.get("lies", 0) == 0 and host["right"] >= 1
 
 
 @pytest.mark.parametrize("scheme", ["etag", "timestamp", "both", "either"])
@@ -113,6 +117,9 @@ def test_a_lying_server_is_caught_by_verification_fetches(
     assert result.stats["adaptive/validators/lies"] >= 1
     assert "the validators said 'no change' but the content changed" in result.log
     assert record.versions >= 2  # its changes are still captured, through verification fetches
+    report = json.loads((tmp_state / "adaptive" / "validators-report.json").read_text())
+    liar = report["127.0.0.1"]
+    assert liar["lies"] >= 1 and liar["reliability"] < 1 and liar["verify_rate"] == 1.0
 
 
 def test_a_304_to_a_request_without_validators_is_suspicious(
