@@ -108,6 +108,8 @@ def run(pages: int, rounds: int, size: int) -> dict[str, Any]:
         finally:
             proc.terminate()
             proc.wait(timeout=10)
+            if proc.stdout is not None:
+                proc.stdout.close()
     return results
 
 

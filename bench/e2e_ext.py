@@ -1,0 +1,87 @@
+"""A Scrapy extension that writes a crawl's stats and timings to a JSON file.
+
+Enabled by the e2e benchmark with ``EXTENSIONS={"bench.e2e_ext.BenchStats": 0}``
+and ``BENCH_STATS_FILE=<path>``.  Parsing the "Dumping Scrapy stats" log
+line would work too, but it is a ``pprint`` of Python objects (datetimes)
+meant for people; a file written from the ``spider_closed`` signal is exact.
+
+Besides the stats it records, on the monotonic clock, when the first and the
+last response arrived and how many there were, so the benchmark can report
+a steady-state rate that leaves out start-up and shutdown.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from typing import Any
+
+from scrapy import Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime.datetime):
+        return value.isoformat()
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return repr(value)
+
+
+class BenchStats:
+    """Dump ``crawler.stats`` plus response timings to ``BENCH_STATS_FILE``."""
+
+    def __init__(self, crawler: Crawler, path: str) -> None:
+        self.crawler = crawler
+        self.path = path
+        self.first: float | None = None
+        self.last: float | None = None
+        self.responses = 0
+        self.opened: float | None = None
+        self.closed: float | None = None
+        self.reason: str | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> BenchStats:
+        path = crawler.settings.get("BENCH_STATS_FILE")
+        if not path:
+            raise NotConfigured("BENCH_STATS_FILE is not set")
+        ext = cls(crawler, path)
+        crawler.signals.connect(ext.spider_opened, signals.spider_opened)
+        crawler.signals.connect(ext.response_received, signals.response_received)
+        crawler.signals.connect(ext.spider_closed, signals.spider_closed)
+        crawler.signals.connect(ext.engine_stopped, signals.engine_stopped)
+        return ext
+
+    def spider_opened(self, spider: Spider) -> None:
+        self.opened = time.monotonic()
+
+    def response_received(self, **kwargs: Any) -> None:
+        now = time.monotonic()
+        if self.first is None:
+            self.first = now
+        self.last = now
+        self.responses += 1
+
+    def spider_closed(self, spider: Spider, reason: str) -> None:
+        self.reason = reason
+        self.closed = time.monotonic()
+
+    def engine_stopped(self) -> None:
+        """Write the file last, once CoreStats has set ``finish_time``."""
+        closed = self.closed
+        reason = self.reason
+        assert self.crawler.stats is not None
+        stats = {k: _jsonable(v) for k, v in self.crawler.stats.get_stats().items()}
+        timings = {
+            "reason": reason,
+            "responses": self.responses,
+            "first_response_after_open_s": None if self.first is None or self.opened is None
+            else self.first - self.opened,
+            "first_to_last_response_s": None if self.first is None or self.last is None else self.last - self.first,
+            "open_to_close_s": None if self.opened is None or closed is None else closed - self.opened,
+        }
+        with open(self.path, "w", encoding="utf-8") as f:
+            json.dump({"stats": stats, "timings": timings}, f, indent=1)
