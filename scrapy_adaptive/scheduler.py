@@ -41,6 +41,7 @@ from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.python import global_object_name
 
+from .addon import DELTAFETCH_MESSAGE, TOOK_OVER_SETTING, is_deltafetch
 from .change.trust import Trust, TrustParams
 from .crawllog import CrawlLog
 from .engine import EngineWaker
@@ -114,8 +115,6 @@ class AdaptiveScheduler(BaseScheduler):
         return scheduler
 
     def _warn_about_settings(self) -> None:
-        from .addon import DELTAFETCH_MESSAGE, TOOK_OVER_SETTING, is_deltafetch
-
         settings = self.crawler.settings
         if settings.getbool(TOOK_OVER_SETTING):
             logger.warning(DELTAFETCH_MESSAGE)
@@ -319,10 +318,6 @@ class AdaptiveScheduler(BaseScheduler):
             return None
 
     # -- verdicts ---------------------------------------------------------------------
-
-    def issued_fp(self, request: Request) -> bytes | None:
-        """The fingerprint *request* was issued for, if it is one of ours and out."""
-        return self._issued_fp(request)
 
     def _issued_fp(self, request: Request) -> bytes | None:
         tag = request.meta.get(META_FP)

@@ -482,10 +482,6 @@ class Frontier:
     def url_count(self) -> int:
         return self._urls
 
-    @property
-    def out_count(self) -> int:
-        return len(self._out)
-
     def shape(self, *, due_limit: int = 200_000) -> dict[str, Any]:
         """The frontier at a glance, for the periodic log line and stats."""
         now = self.clock()
