@@ -353,6 +353,8 @@ class AdaptiveScheduler(BaseScheduler):
             visit.duration = max(0.0, time.time() - started)
         if visit.url is None:
             visit.url = request.url
+        if visit.fetched is None:
+            visit.fetched = time.time()
         if visit.overdue is None:
             visit.overdue = request.meta.get(META_OVERDUE)
         if visit.outcome is Outcome.VISITED:

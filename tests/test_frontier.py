@@ -423,3 +423,11 @@ def test_a_failed_write_leaves_the_stored_state_as_it_was() -> None:
     g.load()
     again = g.next()
     assert again is not None and again.fp == issued.fp
+
+
+def test_a_record_with_an_empty_request_reads_back(store: Store) -> None:
+    clock = Clock()
+    f = make(store, clock)
+    f.add(fp("http://a/empty"), "http://a/empty", "a", {})
+    issued = f.next()
+    assert issued is not None and issued.record.request == {}

@@ -54,6 +54,10 @@ class Visit:
     ``policy_state`` is a wait policy's own per-URL memory (a small
     JSON-safe dict); None keeps what the record had.
 
+    ``fetched`` is when this visit's fetch ended (set by the scheduler; the
+    simulator sets its own clock's time), for policies that measure the
+    interval since the last visit.
+
     ``validation`` says how validators were used (``"verified"``: a full
     download to check them; ``"trusted"``: their "no change" was acted on),
     ``prediction`` what the headers predicted on a verification fetch, and
@@ -82,6 +86,7 @@ class Visit:
     validation: str | None = None
     prediction: str | None = None
     host_trust: dict[str, int] | None = None
+    fetched: float | None = None
 
 
 @dataclass
@@ -166,6 +171,7 @@ class UrlRecord:
     def from_bytes(cls, raw: bytes) -> UrlRecord:
         data = json.loads(raw)
         kwargs = {name: data[key] for name, key in cls._KEYS.items() if key in data}
+        kwargs.setdefault("request", {})  # an empty request dict is not written
         return cls(**kwargs)
 
     def snapshot(self) -> dict[str, Any]:

@@ -6,8 +6,37 @@ stacked per content type, host and URL with ``ADAPTIVE_WAIT_POLICIES``.
 Policies are pure: no Scrapy, no I/O, no clock of their own.
 """
 
+from . import estimators
 from .base import DefaultWaitPolicy, WaitParams, WaitPolicy
+from .burst import BurstWaitPolicy
+from .fixed import FixedWaitPolicy
 from .heritrix import HeritrixWaitPolicy
+from .nutch import NutchWaitPolicy
+from .rate import PopulationPrior, PrecisionWaitPolicy, ProportionalWaitPolicy, RateAllocator, RateEstimator
 from .stack import PolicyStack, load_wait_policy
+from .stormcrawler import StormCrawlerWaitPolicy
+from .umbrich import DynWaitPolicy, FixWaitPolicy, State1WaitPolicy, State2WaitPolicy, WindowWaitPolicy
 
-__all__ = ["DefaultWaitPolicy", "HeritrixWaitPolicy", "PolicyStack", "WaitParams", "WaitPolicy", "load_wait_policy"]
+__all__ = [
+    "BurstWaitPolicy",
+    "DefaultWaitPolicy",
+    "DynWaitPolicy",
+    "FixWaitPolicy",
+    "FixedWaitPolicy",
+    "HeritrixWaitPolicy",
+    "NutchWaitPolicy",
+    "PolicyStack",
+    "PopulationPrior",
+    "PrecisionWaitPolicy",
+    "ProportionalWaitPolicy",
+    "RateAllocator",
+    "RateEstimator",
+    "State1WaitPolicy",
+    "State2WaitPolicy",
+    "StormCrawlerWaitPolicy",
+    "WaitParams",
+    "WaitPolicy",
+    "WindowWaitPolicy",
+    "estimators",
+    "load_wait_policy",
+]

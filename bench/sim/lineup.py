@@ -1,0 +1,276 @@
+"""The policies the lab compares, built by name, plus the oracles.
+
+Every policy gets the same :class:`LabContext`: the revisit budget
+(fetches per second), the wait bounds, the hosts' politeness caps.  Policies
+that take a budget (uniform, proportional, the oracles) are given it;
+rule-based policies (Heritrix, Nutch, StormCrawler, Umbrich's, precision)
+have no budget knob, so every time parameter they have (initial, min, max,
+default wait; the hazard per interval for precision) is multiplied by
+``time_scale`` and :func:`bench.sim.lab.calibrate` searches the k that
+spends the budget on a small copy of the world.  For the precision policy
+k moves the equilibrium directly; for multiplicative rules it acts only
+through the clamps (their equilibrium is a fixed share of visits finding
+a change, whatever the scale), so when it cannot reach the budget the rule
+runs with its own parameters under a throughput cap (``name/cap``).  The
+efficiency metric (recall ÷ the optimum at the *realised* count) absorbs
+what remains.
+
+The oracles need ground truth and therefore live here, not in the package.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from scrapy_adaptive.frontier.record import ChangeState, Visit
+from scrapy_adaptive.policies.base import WaitPolicy
+from scrapy_adaptive.policies.burst import BurstWaitPolicy
+from scrapy_adaptive.policies.fixed import FixedWaitPolicy
+from scrapy_adaptive.policies.history import clamp, is_first_visit, policy_memory, visit_time
+from scrapy_adaptive.policies.nutch import NutchWaitPolicy
+from scrapy_adaptive.policies.rate import PrecisionWaitPolicy, ProportionalWaitPolicy, RateAllocator
+from scrapy_adaptive.policies.stormcrawler import StormCrawlerWaitPolicy
+from scrapy_adaptive.policies.umbrich import (
+    DynWaitPolicy,
+    FixWaitPolicy,
+    State1WaitPolicy,
+    State2WaitPolicy,
+    WindowWaitPolicy,
+)
+
+from .world import DAY, HOUR, World
+
+# -- Heritrix: the lead's class when it can be built, else a thin adapter -------------
+
+
+class _HeritrixRule(WaitPolicy):
+    """Stand-in for ``scrapy_adaptive.policies.heritrix.HeritrixWaitPolicy``.
+
+    Used only while that class cannot be imported or built with the
+    expected parameters: changed → wait ÷ 1.5, unchanged → × 1.5, unknown →
+    default, first visit → initial, clamped to [min, max].
+    """
+
+    def __init__(self, initial: float, default: float, minimum: float, maximum: float, factor: float = 1.5) -> None:
+        self.initial, self.default, self.minimum, self.maximum, self.factor = initial, default, minimum, maximum, factor
+
+    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
+        if is_first_visit(history):
+            wait = self.initial
+        elif visit.change is ChangeState.UNKNOWN:
+            wait = self.default
+        elif visit.change is ChangeState.CHANGED:
+            wait = float(history["wait"]) / self.factor
+        else:
+            wait = float(history["wait"]) * self.factor
+        return clamp(wait, self.minimum, self.maximum)
+
+
+def heritrix(initial: float, default: float, minimum: float, maximum: float) -> WaitPolicy:
+    """The project's Heritrix policy with the thesis factors (1.5, 1.5)."""
+    kwargs = dict(
+        initial=initial,
+        default=default,
+        minimum=minimum,
+        maximum=maximum,
+        changed_factor=1.5,
+        unchanged_factor=1.5,
+        use_overdue=False,
+    )
+    try:
+        from scrapy_adaptive.policies import base
+        from scrapy_adaptive.policies.heritrix import HeritrixWaitPolicy
+
+        params_cls = getattr(base, "WaitParams", None)
+        if params_cls is not None:
+            names = set(inspect.signature(params_cls).parameters)
+            return HeritrixWaitPolicy(params_cls(**{k: v for k, v in kwargs.items() if k in names}))
+        return HeritrixWaitPolicy(**kwargs)  # type: ignore[arg-type]
+    except (ImportError, TypeError, ValueError):
+        return _HeritrixRule(initial, default, minimum, maximum)
+
+
+# -- oracles -----------------------------------------------------------------------------------------
+
+
+class OracleRatePolicy(WaitPolicy):
+    """Proportional allocation with every page's true mean rate.
+
+    The best a rate estimator could ever do: the reference line for the
+    estimation loss of :class:`ProportionalWaitPolicy`.
+    """
+
+    def __init__(self, rates: Mapping[str, float], allocator: RateAllocator, host_of: Callable[[str | None], str]):
+        self.rates = rates
+        self.allocator = allocator
+        self.host_of = host_of
+
+    def _register(self, history: Mapping[str, Any], visit: Visit) -> tuple[float, str, float | None]:
+        rate = self.rates.get(visit.url or "", 0.0)
+        host = self.host_of(visit.url)
+        memory = policy_memory(history)
+        if not memory.get("al"):
+            self.allocator.register(memory, host, rate)
+            visit.policy_state = memory
+        now = visit_time(history, visit)
+        if not is_first_visit(history):
+            self.allocator.note_fetch(now)
+        return rate, host, now
+
+    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
+        rate, host, _ = self._register(history, visit)
+        return self.allocator.wait(host, rate)
+
+
+class OracleHazardPolicy(OracleRatePolicy):
+    """Visits when the true accumulated hazard reaches the page's threshold.
+
+    The threshold is the allocator's r_h (the same budget split as the rate
+    oracle); the next visit is at the t where ∫λ from now reaches it, so a
+    page is visited often while it is active and rarely while it is quiet.
+    """
+
+    def __init__(self, world: World, allocator: RateAllocator, host_of: Callable[[str | None], str]):
+        super().__init__({p.url: p.rate for p in world.pages}, allocator, host_of)
+        self.pages = {p.url: p for p in world.pages}
+
+    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
+        rate, host, now = self._register(history, visit)
+        page = self.pages.get(visit.url or "")
+        if page is None or now is None or page.scale <= 0:
+            return self.allocator.wait(host, rate)
+        threshold = self.allocator.ratio_for(host)
+        target = page.profile.cumulative(now) + threshold / page.scale
+        wait = page.profile.inverse(target) - now
+        a = self.allocator
+        return clamp(wait, a.min_wait, a.max_wait) if math.isfinite(wait) else a.max_wait
+
+
+# -- the line-up -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class LabContext:
+    """What every policy of a run is built from."""
+
+    world: World
+    budget: float  #: revisits per second
+    min_wait: float = HOUR
+    #: 90 days: at half a change per fetch the slow half of a log-normal
+    #: world wants intervals beyond 28 days, and a clamp there would be a
+    #: fetch floor the budget has to pay for
+    max_wait: float = 90 * DAY
+    initial: float = DAY
+    default: float = 3 * DAY
+    time_scale: float = 1.0
+    precision: float = 0.5
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def host_of(self) -> Callable[[str | None], str]:
+        index = {p.url: p.host for p in self.world.pages}
+        return lambda url: index.get(url or "", "")
+
+    def host_caps(self) -> dict[str, float]:
+        return {h.name: 1.0 / h.crawl_delay for h in self.world.hosts.values() if h.crawl_delay}
+
+    def allocator(self) -> RateAllocator:
+        return RateAllocator(
+            self.budget,
+            min_wait=self.min_wait,
+            max_wait=self.max_wait,
+            host_caps=self.host_caps(),
+            epoch="lab",
+            **self.options.get("allocator", {}),
+        )
+
+
+def _scaled(ctx: LabContext) -> tuple[float, float, float, float]:
+    k = ctx.time_scale
+    return ctx.initial * k, ctx.default * k, ctx.min_wait * k, ctx.max_wait * k
+
+
+def _umbrich(cls: type) -> Callable[[LabContext], WaitPolicy]:
+    def make(ctx: LabContext) -> WaitPolicy:
+        initial, default, lo, hi = _scaled(ctx)
+        return cls(initial=initial, minimum=lo, maximum=hi, default=default)
+
+    return make
+
+
+def _uniform(ctx: LabContext) -> WaitPolicy:
+    return FixedWaitPolicy(len(ctx.world.pages) / ctx.budget, jitter=0.1)
+
+
+def _heritrix(ctx: LabContext) -> WaitPolicy:
+    initial, default, lo, hi = _scaled(ctx)
+    return heritrix(initial, default, lo, hi)
+
+
+def _nutch(ctx: LabContext) -> WaitPolicy:
+    initial, default, lo, hi = _scaled(ctx)
+    return NutchWaitPolicy(initial=initial, minimum=lo, maximum=hi, default=default)
+
+
+def _storm(ctx: LabContext) -> WaitPolicy:
+    initial, default, lo, hi = _scaled(ctx)
+    return StormCrawlerWaitPolicy(initial=initial, minimum=lo, maximum=hi, default=default)
+
+
+def _proportional(ctx: LabContext) -> WaitPolicy:
+    return ProportionalWaitPolicy(ctx.allocator(), host_of=ctx.host_of(), **ctx.options.get("proportional", {}))
+
+
+def _burst(ctx: LabContext) -> WaitPolicy:
+    return BurstWaitPolicy(ctx.allocator(), host_of=ctx.host_of(), **ctx.options.get("burst", {}))
+
+
+def _precision(ctx: LabContext) -> WaitPolicy:
+    _, _, lo, hi = _scaled(ctx)
+    # p* → an equivalent hazard per interval; time_scale stretches it
+    hazard = -math.log1p(-ctx.precision) * ctx.time_scale
+    p = -math.expm1(-hazard)
+    return PrecisionWaitPolicy(min(p, 0.999), min_wait=ctx.min_wait, max_wait=ctx.max_wait)
+
+
+def _oracle_rate(ctx: LabContext) -> WaitPolicy:
+    return OracleRatePolicy({p.url: p.rate for p in ctx.world.pages}, ctx.allocator(), ctx.host_of())
+
+
+def _oracle_hazard(ctx: LabContext) -> WaitPolicy:
+    return OracleHazardPolicy(ctx.world, ctx.allocator(), ctx.host_of())
+
+
+POLICIES: dict[str, Callable[[LabContext], WaitPolicy]] = {
+    "uniform": _uniform,
+    "heritrix": _heritrix,
+    "nutch": _nutch,
+    "stormcrawler": _storm,
+    "fix": _umbrich(FixWaitPolicy),
+    "dyn": _umbrich(DynWaitPolicy),
+    "window": _umbrich(WindowWaitPolicy),
+    "state1": _umbrich(State1WaitPolicy),
+    "state2": _umbrich(State2WaitPolicy),
+    "precision": _precision,
+    "proportional": _proportional,
+    "burst": _burst,
+    "oracle-rate": _oracle_rate,
+    "oracle-hazard": _oracle_hazard,
+}
+
+#: policies that honour the budget themselves (no calibration needed)
+BUDGETED = {"uniform", "proportional", "burst", "oracle-rate", "oracle-hazard"}
+
+
+def register(name: str, factory: Callable[[LabContext], WaitPolicy], *, budgeted: bool = False) -> None:
+    """Add a policy to the line-up (used by later policy modules)."""
+    POLICIES[name] = factory
+    if budgeted:
+        BUDGETED.add(name)
+
+
+def with_scale(ctx: LabContext, k: float) -> LabContext:
+    return replace(ctx, time_scale=k)

@@ -1,0 +1,246 @@
+"""Change-rate estimators, the allocator and the rate policies."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from typing import Any
+
+import pytest
+
+from scrapy_adaptive.frontier.record import ChangeState, Outcome, Visit
+from scrapy_adaptive.policies.estimators import (
+    bias_reduced_rate,
+    complete_history_rate,
+    interval_mle,
+    last_modified_rate,
+    naive_rate,
+    posterior_mode_rate,
+)
+from scrapy_adaptive.policies.rate import (
+    PopulationPrior,
+    PrecisionWaitPolicy,
+    ProportionalWaitPolicy,
+    RateAllocator,
+    RateEstimator,
+)
+
+DAY = 86_400.0
+
+
+def binomial_mean(n: int, p: float, f: Any) -> float:
+    return sum(math.comb(n, x) * p**x * (1 - p) ** (n - x) * f(x) for x in range(n + 1))
+
+
+def test_notes_figures_for_the_naive_and_bias_reduced_estimators() -> None:
+    interval, n = 1.0, 10
+    # naive at r = 2: mean (1 − e^−2)/I = 0.43 of the truth
+    p = 1 - math.exp(-2.0)
+    assert binomial_mean(n, p, lambda x: naive_rate(n, x, interval)) / 2.0 == pytest.approx(0.432, abs=0.001)
+    # bias-reduced: "within 3 %" for r ≤ 2 at n = 10 – exactly, 3.04 % at r = 2
+    worst = max(
+        abs(binomial_mean(n, 1 - math.exp(-r), lambda x: bias_reduced_rate(n, x, interval)) / r - 1)
+        for r in (0.1, 0.5, 1.0, 1.5, 2.0)
+    )
+    assert worst == pytest.approx(0.0304, abs=0.0005)
+    assert math.isfinite(bias_reduced_rate(n, n, interval))
+
+
+def synthetic_history(rate: float, visits: int, seed: int) -> tuple[list[float], float]:
+    """Irregular intervals (log-uniform 0.1–10 mean intervals) on a Poisson page."""
+    rng = random.Random(seed)
+    changed, unchanged = [], 0.0
+    for _ in range(visits):
+        t = math.exp(rng.uniform(math.log(0.1), math.log(10))) / rate
+        if rng.random() < 1 - math.exp(-rate * t):
+            changed.append(t)
+        else:
+            unchanged += t
+    return changed, unchanged
+
+
+def test_interval_mle_recovers_the_rate() -> None:
+    rate = 1 / (3 * DAY)
+    estimates = [interval_mle(*synthetic_history(rate, 400, seed)) for seed in range(5)]
+    for est in estimates:
+        assert est == pytest.approx(rate, rel=0.2)
+    assert sum(estimates) / len(estimates) == pytest.approx(rate, rel=0.08)
+    assert interval_mle([], 10.0) == 0.0
+    assert interval_mle([5.0], 0.0) == math.inf
+
+
+def test_interval_mle_solves_the_score_equation() -> None:
+    changed, unchanged = synthetic_history(2.0, 50, 3)
+    lam = interval_mle(changed, unchanged)
+    assert sum(t / math.expm1(lam * t) for t in changed) == pytest.approx(unchanged, rel=1e-6)
+
+
+def test_posterior_mode_with_a_flat_prior_is_the_mle() -> None:
+    changed, unchanged = synthetic_history(1 / DAY, 60, 11)
+    mle = interval_mle(changed, unchanged)
+    mode = posterior_mode_rate(changed, unchanged, 0, math.log(1 / DAY), 1e4)
+    assert mode == pytest.approx(mle, rel=1e-4)
+
+
+def test_posterior_mode_is_finite_and_shrinks_toward_the_prior() -> None:
+    prior = math.log(1 / (7 * DAY))
+    every = posterior_mode_rate([DAY] * 5, 0.0, 0, prior, 1.0)  # changed at every visit
+    assert math.isfinite(every) and every > 1 / DAY
+    never = posterior_mode_rate([], 5 * DAY, 0, prior, 1.0)
+    assert 0 < never < 1 / (7 * DAY)
+    # exact (Last-Modified) observations alone: the mode approaches X/T as the prior widens
+    assert posterior_mode_rate([], 10 * DAY, 5, prior, 1e4) == pytest.approx(last_modified_rate(5, 10 * DAY), rel=1e-3)
+
+
+def test_complete_history_rate() -> None:
+    assert complete_history_rate(9, 10.0, prior_changes=1.0) == 1.0
+    assert complete_history_rate(0, 10.0, prior_time=10.0) == pytest.approx(0.025)
+
+
+def test_allocator_spends_the_budget_proportionally() -> None:
+    alloc = RateAllocator(100 / DAY, min_wait=60, max_wait=1e9, epoch="t", bins_per_octave=64)
+    rng = random.Random(1)
+    rates = [math.exp(rng.gauss(math.log(1 / DAY), 1)) for _ in range(1000)]
+    for i, rate in enumerate(rates):
+        alloc.register({}, f"h{i % 10}", rate)
+    alloc.solve()
+    planned = sum(1 / alloc.wait(f"h{i % 10}", r) for i, r in enumerate(rates))
+    assert planned == pytest.approx(100 / DAY, rel=0.02)
+    # every page gets the same expected number of changes per interval
+    ratios = {round(r * alloc.wait("h0", r), 6) for r in rates[:50]}
+    assert max(ratios) / min(ratios) < 1.02
+
+
+def test_allocator_replaces_a_registration_and_clips() -> None:
+    alloc = RateAllocator(10 / DAY, min_wait=3600, max_wait=10 * DAY, epoch="t")
+    memory: dict[str, Any] = {}
+    alloc.register(memory, "h", 1 / DAY)
+    alloc.register(memory, "h", 2 / DAY)
+    assert sum(n for n, _ in alloc._hosts["h"].values()) == 1
+    assert memory["al"][:3] == ["t", "h", 2 / DAY]
+    json.dumps(memory)
+    assert alloc.wait("h", 1e-12) == 10 * DAY
+    assert alloc.wait("h", 1.0) == 3600
+    # another allocator's registration is not removed from this one
+    other = RateAllocator(10 / DAY, epoch="u")
+    other.register(memory, "h", 1 / DAY)
+    assert sum(n for n, _ in other._hosts["h"].values()) == 1
+
+
+def test_water_filling_caps_a_host_and_gives_the_rest_to_others() -> None:
+    cap = 10 / DAY
+    alloc = RateAllocator(200 / DAY, min_wait=60, max_wait=1e9, host_caps={"small": cap}, epoch="t")
+    for _ in range(100):
+        alloc.register({}, "small", 1 / DAY)
+        alloc.register({}, "big", 1 / DAY)
+    alloc.solve()
+    small = 100 / alloc.wait("small", 1 / DAY)
+    big = 100 / alloc.wait("big", 1 / DAY)
+    assert small == pytest.approx(cap, rel=0.01)
+    assert small + big == pytest.approx(200 / DAY, rel=0.01)
+    assert alloc.ratio_for("small") > alloc.ratio_for("big")
+
+
+def test_allocator_feedback_pulls_the_realised_rate_to_the_budget() -> None:
+    alloc = RateAllocator(100 / DAY, epoch="t", control_window=DAY, solve_every=10)
+    alloc.register({}, "h", 1 / DAY)
+    for k in range(2000):  # 200 a day: twice the budget
+        alloc.note_fetch(k * DAY / 200)
+    assert alloc.correction < 0.6
+
+
+def visit(change: ChangeState, overdue: float = 0.0, last_modified: str | None = None) -> Visit:
+    return Visit(
+        Outcome.VISITED,
+        status=200,
+        change=change,
+        url="https://h.example/p",
+        overdue=overdue,
+        last_modified=last_modified,
+    )
+
+
+def drive(policy: Any, rate: float, visits: int, seed: int, start: float = 1.7e9) -> tuple[list[float], dict[str, Any]]:
+    """Visit a Poisson page as the policy says; return the waits and the final memory."""
+    rng = random.Random(seed)
+    record: dict[str, Any] = {"visits": 0, "wait": None, "fetched": None, "discovered": start, "policy": {}}
+    waits = []
+    now = start
+    for n in range(visits):
+        if n:
+            changed = rng.random() < 1 - math.exp(-rate * record["wait"])
+            v = visit(ChangeState.CHANGED if changed else ChangeState.UNCHANGED)
+        else:
+            v = visit(ChangeState.CHANGED)
+        wait = policy.next_wait(record, v)
+        waits.append(wait)
+        json.dumps(v.policy_state)
+        record = {"visits": n + 1, "wait": wait, "fetched": now, "discovered": start, "policy": v.policy_state}
+        now += wait
+    return waits, record["policy"]
+
+
+def test_precision_policy_targets_the_change_probability() -> None:
+    rate = 1 / (2 * DAY)
+    policy = PrecisionWaitPolicy(0.5, min_wait=60, max_wait=100 * DAY, prior=PopulationPrior(rate=1 / (20 * DAY)))
+    logs = []
+    for seed in range(20):  # 20 pages: one page's 24-visit window is a noisy estimate
+        waits, memory = drive(policy, rate, 120, seed=seed)
+        logs += [math.log(w) for w in waits[-30:]]
+        assert len(memory["o"]) == RateEstimator().window
+    target = math.log(2) / rate
+    assert math.exp(sum(logs) / len(logs)) == pytest.approx(target, rel=0.15)
+
+
+def test_proportional_policy_estimates_and_registers() -> None:
+    alloc = RateAllocator(1 / DAY, min_wait=60, max_wait=100 * DAY, epoch="t")
+    policy = ProportionalWaitPolicy(alloc)
+    _, memory = drive(policy, 1 / DAY, 60, seed=3)
+    assert memory["e"] == pytest.approx(1 / DAY, rel=0.5)
+    assert memory["al"][1] == "h.example"
+    # one URL holds the whole budget of one fetch a day (times the feedback correction): r* = λ/f
+    assert alloc.ratio == pytest.approx(memory["e"] * DAY / alloc.correction, rel=0.01)
+    assert 0.5 <= alloc.correction <= 2.0
+
+
+def test_last_modified_is_used_once_consistent() -> None:
+    from email.utils import formatdate
+
+    est = RateEstimator()
+    memory: dict[str, Any] = {}
+    est.observe(
+        memory,
+        DAY,
+        visit(ChangeState.CHANGED, last_modified=formatdate(1000 + DAY - 3600, usegmt=True)),
+        1000,
+        1000 + DAY,
+    )
+    assert memory["o"][-1] == [3600, 2]
+    # a Last-Modified older than the previous visit although the content changed: distrusted for good
+    est.observe(
+        memory, DAY, visit(ChangeState.CHANGED, last_modified=formatdate(500, usegmt=True)), 1000 + DAY, 1000 + 2 * DAY
+    )
+    est.observe(
+        memory,
+        DAY,
+        visit(ChangeState.CHANGED, last_modified=formatdate(1000 + 3 * DAY - 60, usegmt=True)),
+        1000 + 2 * DAY,
+        1000 + 3 * DAY,
+    )
+    assert memory["lm"] == [2, 1]
+    assert [k for _, k in memory["o"]] == [2, 1, 1]
+
+
+def test_noise_guard_holds_a_page_that_changes_at_every_fetch() -> None:
+    alloc = RateAllocator(50 / DAY, min_wait=3600, max_wait=28 * DAY, epoch="t")
+    policy = ProportionalWaitPolicy(alloc)
+    record: dict[str, Any] = {"visits": 0, "wait": None, "fetched": None, "discovered": 0.0, "policy": {}}
+    now, waits = 0.0, []
+    for n in range(30):
+        v = visit(ChangeState.CHANGED)
+        wait = policy.next_wait(record, v)
+        waits.append(wait)
+        record = {"visits": n + 1, "wait": wait, "fetched": now, "discovered": 0.0, "policy": v.policy_state}
+        now += wait
+    assert waits[-1] == 28 * DAY

@@ -1,0 +1,114 @@
+"""The policy simulator and the trace replay, at toy sizes."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from bench.replay import hindsight_optimum, load_trace
+from bench.replay import main as replay_main
+from bench.sim.engine import RunConfig, simulate
+from bench.sim.intensity import Piecewise
+from bench.sim.lab import run_policy
+from bench.sim.lineup import POLICIES, LabContext
+from bench.sim.metrics import optimum_recall
+from bench.sim.world import DAY, WEEK, build_world, preset
+
+
+def small(name: str, **kw: float) -> object:
+    spec = preset(name, scale=0.02, days=kw.pop("days", 90.0), seed=int(kw.pop("seed", 3)))
+    return build_world(spec)
+
+
+def test_optimum_formula_matches_the_notes() -> None:
+    assert optimum_recall(1, 1) == pytest.approx(0.632, abs=1e-3)
+    assert optimum_recall(1, 2) == pytest.approx(0.787, abs=1e-3)
+    assert optimum_recall(1, 0.5) == pytest.approx(0.432, abs=1e-3)
+
+
+def test_piecewise_hazard_and_inverse() -> None:
+    weekly = Piecewise([0.0, 2 * DAY], [0.0, 2.0], period=WEEK, origin=100.0)
+    assert weekly.cumulative(100.0 + WEEK) == pytest.approx(10 * DAY)
+    assert weekly.inverse(weekly.cumulative(100.0 + 3 * DAY)) == pytest.approx(100.0 + 3 * DAY)
+    # no hazard in the first two days of the week: the inverse skips them
+    assert weekly.inverse(10 * DAY + 1.0) == pytest.approx(100.0 + WEEK + 2 * DAY + 0.5)
+    assert weekly.cumulative(weekly.inverse(10 * DAY)) == pytest.approx(10 * DAY)
+
+
+def test_same_seed_same_numbers() -> None:
+    a = run_policy("proportional", small("poisson"), 1.0, RunConfig(), calibrate_rules=False)
+    b = run_policy("proportional", small("poisson"), 1.0, RunConfig(), calibrate_rules=False)
+    assert (a.revisits, a.captured, a.changes) == (b.revisits, b.captured, b.changes)
+    c = run_policy("proportional", small("poisson", seed=4), 1.0, RunConfig(), calibrate_rules=False)
+    assert (c.revisits, c.captured) != (a.revisits, a.captured)
+
+
+def test_proportional_beats_uniform_on_a_poisson_world_and_is_polite() -> None:
+    world = small("poisson", days=120.0)
+    results = {n: run_policy(n, world, 1.0, RunConfig(), calibrate_rules=False) for n in ("uniform", "proportional")}
+    uni, prop = results["uniform"], results["proportional"]
+    assert prop.efficiency > uni.efficiency + 0.05
+    assert prop.recall > uni.recall
+    for r in results.values():
+        assert r.violations == 0
+        assert abs(r.budget_error or 0) < 0.1
+
+
+def test_crawl_delays_are_honoured() -> None:
+    spec = preset("polite", scale=0.02, days=30.0, seed=5)
+    spec.crawl_delay_share = 1.0
+    world = build_world(spec)
+    result = simulate(world, POLICIES["proportional"](LabContext(world, 5 * world.total_rate())), RunConfig())
+    assert result.violations == 0
+    per_host_limit = len(world.hosts) * (30 * DAY / spec.crawl_delay + 1)
+    assert result.revisits + result.first_visits <= per_host_limit
+
+
+def test_raw_detection_sees_noise_pages_change_every_time() -> None:
+    spec = preset("noise", scale=0.01, days=40.0, seed=2)
+    spec.mix = {"poisson": 0.5, "noise": 0.5}
+    world = build_world(spec)
+    ctx = LabContext(world, world.total_rate(), min_wait=6 * 3600.0)
+    normal = simulate(world, POLICIES["heritrix"](ctx), RunConfig(detection="normalised"))
+    raw = simulate(world, POLICIES["heritrix"](ctx), RunConfig(detection="raw"))
+    assert raw.by_kind["noise"]["revisits_per_page_day"] > 3 * normal.by_kind["noise"]["revisits_per_page_day"]
+    guarded = simulate(world, POLICIES["proportional"](ctx), RunConfig(detection="raw"))
+    assert guarded.noise_fetches_per_day is not None and guarded.noise_fetches_per_day < 0.5
+
+
+def write_trace(path: Path) -> None:
+    day = int(DAY)
+    docs = [
+        {"doc": "A/Terms", "service": "A", "versions": [0, 3 * day, 6 * day, 9 * day, 40 * day]},
+        {"doc": "A/Privacy", "service": "A", "versions": [day, 50 * day]},
+        {"doc": "B/Terms", "service": "B", "versions": [0] + [k * day + 3600 for k in range(20, 30)]},
+    ]
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+
+
+def test_hindsight_optimum_is_periodic_and_bounded(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    write_trace(trace)
+    world = load_trace(str(trace))
+    changes = sum(len(p.changes) for p in world.pages)
+    low, high = hindsight_optimum(world, 5), hindsight_optimum(world, 40)
+    assert 0 < low.recall < high.recall <= 1
+    assert low.revisits == pytest.approx(5)
+    assert high.captured <= changes
+
+
+def test_replay_cli_writes_the_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace, out = tmp_path / "t.jsonl", tmp_path / "out.json"
+    write_trace(trace)
+    args = ["--trace", str(trace), "--budget-factor", "2", "--json", str(out)]
+    assert replay_main(args + ["--policies", "uniform,heritrix,proportional,oracle-rate"]) == 0
+    report = json.loads(out.read_text())
+    assert report["default_policy"] in report["policies"]
+    for name, r in report["policies"].items():
+        assert set(r) >= {"recall", "precision", "efficiency", "fetches"}, name
+        assert 0 <= r["recall"] <= 1 and 0 <= r["precision"] <= 1
+        assert math.isfinite(r["efficiency"])
+    assert "recall" in capsys.readouterr().out
