@@ -15,7 +15,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from .keys import NEVER_MS
 
@@ -151,6 +151,9 @@ class UrlRecord:
         "policy": "ps",
     }
 
+    _request_raw: ClassVar[bytes | None] = None
+    _request_obj: ClassVar[object] = None
+
     @property
     def never(self) -> bool:
         return self.next_ms >= NEVER_MS
@@ -159,20 +162,36 @@ class UrlRecord:
     def next_time(self) -> float:
         return math.inf if self.never else self.next_ms / 1000
 
+    # Stored as two compact JSON documents separated by a newline (compact
+    # JSON never contains a raw newline): the visit state, rewritten at every
+    # visit, then the request, written once.  Keeping the request's bytes as
+    # read spares re-encoding it at every visit.
+
     def to_bytes(self) -> bytes:
+        d = self.__dict__
         data = {}
-        for name, key in self._KEYS.items():
-            value = getattr(self, name)
+        for name, key in _STATE_KEYS:
+            value = d[name]
             if value is not None and value != [] and value != {} and not (name == "directive" and value == 0):
                 data[key] = value
-        return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        head = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        raw = d.get("_request_raw")
+        if raw is None or d.get("_request_obj") is not self.request:
+            raw = json.dumps(self.request, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+            self._request_raw, self._request_obj = raw, self.request
+        return head + b"\n" + raw
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> UrlRecord:
-        data = json.loads(raw)
+        head, newline, tail = raw.partition(b"\n")
+        data = json.loads(head)
         kwargs = {name: data[key] for name, key in cls._KEYS.items() if key in data}
-        kwargs.setdefault("request", {})  # an empty request dict is not written
-        return cls(**kwargs)
+        request = json.loads(tail) if newline else kwargs.get("request", {})
+        kwargs["request"] = request
+        record = cls(**kwargs)
+        record._request_raw = tail if newline else None
+        record._request_obj = request
+        return record
 
     def snapshot(self) -> dict[str, Any]:
         """What evaluators may read (via ``request.meta["adaptive_record"]``).
@@ -195,3 +214,7 @@ class UrlRecord:
             "history": [list(h) for h in self.history],
             "policy": dict(self.policy),
         }
+
+
+#: the record's fields but the request, with their stored keys
+_STATE_KEYS = tuple((name, key) for name, key in UrlRecord._KEYS.items() if name != "request")
