@@ -180,6 +180,20 @@ class Frontier:
                 q.head = entry
                 break
 
+    def _moved(self, q: HostQueue, old: Entry, new: Entry) -> None:
+        """Keep the head right after one entry moved from *old* to *new*.
+
+        Every other live entry still sorts after the head, so unless the
+        head itself moved, the new head is the lower of the two: no seek.
+        """
+        fp = new[2]
+        if q.head is not None and q.head[2] == fp:
+            self._refresh_head(q, old, new)
+        elif fp in q.out:
+            return
+        elif q.head is None or _order(new) < _order(q.head):
+            q.head = new
+
     def next_ready_time(self) -> float | None:
         """When the next queue becomes ready (None: none will by itself)."""
         while self._heap:
@@ -240,6 +254,7 @@ class Frontier:
         if (new_directive, new_ms) == (record.directive, record.next_ms):
             return AddResult.DUPLICATE
         q = self._queues[record.queue]
+        old_entry = (record.directive, record.next_ms, fp)
         batch = Batch()
         batch.move_entry(
             (record.queue, record.directive, record.next_ms, fp), (record.queue, new_directive, new_ms, fp)
@@ -255,7 +270,7 @@ class Frontier:
         out = self._out.get(fp)
         if out is not None:
             out.record = record
-        self._refresh_head(q, q.head, (new_directive, new_ms, fp))
+        self._moved(q, old_entry, (new_directive, new_ms, fp))
         self._schedule(q)
         return AddResult.RESCHEDULED
 
@@ -386,7 +401,7 @@ class Frontier:
         if outcome is Outcome.RETRY and visit.host_level:
             # the host itself is unreachable: every slot rests the retry delay
             q.snooze_all(now + p.retry_delay)
-        self._refresh_head(q, q.head, (record.directive, record.next_ms, fp))
+        self._moved(q, old[1:], (record.directive, record.next_ms, fp))
         self._schedule(q)
         return record
 
@@ -403,7 +418,8 @@ class Frontier:
         if q.out.get(fp) is not None:
             q.release_slot(fp, self.clock() + self.politeness.min_delay)
         q.out.pop(fp, None)
-        self._refresh_head(q, q.head, (out.record.directive, out.record.next_ms, fp))
+        entry = (out.record.directive, out.record.next_ms, fp)
+        self._moved(q, entry, entry)
         self._schedule(q)
         return True
 
