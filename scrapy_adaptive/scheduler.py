@@ -172,6 +172,8 @@ class AdaptiveScheduler(BaseScheduler):
             history_size=c.history_size,
         )
         self.frontier.load()
+        for queue in self.frontier.queues():
+            self._cap_host(queue.name, queue.crawl_delay)
         if c.crawl_log:
             path = os.path.join(self.state.path, "crawl.log")
             self.crawl_log = CrawlLog(path, c.crawl_log_max_bytes, c.crawl_log_backups)
@@ -420,6 +422,20 @@ class AdaptiveScheduler(BaseScheduler):
                 )
             visit.host_trust = trust.to_dict()
 
+    @property
+    def allocator(self) -> Any:
+        """The budgeted policies' shared rate allocator, if one is in use."""
+        return self.policy.params.shared.get("rate_allocator")
+
+    def _cap_host(self, queue: str, crawl_delay: float | None) -> None:
+        """Tell a budgeted policy how often politeness lets *queue* be fetched:
+        valence fetches per max(min delay, Crawl-delay)."""
+        allocator = self.allocator
+        if allocator is None:
+            return
+        interval = max(self.config.min_delay, crawl_delay or 0.0, 1e-3)
+        allocator.set_host_cap(queue, self.config.host_valence / interval)
+
     def _count(self, record: UrlRecord, visit: Visit) -> None:
         inc = self.stats.inc_value
         inc(f"adaptive/outcome/{record.outcome}")
@@ -460,6 +476,7 @@ class AdaptiveScheduler(BaseScheduler):
         if delay is not None:
             queue = self.keyer.key(request)
             self.frontier.set_crawl_delay(queue, delay)
+            self._cap_host(queue, delay)
             logger.info("Honouring robots.txt Crawl-delay of %.1fs for %s", delay, urlparse_cached(request).netloc)
 
     # -- timers ------------------------------------------------------------------------
@@ -523,6 +540,7 @@ class AdaptiveScheduler(BaseScheduler):
         def secs(value: float | None) -> str:
             return "-" if value is None else f"{value:.1f}s"
 
+        self._log_budget()
         logger.info(
             "Frontier%s: %d URLs (%d never) in %d queues: %d ready, %d snoozed, %d busy; %d out; %s%d due now; "
             "overdue p50 %s p95 %s; %d visits, %d versions",
@@ -540,6 +558,27 @@ class AdaptiveScheduler(BaseScheduler):
             secs(shape["overdue_p95"]),
             shape["visits"],
             shape["versions"],
+        )
+
+    def _log_budget(self) -> None:
+        """With a budgeted policy: the budget, what is spent, and the hosts
+        whose politeness keeps their URLs from the visits they need."""
+        allocator = self.allocator
+        if allocator is None:
+            return
+        realised = allocator.realised_rate()
+        capped = allocator.capped_hosts()
+        self.stats.set_value("adaptive/budget/per_day", round(allocator.budget * 86_400, 1))
+        if realised is not None:
+            self.stats.set_value("adaptive/budget/realised_per_day", round(realised * 86_400, 1))
+        self.stats.set_value("adaptive/budget/capped_hosts", len(capped))
+        worst = sorted(capped.items(), key=lambda kv: -kv[1])[:5]
+        logger.info(
+            "Budget: %.0f revisits/day, spending %s; %d hosts chronically overdue (politeness caps their visits)%s",
+            allocator.budget * 86_400,
+            "-" if realised is None else f"{realised * 86_400:.0f}/day",
+            len(capped),
+            (": " + ", ".join(f"{h} ({r:.1f}x too rare)" for h, r in worst)) if worst else "",
         )
 
     def _report_validators(self, final: bool = False) -> None:

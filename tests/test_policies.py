@@ -155,3 +155,25 @@ def test_bad_policy_settings_name_the_setting(values: dict[str, object], message
 def test_policies_from_the_command_line_as_json() -> None:
     stack = load_wait_policy(config(ADAPTIVE_WAIT_POLICIES='[{"content_type": "text/*", "initial": 9}]'))
     assert isinstance(stack, PolicyStack) and stack.next_wait({"visits": 0}, visit()) == 3600  # clamped to min
+
+
+def test_budgeted_policies_of_one_stack_share_one_allocator_and_the_budget_setting() -> None:
+    from scrapy_adaptive.policies import ProportionalWaitPolicy
+
+    stack = load_wait_policy(
+        config(
+            ADAPTIVE_WAIT_POLICY="scrapy_adaptive.policies.ProportionalWaitPolicy",
+            ADAPTIVE_BUDGET=86_400,
+            ADAPTIVE_WAIT_POLICIES=[{"content_type": "image/*", "max": 10_000_000}],
+        )
+    )
+    policies = [stack.catch_all, *(p for _, p in stack.entries)]
+    assert all(isinstance(p, ProportionalWaitPolicy) for p in policies)
+    allocators = {id(p.allocator) for p in policies}  # type: ignore[attr-defined]
+    assert len(allocators) == 1
+    assert stack.params.shared["rate_allocator"].budget == pytest.approx(1.0)  # 86,400/day = 1/s
+
+
+def test_a_bad_budget_names_the_setting() -> None:
+    with pytest.raises(ConfigError, match=r"ADAPTIVE_BUDGET \(-5.0\) must be a number of revisits per day > 0."):
+        config(ADAPTIVE_BUDGET=-5)

@@ -345,3 +345,26 @@ def test_a_full_disk_stops_the_crawl_and_loses_nothing(
     )
     resumed.assert_ok()
     assert f"{len(records)} URLs in 1 queues" in resumed.log
+
+
+def test_a_budgeted_policy_runs_in_a_crawl_and_reports_its_budget(
+    clean_log: MockServer, adaptive_settings: dict[str, object]
+) -> None:
+    starts = [
+        clean_log.page_url("/page/b-1", links=["/page/b-2", "/page/b-3"]),
+        clean_log.page_url("/page/b-4", links=["/page/b-5"], host="127.0.0.2"),
+    ]
+    settings = {
+        **adaptive_settings,
+        "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.ProportionalWaitPolicy",
+        "ADAPTIVE_BUDGET": 86_400 * 4,
+        "ADAPTIVE_WAIT_MIN": 0.2,
+        "ADAPTIVE_WAIT_MAX": 2.0,
+        "CLOSESPIDER_TIMEOUT": 5,
+    }
+    result = run_crawl(FOLLOW, settings, timeout=60, args=["-a", "start_urls=" + ",".join(starts)])
+    result.assert_ok()
+    assert "Budget: 345600 revisits/day" in result.log
+    assert result.stats["adaptive/budget/per_day"] == 345_600
+    fetched = Counter(e["path"] for e in clean_log.log() if e["path"].startswith("/page/b-"))
+    assert len(fetched) == 5 and max(fetched.values()) >= 2  # revisited under the budget

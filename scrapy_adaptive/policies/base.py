@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ..frontier.record import Visit
@@ -39,6 +39,11 @@ class WaitParams:
     use_overdue: bool = False
     no_last_modified_factor: float = 0.5
     depth_factor: float = 1.0
+    #: revisits per day for budgeted policies (``ADAPTIVE_BUDGET``)
+    budget: float | None = None
+    #: what the policies of one stack share (one rate allocator for the whole
+    #: crawl's budget); the same dict in every copy made by ``updated``
+    shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def clamp(self, wait: float) -> float:
         return min(max(wait, self.minimum), self.maximum)
@@ -68,6 +73,8 @@ class WaitParams:
 
     def check(self, where: str) -> None:
         for f in fields(self):
+            if f.name in ("budget", "shared", "use_overdue"):
+                continue
             if f.name in ("initial", "default", "maximum", "changed_factor", "unchanged_factor", "depth_factor"):
                 if getattr(self, f.name) <= 0:
                     key = next(k for k, v in PARAM_KEYS.items() if v == f.name)

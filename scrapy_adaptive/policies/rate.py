@@ -296,6 +296,12 @@ class RateAllocator:
                     del self._global[b]
         self._solved = False
 
+    def capped_hosts(self) -> dict[str, float]:
+        """Hosts whose politeness cap binds: their URLs are visited less often
+        than the budget would have them (the thesis's "chronically overdue"),
+        with how much less (r̂_h / r*)."""
+        return {h: r / self.ratio for h, r in self._host_ratio.items() if self.ratio > 0 and r > self.ratio}
+
     def set_budget(self, budget: float) -> None:
         self.budget = budget
         self._solved = False
@@ -492,10 +498,15 @@ class ProportionalWaitPolicy(_RatePolicy):
     def from_params(cls, params: WaitParams) -> ProportionalWaitPolicy:
         """Bounds from the wait numbers; the budget from ``default_budget_per_day``.
 
-        Every instance built this way has its *own* allocator: a crawler
-        must build one allocator and share it (see ``docs/policy-lab.md``).
+        Instances built from the params of one stack share one allocator
+        (``params.shared``), so the whole crawl spends one budget:
+        ``ADAPTIVE_BUDGET`` revisits per day, or ``default_budget_per_day``.
         """
-        allocator = RateAllocator(cls.default_budget_per_day / DAY, min_wait=params.minimum, max_wait=params.maximum)
+        allocator = params.shared.get("rate_allocator")
+        if allocator is None:
+            per_day = params.budget if params.budget is not None else cls.default_budget_per_day
+            allocator = RateAllocator(per_day / DAY, min_wait=params.minimum, max_wait=params.maximum)
+            params.shared["rate_allocator"] = allocator  # one budget for the whole stack
         return cls(allocator)
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:

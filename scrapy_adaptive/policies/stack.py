@@ -70,6 +70,7 @@ class PolicyStack(WaitPolicy):
             use_overdue=config.wait_use_overdue,
             no_last_modified_factor=config.wait_no_last_modified_factor,
             depth_factor=config.wait_depth_factor,
+            budget=config.budget,
         )
         params.check("ADAPTIVE_WAIT_*")
         raw = config.wait_policies
