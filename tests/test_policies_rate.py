@@ -140,6 +140,9 @@ def test_water_filling_caps_a_host_and_gives_the_rest_to_others() -> None:
     assert small == pytest.approx(cap, rel=0.01)
     assert small + big == pytest.approx(200 / DAY, rel=0.01)
     assert alloc.ratio_for("small") > alloc.ratio_for("big")
+    # the capped host is reported as chronically overdue, by how much
+    overdue = alloc.capped_hosts()
+    assert set(overdue) == {"small"} and overdue["small"] > 1
 
 
 def test_allocator_feedback_pulls_the_realised_rate_to_the_budget() -> None:
