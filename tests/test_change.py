@@ -70,6 +70,10 @@ def test_items_digest_is_order_independent_and_field_selective() -> None:
 
 def test_payload_digest_is_warc_style_base32() -> None:
     assert payload_digest(b"") == "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ"
+    body = b"<p>same body</p>"
+    exact = Digester().digest(html(body.decode()))
+    assert payload_digest(body, exact_digest=exact) == payload_digest(body)
+    assert payload_digest(body, exact_digest="text:sha1:00") == payload_digest(body)
 
 
 def test_rules_first_match_wins_then_the_default() -> None:

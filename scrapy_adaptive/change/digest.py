@@ -32,9 +32,17 @@ from scrapy.http import Response, TextResponse
 from ..matching import media_type
 
 
-def payload_digest(body: bytes) -> str:
-    """The WARC-Payload-Digest form: ``sha1:`` + base32 of the body's SHA-1."""
-    return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode("ascii")
+def payload_digest(body: bytes, exact_digest: str | None = None) -> str:
+    """The WARC-Payload-Digest form: ``sha1:`` + base32 of the body's SHA-1.
+
+    An ``exact`` digest of the same body already holds that SHA-1: reuse it
+    rather than hash the body twice.
+    """
+    if exact_digest is not None and exact_digest.startswith("exact:sha1:"):
+        raw = bytes.fromhex(exact_digest[len("exact:sha1:") :])
+    else:
+        raw = hashlib.sha1(body).digest()
+    return "sha1:" + base64.b32encode(raw).decode("ascii")
 
 
 def _sha1(prefix: str, data: bytes) -> str:

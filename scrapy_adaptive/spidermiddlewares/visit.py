@@ -117,7 +117,7 @@ def evaluate(response: Response, record: dict[str, Any], digester: Digester | No
     digest = (digester or Digester()).digest(response)
     if digest is not None:
         visit.digest = digest
-        visit.payload_digest = payload_digest(response.body)
+        visit.payload_digest = payload_digest(response.body, exact_digest=digest)
     visit.change = compare(record.get("digest"), digest)
     return visit
 
