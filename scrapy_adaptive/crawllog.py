@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from typing import TextIO
 
 from .frontier.record import UrlRecord, Visit
 from .matching import media_type
@@ -78,7 +79,7 @@ class CrawlLog:
         self.path = path
         self.max_bytes = max_bytes
         self.backups = backups
-        self._file = None
+        self._file: TextIO | None = None
         self._size = 0
         self._broken = False
 

@@ -586,14 +586,15 @@ class AdaptiveScheduler(BaseScheduler):
         reliability and usefulness), in ``validators-report.json`` in the
         state folder; a summary line in the log at close."""
         assert self.frontier is not None and self.state is not None
-        report = {}
-        for host, data in sorted(self.frontier.trust_report().items()):
-            trust = Trust.from_dict(data)
+        params = TrustParams(self.config.trust_warmup, self.config.trust_min_rate)
+        trusts = {host: Trust.from_dict(data) for host, data in sorted(self.frontier.trust_report().items())}
+        report: dict[str, dict[str, Any]] = {}
+        for host, trust in trusts.items():
             report[host] = {
                 **trust.to_dict(),
                 "reliability": trust.reliability,
                 "usefulness": trust.usefulness,
-                "verify_rate": trust.verify_rate(TrustParams(self.config.trust_warmup, self.config.trust_min_rate)),
+                "verify_rate": trust.verify_rate(params),
             }
         if not report:
             return
@@ -605,8 +606,8 @@ class AdaptiveScheduler(BaseScheduler):
         except OSError as exc:
             logger.warning("Cannot write %s: %s", path, exc)
         if final:
-            lies = sum(r.get("lies", 0) for r in report.values())
-            trusted = sum(1 for r in report.values() if r["verify_rate"] < 1)
+            lies = sum(t.lies for t in trusts.values())
+            trusted = sum(1 for t in trusts.values() if t.verify_rate(params) < 1)
             logger.info(
                 "Validators: %d hosts scored, %d trusted, %d lies caught (per host: %s)",
                 len(report),

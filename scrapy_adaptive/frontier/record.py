@@ -15,7 +15,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import Any
 
 from .keys import NEVER_MS
 
@@ -151,8 +151,9 @@ class UrlRecord:
         "policy": "ps",
     }
 
-    _request_raw: ClassVar[bytes | None] = None
-    _request_obj: ClassVar[object] = None
+    #: the request's stored bytes and the dict they were read into (not saved)
+    _request_raw: bytes | None = field(default=None, init=False, repr=False, compare=False)
+    _request_obj: object = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def never(self) -> bool:

@@ -13,17 +13,13 @@ scheduled unmodified pages into the past, and the rate policies of
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from ..frontier.record import ChangeState, Visit
 from .base import WaitParams, WaitPolicy
-from .history import clamp, is_first_visit
+from .history import IntervalRule
 
 YEAR = 365 * 86_400.0
 
 
-class NutchWaitPolicy(WaitPolicy):
+class NutchWaitPolicy(IntervalRule, WaitPolicy):
     """Additive-rate multiplicative adjustment of the fetch interval."""
 
     def __init__(
@@ -37,25 +33,17 @@ class NutchWaitPolicy(WaitPolicy):
     ) -> None:
         if not 0.0 <= dec_rate < 1.0 or inc_rate < 0.0:
             raise ValueError("Nutch rates: 0 <= dec_rate < 1 and inc_rate >= 0")
-        self.initial = initial
-        self.minimum = minimum
-        self.maximum = maximum
+        super().__init__(initial, minimum, maximum, default)
         self.inc_rate = inc_rate
         self.dec_rate = dec_rate
-        self.default = initial if default is None else default
 
     @classmethod
     def from_params(cls, params: WaitParams) -> NutchWaitPolicy:
         """Initial, default and bounds from the configured wait numbers."""
         return cls(initial=params.initial, minimum=params.minimum, maximum=params.maximum, default=params.default)
 
-    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
-        if is_first_visit(history):
-            wait = self.initial
-        elif visit.change is ChangeState.UNKNOWN:
-            wait = self.default
-        elif visit.change is ChangeState.CHANGED:
-            wait = float(history["wait"]) * (1.0 - self.dec_rate)
-        else:
-            wait = float(history["wait"]) * (1.0 + self.inc_rate)
-        return clamp(wait, self.minimum, self.maximum)
+    def changed(self, wait: float) -> float:
+        return wait * (1.0 - self.dec_rate)
+
+    def unchanged(self, wait: float) -> float:
+        return wait * (1.0 + self.inc_rate)

@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -392,7 +393,7 @@ class RateAllocator:
         for host, cap in self._caps.items():
             cells = self._hosts.get(host)
             if cells and self._cells_rate(cells, r) > cap:
-                self._host_ratio[host] = self._solve_ratio(lambda x, c=cells: self._cells_rate(c, x), cap)
+                self._host_ratio[host] = self._solve_ratio(partial(self._cells_rate, cells), cap)
 
     def planned_rate(self) -> float:
         """Fetches per second the current solution plans (for stats)."""

@@ -49,7 +49,11 @@ class PolicyStack(WaitPolicy):
     """Dispatches each visit to the first policy whose criteria match."""
 
     def __init__(
-        self, entries: list[tuple[Matcher, WaitPolicy]], catch_all: WaitPolicy, params: WaitParams, cls: type
+        self,
+        entries: list[tuple[Matcher, WaitPolicy]],
+        catch_all: WaitPolicy,
+        params: WaitParams,
+        cls: type[WaitPolicy],
     ) -> None:
         self.entries = entries
         self.catch_all = catch_all

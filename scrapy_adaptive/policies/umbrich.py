@@ -177,10 +177,10 @@ class State1WaitPolicy(_UmbrichPolicy):
         memory["p"], memory["t"] = state, tables
         if len(state) < self.order:
             return 1.0
-        counts = table.get(state)
-        if not counts or sum(counts) == 0:
+        seen = table.get(state)
+        if not seen or sum(seen) == 0:
             return 1.0
-        return ratio_factor(counts[1] / sum(counts))
+        return ratio_factor(seen[1] / sum(seen))
 
 
 class State2WaitPolicy(State1WaitPolicy):

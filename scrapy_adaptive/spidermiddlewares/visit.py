@@ -233,9 +233,7 @@ class VisitMiddleware:
             raise
         yield from self._finish_items(response, pending, items)
 
-    async def process_spider_output_async(
-        self, response: Response, result: AsyncIterator[Any]
-    ) -> AsyncIterator[Any]:
+    async def process_spider_output_async(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
         pending = self._pop_pending(response)
         items: list[Any] = []
         try:
