@@ -38,6 +38,7 @@ DEFAULTS: dict[str, Any] = {
     "ADAPTIVE_RETRY_DELAY": 900.0,
     # revisit waits (the catch-all policy; ADAPTIVE_WAIT_POLICIES stacks more)
     "ADAPTIVE_BUDGET": None,  # revisits per day, for budgeted policies
+    "ADAPTIVE_BUDGET_WINDOW": 259_200.0,  # 3 days: the window the budget is held over
     "ADAPTIVE_WAIT_CHANGED_FACTOR": 1.5,
     "ADAPTIVE_WAIT_DEFAULT": 259_200.0,  # 3 days: wait when change is unknown
     "ADAPTIVE_WAIT_DEPTH_FACTOR": 1.0,  # initial wait x factor ** depth
@@ -136,6 +137,7 @@ class AdaptiveConfig:
     wait_max: float
     wait_policy: str
     budget: float | None
+    budget_window: float
     wait_changed_factor: float
     wait_unchanged_factor: float
     wait_use_overdue: bool
@@ -203,6 +205,7 @@ class AdaptiveConfig:
             wait_max=_number(settings, "ADAPTIVE_WAIT_MAX", d["ADAPTIVE_WAIT_MAX"]),
             wait_policy=str(settings.get("ADAPTIVE_WAIT_POLICY") or d["ADAPTIVE_WAIT_POLICY"]),
             budget=_number(settings, "ADAPTIVE_BUDGET", d["ADAPTIVE_BUDGET"]),
+            budget_window=_number(settings, "ADAPTIVE_BUDGET_WINDOW", d["ADAPTIVE_BUDGET_WINDOW"]),
             wait_changed_factor=_number(settings, "ADAPTIVE_WAIT_CHANGED_FACTOR", d["ADAPTIVE_WAIT_CHANGED_FACTOR"]),
             wait_unchanged_factor=_number(
                 settings, "ADAPTIVE_WAIT_UNCHANGED_FACTOR", d["ADAPTIVE_WAIT_UNCHANGED_FACTOR"]
@@ -278,6 +281,11 @@ class AdaptiveConfig:
             raise ConfigError(f"ADAPTIVE_CRAWL_LOG_BACKUPS ({self.crawl_log_backups!r}) must be 0 or more.")
         if self.budget is not None and not (0 < self.budget < math.inf):
             raise ConfigError(f"ADAPTIVE_BUDGET ({self.budget!r}) must be a number of revisits per day > 0.")
+        if not 0 < self.budget_window < math.inf:
+            raise ConfigError(
+                f"ADAPTIVE_BUDGET_WINDOW ({self.budget_window!r}) must be a finite number of seconds > 0 "
+                "(the window over which realised revisits are held to ADAPTIVE_BUDGET)."
+            )
         if self.validator_scheme not in VALIDATOR_SCHEMES:
             raise ConfigError(
                 f"ADAPTIVE_VALIDATOR_SCHEME ({self.validator_scheme!r}) must be one of {', '.join(VALIDATOR_SCHEMES)}."

@@ -41,6 +41,10 @@ class WaitParams:
     depth_factor: float = 1.0
     #: revisits per day for budgeted policies (``ADAPTIVE_BUDGET``)
     budget: float | None = None
+    #: seconds over which a budgeted policy holds its realised revisit rate
+    #: to the budget (``ADAPTIVE_BUDGET_WINDOW``): the feedback loop's memory,
+    #: so it must be short next to the crawl's length to act at all
+    budget_window: float = 259_200.0
     #: what the policies of one stack share (one rate allocator for the whole
     #: crawl's budget); the same dict in every copy made by ``updated``
     shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)

@@ -506,7 +506,12 @@ class ProportionalWaitPolicy(_RatePolicy):
         allocator = params.shared.get("rate_allocator")
         if allocator is None:
             per_day = params.budget if params.budget is not None else cls.default_budget_per_day
-            allocator = RateAllocator(per_day / DAY, min_wait=params.minimum, max_wait=params.maximum)
+            allocator = RateAllocator(
+                per_day / DAY,
+                min_wait=params.minimum,
+                max_wait=params.maximum,
+                control_window=params.budget_window,
+            )
             params.shared["rate_allocator"] = allocator  # one budget for the whole stack
         return cls(allocator)
 

@@ -75,6 +75,7 @@ class PolicyStack(WaitPolicy):
             no_last_modified_factor=config.wait_no_last_modified_factor,
             depth_factor=config.wait_depth_factor,
             budget=config.budget,
+            budget_window=config.budget_window,
         )
         params.check("ADAPTIVE_WAIT_*")
         raw = config.wait_policies

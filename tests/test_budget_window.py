@@ -1,0 +1,77 @@
+"""ADAPTIVE_BUDGET_WINDOW: parsed, validated, and handed to the shared allocator."""
+
+from __future__ import annotations
+
+import pytest
+from scrapy.settings import Settings
+
+from scrapy_adaptive.policies import ProportionalWaitPolicy, load_wait_policy
+from scrapy_adaptive.policies.base import WaitParams
+from scrapy_adaptive.policies.rate import RateAllocator
+from scrapy_adaptive.settings import DEFAULTS, AdaptiveConfig, ConfigError
+
+PROPORTIONAL = "scrapy_adaptive.policies.ProportionalWaitPolicy"
+
+
+def config(**values: object) -> AdaptiveConfig:
+    return AdaptiveConfig.from_settings(Settings(values))
+
+
+def allocator_of(**values: object) -> RateAllocator:
+    stack = load_wait_policy(config(ADAPTIVE_WAIT_POLICY=PROPORTIONAL, ADAPTIVE_WAIT_POLICIES=[], **values))
+    allocator = stack.params.shared["rate_allocator"]
+    assert isinstance(allocator, RateAllocator)
+    return allocator
+
+
+def test_the_default_window_is_three_days_as_before() -> None:
+    assert DEFAULTS["ADAPTIVE_BUDGET_WINDOW"] == 3 * 86_400.0
+    assert config().budget_window == 3 * 86_400.0
+    assert WaitParams().budget_window == 3 * 86_400.0
+    assert allocator_of(ADAPTIVE_BUDGET=1000).control_window == 3 * 86_400.0
+
+
+def test_the_window_reaches_the_allocator_like_the_budget() -> None:
+    # a command-line string, as from -s or Scrapyd's -d setting=
+    allocator = allocator_of(ADAPTIVE_BUDGET=432_000, ADAPTIVE_BUDGET_WINDOW="30")
+    assert allocator.control_window == 30.0
+    assert allocator.budget == pytest.approx(5.0)  # 432,000 a day = 5 a second
+
+
+def test_every_budgeted_policy_of_the_stack_shares_the_windowed_allocator() -> None:
+    stack = load_wait_policy(
+        config(
+            ADAPTIVE_WAIT_POLICY=PROPORTIONAL,
+            ADAPTIVE_BUDGET_WINDOW=600,
+            ADAPTIVE_WAIT_POLICIES=[{"content_type": "image/*", "max": 10_000_000}],
+        )
+    )
+    policies = [stack.catch_all, *(p for _, p in stack.entries)]
+    assert all(isinstance(p, ProportionalWaitPolicy) for p in policies)
+    assert {p.allocator.control_window for p in policies} == {600.0}  # type: ignore[attr-defined]
+
+
+def test_a_short_window_lets_the_feedback_act_within_minutes() -> None:
+    # 2 revisits a second against a budget of 1: after one 30-second window
+    # the allocator knows its realised rate and corrects downwards; with the
+    # 3-day default it would still know nothing.
+    short = RateAllocator(1.0, epoch="t", control_window=30.0, solve_every=10)
+    default = RateAllocator(1.0, epoch="t", solve_every=10)
+    for alloc in (short, default):
+        alloc.register({}, "h", 0.1)
+        for k in range(240):  # two minutes
+            alloc.note_fetch(1_000.0 + k / 2)
+    assert short.realised_rate() == pytest.approx(2.0, rel=0.05)
+    assert short.correction < 1.0
+    assert default.realised_rate() is None and default.correction == 1.0
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(0, "0.0"), (-5, "-5.0"), ("inf", "inf"), ("nan", None), ("three days", None)],
+)
+def test_a_bad_window_names_the_setting(value: object, shown: str | None) -> None:
+    with pytest.raises(ConfigError, match=r"^ADAPTIVE_BUDGET_WINDOW \(") as info:
+        config(ADAPTIVE_BUDGET_WINDOW=value)
+    if shown is not None:
+        assert f"ADAPTIVE_BUDGET_WINDOW ({shown}) must be a finite number of seconds > 0" in str(info.value)
