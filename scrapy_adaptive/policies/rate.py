@@ -36,6 +36,7 @@ from ..frontier.record import ChangeState, Visit
 from .base import WaitParams, WaitPolicy
 from .estimators import posterior_mode_rate
 from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, visit_time
+from .noise import NoiseDetector, NoiseVerdict
 
 # -- the population prior -------------------------------------------------------------
 
@@ -422,13 +423,15 @@ class _RatePolicy(WaitPolicy):
         prior: PopulationPrior | None = None,
         min_wait: float = 3_600.0,
         max_wait: float = 28 * DAY,
-        noise_run: int = 8,
+        noise_run: int = 4,
+        noise: NoiseDetector | None = None,
     ) -> None:
         self.estimator = estimator or RateEstimator()
         self.prior = prior or PopulationPrior()
         self.min_wait = min_wait
         self.max_wait = max_wait
-        self.noise_run = noise_run
+        #: the noise guard (``noise.py``): ``noise_run`` changed visits in a row start a probe test; 0: off
+        self.noise_guard = noise or NoiseDetector(min_wait, suspect_run=noise_run)
 
     def _estimate(
         self, history: Mapping[str, Any], visit: Visit, memory: dict[str, Any]
@@ -443,32 +446,20 @@ class _RatePolicy(WaitPolicy):
         memory["e"] = rate
         return rate, now, observed
 
-    def is_noise(self, memory: dict[str, Any]) -> bool:
-        """A change at every one of the last ``noise_run`` visits, all of them
-        at most twice the minimum wait apart; once flagged, until a visit
-        finds the page unchanged.
+    def noise_check(self, history: Mapping[str, Any], visit: Visit, memory: dict[str, Any]) -> NoiseVerdict:
+        """Fold this visit into the noise guard's state (in *memory*); its verdict.
 
-        With raw-byte comparison, a page that embeds a timestamp or a
-        session token "changes" at every fetch.  Such a page looks like the
-        fastest page there is and would absorb the budget; once it has
-        shown the pattern it is held at the maximum wait (the flag ``nz``
-        survives the long intervals that follow).  A page that really
-        changes that fast is held too: the cost of the guard.  With
-        normalised change detection the guard never fires on noise.
+        Under raw-byte comparison a page with a timestamp or a token
+        "changes" at every fetch and would take the budget of the fastest
+        page there is; the guard tells it from a fast page by short probes
+        and holds it at the maximum wait (:mod:`.noise`).  With normalised
+        change detection it sees only real changes and stays quiet.
         """
-        if self.noise_run <= 0:
-            return False
-        obs = memory.get("o", [])
-        if memory.get("nz"):
-            if obs and obs[-1][1] == UNCHANGED:
-                del memory["nz"]
-                return False
-            return True
-        recent = obs[-self.noise_run :]
-        if len(recent) == self.noise_run and all(o[1] != UNCHANGED and o[0] <= 2 * self.min_wait for o in recent):
-            memory["nz"] = 1
-            return True
-        return False
+        return self.noise_guard.observe(memory, visit.change, elapsed(history, visit))
+
+    def is_noise(self, memory: dict[str, Any]) -> bool:
+        """True while the guard holds this URL as noise (read from *memory*)."""
+        return self.noise_guard.flagged(memory)
 
 
 class ProportionalWaitPolicy(_RatePolicy):
@@ -480,7 +471,8 @@ class ProportionalWaitPolicy(_RatePolicy):
         *,
         estimator: RateEstimator | None = None,
         host_of: Callable[[str | None], str] = default_host,
-        noise_run: int = 8,
+        noise_run: int = 4,
+        noise: NoiseDetector | None = None,
     ) -> None:
         super().__init__(
             estimator=estimator,
@@ -488,6 +480,7 @@ class ProportionalWaitPolicy(_RatePolicy):
             min_wait=allocator.min_wait,
             max_wait=allocator.max_wait,
             noise_run=noise_run,
+            noise=noise,
         )
         self.allocator = allocator
         self.host_of = host_of
@@ -519,7 +512,8 @@ class ProportionalWaitPolicy(_RatePolicy):
         memory = policy_memory(history)
         first = is_first_visit(history)
         rate, now, _ = self._estimate(history, visit, memory)
-        noise = self.is_noise(memory)
+        verdict = self.noise_check(history, visit, memory)
+        noise = verdict.flagged
         host = self.host_of(visit.url)
         self.allocator.register(
             memory, host, 0.0 if noise else rate, mature=self.estimator.mature(memory) and not noise
@@ -527,7 +521,7 @@ class ProportionalWaitPolicy(_RatePolicy):
         if not first:
             self.allocator.note_fetch(now)
         visit.policy_state = memory
-        return self.max_wait if noise else self.allocator.wait(host, rate)
+        return self.noise_guard.wait(memory, verdict, self.allocator.wait(host, rate), self.max_wait)
 
 
 class PrecisionWaitPolicy(_RatePolicy):
@@ -546,11 +540,14 @@ class PrecisionWaitPolicy(_RatePolicy):
         max_wait: float = 28 * DAY,
         estimator: RateEstimator | None = None,
         prior: PopulationPrior | None = None,
-        noise_run: int = 8,
+        noise_run: int = 4,
+        noise: NoiseDetector | None = None,
     ) -> None:
         if not 0.0 < precision < 1.0:
             raise ValueError("precision must be in (0, 1)")
-        super().__init__(estimator=estimator, prior=prior, min_wait=min_wait, max_wait=max_wait, noise_run=noise_run)
+        super().__init__(
+            estimator=estimator, prior=prior, min_wait=min_wait, max_wait=max_wait, noise_run=noise_run, noise=noise
+        )
         self.precision = precision
         self.hazard = -math.log1p(-precision)
 
@@ -562,7 +559,8 @@ class PrecisionWaitPolicy(_RatePolicy):
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
         memory = policy_memory(history)
         rate, _, _ = self._estimate(history, visit, memory)
-        noise = self.is_noise(memory)
+        verdict = self.noise_check(history, visit, memory)
+        noise = verdict.flagged
         old = memory.get("pm")
         if old is not None:
             self.prior.add(float(old), -1)
@@ -571,6 +569,5 @@ class PrecisionWaitPolicy(_RatePolicy):
             self.prior.add(rate, 1)
             memory["pm"] = rate
         visit.policy_state = memory
-        if noise or rate <= 0:
-            return self.max_wait
-        return clamp(self.hazard / rate, self.min_wait, self.max_wait)
+        normal = self.max_wait if rate <= 0 else clamp(self.hazard / rate, self.min_wait, self.max_wait)
+        return self.noise_guard.wait(memory, verdict, normal, self.max_wait)
