@@ -247,3 +247,45 @@ def test_noise_guard_holds_a_page_that_changes_at_every_fetch() -> None:
         record = {"visits": n + 1, "wait": wait, "fetched": now, "discovered": 0.0, "policy": v.policy_state}
         now += wait
     assert waits[-1] == 28 * DAY
+
+
+def test_posterior_log_rate_variance_is_the_laplace_curvature() -> None:
+    from scrapy_adaptive.policies.estimators import posterior_log_rate
+
+    prior = math.log(1 / (7 * DAY))
+    u, var = posterior_log_rate([], 0.0, 0, prior, 1.5)
+    assert (u, var) == (pytest.approx(prior), pytest.approx(1.5**2))  # no data: the prior itself
+    _, few = posterior_log_rate([DAY, 3 * DAY], 10 * DAY, 0, prior, 1.5)
+    _, many = posterior_log_rate([DAY, 3 * DAY] * 10, 100 * DAY, 0, prior, 1.5)
+    assert many < few < 1.5**2  # data narrow the posterior
+
+
+def test_population_prior_learns_mean_and_spread_from_urls_with_few_visits() -> None:
+    """Empirical Bayes over every URL: 3 visits each are enough for the population.
+
+    Learning from mature URLs only would put the mean too high (fast pages
+    have many visits first); EM on the Laplace posteriors recovers the mean,
+    and a spread that is narrower than the truth by design (the Laplace
+    variance misses the tail of all-changed histories; see PopulationPrior).
+    """
+    rng = random.Random(7)
+    mu, sigma = math.log(1 / (14 * DAY)), 1.0
+    interval = 14 * DAY
+    estimator = RateEstimator()
+    prior = PopulationPrior(min_count=50, epoch="t")
+    memories = []
+    for _ in range(2_000):
+        lam = math.exp(rng.gauss(mu, sigma))
+        obs = [[round(interval), int(rng.random() < 1 - math.exp(-lam * interval))] for _ in range(3)]
+        memories.append({"o": obs})
+    for _ in range(15):  # EM sweeps: each URL re-contributes under the current prior
+        for memory in memories:
+            prior.update(memory, *estimator.posterior(memory, prior.get()))
+    learned_mu, learned_sigma = prior.get()
+    assert prior.n == 2_000
+    assert learned_mu == pytest.approx(mu, abs=0.2)
+    assert 0.55 * sigma < learned_sigma < sigma
+    for memory in memories:  # withdrawing every contribution leaves nothing behind
+        prior.update(memory, None)
+    assert prior.n == 0 and abs(prior.s1) < 1e-6
+    assert prior.get() == prior.fallback

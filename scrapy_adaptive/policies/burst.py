@@ -91,8 +91,9 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
             memory["s"] = 1 if visit.change is ChangeState.CHANGED else 0
         noise = self.is_noise(memory)
         host = self.host_of(visit.url)
-        mature = self.estimator.mature(memory) and not noise
-        self.allocator.register(memory, host, 0.0 if noise else rate, mature=mature)
+        if noise:
+            self.prior.update(memory, None)
+        self.allocator.register(memory, host, 0.0 if noise else rate)
         if not first:
             self.allocator.note_fetch(now)
         visit.policy_state = memory

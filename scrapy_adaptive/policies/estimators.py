@@ -123,7 +123,25 @@ def posterior_mode_rate(
     start: float | None = None,
     tol: float = 1e-6,
 ) -> float:
-    """Most probable λ given censored and exact observations and a prior.
+    """Most probable λ given censored and exact observations and a prior
+    (the mode of :func:`posterior_log_rate`)."""
+    u, _ = posterior_log_rate(
+        changed, exposure, exact_changes, prior_log_mean, prior_log_sd, start=start, tol=tol
+    )
+    return math.exp(u)
+
+
+def posterior_log_rate(
+    changed: Sequence[float],
+    exposure: float,
+    exact_changes: int,
+    prior_log_mean: float,
+    prior_log_sd: float,
+    *,
+    start: float | None = None,
+    tol: float = 1e-6,
+) -> tuple[float, float]:
+    """Laplace approximation of the posterior of u = ln λ: (mode, variance).
 
     Maximises, over u = ln λ,
     Σ ln(1 − e^(−λtᵢ)) + X·u − λ·T − (u − μ)²/(2σ²)
@@ -133,7 +151,9 @@ def posterior_mode_rate(
     u is Σ xᵢ/(e^(xᵢ) − 1) + X − λT − (u − μ)/σ² with xᵢ = λtᵢ: strictly
     decreasing, so the root is unique.  Safeguarded Newton (bisection
     whenever a step leaves the bracket) converges in a few steps from the
-    previous estimate.
+    previous estimate.  The variance is −1/slope at the mode: how much the
+    data have narrowed the prior, which the population prior learns from
+    (see ``rate.PopulationPrior``).
     """
     inv_var = 1.0 / (prior_log_sd * prior_log_sd)
 
@@ -165,19 +185,23 @@ def posterior_mode_rate(
         lo, hi = hi, hi + step
         s_hi, _ = score_and_slope(hi)
         step *= 2
-    if lo == hi:
-        return math.exp(lo)
-    u = min(max(u, lo), hi)
-    for _ in range(100):
-        s, d = score_and_slope(u)
-        if s > 0:
-            lo = u
-        else:
-            hi = u
-        new = u - s / d if d < 0 else (lo + hi) / 2
-        if not lo < new < hi:
-            new = (lo + hi) / 2
-        if abs(new - u) < tol or hi - lo < tol:
-            return math.exp(new)
-        u = new
-    return math.exp(u)
+    if lo != hi:
+        u = min(max(u, lo), hi)
+        for _ in range(100):
+            s, d = score_and_slope(u)
+            if s > 0:
+                lo = u
+            else:
+                hi = u
+            new = u - s / d if d < 0 else (lo + hi) / 2
+            if not lo < new < hi:
+                new = (lo + hi) / 2
+            done = abs(new - u) < tol or hi - lo < tol
+            u = new
+            if done:
+                break
+    else:
+        u = lo
+    _, slope = score_and_slope(u)
+    return u, -1.0 / slope if slope < 0 else prior_log_sd * prior_log_sd
+

@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 
 from ..frontier.record import ChangeState, Visit
 from .base import WaitParams, WaitPolicy
-from .estimators import posterior_mode_rate
+from .estimators import posterior_log_rate
 from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, visit_time
 from .noise import NoiseDetector, NoiseVerdict
 
@@ -42,12 +42,32 @@ from .noise import NoiseDetector, NoiseVerdict
 
 
 class PopulationPrior:
-    """Log-normal prior on λ: mean and spread of the log-rates of mature URLs.
+    """Log-normal prior on λ, learned from the whole population (empirical Bayes).
 
-    Aggregate state only (three sums).  URLs register their current
-    estimate once they have enough observations for it to be dominated by
-    their own data, so the prior is not learned from itself.  Until
-    ``min_count`` URLs are mature the configured fallback is used.
+    The prior is what a URL's rate is believed to be before its own visits
+    say much, so it decides the early allocation, and early allocation is
+    most of what a learner loses against an oracle.  It is fitted by
+    online EM over every URL with at least one observation: each URL
+    contributes the Laplace posterior of its u = ln λ, a mode m and a
+    variance v, and the prior is μ = mean(m), σ² = mean(v + m²) − μ².
+    Learning only from *mature* URLs (many observations) would be biased:
+    fast pages mature first, so the prior would sit too high for months
+    (switching to EM over all URLs took the Poisson world at 0.5Λ from 84.0
+    to 86.6 % efficiency, within a point of a prior told the truth).
+
+    The Laplace variance misses the long right tail of a URL that changed
+    at each of its few visits, so σ comes out narrower than the truth (0.7
+    for 1.0 with three visits per URL).  Exact moments by quadrature were
+    tried and lost 0.6–0.8 points: with the posterior *mode* setting the
+    wait, a little extra shrinkage of sparse histories pays.
+
+    Aggregate state only (three sums).  A URL keeps its last contribution in
+    its memory (``pp`` = ``[epoch, m, v]``) so that a new one replaces it
+    exactly; contributions made by another instance (``epoch``, e.g. before
+    a restart) are left alone.  Contributions are computed under the prior
+    of the moment, so the sums converge as URLs are revisited, which is the
+    E-step done incrementally.  Until ``min_count`` URLs contribute, the
+    configured fallback is used.
     """
 
     def __init__(
@@ -56,22 +76,31 @@ class PopulationPrior:
         log_sd: float = 2.0,
         *,
         min_count: int = 50,
-        inflate: float = 1.25,
-        min_sd: float = 0.75,
+        min_sd: float = 0.5,
+        epoch: str | None = None,
     ) -> None:
         self.fallback = (math.log(rate), log_sd)
         self.min_count = min_count
-        self.inflate = inflate
         self.min_sd = min_sd
+        self.epoch = epoch or uuid.uuid4().hex[:8]
         self.n = 0
         self.s1 = 0.0
         self.s2 = 0.0
 
-    def add(self, rate: float, sign: int = 1) -> None:
-        u = math.log(max(rate, 1e-12))
+    def _add(self, m: float, v: float, sign: int) -> None:
         self.n += sign
-        self.s1 += sign * u
-        self.s2 += sign * u * u
+        self.s1 += sign * m
+        self.s2 += sign * (m * m + v)
+
+    def update(self, memory: dict[str, Any], log_rate: float | None, variance: float = 0.0) -> None:
+        """Replace this URL's contribution (kept in *memory*); None withdraws it."""
+        old = memory.pop("pp", None)
+        if old and old[0] == self.epoch:
+            self._add(float(old[1]), float(old[2]), -1)
+        if log_rate is not None and math.isfinite(log_rate):
+            m, v = round(log_rate, 6), round(max(0.0, variance), 6)
+            self._add(m, v, 1)
+            memory["pp"] = [self.epoch, m, v]
 
     def get(self) -> tuple[float, float]:
         """(μ, σ) of ln λ (λ in changes per second)."""
@@ -79,7 +108,7 @@ class PopulationPrior:
             return self.fallback
         mean = self.s1 / self.n
         var = max(self.s2 / self.n - mean * mean, 0.0)
-        return mean, max(self.min_sd, self.inflate * math.sqrt(var))
+        return mean, max(self.min_sd, math.sqrt(var))
 
 
 # -- per-URL estimation ---------------------------------------------------------------------
@@ -113,7 +142,6 @@ class RateEstimator:
 
     window: int = 24
     trust_last_modified: bool = True
-    mature_after: int = 8
 
     def observe(
         self, memory: dict[str, Any], interval: float, visit: Visit, previous_fetch: float | None, now: float | None
@@ -141,6 +169,10 @@ class RateEstimator:
         return True
 
     def estimate(self, memory: Mapping[str, Any], prior: tuple[float, float]) -> float:
+        return math.exp(self.posterior(memory, prior)[0])
+
+    def posterior(self, memory: Mapping[str, Any], prior: tuple[float, float]) -> tuple[float, float]:
+        """Laplace posterior of ln λ: (mode, variance)."""
         changed: list[float] = []
         exposure = 0.0
         exact = 0
@@ -151,11 +183,8 @@ class RateEstimator:
             else:
                 exposure += float(seconds)
                 exact += kind == EXACT
-        start = memory.get("e")
-        return posterior_mode_rate(changed, exposure, exact, prior[0], prior[1], start=start)
+        return posterior_log_rate(changed, exposure, exact, prior[0], prior[1], start=memory.get("e"))
 
-    def mature(self, memory: Mapping[str, Any]) -> bool:
-        return len(memory.get("o", [])) >= self.mature_after
 
 
 def default_host(url: str | None) -> str:
@@ -255,17 +284,13 @@ class RateAllocator:
         if host not in self._caps:
             self._cell_add(self._global, b, rate, sign)
 
-    def register(self, memory: dict[str, Any], host: str, rate: float, *, mature: bool = False) -> None:
+    def register(self, memory: dict[str, Any], host: str, rate: float) -> None:
         """Replace this URL's registered rate (kept in *memory*) by *rate*."""
         old = memory.get("al")
         if old and old[0] == self.epoch and old[1] in self._hosts:
             self._apply(old[1], float(old[2]), -1)
-            if old[3]:
-                self.prior.add(float(old[2]), -1)
         self._apply(host, rate, 1)
-        if mature:
-            self.prior.add(rate, 1)
-        memory["al"] = [self.epoch, host, rate, int(mature)]
+        memory["al"] = [self.epoch, host, rate]
         self._registered += 0 if old and old[0] == self.epoch else 1
         self._pending += 1
         self._maybe_solve()
@@ -442,8 +467,11 @@ class _RatePolicy(WaitPolicy):
         observed = False
         if interval is not None:
             observed = self.estimator.observe(memory, interval, visit, history.get("fetched"), now)
-        rate = self.estimator.estimate(memory, self.prior.get())
+        log_rate, variance = self.estimator.posterior(memory, self.prior.get())
+        rate = math.exp(log_rate)
         memory["e"] = rate
+        if memory.get("o"):
+            self.prior.update(memory, log_rate, variance)
         return rate, now, observed
 
     def noise_check(self, history: Mapping[str, Any], visit: Visit, memory: dict[str, Any]) -> NoiseVerdict:
@@ -515,9 +543,9 @@ class ProportionalWaitPolicy(_RatePolicy):
         verdict = self.noise_check(history, visit, memory)
         noise = verdict.flagged
         host = self.host_of(visit.url)
-        self.allocator.register(
-            memory, host, 0.0 if noise else rate, mature=self.estimator.mature(memory) and not noise
-        )
+        if noise:
+            self.prior.update(memory, None)
+        self.allocator.register(memory, host, 0.0 if noise else rate)
         if not first:
             self.allocator.note_fetch(now)
         visit.policy_state = memory
@@ -561,13 +589,8 @@ class PrecisionWaitPolicy(_RatePolicy):
         rate, _, _ = self._estimate(history, visit, memory)
         verdict = self.noise_check(history, visit, memory)
         noise = verdict.flagged
-        old = memory.get("pm")
-        if old is not None:
-            self.prior.add(float(old), -1)
-            memory.pop("pm")
-        if self.estimator.mature(memory) and not noise:
-            self.prior.add(rate, 1)
-            memory["pm"] = rate
+        if noise:
+            self.prior.update(memory, None)
         visit.policy_state = memory
         normal = self.max_wait if rate <= 0 else clamp(self.hazard / rate, self.min_wait, self.max_wait)
         return self.noise_guard.wait(memory, verdict, normal, self.max_wait)
