@@ -47,6 +47,7 @@ from .crawllog import CrawlLog
 from .engine import EngineWaker
 from .frontier import AddResult, ChangeState, Frontier, Outcome, Politeness, UrlRecord, Visit
 from .frontier.store import StoreError
+from .hints import META_HINT, count_settled, take_hint
 from .matching import media_type
 from .policies import PolicyStack, load_wait_policy
 from .politeness import QueueKeyer, parse_crawl_delay
@@ -251,6 +252,8 @@ class AdaptiveScheduler(BaseScheduler):
             self.stats.inc_value("adaptive/enqueued/refused")
             return False
         self.stats.inc_value(f"adaptive/enqueued/{result.value}")
+        if META_HINT in request.meta:
+            take_hint(self.frontier, self.policy.hint_wait, self.stats, fp, request, new=result is AddResult.NEW)
         if result is not AddResult.DUPLICATE:
             self._arm_wake()
         # A known URL is not "dropped": it is in the frontier, just not new.
@@ -372,6 +375,7 @@ class AdaptiveScheduler(BaseScheduler):
             return None
         if record is not None:
             self._count(record, visit)
+            count_settled(self.stats, request.meta.get(META_RECORD), visit)
             if self.crawl_log is not None:
                 self.crawl_log.write(record, visit)
             if visit.outcome is Outcome.RETRY and record.outcome == Outcome.RETRY.value:

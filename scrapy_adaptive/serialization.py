@@ -42,6 +42,7 @@ PER_FETCH_META = frozenset(
         "adaptive_prediction",
         "adaptive_validators_sent",
         "adaptive_abort_length",
+        "adaptive_hint",
     }
 )
 

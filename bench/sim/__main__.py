@@ -37,6 +37,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--fetch-cap", type=float, help="crawler throughput cap, × the budget (e.g. 1.0)")
     p.add_argument("--no-calibrate", action="store_true", help="run rule-based policies with their own parameters")
     p.add_argument("--calibration-scale", type=float, default=0.1, help="world fraction used to calibrate rules")
+    p.add_argument("--hint-recall", type=float, help="share of changes announced by a hint (sitemap, feed)")
+    p.add_argument("--hint-precision", type=float, help="share of hints that announce a real change")
+    p.add_argument("--hint-delay", type=float, help="mean delay of a hint after its change (seconds)")
     p.add_argument("--json", help="write every result here")
     p.add_argument("--svg-dir", help="write learning-curve and budget SVG charts here")
     args = p.parse_args(argv)
@@ -48,6 +51,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def run(args: argparse.Namespace) -> list[RunResult]:
     spec = preset(args.world, seed=args.seed, scale=args.scale, days=args.days)
+    for name in ("hint_recall", "hint_precision", "hint_delay"):
+        if getattr(args, name) is not None:
+            setattr(spec, name, getattr(args, name))
     world = build_world(spec)
     lam = world.total_rate() * 86_400
     print(
@@ -55,6 +61,12 @@ def run(args: argparse.Namespace) -> list[RunResult]:
         f"Λ = {lam:.0f} changes/day, seed {spec.seed}, detection {args.detection}",
         flush=True,
     )
+    if world.hints:
+        print(
+            f"hints: recall {spec.hint_recall:g}, precision {spec.hint_precision:g}, "
+            f"mean delay {spec.hint_delay:g}s: {len(world.hints)} hints",
+            flush=True,
+        )
     results: list[RunResult] = []
     for factor in args.budget_factor:
         config = RunConfig(detection=args.detection)
@@ -78,6 +90,9 @@ def run(args: argparse.Namespace) -> list[RunResult]:
         print(table(batch))
         print()
         print(kind_table(batch))
+        for r in batch:
+            if "hints" in r.extra:
+                print(f"{r.name:<14} hints: " + ", ".join(f"{k} {v}" for k, v in sorted(r.extra["hints"].items())))
         print(flush=True)
         results.extend(batch)
         if args.svg_dir:

@@ -17,6 +17,11 @@ throughput is capped: URLs then wait in their queues and are issued late.
 The bucket starts with one token per URL known at the start, so the cap
 limits revisits, not the first crawl.  This is how a rule with no budget
 knob (Heritrix's) is held to a budget: "capped at B".
+
+Change hints of the world (:mod:`.hints`) are handed to
+:meth:`Frontier.hint` with the policy's ``hint_wait`` when the clock reaches
+them, exactly as the crawler's scheduler does for a request's
+``adaptive_hint``; their fate is counted in ``result.extra["hints"]``.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from email.utils import formatdate
 from typing import Any
 
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit
+from scrapy_adaptive.frontier.hints import CONFIRMED, REFUTED, Hint
 from scrapy_adaptive.policies.base import WaitPolicy
 
 from .metrics import Metrics, RunResult
@@ -110,6 +116,9 @@ def simulate(
     tokens = float(known)  # the cap limits revisits: the first crawl is paid up front
     t_tokens = world.start
     wall = time.perf_counter()
+    hints, h_next = world.hints, 0
+    hint_counts: dict[str, int] = {}
+    source = world.spec.hint_source
 
     while True:
         now = clock[0]
@@ -117,6 +126,12 @@ def simulate(
             break
         if pending and (pending[-1].discovered or 0.0) <= now:
             discover(now)
+        while h_next < len(hints) and hints[h_next].time <= now:
+            h = hints[h_next]
+            h_next += 1
+            hint = Hint(pages[h.page].url, h.modified, source)
+            fate = frontier.hint(_FP.pack(h.page), hint, policy.hint_wait).value
+            hint_counts[fate] = hint_counts.get(fate, 0) + 1
         if cap:
             if tokens < bucket:
                 tokens = min(bucket, tokens + (now - t_tokens) * cap)
@@ -131,6 +146,8 @@ def simulate(
             if pending:
                 upcoming = pending[-1].discovered or 0.0
                 ready = upcoming if ready is None else min(ready, upcoming)
+            if h_next < len(hints):
+                ready = hints[h_next].time if ready is None else min(ready, hints[h_next].time)
             if ready is None or ready > end:
                 break
             clock[0] = max(now, ready)
@@ -174,13 +191,19 @@ def simulate(
             url=page.url,
             depth=0,
             overdue=issued.overdue,
+            fetched=now,
         )
         visit.wait = policy.next_wait(issued.record.snapshot(), visit)
         if not (visit.wait >= 0 and math.isfinite(visit.wait)):
             raise ValueError(f"{type(policy).__name__} returned an invalid wait {visit.wait!r} for {page.url}")
         frontier.update(issued.fp, visit)
+        for word in (CONFIRMED, REFUTED):
+            if word in visit.annotations:
+                hint_counts[word] = hint_counts.get(word, 0) + 1
 
     result = metrics.finish(ptr, seen)
+    if hints:
+        result.extra["hints"] = {"received": h_next, **hint_counts}
     result.name = name or type(policy).__name__
     result.wall_seconds = time.perf_counter() - wall
     return result

@@ -19,7 +19,8 @@ Page classes (``Page.kind``):
 Hosts have Zipf-distributed sizes; a share of them sets a robots.txt
 Crawl-delay (a politeness cap); a share honours conditional GETs (an
 unchanged page then costs a few hundred bytes); a share sends a truthful
-Last-Modified.
+Last-Modified.  Worlds may announce changes through hints (``hint_*``
+fields, :mod:`.hints`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import math
 import random
 from dataclasses import dataclass, field
 
+from .hints import SimHint, make_hints
 from .intensity import CONSTANT, Piecewise
 
 DAY = 86_400.0
@@ -85,6 +87,12 @@ class WorldSpec:
     crawl_delay: float = 1_800.0  #: 2 fetches an hour
     conditional_share: float = 0.5
     last_modified_share: float = 0.0
+    #: change hints (sitemaps, feeds; see hints.py): share of changes announced
+    #: (0: none), share of hints that are true, mean delay (s), source name
+    hint_recall: float = 0.0
+    hint_precision: float = 1.0
+    hint_delay: float = 3_600.0
+    hint_source: str = "sitemap"
 
 
 @dataclass
@@ -94,6 +102,8 @@ class World:
     pages: list[Page]
     start: float
     end: float
+    #: change hints, sorted by arrival
+    hints: list[SimHint] = field(default_factory=list)
 
     @property
     def duration(self) -> float:
@@ -219,7 +229,7 @@ def build_world(spec: WorldSpec) -> World:
                     created=start - rng.uniform(0, 365 * DAY),
                 )
             )
-    return World(spec, hosts, pages, start, end)
+    return World(spec, hosts, pages, start, end, make_hints(spec, pages, start, end))
 
 
 #: the named worlds of the lab (20,000 URLs, 200 hosts, 180 days unless scaled)
@@ -231,6 +241,7 @@ PRESETS: dict[str, dict[str, object]] = {
     "noise": {"mix": {"poisson": 0.95, "noise": 0.05}},
     "polite": {"mix": {"poisson": 1.0}, "crawl_delay_share": 0.2},
     "lastmod": {"mix": {"poisson": 1.0}, "last_modified_share": 0.5},
+    "hints": {"mix": {"poisson": 1.0}, "hint_recall": 0.8, "hint_precision": 0.9},
     "web": {
         "mix": {"poisson": 0.4, "static": 0.2, "bursty": 0.15, "diurnal": 0.2, "noise": 0.05},
         "crawl_delay_share": 0.1,

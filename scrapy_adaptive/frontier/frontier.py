@@ -10,6 +10,10 @@ import: :meth:`Frontier.add`, :meth:`Frontier.next` and
   as *out*; ``update`` folds a visit's verdict into the record and moves the
   URL to its next time, in one atomic write.
 * The frontier is the duplicate filter: a fingerprint has one record.
+* ``hint`` takes a site's announcement that a known URL changed (a sitemap
+  ``lastmod``, a feed entry): the wait policy decides whether to move the
+  visit earlier, the visit that follows settles the hint, and each host
+  keeps a per-source track record (:mod:`.hints`).
 * Politeness is enforced here, once: a queue issues at most ``valence``
   URLs at a time, and after each fetch its slot rests for
   ``clamp(delay_factor × duration, min_delay, max_delay)`` (or the host's
@@ -27,11 +31,13 @@ import json
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+from . import hints
+from .hints import Hint, HintResult
 from .hostqueue import HostQueue, QueueState
 from .keys import NEVER_MS, time_to_ms
 from .record import ChangeState, Outcome, UrlRecord, Visit
@@ -105,6 +111,8 @@ class Frontier:
         self._urls = 0
         self._visits = 0
         self._versions = 0
+        #: hint source -> [confirmed, refuted, Σq] over every queue
+        self._hint_pooled: dict[str, list[float]] = {}
         #: recent overdue times (seconds) of issued URLs, for percentiles
         self.overdue_samples: deque[float] = deque(maxlen=2000)
 
@@ -123,6 +131,9 @@ class Frontier:
             q.visits, q.versions = int(data.get("vi", 0)), int(data.get("ve", 0))
             q.crawl_delay = data.get("cd")
             q.trust = dict(data.get("tr") or {})
+            q.hint_trust = {str(k): hints.counts(v) for k, v in (data.get("hn") or {}).items()}
+            for source, counts in q.hint_trust.items():
+                hints.pool(self._hint_pooled.setdefault(source, [0.0, 0.0, 0.0]), counts)
             self._urls += q.urls
             self._schedulable += q.urls - q.never
             self._visits += q.visits
@@ -308,6 +319,79 @@ class Frontier:
             return Issued(fp, record, overdue)
         return None
 
+    def hint(
+        self,
+        fp: bytes,
+        hint: Hint,
+        decide: Callable[[Mapping[str, Any], Hint], float | None] | None = None,
+    ) -> HintResult:
+        """Take a change hint for a known URL; maybe move its visit earlier.
+
+        What cannot be news is dropped here, for every policy alike: an
+        unknown or out URL, one that will never be visited again, a claimed
+        modification not later than the last visit (the visit saw it), and a
+        second hint while an acted-on one still waits.  Otherwise *decide*
+        (the wait policy's ``hint_wait``) gets the record's snapshot and the
+        hint, completed with its receipt time and its source's track record,
+        and answers the seconds from now until the visit, or None.  Only a
+        visit earlier than the planned one is applied; the hint is then kept
+        on the record until that visit settles it (see :meth:`update`).
+        """
+        raw = self.store.get_record(fp)
+        if raw is None:
+            return HintResult.UNKNOWN
+        if fp in self._out:
+            return HintResult.OUT
+        record = UrlRecord.from_bytes(raw)
+        if record.never:
+            return HintResult.NEVER
+        if hint.modified is not None and record.fetched is not None and hint.modified <= record.fetched:
+            return HintResult.STALE
+        if record.hint:
+            return HintResult.PENDING
+        now = self.clock()
+        q = self._queues[record.queue]
+        own = hints.counts(q.hint_trust.get(hint.source))
+        pooled = hints.counts(self._hint_pooled.get(hint.source))
+        hint = replace(hint, received=now, trust=(own[0], own[1], own[2]), pooled=(pooled[0], pooled[1], pooled[2]))
+        wait = decide(record.snapshot(), hint) if decide is not None else None
+        if wait is None or not (wait >= 0 and math.isfinite(wait)):
+            return HintResult.DECLINED
+        new_ms = time_to_ms(now + wait)
+        if new_ms >= record.next_ms:
+            return HintResult.LATER
+        old_entry = (record.directive, record.next_ms, fp)
+        batch = Batch()
+        batch.move_entry((record.queue, *old_entry), (record.queue, record.directive, new_ms, fp))
+        record.next_ms = new_ms
+        record.hint = {"t": round(now, 3), "m": hint.modified, "s": hint.source}
+        batch.records[fp] = record.to_bytes()
+        self._write(batch, q)
+        self._moved(q, old_entry, (record.directive, new_ms, fp))
+        self._schedule(q)
+        return HintResult.ACTED
+
+    def _settle_hint(self, q: HostQueue, record: UrlRecord, visit: Visit) -> None:
+        """Score an acted-on hint by the visit it caused, per host and source."""
+        if record.hint is None or visit.outcome is Outcome.RETRY:
+            return  # a retry is not the visit yet
+        source = str(record.hint.get("s"))
+        record.hint = None
+        if visit.outcome is not Outcome.VISITED or visit.change is ChangeState.UNKNOWN:
+            return
+        confirmed = visit.change is ChangeState.CHANGED
+        old = hints.counts(q.hint_trust.get(source))
+        new = hints.observe(old, confirmed, visit.hint_base or 0.0)
+        q.hint_trust[source] = new
+        pooled = self._hint_pooled.setdefault(source, [0.0, 0.0, 0.0])
+        hints.pool(pooled, old, -1)
+        hints.pool(pooled, new)
+        visit.annotations.append(hints.CONFIRMED if confirmed else hints.REFUTED)
+
+    def hint_report(self) -> dict[str, dict[str, list[float]]]:
+        """Every queue's hint track record (source -> [confirmed, refuted, Σq])."""
+        return {name: {s: list(c) for s, c in q.hint_trust.items()} for name, q in self._queues.items() if q.hint_trust}
+
     def fetch_ended(self, fp: bytes, duration: float) -> None:
         """The download of *fp* is over: start its slot's politeness wait.
 
@@ -388,6 +472,7 @@ class Frontier:
 
         if visit.host_trust is not None:
             q.trust = visit.host_trust
+        self._settle_hint(q, record, visit)
         batch = Batch(records={fp: record.to_bytes()})
         batch.move_entry(old, (record.queue, record.directive, record.next_ms, fp))
         if record.never != was_never:

@@ -53,6 +53,8 @@ class HostQueue:
     crawl_delay: float | None = None
     #: how far this host's validators can be believed (see change/trust.py)
     trust: dict[str, int] = field(default_factory=dict)
+    #: change-hint sources of this host -> [confirmed, refuted, Σq] (hints.py)
+    hint_trust: dict[str, list[float]] = field(default_factory=dict)
     #: bumped whenever the queue is (re)pushed on the frontier's heap, so
     #: stale heap entries can be recognised and skipped
     heap_version: int = 0
@@ -133,4 +135,6 @@ class HostQueue:
             data["cd"] = self.crawl_delay
         if self.trust:
             data["tr"] = self.trust
+        if self.hint_trust:
+            data["hn"] = self.hint_trust
         return data

@@ -87,6 +87,10 @@ class Visit:
     prediction: str | None = None
     host_trust: dict[str, int] | None = None
     fetched: float | None = None
+    #: on a visit brought forward by a change hint, the probability the wait
+    #: policy gave a change since the last visit *without* the hint, so the
+    #: hint is credited only with what it adds (see hints.py)
+    hint_base: float | None = None
 
 
 @dataclass
@@ -122,6 +126,9 @@ class UrlRecord:
     reason: str | None = None
     history: list[list[Any]] = field(default_factory=list)
     policy: dict[str, Any] = field(default_factory=dict)
+    #: an acted-on change hint waiting for its visit: ``{"t": received,
+    #: "m": claimed modification or None, "s": source}`` (see hints.py)
+    hint: dict[str, Any] | None = None
 
     # field name -> stored key; one table so encoding and decoding agree
     _KEYS = {
@@ -149,6 +156,7 @@ class UrlRecord:
         "reason": "rs",
         "history": "hi",
         "policy": "ps",
+        "hint": "hn",
     }
 
     #: the request's stored bytes and the dict they were read into (not saved)
@@ -214,6 +222,7 @@ class UrlRecord:
             "discovered": self.discovered,
             "history": [list(h) for h in self.history],
             "policy": dict(self.policy),
+            "hint": dict(self.hint) if self.hint else None,
         }
 
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from ..frontier.hints import Hint
 from ..frontier.record import Visit
 from ..settings import ConfigError
 
@@ -116,6 +117,20 @@ class WaitPolicy(ABC):
     @abstractmethod
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
         """Seconds until the next visit."""
+
+    def hint_wait(self, history: Mapping[str, Any], hint: Hint) -> float | None:
+        """Seconds from the hint's receipt until a visit, or None to ignore it.
+
+        *hint* says the site announced a change (a sitemap ``lastmod``, a
+        feed entry); it carries its receipt time and its source's track
+        record on this host (:class:`~scrapy_adaptive.frontier.hints.Hint`).
+        The frontier applies the answer only if it is earlier than the
+        planned visit.  The default ignores hints, so a policy that has not
+        thought about how an early visit enters its estimates and budget is
+        never handed one.  The visit that follows an acted-on hint sees it in
+        ``history["hint"]``.
+        """
+        return None
 
 
 class DefaultWaitPolicy(WaitPolicy):

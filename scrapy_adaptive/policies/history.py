@@ -4,7 +4,9 @@ A policy has no clock (so the crawler and the simulator run the same code):
 the time of the visit being judged is recovered from the record.  The URL
 was due at ``fetched + wait`` and the frontier reports how late it was
 issued (``visit.overdue``), so the visit happened at their sum.  A first
-visit happens ``overdue`` seconds after discovery.
+visit happens ``overdue`` seconds after discovery.  When the verdict carries
+its own time (``visit.fetched``: the crawler and the simulator set it), that
+time wins: it stays right when a change hint made the visit early.
 """
 
 from __future__ import annotations
@@ -25,16 +27,25 @@ def is_first_visit(history: Mapping[str, Any]) -> bool:
 def elapsed(history: Mapping[str, Any], visit: Visit) -> float | None:
     """Seconds since the previous visit, or None on a first visit.
 
-    ``wait + overdue`` is the interval actually observed, which is what an
-    estimator must use (a late visit had more time to see a change).
+    The interval actually observed is what an estimator must use (a late
+    visit had more time to see a change): ``visit.fetched`` minus the last
+    fetch when the visit carries its time, else ``wait + overdue``.  The
+    fetch times win because a visit can come *early*: a change hint moves
+    the URL forward (:meth:`Frontier.hint`), and ``overdue`` is then counted
+    from the new, earlier time, so ``wait + overdue`` would claim the whole
+    planned interval.
     """
     if is_first_visit(history):
         return None
+    if visit.fetched is not None:
+        return max(0.0, float(visit.fetched) - float(history["fetched"]))
     return max(0.0, float(history["wait"]) + float(visit.overdue or 0.0))
 
 
 def visit_time(history: Mapping[str, Any], visit: Visit) -> float | None:
     """Absolute time of this visit (seconds since the epoch), if knowable."""
+    if visit.fetched is not None:
+        return float(visit.fetched)
     overdue = float(visit.overdue or 0.0)
     if not is_first_visit(history):
         return float(history["fetched"]) + float(history["wait"]) + overdue

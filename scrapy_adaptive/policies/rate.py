@@ -32,9 +32,11 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..frontier.hints import Hint
 from ..frontier.record import ChangeState, Visit
 from .base import WaitParams, WaitPolicy
 from .estimators import posterior_log_rate
+from .hints import accept, base_probability, confirmed_hint, hinted_visit, marginal_value
 from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, visit_time
 from .noise import NoiseDetector, NoiseVerdict
 
@@ -265,6 +267,7 @@ class RateAllocator:
         self._t0: float | None = None
         self._t_last: float | None = None
         self._t_control: float | None = None
+        self._hinted = 0.0  #: revisits made on change hints, decayed like _count
 
     # -- registration ----------------------------------------------------------
 
@@ -335,14 +338,16 @@ class RateAllocator:
 
     # -- the control loop ---------------------------------------------------------
 
-    def note_fetch(self, now: float | None) -> None:
-        """Count one revisit at *now* (for the budget feedback)."""
+    def note_fetch(self, now: float | None, *, hinted: bool = False) -> None:
+        """Count one revisit at *now* (for the budget feedback); *hinted*: a
+        visit a change hint brought forward, outside the plan."""
         if now is None:
             return
         if self._t0 is None:
             self._t0 = self._t_last = self._t_control = now
         dt = max(0.0, now - (self._t_last or now))
         self._count = self._count * math.exp(-dt / self.control_window) + 1.0
+        self._hinted = self._hinted * math.exp(-dt / self.control_window) + hinted
         self._t_last = max(now, self._t_last or now)
         self._pending += 1
         self._maybe_solve()
@@ -355,6 +360,17 @@ class RateAllocator:
         if span < self.control_window:
             return None
         return self._count / (self.control_window * (1.0 - math.exp(-span / self.control_window)))
+
+    def hinted_rate(self) -> float:
+        """Revisits per second made on change hints (0 until a quarter window).
+
+        They are paid from the same budget, so the schedule is planned for
+        what they leave (see :mod:`.hints`).
+        """
+        if self._t0 is None or self._t_last is None or self._t_last - self._t0 < self.control_window / 4:
+            return 0.0
+        span = self._t_last - self._t0
+        return self._hinted / (self.control_window * (1.0 - math.exp(-span / self.control_window)))
 
     def _control(self) -> None:
         realised = self.realised_rate()
@@ -410,7 +426,8 @@ class RateAllocator:
         self._pending = 0
         self._solved = True
         self._control()
-        target = self.budget * self.correction
+        # hinted revisits come first; the schedule keeps at least a tenth
+        target = max(self.budget * self.correction - self.hinted_rate(), 0.1 * self.budget)
         if not self._hosts:
             return
         r = self._solve_ratio(self._total, target)
@@ -464,8 +481,10 @@ class _RatePolicy(WaitPolicy):
         """Fold this visit into *memory*; return (λ̂, time of the visit, observed?)."""
         now = visit_time(history, visit)
         interval = elapsed(history, visit)
+        if hinted_visit(history):  # the hint is credited only with what it adds (hints.py)
+            visit.hint_base = base_probability(float(memory.get("e") or 0.0), interval)
         observed = False
-        if interval is not None:
+        if interval is not None and not confirmed_hint(history, visit):  # timed by the change: see hints.py
             observed = self.estimator.observe(memory, interval, visit, history.get("fetched"), now)
         log_rate, variance = self.estimator.posterior(memory, self.prior.get())
         rate = math.exp(log_rate)
@@ -547,9 +566,19 @@ class ProportionalWaitPolicy(_RatePolicy):
             self.prior.update(memory, None)
         self.allocator.register(memory, host, 0.0 if noise else rate)
         if not first:
-            self.allocator.note_fetch(now)
+            self.allocator.note_fetch(now, hinted=hinted_visit(history))
         visit.policy_state = memory
         return self.noise_guard.wait(memory, verdict, self.allocator.wait(host, rate), self.max_wait)
+
+
+    def hint_wait(self, history: Mapping[str, Any], hint: Hint) -> float | None:
+        """Visit now if the source's learned precision beats what the last
+        scheduled fetch is worth, φ(r_h) (:mod:`.hints`).  A subclass with its
+        own ``next_wait`` is not handed hints unless it says how it accounts
+        for them."""
+        if type(self).next_wait is not ProportionalWaitPolicy.next_wait:
+            return None
+        return 0.0 if accept(hint, marginal_value(self.allocator.ratio_for(self.host_of(hint.url)))) else None
 
 
 class PrecisionWaitPolicy(_RatePolicy):
@@ -578,6 +607,10 @@ class PrecisionWaitPolicy(_RatePolicy):
         )
         self.precision = precision
         self.hazard = -math.log1p(-precision)
+
+    def hint_wait(self, history: Mapping[str, Any], hint: Hint) -> float | None:
+        """Visit now if the source's learned precision beats φ(−ln(1 − p*))."""
+        return 0.0 if accept(hint, marginal_value(self.hazard)) else None
 
     @classmethod
     def from_params(cls, params: WaitParams) -> PrecisionWaitPolicy:

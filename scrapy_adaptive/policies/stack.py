@@ -22,7 +22,8 @@ from urllib.parse import urlsplit
 
 from scrapy.utils.misc import load_object
 
-from ..frontier.record import Visit
+from ..frontier.hints import Hint
+from ..frontier.record import Outcome, Visit
 from ..matching import MATCH_KEYS, Matcher, check_entries
 from ..settings import AdaptiveConfig, ConfigError
 from .base import PARAM_KEYS, WaitParams, WaitPolicy
@@ -122,6 +123,12 @@ class PolicyStack(WaitPolicy):
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
         return self.select(visit).next_wait(history, visit)
+
+    def hint_wait(self, history: Mapping[str, Any], hint: Hint) -> float | None:
+        """Asks the policy that will judge the URL's next visit (matched on
+        the URL and the content type of its last visit)."""
+        probe = Visit(Outcome.VISITED, url=hint.url, content_type=history.get("content_type"))
+        return self.select(probe).hint_wait(history, hint)
 
 
 def load_wait_policy(config: AdaptiveConfig) -> PolicyStack:
