@@ -8,7 +8,16 @@
 * unknown (no body to compare): the fixed default wait;
 * optionally the time the visit was overdue is added to the last wait
   before the factor (the wait really observed);
-* always clamped to [min, max].
+* always clamped to [min, max];
+* with a noise guard (:class:`~.noise.NoiseDetector`; on when built from
+  settings, off when constructed directly): under raw-byte comparison a
+  page that differs at every fetch drives the rule to the minimum wait, and
+  the guard holds it at the maximum instead once short probes have shown
+  it.  In the lab's noise world with raw detection, uncapped, the rule
+  without the guard spends 85 % of its fetches on the 4.5 % noise pages
+  (2,500 revisits a day instead of 394); with it, 1.8 % (384 a day).  With
+  normalised detection the guard changes nothing there.  The lab's line
+  stays the thesis's rule (constructed directly, no guard).
 
 A multiplicative rule settles where P(change per visit) =
 ln a / (ln a + ln b): one change in two visits with the 1.5/1.5 defaults.
@@ -21,17 +30,21 @@ from typing import Any
 
 from ..frontier.record import ChangeState, Visit
 from .base import WaitParams, WaitPolicy
+from .history import elapsed, policy_memory
+from .noise import NoiseDetector
 
 
 class HeritrixWaitPolicy(WaitPolicy):
     """Multiplicative wait adjustment on change / no change."""
 
-    def __init__(self, params: WaitParams) -> None:
+    def __init__(self, params: WaitParams, *, noise: NoiseDetector | None = None) -> None:
         self.p = params
+        self.noise = noise
 
     @classmethod
     def from_params(cls, params: WaitParams) -> HeritrixWaitPolicy:
-        return cls(params)
+        """The crawler's Heritrix: the thesis's rule plus the noise guard, probing at the minimum wait."""
+        return cls(params, noise=NoiseDetector(params.minimum or 1.0))
 
     def initial_wait(self, visit: Visit) -> float:
         p = self.p
@@ -57,4 +70,9 @@ class HeritrixWaitPolicy(WaitPolicy):
                 wait = base / p.changed_factor
             else:
                 wait = base * p.unchanged_factor
-        return p.clamp(wait)
+        if self.noise is None:
+            return p.clamp(wait)
+        memory = policy_memory(history)
+        verdict = self.noise.observe(memory, visit.change, elapsed(history, visit))
+        visit.policy_state = memory
+        return self.noise.wait(memory, verdict, p.clamp(wait), p.maximum)

@@ -465,7 +465,7 @@ class _RatePolicy(WaitPolicy):
         prior: PopulationPrior | None = None,
         min_wait: float = 3_600.0,
         max_wait: float = 28 * DAY,
-        noise_run: int = 4,
+        noise_run: int = 8,
         noise: NoiseDetector | None = None,
     ) -> None:
         self.estimator = estimator or RateEstimator()
@@ -518,7 +518,7 @@ class ProportionalWaitPolicy(_RatePolicy):
         *,
         estimator: RateEstimator | None = None,
         host_of: Callable[[str | None], str] = default_host,
-        noise_run: int = 4,
+        noise_run: int = 8,
         noise: NoiseDetector | None = None,
     ) -> None:
         super().__init__(
@@ -597,7 +597,7 @@ class PrecisionWaitPolicy(_RatePolicy):
         max_wait: float = 28 * DAY,
         estimator: RateEstimator | None = None,
         prior: PopulationPrior | None = None,
-        noise_run: int = 4,
+        noise_run: int = 8,
         noise: NoiseDetector | None = None,
     ) -> None:
         if not 0.0 < precision < 1.0:
