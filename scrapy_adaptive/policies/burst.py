@@ -1,4 +1,4 @@
-"""Proportional allocation that follows bursts: rates conditioned on the last visit.
+"""Proportional allocation that follows bursts: rates conditioned on recent verdicts.
 
 Many pages do not change at a steady rate: they are quiet for weeks, then
 change several times within hours or days (an edit session, a news story,
@@ -6,40 +6,67 @@ a terms-of-service rollout).  The optimum for such a page visits when the
 *expected* hazard since the last visit reaches the common threshold r\\*,
 and right after a change the hazard is high.
 
-The burst state is hidden, but the last visit's verdict is a cheap proxy
-for it: a page just seen changed is more likely inside a burst.  So each
-URL keeps two rates, estimated from its own intervals split by what the
-visit *before* the interval found – λ₁ after a change, λ₀ after none –
-each regularised toward the URL's overall rate λ̄ (so a Poisson page,
-where both are equal, behaves exactly as under
-:class:`~.rate.ProportionalWaitPolicy`).  The next wait is r_h/λ_s for the
-current state s, so every interval carries about the same expected hazard.
+The burst state is hidden, but the last verdicts are a cheap proxy for it.
+Each interval is filed under the state it started from:
 
-The budget share is still set by λ̄: with equal hazard per interval a page
-is fetched about λ̄/r times per unit time whatever its burst pattern, so
-the allocator's accounting is unchanged.
+* ``0`` – the visit before it found a change (likely inside a burst);
+* ``1`` – one unchanged visit since the last change (the burst may be over);
+* ``2`` – two or more (quiet).
+
+A URL's rate in state s is λ̄·e^(δ_s), where λ̄ is its overall rate (the
+plain :class:`~.rate.RateEstimator` estimate) and δ_s is the *population's*
+offset for that state, learned by the same online EM as the rate prior
+(:class:`~.rate.PopulationPrior`, one per state, over each URL's offset
+instead of its log-rate).  A single URL sees a handful of bursts in months,
+too few to learn its own burst structure, but thousands of URLs share it,
+so the policy reacts from a URL's first burst on.  On Poisson pages the
+offsets are learned near 0 and the policy is
+:class:`~.rate.ProportionalWaitPolicy`.
+
+Measured (``python -m bench.sim --scale 0.1``, B = Λ): bursty world recall
+0.270 against Heritrix's 0.206 at equal fetches (+31 %) and plain
+proportional's 0.218; Poisson and diurnal worlds within a point of
+proportional.  Five states (streaks up to three) gained nothing, nor did
+visiting quiet pages more or less often than equal hazard asks.
+
+The next wait is r_h/λ_s for the current state s, so every interval carries
+about the same expected number of changes, and the page is fetched about
+λ̄/r times per unit time whatever its pattern: the allocator registers λ̄
+and its accounting is unchanged (the feedback loop absorbs the rest).
+
+The first visit of a URL is no evidence of a burst (a new URL is always
+"changed"), so the interval after it uses λ̄.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from ..frontier.record import ChangeState, Visit
-from .estimators import posterior_mode_rate
-from .history import is_first_visit, policy_memory
-from .rate import EXACT, UNCHANGED, ProportionalWaitPolicy, RateAllocator, RateEstimator, default_host
+from .base import WaitParams
+from .estimators import posterior_log_rate
+from .rate import EXACT, UNCHANGED, PopulationPrior, ProportionalWaitPolicy, RateAllocator, RateEstimator, default_host
+
+#: verdict-history states: after a change, after one unchanged visit, quiet
+STATES = (0, 1, 2)
+#: the interval after a URL's first visit (no verdict history yet)
+FIRST = 3
+
+
+def offset_priors(epoch: str | None = None) -> list[PopulationPrior]:
+    """One population prior per state, over δ_s = ln λ_s − ln λ̄ (fallback 0 ± 1)."""
+    return [PopulationPrior(1.0, 1.0, min_sd=0.25, epoch=epoch, key=f"b{s}") for s in STATES]
 
 
 class BurstWaitPolicy(ProportionalWaitPolicy):
-    """State-conditioned rates (after a change / after none), shared budget.
+    """State-conditioned rates (population-regularised), one shared budget.
 
-    Memory adds ``s`` (the last verdict, 1 changed / 0 not) and tags each
-    observation with the state it started from (``o`` entries become
-    ``[seconds, kind, state]``).  ``state_sd`` is the spread (in ln λ)
-    allowed between a state's rate and the overall rate: small values fall
-    back to plain proportional allocation.
+    Memory adds ``s`` (the current state) and tags each observation with the
+    state its interval started from (``o`` entries ``[seconds, kind,
+    state]``).  *offsets* are the per-state population priors; instances of
+    one crawl share them (``from_params`` keeps them in ``params.shared``).
     """
 
     def __init__(
@@ -48,57 +75,67 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
         *,
         estimator: RateEstimator | None = None,
         host_of: Callable[[str | None], str] = default_host,
-        noise_run: int = 8,
-        state_sd: float = 1.5,
+        offsets: list[PopulationPrior] | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(
-            allocator, estimator=estimator or RateEstimator(window=32), host_of=host_of, noise_run=noise_run
-        )
-        self.state_sd = state_sd
+        super().__init__(allocator, estimator=estimator or RateEstimator(), host_of=host_of, **kwargs)
+        self.offsets = offsets or offset_priors(allocator.epoch)
 
-    def _state_rates(self, memory: Mapping[str, Any], overall: float) -> tuple[float, float]:
-        """(λ₀, λ₁): MAP rates of the intervals that followed each state."""
-        rates = []
-        centre = math.log(max(overall, 1e-12))
-        for state in (0, 1):
-            changed: list[float] = []
-            exposure = 0.0
-            exact = 0
-            for entry in memory.get("o", []):
-                if len(entry) < 3 or entry[2] != state:
-                    continue
-                seconds, kind = float(entry[0]), entry[1]
-                if kind == UNCHANGED or kind == EXACT:
-                    exposure += seconds
-                    exact += kind == EXACT
-                else:
-                    changed.append(seconds)
-            if not changed and not exposure:
-                rates.append(overall)
+    @classmethod
+    def from_params(cls, params: WaitParams) -> BurstWaitPolicy:
+        base = ProportionalWaitPolicy.from_params(params)
+        offsets = params.shared.setdefault("burst_offsets", offset_priors(base.allocator.epoch))
+        return cls(base.allocator, offsets=offsets)
+
+    def _learn_offset(self, memory: dict[str, Any], state: int, overall: float) -> None:
+        """Contribute this URL's offset in *state* to that state's population prior.
+
+        The URL's own δ_s (MAP over the intervals filed under *state*, around
+        the population offset) is only evidence for the population: using it
+        for the wait was tried and lost (bursty world 0.262 against 0.270
+        recall; Poisson 0.5Λ two points), since a URL sees too few bursts.
+        """
+        centre = math.log(max(overall, 1e-300))
+        changed: list[float] = []
+        exposure = 0.0
+        exact = 0
+        for entry in memory.get("o", []):
+            if len(entry) < 3 or entry[2] != state:
+                continue
+            seconds, kind = float(entry[0]), entry[1]
+            if kind == UNCHANGED or kind == EXACT:
+                exposure += seconds
+                exact += kind == EXACT
             else:
-                rates.append(posterior_mode_rate(changed, exposure, exact, centre, self.state_sd, start=overall))
-        return rates[0], rates[1]
+                changed.append(seconds)
+        prior = self.offsets[state]
+        if not changed and not exposure:
+            prior.update(memory, None)
+            return
+        mu, sd = prior.get()
+        log_rate, variance = posterior_log_rate(changed, exposure, exact, centre + mu, sd, start=overall)
+        prior.update(memory, log_rate - centre, variance)
 
-    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
-        memory = policy_memory(history)
-        first = is_first_visit(history)
-        previous_state = int(memory.get("s", 1))
-        rate, now, observed = self._estimate(history, visit, memory)
+    def state_rate(self, state: int, overall: float) -> float:
+        """λ_s = λ̄·e^(δ_s), δ_s the population offset (0 before the first visit's verdict)."""
+        if state not in STATES:
+            return overall
+        return overall * math.exp(self.offsets[state].get()[0])
+
+    def schedule_rate(self, memory: dict[str, Any], visit: Visit, rate: float, *, first: bool, observed: bool) -> float:
+        """File the new observation under the state it started from, move to
+        the next state, learn the offsets; the rate of the state now entered."""
+        state = FIRST if first else int(memory.get("s", FIRST))
         if observed:
             last = memory["o"][-1]
-            memory["o"][-1] = [last[0], last[1], previous_state]
-        if visit.change is not ChangeState.UNKNOWN:
-            memory["s"] = 1 if visit.change is ChangeState.CHANGED else 0
-        noise = self.is_noise(memory)
-        host = self.host_of(visit.url)
-        if noise:
-            self.prior.update(memory, None)
-        self.allocator.register(memory, host, 0.0 if noise else rate)
-        if not first:
-            self.allocator.note_fetch(now)
-        visit.policy_state = memory
-        if noise:
-            return self.max_wait
-        low, high = self._state_rates(memory, rate)
-        state_rate = high if memory.get("s", 1) else low
-        return self.allocator.wait(host, state_rate)
+            memory["o"][-1] = [last[0], last[1], state]
+            # every state's offset is relative to λ̄, which just moved
+            for s in STATES:
+                self._learn_offset(memory, s, rate)
+        if not first and visit.change is ChangeState.CHANGED:
+            memory["s"] = 0
+        elif not first and visit.change is ChangeState.UNCHANGED:
+            memory["s"] = 2 if state in (1, 2, FIRST) else 1
+        else:
+            memory.setdefault("s", FIRST)
+        return self.state_rate(int(memory["s"]), rate)

@@ -80,8 +80,10 @@ class PopulationPrior:
         min_count: int = 50,
         min_sd: float = 0.5,
         epoch: str | None = None,
+        key: str = "pp",
     ) -> None:
         self.fallback = (math.log(rate), log_sd)
+        self.key = key  #: where a URL's memory keeps its contribution
         self.min_count = min_count
         self.min_sd = min_sd
         self.epoch = epoch or uuid.uuid4().hex[:8]
@@ -96,13 +98,13 @@ class PopulationPrior:
 
     def update(self, memory: dict[str, Any], log_rate: float | None, variance: float = 0.0) -> None:
         """Replace this URL's contribution (kept in *memory*); None withdraws it."""
-        old = memory.pop("pp", None)
+        old = memory.pop(self.key, None)
         if old and old[0] == self.epoch:
             self._add(float(old[1]), float(old[2]), -1)
         if log_rate is not None and math.isfinite(log_rate):
             m, v = round(log_rate, 6), round(max(0.0, variance), 6)
             self._add(m, v, 1)
-            memory["pp"] = [self.epoch, m, v]
+            memory[self.key] = [self.epoch, m, v]
 
     def get(self) -> tuple[float, float]:
         """(μ, σ) of ln λ (λ in changes per second)."""
@@ -558,7 +560,7 @@ class ProportionalWaitPolicy(_RatePolicy):
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
         memory = policy_memory(history)
         first = is_first_visit(history)
-        rate, now, _ = self._estimate(history, visit, memory)
+        rate, now, observed = self._estimate(history, visit, memory)
         verdict = self.noise_check(history, visit, memory)
         noise = verdict.flagged
         host = self.host_of(visit.url)
@@ -568,7 +570,18 @@ class ProportionalWaitPolicy(_RatePolicy):
         if not first:
             self.allocator.note_fetch(now, hinted=hinted_visit(history))
         visit.policy_state = memory
-        return self.noise_guard.wait(memory, verdict, self.allocator.wait(host, rate), self.max_wait)
+        wait_rate = self.schedule_rate(memory, visit, rate, first=first, observed=observed)
+        return self.noise_guard.wait(memory, verdict, self.allocator.wait(host, wait_rate), self.max_wait)
+
+    def schedule_rate(self, memory: dict[str, Any], visit: Visit, rate: float, *, first: bool, observed: bool) -> float:
+        """The rate the next wait is cut for: λ̂ here.
+
+        The budget share is always set by the registered λ̂; a subclass may
+        condition the *timing* of the next visit on the URL's recent
+        verdicts (:class:`~.burst.BurstWaitPolicy`), keeping its own state
+        in *memory*.
+        """
+        return rate
 
 
     def hint_wait(self, history: Mapping[str, Any], hint: Hint) -> float | None:
