@@ -16,9 +16,9 @@ The scheduler's enqueue path calls :func:`take_hint`: a new URL is simply
 added (it is due now anyway), a known one goes to :meth:`Frontier.hint
 <scrapy_adaptive.frontier.Frontier.hint>` with the wait policy's
 ``hint_wait`` (the design is in :mod:`scrapy_adaptive.frontier.hints` and
-:mod:`scrapy_adaptive.policies.hints`).  A bad value is logged with the meta
-key and the URL, the hint dropped, the request kept: a sitemap with one
-malformed ``lastmod`` must not stop a crawl.
+:mod:`scrapy_adaptive.policies.hints`).  A bad value is logged (a warning)
+with the meta key and the URL, the hint dropped, the request kept: a sitemap
+with one malformed ``lastmod`` must not stop a crawl.
 
 Stats: ``adaptive/hints/received``, ``…/acted``, ``…/ignored`` (with
 ``…/ignored/<reason>``: ``new``, ``invalid``, ``stale``, ``out``,
@@ -143,7 +143,8 @@ def take_hint(
     try:
         hint = hint_from_meta(value, request.url)
     except HintError as exc:
-        logger.error("%s; the hint is ignored, the request is kept.", exc)
+        # a warning, not an error: the site's sitemap is wrong, not the crawl
+        logger.warning("%s; the hint is ignored, the request is kept.", exc)
         result = None
         reason = "invalid"
     else:

@@ -50,6 +50,13 @@ request counters, so tests are reproducible):
     200 page with the given ETag (quoted unless already quoted / weak) and/or
     Last-Modified; 304 when If-None-Match matches (takes precedence) or when
     If-Modified-Since is not older than Last-Modified.
+``/sitemap/<key>?urls=/page/a,/page/b&fresh_from=N&lie=1&bad=/page/x``
+    An XML sitemap (``urlset``) listing the given paths on the requested host.
+    Their ``<lastmod>`` is 2001-09-09 until the key's N-th hit (1-based); from
+    then on it is the time of that N-th hit (the site announces one change).
+    With ``lie=1`` every hit stamps the time of the hit itself (a generator
+    that rewrites every lastmod, whether or not anything changed).  ``bad``
+    adds an entry whose lastmod is ``garbage``.  Times carry microseconds.
 ``/robots.txt``
     ``User-agent: *`` / ``Disallow: /private/`` plus ``Crawl-delay`` when the
     server was started with ``--crawl-delay`` or ``/_robots`` set one.
@@ -95,6 +102,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from email.utils import formatdate, parsedate_to_datetime
 from pathlib import Path
 from types import TracebackType
@@ -311,6 +319,8 @@ def _build_resource(state: _State) -> Any:
                 return self.changes(request, path, parts)
             if head == "validators" and len(parts) >= 2:
                 return self.validators(request, path)
+            if head == "sitemap" and len(parts) >= 2:
+                return self.sitemap(request, parts)
             request.setResponseCode(404)
             request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
             return f"no such resource: {path}\n".encode()
@@ -424,6 +434,32 @@ def _build_resource(state: _State) -> Any:
                 request.setResponseCode(304)
                 return b""
             return self.page(request, path, extra=f"version {version}")
+
+        def sitemap(self, request: Request, parts: list[str]) -> bytes:
+            key = "/".join(parts[1:])
+            hit = state.hit("sitemap:" + key)
+            now_us = int(time.time() * 1e6)
+            fresh_from = int(_arg(request, "fresh_from", "0") or 0)
+            if _arg(request, "lie") == "1":
+                stamp = now_us
+            elif fresh_from and hit >= fresh_from:
+                if hit == fresh_from:
+                    state.counters["sitemap-lastmod:" + key] = now_us
+                stamp = state.counters["sitemap-lastmod:" + key]
+            else:
+                stamp = 1_000_000_000 * 1_000_000
+            lastmod = datetime.fromtimestamp(stamp / 1e6, UTC).isoformat()
+            base = f"http://{(request.getHeader(b'host') or b'').decode('latin-1')}"
+            entries = [(link, lastmod) for link in _split_links(_arg(request, "urls"))]
+            entries += [(link, "garbage") for link in _split_links(_arg(request, "bad"))]
+            body = "".join(
+                f"<url><loc>{html.escape(base + link)}</loc><lastmod>{mod}</lastmod></url>\n" for link, mod in entries
+            )
+            request.setHeader(b"Content-Type", b"application/xml; charset=utf-8")
+            return (
+                '<?xml version="1.0" encoding="UTF-8"?>\n'
+                f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n{body}</urlset>\n'
+            ).encode()
 
         def validators(self, request: Request, path: str) -> bytes:
             etag = _arg(request, "etag")

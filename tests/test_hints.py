@@ -225,8 +225,11 @@ def acceptance(trust: tuple[float, float, float], threshold: float, pooled: tupl
 def test_thompson_acceptance_follows_the_learned_precision() -> None:
     theta = marginal_value(1.0)
     assert theta == pytest.approx(1 - 2 / math.e)
-    # nothing known: the chance a uniform precision beats the threshold
-    assert acceptance((0.0, 0.0, 0.0), theta) == pytest.approx(1 - theta, abs=0.04)
+    # a source never scored is acted on (else it never would be)
+    assert acceptance((0.0, 0.0, 0.0), theta) == 1.0
+    # one right and one wrong elsewhere: Beta(2, 2), P(p > θ) = 1 − (3θ² − 2θ³)
+    expected = 1 - (3 * theta**2 - 2 * theta**3)
+    assert acceptance((0.0, 0.0, 0.0), theta, pooled=(1.0, 1.0, 0.0)) == pytest.approx(expected, abs=0.04)
     assert acceptance((45.0, 5.0, 0.0), theta) > 0.97
     assert acceptance((5.0, 45.0, 0.0), theta) < 0.02
     # a new host of a source that lied everywhere else is hardly explored
@@ -266,7 +269,8 @@ def test_a_confirmed_hinted_visit_is_a_revisit_but_not_an_observation() -> None:
     policy = ProportionalWaitPolicy(allocator)
     memory = {"o": [[86_400, 0]], "e": 1e-6}
     base = {"visits": 2, "fetched": T0, "wait": 86_400.0, "policy": memory, "url": URL}
-    hinted = {**base, "hint": {"t": T0 + 100, "m": None, "s": "s"}}
+    hinted = {**base, "hint": {"t": T0 + 100, "m": None, "s": "s", "c": [9, 1, 0], "g": [9, 1, 0]}}
+    junk = {**base, "hint": {"t": T0 + 100, "m": None, "s": "s", "c": [2, 20, 1], "g": [2, 20, 1]}}
     visit = Visit(Outcome.VISITED, change=ChangeState.CHANGED, url=URL, fetched=T0 + 3_600)
     policy.next_wait(hinted, visit)
     assert visit.policy_state is not None and visit.policy_state["o"] == [[86_400, 0]]  # not observed
@@ -274,6 +278,10 @@ def test_a_confirmed_hinted_visit_is_a_revisit_but_not_an_observation() -> None:
     refuted = Visit(Outcome.VISITED, change=ChangeState.UNCHANGED, url=URL, fetched=T0 + 3_600)
     policy.next_wait(hinted, refuted)
     assert refuted.policy_state is not None and refuted.policy_state["o"][-1] == [3_600, 0]  # an honest interval
+    # a change found on a junk source's hint was found at a random moment: observed
+    lucky = Visit(Outcome.VISITED, change=ChangeState.CHANGED, url=URL, fetched=T0 + 3_600)
+    policy.next_wait(junk, lucky)
+    assert lucky.policy_state is not None and lucky.policy_state["o"][-1] == [3_600, 1]
     plain = Visit(Outcome.VISITED, change=ChangeState.CHANGED, url=URL, fetched=T0 + 3_600)
     policy.next_wait(base, plain)
     assert plain.policy_state is not None and plain.policy_state["o"][-1] == [3_600, 1]

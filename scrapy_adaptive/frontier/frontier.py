@@ -364,7 +364,7 @@ class Frontier:
         batch = Batch()
         batch.move_entry((record.queue, *old_entry), (record.queue, record.directive, new_ms, fp))
         record.next_ms = new_ms
-        record.hint = {"t": round(now, 3), "m": hint.modified, "s": hint.source}
+        record.hint = {"t": round(now, 3), "m": hint.modified, "s": hint.source, "c": own, "g": pooled}
         batch.records[fp] = record.to_bytes()
         self._write(batch, q)
         self._moved(q, old_entry, (record.directive, new_ms, fp))

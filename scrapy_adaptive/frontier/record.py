@@ -127,7 +127,8 @@ class UrlRecord:
     history: list[list[Any]] = field(default_factory=list)
     policy: dict[str, Any] = field(default_factory=dict)
     #: an acted-on change hint waiting for its visit: ``{"t": received,
-    #: "m": claimed modification or None, "s": source}`` (see hints.py)
+    #: "m": claimed modification or None, "s": source, "c": the source's
+    #: record on this host then, "g": over all hosts}`` (see hints.py)
     hint: dict[str, Any] | None = None
 
     # field name -> stored key; one table so encoding and decoding agree

@@ -17,7 +17,8 @@ new host of a known-bad source is not explored much and a host's own record
 soon dominates).  The decision is Thompson sampling: draw p from the
 Beta posterior and act if the draw exceeds the threshold, i.e. act with the
 posterior probability that the source is worth it (Kolobov et al.'s
-"learned acceptance probability").  Unknown sources get explored, junk ones
+"learned acceptance probability").  A source never scored is acted on (the
+first hints are how it gets a record), unknown ones get explored, junk ones
 are dropped after a few refutations, a small floor (:data:`EXPLORE`) keeps
 a recovered source from being ignored for ever.  The draw comes from a hash
 of the hint, so a run repeats exactly and the policy stays pure.
@@ -26,7 +27,8 @@ The visit a hint caused is not an ordinary observation for a rate
 estimator: it was timed *because* the page changed, so counting "changed
 after t" would inflate λ̂ (every hinted interval would end in a change).
 Rate policies therefore leave a confirmed hinted visit out of their
-estimate (:func:`confirmed_hint`).  Scheduled intervals then see only the
+estimate when the source is believed right at least half the time
+(:func:`confirmed_hint`).  Scheduled intervals then see only the
 changes hints do not announce (thinned Poisson processes are independent),
 so λ̂ becomes the rate of *unhinted* changes, which is exactly what the
 schedule still has to catch.  A refuted hint (no change) is an honest
@@ -105,7 +107,13 @@ def _draws(hint: Hint) -> random.Random:
 
 
 def accept(hint: Hint, threshold: float, *, explore: float = EXPLORE) -> bool:
-    """Thompson sampling: act if a draw of the precision beats *threshold*."""
+    """Thompson sampling: act if a draw of the precision beats *threshold*.
+
+    A source never scored anywhere is acted on: only an acted-on hint is
+    ever scored, and a site may announce a change only once.
+    """
+    if not any(hint.trust) and not any(hint.pooled):
+        return True
     rng = _draws(hint)
     if rng.random() < explore:
         return True
@@ -125,6 +133,22 @@ def base_probability(rate: float, interval: float | None) -> float:
     return -math.expm1(-rate * interval)
 
 
+def hint_precision(history: Mapping[str, Any]) -> float:
+    """The precision believed, when it was acted on, of the hint that brought
+    this visit forward (0 when the visit was not hinted)."""
+    stored = history.get("hint") or {}
+    if not stored:
+        return 0.0
+    own, pooled = stored.get("c") or [0, 0, 0], stored.get("g") or [0, 0, 0]
+    return precision(Hint("", None, "", trust=(own[0], own[1], own[2]), pooled=(pooled[0], pooled[1], pooled[2])))
+
+
 def confirmed_hint(history: Mapping[str, Any], visit: Visit) -> bool:
-    """A hinted visit that found the change: timed by the change itself."""
-    return hinted_visit(history) and visit.change is ChangeState.CHANGED
+    """A hinted visit that found the change it was told of, so was timed by
+    the change itself: one from a source believed right at least half the
+    time.  A change found on a junk source's hint was found at a moment
+    that says nothing about the change, and is an honest observation; left
+    out, it would drag λ̂ down, r* with it, the bar for hints with r*, and
+    junk would end up spending the budget.
+    """
+    return visit.change is ChangeState.CHANGED and hint_precision(history) >= 0.5

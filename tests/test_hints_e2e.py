@@ -1,0 +1,89 @@
+"""Change hints in a real crawl: a sitemap's lastmod brings a page forward,
+a source whose hints are false loses trust, a bad lastmod is reported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scrapy_adaptive.frontier import Frontier
+from scrapy_adaptive.frontier.hints import Hint
+from scrapy_adaptive.frontier.leveldb_store import LevelDBStore
+from scrapy_adaptive.policies.hints import precision
+from tests.crawlrunner import SPIDERS_DIR, run_crawl
+from tests.mockserver import MockServer
+
+pytestmark = pytest.mark.e2e
+
+SPIDER = SPIDERS_DIR / "sitemap.py"
+ANNOUNCED_AT = 6  #: the news sitemap announces its change at this hit
+
+
+def hint_report(state: Path) -> dict[str, dict[str, list[float]]]:
+    store = LevelDBStore(str(state / "frontier.ldb"))
+    try:
+        frontier = Frontier(store)
+        frontier.load()
+        return frontier.hint_report()
+    finally:
+        store.close()
+
+
+def test_sitemap_lastmod_brings_a_page_forward_and_a_lying_source_loses_trust(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_state: Path
+) -> None:
+    server = clean_log
+    news = "/changes/1/hint-news"  # new content at every fetch
+    quiet = "/changes/1/hint-quiet"
+    sitemaps = [
+        (server.url(f"/sitemap/news?urls={news}&fresh_from={ANNOUNCED_AT}"), "sitemap"),
+        (server.url(f"/sitemap/quiet?urls={quiet}"), "sitemap"),
+        (server.url("/sitemap/liar?urls=/page/liar-a,/page/liar-b&lie=1&bad=/page/liar-bad"), "liar"),
+    ]
+    settings = {
+        **adaptive_settings,
+        # pages are due far in the future: only a hint can bring them back
+        "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.PrecisionWaitPolicy",
+        "ADAPTIVE_WAIT_MIN": 600.0,
+        "ADAPTIVE_WAIT_MAX": 3600.0,
+        "CLOSESPIDER_TIMEOUT": 14,
+    }
+    result = run_crawl(
+        SPIDER,
+        settings,
+        timeout=90,
+        args=["-a", "sitemaps=" + " ".join(f"{u} {s}" for u, s in sitemaps), "-a", "every=0.5"],
+    )
+    result.assert_ok()
+    stats = result.stats
+    log = server.log()
+
+    def fetches(path: str) -> list[float]:
+        return [e["start"] for e in log if e["path"] == path and e["status"] == 200]
+
+    # the announced page came back soon after the sitemap said it changed
+    announced = [e for e in log if e["path"] == "/sitemap/news"][ANNOUNCED_AT - 1]["end"]
+    news_fetches = fetches(news)
+    assert len(news_fetches) == 2, news_fetches
+    assert 0 < news_fetches[1] - announced < 3.0
+    assert stats["adaptive/hints/confirmed/sitemap"] == 1
+    # the page its sitemap never announced was not revisited
+    assert len(fetches(quiet)) == 1
+
+    # the liar's hints were acted on, refuted, and acted on less and less
+    liar_hints = 2 * len([e for e in log if e["path"] == "/sitemap/liar"])
+    refuted = stats["adaptive/hints/refuted/liar"]
+    assert refuted >= 3 and "adaptive/hints/confirmed/liar" not in stats
+    assert len(fetches("/page/liar-a")) + len(fetches("/page/liar-b")) - 2 == refuted
+    assert refuted < liar_hints / 2, (refuted, liar_hints)
+    report = hint_report(tmp_state / "adaptive")
+    [host] = report
+    learned = {s: precision(Hint("", None, s, trust=tuple(c))) for s, c in report[host].items()}  # type: ignore[arg-type]
+    assert learned["liar"] < 0.25 < learned["sitemap"], learned
+
+    # a malformed lastmod is named with the meta key and the URL; the crawl goes on
+    bad_url = server.url("/page/liar-bad")
+    assert f"meta['adaptive_hint'] of {bad_url}: 'modified' ('garbage')" in result.log
+    assert stats["adaptive/hints/ignored/invalid"] >= 1
+    assert stats["adaptive/hints/received"] == stats["adaptive/hints/acted"] + stats["adaptive/hints/ignored"]
