@@ -250,7 +250,14 @@ def test_only_policies_that_account_for_hints_act_on_them() -> None:
     allocator = RateAllocator(1.0)
     assert ProportionalWaitPolicy(allocator).hint_wait({}, trusted()) == 0.0
     assert PrecisionWaitPolicy().hint_wait({}, trusted()) == 0.0
-    assert BurstWaitPolicy(allocator).hint_wait({}, trusted()) is None  # own next_wait, no accounting
+    # the burst policy shares the proportional next_wait (its schedule_rate hook), hence its accounting
+    assert BurstWaitPolicy(allocator).hint_wait({}, trusted()) == 0.0
+
+    class OwnNextWait(ProportionalWaitPolicy):
+        def next_wait(self, history: Any, visit: Visit) -> float:
+            return 60.0
+
+    assert OwnNextWait(allocator).hint_wait({}, trusted()) is None  # has not said how it accounts for them
     assert DefaultWaitPolicy(WaitParams()).hint_wait({}, trusted()) is None
     stack = PolicyStack([], ProportionalWaitPolicy(allocator), WaitParams(), ProportionalWaitPolicy)
     assert stack.hint_wait({"content_type": "text/html"}, trusted()) == 0.0
