@@ -289,3 +289,15 @@ def test_population_prior_learns_mean_and_spread_from_urls_with_few_visits() -> 
         prior.update(memory, None)
     assert prior.n == 0 and abs(prior.s1) < 1e-6
     assert prior.get() == prior.fallback
+
+
+def test_half_life_discounts_old_intervals() -> None:
+    """Observations are consecutive intervals: the newest counts fully, older ones
+    by 2^(−age/half-life), so a page that turned quiet is believed quiet sooner."""
+    busy_then_quiet = {"o": [[round(DAY), 1]] * 12 + [[round(10 * DAY), 0]] * 6}
+    prior = (math.log(1 / (7 * DAY)), 2.0)
+    forgetful = RateEstimator(half_life=30 * DAY).estimate(busy_then_quiet, prior)
+    steady = RateEstimator(half_life=None).estimate(busy_then_quiet, prior)
+    assert forgetful < steady
+    # without a discount the weights are all 1: the plain posterior mode
+    assert steady == pytest.approx(posterior_mode_rate([DAY] * 12, 60 * DAY, 0, prior[0], prior[1]), rel=1e-6)

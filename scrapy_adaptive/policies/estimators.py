@@ -134,12 +134,13 @@ def posterior_mode_rate(
 def posterior_log_rate(
     changed: Sequence[float],
     exposure: float,
-    exact_changes: int,
+    exact_changes: float,
     prior_log_mean: float,
     prior_log_sd: float,
     *,
     start: float | None = None,
     tol: float = 1e-6,
+    weights: Sequence[float] | None = None,
 ) -> tuple[float, float]:
     """Laplace approximation of the posterior of u = ln λ: (mode, variance).
 
@@ -151,25 +152,28 @@ def posterior_log_rate(
     u is Σ xᵢ/(e^(xᵢ) − 1) + X − λT − (u − μ)/σ² with xᵢ = λtᵢ: strictly
     decreasing, so the root is unique.  Safeguarded Newton (bisection
     whenever a step leaves the bracket) converges in a few steps from the
-    previous estimate.  The variance is −1/slope at the mode: how much the
+    previous estimate.  *weights* (one per changed interval) discount old
+    observations; *exposure* and *exact_changes* are then weighted sums too.
+    The variance is −1/slope at the mode: how much the
     data have narrowed the prior, which the population prior learns from
     (see ``rate.PopulationPrior``).
     """
     inv_var = 1.0 / (prior_log_sd * prior_log_sd)
+    ws = weights if weights is not None else [1.0] * len(changed)
 
     def score_and_slope(u: float) -> tuple[float, float]:
         lam = math.exp(u)
         s = exact_changes - lam * exposure - (u - prior_log_mean) * inv_var
         d = -lam * exposure - inv_var
-        for t in changed:
+        for t, w in zip(changed, ws):
             x = lam * t
             if x < 1e-12:
-                s += 1.0 - x / 2.0
-                d -= x / 2.0
+                s += w * (1.0 - x / 2.0)
+                d -= w * x / 2.0
             elif x <= _BIG:
                 em1 = math.expm1(x)
-                s += x / em1
-                d += x * (em1 - x * (em1 + 1.0)) / (em1 * em1)
+                s += w * x / em1
+                d += w * x * (em1 - x * (em1 + 1.0)) / (em1 * em1)
         return s, d
 
     u = prior_log_mean if start is None or start <= 0 or not math.isfinite(start) else math.log(start)

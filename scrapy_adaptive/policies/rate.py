@@ -145,6 +145,12 @@ class RateEstimator:
     """
 
     window: int = 24
+    #: seconds after which an observation counts half (None: no discount).
+    #: Rates drift: on the Open Terms Archive replay (14 years) 60 days took
+    #: the burst policy from 84–86 % to 95 % of the hindsight optimum at 1×,
+    #: and cost nothing on the stationary simulated worlds (30 days: 92 %,
+    #: 180 days: 90 %).
+    half_life: float | None = 60 * DAY
     trust_last_modified: bool = True
 
     def observe(
@@ -176,18 +182,31 @@ class RateEstimator:
         return math.exp(self.posterior(memory, prior)[0])
 
     def posterior(self, memory: Mapping[str, Any], prior: tuple[float, float]) -> tuple[float, float]:
-        """Laplace posterior of ln λ: (mode, variance)."""
+        """Laplace posterior of ln λ: (mode, variance).
+
+        Observations are consecutive intervals, so an entry's age is the sum
+        of the intervals after it; with a ``half_life`` each counts for
+        2^(−age/half_life).
+        """
         changed: list[float] = []
+        weights: list[float] = []
         exposure = 0.0
-        exact = 0
-        for entry in memory.get("o", []):
-            seconds, kind = entry[0], entry[1]
+        exact = 0.0
+        age = 0.0
+        decay = math.log(2.0) / self.half_life if self.half_life else 0.0
+        for entry in reversed(memory.get("o", [])):
+            seconds, kind = float(entry[0]), entry[1]
+            w = math.exp(-decay * age) if decay else 1.0
+            age += seconds
             if kind == CHANGED:
-                changed.append(float(seconds))
+                changed.append(seconds)
+                weights.append(w)
             else:
-                exposure += float(seconds)
-                exact += kind == EXACT
-        return posterior_log_rate(changed, exposure, exact, prior[0], prior[1], start=memory.get("e"))
+                exposure += w * seconds
+                exact += w * (kind == EXACT)
+        return posterior_log_rate(
+            changed, exposure, exact, prior[0], prior[1], start=memory.get("e"), weights=weights
+        )
 
 
 
@@ -269,6 +288,7 @@ class RateAllocator:
         self._t0: float | None = None
         self._t_last: float | None = None
         self._t_control: float | None = None
+        self._registered_at_t0 = 0
         self._hinted = 0.0  #: revisits made on change hints, decayed like _count
 
     # -- registration ----------------------------------------------------------
@@ -345,8 +365,15 @@ class RateAllocator:
         visit a change hint brought forward, outside the plan."""
         if now is None:
             return
-        if self._t0 is None:
+        if self._t0 is None or self._registered > 2 * self._registered_at_t0:
+            # (re)start the measurement when the population has doubled since
+            # it began: the revisits counted so far were planned for far
+            # fewer URLs (a fresh crawl's first URLs get short waits), and a
+            # correction learnt from that start-up burst would starve the
+            # crawl for several windows afterwards
             self._t0 = self._t_last = self._t_control = now
+            self._count = 0.0
+            self._registered_at_t0 = self._registered
         dt = max(0.0, now - (self._t_last or now))
         self._count = self._count * math.exp(-dt / self.control_window) + 1.0
         self._hinted = self._hinted * math.exp(-dt / self.control_window) + hinted
