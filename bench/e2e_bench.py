@@ -69,10 +69,12 @@ def _env() -> dict[str, str]:
 class Site:
     """The local site in a subprocess (started and stopped by us only)."""
 
-    def __init__(self, pages: int, hosts: int, links: int, seed: int, max_seconds: float) -> None:
+    def __init__(
+        self, pages: int, hosts: int, links: int, seed: int, max_seconds: float, extra_args: Sequence[str] = (),
+    ) -> None:
         cmd = [
             sys.executable, "-m", "bench.e2e_site", "--pages", str(pages), "--hosts", str(hosts),
-            "--links", str(links), "--seed", str(seed), "--max-seconds", str(max_seconds),
+            "--links", str(links), "--seed", str(seed), "--max-seconds", str(max_seconds), *extra_args,
         ]
         self.proc = subprocess.Popen(
             cmd, cwd=REPO_ROOT, env=_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
@@ -96,16 +98,16 @@ class Site:
         self.stop()
         raise RuntimeError("the e2e site did not start")
 
-    def _get(self, path: str) -> bytes:
+    def get(self, path: str) -> bytes:
         host, port = next(iter(self.ports.items()))
         with urllib.request.urlopen(f"http://{host}:{port}{path}", timeout=10) as resp:  # noqa: S310 (loopback)
             return resp.read()
 
     def reset(self) -> None:
-        self._get("/_reset")
+        self.get("/_reset")
 
     def stats(self) -> dict[str, int]:
-        return json.loads(self._get("/_stats"))
+        return json.loads(self.get("/_stats"))
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -116,6 +118,9 @@ class Site:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None and not pipe.closed:
+                pipe.close()
 
 
 def crawl_settings(config: str, args: argparse.Namespace, run_dir: Path) -> dict[str, str]:

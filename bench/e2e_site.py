@@ -25,17 +25,38 @@ Why it is built this way:
   waiting.
 * ``/_stats`` counts requests per path, so the benchmark can check that each
   page was fetched exactly once.
+
+For the budget benchmark (:mod:`bench.budget_bench`) the same site can also
+change and be slow, each only when asked:
+
+* ``--change-median S --change-sigma Σ``: every page changes as a Poisson
+  process whose mean interval is log-normal across pages (median S wall
+  seconds, σ of the log-rate Σ), seeded per page; the body names the
+  current version.  The schedules are the demo site's
+  (:class:`scrapy_adaptive.demo.schedule.Poisson`), on the wall clock from
+  the moment the site starts, so a world of days is compressed to minutes.
+  ``/_visits`` lists every page request as ``[time, page, version]`` and
+  ``/_versions?at=T`` every page's version at time T: the ground truth for
+  revisits and captured versions.
+* ``--latency`` / ``--crawl-delay``: per host (comma-separated, in host
+  order), seconds before a page's body is sent (served from a timer, so
+  concurrent requests wait in parallel), and a robots.txt ``Crawl-delay``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import sys
+import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
+
+from scrapy_adaptive.demo.schedule import Poisson
 
 #: Loopback addresses only: nothing here ever leaves the machine.
 LOOPBACK_PREFIX = "127."
@@ -48,15 +69,55 @@ def host_addresses(hosts: int) -> list[str]:
     return [f"127.0.0.{k}" for k in range(1, hosts + 1)]
 
 
+@dataclass(frozen=True)
+class Churn:
+    """How pages change: Poisson processes, mean interval log-normal across pages.
+
+    ``median_interval`` is in wall seconds (the site's clock is compressed
+    by choosing it in seconds where real pages take days); ``sigma`` is the
+    standard deviation of ln λ.  Each page's rate and change instants are
+    seeded by the page number, so a run can be repeated exactly.
+    """
+
+    median_interval: float
+    sigma: float = 1.0
+    seed: int = 7
+
+    def schedule(self, page: int) -> Poisson:
+        z = random.Random(f"{self.seed}|{page}|rate").gauss(0.0, 1.0)
+        return Poisson(self.median_interval * math.exp(self.sigma * z), f"{self.seed}|{page}|changes")
+
+
 class SiteModel:
     """Which page lives where and what it links to (pure, testable)."""
 
-    def __init__(self, pages: int, hosts: dict[str, int], links: int = 5, seed: int = 7) -> None:
+    def __init__(
+        self,
+        pages: int,
+        hosts: dict[str, int],
+        links: int = 5,
+        seed: int = 7,
+        churn: Churn | None = None,
+        origin: float = 0.0,
+    ) -> None:
         self.pages = pages
         self.hosts = list(hosts)
         self.ports = hosts
         self.links = links
         self.seed = seed
+        self.churn = churn
+        #: wall-clock instant of the changing pages' time 0
+        self.origin = origin
+        self._schedules: dict[int, Poisson] = {}
+
+    def version(self, page: int, now: float) -> int:
+        """The page's version at wall time *now* (0 for ever without churn)."""
+        if self.churn is None:
+            return 0
+        schedule = self._schedules.get(page)
+        if schedule is None:
+            schedule = self._schedules[page] = self.churn.schedule(page)
+        return schedule.at(now - self.origin).version
 
     def url(self, page: int) -> str:
         host = self.hosts[page % len(self.hosts)]
@@ -72,16 +133,34 @@ class SiteModel:
         out += [rng.randrange(self.pages) for _ in range(max(0, self.links - 1))]
         return out
 
-    def body(self, page: int) -> bytes:
+    def body(self, page: int, version: int = 0) -> bytes:
         anchors = "\n".join(f'<li><a href="{self.url(j)}">page {j}</a></li>' for j in self.links_of(page))
         filler = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 16).strip()
+        revision = f"<p>Version {version}</p>\n" if self.churn is not None else ""
         return (
             f"<!DOCTYPE html>\n<html><head><title>Page {page}</title></head>\n<body>\n"
-            f"<h1>Page {page}</h1>\n<p>{filler}</p>\n<ul>\n{anchors}\n</ul>\n</body></html>\n"
+            f"<h1>Page {page}</h1>\n{revision}<p>{filler}</p>\n<ul>\n{anchors}\n</ul>\n</body></html>\n"
         ).encode()
 
 
-def serve(pages: int, hosts: int, links: int, seed: int, max_seconds: float) -> None:
+def per_host(values: str, hosts: int, name: str) -> list[float]:
+    """``"0,0.05,0.3"`` -> one number per host (the last one repeats; empty: zeros)."""
+    numbers = [float(v) for v in values.split(",") if v.strip()] or [0.0]
+    if any(not (math.isfinite(v) and v >= 0) for v in numbers):
+        raise ValueError(f"{name}: every value must be a finite number >= 0")
+    return (numbers + numbers[-1:] * hosts)[:hosts]
+
+
+def serve(
+    pages: int,
+    hosts: int,
+    links: int,
+    seed: int,
+    max_seconds: float,
+    churn: Churn | None = None,
+    latency: Sequence[float] = (),
+    crawl_delay: Sequence[float] = (),
+) -> None:
     """Listen on every host, announce the ports, serve until stdin closes."""
     from twisted.internet import reactor as _reactor
     from twisted.internet import stdio
@@ -90,14 +169,43 @@ def serve(pages: int, hosts: int, links: int, seed: int, max_seconds: float) -> 
 
     reactor: Any = _reactor  # the global reactor; its interfaces confuse type checkers
     addresses = host_addresses(hosts)
+    latency_of = dict(zip(addresses, latency, strict=False))
+    crawl_delay_of = dict(zip(addresses, crawl_delay, strict=False))
     hits: Counter[str] = Counter()
+    #: [time, page, version] of every page served (with churn only)
+    visits: list[list[float]] = []
     model_box: dict[str, SiteModel] = {}
+
+    def page_body(page: int) -> bytes:
+        model = model_box["model"]
+        if model.churn is None:
+            return model.body(page)
+        now = time.time()
+        version = model.version(page, now)
+        visits.append([now, page, version])
+        return model.body(page, version)
+
+    def send_later(request: Any, delay: float, page: int) -> Any:
+        def send() -> None:
+            request.write(page_body(page))
+            request.finish()
+
+        call = reactor.callLater(delay, send)
+        request.notifyFinish().addErrback(lambda _: call.cancel() if call.active() else None)
+        return server.NOT_DONE_YET
 
     class Root(resource.Resource):
         isLeaf = True
 
-        def render_GET(self, request: Any) -> bytes:
+        def render_GET(self, request: Any) -> Any:
             path = request.path.decode("latin-1")
+            if path == "/_visits":
+                request.setHeader(b"Content-Type", b"application/json")
+                return json.dumps({"origin": model_box["model"].origin, "visits": visits}).encode()
+            if path == "/_versions":
+                at = float(request.args.get(b"at", [b"0"])[0])
+                model = model_box["model"]
+                return json.dumps([model.version(p, at) for p in range(pages)]).encode()
             if path == "/_stats":
                 request.setHeader(b"Content-Type", b"application/json")
                 total = sum(v for k, v in hits.items())
@@ -110,8 +218,14 @@ def serve(pages: int, hosts: int, links: int, seed: int, max_seconds: float) -> 
                 return json.dumps(body).encode()
             if path == "/_reset":
                 hits.clear()
+                visits.clear()
                 return b"ok"
             hits[path] += 1
+            host = request.getHost().host
+            if path == "/robots.txt":
+                request.setHeader(b"Content-Type", b"text/plain")
+                delay = crawl_delay_of.get(host) or 0.0
+                return b"User-agent: *\nDisallow:\n" + (f"Crawl-delay: {delay}\n".encode() if delay else b"")
             if path.startswith("/page/"):
                 try:
                     page = int(path[len("/page/") :])
@@ -119,7 +233,8 @@ def serve(pages: int, hosts: int, links: int, seed: int, max_seconds: float) -> 
                     page = -1
                 if 0 <= page < pages:
                     request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
-                    return model_box["model"].body(page)
+                    delay = latency_of.get(host) or 0.0
+                    return send_later(request, delay, page) if delay > 0 else page_body(page)
             request.setResponseCode(404)
             return b"not found"
 
@@ -130,7 +245,7 @@ def serve(pages: int, hosts: int, links: int, seed: int, max_seconds: float) -> 
         assert address.startswith(LOOPBACK_PREFIX)
         port = reactor.listenTCP(0, site, interface=address)
         ports[address] = port.getHost().port
-    model_box["model"] = SiteModel(pages, ports, links, seed)
+    model_box["model"] = SiteModel(pages, ports, links, seed, churn=churn, origin=time.time())
 
     class StdinWatcher(Protocol):
         def connectionLost(self, reason: object = None) -> None:  # noqa: N802 (Twisted API)
@@ -139,7 +254,8 @@ def serve(pages: int, hosts: int, links: int, seed: int, max_seconds: float) -> 
 
     stdio.StandardIO(StdinWatcher())
     reactor.callLater(max_seconds, reactor.stop)
-    print("READY " + json.dumps({"hosts": ports, "start_urls": model_box["model"].start_urls()}), flush=True)
+    ready = {"hosts": ports, "start_urls": model_box["model"].start_urls(), "origin": model_box["model"].origin}
+    print("READY " + json.dumps(ready), flush=True)
     reactor.run()
 
 
@@ -150,8 +266,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--links", type=int, default=5)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--max-seconds", type=float, default=1800.0, help="stop serving after this long regardless")
+    p.add_argument("--change-median", type=float, default=0.0, help="pages change: median mean interval, seconds")
+    p.add_argument("--change-sigma", type=float, default=1.0, help="σ of the log change rate across pages")
+    p.add_argument("--latency", default="", help="per host: seconds before a page's body, e.g. 0,0.05,0.3")
+    p.add_argument("--crawl-delay", default="", help="per host: robots.txt Crawl-delay (0: none)")
     args = p.parse_args(argv)
-    serve(args.pages, args.hosts, args.links, args.seed, args.max_seconds)
+    churn = Churn(args.change_median, args.change_sigma, args.seed) if args.change_median > 0 else None
+    latency = per_host(args.latency, args.hosts, "--latency")
+    crawl_delay = per_host(args.crawl_delay, args.hosts, "--crawl-delay")
+    serve(args.pages, args.hosts, args.links, args.seed, args.max_seconds, churn, latency, crawl_delay)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ from .change.trust import Trust, TrustParams
 from .crawllog import CrawlLog
 from .engine import EngineWaker
 from .frontier import AddResult, ChangeState, Frontier, Outcome, Politeness, UrlRecord, Visit
+from .frontier.crawltime import FetchTimes, capacity, estimate_hosts
 from .frontier.store import StoreError
 from .hints import META_HINT, count_settled, take_hint
 from .matching import media_type
@@ -90,6 +91,8 @@ class AdaptiveScheduler(BaseScheduler):
         self._fetch_started: dict[bytes, float] = {}
         #: fp -> a re-sent request to issue instead of rebuilding from the store
         self._resend: dict[bytes, Request] = {}
+        #: mean fetch duration per queue, for the crawl-time estimate
+        self.fetch_times = FetchTimes()
         self._wake_timer: CallLaterResult | None = None
         self._wake_at = math.inf
         self._ticker: Any = None
@@ -440,6 +443,25 @@ class AdaptiveScheduler(BaseScheduler):
         interval = max(self.config.min_delay, crawl_delay or 0.0, 1e-3)
         allocator.set_host_cap(queue, self.config.host_valence / interval)
 
+    def _refresh_caps(self) -> None:
+        """Tighten the budget's host caps with measured fetch times.
+
+        A slot's politeness wait counts from the *end* of its fetch, so a
+        queue starts at most valence fetches per (fetch time + wait), fewer
+        than the nominal valence per delay of :meth:`_cap_host`.  A slow host
+        capped nominally would be planned visits it cannot make, and the
+        budget would go unspent.
+        """
+        allocator = self.allocator
+        if allocator is None or self.frontier is None:
+            return
+        c = self.config
+        for q in self.frontier.queues():
+            fetch_time = self.fetch_times.mean(q.name)
+            if fetch_time is not None:
+                cap = capacity(q, fetch_time, delay_factor=c.delay_factor, min_delay=c.min_delay, max_delay=c.max_delay)
+                allocator.set_host_cap(q.name, cap)
+
     def _count(self, record: UrlRecord, visit: Visit) -> None:
         inc = self.stats.inc_value
         inc(f"adaptive/outcome/{record.outcome}")
@@ -467,6 +489,9 @@ class AdaptiveScheduler(BaseScheduler):
             return
         started = self._fetch_started.get(fp)
         duration = time.time() - started if started is not None else 0.0
+        queue = self.frontier.out_queue(fp)
+        if started is not None and queue is not None:
+            self.fetch_times.add(queue, duration)
         self.frontier.fetch_ended(fp, duration)
         self._arm_wake()
 
@@ -544,7 +569,9 @@ class AdaptiveScheduler(BaseScheduler):
         def secs(value: float | None) -> str:
             return "-" if value is None else f"{value:.1f}s"
 
+        self._refresh_caps()
         self._log_budget()
+        self._log_crawl_times()
         logger.info(
             "Frontier%s: %d URLs (%d never) in %d queues: %d ready, %d snoozed, %d busy; %d out; %s%d due now; "
             "overdue p50 %s p95 %s; %d visits, %d versions",
@@ -584,6 +611,40 @@ class AdaptiveScheduler(BaseScheduler):
             len(capped),
             (": " + ", ".join(f"{h} ({r:.1f}x too rare)" for h, r in worst)) if worst else "",
         )
+
+    def _log_crawl_times(self) -> None:
+        """Per host, how long one pass over the URLs due before the next
+        summary takes (Umbrich et al.'s crawl-time estimate under our
+        politeness): a host that needs longer than that falls further behind
+        at every summary, whatever the wait policy asks of it."""
+        assert self.frontier is not None
+        c = self.config
+        rows = estimate_hosts(
+            self.frontier.queues(),
+            self.frontier.store,
+            self.fetch_times,
+            now=time.time(),
+            horizon=c.log_interval,
+            delay_factor=c.delay_factor,
+            min_delay=c.min_delay,
+            max_delay=c.max_delay,
+        )
+        behind = [r for r in rows if r.overdue]
+        self.stats.set_value("adaptive/hosts/with_due", len(rows))
+        self.stats.set_value("adaptive/hosts/overdue", len(behind))
+        self.stats.set_value("adaptive/hosts/max_load", round(rows[0].load, 2) if rows else 0.0)
+        if behind:
+            logger.info(
+                "Hosts: %d of %d cannot get through the URLs due within %.0fs: %s",
+                len(behind),
+                len(rows),
+                c.log_interval,
+                ", ".join(
+                    f"{r.queue} ({r.docs} due, one pass {r.crawl_time:.0f}s = {r.load:.1f}x; "
+                    f"fetch {r.fetch_time:.2f}s + wait {r.wait:.2f}s, {r.threads:.2f} threads)"
+                    for r in behind[:5]
+                ),
+            )
 
     def _report_validators(self, final: bool = False) -> None:
         """Per host, how far its validators proved right (Clausen's

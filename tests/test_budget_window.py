@@ -75,3 +75,34 @@ def test_a_bad_window_names_the_setting(value: object, shown: str | None) -> Non
         config(ADAPTIVE_BUDGET_WINDOW=value)
     if shown is not None:
         assert f"ADAPTIVE_BUDGET_WINDOW ({shown}) must be a finite number of seconds > 0" in str(info.value)
+
+
+def _burst_then_steady(growing: bool) -> RateAllocator:
+    """64 URLs revisited 3 times a second for a minute, then once a second for two."""
+    alloc = RateAllocator(1.0, epoch="t", control_window=30.0, solve_every=1)
+    if not growing:
+        for _ in range(64):
+            alloc.register({}, "h", 0.1)
+    now = 1_000.0
+    for _ in range(64):
+        if growing:  # found one by one during the burst
+            alloc.register({}, "h", 0.1)
+        for _ in range(3):
+            now += 1 / 3 * 60 / 64
+            alloc.note_fetch(now)
+    for _ in range(120):
+        now += 1.0
+        alloc.note_fetch(now)
+    return alloc
+
+
+def test_a_burst_while_the_population_doubles_is_not_held_against_the_budget() -> None:
+    # A fresh crawl: its first URLs are planned for a population of a few,
+    # get short waits and are revisited in a burst.  The measurement starts
+    # again whenever the population has doubled, so the burst barely moves
+    # the correction; the same burst in a settled population is overspending
+    # and is corrected hard.
+    growing, settled = _burst_then_steady(True), _burst_then_steady(False)
+    assert growing.realised_rate() == pytest.approx(1.0, rel=0.1)
+    assert growing.correction >= 0.85
+    assert settled.correction <= 0.6
