@@ -107,13 +107,17 @@ def test_a_crawl_delay_counts_as_the_wait() -> None:
     assert est.crawl_time == pytest.approx(drain(f, clock, 10, 0.5))
 
 
-def test_the_papers_own_delay_underestimates_our_politeness() -> None:
+def test_the_papers_own_delay_misjudges_our_politeness() -> None:
     # the paper spaces fetch starts by the crawl delay; our wait starts when
     # the fetch ends, so each cycle is t longer than the paper thinks
     t, w, docs = 0.5, 2.0, 10
     ours = crawl_time(docs, t, start_spacing(t, w, 1), 1)
     paper = crawl_time(docs, t, w, 1)
     assert ours - paper == pytest.approx((docs - 1) * t)
+    # with two slots resting side by side the paper sees one fetch per wait: twice too long, almost
+    ours2 = crawl_time(docs, t, start_spacing(t, w, 2), 2)
+    paper2 = crawl_time(docs, t, w, 2)
+    assert paper2 == paper and 1.5 < paper2 / ours2 < 2.0
 
 
 def test_fetch_times_average_plainly_then_forget() -> None:
