@@ -599,14 +599,17 @@ class AdaptiveScheduler(BaseScheduler):
             return
         realised = allocator.realised_rate()
         capped = allocator.capped_hosts()
-        self.stats.set_value("adaptive/budget/per_day", round(allocator.budget * 86_400, 1))
+        # without ADAPTIVE_BUDGET the plan follows the target precision: report what it plans
+        budget = allocator.budget if allocator.budget is not None else allocator.planned_rate()
+        self.stats.set_value("adaptive/budget/per_day", round(budget * 86_400, 1))
         if realised is not None:
             self.stats.set_value("adaptive/budget/realised_per_day", round(realised * 86_400, 1))
         self.stats.set_value("adaptive/budget/capped_hosts", len(capped))
         worst = sorted(capped.items(), key=lambda kv: -kv[1])[:5]
         logger.info(
-            "Budget: %.0f revisits/day, spending %s; %d hosts chronically overdue (politeness caps their visits)%s",
-            allocator.budget * 86_400,
+            "Budget: %.0f revisits/day%s, spending %s; %d hosts chronically overdue (politeness caps their visits)%s",
+            budget * 86_400,
+            "" if allocator.budget is not None else " planned (no ADAPTIVE_BUDGET)",
             "-" if realised is None else f"{realised * 86_400:.0f}/day",
             len(capped),
             (": " + ", ".join(f"{h} ({r:.1f}x too rare)" for h, r in worst)) if worst else "",

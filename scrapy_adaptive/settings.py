@@ -39,6 +39,7 @@ DEFAULTS: dict[str, Any] = {
     # revisit waits (the catch-all policy; ADAPTIVE_WAIT_POLICIES stacks more)
     "ADAPTIVE_BUDGET": None,  # revisits per day, for budgeted policies
     "ADAPTIVE_BUDGET_WINDOW": 259_200.0,  # 3 days: the window the budget is held over
+    "ADAPTIVE_TARGET_PRECISION": 0.5,  # without a budget: P(a visit finds a change)
     "ADAPTIVE_WAIT_CHANGED_FACTOR": 1.5,
     "ADAPTIVE_WAIT_DEFAULT": 259_200.0,  # 3 days: wait when change is unknown
     "ADAPTIVE_WAIT_DEPTH_FACTOR": 1.0,  # initial wait x factor ** depth
@@ -47,7 +48,7 @@ DEFAULTS: dict[str, Any] = {
     "ADAPTIVE_WAIT_MIN": 3_600.0,  # 1 hour
     "ADAPTIVE_WAIT_NO_LAST_MODIFIED_FACTOR": 0.5,  # no Last-Modified: 2x as likely to change
     "ADAPTIVE_WAIT_POLICIES": None,  # None: text/*, image/*, then the catch-all
-    "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.HeritrixWaitPolicy",
+    "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.BurstWaitPolicy",
     "ADAPTIVE_WAIT_UNCHANGED_FACTOR": 1.5,
     "ADAPTIVE_WAIT_USE_OVERDUE": False,
     # HTTP validators
@@ -138,6 +139,7 @@ class AdaptiveConfig:
     wait_policy: str
     budget: float | None
     budget_window: float
+    target_precision: float
     wait_changed_factor: float
     wait_unchanged_factor: float
     wait_use_overdue: bool
@@ -206,6 +208,7 @@ class AdaptiveConfig:
             wait_policy=str(settings.get("ADAPTIVE_WAIT_POLICY") or d["ADAPTIVE_WAIT_POLICY"]),
             budget=_number(settings, "ADAPTIVE_BUDGET", d["ADAPTIVE_BUDGET"]),
             budget_window=_number(settings, "ADAPTIVE_BUDGET_WINDOW", d["ADAPTIVE_BUDGET_WINDOW"]),
+            target_precision=_number(settings, "ADAPTIVE_TARGET_PRECISION", d["ADAPTIVE_TARGET_PRECISION"]),
             wait_changed_factor=_number(settings, "ADAPTIVE_WAIT_CHANGED_FACTOR", d["ADAPTIVE_WAIT_CHANGED_FACTOR"]),
             wait_unchanged_factor=_number(
                 settings, "ADAPTIVE_WAIT_UNCHANGED_FACTOR", d["ADAPTIVE_WAIT_UNCHANGED_FACTOR"]
@@ -285,6 +288,11 @@ class AdaptiveConfig:
             raise ConfigError(
                 f"ADAPTIVE_BUDGET_WINDOW ({self.budget_window!r}) must be a finite number of seconds > 0 "
                 "(the window over which realised revisits are held to ADAPTIVE_BUDGET)."
+            )
+        if not 0 < self.target_precision < 1:
+            raise ConfigError(
+                f"ADAPTIVE_TARGET_PRECISION ({self.target_precision!r}) must be a probability strictly between 0 "
+                "and 1 (the share of visits that should find a change when ADAPTIVE_BUDGET is not set)."
             )
         if self.validator_scheme not in VALIDATOR_SCHEMES:
             raise ConfigError(

@@ -2,20 +2,49 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
 from scrapy.settings import Settings
 
 from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
-from scrapy_adaptive.policies import DefaultWaitPolicy, HeritrixWaitPolicy, PolicyStack, WaitParams, load_wait_policy
+from scrapy_adaptive.policies import (
+    BurstWaitPolicy,
+    DefaultWaitPolicy,
+    HeritrixWaitPolicy,
+    PolicyStack,
+    WaitParams,
+    load_wait_policy,
+)
 from scrapy_adaptive.settings import AdaptiveConfig, ConfigError
 
 CHANGED, UNCHANGED, UNKNOWN = ChangeState.CHANGED, ChangeState.UNCHANGED, ChangeState.UNKNOWN
 
 
 def config(**values: object) -> AdaptiveConfig:
+    """Settings for the stack tests, on Heritrix's rule (its numbers are exact)."""
+    values.setdefault("ADAPTIVE_WAIT_POLICY", "scrapy_adaptive.policies.HeritrixWaitPolicy")
     return AdaptiveConfig.from_settings(Settings(values))
+
+
+def test_the_default_policy_is_the_burst_policy_on_one_shared_allocator() -> None:
+    stack = load_wait_policy(AdaptiveConfig.from_settings(Settings({"ADAPTIVE_WAIT_INITIAL": 10_000})))
+    assert isinstance(stack.catch_all, BurstWaitPolicy)
+    allocator = stack.params.shared["rate_allocator"]
+    assert allocator.budget is None  # no ADAPTIVE_BUDGET: visits at the target precision
+    assert allocator.target_ratio == pytest.approx(math.log(2))
+    # until the population prior is learned, the first revisit comes after ADAPTIVE_WAIT_INITIAL
+    assert stack.next_wait({"visits": 0}, visit(content_type="application/pdf")) == pytest.approx(10_000)
+    budgeted = load_wait_policy(AdaptiveConfig.from_settings(Settings({"ADAPTIVE_BUDGET": 2_000})))
+    assert budgeted.params.shared["rate_allocator"].budget == pytest.approx(2_000 / 86_400)
+
+
+def test_target_precision_is_validated() -> None:
+    with pytest.raises(ConfigError, match="ADAPTIVE_TARGET_PRECISION"):
+        AdaptiveConfig.from_settings(Settings({"ADAPTIVE_TARGET_PRECISION": 1.0}))
+    stack = load_wait_policy(AdaptiveConfig.from_settings(Settings({"ADAPTIVE_TARGET_PRECISION": 0.2})))
+    assert stack.params.shared["rate_allocator"].target_ratio == pytest.approx(-math.log(0.8))
 
 
 def visit(change: ChangeState = CHANGED, **kw: Any) -> Visit:

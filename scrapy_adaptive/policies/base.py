@@ -46,6 +46,9 @@ class WaitParams:
     #: to the budget (``ADAPTIVE_BUDGET_WINDOW``): the feedback loop's memory,
     #: so it must be short next to the crawl's length to act at all
     budget_window: float = 259_200.0
+    #: without a budget: the probability that a visit finds a change
+    #: (``ADAPTIVE_TARGET_PRECISION``)
+    target_precision: float = 0.5
     #: what the policies of one stack share (one rate allocator for the whole
     #: crawl's budget); the same dict in every copy made by ``updated``
     shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -78,7 +81,7 @@ class WaitParams:
 
     def check(self, where: str) -> None:
         for f in fields(self):
-            if f.name in ("budget", "shared", "use_overdue"):
+            if f.name in ("budget", "shared", "use_overdue", "target_precision"):
                 continue
             if f.name in ("initial", "default", "maximum", "changed_factor", "unchanged_factor", "depth_factor"):
                 if getattr(self, f.name) <= 0:

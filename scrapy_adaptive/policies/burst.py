@@ -85,7 +85,9 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
     def from_params(cls, params: WaitParams) -> BurstWaitPolicy:
         base = ProportionalWaitPolicy.from_params(params)
         offsets = params.shared.setdefault("burst_offsets", offset_priors(base.allocator.epoch))
-        return cls(base.allocator, offsets=offsets)
+        policy = cls(base.allocator, offsets=offsets)
+        policy.initial = base.initial
+        return policy
 
     def _learn_offset(self, memory: dict[str, Any], state: int, overall: float) -> None:
         """Contribute this URL's offset in *state* to that state's population prior.

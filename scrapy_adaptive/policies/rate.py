@@ -106,6 +106,11 @@ class PopulationPrior:
             self._add(m, v, 1)
             memory[self.key] = [self.epoch, m, v]
 
+    @property
+    def learned(self) -> bool:
+        """True once enough URLs contribute for the fallback to be replaced."""
+        return self.n >= self.min_count
+
     def get(self) -> tuple[float, float]:
         """(μ, σ) of ln λ (λ in changes per second)."""
         if self.n < self.min_count:
@@ -248,8 +253,9 @@ class RateAllocator:
 
     def __init__(
         self,
-        budget: float,
+        budget: float | None,
         *,
+        target_ratio: float = math.log(2.0),
         min_wait: float = 3_600.0,
         max_wait: float = 28 * DAY,
         host_caps: Mapping[str, float] | None = None,
@@ -261,9 +267,12 @@ class RateAllocator:
         prior: PopulationPrior | None = None,
         epoch: str | None = None,
     ) -> None:
-        if budget <= 0:
+        if budget is not None and budget <= 0:
             raise ValueError("the budget must be positive (fetches per second)")
+        if not target_ratio > 0:
+            raise ValueError("the target ratio must be positive (expected changes per visit)")
         self.budget = budget
+        self.target_ratio = target_ratio
         self.min_wait = min_wait
         self.max_wait = max_wait
         self.f_min = 1.0 / max_wait
@@ -354,7 +363,8 @@ class RateAllocator:
         with how much less (r̂_h / r*)."""
         return {h: r / self.ratio for h, r in self._host_ratio.items() if self.ratio > 0 and r > self.ratio}
 
-    def set_budget(self, budget: float) -> None:
+    def set_budget(self, budget: float | None) -> None:
+        """Revisits per second, or None to visit at ``target_ratio`` instead."""
         self.budget = budget
         self._solved = False
 
@@ -403,7 +413,7 @@ class RateAllocator:
 
     def _control(self) -> None:
         realised = self.realised_rate()
-        if realised is None or realised <= 0 or self._t_control is None or self._t_last is None:
+        if self.budget is None or realised is None or realised <= 0 or self._t_control is None or self._t_last is None:
             return
         dt = self._t_last - self._t_control
         self._t_control = self._t_last
@@ -454,12 +464,17 @@ class RateAllocator:
         """Recompute r* (and the r̂_h of capped hosts) from the histograms."""
         self._pending = 0
         self._solved = True
-        self._control()
-        # hinted revisits come first; the schedule keeps at least a tenth
-        target = max(self.budget * self.correction - self.hinted_rate(), 0.1 * self.budget)
-        if not self._hosts:
-            return
-        r = self._solve_ratio(self._total, target)
+        if self.budget is None:
+            # no budget: every URL gets the target ratio, hosts whose cap
+            # binds a larger one (the water-filling below still applies)
+            r = self.target_ratio
+        else:
+            self._control()
+            # hinted revisits come first; the schedule keeps at least a tenth
+            target = max(self.budget * self.correction - self.hinted_rate(), 0.1 * self.budget)
+            if not self._hosts:
+                return
+            r = self._solve_ratio(self._total, target)
         self.ratio = r
         self._host_ratio = {}
         for host, cap in self._caps.items():
@@ -561,28 +576,34 @@ class ProportionalWaitPolicy(_RatePolicy):
         self.allocator = allocator
         self.host_of = host_of
 
-    #: revisits per day when built from wait parameters alone (no budget setting yet)
-    default_budget_per_day = 10_000.0
-
     @classmethod
     def from_params(cls, params: WaitParams) -> ProportionalWaitPolicy:
-        """Bounds from the wait numbers; the budget from ``default_budget_per_day``.
+        """Bounds from the wait numbers; ``ADAPTIVE_BUDGET`` revisits per day.
 
         Instances built from the params of one stack share one allocator
-        (``params.shared``), so the whole crawl spends one budget:
-        ``ADAPTIVE_BUDGET`` revisits per day, or ``default_budget_per_day``.
+        (``params.shared``), so the whole crawl spends one budget.  Without a
+        budget every URL is visited when a change is expected with
+        probability ``ADAPTIVE_TARGET_PRECISION`` (r = −ln(1 − p) expected
+        changes per visit), which is the allocation a budget of Λ/r would
+        buy, without having to know Λ.
         """
         allocator = params.shared.get("rate_allocator")
         if allocator is None:
-            per_day = params.budget if params.budget is not None else cls.default_budget_per_day
             allocator = RateAllocator(
-                per_day / DAY,
+                None if params.budget is None else params.budget / DAY,
+                target_ratio=-math.log1p(-params.target_precision),
                 min_wait=params.minimum,
                 max_wait=params.maximum,
                 control_window=params.budget_window,
             )
             params.shared["rate_allocator"] = allocator  # one budget for the whole stack
-        return cls(allocator)
+        policy = cls(allocator)
+        policy.initial = params.initial
+        return policy
+
+    #: the first revisit's wait while the population prior is still the
+    #: fallback (``ADAPTIVE_WAIT_INITIAL``, per stack entry); None: the prior's
+    initial: float | None = None
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
         memory = policy_memory(history)
@@ -598,7 +619,10 @@ class ProportionalWaitPolicy(_RatePolicy):
             self.allocator.note_fetch(now, hinted=hinted_visit(history))
         visit.policy_state = memory
         wait_rate = self.schedule_rate(memory, visit, rate, first=first, observed=observed)
-        return self.noise_guard.wait(memory, verdict, self.allocator.wait(host, wait_rate), self.max_wait)
+        wait = self.allocator.wait(host, wait_rate)
+        if first and self.initial is not None and not self.prior.learned:
+            wait = clamp(self.initial, self.min_wait, self.max_wait)
+        return self.noise_guard.wait(memory, verdict, wait, self.max_wait)
 
     def schedule_rate(self, memory: dict[str, Any], visit: Visit, rate: float, *, first: bool, observed: bool) -> float:
         """The rate the next wait is cut for: λ̂ here.
@@ -654,8 +678,8 @@ class PrecisionWaitPolicy(_RatePolicy):
 
     @classmethod
     def from_params(cls, params: WaitParams) -> PrecisionWaitPolicy:
-        """p* = 0.5 within the configured bounds."""
-        return cls(0.5, min_wait=params.minimum, max_wait=params.maximum)
+        """p* = ``ADAPTIVE_TARGET_PRECISION`` within the configured bounds."""
+        return cls(params.target_precision, min_wait=params.minimum, max_wait=params.maximum)
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
         memory = policy_memory(history)

@@ -77,6 +77,7 @@ class PolicyStack(WaitPolicy):
             depth_factor=config.wait_depth_factor,
             budget=config.budget,
             budget_window=config.budget_window,
+            target_precision=config.target_precision,
         )
         params.check("ADAPTIVE_WAIT_*")
         raw = config.wait_policies
