@@ -546,7 +546,11 @@ class _RatePolicy(WaitPolicy):
         and holds it at the maximum wait (:mod:`.noise`).  With normalised
         change detection it sees only real changes and stays quiet.
         """
-        return self.noise_guard.observe(memory, visit.change, elapsed(history, visit))
+        return self.noise_guard.observe(memory, visit.change, elapsed(history, visit), ratio=self.planned_ratio())
+
+    def planned_ratio(self) -> float | None:
+        """Expected changes per interval the policy plans for (None: unknown)."""
+        return None
 
     def is_noise(self, memory: dict[str, Any]) -> bool:
         """True while the guard holds this URL as noise (read from *memory*)."""
@@ -624,6 +628,9 @@ class ProportionalWaitPolicy(_RatePolicy):
             wait = clamp(self.initial, self.min_wait, self.max_wait)
         return self.noise_guard.wait(memory, verdict, wait, self.max_wait)
 
+    def planned_ratio(self) -> float | None:
+        return self.allocator.ratio
+
     def schedule_rate(self, memory: dict[str, Any], visit: Visit, rate: float, *, first: bool, observed: bool) -> float:
         """The rate the next wait is cut for: λ̂ here.
 
@@ -675,6 +682,9 @@ class PrecisionWaitPolicy(_RatePolicy):
     def hint_wait(self, history: Mapping[str, Any], hint: Hint) -> float | None:
         """Visit now if the source's learned precision beats φ(−ln(1 − p*))."""
         return 0.0 if accept(hint, marginal_value(self.hazard)) else None
+
+    def planned_ratio(self) -> float | None:
+        return self.hazard
 
     @classmethod
     def from_params(cls, params: WaitParams) -> PrecisionWaitPolicy:
