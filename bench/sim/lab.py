@@ -106,10 +106,16 @@ def run_policy(
         # finding a change) does not depend on them.  When that cannot
         # reach the budget, hold the rule's own schedule to the budget
         # with a throughput cap instead.
+        # The cap only binds on a schedule that asks for more than the
+        # budget: run the time scale whose demand came closest above it
+        # (or, if none did, the one that asked the most) under the cap, so
+        # the rule is compared at equal fetches whenever it can spend them.
+        over = [kk for kk, e in trail if e > 0]
+        k = max(over) if over else min(kk for kk, _ in trail)
         capped_config = replace(config, fetch_cap=budget)
-        ctx = with_scale(LabContext(world, budget, **(context or {})), 1.0)
+        ctx = with_scale(LabContext(world, budget, **(context or {})), k)
         result = simulate(world, POLICIES[name](ctx), capped_config, name=f"{name}/cap")
-        capped, k = True, 1.0
+        capped = True
     result.detection = config.detection
     result.set_budget(budget * DAY)
     result.extra["time_scale"] = k

@@ -32,7 +32,7 @@ from scrapy_adaptive.policies.burst import BurstWaitPolicy
 from scrapy_adaptive.policies.fixed import FixedWaitPolicy
 from scrapy_adaptive.policies.history import clamp, is_first_visit, policy_memory, visit_time
 from scrapy_adaptive.policies.nutch import NutchWaitPolicy
-from scrapy_adaptive.policies.rate import PrecisionWaitPolicy, ProportionalWaitPolicy, RateAllocator
+from scrapy_adaptive.policies.rate import PopulationPrior, PrecisionWaitPolicy, ProportionalWaitPolicy, RateAllocator
 from scrapy_adaptive.policies.stormcrawler import StormCrawlerWaitPolicy
 from scrapy_adaptive.policies.umbrich import (
     DynWaitPolicy,
@@ -236,6 +236,21 @@ def _precision(ctx: LabContext) -> WaitPolicy:
     return PrecisionWaitPolicy(min(p, 0.999), min_wait=ctx.min_wait, max_wait=ctx.max_wait)
 
 
+def _prior_oracle(ctx: LabContext) -> WaitPolicy:
+    """Proportional allocation told the population's true rate distribution.
+
+    Not the pages' rates: what a learner could do if the EM prior were exact
+    from the first day.  The gap to ``oracle-rate`` is what learning each
+    page's own rate from its visits costs, which no prior removes.
+    """
+    spec = ctx.world.spec
+    prior = PopulationPrior(rate=1.0 / (spec.median_interval_days * DAY), log_sd=spec.rate_sigma, min_count=10**12)
+    allocator = RateAllocator(
+        ctx.budget, min_wait=ctx.min_wait, max_wait=ctx.max_wait, host_caps=ctx.host_caps(), epoch="lab", prior=prior
+    )
+    return ProportionalWaitPolicy(allocator, host_of=ctx.host_of())
+
+
 def _oracle_rate(ctx: LabContext) -> WaitPolicy:
     return OracleRatePolicy({p.url: p.rate for p in ctx.world.pages}, ctx.allocator(), ctx.host_of())
 
@@ -257,12 +272,13 @@ POLICIES: dict[str, Callable[[LabContext], WaitPolicy]] = {
     "precision": _precision,
     "proportional": _proportional,
     "burst": _burst,
+    "prior-oracle": _prior_oracle,
     "oracle-rate": _oracle_rate,
     "oracle-hazard": _oracle_hazard,
 }
 
 #: policies that honour the budget themselves (no calibration needed)
-BUDGETED = {"uniform", "proportional", "burst", "oracle-rate", "oracle-hazard"}
+BUDGETED = {"uniform", "proportional", "burst", "prior-oracle", "oracle-rate", "oracle-hazard"}
 
 
 def register(name: str, factory: Callable[[LabContext], WaitPolicy], *, budgeted: bool = False) -> None:
