@@ -100,18 +100,21 @@ def run_policy(
     ctx = with_scale(LabContext(world, budget, **(context or {})), k)
     result = simulate(world, POLICIES[name](ctx), config, name=name)
     capped = False
-    if trail and abs(trail[-1][1]) > 0.05 and config.fetch_cap is None:
+    spent = result.revisits_per_day / (budget * DAY) - 1.0
+    if trail and abs(spent) > 0.05 and config.fetch_cap is None:
         # Scaling the time parameters moves a multiplicative rule only
         # through its clamps: its equilibrium (a fixed share of visits
-        # finding a change) does not depend on them.  When that cannot
-        # reach the budget, hold the rule's own schedule to the budget
-        # with a throughput cap instead.
-        # The cap only binds on a schedule that asks for more than the
-        # budget: run the time scale whose demand came closest above it
-        # (or, if none did, the one that asked the most) under the cap, so
-        # the rule is compared at equal fetches whenever it can spend them.
-        over = [kk for kk, e in trail if e > 0]
-        k = max(over) if over else min(kk for kk, _ in trail)
+        # finding a change) does not depend on them, and a scale found on
+        # the small copy need not hold on the whole world.  When the run
+        # misses the budget, hold the rule's schedule to it with a
+        # throughput cap instead.  The cap only binds on a schedule that
+        # asks for more than the budget: keep this scale if it did, else
+        # take the one whose demand came closest above the budget in the
+        # calibration (or the one that asked the most), so the rule is
+        # compared at equal fetches whenever it can spend them.
+        if spent < 0:
+            over = [kk for kk, e in trail if e > 0]
+            k = max(over) if over else min(kk for kk, _ in trail)
         capped_config = replace(config, fetch_cap=budget)
         ctx = with_scale(LabContext(world, budget, **(context or {})), k)
         result = simulate(world, POLICIES[name](ctx), capped_config, name=f"{name}/cap")
