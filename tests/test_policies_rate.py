@@ -16,7 +16,7 @@ from scrapy_adaptive.policies.estimators import (
     interval_mle,
     last_modified_rate,
     naive_rate,
-    posterior_mode_rate,
+    posterior_log_rate,
 )
 from scrapy_adaptive.policies.rate import (
     PopulationPrior,
@@ -27,6 +27,11 @@ from scrapy_adaptive.policies.rate import (
 )
 
 DAY = 86_400.0
+
+
+def posterior_mode_rate(*args: Any, **kwargs: Any) -> float:
+    """λ at the posterior mode."""
+    return math.exp(posterior_log_rate(*args, **kwargs)[0])
 
 
 def binomial_mean(n: int, p: float, f: Any) -> float:
@@ -250,8 +255,6 @@ def test_noise_guard_holds_a_page_that_changes_at_every_fetch() -> None:
 
 
 def test_posterior_log_rate_variance_is_the_laplace_curvature() -> None:
-    from scrapy_adaptive.policies.estimators import posterior_log_rate
-
     prior = math.log(1 / (7 * DAY))
     u, var = posterior_log_rate([], 0.0, 0, prior, 1.5)
     assert (u, var) == (pytest.approx(prior), pytest.approx(1.5**2))  # no data: the prior itself

@@ -13,7 +13,7 @@ observations into a rate λ (changes per second):
 * :func:`last_modified_rate` – when the server's Last-Modified is trusted,
   the age of the content at each changed visit is observed exactly and the
   likelihood becomes λ^X·e^(−λT): λ̂ = X/T;
-* :func:`posterior_mode_rate` – the MLE regularised by a log-normal prior on
+* :func:`posterior_log_rate` – the MLE regularised by a log-normal prior on
   λ (learned from the population), mixing censored and exact observations.
   The prior keeps the estimate finite and sensible after one or two visits,
   which is where a budget-driven crawler spends most of its early fetches.
@@ -111,24 +111,6 @@ def complete_history_rate(
     if total <= 0:
         return math.inf
     return (changes + prior_changes) / total
-
-
-def posterior_mode_rate(
-    changed: Sequence[float],
-    exposure: float,
-    exact_changes: int,
-    prior_log_mean: float,
-    prior_log_sd: float,
-    *,
-    start: float | None = None,
-    tol: float = 1e-6,
-) -> float:
-    """Most probable λ given censored and exact observations and a prior
-    (the mode of :func:`posterior_log_rate`)."""
-    u, _ = posterior_log_rate(
-        changed, exposure, exact_changes, prior_log_mean, prior_log_sd, start=start, tol=tol
-    )
-    return math.exp(u)
 
 
 def posterior_log_rate(
