@@ -2,7 +2,7 @@
 
 Run::
 
-    python -m bench.budget_bench                     # ~2.5 minutes
+    python -m bench.budget_bench                     # ~3 minutes
     python -m bench.budget_bench --seconds 600 --json budget.json
 
 One real crawl (``scrapy runspider bench/e2e_spider.py`` with the add-on and
@@ -81,6 +81,10 @@ def crawl_settings(args: argparse.Namespace, run_dir: Path) -> dict[str, Any]:
         "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.ProportionalWaitPolicy",
         "ADAPTIVE_WAIT_POLICIES": [],
         "ADAPTIVE_WAIT_MIN": 1.0,
+        # the first revisit while the population prior is not learned yet:
+        # soon, so that it is learned in the first seconds, while the number
+        # of URLs still doubles and the budget's measurement restarts
+        "ADAPTIVE_WAIT_INITIAL": 1.0,
         "ADAPTIVE_WAIT_MAX": args.max_wait,
         "ADAPTIVE_BUDGET": args.budget * DAY,
         "ADAPTIVE_BUDGET_WINDOW": args.window,
@@ -250,8 +254,8 @@ def report(result: dict[str, Any]) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench.budget_bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("--seconds", type=float, default=150.0, help="length of the crawl (default %(default)s)")
-    p.add_argument("--warmup", type=float, default=50.0, help="seconds left out at the start (default %(default)s)")
+    p.add_argument("--seconds", type=float, default=180.0, help="length of the crawl (default %(default)s)")
+    p.add_argument("--warmup", type=float, default=80.0, help="seconds left out at the start (default %(default)s)")
     p.add_argument("--budget", type=float, default=20.0, help="revisits per second (default %(default)s)")
     p.add_argument("--window", type=float, default=10.0, help="ADAPTIVE_BUDGET_WINDOW, seconds (default %(default)s)")
     p.add_argument("--pages", type=int, default=300)
