@@ -47,10 +47,10 @@ from .crawllog import CrawlLog
 from .engine import EngineWaker
 from .frontier import AddResult, ChangeState, Frontier, Outcome, Politeness, UrlRecord, Visit
 from .frontier.crawltime import FetchTimes, capacity, estimate_hosts
-from .frontier.store import StoreError
+from .frontier.store import Batch, StoreError
 from .hints import META_HINT, count_settled, take_hint
 from .matching import media_type
-from .policies import PolicyStack, load_wait_policy
+from .policies import PolicyStack, load_wait_policy, persist
 from .politeness import QueueKeyer, parse_crawl_delay
 from .serialization import RequestNotStorable, request_from_data, request_to_data
 from .settings import AdaptiveConfig
@@ -176,6 +176,7 @@ class AdaptiveScheduler(BaseScheduler):
             history_size=c.history_size,
         )
         self.frontier.load()
+        self._restore_policy_state()
         for queue in self.frontier.queues():
             self._cap_host(queue.name, queue.crawl_delay)
         if c.crawl_log:
@@ -202,6 +203,7 @@ class AdaptiveScheduler(BaseScheduler):
         if self.frontier is not None:
             self._log_shape(final=True)
             self._report_validators(final=True)
+            self._save_policy_state()
             self.frontier.store.close()
         if self.crawl_log is not None:
             self.crawl_log.close()
@@ -554,6 +556,7 @@ class AdaptiveScheduler(BaseScheduler):
             if time.time() - self._last_log >= self.config.log_interval:
                 self._log_shape()
                 self._report_validators()
+                self._save_policy_state()
         except StoreError as exc:
             self._fatal(exc)
         except Exception:
@@ -648,6 +651,35 @@ class AdaptiveScheduler(BaseScheduler):
                     for r in behind[:5]
                 ),
             )
+
+    def _restore_policy_state(self) -> None:
+        """Continue the budget and the learned priors of the last run (see
+        :mod:`.policies.persist`); a state that cannot be read is reported
+        and the crawl starts them afresh (the URL records are untouched)."""
+        assert self.frontier is not None
+        raw = self.frontier.store.get_meta(persist.META_KEY)
+        if raw is None:
+            return
+        try:
+            restored = persist.restore_shared(self.policy.params.shared, raw)
+        except ValueError as exc:
+            logger.warning("The saved policy state is unreadable (%s); the budget and priors start afresh.", exc)
+            return
+        if restored:
+            logger.info("Policy state restored: %s", ", ".join(restored))
+
+    def _save_policy_state(self) -> None:
+        """Store the policies' shared aggregates with the frontier (atomic)."""
+        if self.frontier is None:
+            return
+        raw = persist.dump_shared(self.policy.params.shared)
+        if raw is None:
+            return
+        try:
+            self.frontier.store.write(Batch(meta={persist.META_KEY: raw}))
+        except StoreError as exc:
+            # the records are intact; only the aggregates are older on restart
+            logger.error("Cannot save the policy state (%s): a restart will relearn it.", exc)
 
     def _report_validators(self, final: bool = False) -> None:
         """Per host, how far its validators proved right (Clausen's

@@ -368,3 +368,33 @@ def test_a_budgeted_policy_runs_in_a_crawl_and_reports_its_budget(
     assert result.stats["adaptive/budget/per_day"] == 345_600
     fetched = Counter(e["path"] for e in clean_log.log() if e["path"].startswith("/page/b-"))
     assert len(fetched) == 5 and max(fetched.values()) >= 2  # revisited under the budget
+
+
+def test_a_resumed_crawl_continues_the_budget_and_the_learned_priors(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_state: Path
+) -> None:
+    """The default policy's aggregates (allocator, priors, burst offsets) are saved
+    with the frontier and restored under the same epoch, so the URLs' own
+    contributions are replaced, not counted again, after a restart."""
+    start = clean_log.page_url("/page/r-1", links=["/page/r-2", "/page/r-3"])
+    settings = {
+        **adaptive_settings,
+        "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.BurstWaitPolicy",
+        "ADAPTIVE_BUDGET": 86_400 * 3,
+        "ADAPTIVE_WAIT_INITIAL": 0.3,
+        "ADAPTIVE_WAIT_MIN": 0.2,
+        "ADAPTIVE_WAIT_MAX": 2.0,
+        "CLOSESPIDER_TIMEOUT": 3,
+    }
+    args = ["-a", f"start_urls={start}"]
+    first = run_crawl(FOLLOW, settings, timeout=60, args=args)
+    first.assert_ok()
+    assert "Policy state restored" not in first.log
+    epochs = {r.policy.get("al", [None])[0] for r in read_records(tmp_state / "adaptive").values() if r.policy}
+    assert len(epochs) == 1
+    resumed = run_crawl(FOLLOW, settings, timeout=60, args=args)
+    resumed.assert_ok()
+    assert "Policy state restored: rate_allocator, burst_offsets" in resumed.log
+    after = read_records(tmp_state / "adaptive")
+    # every URL revisited after the restart registered under the same epoch
+    assert {r.policy["al"][0] for r in after.values() if r.policy and "al" in r.policy} == epochs

@@ -106,6 +106,16 @@ class PopulationPrior:
             self._add(m, v, 1)
             memory[self.key] = [self.epoch, m, v]
 
+    def state(self) -> dict[str, Any]:
+        """The aggregate, JSON-safe (saved with the frontier, see :mod:`.persist`)."""
+        return {"epoch": self.epoch, "n": self.n, "s1": self.s1, "s2": self.s2}
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Continue from a saved aggregate: same epoch, so URLs' contributions
+        made before the restart are replaced exactly when they are revisited."""
+        self.epoch = str(state["epoch"])
+        self.n, self.s1, self.s2 = int(state["n"]), float(state["s1"]), float(state["s2"])
+
     @property
     def learned(self) -> bool:
         """True once enough URLs contribute for the fallback to be replaced."""
@@ -362,6 +372,46 @@ class RateAllocator:
         than the budget would have them (the thesis's "chronically overdue"),
         with how much less (r̂_h / r*)."""
         return {h: r / self.ratio for h, r in self._host_ratio.items() if self.ratio > 0 and r > self.ratio}
+
+    def state(self) -> dict[str, Any]:
+        """What survives a restart, JSON-safe: the registered rates (per host,
+        as histogram cells), the epoch they were registered under, the
+        feedback loop's memory and the prior.  Caps are not saved: the
+        scheduler sets them again from politeness at open."""
+        return {
+            "epoch": self.epoch,
+            "hosts": {h: [[b, n, sm] for b, (n, sm) in cells.items()] for h, cells in self._hosts.items()},
+            "registered": self._registered,
+            "registered_at_t0": self._registered_at_t0,
+            "correction": self.correction,
+            "count": self._count,
+            "hinted": self._hinted,
+            "t": [self._t0, self._t_last, self._t_control],
+            "prior": self.prior.state(),
+        }
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Continue from :meth:`state` (the current caps are kept)."""
+        self.epoch = str(state["epoch"])
+        self._hosts = {
+            str(h): {int(b): [float(n), float(sm)] for b, n, sm in cells} for h, cells in state["hosts"].items()
+        }
+        self._global = {}
+        for host, cells in self._hosts.items():
+            if host not in self._caps:
+                for b, (n, sm) in cells.items():
+                    cell = self._global.setdefault(b, [0.0, 0.0])
+                    cell[0] += n
+                    cell[1] += sm
+        self._registered = int(state["registered"])
+        self._registered_at_t0 = int(state.get("registered_at_t0", 0))
+        self.correction = float(state["correction"])
+        self._count = float(state["count"])
+        self._hinted = float(state.get("hinted", 0.0))
+        t0, t_last, t_control = state["t"]
+        self._t0, self._t_last, self._t_control = t0, t_last, t_control
+        self.prior.restore(state["prior"])
+        self._solved = False
 
     def set_budget(self, budget: float | None) -> None:
         """Revisits per second, or None to visit at ``target_ratio`` instead."""

@@ -1,0 +1,76 @@
+"""Saving what the policies of one crawl share, so a restart continues it.
+
+Budgeted policies keep aggregate state outside the URL records: the rate
+allocator's histograms and feedback loop, the population priors (the rate
+prior, the burst offsets).  Each URL's record remembers what it contributed
+under the aggregate's *epoch*, so when the aggregate is restored with its
+epoch, a revisit replaces the URL's old contribution exactly; without it a
+restarted crawl would plan its budget for the few URLs revisited so far and
+overspend until every URL had been seen again (up to the maximum wait).
+
+The state is a small JSON document (one histogram per host) that the
+scheduler stores in the frontier's database (an atomic meta write) at every
+frontier summary and at close.  After a crash the records may be a summary
+interval ahead of it; the contributions of that interval are then counted
+twice or not at all until those URLs are revisited, a drift bounded by one
+interval's visits.
+
+An object in ``WaitParams.shared`` takes part when it has ``state()`` and
+``restore(state)``; lists of such objects (the burst offsets) too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, MutableMapping
+from typing import Any
+
+#: the frontier meta key the shared state is stored under
+META_KEY = "policy-shared"
+FORMAT = 1
+
+
+def _persistent(value: Any) -> bool:
+    return callable(getattr(value, "state", None)) and callable(getattr(value, "restore", None))
+
+
+def dump_shared(shared: Mapping[str, Any]) -> bytes | None:
+    """The shared objects' states as JSON bytes (None: nothing to save)."""
+    out: dict[str, Any] = {}
+    for key, value in shared.items():
+        if _persistent(value):
+            out[key] = value.state()
+        elif isinstance(value, list) and value and all(_persistent(v) for v in value):
+            out[key] = [v.state() for v in value]
+    if not out:
+        return None
+    return json.dumps({"format": FORMAT, "shared": out}, separators=(",", ":")).encode("utf-8")
+
+
+def restore_shared(shared: MutableMapping[str, Any], raw: bytes) -> list[str]:
+    """Restore the objects present in both *shared* and *raw*; the keys restored.
+
+    Raises ValueError naming the key when the saved state cannot be read, so
+    the caller can say so and go on with fresh aggregates.
+    """
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        raise ValueError(f"{META_KEY}: not JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ValueError(f"{META_KEY}: unknown format {doc.get('format') if isinstance(doc, dict) else doc!r}")
+    restored = []
+    for key, state in doc.get("shared", {}).items():
+        value: Any = shared.get(key)
+        try:
+            if _persistent(value):
+                value.restore(state)
+            elif isinstance(value, list) and isinstance(state, list) and len(value) == len(state):
+                for v, st in zip(value, state, strict=True):
+                    v.restore(st)
+            else:
+                continue
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{META_KEY}[{key!r}]: {exc!r}") from None
+        restored.append(key)
+    return restored

@@ -1,0 +1,90 @@
+"""The policies' shared aggregates survive a restart (policies/persist.py)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
+from scrapy_adaptive.policies import BurstWaitPolicy, WaitParams, persist
+
+DAY = 86_400.0
+
+
+def _crawl(policy: BurstWaitPolicy, records: dict[int, dict], rounds: int, rng: random.Random, t0: float) -> float:
+    """Visit every URL *rounds* times in its own rhythm; returns the last time."""
+    t = t0
+    for _ in range(rounds):
+        for i, history in records.items():
+            wait = history.get("wait")
+            t = (history.get("fetched") or t0) + (wait or 0.0)
+            changed = rng.random() < 0.5
+            visit = Visit(
+                Outcome.VISITED,
+                status=200,
+                change=ChangeState.CHANGED if changed or not wait else ChangeState.UNCHANGED,
+                url=f"https://h{i % 5}.example/p{i}",
+                fetched=t,
+            )
+            w = policy.next_wait(history, visit)
+            records[i] = {
+                "visits": history.get("visits", 0) + 1,
+                "fetched": t,
+                "wait": w,
+                "discovered": t0,
+                "policy": visit.policy_state,
+            }
+    return t
+
+
+def _fresh(budget: float | None = 500.0) -> tuple[BurstWaitPolicy, dict]:
+    params = WaitParams(budget=budget)
+    return BurstWaitPolicy.from_params(params), params.shared
+
+
+def test_a_restored_crawl_continues_the_same_aggregates() -> None:
+    rng = random.Random(3)
+    first, first_shared = _fresh()
+    records: dict[int, dict] = {i: {"visits": 0, "discovered": 0.0, "policy": {}} for i in range(200)}
+    _crawl(first, records, 4, rng, 1_000_000.0)
+    raw = persist.dump_shared(first_shared)
+    assert raw is not None and json.loads(raw)["format"] == persist.FORMAT
+
+    second, second_shared = _fresh()
+    assert persist.restore_shared(second_shared, raw) == ["rate_allocator", "burst_offsets"]
+    a, b = first.allocator, second.allocator
+    assert (b.epoch, b.prior.get(), b.prior.n) == (a.epoch, a.prior.get(), a.prior.n)
+    assert [p.get() for p in second.offsets] == [p.get() for p in first.offsets]
+    a.solve()
+    b.solve()
+    assert b.ratio == pytest.approx(a.ratio)
+    assert b.planned_rate() == pytest.approx(a.planned_rate())
+    # the same epoch: revisits replace their old contributions instead of adding to them
+    before = b.prior.n
+    copy = {i: dict(r) for i, r in records.items()}
+    _crawl(second, copy, 1, random.Random(4), 0.0)
+    assert b.prior.n == before
+    assert sum(c[0] for cells in b._hosts.values() for c in cells.values()) == pytest.approx(200)
+
+
+def test_a_fresh_allocator_without_the_state_counts_everything_twice() -> None:
+    """What the saved state prevents: a new epoch cannot take old contributions back."""
+    rng = random.Random(3)
+    first, first_shared = _fresh()
+    records: dict[int, dict] = {i: {"visits": 0, "discovered": 0.0, "policy": {}} for i in range(100)}
+    _crawl(first, records, 3, rng, 1_000_000.0)
+    second, second_shared = _fresh()
+    _crawl(second, records, 1, rng, 0.0)
+    assert second.prior.n == 100  # only what was revisited since the restart
+    assert first.prior.n == 100
+
+
+def test_an_unreadable_state_is_reported_with_the_key() -> None:
+    _, shared = _fresh()
+    with pytest.raises(ValueError, match="policy-shared"):
+        persist.restore_shared(shared, b"{not json")
+    with pytest.raises(ValueError, match="policy-shared.*rate_allocator"):
+        persist.restore_shared(shared, b'{"format": 1, "shared": {"rate_allocator": {"epoch": 1}}}')
+    assert persist.dump_shared({}) is None
