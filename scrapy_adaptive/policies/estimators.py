@@ -121,7 +121,7 @@ def posterior_log_rate(
     prior_log_sd: float,
     *,
     start: float | None = None,
-    tol: float = 1e-6,
+    tol: float = 1e-5,
     weights: Sequence[float] | None = None,
 ) -> tuple[float, float]:
     """Laplace approximation of the posterior of u = ln λ: (mode, variance).
@@ -171,23 +171,26 @@ def posterior_log_rate(
         lo, hi = hi, hi + step
         s_hi, _ = score_and_slope(hi)
         step *= 2
+    slope = 0.0
     if lo != hi:
         u = min(max(u, lo), hi)
         for _ in range(100):
-            s, d = score_and_slope(u)
+            s, slope = score_and_slope(u)
             if s > 0:
                 lo = u
             else:
                 hi = u
-            new = u - s / d if d < 0 else (lo + hi) / 2
+            new = u - s / slope if slope < 0 else (lo + hi) / 2
             if not lo < new < hi:
                 new = (lo + hi) / 2
             done = abs(new - u) < tol or hi - lo < tol
             u = new
             if done:
                 break
-    else:
-        u = lo
-    _, slope = score_and_slope(u)
+    if slope >= 0 or lo == hi:
+        u = lo if lo == hi else u
+        _, slope = score_and_slope(u)
+    # the slope of the last Newton step: within tol of the mode, as good as
+    # the slope at the mode for a variance (and one evaluation fewer)
     return u, -1.0 / slope if slope < 0 else prior_log_sd * prior_log_sd
 
