@@ -304,3 +304,25 @@ def test_half_life_discounts_old_intervals() -> None:
     assert forgetful < steady
     # without a discount the weights are all 1: the plain posterior mode
     assert steady == pytest.approx(posterior_mode_rate([DAY] * 12, 60 * DAY, 0, prior[0], prior[1]), rel=1e-6)
+
+
+def test_only_caps_that_can_bind_are_solved_host_by_host() -> None:
+    """Thousands of small hosts capped by politeness stay in the merged histogram:
+    their demand can never reach their cap, so a solve does not loop over them."""
+    allocator = RateAllocator(50.0, min_wait=3_600.0, max_wait=30 * DAY, epoch="t")
+    for h in range(2_000):
+        allocator.set_host_cap(f"small{h}.example", 0.4)
+        for _ in range(5):
+            allocator.register({}, f"small{h}.example", 1 / DAY)
+    allocator.set_host_cap("big.example", 0.4)
+    for _ in range(5_000):
+        allocator.register({}, "big.example", 1 / 3_600)
+    allocator.solve()
+    assert allocator._bound == {"big.example"}
+    assert set(allocator.capped_hosts()) == {"big.example"}
+    # the big host gets its cap, the rest of the budget goes to the others
+    big = sum(c[0] for c in allocator._hosts["big.example"].values())
+    assert big / allocator.wait("big.example", 1 / 3_600) == pytest.approx(0.4, rel=0.05)
+    # removing the cap merges the host back
+    allocator.set_host_cap("big.example", None)
+    assert allocator._bound == set()

@@ -297,6 +297,8 @@ class RateAllocator:
         self._hosts: dict[str, dict[int, list[float]]] = {}
         self._global: dict[int, list[float]] = {}
         self._caps: dict[str, float] = dict(host_caps or {})
+        self._host_n: dict[str, int] = {}  #: registered URLs per host
+        self._bound: set[str] = set()  #: capped hosts whose cap can bind (solved on their own)
         self.ratio = 1.0  #: the solved common r* = λ/f
         self._host_ratio: dict[str, float] = {}
         self._pending = 0
@@ -325,8 +327,37 @@ class RateAllocator:
     def _apply(self, host: str, rate: float, sign: int) -> None:
         b = self._bin(rate)
         self._cell_add(self._hosts.setdefault(host, {}), b, rate, sign)
-        if host not in self._caps:
+        self._host_n[host] = self._host_n.get(host, 0) + sign
+        if host not in self._bound:
             self._cell_add(self._global, b, rate, sign)
+        if sign > 0 and host in self._caps and host not in self._bound:
+            self._classify(host)
+
+    def _classify(self, host: str) -> None:
+        """Solve *host* on its own only if its cap can bind.
+
+        A host's demand never exceeds its URLs × the fastest rate (1/min
+        wait), so a cap above that cannot bind; such hosts stay in the merged
+        histogram.  With thousands of small hosts capped by politeness this
+        keeps a solve at O(bins + bins of the hosts that matter) instead of
+        O(hosts × bins) per bisection step.
+        """
+        cap = self._caps.get(host)
+        bound = cap is not None and cap < self._host_n.get(host, 0) * self.f_max
+        if bound == (host in self._bound):
+            return
+        sign = -1 if bound else 1
+        for b, (n, sm) in list(self._hosts.get(host, {}).items()):
+            cell = self._global.setdefault(b, [0.0, 0.0])
+            cell[0] += sign * n
+            cell[1] += sign * sm
+            if cell[0] <= 0.5:
+                del self._global[b]
+        if bound:
+            self._bound.add(host)
+        else:
+            self._bound.discard(host)
+        self._solved = False
 
     def register(self, memory: dict[str, Any], host: str, rate: float) -> None:
         """Replace this URL's registered rate (kept in *memory*) by *rate*."""
@@ -351,20 +382,11 @@ class RateAllocator:
 
     def set_host_cap(self, host: str, cap: float | None) -> None:
         """Set (or with None remove) the fetches-per-second cap of *host*."""
-        cells = self._hosts.get(host, {})
-        was_capped = host in self._caps
         if cap is None:
             self._caps.pop(host, None)
         else:
             self._caps[host] = cap
-        if was_capped != (cap is not None):
-            sign = 1 if cap is None else -1
-            for b, (n, s) in list(cells.items()):
-                cell = self._global.setdefault(b, [0.0, 0.0])
-                cell[0] += sign * n
-                cell[1] += sign * s
-                if cell[0] <= 0.5:
-                    del self._global[b]
+        self._classify(host)
         self._solved = False
 
     def capped_hosts(self) -> dict[str, float]:
@@ -396,13 +418,16 @@ class RateAllocator:
         self._hosts = {
             str(h): {int(b): [float(n), float(sm)] for b, n, sm in cells} for h, cells in state["hosts"].items()
         }
+        self._host_n = {h: round(sum(n for n, _ in cells.values())) for h, cells in self._hosts.items()}
         self._global = {}
-        for host, cells in self._hosts.items():
-            if host not in self._caps:
-                for b, (n, sm) in cells.items():
-                    cell = self._global.setdefault(b, [0.0, 0.0])
-                    cell[0] += n
-                    cell[1] += sm
+        self._bound = set()
+        for cells in self._hosts.values():
+            for b, (n, sm) in cells.items():
+                cell = self._global.setdefault(b, [0.0, 0.0])
+                cell[0] += n
+                cell[1] += sm
+        for host in list(self._caps):
+            self._classify(host)
         self._registered = int(state["registered"])
         self._registered_at_t0 = int(state.get("registered_at_t0", 0))
         self.correction = float(state["correction"])
@@ -486,10 +511,10 @@ class RateAllocator:
 
     def _total(self, r: float) -> float:
         total = self._cells_rate(self._global, r)
-        for host, cap in self._caps.items():
+        for host in self._bound:
             cells = self._hosts.get(host)
             if cells:
-                total += min(cap, self._cells_rate(cells, r))
+                total += min(self._caps[host], self._cells_rate(cells, r))
         return total
 
     @staticmethod
@@ -527,7 +552,8 @@ class RateAllocator:
             r = self._solve_ratio(self._total, target)
         self.ratio = r
         self._host_ratio = {}
-        for host, cap in self._caps.items():
+        for host in self._bound:
+            cap = self._caps[host]
             cells = self._hosts.get(host)
             if cells and self._cells_rate(cells, r) > cap:
                 self._host_ratio[host] = self._solve_ratio(partial(self._cells_rate, cells), cap)
