@@ -115,7 +115,7 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
             prior.update(memory, None)
             return
         mu, sd = prior.get()
-        log_rate, variance = posterior_log_rate(changed, exposure, exact, centre + mu, sd, start=overall)
+        log_rate, variance = posterior_log_rate(changed, exposure, exact, centre + mu, sd, start=overall * math.exp(mu))
         prior.update(memory, log_rate - centre, variance)
 
     def state_rate(self, state: int, overall: float) -> float:
