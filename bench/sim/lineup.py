@@ -20,16 +20,16 @@ The oracles need ground truth and therefore live here, not in the package.
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from scrapy_adaptive.frontier.record import ChangeState, Visit
-from scrapy_adaptive.policies.base import WaitPolicy
+from scrapy_adaptive.frontier.record import Visit
+from scrapy_adaptive.policies.base import WaitParams, WaitPolicy
 from scrapy_adaptive.policies.burst import BurstWaitPolicy
 from scrapy_adaptive.policies.fixed import FixedWaitPolicy
+from scrapy_adaptive.policies.heritrix import HeritrixWaitPolicy
 from scrapy_adaptive.policies.history import clamp, is_first_visit, policy_memory, visit_time
 from scrapy_adaptive.policies.nutch import NutchWaitPolicy
 from scrapy_adaptive.policies.rate import PopulationPrior, PrecisionWaitPolicy, ProportionalWaitPolicy, RateAllocator
@@ -44,54 +44,26 @@ from scrapy_adaptive.policies.umbrich import (
 
 from .world import DAY, HOUR, World
 
-# -- Heritrix: the lead's class when it can be built, else a thin adapter -------------
-
-
-class _HeritrixRule(WaitPolicy):
-    """Stand-in for ``scrapy_adaptive.policies.heritrix.HeritrixWaitPolicy``.
-
-    Used only while that class cannot be imported or built with the
-    expected parameters: changed → wait ÷ 1.5, unchanged → × 1.5, unknown →
-    default, first visit → initial, clamped to [min, max].
-    """
-
-    def __init__(self, initial: float, default: float, minimum: float, maximum: float, factor: float = 1.5) -> None:
-        self.initial, self.default, self.minimum, self.maximum, self.factor = initial, default, minimum, maximum, factor
-
-    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
-        if is_first_visit(history):
-            wait = self.initial
-        elif visit.change is ChangeState.UNKNOWN:
-            wait = self.default
-        elif visit.change is ChangeState.CHANGED:
-            wait = float(history["wait"]) / self.factor
-        else:
-            wait = float(history["wait"]) * self.factor
-        return clamp(wait, self.minimum, self.maximum)
+# -- Heritrix ---------------------------------------------------------------------------
 
 
 def heritrix(initial: float, default: float, minimum: float, maximum: float) -> WaitPolicy:
-    """The project's Heritrix policy with the thesis factors (1.5, 1.5)."""
-    kwargs = dict(
-        initial=initial,
-        default=default,
-        minimum=minimum,
-        maximum=maximum,
-        changed_factor=1.5,
-        unchanged_factor=1.5,
-        use_overdue=False,
-    )
-    try:
-        from scrapy_adaptive.policies import base
-        from scrapy_adaptive.policies.heritrix import HeritrixWaitPolicy
+    """The project's Heritrix policy with the thesis factors (1.5, 1.5).
 
-        params_cls = getattr(base, "WaitParams", None)
-        if params_cls is not None:
-            names = set(inspect.signature(params_cls).parameters)
-            return HeritrixWaitPolicy(params_cls(**{k: v for k, v in kwargs.items() if k in names}))
-        return HeritrixWaitPolicy(**kwargs)  # type: ignore[arg-type]
-    except (ImportError, TypeError, ValueError):
-        return _HeritrixRule(initial, default, minimum, maximum)
+    Built directly, not from settings, so the noise guard stays off: the
+    lab's Heritrix line is the thesis's rule.
+    """
+    return HeritrixWaitPolicy(
+        WaitParams(
+            initial=initial,
+            default=default,
+            minimum=minimum,
+            maximum=maximum,
+            changed_factor=1.5,
+            unchanged_factor=1.5,
+            use_overdue=False,
+        )
+    )
 
 
 # -- oracles -----------------------------------------------------------------------------------------

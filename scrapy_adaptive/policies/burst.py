@@ -83,40 +83,45 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
 
     @classmethod
     def from_params(cls, params: WaitParams) -> BurstWaitPolicy:
-        base = ProportionalWaitPolicy.from_params(params)
-        offsets = params.shared.setdefault("burst_offsets", offset_priors(base.allocator.epoch))
-        policy = cls(base.allocator, offsets=offsets)
-        policy.initial = base.initial
+        """As :meth:`ProportionalWaitPolicy.from_params`; the offsets are shared too."""
+        policy = super().from_params(params)
+        assert isinstance(policy, BurstWaitPolicy)
+        policy.offsets = params.shared.setdefault("burst_offsets", policy.offsets)
         return policy
 
-    def _learn_offset(self, memory: dict[str, Any], state: int, overall: float) -> None:
-        """Contribute this URL's offset in *state* to that state's population prior.
+    def _learn_offsets(self, memory: dict[str, Any], overall: float) -> None:
+        """Contribute this URL's offset in each state to that state's population prior.
 
-        The URL's own δ_s (MAP over the intervals filed under *state*, around
-        the population offset) is only evidence for the population: using it
+        The URL's own δ_s (MAP over the intervals filed under s, around the
+        population offset) is only evidence for the population: using it
         for the wait was tried and lost (bursty world 0.262 against 0.270
         recall; Poisson 0.5Λ two points), since a URL sees too few bursts.
+        Every state is redone at each observation: offsets are relative to
+        λ̄, which just moved.
         """
         centre = math.log(max(overall, 1e-300))
-        changed: list[float] = []
-        exposure = 0.0
-        exact = 0
+        changed: dict[int, list[float]] = {s: [] for s in STATES}
+        exposure = dict.fromkeys(STATES, 0.0)
+        exact = dict.fromkeys(STATES, 0)
         for entry in memory.get("o", []):
-            if len(entry) < 3 or entry[2] != state:
+            if len(entry) < 3 or entry[2] not in exposure:
                 continue
-            seconds, kind = float(entry[0]), entry[1]
+            seconds, kind, state = float(entry[0]), entry[1], entry[2]
             if kind == UNCHANGED or kind == EXACT:
-                exposure += seconds
-                exact += kind == EXACT
+                exposure[state] += seconds
+                exact[state] += kind == EXACT
             else:
-                changed.append(seconds)
-        prior = self.offsets[state]
-        if not changed and not exposure:
-            prior.update(memory, None)
-            return
-        mu, sd = prior.get()
-        log_rate, variance = posterior_log_rate(changed, exposure, exact, centre + mu, sd, start=overall * math.exp(mu))
-        prior.update(memory, log_rate - centre, variance)
+                changed[state].append(seconds)
+        for state in STATES:
+            prior = self.offsets[state]
+            if not changed[state] and not exposure[state]:
+                prior.update(memory, None)
+                continue
+            mu, sd = prior.get()
+            log_rate, variance = posterior_log_rate(
+                changed[state], exposure[state], exact[state], centre + mu, sd, start=overall * math.exp(mu)
+            )
+            prior.update(memory, log_rate - centre, variance)
 
     def state_rate(self, state: int, overall: float) -> float:
         """λ_s = λ̄·e^(δ_s), δ_s the population offset (0 before the first visit's verdict)."""
@@ -131,9 +136,7 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
         if observed:
             last = memory["o"][-1]
             memory["o"][-1] = [last[0], last[1], state]
-            # every state's offset is relative to λ̄, which just moved
-            for s in STATES:
-                self._learn_offset(memory, s, rate)
+            self._learn_offsets(memory, rate)
         if not first and visit.change is ChangeState.CHANGED:
             memory["s"] = 0
         elif not first and visit.change is ChangeState.UNCHANGED:
