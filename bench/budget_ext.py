@@ -33,6 +33,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
+from scrapy_adaptive import meta
 from scrapy_adaptive.frontier.crawltime import crawl_time, estimate
 from scrapy_adaptive.frontier.keys import time_to_ms
 
@@ -89,14 +90,14 @@ class CrawlTimeProbe:
         if frontier is None:
             return
         now = time.time()
-        allocator = scheduler.allocator
+        allocator = scheduler.policy.params.shared.get("rate_allocator")
         if allocator is not None:
             realised = allocator.realised_rate()
             self.trace.append([now, allocator.planned_rate(), realised, allocator.correction, allocator.ratio])
         now_ms = time_to_ms(now)
         p = frontier.politeness
         for q in list(frontier.queues()):
-            mean = scheduler.fetch_times.mean(q.name)
+            mean = frontier.fetch_times.mean(q.name)
             if q.name in self.pending or mean is None:
                 continue
             due = set()
@@ -125,7 +126,7 @@ class CrawlTimeProbe:
             self.pending[q.name] = (sample, due)
 
     def left_downloader(self, request: Request, spider: Spider) -> None:
-        tag = request.meta.get("adaptive_fp")
+        tag = request.meta.get(meta.FP)
         if not isinstance(tag, str) or not self.pending:
             return
         fp = bytes.fromhex(tag)

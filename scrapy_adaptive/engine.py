@@ -12,23 +12,65 @@ pins this behaviour, so a Scrapy upgrade that moves it fails loudly there.
 from __future__ import annotations
 
 import logging
+import math
+import time
+from typing import TYPE_CHECKING
 
-from scrapy.crawler import Crawler
+from scrapy.utils.asyncio import CallLaterResult, call_later
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
 
 
 class EngineWaker:
-    """Ask the engine to call ``next_request()`` soon."""
+    """Ask the engine to call ``next_request()`` soon, or at a given time.
 
-    def __init__(self, crawler: Crawler) -> None:
+    One timer at a time, for the earliest time asked: the frontier's next
+    ready queue.  Timers use ``scrapy.utils.asyncio.call_later``, which works
+    with and without Twisted's reactor.
+    """
+
+    def __init__(self, crawler: Crawler | None) -> None:
         self._crawler = crawler
         self._warned = False
+        self._timer: CallLaterResult | None = None
+        self._timer_at = math.inf
+        self._stopped = False
+
+    def wake_at(self, ready: float | None) -> None:
+        """Wake the engine at *ready* (epoch seconds; None: nothing to wait for)."""
+        if ready is None or self._stopped:
+            return
+        now = time.time()
+        if ready <= now:
+            self.wake()
+            return
+        if ready >= self._timer_at:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = ready
+        self._timer = call_later(ready - now + 0.005, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        self._timer_at = math.inf
+        if not self._stopped:
+            self.wake()
+
+    def stop(self) -> None:
+        """No more wake-ups (the crawl is closing)."""
+        self._stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def wake(self) -> bool:
         """Return False when the engine cannot be reached (then the 5 s
         heartbeat still drives the crawl, only less promptly)."""
-        engine = self._crawler.engine
+        engine = self._crawler.engine if self._crawler is not None else None
         slot = getattr(engine, "_slot", None)
         nextcall = getattr(slot, "nextcall", None)
         schedule = getattr(nextcall, "schedule", None)
@@ -42,15 +84,3 @@ class EngineWaker:
             return False
         schedule()
         return True
-
-
-def find_scheduler(crawler: Crawler) -> object | None:
-    """The running scheduler, through the public ``engine.scheduler``
-    (Scrapy ≥ 2.19) or the older public ``engine.slot.scheduler``."""
-    engine = crawler.engine
-    if engine is None:
-        return None
-    scheduler = getattr(engine, "scheduler", None)
-    if scheduler is None:
-        scheduler = getattr(getattr(engine, "slot", None), "scheduler", None)
-    return scheduler

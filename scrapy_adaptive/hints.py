@@ -37,6 +37,7 @@ from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 from .frontier.hints import CONFIRMED, REFUTED, Hint, HintResult
+from .meta import HINT as META_HINT
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-META_HINT = "adaptive_hint"
 DEFAULT_SOURCE = "default"
 _KEYS = frozenset({"modified", "source"})
 

@@ -6,8 +6,8 @@ A state folder is data, never code: requests are stored as tagged JSON
 error naming the request and the key, and the crawl goes on without it.
 
 Per-fetch ``meta`` (retry counters, redirect chains, download slot and
-latency, cache flags, Scrapy's private ``_``-keys, our own per-fetch
-``adaptive_`` tags) is dropped before storing: a revisit starts afresh.
+latency, cache flags, every private ``_``-key, Scrapy's and ours, and our
+public per-fetch keys) is dropped before storing: a revisit starts afresh.
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ from scrapy import Request, Spider
 from scrapy.utils.misc import load_object
 from scrapy.utils.request import request_from_dict
 
-#: meta keys that describe one fetch, not the URL (Scrapy's and ours)
+from . import meta as meta_keys
+
+#: meta keys that describe one fetch, not the URL (Scrapy's and our public
+#: ones; private ``_`` keys are dropped whoever set them)
 PER_FETCH_META = frozenset(
     {
         "retry_times",
@@ -32,17 +35,7 @@ PER_FETCH_META = frozenset(
         "download_timeout",
         "download_stopped",
         "cached_response",
-        "adaptive_fp",
-        "adaptive_record",
-        "adaptive_overdue",
-        "adaptive_visit",
-        "adaptive_change",
-        "adaptive_fetch",
-        "adaptive_validation",
-        "adaptive_prediction",
-        "adaptive_validators_sent",
-        "adaptive_abort_length",
-        "adaptive_hint",
+        *meta_keys.PER_FETCH,
     }
 )
 
@@ -138,7 +131,7 @@ def request_to_data(request: Request, spider: Spider) -> dict[str, Any]:
     except ValueError as exc:  # e.g. a lambda or a function from another object
         raise RequestNotStorable(f"{request!r} cannot be stored: {exc}") from None
     meta = data.get("meta") or {}
-    if meta.get("adaptive_validators_sent"):
+    if meta.get(meta_keys.VALIDATORS_SENT):
         # our conditional headers belong to that fetch, not to the request
         # (RedirectMiddleware copies them into the redirect's target)
         conditional = {b"if-none-match", b"if-modified-since"}

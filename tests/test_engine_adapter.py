@@ -16,7 +16,7 @@ import pytest
 from scrapy.core.engine import ExecutionEngine, _Slot
 from scrapy.utils.reactor import CallLaterOnce
 
-from scrapy_adaptive.engine import EngineWaker, find_scheduler
+from scrapy_adaptive.engine import EngineWaker
 from tests.crawlrunner import run_crawl
 from tests.mockserver import MockServer
 
@@ -45,12 +45,6 @@ def test_the_waker_degrades_to_the_heartbeat_with_a_warning(caplog: pytest.LogCa
         assert EngineWaker(crawler).wake() is False  # type: ignore[arg-type]
         assert EngineWaker(crawler).wake() is False  # type: ignore[arg-type]
     assert "5 s heartbeat" in caplog.text
-
-
-def test_find_scheduler_uses_the_public_property() -> None:
-    crawler = SimpleNamespace(engine=SimpleNamespace(scheduler="s"))
-    assert find_scheduler(crawler) == "s"  # type: ignore[arg-type]
-    assert find_scheduler(SimpleNamespace(engine=None)) is None  # type: ignore[arg-type]
 
 
 @pytest.mark.e2e

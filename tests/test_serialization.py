@@ -72,7 +72,7 @@ def test_per_fetch_meta_is_not_carried_to_the_next_visit() -> None:
         "download_latency": 0.1,
         "download_timeout": 180,
         "_private": 1,
-        "adaptive_fp": "00",
+        "_adaptive_fp": "00",
         "adaptive_record": {},
         "depth": 2,
         "proxy": "http://127.0.0.1:3128",

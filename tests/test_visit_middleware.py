@@ -6,6 +6,7 @@ from scrapy import Request
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.test import get_crawler
 
+from scrapy_adaptive import meta
 from scrapy_adaptive.frontier import ChangeState, Outcome
 from scrapy_adaptive.spidermiddlewares.visit import VisitMiddleware, evaluate, is_embed
 
@@ -42,19 +43,19 @@ def test_embeds_are_recognised_by_extension_or_meta() -> None:
 
 
 def test_embed_hops_count_along_embed_chains_only() -> None:
-    mw = VisitMiddleware(get_crawler(), embed_hops=2)
+    mw = VisitMiddleware(get_crawler().stats, embed_hops=2)
     page = response()
     img = mw._child(Request("http://example.com/a.css"), page)
-    assert img is not None and img.meta["adaptive_embed_hops"] == 1
+    assert img is not None and img.meta[meta.EMBED_HOPS] == 1
     css_response = HtmlResponse("http://example.com/a.css", body=b"", request=img)
     nested = mw._child(Request("http://example.com/bg.png"), css_response)
-    assert nested is not None and nested.meta["adaptive_embed_hops"] == 2
-    link = mw._child(Request("http://example.com/next.html", meta={"adaptive_embed_hops": 5}), page)
-    assert link is not None and "adaptive_embed_hops" not in link.meta
+    assert nested is not None and nested.meta[meta.EMBED_HOPS] == 2
+    link = mw._child(Request("http://example.com/next.html", meta={meta.EMBED_HOPS: 5}), page)
+    assert link is not None and meta.EMBED_HOPS not in link.meta
 
 
 def test_embed_hops_off_leaves_requests_alone() -> None:
-    mw = VisitMiddleware(get_crawler(), embed_hops=0)
+    mw = VisitMiddleware(get_crawler().stats, embed_hops=0)
     request = Request("http://example.com/a.png")
     assert mw._child(request, response()) is request
-    assert "adaptive_embed_hops" not in request.meta
+    assert meta.EMBED_HOPS not in request.meta

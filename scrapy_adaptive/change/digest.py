@@ -24,12 +24,26 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from itemadapter import ItemAdapter
-from scrapy.http import Response, TextResponse
 
 from ..matching import media_type
+
+if TYPE_CHECKING:
+    from scrapy.http import Response
+
+
+def text_of(response: Response) -> str | None:
+    """The decoded text of a text response, None for a binary one.
+
+    Duck-typed (Scrapy's ``Response.text`` raises AttributeError on binary
+    responses), so this package does not import Scrapy.
+    """
+    try:
+        text = response.text
+    except AttributeError:
+        return None
+    return text if isinstance(text, str) else None
 
 
 def payload_digest(body: bytes, exact_digest: str | None = None) -> str:
@@ -72,7 +86,9 @@ class RegexDigester(Digester):
             return None
         if len(body) > self.max_size:
             return _sha1("exact", body)
-        text = response.text if isinstance(response, TextResponse) else body.decode("latin-1")
+        text = text_of(response)
+        if text is None:
+            text = body.decode("latin-1")
         for pattern in self.patterns:
             text = pattern.sub(" ", text)
         return _sha1("regex", text.encode("utf-8"))
@@ -89,11 +105,12 @@ class TextDigester(Digester):
         body = response.body
         if not body:
             return None
-        if not isinstance(response, TextResponse) or "html" not in media_type(
+        text = text_of(response)
+        if text is None or "html" not in media_type(
             (response.headers.get("Content-Type") or b"text/html").decode("latin-1")
         ):
             return _sha1("exact", body)
-        return _sha1("text", visible_text(response.text).encode("utf-8"))
+        return _sha1("text", visible_text(text).encode("utf-8"))
 
 
 def visible_text(html: str) -> str:
@@ -126,6 +143,9 @@ class ItemsDigester(Digester):
 
 def items_digest(items: Iterable[Any], fields: Sequence[str] = ()) -> str:
     """Order-independent digest of *items* (only *fields* if given)."""
+    # itemadapter imports Scrapy when it is installed: only when items are digested
+    from itemadapter import ItemAdapter
+
     canonical = []
     for item in items:
         data = ItemAdapter(item).asdict()

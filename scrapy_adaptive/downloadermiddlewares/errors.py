@@ -17,11 +17,13 @@ from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotSupported
 from twisted.internet import error as net
 
-from ..engine import find_scheduler
 from ..frontier.record import Outcome, Visit
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+
+    from ..settings import AdaptiveConfig
+    from ..verdicts import FrontierServices
 
 logger = logging.getLogger(__name__)
 
@@ -46,18 +48,21 @@ def classify(exception: BaseException) -> Visit:
 
 
 class FetchErrorMiddleware:
-    """Reports failed fetches of frontier-issued requests to the scheduler."""
+    """Reports failed fetches of frontier-issued requests to the frontier."""
 
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
+    def __init__(self, services: FrontierServices | None = None) -> None:
+        #: bound by the scheduler at open (None: not an adaptive crawl)
+        self.services = services
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FetchErrorMiddleware:
-        return cls(crawler)
+        return cls()
+
+    def bind(self, services: FrontierServices, config: AdaptiveConfig) -> None:
+        """Called by the scheduler at open."""
+        self.services = services
 
     def process_exception(self, request: Request, exception: Exception) -> None:
-        scheduler = find_scheduler(self.crawler)
-        commit = getattr(scheduler, "commit", None)
-        if commit is not None:
-            commit(request, classify(exception))
+        if self.services is not None:
+            self.services.commit(request, classify(exception))
         return None

@@ -22,9 +22,11 @@ For a frontier URL whose record has an ETag or a Last-Modified:
   validators, no abort, the headers' prediction compared with the digest.
   One lie sends the host back to full downloads.
 
-This middleware only sets request headers and ``meta`` verdicts
-(``adaptive_fetch``, ``adaptive_validation``, ``adaptive_prediction``); the
-visit middleware and the scheduler fold them into the record.
+This middleware only sets request headers and private ``meta`` verdicts
+(:mod:`scrapy_adaptive.meta`); the visit middleware and
+:class:`~scrapy_adaptive.verdicts.Verdicts` fold them into the record.  It
+asks the frontier one thing, through the services the scheduler binds at
+open: whether this fetch verifies the host's validators.
 """
 
 from __future__ import annotations
@@ -36,23 +38,17 @@ from scrapy import Request, Spider, signals
 from scrapy.exceptions import StopDownload
 from scrapy.http import Headers, Response
 
-from ..change.trust import Trust, TrustParams
+from .. import meta
 from ..change.validators import Prediction, predict, request_validators
-from ..engine import find_scheduler
-from ..settings import AdaptiveConfig
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+
+    from ..settings import AdaptiveConfig
+    from ..verdicts import FrontierServices
 
 logger = logging.getLogger(__name__)
-
-META_FP = "adaptive_fp"
-META_RECORD = "adaptive_record"
-META_FETCH = "adaptive_fetch"
-META_VALIDATION = "adaptive_validation"
-META_PREDICTION = "adaptive_prediction"
-META_SENT = "adaptive_validators_sent"
-META_ABORTED = "adaptive_abort_length"
 
 
 def body_length_of(value: Any) -> int | None:
@@ -66,69 +62,62 @@ class ValidatorsMiddleware:
 
     def __init__(
         self,
-        crawler: Crawler,
+        stats: StatsCollector,
+        services: FrontierServices | None = None,
         *,
         conditional: bool = True,
         abort: bool = True,
         scheme: str = "both",
-        trust: TrustParams | None = None,
     ) -> None:
-        self.crawler = crawler
-        self.stats = crawler.stats
+        self.stats = stats
+        #: the frontier's services, bound by the scheduler at open (None:
+        #: not an adaptive crawl, the middleware stays out of the way)
+        self.services = services
         self.conditional = conditional
         self.abort = abort
         self.scheme = scheme
-        self.trust = trust or TrustParams()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ValidatorsMiddleware:
-        config = AdaptiveConfig.from_settings(crawler.settings)
-        mw = cls(
-            crawler,
-            conditional=config.conditional_get,
-            abort=config.midfetch_abort,
-            scheme=config.validator_scheme,
-            trust=TrustParams(warmup=config.trust_warmup, min_rate=config.trust_min_rate),
-        )
-        if mw.abort:
-            crawler.signals.connect(mw._on_headers_received, signals.headers_received)
+        mw = cls(crawler.stats)  # type: ignore[arg-type]
+        crawler.signals.connect(mw._on_headers_received, signals.headers_received)
         return mw
 
-    def _verify(self, request: Request) -> bool:
-        """Ask the scheduler (the host's trust lives in the frontier)."""
-        decide = getattr(find_scheduler(self.crawler), "decide_verification", None)
-        if decide is None:
-            return Trust().should_verify(self.trust)
-        return bool(decide(request, self.trust))
+    def bind(self, services: FrontierServices, config: AdaptiveConfig) -> None:
+        """Called by the scheduler at open, with the crawl's parsed settings."""
+        self.services = services
+        self.conditional = config.conditional_get
+        self.abort = config.midfetch_abort
+        self.scheme = config.validator_scheme
 
     def process_request(self, request: Request) -> None:
-        if META_FP not in request.meta or not (self.conditional or self.abort):
+        if self.services is None or meta.FP not in request.meta or not (self.conditional or self.abort):
             return None
-        record = request.meta.get(META_RECORD) or {}
+        record = request.meta.get(meta.RECORD) or {}
         if not (record.get("etag") or record.get("last_modified")):
             return None  # nothing to validate against: a plain fetch
-        if self._verify(request):
-            request.meta[META_VALIDATION] = "verified"
+        if self.services.verify(request):
+            request.meta[meta.VALIDATION] = "verified"
             self.stats.inc_value("adaptive/validators/verifications")
             return None
-        request.meta[META_VALIDATION] = "trusted"
+        request.meta[meta.VALIDATION] = "trusted"
         if self.conditional:
             headers = request_validators(record.get("etag"), record.get("last_modified"))
             if headers:
                 for name, value in headers.items():
                     request.headers[name] = value
-                request.meta[META_SENT] = True
+                request.meta[meta.VALIDATORS_SENT] = True
                 self.stats.inc_value("adaptive/validators/conditional_sent")
         return None
 
     def _on_headers_received(self, headers: Headers, body_length: Any, request: Request, spider: Spider) -> None:
         """Abort a download whose headers say nothing changed (synchronous)."""
-        if request.meta.get(META_VALIDATION) != "trusted":
+        if not self.abort or request.meta.get(meta.VALIDATION) != "trusted":
             return
         length = body_length_of(body_length)
         if length == 0:
             return  # nothing to save (a 304 among others)
-        record = request.meta.get(META_RECORD) or {}
+        record = request.meta.get(meta.RECORD) or {}
         prediction = predict(
             self.scheme,
             old_etag=record.get("etag"),
@@ -137,27 +126,27 @@ class ValidatorsMiddleware:
             last_modified=headers.getlist("Last-Modified"),
         )
         if prediction is Prediction.UNCHANGED:
-            request.meta[META_ABORTED] = length if length is not None else record.get("size")
+            request.meta[meta.ABORT_LENGTH] = length if length is not None else record.get("size")
             raise StopDownload(fail=False)
 
     def process_response(self, request: Request, response: Response) -> Response:
-        if META_FP not in request.meta:
+        if meta.FP not in request.meta:
             return response
-        record = request.meta.get(META_RECORD) or {}
+        record = request.meta.get(meta.RECORD) or {}
         if response.status == 304:
-            if request.meta.get(META_SENT):
-                request.meta[META_FETCH] = {"change": "unchanged", "annotation": "notModified"}
+            if request.meta.get(meta.VALIDATORS_SENT):
+                request.meta[meta.FETCH] = {"change": "unchanged", "annotation": "notModified"}
                 self.stats.inc_value("adaptive/validators/not_modified")
                 self._avoided(record.get("size"))
             else:
-                request.meta[META_FETCH] = {"change": "unknown", "annotation": "unexpected304"}
+                request.meta[meta.FETCH] = {"change": "unknown", "annotation": "unexpected304"}
                 self.stats.inc_value("adaptive/validators/unexpected_304")
-        elif META_ABORTED in request.meta and "download_stopped" in response.flags:
-            request.meta[META_FETCH] = {"change": "unchanged", "annotation": "midFetchAbort"}
+        elif meta.ABORT_LENGTH in request.meta and "download_stopped" in response.flags:
+            request.meta[meta.FETCH] = {"change": "unchanged", "annotation": "midFetchAbort"}
             self.stats.inc_value("adaptive/validators/aborted")
-            self._avoided(request.meta.get(META_ABORTED))
-        elif request.meta.get(META_VALIDATION) == "verified":
-            request.meta[META_PREDICTION] = predict(
+            self._avoided(request.meta.get(meta.ABORT_LENGTH))
+        elif request.meta.get(meta.VALIDATION) == "verified":
+            request.meta[meta.PREDICTION] = predict(
                 self.scheme,
                 old_etag=record.get("etag"),
                 old_last_modified=record.get("last_modified"),

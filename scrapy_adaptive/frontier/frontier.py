@@ -36,7 +36,9 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+from ..change.trust import Trust, TrustParams
 from . import hints
+from .crawltime import FetchTimes
 from .hints import Hint, HintResult
 from .hostqueue import HostQueue, QueueState
 from .keys import NEVER_MS, time_to_ms
@@ -44,6 +46,10 @@ from .record import ChangeState, Outcome, UrlRecord, Visit
 from .store import Batch, Store
 
 Entry = tuple[int, int, bytes]  # (directive, next_ms, fp)
+
+#: crawl-log annotation of a verification fetch that caught the host's
+#: validators saying "no change" while the content changed
+VALIDATOR_LIE = "validatorLie"
 
 
 def _order(entry: Entry) -> tuple[int, int, bytes]:
@@ -74,6 +80,9 @@ class _Out:
     overdue: float
     #: the record as issued, kept up to date by add(): update() needs no read
     record: UrlRecord
+    #: when its download started (the downloader took it), and how long it took
+    fetch_started: float | None = None
+    duration: float | None = None
 
 
 @dataclass(frozen=True)
@@ -98,12 +107,16 @@ class Frontier:
         politeness: Politeness | None = None,
         *,
         history_size: int = 16,
+        trust: TrustParams | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
         self.politeness = politeness or Politeness()
         self.history_size = history_size
+        self.trust_params = trust or TrustParams()
         self.clock = clock
+        #: mean fetch duration per queue, for host capacities and crawl times
+        self.fetch_times = FetchTimes()
         self._queues: dict[str, HostQueue] = {}
         self._heap: list[tuple[float, int, str]] = []
         self._out: dict[bytes, _Out] = {}
@@ -392,21 +405,60 @@ class Frontier:
         """Every queue's hint track record (source -> [confirmed, refuted, Σq])."""
         return {name: {s: list(c) for s, c in q.hint_trust.items()} for name, q in self._queues.items() if q.hint_trust}
 
-    def fetch_ended(self, fp: bytes, duration: float) -> None:
+    def fetch_started(self, fp: bytes) -> None:
+        """The downloader took *fp*: its fetch time counts from now."""
+        out = self._out.get(fp)
+        if out is not None:
+            out.fetch_started = self.clock()
+
+    def fetch_ended(self, fp: bytes, duration: float | None = None) -> None:
         """The download of *fp* is over: start its slot's politeness wait.
 
         Called as soon as the downloader lets go of the request, before the
         verdict, so the host's wait is counted from the end of the fetch.
+        Without a *duration* it is measured from :meth:`fetch_started`.
         """
         out = self._out.get(fp)
         if out is None:
             return
+        if duration is None and out.fetch_started is not None:
+            duration = max(0.0, self.clock() - out.fetch_started)
+        if duration is not None:
+            out.duration = duration
+            self.fetch_times.add(out.queue, duration)
         q = self._queues[out.queue]
         wait = q.politeness_wait(
-            duration, self.politeness.delay_factor, self.politeness.min_delay, self.politeness.max_delay
+            duration or 0.0, self.politeness.delay_factor, self.politeness.min_delay, self.politeness.max_delay
         )
         if q.release_slot(fp, self.clock() + wait):
             self._schedule(q)
+
+    def verify_validators(self, fp: bytes) -> bool:
+        """Whether the fetch of out URL *fp* verifies its host's validators (a
+        full download despite them) or acts on them.
+
+        The decision is counted at once in the host's trust record (see
+        :meth:`.Trust.decide`), persisted with the queue's next counters
+        write.  A URL that is not out is verified: nothing is trusted blind.
+        """
+        out = self._out.get(fp)
+        if out is None:
+            return True
+        q = self._queues[out.queue]
+        trust = Trust.from_dict(q.trust)
+        verify = trust.decide(self.trust_params)
+        q.trust = trust.to_dict()
+        return verify
+
+    def _observe_validation(self, q: HostQueue, visit: Visit) -> None:
+        """Fold a verification fetch into the host's trust record; a caught
+        lie is annotated on the visit (``validatorLie``)."""
+        if visit.validation != "verified" or visit.change is ChangeState.UNKNOWN:
+            return
+        trust = Trust.from_dict(q.trust)
+        if trust.observe_verified(visit.prediction, visit.change.value):
+            visit.annotations.append(VALIDATOR_LIE)
+        q.trust = trust.to_dict()
 
     def update(self, fp: bytes, visit: Visit) -> UrlRecord | None:
         """Fold *visit* into the URL's record and move it to its next time.
@@ -425,13 +477,20 @@ class Frontier:
         q = self._queues[record.queue]
         old = (record.queue, record.directive, record.next_ms, fp)
         was_never = record.never
-        p = self.politeness
-        slot_free_at = now + q.politeness_wait(visit.duration or 0.0, p.delay_factor, p.min_delay, p.max_delay)
+        politeness = self.politeness
+        if visit.duration is None and out is not None:
+            if out.duration is not None:
+                visit.duration = out.duration
+            elif out.fetch_started is not None:
+                visit.duration = max(0.0, now - out.fetch_started)
+        slot_free_at = now + q.politeness_wait(
+            visit.duration or 0.0, politeness.delay_factor, politeness.min_delay, politeness.max_delay
+        )
 
         outcome = visit.outcome
-        if outcome is Outcome.RETRY and record.failures + 1 > p.max_retries:
+        if outcome is Outcome.RETRY and record.failures + 1 > politeness.max_retries:
             outcome = Outcome.FAILED
-            visit.reason = f"{visit.reason or 'error'} (gave up after {p.max_retries} retries)"
+            visit.reason = f"{visit.reason or 'error'} (gave up after {politeness.max_retries} retries)"
         record.outcome = outcome.value
         record.reason = visit.reason
         record.directive = 0  # a preference holds for one issue, not for ever
@@ -466,12 +525,12 @@ class Frontier:
             del record.history[: -self.history_size]
         elif outcome is Outcome.RETRY:
             record.failures += 1
-            record.next_ms = time_to_ms(now + p.retry_delay)
+            record.next_ms = time_to_ms(now + politeness.retry_delay)
         else:
             record.next_ms = NEVER_MS
 
-        if visit.host_trust is not None:
-            q.trust = visit.host_trust
+        if outcome is Outcome.VISITED:
+            self._observe_validation(q, visit)
         self._settle_hint(q, record, visit)
         batch = Batch(records={fp: record.to_bytes()})
         batch.move_entry(old, (record.queue, record.directive, record.next_ms, fp))
@@ -485,7 +544,7 @@ class Frontier:
         q.out.pop(fp, None)
         if outcome is Outcome.RETRY and visit.host_level:
             # the host itself is unreachable: every slot rests the retry delay
-            q.snooze_all(now + p.retry_delay)
+            q.snooze_all(now + politeness.retry_delay)
         self._moved(q, old[1:], (record.directive, record.next_ms, fp))
         self._schedule(q)
         return record
@@ -525,18 +584,6 @@ class Frontier:
             return
         q.crawl_delay = seconds
         self._write(Batch(hosts={queue: self._counters(q)}), q)
-
-    def queue_trust(self, queue: str) -> dict[str, int]:
-        """A copy of the queue's validator track record (empty if unknown)."""
-        q = self._queues.get(queue)
-        return dict(q.trust) if q is not None else {}
-
-    def set_queue_trust(self, queue: str, trust: dict[str, int]) -> None:
-        """Replace the queue's track record in memory; it is written with the
-        queue's next counters write (every update of one of its URLs)."""
-        q = self._queues.get(queue)
-        if q is not None:
-            q.trust = trust
 
     def trust_report(self) -> dict[str, dict[str, int]]:
         """Every queue's validator track record, for reports."""

@@ -60,9 +60,11 @@ class Visit:
 
     ``validation`` says how validators were used (``"verified"``: a full
     download to check them; ``"trusted"``: their "no change" was acted on),
-    ``prediction`` what the headers predicted on a verification fetch, and
-    ``host_trust`` the host's updated track record, stored with the queue's
-    counters in the same write.
+    and ``prediction`` what the headers predicted on a verification fetch;
+    the frontier folds a verification into the host's trust record.
+
+    ``queue`` is the politeness queue the URL belongs to (the frontier's
+    key, set on every verdict), so policies group URLs as politeness does.
     """
 
     outcome: Outcome
@@ -85,7 +87,7 @@ class Visit:
     policy_state: dict[str, Any] | None = None
     validation: str | None = None
     prediction: str | None = None
-    host_trust: dict[str, int] | None = None
+    queue: str | None = None
     fetched: float | None = None
     #: on a visit brought forward by a change hint, the probability the wait
     #: policy gave a change since the last visit *without* the hint, so the

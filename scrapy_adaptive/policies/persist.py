@@ -22,8 +22,13 @@ An object in ``WaitParams.shared`` takes part when it has ``state()`` and
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, MutableMapping
 from typing import Any
+
+from ..frontier.store import Batch, Store, StoreError
+
+logger = logging.getLogger(__name__)
 
 #: the frontier meta key the shared state is stored under
 META_KEY = "policy-shared"
@@ -74,3 +79,31 @@ def restore_shared(shared: MutableMapping[str, Any], raw: bytes) -> list[str]:
             raise ValueError(f"{META_KEY}[{key!r}]: {exc!r}") from None
         restored.append(key)
     return restored
+
+
+def restore(store: Store, shared: MutableMapping[str, Any]) -> None:
+    """Continue the budget and the learned priors of the last run; a state
+    that cannot be read is reported and the crawl starts them afresh (the
+    URL records are untouched)."""
+    raw = store.get_meta(META_KEY)
+    if raw is None:
+        return
+    try:
+        restored = restore_shared(shared, raw)
+    except ValueError as exc:
+        logger.warning("The saved policy state is unreadable (%s); the budget and priors start afresh.", exc)
+        return
+    if restored:
+        logger.info("Policy state restored: %s", ", ".join(restored))
+
+
+def save(store: Store, shared: Mapping[str, Any]) -> None:
+    """Store the shared aggregates with the frontier (one atomic meta write)."""
+    raw = dump_shared(shared)
+    if raw is None:
+        return
+    try:
+        store.write(Batch(meta={META_KEY: raw}))
+    except StoreError as exc:
+        # the records are intact; only the aggregates are older on restart
+        logger.error("Cannot save the policy state (%s): a restart will relearn it.", exc)

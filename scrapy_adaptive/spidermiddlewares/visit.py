@@ -7,12 +7,13 @@ visit (thesis 6.2).  For each one it
 1. picks the digest rule (``ADAPTIVE_DIGEST_RULES``, or the request's
    ``adaptive_digest_rule`` meta) and digests the content, unless a
    downloader middleware already decided the state (a 304, an aborted fetch:
-   ``meta["adaptive_fetch"]``), in which case that state stands and the
+   a private ``meta`` verdict), in which case that state stands and the
    last digest is kept;
 2. compares with the last digest from the record snapshot the scheduler put
    in ``meta["adaptive_record"]``: changed / unchanged / unknown (no body);
-3. hands the verdict to the scheduler, whose wait policy decides the wait and
-   whose frontier records it, in one atomic write;
+3. hands the verdict to the frontier's services (bound by the scheduler
+   at open): the wait policy decides the wait and the frontier records it,
+   in one atomic write;
 4. keeps an unchanged page away from the callback (``ADAPTIVE_UNCHANGED =
    "skip"``, the default): no links re-extracted, no items re-emitted.  With
    ``"deliver"`` (or ``meta["adaptive_unchanged"] = "deliver"``) the callback
@@ -38,26 +39,20 @@ from scrapy import Request
 from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 
+from .. import meta
 from ..change.digest import Digester, ItemsDigester, items_digest, payload_digest
 from ..change.rules import DigestRules, build_digester
-from ..engine import find_scheduler
 from ..frontier.record import ChangeState, Outcome, Visit
-from ..settings import AdaptiveConfig, ConfigError
+from ..settings import ConfigError
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+
+    from ..settings import AdaptiveConfig
+    from ..verdicts import FrontierServices
 
 logger = logging.getLogger(__name__)
-
-META_FP = "adaptive_fp"
-META_RECORD = "adaptive_record"
-META_CHANGE = "adaptive_change"
-META_UNCHANGED = "adaptive_unchanged"
-META_DIGEST_RULE = "adaptive_digest_rule"
-META_FETCH = "adaptive_fetch"
-META_PENDING = "adaptive_visit"
-META_EMBED = "adaptive_embed"
-META_EMBED_HOPS = "adaptive_embed_hops"
 
 #: path endings of resources a page embeds rather than links to
 EMBED_EXTENSIONS = frozenset(
@@ -73,7 +68,7 @@ def header(response: Response, name: str) -> str | None:
 
 def is_embed(request: Request) -> bool:
     """True for resources a page embeds (by ``adaptive_embed`` meta or URL)."""
-    flag = request.meta.get(META_EMBED)
+    flag = request.meta.get(meta.EMBED)
     if flag is not None:
         return bool(flag)
     path = urlparse_cached(request).path.lower()
@@ -132,46 +127,46 @@ class VisitMiddleware:
 
     def __init__(
         self,
-        crawler: Crawler,
-        embed_hops: int = 0,
+        stats: StatsCollector,
+        services: FrontierServices | None = None,
         *,
+        embed_hops: int = 0,
         rules: DigestRules | None = None,
         unchanged: str = "skip",
         revisit_embeds: bool = False,
         max_size: int = 1_048_576,
     ) -> None:
-        self.crawler = crawler
+        self.stats = stats
+        #: the frontier's services, bound by the scheduler at open (None:
+        #: not an adaptive crawl, the middleware stays out of the way)
+        self.services = services
         self.embed_hops = embed_hops
         self.rules = rules or DigestRules((), Digester())
         self.unchanged = unchanged
         self.revisit_embeds = revisit_embeds
         self.max_size = max_size
-        self.stats = crawler.stats
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> VisitMiddleware:
-        config = AdaptiveConfig.from_settings(crawler.settings)
-        rules = DigestRules.from_settings(config.digest_rules, config.digest_default, config.digest_max_size)
-        return cls(
-            crawler,
-            config.embed_hops,
-            rules=rules,
-            unchanged=config.unchanged,
-            revisit_embeds=config.revisit_embeds_on_change,
-            max_size=config.digest_max_size,
-        )
+        return cls(crawler.stats)  # type: ignore[arg-type]
+
+    def bind(self, services: FrontierServices, config: AdaptiveConfig) -> None:
+        """Called by the scheduler at open, with the crawl's parsed settings."""
+        self.services = services
+        self.rules = DigestRules.from_settings(config.digest_rules, config.digest_default, config.digest_max_size)
+        self.embed_hops = config.embed_hops
+        self.unchanged = config.unchanged
+        self.revisit_embeds = config.revisit_embeds_on_change
+        self.max_size = config.digest_max_size
 
     # -- input: judge and commit -------------------------------------------------
 
     def process_spider_input(self, response: Response) -> None:
         request = response.request
-        if request is None or META_FP not in request.meta:
+        if request is None or self.services is None or meta.FP not in request.meta:
             return
-        commit = getattr(find_scheduler(self.crawler), "commit", None)
-        if commit is None:
-            return
-        record = request.meta.get(META_RECORD) or {}
-        fetch = request.meta.get(META_FETCH)
+        record = request.meta.get(meta.RECORD) or {}
+        fetch = request.meta.get(meta.FETCH)
         if isinstance(fetch, dict) and fetch.get("change"):
             # the downloader decided (304, aborted fetch): no body to digest;
             # the record keeps its last digest and size
@@ -182,14 +177,14 @@ class VisitMiddleware:
         else:
             digester = self._digester(request, response)
             if isinstance(digester, ItemsDigester):
-                request.meta[META_PENDING] = (base_visit(response), digester, record)
+                request.meta[meta.PENDING_VISIT] = (base_visit(response), digester, record)
                 return
             visit = evaluate(response, record, digester)
-        commit(request, visit)
+        self.services.commit(request, visit)
         self._after_verdict(request, visit)
 
     def _after_verdict(self, request: Request, visit: Visit) -> None:
-        request.meta[META_CHANGE] = visit.change.value
+        request.meta[meta.CHANGE] = visit.change.value
         if visit.change is ChangeState.UNCHANGED and self._skips(request):
             request.callback = skip_unchanged
             self.stats.inc_value("adaptive/unchanged/skipped")
@@ -201,10 +196,10 @@ class VisitMiddleware:
     def _skips(self, request: Request) -> bool:
         if request.meta.get("deltafetch_enabled") is False:
             return False
-        return (request.meta.get(META_UNCHANGED) or self.unchanged) == "skip"
+        return (request.meta.get(meta.UNCHANGED) or self.unchanged) == "skip"
 
     def _digester(self, request: Request, response: Response) -> Digester:
-        override = request.meta.get(META_DIGEST_RULE)
+        override = request.meta.get(meta.DIGEST_RULE)
         if override is not None:
             try:
                 return build_digester(override, "meta['adaptive_digest_rule']", self.max_size)
@@ -251,7 +246,7 @@ class VisitMiddleware:
     @staticmethod
     def _pop_pending(response: Response) -> tuple[Visit, ItemsDigester, dict[str, Any]] | None:
         request = response.request
-        return request.meta.pop(META_PENDING, None) if request is not None else None
+        return request.meta.pop(meta.PENDING_VISIT, None) if request is not None else None
 
     def _callback_failed(self, response: Response, pending: tuple[Visit, Any, Any] | None) -> None:
         if pending is not None and response.request is not None:
@@ -271,16 +266,15 @@ class VisitMiddleware:
             visit.payload_digest = payload_digest(response.body)
             visit.change = compare(record.get("digest"), visit.digest)
         self._commit(request, visit)
-        request.meta[META_CHANGE] = visit.change.value
+        request.meta[meta.CHANGE] = visit.change.value
         if visit.change is ChangeState.UNCHANGED and self._skips(request):
             self.stats.inc_value("adaptive/unchanged/items_dropped", len(items))
             return
         yield from items
 
     def _commit(self, request: Request, visit: Visit) -> None:
-        commit = getattr(find_scheduler(self.crawler), "commit", None)
-        if commit is not None:
-            commit(request, visit)
+        if self.services is not None:
+            self.services.commit(request, visit)
 
     def _child(self, obj: Any, response: Response) -> Any:
         if not isinstance(obj, Request) or (self.embed_hops <= 0 and not self.revisit_embeds):
@@ -289,10 +283,10 @@ class VisitMiddleware:
         if self.embed_hops > 0:
             if embed:
                 parent_meta = response.request.meta if response.request is not None else {}
-                obj.meta[META_EMBED_HOPS] = (parent_meta.get(META_EMBED_HOPS) or 0) + 1
+                obj.meta[meta.EMBED_HOPS] = (parent_meta.get(meta.EMBED_HOPS) or 0) + 1
             else:
-                obj.meta.pop(META_EMBED_HOPS, None)
+                obj.meta.pop(meta.EMBED_HOPS, None)
         if embed and self.revisit_embeds and response.request is not None:
-            if response.request.meta.get(META_CHANGE) == ChangeState.CHANGED.value:
+            if response.request.meta.get(meta.CHANGE) == ChangeState.CHANGED.value:
                 obj.dont_filter = True  # due now: capture it with the changed page
         return obj

@@ -1,0 +1,62 @@
+"""Every ``Request.meta`` key scrapy-adaptive reads or writes, in one table.
+
+Scrapy's convention: public keys are lower snake case (``dont_retry``),
+private ones start with an underscore (``_dont_cache``).  The public keys
+below are documented in README's "Request.meta keys" table (a test keeps
+the two in step); the private ones are the per-fetch tags the scheduler and
+the middlewares pass each other, and may change between releases.
+
+No key is ever stored with a request: private keys are dropped as Scrapy's
+``_`` keys are, and :data:`PER_FETCH` lists the public ones that describe
+one fetch only.
+"""
+
+from __future__ import annotations
+
+# -- public: set by you ---------------------------------------------------------
+
+#: ``"skip"`` or ``"deliver"``: overrides ``ADAPTIVE_UNCHANGED`` for this request
+UNCHANGED = "adaptive_unchanged"
+#: a digest rule name or entry dict overriding ``ADAPTIVE_DIGEST_RULES``
+DIGEST_RULE = "adaptive_digest_rule"
+#: a dict of wait keys (``initial``, ``min``, ...) overriding the policy stack
+WAIT_POLICY = "adaptive_wait_policy"
+#: ``{"modified": ..., "source": ...}``: the site says this URL changed
+HINT = "adaptive_hint"
+#: True / False: whether the request is an embedded resource (default: by URL)
+EMBED = "adaptive_embed"
+
+# -- public: set by scrapy-adaptive, for your callbacks and middlewares ---------
+
+#: read-only snapshot of the URL's record (``UrlRecord.snapshot()``)
+RECORD = "adaptive_record"
+#: what this visit found: ``"changed"``, ``"unchanged"`` or ``"unknown"``
+CHANGE = "adaptive_change"
+
+# -- private: per-fetch tags between the scheduler and the middlewares ----------
+
+#: hex fingerprint of the URL an issued request is for
+FP = "_adaptive_fp"
+#: seconds the URL was overdue when issued
+OVERDUE = "_adaptive_overdue"
+#: the validators middleware's decision: ``"verified"`` or ``"trusted"``
+VALIDATION = "_adaptive_validation"
+#: on a verification fetch, what the headers predicted
+PREDICTION = "_adaptive_prediction"
+#: True when conditional headers were added to this fetch
+VALIDATORS_SENT = "_adaptive_validators_sent"
+#: body length (or the last size) of a download stopped after its headers
+ABORT_LENGTH = "_adaptive_abort_length"
+#: the downloader's own verdict (a 304, an aborted fetch): ``{"change", "annotation"}``
+FETCH = "_adaptive_fetch"
+#: items mode: the visit waiting for the callback's items
+PENDING_VISIT = "_adaptive_visit"
+#: embed hops from the last page (``ADAPTIVE_EMBED_HOPS``)
+EMBED_HOPS = "_adaptive_embed_hops"
+
+#: the public keys, as documented in README
+PUBLIC = (UNCHANGED, DIGEST_RULE, WAIT_POLICY, HINT, EMBED, RECORD, CHANGE)
+#: the private keys
+PRIVATE = (FP, OVERDUE, VALIDATION, PREDICTION, VALIDATORS_SENT, ABORT_LENGTH, FETCH, PENDING_VISIT, EMBED_HOPS)
+#: public keys that belong to one fetch and are never stored with the request
+PER_FETCH = frozenset({RECORD, CHANGE, HINT})

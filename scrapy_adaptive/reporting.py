@@ -1,0 +1,181 @@
+"""The periodic summary of a crawl that never ends: log lines, stats, files.
+
+Every ``ADAPTIVE_LOG_INTERVAL`` and at close, :meth:`Reporter.summary`
+writes the frontier's shape (``adaptive/frontier/*`` stats and one log
+line), the budget line of a budgeted policy, the hosts that cannot get
+through the URLs due before the next summary (Umbrich et al.'s crawl-time
+estimate, :mod:`.frontier.crawltime`), and ``validators-report.json`` in the
+state folder.  It only reads: the frontier owns every figure.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .change.trust import Trust
+from .frontier import Frontier
+from .frontier.crawltime import estimate_hosts
+
+if TYPE_CHECKING:
+    from scrapy.statscollectors import StatsCollector
+
+logger = logging.getLogger(__name__)
+
+#: the frontier shape figures copied to ``adaptive/frontier/*`` stats
+SHAPE_STATS = ("urls", "queues", "ready", "snoozed", "busy", "out", "due", "visits", "versions", "never")
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}s"
+
+
+class Reporter:
+    """Writes the summary; built once per crawl with what it reads from."""
+
+    def __init__(
+        self,
+        frontier: Frontier,
+        stats: StatsCollector,
+        *,
+        allocator: Any,
+        state_path: str,
+        interval: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.frontier = frontier
+        self.stats = stats
+        #: the policies' shared rate allocator (None: no budgeted policy)
+        self.allocator = allocator
+        self.state_path = state_path
+        self.interval = interval
+        self.clock = clock
+        self.last = 0.0
+
+    def due(self) -> bool:
+        """True when a summary is due."""
+        return self.clock() - self.last >= self.interval
+
+    def summary(self, *, final: bool = False) -> None:
+        self.last = self.clock()
+        self.shape(final=final)
+        self.budget()
+        self.crawl_times()
+        self.validators(final=final)
+
+    def shape(self, *, final: bool = False) -> None:
+        shape = self.frontier.shape()
+        for name in SHAPE_STATS:
+            self.stats.set_value(f"adaptive/frontier/{name}", shape[name])
+        logger.info(
+            "Frontier%s: %d URLs (%d never) in %d queues: %d ready, %d snoozed, %d busy; %d out; %s%d due now; "
+            "overdue p50 %s p95 %s; %d visits, %d versions",
+            " at close" if final else "",
+            shape["urls"],
+            shape["never"],
+            shape["queues"],
+            shape["ready"],
+            shape["snoozed"],
+            shape["busy"],
+            shape["out"],
+            ">" if shape["due_capped"] else "",
+            shape["due"],
+            _seconds(shape["overdue_p50"]),
+            _seconds(shape["overdue_p95"]),
+            shape["visits"],
+            shape["versions"],
+        )
+
+    def budget(self) -> None:
+        """With a budgeted policy: the budget, what is spent, and the hosts
+        whose politeness keeps their URLs from the visits they need."""
+        allocator = self.allocator
+        if allocator is None:
+            return
+        realised = allocator.realised_rate()
+        capped = allocator.capped_hosts()
+        # without ADAPTIVE_BUDGET the plan follows the target precision: report what it plans
+        budget = allocator.budget if allocator.budget is not None else allocator.planned_rate()
+        self.stats.set_value("adaptive/budget/per_day", round(budget * 86_400, 1))
+        if realised is not None:
+            self.stats.set_value("adaptive/budget/realised_per_day", round(realised * 86_400, 1))
+        self.stats.set_value("adaptive/budget/capped_hosts", len(capped))
+        worst = sorted(capped.items(), key=lambda kv: -kv[1])[:5]
+        logger.info(
+            "Budget: %.0f revisits/day%s, spending %s; %d hosts chronically overdue (politeness caps their visits)%s",
+            budget * 86_400,
+            "" if allocator.budget is not None else " planned (no ADAPTIVE_BUDGET)",
+            "-" if realised is None else f"{realised * 86_400:.0f}/day",
+            len(capped),
+            (": " + ", ".join(f"{h} ({r:.1f}x too rare)" for h, r in worst)) if worst else "",
+        )
+
+    def crawl_times(self) -> None:
+        """Per host, how long one pass over the URLs due before the next
+        summary takes: a host that needs longer falls further behind at
+        every summary, whatever the wait policy asks of it."""
+        politeness = self.frontier.politeness
+        rows = estimate_hosts(
+            self.frontier.queues(),
+            self.frontier.store,
+            self.frontier.fetch_times,
+            now=self.clock(),
+            horizon=self.interval,
+            delay_factor=politeness.delay_factor,
+            min_delay=politeness.min_delay,
+            max_delay=politeness.max_delay,
+        )
+        behind = [r for r in rows if r.overdue]
+        self.stats.set_value("adaptive/hosts/with_due", len(rows))
+        self.stats.set_value("adaptive/hosts/overdue", len(behind))
+        self.stats.set_value("adaptive/hosts/max_load", round(rows[0].load, 2) if rows else 0.0)
+        if behind:
+            logger.info(
+                "Hosts: %d of %d cannot get through the URLs due within %.0fs: %s",
+                len(behind),
+                len(rows),
+                self.interval,
+                ", ".join(
+                    f"{r.queue} ({r.docs} due, one pass {r.crawl_time:.0f}s = {r.load:.1f}x; "
+                    f"fetch {r.fetch_time:.2f}s + wait {r.wait:.2f}s, {r.threads:.2f} threads)"
+                    for r in behind[:5]
+                ),
+            )
+
+    def validators(self, *, final: bool = False) -> None:
+        """Per host, how far its validators proved right (Clausen's
+        reliability and usefulness), in ``validators-report.json`` in the
+        state folder; a summary line in the log at close."""
+        params = self.frontier.trust_params
+        trusts = {host: Trust.from_dict(data) for host, data in sorted(self.frontier.trust_report().items())}
+        report: dict[str, dict[str, Any]] = {}
+        for host, trust in trusts.items():
+            report[host] = {
+                **trust.to_dict(),
+                "reliability": trust.reliability,
+                "usefulness": trust.usefulness,
+                "verify_rate": trust.verify_rate(params),
+            }
+        if not report:
+            return
+        path = os.path.join(self.state_path, "validators-report.json")
+        try:
+            with open(path + ".tmp", "w", encoding="utf-8") as f:
+                json.dump(report, f, indent=1, sort_keys=True)
+            os.replace(path + ".tmp", path)
+        except OSError as exc:
+            logger.warning("Cannot write %s: %s", path, exc)
+        if final:
+            lies = sum(t.lies for t in trusts.values())
+            trusted = sum(1 for t in trusts.values() if t.verify_rate(params) < 1)
+            logger.info(
+                "Validators: %d hosts scored, %d trusted, %d lies caught (per host: %s)",
+                len(report),
+                trusted,
+                lies,
+                path,
+            )

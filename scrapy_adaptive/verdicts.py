@@ -1,0 +1,151 @@
+"""The one path from a verdict to a URL's record.
+
+The middlewares judge a fetch (validators, change detection, errors) and
+hand their :class:`~.frontier.Visit` verdict here, through the small
+:class:`FrontierServices` interface the scheduler gives them at start-up.
+:meth:`Verdicts.commit` completes the verdict with what only the crawl knows
+(which URL and queue the request was for, when, how overdue), asks the wait
+policy for the wait, and has the frontier fold it into the record in one
+atomic write; then it counts the visit in the stats and the crawl log.
+
+Nothing here keeps state of its own: the frontier owns the records and the
+hosts' trust, :class:`~.issued.IssuedRequests` the request objects.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from . import meta
+from .frontier import ChangeState, Frontier, Outcome, UrlRecord, Visit
+from .frontier.frontier import VALIDATOR_LIE
+from .frontier.store import StoreError
+from .hints import count_settled
+from .matching import media_type
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.statscollectors import StatsCollector
+
+    from .crawllog import CrawlLog
+    from .issued import IssuedRequests
+    from .policies import PolicyStack
+
+logger = logging.getLogger(__name__)
+
+
+class FrontierServices(Protocol):
+    """What the middlewares may ask of the frontier, and nothing more."""
+
+    def commit(self, request: Request, visit: Visit) -> UrlRecord | None:
+        """Record the verdict on an issued request (None: not ours)."""
+
+    def verify(self, request: Request) -> bool:
+        """Whether this fetch verifies its host's validators (True) or acts on them."""
+
+
+class Verdicts:
+    """Folds verdicts on issued requests into the frontier (a :class:`FrontierServices`)."""
+
+    def __init__(
+        self,
+        frontier: Frontier,
+        policy: PolicyStack,
+        issued: IssuedRequests,
+        stats: StatsCollector,
+        *,
+        crawl_log: CrawlLog | None = None,
+        on_store_error: Callable[[StoreError], None],
+        on_change: Callable[[], None] = lambda: None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.frontier = frontier
+        self.policy = policy
+        self.issued = issued
+        self.stats = stats
+        self.crawl_log = crawl_log
+        self.on_store_error = on_store_error
+        self.on_change = on_change
+        self.clock = clock
+
+    def verify(self, request: Request) -> bool:
+        fp = self.issued.fp_of(request)
+        return True if fp is None else self.frontier.verify_validators(fp)
+
+    def commit(self, request: Request, visit: Visit) -> UrlRecord | None:
+        """Fold a verdict on an issued request into its URL's record.
+
+        The wait policy fills in ``visit.wait`` when the verdict has none.
+        Returns the updated record, or None if the request was not ours.
+        """
+        fp = self.issued.fp_of(request)
+        if fp is None:
+            return None
+        self.issued.pop(fp)
+        visit.queue = self.frontier.out_queue(fp) or (request.meta.get(meta.RECORD) or {}).get("queue")
+        if visit.url is None:
+            visit.url = request.url
+        if visit.fetched is None:
+            visit.fetched = self.clock()
+        if visit.overdue is None:
+            visit.overdue = request.meta.get(meta.OVERDUE)
+        if visit.outcome is Outcome.VISITED:
+            validation = request.meta.get(meta.VALIDATION)
+            if validation in ("verified", "trusted"):
+                visit.validation = validation
+                visit.prediction = request.meta.get(meta.PREDICTION)
+            if visit.wait is None:
+                visit.wait = self._policy_for(request).next_wait(request.meta.get(meta.RECORD) or {}, visit)
+        try:
+            record = self.frontier.update(fp, visit)
+        except StoreError as exc:
+            self.on_store_error(exc)
+            return None
+        if record is not None:
+            self._report(request, record, visit)
+        self.on_change()
+        return record
+
+    def _policy_for(self, request: Request) -> Any:
+        overrides = request.meta.get(meta.WAIT_POLICY)
+        return self.policy.with_overrides(overrides) if isinstance(overrides, dict) else self.policy
+
+    def _report(self, request: Request, record: UrlRecord, visit: Visit) -> None:
+        self._count(record, visit)
+        count_settled(self.stats, request.meta.get(meta.RECORD), visit)
+        if VALIDATOR_LIE in visit.annotations:
+            self.stats.inc_value("adaptive/validators/lies")
+            logger.warning(
+                "%s: the validators said 'no change' but the content changed; %s is back to full downloads "
+                "until it proves reliable again.",
+                request.url,
+                record.queue,
+            )
+        if self.crawl_log is not None:
+            self.crawl_log.write(record, visit)
+        if visit.outcome is Outcome.RETRY and record.outcome == Outcome.RETRY.value:
+            logger.debug("Will retry %s in %.0fs: %s", record.url, self.frontier.politeness.retry_delay, visit.reason)
+        elif record.outcome in (Outcome.FAILED.value, Outcome.DISREGARDED.value):
+            logger.info(
+                "%s %s: %s; it stays known but is not visited again.",
+                record.outcome.capitalize(),
+                record.url,
+                record.reason,
+            )
+
+    def _count(self, record: UrlRecord, visit: Visit) -> None:
+        inc = self.stats.inc_value
+        inc(f"adaptive/outcome/{record.outcome}")
+        if record.outcome != Outcome.VISITED.value:
+            return
+        kind = media_type(visit.content_type).split("/", 1)[0]
+        kind = kind if kind in ("text", "image") else "other"
+        inc("adaptive/visits")
+        inc(f"adaptive/visits/{kind}")
+        inc(f"adaptive/change/{visit.change.value}")
+        inc(f"adaptive/change/{visit.change.value}/{kind}")
+        if visit.change is ChangeState.CHANGED:
+            inc("adaptive/versions")

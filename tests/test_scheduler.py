@@ -1,0 +1,216 @@
+"""The scheduler and the verdict path, built directly (no crawl).
+
+In the manner of Scrapy's own tests/test_scheduler.py: fill a scheduler,
+close it, reopen it from the same job directory, and assert.  The crawler
+is not needed: ``__init__`` takes plain values.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scrapy import Request, Spider
+from scrapy.settings import Settings
+from scrapy.utils.test import get_crawler
+
+from scrapy_adaptive import meta
+from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
+from scrapy_adaptive.issued import url_identity
+from scrapy_adaptive.policies import load_wait_policy
+from scrapy_adaptive.scheduler import AdaptiveScheduler
+from scrapy_adaptive.settings import AdaptiveConfig
+
+
+class Pages(Spider):
+    name = "pages"
+
+    def parse(self, response: Any) -> None:
+        return None
+
+
+def in_loop(test: Callable[..., None]) -> Callable[..., None]:
+    """Run *test* inside a running asyncio loop: the scheduler's timers
+    (Scrapy's ``call_later`` and looping calls) need one, as in a crawl."""
+
+    @functools.wraps(test)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        async def body() -> None:
+            test(*args, **kwargs)
+
+        asyncio.run(body())
+
+    return wrapper
+
+
+def build(jobdir: Path, **settings: Any) -> AdaptiveScheduler:
+    values = {"ADAPTIVE_MIN_DELAY": 0, "ADAPTIVE_MAX_DELAY": 0, "ADAPTIVE_CRAWL_LOG": False, **settings}
+    config = AdaptiveConfig.from_settings(Settings(values))
+    crawler = get_crawler(Pages)
+    return AdaptiveScheduler(
+        config,
+        load_wait_policy(config),
+        crawler.stats,  # type: ignore[arg-type]
+        identity=url_identity(crawler.request_fingerprinter),  # type: ignore[arg-type]
+        jobdir=str(jobdir),
+        fingerprinter="test",
+    )
+
+
+def drain(scheduler: AdaptiveScheduler, limit: int = 100) -> list[Request]:
+    issued = []
+    for _ in range(limit):
+        request = scheduler.next_request()
+        if request is None:
+            break
+        issued.append(request)
+    return issued
+
+
+def visited(change: ChangeState = ChangeState.CHANGED, **fields: Any) -> Visit:
+    return Visit(Outcome.VISITED, status=200, change=change, content_type="text/html", **fields)
+
+
+URLS = [f"http://{host}/p{i}" for host in ("a.example", "b.example") for i in range(3)]
+
+
+@in_loop
+def test_fill_close_reopen(tmp_path: Path) -> None:
+    scheduler = build(tmp_path)
+    scheduler.open(Pages())
+    assert all(scheduler.enqueue_request(Request(url)) for url in URLS)
+    assert scheduler.has_pending_requests()
+    # valence 1: one URL per host out at a time
+    first = drain(scheduler)
+    assert sorted(r.url.split("/")[2] for r in first) == ["a.example", "b.example"]
+    assert all(meta.FP in r.meta and meta.RECORD in r.meta for r in first)
+    scheduler.verdicts.commit(first[0], visited())  # type: ignore[union-attr]
+    scheduler.close("finished")
+
+    reopened = build(tmp_path)
+    reopened.open(Pages())
+    assert reopened.frontier is not None and reopened.frontier.url_count == len(URLS)
+    # known URLs are duplicates, not new
+    assert all(reopened.enqueue_request(Request(url)) for url in URLS)
+    assert reopened.stats.get_value("adaptive/enqueued/duplicate") == len(URLS)
+    # the URL out at the stop is due again; the visited one waits its wait
+    again = {r.url for r in drain(reopened)}
+    assert first[1].url in again and first[0].url not in again
+    record = reopened.frontier.get_record(reopened.issued.identity(first[0]))
+    assert record is not None and (record.visits, record.versions) == (1, 1)
+    reopened.close("finished")
+
+
+@in_loop
+def test_a_verdict_goes_through_the_policy_to_the_record(tmp_path: Path) -> None:
+    scheduler = build(tmp_path, ADAPTIVE_WAIT_POLICY="scrapy_adaptive.policies.FixedWaitPolicy")
+    scheduler.open(Pages())
+    scheduler.enqueue_request(Request("http://a.example/x"))
+    (request,) = drain(scheduler)
+    record = scheduler.verdicts.commit(request, visited())  # type: ignore[union-attr]
+    assert record is not None and record.visits == 1 and record.wait is not None and record.wait > 0
+    assert record.queue == "a.example"
+    # a second verdict on the same request is not ours any more
+    assert scheduler.verdicts.commit(request, visited()) is None  # type: ignore[union-attr]
+    assert scheduler.stats.get_value("adaptive/visits") == 1
+    assert scheduler.stats.get_value("adaptive/versions") == 1
+    scheduler.close("finished")
+
+
+@in_loop
+def test_a_child_request_copying_meta_is_a_new_url(tmp_path: Path) -> None:
+    scheduler = build(tmp_path)
+    scheduler.open(Pages())
+    scheduler.enqueue_request(Request("http://a.example/parent"))
+    (parent,) = drain(scheduler)
+    child = Request("http://a.example/child", meta=dict(parent.meta))
+    assert scheduler.issued.fp_of(child) is None
+    assert scheduler.enqueue_request(child)
+    assert scheduler.stats.get_value("adaptive/enqueued/new") == 2
+    scheduler.close("finished")
+
+
+@in_loop
+def test_a_quick_retry_reissues_the_same_request_object(tmp_path: Path) -> None:
+    scheduler = build(tmp_path)
+    scheduler.open(Pages())
+    scheduler.enqueue_request(Request("http://a.example/flaky"))
+    (request,) = drain(scheduler)
+    retry = request.copy()
+    retry.meta["retry_times"] = 1
+    assert scheduler.enqueue_request(retry)
+    assert scheduler.stats.get_value("adaptive/resent") == 1
+    (again,) = drain(scheduler)
+    assert again is retry and again.meta["retry_times"] == 1
+    scheduler.close("finished")
+
+
+@in_loop
+def test_a_redirect_is_the_visit_and_its_target_a_new_url(tmp_path: Path) -> None:
+    scheduler = build(tmp_path)
+    scheduler.open(Pages())
+    scheduler.enqueue_request(Request("http://a.example/old"))
+    (request,) = drain(scheduler)
+    target = request.replace(url="http://a.example/new")
+    target.meta["redirect_urls"] = [request.url]
+    target.meta["redirect_reasons"] = [301]
+    assert scheduler.enqueue_request(target)
+    assert scheduler.stats.get_value("adaptive/redirects") == 1
+    assert scheduler.frontier is not None
+    old = scheduler.frontier.get_record(scheduler.issued.identity(request))
+    assert old is not None and (old.visits, old.status) == (1, 301)
+    assert scheduler.frontier.url_count == 2
+    scheduler.close("finished")
+
+
+@pytest.mark.xfail(strict=True, reason="the allocator still groups by URL host: fixed with the policies split")
+@in_loop
+def test_the_policy_sees_the_politeness_queue_not_the_host(tmp_path: Path) -> None:
+    """With ADAPTIVE_POLITENESS_KEY = "domain", a.example.com and
+    b.example.com are one queue, example.com: the verdict carries that key to
+    the policy, so a budget's host caps and the policy's grouping agree."""
+    scheduler = build(tmp_path, ADAPTIVE_POLITENESS_KEY="domain", ADAPTIVE_BUDGET=10_000)
+    seen: list[str | None] = []
+    policy = scheduler.policy
+    original = policy.next_wait
+
+    def spy(history: Any, visit: Visit) -> float:
+        seen.append(visit.queue)
+        return original(history, visit)
+
+    policy.next_wait = spy  # type: ignore[method-assign]
+    scheduler.open(Pages())
+    for url in ("http://a.example.com/x", "http://b.example.com/y"):
+        scheduler.enqueue_request(Request(url))
+    for request in drain(scheduler):
+        scheduler.verdicts.commit(request, visited())  # type: ignore[union-attr]
+    for request in drain(scheduler):
+        scheduler.verdicts.commit(request, visited())  # type: ignore[union-attr]
+    assert seen == ["example.com", "example.com"]
+    allocator = policy.params.shared["rate_allocator"]
+    assert set(allocator.state()["hosts"]) == {"example.com"}
+    scheduler.close("finished")
+
+
+@in_loop
+def test_validator_trust_is_the_frontiers(tmp_path: Path) -> None:
+    """Verification decisions and a caught lie live in the host's queue record."""
+    scheduler = build(tmp_path, ADAPTIVE_TRUST_WARMUP=1)
+    scheduler.open(Pages())
+    verdicts = scheduler.verdicts
+    assert verdicts is not None and scheduler.frontier is not None
+    scheduler.enqueue_request(Request("http://a.example/v"))
+    (request,) = drain(scheduler)
+    assert verdicts.verify(request) is True  # nothing trusted yet
+    request.meta[meta.VALIDATION] = "verified"
+    request.meta[meta.PREDICTION] = "unchanged"
+    record = verdicts.commit(request, visited(ChangeState.CHANGED))
+    assert record is not None
+    trust = scheduler.frontier.trust_report()["a.example"]
+    assert trust["lies"] == 1 and trust["said_unchanged"] == 1
+    assert scheduler.stats.get_value("adaptive/validators/lies") == 1
+    scheduler.close("finished")
