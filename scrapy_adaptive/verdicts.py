@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from . import meta
 from .frontier import ChangeState, Frontier, Outcome, UrlRecord, Visit
-from .frontier.frontier import VALIDATOR_LIE
+from .frontier.hostfacts import VALIDATOR_LIE
 from .frontier.store import StoreError
 from .hints import count_settled
 from .matching import media_type

@@ -1,7 +1,7 @@
 """The frontier: URL records and per-queue priority queues, storage-agnostic."""
 
-from .frontier import AddResult, Frontier, Issued, Politeness
-from .hostqueue import HostQueue, QueueState
+from .frontier import AddResult, Frontier, Issued
+from .hostqueue import HostQueue, Politeness, QueueState
 from .record import ChangeState, Outcome, UrlRecord, Visit
 from .store import Batch, MemoryStore, Store, StoreError
 

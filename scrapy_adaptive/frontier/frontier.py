@@ -26,30 +26,25 @@ import: :meth:`Frontier.add`, :meth:`Frontier.next` and
 
 from __future__ import annotations
 
-import heapq
 import json
-import math
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from ..change.trust import Trust, TrustParams
+from ..change.trust import TrustParams
 from . import hints
 from .crawltime import FetchTimes
-from .hints import Hint, HintResult
-from .hostqueue import HostQueue, QueueState
+from .hostfacts import HostFacts
+from .hostqueue import HostQueue, Politeness, QueueHeap, QueueState
 from .keys import NEVER_MS, time_to_ms
 from .record import ChangeState, Outcome, UrlRecord, Visit
+from .shape import frontier_shape
 from .store import Batch, Store
 
 Entry = tuple[int, int, bytes]  # (directive, next_ms, fp)
-
-#: crawl-log annotation of a verification fetch that caught the host's
-#: validators saying "no change" while the content changed
-VALIDATOR_LIE = "validatorLie"
 
 
 def _order(entry: Entry) -> tuple[int, int, bytes]:
@@ -85,20 +80,7 @@ class _Out:
     duration: float | None = None
 
 
-@dataclass(frozen=True)
-class Politeness:
-    """The frontier's politeness and retry rules, in seconds."""
-
-    delay_factor: float = 5.0
-    min_delay: float = 2.0
-    max_delay: float = 5.0
-    valence: int = 1
-    retry_delay: float = 900.0
-    max_retries: int = 30
-    lease: float = 600.0
-
-
-class Frontier:
+class Frontier(HostFacts):
     """Per-queue priority queues of URL records over a :class:`Store`."""
 
     def __init__(
@@ -118,7 +100,7 @@ class Frontier:
         #: mean fetch duration per queue, for host capacities and crawl times
         self.fetch_times = FetchTimes()
         self._queues: dict[str, HostQueue] = {}
-        self._heap: list[tuple[float, int, str]] = []
+        self._heap = QueueHeap(self._queues)
         self._out: dict[bytes, _Out] = {}
         self._schedulable = 0  # URLs whose next time is not "never"
         self._urls = 0
@@ -138,13 +120,8 @@ class Frontier:
         time grows with hosts, not URLs.  Nothing is out after a restart.
         """
         for name, raw in self.store.hosts():
-            data = json.loads(raw)
             q = self._new_queue(name)
-            q.urls, q.never = int(data.get("u", 0)), int(data.get("n", 0))
-            q.visits, q.versions = int(data.get("vi", 0)), int(data.get("ve", 0))
-            q.crawl_delay = data.get("cd")
-            q.trust = dict(data.get("tr") or {})
-            q.hint_trust = {str(k): hints.counts(v) for k, v in (data.get("hn") or {}).items()}
+            q.restore_counters(json.loads(raw))
             for source, counts in q.hint_trust.items():
                 hints.pool(self._hint_pooled.setdefault(source, [0.0, 0.0, 0.0]), counts)
             self._urls += q.urls
@@ -159,33 +136,8 @@ class Frontier:
         self._queues[name] = q
         return q
 
-    # -- the heap of queues ------------------------------------------------
-
     def _schedule(self, q: HostQueue) -> None:
-        """(Re)place *q* on the heap at the time it becomes ready.
-
-        The heap holds queues, not URLs, ordered by the time each became (or
-        becomes) ready, so the queue ready the longest is handed out first.
-        Older entries of the same queue are left behind and skipped.
-        """
-        q.heap_version += 1
-        ready = q.ready_time()
-        if not math.isinf(ready):
-            heapq.heappush(self._heap, (ready, q.heap_version, q.name))
-            if len(self._heap) > 4 * len(self._queues) + 1024:
-                self._compact_heap()
-
-    def _compact_heap(self) -> None:
-        """Drop stale entries so the heap stays proportional to the queues.
-
-        Entries left behind by re-scheduling are normally skipped when they
-        reach the top, but one that becomes ready days from now would linger
-        that long; a crawl that never ends must not accumulate them.
-        """
-        self._heap = [
-            (ready, version, name) for ready, version, name in self._heap if self._queues[name].heap_version == version
-        ]
-        heapq.heapify(self._heap)
+        self._heap.place(q)
 
     def _refresh_head(self, q: HostQueue, *candidates: Entry | None) -> None:
         """Find the first entry of *q* that is not out (one store seek).
@@ -220,12 +172,8 @@ class Frontier:
 
     def next_ready_time(self) -> float | None:
         """When the next queue becomes ready (None: none will by itself)."""
-        while self._heap:
-            ready, version, name = self._heap[0]
-            if self._queues[name].heap_version == version:
-                return ready
-            heapq.heappop(self._heap)
-        return None
+        top = self._heap.peek()
+        return top[0] if top is not None else None
 
     # -- add / next / update -------------------------------------------------
 
@@ -301,15 +249,12 @@ class Frontier:
     def next(self) -> Issued | None:
         """Issue the due head of the queue that has been ready the longest."""
         now = self.clock()
-        while self._heap:
-            ready, version, name = self._heap[0]
-            q = self._queues[name]
-            if q.heap_version != version:
-                heapq.heappop(self._heap)
-                continue
+        while (top := self._heap.peek()) is not None:
+            ready, q = top
+            name = q.name
             if ready > now:
                 return None
-            heapq.heappop(self._heap)
+            self._heap.pop()
             if q.state(now) is not QueueState.READY or q.head is None:
                 self._schedule(q)
                 continue
@@ -331,79 +276,6 @@ class Frontier:
             self._schedule(q)
             return Issued(fp, record, overdue)
         return None
-
-    def hint(
-        self,
-        fp: bytes,
-        hint: Hint,
-        decide: Callable[[Mapping[str, Any], Hint], float | None] | None = None,
-    ) -> HintResult:
-        """Take a change hint for a known URL; maybe move its visit earlier.
-
-        What cannot be news is dropped here, for every policy alike: an
-        unknown or out URL, one that will never be visited again, a claimed
-        modification not later than the last visit (the visit saw it), and a
-        second hint while an acted-on one still waits.  Otherwise *decide*
-        (the wait policy's ``hint_wait``) gets the record's snapshot and the
-        hint, completed with its receipt time and its source's track record,
-        and answers the seconds from now until the visit, or None.  Only a
-        visit earlier than the planned one is applied; the hint is then kept
-        on the record until that visit settles it (see :meth:`update`).
-        """
-        raw = self.store.get_record(fp)
-        if raw is None:
-            return HintResult.UNKNOWN
-        if fp in self._out:
-            return HintResult.OUT
-        record = UrlRecord.from_bytes(raw)
-        if record.never:
-            return HintResult.NEVER
-        if hint.modified is not None and record.fetched is not None and hint.modified <= record.fetched:
-            return HintResult.STALE
-        if record.hint:
-            return HintResult.PENDING
-        now = self.clock()
-        q = self._queues[record.queue]
-        own = hints.counts(q.hint_trust.get(hint.source))
-        pooled = hints.counts(self._hint_pooled.get(hint.source))
-        hint = replace(hint, received=now, trust=(own[0], own[1], own[2]), pooled=(pooled[0], pooled[1], pooled[2]))
-        wait = decide(record.snapshot(), hint) if decide is not None else None
-        if wait is None or not (wait >= 0 and math.isfinite(wait)):
-            return HintResult.DECLINED
-        new_ms = time_to_ms(now + wait)
-        if new_ms >= record.next_ms:
-            return HintResult.LATER
-        old_entry = (record.directive, record.next_ms, fp)
-        batch = Batch()
-        batch.move_entry((record.queue, *old_entry), (record.queue, record.directive, new_ms, fp))
-        record.next_ms = new_ms
-        record.hint = {"t": round(now, 3), "m": hint.modified, "s": hint.source, "c": own, "g": pooled}
-        batch.records[fp] = record.to_bytes()
-        self._write(batch, q)
-        self._moved(q, old_entry, (record.directive, new_ms, fp))
-        self._schedule(q)
-        return HintResult.ACTED
-
-    def _settle_hint(self, q: HostQueue, record: UrlRecord, visit: Visit) -> None:
-        """Score an acted-on hint by the visit it caused, per host and source."""
-        if record.hint is None or visit.outcome is Outcome.RETRY:
-            return  # a retry is not the visit yet
-        source = str(record.hint.get("s"))
-        record.hint = None
-        if visit.outcome is not Outcome.VISITED or visit.change is ChangeState.UNKNOWN:
-            return
-        confirmed = visit.change is ChangeState.CHANGED
-        old = hints.counts(q.hint_trust.get(source))
-        new = hints.observe(old, confirmed, visit.hint_base or 0.0)
-        q.hint_trust[source] = new
-        pooled = self._hint_pooled.setdefault(source, [0.0, 0.0, 0.0])
-        hints.pool(pooled, old, -1)
-        hints.pool(pooled, new)
-        visit.annotations.append(hints.CONFIRMED if confirmed else hints.REFUTED)
-
-    def hint_report(self) -> dict[str, dict[str, list[float]]]:
-        """Every queue's hint track record (source -> [confirmed, refuted, Σq])."""
-        return {name: {s: list(c) for s, c in q.hint_trust.items()} for name, q in self._queues.items() if q.hint_trust}
 
     def fetch_started(self, fp: bytes) -> None:
         """The downloader took *fp*: its fetch time counts from now."""
@@ -432,33 +304,6 @@ class Frontier:
         )
         if q.release_slot(fp, self.clock() + wait):
             self._schedule(q)
-
-    def verify_validators(self, fp: bytes) -> bool:
-        """Whether the fetch of out URL *fp* verifies its host's validators (a
-        full download despite them) or acts on them.
-
-        The decision is counted at once in the host's trust record (see
-        :meth:`.Trust.decide`), persisted with the queue's next counters
-        write.  A URL that is not out is verified: nothing is trusted blind.
-        """
-        out = self._out.get(fp)
-        if out is None:
-            return True
-        q = self._queues[out.queue]
-        trust = Trust.from_dict(q.trust)
-        verify = trust.decide(self.trust_params)
-        q.trust = trust.to_dict()
-        return verify
-
-    def _observe_validation(self, q: HostQueue, visit: Visit) -> None:
-        """Fold a verification fetch into the host's trust record; a caught
-        lie is annotated on the visit (``validatorLie``)."""
-        if visit.validation != "verified" or visit.change is ChangeState.UNKNOWN:
-            return
-        trust = Trust.from_dict(q.trust)
-        if trust.observe_verified(visit.prediction, visit.change.value):
-            visit.annotations.append(VALIDATOR_LIE)
-        q.trust = trust.to_dict()
 
     def update(self, fp: bytes, visit: Visit) -> UrlRecord | None:
         """Fold *visit* into the URL's record and move it to its next time.
@@ -575,20 +420,6 @@ class Frontier:
             self.requeue(fp)
         return expired
 
-    # -- per-queue facts -------------------------------------------------------
-
-    def set_crawl_delay(self, queue: str, seconds: float | None) -> None:
-        """Honour a robots.txt ``Crawl-delay`` for *queue* (persisted)."""
-        q = self._queues.get(queue)
-        if q is None or q.crawl_delay == seconds:
-            return
-        q.crawl_delay = seconds
-        self._write(Batch(hosts={queue: self._counters(q)}), q)
-
-    def trust_report(self) -> dict[str, dict[str, int]]:
-        """Every queue's validator track record, for reports."""
-        return {name: dict(q.trust) for name, q in self._queues.items() if q.trust}
-
     @staticmethod
     def _counters(q: HostQueue) -> bytes:
         return json.dumps(q.counters(), separators=(",", ":")).encode()
@@ -630,39 +461,23 @@ class Frontier:
     def url_count(self) -> int:
         return self._urls
 
+    @property
+    def never_count(self) -> int:
+        """URLs that will not be visited again (failed, disregarded)."""
+        return self._urls - self._schedulable
+
+    @property
+    def out_count(self) -> int:
+        return len(self._out)
+
+    @property
+    def visit_count(self) -> int:
+        return self._visits
+
+    @property
+    def version_count(self) -> int:
+        return self._versions
+
     def shape(self, *, due_limit: int = 200_000) -> dict[str, Any]:
         """The frontier at a glance, for the periodic log line and stats."""
-        now = self.clock()
-        states = {s: 0 for s in QueueState}
-        for q in self._queues.values():
-            states[q.state(now)] += 1
-        due = 0
-        now_ms = time_to_ms(now)
-        for q in self._queues.values():
-            if due >= due_limit:
-                break
-            if q.head_time() <= now:
-                due += self.store.count_due(q.name, now_ms, limit=due_limit - due)
-        samples = sorted(self.overdue_samples)
-        return {
-            "urls": self._urls,
-            "never": self._urls - self._schedulable,
-            "queues": len(self._queues),
-            "ready": states[QueueState.READY],
-            "snoozed": states[QueueState.SNOOZED],
-            "busy": states[QueueState.BUSY],
-            "empty": states[QueueState.EMPTY],
-            "out": len(self._out),
-            "due": due,
-            "due_capped": due >= due_limit,
-            "overdue_p50": _percentile(samples, 0.5),
-            "overdue_p95": _percentile(samples, 0.95),
-            "visits": self._visits,
-            "versions": self._versions,
-        }
-
-
-def _percentile(ordered: list[float], q: float) -> float | None:
-    if not ordered:
-        return None
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+        return frontier_shape(self, due_limit=due_limit)

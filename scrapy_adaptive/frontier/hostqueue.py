@@ -19,13 +19,29 @@ politeness wait, so with valence 2 the two waits run independently.
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
+from .hints import counts
 from .keys import NEVER_MS
 
 IN_USE = -1.0
+
+
+@dataclass(frozen=True)
+class Politeness:
+    """The frontier's politeness and retry rules, in seconds."""
+
+    delay_factor: float = 5.0
+    min_delay: float = 2.0
+    max_delay: float = 5.0
+    valence: int = 1
+    retry_delay: float = 900.0
+    max_retries: int = 30
+    lease: float = 600.0
 
 
 class QueueState(StrEnum):
@@ -123,18 +139,82 @@ class HostQueue:
             wait = max(wait, self.crawl_delay)
         return wait
 
+    #: field -> stored key of the queue's persisted counters (``h/`` rows):
+    #: short keys keep a row per host small; change neither side lightly
+    _KEYS = {
+        "urls": "u",
+        "never": "n",
+        "visits": "vi",
+        "versions": "ve",
+        "crawl_delay": "cd",
+        "trust": "tr",
+        "hint_trust": "hn",
+    }
+    #: kept even when zero
+    _ALWAYS = ("urls", "never", "visits", "versions")
+
     def counters(self) -> dict[str, object]:
-        """What is persisted per queue (see ``h/`` keys): counts, not URLs."""
-        data: dict[str, object] = {
-            "u": self.urls,
-            "n": self.never,
-            "vi": self.visits,
-            "ve": self.versions,
+        """What is persisted per queue: counts and per-host facts, not URLs."""
+        return {
+            key: getattr(self, name) for name, key in self._KEYS.items() if name in self._ALWAYS or getattr(self, name)
         }
-        if self.crawl_delay is not None:
-            data["cd"] = self.crawl_delay
-        if self.trust:
-            data["tr"] = self.trust
-        if self.hint_trust:
-            data["hn"] = self.hint_trust
-        return data
+
+    def restore_counters(self, data: dict[str, Any]) -> None:
+        """Take back what :meth:`counters` stored."""
+        keys = self._KEYS
+        self.urls, self.never = int(data.get(keys["urls"], 0)), int(data.get(keys["never"], 0))
+        self.visits, self.versions = int(data.get(keys["visits"], 0)), int(data.get(keys["versions"], 0))
+        self.crawl_delay = data.get(keys["crawl_delay"])
+        self.trust = dict(data.get(keys["trust"]) or {})
+        self.hint_trust = {str(k): counts(v) for k, v in (data.get(keys["hint_trust"]) or {}).items()}
+
+
+class QueueHeap:
+    """The queues ordered by the time each becomes ready (a lazy heap).
+
+    It holds queues, not URLs, so the queue ready the longest is handed out
+    first and memory grows with hosts.  Re-placing a queue leaves its older
+    entry behind, recognised by the queue's ``heap_version`` and skipped.
+    """
+
+    def __init__(self, queues: dict[str, HostQueue]) -> None:
+        self._queues = queues
+        self._heap: list[tuple[float, int, str]] = []
+
+    def place(self, q: HostQueue) -> None:
+        """(Re)place *q* at the time it becomes ready (nowhere: never by itself)."""
+        q.heap_version += 1
+        ready = q.ready_time()
+        if not math.isinf(ready):
+            heapq.heappush(self._heap, (ready, q.heap_version, q.name))
+            if len(self._heap) > 4 * len(self._queues) + 1024:
+                self._compact()
+
+    def _compact(self) -> None:
+        """Drop stale entries so the heap stays proportional to the queues.
+
+        Entries left behind by re-placing are normally skipped when they
+        reach the top, but one that becomes ready days from now would linger
+        that long; a crawl that never ends must not accumulate them.
+        """
+        self._heap = [
+            (ready, version, name) for ready, version, name in self._heap if self._queues[name].heap_version == version
+        ]
+        heapq.heapify(self._heap)
+
+    def peek(self) -> tuple[float, HostQueue] | None:
+        """The earliest live entry: (ready time, queue), or None."""
+        while self._heap:
+            ready, version, name = self._heap[0]
+            q = self._queues[name]
+            if q.heap_version == version:
+                return ready, q
+            heapq.heappop(self._heap)
+        return None
+
+    def pop(self) -> None:
+        """Remove the entry :meth:`peek` returned."""
+        heapq.heappop(self._heap)
+
+    def __len__(self) -> int:
+        return len(self._heap)

@@ -1,0 +1,173 @@
+"""What the frontier knows of each host besides its queue of URLs.
+
+Per host: the robots.txt ``Crawl-delay``, how far its HTTP validators can be
+believed (:mod:`scrapy_adaptive.change.trust`), and the track record of its
+change-hint sources (:mod:`.hints`).  All of it is stored with the queue's
+counters (``h/`` keys) and written with the queue's next counters write; the
+frontier is its only owner, evaluators ask for decisions and hand in
+verdicts.
+
+:class:`HostFacts` is a part of :class:`~.frontier.Frontier`, kept in a file
+of its own so the queue logic reads on its own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ..change.trust import Trust, TrustParams
+from . import hints
+from .hints import Hint, HintResult
+from .hostqueue import HostQueue
+from .keys import time_to_ms
+from .record import ChangeState, Outcome, UrlRecord, Visit
+from .store import Batch, Store
+
+if TYPE_CHECKING:
+    from .frontier import Entry
+
+#: crawl-log annotation of a verification fetch that caught the host's
+#: validators saying "no change" while the content changed
+VALIDATOR_LIE = "validatorLie"
+
+
+class HostFacts:
+    """The per-host facts of :class:`~.frontier.Frontier` (a part of it)."""
+
+    # provided by the Frontier
+    store: Store
+    clock: Callable[[], float]
+    trust_params: TrustParams
+    _queues: dict[str, HostQueue]
+    _out: dict[bytes, Any]
+    #: hint source -> [confirmed, refuted, Σq] over every queue
+    _hint_pooled: dict[str, list[float]]
+
+    if TYPE_CHECKING:
+
+        def _write(self, batch: Batch, q: HostQueue, undo: Callable[[], None] | None = None) -> None: ...
+        def _moved(self, q: HostQueue, old: Entry, new: Entry) -> None: ...
+        def _schedule(self, q: HostQueue) -> None: ...
+        @staticmethod
+        def _counters(q: HostQueue) -> bytes: ...
+
+    # -- robots.txt ----------------------------------------------------------------
+
+    def set_crawl_delay(self, queue: str, seconds: float | None) -> None:
+        """Honour a robots.txt ``Crawl-delay`` for *queue* (persisted)."""
+        q = self._queues.get(queue)
+        if q is None or q.crawl_delay == seconds:
+            return
+        q.crawl_delay = seconds
+        self._write(Batch(hosts={queue: self._counters(q)}), q)
+
+    # -- validators ----------------------------------------------------------------
+
+    def verify_validators(self, fp: bytes) -> bool:
+        """Whether the fetch of out URL *fp* verifies its host's validators (a
+        full download despite them) or acts on them.
+
+        The decision is counted at once in the host's trust record (see
+        :meth:`.Trust.decide`), persisted with the queue's next counters
+        write.  A URL that is not out is verified: nothing is trusted blind.
+        """
+        out = self._out.get(fp)
+        if out is None:
+            return True
+        q = self._queues[out.queue]
+        trust = Trust.from_dict(q.trust)
+        verify = trust.decide(self.trust_params)
+        q.trust = trust.to_dict()
+        return verify
+
+    def _observe_validation(self, q: HostQueue, visit: Visit) -> None:
+        """Fold a verification fetch into the host's trust record; a caught
+        lie is annotated on the visit (``validatorLie``)."""
+        if visit.validation != "verified" or visit.change is ChangeState.UNKNOWN:
+            return
+        trust = Trust.from_dict(q.trust)
+        if trust.observe_verified(visit.prediction, visit.change.value):
+            visit.annotations.append(VALIDATOR_LIE)
+        q.trust = trust.to_dict()
+
+    def trust_report(self) -> dict[str, dict[str, int]]:
+        """Every queue's validator track record, for reports."""
+        return {name: dict(q.trust) for name, q in self._queues.items() if q.trust}
+
+    # -- change hints ----------------------------------------------------------------
+
+    def hint(
+        self,
+        fp: bytes,
+        hint: Hint,
+        decide: Callable[[Mapping[str, Any], Hint], float | None] | None = None,
+    ) -> HintResult:
+        """Take a change hint for a known URL; maybe move its visit earlier.
+
+        What cannot be news is dropped here, for every policy alike: an
+        unknown or out URL, one that will never be visited again, a claimed
+        modification not later than the last visit (the visit saw it), and a
+        second hint while an acted-on one still waits.  Otherwise *decide*
+        (the wait policy's ``hint_wait``) gets the record's snapshot and the
+        hint, completed with its receipt time and its source's track record,
+        and answers the seconds from now until the visit, or None.  Only a
+        visit earlier than the planned one is applied; the hint is then kept
+        on the record until that visit settles it (see :meth:`update`).
+        """
+        raw = self.store.get_record(fp)
+        if raw is None:
+            return HintResult.UNKNOWN
+        if fp in self._out:
+            return HintResult.OUT
+        record = UrlRecord.from_bytes(raw)
+        if record.never:
+            return HintResult.NEVER
+        if hint.modified is not None and record.fetched is not None and hint.modified <= record.fetched:
+            return HintResult.STALE
+        if record.hint:
+            return HintResult.PENDING
+        now = self.clock()
+        q = self._queues[record.queue]
+        own = hints.counts(q.hint_trust.get(hint.source))
+        pooled = hints.counts(self._hint_pooled.get(hint.source))
+        hint = replace(hint, received=now, trust=(own[0], own[1], own[2]), pooled=(pooled[0], pooled[1], pooled[2]))
+        wait = decide(record.snapshot(), hint) if decide is not None else None
+        if wait is None or not (wait >= 0 and math.isfinite(wait)):
+            return HintResult.DECLINED
+        new_ms = time_to_ms(now + wait)
+        if new_ms >= record.next_ms:
+            return HintResult.LATER
+        old_entry = (record.directive, record.next_ms, fp)
+        batch = Batch()
+        batch.move_entry((record.queue, *old_entry), (record.queue, record.directive, new_ms, fp))
+        record.next_ms = new_ms
+        record.hint = {"t": round(now, 3), "m": hint.modified, "s": hint.source, "c": own, "g": pooled}
+        batch.records[fp] = record.to_bytes()
+        self._write(batch, q)
+        self._moved(q, old_entry, (record.directive, new_ms, fp))
+        self._schedule(q)
+        return HintResult.ACTED
+
+    def _settle_hint(self, q: HostQueue, record: UrlRecord, visit: Visit) -> None:
+        """Score an acted-on hint by the visit it caused, per host and source."""
+        if record.hint is None or visit.outcome is Outcome.RETRY:
+            return  # a retry is not the visit yet
+        source = str(record.hint.get("s"))
+        record.hint = None
+        if visit.outcome is not Outcome.VISITED or visit.change is ChangeState.UNKNOWN:
+            return
+        confirmed = visit.change is ChangeState.CHANGED
+        old = hints.counts(q.hint_trust.get(source))
+        new = hints.observe(old, confirmed, visit.hint_base or 0.0)
+        q.hint_trust[source] = new
+        pooled = self._hint_pooled.setdefault(source, [0.0, 0.0, 0.0])
+        hints.pool(pooled, old, -1)
+        hints.pool(pooled, new)
+        visit.annotations.append(hints.CONFIRMED if confirmed else hints.REFUTED)
+
+    def hint_report(self) -> dict[str, dict[str, list[float]]]:
+        """Every queue's hint track record (source -> [confirmed, refuted, Σq])."""
+        return {name: {s: list(c) for s, c in q.hint_trust.items()} for name, q in self._queues.items() if q.hint_trust}

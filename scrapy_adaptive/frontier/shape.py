@@ -1,0 +1,55 @@
+"""The frontier at a glance: queue states, URLs due, overdue percentiles.
+
+Read by the periodic summary (:mod:`scrapy_adaptive.reporting`) and at
+open; counting due URLs costs one bounded scan per ready queue.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .hostqueue import QueueState
+from .keys import time_to_ms
+
+if TYPE_CHECKING:
+    from .frontier import Frontier
+
+
+def frontier_shape(frontier: Frontier, *, due_limit: int = 200_000) -> dict[str, Any]:
+    """The frontier's figures; due URLs are counted up to *due_limit*."""
+    now = frontier.clock()
+    queues = list(frontier.queues())
+    states = {s: 0 for s in QueueState}
+    for q in queues:
+        states[q.state(now)] += 1
+    due = 0
+    now_ms = time_to_ms(now)
+    for q in queues:
+        if due >= due_limit:
+            break
+        if q.head_time() <= now:
+            due += frontier.store.count_due(q.name, now_ms, limit=due_limit - due)
+    samples = sorted(frontier.overdue_samples)
+    return {
+        "urls": frontier.url_count,
+        "never": frontier.never_count,
+        "queues": len(queues),
+        "ready": states[QueueState.READY],
+        "snoozed": states[QueueState.SNOOZED],
+        "busy": states[QueueState.BUSY],
+        "empty": states[QueueState.EMPTY],
+        "out": frontier.out_count,
+        "due": due,
+        "due_capped": due >= due_limit,
+        "overdue_p50": percentile(samples, 0.5),
+        "overdue_p95": percentile(samples, 0.95),
+        "visits": frontier.visit_count,
+        "versions": frontier.version_count,
+    }
+
+
+def percentile(ordered: list[float], q: float) -> float | None:
+    """The *q* quantile of an ascending list (None when empty)."""
+    if not ordered:
+        return None
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
