@@ -36,7 +36,7 @@ from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
-from .frontier.hints import CONFIRMED, REFUTED, Hint, HintResult
+from .frontier.hints import CONFIRMED, PENDING_SOURCE, REFUTED, Hint, HintResult
 from .meta import HINT as META_HINT
 
 if TYPE_CHECKING:
@@ -163,6 +163,6 @@ def count_settled(stats: StatsCollector, record: Mapping[str, Any] | None, visit
     """Count what the visit that followed an acted-on hint found."""
     for word, name in ((CONFIRMED, "confirmed"), (REFUTED, "refuted")):
         if word in visit.annotations:
-            source = ((record or {}).get("hint") or {}).get("s") or DEFAULT_SOURCE
+            source = ((record or {}).get("hint") or {}).get(PENDING_SOURCE) or DEFAULT_SOURCE
             stats.inc_value(f"adaptive/hints/{name}")
             stats.inc_value(f"adaptive/hints/{name}/{source}")

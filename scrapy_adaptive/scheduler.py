@@ -141,20 +141,23 @@ class AdaptiveScheduler(BaseScheduler):
     def open(self, spider: Spider) -> Deferred[None] | None:
         self.spider = spider
         started = time.monotonic()
-        c = self.config
-        self.state = resolve(c.state_dir, self.jobdir)
-        store = open_store(self.state, spider=spider.name, fingerprinter=self.fingerprinter, sync=c.state_sync)
+        config = self.config
+        self.state = resolve(config.state_dir, self.jobdir)
+        store = open_store(self.state, spider=spider.name, fingerprinter=self.fingerprinter, sync=config.state_sync)
         politeness = Politeness(
-            delay_factor=c.delay_factor,
-            min_delay=c.min_delay,
-            max_delay=c.max_delay,
-            valence=c.host_valence,
-            retry_delay=c.retry_delay,
-            max_retries=c.max_retries,
-            lease=c.lease,
+            delay_factor=config.delay_factor,
+            min_delay=config.min_delay,
+            max_delay=config.max_delay,
+            valence=config.host_valence,
+            retry_delay=config.retry_delay,
+            max_retries=config.max_retries,
+            lease=config.lease,
         )
         self.frontier = frontier = Frontier(
-            store, politeness, history_size=c.history_size, trust=TrustParams(c.trust_warmup, c.trust_min_rate)
+            store,
+            politeness,
+            history_size=config.history_size,
+            trust=TrustParams(config.trust_warmup, config.trust_min_rate),
         )
         frontier.load()
         shared = self.policy.params.shared
@@ -162,9 +165,9 @@ class AdaptiveScheduler(BaseScheduler):
         allocator = shared.get("rate_allocator")
         self.capacity = HostCapacity(frontier, allocator)
         self.capacity.all_nominal()
-        if c.crawl_log:
+        if config.crawl_log:
             path = os.path.join(self.state.path, "crawl.log")
-            self.crawl_log = CrawlLog(path, c.crawl_log_max_bytes, c.crawl_log_backups)
+            self.crawl_log = CrawlLog(path, config.crawl_log_max_bytes, config.crawl_log_backups)
         self.verdicts = Verdicts(
             frontier,
             self.policy,
@@ -175,7 +178,7 @@ class AdaptiveScheduler(BaseScheduler):
             on_change=self._arm_wake,
         )
         self.reporter = Reporter(
-            frontier, self.stats, allocator=allocator, state_path=self.state.path, interval=c.log_interval
+            frontier, self.stats, allocator=allocator, state_path=self.state.path, interval=config.log_interval
         )
         self._bind_middlewares()
         shape = frontier.shape(due_limit=0)

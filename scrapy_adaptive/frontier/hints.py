@@ -54,6 +54,28 @@ from enum import StrEnum
 #: estimate follows a source whose quality changes
 TRUST_MEMORY = 200
 
+#: the acted-on hint kept on a URL's record until its visit settles it
+#: (``UrlRecord.hint``), by stored key: short keys, as in the record itself
+PENDING_RECEIVED = "t"  #: when the hint was received (epoch seconds)
+PENDING_MODIFIED = "m"  #: the claimed modification time, or None
+PENDING_SOURCE = "s"  #: the source's name
+PENDING_TRUST = "c"  #: the source's [confirmed, refuted, Σq] on this host then
+PENDING_POOLED = "g"  #: the same over every host
+
+
+def pending(
+    received: float, modified: float | None, source: str, own: list[float], pooled: list[float]
+) -> dict[str, object]:
+    """The record's note of an acted-on hint (see the ``PENDING_*`` keys)."""
+    return {
+        PENDING_RECEIVED: round(received, 3),
+        PENDING_MODIFIED: modified,
+        PENDING_SOURCE: source,
+        PENDING_TRUST: own,
+        PENDING_POOLED: pooled,
+    }
+
+
 #: crawl-log annotations of the visit that settles an acted-on hint
 CONFIRMED = "hintConfirmed"
 REFUTED = "hintRefuted"

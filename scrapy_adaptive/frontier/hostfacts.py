@@ -144,7 +144,7 @@ class HostFacts:
         batch = Batch()
         batch.move_entry((record.queue, *old_entry), (record.queue, record.directive, new_ms, fp))
         record.next_ms = new_ms
-        record.hint = {"t": round(now, 3), "m": hint.modified, "s": hint.source, "c": own, "g": pooled}
+        record.hint = hints.pending(now, hint.modified, hint.source, own, pooled)
         batch.records[fp] = record.to_bytes()
         self._write(batch, q)
         self._moved(q, old_entry, (record.directive, new_ms, fp))
@@ -155,7 +155,7 @@ class HostFacts:
         """Score an acted-on hint by the visit it caused, per host and source."""
         if record.hint is None or visit.outcome is Outcome.RETRY:
             return  # a retry is not the visit yet
-        source = str(record.hint.get("s"))
+        source = str(record.hint.get(hints.PENDING_SOURCE))
         record.hint = None
         if visit.outcome is not Outcome.VISITED or visit.change is ChangeState.UNKNOWN:
             return

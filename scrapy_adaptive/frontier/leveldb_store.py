@@ -12,7 +12,6 @@ returning, so a ``kill -9`` loses nothing; ``sync=True`` (the
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import plyvel
@@ -117,14 +116,6 @@ class LevelDBStore(Store):
 
     def records(self) -> Iterator[tuple[bytes, bytes]]:
         yield from self._records
-
-    def size_on_disk(self) -> int:
-        """Bytes used by the database files (for the benchmark and logs)."""
-        return sum(
-            os.path.getsize(os.path.join(self.path, name))
-            for name in os.listdir(self.path)
-            if os.path.isfile(os.path.join(self.path, name))
-        )
 
     def close(self) -> None:
         if not self._db.closed:

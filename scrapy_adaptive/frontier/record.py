@@ -128,9 +128,7 @@ class UrlRecord:
     reason: str | None = None
     history: list[list[Any]] = field(default_factory=list)
     policy: dict[str, Any] = field(default_factory=dict)
-    #: an acted-on change hint waiting for its visit: ``{"t": received,
-    #: "m": claimed modification or None, "s": source, "c": the source's
-    #: record on this host then, "g": over all hosts}`` (see hints.py)
+    #: an acted-on change hint waiting for its visit (keys: ``PENDING_*`` in hints.py)
     hint: dict[str, Any] | None = None
 
     # field name -> stored key; one table so encoding and decoding agree
