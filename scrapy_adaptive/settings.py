@@ -32,7 +32,7 @@ import difflib
 import math
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -255,7 +255,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "ADAPTIVE_EMBED_HOPS",
         GROUP_POLITENESS,
         0,
-        "embedded resources (images, CSS, scripts, fonts: by URL extension or `meta[\"adaptive_embed\"]`) up "
+        'embedded resources (images, CSS, scripts, fonts: by URL extension or `meta["adaptive_embed"]`) up '
         "to this many embed hops from a page are fetched before other due URLs of their queue. 0 (the thesis "
         "default) treats them like any URL, so their own change rate governs them.",
         at_least=0,
@@ -302,7 +302,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         Kind.CHOICE,
         "host",
         "what one queue is: `host` (like Scrapy's download slots), `domain` (registered domain, public suffix "
-        "list bundled, never fetched), or `slot` (`meta[\"download_slot\"]` when the project sets one, else "
+        'list bundled, never fetched), or `slot` (`meta["download_slot"]` when the project sets one, else '
         "the host).",
         choices=POLITENESS_KEYS,
     ),
@@ -402,8 +402,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         GROUP_WAITS,
         Kind.CLASS_PATH,
         "scrapy_adaptive.policies.BurstWaitPolicy",
-        "the policy class for the catch-all and the stack entries (`...HeritrixWaitPolicy` for the thesis's "
-        "rule).",
+        "the policy class for the catch-all and the stack entries (`...HeritrixWaitPolicy` for the thesis's rule).",
     ),
     _factor("ADAPTIVE_WAIT_UNCHANGED_FACTOR", GROUP_WAITS, 1.5, "an unchanged page's wait is multiplied by this."),
     _bool(
@@ -438,7 +437,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "ADAPTIVE_TRUST_WARMUP",
         GROUP_VALIDATORS,
         3,
-        "right predictions (on verification fetches) before a host's \"no change\" is acted on.",
+        'right predictions (on verification fetches) before a host\'s "no change" is acted on.',
         at_least=0,
     ),
     SettingSpec(
@@ -579,8 +578,9 @@ def _problem(spec: SettingSpec, value: Any) -> str | None:
     if value is None:
         return None if spec.optional or spec.kind is Kind.OBJECT else spec.expected()
     if spec.kind in _NUMERIC:
-        number_types: tuple[type, ...] = (int,) if spec.kind is Kind.INTEGER else (int, float)
-        if isinstance(value, bool) or not isinstance(value, number_types):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return spec.expected()
+        if spec.kind is Kind.INTEGER and not isinstance(value, int):
             return spec.expected()
         if not _within_range(spec, value):
             return spec.range_requirement()
