@@ -365,7 +365,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "ADAPTIVE_WAIT_DEPTH_FACTOR",
         GROUP_WAITS,
         1.0,
-        "initial wait factor per link hop from the seed (`depth` meta): initial wait × factor ** depth.",
+        "initial wait factor per link hop from the seed (`depth` meta): `initial × factor ** depth`.",
     ),
     _seconds(
         "ADAPTIVE_WAIT_INITIAL",
@@ -445,7 +445,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         GROUP_VALIDATORS,
         Kind.CHOICE,
         "both",
-        "how headers predict no change: `etag`, `timestamp`, `both`, `either`.",
+        "how the stored ETag and Last-Modified predict no change (see HTTP validators).",
         choices=VALIDATOR_SCHEMES,
     ),
     SettingSpec(
