@@ -155,7 +155,7 @@ class SettingSpec:
     def field_type(self) -> str:
         """The field's annotation, as written in :class:`AdaptiveConfig`."""
         base = FIELD_TYPES[self.kind]
-        return f"{base} | None" if self.optional else base
+        return f"{base} | None" if self.optional and "None" not in base else base
 
     def expected(self) -> str:
         """What the value must be, for a value of the wrong type."""
@@ -691,6 +691,8 @@ class AdaptiveConfig:
         values = {spec.attribute: parse_value(spec, settings.get(spec.name)) for spec in SETTING_SPECS}
         if not _explicit(settings, "ADAPTIVE_MIN_DELAY") and _set_by_project(settings, "DOWNLOAD_DELAY"):
             values["min_delay"] = settings.getfloat("DOWNLOAD_DELAY")
+        # checked before it can raise the maximum, so the message names it
+        check_value(SPECS_BY_NAME["ADAPTIVE_MIN_DELAY"], values["min_delay"])
         if not _explicit(settings, "ADAPTIVE_MAX_DELAY"):
             values["max_delay"] = max(values["max_delay"], values["min_delay"])
         if not _explicit(settings, "ADAPTIVE_HOST_VALENCE") and _set_by_project(
@@ -733,8 +735,11 @@ def unknown_settings(settings: Iterable[str]) -> list[str]:
     for name in sorted(n for n in settings if isinstance(n, str)):
         if not name.upper().startswith("ADAPTIVE_") or name in SPECS_BY_NAME:
             continue
-        matches = difflib.get_close_matches(name.upper(), SPECS_BY_NAME, n=1)
-        hint = f"; did you mean {matches[0]}?" if matches else "."
+        # compared without the prefix they all share, which would make any
+        # ADAPTIVE_ name look close to some setting
+        suffixes = [known.removeprefix("ADAPTIVE_") for known in SPECS_BY_NAME]
+        matches = difflib.get_close_matches(name.upper().removeprefix("ADAPTIVE_"), suffixes, n=1)
+        hint = f"; did you mean ADAPTIVE_{matches[0]}?" if matches else "."
         warnings.append(f"{name} is not a scrapy-adaptive setting and is ignored{hint}")
     return warnings
 
