@@ -97,7 +97,7 @@ FIELD_TYPES = {
     Kind.BOOL: "bool",
     Kind.CHOICE: "str",
     Kind.CLASS_PATH: "str",
-    Kind.PATH: "str | None",
+    Kind.PATH: "str",
     Kind.OBJECT: "Any",
 }
 
@@ -155,7 +155,7 @@ class SettingSpec:
     def field_type(self) -> str:
         """The field's annotation, as written in :class:`AdaptiveConfig`."""
         base = FIELD_TYPES[self.kind]
-        return f"{base} | None" if self.optional and "None" not in base else base
+        return f"{base} | None" if self.optional else base
 
     def expected(self) -> str:
         """What the value must be, for a value of the wrong type."""
