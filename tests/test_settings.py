@@ -1,14 +1,38 @@
-"""Settings: defaults, validation messages, and the mapping of Scrapy's own."""
+"""Settings: the spec table, defaults, validation messages, and the mapping of Scrapy's own."""
 
 from __future__ import annotations
+
+import dataclasses
+import math
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from scrapy.settings import Settings
 
 from scrapy_adaptive.addon import Addon
+from scrapy_adaptive.change.trust import TrustParams
+from scrapy_adaptive.change.validators import SCHEMES
 from scrapy_adaptive.downloadermiddlewares.errors import FetchErrorMiddleware
-from scrapy_adaptive.settings import DEFAULTS, AdaptiveConfig, ConfigError
+from scrapy_adaptive.frontier import Politeness
+from scrapy_adaptive.policies.base import WaitParams
+from scrapy_adaptive.settings import (
+    DEFAULTS,
+    SETTING_SPECS,
+    VALIDATOR_SCHEMES,
+    AdaptiveConfig,
+    ConfigError,
+    Kind,
+    SettingSpec,
+    check_value,
+    replace_settings_table,
+    settings_table_markdown,
+    unknown_settings,
+)
 from scrapy_adaptive.spidermiddlewares.visit import VisitMiddleware
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def config(**values: object) -> AdaptiveConfig:
@@ -91,3 +115,198 @@ def test_addon_disables_deltafetch() -> None:
         Addon().update_settings(settings)
         assert settings.getdict("SPIDER_MIDDLEWARES")[listed] is None
         assert settings.getbool("SCRAPY_ADAPTIVE_TOOK_OVER_DELTAFETCH")
+
+
+# -- the spec table --------------------------------------------------------
+
+
+def test_the_table_and_the_config_dataclass_agree_field_by_field() -> None:
+    # same names, same order, and each field typed as its spec's kind says
+    config_fields = [(f.name, f.type) for f in dataclasses.fields(AdaptiveConfig)]
+    assert config_fields == [(spec.attribute, spec.field_type) for spec in SETTING_SPECS]
+    assert list(DEFAULTS) == [spec.name for spec in SETTING_SPECS]
+    assert all(spec.name.startswith("ADAPTIVE_") and spec.doc for spec in SETTING_SPECS)
+
+
+def test_every_default_passes_validation() -> None:
+    for spec in SETTING_SPECS:
+        check_value(spec, spec.default)
+    defaults = config()
+    assert {spec.name: getattr(defaults, spec.attribute) for spec in SETTING_SPECS} == DEFAULTS
+
+
+def test_the_pure_dataclasses_take_their_defaults_from_the_table() -> None:
+    wait = WaitParams()
+    assert (wait.initial, wait.default, wait.minimum, wait.maximum) == (
+        DEFAULTS["ADAPTIVE_WAIT_INITIAL"],
+        DEFAULTS["ADAPTIVE_WAIT_DEFAULT"],
+        DEFAULTS["ADAPTIVE_WAIT_MIN"],
+        DEFAULTS["ADAPTIVE_WAIT_MAX"],
+    )
+    assert (wait.budget, wait.budget_window, wait.target_precision) == (
+        DEFAULTS["ADAPTIVE_BUDGET"],
+        DEFAULTS["ADAPTIVE_BUDGET_WINDOW"],
+        DEFAULTS["ADAPTIVE_TARGET_PRECISION"],
+    )
+    politeness = Politeness()
+    c = config()
+    assert (politeness.delay_factor, politeness.min_delay, politeness.max_delay, politeness.valence) == (
+        c.delay_factor,
+        c.min_delay,
+        c.max_delay,
+        c.host_valence,
+    )
+    assert (politeness.retry_delay, politeness.max_retries, politeness.lease) == (c.retry_delay, c.max_retries, c.lease)
+    assert (TrustParams().warmup, TrustParams().min_rate) == (c.trust_warmup, c.trust_min_rate)
+    assert SCHEMES is VALIDATOR_SCHEMES
+
+
+def _out_of_range(spec: SettingSpec) -> list[float]:
+    """One value just past each bound of *spec*, and the infinities for floats."""
+    values: list[float] = []
+    if spec.at_least is not None:
+        values.append(spec.at_least - 1)
+    for bound in (spec.above, spec.below):
+        if bound is not None:
+            values.append(bound)
+    if spec.at_most is not None:
+        values.append(spec.at_most * 10)
+    if spec.kind is not Kind.INTEGER:
+        values += [math.inf, -math.inf]
+    return values
+
+
+NUMERIC_SPECS = [spec for spec in SETTING_SPECS if spec.kind in (Kind.SECONDS, Kind.NUMBER, Kind.INTEGER)]
+BAD_NUMBERS = [(spec, value) for spec in NUMERIC_SPECS for value in _out_of_range(spec)]
+
+
+@pytest.mark.parametrize(("spec", "value"), BAD_NUMBERS, ids=[f"{s.name}={v!r}" for s, v in BAD_NUMBERS])
+def test_every_bound_is_enforced(spec: SettingSpec, value: float) -> None:
+    with pytest.raises(ConfigError) as info:
+        config(**{spec.name: value})
+    shown = value if spec.kind is Kind.INTEGER else float(value)
+    assert str(info.value).startswith(f"{spec.name} ({shown!r}) must be ")
+
+
+@pytest.mark.parametrize("spec", NUMERIC_SPECS, ids=[s.name for s in NUMERIC_SPECS])
+def test_every_bound_itself_is_allowed_when_inclusive(spec: SettingSpec) -> None:
+    for bound in (spec.at_least, spec.at_most):
+        if bound is not None:
+            check_value(spec, int(bound) if spec.kind is Kind.INTEGER else bound)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"ADAPTIVE_MIN_DELAY": True}, "ADAPTIVE_MIN_DELAY (True) must be a number of seconds."),
+        ({"ADAPTIVE_HOST_VALENCE": False}, "ADAPTIVE_HOST_VALENCE (False) must be an integer."),
+        ({"ADAPTIVE_BUDGET": True}, "ADAPTIVE_BUDGET (True) must be a number of revisits per day."),
+        ({"ADAPTIVE_STATE_DIR": 5}, "ADAPTIVE_STATE_DIR (5) must be a folder path (a string)."),
+        ({"ADAPTIVE_DELAY_FACTOR": 1e308}, "ADAPTIVE_DELAY_FACTOR (1e+308) must be at most 1000."),
+        ({"ADAPTIVE_WAIT_MAX": "1e308"}, "ADAPTIVE_WAIT_MAX (1e+308) must be at most 315360000 seconds (10 years)."),
+        ({"ADAPTIVE_BUDGET": 1e12}, "ADAPTIVE_BUDGET (1000000000000.0) must be at most 1000000000."),
+        ({"ADAPTIVE_TRUST_MIN_RATE": 0}, "ADAPTIVE_TRUST_MIN_RATE (0.0) must be in (0, 1]."),
+        ({"ADAPTIVE_UNCHANGED": 5}, "ADAPTIVE_UNCHANGED (5) must be one of skip, deliver."),
+        ({"ADAPTIVE_VALIDATOR_SCHEME": "all"}, "ADAPTIVE_VALIDATOR_SCHEME ('all') must be one of etag, timestamp,"),
+        ({"ADAPTIVE_WAIT_POLICY": 5}, "ADAPTIVE_WAIT_POLICY (5) must be a dotted class path"),
+        ({"ADAPTIVE_CRAWL_LOG": 2}, "ADAPTIVE_CRAWL_LOG (2) must be true or false."),
+        ({"DOWNLOAD_DELAY": -1}, "ADAPTIVE_MIN_DELAY (-1.0) must be a finite number >= 0."),
+    ],
+)
+def test_bad_types_and_absurd_magnitudes_are_refused(values: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        config(**values)
+    assert message in str(info.value)
+
+
+def test_paths_classes_and_empty_strings_are_read_like_scrapy_reads_them(tmp_path: Path) -> None:
+    from scrapy_adaptive.policies import HeritrixWaitPolicy
+
+    c = config(ADAPTIVE_STATE_DIR=tmp_path, ADAPTIVE_WAIT_POLICY=HeritrixWaitPolicy, ADAPTIVE_UNCHANGED="")
+    assert c.state_dir == str(tmp_path)
+    assert c.wait_policy == "scrapy_adaptive.policies.heritrix.HeritrixWaitPolicy"
+    assert c.unchanged == "skip"  # -s ADAPTIVE_UNCHANGED= means "not set"
+    assert config(ADAPTIVE_STATE_DIR="").state_dir is None
+    assert config(ADAPTIVE_CRAWL_LOG="false", ADAPTIVE_STATE_SYNC=1).crawl_log is False
+
+
+def test_validate_holds_a_changed_config_to_the_same_rules() -> None:
+    with pytest.raises(ConfigError, match=r"^ADAPTIVE_LEASE \(0\.0\) must be a finite number > 0\.$"):
+        dataclasses.replace(config(), lease=0.0).validate()
+
+
+# -- misspelt names --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "closest"),
+    [
+        ("ADAPTIVE_MIN_DELAYY", "ADAPTIVE_MIN_DELAY"),
+        ("ADAPTIVE_WAIT_MINN", "ADAPTIVE_WAIT_MIN"),
+        ("ADAPTIVE_MAXDELAY", "ADAPTIVE_MAX_DELAY"),
+        ("adaptive_lease", "ADAPTIVE_LEASE"),
+    ],
+)
+def test_a_misspelt_name_is_reported_with_the_closest_setting(name: str, closest: str) -> None:
+    settings = Settings({name: 3, "ADAPTIVE_LEASE": 60})
+    assert unknown_settings(settings) == [
+        f"{name} is not a scrapy-adaptive setting and is ignored; did you mean {closest}?"
+    ]
+
+
+def test_known_scrapy_and_internal_names_are_not_reported() -> None:
+    assert unknown_settings(Settings(dict(DEFAULTS))) == []
+    assert unknown_settings({"ADAPTIVE_XYZZY_PLUGH": 1}) == [
+        "ADAPTIVE_XYZZY_PLUGH is not a scrapy-adaptive setting and is ignored."
+    ]
+    # the add-on's own marker (SCRAPY_ADAPTIVE_*) is internal, not a user setting
+    settings = Settings()
+    settings.set("SPIDER_MIDDLEWARES", {"scrapy_deltafetch.DeltaFetch": 100}, "project")
+    Addon().update_settings(settings)
+    assert settings.getbool("SCRAPY_ADAPTIVE_TOOK_OVER_DELTAFETCH")
+    assert unknown_settings(settings) == []
+
+
+# -- the README and purity -------------------------------------------------
+
+
+def test_the_readme_settings_table_is_the_generated_one() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert settings_table_markdown() in readme, "run: python scripts/settings_table.py"
+    assert replace_settings_table(readme) == readme
+    for spec in SETTING_SPECS:
+        assert f"| `{spec.name}` |" in readme
+
+
+def test_the_table_script_checks_the_readme() -> None:
+    script = ROOT / "scripts" / "settings_table.py"
+    done = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+PURITY_CHECK = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("adaptive_settings_alone", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = module
+spec.loader.exec_module(module)
+assert module.DEFAULTS["ADAPTIVE_MIN_DELAY"] == 2.0
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("scrapy", "twisted", "scrapy_adaptive"))
+print(loaded)
+sys.exit(1 if loaded else 0)
+"""
+
+
+def test_the_settings_module_imports_no_scrapy() -> None:
+    # Loaded from its file, so that the package __init__ (which imports the
+    # add-on, and so Scrapy) is not run: this checks settings.py alone.
+    path = ROOT / "scrapy_adaptive" / "settings.py"
+    done = subprocess.run([sys.executable, "-c", PURITY_CHECK, str(path)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.xfail(reason="package __init__ made lazy in the scheduler branch", strict=False)
+def test_importing_the_settings_through_the_package_loads_no_scrapy() -> None:
+    code = "import sys, scrapy_adaptive.settings; sys.exit(any(m.split('.')[0] == 'scrapy' for m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT)
+    assert done.returncode == 0, done.stderr

@@ -30,11 +30,13 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from ..settings import DEFAULTS
+
 
 @dataclass(frozen=True)
 class TrustParams:
-    warmup: int = 3  #: right predictions in a row before any is acted on unverified
-    min_rate: float = 0.005  #: verification floor (1 in 200)
+    warmup: int = DEFAULTS["ADAPTIVE_TRUST_WARMUP"]  #: right predictions in a row before any is acted on unverified
+    min_rate: float = DEFAULTS["ADAPTIVE_TRUST_MIN_RATE"]  #: verification floor (1 in 200)
 
 
 @dataclass

@@ -26,7 +26,10 @@ from collections.abc import Sequence
 from email.utils import parsedate_to_datetime
 from enum import StrEnum
 
-SCHEMES = ("etag", "timestamp", "both", "either")
+from ..settings import VALIDATOR_SCHEMES
+
+#: the scheme names, defined once beside ADAPTIVE_VALIDATOR_SCHEME that chooses one
+SCHEMES = VALIDATOR_SCHEMES
 
 #: longest header value we are willing to read (huge headers: no prediction)
 MAX_HEADER = 8192

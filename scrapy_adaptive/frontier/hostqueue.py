@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from ..settings import DEFAULTS
 from .hints import counts
 from .keys import NEVER_MS
 
@@ -35,13 +36,13 @@ IN_USE = -1.0
 class Politeness:
     """The frontier's politeness and retry rules, in seconds."""
 
-    delay_factor: float = 5.0
-    min_delay: float = 2.0
-    max_delay: float = 5.0
-    valence: int = 1
-    retry_delay: float = 900.0
-    max_retries: int = 30
-    lease: float = 600.0
+    delay_factor: float = DEFAULTS["ADAPTIVE_DELAY_FACTOR"]
+    min_delay: float = DEFAULTS["ADAPTIVE_MIN_DELAY"]
+    max_delay: float = DEFAULTS["ADAPTIVE_MAX_DELAY"]
+    valence: int = DEFAULTS["ADAPTIVE_HOST_VALENCE"]
+    retry_delay: float = DEFAULTS["ADAPTIVE_RETRY_DELAY"]
+    max_retries: int = DEFAULTS["ADAPTIVE_MAX_RETRIES"]
+    lease: float = DEFAULTS["ADAPTIVE_LEASE"]
 
 
 class QueueState(StrEnum):

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..frontier.hints import Hint
 from ..frontier.record import Visit
-from ..settings import ConfigError
+from ..settings import DEFAULTS, ConfigError
 
 #: the lower-case keys an ``ADAPTIVE_WAIT_POLICIES`` entry (or the
 #: ``adaptive_wait_policy`` meta key) may set, mapped to WaitParams fields
@@ -31,24 +31,24 @@ PARAM_KEYS = {
 class WaitParams:
     """The numbers a wait policy works with (seconds and factors)."""
 
-    initial: float = 86_400.0
-    default: float = 259_200.0
-    minimum: float = 3_600.0
-    maximum: float = 2_419_200.0
-    changed_factor: float = 1.5
-    unchanged_factor: float = 1.5
-    use_overdue: bool = False
-    no_last_modified_factor: float = 0.5
-    depth_factor: float = 1.0
+    initial: float = DEFAULTS["ADAPTIVE_WAIT_INITIAL"]
+    default: float = DEFAULTS["ADAPTIVE_WAIT_DEFAULT"]
+    minimum: float = DEFAULTS["ADAPTIVE_WAIT_MIN"]
+    maximum: float = DEFAULTS["ADAPTIVE_WAIT_MAX"]
+    changed_factor: float = DEFAULTS["ADAPTIVE_WAIT_CHANGED_FACTOR"]
+    unchanged_factor: float = DEFAULTS["ADAPTIVE_WAIT_UNCHANGED_FACTOR"]
+    use_overdue: bool = DEFAULTS["ADAPTIVE_WAIT_USE_OVERDUE"]
+    no_last_modified_factor: float = DEFAULTS["ADAPTIVE_WAIT_NO_LAST_MODIFIED_FACTOR"]
+    depth_factor: float = DEFAULTS["ADAPTIVE_WAIT_DEPTH_FACTOR"]
     #: revisits per day for budgeted policies (``ADAPTIVE_BUDGET``)
-    budget: float | None = None
+    budget: float | None = DEFAULTS["ADAPTIVE_BUDGET"]
     #: seconds over which a budgeted policy holds its realised revisit rate
     #: to the budget (``ADAPTIVE_BUDGET_WINDOW``): the feedback loop's memory,
     #: so it must be short next to the crawl's length to act at all
-    budget_window: float = 259_200.0
+    budget_window: float = DEFAULTS["ADAPTIVE_BUDGET_WINDOW"]
     #: without a budget: the probability that a visit finds a change
     #: (``ADAPTIVE_TARGET_PRECISION``)
-    target_precision: float = 0.5
+    target_precision: float = DEFAULTS["ADAPTIVE_TARGET_PRECISION"]
     #: what the policies of one stack share (one rate allocator for the whole
     #: crawl's budget); the same dict in every copy made by ``updated``
     shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
