@@ -1,7 +1,8 @@
 """Start-up warnings about Scrapy settings that work against an adaptive crawl.
 
 Said once, when the scheduler is built (so they reach ``LOG_FILE`` too):
-components that undo revisiting (scrapy-deltafetch), answer revisits from
+misspelt ``ADAPTIVE_*`` names (with the closest valid one), components that
+undo revisiting (scrapy-deltafetch), answer revisits from
 a stale copy (HttpCache), or stack a second politeness on the frontier's
 (AutoThrottle, a lower per-domain concurrency).
 """
@@ -12,6 +13,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from .addon import DELTAFETCH_MESSAGE, TOOK_OVER_SETTING, is_deltafetch
+from .settings import unknown_settings
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -23,7 +25,7 @@ logger = logging.getLogger(__name__)
 
 def settings_warnings(settings: BaseSettings, config: AdaptiveConfig) -> list[str]:
     """The warnings *settings* deserve, as messages."""
-    messages = []
+    messages = unknown_settings(settings)
     if settings.getbool(TOOK_OVER_SETTING):
         messages.append(DELTAFETCH_MESSAGE)
     elif any(is_deltafetch(k) and v is not None for k, v in settings.getdict("SPIDER_MIDDLEWARES").items()):

@@ -24,6 +24,7 @@ from scrapy_adaptive.issued import url_identity
 from scrapy_adaptive.policies import load_wait_policy
 from scrapy_adaptive.scheduler import AdaptiveScheduler
 from scrapy_adaptive.settings import AdaptiveConfig
+from scrapy_adaptive.startup import settings_warnings
 
 
 class Pages(Spider):
@@ -214,3 +215,11 @@ def test_validator_trust_is_the_frontiers(tmp_path: Path) -> None:
     assert trust["lies"] == 1 and trust["said_unchanged"] == 1
     assert scheduler.stats.get_value("adaptive/validators/lies") == 1
     scheduler.close("finished")
+
+
+def test_start_up_warns_of_a_misspelt_setting_with_the_closest_name() -> None:
+    settings = Settings({"ADAPTIVE_MIN_DELAYY": 5, "HTTPCACHE_ENABLED": True})
+    config = AdaptiveConfig.from_settings(settings)
+    messages = settings_warnings(settings, config)
+    assert any("ADAPTIVE_MIN_DELAYY" in m and "ADAPTIVE_MIN_DELAY?" in m for m in messages)
+    assert any(m.startswith("HTTPCACHE_ENABLED") for m in messages)

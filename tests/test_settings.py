@@ -305,7 +305,6 @@ def test_the_settings_module_imports_no_scrapy() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.xfail(reason="package __init__ made lazy in the scheduler branch", strict=False)
 def test_importing_the_settings_through_the_package_loads_no_scrapy() -> None:
     code = "import sys, scrapy_adaptive.settings; sys.exit(any(m.split('.')[0] == 'scrapy' for m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT)
