@@ -55,17 +55,17 @@ def test_a_restored_crawl_continues_the_same_aggregates() -> None:
     second, second_shared = _fresh()
     assert persist.restore_shared(second_shared, raw) == ["rate_allocator", "burst_offsets"]
     a, b = first.allocator, second.allocator
-    assert (b.epoch, b.prior.get(), b.prior.n) == (a.epoch, a.prior.get(), a.prior.n)
+    assert (b.epoch, b.prior.get(), b.prior.count) == (a.epoch, a.prior.get(), a.prior.count)
     assert [p.get() for p in second.offsets] == [p.get() for p in first.offsets]
     a.solve()
     b.solve()
     assert b.ratio == pytest.approx(a.ratio)
     assert b.planned_rate() == pytest.approx(a.planned_rate())
     # the same epoch: revisits replace their old contributions instead of adding to them
-    before = b.prior.n
+    before = b.prior.count
     copy = {i: dict(r) for i, r in records.items()}
     _crawl(second, copy, 1, random.Random(4), 0.0)
-    assert b.prior.n == before
+    assert b.prior.count == before
     assert sum(c[0] for cells in b._hosts.values() for c in cells.values()) == pytest.approx(200)
 
 
@@ -77,8 +77,8 @@ def test_a_fresh_allocator_without_the_state_counts_everything_twice() -> None:
     _crawl(first, records, 3, rng, 1_000_000.0)
     second, second_shared = _fresh()
     _crawl(second, records, 1, rng, 0.0)
-    assert second.prior.n == 100  # only what was revisited since the restart
-    assert first.prior.n == 100
+    assert second.prior.count == 100  # only what was revisited since the restart
+    assert first.prior.count == 100
 
 
 def test_an_unreadable_state_is_reported_with_the_key() -> None:

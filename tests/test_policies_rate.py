@@ -9,22 +9,18 @@ from typing import Any
 
 import pytest
 
-from scrapy_adaptive.frontier.record import ChangeState, Outcome, Visit
-from scrapy_adaptive.policies.estimators import (
+from bench.sim.estimators import (
     bias_reduced_rate,
     complete_history_rate,
     interval_mle,
     last_modified_rate,
     naive_rate,
-    posterior_log_rate,
 )
-from scrapy_adaptive.policies.rate import (
-    PopulationPrior,
-    PrecisionWaitPolicy,
-    ProportionalWaitPolicy,
-    RateAllocator,
-    RateEstimator,
-)
+from scrapy_adaptive.frontier.record import ChangeState, Outcome, Visit
+from scrapy_adaptive.policies.allocator import RateAllocator
+from scrapy_adaptive.policies.estimator import RateEstimator, posterior_log_rate
+from scrapy_adaptive.policies.prior import PopulationPrior
+from scrapy_adaptive.policies.rate import PrecisionWaitPolicy, ProportionalWaitPolicy
 
 DAY = 86_400.0
 
@@ -285,12 +281,12 @@ def test_population_prior_learns_mean_and_spread_from_urls_with_few_visits() -> 
         for memory in memories:
             prior.update(memory, *estimator.posterior(memory, prior.get()))
     learned_mu, learned_sigma = prior.get()
-    assert prior.n == 2_000
+    assert prior.count == 2_000
     assert learned_mu == pytest.approx(mu, abs=0.2)
     assert 0.55 * sigma < learned_sigma < sigma
     for memory in memories:  # withdrawing every contribution leaves nothing behind
         prior.update(memory, None)
-    assert prior.n == 0 and abs(prior.s1) < 1e-6
+    assert prior.count == 0 and abs(prior.sum_modes) < 1e-6
     assert prior.get() == prior.fallback
 
 

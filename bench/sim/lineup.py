@@ -32,7 +32,10 @@ from scrapy_adaptive.policies.fixed import FixedWaitPolicy
 from scrapy_adaptive.policies.heritrix import HeritrixWaitPolicy
 from scrapy_adaptive.policies.history import clamp, is_first_visit, policy_memory, visit_time
 from scrapy_adaptive.policies.nutch import NutchWaitPolicy
-from scrapy_adaptive.policies.rate import PopulationPrior, PrecisionWaitPolicy, ProportionalWaitPolicy, RateAllocator
+from scrapy_adaptive.policies.allocator import RateAllocator
+from scrapy_adaptive.policies.keys import ALLOCATION
+from scrapy_adaptive.policies.prior import PopulationPrior
+from scrapy_adaptive.policies.rate import PrecisionWaitPolicy, ProportionalWaitPolicy
 from scrapy_adaptive.policies.stormcrawler import StormCrawlerWaitPolicy
 from scrapy_adaptive.policies.umbrich import (
     DynWaitPolicy,
@@ -85,7 +88,7 @@ class OracleRatePolicy(WaitPolicy):
         rate = self.rates.get(visit.url or "", 0.0)
         host = self.host_of(visit.url)
         memory = policy_memory(history)
-        if not memory.get("al"):
+        if not memory.get(ALLOCATION):
             self.allocator.register(memory, host, rate)
             visit.policy_state = memory
         now = visit_time(history, visit)

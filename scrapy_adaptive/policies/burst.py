@@ -46,8 +46,11 @@ from typing import Any
 
 from ..frontier.record import ChangeState, Visit
 from .base import WaitParams
-from .estimators import posterior_log_rate
-from .rate import EXACT, UNCHANGED, PopulationPrior, ProportionalWaitPolicy, RateAllocator, RateEstimator, default_host
+from .allocator import RateAllocator
+from .estimator import EXACT, UNCHANGED, RateEstimator, posterior_log_rate
+from .keys import BURST_OFFSETS, BURST_STATE, OBSERVATIONS
+from .prior import PopulationPrior
+from .rate import ProportionalWaitPolicy, default_host
 
 #: verdict-history states: after a change, after one unchanged visit, quiet
 STATES = (0, 1, 2)
@@ -57,15 +60,15 @@ FIRST = 3
 
 def offset_priors(epoch: str | None = None) -> list[PopulationPrior]:
     """One population prior per state, over δ_s = ln λ_s − ln λ̄ (fallback 0 ± 1)."""
-    return [PopulationPrior(1.0, 1.0, min_sd=0.25, epoch=epoch, key=f"b{s}") for s in STATES]
+    return [PopulationPrior(1.0, 1.0, min_sd=0.25, epoch=epoch, key=BURST_OFFSETS[s]) for s in STATES]
 
 
 class BurstWaitPolicy(ProportionalWaitPolicy):
     """State-conditioned rates (population-regularised), one shared budget.
 
-    Memory adds ``s`` (the current state) and tags each observation with the
-    state its interval started from (``o`` entries ``[seconds, kind,
-    state]``).  *offsets* are the per-state population priors; instances of
+    Memory adds :data:`~.keys.BURST_STATE` (the current state) and tags
+    each observation with the state its interval started from
+    (:data:`~.keys.OBSERVATIONS` entries ``[seconds, kind, state]``).  *offsets* are the per-state population priors; instances of
     one crawl share them (``from_params`` keeps them in ``params.shared``).
     """
 
@@ -103,7 +106,7 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
         changed: dict[int, list[float]] = {s: [] for s in STATES}
         exposure = dict.fromkeys(STATES, 0.0)
         exact = dict.fromkeys(STATES, 0)
-        for entry in memory.get("o", []):
+        for entry in memory.get(OBSERVATIONS, []):
             if len(entry) < 3 or entry[2] not in exposure:
                 continue
             seconds, kind, state = float(entry[0]), entry[1], entry[2]
@@ -132,15 +135,15 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
     def schedule_rate(self, memory: dict[str, Any], visit: Visit, rate: float, *, first: bool, observed: bool) -> float:
         """File the new observation under the state it started from, move to
         the next state, learn the offsets; the rate of the state now entered."""
-        state = FIRST if first else int(memory.get("s", FIRST))
+        state = FIRST if first else int(memory.get(BURST_STATE, FIRST))
         if observed:
-            last = memory["o"][-1]
-            memory["o"][-1] = [last[0], last[1], state]
+            last = memory[OBSERVATIONS][-1]
+            memory[OBSERVATIONS][-1] = [last[0], last[1], state]
             self._learn_offsets(memory, rate)
         if not first and visit.change is ChangeState.CHANGED:
-            memory["s"] = 0
+            memory[BURST_STATE] = 0
         elif not first and visit.change is ChangeState.UNCHANGED:
-            memory["s"] = 2 if state in (1, 2, FIRST) else 1
+            memory[BURST_STATE] = 2 if state in (1, 2, FIRST) else 1
         else:
-            memory.setdefault("s", FIRST)
-        return self.state_rate(int(memory["s"]), rate)
+            memory.setdefault(BURST_STATE, FIRST)
+        return self.state_rate(int(memory[BURST_STATE]), rate)

@@ -65,9 +65,10 @@ from enum import Enum
 from typing import Any
 
 from ..frontier.record import ChangeState
+from .keys import NOISE
 
 #: the policy-memory key holding the detector's state
-KEY = "nz"
+KEY = NOISE
 
 # the state's slots: [mode, run, trigger, evidence, holds, resume]
 _IDLE, _TESTING, _HELD, _RETESTING = 0, 1, 2, 3
