@@ -23,11 +23,11 @@ so the policy reacts from a URL's first burst on.  On Poisson pages the
 offsets are learned near 0 and the policy is
 :class:`~.rate.ProportionalWaitPolicy`.
 
-Measured (``python -m bench.sim --scale 0.1``, B = Λ): bursty world recall
-0.270 against Heritrix's 0.206 at equal fetches (+31 %) and plain
-proportional's 0.218; Poisson and diurnal worlds within a point of
-proportional.  Five states (streaks up to three) gained nothing, nor did
-visiting quiet pages more or less often than equal hazard asks.
+How it compares with plain proportional allocation and Heritrix's rule in
+the simulated worlds, and the variants tried and dropped (five states,
+quiet pages visited more or less often than equal hazard asks), is measured
+in ``docs/policy-lab.md`` ("The burst policy", "Figures"), next to the
+commands that produce the figures.
 
 The next wait is r_h/λ_s for the current state s, so every interval carries
 about the same expected number of changes, and the page is fetched about
@@ -96,9 +96,9 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
         """Contribute this URL's offset in each state to that state's population prior.
 
         The URL's own δ_s (MAP over the intervals filed under s, around the
-        population offset) is only evidence for the population: using it
-        for the wait was tried and lost (bursty world 0.262 against 0.270
-        recall; Poisson 0.5Λ two points), since a URL sees too few bursts.
+        population offset) is only evidence for the population: a URL sees
+        too few bursts for it to time the wait (tried and lost in the lab:
+        ``docs/policy-lab.md``, "The burst policy").
         Every state is redone at each observation: offsets are relative to
         λ̄, which just moved.
         """

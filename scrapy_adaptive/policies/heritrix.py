@@ -13,11 +13,10 @@
   settings, off when constructed directly): under raw-byte comparison a
   page that differs at every fetch drives the rule to the minimum wait, and
   the guard holds it at the maximum instead once short probes have shown
-  it.  In the lab's noise world with raw detection, uncapped, the rule
-  without the guard spends 85 % of its fetches on the 4.5 % noise pages
-  (2,500 revisits a day instead of 394); with it, 1.8 % (384 a day).  With
-  normalised detection the guard changes nothing there.  The lab's line
-  stays the thesis's rule (constructed directly, no guard).
+  it (what that saves in the lab's noise world: ``docs/policy-lab.md``,
+  "The noise guard").  With normalised detection the guard has nothing to
+  do.  The lab's line stays the thesis's rule (constructed directly, no
+  guard).
 
 A multiplicative rule settles where P(change per visit) =
 ln a / (ln a + ln b): one change in two visits with the 1.5/1.5 defaults.
