@@ -41,7 +41,6 @@ The first visit of a URL is no evidence of a burst (a new URL is always
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 from ..frontier.record import ChangeState, Visit
@@ -50,7 +49,7 @@ from .allocator import RateAllocator
 from .estimator import EXACT, UNCHANGED, RateEstimator, posterior_log_rate
 from .keys import BURST_OFFSETS, BURST_STATE, OBSERVATIONS
 from .prior import PopulationPrior
-from .rate import ProportionalWaitPolicy, default_host
+from .rate import ProportionalWaitPolicy
 
 #: verdict-history states: after a change, after one unchanged visit, quiet
 STATES = (0, 1, 2)
@@ -77,11 +76,10 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
         allocator: RateAllocator,
         *,
         estimator: RateEstimator | None = None,
-        host_of: Callable[[str | None], str] = default_host,
         offsets: list[PopulationPrior] | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(allocator, estimator=estimator or RateEstimator(), host_of=host_of, **kwargs)
+        super().__init__(allocator, estimator=estimator or RateEstimator(), **kwargs)
         self.offsets = offsets or offset_priors(allocator.epoch)
 
     @classmethod

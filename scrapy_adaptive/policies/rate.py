@@ -21,9 +21,8 @@ consistent.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..frontier.hints import Hint
 from ..frontier.record import Visit
@@ -31,19 +30,12 @@ from .allocator import RateAllocator
 from .base import WaitParams, WaitPolicy
 from .estimator import RateEstimator
 from .hints import accept, base_probability, confirmed_hint, hinted_visit, marginal_value
-from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, visit_time
+from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, record_queue, visit_queue, visit_time
 from .keys import ESTIMATE, OBSERVATIONS
 from .noise import NoiseDetector, NoiseVerdict
 from .prior import PopulationPrior
 
 __all__ = ["PopulationPrior", "PrecisionWaitPolicy", "ProportionalWaitPolicy", "RateAllocator", "RateEstimator"]
-
-
-def default_host(url: str | None) -> str:
-    """The politeness key the allocator groups by: the URL's host name."""
-    if not url:
-        return ""
-    return urlsplit(url).hostname or ""
 
 
 class _RatePolicy(WaitPolicy):
@@ -112,7 +104,6 @@ class ProportionalWaitPolicy(_RatePolicy):
         allocator: RateAllocator,
         *,
         estimator: RateEstimator | None = None,
-        host_of: Callable[[str | None], str] = default_host,
         noise_run: int = 8,
         noise: NoiseDetector | None = None,
     ) -> None:
@@ -125,7 +116,6 @@ class ProportionalWaitPolicy(_RatePolicy):
             noise=noise,
         )
         self.allocator = allocator
-        self.host_of = host_of
 
     @classmethod
     def from_params(cls, params: WaitParams) -> ProportionalWaitPolicy:
@@ -162,15 +152,15 @@ class ProportionalWaitPolicy(_RatePolicy):
         rate, now, observed = self._estimate(history, visit, memory)
         verdict = self.noise_check(history, visit, memory)
         noise = verdict.flagged
-        host = self.host_of(visit.url)
+        queue = visit_queue(visit)
         if noise:
             self.prior.update(memory, None)
-        self.allocator.register(memory, host, 0.0 if noise else rate)
+        self.allocator.register(memory, queue, 0.0 if noise else rate)
         if not first:
             self.allocator.note_fetch(now, hinted=hinted_visit(history))
         visit.policy_state = memory
         wait_rate = self.schedule_rate(memory, visit, rate, first=first, observed=observed)
-        wait = self.allocator.wait(host, wait_rate)
+        wait = self.allocator.wait(queue, wait_rate)
         if first and self.initial is not None and not self.prior.learned:
             wait = clamp(self.initial, self.min_wait, self.max_wait)
         return self.noise_guard.wait(memory, verdict, wait, self.max_wait)
@@ -195,7 +185,8 @@ class ProportionalWaitPolicy(_RatePolicy):
         for them."""
         if type(self).next_wait is not ProportionalWaitPolicy.next_wait:
             return None
-        return 0.0 if accept(hint, marginal_value(self.allocator.ratio_for(self.host_of(hint.url)))) else None
+        ratio = self.allocator.ratio_for(record_queue(history, hint.url))
+        return 0.0 if accept(hint, marginal_value(ratio)) else None
 
 
 class PrecisionWaitPolicy(_RatePolicy):

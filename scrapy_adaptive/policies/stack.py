@@ -18,8 +18,6 @@ import json
 import logging
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
-
 from scrapy.utils.misc import load_object
 
 from ..frontier.hints import Hint
@@ -27,6 +25,7 @@ from ..frontier.record import Outcome, Visit
 from ..matching import MATCH_KEYS, Matcher, check_entries
 from ..settings import AdaptiveConfig, ConfigError
 from .base import PARAM_KEYS, WaitParams, WaitPolicy
+from .history import url_host
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +94,7 @@ class PolicyStack(WaitPolicy):
 
     def select(self, visit: Visit) -> WaitPolicy:
         url = visit.url or ""
-        host = urlsplit(url).hostname or ""
+        host = url_host(url)  # the match criterion is the URL's host, not its queue
         for matcher, policy in self.entries:
             if matcher.matches(url, host, visit.content_type):
                 return policy
@@ -128,7 +127,9 @@ class PolicyStack(WaitPolicy):
     def hint_wait(self, history: Mapping[str, Any], hint: Hint) -> float | None:
         """Asks the policy that will judge the URL's next visit (matched on
         the URL and the content type of its last visit)."""
-        probe = Visit(Outcome.VISITED, url=hint.url, content_type=history.get("content_type"))
+        probe = Visit(
+            Outcome.VISITED, url=hint.url, content_type=history.get("content_type"), queue=history.get("queue")
+        )
         return self.select(probe).hint_wait(history, hint)
 
 
