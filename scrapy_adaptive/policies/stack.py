@@ -14,12 +14,11 @@ images at twice it (Heritrix's 12 h and 48 h against 24 h).
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 from collections.abc import Mapping
 from typing import Any
-from scrapy.utils.misc import load_object
-
 from ..frontier.hints import Hint
 from ..frontier.record import Outcome, Visit
 from ..matching import MATCH_KEYS, Matcher, check_entries
@@ -35,9 +34,26 @@ logger = logging.getLogger(__name__)
 DEFAULT_STACK: tuple[tuple[str, float], ...] = (("text/*", 0.5), ("image/*", 2.0))
 
 
+def load_class_path(path: str) -> Any:
+    """The object a ``module.Name`` path names (what Scrapy's ``load_object``
+    does, without Scrapy: the policies stay importable on their own).
+
+    >>> load_class_path("scrapy_adaptive.policies.BurstWaitPolicy").__name__
+    'BurstWaitPolicy'
+    """
+    module_name, dot, name = path.rpartition(".")
+    if not dot or not module_name or not name:
+        raise ValueError("not a full path of the form module.Name")
+    module = importlib.import_module(module_name)
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        raise NameError(f"module {module_name!r} defines no object named {name!r}") from None
+
+
 def load_policy_class(path: str, where: str) -> type[WaitPolicy]:
     try:
-        cls = load_object(path)
+        cls = load_class_path(path)
     except (ImportError, NameError, ValueError, AttributeError) as exc:
         raise ConfigError(f"{where} ({path!r}) cannot be imported: {exc}") from None
     if not (isinstance(cls, type) and issubclass(cls, WaitPolicy)):
