@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from typing import Any
 
+from ..dates import parse_http_date
 from ..frontier.record import ChangeState, Visit
 from .history import DAY
 from .keys import ESTIMATE, LAST_MODIFIED_AGREEMENT, OBSERVATIONS
@@ -31,15 +31,6 @@ _BIG = 700.0
 
 #: observation kinds stored in the per-URL memory
 UNCHANGED, CHANGED, EXACT = 0, 1, 2
-
-
-def _http_time(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return parsedate_to_datetime(value).timestamp()
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
 
 
 @dataclass
@@ -76,7 +67,7 @@ class RateEstimator:
         obs: list[list[int]] = [list(o) for o in memory.get(OBSERVATIONS, [])]
         entry = [max(1, round(interval)), CHANGED if changed else UNCHANGED]
         if self.trust_last_modified and visit.last_modified and previous_fetch is not None and now is not None:
-            modified = _http_time(visit.last_modified)
+            modified = parse_http_date(visit.last_modified)
             if modified is not None:
                 good, bad = memory.get(LAST_MODIFIED_AGREEMENT, [0, 0])
                 consistent = (previous_fetch < modified <= now + 1) if changed else (modified <= previous_fetch + 1)
