@@ -88,3 +88,27 @@ def test_an_unreadable_state_is_reported_with_the_key() -> None:
     with pytest.raises(ValueError, match="policy-shared.*rate_allocator"):
         persist.restore_shared(shared, b'{"format": 1, "shared": {"rate_allocator": {"epoch": 1}}}')
     assert persist.dump_shared({}) is None
+
+
+def test_the_stored_memory_keys_stay_readable() -> None:
+    """The policy memory's stored keys are part of the state folder: names may
+    change, the letters never."""
+    from scrapy_adaptive.policies.keys import MEMORY_KEYS
+
+    assert dict(MEMORY_KEYS) == {
+        "observations": "o",
+        "last_modified_agreement": "lm",
+        "estimate": "e",
+        "prior_contribution": "pp",
+        "allocation": "al",
+        "burst_state": "s",
+        "burst_offset_0": "b0",
+        "burst_offset_1": "b1",
+        "burst_offset_2": "b2",
+        "noise": "nz",
+        "fix_bits": "b",
+        "window_bits": "w",
+        "window_seen": "n",
+        "markov_state": "p",
+        "markov_tables": "t",
+    }

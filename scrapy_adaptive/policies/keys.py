@@ -18,53 +18,51 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-#: name -> stored key, with the value each key holds
+#: RateEstimator (estimator.py): the last observations, each ``[seconds,
+#: kind]`` (kind: ``estimator.UNCHANGED`` / ``CHANGED`` / ``EXACT``), with a
+#: third slot in BurstWaitPolicy: the burst state the interval started from
+OBSERVATIONS = "o"
+#: RateEstimator: how often Last-Modified agreed with the digest, ``[good, bad]``
+LAST_MODIFIED_AGREEMENT = "lm"
+#: the rate policies (rate.py): the last estimate of λ (changes per second)
+ESTIMATE = "e"
+#: PopulationPrior (prior.py): this URL's contribution, ``[epoch, mode, variance]``
+PRIOR_CONTRIBUTION = "pp"
+#: RateAllocator (allocator.py): what this URL registered, ``[epoch, queue, rate]``
+ALLOCATION = "al"
+#: BurstWaitPolicy (burst.py): the verdict state now entered (0, 1, 2; 3 first)
+BURST_STATE = "s"
+#: BurstWaitPolicy: the URL's contribution to each state's offset prior (a
+#: PopulationPrior each, laid out as PRIOR_CONTRIBUTION), in state order
+BURST_OFFSETS = ("b0", "b1", "b2")
+#: NoiseDetector (noise.py): ``[mode, run, trigger, evidence, holds, resume]``
+NOISE = "nz"
+#: FixWaitPolicy / DynWaitPolicy (umbrich.py): change bits at the current interval
+FIX_BITS = "b"
+#: WindowWaitPolicy (umbrich.py): the last change bits ...
+WINDOW_BITS = "w"
+#: ... and how many were seen
+WINDOW_SEEN = "n"
+#: State1WaitPolicy / State2WaitPolicy (umbrich.py): the last change bits ...
+MARKOV_STATE = "p"
+#: ... and the count tables per interval bucket
+MARKOV_TABLES = "t"
+
+#: the table: name -> stored key, every key of a policy memory
 MEMORY_KEYS: Mapping[str, str] = MappingProxyType(
     {
-        # RateEstimator (estimator.py): the last observations, each
-        # [seconds, kind] (kind: estimator.UNCHANGED / CHANGED / EXACT), a third
-        # slot with the burst state the interval started from (burst.py)
-        "observations": "o",
-        # RateEstimator: how often Last-Modified agreed with the digest, [good, bad]
-        "last_modified_agreement": "lm",
-        # the rate policies (rate.py): the last estimate of λ (changes per second)
-        "estimate": "e",
-        # PopulationPrior (prior.py): this URL's contribution, [epoch, mode, variance]
-        "prior_contribution": "pp",
-        # RateAllocator (allocator.py): what this URL registered, [epoch, queue, rate]
-        "allocation": "al",
-        # BurstWaitPolicy (burst.py): the verdict state now entered (0, 1, 2; 3 first)
-        "burst_state": "s",
-        # BurstWaitPolicy: the URL's contribution to each state's offset prior
-        # (a PopulationPrior each, same layout as "pp")
-        "burst_offset_0": "b0",
-        "burst_offset_1": "b1",
-        "burst_offset_2": "b2",
-        # NoiseDetector (noise.py): [mode, run, trigger, evidence, holds, resume]
-        "noise": "nz",
-        # FixWaitPolicy / DynWaitPolicy (umbrich.py): change bits at the current interval
-        "fix_bits": "b",
-        # WindowWaitPolicy (umbrich.py): the last change bits, and how many were seen
-        "window_bits": "w",
-        "window_seen": "n",
-        # State1WaitPolicy / State2WaitPolicy (umbrich.py): the last change
-        # bits, and the count tables per interval bucket
-        "markov_state": "p",
-        "markov_tables": "t",
+        "observations": OBSERVATIONS,
+        "last_modified_agreement": LAST_MODIFIED_AGREEMENT,
+        "estimate": ESTIMATE,
+        "prior_contribution": PRIOR_CONTRIBUTION,
+        "allocation": ALLOCATION,
+        "burst_state": BURST_STATE,
+        **{f"burst_offset_{state}": key for state, key in enumerate(BURST_OFFSETS)},
+        "noise": NOISE,
+        "fix_bits": FIX_BITS,
+        "window_bits": WINDOW_BITS,
+        "window_seen": WINDOW_SEEN,
+        "markov_state": MARKOV_STATE,
+        "markov_tables": MARKOV_TABLES,
     }
 )
-
-OBSERVATIONS = MEMORY_KEYS["observations"]
-LAST_MODIFIED_AGREEMENT = MEMORY_KEYS["last_modified_agreement"]
-ESTIMATE = MEMORY_KEYS["estimate"]
-PRIOR_CONTRIBUTION = MEMORY_KEYS["prior_contribution"]
-ALLOCATION = MEMORY_KEYS["allocation"]
-BURST_STATE = MEMORY_KEYS["burst_state"]
-#: one per burst state, in state order
-BURST_OFFSETS = (MEMORY_KEYS["burst_offset_0"], MEMORY_KEYS["burst_offset_1"], MEMORY_KEYS["burst_offset_2"])
-NOISE = MEMORY_KEYS["noise"]
-FIX_BITS = MEMORY_KEYS["fix_bits"]
-WINDOW_BITS = MEMORY_KEYS["window_bits"]
-WINDOW_SEEN = MEMORY_KEYS["window_seen"]
-MARKOV_STATE = MEMORY_KEYS["markov_state"]
-MARKOV_TABLES = MEMORY_KEYS["markov_tables"]
