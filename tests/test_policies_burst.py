@@ -11,8 +11,8 @@ from bench.sim.lineup import POLICIES, LabContext
 from bench.sim.world import build_world, preset
 from scrapy_adaptive.frontier.record import ChangeState, Outcome, Visit
 from scrapy_adaptive.policies import WaitParams
-from scrapy_adaptive.policies.burst import FIRST, BurstWaitPolicy
 from scrapy_adaptive.policies.allocator import RateAllocator
+from scrapy_adaptive.policies.burst import FIRST, BurstWaitPolicy
 from scrapy_adaptive.policies.rate import ProportionalWaitPolicy
 
 DAY = 86_400.0

@@ -6,13 +6,13 @@ stacked per content type, host and URL with ``ADAPTIVE_WAIT_POLICIES``.
 Policies are pure: no Scrapy, no I/O, no clock of their own.
 """
 
+from .allocator import RateAllocator
 from .base import DefaultWaitPolicy, WaitParams, WaitPolicy
 from .burst import BurstWaitPolicy
+from .estimator import RateEstimator
 from .fixed import FixedWaitPolicy
 from .heritrix import HeritrixWaitPolicy
 from .nutch import NutchWaitPolicy
-from .allocator import RateAllocator
-from .estimator import RateEstimator
 from .prior import PopulationPrior
 from .rate import PrecisionWaitPolicy, ProportionalWaitPolicy
 from .stack import PolicyStack, load_wait_policy

@@ -44,8 +44,8 @@ import math
 from typing import Any
 
 from ..frontier.record import ChangeState, Visit
-from .base import WaitParams
 from .allocator import RateAllocator
+from .base import WaitParams
 from .estimator import EXACT, UNCHANGED, RateEstimator, posterior_log_rate
 from .keys import BURST_OFFSETS, BURST_STATE, OBSERVATIONS
 from .prior import PopulationPrior
@@ -67,8 +67,9 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
 
     Memory adds :data:`~.keys.BURST_STATE` (the current state) and tags
     each observation with the state its interval started from
-    (:data:`~.keys.OBSERVATIONS` entries ``[seconds, kind, state]``).  *offsets* are the per-state population priors; instances of
-    one crawl share them (``from_params`` keeps them in ``params.shared``).
+    (:data:`~.keys.OBSERVATIONS` entries ``[seconds, kind, state]``).
+    *offsets* are the per-state population priors; instances of one crawl
+    share them (``from_params`` keeps them in ``params.shared``).
     """
 
     def __init__(

@@ -19,6 +19,7 @@ import json
 import logging
 from collections.abc import Mapping
 from typing import Any
+
 from ..frontier.hints import Hint
 from ..frontier.record import Outcome, Visit
 from ..matching import MATCH_KEYS, Matcher, check_entries
