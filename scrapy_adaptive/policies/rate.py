@@ -116,6 +116,9 @@ class ProportionalWaitPolicy(_RatePolicy):
             noise=noise,
         )
         self.allocator = allocator
+        #: the first revisit's wait while the population prior is still the
+        #: fallback (``ADAPTIVE_WAIT_INITIAL``, per stack entry); None: the prior's
+        self.initial: float | None = None
 
     @classmethod
     def from_params(cls, params: WaitParams) -> ProportionalWaitPolicy:
@@ -141,10 +144,6 @@ class ProportionalWaitPolicy(_RatePolicy):
         policy = cls(allocator)
         policy.initial = params.initial
         return policy
-
-    #: the first revisit's wait while the population prior is still the
-    #: fallback (``ADAPTIVE_WAIT_INITIAL``, per stack entry); None: the prior's
-    initial: float | None = None
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
         memory = policy_memory(history)
