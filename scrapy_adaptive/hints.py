@@ -6,9 +6,10 @@ that URL::
 
     yield scrapy.Request(loc, meta={"adaptive_hint": {"modified": lastmod, "source": "sitemap"}})
 
-``modified`` is an HTTP date, an ISO 8601 / W3C datetime (sitemaps; a date
-alone is midnight UTC, a time without zone is UTC), seconds since the epoch
-(number or numeric string), a ``datetime``, or None / missing (a ping with
+``modified`` is an HTTP date, an ISO 8601 / W3C datetime (sitemaps, at any
+precision: ``"2005"`` is that year's start; a date alone is midnight UTC, a
+time without zone is UTC), seconds since the epoch (a number, or a numeric
+string other than four digits), a ``datetime``, or None / missing (a ping with
 no time).  ``source`` names where the hint comes from (default
 ``"default"``); trust is learned per host and source.
 
@@ -30,12 +31,10 @@ that followed acted-on hints found.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Mapping
-from datetime import UTC, date, datetime
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
+from .dates import parse_time
 from .frontier.hints import CONFIRMED, PENDING_SOURCE, REFUTED, Hint, HintResult
 from .meta import HINT as META_HINT
 
@@ -53,56 +52,6 @@ _KEYS = frozenset({"modified", "source"})
 
 class HintError(ValueError):
     """A request's ``adaptive_hint`` cannot be understood; the message says why."""
-
-
-def parse_time(value: Any) -> float | None:
-    """Seconds since the epoch from the accepted forms; raise ValueError.
-
-    >>> parse_time("Sun, 06 Nov 1994 08:49:37 GMT")
-    784111777.0
-    >>> parse_time("1994-11-06T08:49:37Z"), parse_time("1994-11-06")
-    (784111777.0, 784080000.0)
-    >>> parse_time(784111777), parse_time("784111777.5"), parse_time(None)
-    (784111777.0, 784111777.5, None)
-    """
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise ValueError("a boolean is not a time")
-    if isinstance(value, (int, float)):
-        seconds = float(value)
-    elif isinstance(value, datetime):
-        seconds = (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
-    elif isinstance(value, date):
-        seconds = datetime(value.year, value.month, value.day, tzinfo=UTC).timestamp()
-    elif isinstance(value, str):
-        seconds = _parse_text(value.strip())
-    else:
-        raise ValueError(f"a {type(value).__name__} is not a time")
-    if not math.isfinite(seconds) or seconds < 0:
-        raise ValueError("not a finite time after 1970")
-    return seconds
-
-
-def _parse_text(text: str) -> float:
-    if not text:
-        raise ValueError("empty")
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        parsed = None
-    if parsed is None:
-        try:
-            parsed = parsedate_to_datetime(text)
-        except (TypeError, ValueError, IndexError, OverflowError):
-            raise ValueError("unreadable") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
 
 
 def hint_from_meta(value: Any, url: str) -> Hint:

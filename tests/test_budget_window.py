@@ -6,8 +6,8 @@ import pytest
 from scrapy.settings import Settings
 
 from scrapy_adaptive.policies import ProportionalWaitPolicy, load_wait_policy
+from scrapy_adaptive.policies.allocator import RateAllocator
 from scrapy_adaptive.policies.base import WaitParams
-from scrapy_adaptive.policies.rate import RateAllocator
 from scrapy_adaptive.settings import DEFAULTS, AdaptiveConfig, ConfigError
 
 PROPORTIONAL = "scrapy_adaptive.policies.ProportionalWaitPolicy"

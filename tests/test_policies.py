@@ -206,3 +206,22 @@ def test_budgeted_policies_of_one_stack_share_one_allocator_and_the_budget_setti
 def test_a_bad_budget_names_the_setting() -> None:
     with pytest.raises(ConfigError, match=r"ADAPTIVE_BUDGET \(-5.0\) must be a number of revisits per day > 0."):
         config(ADAPTIVE_BUDGET=-5)
+
+
+def test_the_policies_import_nothing_from_scrapy() -> None:
+    """Policies are pure: the crawler and the simulator run the same classes."""
+    import ast
+    from pathlib import Path
+
+    import scrapy_adaptive.policies
+
+    package = Path(scrapy_adaptive.policies.__file__).parent
+    for path in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            else:
+                continue
+            assert not [n for n in names if n == "scrapy" or n.startswith("scrapy.")], path.name

@@ -11,8 +11,9 @@ from bench.sim.lineup import POLICIES, LabContext
 from bench.sim.world import build_world, preset
 from scrapy_adaptive.frontier.record import ChangeState, Outcome, Visit
 from scrapy_adaptive.policies import WaitParams
+from scrapy_adaptive.policies.allocator import RateAllocator
 from scrapy_adaptive.policies.burst import FIRST, BurstWaitPolicy
-from scrapy_adaptive.policies.rate import ProportionalWaitPolicy, RateAllocator
+from scrapy_adaptive.policies.rate import ProportionalWaitPolicy
 
 DAY = 86_400.0
 
@@ -52,7 +53,7 @@ def test_state_moves_with_the_verdicts_and_sets_the_wait() -> None:
     allocator = RateAllocator(100 / DAY, min_wait=60.0, max_wait=100 * DAY, epoch="t")
     policy = BurstWaitPolicy(allocator)
     for prior, offset in zip(policy.offsets, (2.0, 0.5, -1.0)):  # as learned on a bursty population
-        prior.s1, prior.s2, prior.n = offset * 1000, (offset**2 + 0.01) * 1000, 1000
+        prior.sum_modes, prior.sum_squares, prior.count = offset * 1000, (offset**2 + 0.01) * 1000, 1000
     history: dict[str, object] = {"visits": 0, "discovered": 0.0, "policy": {}}
     verdicts = [ChangeState.CHANGED, ChangeState.CHANGED, ChangeState.UNCHANGED, ChangeState.UNCHANGED]
     states, waits = [], []

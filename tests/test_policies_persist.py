@@ -55,17 +55,17 @@ def test_a_restored_crawl_continues_the_same_aggregates() -> None:
     second, second_shared = _fresh()
     assert persist.restore_shared(second_shared, raw) == ["rate_allocator", "burst_offsets"]
     a, b = first.allocator, second.allocator
-    assert (b.epoch, b.prior.get(), b.prior.n) == (a.epoch, a.prior.get(), a.prior.n)
+    assert (b.epoch, b.prior.get(), b.prior.count) == (a.epoch, a.prior.get(), a.prior.count)
     assert [p.get() for p in second.offsets] == [p.get() for p in first.offsets]
     a.solve()
     b.solve()
     assert b.ratio == pytest.approx(a.ratio)
     assert b.planned_rate() == pytest.approx(a.planned_rate())
     # the same epoch: revisits replace their old contributions instead of adding to them
-    before = b.prior.n
+    before = b.prior.count
     copy = {i: dict(r) for i, r in records.items()}
     _crawl(second, copy, 1, random.Random(4), 0.0)
-    assert b.prior.n == before
+    assert b.prior.count == before
     assert sum(c[0] for cells in b._hosts.values() for c in cells.values()) == pytest.approx(200)
 
 
@@ -77,8 +77,8 @@ def test_a_fresh_allocator_without_the_state_counts_everything_twice() -> None:
     _crawl(first, records, 3, rng, 1_000_000.0)
     second, second_shared = _fresh()
     _crawl(second, records, 1, rng, 0.0)
-    assert second.prior.n == 100  # only what was revisited since the restart
-    assert first.prior.n == 100
+    assert second.prior.count == 100  # only what was revisited since the restart
+    assert first.prior.count == 100
 
 
 def test_an_unreadable_state_is_reported_with_the_key() -> None:
@@ -88,3 +88,27 @@ def test_an_unreadable_state_is_reported_with_the_key() -> None:
     with pytest.raises(ValueError, match="policy-shared.*rate_allocator"):
         persist.restore_shared(shared, b'{"format": 1, "shared": {"rate_allocator": {"epoch": 1}}}')
     assert persist.dump_shared({}) is None
+
+
+def test_the_stored_memory_keys_stay_readable() -> None:
+    """The policy memory's stored keys are part of the state folder: names may
+    change, the letters never."""
+    from scrapy_adaptive.policies.keys import MEMORY_KEYS
+
+    assert dict(MEMORY_KEYS) == {
+        "observations": "o",
+        "last_modified_agreement": "lm",
+        "estimate": "e",
+        "prior_contribution": "pp",
+        "allocation": "al",
+        "burst_state": "s",
+        "burst_offset_0": "b0",
+        "burst_offset_1": "b1",
+        "burst_offset_2": "b2",
+        "noise": "nz",
+        "fix_bits": "b",
+        "window_bits": "w",
+        "window_seen": "n",
+        "markov_state": "p",
+        "markov_tables": "t",
+    }

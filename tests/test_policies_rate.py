@@ -9,22 +9,20 @@ from typing import Any
 
 import pytest
 
-from scrapy_adaptive.frontier.record import ChangeState, Outcome, Visit
-from scrapy_adaptive.policies.estimators import (
+from bench.sim.estimators import (
     bias_reduced_rate,
     complete_history_rate,
     interval_mle,
     last_modified_rate,
     naive_rate,
-    posterior_log_rate,
 )
-from scrapy_adaptive.policies.rate import (
-    PopulationPrior,
-    PrecisionWaitPolicy,
-    ProportionalWaitPolicy,
-    RateAllocator,
-    RateEstimator,
-)
+from scrapy_adaptive.frontier.record import ChangeState, Outcome, UrlRecord, Visit
+from scrapy_adaptive.policies.allocator import RateAllocator
+from scrapy_adaptive.policies.estimator import RateEstimator, posterior_log_rate
+from scrapy_adaptive.policies.history import record_queue
+from scrapy_adaptive.policies.keys import ALLOCATION, ESTIMATE
+from scrapy_adaptive.policies.prior import PopulationPrior
+from scrapy_adaptive.policies.rate import PrecisionWaitPolicy, ProportionalWaitPolicy
 
 DAY = 86_400.0
 
@@ -285,12 +283,12 @@ def test_population_prior_learns_mean_and_spread_from_urls_with_few_visits() -> 
         for memory in memories:
             prior.update(memory, *estimator.posterior(memory, prior.get()))
     learned_mu, learned_sigma = prior.get()
-    assert prior.n == 2_000
+    assert prior.count == 2_000
     assert learned_mu == pytest.approx(mu, abs=0.2)
     assert 0.55 * sigma < learned_sigma < sigma
     for memory in memories:  # withdrawing every contribution leaves nothing behind
         prior.update(memory, None)
-    assert prior.n == 0 and abs(prior.s1) < 1e-6
+    assert prior.count == 0 and abs(prior.sum_modes) < 1e-6
     assert prior.get() == prior.fallback
 
 
@@ -326,3 +324,41 @@ def test_only_caps_that_can_bind_are_solved_host_by_host() -> None:
     # removing the cap merges the host back
     allocator.set_host_cap("big.example", None)
     assert allocator._bound == set()
+
+
+def test_the_allocator_groups_urls_by_their_politeness_queue() -> None:
+    """With ``ADAPTIVE_POLITENESS_KEY = "domain"`` the scheduler caps
+    ``example.com``: URLs of ``a.example.com`` must be registered there too,
+    or the cap never applies."""
+    cap = 10 / DAY
+    allocator = RateAllocator(1.0, min_wait=3_600.0, max_wait=30 * DAY, host_caps={"example.com": cap}, epoch="t")
+    policy = ProportionalWaitPolicy(allocator)
+    memories = []
+    for i in range(200):
+        verdict = Visit(
+            Outcome.VISITED,
+            status=200,
+            change=ChangeState.CHANGED,
+            url=f"http://a.example.com/{i}",
+            queue="example.com",
+            fetched=1.7e9,
+        )
+        policy.next_wait({"discovered": 1.7e9}, verdict)
+        memories.append(verdict.policy_state or {})
+    allocator.solve()
+    assert {m[ALLOCATION][1] for m in memories} == {"example.com"}
+    assert set(allocator._hosts) == {"example.com"}
+    assert "example.com" in allocator.capped_hosts()
+    planned = sum(1 / allocator.wait("example.com", m[ESTIMATE]) for m in memories)
+    assert planned == pytest.approx(cap, rel=0.05)
+    # a verdict without a queue (the simulator before, old callers): the URL's host
+    unqueued = Visit(Outcome.VISITED, status=200, change=ChangeState.CHANGED, url="http://B.example.com/x")
+    policy.next_wait({"discovered": 1.7e9}, unqueued)
+    assert (unqueued.policy_state or {})[ALLOCATION][1] == "b.example.com"
+
+
+def test_the_queue_comes_from_the_record_snapshot() -> None:
+    record = UrlRecord(url="http://a.example.com/x", queue="example.com", request={}, next_ms=0)
+    assert record.snapshot()["queue"] == "example.com"
+    assert record_queue(record.snapshot(), record.url) == "example.com"
+    assert record_queue({}, "http://a.example.com/x") == "a.example.com"

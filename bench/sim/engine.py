@@ -189,6 +189,7 @@ def simulate(
             last_modified=last_modified,
             duration=page.duration,
             url=page.url,
+            queue=page.host,
             depth=0,
             overdue=issued.overdue,
             fetched=now,

@@ -26,13 +26,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from scrapy_adaptive.frontier.record import Visit
+from scrapy_adaptive.policies.allocator import RateAllocator
 from scrapy_adaptive.policies.base import WaitParams, WaitPolicy
 from scrapy_adaptive.policies.burst import BurstWaitPolicy
 from scrapy_adaptive.policies.fixed import FixedWaitPolicy
 from scrapy_adaptive.policies.heritrix import HeritrixWaitPolicy
-from scrapy_adaptive.policies.history import clamp, is_first_visit, policy_memory, visit_time
+from scrapy_adaptive.policies.history import clamp, is_first_visit, policy_memory, visit_queue, visit_time
+from scrapy_adaptive.policies.keys import ALLOCATION
 from scrapy_adaptive.policies.nutch import NutchWaitPolicy
-from scrapy_adaptive.policies.rate import PopulationPrior, PrecisionWaitPolicy, ProportionalWaitPolicy, RateAllocator
+from scrapy_adaptive.policies.prior import PopulationPrior
+from scrapy_adaptive.policies.rate import PrecisionWaitPolicy, ProportionalWaitPolicy
 from scrapy_adaptive.policies.stormcrawler import StormCrawlerWaitPolicy
 from scrapy_adaptive.policies.umbrich import (
     DynWaitPolicy,
@@ -76,16 +79,15 @@ class OracleRatePolicy(WaitPolicy):
     estimation loss of :class:`ProportionalWaitPolicy`.
     """
 
-    def __init__(self, rates: Mapping[str, float], allocator: RateAllocator, host_of: Callable[[str | None], str]):
+    def __init__(self, rates: Mapping[str, float], allocator: RateAllocator):
         self.rates = rates
         self.allocator = allocator
-        self.host_of = host_of
 
     def _register(self, history: Mapping[str, Any], visit: Visit) -> tuple[float, str, float | None]:
         rate = self.rates.get(visit.url or "", 0.0)
-        host = self.host_of(visit.url)
+        host = visit_queue(visit)
         memory = policy_memory(history)
-        if not memory.get("al"):
+        if not memory.get(ALLOCATION):
             self.allocator.register(memory, host, rate)
             visit.policy_state = memory
         now = visit_time(history, visit)
@@ -106,8 +108,8 @@ class OracleHazardPolicy(OracleRatePolicy):
     page is visited often while it is active and rarely while it is quiet.
     """
 
-    def __init__(self, world: World, allocator: RateAllocator, host_of: Callable[[str | None], str]):
-        super().__init__({p.url: p.rate for p in world.pages}, allocator, host_of)
+    def __init__(self, world: World, allocator: RateAllocator):
+        super().__init__({p.url: p.rate for p in world.pages}, allocator)
         self.pages = {p.url: p for p in world.pages}
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
@@ -141,10 +143,6 @@ class LabContext:
     time_scale: float = 1.0
     precision: float = 0.5
     options: dict[str, Any] = field(default_factory=dict)
-
-    def host_of(self) -> Callable[[str | None], str]:
-        index = {p.url: p.host for p in self.world.pages}
-        return lambda url: index.get(url or "", "")
 
     def host_caps(self) -> dict[str, float]:
         return {h.name: 1.0 / h.crawl_delay for h in self.world.hosts.values() if h.crawl_delay}
@@ -193,11 +191,11 @@ def _storm(ctx: LabContext) -> WaitPolicy:
 
 
 def _proportional(ctx: LabContext) -> WaitPolicy:
-    return ProportionalWaitPolicy(ctx.allocator(), host_of=ctx.host_of(), **ctx.options.get("proportional", {}))
+    return ProportionalWaitPolicy(ctx.allocator(), **ctx.options.get("proportional", {}))
 
 
 def _burst(ctx: LabContext) -> WaitPolicy:
-    return BurstWaitPolicy(ctx.allocator(), host_of=ctx.host_of(), **ctx.options.get("burst", {}))
+    return BurstWaitPolicy(ctx.allocator(), **ctx.options.get("burst", {}))
 
 
 def _precision(ctx: LabContext) -> WaitPolicy:
@@ -220,15 +218,15 @@ def _prior_oracle(ctx: LabContext) -> WaitPolicy:
     allocator = RateAllocator(
         ctx.budget, min_wait=ctx.min_wait, max_wait=ctx.max_wait, host_caps=ctx.host_caps(), epoch="lab", prior=prior
     )
-    return ProportionalWaitPolicy(allocator, host_of=ctx.host_of())
+    return ProportionalWaitPolicy(allocator)
 
 
 def _oracle_rate(ctx: LabContext) -> WaitPolicy:
-    return OracleRatePolicy({p.url: p.rate for p in ctx.world.pages}, ctx.allocator(), ctx.host_of())
+    return OracleRatePolicy({p.url: p.rate for p in ctx.world.pages}, ctx.allocator())
 
 
 def _oracle_hazard(ctx: LabContext) -> WaitPolicy:
-    return OracleHazardPolicy(ctx.world, ctx.allocator(), ctx.host_of())
+    return OracleHazardPolicy(ctx.world, ctx.allocator())
 
 
 POLICIES: dict[str, Callable[[LabContext], WaitPolicy]] = {

@@ -23,9 +23,9 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from email.utils import parsedate_to_datetime
 from enum import StrEnum
 
+from ..dates import parse_http_date
 from ..settings import VALIDATOR_SCHEMES
 
 #: the scheme names, defined once beside ADAPTIVE_VALIDATOR_SCHEME that chooses one
@@ -99,18 +99,8 @@ def etag_key(value: bytes | str | Sequence[bytes | str] | None) -> str | None:
 
 def http_date(value: bytes | str | Sequence[bytes | str] | None, now: float | None = None) -> float | None:
     """Seconds since the epoch of an HTTP date, or None if unreadable or in the future."""
-    text = _single(value)
-    if text is None:
-        return None
-    try:
-        parsed = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    if parsed is None:
-        return None
-    try:
-        stamp = parsed.timestamp()
-    except (OverflowError, OSError, ValueError):
+    stamp = parse_http_date(_single(value))
+    if stamp is None:
         return None
     if stamp > (time.time() if now is None else now) + FUTURE_TOLERANCE or stamp <= 0:
         return None

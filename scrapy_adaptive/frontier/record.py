@@ -93,6 +93,12 @@ class Visit:
     #: policy gave a change since the last visit *without* the hint, so the
     #: hint is credited only with what it adds (see hints.py)
     hint_base: float | None = None
+    #: the politeness queue the URL belongs to (the record's ``queue``: a
+    #: host, a registered domain or a download slot, per
+    #: ``ADAPTIVE_POLITENESS_KEY``), set by whoever builds the verdict, so
+    #: that policies group URLs exactly as the frontier queues them; None:
+    #: unknown (policies then fall back to the URL's host name)
+    queue: str | None = None
 
 
 @dataclass
@@ -209,6 +215,7 @@ class UrlRecord:
         A plain dict copy: changing it cannot change the record.
         """
         return {
+            "queue": self.queue,
             "visits": self.visits,
             "versions": self.versions,
             "failures": self.failures,

@@ -6,13 +6,15 @@ stacked per content type, host and URL with ``ADAPTIVE_WAIT_POLICIES``.
 Policies are pure: no Scrapy, no I/O, no clock of their own.
 """
 
-from . import estimators
+from .allocator import RateAllocator
 from .base import DefaultWaitPolicy, WaitParams, WaitPolicy
 from .burst import BurstWaitPolicy
+from .estimator import RateEstimator
 from .fixed import FixedWaitPolicy
 from .heritrix import HeritrixWaitPolicy
 from .nutch import NutchWaitPolicy
-from .rate import PopulationPrior, PrecisionWaitPolicy, ProportionalWaitPolicy, RateAllocator, RateEstimator
+from .prior import PopulationPrior
+from .rate import PrecisionWaitPolicy, ProportionalWaitPolicy
 from .stack import PolicyStack, load_wait_policy
 from .stormcrawler import StormCrawlerWaitPolicy
 from .umbrich import DynWaitPolicy, FixWaitPolicy, State1WaitPolicy, State2WaitPolicy, WindowWaitPolicy
@@ -37,6 +39,5 @@ __all__ = [
     "WaitParams",
     "WaitPolicy",
     "WindowWaitPolicy",
-    "estimators",
     "load_wait_policy",
 ]

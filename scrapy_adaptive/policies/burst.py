@@ -23,11 +23,11 @@ so the policy reacts from a URL's first burst on.  On Poisson pages the
 offsets are learned near 0 and the policy is
 :class:`~.rate.ProportionalWaitPolicy`.
 
-Measured (``python -m bench.sim --scale 0.1``, B = Λ): bursty world recall
-0.270 against Heritrix's 0.206 at equal fetches (+31 %) and plain
-proportional's 0.218; Poisson and diurnal worlds within a point of
-proportional.  Five states (streaks up to three) gained nothing, nor did
-visiting quiet pages more or less often than equal hazard asks.
+How it compares with plain proportional allocation and Heritrix's rule in
+the simulated worlds, and the variants tried and dropped (five states,
+quiet pages visited more or less often than equal hazard asks), is measured
+in ``docs/policy-lab.md`` ("The burst policy", "Figures"), next to the
+commands that produce the figures.
 
 The next wait is r_h/λ_s for the current state s, so every interval carries
 about the same expected number of changes, and the page is fetched about
@@ -41,13 +41,15 @@ The first visit of a URL is no evidence of a burst (a new URL is always
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 from ..frontier.record import ChangeState, Visit
+from .allocator import RateAllocator
 from .base import WaitParams
-from .estimators import posterior_log_rate
-from .rate import EXACT, UNCHANGED, PopulationPrior, ProportionalWaitPolicy, RateAllocator, RateEstimator, default_host
+from .estimator import EXACT, UNCHANGED, RateEstimator, posterior_log_rate
+from .keys import BURST_OFFSETS, BURST_STATE, OBSERVATIONS
+from .prior import PopulationPrior
+from .rate import ProportionalWaitPolicy
 
 #: verdict-history states: after a change, after one unchanged visit, quiet
 STATES = (0, 1, 2)
@@ -57,16 +59,17 @@ FIRST = 3
 
 def offset_priors(epoch: str | None = None) -> list[PopulationPrior]:
     """One population prior per state, over δ_s = ln λ_s − ln λ̄ (fallback 0 ± 1)."""
-    return [PopulationPrior(1.0, 1.0, min_sd=0.25, epoch=epoch, key=f"b{s}") for s in STATES]
+    return [PopulationPrior(1.0, 1.0, min_sd=0.25, epoch=epoch, key=BURST_OFFSETS[s]) for s in STATES]
 
 
 class BurstWaitPolicy(ProportionalWaitPolicy):
     """State-conditioned rates (population-regularised), one shared budget.
 
-    Memory adds ``s`` (the current state) and tags each observation with the
-    state its interval started from (``o`` entries ``[seconds, kind,
-    state]``).  *offsets* are the per-state population priors; instances of
-    one crawl share them (``from_params`` keeps them in ``params.shared``).
+    Memory adds :data:`~.keys.BURST_STATE` (the current state) and tags
+    each observation with the state its interval started from
+    (:data:`~.keys.OBSERVATIONS` entries ``[seconds, kind, state]``).
+    *offsets* are the per-state population priors; instances of one crawl
+    share them (``from_params`` keeps them in ``params.shared``).
     """
 
     def __init__(
@@ -74,11 +77,10 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
         allocator: RateAllocator,
         *,
         estimator: RateEstimator | None = None,
-        host_of: Callable[[str | None], str] = default_host,
         offsets: list[PopulationPrior] | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(allocator, estimator=estimator or RateEstimator(), host_of=host_of, **kwargs)
+        super().__init__(allocator, estimator=estimator or RateEstimator(), **kwargs)
         self.offsets = offsets or offset_priors(allocator.epoch)
 
     @classmethod
@@ -93,9 +95,9 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
         """Contribute this URL's offset in each state to that state's population prior.
 
         The URL's own δ_s (MAP over the intervals filed under s, around the
-        population offset) is only evidence for the population: using it
-        for the wait was tried and lost (bursty world 0.262 against 0.270
-        recall; Poisson 0.5Λ two points), since a URL sees too few bursts.
+        population offset) is only evidence for the population: a URL sees
+        too few bursts for it to time the wait (tried and lost in the lab:
+        ``docs/policy-lab.md``, "The burst policy").
         Every state is redone at each observation: offsets are relative to
         λ̄, which just moved.
         """
@@ -103,7 +105,7 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
         changed: dict[int, list[float]] = {s: [] for s in STATES}
         exposure = dict.fromkeys(STATES, 0.0)
         exact = dict.fromkeys(STATES, 0)
-        for entry in memory.get("o", []):
+        for entry in memory.get(OBSERVATIONS, []):
             if len(entry) < 3 or entry[2] not in exposure:
                 continue
             seconds, kind, state = float(entry[0]), entry[1], entry[2]
@@ -132,15 +134,15 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
     def schedule_rate(self, memory: dict[str, Any], visit: Visit, rate: float, *, first: bool, observed: bool) -> float:
         """File the new observation under the state it started from, move to
         the next state, learn the offsets; the rate of the state now entered."""
-        state = FIRST if first else int(memory.get("s", FIRST))
+        state = FIRST if first else int(memory.get(BURST_STATE, FIRST))
         if observed:
-            last = memory["o"][-1]
-            memory["o"][-1] = [last[0], last[1], state]
+            last = memory[OBSERVATIONS][-1]
+            memory[OBSERVATIONS][-1] = [last[0], last[1], state]
             self._learn_offsets(memory, rate)
         if not first and visit.change is ChangeState.CHANGED:
-            memory["s"] = 0
+            memory[BURST_STATE] = 0
         elif not first and visit.change is ChangeState.UNCHANGED:
-            memory["s"] = 2 if state in (1, 2, FIRST) else 1
+            memory[BURST_STATE] = 2 if state in (1, 2, FIRST) else 1
         else:
-            memory.setdefault("s", FIRST)
-        return self.state_rate(int(memory["s"]), rate)
+            memory.setdefault(BURST_STATE, FIRST)
+        return self.state_rate(int(memory[BURST_STATE]), rate)

@@ -13,11 +13,10 @@
   settings, off when constructed directly): under raw-byte comparison a
   page that differs at every fetch drives the rule to the minimum wait, and
   the guard holds it at the maximum instead once short probes have shown
-  it.  In the lab's noise world with raw detection, uncapped, the rule
-  without the guard spends 85 % of its fetches on the 4.5 % noise pages
-  (2,500 revisits a day instead of 394); with it, 1.8 % (384 a day).  With
-  normalised detection the guard changes nothing there.  The lab's line
-  stays the thesis's rule (constructed directly, no guard).
+  it (what that saves in the lab's noise world: ``docs/policy-lab.md``,
+  "The noise guard").  With normalised detection the guard has nothing to
+  do.  The lab's line stays the thesis's rule (constructed directly, no
+  guard).
 
 A multiplicative rule settles where P(change per visit) =
 ln a / (ln a + ln b): one change in two visits with the 1.5/1.5 defaults.
@@ -38,7 +37,7 @@ class HeritrixWaitPolicy(WaitPolicy):
     """Multiplicative wait adjustment on change / no change."""
 
     def __init__(self, params: WaitParams, *, noise: NoiseDetector | None = None) -> None:
-        self.p = params
+        self.params = params
         self.noise = noise
 
     @classmethod
@@ -47,32 +46,32 @@ class HeritrixWaitPolicy(WaitPolicy):
         return cls(params, noise=NoiseDetector(params.minimum or 1.0))
 
     def initial_wait(self, visit: Visit) -> float:
-        p = self.p
-        wait = p.initial
+        params = self.params
+        wait = params.initial
         if not visit.last_modified:
-            wait *= p.no_last_modified_factor
+            wait *= params.no_last_modified_factor
         if visit.depth:
-            wait *= p.depth_factor**visit.depth
+            wait *= params.depth_factor**visit.depth
         return wait
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
-        p = self.p
+        params = self.params
         last = history.get("wait")
         if visit.change is ChangeState.UNKNOWN:
-            wait = p.default
+            wait = params.default
         elif not history.get("visits") or last is None:
             wait = self.initial_wait(visit)
         else:
             base = float(last)
-            if p.use_overdue and visit.overdue:
+            if params.use_overdue and visit.overdue:
                 base += visit.overdue
             if visit.change is ChangeState.CHANGED:
-                wait = base / p.changed_factor
+                wait = base / params.changed_factor
             else:
-                wait = base * p.unchanged_factor
+                wait = base * params.unchanged_factor
         if self.noise is None:
-            return p.clamp(wait)
+            return params.clamp(wait)
         memory = policy_memory(history)
         verdict = self.noise.observe(memory, visit.change, elapsed(history, visit))
         visit.policy_state = memory
-        return self.noise.wait(memory, verdict, p.clamp(wait), p.maximum)
+        return self.noise.wait(memory, verdict, params.clamp(wait), params.maximum)

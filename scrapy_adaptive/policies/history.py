@@ -1,4 +1,4 @@
-"""Small helpers shared by the wait policies: reading times out of a record.
+"""Small helpers shared by the wait policies: reading times and the queue out of a record.
 
 A policy has no clock (so the crawler and the simulator run the same code):
 the time of the visit being judged is recovered from the record.  The URL
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..frontier.record import ChangeState, Visit
 
@@ -53,6 +54,31 @@ def visit_time(history: Mapping[str, Any], visit: Visit) -> float | None:
     if discovered is None:
         return None
     return float(discovered) + overdue
+
+
+def url_host(url: str | None) -> str:
+    """The URL's host name, lower case ('' when there is none).
+
+    >>> url_host("http://A.Example.com:8080/x"), url_host(None)
+    ('a.example.com', '')
+    """
+    if not url:
+        return ""
+    return urlsplit(url).hostname or ""
+
+
+def visit_queue(visit: Visit) -> str:
+    """The politeness queue of the visited URL, the key budgets and caps are
+    kept under: ``visit.queue``, or the URL's host when the caller did not
+    say (old callers)."""
+    return visit.queue if visit.queue is not None else url_host(visit.url)
+
+
+def record_queue(history: Mapping[str, Any], url: str | None) -> str:
+    """The politeness queue from a record snapshot (``history["queue"]``), or
+    *url*'s host for a snapshot without one."""
+    queue = history.get("queue")
+    return str(queue) if queue is not None else url_host(url)
 
 
 def clamp(value: float, low: float, high: float) -> float:

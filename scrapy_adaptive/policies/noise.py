@@ -37,21 +37,22 @@ adds 0.93 nats; ``alpha`` = 0.01, 4.6 nats, i.e. five probes):
   (``suspect_run``), then five probes an hour apart;
 * false positives: one test flags a page of rate ≤ λ₀ with probability
   ≤ p₀⁵ = 0.9 %, and a failed test doubles the run that starts the next
-  one (8, 16, 32), so a page meets two or three tests in its life.  Over
-  200 seeds of 180 days, a page changing every 2 h is flagged in 0.5–1 %
-  of them (0.2–0.3 % of its time held).  Faster pages cannot be told from
-  noise with one-hour probes (at one change an hour a probe finds a change
-  with p = 0.63): 12 % flagged, 6 % of the time held – the guard's price;
+  one (8, 16, 32), so a page meets two or three tests in its life.  Faster
+  pages cannot be told from noise with one-hour probes (at one change an
+  hour a probe finds a change with p = 0.63) and are sometimes held – the
+  guard's price;
 * probe cost on real pages: a test costs 1/(1 − p) probes (≈ 1 for slow
-  pages, at most 1.6 up to λ₀) and tests are rare after the back-off:
-  0.4–0.5 % of all visits in the lab's 180-day worlds, costing 0.3–0.6
-  points of efficiency on a world without noise;
+  pages, at most 1.6 up to λ₀) and tests are rare after the back-off;
 * a flagged page is held at the maximum wait (rate 0 for an allocator) and
   re-tested after every ``retest_every`` (2) holds by one probe; a probe
   (or any visit) that finds it unchanged clears the flag, so a page that
   stopped being noisy comes back within two maximum waits.  A held page
   costs 1 + 1/``retest_every`` fetches per maximum wait (1.5), against the
   one of the minimum visit rate.
+
+How often real pages were flagged, held and probed in the lab's worlds,
+and what the probes cost, is measured in ``docs/policy-lab.md`` ("The
+noise guard").
 
 Pure logic like the policies: the times are the intervals the policy reads
 from the record, the state is six numbers in the URL's policy memory.
@@ -65,9 +66,10 @@ from enum import Enum
 from typing import Any
 
 from ..frontier.record import ChangeState
+from .keys import NOISE
 
 #: the policy-memory key holding the detector's state
-KEY = "nz"
+KEY = NOISE
 
 # the state's slots: [mode, run, trigger, evidence, holds, resume]
 _IDLE, _TESTING, _HELD, _RETESTING = 0, 1, 2, 3
@@ -166,10 +168,10 @@ class NoiseDetector:
 
         A budget-driven policy at a low budget times visits to see about two
         changes each (r ≈ 2 at 0.5Λ), so 86 % of genuine visits "change" and
-        a fixed run of 8 starts a test on 30 % of pages; the probes cost 0.6
-        points of efficiency.  A run a genuine page makes with probability
-        ``run_alpha`` (7 at r = ln 2, 10 at r = 1, 32 at r = 2) keeps probes
-        rare at any budget.
+        a fixed run of 8 starts a test on many pages, whose probes cost
+        efficiency (measured in ``docs/policy-lab.md``, "The noise guard").
+        A run a genuine page makes with probability ``run_alpha`` (7 at
+        r = ln 2, 10 at r = 1, 32 at r = 2) keeps probes rare at any budget.
         """
         if ratio is None or ratio <= 0:
             return 0

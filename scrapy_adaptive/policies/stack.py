@@ -14,19 +14,18 @@ images at twice it (Heritrix's 12 h and 48 h against 24 h).
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
-
-from scrapy.utils.misc import load_object
 
 from ..frontier.hints import Hint
 from ..frontier.record import Outcome, Visit
 from ..matching import MATCH_KEYS, Matcher, check_entries
 from ..settings import AdaptiveConfig, ConfigError
 from .base import PARAM_KEYS, WaitParams, WaitPolicy
+from .history import url_host
 
 logger = logging.getLogger(__name__)
 
@@ -36,9 +35,26 @@ logger = logging.getLogger(__name__)
 DEFAULT_STACK: tuple[tuple[str, float], ...] = (("text/*", 0.5), ("image/*", 2.0))
 
 
+def load_class_path(path: str) -> Any:
+    """The object a ``module.Name`` path names (what Scrapy's ``load_object``
+    does, without Scrapy: the policies stay importable on their own).
+
+    >>> load_class_path("scrapy_adaptive.policies.BurstWaitPolicy").__name__
+    'BurstWaitPolicy'
+    """
+    module_name, dot, name = path.rpartition(".")
+    if not dot or not module_name or not name:
+        raise ValueError("not a full path of the form module.Name")
+    module = importlib.import_module(module_name)
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        raise NameError(f"module {module_name!r} defines no object named {name!r}") from None
+
+
 def load_policy_class(path: str, where: str) -> type[WaitPolicy]:
     try:
-        cls = load_object(path)
+        cls = load_class_path(path)
     except (ImportError, NameError, ValueError, AttributeError) as exc:
         raise ConfigError(f"{where} ({path!r}) cannot be imported: {exc}") from None
     if not (isinstance(cls, type) and issubclass(cls, WaitPolicy)):
@@ -95,7 +111,7 @@ class PolicyStack(WaitPolicy):
 
     def select(self, visit: Visit) -> WaitPolicy:
         url = visit.url or ""
-        host = urlsplit(url).hostname or ""
+        host = url_host(url)  # the match criterion is the URL's host, not its queue
         for matcher, policy in self.entries:
             if matcher.matches(url, host, visit.content_type):
                 return policy
@@ -128,7 +144,9 @@ class PolicyStack(WaitPolicy):
     def hint_wait(self, history: Mapping[str, Any], hint: Hint) -> float | None:
         """Asks the policy that will judge the URL's next visit (matched on
         the URL and the content type of its last visit)."""
-        probe = Visit(Outcome.VISITED, url=hint.url, content_type=history.get("content_type"))
+        probe = Visit(
+            Outcome.VISITED, url=hint.url, content_type=history.get("content_type"), queue=history.get("queue")
+        )
         return self.select(probe).hint_wait(history, hint)
 
 

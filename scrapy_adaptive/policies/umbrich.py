@@ -36,6 +36,7 @@ from typing import Any
 from ..frontier.record import ChangeState, Visit
 from .base import WaitParams, WaitPolicy
 from .history import DAY, clamp, is_first_visit, policy_memory
+from .keys import FIX_BITS, MARKOV_STATE, MARKOV_TABLES, WINDOW_BITS, WINDOW_SEEN
 
 WEEK = 7 * DAY
 MONTH = 30 * DAY
@@ -107,7 +108,7 @@ class FixWaitPolicy(_UmbrichPolicy):
         return 2
 
     def factor(self, memory: dict[str, Any], bit: str, interval: float) -> float:
-        bits = (memory.get("b", "") + bit)[-4:]
+        bits = (memory.get(FIX_BITS, "") + bit)[-4:]
         n = self.snapshots(interval)
         factor = 1.0
         if len(bits) >= n:
@@ -116,7 +117,7 @@ class FixWaitPolicy(_UmbrichPolicy):
                 factor = 1.0 / (1.5 if interval > MONTH else 2.0)
             elif recent == "0" * n:
                 factor = 1.5 if interval < MONTH else 2.0
-        memory["b"] = "" if factor != 1.0 else bits
+        memory[FIX_BITS] = "" if factor != 1.0 else bits
         return factor
 
 
@@ -141,9 +142,9 @@ class WindowWaitPolicy(_UmbrichPolicy):
         self.window = window
 
     def factor(self, memory: dict[str, Any], bit: str, interval: float) -> float:
-        seen = int(memory.get("n", 0)) + 1
-        bits = (memory.get("w", "") + bit)[-self.window :]
-        memory["w"], memory["n"] = bits, seen
+        seen = int(memory.get(WINDOW_SEEN, 0)) + 1
+        bits = (memory.get(WINDOW_BITS, "") + bit)[-self.window :]
+        memory[WINDOW_BITS], memory[WINDOW_SEEN] = bits, seen
         size = min(self.window, max(1, math.ceil(seen / 2)))
         recent = bits[-size:]
         return ratio_factor(recent.count("1") / len(recent))
@@ -162,8 +163,8 @@ class State1WaitPolicy(_UmbrichPolicy):
     max_tables = 8
 
     def factor(self, memory: dict[str, Any], bit: str, interval: float) -> float:
-        past = memory.get("p", "")
-        tables: dict[str, dict[str, list[int]]] = {k: dict(v) for k, v in memory.get("t", {}).items()}
+        past = memory.get(MARKOV_STATE, "")
+        tables: dict[str, dict[str, list[int]]] = {k: dict(v) for k, v in memory.get(MARKOV_TABLES, {}).items()}
         key = interval_bucket(interval)
         table = tables.pop(key, {})
         if len(past) == self.order:
@@ -174,7 +175,7 @@ class State1WaitPolicy(_UmbrichPolicy):
         while len(tables) > self.max_tables:
             del tables[next(iter(tables))]
         state = (past + bit)[-self.order :]
-        memory["p"], memory["t"] = state, tables
+        memory[MARKOV_STATE], memory[MARKOV_TABLES] = state, tables
         if len(state) < self.order:
             return 1.0
         seen = table.get(state)

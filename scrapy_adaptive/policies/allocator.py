@@ -1,0 +1,364 @@
+"""The rate allocator: estimated rates in, waits that spend a fetch budget out.
+
+Archiving versions, the best use of a fetch budget B is *proportional*
+allocation: every page is visited at a rate fᵢ ∝ λᵢ, i.e. with the same
+expected number of changes r = λᵢ/fᵢ per interval (the derivation is in
+``docs/policy-lab.md``).  :class:`RateAllocator` finds the common r\\* by
+bisection over aggregate state (a histogram of estimated rates per
+politeness queue, not per URL), water-fills queues whose politeness cap
+binds (they get a larger r̂_h = λ_h/c_h), clips to [min, max] wait, and
+corrects the remaining gap between planned and realised fetches with a slow
+feedback loop.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
+
+from .history import DAY, clamp
+from .keys import ALLOCATION
+from .prior import PopulationPrior
+
+_ZERO_BIN = -(10**6)
+
+
+class RateAllocator:
+    """Turns estimated rates into waits under a fetch budget.
+
+    ``budget`` is in revisits per second, over all URLs.  A "host" here is
+    a politeness queue (the frontier's queue name: a host name, a registered
+    domain or a download slot, per ``ADAPTIVE_POLITENESS_KEY``), the unit
+    politeness caps.  The allocator holds aggregate state only: per host, a
+    histogram of registered rates (count and sum per bin,
+    ``bins_per_octave`` bins per doubling), and the solved common ratio r\\*
+    (plus r̂_h for hosts whose cap binds).  Each URL remembers what it
+    registered (:data:`~.keys.ALLOCATION` in its memory) so that a new
+    estimate replaces the old one exactly; registrations from another
+    allocator instance (``epoch``, e.g. before a restart) are not removed.
+
+    Feedback: planned and realised fetch rates differ (first waits, late
+    visits, estimates moving), so the realised revisit rate over
+    ``control_window`` is compared with the budget and the target is
+    nudged multiplicatively, with an integral time constant of
+    ``control_window / control_gain``, within ``control_limits``.
+
+    ``host_caps`` maps a host to the most fetches per second politeness
+    allows it (``valence / max(min_delay, crawl_delay)``); hosts without a
+    cap are assumed never to bind.  The crawler can call
+    :meth:`set_host_cap` when it learns a robots.txt Crawl-delay, and
+    :meth:`set_budget` at any time.
+    """
+
+    def __init__(
+        self,
+        budget: float | None,
+        *,
+        target_ratio: float = math.log(2.0),
+        min_wait: float = 3_600.0,
+        max_wait: float = 28 * DAY,
+        host_caps: Mapping[str, float] | None = None,
+        bins_per_octave: int = 8,
+        solve_every: int = 200,
+        control_window: float = 3 * DAY,
+        control_gain: float = 0.5,
+        control_limits: tuple[float, float] = (0.5, 2.0),
+        prior: PopulationPrior | None = None,
+        epoch: str | None = None,
+    ) -> None:
+        if budget is not None and budget <= 0:
+            raise ValueError("the budget must be positive (fetches per second)")
+        if not target_ratio > 0:
+            raise ValueError("the target ratio must be positive (expected changes per visit)")
+        self.budget = budget
+        self.target_ratio = target_ratio
+        self.min_wait = min_wait
+        self.max_wait = max_wait
+        self.min_fetch_rate = 1.0 / max_wait
+        self.max_fetch_rate = 1.0 / min_wait
+        self.bins_per_octave = bins_per_octave
+        self.solve_every = solve_every
+        self.control_window = control_window
+        self.control_gain = control_gain
+        self.control_limits = control_limits
+        self.prior = prior or PopulationPrior()
+        self.epoch = epoch or uuid.uuid4().hex[:8]
+        self._hosts: dict[str, dict[int, list[float]]] = {}
+        self._global: dict[int, list[float]] = {}
+        self._caps: dict[str, float] = dict(host_caps or {})
+        self._host_urls: dict[str, int] = {}  #: registered URLs per host
+        self._bound: set[str] = set()  #: capped hosts whose cap can bind (solved on their own)
+        self.ratio = 1.0  #: the solved common r* = λ/f
+        self._host_ratio: dict[str, float] = {}
+        self._pending = 0
+        self._registered = 0
+        self._solved = False
+        self.correction = 1.0
+        self._count = 0.0
+        self._t0: float | None = None
+        self._t_last: float | None = None
+        self._t_control: float | None = None
+        self._registered_at_t0 = 0
+        self._hinted = 0.0  #: revisits made on change hints, decayed like _count
+
+    # -- registration ----------------------------------------------------------
+
+    def _bin(self, rate: float) -> int:
+        return _ZERO_BIN if rate <= 0 else math.floor(math.log2(rate) * self.bins_per_octave)
+
+    def _cell_add(self, cells: dict[int, list[float]], b: int, rate: float, sign: int) -> None:
+        cell = cells.setdefault(b, [0.0, 0.0])
+        cell[0] += sign
+        cell[1] += sign * rate
+        if cell[0] <= 0.5:
+            del cells[b]
+
+    def _apply(self, host: str, rate: float, sign: int) -> None:
+        b = self._bin(rate)
+        self._cell_add(self._hosts.setdefault(host, {}), b, rate, sign)
+        self._host_urls[host] = self._host_urls.get(host, 0) + sign
+        if host not in self._bound:
+            self._cell_add(self._global, b, rate, sign)
+        if sign > 0 and host in self._caps and host not in self._bound:
+            self._classify(host)
+
+    def _classify(self, host: str) -> None:
+        """Solve *host* on its own only if its cap can bind.
+
+        A host's demand never exceeds its URLs × the fastest rate (1/min
+        wait), so a cap above that cannot bind; such hosts stay in the merged
+        histogram.  With thousands of small hosts capped by politeness this
+        keeps a solve at O(bins + bins of the hosts that matter) instead of
+        O(hosts × bins) per bisection step.
+        """
+        cap = self._caps.get(host)
+        bound = cap is not None and cap < self._host_urls.get(host, 0) * self.max_fetch_rate
+        if bound == (host in self._bound):
+            return
+        sign = -1 if bound else 1
+        for b, (n, sm) in list(self._hosts.get(host, {}).items()):
+            cell = self._global.setdefault(b, [0.0, 0.0])
+            cell[0] += sign * n
+            cell[1] += sign * sm
+            if cell[0] <= 0.5:
+                del self._global[b]
+        if bound:
+            self._bound.add(host)
+        else:
+            self._bound.discard(host)
+        self._solved = False
+
+    def register(self, memory: dict[str, Any], host: str, rate: float) -> None:
+        """Replace this URL's registered rate (kept in *memory*) by *rate*."""
+        old = memory.get(ALLOCATION)
+        if old and old[0] == self.epoch and old[1] in self._hosts:
+            self._apply(old[1], float(old[2]), -1)
+        self._apply(host, rate, 1)
+        memory[ALLOCATION] = [self.epoch, host, rate]
+        self._registered += 0 if old and old[0] == self.epoch else 1
+        self._pending += 1
+        self._maybe_solve()
+
+    def _maybe_solve(self) -> None:
+        """Re-solve after enough new registrations or fetches.
+
+        "Enough" is ``solve_every`` or 1 % of the registered URLs, whichever
+        is smaller, so a freshly started crawl (every URL new) is re-solved
+        as it grows instead of running on a plan made for its first URLs.
+        """
+        if not self._solved or self._pending >= min(self.solve_every, max(1, self._registered // 100)):
+            self.solve()
+
+    def set_host_cap(self, host: str, cap: float | None) -> None:
+        """Set (or with None remove) the fetches-per-second cap of *host*."""
+        if cap is None:
+            self._caps.pop(host, None)
+        else:
+            self._caps[host] = cap
+        self._classify(host)
+        self._solved = False
+
+    def capped_hosts(self) -> dict[str, float]:
+        """Hosts whose politeness cap binds: their URLs are visited less often
+        than the budget would have them (the thesis's "chronically overdue"),
+        with how much less (r̂_h / r*)."""
+        return {h: r / self.ratio for h, r in self._host_ratio.items() if self.ratio > 0 and r > self.ratio}
+
+    def state(self) -> dict[str, Any]:
+        """What survives a restart, JSON-safe: the registered rates (per host,
+        as histogram cells), the epoch they were registered under, the
+        feedback loop's memory and the prior.  Caps are not saved: the
+        scheduler sets them again from politeness at open."""
+        return {
+            "epoch": self.epoch,
+            "hosts": {h: [[b, n, sm] for b, (n, sm) in cells.items()] for h, cells in self._hosts.items()},
+            "registered": self._registered,
+            "registered_at_t0": self._registered_at_t0,
+            "correction": self.correction,
+            "count": self._count,
+            "hinted": self._hinted,
+            "t": [self._t0, self._t_last, self._t_control],
+            "prior": self.prior.state(),
+        }
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Continue from :meth:`state` (the current caps are kept)."""
+        self.epoch = str(state["epoch"])
+        self._hosts = {
+            str(h): {int(b): [float(n), float(sm)] for b, n, sm in cells} for h, cells in state["hosts"].items()
+        }
+        self._host_urls = {h: round(sum(n for n, _ in cells.values())) for h, cells in self._hosts.items()}
+        self._global = {}
+        self._bound = set()
+        for cells in self._hosts.values():
+            for b, (n, sm) in cells.items():
+                cell = self._global.setdefault(b, [0.0, 0.0])
+                cell[0] += n
+                cell[1] += sm
+        for host in list(self._caps):
+            self._classify(host)
+        self._registered = int(state["registered"])
+        self._registered_at_t0 = int(state.get("registered_at_t0", 0))
+        self.correction = float(state["correction"])
+        self._count = float(state["count"])
+        self._hinted = float(state.get("hinted", 0.0))
+        t0, t_last, t_control = state["t"]
+        self._t0, self._t_last, self._t_control = t0, t_last, t_control
+        self.prior.restore(state["prior"])
+        self._solved = False
+
+    def set_budget(self, budget: float | None) -> None:
+        """Revisits per second, or None to visit at ``target_ratio`` instead."""
+        self.budget = budget
+        self._solved = False
+
+    # -- the control loop ---------------------------------------------------------
+
+    def note_fetch(self, now: float | None, *, hinted: bool = False) -> None:
+        """Count one revisit at *now* (for the budget feedback); *hinted*: a
+        visit a change hint brought forward, outside the plan."""
+        if now is None:
+            return
+        if self._t0 is None or self._registered > 2 * self._registered_at_t0:
+            # (re)start the measurement when the population has doubled since
+            # it began: the revisits counted so far were planned for far
+            # fewer URLs (a fresh crawl's first URLs get short waits), and a
+            # correction learnt from that start-up burst would starve the
+            # crawl for several windows afterwards
+            self._t0 = self._t_last = self._t_control = now
+            self._count = 0.0
+            self._registered_at_t0 = self._registered
+        dt = max(0.0, now - (self._t_last or now))
+        self._count = self._count * math.exp(-dt / self.control_window) + 1.0
+        self._hinted = self._hinted * math.exp(-dt / self.control_window) + hinted
+        self._t_last = max(now, self._t_last or now)
+        self._pending += 1
+        self._maybe_solve()
+
+    def realised_rate(self) -> float | None:
+        """Revisits per second over the control window (None: too early)."""
+        if self._t0 is None or self._t_last is None:
+            return None
+        span = self._t_last - self._t0
+        if span < self.control_window:
+            return None
+        return self._count / (self.control_window * (1.0 - math.exp(-span / self.control_window)))
+
+    def hinted_rate(self) -> float:
+        """Revisits per second made on change hints (0 until a quarter window).
+
+        They are paid from the same budget, so the schedule is planned for
+        what they leave (see :mod:`.hints`).
+        """
+        if self._t0 is None or self._t_last is None or self._t_last - self._t0 < self.control_window / 4:
+            return 0.0
+        span = self._t_last - self._t0
+        return self._hinted / (self.control_window * (1.0 - math.exp(-span / self.control_window)))
+
+    def _control(self) -> None:
+        realised = self.realised_rate()
+        if self.budget is None or realised is None or realised <= 0 or self._t_control is None or self._t_last is None:
+            return
+        dt = self._t_last - self._t_control
+        self._t_control = self._t_last
+        exponent = self.control_gain * dt / self.control_window
+        lo, hi = self.control_limits
+        self.correction = clamp(self.correction * (self.budget / realised) ** exponent, lo, hi)
+
+    # -- solving -------------------------------------------------------------------
+
+    def _cells_rate(self, cells: dict[int, list[float]], r: float) -> float:
+        total = 0.0
+        f_min, f_max = self.min_fetch_rate, self.max_fetch_rate
+        for n, s in cells.values():
+            if s <= 0:
+                total += n * f_min
+            else:
+                f = s / (n * r)
+                total += n * (f_min if f < f_min else f_max if f > f_max else f)
+        return total
+
+    def _total(self, r: float) -> float:
+        total = self._cells_rate(self._global, r)
+        for host in self._bound:
+            cells = self._hosts.get(host)
+            if cells:
+                total += min(self._caps[host], self._cells_rate(cells, r))
+        return total
+
+    @staticmethod
+    def _solve_ratio(fetch_rate: Callable[[float], float], target: float) -> float:
+        """The r with fetch_rate(r) = target (fetch_rate decreases in r)."""
+        lo, hi = -40.0, 40.0  # ln r
+        if fetch_rate(math.exp(lo)) <= target:
+            return math.exp(lo)
+        if fetch_rate(math.exp(hi)) >= target:
+            return math.exp(hi)
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            if fetch_rate(math.exp(mid)) > target:
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo < 1e-4:
+                break
+        return math.exp((lo + hi) / 2)
+
+    def solve(self) -> None:
+        """Recompute r* (and the r̂_h of capped hosts) from the histograms."""
+        self._pending = 0
+        self._solved = True
+        if self.budget is None:
+            # no budget: every URL gets the target ratio, hosts whose cap
+            # binds a larger one (the water-filling below still applies)
+            r = self.target_ratio
+        else:
+            self._control()
+            # hinted revisits come first; the schedule keeps at least a tenth
+            target = max(self.budget * self.correction - self.hinted_rate(), 0.1 * self.budget)
+            if not self._hosts:
+                return
+            r = self._solve_ratio(self._total, target)
+        self.ratio = r
+        self._host_ratio = {}
+        for host in self._bound:
+            cap = self._caps[host]
+            cells = self._hosts.get(host)
+            if cells and self._cells_rate(cells, r) > cap:
+                self._host_ratio[host] = self._solve_ratio(partial(self._cells_rate, cells), cap)
+
+    def planned_rate(self) -> float:
+        """Fetches per second the current solution plans (for stats)."""
+        return self._total(self.ratio) if self._hosts else 0.0
+
+    def ratio_for(self, host: str) -> float:
+        return self._host_ratio.get(host, self.ratio)
+
+    def wait(self, host: str, rate: float) -> float:
+        """The wait giving *rate* its share: r_h/λ, clipped to [min, max]."""
+        if rate <= 0:
+            return self.max_wait
+        return clamp(self.ratio_for(host) / rate, self.min_wait, self.max_wait)

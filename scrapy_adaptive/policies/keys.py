@@ -1,0 +1,68 @@
+"""The stored keys of a URL's policy memory, in one table.
+
+A wait policy keeps its per-URL state in the record (``record.policy``,
+set through ``visit.policy_state``): a small JSON dict written at every
+visit, so its keys are short.  This table says what each key holds and
+which code owns it; the code uses the named constants below, never the
+letters.  The stored keys are part of the state folder's format: a saved
+memory must stay readable, so a key is never renamed here, only its name.
+
+>>> len(set(MEMORY_KEYS.values())) == len(MEMORY_KEYS)  # one meaning per key
+True
+>>> OBSERVATIONS, BURST_OFFSETS
+('o', ('b0', 'b1', 'b2'))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+#: RateEstimator (estimator.py): the last observations, each ``[seconds,
+#: kind]`` (kind: ``estimator.UNCHANGED`` / ``CHANGED`` / ``EXACT``), with a
+#: third slot in BurstWaitPolicy: the burst state the interval started from
+OBSERVATIONS = "o"
+#: RateEstimator: how often Last-Modified agreed with the digest, ``[good, bad]``
+LAST_MODIFIED_AGREEMENT = "lm"
+#: the rate policies (rate.py): the last estimate of λ (changes per second)
+ESTIMATE = "e"
+#: PopulationPrior (prior.py): this URL's contribution, ``[epoch, mode, variance]``
+PRIOR_CONTRIBUTION = "pp"
+#: RateAllocator (allocator.py): what this URL registered, ``[epoch, queue, rate]``
+ALLOCATION = "al"
+#: BurstWaitPolicy (burst.py): the verdict state now entered (0, 1, 2; 3 first)
+BURST_STATE = "s"
+#: BurstWaitPolicy: the URL's contribution to each state's offset prior (a
+#: PopulationPrior each, laid out as PRIOR_CONTRIBUTION), in state order
+BURST_OFFSETS = ("b0", "b1", "b2")
+#: NoiseDetector (noise.py): ``[mode, run, trigger, evidence, holds, resume]``
+NOISE = "nz"
+#: FixWaitPolicy / DynWaitPolicy (umbrich.py): change bits at the current interval
+FIX_BITS = "b"
+#: WindowWaitPolicy (umbrich.py): the last change bits ...
+WINDOW_BITS = "w"
+#: ... and how many were seen
+WINDOW_SEEN = "n"
+#: State1WaitPolicy / State2WaitPolicy (umbrich.py): the last change bits ...
+MARKOV_STATE = "p"
+#: ... and the count tables per interval bucket
+MARKOV_TABLES = "t"
+
+#: the table: name -> stored key, every key of a policy memory
+MEMORY_KEYS: Mapping[str, str] = MappingProxyType(
+    {
+        "observations": OBSERVATIONS,
+        "last_modified_agreement": LAST_MODIFIED_AGREEMENT,
+        "estimate": ESTIMATE,
+        "prior_contribution": PRIOR_CONTRIBUTION,
+        "allocation": ALLOCATION,
+        "burst_state": BURST_STATE,
+        **{f"burst_offset_{state}": key for state, key in enumerate(BURST_OFFSETS)},
+        "noise": NOISE,
+        "fix_bits": FIX_BITS,
+        "window_bits": WINDOW_BITS,
+        "window_seen": WINDOW_SEEN,
+        "markov_state": MARKOV_STATE,
+        "markov_tables": MARKOV_TABLES,
+    }
+)
