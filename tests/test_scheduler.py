@@ -13,7 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from scrapy import Request, Spider
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
@@ -168,7 +167,6 @@ def test_a_redirect_is_the_visit_and_its_target_a_new_url(tmp_path: Path) -> Non
     scheduler.close("finished")
 
 
-@pytest.mark.xfail(strict=True, reason="the allocator still groups by URL host: fixed with the policies split")
 @in_loop
 def test_the_policy_sees_the_politeness_queue_not_the_host(tmp_path: Path) -> None:
     """With ADAPTIVE_POLITENESS_KEY = "domain", a.example.com and
