@@ -54,11 +54,11 @@ from .downloadermiddlewares.validators import ValidatorsMiddleware
 from .engine import EngineWaker
 from .frontier import AddResult, Frontier, Outcome, Politeness, UrlRecord, Visit
 from .frontier.store import StoreError
-from .hints import take_hint
 from .issued import IssuedRequests, url_identity
 from .policies import PolicyStack, load_wait_policy, persist
 from .politeness import QueueKeyer, parse_crawl_delay
 from .reporting import Reporter
+from .request_hints import take_hint
 from .serialization import RequestNotStorable, request_from_data, request_to_data
 from .settings import AdaptiveConfig
 from .spidermiddlewares.visit import VisitMiddleware

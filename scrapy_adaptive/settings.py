@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 UNCHANGED_MODES = ("skip", "deliver")
-#: how ETag / Last-Modified predict "no change" (``change/validators.py``
+#: how ETag / Last-Modified predict "no change" (``change/prediction.py``
 #: re-exports this as ``SCHEMES``)
 VALIDATOR_SCHEMES = ("etag", "timestamp", "both", "either")
 POLITENESS_KEYS = ("host", "domain", "slot")

@@ -23,8 +23,8 @@ from . import meta
 from .frontier import ChangeState, Frontier, Outcome, UrlRecord, Visit
 from .frontier.hostfacts import VALIDATOR_LIE
 from .frontier.store import StoreError
-from .hints import count_settled
 from .matching import media_type
+from .request_hints import count_settled
 
 if TYPE_CHECKING:
     from scrapy import Request

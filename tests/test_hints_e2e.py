@@ -10,7 +10,7 @@ import pytest
 from scrapy_adaptive.frontier import Frontier
 from scrapy_adaptive.frontier.hints import Hint
 from scrapy_adaptive.frontier.leveldb_store import LevelDBStore
-from scrapy_adaptive.policies.hints import precision
+from scrapy_adaptive.policies.hint_decisions import precision
 from tests.crawlrunner import SPIDERS_DIR, run_crawl
 from tests.mockserver import MockServer
 

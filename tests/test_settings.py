@@ -12,8 +12,8 @@ import pytest
 from scrapy.settings import Settings
 
 from scrapy_adaptive.addon import Addon
+from scrapy_adaptive.change.prediction import SCHEMES
 from scrapy_adaptive.change.trust import TrustParams
-from scrapy_adaptive.change.validators import SCHEMES
 from scrapy_adaptive.downloadermiddlewares.errors import FetchErrorMiddleware
 from scrapy_adaptive.frontier import Politeness
 from scrapy_adaptive.policies.base import WaitParams

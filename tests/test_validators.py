@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_adaptive.change.trust import Trust, TrustParams
-from scrapy_adaptive.change.validators import (
+from scrapy_adaptive.change.prediction import (
     SCHEMES,
     Prediction,
     etag_key,
@@ -17,6 +16,7 @@ from scrapy_adaptive.change.validators import (
     predict,
     request_validators,
 )
+from scrapy_adaptive.change.trust import Trust, TrustParams
 from scrapy_adaptive.downloadermiddlewares.validators import body_length_of
 
 NOW = 1_795_000_000.0

@@ -39,7 +39,7 @@ from scrapy.exceptions import StopDownload
 from scrapy.http import Headers, Response
 
 from .. import meta
-from ..change.validators import Prediction, predict, request_validators
+from ..change.prediction import Prediction, predict, request_validators
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -42,7 +42,7 @@ disqualifying, whereas a hint source has a *precision* to be estimated, and a
 precision of 0.5 can still be worth acting on.  So the counts here are
 ``[confirmed, refuted, Σq]`` per source, halved once they pass
 :data:`TRUST_MEMORY` (a source's quality drifts), and the decision made from
-them lives with the policies (:mod:`scrapy_adaptive.policies.hints`).
+them lives with the policies (:mod:`scrapy_adaptive.policies.hint_decisions`).
 """
 
 from __future__ import annotations

@@ -271,7 +271,7 @@ class RateAllocator:
         """Revisits per second made on change hints (0 until a quarter window).
 
         They are paid from the same budget, so the schedule is planned for
-        what they leave (see :mod:`.hints`).
+        what they leave (see :mod:`.hint_decisions`).
         """
         if self._t0 is None or self._t_last is None or self._t_last - self._t0 < self.control_window / 4:
             return 0.0

@@ -29,7 +29,7 @@ from ..frontier.record import Visit
 from .allocator import RateAllocator
 from .base import WaitParams, WaitPolicy
 from .estimator import RateEstimator
-from .hints import accept, base_probability, confirmed_hint, hinted_visit, marginal_value
+from .hint_decisions import accept, base_probability, confirmed_hint, hinted_visit, marginal_value
 from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, record_queue, visit_queue, visit_time
 from .keys import ESTIMATE, OBSERVATIONS
 from .noise import NoiseDetector, NoiseVerdict
@@ -179,7 +179,7 @@ class ProportionalWaitPolicy(_RatePolicy):
 
     def hint_wait(self, history: Mapping[str, Any], hint: Hint) -> float | None:
         """Visit now if the source's learned precision beats what the last
-        scheduled fetch is worth, φ(r_h) (:mod:`.hints`).  A subclass with its
+        scheduled fetch is worth, φ(r_h) (:mod:`.hint_decisions`).  A subclass with its
         own ``next_wait`` is not handed hints unless it says how it accounts
         for them."""
         if type(self).next_wait is not ProportionalWaitPolicy.next_wait:

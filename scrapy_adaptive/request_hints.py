@@ -17,7 +17,7 @@ The scheduler's enqueue path calls :func:`take_hint`: a new URL is simply
 added (it is due now anyway), a known one goes to :meth:`Frontier.hint
 <scrapy_adaptive.frontier.Frontier.hint>` with the wait policy's
 ``hint_wait`` (the design is in :mod:`scrapy_adaptive.frontier.hints` and
-:mod:`scrapy_adaptive.policies.hints`).  A bad value is logged (a warning)
+:mod:`scrapy_adaptive.policies.hint_decisions`).  A bad value is logged (a warning)
 with the meta key and the URL, the hint dropped, the request kept: a sitemap
 with one malformed ``lastmod`` must not stop a crawl.
 
