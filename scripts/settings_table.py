@@ -1,8 +1,8 @@
-"""Rewrite README.md's settings table from ``scrapy_adaptive/settings.py``.
+"""Rewrite README.md's settings table from ``scrapy_adaptive/setting_table.py``.
 
-The table is generated (``settings_table_markdown``) so that the README can
-never document another default or range than the code runs with; a test
-fails when the two drift apart, and this script is the fix::
+The table is generated (``setting_readme.settings_table_markdown``) so that
+the README can never document another default or range than the code runs
+with; a test fails when the two drift apart, and this script is the fix::
 
     python scripts/settings_table.py          # rewrite the block in README.md
     python scripts/settings_table.py --check  # exit 1 if it is out of date
@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scrapy_adaptive.settings import replace_settings_table  # noqa: E402
+from scrapy_adaptive.setting_readme import replace_settings_table  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
