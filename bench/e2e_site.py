@@ -33,7 +33,7 @@ change and be slow, each only when asked:
   process whose mean interval is log-normal across pages (median S wall
   seconds, σ of the log-rate Σ), seeded per page; the body names the
   current version.  The schedules are the demo site's
-  (:class:`scrapy_adaptive.demo.schedule.Poisson`), on the wall clock from
+  (:class:`testsite.schedule.Poisson`), on the wall clock from
   the moment the site starts, so a world of days is compressed to minutes.
   ``/_visits`` lists every page request as ``[time, page, version]`` and
   ``/_versions?at=T`` every page's version at time T: the ground truth for
@@ -56,7 +56,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scrapy_adaptive.demo.schedule import Poisson
+from testsite.schedule import Poisson
 
 #: Loopback addresses only: nothing here ever leaves the machine.
 LOOPBACK_PREFIX = "127."
