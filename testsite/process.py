@@ -78,9 +78,7 @@ class SiteProcess:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
         env["PYTHONUNBUFFERED"] = "1"
-        self.proc = subprocess.Popen(
-            self.args, cwd=REPO_ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE
-        )
+        self.proc = subprocess.Popen(self.args, cwd=REPO_ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         try:
             self.info, rest = self._await_ready(self.proc)
         except BaseException:
