@@ -22,16 +22,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 import time
 from dataclasses import dataclass, field
-from email.utils import formatdate
 
 from twisted.internet import reactor
 from twisted.web import resource, server
 
+from testsite.httputil import http_date, not_modified
+from testsite.schedule import Periodic
+from testsite.serving import add_serving_arguments, serve
+
 START = 1_700_000_000
+#: honest and ignoring pages on the first, the liar on the second
+HOSTS = ("127.0.0.1", "127.0.0.2")
 
 
 @dataclass
@@ -72,7 +76,7 @@ class Site(resource.Resource):
             if st.requests <= self.liar_honest:
                 return 0
             return (st.requests - self.liar_honest + 1) // 2  # changes every 2nd request once lying
-        return st.requests // self.period
+        return Periodic(self.period).at(st.requests).version  # the page's clock is its request count
 
     def render_GET(self, request: server.Request) -> bytes:  # noqa: N802 - Twisted's name
         path = request.path.decode()
@@ -96,10 +100,10 @@ class Site(resource.Resource):
         etag = f'"{kind}-{index}-v{shown_version}"'
         modified = START + 3600 * shown_version
         request.setHeader(b"ETag", etag.encode())
-        request.setHeader(b"Last-Modified", formatdate(modified, usegmt=True).encode())
+        request.setHeader(b"Last-Modified", http_date(modified).encode())
         request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
         changed_since_delivery = st.delivered_version is not None and st.delivered_version != version
-        if kind != "ignore" and request.getHeader(b"if-none-match") == etag.encode():
+        if kind != "ignore" and not_modified(request, etag, modified):
             request.setResponseCode(304)
             totals.not_modified += 1
             if changed_since_delivery:
@@ -149,17 +153,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--size", type=int, default=16_000)
     parser.add_argument("--period", type=int, default=3)
     parser.add_argument("--liar-honest", type=int, default=2)
-    parser.add_argument("--max-seconds", type=float, default=600.0)
+    add_serving_arguments(parser, max_seconds=600.0)
     args = parser.parse_args(argv)
-    site = Site(args.pages, args.size, args.period, args.liar_honest)
-    ports = {}
-    for host in ("127.0.0.1", "127.0.0.2"):
-        ports[host] = reactor.listenTCP(0, server.Site(site), interface=host).getHost().port  # type: ignore[attr-defined]
-    print(json.dumps(ports), flush=True)
-    reactor.callLater(args.max_seconds, reactor.stop)  # type: ignore[attr-defined]
-    signal.signal(signal.SIGTERM, lambda *_: reactor.callFromThread(reactor.stop))  # type: ignore[attr-defined]
-    reactor.run()  # type: ignore[attr-defined]
-    sys.exit(0)
+    site = server.Site(Site(args.pages, args.size, args.period, args.liar_honest))
+    site.noisy = False
+    sys.exit(serve(site, HOSTS, max_seconds=args.max_seconds, exit_on_stdin_eof=args.exit_on_stdin_eof))
 
 
 if __name__ == "__main__":
