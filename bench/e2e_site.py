@@ -46,7 +46,6 @@ change and be slow, each only when asked:
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 import sys
@@ -58,7 +57,7 @@ from typing import Any
 
 from testsite.httputil import robots_txt
 from testsite.schedule import Poisson
-from testsite.serving import add_serving_arguments, respond_later, serve
+from testsite.serving import add_serving_arguments, json_response, respond_later, serve
 
 
 def host_addresses(hosts: int) -> list[str]:
@@ -183,14 +182,12 @@ def build_site(
         def render_GET(self, request: Any) -> Any:  # noqa: N802 (Twisted's name)
             path = request.path.decode("latin-1")
             if path == "/_visits":
-                request.setHeader(b"Content-Type", b"application/json")
-                return json.dumps({"origin": model_box["model"].origin, "visits": visits}).encode()
+                return json_response(request, {"origin": model_box["model"].origin, "visits": visits})
             if path == "/_versions":
                 at = float(request.args.get(b"at", [b"0"])[0])
                 model = model_box["model"]
-                return json.dumps([model.version(p, at) for p in range(pages)]).encode()
+                return json_response(request, [model.version(p, at) for p in range(pages)])
             if path == "/_stats":
-                request.setHeader(b"Content-Type", b"application/json")
                 total = sum(v for k, v in hits.items())
                 body = {
                     "requests": total,
@@ -198,7 +195,7 @@ def build_site(
                     "max_hits": max(hits.values(), default=0),
                     "repeated": sum(1 for v in hits.values() if v > 1),
                 }
-                return json.dumps(body).encode()
+                return json_response(request, body)
             if path == "/_reset":
                 hits.clear()
                 visits.clear()

@@ -21,17 +21,19 @@ for the liar when the first lie was seen by the crawler.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
-from twisted.internet import reactor
+from twisted.internet import reactor as _reactor
 from twisted.web import resource, server
 
 from testsite.httputil import http_date, not_modified
 from testsite.schedule import Periodic
-from testsite.serving import add_serving_arguments, serve
+from testsite.serving import add_serving_arguments, answer_not_modified, json_response, serve
+
+reactor: Any = _reactor  # the global reactor; its zope interfaces confuse type checkers
 
 START = 1_700_000_000
 #: honest and ignoring pages on the first, the liar on the second
@@ -78,11 +80,10 @@ class Site(resource.Resource):
             return (st.requests - self.liar_honest + 1) // 2  # changes every 2nd request once lying
         return Periodic(self.period).at(st.requests).version  # the page's clock is its request count
 
-    def render_GET(self, request: server.Request) -> bytes:  # noqa: N802 - Twisted's name
+    def render_GET(self, request: server.Request) -> bytes | int:  # noqa: N802 - Twisted's name
         path = request.path.decode()
         if path == "/_stats":
-            request.setHeader(b"Content-Type", b"application/json")
-            return json.dumps({k: v.__dict__ for k, v in self.totals.items()}).encode()
+            return json_response(request, {k: v.__dict__ for k, v in self.totals.items()})
         parts = path.strip("/").split("/")
         if len(parts) != 2 or parts[0] not in self.totals or not parts[1].isdigit():
             request.setResponseCode(404)
@@ -104,12 +105,10 @@ class Site(resource.Resource):
         request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
         changed_since_delivery = st.delivered_version is not None and st.delivered_version != version
         if kind != "ignore" and not_modified(request, etag, modified):
-            request.setResponseCode(304)
             totals.not_modified += 1
             if changed_since_delivery:
                 totals.missed_changes += 1
-            request.responseHeaders.removeHeader(b"Content-Type")
-            return b""
+            return answer_not_modified(request)
         body = self.body(kind, index, version)
         unchanged_revisit = st.delivered_version is not None and not changed_since_delivery
         if unchanged_revisit:
@@ -130,7 +129,7 @@ class Site(resource.Resource):
             if unchanged_revisit:
                 totals.unchanged_revisit_bytes += len(chunk)
             if offset + len(chunk) < len(body):
-                reactor.callLater(0.001, send, offset + len(chunk))  # type: ignore[attr-defined]
+                reactor.callLater(0.001, send, offset + len(chunk))
                 return
             totals.full_responses += 1
             if lying and changed_since_delivery and totals.first_lie_seen_after is None:
@@ -138,8 +137,8 @@ class Site(resource.Resource):
             st.delivered_version = version
             request.finish()
 
-        reactor.callLater(0.05, send)  # type: ignore[attr-defined]
-        return server.NOT_DONE_YET  # type: ignore[return-value]
+        reactor.callLater(0.05, send)
+        return server.NOT_DONE_YET
 
     def body(self, kind: str, index: int, version: int) -> bytes:
         head = f"<html><body><h1>{kind} {index}</h1><p>version {version}</p><p>".encode()

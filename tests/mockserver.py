@@ -102,7 +102,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from testsite.httputil import http_date, not_modified, parse_http_date, quote_etag, robots_txt
 from testsite.process import REPO_ROOT, SiteProcess
 from testsite.schedule import Periodic
-from testsite.serving import add_serving_arguments, check_loopback, respond_later, serve
+from testsite.serving import (
+    add_serving_arguments,
+    answer_not_modified,
+    check_loopback,
+    json_response,
+    respond_later,
+    serve,
+)
 
 if TYPE_CHECKING:
     from twisted.web.server import Request
@@ -238,25 +245,22 @@ def _build_resource(state: _State) -> Any:
 
         # -- control endpoints -------------------------------------------
         def control(self, request: Request, path: str) -> bytes:
-            request.setHeader(b"Content-Type", b"application/json")
-            request.setHeader(b"Cache-Control", b"no-store")
             if path == "/_log":
-                return json.dumps(state.log).encode()
+                return json_response(request, state.log)
             if path == "/_log/clear":
                 state.log.clear()
-                return b'{"ok": true}'
-            if path == "/_reset":
+            elif path == "/_reset":
                 state.reset()
-                return b'{"ok": true}'
-            if path == "/_robots":
+            elif path == "/_robots":
                 raw_delay = _arg(request, "crawl_delay")
                 delay = float(raw_delay) if raw_delay else None
                 raw_disallow = _arg(request, "disallow")
                 disallow = DEFAULT_DISALLOW if raw_disallow is None else tuple(_split_links(raw_disallow))
                 state.robots_override = (delay, disallow)
-                return b'{"ok": true}'
-            request.setResponseCode(404)
-            return b'{"error": "unknown control endpoint"}'
+            else:
+                request.setResponseCode(404)
+                return json_response(request, {"error": "unknown control endpoint"})
+            return json_response(request, {"ok": True})
 
         # -- test resources ----------------------------------------------
         def dispatch(self, request: Request, path: str, entry: LogEntry) -> bytes | int:
@@ -362,7 +366,7 @@ def _build_resource(state: _State) -> Any:
                 return self.drop(request, entry)
             return self.page(request, path)
 
-        def changes(self, request: Request, path: str, parts: list[str]) -> bytes:
+        def changes(self, request: Request, path: str, parts: list[str]) -> bytes | int:
             try:
                 every = max(1, int(parts[1]))
             except ValueError:
@@ -374,8 +378,7 @@ def _build_resource(state: _State) -> Any:
             etag = f'"{key}-v{version}"'
             request.setHeader(b"ETag", etag.encode())
             if not_modified(request, etag, None):
-                request.setResponseCode(304)
-                return b""
+                return answer_not_modified(request)
             return self.page(request, path, extra=f"version {version}")
 
         def sitemap(self, request: Request, parts: list[str]) -> bytes:
@@ -404,7 +407,7 @@ def _build_resource(state: _State) -> Any:
                 f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n{body}</urlset>\n'
             ).encode()
 
-        def validators(self, request: Request, path: str) -> bytes:
+        def validators(self, request: Request, path: str) -> bytes | int:
             raw_etag = _arg(request, "etag")
             etag = quote_etag(raw_etag) if raw_etag else None
             raw_lm = _arg(request, "lm")
@@ -422,8 +425,7 @@ def _build_resource(state: _State) -> Any:
             if lm_header:
                 request.setHeader(b"Last-Modified", lm_header.encode())
             if not_modified(request, etag, lm_epoch):
-                request.setResponseCode(304)
-                return b""
+                return answer_not_modified(request)
             return self.page(request, path, extra=f"etag={etag} lm={lm_header}")
 
     return Root()

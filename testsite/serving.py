@@ -34,7 +34,9 @@ if TYPE_CHECKING:
 __all__ = [
     "READY_PREFIX",
     "add_serving_arguments",
+    "answer_not_modified",
     "check_loopback",
+    "json_response",
     "positive_float",
     "respond_later",
     "serve",
@@ -109,6 +111,29 @@ def respond_later(request: Request, seconds: float, body: bytes | Callable[[], b
             call.cancel()
 
     request.notifyFinish().addErrback(client_gone)
+    return server.NOT_DONE_YET
+
+
+def json_response(request: Request, doc: object, *, indent: int | None = None) -> bytes:
+    """``doc`` as a JSON body never to be cached: a site's control and ground-truth endpoints."""
+    request.setHeader(b"content-type", b"application/json")
+    request.setHeader(b"cache-control", b"no-store")
+    return json.dumps(doc, indent=indent).encode("utf-8") + b"\n"
+
+
+def answer_not_modified(request: Request) -> int:
+    """Send a 304 with no body; return ``NOT_DONE_YET``.
+
+    Answered directly because Twisted would put ``Content-Length: 0`` on a
+    returned empty body, and RFC 9110 forbids a length that differs from the
+    full representation's.
+    """
+    from twisted.web import server
+
+    request.setResponseCode(304)
+    request.responseHeaders.removeHeader(b"content-type")
+    request.write(b"")
+    request.finish()
     return server.NOT_DONE_YET
 
 

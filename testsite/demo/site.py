@@ -10,7 +10,6 @@ request behaviour; :func:`make_site` wires both into a
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import math
 import time
@@ -22,6 +21,7 @@ from urllib.parse import parse_qs, unquote
 from twisted.web import http, resource, server
 
 from ..httputil import http_date, not_modified
+from ..serving import answer_not_modified, json_response
 from .catalogue import Catalogue, Media, Page, Validators, build_catalogue
 from .clock import Clock
 from .render import RenderContext, render
@@ -199,8 +199,7 @@ class DemoResource(resource.Resource):
             request.setHeader(b"last-modified", st.last_modified.encode("ascii"))
         # Pages that ignore conditional requests, or send no validators, never 304.
         if st.page.validators.answers_304 and not_modified(request, st.etag, st.validator_time):
-            request.setResponseCode(304)
-            return self._finish(request, b"", None)
+            return answer_not_modified(request)
         ctx = RenderContext(
             catalogue=self.model.catalogue,
             seed=self.model.seed,
@@ -217,9 +216,8 @@ class DemoResource(resource.Resource):
         doc = self.model.schedule(self.model.clock(), paths)
         if paths is not None and not doc["pages"]:
             request.setResponseCode(404)
-        request.setHeader(b"cache-control", b"no-store")
-        body = json.dumps(doc, indent=1).encode("utf-8") + b"\n"
-        return self._finish(request, body, b"application/json")
+        body = json_response(request, doc, indent=1)
+        return self._finish(request, body, None)
 
     def _render_missing(self, request: server.Request, path: str) -> bytes | int:
         if self.model.catalogue.get(path + "/") is not None:
@@ -235,18 +233,13 @@ class DemoResource(resource.Resource):
 
     @staticmethod
     def _finish(request: server.Request, body: bytes, content_type: bytes | None) -> bytes | int:
-        """Send ``body``, handling the two cases Twisted gets subtly wrong.
+        """Send ``body``; to a HEAD request, its length alone.
 
-        Twisted would put ``Content-Length: 0`` on a 304 (RFC 9110 forbids a
-        length that differs from the full representation's) and logs a warning
-        when a HEAD handler returns a body.  Both are answered here directly.
+        Twisted logs a warning when a HEAD handler returns a body, so HEAD is
+        answered here directly.
         """
         if content_type is not None:
             request.setHeader(b"content-type", content_type)
-        if request.code == 304:
-            request.write(b"")
-            request.finish()
-            return server.NOT_DONE_YET
         if request.method == b"HEAD":
             request.setHeader(b"content-length", str(len(body)).encode())
             request.write(b"")
