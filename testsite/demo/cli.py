@@ -38,7 +38,7 @@ def loopback_host(value: str) -> str:
     try:
         return check_loopback(DEFAULT_HOST if host.lower() == "localhost" else host, ipv6=True)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{exc}; the demo site only listens on localhost") from None
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _non_negative_float(value: str) -> float:
