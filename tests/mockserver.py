@@ -81,8 +81,9 @@ Control endpoints (never recorded in the log):
     Overrides robots.txt until the next ``/_reset`` (empty ``disallow=`` means none).
 
 The same module provides :class:`MockServer` (a :class:`testsite.process.SiteProcess`
-that builds URLs and talks to the control endpoints) and small pure helpers to measure politeness and concurrency from
-log entries (:func:`max_concurrency`, :func:`gaps`).
+that builds URLs and talks to the control endpoints) and small pure helpers to
+measure politeness and concurrency from log entries (:func:`max_concurrency`,
+:func:`gaps`).
 """
 
 from __future__ import annotations

@@ -136,10 +136,10 @@ class SiteProcess:
             return
         if proc.stdin is not None:
             proc.stdin.close()
-        for signal_it in (lambda: None, proc.terminate, proc.kill):
+        for escalate in (lambda: None, proc.terminate, proc.kill):
             if proc.poll() is not None:
                 break
-            signal_it()
+            escalate()
             try:
                 proc.wait(self.stop_timeout)
             except subprocess.TimeoutExpired:
