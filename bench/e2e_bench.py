@@ -38,7 +38,6 @@ import argparse
 import json
 import os
 import resource
-import select
 import shutil
 import signal
 import statistics
@@ -51,7 +50,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from testsite.process import REPO_ROOT, SiteProcess
+
 SPIDER = REPO_ROOT / "bench" / "e2e_spider.py"
 
 #: adaptive pages/s over default pages/s (medians)
@@ -66,41 +66,21 @@ def _env() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(REPO_ROOT)])))
 
 
-class Site:
+class Site(SiteProcess):
     """The local site in a subprocess (started and stopped by us only)."""
 
     def __init__(
         self, pages: int, hosts: int, links: int, seed: int, max_seconds: float, extra_args: Sequence[str] = (),
     ) -> None:
-        cmd = [
-            sys.executable, "-m", "bench.e2e_site", "--pages", str(pages), "--hosts", str(hosts),
-            "--links", str(links), "--seed", str(seed), "--max-seconds", str(max_seconds), *extra_args,
-        ]
-        self.proc = subprocess.Popen(
-            cmd, cwd=REPO_ROOT, env=_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )
-        self.info = self._wait_ready(timeout=30.0)
-        self.ports: dict[str, int] = self.info["hosts"]
+        args = ["--pages", str(pages), "--hosts", str(hosts), "--links", str(links), "--seed", str(seed), *extra_args]
+        super().__init__("bench.e2e_site", args, startup_timeout=30.0, stop_timeout=10.0, max_seconds=max_seconds)
+        self.start()
         self.start_urls: list[str] = self.info["start_urls"]
-
-    def _wait_ready(self, timeout: float) -> dict[str, Any]:
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                break
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            if line.startswith("READY "):
-                return json.loads(line[len("READY ") :])
-        self.stop()
-        raise RuntimeError("the e2e site did not start")
 
     def get(self, path: str) -> bytes:
         host, port = next(iter(self.ports.items()))
-        with urllib.request.urlopen(f"http://{host}:{port}{path}", timeout=10) as resp:  # noqa: S310 (loopback)
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy
+        with opener.open(f"http://{host}:{port}{path}", timeout=10) as resp:
             return resp.read()
 
     def reset(self) -> None:
@@ -108,19 +88,6 @@ class Site:
 
     def stats(self) -> dict[str, int]:
         return json.loads(self.get("/_stats"))
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()  # the site stops when its stdin closes
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            if pipe is not None and not pipe.closed:
-                pipe.close()
 
 
 def crawl_settings(config: str, args: argparse.Namespace, run_dir: Path) -> dict[str, str]:

@@ -4,9 +4,9 @@ Run (the benchmark starts it for you)::
 
     python -m bench.e2e_site --pages 300 --hosts 3
 
-It prints one line ``READY {"hosts": {"127.0.0.1": port, ...}}`` on stdout once
-listening, and stops when its stdin closes (the parent died or let go) or
-after ``--max-seconds``.
+It prints one line ``READY {"hosts": {"127.0.0.1": port, ...}, ...}`` on
+stdout once listening, and stops when its stdin closes (the parent died or
+let go) or after ``--max-seconds`` (:func:`testsite.serving.serve`).
 
 Why it is built this way:
 
@@ -33,7 +33,7 @@ change and be slow, each only when asked:
   process whose mean interval is log-normal across pages (median S wall
   seconds, σ of the log-rate Σ), seeded per page; the body names the
   current version.  The schedules are the demo site's
-  (:class:`scrapy_adaptive.demo.schedule.Poisson`), on the wall clock from
+  (:class:`testsite.schedule.Poisson`), on the wall clock from
   the moment the site starts, so a world of days is compressed to minutes.
   ``/_visits`` lists every page request as ``[time, page, version]`` and
   ``/_versions?at=T`` every page's version at time T: the ground truth for
@@ -46,24 +46,22 @@ change and be slow, each only when asked:
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scrapy_adaptive.demo.schedule import Poisson
-
-#: Loopback addresses only: nothing here ever leaves the machine.
-LOOPBACK_PREFIX = "127."
+from testsite.httputil import robots_txt
+from testsite.schedule import Poisson
+from testsite.serving import add_serving_arguments, json_response, respond_later, serve
 
 
 def host_addresses(hosts: int) -> list[str]:
-    """``127.0.0.1`` … ``127.0.0.<hosts>`` (at most 254)."""
+    """``127.0.0.1`` … ``127.0.0.<hosts>`` (at most 254): loopback only, nothing leaves the machine."""
     if not 1 <= hosts <= 254:
         raise ValueError("--hosts must be between 1 and 254")
     return [f"127.0.0.{k}" for k in range(1, hosts + 1)]
@@ -151,26 +149,19 @@ def per_host(values: str, hosts: int, name: str) -> list[float]:
     return (numbers + numbers[-1:] * hosts)[:hosts]
 
 
-def serve(
+def build_site(
     pages: int,
-    hosts: int,
     links: int,
     seed: int,
-    max_seconds: float,
     churn: Churn | None = None,
-    latency: Sequence[float] = (),
-    crawl_delay: Sequence[float] = (),
-) -> None:
-    """Listen on every host, announce the ports, serve until stdin closes."""
-    from twisted.internet import reactor as _reactor
-    from twisted.internet import stdio
-    from twisted.internet.protocol import Protocol
+    latency: dict[str, float] | None = None,
+    crawl_delay: dict[str, float] | None = None,
+) -> tuple[Any, Callable[[dict[str, int]], dict[str, object]]]:
+    """The Twisted site, and the ``ready`` hook that builds its model once the ports are known."""
     from twisted.web import resource, server
 
-    reactor: Any = _reactor  # the global reactor; its interfaces confuse type checkers
-    addresses = host_addresses(hosts)
-    latency_of = dict(zip(addresses, latency, strict=False))
-    crawl_delay_of = dict(zip(addresses, crawl_delay, strict=False))
+    latency_of = latency or {}
+    crawl_delay_of = crawl_delay or {}
     hits: Counter[str] = Counter()
     #: [time, page, version] of every page served (with churn only)
     visits: list[list[float]] = []
@@ -185,29 +176,18 @@ def serve(
         visits.append([now, page, version])
         return model.body(page, version)
 
-    def send_later(request: Any, delay: float, page: int) -> Any:
-        def send() -> None:
-            request.write(page_body(page))
-            request.finish()
-
-        call = reactor.callLater(delay, send)
-        request.notifyFinish().addErrback(lambda _: call.cancel() if call.active() else None)
-        return server.NOT_DONE_YET
-
     class Root(resource.Resource):
         isLeaf = True
 
-        def render_GET(self, request: Any) -> Any:
+        def render_GET(self, request: Any) -> Any:  # noqa: N802 (Twisted's name)
             path = request.path.decode("latin-1")
             if path == "/_visits":
-                request.setHeader(b"Content-Type", b"application/json")
-                return json.dumps({"origin": model_box["model"].origin, "visits": visits}).encode()
+                return json_response(request, {"origin": model_box["model"].origin, "visits": visits})
             if path == "/_versions":
                 at = float(request.args.get(b"at", [b"0"])[0])
                 model = model_box["model"]
-                return json.dumps([model.version(p, at) for p in range(pages)]).encode()
+                return json_response(request, [model.version(p, at) for p in range(pages)])
             if path == "/_stats":
-                request.setHeader(b"Content-Type", b"application/json")
                 total = sum(v for k, v in hits.items())
                 body = {
                     "requests": total,
@@ -215,7 +195,7 @@ def serve(
                     "max_hits": max(hits.values(), default=0),
                     "repeated": sum(1 for v in hits.values() if v > 1),
                 }
-                return json.dumps(body).encode()
+                return json_response(request, body)
             if path == "/_reset":
                 hits.clear()
                 visits.clear()
@@ -224,8 +204,7 @@ def serve(
             host = request.getHost().host
             if path == "/robots.txt":
                 request.setHeader(b"Content-Type", b"text/plain")
-                delay = crawl_delay_of.get(host) or 0.0
-                return b"User-agent: *\nDisallow:\n" + (f"Crawl-delay: {delay}\n".encode() if delay else b"")
+                return robots_txt((), crawl_delay_of.get(host) or None)
             if path.startswith("/page/"):
                 try:
                     page = int(path[len("/page/") :])
@@ -234,29 +213,17 @@ def serve(
                 if 0 <= page < pages:
                     request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
                     delay = latency_of.get(host) or 0.0
-                    return send_later(request, delay, page) if delay > 0 else page_body(page)
+                    return respond_later(request, delay, lambda: page_body(page)) if delay > 0 else page_body(page)
             request.setResponseCode(404)
             return b"not found"
 
+    def ready(ports: dict[str, int]) -> dict[str, object]:
+        model = model_box["model"] = SiteModel(pages, ports, links, seed, churn=churn, origin=time.time())
+        return {"start_urls": model.start_urls(), "origin": model.origin}
+
     site = server.Site(Root())
     site.noisy = False
-    ports: dict[str, int] = {}
-    for address in addresses:
-        assert address.startswith(LOOPBACK_PREFIX)
-        port = reactor.listenTCP(0, site, interface=address)
-        ports[address] = port.getHost().port
-    model_box["model"] = SiteModel(pages, ports, links, seed, churn=churn, origin=time.time())
-
-    class StdinWatcher(Protocol):
-        def connectionLost(self, reason: object = None) -> None:  # noqa: N802 (Twisted API)
-            if reactor.running:
-                reactor.stop()
-
-    stdio.StandardIO(StdinWatcher())
-    reactor.callLater(max_seconds, reactor.stop)
-    ready = {"hosts": ports, "start_urls": model_box["model"].start_urls(), "origin": model_box["model"].origin}
-    print("READY " + json.dumps(ready), flush=True)
-    reactor.run()
+    return site, ready
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -265,16 +232,27 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--hosts", type=int, default=3)
     p.add_argument("--links", type=int, default=5)
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--max-seconds", type=float, default=1800.0, help="stop serving after this long regardless")
     p.add_argument("--change-median", type=float, default=0.0, help="pages change: median mean interval, seconds")
     p.add_argument("--change-sigma", type=float, default=1.0, help="σ of the log change rate across pages")
     p.add_argument("--latency", default="", help="per host: seconds before a page's body, e.g. 0,0.05,0.3")
     p.add_argument("--crawl-delay", default="", help="per host: robots.txt Crawl-delay (0: none)")
+    add_serving_arguments(p, max_seconds=1800.0)
     args = p.parse_args(argv)
     churn = Churn(args.change_median, args.change_sigma, args.seed) if args.change_median > 0 else None
     latency = per_host(args.latency, args.hosts, "--latency")
     crawl_delay = per_host(args.crawl_delay, args.hosts, "--crawl-delay")
-    serve(args.pages, args.hosts, args.links, args.seed, args.max_seconds, churn, latency, crawl_delay)
+    addresses = host_addresses(args.hosts)
+    site, ready = build_site(
+        args.pages,
+        args.links,
+        args.seed,
+        churn,
+        dict(zip(addresses, latency, strict=True)),
+        dict(zip(addresses, crawl_delay, strict=True)),
+    )
+    sys.exit(
+        serve(site, addresses, max_seconds=args.max_seconds, exit_on_stdin_eof=args.exit_on_stdin_eof, ready=ready)
+    )
 
 
 if __name__ == "__main__":

@@ -31,22 +31,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from testsite.process import SiteProcess
+
 ROOT = Path(__file__).resolve().parent.parent
 SPIDER = Path(__file__).resolve().parent / "validators_spider.py"
 
 
-def start_site(pages: int, size: int) -> tuple[subprocess.Popen[str], dict[str, int]]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bench.validators_site", "--pages", str(pages), "--size", str(size)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line:
-        raise RuntimeError("the benchmark site did not start")
-    return proc, json.loads(line)
+def site_process(pages: int, size: int) -> SiteProcess:
+    """The benchmark's site, started by ``with``."""
+    return SiteProcess("bench.validators_site", ["--pages", str(pages), "--size", str(size)])
 
 
 def stats(ports: dict[str, int]) -> dict[str, Any]:
@@ -100,16 +93,9 @@ def run(pages: int, rounds: int, size: int) -> dict[str, Any]:
         ("baseline", {"ADAPTIVE_CONDITIONAL_GET": False, "ADAPTIVE_MIDFETCH_ABORT": False}),
         ("validators", {}),
     ):
-        proc, ports = start_site(pages, size)
-        try:
-            with tempfile.TemporaryDirectory(prefix=f"validators-bench-{name}-") as tmp:
-                seconds = crawl(ports, pages, rounds, extra, Path(tmp))
-            results[name] = {"seconds": round(seconds, 1), "site": stats(ports)}
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
-            if proc.stdout is not None:
-                proc.stdout.close()
+        with site_process(pages, size) as site, tempfile.TemporaryDirectory(prefix=f"validators-bench-{name}-") as tmp:
+            seconds = crawl(site.ports, pages, rounds, extra, Path(tmp))
+            results[name] = {"seconds": round(seconds, 1), "site": stats(site.ports)}
     return results
 
 

@@ -21,17 +21,23 @@ for the liar when the first lie was seen by the crawler.
 from __future__ import annotations
 
 import argparse
-import json
-import signal
 import sys
 import time
 from dataclasses import dataclass, field
-from email.utils import formatdate
+from typing import Any
 
-from twisted.internet import reactor
+from twisted.internet import reactor as _reactor
 from twisted.web import resource, server
 
+from testsite.httputil import http_date, not_modified
+from testsite.schedule import Periodic
+from testsite.serving import add_serving_arguments, answer_not_modified, json_response, serve
+
+reactor: Any = _reactor  # the global reactor; its zope interfaces confuse type checkers
+
 START = 1_700_000_000
+#: honest and ignoring pages on the first, the liar on the second
+HOSTS = ("127.0.0.1", "127.0.0.2")
 
 
 @dataclass
@@ -72,13 +78,12 @@ class Site(resource.Resource):
             if st.requests <= self.liar_honest:
                 return 0
             return (st.requests - self.liar_honest + 1) // 2  # changes every 2nd request once lying
-        return st.requests // self.period
+        return Periodic(self.period).at(st.requests).version  # the page's clock is its request count
 
-    def render_GET(self, request: server.Request) -> bytes:  # noqa: N802 - Twisted's name
+    def render_GET(self, request: server.Request) -> bytes | int:  # noqa: N802 - Twisted's name
         path = request.path.decode()
         if path == "/_stats":
-            request.setHeader(b"Content-Type", b"application/json")
-            return json.dumps({k: v.__dict__ for k, v in self.totals.items()}).encode()
+            return json_response(request, {k: v.__dict__ for k, v in self.totals.items()})
         parts = path.strip("/").split("/")
         if len(parts) != 2 or parts[0] not in self.totals or not parts[1].isdigit():
             request.setResponseCode(404)
@@ -96,16 +101,14 @@ class Site(resource.Resource):
         etag = f'"{kind}-{index}-v{shown_version}"'
         modified = START + 3600 * shown_version
         request.setHeader(b"ETag", etag.encode())
-        request.setHeader(b"Last-Modified", formatdate(modified, usegmt=True).encode())
+        request.setHeader(b"Last-Modified", http_date(modified).encode())
         request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
         changed_since_delivery = st.delivered_version is not None and st.delivered_version != version
-        if kind != "ignore" and request.getHeader(b"if-none-match") == etag.encode():
-            request.setResponseCode(304)
+        if kind != "ignore" and not_modified(request, etag, modified):
             totals.not_modified += 1
             if changed_since_delivery:
                 totals.missed_changes += 1
-            request.responseHeaders.removeHeader(b"Content-Type")
-            return b""
+            return answer_not_modified(request)
         body = self.body(kind, index, version)
         unchanged_revisit = st.delivered_version is not None and not changed_since_delivery
         if unchanged_revisit:
@@ -126,7 +129,7 @@ class Site(resource.Resource):
             if unchanged_revisit:
                 totals.unchanged_revisit_bytes += len(chunk)
             if offset + len(chunk) < len(body):
-                reactor.callLater(0.001, send, offset + len(chunk))  # type: ignore[attr-defined]
+                reactor.callLater(0.001, send, offset + len(chunk))
                 return
             totals.full_responses += 1
             if lying and changed_since_delivery and totals.first_lie_seen_after is None:
@@ -134,8 +137,8 @@ class Site(resource.Resource):
             st.delivered_version = version
             request.finish()
 
-        reactor.callLater(0.05, send)  # type: ignore[attr-defined]
-        return server.NOT_DONE_YET  # type: ignore[return-value]
+        reactor.callLater(0.05, send)
+        return server.NOT_DONE_YET
 
     def body(self, kind: str, index: int, version: int) -> bytes:
         head = f"<html><body><h1>{kind} {index}</h1><p>version {version}</p><p>".encode()
@@ -149,17 +152,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--size", type=int, default=16_000)
     parser.add_argument("--period", type=int, default=3)
     parser.add_argument("--liar-honest", type=int, default=2)
-    parser.add_argument("--max-seconds", type=float, default=600.0)
+    add_serving_arguments(parser, max_seconds=600.0)
     args = parser.parse_args(argv)
-    site = Site(args.pages, args.size, args.period, args.liar_honest)
-    ports = {}
-    for host in ("127.0.0.1", "127.0.0.2"):
-        ports[host] = reactor.listenTCP(0, server.Site(site), interface=host).getHost().port  # type: ignore[attr-defined]
-    print(json.dumps(ports), flush=True)
-    reactor.callLater(args.max_seconds, reactor.stop)  # type: ignore[attr-defined]
-    signal.signal(signal.SIGTERM, lambda *_: reactor.callFromThread(reactor.stop))  # type: ignore[attr-defined]
-    reactor.run()  # type: ignore[attr-defined]
-    sys.exit(0)
+    site = server.Site(Site(args.pages, args.size, args.period, args.liar_honest))
+    site.noisy = False
+    sys.exit(serve(site, HOSTS, max_seconds=args.max_seconds, exit_on_stdin_eof=args.exit_on_stdin_eof))
 
 
 if __name__ == "__main__":

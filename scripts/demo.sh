@@ -53,7 +53,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 site_log=$(mktemp "${TMPDIR:-/tmp}/scrapy-adaptive-demo.XXXXXX")
-python -m scrapy_adaptive.demo --host "$DEMO_HOST" --port "$DEMO_PORT" \
+python -m testsite.demo --host "$DEMO_HOST" --port "$DEMO_PORT" \
   --speed "${DEMO_SPEED:-1}" --seed "${DEMO_SEED:-0}" >"$site_log" &
 site_pid=$!
 
@@ -66,7 +66,7 @@ until grep -q '^Demo site on ' "$site_log"; do
   [ "$SECONDS" -lt "$deadline" ] || fail "the demo site did not start within ${STARTUP_TIMEOUT} s"
   sleep 0.1
 done
-cat "$site_log"
+grep -v '^READY ' "$site_log" || true
 
 # ...and check that it answers HTTP before the crawl starts.
 python -c '

@@ -5,18 +5,18 @@ and the test process itself must stay free of a running Twisted reactor, so the
 server lives in a third process with its own reactor (the same approach as
 Scrapy's own ``tests/mockserver.py``).
 
-Why several loopback addresses: Linux routes all of 127.0.0.0/8 to the loopback
-interface, so listening on 127.0.0.1, 127.0.0.2 and 127.0.0.3 gives us three
-distinct *hosts* (distinct Scrapy download slots / politeness keys) without any
-DNS or network access. The server refuses anything outside 127.0.0.0/8.
+Serving, the subprocess and the HTTP details (several loopback hosts, each on
+a free port; conditional requests; robots.txt) are :mod:`testsite`'s; this
+module is the resource tree. The server refuses anything outside 127.0.0.0/8.
 
 Run it by hand (from the repository root)::
 
     python -m tests.mockserver --hosts 127.0.0.1,127.0.0.2 [--crawl-delay 1.5]
 
-It prints one JSON line once every port is listening, for example
-``{"http": {"127.0.0.1": 41233, "127.0.0.2": 41877}}``; each host gets its own
-ephemeral port and the same resource tree.
+It prints one line once every port is listening, for example
+``READY {"hosts": {"127.0.0.1": 41233, "127.0.0.2": 41877}}``; each host gets
+its own ephemeral port and the same resource tree. It stops on SIGTERM/Ctrl-C,
+with ``--exit-on-stdin-eof`` when its stdin closes, and after ``--max-seconds``.
 
 Resources (every response is a pure function of the request and of per-key
 request counters, so tests are reproducible):
@@ -80,64 +80,61 @@ Control endpoints (never recorded in the log):
 ``/_robots?crawl_delay=1.5&disallow=/private/,/x/``
     Overrides robots.txt until the next ``/_reset`` (empty ``disallow=`` means none).
 
-The same module provides :class:`MockServer` (start/stop the subprocess and
-build URLs) and small pure helpers to measure politeness and concurrency from
-log entries (:func:`max_concurrency`, :func:`gaps`).
+The same module provides :class:`MockServer` (a :class:`testsite.process.SiteProcess`
+that builds URLs and talks to the control endpoints) and small pure helpers to
+measure politeness and concurrency from log entries (:func:`max_concurrency`,
+:func:`gaps`).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import html
-import ipaddress
 import itertools
 import json
-import os
-import selectors
-import subprocess
 import sys
 import time
-import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from email.utils import formatdate, parsedate_to_datetime
-from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal
+
+from testsite.httputil import http_date, not_modified, parse_http_date, quote_etag, robots_txt
+from testsite.process import REPO_ROOT, SiteProcess
+from testsite.schedule import Periodic
+from testsite.serving import (
+    add_serving_arguments,
+    answer_not_modified,
+    check_loopback,
+    json_response,
+    respond_later,
+    serve,
+)
 
 if TYPE_CHECKING:
     from twisted.web.server import Request
 
+__all__ = [
+    "DEFAULT_HOSTS",
+    "REPO_ROOT",
+    "MockServer",
+    "check_loopback",
+    "gaps",
+    "main",
+    "max_concurrency",
+    "page_html",
+]
+
 DEFAULT_HOSTS: tuple[str, ...] = ("127.0.0.1", "127.0.0.2", "127.0.0.3")
 DEFAULT_DISALLOW: tuple[str, ...] = ("/private/",)
-REPO_ROOT = Path(__file__).resolve().parents[1]
+#: Run by hand, the server stops after an hour (MockServer sets its own bound).
+DEFAULT_MAX_SECONDS = 3600.0
 
 #: Paths (exact or prefix + "/") that are control endpoints and not logged.
 _CONTROL_PATHS = ("/_log", "/_reset", "/_robots")
 
 LogEntry = dict[str, Any]
-
-
-# --------------------------------------------------------------------------
-# Validation helpers (shared by server and client side)
-# --------------------------------------------------------------------------
-
-
-def check_loopback(host: str) -> str:
-    """Return ``host`` if it is an IPv4 address in 127.0.0.0/8, else raise.
-
-    Tests must never bind or contact anything but loopback addresses.
-    """
-    try:
-        addr = ipaddress.ip_address(host)
-    except ValueError:
-        raise ValueError(f"not an IP address: {host!r}") from None
-    if addr.version != 4 or not addr.is_loopback:
-        raise ValueError(f"refusing non-loopback host {host!r} (only 127.0.0.0/8)")
-    return host
 
 
 # --------------------------------------------------------------------------
@@ -170,11 +167,7 @@ class _State:
             delay, disallow = self.robots_override
         else:
             delay, disallow = self.default_crawl_delay, DEFAULT_DISALLOW
-        lines = ["User-agent: *"]
-        lines += [f"Disallow: {d}" for d in disallow]
-        if delay is not None:
-            lines.append(f"Crawl-delay: {delay:g}")
-        return ("\n".join(lines) + "\n").encode()
+        return robots_txt(disallow, delay)
 
 
 def _arg(request: Request, name: str, default: str | None = None) -> str | None:
@@ -203,29 +196,8 @@ def page_html(path: str, links: Sequence[str] = (), size: int = 0, extra: str = 
     ).encode()
 
 
-def _http_date_to_epoch(value: str) -> float | None:
-    try:
-        return parsedate_to_datetime(value).timestamp()
-    except (TypeError, ValueError, IndexError):
-        return None
-
-
-def _etag_matches(if_none_match: str, etag: str) -> bool:
-    """Weak comparison (RFC 9110 13.1.2) of an If-None-Match header to an ETag."""
-
-    def strip(tag: str) -> str:
-        tag = tag.strip()
-        return tag.removeprefix("W/")
-
-    candidates = [t for t in if_none_match.split(",") if t.strip()]
-    return any(t.strip() == "*" or strip(t) == strip(etag) for t in candidates)
-
-
 def _build_resource(state: _State) -> Any:
     """Build the single leaf resource dispatching on the request path."""
-    from twisted.internet import reactor as _reactor
-
-    reactor: Any = _reactor  # zope-interface typing of the global reactor confuses mypy
     from twisted.web import resource, server
 
     NOT_DONE_YET = server.NOT_DONE_YET
@@ -274,25 +246,22 @@ def _build_resource(state: _State) -> Any:
 
         # -- control endpoints -------------------------------------------
         def control(self, request: Request, path: str) -> bytes:
-            request.setHeader(b"Content-Type", b"application/json")
-            request.setHeader(b"Cache-Control", b"no-store")
             if path == "/_log":
-                return json.dumps(state.log).encode()
+                return json_response(request, state.log)
             if path == "/_log/clear":
                 state.log.clear()
-                return b'{"ok": true}'
-            if path == "/_reset":
+            elif path == "/_reset":
                 state.reset()
-                return b'{"ok": true}'
-            if path == "/_robots":
+            elif path == "/_robots":
                 raw_delay = _arg(request, "crawl_delay")
                 delay = float(raw_delay) if raw_delay else None
                 raw_disallow = _arg(request, "disallow")
                 disallow = DEFAULT_DISALLOW if raw_disallow is None else tuple(_split_links(raw_disallow))
                 state.robots_override = (delay, disallow)
-                return b'{"ok": true}'
-            request.setResponseCode(404)
-            return b'{"error": "unknown control endpoint"}'
+            else:
+                request.setResponseCode(404)
+                return json_response(request, {"error": "unknown control endpoint"})
+            return json_response(request, {"ok": True})
 
         # -- test resources ----------------------------------------------
         def dispatch(self, request: Request, path: str, entry: LogEntry) -> bytes | int:
@@ -338,28 +307,7 @@ def _build_resource(state: _State) -> Any:
             except ValueError:
                 request.setResponseCode(400)
                 return b"bad delay\n"
-            return self.later(
-                request,
-                seconds,
-                self.page(request, path, extra=f"delayed {seconds:g}s"),
-            )
-
-        def later(self, request: Request, seconds: float, body: bytes) -> int:
-            """Send ``body`` after ``seconds`` without blocking other requests."""
-
-            def respond() -> None:
-                request.write(body)
-                request.finish()
-
-            call = reactor.callLater(seconds, respond)
-
-            def client_gone(_: object) -> None:
-                # Never write to (or finish) a request whose connection is gone.
-                if call.active():
-                    call.cancel()
-
-            request.notifyFinish().addErrback(client_gone)
-            return NOT_DONE_YET
+            return respond_later(request, seconds, self.page(request, path, extra=f"delayed {seconds:g}s"))
 
         def ring(self, request: Request, path: str, parts: list[str]) -> int | bytes:
             try:
@@ -376,7 +324,7 @@ def _build_resource(state: _State) -> Any:
             request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
             size = int(_arg(request, "size", "0") or 0)
             body = page_html(path, list(targets), size)
-            return self.later(request, seconds, body) if seconds > 0 else body
+            return respond_later(request, seconds, body) if seconds > 0 else body
 
         def status(self, request: Request, raw_code: str) -> bytes:
             try:
@@ -419,20 +367,19 @@ def _build_resource(state: _State) -> Any:
                 return self.drop(request, entry)
             return self.page(request, path)
 
-        def changes(self, request: Request, path: str, parts: list[str]) -> bytes:
+        def changes(self, request: Request, path: str, parts: list[str]) -> bytes | int:
             try:
                 every = max(1, int(parts[1]))
             except ValueError:
                 request.setResponseCode(400)
                 return b"bad period\n"
             key = "/".join(parts[2:])
-            version = (state.hit("changes:" + key) - 1) // every
+            # the page's clock is its hit count: hits 1..every are version 0
+            version = Periodic(every).at(state.hit("changes:" + key) - 1).version
             etag = f'"{key}-v{version}"'
             request.setHeader(b"ETag", etag.encode())
-            inm = request.getHeader(b"If-None-Match")
-            if inm is not None and _etag_matches(inm.decode("latin-1"), etag):
-                request.setResponseCode(304)
-                return b""
+            if not_modified(request, etag, None):
+                return answer_not_modified(request)
             return self.page(request, path, extra=f"version {version}")
 
         def sitemap(self, request: Request, parts: list[str]) -> bytes:
@@ -461,73 +408,28 @@ def _build_resource(state: _State) -> Any:
                 f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n{body}</urlset>\n'
             ).encode()
 
-        def validators(self, request: Request, path: str) -> bytes:
-            etag = _arg(request, "etag")
-            if etag and not etag.startswith(('"', "W/")):
-                etag = f'"{etag}"'
+        def validators(self, request: Request, path: str) -> bytes | int:
+            raw_etag = _arg(request, "etag")
+            etag = quote_etag(raw_etag) if raw_etag else None
             raw_lm = _arg(request, "lm")
             lm_epoch: float | None = None
             lm_header: str | None = None
             if raw_lm:
                 try:
                     lm_epoch = float(raw_lm)
-                    lm_header = formatdate(lm_epoch, usegmt=True)
+                    lm_header = http_date(lm_epoch)
                 except ValueError:
-                    lm_epoch = _http_date_to_epoch(raw_lm)
+                    lm_epoch = parse_http_date(raw_lm)
                     lm_header = raw_lm
             if etag:
                 request.setHeader(b"ETag", etag.encode())
             if lm_header:
                 request.setHeader(b"Last-Modified", lm_header.encode())
-            inm = request.getHeader(b"If-None-Match")
-            ims = request.getHeader(b"If-Modified-Since")
-            not_modified = False
-            if inm is not None:
-                # RFC 9110 13.2.2: If-None-Match takes precedence over IMS.
-                not_modified = bool(etag) and _etag_matches(inm.decode("latin-1"), etag or "")
-            elif ims is not None and lm_epoch is not None:
-                ims_epoch = _http_date_to_epoch(ims.decode("latin-1"))
-                # HTTP dates have 1 s resolution.
-                not_modified = ims_epoch is not None and int(lm_epoch) <= ims_epoch
-            if not_modified:
-                request.setResponseCode(304)
-                return b""
+            if not_modified(request, etag, lm_epoch):
+                return answer_not_modified(request)
             return self.page(request, path, extra=f"etag={etag} lm={lm_header}")
 
     return Root()
-
-
-def _serve(hosts: Sequence[str], crawl_delay: float | None, exit_on_stdin_eof: bool) -> None:
-    from twisted.internet import protocol, stdio
-    from twisted.internet import reactor as _reactor
-    from twisted.internet.error import ReactorNotRunning
-    from twisted.web import server
-
-    reactor: Any = _reactor  # see _build_resource
-    state = _State(crawl_delay)
-    site = server.Site(_build_resource(state))
-    site.noisy = False
-    ports = {}
-    for host in hosts:
-        port = reactor.listenTCP(0, site, interface=host)
-        ports[host] = port.getHost().port
-
-    if exit_on_stdin_eof:
-        # Lets the parent die without leaking us: its end of our stdin closes.
-        class StdinWatcher(protocol.Protocol):
-            def connectionLost(self, reason: object = None) -> None:
-                with contextlib.suppress(ReactorNotRunning):
-                    reactor.stop()
-
-        standard_io: Any = stdio.StandardIO
-        standard_io(StdinWatcher(), stdout=os.open(os.devnull, os.O_WRONLY))
-
-    def announce() -> None:
-        sys.stdout.write(json.dumps({"http": ports}) + "\n")
-        sys.stdout.flush()
-
-    reactor.callWhenRunning(announce)
-    reactor.run()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -544,11 +446,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="add 'Crawl-delay: N' to /robots.txt",
     )
-    parser.add_argument(
-        "--exit-on-stdin-eof",
-        action="store_true",
-        help="stop when stdin is closed (used by MockServer)",
-    )
+    add_serving_arguments(parser, max_seconds=DEFAULT_MAX_SECONDS)
     opts = parser.parse_args(argv)
     hosts = [h.strip() for h in opts.hosts.split(",") if h.strip()]
     if not hosts:
@@ -558,8 +456,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_loopback(host)
     except ValueError as exc:
         parser.error(str(exc))
-    _serve(hosts, opts.crawl_delay, opts.exit_on_stdin_eof)
-    return 0
+    from twisted.web import server
+
+    site = server.Site(_build_resource(_State(opts.crawl_delay)))
+    site.noisy = False
+    return serve(site, hosts, max_seconds=opts.max_seconds, exit_on_stdin_eof=opts.exit_on_stdin_eof)
 
 
 # --------------------------------------------------------------------------
@@ -567,11 +468,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 # --------------------------------------------------------------------------
 
 
-class MockServerError(RuntimeError):
-    """The mock server subprocess failed to start."""
-
-
-class MockServer:
+class MockServer(SiteProcess):
     """Run ``python -m tests.mockserver`` as a subprocess for the duration of a ``with``.
 
     Example::
@@ -593,85 +490,12 @@ class MockServer:
         if not self.hosts:
             raise ValueError("at least one host is required")
         self.crawl_delay = crawl_delay
-        self.startup_timeout = startup_timeout
-        self.stop_timeout = stop_timeout
-        self.ports: dict[str, int] = {}
-        self.proc: subprocess.Popen[bytes] | None = None
+        args = ["--hosts", ",".join(self.hosts)]
+        if crawl_delay is not None:
+            args += ["--crawl-delay", repr(float(crawl_delay))]
+        super().__init__("tests.mockserver", args, startup_timeout=startup_timeout, stop_timeout=stop_timeout)
         # Never send our own control requests through an environment proxy.
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-    # -- lifecycle ---------------------------------------------------------
-    def start(self) -> Self:
-        """Start the subprocess and wait (bounded) for its JSON port line."""
-        if self.proc is not None:
-            raise RuntimeError("MockServer already started")
-        cmd = [
-            sys.executable,
-            "-m",
-            "tests.mockserver",
-            "--hosts",
-            ",".join(self.hosts),
-            "--exit-on-stdin-eof",
-        ]
-        if self.crawl_delay is not None:
-            cmd += ["--crawl-delay", repr(float(self.crawl_delay))]
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-        self.proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        assert self.proc.stdout is not None
-        line = b""
-        deadline = time.monotonic() + self.startup_timeout
-        with selectors.DefaultSelector() as sel:
-            sel.register(self.proc.stdout, selectors.EVENT_READ)
-            while not line.endswith(b"\n"):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self.proc.poll() is not None:
-                    break
-                if sel.select(timeout=min(remaining, 0.5)):
-                    chunk = os.read(self.proc.stdout.fileno(), 4096)
-                    if not chunk:
-                        break
-                    line += chunk
-        try:
-            self.ports = {str(h): int(p) for h, p in json.loads(line)["http"].items()}
-        except (ValueError, KeyError, TypeError):
-            self.stop()
-            raise MockServerError(
-                f"mock server did not announce its ports within {self.startup_timeout}s; got {line!r}"
-            ) from None
-        return self
-
-    def stop(self) -> None:
-        """Terminate the subprocess (SIGTERM, bounded wait, then SIGKILL)."""
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        if proc.stdin is not None:
-            proc.stdin.close()  # the server exits by itself on stdin EOF...
-        try:
-            proc.wait(timeout=self.stop_timeout)
-        except subprocess.TimeoutExpired:
-            pass
-        if proc.poll() is None:  # ...if not: SIGTERM, then SIGKILL
-            proc.terminate()
-            try:
-                proc.wait(timeout=self.stop_timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=self.stop_timeout)
-        if proc.stdout is not None:
-            proc.stdout.close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- URLs --------------------------------------------------------------
     def port(self, host: str = "127.0.0.1") -> int:

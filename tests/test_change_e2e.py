@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_adaptive.demo.process import DemoSiteProcess
+from testsite.demo import DemoSiteProcess
 from tests.conftest import read_records
 from tests.crawlrunner import run_crawl
 

@@ -1,4 +1,4 @@
-"""Tests of the bundled demo site (``python -m scrapy_adaptive.demo``).
+"""Tests of the demo site (``python -m testsite.demo``).
 
 The demo site is the ground truth for demos and end-to-end tests of the
 adaptive crawler, so its promises are pinned down here: pages change exactly
@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from scrapy_adaptive.demo import (
+from testsite.demo import (
     Catalogue,
     Change,
     DemoSiteProcess,
@@ -36,11 +36,11 @@ from scrapy_adaptive.demo import (
     build_catalogue,
     make_site,
 )
-from scrapy_adaptive.demo.cli import loopback_host, main
-from scrapy_adaptive.demo.png import PNG_SIGNATURE, gradient_png
-from scrapy_adaptive.demo.render import render_robots
-from scrapy_adaptive.demo.schedule import Periodic, Poisson
-from scrapy_adaptive.demo.site import etag_matches, http_date
+from testsite.demo.cli import loopback_host, main
+from testsite.demo.png import PNG_SIGNATURE, gradient_png
+from testsite.demo.render import render_robots
+from testsite.httputil import etag_matches, http_date
+from testsite.schedule import Periodic, Poisson
 
 #: Wall-clock instant of demo time 0 for the shared server (a fixed, arbitrary date).
 START = 1_700_000_000.0

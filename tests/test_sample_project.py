@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_adaptive.demo.process import DemoSiteProcess
+from testsite.demo import DemoSiteProcess
 
 pytestmark = pytest.mark.e2e
 

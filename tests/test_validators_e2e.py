@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 import pytest
 
-from scrapy_adaptive.demo.process import DemoSiteProcess
+from testsite.demo import DemoSiteProcess
 from tests.conftest import read_records
 from tests.crawlrunner import run_crawl
 from tests.mockserver import MockServer

@@ -1,4 +1,4 @@
-"""``python -m scrapy_adaptive.demo``: run the local changing website."""
+"""``python -m testsite.demo``: run the local changing website."""
 
 from __future__ import annotations
 

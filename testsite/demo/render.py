@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 from html import escape
 from types import MappingProxyType
 
-from .catalogue import SECTIONS, Catalogue, Change, Media, Page, Role
+from ..httputil import robots_txt
+from .catalogue import PRIVATE_DIR, SECTIONS, Catalogue, Change, Media, Page, Role
 from .png import gradient_png
 
 __all__ = ["RenderContext", "render", "render_robots"]
@@ -308,15 +309,8 @@ def _render_css(ctx: RenderContext, page: Page) -> bytes:
 
 
 def render_robots(crawl_delay: float | None) -> bytes:
-    """``robots.txt``: everything allowed except ``/private/``.
-
-    ``Crawl-delay`` is omitted unless configured, because its presence changes
-    a polite crawler's pacing and tests should opt in explicitly.
-    """
-    lines = ["User-agent: *", "Disallow: /private/"]
-    if crawl_delay is not None:
-        lines.append(f"Crawl-delay: {crawl_delay:g}")
-    return ("\n".join(lines) + "\n").encode("ascii")
+    """``robots.txt``: everything allowed except ``/private/``; ``Crawl-delay`` only if configured."""
+    return robots_txt((PRIVATE_DIR,), crawl_delay)
 
 
 _RENDERERS: Mapping[Media, Callable[[RenderContext, Page], bytes]] = MappingProxyType(

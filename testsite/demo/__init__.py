@@ -4,9 +4,10 @@ It exists so the adaptive revisiting crawler can be demonstrated and tested
 without touching the internet: every page's change cadence and HTTP validator
 behaviour is known in advance and published at ``/_demo/schedule``.
 
-Run it with ``python -m scrapy_adaptive.demo`` (loopback only, port 8731 by
-default), build it in-process with :func:`make_site`, or start it as a child
-process from tests with :class:`DemoSiteProcess`.
+Run it from the repository root with ``python -m testsite.demo`` (loopback
+only, port 8731 by default; ``scripts/demo.sh`` does), build it in-process
+with :func:`make_site`, or start it as a child process from tests with
+:class:`DemoSiteProcess`.
 """
 
 from __future__ import annotations

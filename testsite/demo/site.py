@@ -10,18 +10,18 @@ request behaviour; :func:`make_site` wires both into a
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from email.utils import formatdate, parsedate_to_datetime
 from types import MappingProxyType
 from urllib.parse import parse_qs, unquote
 
 from twisted.web import http, resource, server
 
+from ..httputil import http_date, not_modified
+from ..serving import answer_not_modified, json_response
 from .catalogue import Catalogue, Media, Page, Validators, build_catalogue
 from .clock import Clock
 from .render import RenderContext, render
@@ -40,29 +40,6 @@ CONTENT_TYPES: Mapping[Media, bytes] = MappingProxyType(
         Media.TEXT: b"text/plain; charset=utf-8",
     }
 )
-
-
-def http_date(seconds: float) -> str:
-    """An IMF-fixdate (``Sun, 06 Nov 1994 08:49:37 GMT``), truncated to whole seconds."""
-    return formatdate(math.floor(seconds), usegmt=True)
-
-
-def parse_http_date(value: str) -> float | None:
-    """Unix seconds of an HTTP-date header value, or ``None`` if malformed."""
-    try:
-        return parsedate_to_datetime(value).timestamp()
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-
-
-def etag_matches(header: str, etag: str) -> bool:
-    """``If-None-Match`` evaluation: weak comparison against a list or ``*``."""
-    opaque = etag.removeprefix("W/")
-    for candidate in header.split(","):
-        candidate = candidate.strip()
-        if candidate == "*" or candidate.removeprefix("W/") == opaque:
-            return True
-    return False
 
 
 @dataclass(frozen=True)
@@ -181,29 +158,6 @@ class SiteModel:
         }
 
 
-def _header(request: server.Request, name: bytes) -> str | None:
-    value = request.getHeader(name)
-    return None if value is None else value.decode("latin-1")
-
-
-def not_modified(request: server.Request, st: PageState) -> bool:
-    """Whether a conditional request may be answered with 304 (RFC 9110 13.2.2).
-
-    ``If-None-Match`` wins over ``If-Modified-Since`` when both are present.
-    Pages that ignore conditional requests, or send no validators, never 304.
-    """
-    if not st.page.validators.answers_304:
-        return False
-    inm = _header(request, b"if-none-match")
-    if inm is not None:
-        return st.etag is not None and etag_matches(inm, st.etag)
-    ims = _header(request, b"if-modified-since")
-    if ims is None or st.validator_time is None:
-        return False
-    since = parse_http_date(ims)
-    return since is not None and st.validator_time <= since
-
-
 class DemoResource(resource.Resource):
     """A single leaf resource that dispatches on the request path.
 
@@ -243,9 +197,9 @@ class DemoResource(resource.Resource):
             request.setHeader(b"etag", st.etag.encode("ascii"))
         if st.last_modified is not None:
             request.setHeader(b"last-modified", st.last_modified.encode("ascii"))
-        if not_modified(request, st):
-            request.setResponseCode(304)
-            return self._finish(request, b"", None)
+        # Pages that ignore conditional requests, or send no validators, never 304.
+        if st.page.validators.answers_304 and not_modified(request, st.etag, st.validator_time):
+            return answer_not_modified(request)
         ctx = RenderContext(
             catalogue=self.model.catalogue,
             seed=self.model.seed,
@@ -262,9 +216,8 @@ class DemoResource(resource.Resource):
         doc = self.model.schedule(self.model.clock(), paths)
         if paths is not None and not doc["pages"]:
             request.setResponseCode(404)
-        request.setHeader(b"cache-control", b"no-store")
-        body = json.dumps(doc, indent=1).encode("utf-8") + b"\n"
-        return self._finish(request, body, b"application/json")
+        body = json_response(request, doc, indent=1)
+        return self._finish(request, body, None)
 
     def _render_missing(self, request: server.Request, path: str) -> bytes | int:
         if self.model.catalogue.get(path + "/") is not None:
@@ -280,18 +233,13 @@ class DemoResource(resource.Resource):
 
     @staticmethod
     def _finish(request: server.Request, body: bytes, content_type: bytes | None) -> bytes | int:
-        """Send ``body``, handling the two cases Twisted gets subtly wrong.
+        """Send ``body``; to a HEAD request, its length alone.
 
-        Twisted would put ``Content-Length: 0`` on a 304 (RFC 9110 forbids a
-        length that differs from the full representation's) and logs a warning
-        when a HEAD handler returns a body.  Both are answered here directly.
+        Twisted logs a warning when a HEAD handler returns a body, so HEAD is
+        answered here directly.
         """
         if content_type is not None:
             request.setHeader(b"content-type", content_type)
-        if request.code == 304:
-            request.write(b"")
-            request.finish()
-            return server.NOT_DONE_YET
         if request.method == b"HEAD":
             request.setHeader(b"content-length", str(len(body)).encode())
             request.write(b"")

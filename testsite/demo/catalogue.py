@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-from .schedule import Never, Periodic, PerRequest, Poisson, Schedule
+from ..schedule import Never, Periodic, PerRequest, Poisson, Schedule
 
 __all__ = [
     "Cadence",
@@ -150,7 +150,7 @@ class Page:
 
     @property
     def robots_allowed(self) -> bool:
-        return not self.path.startswith("/private/")
+        return not self.path.startswith(PRIVATE_DIR)
 
 
 @dataclass(frozen=True)
@@ -315,7 +315,9 @@ STYLESHEETS: Mapping[str, tuple[Cadence, Validators]] = MappingProxyType(
     {SITE_CSS: (NEVER, HONOUR), THEME_CSS: (EVERY_5M, IGNORE)}
 )
 
-PRIVATE_PATH = "/private/secret.html"
+#: robots.txt disallows this folder; PRIVATE_PATH is the one page in it.
+PRIVATE_DIR = "/private/"
+PRIVATE_PATH = PRIVATE_DIR + "secret.html"
 ROBOTS_PATH = "/robots.txt"
 
 _TOPICS = (

@@ -1,22 +1,20 @@
-"""Command line for ``python -m scrapy_adaptive.demo``.
+"""Command line for ``python -m testsite.demo``.
 
 The demo site is meant for a developer's own machine and for tests, never for
 a network: it serves deliberately misbehaving pages (lying validators, a
 "private" area) and has no hardening, so the CLI refuses to bind anything but
-a loopback address.
+a loopback address (:func:`testsite.serving.check_loopback`).
 """
 
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import logging
 import math
-import sys
 import time
-from collections.abc import Sequence
-from typing import Any, cast
+from collections.abc import Mapping, Sequence
 
+from ..serving import add_serving_arguments, check_loopback, positive_float, serve
 from .clock import Clock, FileClock
 from .site import DemoSite, make_site
 
@@ -26,32 +24,21 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8731
+#: Run by hand or by scripts/demo.sh the site serves until Ctrl-C (or until
+#: its parent is gone); this bound only stops one that was forgotten.
+DEFAULT_MAX_SECONDS = 7 * 86400.0
 
 #: The exact prefix of the line printed once the site listens; tools parse it.
-READY_PREFIX = "Demo site on "
+ANNOUNCE_PREFIX = "Demo site on "
 
 
 def loopback_host(value: str) -> str:
-    """Argparse type: accept only 127.0.0.0/8, ``::1`` or ``localhost``."""
+    """Argparse type: accept only 127.0.0.0/8, ``::1`` (brackets allowed) or ``localhost``."""
     host = value.strip().removeprefix("[").removesuffix("]")
-    if host.lower() == "localhost":
-        return DEFAULT_HOST
     try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        address = None
-    if address is None or not address.is_loopback:
-        raise argparse.ArgumentTypeError(
-            f"{value!r} is not a loopback address; the demo site only listens on 127.0.0.0/8, ::1 or localhost"
-        )
-    return str(address)
-
-
-def _positive_float(value: str) -> float:
-    number = float(value)
-    if not number > 0 or math.isinf(number):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {value!r}")
-    return number
+        return check_loopback(DEFAULT_HOST if host.lower() == "localhost" else host, ipv6=True)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _non_negative_float(value: str) -> float:
@@ -70,7 +57,7 @@ def _port(value: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m scrapy_adaptive.demo",
+        prog="python -m testsite.demo",
         description="Serve a local website whose pages change on a known schedule (truth at /_demo/schedule).",
     )
     parser.add_argument(
@@ -87,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--speed",
-        type=_positive_float,
+        type=positive_float,
         default=1.0,
         help="multiply the rate of change, e.g. 10 (default %(default)s)",
     )
@@ -117,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="wall-clock instant of demo time 0 (default: now)",
     )
     parser.add_argument("--verbose", action="store_true", help="log every request")
+    add_serving_arguments(parser, max_seconds=DEFAULT_MAX_SECONDS)
     return parser
 
 
@@ -124,29 +112,16 @@ def _url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
 
-def _serve(site: DemoSite, host: str, port: int) -> int:
-    """Listen, announce the real URL (``--port 0``), run until SIGINT/SIGTERM."""
-    from twisted.internet import reactor as default_reactor
-    from twisted.internet.error import CannotListenError
-
-    reactor = cast(Any, default_reactor)
-    try:
-        listening = reactor.listenTCP(port, site, interface=host)
-    except CannotListenError as exc:
-        print(
-            f"demo site: cannot listen on {host}:{port}: {exc.socketError}",
-            file=sys.stderr,
-        )
-        return 1
-    url = _url(host, listening.getHost().port)
+def _announce(site: DemoSite, host: str, ports: Mapping[str, int]) -> dict[str, object]:
+    """Print the line people (and scripts/demo.sh) read; the URL joins the ready line."""
+    url = _url(host, ports[host])
     model = site.model
     print(
-        f"{READY_PREFIX}{url} (speed {model.speed:g}x, seed {model.seed}; "
+        f"{ANNOUNCE_PREFIX}{url} (speed {model.speed:g}x, seed {model.seed}; "
         f"schedule at {url}_demo/schedule) - Ctrl-C to stop",
         flush=True,
     )
-    reactor.run()
-    return 0
+    return {"url": url}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -166,4 +141,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except ValueError as exc:
         parser.error(str(exc))
-    return _serve(site, args.host, args.port)
+    return serve(
+        site,
+        [args.host],
+        port=args.port,
+        max_seconds=args.max_seconds,
+        exit_on_stdin_eof=args.exit_on_stdin_eof,
+        ready=lambda ports: _announce(site, args.host, ports),
+    )
