@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from testsite.demo import DemoSiteProcess
 from tests.conftest import read_records
 from tests.crawlrunner import run_crawl
+from testsite.demo import DemoSiteProcess
 
 pytestmark = pytest.mark.e2e
 

@@ -15,10 +15,10 @@ from urllib.parse import quote
 
 import pytest
 
-from testsite.demo import DemoSiteProcess
 from tests.conftest import read_records
 from tests.crawlrunner import run_crawl
 from tests.mockserver import MockServer
+from testsite.demo import DemoSiteProcess
 
 pytestmark = pytest.mark.e2e
 
