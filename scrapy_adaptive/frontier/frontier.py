@@ -38,13 +38,11 @@ from ..change.trust import TrustParams
 from . import hints
 from .crawltime import FetchTimes
 from .hostfacts import HostFacts
-from .hostqueue import HostQueue, Politeness, QueueHeap, QueueState
+from .hostqueue import Entry, HostQueue, Politeness, QueueHeap, QueueState
 from .keys import NEVER_MS, time_to_ms
 from .record import ChangeState, Outcome, UrlRecord, Visit
 from .shape import frontier_shape
 from .store import Batch, Store
-
-Entry = tuple[int, int, bytes]  # (directive, next_ms, fp)
 
 
 def _order(entry: Entry) -> tuple[int, int, bytes]:

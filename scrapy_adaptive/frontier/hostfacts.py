@@ -21,13 +21,10 @@ from typing import TYPE_CHECKING, Any
 from ..change.trust import Trust, TrustParams
 from . import hints
 from .hints import Hint, HintResult
-from .hostqueue import HostQueue
+from .hostqueue import Entry, HostQueue
 from .keys import time_to_ms
 from .record import ChangeState, Outcome, UrlRecord, Visit
 from .store import Batch, Store
-
-if TYPE_CHECKING:
-    from .frontier import Entry
 
 #: crawl-log annotation of a verification fetch that caught the host's
 #: validators saying "no change" while the content changed

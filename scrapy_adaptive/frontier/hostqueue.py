@@ -31,6 +31,9 @@ from .keys import NEVER_MS
 
 IN_USE = -1.0
 
+#: a queue entry: (directive, next_ms, fp)
+Entry = tuple[int, int, bytes]
+
 
 @dataclass(frozen=True)
 class Politeness:

@@ -6,16 +6,36 @@ open; counting due URLs costs one bounded scan per ready queue.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
 
-from .hostqueue import QueueState
+from .hostqueue import HostQueue, QueueState
 from .keys import time_to_ms
-
-if TYPE_CHECKING:
-    from .frontier import Frontier
+from .store import Store
 
 
-def frontier_shape(frontier: Frontier, *, due_limit: int = 200_000) -> dict[str, Any]:
+class Counted(Protocol):
+    """What the shape reads of a frontier."""
+
+    store: Store
+    clock: Callable[[], float]
+    overdue_samples: Any
+
+    def queues(self) -> Iterator[HostQueue]: ...
+
+    @property
+    def url_count(self) -> int: ...
+    @property
+    def never_count(self) -> int: ...
+    @property
+    def out_count(self) -> int: ...
+    @property
+    def visit_count(self) -> int: ...
+    @property
+    def version_count(self) -> int: ...
+
+
+def frontier_shape(frontier: Counted, *, due_limit: int = 200_000) -> dict[str, Any]:
     """The frontier's figures; due URLs are counted up to *due_limit*."""
     now = frontier.clock()
     queues = list(frontier.queues())
