@@ -87,7 +87,6 @@ class Visit:
     policy_state: dict[str, Any] | None = None
     validation: str | None = None
     prediction: str | None = None
-    queue: str | None = None
     fetched: float | None = None
     #: on a visit brought forward by a change hint, the probability the wait
     #: policy gave a change since the last visit *without* the hint, so the
