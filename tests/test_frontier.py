@@ -431,3 +431,17 @@ def test_a_record_with_an_empty_request_reads_back(store: Store) -> None:
     f.add(fp("http://a/empty"), "http://a/empty", "a", {})
     issued = f.next()
     assert issued is not None and issued.record.request == {}
+
+
+def test_queue_counters_round_trip_with_their_stored_keys() -> None:
+    """The per-queue row keeps its short keys, and a Crawl-delay of 0 is a
+    Crawl-delay (not "none")."""
+    from scrapy_adaptive.frontier.hostqueue import COUNTER_KEYS, HostQueue
+
+    q = HostQueue(name="h", valence=1, urls=3, never=1, visits=7, versions=2, crawl_delay=0.0)
+    q.trust, q.hint_trust = {"right": 4}, {"sitemap": [1.0, 0.0, 0.5]}
+    stored = q.counters()
+    assert set(stored) == set(COUNTER_KEYS.values())
+    back = HostQueue(name="h", valence=1)
+    back.restore_counters(stored)
+    assert back.counters() == stored and back.crawl_delay == 0.0

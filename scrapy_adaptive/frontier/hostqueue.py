@@ -31,6 +31,26 @@ from .keys import NEVER_MS
 
 IN_USE = -1.0
 
+#: the stored keys of a queue's persisted counters (``h/`` rows): short, so a
+#: row per host stays small; change neither side lightly
+URLS_KEY = "u"  #: URLs in the queue
+NEVER_KEY = "n"  #: of which never visited again (failed, disregarded)
+VISITS_KEY = "vi"
+VERSIONS_KEY = "ve"
+CRAWL_DELAY_KEY = "cd"  #: robots.txt Crawl-delay, seconds
+TRUST_KEY = "tr"  #: validator track record (change/trust.py)
+HINT_TRUST_KEY = "hn"  #: change-hint sources' track records (hints.py)
+#: field -> stored key
+COUNTER_KEYS = {
+    "urls": URLS_KEY,
+    "never": NEVER_KEY,
+    "visits": VISITS_KEY,
+    "versions": VERSIONS_KEY,
+    "crawl_delay": CRAWL_DELAY_KEY,
+    "trust": TRUST_KEY,
+    "hint_trust": HINT_TRUST_KEY,
+}
+
 #: a queue entry: (directive, next_ms, fp)
 Entry = tuple[int, int, bytes]
 
@@ -143,34 +163,31 @@ class HostQueue:
             wait = max(wait, self.crawl_delay)
         return wait
 
-    #: field -> stored key of the queue's persisted counters (``h/`` rows):
-    #: short keys keep a row per host small; change neither side lightly
-    _KEYS = {
-        "urls": "u",
-        "never": "n",
-        "visits": "vi",
-        "versions": "ve",
-        "crawl_delay": "cd",
-        "trust": "tr",
-        "hint_trust": "hn",
-    }
-    #: kept even when zero
-    _ALWAYS = ("urls", "never", "visits", "versions")
-
     def counters(self) -> dict[str, object]:
-        """What is persisted per queue: counts and per-host facts, not URLs."""
-        return {
-            key: getattr(self, name) for name, key in self._KEYS.items() if name in self._ALWAYS or getattr(self, name)
+        """What is persisted per queue (keys: :data:`COUNTER_KEYS`): counts
+        and per-host facts, not URLs.  Written with every update of one of
+        the queue's URLs, so it is built directly."""
+        data: dict[str, object] = {
+            URLS_KEY: self.urls,
+            NEVER_KEY: self.never,
+            VISITS_KEY: self.visits,
+            VERSIONS_KEY: self.versions,
         }
+        if self.crawl_delay is not None:
+            data[CRAWL_DELAY_KEY] = self.crawl_delay
+        if self.trust:
+            data[TRUST_KEY] = self.trust
+        if self.hint_trust:
+            data[HINT_TRUST_KEY] = self.hint_trust
+        return data
 
     def restore_counters(self, data: dict[str, Any]) -> None:
         """Take back what :meth:`counters` stored."""
-        keys = self._KEYS
-        self.urls, self.never = int(data.get(keys["urls"], 0)), int(data.get(keys["never"], 0))
-        self.visits, self.versions = int(data.get(keys["visits"], 0)), int(data.get(keys["versions"], 0))
-        self.crawl_delay = data.get(keys["crawl_delay"])
-        self.trust = dict(data.get(keys["trust"]) or {})
-        self.hint_trust = {str(k): counts(v) for k, v in (data.get(keys["hint_trust"]) or {}).items()}
+        self.urls, self.never = int(data.get(URLS_KEY, 0)), int(data.get(NEVER_KEY, 0))
+        self.visits, self.versions = int(data.get(VISITS_KEY, 0)), int(data.get(VERSIONS_KEY, 0))
+        self.crawl_delay = data.get(CRAWL_DELAY_KEY)
+        self.trust = dict(data.get(TRUST_KEY) or {})
+        self.hint_trust = {str(k): counts(v) for k, v in (data.get(HINT_TRUST_KEY) or {}).items()}
 
 
 class QueueHeap:
