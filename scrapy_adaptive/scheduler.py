@@ -256,7 +256,8 @@ class AdaptiveScheduler(BaseScheduler):
                 fp,
                 request.url,
                 self.keyer.key(request),
-                lambda: request_to_data(request, spider),  # only for a new URL
+                # only for a new URL
+                lambda: request_to_data(request, spider, credentials=self.config.store_credentials),
                 directive=directive,
                 force=request.dont_filter if force is None else force,
             )

@@ -86,6 +86,14 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "fsync every write. Writes already survive a killed process; this also survives power loss, at a cost "
         "in speed.",
     ),
+    _bool(
+        "ADAPTIVE_STORE_CREDENTIALS",
+        GROUP_STATE,
+        False,
+        "store the `Authorization`, `Proxy-Authorization` and `Cookie` headers and the cookies of a request in "
+        "the state folder. Off: they are left out, and a revisit gets them only from the middlewares that add "
+        "them (`HttpAuthMiddleware`, `CookiesMiddleware`).",
+    ),
     _factor(
         "ADAPTIVE_DELAY_FACTOR",
         GROUP_POLITENESS,
