@@ -373,17 +373,8 @@ class AdaptiveScheduler(BaseScheduler):
         if self.frontier is None or self.reporter is None:
             return
         try:
-            expired = self.frontier.expire_leases()
-            for fp in expired:
-                request = self.issued.pop(fp)
-                logger.warning(
-                    "%s was out for more than ADAPTIVE_LEASE (%.1fs) without a verdict; it is back in its queue.",
-                    request.url if request is not None else fp.hex(),
-                    self.config.lease,
-                )
-                self.stats.inc_value("adaptive/leases_expired")
-            if expired:
-                self._arm_wake()
+            for fp in self.frontier.lapsed_leases():
+                self._lapsed(fp)
             if self.reporter.due():
                 self._summary()
                 persist.save(self.frontier.store, self.policy.params.shared)
@@ -391,6 +382,30 @@ class AdaptiveScheduler(BaseScheduler):
             self._fatal(exc)
         except Exception:
             logger.exception("scrapy-adaptive periodic task failed")
+
+    def _lapsed(self, fp: bytes) -> None:
+        """An issued URL got no verdict within its lease: a retry, counted.
+
+        Its download is over (a running one never lapses), so something
+        between the downloader and our middlewares swallowed the outcome: an
+        exception in another middleware's ``process_response`` (a bad gzip
+        body in HttpCompressionMiddleware), a spider middleware before ours,
+        a middleware that replaced or dropped the request.  Counted as a
+        retry, the URL is tried again after ``ADAPTIVE_RETRY_DELAY`` and marked
+        failed after ``ADAPTIVE_MAX_RETRIES``, like any other error.
+        """
+        assert self.frontier is not None and self.verdicts is not None
+        request = self.issued.get(fp)
+        url = request.url if request is not None else fp.hex()
+        reason = f"no verdict within ADAPTIVE_LEASE ({self.config.lease:g}s)"
+        logger.warning("%s: %s; counted as a retry.", url, reason)
+        self.stats.inc_value("adaptive/leases_expired")
+        visit = Visit(Outcome.RETRY, reason=reason)
+        if request is not None:
+            self.verdicts.commit(request, visit)
+        else:  # the frontier lent it, the request object is gone
+            self.frontier.update(fp, visit)
+            self._arm_wake()
 
     def _summary(self, *, final: bool = False) -> None:
         assert self.reporter is not None and self.capacity is not None

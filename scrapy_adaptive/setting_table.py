@@ -123,7 +123,8 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "ADAPTIVE_LEASE",
         GROUP_POLITENESS,
         600.0,
-        "how long an issued URL may stay out without a verdict before it goes back to its queue.",
+        "how long an issued URL may stay out without a verdict, not counting its download, before it is "
+        "counted as a retry (something swallowed its outcome). A running download is never taken back.",
         positive=True,
     ),
     _seconds(
