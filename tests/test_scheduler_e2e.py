@@ -238,8 +238,11 @@ def test_a_second_crawl_on_the_same_state_folder_stops_at_start_up(
     with first:
         wait_for_log(first, r"Adaptive frontier opened", timeout=30)
         second = run_crawl(FOLLOW, adaptive_settings, timeout=30, args=["-a", f"start_urls={start}"])
-        assert second.returncode != 0
+        assert second.returncode == 1
         assert "is in use by another crawl" in second.text
+        # one message: no traceback, no "Scraper close failure"
+        assert "Traceback" not in second.text and "ERROR" not in second.log
+        assert len([line for line in second.log.splitlines() if "CRITICAL" in line]) == 1
         first.signal_group(signal.SIGINT)
         finish_crawl(first, timeout=30).assert_ok()
 
