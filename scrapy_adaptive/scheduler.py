@@ -65,6 +65,7 @@ from .settings import AdaptiveConfig, ConfigError
 from .spidermiddlewares.visit import VisitMiddleware
 from .startup import warn_about_settings
 from .statedir import StateDir, StateDirError, open_store, resolve
+from .stopgrace import StopGrace
 from .verdicts import Verdicts
 
 if TYPE_CHECKING:
@@ -74,9 +75,6 @@ if TYPE_CHECKING:
     from twisted.internet.defer import Deferred
 
 logger = logging.getLogger(__name__)
-
-#: the close reason of a crawl the scheduler refused to start
-REFUSED = "adaptive_refused"
 
 
 class AdaptiveScheduler(BaseScheduler):
@@ -120,6 +118,7 @@ class AdaptiveScheduler(BaseScheduler):
         self._ticker: Any = None
         self._stopping = False
         self.refusal = Refusal(crawler)
+        self.grace = StopGrace(config.stop_grace, crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> AdaptiveScheduler | RefusingScheduler:
@@ -388,7 +387,12 @@ class AdaptiveScheduler(BaseScheduler):
         if self.frontier is None or self.reporter is None:
             return
         try:
-            for fp in self.frontier.lapsed_leases():
+            abandoned = self.grace.tick()
+            if abandoned:
+                self.stats.inc_value("adaptive/abandoned", abandoned)
+            # once the engine stops, a URL without a verdict was abandoned
+            # (due on restart), not lost in a middleware
+            for fp in self.frontier.lapsed_leases() if self.grace.stop_seen is None else ():
                 self._lapsed(fp)
             if self.reporter.due():
                 self._summary()
@@ -470,7 +474,7 @@ class Refusal:
 
     def _on_spider_opened(self, spider: Spider) -> None:
         if self.message is not None:
-            raise CloseSpider(REFUSED)
+            raise CloseSpider("adaptive_refused")
 
 
 class RefusingScheduler(BaseScheduler):

@@ -86,6 +86,13 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "fsync every write. Writes already survive a killed process; this also survives power loss, at a cost "
         "in speed.",
     ),
+    _seconds(
+        "ADAPTIVE_STOP_GRACE",
+        GROUP_STATE,
+        5.0,
+        "on a graceful stop (SIGINT, a Scrapyd cancel), how long downloads still running may finish; then they "
+        "are abandoned (not counted, due again on restart) instead of holding the stop for `DOWNLOAD_TIMEOUT`.",
+    ),
     _bool(
         "ADAPTIVE_STORE_CREDENTIALS",
         GROUP_STATE,

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import re
 import resource
+import signal
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import read_records
-from tests.crawlrunner import CrawlResult, run_crawl
+from tests.crawlrunner import CrawlResult, finish_crawl, run_crawl, start_crawl, wait_for_log
 from tests.mockserver import MockServer
 
 pytestmark = pytest.mark.e2e
@@ -135,3 +137,30 @@ def test_a_fatal_store_error_during_the_crawl_exits_1(
     assert re.search(r"CRITICAL: .*injected write failure.*Stopping the crawl", result.log)
     assert "Spider closed (adaptive_state_error)" in result.log
     assert traceback_lines(result) == []
+
+
+def test_a_stop_abandons_a_hung_download_after_the_grace(
+    clean_log: MockServer, adaptive_settings: dict[str, object]
+) -> None:
+    server = clean_log
+    hung = server.url("/hostile/never/grace", host="127.0.0.2")
+    start = server.page_url("/page/grace-index", links=[hung])
+    settings = {**adaptive_settings, "DOWNLOAD_TIMEOUT": 120, "ADAPTIVE_STOP_GRACE": 1}
+    proc = start_crawl(CASES, settings, args=["-a", f"start_urls={start}"])
+    with proc:
+        deadline = time.monotonic() + 30
+        while not any(e["path"] == "/hostile/never/grace" for e in server.log()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        wait_for_log(proc, r"Crawled \(200\) <GET " + re.escape(start), timeout=30)
+        stopped = time.monotonic()
+        proc.signal_group(signal.SIGINT)
+        result = finish_crawl(proc, timeout=60)
+    took = time.monotonic() - stopped
+    assert result.returncode == 0 and took < 10, took  # not DOWNLOAD_TIMEOUT's 120 s
+    assert re.search(r"Abandoned 1 download\(s\) still running 1s after the stop", result.log)
+    assert result.stats["adaptive/abandoned"] == 1
+    assert traceback_lines(result) == []
+    record = read_records(Path(str(settings["ADAPTIVE_STATE_DIR"])))[hung]
+    # neither visited nor a retry: due again at once on restart
+    assert (record.visits, record.failures, record.outcome) == (0, 0, None)
+    assert record.next_ms / 1000 <= time.time()
