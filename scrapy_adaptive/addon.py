@@ -21,6 +21,7 @@ from scrapy.settings import BaseSettings
 from .downloadermiddlewares.errors import FetchErrorMiddleware
 from .downloadermiddlewares.validators import ValidatorsMiddleware
 from .spidermiddlewares.visit import VisitMiddleware
+from .stopgrace import wrap_download_handlers
 
 SCHEDULER = "scrapy_adaptive.scheduler.AdaptiveScheduler"
 #: internal flag the add-on leaves for the scheduler's start-up messages
@@ -54,6 +55,8 @@ class Addon:
         ):
             for cls, order in components.items():
                 settings.setdefault_in_component_priority_dict(name, cls, order)
+        # so a stop need not wait for a hung download (ADAPTIVE_STOP_GRACE)
+        wrap_download_handlers(settings)
         self._take_over_deltafetch(settings)
 
     @staticmethod

@@ -1,4 +1,4 @@
-"""The one adapter around a private part of Scrapy's engine.
+"""The adapters around the parts of Scrapy it has no public way to do.
 
 Scrapy has no public way to ask the engine to poll the scheduler at a given
 time: it polls after each download, each ``engine.crawl()`` and on a 5 s
@@ -7,6 +7,15 @@ heartbeat.  :class:`EngineWaker` calls ``engine._slot.nextcall.schedule()``
 (with *no* delay: a delayed ``CallLaterOnce.schedule`` makes the engine
 ignore every other wake-up until it fires).  ``tests/test_engine_adapter.py``
 pins this behaviour, so a Scrapy upgrade that moves it fails loudly there.
+
+Nor can a component make ``scrapy crawl`` exit with an error: the commands
+exit 1 only when the crawler process's ``bootstrap_failed`` is set, which
+happens when a crawl raises (and raising from a scheduler leaves a wall of
+tracebacks: "Scraper close failure", "Engine slot not assigned") or when the
+crawler has no ``spider`` once its crawl is over.  :func:`exit_with_error`
+takes the second route once the spider is closed, so the crawl still
+closes cleanly; the e2e tests of refusals (``tests/test_guards_e2e.py``) pin
+the exit code.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ import math
 import time
 from typing import TYPE_CHECKING
 
+from scrapy import signals
 from scrapy.utils.asyncio import CallLaterResult, call_later
 
 if TYPE_CHECKING:
@@ -84,3 +94,18 @@ class EngineWaker:
             return False
         schedule()
         return True
+
+
+def exit_with_error(crawler: Crawler) -> None:
+    """Make the Scrapy command that runs *crawler* exit with code 1.
+
+    Once the spider is closed (connected now, this handler runs after the
+    ``spider_closed`` handlers connected before it: feed exports, pipelines),
+    the crawler's ``spider`` is cleared: Scrapy's crawler process then counts
+    the crawl as failed and ``scrapy crawl`` exits 1.
+    """
+
+    def clear_spider() -> None:
+        crawler.spider = None
+
+    crawler.signals.connect(clear_spider, signals.spider_closed, weak=False)

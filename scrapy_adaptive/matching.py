@@ -44,8 +44,9 @@ class Matcher:
     url: re.Pattern[str] | None = None
 
     @classmethod
-    def parse(cls, entry: dict[str, Any], where: str, *, required: bool = True) -> Matcher:
-        """Build from an entry; *where* names the setting and index in errors."""
+    def parse(cls, entry: dict[str, Any], where: str, *, required: bool = True, catch_all: str = "") -> Matcher:
+        """Build from an entry; *where* names the setting and index in errors,
+        *catch_all* the settings for what applies to everything else."""
         content_types = _globs(entry["content_type"], where, "content_type") if "content_type" in entry else ()
         hosts = _globs(entry["hosts"], where, "hosts") if "hosts" in entry else ()
         url = None
@@ -57,7 +58,8 @@ class Matcher:
                     f"{where}: 'url' ({entry['url']!r}) is not a valid regular expression: {exc}"
                 ) from None
         if required and not (content_types or hosts or url):
-            raise ConfigError(f"{where} names none of {', '.join(MATCH_KEYS)}: it would match everything.")
+            hint = f"; {catch_all} apply to everything else" if catch_all else ""
+            raise ConfigError(f"{where} names none of {', '.join(MATCH_KEYS)}: it would match everything{hint}.")
         return cls(content_types, hosts, url)
 
     def matches(self, url: str, host: str, content_type: str | None) -> bool:

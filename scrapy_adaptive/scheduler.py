@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import BaseScheduler
+from scrapy.exceptions import CloseSpider
 from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.httpobj import urlparse_cached
@@ -51,7 +52,7 @@ from .change.trust import TrustParams
 from .crawllog import CrawlLog
 from .downloadermiddlewares.errors import FetchErrorMiddleware
 from .downloadermiddlewares.validators import ValidatorsMiddleware
-from .engine import EngineWaker
+from .engine import EngineWaker, exit_with_error
 from .frontier import AddResult, Frontier, Outcome, Politeness, UrlRecord, Visit
 from .frontier.store import StoreError
 from .issued import IssuedRequests, url_identity
@@ -60,10 +61,11 @@ from .politeness import QueueKeyer, parse_crawl_delay
 from .reporting import Reporter
 from .request_hints import take_hint
 from .serialization import RequestNotStorable, request_from_data, request_to_data
-from .settings import AdaptiveConfig
+from .settings import AdaptiveConfig, ConfigError
 from .spidermiddlewares.visit import VisitMiddleware
 from .startup import warn_about_settings
-from .statedir import StateDir, open_store, resolve
+from .statedir import StateDir, StateDirError, open_store, resolve
+from .stopgrace import StopGrace
 from .verdicts import Verdicts
 
 if TYPE_CHECKING:
@@ -115,14 +117,22 @@ class AdaptiveScheduler(BaseScheduler):
         self.crawl_log: CrawlLog | None = None
         self._ticker: Any = None
         self._stopping = False
+        self.refusal = Refusal(crawler)
+        self.grace = StopGrace(config.stop_grace, crawler)
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> AdaptiveScheduler:
+    def from_crawler(cls, crawler: Crawler) -> AdaptiveScheduler | RefusingScheduler:
         settings = crawler.settings
-        config = AdaptiveConfig.from_settings(settings)
+        try:
+            config = AdaptiveConfig.from_settings(settings)
+            policy = load_wait_policy(config)
+        except ConfigError as exc:
+            # raised here, Scrapy would fail to close the engine (traceback
+            # wall); the refusal is said once, at open
+            return RefusingScheduler(str(exc), crawler)
         scheduler = cls(
             config,
-            load_wait_policy(config),
+            policy,
             crawler.stats,  # type: ignore[arg-type]
             identity=url_identity(crawler.request_fingerprinter),  # type: ignore[arg-type]
             jobdir=settings.get("JOBDIR"),
@@ -142,8 +152,12 @@ class AdaptiveScheduler(BaseScheduler):
         self.spider = spider
         started = time.monotonic()
         config = self.config
-        self.state = resolve(config.state_dir, self.jobdir)
-        store = open_store(self.state, spider=spider.name, fingerprinter=self.fingerprinter, sync=config.state_sync)
+        try:
+            self.state = resolve(config.state_dir, self.jobdir)
+            store = open_store(self.state, spider=spider.name, fingerprinter=self.fingerprinter, sync=config.state_sync)
+        except (StateDirError, StoreError) as exc:
+            self.refusal.refuse(str(exc))
+            return None
         politeness = Politeness(
             delay_factor=config.delay_factor,
             min_delay=config.min_delay,
@@ -256,7 +270,8 @@ class AdaptiveScheduler(BaseScheduler):
                 fp,
                 request.url,
                 self.keyer.key(request),
-                lambda: request_to_data(request, spider),  # only for a new URL
+                # only for a new URL
+                lambda: request_to_data(request, spider, credentials=self.config.store_credentials),
                 directive=directive,
                 force=request.dont_filter if force is None else force,
             )
@@ -372,17 +387,13 @@ class AdaptiveScheduler(BaseScheduler):
         if self.frontier is None or self.reporter is None:
             return
         try:
-            expired = self.frontier.expire_leases()
-            for fp in expired:
-                request = self.issued.pop(fp)
-                logger.warning(
-                    "%s was out for more than ADAPTIVE_LEASE (%.1fs) without a verdict; it is back in its queue.",
-                    request.url if request is not None else fp.hex(),
-                    self.config.lease,
-                )
-                self.stats.inc_value("adaptive/leases_expired")
-            if expired:
-                self._arm_wake()
+            abandoned = self.grace.tick()
+            if abandoned:
+                self.stats.inc_value("adaptive/abandoned", abandoned)
+            # once the engine stops, a URL without a verdict was abandoned
+            # (due on restart), not lost in a middleware
+            for fp in self.frontier.lapsed_leases() if self.grace.stop_seen is None else ():
+                self._lapsed(fp)
             if self.reporter.due():
                 self._summary()
                 persist.save(self.frontier.store, self.policy.params.shared)
@@ -390,6 +401,30 @@ class AdaptiveScheduler(BaseScheduler):
             self._fatal(exc)
         except Exception:
             logger.exception("scrapy-adaptive periodic task failed")
+
+    def _lapsed(self, fp: bytes) -> None:
+        """An issued URL got no verdict within its lease: a retry, counted.
+
+        Its download is over (a running one never lapses), so something
+        between the downloader and our middlewares swallowed the outcome: an
+        exception in another middleware's ``process_response`` (a bad gzip
+        body in HttpCompressionMiddleware), a spider middleware before ours,
+        a middleware that replaced or dropped the request.  Counted as a
+        retry, the URL is tried again after ``ADAPTIVE_RETRY_DELAY`` and marked
+        failed after ``ADAPTIVE_MAX_RETRIES``, like any other error.
+        """
+        assert self.frontier is not None and self.verdicts is not None
+        request = self.issued.get(fp)
+        url = request.url if request is not None else fp.hex()
+        reason = f"no verdict within ADAPTIVE_LEASE ({self.config.lease:g}s)"
+        logger.warning("%s: %s; counted as a retry.", url, reason)
+        self.stats.inc_value("adaptive/leases_expired")
+        visit = Visit(Outcome.RETRY, reason=reason)
+        if request is not None:
+            self.verdicts.commit(request, visit)
+        else:  # the frontier lent it, the request object is gone
+            self.frontier.update(fp, visit)
+            self._arm_wake()
 
     def _summary(self, *, final: bool = False) -> None:
         assert self.reporter is not None and self.capacity is not None
@@ -409,4 +444,59 @@ class AdaptiveScheduler(BaseScheduler):
         self.stats.set_value("adaptive/fatal", str(exc))
         engine = self.crawler.engine if self.crawler is not None else None
         if engine is not None:
+            assert self.crawler is not None
+            exit_with_error(self.crawler)
             deferred_from_coro(engine.close_spider_async(reason="adaptive_state_error"))
+
+
+class Refusal:
+    """Refuses to start the crawl: one CRITICAL line, a clean close, exit code 1.
+
+    The refusal is said at once (from ``open``) and enforced from the
+    ``spider_opened`` signal by raising ``CloseSpider``: that is Scrapy's
+    public way for a component to stop the start-up once every other part is
+    open, so all of them close cleanly.  Raised anywhere earlier (the
+    scheduler's ``from_crawler`` or ``open``) Scrapy leaves a wall of
+    tracebacks ("Engine slot not assigned", "Scraper close failure").
+    """
+
+    def __init__(self, crawler: Crawler | None) -> None:
+        self.crawler = crawler
+        self.message: str | None = None
+        if crawler is not None:
+            crawler.signals.connect(self._on_spider_opened, signals.spider_opened)
+
+    def refuse(self, message: str) -> None:
+        self.message = message
+        logger.critical("scrapy-adaptive cannot start: %s", message)
+        if self.crawler is not None:
+            exit_with_error(self.crawler)
+
+    def _on_spider_opened(self, spider: Spider) -> None:
+        if self.message is not None:
+            raise CloseSpider("adaptive_refused")
+
+
+class RefusingScheduler(BaseScheduler):
+    """Stands in for the scheduler when the settings are refused.
+
+    Built by :meth:`AdaptiveScheduler.from_crawler` instead of raising there:
+    Scrapy cannot close an engine whose scheduler failed to build.
+    """
+
+    def __init__(self, message: str, crawler: Crawler | None = None) -> None:
+        self.message = message
+        self.refusal = Refusal(crawler)
+
+    def open(self, spider: Spider) -> Deferred[None] | None:
+        self.refusal.refuse(self.message)
+        return None
+
+    def has_pending_requests(self) -> bool:
+        return False
+
+    def enqueue_request(self, request: Request) -> bool:
+        return False
+
+    def next_request(self) -> Request | None:
+        return None

@@ -8,15 +8,26 @@ error naming the request and the key, and the crawl goes on without it.
 Per-fetch ``meta`` (retry counters, redirect chains, download slot and
 latency, cache flags, every private ``_``-key, Scrapy's and ours, and our
 public per-fetch keys) is dropped before storing: a revisit starts afresh.
+
+Credentials stay out of the state folder unless the user opts in
+(``ADAPTIVE_STORE_CREDENTIALS``): the headers Scrapy itself strips on a
+cross-domain redirect (``Authorization``, ``Proxy-Authorization``,
+``Cookie``) and the request's ``cookies``.  The middlewares that add them
+(``HttpAuthMiddleware``, ``CookiesMiddleware``, a proxy's) add them again on
+every revisit; a header set by hand on the request is lost on revisit.
+
+Loading imports nothing: a stored ``_class`` is resolved only among modules
+already loaded, and only in Scrapy or the spider's own package, before it is
+checked to be a :class:`~scrapy.Request` subclass.
 """
 
 from __future__ import annotations
 
 import base64
+import sys
 from typing import Any
 
 from scrapy import Request, Spider
-from scrapy.utils.misc import load_object
 from scrapy.utils.request import request_from_dict
 
 from . import meta as meta_keys
@@ -38,6 +49,11 @@ PER_FETCH_META = frozenset(
         *meta_keys.PER_FETCH,
     }
 )
+
+
+#: headers holding credentials (the ones Scrapy's RedirectMiddleware drops
+#: when a redirect leaves the domain), lower-case
+SENSITIVE_HEADERS = frozenset({b"authorization", b"proxy-authorization", b"cookie"})
 
 
 class RequestNotStorable(ValueError):
@@ -121,10 +137,12 @@ def _to_dict(request: Request, spider: Spider) -> dict[str, Any]:
     return data
 
 
-def request_to_data(request: Request, spider: Spider) -> dict[str, Any]:
+def request_to_data(request: Request, spider: Spider, *, credentials: bool = False) -> dict[str, Any]:
     """A JSON-safe dict of *request*, without per-fetch meta.
 
-    Raises :class:`RequestNotStorable` naming the request and the key.
+    Without *credentials* the :data:`SENSITIVE_HEADERS` and the request's
+    cookies are left out.  Raises :class:`RequestNotStorable` naming the
+    request and the key.
     """
     try:
         data = _to_dict(request, spider)
@@ -137,6 +155,9 @@ def request_to_data(request: Request, spider: Spider) -> dict[str, Any]:
         conditional = {b"if-none-match", b"if-modified-since"}
         data["headers"] = {k: v for k, v in (data.get("headers") or {}).items() if k.lower() not in conditional}
     data["meta"] = strip_per_fetch(meta)
+    if not credentials:
+        data["headers"] = {k: v for k, v in (data.get("headers") or {}).items() if _lower(k) not in SENSITIVE_HEADERS}
+        data["cookies"] = {}
     # headers and body are bytes by construction: encode them directly (the
     # generic walk below is the slow part of storing a request)
     headers = data.pop("headers", None) or {}
@@ -151,6 +172,10 @@ def request_to_data(request: Request, spider: Spider) -> dict[str, Any]:
     return encoded
 
 
+def _lower(value: bytes | str) -> bytes:
+    return (value.encode("latin-1") if isinstance(value, str) else value).lower()
+
+
 def _latin1(value: bytes | str) -> str:
     return value.decode("latin-1") if isinstance(value, bytes) else value
 
@@ -158,8 +183,9 @@ def _latin1(value: bytes | str) -> str:
 def request_from_data(data: dict[str, Any], spider: Spider) -> Request:
     """Rebuild a request stored by :func:`request_to_data`.
 
-    A stored ``_class`` must name a :class:`~scrapy.Request` subclass: the
-    state folder cannot make us call anything else.
+    A stored ``_class`` must name a :class:`~scrapy.Request` subclass
+    already loaded from Scrapy or the spider's package (:func:`stored_class`):
+    the state folder cannot make us import or call anything else.
     """
     headers = data.get("headers")
     body = data.get("body")
@@ -169,9 +195,30 @@ def request_from_data(data: dict[str, Any], spider: Spider) -> Request:
     elif headers is not None:
         decoded["headers"] = _decode(headers)
     decoded["body"] = b"" if body == "" or body is None else _decode(body)
-    class_path = decoded.get("_class")
-    if class_path is not None:
-        cls = load_object(class_path)
-        if not (isinstance(cls, type) and issubclass(cls, Request)):
-            raise RequestNotStorable(f"stored request class {class_path!r} is not a scrapy.Request subclass")
+    if "_class" in decoded:
+        # request_from_dict takes a class object as it is, without importing
+        decoded["_class"] = stored_class(decoded["_class"], spider)
     return request_from_dict(decoded, spider=spider)
+
+
+def stored_class(class_path: Any, spider: Spider) -> type[Request]:
+    """The request class a state folder names, without importing anything.
+
+    The module is checked by name first (Scrapy's, or the spider's own
+    top-level package) and then looked up among the modules already loaded:
+    a request subclass the spider made is loaded by the time the spider
+    runs.  Anything else is refused with :class:`RequestNotStorable`.
+    """
+    module_name, _, name = class_path.rpartition(".") if isinstance(class_path, str) else ("", "", "")
+    project = type(spider).__module__.split(".", 1)[0]
+    allowed = {"scrapy", project} - {"__main__", "builtins"}
+    if not name or module_name.split(".", 1)[0] not in allowed:
+        raise RequestNotStorable(
+            f"stored request class {class_path!r} is not from Scrapy or the spider's package ({project}); "
+            "the state folder may have been tampered with"
+        )
+    module = sys.modules.get(module_name)
+    cls = getattr(module, name, None) if module is not None else None
+    if not (isinstance(cls, type) and issubclass(cls, Request)):
+        raise RequestNotStorable(f"stored request class {class_path!r} is not a loaded scrapy.Request subclass")
+    return cls

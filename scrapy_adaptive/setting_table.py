@@ -86,6 +86,21 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "fsync every write. Writes already survive a killed process; this also survives power loss, at a cost "
         "in speed.",
     ),
+    _seconds(
+        "ADAPTIVE_STOP_GRACE",
+        GROUP_STATE,
+        5.0,
+        "on a graceful stop (SIGINT, a Scrapyd cancel), how long downloads still running may finish; then they "
+        "are abandoned (not counted, due again on restart) instead of holding the stop for `DOWNLOAD_TIMEOUT`.",
+    ),
+    _bool(
+        "ADAPTIVE_STORE_CREDENTIALS",
+        GROUP_STATE,
+        False,
+        "store the `Authorization`, `Proxy-Authorization` and `Cookie` headers and the cookies of a request in "
+        "the state folder. Off: they are left out, and a revisit gets them only from the middlewares that add "
+        "them (`HttpAuthMiddleware`, `CookiesMiddleware`).",
+    ),
     _factor(
         "ADAPTIVE_DELAY_FACTOR",
         GROUP_POLITENESS,
@@ -115,7 +130,8 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "ADAPTIVE_LEASE",
         GROUP_POLITENESS,
         600.0,
-        "how long an issued URL may stay out without a verdict before it goes back to its queue.",
+        "how long an issued URL may stay out without a verdict, not counting its download, before it is "
+        "counted as a retry (something swallowed its outcome). A running download is never taken back.",
         positive=True,
     ),
     _seconds(

@@ -118,6 +118,8 @@ class AdaptiveConfig:
 
     state_dir: str | None
     state_sync: bool
+    stop_grace: float
+    store_credentials: bool
     delay_factor: float
     embed_hops: int
     host_valence: int

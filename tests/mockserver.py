@@ -57,6 +57,14 @@ request counters, so tests are reproducible):
     With ``lie=1`` every hit stamps the time of the hit itself (a generator
     that rewrites every lastmod, whether or not anything changed).  ``bad``
     adds an entry whose lastmod is ``garbage``.  Times carry microseconds.
+``/hostile/<case>/<anything>``
+    A server misbehaving on purpose: ``huge-headers`` (one 1 MB header
+    line), ``endless`` (a chunked body that never ends, 64 KB every 10 ms,
+    until the client hangs up), ``bad-gzip`` (``Content-Encoding: gzip`` over
+    bytes that are not gzip), ``never`` (reads the request, never answers),
+    ``binary`` (random-looking bytes labelled ``text/html``), ``links?n=N``
+    (a page of N distinct links), ``long-link?kb=N`` (a page linking to a URL
+    of N KB).
 ``/robots.txt``
     ``User-agent: *`` / ``Disallow: /private/`` plus ``Crawl-delay`` when the
     server was started with ``--crawl-delay`` or ``/_robots`` set one.
@@ -290,6 +298,8 @@ def _build_resource(state: _State) -> Any:
                 return self.validators(request, path)
             if head == "sitemap" and len(parts) >= 2:
                 return self.sitemap(request, parts)
+            if head == "hostile" and len(parts) >= 2:
+                return self.hostile(request, parts[1])
             request.setResponseCode(404)
             request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
             return f"no such resource: {path}\n".encode()
@@ -429,7 +439,53 @@ def _build_resource(state: _State) -> Any:
                 return answer_not_modified(request)
             return self.page(request, path, extra=f"etag={etag} lm={lm_header}")
 
+        def hostile(self, request: Request, case: str) -> bytes | int:
+            if case == "huge-headers":
+                request.setHeader(b"X-Huge", b"h" * 1_048_576)
+                return self.page(request, "/hostile/huge-headers")
+            if case == "endless":
+                return _endless(request)
+            if case == "bad-gzip":
+                request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
+                request.setHeader(b"Content-Encoding", b"gzip")
+                return b"this is not gzip at all " * 40
+            if case == "never":
+                return NOT_DONE_YET  # the connection stays open, silent, until the client gives up
+            if case == "binary":
+                request.setHeader(b"Content-Type", b"text/html")
+                return bytes((i * 131 + 7) % 256 for i in range(65_536))
+            if case == "links":
+                n = min(int(_arg(request, "n", "10") or 10), 100_000)
+                request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
+                return page_html("/hostile/links", [f"/page/many-{i}" for i in range(n)])
+            if case == "long-link":
+                kb = min(int(_arg(request, "kb", "1") or 1), 1024)
+                request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
+                return page_html("/hostile/long-link", [f"/page/long?q={'x' * (kb * 1024)}"])
+            request.setResponseCode(404)
+            return b"no such hostile case\n"
+
     return Root()
+
+
+def _endless(request: Request) -> int:
+    """A chunked body that never ends (until the client hangs up)."""
+    from twisted.internet import reactor as _reactor
+    from twisted.web import server
+
+    reactor: Any = _reactor
+    request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
+    chunk = b"<p>" + b"e" * 65_530 + b"</p>"
+    gone: list[bool] = []
+    request.notifyFinish().addBoth(lambda _: gone.append(True))
+
+    def more() -> None:
+        if not gone:
+            request.write(chunk)
+            reactor.callLater(0.01, more)
+
+    more()
+    return server.NOT_DONE_YET
 
 
 def main(argv: Sequence[str] | None = None) -> int:

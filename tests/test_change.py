@@ -99,6 +99,7 @@ def test_rules_first_match_wins_then_the_default() -> None:
         ([{"url": "x", "rule": "fuzzy"}], "exact", "ADAPTIVE_DIGEST_RULES[0]: unknown digest rule 'fuzzy'"),
         ([{"url": "x", "rule": "regex", "patterns": ["(unclosed"]}], "exact", "pattern '(unclosed' is not a valid"),
         ([{"url": "x", "rule": "regex"}], "exact", "the regex rule needs 'patterns'"),
+        ([{"url": "x", "rule": "regex", "patterns": "abc"}], "exact", "a list of regular expressions, not 'abc'"),
         ([{"rule": "text"}], "exact", "ADAPTIVE_DIGEST_RULES[0] names none of"),
         ([{"url": "x", "rule": "items", "fields": "price"}], "exact", "'fields' must be a list"),
         ([{"url": "x", "rule": "text", "colour": 1}], "exact", "unknown key(s) colour"),

@@ -23,6 +23,7 @@ from scrapy_adaptive.frontier import (
 )
 from scrapy_adaptive.frontier.keys import NEVER_MS
 from scrapy_adaptive.frontier.leveldb_store import LevelDBStore
+from scrapy_adaptive.frontier.store import Batch, StoreError
 
 
 class Clock:
@@ -445,3 +446,54 @@ def test_queue_counters_round_trip_with_their_stored_keys() -> None:
     back = HostQueue(name="h", valence=1)
     back.restore_counters(stored)
     assert back.counters() == stored and back.crawl_delay == 0.0
+
+
+def test_a_download_running_past_its_lease_is_not_taken_back(store: Store) -> None:
+    clock = Clock()
+    f = make(store, clock, lease=5.0)
+    add(f, "http://a/slow")
+    issued = f.next()
+    assert issued
+    f.fetch_started(issued.fp)
+    clock.t += 30  # a 30 s download, six leases long
+    assert f.lapsed_leases() == [] and f.expire_leases() == []
+    assert f.is_out(issued.fp) and f.next() is None  # never issued twice to a one-at-a-time host
+    f.fetch_ended(issued.fp)
+    assert f.lapsed_leases() == []  # the download's 30 s do not count against the lease
+    clock.t += 5
+    assert f.lapsed_leases() == [issued.fp]  # ended without a verdict
+
+
+class FailingWrites(MemoryStore):
+    """A store whose writes fail once :attr:`full` is set (a full disk)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.full = False
+
+    def write(self, batch: Batch) -> None:
+        if self.full:
+            raise StoreError("No space left on device")
+        super().write(batch)
+
+
+def test_a_failed_write_counts_nothing_and_keeps_the_url_out() -> None:
+    clock = Clock()
+    store = FailingWrites()
+    f = make(store, clock)
+    add(f, "http://a/1")
+    issued = f.next()
+    assert issued
+    before = f.shape()
+    store.full = True
+    with pytest.raises(StoreError):
+        f.update(issued.fp, visited())
+    after = f.shape()
+    assert (f.visit_count, f.version_count) == (0, 0)
+    assert {k: after[k] for k in ("urls", "never", "out")} == {k: before[k] for k in ("urls", "never", "out")}
+    assert f.is_out(issued.fp)
+    record = f.get_record(issued.fp)
+    assert record is not None and record.visits == 0
+    store.full = False
+    updated = f.update(issued.fp, visited())
+    assert updated is not None and updated.visits == 1 and f.visit_count == 1

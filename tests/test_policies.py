@@ -164,6 +164,11 @@ def test_a_bad_request_override_is_reported_and_ignored(caplog: pytest.LogCaptur
     ("values", "message"),
     [
         ({"ADAPTIVE_WAIT_POLICIES": [{"initial": 5}]}, "ADAPTIVE_WAIT_POLICIES[0] names none of"),
+        (
+            {"ADAPTIVE_WAIT_POLICIES": [{"policy": "nowhere.Policy"}]},
+            "ADAPTIVE_WAIT_POLICIES[0] names none of content_type, hosts, url: it would match everything; "
+            "ADAPTIVE_WAIT_POLICY and the ADAPTIVE_WAIT_* settings apply to everything else.",
+        ),
         ({"ADAPTIVE_WAIT_POLICIES": [{"url": "(", "initial": 5}]}, "ADAPTIVE_WAIT_POLICIES[0]: 'url' ('(')"),
         ({"ADAPTIVE_WAIT_POLICIES": [{"hosts": "a", "speed": 5}]}, "unknown key(s) speed"),
         ({"ADAPTIVE_WAIT_POLICIES": [{"hosts": "a", "initial": "x"}]}, "'initial' ('x') must be a number"),

@@ -188,7 +188,7 @@ def test_a_redirect_is_a_visit_and_its_target_a_url_of_its_own(
     assert result.stats["adaptive/redirects"] == 1
 
 
-def test_a_url_lost_in_a_middleware_comes_back_after_its_lease(
+def test_a_url_lost_in_a_middleware_gets_a_retry_verdict_after_its_lease(
     clean_log: MockServer, adaptive_settings: dict[str, object]
 ) -> None:
     server = clean_log
@@ -198,15 +198,19 @@ def test_a_url_lost_in_a_middleware_comes_back_after_its_lease(
         "DOWNLOADER_MIDDLEWARES": {"tests.spiders.cases.LoseResponses": 20},
         "CASES_LOSE": "/page/lost-one",
         "ADAPTIVE_LEASE": 1.5,
+        "ADAPTIVE_RETRY_DELAY": 0.5,
+        "ADAPTIVE_MAX_RETRIES": 1,
         "ADAPTIVE_WAIT_DEFAULT": 100,
         "CLOSESPIDER_TIMEOUT": 6,
     }
     result = run_crawl(CASES, settings, timeout=60, args=["-a", f"start_urls={start}"])
     result.assert_ok(allow_errors=True)
     lost = fetch_times(server.log(), "/page/lost-one")
-    assert len(lost) >= 2  # handed out again after each lease
-    assert result.stats["adaptive/leases_expired"] >= 1
-    assert "back in its queue" in result.log
+    assert len(lost) == 2  # the first fetch and one frontier retry, then failed
+    assert result.stats["adaptive/leases_expired"] == 2
+    assert "no verdict within ADAPTIVE_LEASE" in result.log
+    record = read_records(Path(str(settings["ADAPTIVE_STATE_DIR"])))[server.url("/page/lost-one")]
+    assert (record.outcome, record.failures, record.visits) == ("failed", 1, 0)
     # the host was never blocked: the other page was fetched too
     assert fetch_times(server.log(), "/page/lease-ok")
 
@@ -234,8 +238,11 @@ def test_a_second_crawl_on_the_same_state_folder_stops_at_start_up(
     with first:
         wait_for_log(first, r"Adaptive frontier opened", timeout=30)
         second = run_crawl(FOLLOW, adaptive_settings, timeout=30, args=["-a", f"start_urls={start}"])
-        assert second.returncode != 0
+        assert second.returncode == 1
         assert "is in use by another crawl" in second.text
+        # one message: no traceback, no "Scraper close failure"
+        assert "Traceback" not in second.text and "ERROR" not in second.log
+        assert len([line for line in second.log.splitlines() if "CRITICAL" in line]) == 1
         first.signal_group(signal.SIGINT)
         finish_crawl(first, timeout=30).assert_ok()
 
@@ -331,7 +338,7 @@ def test_a_full_disk_stops_the_crawl_and_loses_nothing(
     log = (tmp_state / "crawl.log").read_text()
     assert "Writing to the state database" in log and "Stopping the crawl" in log, log[-2000:]
     assert "Spider closed (adaptive_state_error)" in log, log[-2000:]
-    assert done.returncode == 0
+    assert done.returncode == 1  # stopped to protect the state: an error exit
     records = read_records(tmp_state / "adaptive")  # opens cleanly without the limit
     assert len(records) > 20
     visited = [r for r in records.values() if r.visits]

@@ -96,7 +96,7 @@ def test_an_unserializable_meta_value_is_refused_with_the_key_named() -> None:
 def test_a_stored_class_must_be_a_request_subclass() -> None:
     data = request_to_data(Request("http://example.com/"), MySpider())
     data["_class"] = "os.system"
-    with pytest.raises(RequestNotStorable, match="not a scrapy.Request subclass"):
+    with pytest.raises(RequestNotStorable, match="not from Scrapy or the spider"):
         request_from_data(data, MySpider())
 
 
@@ -110,3 +110,41 @@ def test_the_fast_path_gives_what_to_dict_gives() -> None:
         FormRequest("http://example.com/f", formdata={"q": "x"}, callback=spider.parse_item),
     ):
         assert _to_dict(request, spider) == request.to_dict(spider=spider)
+
+
+def test_credentials_are_not_stored_unless_asked_for() -> None:
+    spider = MySpider()
+    request = Request(
+        "http://example.com/private",
+        headers={"Authorization": "Basic c2VjcmV0", "Proxy-Authorization": "Basic eA==", "Cookie": "s=1", "X-A": "b"},
+        cookies={"session": "secret"},
+    )
+    text = json.dumps(request_to_data(request, spider))
+    assert "c2VjcmV0" not in text and "secret" not in text and "s=1" not in text
+    back = roundtrip(request, spider)
+    assert back.headers.get("X-A") == b"b" and back.cookies == {}
+    assert not {b"Authorization", b"Proxy-Authorization", b"Cookie"} & set(back.headers)
+    kept = request_from_data(json.loads(json.dumps(request_to_data(request, spider, credentials=True))), spider)
+    assert kept.headers["Authorization"] == b"Basic c2VjcmV0" and kept.cookies == {"session": "secret"}
+
+
+@pytest.mark.parametrize("class_path", ["this.Request", "os.system", "tests.nope.Request"])
+def test_a_stored_class_outside_scrapy_and_the_project_is_refused_without_importing(class_path: str) -> None:
+    import sys
+
+    module = class_path.rsplit(".", 1)[0]
+    loaded_before = module in sys.modules
+    data = request_to_data(Request("http://example.com/"), MySpider())
+    data["_class"] = class_path
+    with pytest.raises(RequestNotStorable, match="stored request class"):
+        request_from_data(data, MySpider())
+    assert (module in sys.modules) == loaded_before
+
+
+def test_a_request_subclass_of_the_spiders_package_loads() -> None:
+    back = roundtrip(ProjectRequest("http://example.com/p"), MySpider())
+    assert type(back) is ProjectRequest
+
+
+class ProjectRequest(Request):
+    """A request class of the spider's own package (``tests``)."""

@@ -41,10 +41,10 @@ def build_digester(spec: dict[str, Any] | str, where: str, default_max_size: int
             raise ConfigError(f"{where}: 'fields' must be a list of field names, not {fields!r}.")
         return ItemsDigester(tuple(fields))
     patterns = spec.get("patterns")
-    if isinstance(patterns, str):
-        patterns = [patterns]
     if not patterns or not isinstance(patterns, (list, tuple)):
-        raise ConfigError(f"{where}: the regex rule needs 'patterns', a list of regular expressions.")
+        # a lone string is refused too: "a|b" and ["a", "b"] mean the same,
+        # but a string where a list belongs is most often a mistake
+        raise ConfigError(f"{where}: the regex rule needs 'patterns', a list of regular expressions, not {patterns!r}.")
     compiled = []
     for pattern in patterns:
         try:

@@ -18,6 +18,7 @@ from scrapy.exceptions import IgnoreRequest, NotSupported
 from twisted.internet import error as net
 
 from ..frontier.record import Outcome, Visit
+from ..stopgrace import AbandonedDownload
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -63,6 +64,8 @@ class FetchErrorMiddleware:
         self.services = services
 
     def process_exception(self, request: Request, exception: Exception) -> None:
-        if self.services is not None:
+        # an abandoned download (a stop ran out of ADAPTIVE_STOP_GRACE) has
+        # no verdict: the URL keeps its record and is due on restart
+        if self.services is not None and not isinstance(exception, AbandonedDownload):
             self.services.commit(request, classify(exception))
         return None

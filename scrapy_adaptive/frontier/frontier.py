@@ -76,6 +76,9 @@ class _Out:
     #: when its download started (the downloader took it), and how long it took
     fetch_started: float | None = None
     duration: float | None = None
+    #: the downloader holds it (between fetch_started and fetch_ended): its
+    #: lease cannot run out, the host is busy with it
+    in_flight: bool = False
 
 
 class Frontier(HostFacts):
@@ -280,6 +283,7 @@ class Frontier(HostFacts):
         out = self._out.get(fp)
         if out is not None:
             out.fetch_started = self.clock()
+            out.in_flight = True
 
     def fetch_ended(self, fp: bytes, duration: float | None = None) -> None:
         """The download of *fp* is over: start its slot's politeness wait.
@@ -291,6 +295,10 @@ class Frontier(HostFacts):
         out = self._out.get(fp)
         if out is None:
             return
+        if out.in_flight and out.fetch_started is not None:
+            # the lease counts the time out of the downloader only
+            out.lease_until += max(0.0, self.clock() - out.fetch_started)
+        out.in_flight = False
         if duration is None and out.fetch_started is not None:
             duration = max(0.0, self.clock() - out.fetch_started)
         if duration is not None:
@@ -329,6 +337,19 @@ class Frontier(HostFacts):
         slot_free_at = now + q.politeness_wait(
             visit.duration or 0.0, politeness.delay_factor, politeness.min_delay, politeness.max_delay
         )
+
+        # what the write changes in memory, put back if it fails: the store
+        # keeps the previous state, and so must the counters and the lease
+        counts = (q.visits, q.versions, q.never, self._visits, self._versions, self._schedulable)
+
+        def undo() -> None:
+            q.visits, q.versions, q.never, self._visits, self._versions, self._schedulable = counts
+            if out is not None:
+                # the record object was changed in place: take the stored one
+                raw = self.store.get_record(fp)
+                if raw is not None:
+                    out.record = UrlRecord.from_bytes(raw)
+                self._out[fp] = out
 
         outcome = visit.outcome
         if outcome is Outcome.RETRY and record.failures + 1 > politeness.max_retries:
@@ -381,7 +402,7 @@ class Frontier(HostFacts):
             q.never += 1 if record.never else -1
             self._schedulable += -1 if record.never else 1
         batch.hosts[record.queue] = self._counters(q)
-        self._write(batch, q)
+        self._write(batch, q, undo)
         if q.out.get(fp) is not None:
             q.release_slot(fp, slot_free_at)
         q.out.pop(fp, None)
@@ -410,13 +431,22 @@ class Frontier(HostFacts):
         self._schedule(q)
         return True
 
-    def expire_leases(self) -> list[bytes]:
-        """Requeue URLs out for longer than the lease; return them."""
+    def lapsed_leases(self) -> list[bytes]:
+        """URLs out for longer than the lease and not being downloaded.
+
+        A download still running is never taken back, however long it takes
+        (the downloader's own ``DOWNLOAD_TIMEOUT`` ends it): issuing the URL
+        again would put two fetches on a host that allows one.  The time in
+        the downloader does not count against the lease either, so a short
+        lease cannot take back a response on its way to the verdict after a
+        long download: any lease works with any ``DOWNLOAD_TIMEOUT``.
+        """
         now = self.clock()
-        expired = [fp for fp, out in self._out.items() if out.lease_until <= now]
-        for fp in expired:
-            self.requeue(fp)
-        return expired
+        return [fp for fp, out in self._out.items() if out.lease_until <= now and not out.in_flight]
+
+    def expire_leases(self) -> list[bytes]:
+        """Requeue the :meth:`lapsed_leases` unchanged; return them."""
+        return [fp for fp in self.lapsed_leases() if self.requeue(fp)]
 
     @staticmethod
     def _counters(q: HostQueue) -> bytes:

@@ -105,8 +105,11 @@ class PolicyStack(WaitPolicy):
             unknown = set(entry) - set(PARAM_KEYS) - set(MATCH_KEYS) - {"policy"}
             if unknown:
                 raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}.")
+            # what the entry applies to first: an entry without a match key
+            # is a misplaced catch-all, whatever else is wrong with it
+            matcher = Matcher.parse(entry, where, catch_all="ADAPTIVE_WAIT_POLICY and the ADAPTIVE_WAIT_* settings")
             entry_cls = load_policy_class(entry["policy"], f"{where}['policy']") if "policy" in entry else policy_cls
-            entries.append((Matcher.parse(entry, where), entry_cls.from_params(params.updated(entry, where))))
+            entries.append((matcher, entry_cls.from_params(params.updated(entry, where))))
         return cls(entries, policy_cls.from_params(params), params, policy_cls)
 
     def select(self, visit: Visit) -> WaitPolicy:

@@ -8,6 +8,9 @@ only its lease brings it back.
 grow the state quickly).
 ``-a lambda_url=<url>``: the first page also yields a request for that URL
 with a lambda callback, which cannot be stored.
+``CASES_FAIL_WRITES_AFTER=<n>`` with the :class:`FailStoreWrites` extension:
+the frontier's store fails every write after the first *n* (a disk that
+fills up during the crawl).
 """
 
 from __future__ import annotations
@@ -34,6 +37,35 @@ class LoseResponses:
         if urlsplit(request.url).path == self.pattern:
             raise RuntimeError(f"lost {request.url} on purpose")
         return response
+
+
+class FailStoreWrites:
+    """Extension: the frontier's writes fail after ``CASES_FAIL_WRITES_AFTER``."""
+
+    def __init__(self, crawler: Any) -> None:
+        self.crawler = crawler
+        self.after = crawler.settings.getint("CASES_FAIL_WRITES_AFTER")
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> FailStoreWrites:
+        ext = cls(crawler)
+        crawler.signals.connect(ext.spider_opened, signal=scrapy.signals.spider_opened)
+        return ext
+
+    def spider_opened(self, spider: scrapy.Spider) -> None:
+        from scrapy_adaptive.frontier.store import StoreError
+
+        store = self.crawler.engine.scheduler.frontier.store
+        write = store.write
+        done = [0]
+
+        def failing_write(batch: Any) -> None:
+            done[0] += 1
+            if done[0] > self.after:
+                raise StoreError("injected write failure")
+            write(batch)
+
+        store.write = failing_write
 
 
 class CasesSpider(scrapy.Spider):
