@@ -63,7 +63,15 @@ from .serialization import RequestNotStorable, request_from_data, request_to_dat
 from .settings import AdaptiveConfig
 from .spidermiddlewares.visit import VisitMiddleware
 from .startup import warn_about_settings
-from .statedir import StateDir, open_store, resolve
+from .statedir import (
+    CHECKPOINT_INTERVAL,
+    StateDir,
+    StateDirError,
+    check_checkpoint,
+    open_store,
+    resolve,
+    write_checkpoint,
+)
 from .verdicts import Verdicts
 
 if TYPE_CHECKING:
@@ -115,6 +123,10 @@ class AdaptiveScheduler(BaseScheduler):
         self.crawl_log: CrawlLog | None = None
         self._ticker: Any = None
         self._stopping = False
+        #: a store write failed: no checkpoint may be written any more
+        self._store_failed = False
+        self._checkpointed = 0.0
+        self._last_checkpoint: tuple[dict[str, int], bool] | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> AdaptiveScheduler:
@@ -159,7 +171,13 @@ class AdaptiveScheduler(BaseScheduler):
             history_size=config.history_size,
             trust=TrustParams(config.trust_warmup, config.trust_min_rate),
         )
-        frontier.load()
+        try:
+            frontier.load()
+            check_checkpoint(self.state, **self._counts())
+        except (StoreError, StateDirError) as exc:
+            store.close()
+            raise StateDirError(str(exc)) from exc
+        self._checkpoint(clean=False)
         shared = self.policy.params.shared
         persist.restore(store, shared)
         allocator = shared.get("rate_allocator")
@@ -214,6 +232,7 @@ class AdaptiveScheduler(BaseScheduler):
             self._summary(final=True)
             persist.save(self.frontier.store, self.policy.params.shared)
             self.frontier.store.close()
+            self._checkpoint(clean=True)
         if self.crawl_log is not None:
             self.crawl_log.close()
         return None
@@ -383,6 +402,8 @@ class AdaptiveScheduler(BaseScheduler):
                 self.stats.inc_value("adaptive/leases_expired")
             if expired:
                 self._arm_wake()
+            if time.monotonic() - self._checkpointed >= CHECKPOINT_INTERVAL:
+                self._checkpoint(clean=False)
             if self.reporter.due():
                 self._summary()
                 persist.save(self.frontier.store, self.policy.params.shared)
@@ -396,12 +417,33 @@ class AdaptiveScheduler(BaseScheduler):
         self.capacity.measured()
         self.reporter.summary(final=final)
 
+    def _counts(self) -> dict[str, int]:
+        """What a checkpoint records: counts that only ever grow."""
+        assert self.frontier is not None
+        frontier = self.frontier
+        return {"urls": frontier.url_count + frontier.quarantined_count, "visits": frontier.visit_count}
+
+    def _checkpoint(self, *, clean: bool) -> None:
+        """Record the counts in the state folder's marker (see statedir.py).
+
+        Never after a failed write (the in-memory counts may then exceed
+        what the database holds), and only when they moved.
+        """
+        self._checkpointed = time.monotonic()
+        if self.frontier is None or self.state is None or self._store_failed:
+            return
+        point = (self._counts(), clean)
+        if point != self._last_checkpoint:
+            write_checkpoint(self.state, **point[0], clean=clean)
+            self._last_checkpoint = point
+
     def _fatal(self, exc: StoreError) -> None:
         """The state cannot be written: stop rather than lose history.
 
         The failed batch was not applied (LevelDB batches are atomic), so the
         store still holds the previous, consistent state.
         """
+        self._store_failed = True
         if self._stopping:
             return
         self._stopping = True
