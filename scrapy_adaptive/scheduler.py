@@ -53,7 +53,7 @@ from .downloadermiddlewares.errors import FetchErrorMiddleware
 from .downloadermiddlewares.validators import ValidatorsMiddleware
 from .engine import EngineWaker
 from .frontier import AddResult, Frontier, Outcome, Politeness, UrlRecord, Visit
-from .frontier.store import StoreError
+from .frontier.store import StoreCorrupt, StoreError
 from .issued import IssuedRequests, url_identity
 from .policies import PolicyStack, load_wait_policy, persist
 from .politeness import QueueKeyer, parse_crawl_delay
@@ -447,7 +447,10 @@ class AdaptiveScheduler(BaseScheduler):
         if self._stopping:
             return
         self._stopping = True
-        logger.critical("%s. Stopping the crawl; the state on disk is consistent and the crawl can resume.", exc)
+        if isinstance(exc, StoreCorrupt):
+            logger.critical("%s. Stopping the crawl.", exc)
+        else:
+            logger.critical("%s. Stopping the crawl; the state on disk is consistent and the crawl can resume.", exc)
         self.stats.set_value("adaptive/fatal", str(exc))
         engine = self.crawler.engine if self.crawler is not None else None
         if engine is not None:

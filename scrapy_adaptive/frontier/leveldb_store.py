@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import plyvel
 
 from . import keys
-from .store import Batch, Store, StoreError
+from .store import Batch, Store, StoreCorrupt, StoreError
 
 
 def _reason(exc: BaseException) -> str:
@@ -99,10 +99,10 @@ class LevelDBStore(Store):
         self._meta = self._db.prefixed_db(keys.META_PREFIX)
         self._quarantine = self._db.prefixed_db(keys.QUARANTINE_PREFIX)
 
-    def _corrupt(self, exc: BaseException) -> StoreError:
-        return StoreError(
-            f"The state database in {self.path} is corrupt ({_reason(exc)}). The crawl stops before reading or "
-            "writing anything more; restore the folder from a backup, or try plyvel.repair_db() on a copy"
+    def _corrupt(self, exc: BaseException) -> StoreCorrupt:
+        return StoreCorrupt(
+            f"The state database in {self.path} is corrupt ({_reason(exc)}). Nothing more is read or written; "
+            "restore the folder from a backup, or try plyvel.repair_db() on a copy"
         )
 
     def get_record(self, fp: bytes) -> bytes | None:

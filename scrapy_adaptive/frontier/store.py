@@ -51,6 +51,10 @@ class StoreError(RuntimeError):
     """The store could not be opened or written; the message says why."""
 
 
+class StoreCorrupt(StoreError):
+    """What the store holds is damaged: resuming needs a repair or a backup."""
+
+
 class Store(ABC):
     """Bytes in, bytes out; no knowledge of Scrapy or of scheduling rules."""
 
