@@ -183,7 +183,7 @@ class HostQueue:
         for t in self.slots:
             if t > rested:
                 rested = t
-        return int(rested * 1000)
+        return math.ceil(rested * 1000)  # rounded up: never a millisecond early
 
     def counters(self) -> dict[str, object]:
         """What is persisted per queue (keys: :data:`COUNTER_KEYS`): counts
