@@ -63,15 +63,7 @@ from .serialization import RequestNotStorable, request_from_data, request_to_dat
 from .settings import AdaptiveConfig
 from .spidermiddlewares.visit import VisitMiddleware
 from .startup import warn_about_settings
-from .statedir import (
-    CHECKPOINT_INTERVAL,
-    StateDir,
-    StateDirError,
-    check_checkpoint,
-    open_store,
-    resolve,
-    write_checkpoint,
-)
+from .statedir import CHECKPOINT_INTERVAL, StateDir, open_store, resolve, write_checkpoint
 from .verdicts import Verdicts
 
 if TYPE_CHECKING:
@@ -171,12 +163,7 @@ class AdaptiveScheduler(BaseScheduler):
             history_size=config.history_size,
             trust=TrustParams(config.trust_warmup, config.trust_min_rate),
         )
-        try:
-            frontier.load()
-            check_checkpoint(self.state, **self._counts())
-        except (StoreError, StateDirError) as exc:
-            store.close()
-            raise StateDirError(str(exc)) from exc
+        frontier.load()
         self._checkpoint(clean=False)
         shared = self.policy.params.shared
         persist.restore(store, shared)

@@ -62,6 +62,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+from .frontier.hostqueue import QUARANTINED_KEY, URLS_KEY, VISITS_KEY
 from .frontier.leveldb_store import LevelDBStore
 from .frontier.store import StoreError
 
@@ -170,6 +171,12 @@ def open_store(state: StateDir, *, spider: str, fingerprinter: str, sync: bool) 
     except StoreError as exc:
         raise StateDirError(str(exc)) from exc
     _private_database_files(state.database)
+    if marker is not None:
+        try:
+            _check_checkpoint(state, marker, **stored_counts(store))
+        except BaseException:
+            store.close()
+            raise
     if marker is None:
         try:
             _write_marker(state, {**expected, "created": _now()})
@@ -183,9 +190,29 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def check_checkpoint(state: StateDir, *, urls: int, visits: int) -> None:
+def stored_counts(store: LevelDBStore) -> dict[str, int]:
+    """What a checkpoint compares: URLs known (quarantined included) and visits,
+    summed over the per-queue counter rows (one small row per host)."""
+    urls = visits = 0
+    try:
+        rows = list(store.hosts())
+    except StoreError as exc:
+        raise StateDirError(str(exc)) from exc
+    for queue, raw in rows:
+        try:
+            row = json.loads(raw)
+            urls += int(row.get(URLS_KEY, 0)) + int(row.get(QUARANTINED_KEY, 0))
+            visits += int(row.get(VISITS_KEY, 0))
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise StateDirError(
+                f"The state database in {store.path} has an unreadable counters row for queue {queue!r} ({exc}). "
+                "Nothing was changed; restore the folder from a backup."
+            ) from exc
+    return {"urls": urls, "visits": visits}
+
+
+def _check_checkpoint(state: StateDir, marker: dict, *, urls: int, visits: int) -> None:
     """Refuse a database that holds less than its last checkpoint (see the module's docstring)."""
-    marker = _read_marker(state) or {}
     point = marker.get(CHECKPOINT)
     if not isinstance(point, dict):
         return
