@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import stat
 import subprocess
 from pathlib import Path
@@ -21,7 +22,7 @@ from scrapy import Request
 
 from scrapy_adaptive.frontier.keys import record_key
 from scrapy_adaptive.scheduler import AdaptiveScheduler
-from scrapy_adaptive.statedir import CHECKPOINT, MARKER, StateDirError
+from scrapy_adaptive.statedir import CHECKPOINT, MARKER, StateDirError, open_store, resolve
 from tests.test_scheduler import Pages, build, drain, in_loop, visited
 
 URLS = [f"http://{host}.example/p{i}" for host in ("a", "b", "c") for i in range(20)]
@@ -55,6 +56,14 @@ def reopen(jobdir: Path) -> AdaptiveScheduler:
     return scheduler
 
 
+def refusal(jobdir: Path) -> str:
+    """The message the scheduler's open gets from the state folder (how the
+    scheduler then refuses the crawl is tested with the start-up refusals)."""
+    with pytest.raises(StateDirError) as info:
+        open_store(resolve(None, str(jobdir)), spider=Pages.name, fingerprinter="test", sync=False).close()
+    return str(info.value)
+
+
 @in_loop
 def test_a_lost_current_file_is_refused_not_reset(tmp_path: Path) -> None:
     """Issue 10 item 2: LevelDB started an empty database and deleted the old tables."""
@@ -62,9 +71,7 @@ def test_a_lost_current_file_is_refused_not_reset(tmp_path: Path) -> None:
     db = tmp_path / "adaptive" / "frontier.ldb"
     (db / "CURRENT").unlink()
     before = files(db)
-    with pytest.raises(StateDirError) as info:
-        reopen(tmp_path)
-    assert str(info.value) == (
+    assert refusal(tmp_path) == (
         f"The state database in {db} has lost its CURRENT file or its tables (Invalid argument: {db}: does not "
         "exist (create_if_missing is false)). Nothing was changed and no new database was created over it: "
         "restore the folder from a backup, or try plyvel.repair_db() on a copy."
@@ -84,8 +91,7 @@ def test_an_emptied_database_folder_is_refused(tmp_path: Path) -> None:
     db = tmp_path / "adaptive" / "frontier.ldb"
     for p in db.iterdir():
         p.unlink()
-    with pytest.raises(StateDirError, match="has lost its CURRENT file or its tables"):
-        reopen(tmp_path)
+    assert "has lost its CURRENT file or its tables" in refusal(tmp_path)
     assert files(db) == {}  # no empty database was made in its place
     assert json.loads((tmp_path / "adaptive" / MARKER).read_text())[CHECKPOINT]["urls"] == len(URLS)
 
@@ -99,9 +105,7 @@ def test_a_cut_write_ahead_log_is_reported_as_a_rollback(tmp_path: Path) -> None
     with open(log, "r+b") as f:
         f.truncate(log.stat().st_size // 2)
     for _ in range(2):  # refused again and again: the checkpoint is not overwritten
-        with pytest.raises(StateDirError) as info:
-            reopen(tmp_path)
-        message = str(info.value)
+        message = refusal(tmp_path)
         assert message.startswith(f"The state database in {db} has rolled back: it holds ")
         assert f"but {len(URLS)} URLs and 30 visits were recorded at a clean close" in message
         assert f'delete the "{CHECKPOINT}" entry from {tmp_path / "adaptive" / MARKER}' in message
@@ -124,10 +128,9 @@ def test_a_garbled_table_is_reported_at_its_first_read(tmp_path: Path) -> None:
         f.seek(64)
         f.write(b"\xa5" * 64)  # the first block: the per-host counters, read at open
     garbled = table.read_bytes()
-    with pytest.raises(StateDirError) as info:
-        reopen(tmp_path)
+    message = refusal(tmp_path)
     assert table.read_bytes() == garbled  # left as it is, for a repair
-    assert str(info.value) == (
+    assert message == (
         f"The state database in {db} is corrupt (Corruption: block checksum mismatch). Nothing more is read or "
         "written; restore the folder from a backup, or try plyvel.repair_db() on a copy"
     )
@@ -140,8 +143,7 @@ def test_an_unreadable_marker_is_refused_and_the_database_kept(tmp_path: Path, c
     db = tmp_path / "adaptive" / "frontier.ldb"
     marker.write_bytes(content)
     before = files(db)
-    with pytest.raises(StateDirError, match=f"^{marker} is (unreadable or corrupt|not a scrapy-adaptive marker)"):
-        reopen(tmp_path)
+    assert re.match(f"^{marker} is (unreadable or corrupt|not a scrapy-adaptive marker)", refusal(tmp_path))
     assert files(db) == before and marker.read_bytes() == content
 
 
@@ -201,10 +203,9 @@ def test_a_read_only_state_folder_is_not_called_in_use(tmp_path: Path) -> None:
     try:
         in_loop(lambda: crawled(mount, visits=2).close("finished"))()
         subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
-        with pytest.raises(StateDirError) as info:
-            reopen(mount)
+        message = refusal(mount)
         state = mount / "adaptive" / "frontier.ldb"
-        assert str(info.value) == (
+        assert message == (
             f"The state folder {state} is on a read-only file system (IO error: {state}/LOCK: Read-only file "
             "system). A crawl writes its state: mount it read-write, or give this crawl another "
             "ADAPTIVE_STATE_DIR / JOBDIR."
