@@ -29,6 +29,7 @@ from typing import TextIO
 
 from .frontier.record import UrlRecord, Visit
 from .matching import media_type
+from .statedir import private_opener
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +90,7 @@ class CrawlLog:
         line = format_line(record, visit, time.time() if now is None else now) + "\n"
         try:
             if self._file is None:
-                self._file = open(self.path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+                self._file = open(self.path, "a", encoding="utf-8", buffering=1, opener=private_opener)  # noqa: SIM115
                 self._size = self._file.tell()
             if self._size + len(line) > self.max_bytes and self._size > 0:
                 self._rotate()
@@ -110,7 +111,7 @@ class CrawlLog:
             os.replace(self.path, f"{self.path}.1")
         else:
             os.remove(self.path)
-        self._file = open(self.path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+        self._file = open(self.path, "a", encoding="utf-8", buffering=1, opener=private_opener)  # noqa: SIM115
         self._size = 0
 
     def close(self) -> None:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .change.trust import Trust
 from .frontier import Frontier
 from .frontier.crawltime import estimate_hosts
+from .statedir import private_opener
 
 if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
@@ -71,9 +72,11 @@ class Reporter:
         shape = self.frontier.shape()
         for name in SHAPE_STATS:
             self.stats.set_value(f"adaptive/frontier/{name}", shape[name])
+        if shape["quarantined"]:
+            self.stats.set_value("adaptive/quarantined", shape["quarantined"])
         logger.info(
             "Frontier%s: %d URLs (%d never) in %d queues: %d ready, %d snoozed, %d busy; %d out; %s%d due now; "
-            "overdue p50 %s p95 %s; %d visits, %d versions",
+            "overdue p50 %s p95 %s; %d visits, %d versions%s",
             " at close" if final else "",
             shape["urls"],
             shape["never"],
@@ -88,6 +91,7 @@ class Reporter:
             _seconds(shape["overdue_p95"]),
             shape["visits"],
             shape["versions"],
+            f"; {shape['quarantined']} quarantined" if shape["quarantined"] else "",
         )
 
     def budget(self) -> None:
@@ -164,7 +168,7 @@ class Reporter:
             return
         path = os.path.join(self.state_path, "validators-report.json")
         try:
-            with open(path + ".tmp", "w", encoding="utf-8") as f:
+            with open(path + ".tmp", "w", encoding="utf-8", opener=private_opener) as f:
                 json.dump(report, f, indent=1, sort_keys=True)
             os.replace(path + ".tmp", path)
         except OSError as exc:

@@ -54,7 +54,7 @@ from .downloadermiddlewares.errors import FetchErrorMiddleware
 from .downloadermiddlewares.validators import ValidatorsMiddleware
 from .engine import EngineWaker, exit_with_error
 from .frontier import AddResult, Frontier, Outcome, Politeness, UrlRecord, Visit
-from .frontier.store import StoreError
+from .frontier.store import StoreCorrupt, StoreError
 from .issued import IssuedRequests, url_identity
 from .policies import PolicyStack, load_wait_policy, persist
 from .politeness import QueueKeyer, parse_crawl_delay
@@ -64,7 +64,7 @@ from .serialization import RequestNotStorable, request_from_data, request_to_dat
 from .settings import AdaptiveConfig, ConfigError
 from .spidermiddlewares.visit import VisitMiddleware
 from .startup import warn_about_settings
-from .statedir import StateDir, StateDirError, open_store, resolve
+from .statedir import CHECKPOINT_INTERVAL, StateDir, StateDirError, open_store, resolve, write_checkpoint
 from .stopgrace import StopGrace
 from .verdicts import Verdicts
 
@@ -119,6 +119,10 @@ class AdaptiveScheduler(BaseScheduler):
         self._stopping = False
         self.refusal = Refusal(crawler)
         self.grace = StopGrace(config.stop_grace, crawler)
+        #: a store write failed: no checkpoint may be written any more
+        self._store_failed = False
+        self._checkpointed = 0.0
+        self._last_checkpoint: tuple[dict[str, int], bool] | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> AdaptiveScheduler | RefusingScheduler:
@@ -174,6 +178,7 @@ class AdaptiveScheduler(BaseScheduler):
             trust=TrustParams(config.trust_warmup, config.trust_min_rate),
         )
         frontier.load()
+        self._checkpoint(clean=False)
         shared = self.policy.params.shared
         persist.restore(store, shared)
         allocator = shared.get("rate_allocator")
@@ -228,6 +233,7 @@ class AdaptiveScheduler(BaseScheduler):
             self._summary(final=True)
             persist.save(self.frontier.store, self.policy.params.shared)
             self.frontier.store.close()
+            self._checkpoint(clean=True)
         if self.crawl_log is not None:
             self.crawl_log.close()
         return None
@@ -394,6 +400,8 @@ class AdaptiveScheduler(BaseScheduler):
             # (due on restart), not lost in a middleware
             for fp in self.frontier.lapsed_leases() if self.grace.stop_seen is None else ():
                 self._lapsed(fp)
+            if time.monotonic() - self._checkpointed >= CHECKPOINT_INTERVAL:
+                self._checkpoint(clean=False)
             if self.reporter.due():
                 self._summary()
                 persist.save(self.frontier.store, self.policy.params.shared)
@@ -431,16 +439,40 @@ class AdaptiveScheduler(BaseScheduler):
         self.capacity.measured()
         self.reporter.summary(final=final)
 
+    def _counts(self) -> dict[str, int]:
+        """What a checkpoint records: counts that only ever grow."""
+        assert self.frontier is not None
+        frontier = self.frontier
+        return {"urls": frontier.url_count + frontier.quarantined_count, "visits": frontier.visit_count}
+
+    def _checkpoint(self, *, clean: bool) -> None:
+        """Record the counts in the state folder's marker (see statedir.py).
+
+        Never after a failed write (the in-memory counts may then exceed
+        what the database holds), and only when they moved.
+        """
+        self._checkpointed = time.monotonic()
+        if self.frontier is None or self.state is None or self._store_failed:
+            return
+        point = (self._counts(), clean)
+        if point != self._last_checkpoint:
+            write_checkpoint(self.state, **point[0], clean=clean)
+            self._last_checkpoint = point
+
     def _fatal(self, exc: StoreError) -> None:
         """The state cannot be written: stop rather than lose history.
 
         The failed batch was not applied (LevelDB batches are atomic), so the
         store still holds the previous, consistent state.
         """
+        self._store_failed = True
         if self._stopping:
             return
         self._stopping = True
-        logger.critical("%s. Stopping the crawl; the state on disk is consistent and the crawl can resume.", exc)
+        if isinstance(exc, StoreCorrupt):
+            logger.critical("%s. Stopping the crawl.", exc)
+        else:
+            logger.critical("%s. Stopping the crawl; the state on disk is consistent and the crawl can resume.", exc)
         self.stats.set_value("adaptive/fatal", str(exc))
         engine = self.crawler.engine if self.crawler is not None else None
         if engine is not None:

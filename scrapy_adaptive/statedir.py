@@ -2,16 +2,55 @@
 
 Layout of ``ADAPTIVE_STATE_DIR``::
 
-    ADAPTIVE_STATE.json   what wrote this folder: format, spider, fingerprinter
+    ADAPTIVE_STATE.json   what wrote this folder: format, spider, fingerprinter,
+                          and the last checkpoint (see below)
     frontier.ldb/         the LevelDB database (records, queues, counters)
     crawl.log             one line per visit (rotated), when enabled
+    validators-report.json  the hosts' validator track records
 
 The folder is checked before anything is written: a folder of another
 spider, another request fingerprinter, a newer format, or one that is not a
 scrapy-adaptive folder at all is refused with a message.  Nothing is ever
-reset silently.  The default is ``<JOBDIR>/adaptive``; Scrapyd gives every
-job a new JOBDIR, so long crawls under Scrapyd set ``ADAPTIVE_STATE_DIR`` to
-a fixed absolute path.
+reset silently: once the marker exists, the database is opened without
+``create_if_missing``, so a lost ``CURRENT`` file or an emptied
+``frontier.ldb/`` is refused (LevelDB would otherwise start an empty
+database and delete the old tables).  The default is ``<JOBDIR>/adaptive``;
+Scrapyd gives every job a new JOBDIR, so long crawls under Scrapyd set
+``ADAPTIVE_STATE_DIR`` to a fixed absolute path.
+
+**Permissions.**  A new folder is created ``0700`` (its database folder too)
+and the files we write ourselves ``0600``: stored requests may carry
+cookies.  LevelDB creates its own files with the process umask; inside a
+``0700`` folder nobody else can reach them, and the ones present at open
+are set to ``0600``.  An existing folder that others can read is *not*
+changed behind the user's back: a warning names it and the ``chmod`` to run.
+
+**Checkpoint: detecting a rollback.**  LevelDB's ``paranoid_checks``
+refuses a damaged log or manifest, and block checksums catch a garbled
+table at its first read, but a write-ahead log cut at a record boundary
+looks exactly like a crash while writing: LevelDB drops the tail and opens,
+silently older.  So the marker keeps a *checkpoint*: the number of URLs
+known (quarantined ones included) and of visits recorded, both of which
+only ever grow, and whether it was written at a clean close.  The counts
+are the frontier's per-queue counters (``h/`` rows, written in the same
+atomic batch as every record), summed at open anyway: a checkpoint costs
+nothing to compute.  It is written at open (``clean: false``), every
+:data:`CHECKPOINT_INTERVAL` seconds while the counts move, and at a clean
+close (``clean: true``); never after a failed write (the in-memory counts
+may then exceed what the database holds).
+
+The rule at open, with *C* the checkpoint and *D* the database's counts:
+
+* *D* below *C* in URLs or visits: writes that were confirmed are gone
+  (a cut log, an older copy restored over the folder, a power loss without
+  ``ADAPTIVE_STATE_SYNC``).  Refused, nothing changed; the message says how
+  to accept the loss.  This holds after a ``kill -9`` too: every write
+  counted in a checkpoint had been handed to the OS before the checkpoint
+  was written, so a killed process loses none of it and LevelDB's log
+  replay brings *D* to at least *C*.
+* *D* above *C*: normal after an unclean stop (writes after the last
+  checkpoint); after a clean close it means something wrote to the database
+  since, which is reported and accepted.
 """
 
 from __future__ import annotations
@@ -23,6 +62,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+from .frontier.hostqueue import QUARANTINED_KEY, URLS_KEY, VISITS_KEY
 from .frontier.leveldb_store import LevelDBStore
 from .frontier.store import StoreError
 
@@ -31,6 +71,9 @@ logger = logging.getLogger(__name__)
 FORMAT = 1
 MARKER = "ADAPTIVE_STATE.json"
 DATABASE = "frontier.ldb"
+CHECKPOINT = "checkpoint"
+#: seconds between two checkpoints while the counts move (an fsync each)
+CHECKPOINT_INTERVAL = 10.0
 
 
 class StateDirError(RuntimeError):
@@ -66,12 +109,42 @@ def resolve(state_dir: str | None, jobdir: str | None) -> StateDir:
     return StateDir(path, temporary=True)
 
 
-def open_store(state: StateDir, *, spider: str, fingerprinter: str, sync: bool) -> LevelDBStore:
-    """Check the folder, open (or create) its database, and claim it."""
+def private_opener(path: str, flags: int) -> int:
+    """``open(..., opener=private_opener)``: a new file is created ``0600``."""
+    return os.open(path, flags, 0o600)
+
+
+def _claim_folder(state: StateDir) -> None:
+    """Create the folder ``0700``, or warn if an existing one is open to others."""
     try:
-        os.makedirs(state.path, exist_ok=True)
+        os.makedirs(state.path, mode=0o700, exist_ok=True)
+        mode = os.stat(state.path).st_mode & 0o777
     except OSError as exc:
         raise StateDirError(f"ADAPTIVE_STATE_DIR {state.path} cannot be created: {exc}") from exc
+    if mode & 0o077:
+        logger.warning(
+            "The state folder %s can be read by other users (mode %o) and its stored requests may carry cookies "
+            "or credentials: run chmod 700 %s (scrapy-adaptive does not change an existing folder's permissions).",
+            state.path,
+            mode,
+            state.path,
+        )
+
+
+def _private_database_files(path: str) -> None:
+    """Set LevelDB's files present now to ``0600`` (new ones sit in a ``0700`` folder)."""
+    try:
+        for name in os.listdir(path):
+            file = os.path.join(path, name)
+            if os.path.isfile(file) and os.stat(file).st_mode & 0o077:
+                os.chmod(file, 0o600)
+    except OSError as exc:
+        logger.warning("Could not make the files of %s private: %s", path, exc)
+
+
+def open_store(state: StateDir, *, spider: str, fingerprinter: str, sync: bool) -> LevelDBStore:
+    """Check the folder, open (or create) its database, and claim it."""
+    _claim_folder(state)
     expected = {"format": FORMAT, "spider": spider, "fingerprinter": fingerprinter}
     marker = _read_marker(state)
     if marker is None:
@@ -81,6 +154,10 @@ def open_store(state: StateDir, *, spider: str, fingerprinter: str, sync: bool) 
                 f"{state.path} is not a scrapy-adaptive state folder (it holds {', '.join(sorted(leftovers)[:5])} "
                 f"but no {MARKER}). Refusing to write into it: choose an empty or new ADAPTIVE_STATE_DIR."
             )
+        try:
+            os.makedirs(state.database, mode=0o700, exist_ok=True)
+        except OSError as exc:
+            raise StateDirError(f"ADAPTIVE_STATE_DIR {state.path} cannot be written: {exc}") from exc
     else:
         _check_marker(state, marker, expected)
         if not os.path.isdir(state.database):
@@ -89,12 +166,96 @@ def open_store(state: StateDir, *, spider: str, fingerprinter: str, sync: bool) 
                 "Restore it from a backup, or remove the folder to start a new crawl."
             )
     try:
-        store = LevelDBStore(state.database, sync=sync)
+        # a marker means a database was made here: never create one over it
+        store = LevelDBStore(state.database, sync=sync, create=marker is None)
     except StoreError as exc:
         raise StateDirError(str(exc)) from exc
+    _private_database_files(state.database)
+    if marker is not None:
+        try:
+            _check_checkpoint(state, marker, **stored_counts(store))
+        except BaseException:
+            store.close()
+            raise
     if marker is None:
-        _write_marker(state, {**expected, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        try:
+            _write_marker(state, {**expected, "created": _now()})
+        except OSError as exc:
+            store.close()
+            raise StateDirError(f"Cannot write {state.marker}: {exc}") from exc
     return store
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def stored_counts(store: LevelDBStore) -> dict[str, int]:
+    """What a checkpoint compares: URLs known (quarantined included) and visits,
+    summed over the per-queue counter rows (one small row per host)."""
+    urls = visits = 0
+    try:
+        rows = list(store.hosts())
+    except StoreError as exc:
+        raise StateDirError(str(exc)) from exc
+    for queue, raw in rows:
+        try:
+            row = json.loads(raw)
+            urls += int(row.get(URLS_KEY, 0)) + int(row.get(QUARANTINED_KEY, 0))
+            visits += int(row.get(VISITS_KEY, 0))
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise StateDirError(
+                f"The state database in {store.path} has an unreadable counters row for queue {queue!r} ({exc}). "
+                "Nothing was changed; restore the folder from a backup."
+            ) from exc
+    return {"urls": urls, "visits": visits}
+
+
+def _check_checkpoint(state: StateDir, marker: dict, *, urls: int, visits: int) -> None:
+    """Refuse a database that holds less than its last checkpoint (see the module's docstring)."""
+    point = marker.get(CHECKPOINT)
+    if not isinstance(point, dict):
+        return
+    try:
+        known, seen, clean = int(point["urls"]), int(point["visits"]), bool(point["clean"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StateDirError(
+            f"{state.marker} has an unreadable {CHECKPOINT!r} entry ({exc}); refusing to guess."
+        ) from exc
+    how = "at a clean close" if clean else "while the crawl ran"
+    if urls < known or visits < seen:
+        raise StateDirError(
+            f"The state database in {state.database} has rolled back: it holds {urls} URLs and {visits} visits, "
+            f"but {known} URLs and {seen} visits were recorded {how} ({point.get('at')}). Writes were lost (a cut "
+            "write-ahead log, an older copy restored, or a power loss without ADAPTIVE_STATE_SYNC). Nothing was "
+            f"changed. Restore the folder from a backup; or, to go on from what is left, delete the "
+            f'"{CHECKPOINT}" entry from {state.marker}.'
+        )
+    if clean and (urls, visits) != (known, seen):
+        logger.warning(
+            "The state database in %s was written after its last clean close (%d URLs and %d visits then, %d and %d "
+            "now): another program wrote to it. Going on with what it holds.",
+            state.database,
+            known,
+            seen,
+            urls,
+            visits,
+        )
+
+
+def write_checkpoint(state: StateDir, *, urls: int, visits: int, clean: bool) -> bool:
+    """Record the counts the database durably holds; False (and a warning) if the marker cannot be written.
+
+    Call only with counts whose writes have all succeeded.
+    """
+    try:
+        marker = _read_marker(state) or {}
+        marker[CHECKPOINT] = {"urls": urls, "visits": visits, "clean": clean, "at": _now()}
+        _write_marker(state, marker)
+    except (OSError, StateDirError) as exc:
+        logger.warning("Cannot write the checkpoint to %s: %s", state.marker, exc)
+        return False
+    return True
 
 
 def _read_marker(state: StateDir) -> dict | None:
@@ -131,7 +292,7 @@ def _check_marker(state: StateDir, marker: dict, expected: dict) -> None:
 
 def _write_marker(state: StateDir, data: dict) -> None:
     tmp = state.marker + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
+    with open(tmp, "w", encoding="utf-8", opener=private_opener) as f:
         json.dump(data, f, indent=1)
         f.flush()
         os.fsync(f.fileno())

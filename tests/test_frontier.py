@@ -439,7 +439,8 @@ def test_queue_counters_round_trip_with_their_stored_keys() -> None:
     Crawl-delay (not "none")."""
     from scrapy_adaptive.frontier.hostqueue import COUNTER_KEYS, HostQueue
 
-    q = HostQueue(name="h", valence=1, urls=3, never=1, visits=7, versions=2, crawl_delay=0.0)
+    q = HostQueue(name="h", valence=1, urls=3, never=1, visits=7, versions=2, quarantined=1, crawl_delay=0.0)
+    q.slots = [1_700_000_000.5]
     q.trust, q.hint_trust = {"right": 4}, {"sitemap": [1.0, 0.0, 0.5]}
     stored = q.counters()
     assert set(stored) == set(COUNTER_KEYS.values())
@@ -497,3 +498,67 @@ def test_a_failed_write_counts_nothing_and_keeps_the_url_out() -> None:
     store.full = False
     updated = f.update(issued.fp, visited())
     assert updated is not None and updated.visits == 1 and f.visit_count == 1
+
+
+def test_an_unreadable_record_is_quarantined_and_its_host_goes_on(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 10 item 4: next() took the queue off its heap, the record
+    raised, and the host was never fetched again."""
+    from scrapy_adaptive.frontier import Batch
+
+    clock = Clock()
+    f = make(store, clock, min_delay=0.0, max_delay=0.0)
+    urls = sorted((f"http://a/{i}" for i in range(3)), key=fp)  # the order they are due in
+    for url in urls:
+        add(f, url)
+    garbage = b"\xff{not a record"
+    store.write(Batch(records={fp(urls[0]): garbage}))
+    with caplog.at_level("ERROR"):
+        issued = f.next()
+    assert issued is not None and issued.record.url == urls[1]  # the host went on
+    assert f.quarantined_count == 1 and f.url_count == 2
+    assert list(store.quarantined()) == [(fp(urls[0]), garbage)]  # bytes kept, under x/
+    assert store.get_record(fp(urls[0])) is None
+    (line,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert fp(urls[0]).hex() in line and "quarantined under key x/" in line and "queue a" in line
+    f.update(issued.fp, visited())
+    again = f.next()
+    assert again is not None and again.record.url == urls[2]
+    assert f.shape()["quarantined"] == 1
+    # restored from the counters after a restart; a rediscovered URL starts anew
+    reopened = make(store, clock)
+    reopened.load()
+    assert (reopened.url_count, reopened.quarantined_count) == (2, 1)
+    assert add(reopened, urls[0]) is AddResult.NEW and reopened.url_count == 3
+
+
+def test_a_record_of_the_wrong_shape_is_unreadable_too(store: Store) -> None:
+    from scrapy_adaptive.frontier import Batch
+
+    clock = Clock()
+    f = make(store, clock)
+    add(f, "http://a/1")
+    store.write(Batch(records={fp("http://a/1"): b'{"u":"http://a/1","q":"a","n":"soon"}\n{}'}))
+    assert f.get_record(fp("http://a/1")) is None
+    assert f.next() is None and f.quarantined_count == 1
+    assert not f.has_pending()
+
+
+def test_the_politeness_wait_is_kept_across_a_restart(store: Store) -> None:
+    """Issue 10 item 7: ADAPTIVE_MIN_DELAY=8 gave 1.05 s between two requests across a restart."""
+    clock = Clock()
+    f = make(store, clock, min_delay=8.0, max_delay=8.0)
+    add(f, "http://a/1")
+    add(f, "http://a/2")
+    issued = f.next()
+    assert issued is not None
+    f.fetch_ended(issued.fp, duration=0.05)
+    f.update(issued.fp, visited())
+    reopened = make(store, clock, min_delay=8.0, max_delay=8.0)
+    reopened.load()
+    clock.t += 1.05
+    assert reopened.next() is None  # still resting
+    clock.t += 8.0 - 1.05
+    again = reopened.next()
+    assert again is not None and again.record.url == "http://a/2"

@@ -22,11 +22,18 @@ import: :meth:`Frontier.add`, :meth:`Frontier.next` and
   entry still says when it was due, so a restart simply issues it again.
   A URL that never comes back (lost by a middleware) returns to its queue
   when its lease runs out, so a queue is never blocked for good.
+* A record that cannot be read is *quarantined*: its raw bytes move to
+  ``x/<fp>`` (never deleted), its queue entry goes, the queue's
+  ``quarantined`` counter counts it, one ERROR line names it, and the queue
+  goes on with its next URL.  Rediscovered, the URL starts a new record.
+* Each queue's politeness wait is stored with its counters (the time every
+  slot has rested, wall clock), so a restart keeps it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -40,9 +47,14 @@ from .crawltime import FetchTimes
 from .hostfacts import HostFacts
 from .hostqueue import Entry, HostQueue, Politeness, QueueHeap, QueueState
 from .keys import NEVER_MS, time_to_ms
-from .record import ChangeState, Outcome, UrlRecord, Visit
+from .record import ChangeState, Outcome, RecordError, UrlRecord, Visit
 from .shape import frontier_shape
 from .store import Batch, Store
+
+logger = logging.getLogger(__name__)
+
+#: a marker: the URL held no entry in its queue's out table
+_NOT_OUT: Any = object()
 
 
 def _order(entry: Entry) -> tuple[int, int, bytes]:
@@ -107,6 +119,7 @@ class Frontier(HostFacts):
         self._urls = 0
         self._visits = 0
         self._versions = 0
+        self._quarantined = 0
         #: hint source -> [confirmed, refuted, Σq] over every queue
         self._hint_pooled: dict[str, list[float]] = {}
         #: recent overdue times (seconds) of issued URLs, for percentiles
@@ -129,6 +142,7 @@ class Frontier(HostFacts):
             self._schedulable += q.urls - q.never
             self._visits += q.visits
             self._versions += q.versions
+            self._quarantined += q.quarantined
             self._refresh_head(q)
             self._schedule(q)
 
@@ -219,7 +233,12 @@ class Frontier(HostFacts):
             return AddResult.NEW
         if not force and directive == 0:
             return AddResult.DUPLICATE
-        record = UrlRecord.from_bytes(raw)
+        try:
+            record = UrlRecord.from_bytes(raw)
+        except RecordError:
+            # Left for next() to quarantine when its entry comes up: only
+            # the entry says which queue position to remove.
+            return AddResult.DUPLICATE
         new_directive = max(record.directive, directive)
         new_ms = record.next_ms
         if force or new_directive > record.directive:
@@ -268,7 +287,13 @@ class Frontier(HostFacts):
                 self._refresh_head(q, q.head)
                 self._schedule(q)
                 continue
-            record = UrlRecord.from_bytes(raw)
+            try:
+                record = UrlRecord.from_bytes(raw)
+            except RecordError as exc:
+                self._quarantine(q, q.head, raw, exc)
+                self._refresh_head(q, q.head)
+                self._schedule(q)
+                continue
             overdue = max(0.0, now - next_ms / 1000)
             q.take_slot(fp, now)
             self._out[fp] = _Out(name, now, now + self.politeness.lease, overdue, record)
@@ -321,10 +346,9 @@ class Frontier(HostFacts):
         if out is not None:
             record = out.record
         else:
-            raw = self.store.get_record(fp)
-            if raw is None:
+            record = self.get_record(fp)
+            if record is None:
                 return None
-            record = UrlRecord.from_bytes(raw)
         q = self._queues[record.queue]
         old = (record.queue, record.directive, record.next_ms, fp)
         was_never = record.never
@@ -341,9 +365,13 @@ class Frontier(HostFacts):
         # what the write changes in memory, put back if it fails: the store
         # keeps the previous state, and so must the counters and the lease
         counts = (q.visits, q.versions, q.never, self._visits, self._versions, self._schedulable)
+        slots, held = list(q.slots), q.out.get(fp, _NOT_OUT)
 
         def undo() -> None:
             q.visits, q.versions, q.never, self._visits, self._versions, self._schedulable = counts
+            q.slots = slots
+            if held is not _NOT_OUT:
+                q.out[fp] = held
             if out is not None:
                 # the record object was changed in place: take the stored one
                 raw = self.store.get_record(fp)
@@ -401,14 +429,16 @@ class Frontier(HostFacts):
         if record.never != was_never:
             q.never += 1 if record.never else -1
             self._schedulable += -1 if record.never else 1
-        batch.hosts[record.queue] = self._counters(q)
-        self._write(batch, q, undo)
+        # the slot's wait is settled before the counters are built: they
+        # carry it (next_fetch_ms), so a restart keeps it
         if q.out.get(fp) is not None:
             q.release_slot(fp, slot_free_at)
         q.out.pop(fp, None)
         if outcome is Outcome.RETRY and visit.host_level:
             # the host itself is unreachable: every slot rests the retry delay
             q.snooze_all(now + politeness.retry_delay)
+        batch.hosts[record.queue] = self._counters(q)
+        self._write(batch, q, undo)
         self._moved(q, old[1:], (record.directive, record.next_ms, fp))
         self._schedule(q)
         return record
@@ -460,6 +490,33 @@ class Frontier(HostFacts):
                 undo()
             raise
 
+    def _quarantine(self, q: HostQueue, entry: Entry, raw: bytes, exc: RecordError) -> None:
+        """Move the unreadable record of queue entry *entry* aside, keeping its bytes.
+
+        Only the head of a queue is quarantined (by :meth:`next`): the entry
+        is what says where the URL sat, so it can be removed and the queue
+        go on.  Counters stay consistent: ``urls`` drops by one,
+        ``quarantined`` rises by one, their sum never moves.
+        """
+        directive, next_ms, fp = entry
+        q.urls -= 1
+        q.quarantined += 1
+        self._urls -= 1
+        self._quarantined += 1
+        if next_ms < NEVER_MS:
+            self._schedulable -= 1
+        batch = Batch(quarantined={fp: raw}, entries_deleted=[(q.name, directive, next_ms, fp)])
+        batch.hosts[q.name] = self._counters(q)
+        self._write(batch, q)
+        logger.error(
+            "The record of fingerprint %s in queue %s is unreadable (%s); it is quarantined under key x/%s "
+            "with its bytes kept, and the queue goes on.",
+            fp.hex(),
+            q.name,
+            exc,
+            fp.hex(),
+        )
+
     def _undo_new(self, q: HostQueue) -> None:
         q.urls -= 1
         self._urls -= 1
@@ -482,8 +539,15 @@ class Frontier(HostFacts):
         return iter(self._queues.values())
 
     def get_record(self, fp: bytes) -> UrlRecord | None:
+        """The URL's record; None if unknown or unreadable (its queue
+        quarantines an unreadable one when its turn comes)."""
         raw = self.store.get_record(fp)
-        return UrlRecord.from_bytes(raw) if raw is not None else None
+        if raw is None:
+            return None
+        try:
+            return UrlRecord.from_bytes(raw)
+        except RecordError:
+            return None
 
     @property
     def url_count(self) -> int:
@@ -505,6 +569,11 @@ class Frontier(HostFacts):
     @property
     def version_count(self) -> int:
         return self._versions
+
+    @property
+    def quarantined_count(self) -> int:
+        """Unreadable records moved aside (``x/`` keys), over the crawl's life."""
+        return self._quarantined
 
     def shape(self, *, due_limit: int = 200_000) -> dict[str, Any]:
         """The frontier at a glance, for the periodic log line and stats."""

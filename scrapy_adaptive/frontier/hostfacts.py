@@ -23,7 +23,7 @@ from . import hints
 from .hints import Hint, HintResult
 from .hostqueue import Entry, HostQueue
 from .keys import time_to_ms
-from .record import ChangeState, Outcome, UrlRecord, Visit
+from .record import ChangeState, Outcome, RecordError, UrlRecord, Visit
 from .store import Batch, Store
 
 #: crawl-log annotation of a verification fetch that caught the host's
@@ -119,7 +119,10 @@ class HostFacts:
             return HintResult.UNKNOWN
         if fp in self._out:
             return HintResult.OUT
-        record = UrlRecord.from_bytes(raw)
+        try:
+            record = UrlRecord.from_bytes(raw)
+        except RecordError:
+            return HintResult.UNKNOWN  # its queue quarantines it when its turn comes
         if record.never:
             return HintResult.NEVER
         if hint.modified is not None and record.fetched is not None and hint.modified <= record.fetched:

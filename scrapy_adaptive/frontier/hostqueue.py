@@ -40,6 +40,9 @@ VERSIONS_KEY = "ve"
 CRAWL_DELAY_KEY = "cd"  #: robots.txt Crawl-delay, seconds
 TRUST_KEY = "tr"  #: validator track record (change/trust.py)
 HINT_TRUST_KEY = "hn"  #: change-hint sources' track records (hints.py)
+QUARANTINED_KEY = "x"  #: unreadable records moved aside (keys ``x/<fp>``)
+#: wall-clock ms until which every slot rests (politeness kept across a restart)
+NEXT_FETCH_KEY = "nf"
 #: field -> stored key
 COUNTER_KEYS = {
     "urls": URLS_KEY,
@@ -49,6 +52,8 @@ COUNTER_KEYS = {
     "crawl_delay": CRAWL_DELAY_KEY,
     "trust": TRUST_KEY,
     "hint_trust": HINT_TRUST_KEY,
+    "quarantined": QUARANTINED_KEY,
+    "next_fetch_ms": NEXT_FETCH_KEY,
 }
 
 #: a queue entry: (directive, next_ms, fp)
@@ -90,6 +95,8 @@ class HostQueue:
     never: int = 0
     visits: int = 0
     versions: int = 0
+    #: records of this queue found unreadable and moved aside
+    quarantined: int = 0
     crawl_delay: float | None = None
     #: how far this host's validators can be believed (see change/trust.py)
     trust: dict[str, int] = field(default_factory=dict)
@@ -163,6 +170,21 @@ class HostQueue:
             wait = max(wait, self.crawl_delay)
         return wait
 
+    @property
+    def next_fetch_ms(self) -> int:
+        """When every slot not in use has rested (wall-clock ms; 0: now).
+
+        Persisted with the counters so a restart keeps the politeness wait
+        of the last fetches; restored to every slot, which is exact for a
+        valence of 1 and errs on the polite side above it.  A slot in use
+        has no known end: a fetch in flight at a ``kill -9`` is not covered.
+        """
+        rested = 0.0
+        for t in self.slots:
+            if t > rested:
+                rested = t
+        return math.ceil(rested * 1000)  # rounded up: never a millisecond early
+
     def counters(self) -> dict[str, object]:
         """What is persisted per queue (keys: :data:`COUNTER_KEYS`): counts
         and per-host facts, not URLs.  Written with every update of one of
@@ -173,6 +195,11 @@ class HostQueue:
             VISITS_KEY: self.visits,
             VERSIONS_KEY: self.versions,
         }
+        if self.quarantined:
+            data[QUARANTINED_KEY] = self.quarantined
+        rested = self.next_fetch_ms
+        if rested:
+            data[NEXT_FETCH_KEY] = rested
         if self.crawl_delay is not None:
             data[CRAWL_DELAY_KEY] = self.crawl_delay
         if self.trust:
@@ -185,6 +212,9 @@ class HostQueue:
         """Take back what :meth:`counters` stored."""
         self.urls, self.never = int(data.get(URLS_KEY, 0)), int(data.get(NEVER_KEY, 0))
         self.visits, self.versions = int(data.get(VISITS_KEY, 0)), int(data.get(VERSIONS_KEY, 0))
+        self.quarantined = int(data.get(QUARANTINED_KEY, 0))
+        rested = int(data.get(NEXT_FETCH_KEY, 0)) / 1000
+        self.slots = [max(t, rested) for t in self.slots]
         self.crawl_delay = data.get(CRAWL_DELAY_KEY)
         self.trust = dict(data.get(TRUST_KEY) or {})
         self.hint_trust = {str(k): counts(v) for k, v in (data.get(HINT_TRUST_KEY) or {}).items()}

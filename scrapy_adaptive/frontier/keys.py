@@ -29,6 +29,8 @@ RECORD_PREFIX = b"u/"
 QUEUE_PREFIX = b"q/"
 HOST_PREFIX = b"h/"
 META_PREFIX = b"m/"
+#: records that could not be read, moved aside with their raw bytes (never deleted)
+QUARANTINE_PREFIX = b"x/"
 
 _TIME = struct.Struct(">Q")
 
@@ -48,6 +50,11 @@ def ms_to_time(ms: int) -> float:
 def record_key(fp: bytes) -> bytes:
     """Key of a URL's record: the request fingerprint."""
     return RECORD_PREFIX + fp
+
+
+def quarantine_key(fp: bytes) -> bytes:
+    """Key of an unreadable record moved aside: the fingerprint, raw bytes kept."""
+    return QUARANTINE_PREFIX + fp
 
 
 def queue_prefix(queue: str) -> bytes:

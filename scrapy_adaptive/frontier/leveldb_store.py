@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import plyvel
 
 from . import keys
-from .store import Batch, Store, StoreError
+from .store import Batch, Store, StoreCorrupt, StoreError
 
 
 def _reason(exc: BaseException) -> str:
@@ -26,37 +26,90 @@ def _reason(exc: BaseException) -> str:
     return arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)
 
 
-class LevelDBStore(Store):
-    """A :class:`Store` in one LevelDB database folder."""
+def _open_error(path: str, exc: BaseException) -> StoreError:
+    """One message per way an open fails, each saying what it really is.
 
-    def __init__(self, path: str, *, sync: bool = False, cache_mb: int = 64) -> None:
+    The OS's words are matched, not the word "lock": a read-only disk fails
+    on the ``LOCK`` file too, and is not another crawl.
+    """
+    reason = _reason(exc)
+    low = reason.lower()
+    if "read-only file system" in low:
+        return StoreError(
+            f"The state folder {path} is on a read-only file system ({reason}). A crawl writes its state: "
+            "mount it read-write, or give this crawl another ADAPTIVE_STATE_DIR / JOBDIR."
+        )
+    if "permission denied" in low:
+        return StoreError(
+            f"The state folder {path} is not writable by this user ({reason}). Fix its owner or "
+            "permissions, or give this crawl another ADAPTIVE_STATE_DIR / JOBDIR."
+        )
+    if "no space left" in low:
+        return StoreError(f"The disk holding the state folder {path} is full ({reason}). Free space and restart.")
+    if "already held" in low or "temporarily unavailable" in low:
+        return StoreError(
+            f"The state folder {path} is in use by another crawl (its LevelDB lock is held). "
+            "Stop the other crawl, or give this one its own ADAPTIVE_STATE_DIR / JOBDIR."
+        )
+    if "does not exist" in low:
+        return StoreError(
+            f"The state database in {path} has lost its CURRENT file or its tables ({reason}). Nothing was "
+            "changed and no new database was created over it: restore the folder from a backup, or try "
+            "plyvel.repair_db() on a copy."
+        )
+    return StoreError(f"Cannot open the state database in {path}: {reason}")
+
+
+class LevelDBStore(Store):
+    """A :class:`Store` in one LevelDB database folder.
+
+    *create* says whether a new database may be created.  The state folder
+    passes False once its marker says a database exists there: with
+    ``create_if_missing`` LevelDB would answer a lost ``CURRENT`` file by
+    starting an empty database and deleting the old tables.
+
+    ``paranoid_checks`` makes a damaged log or manifest fail the open
+    instead of being skipped, and every read verifies block checksums, so a
+    garbled table is reported at its first read instead of returning
+    garbage.  Neither can see a log cut at a record boundary (LevelDB reads
+    that as a crash while writing): the state folder's checkpoint does
+    (see :mod:`scrapy_adaptive.statedir`).
+    """
+
+    def __init__(self, path: str, *, sync: bool = False, cache_mb: int = 64, create: bool = True) -> None:
         self.path = path
         self._sync = sync
         try:
             self._db = plyvel.DB(
                 path,
-                create_if_missing=True,
+                create_if_missing=create,
+                paranoid_checks=True,
                 lru_cache_size=cache_mb * 2**20,
                 bloom_filter_bits=10,
             )
-        except plyvel.IOError as exc:
-            if "lock" in _reason(exc).lower():
-                raise StoreError(
-                    f"The state folder {path} is in use by another crawl (its LevelDB lock is held). "
-                    "Stop the other crawl, or give this one its own ADAPTIVE_STATE_DIR / JOBDIR."
-                ) from exc
-            raise StoreError(f"Cannot open the state database in {path}: {_reason(exc)}") from exc
         except plyvel.CorruptionError as exc:
             raise StoreError(
                 f"The state database in {path} is corrupt ({_reason(exc)}). Nothing was changed; restore it from a "
                 "backup, or try plyvel.repair_db() on a copy."
             ) from exc
+        except plyvel.Error as exc:
+            raise _open_error(path, exc) from exc
         self._records = self._db.prefixed_db(keys.RECORD_PREFIX)
         self._hosts = self._db.prefixed_db(keys.HOST_PREFIX)
         self._meta = self._db.prefixed_db(keys.META_PREFIX)
+        self._quarantine = self._db.prefixed_db(keys.QUARANTINE_PREFIX)
+
+    def _corrupt(self, exc: BaseException) -> StoreCorrupt:
+        return StoreCorrupt(
+            f"The state database in {self.path} is corrupt ({_reason(exc)}). Nothing more is read or written; "
+            "restore the folder from a backup, or try plyvel.repair_db() on a copy"
+        )
 
     def get_record(self, fp: bytes) -> bytes | None:
-        return self._records.get(fp)
+        try:
+            return self._records.get(fp, verify_checksums=True)
+        except plyvel.CorruptionError as exc:
+            raise self._corrupt(exc) from exc
 
     def queue_entries(
         self, queue: str, *, limit: int, start: tuple[int, int, bytes] | None = None
@@ -64,11 +117,16 @@ class LevelDBStore(Store):
         prefix = keys.queue_prefix(queue)
         first = prefix if start is None else keys.queue_entry_key(queue, *start)
         # the prefix ends with NUL: the next byte value bounds this queue
-        with self._db.iterator(start=first, stop=prefix[:-1] + b"\x01", include_value=False) as it:
-            for n, key in enumerate(it):
-                if n >= limit:
-                    break
-                yield keys.decode_queue_entry(key, queue)
+        try:
+            with self._db.iterator(
+                start=first, stop=prefix[:-1] + b"\x01", include_value=False, verify_checksums=True
+            ) as it:
+                for n, key in enumerate(it):
+                    if n >= limit:
+                        break
+                    yield keys.decode_queue_entry(key, queue)
+        except plyvel.CorruptionError as exc:
+            raise self._corrupt(exc) from exc
 
     def count_due(self, queue: str, now_ms: int, *, limit: int) -> int:
         # Entries sort by directive, then time: count the due head of each
@@ -92,11 +150,17 @@ class LevelDBStore(Store):
         return count
 
     def hosts(self) -> Iterator[tuple[str, bytes]]:
-        for key, value in self._hosts:
-            yield key.decode("utf-8"), value
+        try:
+            for key, value in self._hosts.iterator(verify_checksums=True):
+                yield key.decode("utf-8"), value
+        except plyvel.CorruptionError as exc:
+            raise self._corrupt(exc) from exc
 
     def get_meta(self, name: str) -> bytes | None:
-        return self._meta.get(name.encode("utf-8"))
+        try:
+            return self._meta.get(name.encode("utf-8"), verify_checksums=True)
+        except plyvel.CorruptionError as exc:
+            raise self._corrupt(exc) from exc
 
     def write(self, batch: Batch) -> None:
         try:
@@ -105,6 +169,9 @@ class LevelDBStore(Store):
                     wb.delete(keys.queue_entry_key(queue, directive, next_ms, fp))
                 for queue, directive, next_ms, fp in batch.entries_put:
                     wb.put(keys.queue_entry_key(queue, directive, next_ms, fp), b"")
+                for fp, raw in batch.quarantined.items():
+                    wb.put(keys.quarantine_key(fp), raw)
+                    wb.delete(keys.record_key(fp))
                 for fp, raw in batch.records.items():
                     wb.put(keys.record_key(fp), raw)
                 for queue, raw in batch.hosts.items():
@@ -112,10 +179,19 @@ class LevelDBStore(Store):
                 for name, raw in batch.meta.items():
                     wb.put(keys.meta_key(name), raw)
         except plyvel.Error as exc:
-            raise StoreError(f"Writing to the state database in {self.path} failed: {_reason(exc)}") from exc
+            reason = _reason(exc)
+            if "no space left" in reason.lower():
+                raise StoreError(
+                    f"The disk holding the state folder {self.path} is full ({reason}). Free space, then run the "
+                    "crawl again: it resumes from the last write that succeeded"
+                ) from exc
+            raise StoreError(f"Writing to the state database in {self.path} failed: {reason}") from exc
 
     def records(self) -> Iterator[tuple[bytes, bytes]]:
         yield from self._records
+
+    def quarantined(self) -> Iterator[tuple[bytes, bytes]]:
+        yield from self._quarantine
 
     def close(self) -> None:
         if not self._db.closed:

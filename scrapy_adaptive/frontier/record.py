@@ -29,6 +29,10 @@ class Outcome(StrEnum):
     DISREGARDED = "disregarded"  #: robots.txt or a late scope decision: never again
 
 
+class RecordError(ValueError):
+    """A stored record cannot be read (garbled bytes, wrong types)."""
+
+
 class ChangeState(StrEnum):
     """What a visit says about the content (thesis 5.1)."""
 
@@ -198,12 +202,28 @@ class UrlRecord:
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> UrlRecord:
-        head, newline, tail = raw.partition(b"\n")
-        data = json.loads(head)
-        kwargs = {name: data[key] for name, key in cls._KEYS.items() if key in data}
-        request = json.loads(tail) if newline else kwargs.get("request", {})
-        kwargs["request"] = request
-        record = cls(**kwargs)
+        """Read a stored record; :class:`RecordError` if it is unreadable.
+
+        Only the fields the frontier cannot work without are type-checked
+        (a record that passes can be issued, updated and re-written).
+        """
+        try:
+            head, newline, tail = raw.partition(b"\n")
+            data = json.loads(head)
+            kwargs = {name: data[key] for name, key in cls._KEYS.items() if key in data}
+            request = json.loads(tail) if newline else kwargs.get("request", {})
+            kwargs["request"] = request
+            record = cls(**kwargs)
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise RecordError(f"{type(exc).__name__}: {exc}") from exc
+        if not (
+            isinstance(record.url, str)
+            and isinstance(record.queue, str)
+            and isinstance(record.request, dict)
+            and type(record.next_ms) is int
+            and type(record.directive) is int
+        ):
+            raise RecordError("a field has the wrong type (url, queue, request, next_ms or directive)")
         record._request_raw = tail if newline else None
         record._request_obj = request
         return record

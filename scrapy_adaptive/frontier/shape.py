@@ -33,6 +33,8 @@ class Counted(Protocol):
     def visit_count(self) -> int: ...
     @property
     def version_count(self) -> int: ...
+    @property
+    def quarantined_count(self) -> int: ...
 
 
 def frontier_shape(frontier: Counted, *, due_limit: int = 200_000) -> dict[str, Any]:
@@ -65,6 +67,7 @@ def frontier_shape(frontier: Counted, *, due_limit: int = 200_000) -> dict[str, 
         "overdue_p95": percentile(samples, 0.95),
         "visits": frontier.visit_count,
         "versions": frontier.version_count,
+        "quarantined": frontier.quarantined_count,
     }
 
 

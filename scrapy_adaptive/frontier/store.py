@@ -34,6 +34,9 @@ class Batch:
     meta: dict[str, bytes] = field(default_factory=dict)
     entries_put: list[tuple[str, int, int, bytes]] = field(default_factory=list)
     entries_deleted: list[tuple[str, int, int, bytes]] = field(default_factory=list)
+    #: unreadable records moved aside: fp -> their raw bytes (the record
+    #: itself is deleted, the bytes are kept under the quarantine prefix)
+    quarantined: dict[bytes, bytes] = field(default_factory=dict)
 
     def move_entry(self, old: tuple[str, int, int, bytes] | None, new: tuple[str, int, int, bytes]) -> None:
         """Re-key a URL in its queue: ``(queue, directive, next_ms, fp)``."""
@@ -46,6 +49,10 @@ class Batch:
 
 class StoreError(RuntimeError):
     """The store could not be opened or written; the message says why."""
+
+
+class StoreCorrupt(StoreError):
+    """What the store holds is damaged: resuming needs a repair or a backup."""
 
 
 class Store(ABC):
@@ -88,6 +95,10 @@ class Store(ABC):
         """Every record (for tools and tests; the crawl never scans)."""
         raise NotImplementedError
 
+    def quarantined(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every quarantined record's raw bytes (for tools and tests)."""
+        raise NotImplementedError
+
 
 class MemoryStore(Store):
     """A process-local store with the exact semantics of the LevelDB one."""
@@ -97,6 +108,7 @@ class MemoryStore(Store):
         self._queues: dict[str, list[tuple[int, int, bytes]]] = {}
         self._hosts: dict[str, bytes] = {}
         self._meta: dict[str, bytes] = {}
+        self._quarantined: dict[bytes, bytes] = {}
 
     @staticmethod
     def _sort_key(directive: int, next_ms: int, fp: bytes) -> tuple[int, int, bytes]:
@@ -135,6 +147,9 @@ class MemoryStore(Store):
             i = bisect.bisect_left(entries, item)
             if i >= len(entries) or entries[i] != item:
                 entries.insert(i, item)
+        for fp, raw in batch.quarantined.items():
+            self._quarantined[fp] = raw
+            self._records.pop(fp, None)
         self._records.update(batch.records)
         self._hosts.update(batch.hosts)
         self._meta.update(batch.meta)
@@ -144,3 +159,6 @@ class MemoryStore(Store):
 
     def records(self) -> Iterator[tuple[bytes, bytes]]:
         yield from list(self._records.items())
+
+    def quarantined(self) -> Iterator[tuple[bytes, bytes]]:
+        yield from list(self._quarantined.items())
