@@ -49,6 +49,7 @@ from . import meta
 from .capacity import HostCapacity
 from .change.trust import TrustParams
 from .crawllog import CrawlLog
+from .delivery import Delivery
 from .downloadermiddlewares.errors import FetchErrorMiddleware
 from .downloadermiddlewares.validators import ValidatorsMiddleware
 from .engine import EngineWaker
@@ -94,6 +95,7 @@ class AdaptiveScheduler(BaseScheduler):
         fingerprinter: str = "",
         robots_agent: str | None = None,
         crawler: Crawler | None = None,
+        delivery: Delivery | None = None,
     ) -> None:
         self.config = config
         self.policy = policy
@@ -105,6 +107,8 @@ class AdaptiveScheduler(BaseScheduler):
         self.keyer = QueueKeyer(config.politeness_key)
         self.issued = IssuedRequests(identity)
         self.waker = EngineWaker(crawler)
+        #: at-least-once delivery of versions (None: ADAPTIVE_DELIVERY off)
+        self.delivery = delivery
         # built by open(): the crawl's state folder and what works on it
         self.spider: Spider | None = None
         self.state: StateDir | None = None
@@ -129,6 +133,7 @@ class AdaptiveScheduler(BaseScheduler):
             fingerprinter=global_object_name(type(crawler.request_fingerprinter)),
             robots_agent=settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT"),
             crawler=crawler,
+            delivery=Delivery.connected(crawler.stats, crawler.signals) if config.delivery else None,  # type: ignore[arg-type]
         )
         warn_about_settings(settings, config)
         crawler.signals.connect(scheduler._on_reached_downloader, signals.request_reached_downloader)
@@ -160,6 +165,15 @@ class AdaptiveScheduler(BaseScheduler):
             trust=TrustParams(config.trust_warmup, config.trust_min_rate),
         )
         frontier.load()
+        if frontier.redelivered:
+            logger.info(
+                "%d URLs had versions not confirmed delivered when the last crawl stopped; they are fetched "
+                "again now so their items are produced again.",
+                frontier.redelivered,
+            )
+            self.stats.set_value("adaptive/delivery/redelivered", frontier.redelivered)
+        if self.delivery is not None:
+            self.delivery.bind(frontier)
         shared = self.policy.params.shared
         persist.restore(store, shared)
         allocator = shared.get("rate_allocator")
@@ -174,6 +188,7 @@ class AdaptiveScheduler(BaseScheduler):
             self.issued,
             self.stats,
             crawl_log=self.crawl_log,
+            delivery=self.delivery,
             on_store_error=self._fatal,
             on_change=self._arm_wake,
         )
@@ -210,6 +225,11 @@ class AdaptiveScheduler(BaseScheduler):
         self.waker.stop()
         if self._ticker is not None and self._ticker.running:
             self._ticker.stop()
+        if self.delivery is not None and self.frontier is not None:
+            try:
+                self.delivery.close()
+            except StoreError as exc:
+                self._fatal(exc)
         if self.frontier is not None:
             self._summary(final=True)
             persist.save(self.frontier.store, self.policy.params.shared)
@@ -368,10 +388,13 @@ class AdaptiveScheduler(BaseScheduler):
             self.waker.wake_at(self.frontier.next_ready_time())
 
     def _tick(self) -> None:
-        """Once a second: return expired leases, and report now and then."""
+        """Once a second: confirm delivered versions (one write), return
+        expired leases, and report now and then."""
         if self.frontier is None or self.reporter is None:
             return
         try:
+            if self.delivery is not None:
+                self.delivery.flush()
             expired = self.frontier.expire_leases()
             for fp in expired:
                 request = self.issued.pop(fp)

@@ -117,6 +117,7 @@ class AdaptiveConfig:
     """
 
     state_dir: str | None
+    delivery: bool
     state_sync: bool
     delay_factor: float
     embed_hops: int

@@ -29,6 +29,7 @@ RECORD_PREFIX = b"u/"
 QUEUE_PREFIX = b"q/"
 HOST_PREFIX = b"h/"
 META_PREFIX = b"m/"
+PENDING_PREFIX = b"p/"
 
 _TIME = struct.Struct(">Q")
 
@@ -77,6 +78,11 @@ def decode_queue_entry(key: bytes, queue: str) -> tuple[int, int, bytes]:
 def host_key(queue: str) -> bytes:
     """Key of a queue's persistent counters (URLs, "never" URLs, crawl-delay)."""
     return HOST_PREFIX + queue.encode("utf-8")
+
+
+def pending_key(fp: bytes) -> bytes:
+    """Key of a URL's versions captured but not yet delivered (see :mod:`.delivery`)."""
+    return PENDING_PREFIX + fp
 
 
 def meta_key(name: str) -> bytes:

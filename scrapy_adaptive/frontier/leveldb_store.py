@@ -2,7 +2,8 @@
 
 Layout inside the database (see :mod:`.keys`): ``u/<fp>`` records,
 ``q/<queue>\\0<directive><time><fp>`` queue entries (empty values),
-``h/<queue>`` per-queue counters, ``m/<name>`` state-wide facts.
+``h/<queue>`` per-queue counters, ``m/<name>`` state-wide facts, ``p/<fp>``
+versions captured but not yet delivered.
 
 Durability: every :meth:`LevelDBStore.write` is one ``WriteBatch`` applied
 atomically (``transaction=True``).  LevelDB appends it to its log before
@@ -54,6 +55,7 @@ class LevelDBStore(Store):
         self._records = self._db.prefixed_db(keys.RECORD_PREFIX)
         self._hosts = self._db.prefixed_db(keys.HOST_PREFIX)
         self._meta = self._db.prefixed_db(keys.META_PREFIX)
+        self._pending = self._db.prefixed_db(keys.PENDING_PREFIX)
 
     def get_record(self, fp: bytes) -> bytes | None:
         return self._records.get(fp)
@@ -98,6 +100,9 @@ class LevelDBStore(Store):
     def get_meta(self, name: str) -> bytes | None:
         return self._meta.get(name.encode("utf-8"))
 
+    def pending(self) -> Iterator[tuple[bytes, bytes]]:
+        yield from self._pending
+
     def write(self, batch: Batch) -> None:
         try:
             with self._db.write_batch(transaction=True, sync=self._sync) as wb:
@@ -111,6 +116,11 @@ class LevelDBStore(Store):
                     wb.put(keys.host_key(queue), raw)
                 for name, raw in batch.meta.items():
                     wb.put(keys.meta_key(name), raw)
+                for fp, mark in batch.pending.items():
+                    if mark is None:
+                        wb.delete(keys.pending_key(fp))
+                    else:
+                        wb.put(keys.pending_key(fp), mark)
         except plyvel.Error as exc:
             raise StoreError(f"Writing to the state database in {self.path} failed: {_reason(exc)}") from exc
 

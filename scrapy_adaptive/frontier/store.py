@@ -34,6 +34,8 @@ class Batch:
     meta: dict[str, bytes] = field(default_factory=dict)
     entries_put: list[tuple[str, int, int, bytes]] = field(default_factory=list)
     entries_deleted: list[tuple[str, int, int, bytes]] = field(default_factory=list)
+    #: fp -> pending-delivery mark (None deletes it)
+    pending: dict[bytes, bytes | None] = field(default_factory=dict)
 
     def move_entry(self, old: tuple[str, int, int, bytes] | None, new: tuple[str, int, int, bytes]) -> None:
         """Re-key a URL in its queue: ``(queue, directive, next_ms, fp)``."""
@@ -78,6 +80,11 @@ class Store(ABC):
     def get_meta(self, name: str) -> bytes | None: ...
 
     @abstractmethod
+    def pending(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every pending-delivery mark (what a restart re-delivers; grows
+        with the versions in flight at a stop, not with URLs)."""
+
+    @abstractmethod
     def write(self, batch: Batch) -> None:
         """Apply *batch* atomically; raise :class:`StoreError` on failure."""
 
@@ -97,6 +104,7 @@ class MemoryStore(Store):
         self._queues: dict[str, list[tuple[int, int, bytes]]] = {}
         self._hosts: dict[str, bytes] = {}
         self._meta: dict[str, bytes] = {}
+        self._pending: dict[bytes, bytes] = {}
 
     @staticmethod
     def _sort_key(directive: int, next_ms: int, fp: bytes) -> tuple[int, int, bytes]:
@@ -122,6 +130,9 @@ class MemoryStore(Store):
     def get_meta(self, name: str) -> bytes | None:
         return self._meta.get(name)
 
+    def pending(self) -> Iterator[tuple[bytes, bytes]]:
+        yield from list(self._pending.items())
+
     def write(self, batch: Batch) -> None:
         for queue, directive, next_ms, fp in batch.entries_deleted:
             entries = self._queues.get(queue, [])
@@ -138,6 +149,11 @@ class MemoryStore(Store):
         self._records.update(batch.records)
         self._hosts.update(batch.hosts)
         self._meta.update(batch.meta)
+        for fp, mark in batch.pending.items():
+            if mark is None:
+                self._pending.pop(fp, None)
+            else:
+                self._pending[fp] = mark
 
     def close(self) -> None:
         pass
