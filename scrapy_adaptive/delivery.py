@@ -235,6 +235,39 @@ class Delivery:
         self._complete.clear()
 
 
+#: feed formats with one item per line
+LINE_FORMATS = frozenset({"jsonlines", "jl", "csv"})
+
+
+def drop_partial_line(path: str) -> None:
+    """Cut a half-written last line off a feed file before appending to it.
+
+    A killed crawl can leave one: its buffer was written out by the OS
+    mid-item.  Everything after the last durable point is the items of
+    versions not confirmed, which are delivered again; the half line would
+    otherwise swallow the first item appended after it.
+    """
+    try:
+        with open(path, "r+b") as file:
+            size = file.seek(0, os.SEEK_END)
+            if size == 0:
+                return
+            start = max(0, size - 65536)
+            while True:
+                file.seek(start)
+                tail = file.read(size - start)
+                if tail.endswith(b"\n"):
+                    return
+                cut = tail.rfind(b"\n")
+                if cut != -1 or start == 0:
+                    file.truncate(start + cut + 1)
+                    logger.warning("Cut a half-written last line (%d bytes) off %s.", size - start - cut - 1, path)
+                    return
+                start = max(0, start - 65536)
+    except FileNotFoundError:
+        return
+
+
 class DurableFileFeedStorage(FileFeedStorage):
     """Scrapy's file feed storage, made a :class:`DurableSink`.
 
@@ -242,7 +275,9 @@ class DurableFileFeedStorage(FileFeedStorage):
     (``FEED_STORAGES``), so ``-o items.jsonl`` is flushed and fsynced before
     the versions whose items it holds are confirmed.  With a
     ``postprocessing`` option (gzip, ...) the compressor holds data back
-    until the feed is closed: versions are confirmed only then.
+    until the feed is closed: versions are confirmed only then.  Appending
+    to a line format (JSON lines, CSV), a half-written last line left by a
+    killed crawl is cut off first.
     """
 
     def __init__(
@@ -253,6 +288,8 @@ class DurableFileFeedStorage(FileFeedStorage):
         self.file: IO[bytes] | None = None
         #: a postprocessing chain buffers compressed data until it closes
         self.holds_back = bool((feed_options or {}).get("postprocessing"))
+        #: one item per line: a killed crawl's half-written last line can go
+        self.line_format = (feed_options or {}).get("format") in LINE_FORMATS
 
     @classmethod
     def from_crawler(
@@ -261,6 +298,8 @@ class DurableFileFeedStorage(FileFeedStorage):
         return cls(uri, feed_options=feed_options, signals=crawler.signals)
 
     def open(self, spider: Spider) -> IO[bytes]:
+        if self.write_mode == "ab" and self.line_format:
+            drop_partial_line(self.path)
         self.file = super().open(spider)
         if self.signals is not None:
             self.signals.send_catch_log(SINK_OPENED, sink=self)

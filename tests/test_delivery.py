@@ -293,3 +293,24 @@ def test_feeds_that_lose_items_are_named_at_start() -> None:
     settings.set("FEEDS", {"items.jsonl": {"format": "jsonlines", "overwrite": True}})
     (message,) = feed_warnings(settings)
     assert "overwritten at every start" in message and "-o" in message
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (b'{"a": 1}\n{"b": 2}\n', b'{"a": 1}\n{"b": 2}\n'),
+        (b'{"a": 1}\n{"b": 2}\n{"c"', b'{"a": 1}\n{"b": 2}\n'),
+        (b'{"c"', b""),
+        (b"", b""),
+    ],
+)
+def test_appending_to_a_killed_crawls_feed_drops_its_half_written_line(
+    tmp_path: Path, before: bytes, after: bytes
+) -> None:
+    path = tmp_path / "items.jsonl"
+    path.write_bytes(before)
+    storage = DurableFileFeedStorage(str(path), feed_options={"format": "jsonlines"})
+    file = storage.open(Spider("s"))
+    file.write(b'{"d": 4}\n')
+    storage.store(file)
+    assert path.read_bytes() == after + b'{"d": 4}\n'
