@@ -230,7 +230,9 @@ class Delivery:
         left = self.waiting
         if left:
             self.stats.set_value("adaptive/delivery/unconfirmed_at_close", left)
-            logger.info("%d changed pages were not confirmed delivered; they are delivered again at the next start.", left)
+            logger.info(
+                "%d changed pages were not confirmed delivered; they are delivered again at the next start.", left
+            )
         self._open.clear()
         self._complete.clear()
 

@@ -106,7 +106,12 @@ def test_a_restart_fetches_an_undelivered_version_again_judged_against_the_deliv
     record = f2.get_record(FP)
     assert record is not None
     # back to what the user has; no validators (a conditional GET would say 304)
-    assert (record.digest, record.etag, record.last_modified, record.payload_digest) == ("text:sha1:1", None, None, None)
+    assert (record.digest, record.etag, record.last_modified, record.payload_digest) == (
+        "text:sha1:1",
+        None,
+        None,
+        None,
+    )
     assert (record.visits, record.versions) == (2, 1)  # history never goes backwards
     issued = f2.next()  # due now, not 100 s after the lost visit
     assert issued is not None and issued.fp == FP and issued.record.snapshot()["etag"] is None

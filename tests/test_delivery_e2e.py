@@ -10,7 +10,7 @@ import pytest
 
 from scrapy_adaptive.frontier.leveldb_store import LevelDBStore
 from scrapy_adaptive.frontier.record import UrlRecord
-from tests.crawlrunner import finish_crawl, read_jsonl, run_crawl, start_crawl, wait_for_log
+from tests.crawlrunner import read_jsonl, run_crawl, start_crawl, wait_for_log
 from tests.mockserver import MockServer
 
 pytestmark = pytest.mark.e2e
