@@ -27,7 +27,8 @@ from scrapy_adaptive.delivery import (
 )
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Store, Visit
 from scrapy_adaptive.frontier.leveldb_store import LevelDBStore
-from scrapy_adaptive.frontier.store import Batch, StoreError
+from scrapy_adaptive.frontier.store import StoreError
+from tests.test_frontier import FullDisk
 
 URL = "http://a.example/page"
 FP = hashlib.sha1(URL.encode()).digest()
@@ -154,27 +155,16 @@ def test_a_confirmation_while_the_url_is_out_is_kept_by_its_next_verdict(store: 
     assert record is not None and (record.visits, record.versions) == (2, 1)
 
 
-class FailingWrites(MemoryStore):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fail = False
-
-    def write(self, batch: Batch) -> None:
-        if self.fail:
-            raise StoreError("disk full")
-        super().write(batch)
-
-
 def test_a_failed_confirmation_changes_nothing() -> None:
     clock = Clock()
-    store = FailingWrites()
+    store = FullDisk()
     f = frontier(store, clock)
     f.add(FP, URL, "a.example", {"url": URL})
     visit(f, clock, changed("d:1"))
-    store.fail = True
+    store.full = True
     with pytest.raises(StoreError):
         f.confirm([(FP, "d:1")])
-    store.fail = False
+    store.full = False
     assert f.pending_count == 1 and f.version_count == 0
     assert f.confirm([(FP, "d:1")]) == 1 and f.version_count == 1
 

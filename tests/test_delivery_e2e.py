@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_adaptive.frontier.leveldb_store import LevelDBStore
-from scrapy_adaptive.frontier.record import UrlRecord
+from tests.conftest import read_state
 from tests.crawlrunner import read_jsonl, run_crawl, start_crawl, wait_for_log
 from tests.mockserver import MockServer
 
@@ -17,17 +16,6 @@ pytestmark = pytest.mark.e2e
 
 VERSIONS = Path(__file__).parent / "spiders" / "versions.py"
 PIPELINE = {"tests.spiders.versions.SlowPipeline": 100}
-
-
-def read_state(state_dir: Path) -> tuple[dict[str, UrlRecord], set[str]]:
-    """Every record of a stopped crawl by URL, and the URLs pending delivery."""
-    store = LevelDBStore(str(state_dir / "frontier.ldb"))
-    try:
-        records = {fp: UrlRecord.from_bytes(raw) for fp, raw in store.records()}
-        pending = {records[fp].url for fp, _ in store.pending() if fp in records}
-    finally:
-        store.close()
-    return {r.url: r for r in records.values()}, pending
 
 
 def test_a_kill_while_items_wait_in_a_pipeline_loses_no_version(

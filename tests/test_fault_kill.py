@@ -33,8 +33,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from scrapy_adaptive.frontier.leveldb_store import LevelDBStore
 from scrapy_adaptive.frontier.record import UrlRecord
+from tests.conftest import read_state
 from tests.crawlrunner import CrawlProcess, finish_crawl, start_crawl, wait_for_log
 from tests.mockserver import MockServer
 
@@ -62,17 +62,6 @@ def site(server: MockServer, tag: str) -> list[str]:
         links += [u for u in indexes if f"-{host}-" not in u]
         starts.append(server.url(f"/changes/100000/{tag}-{host}-index?" + urlencode({"links": ",".join(links)}), host))
     return starts
-
-
-def read_state(state_dir: Path) -> tuple[dict[str, UrlRecord], set[str]]:
-    """Every record of a stopped crawl by URL, and the URLs pending delivery."""
-    store = LevelDBStore(str(state_dir / "frontier.ldb"))
-    try:
-        records = {fp: UrlRecord.from_bytes(raw) for fp, raw in store.records()}
-        pending = {records[fp].url for fp, _ in store.pending() if fp in records}
-    finally:
-        store.close()
-    return {r.url: r for r in records.values()}, pending
 
 
 def read_feed(path: Path) -> dict[str, set[str]]:
