@@ -225,9 +225,10 @@ class VisitMiddleware:
                     items.append(obj)
                 else:
                     yield self._out(obj, response, ticket)
-        except Exception:
+        except BaseException as exc:
             self._callback_failed(response, pending)
-            self._output_done(response)
+            if isinstance(exc, Exception):  # not an abandoned output (GeneratorExit)
+                self._output_done(response)
             raise
         for obj in self._finish_items(response, pending, items):
             yield self._out(obj, response, ticket_of(response))
@@ -243,9 +244,10 @@ class VisitMiddleware:
                     items.append(obj)
                 else:
                     yield self._out(obj, response, ticket)
-        except Exception:
+        except BaseException as exc:
             self._callback_failed(response, pending)
-            self._output_done(response)
+            if isinstance(exc, Exception):  # not an abandoned output (GeneratorExit)
+                self._output_done(response)
             raise
         for obj in self._finish_items(response, pending, items):
             yield self._out(obj, response, ticket_of(response))
