@@ -309,3 +309,28 @@ def test_appending_to_a_killed_crawls_feed_drops_its_half_written_line(
     file.write(b'{"d": 4}\n')
     storage.store(file)
     assert path.read_bytes() == after + b'{"d": 4}\n'
+
+
+def test_the_visit_middleware_counts_the_items_a_changed_page_yields(tmp_path: Path) -> None:
+    from scrapy_adaptive.spidermiddlewares.visit import VisitMiddleware
+
+    delivery, _, _, _ = tracked(tmp_path)
+    mw = VisitMiddleware(delivery.stats)
+
+    def output(request: Request, objects: list[object]) -> Iterator[object]:
+        yield from objects
+        if request.meta.get("boom"):
+            raise ValueError("callback bug")
+
+    finished, failed, abandoned = Request(URL), Request(URL, meta={"boom": True}), Request(URL)
+    tickets = [delivery.open(r, FP, "d:1") for r in (finished, failed, abandoned)]
+    child = Request("http://a.example/child")
+    out = list(mw.process_spider_output(response_for(finished), output(finished, [{"a": 1}, child, {"b": 2}])))
+    assert out[1] is child and (tickets[0].yielded, tickets[0].done) == (2, True)
+    with pytest.raises(ValueError):
+        list(mw.process_spider_output(response_for(failed), output(failed, [{"a": 1}])))
+    assert (tickets[1].yielded, tickets[1].done) == (1, True)  # what it yielded is what there is
+    gen = mw.process_spider_output(response_for(abandoned), output(abandoned, [{"a": 1}, {"b": 2}]))
+    next(gen)
+    gen.close()  # the crawl stopped half way: not complete, delivered again after a restart
+    assert (tickets[2].yielded, tickets[2].done) == (1, False)
