@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from scrapy.settings import BaseSettings
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
+from .delivery import DURABLE_FILE_STORAGE
 from .downloadermiddlewares.errors import FetchErrorMiddleware
 from .downloadermiddlewares.validators import ValidatorsMiddleware
 from .spidermiddlewares.visit import VisitMiddleware
@@ -58,6 +59,19 @@ class Addon:
         # so a stop need not wait for a hung download (ADAPTIVE_STOP_GRACE)
         wrap_download_handlers(settings)
         self._take_over_deltafetch(settings)
+        self._durable_file_feeds(settings)
+
+    @staticmethod
+    def _durable_file_feeds(settings: BaseSettings) -> None:
+        """``-o items.jsonl`` flushed and fsynced before versions are
+        confirmed (:mod:`.delivery`); a storage the project chose stays."""
+        storages = settings.getdict("FEED_STORAGES")
+        if all(scheme in storages for scheme in ("", "file")):
+            return
+        for scheme in ("", "file"):
+            storages.setdefault(scheme, DURABLE_FILE_STORAGE)
+        priority = max(settings.getpriority("FEED_STORAGES") or 0, SETTINGS_PRIORITIES["addon"])
+        settings.set("FEED_STORAGES", storages, priority)
 
     @staticmethod
     def _take_over_deltafetch(settings: BaseSettings) -> None:

@@ -53,10 +53,23 @@ FETCH = "_adaptive_fetch"
 PENDING_VISIT = "_adaptive_visit"
 #: embed hops from the last page (``ADAPTIVE_EMBED_HOPS``)
 EMBED_HOPS = "_adaptive_embed_hops"
+#: a changed visit's :class:`~scrapy_adaptive.delivery.Ticket`: its items on their way to the user's store
+DELIVERY = "_adaptive_delivery"
 
 #: the public keys, as documented in README
 PUBLIC = (UNCHANGED, DIGEST_RULE, WAIT_POLICY, HINT, EMBED, RECORD, CHANGE)
 #: the private keys
-PRIVATE = (FP, OVERDUE, VALIDATION, PREDICTION, VALIDATORS_SENT, ABORT_LENGTH, FETCH, PENDING_VISIT, EMBED_HOPS)
+PRIVATE = (
+    FP,
+    OVERDUE,
+    VALIDATION,
+    PREDICTION,
+    VALIDATORS_SENT,
+    ABORT_LENGTH,
+    FETCH,
+    PENDING_VISIT,
+    EMBED_HOPS,
+    DELIVERY,
+)
 #: public keys that belong to one fetch and are never stored with the request
 PER_FETCH = frozenset({RECORD, CHANGE, HINT})

@@ -50,6 +50,7 @@ from . import meta
 from .capacity import HostCapacity
 from .change.trust import TrustParams
 from .crawllog import CrawlLog
+from .delivery import Delivery
 from .downloadermiddlewares.errors import FetchErrorMiddleware
 from .downloadermiddlewares.validators import ValidatorsMiddleware
 from .engine import EngineWaker, exit_with_error
@@ -96,6 +97,7 @@ class AdaptiveScheduler(BaseScheduler):
         fingerprinter: str = "",
         robots_agent: str | None = None,
         crawler: Crawler | None = None,
+        delivery: Delivery | None = None,
     ) -> None:
         self.config = config
         self.policy = policy
@@ -107,6 +109,8 @@ class AdaptiveScheduler(BaseScheduler):
         self.keyer = QueueKeyer(config.politeness_key)
         self.issued = IssuedRequests(identity)
         self.waker = EngineWaker(crawler)
+        #: at-least-once delivery of versions (None: ADAPTIVE_DELIVERY off)
+        self.delivery = delivery
         # built by open(): the crawl's state folder and what works on it
         self.spider: Spider | None = None
         self.state: StateDir | None = None
@@ -143,6 +147,7 @@ class AdaptiveScheduler(BaseScheduler):
             fingerprinter=global_object_name(type(crawler.request_fingerprinter)),
             robots_agent=settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT"),
             crawler=crawler,
+            delivery=Delivery.connected(crawler.stats, crawler.signals) if config.delivery else None,  # type: ignore[arg-type]
         )
         warn_about_settings(settings, config)
         crawler.signals.connect(scheduler._on_reached_downloader, signals.request_reached_downloader)
@@ -179,6 +184,15 @@ class AdaptiveScheduler(BaseScheduler):
         )
         frontier.load()
         self._checkpoint(clean=False)
+        if frontier.redelivered:
+            logger.info(
+                "%d URLs had versions not confirmed delivered when the last crawl stopped; they are fetched "
+                "again now so their items are produced again.",
+                frontier.redelivered,
+            )
+            self.stats.set_value("adaptive/delivery/redelivered", frontier.redelivered)
+        if self.delivery is not None:
+            self.delivery.bind(frontier)
         shared = self.policy.params.shared
         persist.restore(store, shared)
         allocator = shared.get("rate_allocator")
@@ -193,6 +207,7 @@ class AdaptiveScheduler(BaseScheduler):
             self.issued,
             self.stats,
             crawl_log=self.crawl_log,
+            delivery=self.delivery,
             on_store_error=self._fatal,
             on_change=self._arm_wake,
         )
@@ -229,6 +244,11 @@ class AdaptiveScheduler(BaseScheduler):
         self.waker.stop()
         if self._ticker is not None and self._ticker.running:
             self._ticker.stop()
+        if self.delivery is not None and self.frontier is not None:
+            try:
+                self.delivery.close()
+            except StoreError as exc:
+                self._fatal(exc)
         if self.frontier is not None:
             self._summary(final=True)
             persist.save(self.frontier.store, self.policy.params.shared)
@@ -389,10 +409,13 @@ class AdaptiveScheduler(BaseScheduler):
             self.waker.wake_at(self.frontier.next_ready_time())
 
     def _tick(self) -> None:
-        """Once a second: return expired leases, and report now and then."""
+        """Once a second: confirm delivered versions (one write), return
+        expired leases, and report now and then."""
         if self.frontier is None or self.reporter is None:
             return
         try:
+            if self.delivery is not None:
+                self.delivery.flush()
             abandoned = self.grace.tick()
             if abandoned:
                 self.stats.inc_value("adaptive/abandoned", abandoned)

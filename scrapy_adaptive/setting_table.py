@@ -80,6 +80,14 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         default_doc="`<JOBDIR>/adaptive`",
     ),
     _bool(
+        "ADAPTIVE_DELIVERY",
+        GROUP_STATE,
+        True,
+        "at-least-once delivery: a changed page counts as a version once its items are through the pipelines "
+        "and the feed file is flushed; a page whose items were lost by a kill is fetched again at the next "
+        "start (see Delivery).",
+    ),
+    _bool(
         "ADAPTIVE_STATE_SYNC",
         GROUP_STATE,
         False,

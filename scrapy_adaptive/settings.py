@@ -117,6 +117,7 @@ class AdaptiveConfig:
     """
 
     state_dir: str | None
+    delivery: bool
     state_sync: bool
     stop_grace: float
     store_credentials: bool

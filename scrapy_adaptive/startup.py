@@ -13,6 +13,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from .addon import DELTAFETCH_MESSAGE, TOOK_OVER_SETTING, is_deltafetch
+from .delivery import feed_warnings
 from .settings import unknown_settings
 
 if TYPE_CHECKING:
@@ -52,6 +53,8 @@ def settings_warnings(settings: BaseSettings, config: AdaptiveConfig) -> list[st
             f"ADAPTIVE_HOST_VALENCE ({config.host_valence}) is above CONCURRENT_REQUESTS_PER_DOMAIN "
             f"({per_domain}): the downloader will hold the extra requests back."
         )
+    if config.delivery:
+        messages += feed_warnings(settings)
     return messages
 
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
     from .crawllog import CrawlLog
+    from .delivery import Delivery
     from .issued import IssuedRequests
     from .policies import PolicyStack
 
@@ -58,6 +59,7 @@ class Verdicts:
         stats: StatsCollector,
         *,
         crawl_log: CrawlLog | None = None,
+        delivery: Delivery | None = None,
         on_store_error: Callable[[StoreError], None],
         on_change: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.time,
@@ -67,6 +69,8 @@ class Verdicts:
         self.issued = issued
         self.stats = stats
         self.crawl_log = crawl_log
+        #: None: versions count at the verdict, with no delivery guarantee
+        self.delivery = delivery
         self.on_store_error = on_store_error
         self.on_change = on_change
         self.clock = clock
@@ -99,11 +103,15 @@ class Verdicts:
                 visit.prediction = request.meta.get(meta.PREDICTION)
             if visit.wait is None:
                 visit.wait = self._policy_for(request).next_wait(request.meta.get(meta.RECORD) or {}, visit)
+        # a changed visit is a version only once its items are durable
+        deliver = self.delivery is not None and visit.outcome is Outcome.VISITED and visit.change is ChangeState.CHANGED
         try:
-            record = self.frontier.update(fp, visit)
+            record = self.frontier.update(fp, visit, deliver=deliver)
         except StoreError as exc:
             self.on_store_error(exc)
             return None
+        if deliver and record is not None and self.delivery is not None:
+            self.delivery.open(request, fp, visit.digest)
         if record is not None:
             self._report(request, record, visit)
         self.on_change()

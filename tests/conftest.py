@@ -108,3 +108,14 @@ def read_records(state_dir: Path) -> dict[str, UrlRecord]:
     finally:
         store.close()
     return {r.url: r for r in records}
+
+
+def read_state(state_dir: Path) -> tuple[dict[str, UrlRecord], set[str]]:
+    """Every record of a stopped crawl by URL, and the URLs pending delivery."""
+    store = LevelDBStore(str(state_dir / "frontier.ldb"))
+    try:
+        records = {fp: UrlRecord.from_bytes(raw) for fp, raw in store.records()}
+        pending = {records[fp].url for fp, _ in store.pending() if fp in records}
+    finally:
+        store.close()
+    return {r.url: r for r in records.values()}, pending

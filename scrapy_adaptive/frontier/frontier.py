@@ -18,6 +18,12 @@ import: :meth:`Frontier.add`, :meth:`Frontier.next` and
   URLs at a time, and after each fetch its slot rests for
   ``clamp(delay_factor × duration, min_delay, max_delay)`` (or the host's
   robots.txt ``Crawl-delay`` if longer).
+* Delivery (:mod:`scrapy_adaptive.delivery`): with ``deliver=True`` a
+  changed visit is recorded as *pending delivery* in the same atomic write
+  (a ``p/<fp>`` mark holding the digest last delivered); :meth:`confirm`
+  counts the version once its items are durable, and :meth:`load` makes
+  every URL still pending due again, judged against the last delivered
+  digest and without validators, so its items are produced again.
 * What is out is held in memory only.  If the process dies, the URL's queue
   entry still says when it was due, so a restart simply issues it again.
   A URL that never comes back (lost by a middleware) returns to its queue
@@ -55,6 +61,11 @@ logger = logging.getLogger(__name__)
 
 #: a marker: the URL held no entry in its queue's out table
 _NOT_OUT: Any = object()
+
+
+def _pending_mark(delivered: str | None, waiting: int) -> bytes:
+    """A ``p/<fp>`` value: the digest last delivered and the versions waiting."""
+    return json.dumps({"d": delivered, "n": waiting}, separators=(",", ":")).encode()
 
 
 def _order(entry: Entry) -> tuple[int, int, bytes]:
@@ -124,6 +135,10 @@ class Frontier(HostFacts):
         self._hint_pooled: dict[str, list[float]] = {}
         #: recent overdue times (seconds) of issued URLs, for percentiles
         self.overdue_samples: deque[float] = deque(maxlen=2000)
+        #: fp -> (digest last delivered, versions awaiting confirmation)
+        self._pending: dict[bytes, tuple[str | None, int]] = {}
+        #: URLs whose undelivered versions load() made due again
+        self.redelivered = 0
 
     # -- opening -----------------------------------------------------------
 
@@ -132,7 +147,9 @@ class Frontier(HostFacts):
 
         Reads one small row per queue plus one seek for its head: restart
         time grows with hosts, not URLs.  Nothing is out after a restart.
+        URLs left pending delivery are made due first (:meth:`_redeliver`).
         """
+        self.redelivered = self._redeliver()
         for name, raw in self.store.hosts():
             q = self._new_queue(name)
             q.restore_counters(json.loads(raw))
@@ -145,6 +162,38 @@ class Frontier(HostFacts):
             self._quarantined += q.quarantined
             self._refresh_head(q)
             self._schedule(q)
+
+    def _redeliver(self) -> int:
+        """Make every version captured but never confirmed delivered due again.
+
+        The record goes back to the digest last delivered and forgets its
+        validators (a conditional GET would answer 304, a mid-fetch abort
+        would stop the body): the next fetch is judged changed unless the
+        page is back to what was delivered, and its items are produced
+        again.  Visit and version counts are untouched (versions count
+        delivered ones only).  One atomic write for all of them.
+        """
+        batch = Batch()
+        now_ms = time_to_ms(self.clock())
+        for fp, mark in self.store.pending():
+            raw = self.store.get_record(fp)
+            try:
+                record = UrlRecord.from_bytes(raw) if raw is not None else None
+            except RecordError:
+                continue  # left as it is: next() quarantines the record, its mark stays as evidence
+            batch.pending[fp] = None
+            if record is None:
+                continue
+            record.digest = json.loads(mark).get("d")
+            record.payload_digest = record.etag = record.last_modified = None
+            old = (record.queue, record.directive, record.next_ms, fp)
+            if not record.never:
+                record.next_ms = min(record.next_ms, now_ms)
+            batch.move_entry(old, (record.queue, record.directive, record.next_ms, fp))
+            batch.records[fp] = record.to_bytes()
+        if batch.pending:
+            self.store.write(batch)
+        return len(batch.records)
 
     def _new_queue(self, name: str) -> HostQueue:
         q = HostQueue(name=name, valence=self.politeness.valence)
@@ -336,10 +385,13 @@ class Frontier(HostFacts):
         if q.release_slot(fp, self.clock() + wait):
             self._schedule(q)
 
-    def update(self, fp: bytes, visit: Visit) -> UrlRecord | None:
+    def update(self, fp: bytes, visit: Visit, *, deliver: bool = False) -> UrlRecord | None:
         """Fold *visit* into the URL's record and move it to its next time.
 
-        Returns the updated record, or None for an unknown fingerprint.
+        With *deliver*, a changed visit is a version pending delivery: it is
+        counted by :meth:`confirm`, not here, and re-delivered after a
+        restart until then.  Returns the updated record, or None for an
+        unknown fingerprint.
         """
         now = self.clock()
         out = self._out.pop(fp, None)
@@ -388,12 +440,16 @@ class Frontier(HostFacts):
         record.directive = 0  # a preference holds for one issue, not for ever
         if out is not None:
             record.overdue = round(out.overdue, 3)
+        now_pending: tuple[str | None, int] | None = None
         if outcome is Outcome.VISITED:
             record.visits += 1
             record.failures = 0
             q.visits += 1
             self._visits += 1
-            if visit.change is ChangeState.CHANGED:
+            if visit.change is ChangeState.CHANGED and deliver:
+                delivered, waiting = self._pending.get(fp, (record.digest, 0))
+                now_pending = (delivered, waiting + 1)
+            elif visit.change is ChangeState.CHANGED:
                 record.versions += 1
                 q.versions += 1
                 self._versions += 1
@@ -425,6 +481,8 @@ class Frontier(HostFacts):
             self._observe_validation(q, visit)
         self._settle_hint(q, record, visit)
         batch = Batch(records={fp: record.to_bytes()})
+        if now_pending is not None:
+            batch.pending[fp] = _pending_mark(*now_pending)
         batch.move_entry(old, (record.queue, record.directive, record.next_ms, fp))
         if record.never != was_never:
             q.never += 1 if record.never else -1
@@ -439,9 +497,74 @@ class Frontier(HostFacts):
             q.snooze_all(now + politeness.retry_delay)
         batch.hosts[record.queue] = self._counters(q)
         self._write(batch, q, undo)
+        if now_pending is not None:
+            self._pending[fp] = now_pending
         self._moved(q, old[1:], (record.directive, record.next_ms, fp))
         self._schedule(q)
         return record
+
+    def confirm(self, delivered: list[tuple[bytes, str | None]]) -> int:
+        """Count versions whose items are durable: ``(fp, digest)`` pairs,
+        one per version, from :meth:`update` with ``deliver=True``.
+
+        One atomic write for all of them (group commit): the records'
+        version counts, their queues' counters and the pending marks.
+        Returns how many versions were counted.
+        """
+        pending = dict(self._pending)
+        records: dict[bytes, UrlRecord] = {}
+        counts: dict[bytes, int] = {}
+        for fp, digest in delivered:
+            mark = pending.get(fp)
+            if mark is None:
+                continue  # not pending (delivery off when it was captured)
+            record = records.get(fp)
+            if record is None:
+                out = self._out.get(fp)
+                raw = None if out is not None else self.store.get_record(fp)
+                if out is not None:
+                    record = out.record
+                elif raw is not None:
+                    record = UrlRecord.from_bytes(raw)
+                else:
+                    continue
+                records[fp] = record
+            waiting = mark[1] - 1
+            if waiting > 0:
+                pending[fp] = (digest, waiting)  # delivered up to this one
+            else:
+                del pending[fp]
+            counts[fp] = counts.get(fp, 0) + 1
+        if not counts:
+            return 0
+        queues: dict[str, int] = {}
+        for fp, n in counts.items():
+            records[fp].versions += n
+            queues[records[fp].queue] = queues.get(records[fp].queue, 0) + n
+        for name, n in queues.items():
+            self._queues[name].versions += n
+        batch = Batch(records={fp: record.to_bytes() for fp, record in records.items()})
+        for fp in counts:
+            batch.pending[fp] = _pending_mark(*pending[fp]) if fp in pending else None
+        for name in queues:
+            batch.hosts[name] = self._counters(self._queues[name])
+        try:
+            self.store.write(batch)
+        except Exception:
+            for fp, n in counts.items():
+                records[fp].versions -= n
+            for name, n in queues.items():
+                self._queues[name].versions -= n
+            raise
+        self._pending = pending
+        counted = sum(counts.values())
+        self._versions += counted
+        return counted
+
+    @property
+    def pending_count(self) -> int:
+        """URLs with versions captured but not yet confirmed delivered."""
+        return len(self._pending)
 
     def requeue(self, fp: bytes) -> bool:
         """Give an out URL back to its queue unchanged (lease end, re-send).

@@ -31,6 +31,7 @@ HOST_PREFIX = b"h/"
 META_PREFIX = b"m/"
 #: records that could not be read, moved aside with their raw bytes (never deleted)
 QUARANTINE_PREFIX = b"x/"
+PENDING_PREFIX = b"p/"
 
 _TIME = struct.Struct(">Q")
 
@@ -84,6 +85,11 @@ def decode_queue_entry(key: bytes, queue: str) -> tuple[int, int, bytes]:
 def host_key(queue: str) -> bytes:
     """Key of a queue's persistent counters (URLs, "never" URLs, crawl-delay)."""
     return HOST_PREFIX + queue.encode("utf-8")
+
+
+def pending_key(fp: bytes) -> bytes:
+    """Key of a URL's versions captured but not yet delivered (see :mod:`.delivery`)."""
+    return PENDING_PREFIX + fp
 
 
 def meta_key(name: str) -> bytes:

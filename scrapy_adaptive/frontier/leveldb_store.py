@@ -2,7 +2,8 @@
 
 Layout inside the database (see :mod:`.keys`): ``u/<fp>`` records,
 ``q/<queue>\\0<directive><time><fp>`` queue entries (empty values),
-``h/<queue>`` per-queue counters, ``m/<name>`` state-wide facts.
+``h/<queue>`` per-queue counters, ``m/<name>`` state-wide facts, ``p/<fp>``
+versions captured but not yet delivered.
 
 Durability: every :meth:`LevelDBStore.write` is one ``WriteBatch`` applied
 atomically (``transaction=True``).  LevelDB appends it to its log before
@@ -98,6 +99,7 @@ class LevelDBStore(Store):
         self._hosts = self._db.prefixed_db(keys.HOST_PREFIX)
         self._meta = self._db.prefixed_db(keys.META_PREFIX)
         self._quarantine = self._db.prefixed_db(keys.QUARANTINE_PREFIX)
+        self._pending = self._db.prefixed_db(keys.PENDING_PREFIX)
 
     def _corrupt(self, exc: BaseException) -> StoreCorrupt:
         return StoreCorrupt(
@@ -162,6 +164,9 @@ class LevelDBStore(Store):
         except plyvel.CorruptionError as exc:
             raise self._corrupt(exc) from exc
 
+    def pending(self) -> Iterator[tuple[bytes, bytes]]:
+        yield from self._pending
+
     def write(self, batch: Batch) -> None:
         try:
             with self._db.write_batch(transaction=True, sync=self._sync) as wb:
@@ -178,6 +183,11 @@ class LevelDBStore(Store):
                     wb.put(keys.host_key(queue), raw)
                 for name, raw in batch.meta.items():
                     wb.put(keys.meta_key(name), raw)
+                for fp, mark in batch.pending.items():
+                    if mark is None:
+                        wb.delete(keys.pending_key(fp))
+                    else:
+                        wb.put(keys.pending_key(fp), mark)
         except plyvel.Error as exc:
             reason = _reason(exc)
             if "no space left" in reason.lower():

@@ -37,6 +37,8 @@ class Batch:
     #: unreadable records moved aside: fp -> their raw bytes (the record
     #: itself is deleted, the bytes are kept under the quarantine prefix)
     quarantined: dict[bytes, bytes] = field(default_factory=dict)
+    #: fp -> pending-delivery mark (None deletes it)
+    pending: dict[bytes, bytes | None] = field(default_factory=dict)
 
     def move_entry(self, old: tuple[str, int, int, bytes] | None, new: tuple[str, int, int, bytes]) -> None:
         """Re-key a URL in its queue: ``(queue, directive, next_ms, fp)``."""
@@ -85,6 +87,11 @@ class Store(ABC):
     def get_meta(self, name: str) -> bytes | None: ...
 
     @abstractmethod
+    def pending(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every pending-delivery mark (what a restart re-delivers; grows
+        with the versions in flight at a stop, not with URLs)."""
+
+    @abstractmethod
     def write(self, batch: Batch) -> None:
         """Apply *batch* atomically; raise :class:`StoreError` on failure."""
 
@@ -109,6 +116,7 @@ class MemoryStore(Store):
         self._hosts: dict[str, bytes] = {}
         self._meta: dict[str, bytes] = {}
         self._quarantined: dict[bytes, bytes] = {}
+        self._pending: dict[bytes, bytes] = {}
 
     @staticmethod
     def _sort_key(directive: int, next_ms: int, fp: bytes) -> tuple[int, int, bytes]:
@@ -134,6 +142,9 @@ class MemoryStore(Store):
     def get_meta(self, name: str) -> bytes | None:
         return self._meta.get(name)
 
+    def pending(self) -> Iterator[tuple[bytes, bytes]]:
+        yield from list(self._pending.items())
+
     def write(self, batch: Batch) -> None:
         for queue, directive, next_ms, fp in batch.entries_deleted:
             entries = self._queues.get(queue, [])
@@ -153,6 +164,11 @@ class MemoryStore(Store):
         self._records.update(batch.records)
         self._hosts.update(batch.hosts)
         self._meta.update(batch.meta)
+        for fp, mark in batch.pending.items():
+            if mark is None:
+                self._pending.pop(fp, None)
+            else:
+                self._pending[fp] = mark
 
     def close(self) -> None:
         pass

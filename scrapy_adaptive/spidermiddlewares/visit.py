@@ -42,6 +42,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from .. import meta
 from ..change.digest import Digester, ItemsDigester, items_digest, payload_digest
 from ..change.rules import DigestRules, build_digester
+from ..delivery import Ticket, ticket_of
 from ..frontier.record import ChangeState, Outcome, Visit
 from ..settings import ConfigError
 
@@ -216,32 +217,57 @@ class VisitMiddleware:
 
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
         pending = self._pop_pending(response)
+        ticket = ticket_of(response)
         items: list[Any] = []
         try:
             for obj in result:
                 if pending is not None and is_item(obj):
                     items.append(obj)
                 else:
-                    yield self._child(obj, response)
-        except BaseException:
+                    yield self._out(obj, response, ticket)
+        except BaseException as exc:
             self._callback_failed(response, pending)
+            if isinstance(exc, Exception):  # not an abandoned output (GeneratorExit)
+                self._output_done(response)
             raise
-        yield from self._finish_items(response, pending, items)
+        for obj in self._finish_items(response, pending, items):
+            yield self._out(obj, response, ticket_of(response))
+        self._output_done(response)
 
     async def process_spider_output_async(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
         pending = self._pop_pending(response)
+        ticket = ticket_of(response)
         items: list[Any] = []
         try:
             async for obj in result:
                 if pending is not None and is_item(obj):
                     items.append(obj)
                 else:
-                    yield self._child(obj, response)
-        except BaseException:
+                    yield self._out(obj, response, ticket)
+        except BaseException as exc:
             self._callback_failed(response, pending)
+            if isinstance(exc, Exception):  # not an abandoned output (GeneratorExit)
+                self._output_done(response)
             raise
         for obj in self._finish_items(response, pending, items):
-            yield obj
+            yield self._out(obj, response, ticket_of(response))
+        self._output_done(response)
+
+    def _out(self, obj: Any, response: Response, ticket: Ticket | None) -> Any:
+        """What goes on: items counted on the visit's delivery ticket, requests marked."""
+        if ticket is not None and is_item(obj):
+            ticket.item_yielded()
+            return obj
+        return self._child(obj, response)
+
+    @staticmethod
+    def _output_done(response: Response) -> None:
+        """The callback's output ended (a callback error ends it too: what it
+        yielded is all there is).  An output abandoned half way (the crawl
+        stopping) leaves the ticket open: the version is delivered again."""
+        ticket = ticket_of(response)
+        if ticket is not None:
+            ticket.output_done()
 
     @staticmethod
     def _pop_pending(response: Response) -> tuple[Visit, ItemsDigester, dict[str, Any]] | None:
