@@ -96,6 +96,7 @@ class RateAllocator:
         self._pending = 0
         self._registered = 0
         self._solved = False
+        self._saturated = False  #: the last solve could not plan the whole target
         self.correction = 1.0
         self._count = 0.0
         self._t0: float | None = None
@@ -184,8 +185,24 @@ class RateAllocator:
     def capped_hosts(self) -> dict[str, float]:
         """Hosts whose politeness cap binds: their URLs are visited less often
         than the budget would have them (the thesis's "chronically overdue"),
-        with how much less (r̂_h / r*)."""
-        return {h: r / self.ratio for h, r in self._host_ratio.items() if self.ratio > 0 and r > self.ratio}
+        with how much less: the fetch rate the plan would give the host
+        without its cap, over the cap.
+
+        The factor is a ratio of two fetch rates, so it is bounded by the
+        host's URLs × the fastest rate (1/min wait) over its cap.  (It was
+        r̂_h/r*, which blew up to 1e16 when the budget bought more than the
+        plan could spend and r* sat at the bisection's floor.)
+        """
+        out: dict[str, float] = {}
+        for host in self._host_ratio:
+            cap = self._caps.get(host)
+            cells = self._hosts.get(host)
+            if not cap or not cells:
+                continue
+            demand = self._cells_rate(cells, self.ratio)
+            if demand > cap:
+                out[host] = demand / cap
+        return out
 
     def state(self) -> dict[str, Any]:
         """What survives a restart, JSON-safe: the registered rates (per host,
@@ -286,7 +303,12 @@ class RateAllocator:
         self._t_control = self._t_last
         exponent = self.control_gain * dt / self.control_window
         lo, hi = self.control_limits
-        self.correction = clamp(self.correction * (self.budget / realised) ** exponent, lo, hi)
+        factor = (self.budget / realised) ** exponent
+        if factor > 1 and self._saturated:
+            # anti-windup: asking for more than the plan can give changes
+            # nothing now and overspends for windows once it can
+            return
+        self.correction = clamp(self.correction * factor, lo, hi)
 
     # -- solving -------------------------------------------------------------------
 
@@ -309,10 +331,24 @@ class RateAllocator:
                 total += min(self._caps[host], self._cells_rate(cells, r))
         return total
 
+    def _bracket(self, *groups: dict[int, list[float]]) -> tuple[float, float]:
+        """ln r bounds outside which the fetch rate of *groups* of cells no longer moves.
+
+        Every URL of rate λ is at the fastest rate for r ≤ λ/f_max and at the
+        slowest for r ≥ λ/f_min, so the bisection needs nothing beyond
+        [min λ/f_max, max λ/f_min].  A target out of reach then lands on the
+        edge where the plan saturates, a meaningful r, not e^±40.
+        """
+        rates = [s / n for cells in groups for n, s in cells.values() if s > 0 and n > 0]
+        if not rates:
+            return 0.0, 0.0
+        return math.log(min(rates) / self.max_fetch_rate), math.log(max(rates) / self.min_fetch_rate)
+
     @staticmethod
-    def _solve_ratio(fetch_rate: Callable[[float], float], target: float) -> float:
-        """The r with fetch_rate(r) = target (fetch_rate decreases in r)."""
-        lo, hi = -40.0, 40.0  # ln r
+    def _solve_ratio(fetch_rate: Callable[[float], float], target: float, bracket: tuple[float, float]) -> float:
+        """The r with fetch_rate(r) = target (fetch_rate decreases in r),
+        searched in ln r within *bracket*; the nearer edge if out of reach."""
+        lo, hi = bracket
         if fetch_rate(math.exp(lo)) <= target:
             return math.exp(lo)
         if fetch_rate(math.exp(hi)) >= target:
@@ -341,18 +377,33 @@ class RateAllocator:
             target = max(self.budget * self.correction - self.hinted_rate(), 0.1 * self.budget)
             if not self._hosts:
                 return
-            r = self._solve_ratio(self._total, target)
+            r = self._solve_ratio(
+                self._total, target, self._bracket(self._global, *(self._hosts.get(h, {}) for h in self._bound))
+            )
+            # the plan cannot spend the target (every URL at its fastest, or
+            # its host's cap): the feedback loop must not wind up on it
+            self._saturated = self._total(r) < target * 0.999
         self.ratio = r
         self._host_ratio = {}
         for host in self._bound:
             cap = self._caps[host]
             cells = self._hosts.get(host)
             if cells and self._cells_rate(cells, r) > cap:
-                self._host_ratio[host] = self._solve_ratio(partial(self._cells_rate, cells), cap)
+                self._host_ratio[host] = self._solve_ratio(partial(self._cells_rate, cells), cap, self._bracket(cells))
 
     def planned_rate(self) -> float:
         """Fetches per second the current solution plans (for stats)."""
         return self._total(self.ratio) if self._hosts else 0.0
+
+    def planning_ratio(self) -> float:
+        """Expected changes per visit the plan works to, for the noise guard.
+
+        When the budget buys more than any plan can spend (every URL at its
+        fastest), r* is only an upper edge; the plan is then at least as
+        dense as the budget-free one, so the smaller of r* and the target
+        ratio is reported.
+        """
+        return min(self.ratio, self.target_ratio) if self._saturated else self.ratio
 
     def ratio_for(self, host: str) -> float:
         return self._host_ratio.get(host, self.ratio)

@@ -165,7 +165,7 @@ class ProportionalWaitPolicy(_RatePolicy):
         return self.noise_guard.wait(memory, verdict, wait, self.max_wait)
 
     def planned_ratio(self) -> float | None:
-        return self.allocator.ratio
+        return self.allocator.planning_ratio()
 
     def schedule_rate(self, memory: dict[str, Any], visit: Visit, rate: float, *, first: bool, observed: bool) -> float:
         """The rate the next wait is cut for: λ̂ here.
