@@ -24,6 +24,10 @@ from .keys import ALLOCATION
 from .prior import PopulationPrior
 
 _ZERO_BIN = -(10**6)
+#: URLs nothing is known of yet: their rate is the current fallback
+#: (:meth:`RateAllocator.fallback_rate`), read at solve time, so that they do
+#: not keep the rate of the moment they were registered while the crawl grows
+_FALLBACK_BIN = 10**6
 
 
 class RateAllocator:
@@ -117,8 +121,9 @@ class RateAllocator:
         if cell[0] <= 0.5:
             del cells[b]
 
-    def _apply(self, host: str, rate: float, sign: int) -> None:
-        b = self._bin(rate)
+    def _apply(self, host: str, rate: float, sign: int, fallback: bool = False) -> None:
+        b = _FALLBACK_BIN if fallback else self._bin(rate)
+        rate = 1.0 if fallback else rate  # the fallback cell counts URLs in its sum too
         self._cell_add(self._hosts.setdefault(host, {}), b, rate, sign)
         self._host_urls[host] = self._host_urls.get(host, 0) + sign
         if host not in self._bound:
@@ -152,13 +157,15 @@ class RateAllocator:
             self._bound.discard(host)
         self._solved = False
 
-    def register(self, memory: dict[str, Any], host: str, rate: float) -> None:
-        """Replace this URL's registered rate (kept in *memory*) by *rate*."""
+    def register(self, memory: dict[str, Any], host: str, rate: float, *, fallback: bool = False) -> None:
+        """Replace this URL's registered rate (kept in *memory*) by *rate*;
+        *fallback*: nothing is known of the URL, so it counts at whatever
+        :meth:`fallback_rate` is when the plan is solved."""
         old = memory.get(ALLOCATION)
         if old and old[0] == self.epoch and old[1] in self._hosts:
-            self._apply(old[1], float(old[2]), -1)
-        self._apply(host, rate, 1)
-        memory[ALLOCATION] = [self.epoch, host, rate]
+            self._apply(old[1], float(old[2]), -1, fallback=len(old) > 3 and bool(old[3]))
+        self._apply(host, rate, 1, fallback=fallback)
+        memory[ALLOCATION] = [self.epoch, host, rate, 1] if fallback else [self.epoch, host, rate]
         self._registered += 0 if old and old[0] == self.epoch else 1
         self._pending += 1
         self._maybe_solve()
@@ -315,7 +322,10 @@ class RateAllocator:
     def _cells_rate(self, cells: dict[int, list[float]], r: float) -> float:
         total = 0.0
         f_min, f_max = self.min_fetch_rate, self.max_fetch_rate
-        for n, s in cells.values():
+        fallback = self.fallback_rate() or 0.0
+        for b, (n, s) in cells.items():
+            if b == _FALLBACK_BIN:
+                s = n * fallback
             if s <= 0:
                 total += n * f_min
             else:
@@ -339,7 +349,13 @@ class RateAllocator:
         [min λ/f_max, max λ/f_min].  A target out of reach then lands on the
         edge where the plan saturates, a meaningful r, not e^±40.
         """
-        rates = [s / n for cells in groups for n, s in cells.values() if s > 0 and n > 0]
+        fallback = self.fallback_rate() or 0.0
+        rates = [
+            fallback if b == _FALLBACK_BIN else s / n
+            for cells in groups
+            for b, (n, s) in cells.items()
+            if s > 0 and n > 0 and (fallback > 0 or b != _FALLBACK_BIN)
+        ]
         if not rates:
             return 0.0, 0.0
         return math.log(min(rates) / self.max_fetch_rate), math.log(max(rates) / self.min_fetch_rate)
@@ -394,6 +410,18 @@ class RateAllocator:
     def planned_rate(self) -> float:
         """Fetches per second the current solution plans (for stats)."""
         return self._total(self.ratio) if self._hosts else 0.0
+
+    def urls(self) -> int:
+        """URLs with a registered rate (this allocator's epoch)."""
+        return max(0, sum(self._host_urls.values()))
+
+    def fallback_rate(self) -> float | None:
+        """With a budget B over N URLs: λ₀ = B/N, the rate of a URL nothing is
+        known of (the budget is sized for about one change per revisit it
+        buys), so such a URL is revisited after N/B; None without a budget."""
+        if self.budget is None:
+            return None
+        return self.budget * self.correction / max(1, self.urls())
 
     def planning_ratio(self) -> float:
         """Expected changes per visit the plan works to, for the noise guard.
