@@ -94,3 +94,23 @@ def test_the_first_visits_last_modified_age_is_rate_evidence() -> None:
     policy = BurstWaitPolicy.from_params(params)
     record = {"visits": 0, "wait": None, "fetched": None, "discovered": T0, "policy": {}}
     assert policy.next_wait(record, visit("http://h.example/p", ChangeState.CHANGED, T0, T0)) == 600.0
+
+
+def test_only_min_and_max_set_a_page_changing_every_2_s_comes_down_to_the_minimum() -> None:
+    """The 3-host site of the issue: waits min 2 s / max 40 s, everything else
+    default (initial 1 day): the fast page was visited as rarely as static
+    ones.  The time scale of a URL nothing is known of is the initial wait
+    clamped to the bounds, here 40 s."""
+    params = WaitParams(minimum=2.0, maximum=40.0, budget=None)
+    waits = crawl_page(BurstWaitPolicy.from_params(params), "http://127.0.0.2/fast", 2.0, 6)
+    assert waits[0] == 40.0
+    assert waits[1] < 20 and waits[4:] == [2.0] * 2, waits
+    static = crawl_page(BurstWaitPolicy.from_params(params), "http://127.0.0.2/static", 1e12, 6)
+    assert static[-1] == 40.0
+
+
+def test_the_rate_half_life_scales_with_the_maximum_wait() -> None:
+    default = BurstWaitPolicy.from_params(WaitParams(budget=None)).estimator.half_life
+    assert default == pytest.approx(60 * 86_400.0)
+    demo = PrecisionWaitPolicy.from_params(WaitParams(minimum=5.0, maximum=300.0)).estimator.half_life
+    assert demo == pytest.approx(300 * 60 / 28)

@@ -28,6 +28,8 @@ _ZERO_BIN = -(10**6)
 #: (:meth:`RateAllocator.fallback_rate`), read at solve time, so that they do
 #: not keep the rate of the moment they were registered while the crawl grows
 _FALLBACK_BIN = 10**6
+#: revisits an unconfigured budget window holds (3 days at 240 revisits a day)
+WINDOW_REVISITS = 720.0
 
 
 class RateAllocator:
@@ -67,7 +69,7 @@ class RateAllocator:
         host_caps: Mapping[str, float] | None = None,
         bins_per_octave: int = 8,
         solve_every: int = 200,
-        control_window: float = 3 * DAY,
+        control_window: float | None = 3 * DAY,
         control_gain: float = 0.5,
         control_limits: tuple[float, float] = (0.5, 2.0),
         prior: PopulationPrior | None = None,
@@ -85,7 +87,8 @@ class RateAllocator:
         self.max_fetch_rate = 1.0 / min_wait
         self.bins_per_octave = bins_per_octave
         self.solve_every = solve_every
-        self.control_window = control_window
+        #: the configured window; None: :data:`WINDOW_REVISITS` at the budget (:attr:`control_window`)
+        self.window = control_window
         self.control_gain = control_gain
         self.control_limits = control_limits
         self.prior = prior or PopulationPrior()
@@ -108,6 +111,22 @@ class RateAllocator:
         self._t_control: float | None = None
         self._registered_at_t0 = 0
         self._hinted = 0.0  #: revisits made on change hints, decayed like _count
+
+    @property
+    def control_window(self) -> float:
+        """Seconds over which realised revisits are held to the budget.
+
+        Unless configured, the time the budget takes to buy
+        :data:`WINDOW_REVISITS` revisits: enough to measure a rate, and on
+        the crawl's own time scale (3 days at 240 revisits a day, 4 minutes
+        at 250,000 a day), so a compressed world's loop acts within minutes
+        and a real crawl's is not jumpy.
+        """
+        if self.window is not None:
+            return self.window
+        if self.budget:
+            return WINDOW_REVISITS / self.budget
+        return 3 * DAY
 
     # -- registration ----------------------------------------------------------
 

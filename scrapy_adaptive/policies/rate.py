@@ -35,6 +35,19 @@ from .keys import ESTIMATE, OBSERVATIONS
 from .noise import NoiseDetector, NoiseVerdict
 from .prior import PopulationPrior
 
+#: a rate estimate's half-life in maximum waits: 60 days at the 28-day
+#: default (measured best on the Open Terms Archive replay, ``docs/policy-lab.md``,
+#: "Forgetting"); even the slowest page keeps about two intervals in mind
+HALF_LIFE_MAX_WAITS = 60 / 28
+
+
+def scaled_estimator(params: WaitParams) -> RateEstimator:
+    """The estimator of a policy built from settings: forgetting on the
+    crawl's time scale, so a world compressed into minutes (``max`` 300 s:
+    an 11-minute half-life) forgets as a real one does over 60 days."""
+    return RateEstimator(half_life=HALF_LIFE_MAX_WAITS * params.maximum)
+
+
 __all__ = ["PopulationPrior", "PrecisionWaitPolicy", "ProportionalWaitPolicy", "RateAllocator", "RateEstimator"]
 
 
@@ -147,7 +160,7 @@ class ProportionalWaitPolicy(_RatePolicy):
                 control_window=params.budget_window,
             )
             params.shared["rate_allocator"] = allocator  # one budget for the whole stack
-        policy = cls(allocator)
+        policy = cls(allocator, estimator=scaled_estimator(params))
         policy.initial = params.initial
         return policy
 
@@ -191,7 +204,7 @@ class ProportionalWaitPolicy(_RatePolicy):
         if allocator.budget is not None:
             return allocator.fallback_rate()
         if self.initial:
-            return allocator.target_ratio / self.initial
+            return allocator.target_ratio / clamp(self.initial, self.min_wait, self.max_wait)
         return None
 
     def schedule_rate(self, memory: dict[str, Any], visit: Visit, rate: float, *, first: bool, observed: bool) -> float:
@@ -252,14 +265,19 @@ class PrecisionWaitPolicy(_RatePolicy):
     @classmethod
     def from_params(cls, params: WaitParams) -> PrecisionWaitPolicy:
         """p* = ``ADAPTIVE_TARGET_PRECISION`` within the configured bounds."""
-        policy = cls(params.target_precision, min_wait=params.minimum, max_wait=params.maximum)
+        policy = cls(
+            params.target_precision,
+            min_wait=params.minimum,
+            max_wait=params.maximum,
+            estimator=scaled_estimator(params),
+        )
         policy.initial = params.initial
         return policy
 
     def fallback_rate(self) -> float | None:
         """As :meth:`ProportionalWaitPolicy.fallback_rate` without a budget:
         a URL nothing is known of is revisited after ``initial``."""
-        return self.hazard / self.initial if self.initial else None
+        return self.hazard / clamp(self.initial, self.min_wait, self.max_wait) if self.initial else None
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
         memory = policy_memory(history)
