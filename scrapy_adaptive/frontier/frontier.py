@@ -373,7 +373,7 @@ class Frontier(HostFacts):
             record.next_ms = NEVER_MS
 
         if outcome is Outcome.VISITED:
-            self._observe_validation(q, visit)
+            self._observe_validation(q, visit, record)
         self._settle_hint(q, record, visit)
         batch = Batch(records={fp: record.to_bytes()})
         batch.move_entry(old, (record.queue, record.directive, record.next_ms, fp))
