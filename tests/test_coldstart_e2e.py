@@ -9,32 +9,20 @@ site at real speed for 40 s.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from tests.test_sample_project import crawl_demo
 from testsite.demo import DemoSiteProcess
 
 pytestmark = pytest.mark.e2e
 
-SAMPLE = Path(__file__).resolve().parent.parent / "sample_project"
-
 
 def test_the_demo_news_page_is_revisited_within_30_s_after_its_second_visit(tmp_path: Path) -> None:
     with DemoSiteProcess(speed=1.0) as site:
-        env = {k: v for k, v in os.environ.items() if k not in ("SCRAPY_SETTINGS_MODULE", "SCRAPY_PROJECT")}
-        env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1"
-        cmd = [
-            sys.executable, "-m", "scrapy", "crawl", "demo",
-            "-s", f"JOBDIR={tmp_path / 'job'}",
-            "-s", f"DEMO_SITE_URL={site.url}",
-            "-s", "CLOSESPIDER_TIMEOUT=40",
-        ]  # fmt: skip
-        done = subprocess.run(cmd, cwd=SAMPLE, env=env, capture_output=True, text=True, timeout=90)
+        done = crawl_demo(site, tmp_path / "job", "CLOSESPIDER_TIMEOUT=40")
     assert done.returncode == 0, done.stderr[-3000:]
     lines = (tmp_path / "job" / "adaptive" / "crawl.log").read_text().splitlines()
     news = site.url.rstrip("/") + "/news/"
