@@ -44,7 +44,9 @@ GROUP_CHANGE = "Change detection"
 GROUP_RECORD = "Record and observability"
 
 
-def _seconds(name: str, group: str, default: float, doc: str, *, positive: bool = False, **more: Any) -> SettingSpec:
+def _seconds(
+    name: str, group: str, default: float | None, doc: str, *, positive: bool = False, **more: Any
+) -> SettingSpec:
     """A duration: finite, never negative (or > 0), at most :data:`MAX_SECONDS`."""
     bounds: dict[str, Any] = {"above": 0.0} if positive else {"at_least": 0.0}
     return SettingSpec(name, group, Kind.SECONDS, default, doc, at_most=MAX_SECONDS, **bounds, **more)
@@ -196,14 +198,17 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
     _seconds(
         "ADAPTIVE_BUDGET_WINDOW",
         GROUP_WAITS,
-        259_200.0,
-        "the window (3 days) over which the realised revisit rate is measured and held to `ADAPTIVE_BUDGET`: "
+        None,
+        "the window over which the realised revisit rate is measured and held to `ADAPTIVE_BUDGET`: "
         "nothing is corrected before one window has passed, and corrections act over about two windows. "
-        "Shorten it for crawls of a few hours or on a compressed clock (the budget benchmark uses 10 s). While "
+        "Unset: the time the budget takes to buy 720 revisits (3 days at 240 revisits a day, 4 minutes at "
+        "250,000), so the loop has enough revisits to measure and acts on the crawl's own time scale, "
+        "compressed or not. While "
         "the number of URLs known to the policy still doubles within a window (a fresh crawl), the measurement "
         "restarts: the first URLs' short waits were planned for far fewer URLs and are not held against the "
         "budget.",
         positive=True,
+        optional=True,
         requirement="a finite number of seconds > 0 (the window over which realised revisits are held to "
         "ADAPTIVE_BUDGET)",
     ),

@@ -131,7 +131,7 @@ class AdaptiveConfig:
     politeness_key: str
     retry_delay: float
     budget: float | None
-    budget_window: float
+    budget_window: float | None
     target_precision: float
     wait_changed_factor: float
     wait_default: float

@@ -24,11 +24,16 @@ def allocator_of(**values: object) -> RateAllocator:
     return allocator
 
 
-def test_the_default_window_is_three_days_as_before() -> None:
-    assert DEFAULTS["ADAPTIVE_BUDGET_WINDOW"] == 3 * 86_400.0
-    assert config().budget_window == 3 * 86_400.0
-    assert WaitParams().budget_window == 3 * 86_400.0
-    assert allocator_of(ADAPTIVE_BUDGET=1000).control_window == 3 * 86_400.0
+def test_the_default_window_holds_720_revisits_of_the_budget() -> None:
+    """Unset, the window is on the crawl's own time scale: 3 days at 240
+    revisits a day as before, about 4 minutes at 250,000 a day (where 3 days
+    meant no feedback at all in a crawl of minutes)."""
+    assert DEFAULTS["ADAPTIVE_BUDGET_WINDOW"] is None
+    assert config().budget_window is None
+    assert WaitParams().budget_window is None
+    assert allocator_of(ADAPTIVE_BUDGET=240).control_window == pytest.approx(3 * 86_400.0)
+    assert allocator_of(ADAPTIVE_BUDGET=250_000).control_window == pytest.approx(720 / (250_000 / 86_400))
+    assert allocator_of().control_window == 3 * 86_400.0  # no budget: nothing to hold
 
 
 def test_the_window_reaches_the_allocator_like_the_budget() -> None:

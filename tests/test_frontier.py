@@ -562,3 +562,64 @@ def test_the_politeness_wait_is_kept_across_a_restart(store: Store) -> None:
     clock.t += 8.0 - 1.05
     again = reopened.next()
     assert again is not None and again.record.url == "http://a/2"
+
+
+def verified(change: ChangeState, prediction: str = "unchanged") -> Visit:
+    v = visited(wait=1.0, change=change)
+    v.validation, v.prediction = "verified", prediction
+    return v
+
+
+def test_a_url_caught_lying_is_downloaded_in_full_until_it_earns_trust_again(store: Store) -> None:
+    """Per-URL validator trust: on an honest host one page's ETag never moves
+    although its content does.  Once caught, that page is verified on every
+    visit (warmup right predictions, doubled per further lie), its lies no
+    longer reset the host, and the host's other pages keep their trust."""
+    from scrapy_adaptive.change.trust import TrustParams
+
+    clock = Clock()
+    f = Frontier(store, Politeness(min_delay=0.0, max_delay=0.0, valence=1), clock=clock, trust=TrustParams(warmup=2))
+    liar, honest = "http://h.example/liar", "http://h.example/ok"
+    add(f, liar)
+    add(f, honest)
+
+    def visit(url: str, v: Visit | None = None) -> bool:
+        for _ in range(4):
+            req = f.next()
+            if req is not None and req.fp == fp(url):
+                decision = f.verify_validators(fp(url))
+                f.update(fp(url), v or visited(wait=1.0, change=ChangeState.UNCHANGED))
+                return decision
+            if req is not None:
+                f.update(req.fp, visited(wait=1.0, change=ChangeState.UNCHANGED))
+            clock.t += 2
+        raise AssertionError(f"{url} never issued")
+
+    # the host earns trust from right predictions on both pages
+    for url in (honest, liar, honest):
+        clock.t += 2
+        visit(url, verified(ChangeState.UNCHANGED))
+    # the liar is caught: that resets the host (nothing was known of the URL)
+    clock.t += 2
+    visit(liar, verified(ChangeState.CHANGED))
+    assert f.trust_report()["h.example"]["lies"] == 1
+    for url in (honest, honest):
+        clock.t += 2
+        visit(url, verified(ChangeState.UNCHANGED))
+    # the host is trusted again (its next prediction is acted on), the liar is not
+    clock.t += 2
+    assert visit(honest, visited(wait=1.0, change=ChangeState.UNCHANGED)) is False
+    clock.t += 2
+    assert visit(liar, verified(ChangeState.CHANGED)) is True
+    # a known liar's further lies do not reset its honest host
+    assert f.trust_report()["h.example"]["lies"] == 1
+    # two lies: it must be right 2 × 2 times in a row before it is trusted again
+    for _ in range(4):
+        clock.t += 2
+        assert visit(liar, verified(ChangeState.UNCHANGED)) is True
+    # then it is back on its host's schedule (every second prediction verified at this streak)
+    decisions = []
+    for _ in range(2):
+        clock.t += 2
+        decisions.append(visit(liar, visited(wait=1.0, change=ChangeState.UNCHANGED)))
+    assert False in decisions

@@ -20,7 +20,7 @@ from scrapy_adaptive.frontier.record import ChangeState, Outcome, UrlRecord, Vis
 from scrapy_adaptive.policies.allocator import RateAllocator
 from scrapy_adaptive.policies.estimator import RateEstimator, posterior_log_rate
 from scrapy_adaptive.policies.history import record_queue
-from scrapy_adaptive.policies.keys import ALLOCATION, ESTIMATE
+from scrapy_adaptive.policies.keys import ALLOCATION
 from scrapy_adaptive.policies.prior import PopulationPrior
 from scrapy_adaptive.policies.rate import PrecisionWaitPolicy, ProportionalWaitPolicy
 
@@ -349,7 +349,10 @@ def test_the_allocator_groups_urls_by_their_politeness_queue() -> None:
     assert {m[ALLOCATION][1] for m in memories} == {"example.com"}
     assert set(allocator._hosts) == {"example.com"}
     assert "example.com" in allocator.capped_hosts()
-    planned = sum(1 / allocator.wait("example.com", m[ESTIMATE]) for m in memories)
+    # URLs nothing is known of count at the current fallback rate (B/N), not the one they were registered at
+    fallback = allocator.fallback_rate()
+    assert fallback and all(len(m[ALLOCATION]) == 4 for m in memories)
+    planned = sum(1 / allocator.wait("example.com", fallback) for m in memories)
     assert planned == pytest.approx(cap, rel=0.05)
     # a verdict without a queue (the simulator before, old callers): the URL's host
     unqueued = Visit(Outcome.VISITED, status=200, change=ChangeState.CHANGED, url="http://B.example.com/x")
@@ -362,3 +365,39 @@ def test_the_queue_comes_from_the_record_snapshot() -> None:
     assert record.snapshot()["queue"] == "example.com"
     assert record_queue(record.snapshot(), record.url) == "example.com"
     assert record_queue({}, "http://a.example.com/x") == "a.example.com"
+
+
+def test_a_budget_beyond_what_politeness_allows_reports_finite_factors() -> None:
+    """The changing-web run's numbers: 10 hosts of 90 URLs, DOWNLOAD_DELAY 3
+    (cap 1/3 fetch/s each), waits 10 s .. 1200 s, 200,000 revisits a day and
+    the feedback loop at its upper limit: the plan cannot spend the target.
+    The budget line printed "14731093773394522.0x too rare" (r* at e^-40)."""
+    alloc = RateAllocator(200_000 / DAY, min_wait=10, max_wait=1200, control_window=60, epoch="t")
+    rng = random.Random(3)
+    for h in range(10):
+        alloc.set_host_cap(f"h{h}", 1 / 3)
+        for _ in range(90):
+            alloc.register({}, f"h{h}", math.exp(rng.gauss(math.log(1 / 300), 1.5)))
+    alloc.correction = 2.0
+    alloc.solve()
+    assert math.isfinite(alloc.ratio) and alloc.ratio > 1e-6
+    factors = alloc.capped_hosts()
+    assert len(factors) == 10
+    # bounded by URLs × fastest rate / cap = 90 × 0.1 × 3 = 27
+    assert all(1 < f <= 27.001 for f in factors.values()), factors
+    for h in range(10):
+        assert 10 <= alloc.wait(f"h{h}", 1 / 300) <= 1200
+
+
+def test_the_feedback_loop_does_not_wind_up_while_the_plan_is_saturated() -> None:
+    """Politeness allows 2 fetches/s in all and the budget asks for 4: the
+    realised rate stays at 2, and the correction must not climb to its
+    limit (it would then overspend for windows once more capacity appears)."""
+    alloc = RateAllocator(4.0, min_wait=10, max_wait=1200, control_window=60, solve_every=1, epoch="t")
+    for h in range(2):
+        alloc.set_host_cap(f"h{h}", 1.0)
+        for _ in range(50):
+            alloc.register({}, f"h{h}", 0.01)
+    for k in range(2000):  # 2 a second for 1000 s
+        alloc.note_fetch(1000.0 + k / 2)
+    assert alloc.correction == pytest.approx(1.0)

@@ -23,22 +23,29 @@ pytestmark = pytest.mark.e2e
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_project"
 
 
+def crawl_demo(site: DemoSiteProcess, job: Path, *settings: str) -> subprocess.CompletedProcess[str]:
+    """``scrapy crawl demo`` from ``sample_project/`` (as scripts/demo.sh does)
+    against *site*, with ``-s`` *settings* (``NAME=value``)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("SCRAPY_SETTINGS_MODULE", "SCRAPY_PROJECT")}
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1"
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "demo", "-s", f"JOBDIR={job}", "-s", f"DEMO_SITE_URL={site.url}"]
+    for setting in settings:
+        cmd += ["-s", setting]
+    return subprocess.run(cmd, cwd=SAMPLE, env=env, capture_output=True, text=True, timeout=90)
+
+
 def test_the_demo_crawl_revisits_pages_and_obeys_robots(tmp_path: Path) -> None:
     with DemoSiteProcess(speed=10.0) as site:
-        env = {k: v for k, v in os.environ.items() if k not in ("SCRAPY_SETTINGS_MODULE", "SCRAPY_PROJECT")}
-        env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1"
-        cmd = [
-            sys.executable, "-m", "scrapy", "crawl", "demo",
-            "-s", f"JOBDIR={tmp_path / 'job'}",
-            "-s", f"DEMO_SITE_URL={site.url}",
-            "-s", "ADAPTIVE_WAIT_DEFAULT=2",
-            "-s", "ADAPTIVE_WAIT_MIN=1",
-            "-s", "ADAPTIVE_LOG_INTERVAL=2",
-            "-s", "ADAPTIVE_MIN_DELAY=0.05",
-            "-s", "ADAPTIVE_MAX_DELAY=0.2",
-            "-s", "CLOSESPIDER_TIMEOUT=14",
-        ]  # fmt: skip
-        done = subprocess.run(cmd, cwd=SAMPLE, env=env, capture_output=True, text=True, timeout=90)
+        done = crawl_demo(
+            site,
+            tmp_path / "job",
+            "ADAPTIVE_WAIT_DEFAULT=2",
+            "ADAPTIVE_WAIT_MIN=1",
+            "ADAPTIVE_LOG_INTERVAL=2",
+            "ADAPTIVE_MIN_DELAY=0.05",
+            "ADAPTIVE_MAX_DELAY=0.2",
+            "CLOSESPIDER_TIMEOUT=14",
+        )
     log = done.stderr
     assert done.returncode == 0, log[-3000:]
     summaries = re.findall(r"Frontier(?: at close)?: (\d+) URLs .*; (\d+) visits", log)

@@ -105,3 +105,31 @@ class Trust:
     @property
     def usefulness(self) -> float | None:
         return self.right / self.unchanged_seen if self.unchanged_seen else None
+
+
+def url_trusted(record: list[int] | None, params: TrustParams) -> bool:
+    """Whether a URL's own validators may be acted on (its host's schedule
+    then decides how often they are verified).
+
+    *record* is the URL's ``[lies, right since the last lie]``.  A URL caught
+    lying is downloaded in full on its revisits until it has been right
+    ``warmup`` times, twice as many after each further lie: a page whose
+    ETag never moves while its content does is right only between changes,
+    so it earns trust back ever more slowly, while the other URLs of an
+    honest host keep theirs (a host-level record alone trusted such pages
+    most of the time, and each caught lie reset the whole host).
+    """
+    if not record:
+        return True
+    lies, right = int(record[0]), int(record[1])
+    return lies <= 0 or right >= max(1, params.warmup) * 2 ** min(16, lies - 1)
+
+
+def observe_url(record: list[int] | None, prediction: str | None, change: str) -> list[int] | None:
+    """A URL's ``[lies, right]`` after a verification fetch (None: no lie ever)."""
+    if prediction != "unchanged" or change not in ("changed", "unchanged"):
+        return record
+    lies, right = (int(record[0]), int(record[1])) if record else (0, 0)
+    if change == "changed":
+        return [lies + 1, 0]
+    return [lies, right + 1] if lies else None

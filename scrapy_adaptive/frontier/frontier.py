@@ -478,7 +478,7 @@ class Frontier(HostFacts):
             record.next_ms = NEVER_MS
 
         if outcome is Outcome.VISITED:
-            self._observe_validation(q, visit)
+            self._observe_validation(q, visit, record)
         self._settle_hint(q, record, visit)
         batch = Batch(records={fp: record.to_bytes()})
         if now_pending is not None:

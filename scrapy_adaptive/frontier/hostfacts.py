@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..change.trust import Trust, TrustParams
+from ..change.trust import Trust, TrustParams, observe_url, url_trusted
 from . import hints
 from .hints import Hint, HintResult
 from .hostqueue import Entry, HostQueue
@@ -69,10 +69,14 @@ class HostFacts:
 
         The decision is counted at once in the host's trust record (see
         :meth:`.Trust.decide`), persisted with the queue's next counters
-        write.  A URL that is not out is verified: nothing is trusted blind.
+        write.  A URL that is not out is verified: nothing is trusted blind;
+        nor is a URL caught lying until it has earned trust again
+        (:func:`.url_trusted`), whatever its host's record.
         """
         out = self._out.get(fp)
         if out is None:
+            return True
+        if not url_trusted(out.record.validator_lies, self.trust_params):
             return True
         q = self._queues[out.queue]
         trust = Trust.from_dict(q.trust)
@@ -80,10 +84,18 @@ class HostFacts:
         q.trust = trust.to_dict()
         return verify
 
-    def _observe_validation(self, q: HostQueue, visit: Visit) -> None:
-        """Fold a verification fetch into the host's trust record; a caught
-        lie is annotated on the visit (``validatorLie``)."""
+    def _observe_validation(self, q: HostQueue, visit: Visit, record: UrlRecord) -> None:
+        """Fold a verification fetch into the host's and the URL's trust
+        records; a caught lie is annotated on the visit (``validatorLie``)."""
         if visit.validation != "verified" or visit.change is ChangeState.UNKNOWN:
+            return
+        known_liar = not url_trusted(record.validator_lies, self.trust_params)
+        record.validator_lies = observe_url(record.validator_lies, visit.prediction, visit.change.value)
+        if known_liar:
+            # verified because of the URL's own record: its lies are not news
+            # about the host, whose other URLs keep their trust
+            if record.validator_lies and record.validator_lies[1] == 0:
+                visit.annotations.append(VALIDATOR_LIE)
             return
         trust = Trust.from_dict(q.trust)
         if trust.observe_verified(visit.prediction, visit.change.value):

@@ -139,6 +139,9 @@ class UrlRecord:
     policy: dict[str, Any] = field(default_factory=dict)
     #: an acted-on change hint waiting for its visit (keys: ``PENDING_*`` in hints.py)
     hint: dict[str, Any] | None = None
+    #: this URL's own validator record, ``[lies, right since the last lie]``
+    #: (None: never caught lying); see :func:`~..change.trust.url_trusted`
+    validator_lies: list[int] | None = None
 
     # field name -> stored key; one table so encoding and decoding agree
     _KEYS = {
@@ -167,6 +170,7 @@ class UrlRecord:
         "history": "hi",
         "policy": "ps",
         "hint": "hn",
+        "validator_lies": "vl",
     }
 
     #: the request's stored bytes and the dict they were read into (not saved)

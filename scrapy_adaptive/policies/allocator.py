@@ -24,6 +24,12 @@ from .keys import ALLOCATION
 from .prior import PopulationPrior
 
 _ZERO_BIN = -(10**6)
+#: URLs nothing is known of yet: their rate is the current fallback
+#: (:meth:`RateAllocator.fallback_rate`), read at solve time, so that they do
+#: not keep the rate of the moment they were registered while the crawl grows
+_FALLBACK_BIN = 10**6
+#: revisits an unconfigured budget window holds (3 days at 240 revisits a day)
+WINDOW_REVISITS = 720.0
 
 
 class RateAllocator:
@@ -63,7 +69,7 @@ class RateAllocator:
         host_caps: Mapping[str, float] | None = None,
         bins_per_octave: int = 8,
         solve_every: int = 200,
-        control_window: float = 3 * DAY,
+        control_window: float | None = 3 * DAY,
         control_gain: float = 0.5,
         control_limits: tuple[float, float] = (0.5, 2.0),
         prior: PopulationPrior | None = None,
@@ -81,7 +87,8 @@ class RateAllocator:
         self.max_fetch_rate = 1.0 / min_wait
         self.bins_per_octave = bins_per_octave
         self.solve_every = solve_every
-        self.control_window = control_window
+        #: the configured window; None: :data:`WINDOW_REVISITS` at the budget (:attr:`control_window`)
+        self.window = control_window
         self.control_gain = control_gain
         self.control_limits = control_limits
         self.prior = prior or PopulationPrior()
@@ -96,6 +103,7 @@ class RateAllocator:
         self._pending = 0
         self._registered = 0
         self._solved = False
+        self._saturated = False  #: the last solve could not plan the whole target
         self.correction = 1.0
         self._count = 0.0
         self._t0: float | None = None
@@ -103,6 +111,22 @@ class RateAllocator:
         self._t_control: float | None = None
         self._registered_at_t0 = 0
         self._hinted = 0.0  #: revisits made on change hints, decayed like _count
+
+    @property
+    def control_window(self) -> float:
+        """Seconds over which realised revisits are held to the budget.
+
+        Unless configured, the time the budget takes to buy
+        :data:`WINDOW_REVISITS` revisits: enough to measure a rate, and on
+        the crawl's own time scale (3 days at 240 revisits a day, 4 minutes
+        at 250,000 a day), so a compressed world's loop acts within minutes
+        and a real crawl's is not jumpy.
+        """
+        if self.window is not None:
+            return self.window
+        if self.budget:
+            return WINDOW_REVISITS / self.budget
+        return 3 * DAY
 
     # -- registration ----------------------------------------------------------
 
@@ -116,8 +140,9 @@ class RateAllocator:
         if cell[0] <= 0.5:
             del cells[b]
 
-    def _apply(self, host: str, rate: float, sign: int) -> None:
-        b = self._bin(rate)
+    def _apply(self, host: str, rate: float, sign: int, fallback: bool = False) -> None:
+        b = _FALLBACK_BIN if fallback else self._bin(rate)
+        rate = 1.0 if fallback else rate  # the fallback cell counts URLs in its sum too
         self._cell_add(self._hosts.setdefault(host, {}), b, rate, sign)
         self._host_urls[host] = self._host_urls.get(host, 0) + sign
         if host not in self._bound:
@@ -151,13 +176,15 @@ class RateAllocator:
             self._bound.discard(host)
         self._solved = False
 
-    def register(self, memory: dict[str, Any], host: str, rate: float) -> None:
-        """Replace this URL's registered rate (kept in *memory*) by *rate*."""
+    def register(self, memory: dict[str, Any], host: str, rate: float, *, fallback: bool = False) -> None:
+        """Replace this URL's registered rate (kept in *memory*) by *rate*;
+        *fallback*: nothing is known of the URL, so it counts at whatever
+        :meth:`fallback_rate` is when the plan is solved."""
         old = memory.get(ALLOCATION)
         if old and old[0] == self.epoch and old[1] in self._hosts:
-            self._apply(old[1], float(old[2]), -1)
-        self._apply(host, rate, 1)
-        memory[ALLOCATION] = [self.epoch, host, rate]
+            self._apply(old[1], float(old[2]), -1, fallback=len(old) > 3 and bool(old[3]))
+        self._apply(host, rate, 1, fallback=fallback)
+        memory[ALLOCATION] = [self.epoch, host, rate, 1] if fallback else [self.epoch, host, rate]
         self._registered += 0 if old and old[0] == self.epoch else 1
         self._pending += 1
         self._maybe_solve()
@@ -184,8 +211,24 @@ class RateAllocator:
     def capped_hosts(self) -> dict[str, float]:
         """Hosts whose politeness cap binds: their URLs are visited less often
         than the budget would have them (the thesis's "chronically overdue"),
-        with how much less (r̂_h / r*)."""
-        return {h: r / self.ratio for h, r in self._host_ratio.items() if self.ratio > 0 and r > self.ratio}
+        with how much less: the fetch rate the plan would give the host
+        without its cap, over the cap.
+
+        The factor is a ratio of two fetch rates, so it is bounded by the
+        host's URLs × the fastest rate (1/min wait) over its cap.  (It was
+        r̂_h/r*, which blew up to 1e16 when the budget bought more than the
+        plan could spend and r* sat at the bisection's floor.)
+        """
+        out: dict[str, float] = {}
+        for host in self._host_ratio:
+            cap = self._caps.get(host)
+            cells = self._hosts.get(host)
+            if not cap or not cells:
+                continue
+            demand = self._cells_rate(cells, self.ratio)
+            if demand > cap:
+                out[host] = demand / cap
+        return out
 
     def state(self) -> dict[str, Any]:
         """What survives a restart, JSON-safe: the registered rates (per host,
@@ -286,14 +329,22 @@ class RateAllocator:
         self._t_control = self._t_last
         exponent = self.control_gain * dt / self.control_window
         lo, hi = self.control_limits
-        self.correction = clamp(self.correction * (self.budget / realised) ** exponent, lo, hi)
+        factor = (self.budget / realised) ** exponent
+        if factor > 1 and self._saturated:
+            # anti-windup: asking for more than the plan can give changes
+            # nothing now and overspends for windows once it can
+            return
+        self.correction = clamp(self.correction * factor, lo, hi)
 
     # -- solving -------------------------------------------------------------------
 
     def _cells_rate(self, cells: dict[int, list[float]], r: float) -> float:
         total = 0.0
         f_min, f_max = self.min_fetch_rate, self.max_fetch_rate
-        for n, s in cells.values():
+        fallback = self.fallback_rate() or 0.0
+        for b, (n, s) in cells.items():
+            if b == _FALLBACK_BIN:
+                s = n * fallback
             if s <= 0:
                 total += n * f_min
             else:
@@ -309,10 +360,30 @@ class RateAllocator:
                 total += min(self._caps[host], self._cells_rate(cells, r))
         return total
 
+    def _bracket(self, *groups: dict[int, list[float]]) -> tuple[float, float]:
+        """ln r bounds outside which the fetch rate of *groups* of cells no longer moves.
+
+        Every URL of rate λ is at the fastest rate for r ≤ λ/f_max and at the
+        slowest for r ≥ λ/f_min, so the bisection needs nothing beyond
+        [min λ/f_max, max λ/f_min].  A target out of reach then lands on the
+        edge where the plan saturates, a meaningful r, not e^±40.
+        """
+        fallback = self.fallback_rate() or 0.0
+        rates = [
+            fallback if b == _FALLBACK_BIN else s / n
+            for cells in groups
+            for b, (n, s) in cells.items()
+            if s > 0 and n > 0 and (fallback > 0 or b != _FALLBACK_BIN)
+        ]
+        if not rates:
+            return 0.0, 0.0
+        return math.log(min(rates) / self.max_fetch_rate), math.log(max(rates) / self.min_fetch_rate)
+
     @staticmethod
-    def _solve_ratio(fetch_rate: Callable[[float], float], target: float) -> float:
-        """The r with fetch_rate(r) = target (fetch_rate decreases in r)."""
-        lo, hi = -40.0, 40.0  # ln r
+    def _solve_ratio(fetch_rate: Callable[[float], float], target: float, bracket: tuple[float, float]) -> float:
+        """The r with fetch_rate(r) = target (fetch_rate decreases in r),
+        searched in ln r within *bracket*; the nearer edge if out of reach."""
+        lo, hi = bracket
         if fetch_rate(math.exp(lo)) <= target:
             return math.exp(lo)
         if fetch_rate(math.exp(hi)) >= target:
@@ -341,18 +412,45 @@ class RateAllocator:
             target = max(self.budget * self.correction - self.hinted_rate(), 0.1 * self.budget)
             if not self._hosts:
                 return
-            r = self._solve_ratio(self._total, target)
+            r = self._solve_ratio(
+                self._total, target, self._bracket(self._global, *(self._hosts.get(h, {}) for h in self._bound))
+            )
+            # the plan cannot spend the target (every URL at its fastest, or
+            # its host's cap): the feedback loop must not wind up on it
+            self._saturated = self._total(r) < target * 0.999
         self.ratio = r
         self._host_ratio = {}
         for host in self._bound:
             cap = self._caps[host]
             cells = self._hosts.get(host)
             if cells and self._cells_rate(cells, r) > cap:
-                self._host_ratio[host] = self._solve_ratio(partial(self._cells_rate, cells), cap)
+                self._host_ratio[host] = self._solve_ratio(partial(self._cells_rate, cells), cap, self._bracket(cells))
 
     def planned_rate(self) -> float:
         """Fetches per second the current solution plans (for stats)."""
         return self._total(self.ratio) if self._hosts else 0.0
+
+    def urls(self) -> int:
+        """URLs with a registered rate (this allocator's epoch)."""
+        return max(0, sum(self._host_urls.values()))
+
+    def fallback_rate(self) -> float | None:
+        """With a budget B over N URLs: λ₀ = B/N, the rate of a URL nothing is
+        known of (the budget is sized for about one change per revisit it
+        buys), so such a URL is revisited after N/B; None without a budget."""
+        if self.budget is None:
+            return None
+        return self.budget * self.correction / max(1, self.urls())
+
+    def planning_ratio(self) -> float:
+        """Expected changes per visit the plan works to, for the noise guard.
+
+        When the budget buys more than any plan can spend (every URL at its
+        fastest), r* is only an upper edge; the plan is then at least as
+        dense as the budget-free one, so the smaller of r* and the target
+        ratio is reported.
+        """
+        return min(self.ratio, self.target_ratio) if self._saturated else self.ratio
 
     def ratio_for(self, host: str) -> float:
         return self._host_ratio.get(host, self.ratio)

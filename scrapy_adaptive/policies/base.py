@@ -45,7 +45,7 @@ class WaitParams:
     #: seconds over which a budgeted policy holds its realised revisit rate
     #: to the budget (``ADAPTIVE_BUDGET_WINDOW``): the feedback loop's memory,
     #: so it must be short next to the crawl's length to act at all
-    budget_window: float = DEFAULTS["ADAPTIVE_BUDGET_WINDOW"]
+    budget_window: float | None = DEFAULTS["ADAPTIVE_BUDGET_WINDOW"]
     #: without a budget: the probability that a visit finds a change
     #: (``ADAPTIVE_TARGET_PRECISION``)
     target_precision: float = DEFAULTS["ADAPTIVE_TARGET_PRECISION"]

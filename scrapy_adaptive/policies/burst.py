@@ -80,7 +80,7 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
         offsets: list[PopulationPrior] | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(allocator, estimator=estimator or RateEstimator(), **kwargs)
+        super().__init__(allocator, estimator=estimator, **kwargs)
         self.offsets = offsets or offset_priors(allocator.epoch)
 
     @classmethod

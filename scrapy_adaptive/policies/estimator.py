@@ -82,6 +82,27 @@ class RateEstimator:
         memory[OBSERVATIONS] = obs[-self.window :]
         return True
 
+    def observe_age(self, memory: dict[str, Any], visit: Visit, now: float | None, floor: float) -> bool:
+        """On a URL's first visit: its Last-Modified age as rate evidence.
+
+        For a Poisson page the age of the content at a visit is exponential
+        with the page's rate, so an age *a* is the likelihood λe^(−λa), an
+        :data:`EXACT` observation of *a* seconds: a page last modified three
+        years ago starts slow, one modified seconds ago fast, before any
+        revisit.  Ages under *floor* (the minimum wait) are ignored: a
+        server that stamps every response with the current time says
+        nothing, and the policy could not visit faster anyway.
+        """
+        if not self.trust_last_modified or not visit.last_modified or now is None:
+            return False
+        modified = parse_http_date(visit.last_modified)
+        if modified is None or now - modified < max(floor, 1.0):
+            return False
+        obs = [list(o) for o in memory.get(OBSERVATIONS, [])]
+        obs.append([round(now - modified), EXACT])
+        memory[OBSERVATIONS] = obs[-self.window :]
+        return True
+
     def estimate(self, memory: Mapping[str, Any], prior: tuple[float, float]) -> float:
         return math.exp(self.posterior(memory, prior)[0])
 

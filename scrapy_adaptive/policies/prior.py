@@ -87,9 +87,16 @@ class PopulationPrior:
         """True once enough URLs contribute for the fallback to be replaced."""
         return self.count >= self.min_count
 
-    def get(self) -> tuple[float, float]:
-        """(μ, σ) of ln λ (λ in changes per second)."""
+    def get(self, fallback_rate: float | None = None) -> tuple[float, float]:
+        """(μ, σ) of ln λ (λ in changes per second).
+
+        Until the prior is learned: the configured fallback, or one centred
+        on *fallback_rate* (a policy's reading of the crawl's own time scale,
+        see ``ProportionalWaitPolicy.fallback_rate``) with the fallback's σ.
+        """
         if self.count < self.min_count:
+            if fallback_rate is not None and fallback_rate > 0 and math.isfinite(fallback_rate):
+                return math.log(fallback_rate), self.fallback[1]
             return self.fallback
         mean = self.sum_modes / self.count
         var = max(self.sum_squares / self.count - mean * mean, 0.0)

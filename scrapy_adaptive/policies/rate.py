@@ -35,6 +35,19 @@ from .keys import ESTIMATE, OBSERVATIONS
 from .noise import NoiseDetector, NoiseVerdict
 from .prior import PopulationPrior
 
+#: a rate estimate's half-life in maximum waits: 60 days at the 28-day
+#: default (measured best on the Open Terms Archive replay, ``docs/policy-lab.md``,
+#: "Forgetting"); even the slowest page keeps about two intervals in mind
+HALF_LIFE_MAX_WAITS = 60 / 28
+
+
+def scaled_estimator(params: WaitParams) -> RateEstimator:
+    """The estimator of a policy built from settings: forgetting on the
+    crawl's time scale, so a world compressed into minutes (``max`` 300 s:
+    an 11-minute half-life) forgets as a real one does over 60 days."""
+    return RateEstimator(half_life=HALF_LIFE_MAX_WAITS * params.maximum)
+
+
 __all__ = ["PopulationPrior", "PrecisionWaitPolicy", "ProportionalWaitPolicy", "RateAllocator", "RateEstimator"]
 
 
@@ -57,6 +70,8 @@ class _RatePolicy(WaitPolicy):
         self.max_wait = max_wait
         #: the noise guard (``noise.py``): ``noise_run`` changed visits in a row start a probe test; 0: off
         self.noise_guard = noise or NoiseDetector(min_wait, suspect_run=noise_run)
+        #: a stack entry's ``ADAPTIVE_WAIT_INITIAL`` (set by ``from_params``)
+        self.initial: float | None = None
 
     def _estimate(
         self, history: Mapping[str, Any], visit: Visit, memory: dict[str, Any]
@@ -67,14 +82,21 @@ class _RatePolicy(WaitPolicy):
         if hinted_visit(history):  # the hint is credited only with what it adds (hints.py)
             visit.hint_base = base_probability(float(memory.get(ESTIMATE) or 0.0), interval)
         observed = False
-        if interval is not None and not confirmed_hint(history, visit):  # timed by the change: see hints.py
+        if interval is None:
+            self.estimator.observe_age(memory, visit, now, self.min_wait)
+        elif not confirmed_hint(history, visit):  # timed by the change: see hints.py
             observed = self.estimator.observe(memory, interval, visit, history.get("fetched"), now)
-        log_rate, variance = self.estimator.posterior(memory, self.prior.get())
+        log_rate, variance = self.estimator.posterior(memory, self.prior.get(self.fallback_rate()))
         rate = math.exp(log_rate)
         memory[ESTIMATE] = rate
         if memory.get(OBSERVATIONS):
             self.prior.update(memory, log_rate, variance)
         return rate, now, observed
+
+    def fallback_rate(self) -> float | None:
+        """The prior's centre until the population has taught it one: the
+        crawl's own time scale (None: the configured fallback)."""
+        return None
 
     def noise_check(self, history: Mapping[str, Any], visit: Visit, memory: dict[str, Any]) -> NoiseVerdict:
         """Fold this visit into the noise guard's state (in *memory*); its verdict.
@@ -116,9 +138,6 @@ class ProportionalWaitPolicy(_RatePolicy):
             noise=noise,
         )
         self.allocator = allocator
-        #: the first revisit's wait while the population prior is still the
-        #: fallback (``ADAPTIVE_WAIT_INITIAL``, per stack entry); None: the prior's
-        self.initial: float | None = None
 
     @classmethod
     def from_params(cls, params: WaitParams) -> ProportionalWaitPolicy:
@@ -141,7 +160,7 @@ class ProportionalWaitPolicy(_RatePolicy):
                 control_window=params.budget_window,
             )
             params.shared["rate_allocator"] = allocator  # one budget for the whole stack
-        policy = cls(allocator)
+        policy = cls(allocator, estimator=scaled_estimator(params))
         policy.initial = params.initial
         return policy
 
@@ -154,18 +173,39 @@ class ProportionalWaitPolicy(_RatePolicy):
         queue = visit_queue(visit)
         if noise:
             self.prior.update(memory, None)
-        self.allocator.register(memory, queue, 0.0 if noise else rate)
+        uninformed = not noise and not memory.get(OBSERVATIONS) and self.allocator.budget is not None
+        self.allocator.register(memory, queue, 0.0 if noise else rate, fallback=uninformed)
         if not first:
             self.allocator.note_fetch(now, hinted=hinted_visit(history))
         visit.policy_state = memory
         wait_rate = self.schedule_rate(memory, visit, rate, first=first, observed=observed)
         wait = self.allocator.wait(queue, wait_rate)
-        if first and self.initial is not None and not self.prior.learned:
-            wait = clamp(self.initial, self.min_wait, self.max_wait)
         return self.noise_guard.wait(memory, verdict, wait, self.max_wait)
 
     def planned_ratio(self) -> float | None:
-        return self.allocator.ratio
+        return self.allocator.planning_ratio()
+
+    def fallback_rate(self) -> float | None:
+        """Before the population prior is learned, centre it on the crawl's
+        own time scale, so that the same code works on a site compressed
+        into minutes and on the real web.
+
+        With a budget B (revisits per second) over N URLs, the budget is
+        sized for about one change per revisit it buys: λ₀ = B/N, and a URL
+        nothing is known of is revisited after N/B, within capacity from
+        the start (a fresh crawl has nothing to learn from before that).
+        Without one, λ₀ = r/initial: such a URL is revisited after
+        ``ADAPTIVE_WAIT_INITIAL``, as configured.  The fixed fallback (one
+        change a week) put a page changing every 15 s five prior standard
+        deviations away, and it took the demo minutes at the maximum wait
+        to come down.
+        """
+        allocator = self.allocator
+        if allocator.budget is not None:
+            return allocator.fallback_rate()
+        if self.initial:
+            return allocator.target_ratio / clamp(self.initial, self.min_wait, self.max_wait)
+        return None
 
     def schedule_rate(self, memory: dict[str, Any], visit: Visit, rate: float, *, first: bool, observed: bool) -> float:
         """The rate the next wait is cut for: λ̂ here.
@@ -225,7 +265,19 @@ class PrecisionWaitPolicy(_RatePolicy):
     @classmethod
     def from_params(cls, params: WaitParams) -> PrecisionWaitPolicy:
         """p* = ``ADAPTIVE_TARGET_PRECISION`` within the configured bounds."""
-        return cls(params.target_precision, min_wait=params.minimum, max_wait=params.maximum)
+        policy = cls(
+            params.target_precision,
+            min_wait=params.minimum,
+            max_wait=params.maximum,
+            estimator=scaled_estimator(params),
+        )
+        policy.initial = params.initial
+        return policy
+
+    def fallback_rate(self) -> float | None:
+        """As :meth:`ProportionalWaitPolicy.fallback_rate` without a budget:
+        a URL nothing is known of is revisited after ``initial``."""
+        return self.hazard / clamp(self.initial, self.min_wait, self.max_wait) if self.initial else None
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
         memory = policy_memory(history)
