@@ -339,7 +339,7 @@ def targets(
                      ("PASS" if ok else "MISS")})  # fmt: skip
 
     add("recall >= 0.60", f"{a['recall']:.3f}", a["recall"] >= 0.60)
-    add(">= 0.9 of the hindsight optimum at its fetches", f"{a['of_optimum']:.3f}", a["of_optimum"] >= 0.9,
+    add(">= 0.9 of the hindsight optimum at its fetches", f"{a['of_optimum'] or 0:.3f}", (a["of_optimum"] or 0) >= 0.9,
         f"optimum {a['optimum']:.3f}")  # fmt: skip
     if plain:
         add("requests <= plain recrawl's", a["requests"], a["requests"] <= plain["requests"], str(plain["requests"]))
@@ -397,10 +397,14 @@ def report(result: dict[str, Any]) -> str:
     for name, r in res.items():
         n304 = sum(k["not_modified"] for k in r["by_kind"].values())
         lines.append(
-            f"{name:<15}{r['recall']:>8.3f}{r['optimum']:>9.3f}{r['of_optimum']:>8.3f}{r['precision']:>10.3f}"
+            f"{name:<15}{r['recall']:>8.3f}{r['optimum']:>9.3f}{r['of_optimum'] or 0:>8.3f}{r['precision']:>10.3f}"
             f"{r['requests']:>10}{n304:>6}{r['body_bytes'] / 1e6:>9.1f}{r['requests'] / p['seconds']:>7.2f}"
             f"{r['politeness']['violations']:>9}{r['politeness']['min_gap_s'] or 0:>8.2f}{r['runs']:>6}"
         )
+    for name, r in res.items():
+        if r["errors"]:
+            lines.append(f"{name}: {len(r['errors'])} crawl(s) exited with an error; the last one's stderr ends:")
+            lines += ["    " + line for line in r["errors"][-1].splitlines()[-5:]]
     lines.append(
         "consistency: items whose version the server never served to that crawler: "
         + ", ".join(f"{name} {r['items_not_served']}" for name, r in res.items())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from bench.changing_web import politeness, score
@@ -82,7 +84,7 @@ def test_score_counts_a_version_once_and_only_when_its_bytes_were_received(world
         [t1, t1 + 0.1, 0, url.host, url.index, 200, 100, 1],  # version 1 served, but the item has no bytes
         [t1 + 2, t1 + 2.1, 0, url.host, url.index, 304, 0, 1],  # a 304 brings nothing
     ]
-    items = [
+    items: list[dict[str, Any]] = [
         {"url": f"http://{host}:8080{url.path}", "version": 0},
         {"url": f"http://{host}:8080{url.path}", "version": None},
     ]
