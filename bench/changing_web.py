@@ -150,6 +150,9 @@ def _run_once(
         _, stderr = proc.communicate(timeout=30)
     stats_file = run_dir / "stats.json"
     stats = json.loads(stats_file.read_text())["stats"] if stats_file.exists() else {}
+    log = run_dir / "crawl.log"
+    if proc.returncode and not stderr.strip() and log.exists():
+        stderr = log.read_text(errors="replace")  # the crawl logs to its file: its tail says why
     return {"returncode": proc.returncode, "killed": killed, "stats": stats, "stderr": stderr[-1500:]}
 
 
