@@ -240,7 +240,7 @@ def score(
         unmatched = len({key for key in received if key not in served})
         rows = sorted((r for r in mine if window[0] <= r[0] <= window[1]), key=lambda r: r[0])
         captured: set[tuple[int, int]] = set()
-        per = {k: defaultdict(float) for k in KINDS}
+        per: dict[str, defaultdict[str, float]] = {k: defaultdict(float) for k in KINDS}
         fetched: set[int] = set()
         first_pass_done: float | None = None
         revisit_times: list[float] = []
