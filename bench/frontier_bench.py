@@ -327,6 +327,7 @@ def run_mixed(
     chunks: list[dict[str, float]] = []
     rounds = new = empty = 0
     before = leveldb_stats(store)
+    cpu0 = time.thread_time()
     end = perf() + args.mixed_seconds
     while perf() < end:
         chunk_end = min(end, perf() + args.mixed_chunk)
@@ -369,6 +370,7 @@ def run_mixed(
                 "level0_files": next((lv["files"] for lv in stats.get("levels", []) if lv["level"] == 0), 0),
             }
         )
+    thread_cpu = time.thread_time() - cpu0
     after = leveldb_stats(store)
     total_s = sum(c["seconds"] for c in chunks)
     rates = [c["rounds_per_s"] for c in chunks]
@@ -376,6 +378,7 @@ def run_mixed(
         "rounds": rounds,
         "seconds": total_s,
         "rounds_per_s": _rate(rounds, total_s),
+        "thread_cpu_us_per_round": thread_cpu / max(rounds, 1) * 1e6,
         "ops_per_s": _rate(3 * rounds, total_s),
         "min_chunk_rounds_per_s": min(rates) if rates else 0.0,
         "max_chunk_rounds_per_s": max(rates) if rates else 0.0,
@@ -421,6 +424,7 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
     # 1. new URLs, in ten chunks to show whether throughput degrades as the DB grows
     _log(f"adaptive: adding {wl.n} new URLs over {len(wl.host_names)} hosts")
     deadline = time.perf_counter() + args.max_seconds
+    cpu0 = time.thread_time()
     chunks: list[float] = []
     added, add_secs = 0, 0.0
     bounds = [wl.n * k // 10 for k in range(11)]
@@ -434,6 +438,7 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
         if count < hi - lo:
             break
     res["add_new"] = {
+        "thread_cpu_us": (time.thread_time() - cpu0) / max(added, 1) * 1e6,
         "count": added,
         "seconds": add_secs,
         "per_s": _rate(added, add_secs),
@@ -456,6 +461,7 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
     # 2. duplicates: re-add known URLs
     sample = dup_sample(added, args.dups, args.seed)
     _log(f"adaptive: re-adding {len(sample)} known URLs")
+    cpu0 = time.thread_time()
     add, url_of, host_of, fp_of = frontier.add, wl.url, wl.host, wl.fp
     perf = time.perf_counter
     deadline = perf() + args.max_seconds
@@ -468,7 +474,13 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
         if not done & _CHECK_MASK and perf() > deadline:
             break
     secs = perf() - t0
-    res["add_dup"] = {"count": done, "seconds": secs, "per_s": _rate(done, secs), "truncated": done < len(sample)}
+    res["add_dup"] = {
+        "count": done,
+        "seconds": secs,
+        "per_s": _rate(done, secs),
+        "truncated": done < len(sample),
+        "thread_cpu_us": (time.thread_time() - cpu0) / max(done, 1) * 1e6,
+    }
 
     # 2b. duplicates with Scrapy's fingerprinting included (Request built outside the timing)
     fingerprinter = RequestFingerprinter()
@@ -493,6 +505,7 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
     # 3. next + fetch_ended + update cycles
     cycles = min(args.cycles, added)
     _log(f"adaptive: {cycles} next+update cycles")
+    cpu0 = time.thread_time()
     digest = "sha1:" + "0" * 40
 
     def run_cycles(limit: int, deadline: float) -> tuple[int, float, int, bool]:
@@ -536,6 +549,7 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
         if n < hi - lo:
             break
     res["cycles"] = {
+        "thread_cpu_us": (time.thread_time() - cpu0) / max(done, 1) * 1e6,
         "count": done,
         "seconds": secs,
         "per_s": _rate(done, secs),
@@ -944,9 +958,14 @@ def build_rows(r: dict[str, Any]) -> list[dict[str, Any]]:
             _get(sr, "dequeue", "per_s"),
             "cycles_per_s",
         ),
+        ("new add: main-thread CPU, µs", "time", _get(a, "add_new", "thread_cpu_us"), None, None),
+        ("duplicate add: main-thread CPU, µs", "time", _get(a, "add_dup", "thread_cpu_us"), None, None),
+        ("cycle: main-thread CPU, µs", "time", _get(a, "cycles", "thread_cpu_us"), None, None),
         ("RSS after loading, MB", "size", _get(a, "rss_after_load_mb"), _get(s, "rss_after_load_mb"), None),
         ("peak RSS of the loading process, MB", "size", _get(a, "peak_rss_mb"), _get(s, "peak_rss_mb"), "peak_rss_mb"),
         ("  of which the harness's workload arrays, MB", "size", _get(a, "workload_mb"), None, None),
+        ("  RSS after loading: anonymous, MB", "size", _get(a, "rss_split_after_load_mb", "anon"), None, None),
+        ("  RSS after loading: file-backed, MB", "size", _get(a, "rss_split_after_load_mb", "file"), None, None),
         (
             "frontier's own RSS after loading (RSS - RSS before open), MB",
             "size",
@@ -970,6 +989,7 @@ def build_rows(r: dict[str, Any]) -> list[dict[str, Any]]:
             None,
             None,
         ),
+        ("mixed round: main-thread CPU, µs", "time", _get(a, "mixed", "thread_cpu_us_per_round"), None, None),
         ("mixed rounds/s, slowest chunk", "rate", _get(a, "mixed", "min_chunk_rounds_per_s"), None, None),
         ("mixed: slowest single round, ms", "time", _get(a, "mixed", "slowest_round_ms"), None, None),
         ("state on disk, MB", "size", _get(a, "disk_mb"), _get(s, "disk_mb"), None),
@@ -979,6 +999,7 @@ def build_rows(r: dict[str, Any]) -> list[dict[str, Any]]:
         ("RSS after restart, MB", "size", _get(ar, "rss_mb"), _get(sr, "rss_mb"), None),
         ("frontier's own RSS after restart, MB", "size", _get(ar, "frontier_rss_mb"), None, None),
         ("  RSS after restart: anonymous, MB", "size", _get(ar, "rss_split_mb", "anon"), None, None),
+        ("  RSS after restart: file-backed, MB", "size", _get(ar, "rss_split_mb", "file"), None, None),
     ]
     rows = []
     for metric, kind, av, sv, target_key in spec:
