@@ -1037,27 +1037,39 @@ def _fmt(value: float | None, kind: str) -> str:
     return f"{value:,.1f}"
 
 
-def format_table(rows: list[dict[str, Any]]) -> str:
-    header = ("metric", "adaptive", "scrapy default", "ratio a/s", "target", "pass/fail")
-    body = [
-        (
-            row["metric"],
-            _fmt(row["adaptive"], row["kind"]),
-            _fmt(row["scrapy"], row["kind"]),
-            "-" if row["ratio"] is None else f"{row['ratio']:.2f}",
-            row["target"] or "",
-            row["verdict"] or "",
-        )
-        for row in rows
-    ]
-    widths = [max(len(str(line[i])) for line in [header, *body]) for i in range(len(header))]
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _render(columns: Sequence[tuple[str, Callable[[dict[str, Any]], str]]], rows: list[dict[str, Any]]) -> str:
+    """A plain-text table: the first column left-aligned, the others right-aligned."""
+    header = tuple(title for title, _ in columns)
+    body = [tuple(cell(row) for _, cell in columns) for row in rows]
+    widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
     lines = []
     for n, line in enumerate([header, *body]):
-        cells = [line[0].ljust(widths[0])] + [str(c).rjust(w) for c, w in zip(line[1:], widths[1:], strict=True)]
+        cells = [line[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(line[1:], widths[1:], strict=True)]
         lines.append("  ".join(cells))
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+_TARGET_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+    ("target", lambda row: row["target"] or ""),
+    ("pass/fail", lambda row: row["verdict"] or ""),
+]
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    columns: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+        ("metric", lambda row: row["metric"]),
+        ("adaptive", lambda row: _fmt(row["adaptive"], row["kind"])),
+        ("scrapy default", lambda row: _fmt(row["scrapy"], row["kind"])),
+        ("ratio a/s", lambda row: _ratio(row["ratio"])),
+        *_TARGET_COLUMNS,
+    ]
+    return _render(columns, rows)
 
 
 def format_notes(r: dict[str, Any]) -> str:
@@ -1140,29 +1152,16 @@ def build_scale_rows(big: dict[str, Any], ref: dict[str, Any]) -> list[dict[str,
 
 
 def format_scale_table(rows: list[dict[str, Any]], big_urls: int, ref_urls: int) -> str:
-    big, ref = f"adaptive {big_urls / 1e6:g}M", f"adaptive {ref_urls / 1e6:g}M"
-    header = ("metric", big, ref, "growth", f"scrapy {ref_urls / 1e6:g}M", "big/scrapy", "target", "pass/fail")
-    body = [
-        (
-            row["metric"],
-            _fmt(row["adaptive"], row["kind"]),
-            _fmt(row["reference"], row["kind"]),
-            "-" if row["growth"] is None else f"{row['growth']:.2f}",
-            _fmt(row["scrapy"], row["kind"]),
-            "-" if row["ratio"] is None else f"{row['ratio']:.2f}",
-            row["target"] or "",
-            row["verdict"] or "",
-        )
-        for row in rows
+    columns: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+        ("metric", lambda row: row["metric"]),
+        (f"adaptive {big_urls / 1e6:g}M", lambda row: _fmt(row["adaptive"], row["kind"])),
+        (f"adaptive {ref_urls / 1e6:g}M", lambda row: _fmt(row["reference"], row["kind"])),
+        ("growth", lambda row: _ratio(row["growth"])),
+        (f"scrapy {ref_urls / 1e6:g}M", lambda row: _fmt(row["scrapy"], row["kind"])),
+        ("big/scrapy", lambda row: _ratio(row["ratio"])),
+        *_TARGET_COLUMNS,
     ]
-    widths = [max(len(str(line[i])) for line in [header, *body]) for i in range(len(header))]
-    lines = []
-    for n, line in enumerate([header, *body]):
-        cells = [line[0].ljust(widths[0])] + [str(c).rjust(w) for c, w in zip(line[1:], widths[1:], strict=True)]
-        lines.append("  ".join(cells))
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return _render(columns, rows)
 
 
 def format_mixed(mixed: dict[str, Any]) -> str:
