@@ -22,6 +22,31 @@ def test_frontier_bench_runs_and_reports_every_figure() -> None:
     assert any("restart" in m for m in metrics)
 
 
+def test_frontier_bench_scale_preset_mixed_workload_and_reference_run() -> None:
+    """The 10M preset's machinery at a tiny size: mixed chunks, own RSS, the reference run's ratios."""
+    argv = ["--preset", "10m", "--urls", "3000", "--hosts", "30", "--dups", "500", "--cycles", "500"]
+    argv += ["--mixed-seconds", "1", "--mixed-chunk", "0.25", "--reference-urls", "1000", "--reference-hosts", "10"]
+    result = frontier_bench.main([*argv, "--max-seconds", "20", "--quiet"])
+    assert result["params"]["preset"] == "10m" and result["params"]["urls"] == 3000
+    assert "scrapy" not in result  # the big run has no baseline: the reference run carries it
+    mixed = result["adaptive"]["mixed"]
+    assert mixed["rounds"] > 0 and len(mixed["chunks"]) >= 2
+    assert mixed["new_adds"] == mixed["rounds"]
+    assert result["adaptive"]["url_count"] == 3000  # counted after the bulk load
+    assert result["adaptive_restart"]["url_count"] == 3000 + mixed["new_adds"]
+    assert result["adaptive"]["leveldb_after_load"]["levels"] is not None
+    assert result["adaptive"]["workload_mb"] > 3000 * 20 / 2**20
+    ref = result["reference"]
+    assert ref["params"]["urls"] == 1000 and ref["scrapy"]["enqueue"]["count"] == 1000
+    rows = {row["metric"]: row for row in result["scale_rows"]}
+    cycles = rows["next+update cycles/s (scrapy: next_request)"]
+    assert cycles["growth"] == cycles["adaptive"] / cycles["reference"]
+    assert cycles["ratio"] == cycles["adaptive"] / cycles["scrapy"]
+    assert rows["peak RSS of the loading process, MB"]["target"] == "< 1,000"
+    assert rows["restart: open+load+first next, s"]["target"] == "< 10"
+    assert rows["frontier's own RSS after restart, MB"]["adaptive"] is not None
+
+
 def test_validators_bench_runs_and_reports_every_figure() -> None:
     result = validators_bench.main(["--pages", "10", "--rounds", "3", "--size", "2000"])
     for run in ("baseline", "validators"):
