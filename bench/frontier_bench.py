@@ -77,6 +77,25 @@ def rss_mb() -> float:
     return resident_pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def rss_split_mb() -> dict[str, float]:
+    """Resident memory split as the kernel counts it: anonymous and file-backed, MiB.
+
+    LevelDB reads its table files through read-only ``mmap`` (up to 1,000
+    of them): every page it touches counts in RSS as file-backed memory,
+    which is the kernel's page cache, clean and reclaimable, not memory the
+    process allocated.  Anonymous memory is what the process itself holds.
+    """
+    split = {"anon": 0.0, "file": 0.0}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(("RssAnon:", "RssFile:")):
+                    split["anon" if line.startswith("RssAnon") else "file"] = int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return split
+
+
 def peak_rss_mb() -> float:
     """Peak resident set size of this process in MiB (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -121,15 +140,16 @@ class Workload:
     """N URLs over H hosts, stored compactly so the workload itself stays small.
 
     A million URL strings would cost ~100 MB in the measuring process; the
-    host of each URL (4 bytes) and its SHA-1 (20 bytes) cost 24 MB, and the
-    URL string is rebuilt when needed (its cost is measured as harness
-    overhead).
+    host of each URL (4 bytes) and its SHA-1 (20 bytes) cost 24 MB (240 MB
+    at 10M, reported as ``workload_mb`` and subtracted from the frontier's
+    own RSS), and the URL string is rebuilt when needed (its cost is
+    measured as harness overhead).
     """
 
     n: int
     host_names: list[str]
     host_of: array.array  # URL index -> host index
-    fps: bytes  # 20 bytes per URL: SHA-1 of the URL
+    fps: bytearray  # 20 bytes per URL: SHA-1 of the URL (not copied into bytes: 200 MB at 10M)
 
     def url(self, i: int) -> str:
         return f"http://{self.host_names[self.host_of[i]]}/path/{i}"
@@ -138,7 +158,7 @@ class Workload:
         return self.host_names[self.host_of[i]]
 
     def fp(self, i: int) -> bytes:
-        return self.fps[20 * i : 20 * i + 20]
+        return bytes(self.fps[20 * i : 20 * i + 20])
 
 
 def host_sizes(n: int, hosts: int, zipf_s: float) -> list[int]:
@@ -169,8 +189,18 @@ def make_workload(n: int, hosts: int, seed: int, zipf_s: float) -> Workload:
     rng.shuffle(host_of)  # type: ignore[arg-type]
     names = [f"host{h}.example" for h in range(len(sizes))]
     sha1 = hashlib.sha1
-    fps = b"".join(sha1(f"http://{names[host_of[i]]}/path/{i}".encode()).digest() for i in range(n))
+    # filled in place: joining a generator would first hold every 20-byte
+    # digest as its own bytes object (~56 bytes each, 560 MB at 10M URLs)
+    fps = bytearray(20 * n)
+    for i in range(n):
+        fps[20 * i : 20 * i + 20] = sha1(f"http://{names[host_of[i]]}/path/{i}".encode()).digest()
     return Workload(n=n, host_names=names, host_of=host_of, fps=fps)
+
+
+def workload_mb(wl: Workload) -> float:
+    """What the harness itself holds for the workload (fingerprints + host ids + names), MiB."""
+    names = sum(sys.getsizeof(name) for name in wl.host_names) + sys.getsizeof(wl.host_names)
+    return (len(wl.fps) + wl.host_of.itemsize * len(wl.host_of) + names) / 2**20
 
 
 def dup_sample(n: int, k: int, seed: int) -> list[int]:
@@ -223,9 +253,7 @@ def measure_fingerprint(wl: Workload, count: int) -> dict[str, float]:
     }
 
 
-def _add_loop(
-    add: Callable[..., Any], wl: Workload, start: int, stop: int, deadline: float
-) -> tuple[int, float]:
+def _add_loop(add: Callable[..., Any], wl: Workload, start: int, stop: int, deadline: float) -> tuple[int, float]:
     """Add URLs [start, stop) until *deadline*; return (count, seconds)."""
     url_of, host_of, fp_of = wl.url, wl.host, wl.fp
     perf = time.perf_counter
@@ -247,6 +275,124 @@ def _profile_text(profiler: cProfile.Profile, limit: int = 25) -> str:
     return out.getvalue()
 
 
+def leveldb_stats(store: Any) -> dict[str, Any]:
+    """LevelDB's own account of its compactions (``leveldb.stats``), summed over levels.
+
+    The benchmark reads the store's plyvel handle directly: this is a
+    measurement of LevelDB, not an operation of the frontier.
+    """
+    db = getattr(store, "_db", None)
+    if db is None:
+        return {}
+    raw = (db.get_property(b"leveldb.stats") or b"").decode("ascii", "replace")
+    files = seconds = read_mb = write_mb = 0.0
+    levels = []
+    for line in raw.splitlines():
+        cells = line.split()
+        if len(cells) == 6 and cells[0].isdigit():
+            level, n_files, size_mb, secs, rd, wr = (float(c) for c in cells)
+            levels.append({"level": int(level), "files": int(n_files), "size_mb": size_mb})
+            files, seconds, read_mb, write_mb = files + n_files, seconds + secs, read_mb + rd, write_mb + wr
+    return {
+        "files": int(files),
+        "compaction_s": seconds,
+        "compaction_read_mb": read_mb,
+        "compaction_write_mb": write_mb,
+        "levels": levels,
+        "raw": raw,
+    }
+
+
+def run_mixed(
+    frontier: Any, store: Any, wl: Workload, clock: FakeClock, known: int, args: argparse.Namespace
+) -> dict[str, Any]:
+    """Interleaved new adds, duplicate adds and cycles, in chunks of time, while LevelDB compacts.
+
+    Run right after the bulk load, when LevelDB still has compactions to do:
+    each round is one new URL (its SHA-1 computed in the round, ~1 µs), one
+    duplicate add of a known URL and one next + fetch_ended + update cycle.
+    Each chunk reports its rounds/s, its slowest round and LevelDB's
+    compaction seconds so far, so a stall shows as a slow chunk next to a
+    compaction.
+    """
+    from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
+
+    add, nxt, ended, update = frontier.add, frontier.next, frontier.fetch_ended, frontier.update
+    url_of, host_of, fp_of, names = wl.url, wl.host, wl.fp, wl.host_names
+    visited, unchanged = Outcome.VISITED, ChangeState.UNCHANGED
+    digest = "sha1:" + "0" * 40
+    sha1 = hashlib.sha1
+    perf = time.perf_counter
+    stride = 7_919  # a prime: duplicate indices hop over the whole known range
+    chunks: list[dict[str, float]] = []
+    rounds = new = empty = 0
+    before = leveldb_stats(store)
+    cpu0 = time.thread_time()
+    end = perf() + args.mixed_seconds
+    while perf() < end:
+        chunk_end = min(end, perf() + args.mixed_chunk)
+        n = 0
+        slowest = 0.0
+        t_chunk = perf()
+        while True:
+            t0 = perf()
+            i = wl.n + rounds  # beyond the workload: new to the frontier
+            host = names[i % len(names)]
+            url = f"http://{host}/mixed/{i}"
+            add(sha1(url.encode()).digest(), url, host, {"url": url, "method": "GET", "meta": {}, "callback": "parse"})
+            new += 1
+            j = (rounds * stride) % known
+            url = url_of(j)
+            add(fp_of(j), url, host_of(j), {"url": url, "method": "GET", "meta": {}, "callback": "parse"})
+            issued = nxt()
+            if issued is None:
+                empty += 1
+            else:
+                ended(issued.fp, 0.1)
+                update(issued.fp, Visit(visited, wait=86400.0, status=200, change=unchanged, size=1000, digest=digest))
+            clock.now += 0.001
+            rounds += 1
+            n += 1
+            dt = perf() - t0
+            if dt > slowest:
+                slowest = dt
+            if not n & 255 and perf() >= chunk_end:
+                break
+        secs = perf() - t_chunk
+        stats = leveldb_stats(store)
+        chunks.append(
+            {
+                "rounds": n,
+                "seconds": secs,
+                "rounds_per_s": _rate(n, secs),
+                "slowest_round_ms": slowest * 1e3,
+                "compaction_s_so_far": stats.get("compaction_s", 0.0) - before.get("compaction_s", 0.0),
+                "level0_files": next((lv["files"] for lv in stats.get("levels", []) if lv["level"] == 0), 0),
+            }
+        )
+    thread_cpu = time.thread_time() - cpu0
+    after = leveldb_stats(store)
+    total_s = sum(c["seconds"] for c in chunks)
+    rates = [c["rounds_per_s"] for c in chunks]
+    return {
+        "rounds": rounds,
+        "seconds": total_s,
+        "rounds_per_s": _rate(rounds, total_s),
+        "thread_cpu_us_per_round": thread_cpu / max(rounds, 1) * 1e6,
+        "ops_per_s": _rate(3 * rounds, total_s),
+        "min_chunk_rounds_per_s": min(rates) if rates else 0.0,
+        "max_chunk_rounds_per_s": max(rates) if rates else 0.0,
+        "slowest_round_ms": max((c["slowest_round_ms"] for c in chunks), default=0.0),
+        "new_adds": new,
+        "empty_next_calls": empty,
+        "chunks": chunks,
+        "compaction_s_during": after.get("compaction_s", 0.0) - before.get("compaction_s", 0.0),
+        "compaction_write_mb_during": after.get("compaction_write_mb", 0.0) - before.get("compaction_write_mb", 0.0),
+        "leveldb_before": before,
+        "leveldb_after": after,
+    }
+
+
 def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
     """Load N URLs into a fresh LevelDB frontier; time adds, duplicates, cycles."""
     from scrapy import Request
@@ -261,6 +407,7 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
     res["hosts"] = len(wl.host_names)
     res["largest_host_urls"] = max(host_sizes(args.urls, args.hosts, args.zipf))
     res["fingerprint"] = measure_fingerprint(wl, min(args.fingerprint_sample, wl.n))
+    res["workload_mb"] = workload_mb(wl)
     res["rss_before_load_mb"] = rss_mb()
 
     # harness overhead: the same loop with an add that does nothing
@@ -269,12 +416,15 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
     res["harness_us_per_add"] = secs / max(count, 1) * 1e6
 
     clock = FakeClock(time.time())
+    res["rss_before_open_mb"] = before_open = rss_mb()
+    res["rss_split_before_open_mb"] = rss_split_mb()
     store = _open_store(args, state_dir)
     frontier = Frontier(store, _politeness(), clock=clock)
 
     # 1. new URLs, in ten chunks to show whether throughput degrades as the DB grows
     _log(f"adaptive: adding {wl.n} new URLs over {len(wl.host_names)} hosts")
     deadline = time.perf_counter() + args.max_seconds
+    cpu0 = time.thread_time()
     chunks: list[float] = []
     added, add_secs = 0, 0.0
     bounds = [wl.n * k // 10 for k in range(11)]
@@ -288,6 +438,7 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
         if count < hi - lo:
             break
     res["add_new"] = {
+        "thread_cpu_us": (time.thread_time() - cpu0) / max(added, 1) * 1e6,
         "count": added,
         "seconds": add_secs,
         "per_s": _rate(added, add_secs),
@@ -295,8 +446,14 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
         "truncated": added < wl.n,
     }
     res["rss_after_load_mb"] = rss_mb()
+    res["frontier_rss_after_load_mb"] = res["rss_after_load_mb"] - before_open
+    res["rss_split_after_load_mb"] = rss_split_mb()
     res["peak_rss_after_load_mb"] = peak_rss_mb()
     res["url_count"] = frontier.url_count
+    res["leveldb_after_load"] = leveldb_stats(store)
+    if args.mixed_seconds > 0:
+        _log(f"adaptive: mixed workload for {args.mixed_seconds:.0f} s right after the load")
+        res["mixed"] = run_mixed(frontier, store, wl, clock, added, args)
     fp_us = res["fingerprint"]["fingerprint_only_us"]
     per_add_s = add_secs / max(added, 1)
     res["add_new"]["per_s_incl_fingerprint_derived"] = 1.0 / (per_add_s + fp_us / 1e6)
@@ -304,6 +461,7 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
     # 2. duplicates: re-add known URLs
     sample = dup_sample(added, args.dups, args.seed)
     _log(f"adaptive: re-adding {len(sample)} known URLs")
+    cpu0 = time.thread_time()
     add, url_of, host_of, fp_of = frontier.add, wl.url, wl.host, wl.fp
     perf = time.perf_counter
     deadline = perf() + args.max_seconds
@@ -316,7 +474,13 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
         if not done & _CHECK_MASK and perf() > deadline:
             break
     secs = perf() - t0
-    res["add_dup"] = {"count": done, "seconds": secs, "per_s": _rate(done, secs), "truncated": done < len(sample)}
+    res["add_dup"] = {
+        "count": done,
+        "seconds": secs,
+        "per_s": _rate(done, secs),
+        "truncated": done < len(sample),
+        "thread_cpu_us": (time.thread_time() - cpu0) / max(done, 1) * 1e6,
+    }
 
     # 2b. duplicates with Scrapy's fingerprinting included (Request built outside the timing)
     fingerprinter = RequestFingerprinter()
@@ -341,6 +505,7 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
     # 3. next + fetch_ended + update cycles
     cycles = min(args.cycles, added)
     _log(f"adaptive: {cycles} next+update cycles")
+    cpu0 = time.thread_time()
     digest = "sha1:" + "0" * 40
 
     def run_cycles(limit: int, deadline: float) -> tuple[int, float, int, bool]:
@@ -384,6 +549,7 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
         if n < hi - lo:
             break
     res["cycles"] = {
+        "thread_cpu_us": (time.thread_time() - cpu0) / max(done, 1) * 1e6,
         "count": done,
         "seconds": secs,
         "per_s": _rate(done, secs),
@@ -392,6 +558,8 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
         "truncated": out_of_time,
     }
     res["rss_end_mb"] = rss_mb()
+    res["frontier_rss_end_mb"] = res["rss_end_mb"] - before_open
+    res["rss_split_end_mb"] = rss_split_mb()
 
     if args.profile:
         n_prof = min(args.profile_ops, added)
@@ -433,6 +601,7 @@ def phase_adaptive_restart(args: argparse.Namespace, state_dir: str) -> dict[str
 
     res: dict[str, Any] = {"rss_start_mb": rss_mb()}
     perf = time.perf_counter
+    res["rss_before_open_mb"] = before_open = rss_mb()
     t0 = perf()
     store = _open_store(args, state_dir)
     t1 = perf()
@@ -451,6 +620,8 @@ def phase_adaptive_restart(args: argparse.Namespace, state_dir: str) -> dict[str
         queues=sum(1 for _ in frontier.queues()),
         rss_mb=rss_mb(),
     )
+    res["frontier_rss_mb"] = res["rss_mb"] - before_open
+    res["rss_split_mb"] = rss_split_mb()
     store.close()
     res["disk_mb"] = dir_size_mb(state_dir)  # after LevelDB replayed and flushed its log
     res["peak_rss_mb"] = peak_rss_mb()
@@ -620,6 +791,29 @@ PHASES: dict[str, Callable[[argparse.Namespace, str], dict[str, Any]]] = {
 # -- orchestration ---------------------------------------------------------------
 
 
+#: ``--preset NAME``: defaults for a size; any option given on the command line wins.
+#: Scrapy's baseline cannot run at 100k hosts here: its default priority queue
+#: keeps one open file per slot (queuelib's LifoDiskQueue), beyond the
+#: 20,000 open files a process may have, so the 10M preset measures it in a
+#: reference run at 1M/10k in the same invocation (``reference`` in the figures).
+PRESETS: dict[str, dict[str, Any]] = {
+    "10m": {
+        "urls": 10_000_000,
+        "hosts": 100_000,
+        "dups": 500_000,
+        "cycles": 500_000,
+        "max_seconds": 3600.0,
+        "phase_timeout": 4 * 3600.0,
+        "mixed_seconds": 90.0,
+        "target_rss_mb": 1000.0,
+        "target_restart_s": 10.0,
+        "no_baseline": True,
+        "reference_urls": 1_000_000,
+        "reference_hosts": 10_000,
+    },
+}
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench.frontier_bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--urls", type=int, default=1_000_000, help="URLs in the workload (default 1M)")
@@ -636,6 +830,28 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-baseline", action="store_true", help="skip Scrapy's scheduler")
     p.add_argument("--profile", action="store_true", help="cProfile the frontier ops (after the timed loops)")
     p.add_argument("--profile-ops", type=int, default=20_000)
+    p.add_argument(
+        "--mixed-seconds",
+        type=float,
+        default=0.0,
+        help="mixed workload right after the load, while LevelDB compacts (default 0: off)",
+    )
+    p.add_argument("--mixed-chunk", type=float, default=5.0, help="seconds per reported chunk of the mixed workload")
+    p.add_argument("--target-rss-mb", type=float, default=TARGETS["peak_rss_mb"][1], help="peak RSS target")
+    p.add_argument("--target-restart-s", type=float, default=TARGETS["restart_s"][1], help="restart target")
+    p.add_argument(
+        "--reference-urls",
+        type=int,
+        default=0,
+        help="also run the whole benchmark (with Scrapy's baseline) at this size, for ratios",
+    )
+    p.add_argument("--reference-hosts", type=int, default=10_000, help="hosts of the reference run")
+    p.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default=None,
+        help="10m: 10M URLs on 100k hosts, mixed workload, reference run at 1M/10k with the baseline",
+    )
     p.add_argument("--workdir", default=None, help="keep state here instead of a temp dir")
     p.add_argument("--json", default=None, help="write the figures to this file")
     p.add_argument("--quiet", action="store_true", help="do not print the table")
@@ -648,7 +864,17 @@ def _parser() -> argparse.ArgumentParser:
 
 
 _FORWARDED = (
-    "urls", "hosts", "dups", "cycles", "zipf", "seed", "fingerprint_sample", "max_seconds", "profile_ops",
+    "urls",
+    "hosts",
+    "dups",
+    "cycles",
+    "zipf",
+    "seed",
+    "fingerprint_sample",
+    "max_seconds",
+    "profile_ops",
+    "mixed_seconds",
+    "mixed_chunk",
 )
 
 
@@ -694,39 +920,109 @@ def _last(d: dict[str, Any] | None, key: str) -> float | None:
 def build_rows(r: dict[str, Any]) -> list[dict[str, Any]]:
     """The comparison table: metric, adaptive, scrapy, ratio, target, verdict."""
     a, ar, s, sr = r.get("adaptive"), r.get("adaptive_restart"), r.get("scrapy"), r.get("scrapy_restart")
+    targets = {**TARGETS, **r.get("targets", {})}
     spec: list[tuple[str, str, float | None, float | None, str | None]] = [
-        ("new URL adds/s (frontier.add, fp precomputed)", "rate", _get(a, "add_new", "per_s"),
-         _get(s, "enqueue", "per_s"), None),
-        ("new URL adds/s incl. fingerprint (derived)", "rate", _get(a, "add_new", "per_s_incl_fingerprint_derived"),
-         _get(s, "enqueue", "per_s"), None),
+        (
+            "new URL adds/s (frontier.add, fp precomputed)",
+            "rate",
+            _get(a, "add_new", "per_s"),
+            _get(s, "enqueue", "per_s"),
+            None,
+        ),
+        (
+            "new URL adds/s incl. fingerprint (derived)",
+            "rate",
+            _get(a, "add_new", "per_s_incl_fingerprint_derived"),
+            _get(s, "enqueue", "per_s"),
+            None,
+        ),
         ("new adds/s, last decile", "rate", _last(a, "add_new"), _last(s, "enqueue"), None),
-        ("duplicate adds/s (fp precomputed)", "rate", _get(a, "add_dup", "per_s"),
-         _get(s, "enqueue_dup", "per_s"), "dup_adds_per_s"),
-        ("duplicate adds/s incl. fingerprint", "rate", _get(a, "add_dup_incl_fingerprint", "per_s"),
-         _get(s, "enqueue_dup", "per_s"), None),
-        ("next+update cycles/s (scrapy: next_request)", "rate", _get(a, "cycles", "per_s"),
-         _get(sr, "dequeue", "per_s"), "cycles_per_s"),
+        (
+            "duplicate adds/s (fp precomputed)",
+            "rate",
+            _get(a, "add_dup", "per_s"),
+            _get(s, "enqueue_dup", "per_s"),
+            "dup_adds_per_s",
+        ),
+        (
+            "duplicate adds/s incl. fingerprint",
+            "rate",
+            _get(a, "add_dup_incl_fingerprint", "per_s"),
+            _get(s, "enqueue_dup", "per_s"),
+            None,
+        ),
+        (
+            "next+update cycles/s (scrapy: next_request)",
+            "rate",
+            _get(a, "cycles", "per_s"),
+            _get(sr, "dequeue", "per_s"),
+            "cycles_per_s",
+        ),
+        ("new add: main-thread CPU, µs", "time", _get(a, "add_new", "thread_cpu_us"), None, None),
+        ("duplicate add: main-thread CPU, µs", "time", _get(a, "add_dup", "thread_cpu_us"), None, None),
+        ("cycle: main-thread CPU, µs", "time", _get(a, "cycles", "thread_cpu_us"), None, None),
         ("RSS after loading, MB", "size", _get(a, "rss_after_load_mb"), _get(s, "rss_after_load_mb"), None),
-        ("peak RSS of the loading process, MB", "size", _get(a, "peak_rss_mb"), _get(s, "peak_rss_mb"),
-         "peak_rss_mb"),
+        ("peak RSS of the loading process, MB", "size", _get(a, "peak_rss_mb"), _get(s, "peak_rss_mb"), "peak_rss_mb"),
+        ("  of which the harness's workload arrays, MB", "size", _get(a, "workload_mb"), None, None),
+        ("  RSS after loading: anonymous, MB", "size", _get(a, "rss_split_after_load_mb", "anon"), None, None),
+        ("  RSS after loading: file-backed, MB", "size", _get(a, "rss_split_after_load_mb", "file"), None, None),
+        (
+            "frontier's own RSS after loading (RSS - RSS before open), MB",
+            "size",
+            _get(a, "frontier_rss_after_load_mb"),
+            None,
+            None,
+        ),
+        ("frontier's own RSS at the end of the phase, MB", "size", _get(a, "frontier_rss_end_mb"), None, None),
+        ("  RSS at the end: anonymous, MB", "size", _get(a, "rss_split_end_mb", "anon"), None, None),
+        (
+            "  RSS at the end: file-backed (LevelDB's mmapped tables), MB",
+            "size",
+            _get(a, "rss_split_end_mb", "file"),
+            None,
+            None,
+        ),
+        (
+            "mixed rounds/s during compaction (add new + add dup + cycle)",
+            "rate",
+            _get(a, "mixed", "rounds_per_s"),
+            None,
+            None,
+        ),
+        ("mixed round: main-thread CPU, µs", "time", _get(a, "mixed", "thread_cpu_us_per_round"), None, None),
+        ("mixed rounds/s, slowest chunk", "rate", _get(a, "mixed", "min_chunk_rounds_per_s"), None, None),
+        ("mixed: slowest single round, ms", "time", _get(a, "mixed", "slowest_round_ms"), None, None),
         ("state on disk, MB", "size", _get(a, "disk_mb"), _get(s, "disk_mb"), None),
         ("state on disk after restart, MB", "size", _get(ar, "disk_mb"), None, None),
         ("close, s", "time", _get(a, "close_s"), _get(s, "close_s"), None),
         ("restart: open+load+first next, s", "time", _get(ar, "restart_s"), _get(sr, "restart_s"), "restart_s"),
         ("RSS after restart, MB", "size", _get(ar, "rss_mb"), _get(sr, "rss_mb"), None),
+        ("frontier's own RSS after restart, MB", "size", _get(ar, "frontier_rss_mb"), None, None),
+        ("  RSS after restart: anonymous, MB", "size", _get(ar, "rss_split_mb", "anon"), None, None),
+        ("  RSS after restart: file-backed, MB", "size", _get(ar, "rss_split_mb", "file"), None, None),
     ]
     rows = []
     for metric, kind, av, sv, target_key in spec:
+        if av is None and sv is None and target_key is None:
+            continue  # a figure this run did not measure (the mixed workload is off by default)
         ratio = av / sv if av is not None and sv else None
         target = verdict = None
         if target_key is not None:
-            op, bound = TARGETS[target_key]
+            op, bound = targets[target_key]
             target = f"{op} {bound:,.0f}"
             if av is not None:
                 verdict = "PASS" if (av >= bound if op == ">=" else av < bound) else "FAIL"
         rows.append(
-            {"metric": metric, "kind": kind, "adaptive": av, "scrapy": sv, "ratio": ratio, "target": target,
-             "verdict": verdict, "target_key": target_key}
+            {
+                "metric": metric,
+                "kind": kind,
+                "adaptive": av,
+                "scrapy": sv,
+                "ratio": ratio,
+                "target": target,
+                "verdict": verdict,
+                "target_key": target_key,
+            }
         )
     return rows
 
@@ -741,27 +1037,39 @@ def _fmt(value: float | None, kind: str) -> str:
     return f"{value:,.1f}"
 
 
-def format_table(rows: list[dict[str, Any]]) -> str:
-    header = ("metric", "adaptive", "scrapy default", "ratio a/s", "target", "pass/fail")
-    body = [
-        (
-            row["metric"],
-            _fmt(row["adaptive"], row["kind"]),
-            _fmt(row["scrapy"], row["kind"]),
-            "-" if row["ratio"] is None else f"{row['ratio']:.2f}",
-            row["target"] or "",
-            row["verdict"] or "",
-        )
-        for row in rows
-    ]
-    widths = [max(len(str(line[i])) for line in [header, *body]) for i in range(len(header))]
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _render(columns: Sequence[tuple[str, Callable[[dict[str, Any]], str]]], rows: list[dict[str, Any]]) -> str:
+    """A plain-text table: the first column left-aligned, the others right-aligned."""
+    header = tuple(title for title, _ in columns)
+    body = [tuple(cell(row) for _, cell in columns) for row in rows]
+    widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
     lines = []
     for n, line in enumerate([header, *body]):
-        cells = [line[0].ljust(widths[0])] + [str(c).rjust(w) for c, w in zip(line[1:], widths[1:], strict=True)]
+        cells = [line[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(line[1:], widths[1:], strict=True)]
         lines.append("  ".join(cells))
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+_TARGET_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+    ("target", lambda row: row["target"] or ""),
+    ("pass/fail", lambda row: row["verdict"] or ""),
+]
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    columns: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+        ("metric", lambda row: row["metric"]),
+        ("adaptive", lambda row: _fmt(row["adaptive"], row["kind"])),
+        ("scrapy default", lambda row: _fmt(row["scrapy"], row["kind"])),
+        ("ratio a/s", lambda row: _ratio(row["ratio"])),
+        *_TARGET_COLUMNS,
+    ]
+    return _render(columns, rows)
 
 
 def format_notes(r: dict[str, Any]) -> str:
@@ -803,9 +1111,79 @@ def format_notes(r: dict[str, Any]) -> str:
     return "\n".join(notes)
 
 
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse *argv*; a ``--preset`` sets defaults that explicit options override."""
+    parser = _parser()
+    first, _ = parser.parse_known_args(argv)
+    if first.preset:
+        parser.set_defaults(**PRESETS[first.preset])
+    return parser.parse_args(argv)
+
+
+def _reference_argv(args: argparse.Namespace) -> list[str]:
+    """The same benchmark at the reference size, with Scrapy's baseline."""
+    argv = ["--urls", str(args.reference_urls), "--hosts", str(args.reference_hosts), "--quiet"]
+    for attr in ("zipf", "seed", "fingerprint_sample", "mixed_seconds", "mixed_chunk", "phase_timeout"):
+        argv += [f"--{attr.replace('_', '-')}", str(getattr(args, attr))]
+    if args.scrapy_pq:
+        argv += ["--scrapy-pq", args.scrapy_pq]
+    if args.cache_mb is not None:
+        argv += ["--cache-mb", str(args.cache_mb)]
+    return argv
+
+
+def build_scale_rows(big: dict[str, Any], ref: dict[str, Any]) -> list[dict[str, Any]]:
+    """The big run next to the reference run: growth (big/ref) and big ÷ Scrapy at the reference size."""
+    ref_rows = {row["metric"]: row for row in ref.get("rows", [])}
+    rows = []
+    for row in big["rows"]:
+        other = ref_rows.get(row["metric"], {})
+        av, rv, sv = row["adaptive"], other.get("adaptive"), other.get("scrapy")
+        rows.append(
+            {
+                **row,
+                "reference": rv,
+                "scrapy": sv,
+                "growth": av / rv if av is not None and rv else None,
+                "ratio": av / sv if av is not None and sv else None,
+            }
+        )
+    return rows
+
+
+def format_scale_table(rows: list[dict[str, Any]], big_urls: int, ref_urls: int) -> str:
+    columns: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+        ("metric", lambda row: row["metric"]),
+        (f"adaptive {big_urls / 1e6:g}M", lambda row: _fmt(row["adaptive"], row["kind"])),
+        (f"adaptive {ref_urls / 1e6:g}M", lambda row: _fmt(row["reference"], row["kind"])),
+        ("growth", lambda row: _ratio(row["growth"])),
+        (f"scrapy {ref_urls / 1e6:g}M", lambda row: _fmt(row["scrapy"], row["kind"])),
+        ("big/scrapy", lambda row: _ratio(row["ratio"])),
+        *_TARGET_COLUMNS,
+    ]
+    return _render(columns, rows)
+
+
+def format_mixed(mixed: dict[str, Any]) -> str:
+    """The mixed workload chunk by chunk: does a compaction stall the frontier?"""
+    lines = [
+        f"mixed workload: {mixed['rounds']:,} rounds in {mixed['seconds']:.0f} s, "
+        f"{mixed['rounds_per_s']:,.0f} rounds/s "
+        f"({mixed['ops_per_s']:,.0f} frontier ops/s); LevelDB compacted for {mixed['compaction_s_during']:.0f} s "
+        f"({mixed['compaction_write_mb_during']:,.0f} MB written) meanwhile",
+        "  chunk  rounds/s  slowest ms  compaction s so far  level-0 files",
+    ]
+    for n, c in enumerate(mixed["chunks"]):
+        lines.append(
+            f"  {n:5d}  {c['rounds_per_s']:8,.0f}  {c['slowest_round_ms']:10.1f}  {c['compaction_s_so_far']:19.1f}  "
+            f"{c['level0_files']:13d}"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark (or, internally, one phase) and return its figures."""
-    args = _parser().parse_args(argv)
+    args = parse_args(argv)
     if args.phase:
         res = PHASES[args.phase](args, args.phase_dir)
         with open(args.phase_out, "w", encoding="utf-8") as f:
@@ -818,7 +1196,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     scrapy_dir = os.path.join(workdir, "scrapy", "jobdir")
     os.makedirs(os.path.dirname(adaptive_dir), exist_ok=True)
     os.makedirs(scrapy_dir, exist_ok=True)
-    results: dict[str, Any] = {"params": {k: getattr(args, k) for k in (*_FORWARDED, "scrapy_pq", "cache_mb")}}
+    results: dict[str, Any] = {
+        "params": {k: getattr(args, k) for k in (*_FORWARDED, "scrapy_pq", "cache_mb", "preset")}
+    }
+    results["targets"] = {
+        "peak_rss_mb": ("<", args.target_rss_mb),
+        "restart_s": ("<", args.target_restart_s),
+    }
     results["loadavg_start"] = os.getloadavg()
     started = time.perf_counter()
     try:
@@ -836,10 +1220,28 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     rows = build_rows(results)
     results["rows"] = rows
     results["passed"] = all(row["verdict"] != "FAIL" for row in rows)
+    if args.reference_urls:
+        if args.json:  # the big run's figures survive a failing reference run
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump(results, f, indent=1)
+        _log(f"reference run at {args.reference_urls:,} URLs / {args.reference_hosts:,} hosts")
+        try:
+            results["reference"] = main(_reference_argv(args))
+            results["scale_rows"] = build_scale_rows(results, results["reference"])
+        except (RuntimeError, subprocess.TimeoutExpired) as exc:
+            results["reference"] = {"error": str(exc)}
+        results["total_s"] = time.perf_counter() - started
+        results["loadavg_end"] = os.getloadavg()
     if not args.quiet:
-        print(format_table(rows))
+        if results.get("scale_rows"):
+            print(format_scale_table(results["scale_rows"], args.urls, args.reference_urls))
+            print("growth = big run / reference run; big/scrapy = big run / Scrapy's scheduler at the reference size")
+        else:
+            print(format_table(rows))
         print()
         print(format_notes(results))
+        if results["adaptive"].get("mixed"):
+            print(format_mixed(results["adaptive"]["mixed"]))
         for name, text in (results["adaptive"].get("profile") or {}).items():
             print(f"\n--- cProfile, adaptive {name} (tottime) ---\n{text}")
         print(f"\ntotal {results['total_s']:.0f} s; targets {'all met' if results['passed'] else 'MISSED'}")

@@ -186,10 +186,15 @@ def _doc_options(page: Page, end: float, grid: list[float], phases: int) -> list
     return options
 
 
-def hindsight_optimum(world: World, revisits: float, *, phases: int = 4) -> Hindsight:
-    """Best per-document periodic schedule, knowing the changes, at *revisits*."""
+def hindsight_optimum(world: World, revisits: float, *, phases: int = 4, min_interval: float = HOUR) -> Hindsight:
+    """Best per-document periodic schedule, knowing the changes, at *revisits*.
+
+    The grid of intervals starts at *min_interval* (an hour for real
+    histories; the politeness delay for a world compressed into minutes,
+    :mod:`bench.changing_web`).
+    """
     end = world.start + world.duration
-    grid = [HOUR * 2 ** (k / 4) for k in range(0, 4 * 17)]
+    grid = [min_interval * 2 ** (k / 4) for k in range(0, 4 * 17)]
     docs = [_doc_options(p, end, grid, phases) for p in world.pages]
     changes = sum(len(p.changes) for p in world.pages)
 

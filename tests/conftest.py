@@ -6,6 +6,8 @@ section at the end of this file.
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -119,3 +121,17 @@ def read_state(state_dir: Path) -> tuple[dict[str, UrlRecord], set[str]]:
     finally:
         store.close()
     return {r.url: r for r in records.values()}, pending
+
+
+@contextlib.contextmanager
+def tmpfs(mount: Path, options: str) -> Iterator[Path]:
+    """A real tmpfs at *mount* (e.g. ``size=1m``) for full-disk and read-only
+    cases; skips the test where mounting is refused (not root), unmounts after."""
+    mount.mkdir(exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)

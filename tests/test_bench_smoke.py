@@ -22,9 +22,62 @@ def test_frontier_bench_runs_and_reports_every_figure() -> None:
     assert any("restart" in m for m in metrics)
 
 
+def test_frontier_bench_scale_preset_mixed_workload_and_reference_run() -> None:
+    """The 10M preset's machinery at a tiny size: mixed chunks, own RSS, the reference run's ratios."""
+    argv = ["--preset", "10m", "--urls", "3000", "--hosts", "30", "--dups", "500", "--cycles", "500"]
+    argv += ["--mixed-seconds", "1", "--mixed-chunk", "0.25", "--reference-urls", "1000", "--reference-hosts", "10"]
+    result = frontier_bench.main([*argv, "--max-seconds", "20", "--quiet"])
+    assert result["params"]["preset"] == "10m" and result["params"]["urls"] == 3000
+    assert "scrapy" not in result  # the big run has no baseline: the reference run carries it
+    mixed = result["adaptive"]["mixed"]
+    assert mixed["rounds"] > 0 and len(mixed["chunks"]) >= 2
+    assert mixed["new_adds"] == mixed["rounds"]
+    assert result["adaptive"]["url_count"] == 3000  # counted after the bulk load
+    assert result["adaptive_restart"]["url_count"] == 3000 + mixed["new_adds"]
+    assert result["adaptive"]["leveldb_after_load"]["levels"] is not None
+    assert result["adaptive"]["workload_mb"] > 3000 * 20 / 2**20
+    ref = result["reference"]
+    assert ref["params"]["urls"] == 1000 and ref["scrapy"]["enqueue"]["count"] == 1000
+    rows = {row["metric"]: row for row in result["scale_rows"]}
+    cycles = rows["next+update cycles/s (scrapy: next_request)"]
+    assert cycles["growth"] == cycles["adaptive"] / cycles["reference"]
+    assert cycles["ratio"] == cycles["adaptive"] / cycles["scrapy"]
+    assert rows["peak RSS of the loading process, MB"]["target"] == "< 1,000"
+    assert rows["restart: open+load+first next, s"]["target"] == "< 10"
+    assert rows["frontier's own RSS after restart, MB"]["adaptive"] is not None
+
+
 def test_validators_bench_runs_and_reports_every_figure() -> None:
     result = validators_bench.main(["--pages", "10", "--rounds", "3", "--size", "2000"])
     for run in ("baseline", "validators"):
         site = result[run]["site"]
         assert site["honest"]["requests"] > 0 and site["ignore"]["requests"] > 0
     assert result["validators"]["site"]["honest"]["missed_changes"] == 0
+
+
+def test_changing_web_bench_runs_end_to_end_and_its_scores_are_consistent() -> None:
+    """The smoke size of bench.changing_web, cut to 60 s: every crawler crawled, scores hang together."""
+    from bench import changing_web
+
+    result = changing_web.main(["--smoke", "--seconds", "60", "--quiet"])
+    crawlers = result["crawlers"]
+    assert set(crawlers) == set(changing_web.CONFIGS)
+    for name, r in crawlers.items():
+        assert r["runs"] >= 1 and not r["errors"], (name, r["errors"])
+        # every URL was fetched at least once: each crawler completed its first pass
+        assert r["fetches"] >= result["urls"] and r["first_pass_s"] is not None, name
+        assert 0.0 < r["recall"] <= 1.0 and 0.0 < r["precision"] <= 1.0
+        assert r["captured"] == sum(k["captured"] for k in r["by_kind"].values())
+        assert r["versions"] == result["versions"] == sum(k["versions"] for k in r["by_kind"].values())
+        assert r["fetches"] == sum(k["fetches"] for k in r["by_kind"].values()) <= r["requests"]
+        # the hindsight optimum at the crawler's own fetches is a ceiling for it
+        assert r["recall"] <= r["optimum"] + 1e-9, name
+        # what the items say was received, the server's log says was served
+        assert r["items_not_served"] == 0, name
+        assert r["body_bytes"] > 0
+    for name in changing_web.ADAPTIVE:
+        assert crawlers[name]["politeness"]["violations"] == 0, crawlers[name]["politeness"]
+    # the baselines in the loop crawl again and again; the HttpCache loop revalidates (304s)
+    assert crawlers["recrawl"]["runs"] >= 2 and crawlers["recrawl"]["fetches"] > 2 * result["urls"]
+    assert crawlers["httpcache"]["by_kind"]["poisson"]["not_modified"] > 0
+    assert all(t["verdict"] in ("PASS", "MISS", None) for rows in result["targets"].values() for t in rows)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import read_records
+from tests.conftest import read_records, tmpfs
 from tests.crawlrunner import run_crawl
 from tests.mockserver import MockServer
 
@@ -26,15 +26,8 @@ CASES = Path(__file__).parent / "spiders" / "cases.py"
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 1 MB tmpfs, unmounted afterwards (skipped where mounting is refused)."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", str(mount)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.decode().strip()}")
-    try:
+    with tmpfs(tmp_path / "disk", "size=1m,mode=0700") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def test_a_full_disk_stops_the_crawl_with_an_error_and_the_crawl_resumes_after(

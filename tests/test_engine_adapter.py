@@ -1,8 +1,11 @@
-"""Pins the one private Scrapy attribute the package relies on.
+"""Pins the Scrapy behaviour ``scrapy_adaptive.engine`` relies on.
 
 ``EngineWaker`` calls ``engine._slot.nextcall.schedule()`` so a URL that falls
-due is handed out at once rather than on the engine's 5 s heartbeat.  If a
-Scrapy upgrade moves that attribute, these tests fail here, by name.
+due is handed out at once rather than on the engine's 5 s heartbeat, and
+``exit_with_error`` clears ``crawler.spider`` after the spider closed because
+that is what makes Scrapy's crawler process set ``bootstrap_failed`` and
+``scrapy crawl`` exit 1.  If a Scrapy upgrade moves either, these tests fail
+here, by name.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import pytest
 from scrapy.core.engine import ExecutionEngine, _Slot
 from scrapy.utils.reactor import CallLaterOnce
 
-from scrapy_adaptive.engine import EngineWaker
+from scrapy_adaptive.engine import EngineWaker, exit_with_error
 from tests.crawlrunner import run_crawl
 from tests.mockserver import MockServer
 
@@ -29,6 +32,27 @@ def test_scrapy_still_has_the_attributes_the_waker_uses() -> None:
     schedule = inspect.signature(CallLaterOnce.schedule)
     assert list(schedule.parameters) == ["self", "delay"]  # we call it without a delay
     assert isinstance(ExecutionEngine.scheduler, property)
+
+
+def test_scrapy_still_fails_a_crawl_whose_spider_is_cleared() -> None:
+    from scrapy.commands.crawl import Command
+    from scrapy.crawler import AsyncCrawlerRunner, CrawlerRunner
+
+    # both runners (the asyncio one is the default) judge a finished crawl by its spider
+    for runner in (CrawlerRunner, AsyncCrawlerRunner):
+        assert 'bootstrap_failed |= not getattr(crawler, "spider", None)' in inspect.getsource(runner), runner
+    assert "bootstrap_failed" in inspect.getsource(Command.run)
+
+
+def test_exit_with_error_clears_the_spider_only_once_it_closed() -> None:
+    from scrapy import signals
+    from scrapy.signalmanager import SignalManager
+
+    crawler = SimpleNamespace(spider=object(), signals=SignalManager())
+    exit_with_error(crawler)  # type: ignore[arg-type]
+    assert crawler.spider is not None
+    crawler.signals.send_catch_log(signals.spider_closed, spider=crawler.spider, reason="x")
+    assert crawler.spider is None
 
 
 def test_the_waker_calls_schedule_without_a_delay() -> None:

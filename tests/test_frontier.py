@@ -422,8 +422,27 @@ def test_a_failed_write_leaves_the_stored_state_as_it_was() -> None:
     store.full = False
     g = make(store, clock)
     g.load()
+    clock.t += 2.0  # a restarted host rests its shortest wait first
     again = g.next()
     assert again is not None and again.fp == issued.fp
+
+
+def test_a_fetch_in_flight_at_a_kill_still_gets_its_politeness_wait(store: Store) -> None:
+    """A kill -9 during a download leaves no end time to keep the wait from:
+    after the restart the host rests its shortest wait before its next fetch."""
+    clock = Clock()
+    f = make(store, clock, min_delay=8.0, max_delay=8.0)
+    add(f, "http://a/1")
+    add(f, "http://a/2")
+    assert f.next() is not None  # in flight when the process dies: no update
+    clock.t += 1.0
+    g = make(store, clock, min_delay=8.0, max_delay=8.0)
+    g.load()
+    assert g.next() is None  # 1 s after the fetch started: too early
+    clock.t += 7.9
+    assert g.next() is None
+    clock.t += 0.2
+    assert g.next() is not None
 
 
 def test_a_record_with_an_empty_request_reads_back(store: Store) -> None:

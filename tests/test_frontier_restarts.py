@@ -180,8 +180,12 @@ class RestartingFrontier(RuleBasedStateMachine):
         assert self.frontier.out_count == 0
         self.out.clear()
         self.fetching.clear()
-        # what was only in memory is gone; the recorded waits are kept
+        # what was only in memory is gone; the recorded waits are kept, and
+        # every known host rests its shortest wait from the restart (a fetch
+        # in flight at the kill left no end time)
         self.rest = dict(self.recorded_rest)
+        for host in set(self.host.values()):
+            self.rest[host] = max(self.rest[host], self.now + MIN_DELAY)
         self.next()  # a resumed crawl asks at once
 
     @precondition(lambda self: any(fp not in self.out for fp in self.next_ms))

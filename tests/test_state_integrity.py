@@ -23,6 +23,7 @@ from scrapy import Request
 from scrapy_adaptive.frontier.keys import record_key
 from scrapy_adaptive.scheduler import AdaptiveScheduler
 from scrapy_adaptive.statedir import CHECKPOINT, MARKER, StateDirError, open_store, resolve
+from tests.conftest import tmpfs
 from tests.test_scheduler import Pages, build, drain, in_loop, visited
 
 URLS = [f"http://{host}.example/p{i}" for host in ("a", "b", "c") for i in range(20)]
@@ -195,12 +196,7 @@ def test_an_unclean_stop_is_not_taken_for_a_rollback(tmp_path: Path) -> None:
 
 def test_a_read_only_state_folder_is_not_called_in_use(tmp_path: Path) -> None:
     """Issue 10 item 9: LevelDB's ``LOCK: Read-only file system`` was matched as "lock"."""
-    mount = tmp_path / "ro"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
+    with tmpfs(tmp_path / "ro", "size=4m") as mount:
         in_loop(lambda: crawled(mount, visits=2).close("finished"))()
         subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
         message = refusal(mount)
@@ -210,8 +206,6 @@ def test_a_read_only_state_folder_is_not_called_in_use(tmp_path: Path) -> None:
             "system). A crawl writes its state: mount it read-write, or give this crawl another "
             "ADAPTIVE_STATE_DIR / JOBDIR."
         )
-    finally:
-        subprocess.run(["umount", str(mount)], check=True)
 
 
 @in_loop

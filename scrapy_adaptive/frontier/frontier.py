@@ -146,13 +146,21 @@ class Frontier(HostFacts):
         """Rebuild the in-memory queues from the store's per-queue counters.
 
         Reads one small row per queue plus one seek for its head: restart
-        time grows with hosts, not URLs.  Nothing is out after a restart.
-        URLs left pending delivery are made due first (:meth:`_redeliver`).
+        time grows with hosts, not URLs.  Nothing is out after a restart,
+        and no host is fetched before its shortest politeness wait has
+        passed since the restart.  URLs left pending delivery are made due first (:meth:`_redeliver`).
         """
         self.redelivered = self._redeliver()
+        now, politeness = self.clock(), self.politeness
         for name, raw in self.store.hosts():
             q = self._new_queue(name)
             q.restore_counters(json.loads(raw))
+            # A fetch in flight when the last crawl died left no end time, so
+            # its wait was never stored: every host rests its shortest
+            # politeness wait from now, as if a fetch had just ended.
+            q.snooze_all(
+                now + q.politeness_wait(0.0, politeness.delay_factor, politeness.min_delay, politeness.max_delay)
+            )
             for source, counts in q.hint_trust.items():
                 hints.pool(self._hint_pooled.setdefault(source, [0.0, 0.0, 0.0]), counts)
             self._urls += q.urls

@@ -1,0 +1,271 @@
+"""The changing web of :mod:`bench.changing_web`: URLs, page classes, one timeline, the bytes.
+
+Pure (no Twisted, no Scrapy): the site serves it, the benchmark scores
+against it, and both build it from the same parameters, so the ground truth
+is the very timeline the server applied.
+
+Why it is built this way:
+
+* **One time unit, the pass.**  Every rate is given in *passes*: the time
+  one polite crawler needs to fetch every URL of a host once (URLs per
+  host × delay).  The full run (3 s delay, 91 URLs per host) and the smoke
+  run (0.5 s, 19 URLs) are then the same world at two speeds, and a policy
+  is not helped or hurt by the compression.
+* **Classes** (``KINDS``), per host with exact counts from a seeded shuffle:
+  ``poisson`` (log-normal mean intervals, median 1 pass), ``bursty``
+  (quiet spells of ~3 passes, then 3–8 changes a few delays apart),
+  ``static``, ``noise`` (a server clock and a random token in the visible
+  text of every response, no validators, the real content changing about
+  every 12 passes), ``liar`` (Poisson like ``poisson``, but ETag and
+  Last-Modified never move and a conditional GET gets a 304 on a host
+  that is otherwise honest), ``image`` (every ~30 passes).  The host's
+  index ``/`` links to every URL of the host and never changes (``index``).
+* **Real sizes.**  HTML pages are 2.5–60 KB (log-uniform), images 15–120 KB
+  of JPEG-framed bytes; each version's bytes are a pure function of
+  ``(seed, url, version)``.
+* **The version id is in the bytes**: ``<meta name="bench-version"
+  content="N">`` in a page, a ``bench-version:N;`` JPEG comment in an image.
+  The spider reports what it *received*, so a fetch whose body was stopped
+  or answered 304 captures nothing, whatever the server sent.  A noise
+  page's clock and token are not part of its version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from dataclasses import dataclass
+from functools import lru_cache
+
+KINDS = ("poisson", "bursty", "static", "noise", "liar", "image", "index")
+#: shares of the HTML pages of a host (the index comes on top, the images apart)
+PAGE_MIX = {"poisson": 0.45, "bursty": 0.15, "static": 0.2, "noise": 0.1, "liar": 0.1}
+#: mean change intervals in passes
+POISSON_MEDIAN = 1.0
+POISSON_SIGMA = 1.0
+NOISE_INTERVAL = 12.0
+IMAGE_INTERVAL = 30.0
+BURST_QUIET = 3.0
+#: a liar's validators date from a week before the world started
+LIAR_AGE = 7 * 86_400.0
+
+_WORDS = (
+    "adaptive archive article board budget change city committee council crawl data deadline draft edition "
+    "election energy event festival forecast garden harbour health history housing library market meeting "
+    "museum network notice opening policy price programme project public railway report research result "
+    "review river school science season service sport station story street summer theatre traffic update "
+    "version village weather winter workshop"
+).split()
+
+
+@dataclass(frozen=True)
+class Url:
+    index: int  #: position in ``World.urls``
+    host: int
+    path: str
+    kind: str
+    size: int  #: body bytes of the stable part (pages) or of the whole (images)
+    latency: float  #: the host's seconds before answering
+    #: change instants, seconds after the world's origin, sorted
+    changes: tuple[float, ...]
+    #: how long before the origin version 0 began (its Last-Modified)
+    age0: float
+
+    @property
+    def is_page(self) -> bool:
+        return self.kind != "image"
+
+    def version(self, t: float) -> int:
+        """The version live at *t* seconds after the origin."""
+        lo, hi = 0, len(self.changes)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.changes[mid] <= t:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def started(self, version: int) -> float:
+        """When *version* began, seconds after the origin (version 0: before it)."""
+        return -self.age0 if version == 0 else self.changes[version - 1]
+
+
+def _poisson(rng: random.Random, mean: float, end: float) -> list[float]:
+    out: list[float] = []
+    t = rng.expovariate(1.0 / mean)
+    while t <= end:
+        out.append(t)
+        t += rng.expovariate(1.0 / mean)
+    return out
+
+
+def _bursty(rng: random.Random, quiet: float, spacing: float, end: float) -> list[float]:
+    """Quiet spells (exponential, mean *quiet*) then 3–8 changes *spacing*-ish apart."""
+    out: list[float] = []
+    t = rng.uniform(0.0, quiet)  # a random phase: not every page bursts at once
+    while t <= end:
+        for _ in range(rng.randint(3, 8)):
+            t += rng.uniform(0.5, 3.0) * spacing
+            if t > end:
+                break
+            out.append(t)
+        t += rng.expovariate(1.0 / quiet)
+    return out
+
+
+class World:
+    """Every URL of one copy of the site, with its class, size and change instants.
+
+    *delay* is the politeness delay every crawler uses; *horizon* how many
+    seconds after the origin the timeline must cover (the run plus margin).
+    """
+
+    def __init__(self, hosts: int, pages: int, images: int, delay: float, horizon: float, seed: int = 13) -> None:
+        if hosts < 1 or pages < 5 or images < 0 or delay <= 0 or horizon <= 0:
+            raise ValueError("need hosts >= 1, pages >= 5, images >= 0, delay > 0 and horizon > 0")
+        self.hosts, self.pages, self.images = hosts, pages, images
+        self.delay, self.horizon, self.seed = delay, horizon, seed
+        self.per_host = 1 + pages + images
+        #: one polite pass over a host, seconds: the time unit of every rate
+        self.pass_seconds = self.per_host * delay
+        self.urls: list[Url] = []
+        self.by_path: dict[tuple[int, str], Url] = {}
+        for host in range(hosts):
+            self._build_host(host)
+
+    def _build_host(self, host: int) -> None:
+        rng = random.Random(f"{self.seed}|host|{host}")
+        # 20-200 ms at a 3 s delay, scaled with it like every other time
+        latency = round(rng.uniform(0.02, 0.2) * self.delay / 3.0, 4)
+        counts = {k: int(round(share * self.pages)) for k, share in PAGE_MIX.items()}
+        counts["poisson"] += self.pages - sum(counts.values())
+        kinds = [k for k, n in counts.items() for _ in range(n)]
+        rng.shuffle(kinds)
+        specs = [("/", "index")]
+        specs += [(f"/p/{n}.html", kind) for n, kind in enumerate(kinds)]
+        specs += [(f"/img/{n}.jpg", "image") for n in range(self.images)]
+        unit = self.pass_seconds
+        for path, kind in specs:
+            r = random.Random(f"{self.seed}|{host}|{path}")
+            if kind == "image":
+                size = int(math.exp(r.uniform(math.log(15_000), math.log(120_000))))
+            else:
+                size = int(math.exp(r.uniform(math.log(2_500), math.log(60_000))))
+            if kind in ("poisson", "liar"):
+                mean = POISSON_MEDIAN * unit * math.exp(POISSON_SIGMA * r.gauss(0.0, 1.0))
+                changes = _poisson(r, mean, self.horizon)
+            elif kind == "noise":
+                changes = _poisson(r, NOISE_INTERVAL * unit, self.horizon)
+            elif kind == "image":
+                changes = _poisson(r, IMAGE_INTERVAL * unit, self.horizon)
+            elif kind == "bursty":
+                changes = _bursty(r, BURST_QUIET * unit, self.delay, self.horizon)
+            else:
+                changes = []
+            age0 = LIAR_AGE if kind == "liar" else r.uniform(0.1, 2.0) * unit
+            url = Url(len(self.urls), host, path, kind, size, latency, tuple(changes), age0)
+            self.urls.append(url)
+            self.by_path[(host, path)] = url
+
+    def host_urls(self, host: int) -> list[Url]:
+        return [u for u in self.urls if u.host == host]
+
+    # -- validators --------------------------------------------------------------------------
+
+    def etag(self, url: Url, version: int) -> str | None:
+        if url.kind == "noise":
+            return None
+        return f'"{url.host}-{url.index}-{0 if url.kind == "liar" else version}"'
+
+    def last_modified(self, url: Url, version: int, origin: float) -> float | None:
+        """Unix seconds behind the Last-Modified header (None: no header)."""
+        if url.kind == "noise":
+            return None
+        return origin + url.started(0 if url.kind == "liar" else version)
+
+    # -- bytes -----------------------------------------------------------------------------------
+
+    def body(self, url: Url, version: int, now: float = 0.0) -> bytes:
+        """The bytes of *version* (a noise page adds the clock at *now* and a fresh token)."""
+        if url.kind == "image":
+            return _image(self.seed, url.host, url.index, url.size, version)
+        html = _page(self.seed, url.host, url.index, url.size, version, self._links(url))
+        if url.kind != "noise":
+            return html
+        token = random.Random(f"{now!r}|{url.index}").getrandbits(64)
+        clock = f'<p class="clock">Served at {now:.3f} · request token {token:016x}</p>'
+        return html.replace(b"<!--clock-->", clock.encode())
+
+    def _links(self, url: Url) -> tuple[str, ...]:
+        siblings = self.host_urls(url.host)
+        if url.kind == "index":
+            return tuple(u.path for u in siblings if u.path != "/")
+        r = random.Random(f"{self.seed}|links|{url.index}")
+        pages = [u.path for u in siblings if u.kind not in ("image", "index")]
+        imgs = [u.path for u in siblings if u.kind == "image"]
+        return ("/", *r.sample(pages, min(5, len(pages))), *r.sample(imgs, min(2, len(imgs))))
+
+
+def version_of(body: bytes) -> int | None:
+    """The version id in a body (page or image), None when absent (a stopped or empty body)."""
+    for marker, end in ((b'<meta name="bench-version" content="', b'"'), (b"bench-version:", b";")):
+        start = body.find(marker, 0, 512)
+        if start >= 0:
+            start += len(marker)
+            stop = body.find(end, start, start + 20)
+            digits = body[start:stop] if stop > 0 else b""
+            if digits.isdigit():
+                return int(digits)
+    return None
+
+
+@lru_cache(maxsize=1)
+def _paragraphs(seed: int) -> tuple[str, ...]:
+    r = random.Random(f"{seed}|paragraphs")
+    out = []
+    for _ in range(300):
+        words = [r.choice(_WORDS) for _ in range(r.randint(40, 110))]
+        out.append(" ".join(words).capitalize() + ".")
+    return tuple(out)
+
+
+@lru_cache(maxsize=4096)
+def _page(seed: int, host: int, index: int, size: int, version: int, links: tuple[str, ...]) -> bytes:
+    """A page: stable article text of about *size* bytes, a news block per version, links."""
+    paras = _paragraphs(seed)
+    stable = random.Random(f"{seed}|{index}|stable")
+    news = random.Random(f"{seed}|{index}|v{version}")
+    head = (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
+        f'<meta name="bench-version" content="{version}">\n'
+        f"<title>Host {host} page {index}</title></head>\n<body>\n<nav>"
+        + " ".join(f'<a href="{p}">{p}</a>' for p in links)
+        + f"</nav>\n<!--clock-->\n<h1>Page {index}</h1>\n"
+        f'<section class="news"><h2>Update {version}</h2><p>{news.choice(paras)}</p>'
+        f"<p>{news.choice(paras)}</p></section>\n<article>\n"
+    )
+    parts = [head]
+    length = len(head)
+    while length < size:
+        p = f"<p>{stable.choice(paras)}</p>\n"
+        parts.append(p)
+        length += len(p)
+    parts.append("</article>\n</body></html>\n")
+    return "".join(parts).encode()
+
+
+@lru_cache(maxsize=1)
+def _noise_block(seed: int) -> bytes:
+    return random.Random(f"{seed}|image-bytes").randbytes(256 * 1024)
+
+
+@lru_cache(maxsize=1024)
+def _image(seed: int, host: int, index: int, size: int, version: int) -> bytes:
+    """JPEG framing (SOI, a COM segment with the version, EOI) around seeded bytes."""
+    comment = f"bench-version:{version};host {host} image {index}".encode()
+    block = _noise_block(seed)
+    offset = int.from_bytes(hashlib.sha256(f"{index}|{version}".encode()).digest()[:4], "big") % (len(block) - size)
+    com = b"\xff\xfe" + (len(comment) + 2).to_bytes(2, "big") + comment
+    return b"\xff\xd8" + com + block[offset : offset + size] + b"\xff\xd9"

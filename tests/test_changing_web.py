@@ -1,0 +1,98 @@
+"""The pure parts of bench.changing_web: the world's timeline and bytes, and the scoring arithmetic."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench.changing_web import politeness, score
+from bench.changing_web_site import copy_addresses
+from bench.changing_web_world import KINDS, World, version_of
+
+
+@pytest.fixture(scope="module")
+def world() -> World:
+    return World(hosts=2, pages=20, images=4, delay=1.0, horizon=600.0, seed=5)
+
+
+def test_the_world_is_a_function_of_its_parameters(world: World) -> None:
+    again = World(hosts=2, pages=20, images=4, delay=1.0, horizon=600.0, seed=5)
+    other = World(hosts=2, pages=20, images=4, delay=1.0, horizon=600.0, seed=6)
+    assert [(u.path, u.kind, u.changes) for u in world.urls] == [(u.path, u.kind, u.changes) for u in again.urls]
+    assert [u.changes for u in world.urls] != [u.changes for u in other.urls]
+    assert {u.kind for u in world.urls} == set(KINDS)
+    assert world.pass_seconds == 25.0  # (1 index + 20 pages + 4 images) × 1 s
+
+
+def test_versions_follow_the_change_instants(world: World) -> None:
+    url = next(u for u in world.urls if u.kind == "poisson" and len(u.changes) >= 2)
+    first, second = url.changes[:2]
+    assert url.version(0.0) == 0 and url.version(first - 1e-6) == 0
+    assert url.version(first) == 1 and url.version((first + second) / 2) == 1
+    assert url.started(1) == first and url.started(0) < 0
+    assert all(u.changes == () for u in world.urls if u.kind in ("static", "index"))
+
+
+def test_the_version_id_is_in_the_bytes_and_noise_is_not_a_version(world: World) -> None:
+    for url in world.urls:
+        assert version_of(world.body(url, 3, now=10.0)) == 3
+    noise = next(u for u in world.urls if u.kind == "noise")
+    a, b = world.body(noise, 1, now=10.0), world.body(noise, 1, now=11.0)
+    assert a != b and version_of(a) == version_of(b) == 1
+    assert world.etag(noise, 1) is None and world.last_modified(noise, 1, 0.0) is None
+    assert version_of(b"") is None and version_of(b"<html>stopped") is None
+
+
+def test_sizes_are_real_sizes(world: World) -> None:
+    pages = [len(world.body(u, 0)) for u in world.urls if u.kind not in ("image", "index")]
+    images = [len(world.body(u, 0)) for u in world.urls if u.kind == "image"]
+    assert 2_500 <= min(pages) and max(pages) <= 62_000
+    assert 15_000 <= min(images) and max(images) <= 121_000
+
+
+def test_a_liar_keeps_its_validators_an_honest_page_moves_them(world: World) -> None:
+    liar = next(u for u in world.urls if u.kind == "liar")
+    honest = next(u for u in world.urls if u.kind == "poisson" and u.changes)
+    assert world.etag(liar, 0) == world.etag(liar, 5)
+    assert world.last_modified(liar, 0, 100.0) == world.last_modified(liar, 5, 100.0)
+    assert world.etag(honest, 0) != world.etag(honest, 1)
+    assert world.last_modified(honest, 1, 100.0) == 100.0 + honest.changes[0]
+
+
+def test_politeness_counts_overlaps_and_short_gaps() -> None:
+    # [arrived, finished, copy, host, url, status, bytes, version]
+    rows = [
+        [0.0, 0.1, 0, 0, 1, 200, 10, 0],
+        [1.0, 1.1, 0, 0, 2, 200, 10, 0],  # 1.0 s after: polite
+        [1.05, 1.2, 0, 0, 3, 200, 10, 0],  # while the previous one is in flight, and too soon
+        [0.5, 0.6, 0, 1, 1, 200, 10, 0],  # another host: its own clock
+        [1.2, 1.3, 0, 1, 2, 200, 10, 0],  # 0.7 s after its previous one: too soon
+    ]
+    p = politeness(rows, delay=1.0)
+    assert p == {"overlaps": 1, "short_gaps": 2, "violations": 3, "min_gap_s": pytest.approx(0.05)}
+
+
+def test_score_counts_a_version_once_and_only_when_its_bytes_were_received(world: World) -> None:
+    origin, window = 1000.0, (1000.0, 1060.0)
+    url = next(u for u in world.urls if u.kind == "poisson" and u.changes and u.changes[0] < 30)
+    host = copy_addresses(1, world.hosts)[0][url.host]
+    t1 = origin + url.changes[0] + 1  # version 1 is live
+    log = [
+        [origin + 0.5, origin + 0.6, 0, url.host, url.index, 200, 100, 0],  # version 0, received
+        [origin + 0.8, origin + 0.9, 0, url.host, url.index, 200, 100, 0],  # version 0 again: not new
+        [t1, t1 + 0.1, 0, url.host, url.index, 200, 100, 1],  # version 1 served, but the item has no bytes
+        [t1 + 2, t1 + 2.1, 0, url.host, url.index, 304, 0, 1],  # a 304 brings nothing
+    ]
+    items: list[dict[str, Any]] = [
+        {"url": f"http://{host}:8080{url.path}", "version": 0},
+        {"url": f"http://{host}:8080{url.path}", "version": None},
+    ]
+    r = score(world, origin, window, log, {0: items}, {0: copy_addresses(1, world.hosts)[0]}, 1.0, 3)[0]
+    assert r["captured"] == 1 and r["fetches"] == 4 and r["requests"] == 4
+    assert r["precision"] == 0.25 and r["body_bytes"] == 300
+    assert r["by_kind"]["poisson"]["not_modified"] == 1
+    assert r["versions"] == sum(len(range(u.version(0), u.version(60) + 1)) for u in world.urls)
+    assert r["recall"] == 1 / r["versions"] and r["items_not_served"] == 0
+    assert r["first_pass_s"] is None  # one URL of many
+    assert r["curve"][0]["captured"] == 1
