@@ -168,6 +168,9 @@ def run_crawl(config: str, args: argparse.Namespace, site: Site, run_dir: Path) 
         pages_per_s=responses / elapsed if elapsed > 0 else 0.0,
         steady_pages_per_s=(responses - 1) / first_last if first_last > 0 else 0.0,
         first_response_after_open_s=timings.get("first_response_after_open_s"),
+        # CPU per page, open to close: steadier than wall rates on a shared machine
+        cpu_ms_per_page=1000 * timings["cpu_open_to_close_s"] / responses
+        if timings.get("cpu_open_to_close_s") and responses else None,
         finish_reason=stats.get("finish_reason"),
         errors=int(stats.get("log_count/ERROR", 0)),
         adaptive={k: v for k, v in stats.items() if k.startswith("adaptive/")},
@@ -187,6 +190,9 @@ def summarize(runs: list[dict[str, Any]], configs: Sequence[str], pages: int) ->
             "median_pages_per_s": statistics.median([r["pages_per_s"] for r in ok]) if ok else None,
             "median_steady_pages_per_s": statistics.median([r["steady_pages_per_s"] for r in ok]) if ok else None,
             "median_elapsed_s": statistics.median([r["elapsed_s"] for r in ok]) if ok else None,
+            "median_cpu_ms_per_page": statistics.median(cpu) if (
+                cpu := [r["cpu_ms_per_page"] for r in ok if r.get("cpu_ms_per_page")]
+            ) else None,
             "all_pages_fetched": all(r["responses"] >= pages for r in ok) and bool(ok),
             "max_fetches_per_page": max((r["site"]["max_hits"] for r in ok), default=None),
         }
@@ -198,6 +204,18 @@ def summarize(runs: list[dict[str, Any]], configs: Sequence[str], pages: int) ->
     if a.get("median_steady_pages_per_s") and d.get("median_steady_pages_per_s"):
         steady = a["median_steady_pages_per_s"] / d["median_steady_pages_per_s"]
     summary["ratio"] = ratio
+    # against the baseline that also writes its state to disk, as the adaptive crawl does
+    j = summary.get("default+jobdir", {})
+    summary["jobdir_ratio"] = (
+        a["median_pages_per_s"] / j["median_pages_per_s"]
+        if a.get("median_pages_per_s") and j.get("median_pages_per_s") else None
+    )
+    # CPU per page, baseline ÷ adaptive (above 1: adaptive spends less), the steadier figure
+    for name, base in (("cpu_ratio", d), ("jobdir_cpu_ratio", j)):
+        summary[name] = (
+            base["median_cpu_ms_per_page"] / a["median_cpu_ms_per_page"]
+            if a.get("median_cpu_ms_per_page") and base.get("median_cpu_ms_per_page") else None
+        )
     summary["steady_ratio"] = steady
     summary["target"] = TARGET_RATIO
     summary["verdict"] = None if ratio is None else ("PASS" if ratio >= TARGET_RATIO else "FAIL")
@@ -229,8 +247,10 @@ def format_report(runs: list[dict[str, Any]], summary: dict[str, Any], configs: 
         s = summary[config]
         med = "-" if s["median_pages_per_s"] is None else f"{s['median_pages_per_s']:.1f}"
         steady = "-" if s["median_steady_pages_per_s"] is None else f"{s['median_steady_pages_per_s']:.1f}"
+        cpu = "-" if s["median_cpu_ms_per_page"] is None else f"{s['median_cpu_ms_per_page']:.3f}"
         lines.append(
-            f"{config:<15} median pages/s {med:>8}   steady {steady:>8}   ok runs {s['ok_runs']}/{s['runs']}   "
+            f"{config:<15} median pages/s {med:>8}   steady {steady:>8}   cpu ms/page {cpu:>6}   "
+            f"ok runs {s['ok_runs']}/{s['runs']}   "
             f"all pages fetched: {s['all_pages_fetched']}   max fetches of one page: {s['max_fetches_per_page']}"
         )
     ratio = "-" if summary["ratio"] is None else f"{summary['ratio']:.2f}"
@@ -238,6 +258,15 @@ def format_report(runs: list[dict[str, Any]], summary: dict[str, Any], configs: 
     lines.append(
         f"\nadaptive/default pages/s (median): {ratio}  (steady-state: {steady_ratio})   "
         f"target >= {TARGET_RATIO}   {summary['verdict'] or ''}"
+    )
+
+    def fmt(x: float | None) -> str:
+        return "-" if x is None else f"{x:.2f}"
+
+    lines.append(
+        f"adaptive/default+jobdir pages/s (median): {fmt(summary['jobdir_ratio'])}   "
+        f"CPU per page, default/adaptive: {fmt(summary['cpu_ratio'])}, "
+        f"default+jobdir/adaptive: {fmt(summary['jobdir_cpu_ratio'])}"
     )
     lines.append(
         "load average (1/5/15 min) at start {} and end {} on {} CPUs".format(

@@ -7,7 +7,10 @@ meant for people; a file written from the ``spider_closed`` signal is exact.
 
 Besides the stats it records, on the monotonic clock, when the first and the
 last response arrived and how many there were, so the benchmark can report
-a steady-state rate that leaves out start-up and shutdown.
+a steady-state rate that leaves out start-up and shutdown, and the CPU
+seconds the crawl process spent from open to close: on a shared machine
+wall-clock rates swing with the neighbours' load, CPU time per page much
+less.
 """
 
 from __future__ import annotations
@@ -41,6 +44,9 @@ class BenchStats:
         self.responses = 0
         self.opened: float | None = None
         self.closed: float | None = None
+        #: the crawl process's CPU seconds (time.process_time) at open and close
+        self.cpu_opened: float | None = None
+        self.cpu_closed: float | None = None
         self.reason: str | None = None
 
     @classmethod
@@ -57,6 +63,7 @@ class BenchStats:
 
     def spider_opened(self, spider: Spider) -> None:
         self.opened = time.monotonic()
+        self.cpu_opened = time.process_time()
 
     def response_received(self, **kwargs: Any) -> None:
         now = time.monotonic()
@@ -68,6 +75,7 @@ class BenchStats:
     def spider_closed(self, spider: Spider, reason: str) -> None:
         self.reason = reason
         self.closed = time.monotonic()
+        self.cpu_closed = time.process_time()
 
     def engine_stopped(self) -> None:
         """Write the file last, once CoreStats has set ``finish_time``."""
@@ -82,6 +90,8 @@ class BenchStats:
             else self.first - self.opened,
             "first_to_last_response_s": None if self.first is None or self.last is None else self.last - self.first,
             "open_to_close_s": None if self.opened is None or closed is None else closed - self.opened,
+            "cpu_open_to_close_s": None if self.cpu_opened is None or self.cpu_closed is None
+            else self.cpu_closed - self.cpu_opened,
         }
         with open(self.path, "w", encoding="utf-8") as f:
             json.dump({"stats": stats, "timings": timings}, f, indent=1)

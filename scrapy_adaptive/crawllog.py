@@ -22,6 +22,7 @@ then skipped: it never stops the crawl (the records are the truth).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -48,8 +49,14 @@ def duration_text(seconds: float | None) -> str:
     return f"{hours // 24}d{hours % 24}h"
 
 
+@functools.lru_cache(maxsize=4)
+def _second_stamp(second: int) -> str:
+    """The UTC stamp of one whole second (a crawl logs many lines a second)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+
+
 def format_line(record: UrlRecord, visit: Visit, now: float) -> str:
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+    stamp = _second_stamp(int(now)) + f".{int(now % 1 * 1000):03d}Z"
     notes = [f"wt:{duration_text(visit.wait)}" if visit.wait is not None else "wt:-", f"{record.visits}vis"]
     notes.append(f"{record.versions}ver")
     if visit.overdue is not None:

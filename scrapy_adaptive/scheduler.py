@@ -77,6 +77,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: the stat each add counts, built once: every request the spider yields is an add
+_ENQUEUED_STATS = {result: f"adaptive/enqueued/{result.value}" for result in AddResult}
+
 
 class AdaptiveScheduler(BaseScheduler):
     """A Scrapy scheduler that revisits every URL it knows, for ever.
@@ -305,7 +308,7 @@ class AdaptiveScheduler(BaseScheduler):
             logger.error("%s; the request is dropped, the crawl goes on.", exc)
             self.stats.inc_value("adaptive/enqueued/refused")
             return False
-        self.stats.inc_value(f"adaptive/enqueued/{result.value}")
+        self.stats.inc_value(_ENQUEUED_STATS[result])
         if meta.HINT in request.meta:
             take_hint(self.frontier, self.policy.hint_wait, self.stats, fp, request, new=result is AddResult.NEW)
         if result is not AddResult.DUPLICATE:

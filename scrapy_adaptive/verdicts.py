@@ -14,6 +14,7 @@ hosts' trust, :class:`~.issued.IssuedRequests` the request objects.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -146,14 +147,26 @@ class Verdicts:
 
     def _count(self, record: UrlRecord, visit: Visit) -> None:
         inc = self.stats.inc_value
-        inc(f"adaptive/outcome/{record.outcome}")
         if record.outcome != Outcome.VISITED.value:
+            inc(f"adaptive/outcome/{record.outcome}")
             return
         kind = media_type(visit.content_type).split("/", 1)[0]
         kind = kind if kind in ("text", "image") else "other"
-        inc("adaptive/visits")
-        inc(f"adaptive/visits/{kind}")
-        inc(f"adaptive/change/{visit.change.value}")
-        inc(f"adaptive/change/{visit.change.value}/{kind}")
-        if visit.change is ChangeState.CHANGED:
-            inc("adaptive/versions")
+        for key in _visit_stats(kind, visit.change):
+            inc(key)
+
+
+@functools.cache
+def _visit_stats(kind: str, change: ChangeState) -> tuple[str, ...]:
+    """The stats one visit of this kind and change counts (built once per pair:
+    this runs at every visit)."""
+    keys = [
+        f"adaptive/outcome/{Outcome.VISITED.value}",
+        "adaptive/visits",
+        f"adaptive/visits/{kind}",
+        f"adaptive/change/{change.value}",
+        f"adaptive/change/{change.value}/{kind}",
+    ]
+    if change is ChangeState.CHANGED:
+        keys.append("adaptive/versions")
+    return tuple(keys)

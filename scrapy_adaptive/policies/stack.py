@@ -77,6 +77,8 @@ class PolicyStack(WaitPolicy):
         self.params = params
         self.cls = cls
         self._overrides: dict[str, WaitPolicy] = {}
+        #: parsing the URL for its host is wasted when no entry matches on hosts
+        self._by_host = any(matcher.hosts for matcher, _ in entries)
 
     @classmethod
     def from_config(cls, config: AdaptiveConfig) -> PolicyStack:
@@ -114,7 +116,8 @@ class PolicyStack(WaitPolicy):
 
     def select(self, visit: Visit) -> WaitPolicy:
         url = visit.url or ""
-        host = url_host(url)  # the match criterion is the URL's host, not its queue
+        # the match criterion is the URL's host, not its queue
+        host = url_host(url) if self._by_host else ""
         for matcher, policy in self.entries:
             if matcher.matches(url, host, visit.content_type):
                 return policy

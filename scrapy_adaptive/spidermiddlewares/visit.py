@@ -255,7 +255,9 @@ class VisitMiddleware:
 
     def _out(self, obj: Any, response: Response, ticket: Ticket | None) -> Any:
         """What goes on: items counted on the visit's delivery ticket, requests marked."""
-        if ticket is not None and is_item(obj):
+        # a request is never an item, and most objects are requests:
+        # is_item asks every item adapter in turn
+        if ticket is not None and not isinstance(obj, Request) and is_item(obj):
             ticket.item_yielded()
             return obj
         return self._child(obj, response)
