@@ -466,9 +466,11 @@ class Frontier(HostFacts):
                     setattr(record, name, value)
             if visit.policy_state is not None:
                 record.policy = visit.policy_state
+            if visit.noise is not None:
+                record.noise = visit.noise or None
             wait = visit.wait if visit.wait is not None else 0.0
-            record.wait = wait
-            record.next_ms = time_to_ms(now + wait)
+            record.wait = wait  # a probe does not change the policy's wait
+            record.next_ms = time_to_ms(now + (wait if visit.probe is None else min(wait, visit.probe)))
             record.history.append([round(now, 3), visit.change.value, visit.status])
             del record.history[: -self.history_size]
         elif outcome is Outcome.RETRY:
