@@ -177,11 +177,7 @@ def _excluded(segment: Segment, anchor_hash: str, exclusions: Sequence[Exclusion
     that is all wildcards (a lone token) only right after its anchor.
     """
     for index, (anchor, n, wildcards, fixed) in enumerate(exclusions):
-        if (
-            n == len(segment)
-            and (n > len(wildcards) or anchor == anchor_hash)
-            and fixed == _fixed(segment, wildcards)
-        ):
+        if n == len(segment) and (n > len(wildcards) or anchor == anchor_hash) and fixed == _fixed(segment, wildcards):
             return index
     return None
 
@@ -308,4 +304,6 @@ def needs_text(state: dict[str, Any] | None, *, changed: bool, first: bool, vali
     state = state or {}
     if SKETCH in state or EXCLUSIONS in state:
         return True
-    return changed and not first and not validators and SETTLED not in state and int(state.get(PROBES) or 0) < MAX_PROBES
+    return (
+        changed and not first and not validators and SETTLED not in state and int(state.get(PROBES) or 0) < MAX_PROBES
+    )
