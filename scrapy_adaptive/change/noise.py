@@ -32,7 +32,9 @@ with fixed text (``Server time * UTC``) matches wherever it is; one that
 is all wildcards (a lone token) only after its anchor.  A matching segment
 is left out of the digest; a segment of the same shape but other fixed
 text (a real edit of the line that holds the clock) is kept, so the edit
-is seen.
+is seen.  A lone token is told from a stable one-word segment by its
+anchor only: in a page that repeats the same text before both, the stable
+one is left out too (a repeated navigation bar with a token in one copy).
 
 Pure: no Scrapy imports; the response is duck-typed as in :mod:`.digest`.
 """
@@ -155,8 +157,10 @@ def learn(before: Sequence[str], after: Sequence[Segment]) -> Learned:
     anchor = _hash("")
     for j, segment in enumerate(after):
         if j in noise:
-            exclusions.append([anchor, len(segment), noise[j], _fixed(segment, noise[j])])
-            anchor = _excluded_anchor(len(exclusions) - 1)
+            exclusion = [anchor, len(segment), noise[j], _fixed(segment, noise[j])]
+            if exclusion not in exclusions:  # two lone tokens after the same text: one rule
+                exclusions.append(exclusion)
+            anchor = _excluded_anchor(exclusions.index(exclusion))
         else:
             anchor = _hash(" ".join(segment))
     if len(exclusions) > MAX_EXCLUSIONS:
@@ -176,10 +180,14 @@ def _excluded(segment: Segment, anchor_hash: str, exclusions: Sequence[Exclusion
     wherever it is, so a real edit of its neighbour does not hide it; one
     that is all wildcards (a lone token) only right after its anchor.
     """
+    anywhere = None
     for index, (anchor, n, wildcards, fixed) in enumerate(exclusions):
-        if n == len(segment) and (n > len(wildcards) or anchor == anchor_hash) and fixed == _fixed(segment, wildcards):
-            return index
-    return None
+        if n == len(segment) and fixed == _fixed(segment, wildcards):
+            if anchor == anchor_hash:
+                return index  # in its place: the exclusion learned there
+            if anywhere is None and n > len(wildcards):
+                anywhere = index
+    return anywhere
 
 
 @dataclass(frozen=True)
