@@ -231,7 +231,7 @@ def test_frontier_issues_a_probe_now_keeps_the_policy_wait_and_stores_the_state(
     assert cleared is not None and cleared.noise is None and cleared.next_ms == 1_500_000
 
 
-@pytest.mark.parametrize("validators", [{"ETag": '"v1"'}, {"Last-Modified": "Tue, 01 Jan 2030 00:00:00 GMT"}])
+@pytest.mark.parametrize("validators", [{"ETag": '"v1"'}, {"Last-Modified": "Tue, 01 Jan 2013 00:00:00 GMT"}])
 def test_pages_with_validators_are_not_probed(validators: dict[str, str]) -> None:
     mw = VisitMiddleware(get_crawler().stats)
     url = "http://example.com/v"
@@ -241,3 +241,15 @@ def test_pages_with_validators_are_not_probed(validators: dict[str, str]) -> Non
     visit = evaluate(second, record)
     mw._noise(second, record, visit)
     assert visit.change is ChangeState.CHANGED and visit.probe is None and visit.noise is None
+
+
+def test_a_last_modified_of_now_is_no_validator() -> None:
+    mw = VisitMiddleware(get_crawler().stats, clock=lambda: 1_700_000_000.0)
+    url = "http://example.com/v"
+    now = {"Last-Modified": "Tue, 14 Nov 2023 22:13:20 GMT"}  # 1_700_000_000
+    first = HtmlResponse(url, body=b"<p>a 1</p>", headers=now, request=Request(url))
+    second = HtmlResponse(url, body=b"<p>a 2</p>", headers=now, request=Request(url))
+    record = {"digest": evaluate(first, {}).digest, "fetched": 1_699_999_000.0}
+    visit = evaluate(second, record)
+    mw._noise(second, record, visit)
+    assert visit.probe == 0.0 and visit.noise is not None

@@ -48,6 +48,7 @@ from .. import meta
 from ..change import noise
 from ..change.digest import Digester, ItemsDigester, items_digest, payload_digest
 from ..change.rules import DigestRules, build_digester
+from ..dates import parse_http_date
 from ..delivery import Ticket, ticket_of
 from ..frontier.record import ChangeState, Outcome, Visit
 from ..settings import ConfigError
@@ -122,6 +123,17 @@ def evaluate(response: Response, record: dict[str, Any], digester: Digester | No
         visit.payload_digest = payload_digest(response.body, exact_digest=digest)
     visit.change = compare(record.get("digest"), digest)
     return visit
+
+
+#: a Last-Modified this close to the fetch (or later) is a generation time,
+#: not a content date: it says nothing about change, as on a noise page
+FRESH_LAST_MODIFIED = 2.0
+
+
+def usable_last_modified(value: str | None, now: float) -> bool:
+    """True if *value* is a Last-Modified that can tell "no change"."""
+    stamp = parse_http_date(value)
+    return stamp is not None and stamp < now - FRESH_LAST_MODIFIED
 
 
 def skip_unchanged(response: Response, **kwargs: Any) -> tuple[()]:
@@ -204,7 +216,7 @@ class VisitMiddleware:
         state = record.get("noise")
         changed = visit.change is ChangeState.CHANGED
         first = record.get("digest") is None
-        validators = visit.etag is not None or visit.last_modified is not None
+        validators = visit.etag is not None or usable_last_modified(visit.last_modified, self.clock())
         if visit.digest is None or not noise.needs_text(state, changed=changed, first=first, validators=validators):
             return
         fetched = record.get("fetched")
