@@ -155,6 +155,7 @@ class VisitMiddleware:
         revisit_embeds: bool = False,
         max_size: int = 1_048_576,
         probe_window: float = 30.0,
+        noise_learning: bool = True,
         clock: Any = time.time,
     ) -> None:
         self.stats = stats
@@ -168,6 +169,7 @@ class VisitMiddleware:
         self.max_size = max_size
         #: the longest a noise probe may come after the fetch it checks
         self.probe_window = probe_window
+        self.noise_learning = noise_learning
         self.clock = clock
 
     @classmethod
@@ -185,6 +187,7 @@ class VisitMiddleware:
         # a probe waits the host's politeness delay; ten of them is still
         # short next to the change rates noise learning must not mistake
         self.probe_window = max(30.0, 10 * config.min_delay)
+        self.noise_learning = config.noise_learning
 
     # -- input: judge and commit -------------------------------------------------
 
@@ -207,7 +210,8 @@ class VisitMiddleware:
                 request.meta[meta.PENDING_VISIT] = (base_visit(response), digester, record)
                 return
             visit = evaluate(response, record, digester)
-            self._noise(response, record, visit)
+            if self.noise_learning:
+                self._noise(response, record, visit)
         self.services.commit(request, visit)
         self._after_verdict(request, visit)
 
