@@ -231,6 +231,33 @@ def test_frontier_issues_a_probe_now_keeps_the_policy_wait_and_stores_the_state(
     assert cleared is not None and cleared.noise is None and cleared.next_ms == 1_500_000
 
 
+def test_a_probe_comes_before_its_queues_overdue_urls() -> None:
+    now = [1000.0]
+    frontier = Frontier(
+        MemoryStore(),
+        Politeness(delay_factor=0, min_delay=1, max_delay=1, valence=1, retry_delay=900, max_retries=3, lease=60),
+        clock=lambda: now[0],
+    )
+    for i in range(3):
+        frontier.add(bytes([i]) * 20, f"http://a/{i}", "a", {"url": f"http://a/{i}"})
+        now[0] += 1
+    first = frontier.next()
+    assert first is not None and first.record.url == "http://a/0"
+    frontier.fetch_ended(first.fp, 0.0)
+    visit = Visit(Outcome.VISITED, wait=500.0, status=200, change=ChangeState.CHANGED, digest="x")
+    visit.probe = 0.0
+    frontier.update(first.fp, visit)
+    now[0] += 1  # the politeness delay
+    probe = frontier.next()
+    assert probe is not None and probe.record.url == "http://a/0"  # before a/1 and a/2, due earlier
+    frontier.fetch_ended(probe.fp, 0.0)
+    after = frontier.update(probe.fp, Visit(Outcome.VISITED, wait=500.0, status=200, digest="x"))
+    assert after is not None and after.directive == 0  # for one issue
+    now[0] += 1
+    following = frontier.next()
+    assert following is not None and following.record.url == "http://a/1"
+
+
 @pytest.mark.parametrize("validators", [{"ETag": '"v1"'}, {"Last-Modified": "Tue, 01 Jan 2013 00:00:00 GMT"}])
 def test_pages_with_validators_are_not_probed(validators: dict[str, str]) -> None:
     mw = VisitMiddleware(get_crawler().stats)
