@@ -342,6 +342,13 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "which digest rule applies where (see Change detection); a list of dicts, or JSON.",
     ),
     _bool(
+        "ADAPTIVE_NOISE_LEARNING",
+        GROUP_CHANGE,
+        True,
+        "a page without usable validators found changed on a revisit is probed at once, and what changed "
+        "between the two fetches is left out of its digest from then on (see Change detection).",
+    ),
+    _bool(
         "ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE",
         GROUP_CHANGE,
         False,

@@ -152,6 +152,7 @@ class AdaptiveConfig:
     digest_default: Any
     digest_max_size: int
     digest_rules: Any
+    noise_learning: bool
     revisit_embeds_on_change: bool
     unchanged: str
     crawl_log: bool

@@ -46,6 +46,11 @@ request counters, so tests are reproducible):
     200 page whose body *version* is ``(hits - 1) // every`` (hits counted per
     key, 1-based), i.e. the content changes every ``every`` requests. Sends
     ``ETag: "<key>-v<version>"`` and answers 304 to a matching If-None-Match.
+``/noisy/<every>/<key>``
+    200 page whose real content *version* changes every ``every`` requests
+    (as ``/changes``), with no validators, and per-request noise in its
+    visible text: a server clock (microseconds) and a random token, each in
+    its own paragraph (a "noise page" for learned-noise tests).
 ``/validators/<key>?etag=abc&lm=<epoch seconds or HTTP-date>``
     200 page with the given ETag (quoted unless already quoted / weak) and/or
     Last-Modified; 304 when If-None-Match matches (takes precedence) or when
@@ -100,6 +105,7 @@ import argparse
 import html
 import itertools
 import json
+import secrets
 import sys
 import time
 import urllib.parse
@@ -294,6 +300,8 @@ def _build_resource(state: _State) -> Any:
                 return self.ring(request, path, parts)
             if head == "changes" and len(parts) >= 3:
                 return self.changes(request, path, parts)
+            if head == "noisy" and len(parts) >= 3:
+                return self.noisy(request, path, parts)
             if head == "validators" and len(parts) >= 2:
                 return self.validators(request, path)
             if head == "sitemap" and len(parts) >= 2:
@@ -391,6 +399,13 @@ def _build_resource(state: _State) -> Any:
             if not_modified(request, etag, None):
                 return answer_not_modified(request)
             return self.page(request, path, extra=f"version {version}")
+
+        def noisy(self, request: Request, path: str, parts: list[str]) -> bytes:
+            every = max(1, int(parts[1])) if parts[1].isdigit() else 1
+            version = Periodic(every).at(state.hit("noisy:" + "/".join(parts[2:])) - 1).version
+            clock = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+            noise = f'<p class="clock">Server time {clock} UTC</p>\n<p class="token">{secrets.token_hex(8)}</p>\n'
+            return self.page(request, path, extra=f"version {version}").replace(b"</body>", noise.encode() + b"</body>")
 
         def sitemap(self, request: Request, parts: list[str]) -> bytes:
             key = "/".join(parts[1:])

@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any
 
-from .engine import RunConfig
+from .engine import DETECTIONS, RunConfig
 from .lab import kind_table, run_policy, table
 from .lineup import POLICIES
 from .metrics import RunResult
@@ -33,7 +33,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--scale", type=float, default=1.0, help="fraction of the 20,000 URLs and 200 hosts")
     p.add_argument("--days", type=float, default=180.0)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--detection", choices=("normalised", "raw"), default="normalised")
+    p.add_argument("--detection", choices=DETECTIONS, default="normalised")
     p.add_argument("--fetch-cap", type=float, help="crawler throughput cap, × the budget (e.g. 1.0)")
     p.add_argument("--no-calibrate", action="store_true", help="run rule-based policies with their own parameters")
     p.add_argument("--calibration-scale", type=float, default=0.1, help="world fraction used to calibrate rules")

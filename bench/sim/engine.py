@@ -44,13 +44,19 @@ from .world import World
 
 _FP = struct.Struct(">I")
 NOT_MODIFIED_BYTES = 300
+DETECTIONS = ("normalised", "raw", "learned")
+_UNPROBED, _PROBING, _SETTLED = 0, 1, 2
 
 
 @dataclass
 class RunConfig:
     """How the crawler sees the world."""
 
-    #: "normalised": the digest ignores noise; "raw": any byte change is a change
+    #: "normalised": the digest ignores noise; "raw": any byte change is a
+    #: change; "learned": raw until the crawler's noise learner
+    #: (``change/noise.py``) has probed the page: a page without usable
+    #: validators is probed (due at once, politeness spaces it) after its
+    #: first changed revisit, and a noise page is normalised from the probe on
     detection: str = "normalised"
     history_size: int = 16
     #: total fetches per second the crawler can make (None: unlimited)
@@ -74,9 +80,10 @@ def simulate(
     known so far (the replay uses it to grow the budget with the crawl).
     """
     cfg = config or RunConfig()
-    if cfg.detection not in ("normalised", "raw"):
-        raise ValueError("detection must be 'normalised' or 'raw'")
+    if cfg.detection not in DETECTIONS:
+        raise ValueError(f"detection must be one of {', '.join(DETECTIONS)}")
     raw = cfg.detection == "raw"
+    learning = cfg.detection == "learned"
     clock = [world.start]
     frontier = Frontier(MemoryStore(), cfg.politeness, history_size=cfg.history_size, clock=lambda: clock[0])
     pages = world.pages
@@ -109,6 +116,7 @@ def simulate(
     metrics = Metrics(world, cfg.bin_days, cfg.politeness.min_delay)
     ptr = [0] * len(pages)  # first change not yet seen by a visit
     seen = [False] * len(pages)
+    probing = [_UNPROBED] * len(pages)  # the noise learner's state per page
     hosts = world.hosts
     end = world.start + world.duration
     cap = cfg.fetch_cap
@@ -163,14 +171,23 @@ def simulate(
         first = not seen[i]
         seen[i] = True
         really_changed = j > k and not first
+        probe = False
         if first:
             change = ChangeState.CHANGED  # a new URL: its first version
             metrics.first_visit(page, now, j)
-        else:
-            change = (
-                ChangeState.CHANGED if (really_changed or (raw and page.kind == "noise")) else ChangeState.UNCHANGED
-            )
+        elif learning and probing[i] == _PROBING:
+            # the probe: whatever differs since the last fetch is learned as
+            # noise (a real change in those seconds too), never a change
+            probing[i] = _SETTLED
+            change = ChangeState.UNCHANGED
             metrics.revisit(page, now, changes, k, j)
+        else:
+            noisy = page.kind == "noise" and (raw or (learning and probing[i] != _SETTLED))
+            change = ChangeState.CHANGED if (really_changed or noisy) else ChangeState.UNCHANGED
+            metrics.revisit(page, now, changes, k, j)
+            validators = page.kind != "noise" and (host.conditional or host.last_modified)
+            if learning and change is ChangeState.CHANGED and probing[i] == _UNPROBED and not validators:
+                probing[i], probe = _PROBING, True
         status, size = 200, page.size
         if change is ChangeState.UNCHANGED and host.conditional and page.kind != "noise":
             status, size = 304, NOT_MODIFIED_BYTES
@@ -195,6 +212,8 @@ def simulate(
             fetched=now,
         )
         visit.wait = policy.next_wait(issued.record.snapshot(), visit)
+        if probe:
+            visit.probe = 0.0
         if not (visit.wait >= 0 and math.isfinite(visit.wait)):
             raise ValueError(f"{type(policy).__name__} returned an invalid wait {visit.wait!r} for {page.url}")
         frontier.update(issued.fp, visit)

@@ -58,7 +58,7 @@ def payload_digest(body: bytes, exact_digest: str | None = None) -> str:
     return "sha1:" + base64.b32encode(raw).decode("ascii")
 
 
-def _sha1(prefix: str, data: bytes) -> str:
+def sha1_digest(prefix: str, data: bytes) -> str:
     return f"{prefix}:sha1:{hashlib.sha1(data).hexdigest()}"
 
 
@@ -69,7 +69,7 @@ class Digester:
 
     def digest(self, response: Response) -> str | None:
         body = response.body
-        return _sha1("exact", body) if body else None
+        return sha1_digest("exact", body) if body else None
 
 
 class RegexDigester(Digester):
@@ -84,13 +84,13 @@ class RegexDigester(Digester):
         if not body:
             return None
         if len(body) > self.max_size:
-            return _sha1("exact", body)
+            return sha1_digest("exact", body)
         text = text_of(response)
         if text is None:
             text = body.decode("latin-1")
         for pattern in self.patterns:
             text = pattern.sub(" ", text)
-        return _sha1("regex", text.encode("utf-8"))
+        return sha1_digest("regex", text.encode("utf-8"))
 
 
 _INVISIBLE = ("script", "style", "noscript", "template", "head")
@@ -108,23 +108,32 @@ class TextDigester(Digester):
         if text is None or "html" not in media_type(
             (response.headers.get("Content-Type") or b"text/html").decode("latin-1")
         ):
-            return _sha1("exact", body)
-        return _sha1("text", visible_text(text).encode("utf-8"))
+            return sha1_digest("exact", body)
+        return sha1_digest("text", visible_text(text).encode("utf-8"))
 
 
-def visible_text(html: str) -> str:
-    """The text a reader sees, in document order, whitespace-normalised."""
+def visible_root(html: str) -> Any:
+    """The parsed page without what a reader does not see (scripts, styles,
+    comments, the head), or None if it cannot be parsed."""
     import lxml.etree
     import lxml.html
 
     try:
         root = lxml.html.document_fromstring(html)
     except (lxml.etree.ParserError, ValueError):
-        return _SPACES.sub(" ", html).strip()
+        return None
     # collect first: dropping while iterating would skip siblings
     for element in list(root.iter(lxml.etree.Comment, *_INVISIBLE)):
         if element.getparent() is not None:
             element.drop_tree()  # keeps the element's tail text
+    return root
+
+
+def visible_text(html: str) -> str:
+    """The text a reader sees, in document order, whitespace-normalised."""
+    root = visible_root(html)
+    if root is None:
+        return _SPACES.sub(" ", html).strip()
     return _SPACES.sub(" ", root.text_content()).strip()
 
 
@@ -152,7 +161,7 @@ def items_digest(items: Iterable[Any], fields: Sequence[str] = ()) -> str:
             data = {k: data.get(k) for k in fields}
         canonical.append(json.dumps(data, sort_keys=True, default=str, ensure_ascii=False))
     canonical.sort()
-    return _sha1("items", "\n".join(canonical).encode("utf-8"))
+    return sha1_digest("items", "\n".join(canonical).encode("utf-8"))
 
 
 DIGESTERS = ("exact", "regex", "text", "items")

@@ -52,7 +52,7 @@ from . import hints
 from .crawltime import FetchTimes
 from .hostfacts import HostFacts
 from .hostqueue import Entry, HostQueue, Politeness, QueueHeap, QueueState
-from .keys import NEVER_MS, time_to_ms
+from .keys import NEVER_MS, PROBE_DIRECTIVE, time_to_ms
 from .record import ChangeState, Outcome, RecordError, UrlRecord, Visit
 from .shape import frontier_shape
 from .store import Batch, Store
@@ -474,9 +474,16 @@ class Frontier(HostFacts):
                     setattr(record, name, value)
             if visit.policy_state is not None:
                 record.policy = visit.policy_state
+            if visit.noise is not None:
+                record.noise = visit.noise or None
             wait = visit.wait if visit.wait is not None else 0.0
-            record.wait = wait
-            record.next_ms = time_to_ms(now + wait)
+            record.wait = wait  # a probe does not change the policy's wait
+            if visit.probe is None:
+                record.next_ms = time_to_ms(now + wait)
+            else:
+                # a probe must come within seconds: ahead of its queue's overdue URLs
+                record.next_ms = time_to_ms(now + min(wait, visit.probe))
+                record.directive = PROBE_DIRECTIVE
             record.history.append([round(now, 3), visit.change.value, visit.status])
             del record.history[: -self.history_size]
         elif outcome is Outcome.RETRY:

@@ -24,6 +24,10 @@ import struct
 #: are not rediscovered (thesis 6.2).
 NEVER_MS = 2**64 - 1
 MAX_DIRECTIVE = 255
+#: the directive of a noise probe (above an embed's 1): issued before its
+#: queue's other due URLs, so it comes one politeness delay after the fetch
+#: it checks, for one issue
+PROBE_DIRECTIVE = 2
 
 RECORD_PREFIX = b"u/"
 QUEUE_PREFIX = b"q/"

@@ -102,6 +102,12 @@ class Visit:
     #: that policies group URLs exactly as the frontier queues them; None:
     #: unknown (policies then fall back to the URL's host name)
     queue: str | None = None
+    #: what change detection learned about the page's noise (the record's
+    #: ``noise``, :mod:`~..change.noise`); None keeps what the record had
+    noise: dict[str, Any] | None = None
+    #: a noise probe: visit again within this many seconds whatever the
+    #: wait (the frontier's politeness still spaces it); None: no probe
+    probe: float | None = None
 
 
 @dataclass
@@ -142,6 +148,10 @@ class UrlRecord:
     #: this URL's own validator record, ``[lies, right since the last lie]``
     #: (None: never caught lying); see :func:`~..change.trust.url_trusted`
     validator_lies: list[int] | None = None
+    #: the page's learned noise (the visit middleware's state, see
+    #: ``spidermiddlewares/visit.py``): a fetch's sketch awaiting its probe,
+    #: the learned exclusions, or why there are none
+    noise: dict[str, Any] | None = None
 
     # field name -> stored key; one table so encoding and decoding agree
     _KEYS = {
@@ -171,6 +181,7 @@ class UrlRecord:
         "policy": "ps",
         "hint": "hn",
         "validator_lies": "vl",
+        "noise": "nz",
     }
 
     #: the request's stored bytes and the dict they were read into (not saved)
@@ -254,6 +265,7 @@ class UrlRecord:
             "history": [list(h) for h in self.history],
             "policy": dict(self.policy),
             "hint": dict(self.hint) if self.hint else None,
+            "noise": self.noise,
         }
 
 

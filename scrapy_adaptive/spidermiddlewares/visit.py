@@ -11,6 +11,10 @@ visit (thesis 6.2).  For each one it
    last digest is kept;
 2. compares with the last digest from the record snapshot the scheduler put
    in ``meta["adaptive_record"]``: changed / unchanged / unknown (no body);
+   a page without validators that changed on a revisit is probed (fetched
+   again as soon as politeness allows) and, if the probe differs too, the
+   segments that changed are learned as noise and left out of its digest
+   from then on (:mod:`..change.noise`);
 3. hands the verdict to the frontier's services (bound by the scheduler
    at open): the wait policy decides the wait and the frontier records it,
    in one atomic write;
@@ -31,6 +35,7 @@ at once so the page and its resources are captured together (thesis ch. 8).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -40,8 +45,10 @@ from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 
 from .. import meta
+from ..change import noise
 from ..change.digest import Digester, ItemsDigester, items_digest, payload_digest
 from ..change.rules import DigestRules, build_digester
+from ..dates import parse_http_date
 from ..delivery import Ticket, ticket_of
 from ..frontier.record import ChangeState, Outcome, Visit
 from ..settings import ConfigError
@@ -118,6 +125,17 @@ def evaluate(response: Response, record: dict[str, Any], digester: Digester | No
     return visit
 
 
+#: a Last-Modified this close to the fetch (or later) is a generation time,
+#: not a content date: it says nothing about change, as on a noise page
+FRESH_LAST_MODIFIED = 2.0
+
+
+def usable_last_modified(value: str | None, now: float) -> bool:
+    """True if *value* is a Last-Modified that can tell "no change"."""
+    stamp = parse_http_date(value)
+    return stamp is not None and stamp < now - FRESH_LAST_MODIFIED
+
+
 def skip_unchanged(response: Response, **kwargs: Any) -> tuple[()]:
     """Stands in for the callback of an unchanged page: nothing to do."""
     return ()
@@ -136,6 +154,9 @@ class VisitMiddleware:
         unchanged: str = "skip",
         revisit_embeds: bool = False,
         max_size: int = 1_048_576,
+        probe_window: float = 30.0,
+        noise_learning: bool = True,
+        clock: Any = time.time,
     ) -> None:
         self.stats = stats
         #: the frontier's services, bound by the scheduler at open (None:
@@ -146,6 +167,10 @@ class VisitMiddleware:
         self.unchanged = unchanged
         self.revisit_embeds = revisit_embeds
         self.max_size = max_size
+        #: the longest a noise probe may come after the fetch it checks
+        self.probe_window = probe_window
+        self.noise_learning = noise_learning
+        self.clock = clock
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> VisitMiddleware:
@@ -159,6 +184,10 @@ class VisitMiddleware:
         self.unchanged = config.unchanged
         self.revisit_embeds = config.revisit_embeds_on_change
         self.max_size = config.digest_max_size
+        # a probe waits the host's politeness delay; ten of them is still
+        # short next to the change rates noise learning must not mistake
+        self.probe_window = max(30.0, 10 * config.min_delay)
+        self.noise_learning = config.noise_learning
 
     # -- input: judge and commit -------------------------------------------------
 
@@ -181,8 +210,41 @@ class VisitMiddleware:
                 request.meta[meta.PENDING_VISIT] = (base_visit(response), digester, record)
                 return
             visit = evaluate(response, record, digester)
+            if self.noise_learning:
+                self._noise(response, record, visit)
         self.services.commit(request, visit)
         self._after_verdict(request, visit)
+
+    def _noise(self, response: Response, record: dict[str, Any], visit: Visit) -> None:
+        """Learned noise: probe, learn, or digest the page without its noise."""
+        state = record.get("noise")
+        changed = visit.change is ChangeState.CHANGED
+        first = record.get("digest") is None
+        validators = visit.etag is not None or usable_last_modified(visit.last_modified, self.clock())
+        if visit.digest is None or not noise.needs_text(state, changed=changed, first=first, validators=validators):
+            return
+        fetched = record.get("fetched")
+        result = noise.step(
+            state,
+            noise.segments_of(response),
+            changed=changed,
+            first=first,
+            validators=validators,
+            elapsed=None if fetched is None else self.clock() - fetched,
+            window=self.probe_window,
+        )
+        if result.state is not None:
+            visit.noise = result.state
+        if result.digest is not None:
+            visit.digest = result.digest
+            visit.change = ChangeState.UNCHANGED if result.unchanged else compare(record.get("digest"), result.digest)
+        if result.probe:
+            visit.probe = 0.0  # due now: the frontier's politeness spaces it
+            visit.annotations.append("noiseProbe")
+            self.stats.inc_value("adaptive/noise/probes")
+        if result.learned:
+            visit.annotations.append("noiseLearned")
+            self.stats.inc_value("adaptive/noise/learned")
 
     def _after_verdict(self, request: Request, visit: Visit) -> None:
         request.meta[meta.CHANGE] = visit.change.value
