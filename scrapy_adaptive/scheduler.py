@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import BaseScheduler
-from scrapy.exceptions import CloseSpider
 from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.httpobj import urlparse_cached
@@ -59,13 +58,14 @@ from .frontier.store import StoreCorrupt, StoreError
 from .issued import IssuedRequests, url_identity
 from .policies import PolicyStack, load_wait_policy, persist
 from .politeness import QueueKeyer, parse_crawl_delay
+from .refusal import Refusal, RefusingScheduler
 from .reporting import Reporter
 from .request_hints import take_hint
 from .serialization import RequestNotStorable, request_from_data, request_to_data
 from .settings import AdaptiveConfig, ConfigError
 from .spidermiddlewares.visit import VisitMiddleware
 from .startup import warn_about_settings
-from .statedir import CHECKPOINT_INTERVAL, StateDir, StateDirError, open_store, resolve, write_checkpoint
+from .statedir import Checkpoints, StateDir, StateDirError, open_store, resolve
 from .stopgrace import StopGrace
 from .verdicts import Verdicts
 
@@ -126,10 +126,8 @@ class AdaptiveScheduler(BaseScheduler):
         self._stopping = False
         self.refusal = Refusal(crawler)
         self.grace = StopGrace(config.stop_grace, crawler)
-        #: a store write failed: no checkpoint may be written any more
-        self._store_failed = False
-        self._checkpointed = 0.0
-        self._last_checkpoint: tuple[dict[str, int], bool] | None = None
+        #: the state folder marker's checkpoint (built by open())
+        self.checkpoints: Checkpoints | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> AdaptiveScheduler | RefusingScheduler:
@@ -167,6 +165,7 @@ class AdaptiveScheduler(BaseScheduler):
         try:
             self.state = resolve(config.state_dir, self.jobdir)
             store = open_store(self.state, spider=spider.name, fingerprinter=self.fingerprinter, sync=config.state_sync)
+            self.checkpoints = Checkpoints(self.state)
         except (StateDirError, StoreError) as exc:
             self.refusal.refuse(str(exc))
             return None
@@ -426,7 +425,7 @@ class AdaptiveScheduler(BaseScheduler):
             # (due on restart), not lost in a middleware
             for fp in self.frontier.lapsed_leases() if self.grace.stop_seen is None else ():
                 self._lapsed(fp)
-            if time.monotonic() - self._checkpointed >= CHECKPOINT_INTERVAL:
+            if self.checkpoints is not None and self.checkpoints.due():
                 self._checkpoint(clean=False)
             if self.reporter.due():
                 self._summary()
@@ -465,25 +464,12 @@ class AdaptiveScheduler(BaseScheduler):
         self.capacity.measured()
         self.reporter.summary(final=final)
 
-    def _counts(self) -> dict[str, int]:
-        """What a checkpoint records: counts that only ever grow."""
-        assert self.frontier is not None
-        frontier = self.frontier
-        return {"urls": frontier.url_count + frontier.quarantined_count, "visits": frontier.visit_count}
-
     def _checkpoint(self, *, clean: bool) -> None:
-        """Record the counts in the state folder's marker (see statedir.py).
-
-        Never after a failed write (the in-memory counts may then exceed
-        what the database holds), and only when they moved.
-        """
-        self._checkpointed = time.monotonic()
-        if self.frontier is None or self.state is None or self._store_failed:
-            return
-        point = (self._counts(), clean)
-        if point != self._last_checkpoint:
-            write_checkpoint(self.state, **point[0], clean=clean)
-            self._last_checkpoint = point
+        """Record the counts that only ever grow in the state folder's marker."""
+        if self.checkpoints is not None and self.frontier is not None:
+            frontier = self.frontier
+            urls = frontier.url_count + frontier.quarantined_count
+            self.checkpoints.write(urls=urls, visits=frontier.visit_count, clean=clean)
 
     def _fatal(self, exc: StoreError) -> None:
         """The state cannot be written: stop rather than lose history.
@@ -491,7 +477,8 @@ class AdaptiveScheduler(BaseScheduler):
         The failed batch was not applied (LevelDB batches are atomic), so the
         store still holds the previous, consistent state.
         """
-        self._store_failed = True
+        if self.checkpoints is not None:
+            self.checkpoints.stop()
         if self._stopping:
             return
         self._stopping = True
@@ -505,56 +492,3 @@ class AdaptiveScheduler(BaseScheduler):
             assert self.crawler is not None
             exit_with_error(self.crawler)
             deferred_from_coro(engine.close_spider_async(reason="adaptive_state_error"))
-
-
-class Refusal:
-    """Refuses to start the crawl: one CRITICAL line, a clean close, exit code 1.
-
-    The refusal is said at once (from ``open``) and enforced from the
-    ``spider_opened`` signal by raising ``CloseSpider``: that is Scrapy's
-    public way for a component to stop the start-up once every other part is
-    open, so all of them close cleanly.  Raised anywhere earlier (the
-    scheduler's ``from_crawler`` or ``open``) Scrapy leaves a wall of
-    tracebacks ("Engine slot not assigned", "Scraper close failure").
-    """
-
-    def __init__(self, crawler: Crawler | None) -> None:
-        self.crawler = crawler
-        self.message: str | None = None
-        if crawler is not None:
-            crawler.signals.connect(self._on_spider_opened, signals.spider_opened)
-
-    def refuse(self, message: str) -> None:
-        self.message = message
-        logger.critical("scrapy-adaptive cannot start: %s", message)
-        if self.crawler is not None:
-            exit_with_error(self.crawler)
-
-    def _on_spider_opened(self, spider: Spider) -> None:
-        if self.message is not None:
-            raise CloseSpider("adaptive_refused")
-
-
-class RefusingScheduler(BaseScheduler):
-    """Stands in for the scheduler when the settings are refused.
-
-    Built by :meth:`AdaptiveScheduler.from_crawler` instead of raising there:
-    Scrapy cannot close an engine whose scheduler failed to build.
-    """
-
-    def __init__(self, message: str, crawler: Crawler | None = None) -> None:
-        self.message = message
-        self.refusal = Refusal(crawler)
-
-    def open(self, spider: Spider) -> Deferred[None] | None:
-        self.refusal.refuse(self.message)
-        return None
-
-    def has_pending_requests(self) -> bool:
-        return False
-
-    def enqueue_request(self, request: Request) -> bool:
-        return False
-
-    def next_request(self) -> Request | None:
-        return None

@@ -297,3 +297,32 @@ def _write_marker(state: StateDir, data: dict) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, state.marker)
+
+
+class Checkpoints:
+    """Keeps the marker's checkpoint current for a running crawl.
+
+    Written at most every :data:`CHECKPOINT_INTERVAL` seconds and only when
+    the counts moved; never again once a store write has failed (the
+    in-memory counts may then exceed what the database holds).
+    """
+
+    def __init__(self, state: StateDir) -> None:
+        self.state = state
+        self._at = 0.0
+        self._last: tuple[int, int, bool] | None = None
+        self._stopped = False
+
+    def due(self) -> bool:
+        return time.monotonic() - self._at >= CHECKPOINT_INTERVAL
+
+    def write(self, *, urls: int, visits: int, clean: bool) -> None:
+        self._at = time.monotonic()
+        point = (urls, visits, clean)
+        if not self._stopped and point != self._last:
+            write_checkpoint(self.state, urls=urls, visits=visits, clean=clean)
+            self._last = point
+
+    def stop(self) -> None:
+        """A store write failed: no checkpoint may be written any more."""
+        self._stopped = True

@@ -53,6 +53,8 @@ from .crawltime import FetchTimes
 from .hostfacts import HostFacts
 from .hostqueue import Entry, HostQueue, Politeness, QueueHeap, QueueState
 from .keys import NEVER_MS, PROBE_DIRECTIVE, time_to_ms
+from .leases import Lease, Leases
+from .pending import PendingVersions, pending_mark
 from .record import ChangeState, Outcome, RecordError, UrlRecord, Visit
 from .shape import frontier_shape
 from .store import Batch, Store
@@ -61,11 +63,6 @@ logger = logging.getLogger(__name__)
 
 #: a marker: the URL held no entry in its queue's out table
 _NOT_OUT: Any = object()
-
-
-def _pending_mark(delivered: str | None, waiting: int) -> bytes:
-    """A ``p/<fp>`` value: the digest last delivered and the versions waiting."""
-    return json.dumps({"d": delivered, "n": waiting}, separators=(",", ":")).encode()
 
 
 def _order(entry: Entry) -> tuple[int, int, bytes]:
@@ -88,23 +85,7 @@ class Issued:
     overdue: float
 
 
-@dataclass
-class _Out:
-    queue: str
-    issued: float
-    lease_until: float
-    overdue: float
-    #: the record as issued, kept up to date by add(): update() needs no read
-    record: UrlRecord
-    #: when its download started (the downloader took it), and how long it took
-    fetch_started: float | None = None
-    duration: float | None = None
-    #: the downloader holds it (between fetch_started and fetch_ended): its
-    #: lease cannot run out, the host is busy with it
-    in_flight: bool = False
-
-
-class Frontier(HostFacts):
+class Frontier(HostFacts, PendingVersions, Leases):
     """Per-queue priority queues of URL records over a :class:`Store`."""
 
     def __init__(
@@ -125,7 +106,7 @@ class Frontier(HostFacts):
         self.fetch_times = FetchTimes()
         self._queues: dict[str, HostQueue] = {}
         self._heap = QueueHeap(self._queues)
-        self._out: dict[bytes, _Out] = {}
+        self._out: dict[bytes, Lease] = {}
         self._schedulable = 0  # URLs whose next time is not "never"
         self._urls = 0
         self._visits = 0
@@ -148,19 +129,18 @@ class Frontier(HostFacts):
         Reads one small row per queue plus one seek for its head: restart
         time grows with hosts, not URLs.  Nothing is out after a restart,
         and no host is fetched before its shortest politeness wait has
-        passed since the restart.  URLs left pending delivery are made due first (:meth:`_redeliver`).
+        passed since the restart.  URLs left pending delivery are made due
+        first (:meth:`_redeliver`).
         """
         self.redelivered = self._redeliver()
-        now, politeness = self.clock(), self.politeness
+        now = self.clock()
         for name, raw in self.store.hosts():
             q = self._new_queue(name)
             q.restore_counters(json.loads(raw))
             # A fetch in flight when the last crawl died left no end time, so
             # its wait was never stored: every host rests its shortest
             # politeness wait from now, as if a fetch had just ended.
-            q.snooze_all(
-                now + q.politeness_wait(0.0, politeness.delay_factor, politeness.min_delay, politeness.max_delay)
-            )
+            q.snooze_all(now + self._rest_after(q, 0.0))
             for source, counts in q.hint_trust.items():
                 hints.pool(self._hint_pooled.setdefault(source, [0.0, 0.0, 0.0]), counts)
             self._urls += q.urls
@@ -171,37 +151,10 @@ class Frontier(HostFacts):
             self._refresh_head(q)
             self._schedule(q)
 
-    def _redeliver(self) -> int:
-        """Make every version captured but never confirmed delivered due again.
-
-        The record goes back to the digest last delivered and forgets its
-        validators (a conditional GET would answer 304, a mid-fetch abort
-        would stop the body): the next fetch is judged changed unless the
-        page is back to what was delivered, and its items are produced
-        again.  Visit and version counts are untouched (versions count
-        delivered ones only).  One atomic write for all of them.
-        """
-        batch = Batch()
-        now_ms = time_to_ms(self.clock())
-        for fp, mark in self.store.pending():
-            raw = self.store.get_record(fp)
-            try:
-                record = UrlRecord.from_bytes(raw) if raw is not None else None
-            except RecordError:
-                continue  # left as it is: next() quarantines the record, its mark stays as evidence
-            batch.pending[fp] = None
-            if record is None:
-                continue
-            record.digest = json.loads(mark).get("d")
-            record.payload_digest = record.etag = record.last_modified = None
-            old = (record.queue, record.directive, record.next_ms, fp)
-            if not record.never:
-                record.next_ms = min(record.next_ms, now_ms)
-            batch.move_entry(old, (record.queue, record.directive, record.next_ms, fp))
-            batch.records[fp] = record.to_bytes()
-        if batch.pending:
-            self.store.write(batch)
-        return len(batch.records)
+    def _rest_after(self, q: HostQueue, duration: float) -> float:
+        """How long *q*'s slot rests after a fetch that took *duration*."""
+        p = self.politeness
+        return q.politeness_wait(duration, p.delay_factor, p.min_delay, p.max_delay)
 
     def _new_queue(self, name: str) -> HostQueue:
         q = HostQueue(name=name, valence=self.politeness.valence)
@@ -353,45 +306,12 @@ class Frontier(HostFacts):
                 continue
             overdue = max(0.0, now - next_ms / 1000)
             q.take_slot(fp, now)
-            self._out[fp] = _Out(name, now, now + self.politeness.lease, overdue, record)
+            self._out[fp] = Lease(name, now, now + self.politeness.lease, overdue, record)
             self.overdue_samples.append(overdue)
             self._refresh_head(q, q.head)
             self._schedule(q)
             return Issued(fp, record, overdue)
         return None
-
-    def fetch_started(self, fp: bytes) -> None:
-        """The downloader took *fp*: its fetch time counts from now."""
-        out = self._out.get(fp)
-        if out is not None:
-            out.fetch_started = self.clock()
-            out.in_flight = True
-
-    def fetch_ended(self, fp: bytes, duration: float | None = None) -> None:
-        """The download of *fp* is over: start its slot's politeness wait.
-
-        Called as soon as the downloader lets go of the request, before the
-        verdict, so the host's wait is counted from the end of the fetch.
-        Without a *duration* it is measured from :meth:`fetch_started`.
-        """
-        out = self._out.get(fp)
-        if out is None:
-            return
-        if out.in_flight and out.fetch_started is not None:
-            # the lease counts the time out of the downloader only
-            out.lease_until += max(0.0, self.clock() - out.fetch_started)
-        out.in_flight = False
-        if duration is None and out.fetch_started is not None:
-            duration = max(0.0, self.clock() - out.fetch_started)
-        if duration is not None:
-            out.duration = duration
-            self.fetch_times.add(out.queue, duration)
-        q = self._queues[out.queue]
-        wait = q.politeness_wait(
-            duration or 0.0, self.politeness.delay_factor, self.politeness.min_delay, self.politeness.max_delay
-        )
-        if q.release_slot(fp, self.clock() + wait):
-            self._schedule(q)
 
     def update(self, fp: bytes, visit: Visit, *, deliver: bool = False) -> UrlRecord | None:
         """Fold *visit* into the URL's record and move it to its next time.
@@ -418,9 +338,7 @@ class Frontier(HostFacts):
                 visit.duration = out.duration
             elif out.fetch_started is not None:
                 visit.duration = max(0.0, now - out.fetch_started)
-        slot_free_at = now + q.politeness_wait(
-            visit.duration or 0.0, politeness.delay_factor, politeness.min_delay, politeness.max_delay
-        )
+        slot_free_at = now + self._rest_after(q, visit.duration or 0.0)
 
         # what the write changes in memory, put back if it fails: the store
         # keeps the previous state, and so must the counters and the lease
@@ -497,7 +415,7 @@ class Frontier(HostFacts):
         self._settle_hint(q, record, visit)
         batch = Batch(records={fp: record.to_bytes()})
         if now_pending is not None:
-            batch.pending[fp] = _pending_mark(*now_pending)
+            batch.pending[fp] = pending_mark(*now_pending)
         batch.move_entry(old, (record.queue, record.directive, record.next_ms, fp))
         if record.never != was_never:
             q.never += 1 if record.never else -1
@@ -517,104 +435,6 @@ class Frontier(HostFacts):
         self._moved(q, old[1:], (record.directive, record.next_ms, fp))
         self._schedule(q)
         return record
-
-    def confirm(self, delivered: list[tuple[bytes, str | None]]) -> int:
-        """Count versions whose items are durable: ``(fp, digest)`` pairs,
-        one per version, from :meth:`update` with ``deliver=True``.
-
-        One atomic write for all of them (group commit): the records'
-        version counts, their queues' counters and the pending marks.
-        Returns how many versions were counted.
-        """
-        pending = dict(self._pending)
-        records: dict[bytes, UrlRecord] = {}
-        counts: dict[bytes, int] = {}
-        for fp, digest in delivered:
-            mark = pending.get(fp)
-            if mark is None:
-                continue  # not pending (delivery off when it was captured)
-            record = records.get(fp)
-            if record is None:
-                out = self._out.get(fp)
-                raw = None if out is not None else self.store.get_record(fp)
-                if out is not None:
-                    record = out.record
-                elif raw is not None:
-                    record = UrlRecord.from_bytes(raw)
-                else:
-                    continue
-                records[fp] = record
-            waiting = mark[1] - 1
-            if waiting > 0:
-                pending[fp] = (digest, waiting)  # delivered up to this one
-            else:
-                del pending[fp]
-            counts[fp] = counts.get(fp, 0) + 1
-        if not counts:
-            return 0
-        queues: dict[str, int] = {}
-        for fp, n in counts.items():
-            records[fp].versions += n
-            queues[records[fp].queue] = queues.get(records[fp].queue, 0) + n
-        for name, n in queues.items():
-            self._queues[name].versions += n
-        batch = Batch(records={fp: record.to_bytes() for fp, record in records.items()})
-        for fp in counts:
-            batch.pending[fp] = _pending_mark(*pending[fp]) if fp in pending else None
-        for name in queues:
-            batch.hosts[name] = self._counters(self._queues[name])
-        try:
-            self.store.write(batch)
-        except Exception:
-            for fp, n in counts.items():
-                records[fp].versions -= n
-            for name, n in queues.items():
-                self._queues[name].versions -= n
-            raise
-        self._pending = pending
-        counted = sum(counts.values())
-        self._versions += counted
-        return counted
-
-    @property
-    def pending_count(self) -> int:
-        """URLs with versions captured but not yet confirmed delivered."""
-        return len(self._pending)
-
-    def requeue(self, fp: bytes) -> bool:
-        """Give an out URL back to its queue unchanged (lease end, re-send).
-
-        Its queue entry never moved, so it is due again at once, after the
-        slot's politeness wait.
-        """
-        out = self._out.pop(fp, None)
-        if out is None:
-            return False
-        q = self._queues[out.queue]
-        if q.out.get(fp) is not None:
-            q.release_slot(fp, self.clock() + self.politeness.min_delay)
-        q.out.pop(fp, None)
-        entry = (out.record.directive, out.record.next_ms, fp)
-        self._moved(q, entry, entry)
-        self._schedule(q)
-        return True
-
-    def lapsed_leases(self) -> list[bytes]:
-        """URLs out for longer than the lease and not being downloaded.
-
-        A download still running is never taken back, however long it takes
-        (the downloader's own ``DOWNLOAD_TIMEOUT`` ends it): issuing the URL
-        again would put two fetches on a host that allows one.  The time in
-        the downloader does not count against the lease either, so a short
-        lease cannot take back a response on its way to the verdict after a
-        long download: any lease works with any ``DOWNLOAD_TIMEOUT``.
-        """
-        now = self.clock()
-        return [fp for fp, out in self._out.items() if out.lease_until <= now and not out.in_flight]
-
-    def expire_leases(self) -> list[bytes]:
-        """Requeue the :meth:`lapsed_leases` unchanged; return them."""
-        return [fp for fp in self.lapsed_leases() if self.requeue(fp)]
 
     @staticmethod
     def _counters(q: HostQueue) -> bytes:
@@ -661,13 +481,6 @@ class Frontier(HostFacts):
         self._schedulable -= 1
 
     # -- questions ---------------------------------------------------------------
-
-    def is_out(self, fp: bytes) -> bool:
-        return fp in self._out
-
-    def out_queue(self, fp: bytes) -> str | None:
-        out = self._out.get(fp)
-        return out.queue if out else None
 
     def has_pending(self) -> bool:
         """True while any URL will be due some day, or is out."""

@@ -1,0 +1,125 @@
+"""URLs out of the frontier: issued, being downloaded, awaiting a verdict.
+
+An issued URL is *out* until its verdict comes (:meth:`Frontier.update`) or
+its lease lapses.  The downloader's signals mark when its fetch started and
+ended: the end starts the host slot's politeness wait at once (before the
+verdict), and a URL being downloaded never lapses.
+
+:class:`Leases` is a part of :class:`~.frontier.Frontier`, kept in a file of
+its own like :class:`~.hostfacts.HostFacts`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .crawltime import FetchTimes
+from .hostqueue import Entry, HostQueue, Politeness
+from .record import UrlRecord
+
+
+@dataclass
+class Lease:
+    queue: str
+    issued: float
+    lease_until: float
+    overdue: float
+    #: the record as issued, kept up to date by add(): update() needs no read
+    record: UrlRecord
+    #: when its download started (the downloader took it), and how long it took
+    fetch_started: float | None = None
+    duration: float | None = None
+    #: the downloader holds it (between fetch_started and fetch_ended): its
+    #: lease cannot run out, the host is busy with it
+    in_flight: bool = False
+
+
+class Leases:
+    """The out URLs of :class:`~.frontier.Frontier` (a part of it)."""
+
+    # provided by the Frontier
+    clock: Callable[[], float]
+    politeness: Politeness
+    fetch_times: FetchTimes
+    _queues: dict[str, HostQueue]
+    _out: dict[bytes, Lease]
+
+    if TYPE_CHECKING:
+
+        def _rest_after(self, q: HostQueue, duration: float) -> float: ...
+        def _moved(self, q: HostQueue, old: Entry, new: Entry) -> None: ...
+        def _schedule(self, q: HostQueue) -> None: ...
+
+    def fetch_started(self, fp: bytes) -> None:
+        """The downloader took *fp*: its fetch time counts from now."""
+        out = self._out.get(fp)
+        if out is not None:
+            out.fetch_started = self.clock()
+            out.in_flight = True
+
+    def fetch_ended(self, fp: bytes, duration: float | None = None) -> None:
+        """The download of *fp* is over: start its slot's politeness wait.
+
+        Called as soon as the downloader lets go of the request, before the
+        verdict, so the host's wait is counted from the end of the fetch.
+        Without a *duration* it is measured from :meth:`fetch_started`.
+        """
+        out = self._out.get(fp)
+        if out is None:
+            return
+        if out.in_flight and out.fetch_started is not None:
+            # the lease counts the time out of the downloader only
+            out.lease_until += max(0.0, self.clock() - out.fetch_started)
+        out.in_flight = False
+        if duration is None and out.fetch_started is not None:
+            duration = max(0.0, self.clock() - out.fetch_started)
+        if duration is not None:
+            out.duration = duration
+            self.fetch_times.add(out.queue, duration)
+        q = self._queues[out.queue]
+        if q.release_slot(fp, self.clock() + self._rest_after(q, duration or 0.0)):
+            self._schedule(q)
+
+    def requeue(self, fp: bytes) -> bool:
+        """Give an out URL back to its queue unchanged (lease end, re-send).
+
+        Its queue entry never moved, so it is due again at once, after the
+        slot's politeness wait.
+        """
+        out = self._out.pop(fp, None)
+        if out is None:
+            return False
+        q = self._queues[out.queue]
+        if q.out.get(fp) is not None:
+            q.release_slot(fp, self.clock() + self.politeness.min_delay)
+        q.out.pop(fp, None)
+        entry = (out.record.directive, out.record.next_ms, fp)
+        self._moved(q, entry, entry)
+        self._schedule(q)
+        return True
+
+    def lapsed_leases(self) -> list[bytes]:
+        """URLs out for longer than the lease and not being downloaded.
+
+        A download still running is never taken back, however long it takes
+        (the downloader's own ``DOWNLOAD_TIMEOUT`` ends it): issuing the URL
+        again would put two fetches on a host that allows one.  The time in
+        the downloader does not count against the lease either, so a short
+        lease cannot take back a response on its way to the verdict after a
+        long download: any lease works with any ``DOWNLOAD_TIMEOUT``.
+        """
+        now = self.clock()
+        return [fp for fp, out in self._out.items() if out.lease_until <= now and not out.in_flight]
+
+    def expire_leases(self) -> list[bytes]:
+        """Requeue the :meth:`lapsed_leases` unchanged; return them."""
+        return [fp for fp in self.lapsed_leases() if self.requeue(fp)]
+
+    def is_out(self, fp: bytes) -> bool:
+        return fp in self._out
+
+    def out_queue(self, fp: bytes) -> str | None:
+        out = self._out.get(fp)
+        return out.queue if out else None

@@ -1,0 +1,141 @@
+"""Versions captured but not yet delivered: the frontier's half of
+at-least-once delivery (:mod:`scrapy_adaptive.delivery` is the crawl's).
+
+A changed visit committed with ``deliver=True`` leaves a ``p/<fp>`` mark
+(the digest last delivered, the versions waiting) in the same atomic write
+as the visit; :meth:`PendingVersions.confirm` counts the versions once
+their items are durable and clears the marks; a restart takes every URL
+still marked back to what was delivered (:meth:`PendingVersions._redeliver`).
+
+:class:`PendingVersions` is a part of :class:`~.frontier.Frontier`, kept in
+a file of its own like :class:`~.hostfacts.HostFacts`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .hostqueue import HostQueue
+from .keys import time_to_ms
+from .record import RecordError, UrlRecord
+from .store import Batch, Store
+
+
+def pending_mark(delivered: str | None, waiting: int) -> bytes:
+    """A ``p/<fp>`` value: the digest last delivered and the versions waiting."""
+    return json.dumps({"d": delivered, "n": waiting}, separators=(",", ":")).encode()
+
+
+class PendingVersions:
+    """The pending-delivery marks of :class:`~.frontier.Frontier` (a part of it)."""
+
+    # provided by the Frontier
+    store: Store
+    clock: Callable[[], float]
+    _queues: dict[str, HostQueue]
+    _out: dict[bytes, Any]
+    _versions: int
+    #: fp -> (digest last delivered, versions awaiting confirmation)
+    _pending: dict[bytes, tuple[str | None, int]]
+
+    if TYPE_CHECKING:
+
+        @staticmethod
+        def _counters(q: HostQueue) -> bytes: ...
+
+    def _redeliver(self) -> int:
+        """Make every version captured but never confirmed delivered due again.
+
+        The record goes back to the digest last delivered and forgets its
+        validators (a conditional GET would answer 304, a mid-fetch abort
+        would stop the body): the next fetch is judged changed unless the
+        page is back to what was delivered, and its items are produced
+        again.  Visit and version counts are untouched (versions count
+        delivered ones only).  One atomic write for all of them.
+        """
+        batch = Batch()
+        now_ms = time_to_ms(self.clock())
+        for fp, mark in self.store.pending():
+            raw = self.store.get_record(fp)
+            try:
+                record = UrlRecord.from_bytes(raw) if raw is not None else None
+            except RecordError:
+                continue  # left as it is: next() quarantines the record, its mark stays as evidence
+            batch.pending[fp] = None
+            if record is None:
+                continue
+            record.digest = json.loads(mark).get("d")
+            record.payload_digest = record.etag = record.last_modified = None
+            old = (record.queue, record.directive, record.next_ms, fp)
+            if not record.never:
+                record.next_ms = min(record.next_ms, now_ms)
+            batch.move_entry(old, (record.queue, record.directive, record.next_ms, fp))
+            batch.records[fp] = record.to_bytes()
+        if batch.pending:
+            self.store.write(batch)
+        return len(batch.records)
+
+    def confirm(self, delivered: list[tuple[bytes, str | None]]) -> int:
+        """Count versions whose items are durable: ``(fp, digest)`` pairs,
+        one per version, from :meth:`update` with ``deliver=True``.
+
+        One atomic write for all of them (group commit): the records'
+        version counts, their queues' counters and the pending marks.
+        Returns how many versions were counted.
+        """
+        pending = dict(self._pending)
+        records: dict[bytes, UrlRecord] = {}
+        counts: dict[bytes, int] = {}
+        for fp, digest in delivered:
+            mark = pending.get(fp)
+            if mark is None:
+                continue  # not pending (delivery off when it was captured)
+            record = records.get(fp)
+            if record is None:
+                out = self._out.get(fp)
+                raw = None if out is not None else self.store.get_record(fp)
+                if out is not None:
+                    record = out.record
+                elif raw is not None:
+                    record = UrlRecord.from_bytes(raw)
+                else:
+                    continue
+                records[fp] = record
+            waiting = mark[1] - 1
+            if waiting > 0:
+                pending[fp] = (digest, waiting)  # delivered up to this one
+            else:
+                del pending[fp]
+            counts[fp] = counts.get(fp, 0) + 1
+        if not counts:
+            return 0
+        queues: dict[str, int] = {}
+        for fp, n in counts.items():
+            records[fp].versions += n
+            queues[records[fp].queue] = queues.get(records[fp].queue, 0) + n
+        for name, n in queues.items():
+            self._queues[name].versions += n
+        batch = Batch(records={fp: record.to_bytes() for fp, record in records.items()})
+        for fp in counts:
+            batch.pending[fp] = pending_mark(*pending[fp]) if fp in pending else None
+        for name in queues:
+            batch.hosts[name] = self._counters(self._queues[name])
+        try:
+            self.store.write(batch)
+        except Exception:
+            for fp, n in counts.items():
+                records[fp].versions -= n
+            for name, n in queues.items():
+                self._queues[name].versions -= n
+            raise
+        self._pending = pending
+        counted = sum(counts.values())
+        self._versions += counted
+        return counted
+
+    @property
+    def pending_count(self) -> int:
+        """URLs with versions captured but not yet confirmed delivered."""
+        return len(self._pending)
