@@ -401,3 +401,32 @@ def test_the_feedback_loop_does_not_wind_up_while_the_plan_is_saturated() -> Non
     for k in range(2000):  # 2 a second for 1000 s
         alloc.note_fetch(1000.0 + k / 2)
     assert alloc.correction == pytest.approx(1.0)
+
+
+def test_a_late_visit_takes_its_lateness_off_the_next_wait() -> None:
+    """Issue 13: counted from a late fetch, each interval grows by the
+    politeness backlog and the budget goes unspent; the next wait keeps the
+    cadence the allocator planned (the lateness off, at most half of it)."""
+    alloc = RateAllocator(1 / DAY, min_wait=60, max_wait=100 * DAY, epoch="t")
+    policy = ProportionalWaitPolicy(alloc)
+    _, memory = drive(policy, 1 / DAY, 20, seed=3)
+    record = {"visits": 20, "wait": DAY, "fetched": 1.7e9, "discovered": 1.6e9, "policy": memory}
+    late = visit(ChangeState.UNCHANGED, overdue=600.0)
+    wait = policy.next_wait(record, late)
+    planned = alloc.wait("h.example", late.policy_state["e"])
+    assert planned > 1200  # the lateness is within the credit
+    assert wait == pytest.approx(planned - 600.0)
+    # on time: the plan as is
+    record["policy"] = late.policy_state
+    on_time = visit(ChangeState.UNCHANGED)
+    assert policy.next_wait(record, on_time) == pytest.approx(alloc.wait("h.example", on_time.policy_state["e"]))
+
+
+def test_the_cadence_credit_is_bounded() -> None:
+    from scrapy_adaptive.policies.rate import keep_cadence
+
+    assert keep_cadence(100.0, 30.0, 10.0) == 70.0
+    assert keep_cadence(100.0, 10 * DAY, 10.0) == 50.0  # days late (a restart): half the wait at most
+    assert keep_cadence(100.0, 95.0, 60.0) == 60.0  # never below the minimum wait
+    assert keep_cadence(10.0, 5.0, 10.0) == 10.0  # at the minimum already
+    assert keep_cadence(100.0, None, 10.0) == 100.0
