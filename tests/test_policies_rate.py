@@ -430,3 +430,26 @@ def test_the_cadence_credit_is_bounded() -> None:
     assert keep_cadence(100.0, 95.0, 60.0) == 60.0  # never below the minimum wait
     assert keep_cadence(10.0, 5.0, 10.0) == 10.0  # at the minimum already
     assert keep_cadence(100.0, None, 10.0) == 100.0
+
+
+def test_the_change_a_noise_probe_explains_is_retracted() -> None:
+    """Issue 13: the revisit that found a noise page "changed" counted as a
+    change and kept its rate (and budget share) up for a half-life after
+    the probe had learned the noise."""
+    from scrapy_adaptive.change.noise import NOISE_LEARNED
+
+    def estimate(second: ChangeState, learned: bool) -> float:
+        alloc = RateAllocator(100 / DAY, min_wait=1, max_wait=100 * DAY, epoch="t")
+        policy = ProportionalWaitPolicy(alloc)
+        record: dict[str, Any] = {"visits": 0, "discovered": 1.7e9, "policy": {}}
+        now = 1.7e9
+        for change, gap, note in ((ChangeState.CHANGED, 0, []), (second, 3600, []), (ChangeState.UNCHANGED, 2, [])):
+            now += gap
+            v = Visit(Outcome.VISITED, status=200, change=change, url="https://h.example/p", fetched=now)
+            v.annotations += note if not learned or gap != 2 else [NOISE_LEARNED]
+            wait = policy.next_wait(record, v)
+            record = {"visits": record["visits"] + 1, "wait": wait, "fetched": now, "policy": v.policy_state}
+        return float(record["policy"]["e"])
+
+    assert estimate(ChangeState.CHANGED, learned=True) == pytest.approx(estimate(ChangeState.UNCHANGED, False))
+    assert estimate(ChangeState.CHANGED, learned=False) > 2 * estimate(ChangeState.UNCHANGED, False)

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from email.utils import formatdate
 from typing import Any
 
+from scrapy_adaptive.change.noise import NOISE_LEARNED
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit
 from scrapy_adaptive.frontier.hints import CONFIRMED, REFUTED, Hint
 from scrapy_adaptive.policies.base import WaitPolicy
@@ -171,14 +172,14 @@ def simulate(
         first = not seen[i]
         seen[i] = True
         really_changed = j > k and not first
-        probe = False
+        probe = probed = False
         if first:
             change = ChangeState.CHANGED  # a new URL: its first version
             metrics.first_visit(page, now, j)
         elif learning and probing[i] == _PROBING:
             # the probe: whatever differs since the last fetch is learned as
             # noise (a real change in those seconds too), never a change
-            probing[i] = _SETTLED
+            probing[i], probed = _SETTLED, True
             change = ChangeState.UNCHANGED
             metrics.revisit(page, now, changes, k, j)
         else:
@@ -211,6 +212,8 @@ def simulate(
             overdue=issued.overdue,
             fetched=now,
         )
+        if learning and page.kind == "noise" and probed:
+            visit.annotations.append(NOISE_LEARNED)  # as the visit middleware marks it
         visit.wait = policy.next_wait(issued.record.snapshot(), visit)
         if probe:
             visit.probe = 0.0

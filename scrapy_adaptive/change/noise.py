@@ -57,6 +57,10 @@ if TYPE_CHECKING:
 #: the digest rule name of a page digested without its learned noise
 RULE = "noise"
 
+#: crawl-log annotation of the probe that learned a page's noise (the wait
+#: policies then retract the change the revisit before it counted)
+NOISE_LEARNED = "noiseLearned"
+
 #: a longer segment is sketched as one hash: a token in a long paragraph
 #: cannot be learned (the guard handles such a page)
 MAX_SEGMENT_TOKENS = 48

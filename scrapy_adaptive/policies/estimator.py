@@ -82,6 +82,22 @@ class RateEstimator:
         memory[OBSERVATIONS] = obs[-self.window :]
         return True
 
+    def retract_change(self, memory: dict[str, Any]) -> bool:
+        """The last observation's change was noise: make it an unchanged interval.
+
+        Change detection learns a page's noise from a probe right after
+        the revisit that found it "changed" (:mod:`..change.noise`); that
+        change was the clock and the token, not the content, and counted
+        as one it kept the rate (and the page's share of the budget) up for
+        a half-life.  True if an observation was retracted.
+        """
+        obs = [list(o) for o in memory.get(OBSERVATIONS, [])]
+        if not obs or obs[-1][1] != CHANGED:
+            return False
+        obs[-1][1] = UNCHANGED
+        memory[OBSERVATIONS] = obs
+        return True
+
     def observe_age(self, memory: dict[str, Any], visit: Visit, now: float | None, floor: float) -> bool:
         """On a URL's first visit: its Last-Modified age as rate evidence.
 

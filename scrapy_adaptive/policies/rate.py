@@ -24,6 +24,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ..change.noise import NOISE_LEARNED
 from ..frontier.hints import Hint
 from ..frontier.record import Visit
 from .allocator import RateAllocator
@@ -103,6 +104,8 @@ class _RatePolicy(WaitPolicy):
         if hinted_visit(history):  # the hint is credited only with what it adds (hints.py)
             visit.hint_base = base_probability(float(memory.get(ESTIMATE) or 0.0), interval)
         observed = False
+        if NOISE_LEARNED in visit.annotations:
+            self.estimator.retract_change(memory)
         if interval is None:
             self.estimator.observe_age(memory, visit, now, self.min_wait)
         elif not confirmed_hint(history, visit):  # timed by the change: see hints.py

@@ -243,7 +243,7 @@ class VisitMiddleware:
             visit.annotations.append("noiseProbe")
             self.stats.inc_value("adaptive/noise/probes")
         if result.learned:
-            visit.annotations.append("noiseLearned")
+            visit.annotations.append(noise.NOISE_LEARNED)
             self.stats.inc_value("adaptive/noise/learned")
 
     def _after_verdict(self, request: Request, visit: Visit) -> None:
