@@ -280,3 +280,50 @@ def test_a_last_modified_of_now_is_no_validator() -> None:
     visit = evaluate(second, record)
     mw._noise(second, record, visit)
     assert visit.probe == 0.0 and visit.noise is not None
+
+
+def _template(name: str, fetch: int, clock: bool = True) -> list[noise.Segment]:
+    segments: list[noise.Segment] = [("Welcome",), ("Article", name), ("Some", "stable", "text", name)]
+    if clock:
+        segments += [("Server", "time", f"12:00:{fetch:02d}", "UTC"), (f"{fetch:x}beef",)]
+    return [*segments, ("Footer",)]
+
+
+def test_a_sibling_adopts_pooled_exclusions_and_is_never_probed() -> None:
+    learned = noise.learn(noise.sketch(_template("a", 1)), _template("a", 2)).exclusions
+    assert learned is not None and len(learned) == 2
+    pool = noise.NoisePool()
+    pool.add("https://h.example/p/1.html", learned)
+    offer = pool.offer("https://h.example/p/7.html")
+    assert offer == [learned] and pool.offer("https://h.example/q/7.html") == []
+    kwargs = {"validators": False, "elapsed": 60.0, "window": 30.0, "pooled": offer}
+    first = noise.step(None, _template("b", 3), changed=True, first=True, **kwargs)  # type: ignore[arg-type]
+    assert first.adopted and not first.probe and first.state == {noise.EXCLUSIONS: learned, noise.PROBES: 0}
+    later = noise.step(first.state, _template("b", 9), changed=True, first=False, **kwargs)  # type: ignore[arg-type]
+    assert later.digest == first.digest and not later.probe  # the clock and token are left out
+    edited = noise.step(first.state, _template("c", 9), changed=True, first=False, **kwargs)  # type: ignore[arg-type]
+    assert edited.digest != first.digest  # a real edit is still a change
+
+
+def test_a_page_of_another_template_does_not_adopt() -> None:
+    learned = noise.learn(noise.sketch(_template("a", 1)), _template("a", 2)).exclusions
+    assert learned is not None
+    plain = _template("b", 3, clock=False)
+    step = noise.step(
+        None, plain, changed=True, first=True, validators=False, elapsed=None, window=30.0, pooled=[learned]
+    )
+    assert not step.adopted and step.digest is None and step.state is None
+    with_validators = noise.step(
+        None, _template("b", 3), changed=True, first=True, validators=True, elapsed=None, window=30.0, pooled=[learned]
+    )
+    assert not with_validators.adopted  # conditional requests deal with such a page
+    assert noise.needs_text(None, changed=False, first=True, validators=False, pooled=True)
+    assert not noise.needs_text({noise.SETTLED: "clean"}, changed=False, first=False, validators=False, pooled=True)
+
+
+def test_the_pool_is_bounded() -> None:
+    pool = noise.NoisePool()
+    for i in range(noise.POOL_SETS + 2):
+        pool.add("https://h.example/p/1.html", [["a", 1, [0], str(i)]])
+    assert len(pool.offer("https://h.example/p/2.html")) == noise.POOL_SETS
+    assert pool.offer("https://h.example/p/2.html")[0] == [["a", 1, [0], str(noise.POOL_SETS + 1)]]  # newest first

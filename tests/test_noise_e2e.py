@@ -56,3 +56,34 @@ def test_noise_is_learned_within_three_visits_and_real_changes_still_count(
     assert result.stats["adaptive/noise/probes"] == 1  # the static page is never probed
     assert result.stats["adaptive/noise/learned"] == 1
     assert records[static].noise is None
+
+
+def test_a_sibling_adopts_the_learned_noise_without_a_probe(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_state: Path
+) -> None:
+    """Issue 13: pages of one directory share their template, so the noise
+    one of them learned (three fetches) is offered to the others: a sibling
+    takes it without a probe, even after a restart (the pool is refilled
+    from the learned page's record)."""
+    first, sibling = clean_log.url(f"/noisy/{EVERY}/first"), clean_log.url(f"/noisy/{EVERY}/sibling")
+    settings = {**adaptive_settings, "ADAPTIVE_WAIT_DEFAULT": 0.8, "ADAPTIVE_HISTORY_SIZE": 64}
+    learn = run_crawl(PAGES, {**settings, "CLOSESPIDER_TIMEOUT": 4}, timeout=60, args=["-a", f"urls={first}"])
+    learn.assert_ok()
+    assert learn.stats["adaptive/noise/learned"] == 1
+    result = run_crawl(
+        PAGES, {**settings, "CLOSESPIDER_TIMEOUT": 6}, timeout=60, args=["-a", f"urls={first} {sibling}"]
+    )
+    result.assert_ok()
+    assert "adaptive/noise/probes" not in result.stats
+    assert result.stats["adaptive/noise/adopted"] == 1
+    record = read_records(tmp_state / "adaptive")[sibling]
+    assert record.noise is not None and len(record.noise["x"]) == 2
+    verdicts = [h[1] for h in record.history]
+    assert record.visits >= 5
+    # adopted at its first visit (a new page) or its second (then the digest
+    # rule changed: unknown); after that, changed exactly at a version step
+    adopted = 1 if verdicts[1] == "unknown" else 0
+    steps = [
+        "changed" if (hit - 1) // EVERY != (hit - 2) // EVERY else "unchanged" for hit in range(2, record.visits + 1)
+    ]
+    assert verdicts[adopted + 1 :] == steps[adopted:]

@@ -43,10 +43,13 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import posixpath
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from ..matching import media_type
 from .digest import sha1_digest, text_of, visible_root
@@ -250,6 +253,8 @@ class NoiseStep:
     unchanged: bool = False
     probe: bool = False
     learned: bool = False
+    #: the exclusions were taken from a sibling (:class:`NoisePool`), no probe spent
+    adopted: bool = False
 
 
 def step(
@@ -261,6 +266,7 @@ def step(
     validators: bool,
     elapsed: float | None,
     window: float,
+    pooled: Sequence[list[Exclusion]] = (),
 ) -> NoiseStep:
     """Fold one digested visit into the URL's noise *state*.
 
@@ -269,7 +275,9 @@ def step(
     Last-Modified (then conditional requests and the validator trust deal
     with change, and no probe is spent); *elapsed*: seconds since the last
     visit; *window*: the longest interval a probe may come after the fetch
-    it checks (a later one could take a real change for noise).
+    it checks (a later one could take a real change for noise); *pooled*:
+    exclusions learned on the URL's siblings (:class:`NoisePool`), adopted
+    if every one of them finds its segment in this page.
     """
     state = dict(state or {})
     probes = int(state.get(PROBES) or 0)
@@ -297,6 +305,11 @@ def step(
                 {SKETCH: sketch(segments), EXCLUSIONS: exclusions, PROBES: probes + 1}, digest=masked.digest, probe=True
             )
         return NoiseStep(state if sketched is not None else None, digest=masked.digest)
+    if pooled and segments and not validators and SETTLED not in state:
+        for exclusions in pooled:
+            masked = masked_digest(segments, exclusions)
+            if masked.matched == len(exclusions):
+                return NoiseStep({EXCLUSIONS: list(exclusions), PROBES: probes}, digest=masked.digest, adopted=True)
     if (
         changed
         and not first
@@ -310,12 +323,73 @@ def step(
     return NoiseStep(state if sketched is not None else None)
 
 
-def needs_text(state: dict[str, Any] | None, *, changed: bool, first: bool, validators: bool) -> bool:
+def needs_text(
+    state: dict[str, Any] | None, *, changed: bool, first: bool, validators: bool, pooled: bool = False
+) -> bool:
     """Whether :func:`step` needs this visit's segments (parsing is spared on
-    the many visits it would change nothing for)."""
+    the many visits it would change nothing for); *pooled*: siblings have
+    exclusions to offer."""
     state = state or {}
     if SKETCH in state or EXCLUSIONS in state:
+        return True
+    if pooled and not validators and SETTLED not in state:
         return True
     return (
         changed and not first and not validators and SETTLED not in state and int(state.get(PROBES) or 0) < MAX_PROBES
     )
+
+
+# -- siblings share a template -----------------------------------------------------
+
+#: distinct exclusion sets kept per pool key (templates of one directory)
+POOL_SETS = 4
+#: pool keys kept (the least recently learned are dropped)
+POOL_KEYS = 10_000
+
+
+def pool_key(url: str) -> str:
+    """Where siblings likely share a template: host, directory, extension.
+
+    >>> pool_key("https://news.example/p/12.html")
+    'news.example/p/*.html'
+    >>> pool_key("https://news.example/story?id=3")
+    'news.example/*'
+    """
+    parts = urlsplit(url)
+    directory, name = posixpath.split(parts.path or "/")
+    return f"{(parts.hostname or '').lower()}{directory.rstrip('/')}/*{posixpath.splitext(name)[1]}"
+
+
+class NoisePool:
+    """Exclusions learned on one page, offered to its siblings.
+
+    Pages of one directory of a host are usually made from one template,
+    and a clock or a token in the template is noise on every one of them.
+    Learning it costs a page three fetches (the first, the changed revisit,
+    the probe); a sibling that holds every segment a learned set excludes
+    takes that set instead, from its first visit, and is never probed.  A
+    sibling whose text lacks one of them (another template) learns its own.
+
+    A cache, not state: each URL keeps the exclusions it adopted or learned
+    in its own record (the frontier's), and the pool is refilled from those
+    as the pages are visited, so it needs no saving and a restart only
+    costs the first sibling visits their offer.  Bounded: :data:`POOL_SETS`
+    sets per key, :data:`POOL_KEYS` keys.
+    """
+
+    def __init__(self) -> None:
+        self._sets: OrderedDict[str, list[list[Exclusion]]] = OrderedDict()
+
+    def offer(self, url: str) -> list[list[Exclusion]]:
+        """The exclusion sets learned on *url*'s siblings (newest first)."""
+        return list(self._sets.get(pool_key(url), ()))
+
+    def add(self, url: str, exclusions: list[Exclusion]) -> None:
+        """Remember the exclusions *url* learned or adopted."""
+        if not exclusions:
+            return
+        key = pool_key(url)
+        sets = [s for s in self._sets.pop(key, []) if s != exclusions]
+        self._sets[key] = [exclusions, *sets][:POOL_SETS]
+        while len(self._sets) > POOL_KEYS:
+            self._sets.popitem(last=False)

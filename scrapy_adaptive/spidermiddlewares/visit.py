@@ -170,6 +170,8 @@ class VisitMiddleware:
         #: the longest a noise probe may come after the fetch it checks
         self.probe_window = probe_window
         self.noise_learning = noise_learning
+        #: exclusions learned on a page, offered to its siblings
+        self.noise_pool = noise.NoisePool()
         self.clock = clock
 
     @classmethod
@@ -221,7 +223,10 @@ class VisitMiddleware:
         changed = visit.change is ChangeState.CHANGED
         first = record.get("digest") is None
         validators = visit.etag is not None or usable_last_modified(visit.last_modified, self.clock())
-        if visit.digest is None or not noise.needs_text(state, changed=changed, first=first, validators=validators):
+        pooled = self.noise_pool.offer(response.url)
+        if visit.digest is None or not noise.needs_text(
+            state, changed=changed, first=first, validators=validators, pooled=bool(pooled)
+        ):
             return
         fetched = record.get("fetched")
         result = noise.step(
@@ -232,9 +237,16 @@ class VisitMiddleware:
             validators=validators,
             elapsed=None if fetched is None else self.clock() - fetched,
             window=self.probe_window,
+            pooled=pooled,
         )
         if result.state is not None:
             visit.noise = result.state
+        exclusions = (state if result.state is None else result.state or {}).get(noise.EXCLUSIONS)
+        if exclusions:
+            self.noise_pool.add(response.url, exclusions)
+        if result.adopted:
+            visit.annotations.append("noiseAdopted")
+            self.stats.inc_value("adaptive/noise/adopted")
         if result.digest is not None:
             visit.digest = result.digest
             visit.change = ChangeState.UNCHANGED if result.unchanged else compare(record.get("digest"), result.digest)
