@@ -329,7 +329,10 @@ class RateAllocator:
         self._t_control = self._t_last
         exponent = self.control_gain * dt / self.control_window
         lo, hi = self.control_limits
-        factor = (self.budget / realised) ** exponent
+        # in logs, bounded by what the limits let through: after a long
+        # pause (a crawl restarted days later, a page revisited after weeks)
+        # dt is thousands of windows and the power overflowed
+        factor = math.exp(clamp(exponent * math.log(self.budget / realised), math.log(lo / hi), math.log(hi / lo)))
         if factor > 1 and self._saturated:
             # anti-windup: asking for more than the plan can give changes
             # nothing now and overspends for windows once it can
