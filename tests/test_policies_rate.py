@@ -235,7 +235,8 @@ def test_last_modified_is_used_once_consistent() -> None:
         1000 + 3 * DAY,
     )
     assert memory["lm"] == [2, 1]
-    assert [k for _, k in memory["o"]] == [2, 1, 1]
+    # and the exact age it gave is only "a change within that time" now
+    assert [k for _, k in memory["o"]] == [1, 1, 1]
 
 
 def test_noise_guard_holds_a_page_that_changes_at_every_fetch() -> None:
@@ -453,3 +454,17 @@ def test_the_change_a_noise_probe_explains_is_retracted() -> None:
 
     assert estimate(ChangeState.CHANGED, learned=True) == pytest.approx(estimate(ChangeState.UNCHANGED, False))
     assert estimate(ChangeState.CHANGED, learned=False) > 2 * estimate(ChangeState.UNCHANGED, False)
+
+
+def test_the_feedback_loop_survives_a_long_pause() -> None:
+    """(budget / realised) ** (gain · dt / window) overflowed when a fetch
+    came thousands of windows after the last one (a restart days later, a
+    page revisited after weeks: found by issue 13's liar test)."""
+    alloc = RateAllocator(1.0, min_wait=1, max_wait=100 * DAY, epoch="t", control_window=10.0)
+    for i in range(50):
+        alloc.register({}, "h", 0.1)
+    for k in range(40):
+        alloc.note_fetch(float(k))  # 1 a second: the budget
+    alloc.note_fetch(1e7)  # then nothing for four months
+    alloc.solve()
+    assert 0.5 <= alloc.correction <= 2.0

@@ -74,6 +74,13 @@ class RateEstimator:
                 if consistent:
                     good += 1
                 else:
+                    if bad == 0:
+                        # the Last-Modified was believed until now: the exact
+                        # ages it gave (the first visit's, changed intervals)
+                        # fall back to "a change within that time" (a frozen
+                        # one said "a week old" and held a changing page at
+                        # the slowest rate)
+                        obs = [[o[0], CHANGED, *o[2:]] if o[1] == EXACT else o for o in obs]
                     bad += 1
                 memory[LAST_MODIFIED_AGREEMENT] = [good, bad]
                 if changed and consistent and bad == 0:
@@ -98,7 +105,9 @@ class RateEstimator:
         memory[OBSERVATIONS] = obs
         return True
 
-    def observe_age(self, memory: dict[str, Any], visit: Visit, now: float | None, floor: float) -> bool:
+    def observe_age(
+        self, memory: dict[str, Any], visit: Visit, now: float | None, floor: float, horizon: float | None = None
+    ) -> bool:
         """On a URL's first visit: its Last-Modified age as rate evidence.
 
         For a Poisson page the age of the content at a visit is exponential
@@ -108,6 +117,14 @@ class RateEstimator:
         revisit.  Ages under *floor* (the minimum wait) are ignored: a
         server that stamps every response with the current time says
         nothing, and the policy could not visit faster anyway.
+
+        An age beyond *horizon* (the crawl's own time scale: the budget's
+        N/B, when a URL nothing is known of would be revisited) counts only
+        as *horizon* seconds unchanged.  The header has not yet been checked
+        against the content, and an old, frozen Last-Modified (the lying
+        validators of issue 13) would otherwise keep a page from ever being
+        revisited; a young age, which asks for a prompt revisit that checks
+        it, counts in full.
         """
         if not self.trust_last_modified or not visit.last_modified or now is None:
             return False
@@ -115,7 +132,8 @@ class RateEstimator:
         if modified is None or now - modified < max(floor, 1.0):
             return False
         obs = [list(o) for o in memory.get(OBSERVATIONS, [])]
-        obs.append([round(now - modified), EXACT])
+        age = now - modified
+        obs.append([round(age), EXACT] if horizon is None or age <= horizon else [max(1, round(horizon)), UNCHANGED])
         memory[OBSERVATIONS] = obs[-self.window :]
         return True
 
