@@ -461,7 +461,7 @@ def test_the_feedback_loop_survives_a_long_pause() -> None:
     came thousands of windows after the last one (a restart days later, a
     page revisited after weeks: found by issue 13's liar test)."""
     alloc = RateAllocator(1.0, min_wait=1, max_wait=100 * DAY, epoch="t", control_window=10.0)
-    for i in range(50):
+    for _ in range(50):
         alloc.register({}, "h", 0.1)
     for k in range(40):
         alloc.note_fetch(float(k))  # 1 a second: the budget
