@@ -199,15 +199,11 @@ class ProportionalWaitPolicy(_RatePolicy):
         if noise:
             self.prior.update(memory, None)
         uninformed = not noise and not memory.get(OBSERVATIONS) and self.allocator.budget is not None
-        wait_rate = self.schedule_rate(memory, visit, rate, first=first, observed=observed)
-        # the rate the wait is cut for is what the URL spends until its next
-        # visit; summed over URLs at any moment, it is the fetch rate the
-        # crawl realises (a URL's states weighted by the time it spends in
-        # them), so the plan spends the budget without the feedback loop
-        self.allocator.register(memory, queue, 0.0 if noise else wait_rate, fallback=uninformed)
+        self.allocator.register(memory, queue, 0.0 if noise else rate, fallback=uninformed)
         if not first:
             self.allocator.note_fetch(now, hinted=hinted_visit(history))
         visit.policy_state = memory
+        wait_rate = self.schedule_rate(memory, visit, rate, first=first, observed=observed)
         wait = self.allocator.wait(queue, wait_rate)
         if not first:
             wait = keep_cadence(wait, visit.overdue, self.min_wait)
