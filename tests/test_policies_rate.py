@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from email.utils import formatdate
 from typing import Any
 
 import pytest
@@ -468,3 +469,21 @@ def test_the_feedback_loop_survives_a_long_pause() -> None:
     alloc.note_fetch(1e7)  # then nothing for four months
     alloc.solve()
     assert 0.5 <= alloc.correction <= 2.0
+
+
+def test_a_frozen_last_modified_loses_the_age_it_gave() -> None:
+    """Issue 13's liars: a Last-Modified a week old that never moves while
+    the content changes.  Its first-visit age counted as an exact week
+    without change for as long as the observation stayed in the window, so
+    the changes seen afterwards hardly moved the rate; once a changed visit
+    shows the header inconsistent, the age is only "a change within a week"."""
+    est = RateEstimator()
+    frozen, t0 = formatdate(1.7e9 - 7 * DAY, usegmt=True), 1.7e9
+    memory: dict[str, Any] = {}
+    est.observe_age(memory, visit(ChangeState.CHANGED, last_modified=frozen), t0, 10.0)
+    assert memory["o"] == [[round(7 * DAY), 2]]
+    for k in range(1, 4):  # changed at every visit, an hour apart
+        est.observe(memory, 3600, visit(ChangeState.CHANGED, last_modified=frozen), t0 + (k - 1) * 3600, t0 + k * 3600)
+    assert memory["lm"] == [0, 3]
+    assert [kind for _, kind in memory["o"]] == [1, 1, 1, 1]
+    assert est.estimate(memory, (math.log(1 / DAY), 2.0)) > 1 / (4 * 3600)

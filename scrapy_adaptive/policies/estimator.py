@@ -105,9 +105,7 @@ class RateEstimator:
         memory[OBSERVATIONS] = obs
         return True
 
-    def observe_age(
-        self, memory: dict[str, Any], visit: Visit, now: float | None, floor: float, horizon: float | None = None
-    ) -> bool:
+    def observe_age(self, memory: dict[str, Any], visit: Visit, now: float | None, floor: float) -> bool:
         """On a URL's first visit: its Last-Modified age as rate evidence.
 
         For a Poisson page the age of the content at a visit is exponential
@@ -116,15 +114,9 @@ class RateEstimator:
         years ago starts slow, one modified seconds ago fast, before any
         revisit.  Ages under *floor* (the minimum wait) are ignored: a
         server that stamps every response with the current time says
-        nothing, and the policy could not visit faster anyway.
-
-        An age beyond *horizon* (the crawl's own time scale: the budget's
-        N/B, when a URL nothing is known of would be revisited) counts only
-        as *horizon* seconds unchanged.  The header has not yet been checked
-        against the content, and an old, frozen Last-Modified (the lying
-        validators of issue 13) would otherwise keep a page from ever being
-        revisited; a young age, which asks for a prompt revisit that checks
-        it, counts in full.
+        nothing, and the policy could not visit faster anyway.  The header
+        is not checked yet: :meth:`observe` turns the age into "a change
+        within that time" if a later visit shows it inconsistent.
         """
         if not self.trust_last_modified or not visit.last_modified or now is None:
             return False
@@ -132,8 +124,7 @@ class RateEstimator:
         if modified is None or now - modified < max(floor, 1.0):
             return False
         obs = [list(o) for o in memory.get(OBSERVATIONS, [])]
-        age = now - modified
-        obs.append([round(age), EXACT] if horizon is None or age <= horizon else [max(1, round(horizon)), UNCHANGED])
+        obs.append([round(now - modified), EXACT])
         memory[OBSERVATIONS] = obs[-self.window :]
         return True
 

@@ -107,8 +107,7 @@ class _RatePolicy(WaitPolicy):
         if NOISE_LEARNED in visit.annotations:
             self.estimator.retract_change(memory)
         if interval is None:
-            fallback = self.fallback_rate()
-            self.estimator.observe_age(memory, visit, now, self.min_wait, 1.0 / fallback if fallback else None)
+            self.estimator.observe_age(memory, visit, now, self.min_wait)
         elif not confirmed_hint(history, visit):  # timed by the change: see hints.py
             observed = self.estimator.observe(memory, interval, visit, history.get("fetched"), now)
         log_rate, variance = self.estimator.posterior(memory, self.prior.get(self.fallback_rate()))
