@@ -65,7 +65,7 @@ from .serialization import RequestNotStorable, request_from_data, request_to_dat
 from .settings import AdaptiveConfig, ConfigError
 from .spidermiddlewares.visit import VisitMiddleware
 from .startup import warn_about_settings
-from .statedir import Checkpoints, StateDir, StateDirError, open_store, resolve
+from .statedir import Checkpoints, StateDir, StateDirError, open_store, resolve, shared_store
 from .stopgrace import StopGrace
 from .verdicts import Verdicts
 
@@ -164,7 +164,13 @@ class AdaptiveScheduler(BaseScheduler):
         config = self.config
         try:
             self.state = resolve(config.state_dir, self.jobdir)
-            store = open_store(self.state, spider=spider.name, fingerprinter=self.fingerprinter, sync=config.state_sync)
+            store = open_store(
+                self.state,
+                spider=spider.name,
+                fingerprinter=self.fingerprinter,
+                sync=config.state_sync,
+                shared=shared_store(config, spider.name),
+            )
             self.checkpoints = Checkpoints(self.state)
         except (StateDirError, StoreError) as exc:
             self.refusal.refuse(str(exc))
@@ -416,6 +422,7 @@ class AdaptiveScheduler(BaseScheduler):
         if self.frontier is None or self.reporter is None:
             return
         try:
+            self.frontier.store.keep_alive()
             if self.delivery is not None:
                 self.delivery.flush()
             abandoned = self.grace.tick()

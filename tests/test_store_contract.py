@@ -121,7 +121,7 @@ def test_redis_batch_is_atomic_when_redis_dies_mid_crawl(redis_server: RedisServ
 
 
 def test_redis_unreachable_or_wrong_password_is_one_message(redis_server: RedisServer, tmp_path) -> None:
-    with pytest.raises(StoreError, match=r"Cannot connect to the Redis store at redis://127\.0\.0\.1:1/0 failed"):
+    with pytest.raises(StoreError, match=r"Connecting to the Redis store at redis://127\.0\.0\.1:1/0 failed"):
         RedisStore("redis://127.0.0.1:1/0", timeout=1.0)
     with pytest.raises(StoreError, match="must start with redis:// or rediss://"):
         RedisStore("http://127.0.0.1/0")

@@ -46,8 +46,14 @@ try:  # the optional extra
 except ImportError:  # pragma: no cover - exercised by the refusal message
     redis = None  # type: ignore[assignment]
 
-#: how many queue entries one ZRANGEBYLEX may return while counting due ones
-_SCAN_COUNT = 1000
+#: renew a claim only if it is still ours (the token), in one step
+_RENEW = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0"
+#: give a claim up only if it is still ours
+_RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
+
+
+class ClaimHeld(StoreError):
+    """Another live worker holds the namespace: the message names it."""
 
 
 def redacted(url: str) -> str:
@@ -120,13 +126,16 @@ class RedisStore(Store):
             self._redis = redis.Redis.from_url(url, **options)  # type: ignore[arg-type]
             self._redis.ping()
         except (redis.RedisError, ValueError, OSError) as exc:
-            raise self._error("Cannot connect to", exc) from exc
+            raise self._error("Connecting to", exc) from exc
         ns = namespace
         self._record_prefix = f"{ns}:u:".encode()
         self._hosts_key = f"{ns}:h"
         self._meta_key = f"{ns}:m"
         self._pending_key = f"{ns}:p"
         self._quarantine_key = f"{ns}:x"
+        self._claim_key = f"{ns}:writer"
+        #: this worker's claim on the namespace: its token, and how long it lasts (ms)
+        self._claim: tuple[bytes, int] | None = None
 
     def _error(self, doing: str, exc: BaseException) -> StoreError:
         if (
@@ -253,5 +262,52 @@ class RedisStore(Store):
         except redis.RedisError as exc:
             raise self._error("Writing to", exc) from exc
 
+    # -- the writer's claim ------------------------------------------------------
+
+    def claim(self, worker: str, *, ttl: float) -> None:
+        """Become the one writer of this namespace for *ttl* seconds (renewed by :meth:`renew_claim`).
+
+        The frontier keeps per-host state in memory (heap, slots, counters)
+        and assumes it is the only writer; until host leases share a
+        namespace between workers (docs/shared-frontier.md), a second worker
+        is refused.  A worker killed with ``kill -9`` leaves its claim to
+        expire after *ttl*: then another may start.
+        """
+        token = worker.encode()
+        ms = max(1, int(ttl * 1000))
+        taken = self._call("Claiming", self._redis.set, self._claim_key, token, nx=True, px=ms)
+        if not taken:
+            holder = self._call("Claiming", self._redis.get, self._claim_key) or b"?"
+            left = self._call("Claiming", self._redis.pttl, self._claim_key)
+            raise ClaimHeld(
+                f"The Redis store {self.url} namespace {self.namespace} is in use by the worker "
+                f"{holder.decode('utf-8', 'replace')} (its claim lapses {max(0, left) / 1000:.0f} s after its last "
+                "renewal, if it died). One worker per namespace: give this one its own ADAPTIVE_STORE_NAMESPACE, "
+                "or wait for the other to stop."
+            )
+        self._claim = (token, ms)
+
+    def keep_alive(self) -> None:
+        self.renew_claim()
+
+    def renew_claim(self) -> None:
+        """Extend the claim; :class:`StoreError` if it lapsed (another worker may have taken over)."""
+        if self._claim is None:
+            return
+        token, ms = self._claim
+        if not self._call("Renewing the claim on", self._redis.eval, _RENEW, 1, self._claim_key, token, ms):
+            self._claim = None
+            raise StoreError(
+                f"This worker's claim on the Redis store {self.url} namespace {self.namespace} lapsed (the worker "
+                "stalled longer than the claim lasts, or the key was deleted); it stops so that two workers "
+                "never write one frontier. Restart it."
+            )
+
     def close(self) -> None:
+        if self._claim is not None:
+            try:
+                self._redis.eval(_RELEASE, 1, self._claim_key, self._claim[0])
+            except redis.RedisError:
+                pass  # an unreachable Redis lets the claim lapse by itself
+            self._claim = None
         self._redis.close()

@@ -102,6 +102,12 @@ class Store(ABC):
         """Every record (for tools and tests; the crawl never scans)."""
         raise NotImplementedError
 
+    def keep_alive(self) -> None:
+        """Called once a second by a running crawl.  A shared store renews
+        what makes it this worker's (its claim); an embedded one has nothing
+        to do.  Raises :class:`StoreError` when the store is not ours any more."""
+        return None
+
     def quarantined(self) -> Iterator[tuple[bytes, bytes]]:
         """Every quarantined record's raw bytes (for tools and tests)."""
         raise NotImplementedError
