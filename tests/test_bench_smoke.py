@@ -22,6 +22,16 @@ def test_frontier_bench_runs_and_reports_every_figure() -> None:
     assert any("restart" in m for m in metrics)
 
 
+def test_frontier_bench_compares_leveldb_and_redis_in_one_run(redis_url: str) -> None:
+    argv = ["--urls", "2000", "--hosts", "20", "--dups", "500", "--cycles", "500", "--no-baseline", "--quiet"]
+    result = frontier_bench.main([*argv, "--store", redis_url])
+    rows = {row["metric"]: row for row in result["store"]["rows"]}
+    cycles = rows["next+update cycles/s"]
+    assert cycles["leveldb"] > 0 and cycles["redis"] > 0 and cycles["ratio"] == cycles["redis"] / cycles["leveldb"]
+    assert result["store"]["adaptive_restart"]["url_count"] == 2000
+    assert result["store"]["server_used_memory_mb"] > 0
+
+
 def test_frontier_bench_scale_preset_mixed_workload_and_reference_run() -> None:
     """The 10M preset's machinery at a tiny size: mixed chunks, own RSS, the reference run's ratios."""
     argv = ["--preset", "10m", "--urls", "3000", "--hosts", "30", "--dups", "500", "--cycles", "500"]
