@@ -54,6 +54,7 @@ from .downloadermiddlewares.errors import FetchErrorMiddleware
 from .downloadermiddlewares.validators import ValidatorsMiddleware
 from .engine import EngineWaker, exit_with_error
 from .frontier import AddResult, Frontier, Outcome, Politeness, UrlRecord, Visit
+from .frontier.sharing import Sharing
 from .frontier.store import StoreCorrupt, StoreError
 from .issued import IssuedRequests, url_identity
 from .policies import PolicyStack, load_wait_policy, persist
@@ -65,7 +66,16 @@ from .serialization import RequestNotStorable, request_from_data, request_to_dat
 from .settings import AdaptiveConfig, ConfigError
 from .spidermiddlewares.visit import VisitMiddleware
 from .startup import warn_about_settings
-from .statedir import Checkpoints, StateDir, StateDirError, open_store, resolve, shared_store
+from .statedir import (
+    Checkpoints,
+    StateDir,
+    StateDirError,
+    open_store,
+    resolve,
+    shared_store,
+    stored_counts,
+    worker_name,
+)
 from .stopgrace import StopGrace
 from .verdicts import Verdicts
 
@@ -164,12 +174,13 @@ class AdaptiveScheduler(BaseScheduler):
         config = self.config
         try:
             self.state = resolve(config.state_dir, self.jobdir)
+            remote = shared_store(config, spider.name)
             store = open_store(
                 self.state,
                 spider=spider.name,
                 fingerprinter=self.fingerprinter,
                 sync=config.state_sync,
-                shared=shared_store(config, spider.name),
+                shared=remote,
             )
             self.checkpoints = Checkpoints(self.state)
         except (StateDirError, StoreError) as exc:
@@ -189,8 +200,16 @@ class AdaptiveScheduler(BaseScheduler):
             politeness,
             history_size=config.history_size,
             trust=TrustParams(config.trust_warmup, config.trust_min_rate),
+            sharing=None if remote is None else Sharing(store, worker_name(self.state.path), remote.lease),  # type: ignore[arg-type]
         )
-        frontier.load()
+        try:
+            frontier.load()
+            frontier.rebalance()  # a worker of a shared frontier takes its share of hosts
+        except StoreError as exc:
+            store.close()
+            self.frontier = None
+            self.refusal.refuse(str(exc))
+            return None
         self._checkpoint(clean=False)
         if frontier.redelivered:
             logger.info(
@@ -260,6 +279,10 @@ class AdaptiveScheduler(BaseScheduler):
         if self.frontier is not None:
             self._summary(final=True)
             persist.save(self.frontier.store, self.policy.params.shared)
+            try:
+                self.frontier.leave()
+            except StoreError as exc:  # the leases lapse by themselves
+                logger.warning("Could not give back the host leases (%s); other workers wait for them to lapse.", exc)
             self.frontier.store.close()
             self._checkpoint(clean=True)
         if self.crawl_log is not None:
@@ -422,7 +445,8 @@ class AdaptiveScheduler(BaseScheduler):
         if self.frontier is None or self.reporter is None:
             return
         try:
-            self.frontier.store.keep_alive()
+            if self.frontier.rebalance():
+                self._arm_wake()
             if self.delivery is not None:
                 self.delivery.flush()
             abandoned = self.grace.tick()
@@ -475,6 +499,13 @@ class AdaptiveScheduler(BaseScheduler):
         """Record the counts that only ever grow in the state folder's marker."""
         if self.checkpoints is not None and self.frontier is not None:
             frontier = self.frontier
+            if frontier.sharing is not None:
+                # other workers count too: the store's sums, not this worker's view
+                try:
+                    self.checkpoints.write(**stored_counts(frontier.store), clean=clean)
+                except StateDirError as exc:
+                    logger.warning("Cannot read the counts for the checkpoint: %s", exc)
+                return
             urls = frontier.url_count + frontier.quarantined_count
             self.checkpoints.write(urls=urls, visits=frontier.visit_count, clean=clean)
 

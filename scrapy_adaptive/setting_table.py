@@ -112,6 +112,16 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "them (`HttpAuthMiddleware`, `CookiesMiddleware`).",
     ),
     SettingSpec(
+        "ADAPTIVE_STORE_LEASE",
+        GROUP_STATE,
+        Kind.SECONDS,
+        10.0,
+        "with `ADAPTIVE_STORE_URL`: how long a worker's hold on a host lasts unless renewed (every second). "
+        "The hosts of a worker killed without a clean stop move to the others after this long.",
+        at_least=2.0,
+        at_most=MAX_SECONDS,
+    ),
+    SettingSpec(
         "ADAPTIVE_STORE_NAMESPACE",
         GROUP_STATE,
         Kind.TEXT,

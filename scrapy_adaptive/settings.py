@@ -121,6 +121,7 @@ class AdaptiveConfig:
     state_sync: bool
     stop_grace: float
     store_credentials: bool
+    store_lease: float
     store_namespace: str | None
     store_password: str | None
     store_tls_ca: str | None

@@ -77,8 +77,6 @@ FORMAT = 1
 MARKER = "ADAPTIVE_STATE.json"
 DATABASE = "frontier.ldb"
 CHECKPOINT = "checkpoint"
-#: seconds a worker's claim on a Redis namespace lasts unless renewed (every tick, once a second)
-CLAIM_TTL = 15.0
 #: the meta entry of a shared store that plays the marker's part (spider, fingerprinter, format)
 IDENTITY = "identity"
 #: seconds between two checkpoints while the counts move (an fsync each)
@@ -157,10 +155,17 @@ class SharedStore:
 
     url: str
     namespace: str
+    #: seconds a worker's host leases last unless renewed
+    lease: float = 10.0
     password: str | None = None
     tls_ca: str | None = None
     tls_cert: str | None = None
     tls_key: str | None = None
+
+
+def worker_name(state_path: str) -> str:
+    """How a worker is named in a shared store's leases: machine, process, state folder."""
+    return f"{socket.gethostname()}:{os.getpid()}:{state_path}"
 
 
 def shared_store(config: AdaptiveConfig, spider: str) -> SharedStore | None:
@@ -170,6 +175,7 @@ def shared_store(config: AdaptiveConfig, spider: str) -> SharedStore | None:
     return SharedStore(
         config.store_url,
         config.store_namespace or f"adaptive:{spider}",
+        lease=config.store_lease,
         password=config.store_password,
         tls_ca=config.store_tls_ca,
         tls_cert=config.store_tls_cert,
@@ -251,7 +257,6 @@ def _open_shared(state: StateDir, expected: dict, shared: SharedStore) -> Store:
     except StoreError as exc:
         raise StateDirError(str(exc)) from exc
     try:
-        store.claim(f"{socket.gethostname()}:{os.getpid()}:{state.path}", ttl=CLAIM_TTL)
         identity = store.get_meta(IDENTITY)
         if identity is None:
             store.write(Batch(meta={IDENTITY: json.dumps(expected).encode()}))
@@ -267,7 +272,7 @@ def _open_shared(state: StateDir, expected: dict, shared: SharedStore) -> Store:
                 )
             _check_marker(f"The Redis store {store.url} (namespace {shared.namespace})", stored, expected)
         if marker is not None:
-            _check_checkpoint(state, marker, **stored_counts(store))
+            _check_checkpoint(state, marker, **stored_counts(store), shared=True)
         else:
             _write_marker(state, {**expected, **where, "created": _now()})
     except (OSError, StoreError) as exc:
@@ -292,13 +297,15 @@ def stored_counts(store: Store) -> dict[str, int]:
     """What a checkpoint compares: URLs known (quarantined included) and visits,
     summed over the per-queue counter rows (one small row per host)."""
     urls = visits = 0
+    # a shared store reads its rows without taking them as this worker's own
+    read = getattr(store, "counter_rows", None) or store.hosts
     try:
-        rows = list(store.hosts())
+        rows = list(read())
     except StoreError as exc:
         raise StateDirError(str(exc)) from exc
     for queue, raw in rows:
         try:
-            row = json.loads(raw)
+            row = raw if isinstance(raw, dict) else json.loads(raw)
             urls += int(row.get(URLS_KEY, 0)) + int(row.get(QUARANTINED_KEY, 0))
             visits += int(row.get(VISITS_KEY, 0))
         except (ValueError, TypeError, AttributeError) as exc:
@@ -309,8 +316,12 @@ def stored_counts(store: Store) -> dict[str, int]:
     return {"urls": urls, "visits": visits}
 
 
-def _check_checkpoint(state: StateDir, marker: dict, *, urls: int, visits: int) -> None:
-    """Refuse a database that holds less than its last checkpoint (see the module's docstring)."""
+def _check_checkpoint(state: StateDir, marker: dict, *, urls: int, visits: int, shared: bool = False) -> None:
+    """Refuse a database that holds less than its last checkpoint (see the module's docstring).
+
+    A *shared* store grows while this worker is stopped (other workers
+    write): only a loss is reported, never growth.
+    """
     point = marker.get(CHECKPOINT)
     if not isinstance(point, dict):
         return
@@ -329,7 +340,7 @@ def _check_checkpoint(state: StateDir, marker: dict, *, urls: int, visits: int) 
             f"changed. Restore the folder from a backup; or, to go on from what is left, delete the "
             f'"{CHECKPOINT}" entry from {state.marker}.'
         )
-    if clean and (urls, visits) != (known, seen):
+    if clean and not shared and (urls, visits) != (known, seen):
         logger.warning(
             "The state database in %s was written after its last clean close (%d URLs and %d visits then, %d and %d "
             "now): another program wrote to it. Going on with what it holds.",

@@ -7,6 +7,7 @@ for the session (tests/redisserver.py).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from pathlib import Path
@@ -14,8 +15,9 @@ from pathlib import Path
 import pytest
 from scrapy import Request
 
+from scrapy_adaptive.frontier import Frontier, Outcome, Politeness, Visit
 from scrapy_adaptive.frontier.redis_store import RedisStore
-from scrapy_adaptive.frontier.store import StoreError
+from scrapy_adaptive.frontier.sharing import Sharing
 from tests.redisserver import RedisServer
 from tests.test_scheduler import URLS, Pages, build, drain, in_loop, visited
 
@@ -47,44 +49,91 @@ def test_a_worker_with_another_jobdir_resumes_the_shared_frontier(tmp_path: Path
     assert not (tmp_path / "a" / "adaptive" / "frontier.ldb").exists()
 
 
-@in_loop
-def test_a_second_worker_on_a_namespace_is_refused_while_the_first_holds_it(
-    tmp_path: Path, redis_url: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    first = worker(tmp_path / "a", redis_url)
-    first.open(Pages())
-    second = worker(tmp_path / "b", redis_url)
-    with caplog.at_level(logging.CRITICAL):
-        second.open(Pages())
-    assert second.frontier is None
-    assert "is in use by the worker" in caplog.text and "ADAPTIVE_STORE_NAMESPACE" in caplog.text
-    # another namespace is another frontier
-    third = build(tmp_path / "c", ADAPTIVE_STORE_URL=redis_url, ADAPTIVE_STORE_NAMESPACE="other")
-    third.open(Pages())
-    assert third.frontier is not None
-    third.close("finished")
-    first.close("finished")
-    # closed: the claim is given back at once
-    again = worker(tmp_path / "b", redis_url)
-    again.open(Pages())
-    assert again.frontier is not None
-    again.close("finished")
+def frontier(url: str, worker: str, *, ttl: float = 10.0) -> Frontier:
+    """A worker's frontier on the shared store, politeness zeroed (real clock: leases are Redis's)."""
+    store = RedisStore(url, namespace="shared")
+    f = Frontier(store, Politeness(min_delay=0, max_delay=0, delay_factor=0), sharing=Sharing(store, worker, ttl))
+    f.load()
+    f.rebalance()
+    return f
 
 
-@in_loop
-def test_a_killed_workers_claim_lapses(tmp_path: Path, redis_url: str) -> None:
-    store = RedisStore(redis_url, namespace="lapse")
-    store.claim("dead-worker", ttl=0.2)  # never renewed, never released: as after kill -9
-    with pytest.raises(StoreError, match="in use by the worker dead-worker"):
-        RedisStore(redis_url, namespace="lapse").claim("next", ttl=5)
-    time.sleep(0.3)
-    taker = RedisStore(redis_url, namespace="lapse")
-    taker.claim("next", ttl=5)
-    # the dead worker, were it only stalled, finds out at its next renewal and stops
-    with pytest.raises(StoreError, match="claim .* lapsed"):
-        store.keep_alive()
-    taker.close()
-    store.close()
+def add(f: Frontier, url: str) -> None:
+    f.add(hashlib.sha1(url.encode()).digest(), url, url.split("/")[2], {"url": url})
+
+
+def issue_all(f: Frontier) -> dict[str, str]:
+    """Every URL *f* issues now: url -> queue."""
+    issued = {}
+    for _ in range(100):
+        got = f.next()
+        if got is None:
+            return issued
+        issued[got.record.url] = got.record.queue
+    raise AssertionError("more than 100 URLs issued")
+
+
+HOSTS = [f"h{i}.example" for i in range(4)]
+
+
+def test_two_workers_split_the_hosts_and_only_the_holder_issues(redis_url: str) -> None:
+    a = frontier(redis_url, "A")
+    for host in HOSTS:
+        add(a, f"http://{host}/1")
+    assert a.sharing is not None and a.sharing.held == set(HOSTS)  # the discoverer works new hosts
+    b = frontier(redis_url, "B")
+    assert b.sharing is not None and b.sharing.held == set()  # all leased: B waits for A to give some back
+    a.rebalance()  # two workers now: A keeps its share, gives back two idle hosts
+    b.rebalance()
+    assert len(a.sharing.held) == len(b.sharing.held) == 2
+    assert a.sharing.held.isdisjoint(b.sharing.held)
+    from_a, from_b = issue_all(a), issue_all(b)
+    assert set(from_a.values()) == a.sharing.held and set(from_b.values()) == b.sharing.held
+    assert len(from_a) + len(from_b) == len(HOSTS)
+    # a URL B discovers on a host A holds: A issues it after its next rebalance, B never does
+    host = sorted(a.sharing.held)[0]
+    a.update(hashlib.sha1(f"http://{host}/1".encode()).digest(), Visit(Outcome.VISITED, wait=3600.0, status=200))
+    add(b, f"http://{host}/found-by-b")
+    assert issue_all(b) == {} and issue_all(a) == {}  # A's view of the queue: next URL in an hour
+    a.rebalance()
+    assert issue_all(a) == {f"http://{host}/found-by-b": host}
+    a.leave()
+    b.leave()
+
+
+def test_a_killed_workers_hosts_move_after_its_lease_and_its_out_urls_are_due_again(redis_url: str) -> None:
+    a = frontier(redis_url, "A", ttl=2.0)
+    for host in HOSTS:
+        add(a, f"http://{host}/1")
+    out = issue_all(a)
+    assert len(out) == len(HOSTS)
+    # A is killed (kill -9): no renewal, no release; B starts
+    b = frontier(redis_url, "B", ttl=2.0)
+    assert b.sharing is not None and b.sharing.held == set()
+    deadline = time.monotonic() + 5
+    while b.sharing.held != set(HOSTS) and time.monotonic() < deadline:
+        time.sleep(0.25)
+        b.rebalance()
+    assert b.sharing.held == set(HOSTS)
+    assert issue_all(b) == out  # what was out at A is due again, at B
+    # were A only stalled, its next rebalance finds its leases lost: it issues nothing more
+    a.rebalance()
+    assert a.sharing is not None and a.sharing.held == set() and a.next() is None
+    b.leave()
+
+
+def test_counts_of_every_worker_add_up_in_the_store(redis_url: str) -> None:
+    a = frontier(redis_url, "A")
+    b = frontier(redis_url, "B")
+    for i in range(3):
+        add(a, f"http://{HOSTS[0]}/a{i}")
+        add(b, f"http://{HOSTS[0]}/b{i}")  # B does not hold the host: its count is still added
+    store = a.store
+    assert isinstance(store, RedisStore)
+    rows = dict(store.counter_rows())
+    assert rows[HOSTS[0]]["u"] == 6
+    a.leave()
+    b.leave()
 
 
 @in_loop

@@ -8,6 +8,8 @@ across directive levels, deletes before puts, atomic batches.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -84,7 +86,7 @@ def test_every_store_answers_like_the_reference(store: Store, batches: list) -> 
     """Random batches of puts and deletes: every store reads back what MemoryStore does."""
     reference = MemoryStore()
     for n, (puts, deletes) in enumerate(batches):
-        batch = Batch(entries_put=puts, entries_deleted=deletes, hosts={f"n{n}": b"x"})
+        batch = Batch(entries_put=puts, entries_deleted=deletes, hosts={f"n{n}": b'{"u":%d}' % n})
         reference.write(batch)
         store.write(batch)
     for queue in ("a.example", "b.example", "x{y}:z"):
@@ -106,7 +108,8 @@ def test_redis_batch_is_atomic_when_redis_dies_mid_crawl(redis_server: RedisServ
     (AOF), and a write while it is down fails with one message and leaves nothing."""
     store = RedisStore(redis_url, namespace="t")
     for n in range(50):
-        store.write(Batch(records={fp(n): b"r%d" % n}, entries_put=[("h", 0, n, fp(n))], hosts={"h": b"%d" % n}))
+        row = b'{"u":%d,"cd":%d}' % (n, n)
+        store.write(Batch(records={fp(n): b"r%d" % n}, entries_put=[("h", 0, n, fp(n))], hosts={"h": row}))
     redis_server.kill()
     with pytest.raises(StoreError, match=r"Writing to the Redis store at redis://127\.0\.0\.1:\d+/0 failed"):
         store.write(Batch(records={fp(99): b"lost"}, entries_put=[("h", 0, 99, fp(99))]))
@@ -115,7 +118,7 @@ def test_redis_batch_is_atomic_when_redis_dies_mid_crawl(redis_server: RedisServ
     assert len(list(again.queue_entries("h", limit=100))) == 50
     assert again.get_record(fp(49)) == b"r49"
     assert again.get_record(fp(99)) is None
-    assert dict(again.hosts()) == {"h": b"49"}
+    assert {q: json.loads(raw) for q, raw in again.hosts()} == {"h": {"u": 49, "cd": 49}}
     again.close()
     store.close()
 

@@ -57,6 +57,7 @@ from .leases import Lease, Leases
 from .pending import PendingVersions, pending_mark
 from .record import ChangeState, Outcome, RecordError, UrlRecord, Visit
 from .shape import frontier_shape
+from .sharing import SharedHosts, Sharing
 from .store import Batch, Store
 
 logger = logging.getLogger(__name__)
@@ -85,7 +86,7 @@ class Issued:
     overdue: float
 
 
-class Frontier(HostFacts, PendingVersions, Leases):
+class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
     """Per-queue priority queues of URL records over a :class:`Store`."""
 
     def __init__(
@@ -96,8 +97,11 @@ class Frontier(HostFacts, PendingVersions, Leases):
         history_size: int = 16,
         trust: TrustParams | None = None,
         clock: Callable[[], float] = time.time,
+        sharing: Sharing | None = None,
     ) -> None:
         self.store = store
+        #: with a shared store: this worker's host leases (:mod:`.sharing`)
+        self.sharing = sharing
         self.politeness = politeness or Politeness()
         self.history_size = history_size
         self.trust_params = trust or TrustParams()
@@ -162,7 +166,8 @@ class Frontier(HostFacts, PendingVersions, Leases):
         return q
 
     def _schedule(self, q: HostQueue) -> None:
-        self._heap.place(q)
+        if self.sharing is None or q.name in self.sharing.held:
+            self._heap.place(q)
 
     def _refresh_head(self, q: HostQueue, *candidates: Entry | None) -> None:
         """Find the first entry of *q* that is not out (one store seek).
@@ -226,7 +231,7 @@ class Frontier(HostFacts, PendingVersions, Leases):
         if raw is None:
             if callable(request):
                 request = request()
-            q = self._queues.get(queue) or self._new_queue(queue)
+            q = self._queue(queue)
             record = UrlRecord(
                 url=url, queue=queue, request=request, next_ms=now_ms, directive=directive, discovered=now
             )
@@ -255,7 +260,7 @@ class Frontier(HostFacts, PendingVersions, Leases):
             new_ms = min(record.next_ms, now_ms)
         if (new_directive, new_ms) == (record.directive, record.next_ms):
             return AddResult.DUPLICATE
-        q = self._queues[record.queue]
+        q = self._queue(record.queue)
         old_entry = (record.directive, record.next_ms, fp)
         batch = Batch()
         batch.move_entry(
@@ -329,7 +334,7 @@ class Frontier(HostFacts, PendingVersions, Leases):
             record = self.get_record(fp)
             if record is None:
                 return None
-        q = self._queues[record.queue]
+        q = self._queue(record.queue)
         old = (record.queue, record.directive, record.next_ms, fp)
         was_never = record.never
         politeness = self.politeness
@@ -483,8 +488,9 @@ class Frontier(HostFacts, PendingVersions, Leases):
     # -- questions ---------------------------------------------------------------
 
     def has_pending(self) -> bool:
-        """True while any URL will be due some day, or is out."""
-        return self._schedulable > 0 or bool(self._out)
+        """True while any URL will be due some day, or is out.  A worker of
+        a shared frontier always has: other workers may add URLs any time."""
+        return self._schedulable > 0 or bool(self._out) or self.sharing is not None
 
     def queues(self) -> Iterator[HostQueue]:
         return iter(self._queues.values())

@@ -158,6 +158,12 @@ class LevelDBStore(Store):
         except plyvel.CorruptionError as exc:
             raise self._corrupt(exc) from exc
 
+    def get_host(self, queue: str) -> bytes | None:
+        try:
+            return self._hosts.get(queue.encode("utf-8"), verify_checksums=True)
+        except plyvel.CorruptionError as exc:
+            raise self._corrupt(exc) from exc
+
     def get_meta(self, name: str) -> bytes | None:
         try:
             return self._meta.get(name.encode("utf-8"), verify_checksums=True)

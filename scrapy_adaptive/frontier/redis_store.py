@@ -8,8 +8,11 @@ Layout, every key under the *namespace* (``adaptive:<spider>`` by default)::
     <ns>:{<queue>}:q   sorted set, all scores 0: the queue's entries as members
                        <255-directive><next_ms, 8 bytes big-endian><fp>, so
                        ZRANGEBYLEX returns them in LevelDB's key order
+    <ns>:{<queue>}:c   hash: the queue's counters, one field per counter key
+    <ns>:{<queue>}:lease  string: the worker holding the queue (expires)
+    <ns>:hosts         set: every queue name
+    <ns>:workers       sorted set: worker -> its last heartbeat (ms)
     <ns>:u:<fp>        string: a URL's record (the bytes the frontier wrote)
-    <ns>:h             hash: queue -> its counters
     <ns>:m             hash: state-wide facts (format, spider, policies' aggregates)
     <ns>:p             hash: fp -> pending-delivery mark
     <ns>:x             hash: fp -> raw bytes of a quarantined record
@@ -21,6 +24,18 @@ targets a standalone Redis (or a primary with replicas); see
 docs/shared-frontier.md for what Cluster needs.
 
 Values are bytes in, bytes out: nothing is pickled or unpickled, ever.
+
+**Counters shared by workers.**  The contract writes a queue's counters as
+a whole row; several workers writing whole rows would undo each other's
+counts.  So this store writes the *difference* between the row and the one
+this worker last read or wrote for the queue (its baseline): counts
+(:data:`ADDITIVE`) with ``HINCRBY``, other facts (Crawl-delay, politeness
+wait, trust) only when this worker changed them.  Every worker's counts
+add up, whoever holds the queue.
+
+**Host leases** (:class:`~.sharing.LeaseBoard`): a queue is worked by the
+worker holding ``<ns>:{<queue>}:lease`` (``SET NX PX``, renewed every
+second, given back at a clean stop, lapsing after a ``kill -9``).
 
 Atomicity and durability: every :meth:`RedisStore.write` is one
 ``MULTI``/``EXEC`` transaction, applied by Redis all at once.  With the
@@ -34,11 +49,13 @@ reached the server or the transaction never started.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from . import keys
+from .hostqueue import NEVER_KEY, QUARANTINED_KEY, URLS_KEY, VERSIONS_KEY, VISITS_KEY
 from .store import Batch, Store, StoreError
 
 try:  # the optional extra
@@ -46,14 +63,14 @@ try:  # the optional extra
 except ImportError:  # pragma: no cover - exercised by the refusal message
     redis = None  # type: ignore[assignment]
 
-#: renew a claim only if it is still ours (the token), in one step
+#: renew a lease only if it is still ours, in one step
 _RENEW = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0"
-#: give a claim up only if it is still ours
+#: give a lease up only if it is still ours
 _RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
-
-
-class ClaimHeld(StoreError):
-    """Another live worker holds the namespace: the message names it."""
+#: the counter keys written as increments: every worker's counts add up
+ADDITIVE = frozenset((URLS_KEY, NEVER_KEY, VISITS_KEY, VERSIONS_KEY, QUARANTINED_KEY))
+#: host names read per pipelined round trip
+_CHUNK = 500
 
 
 def redacted(url: str) -> str:
@@ -129,13 +146,13 @@ class RedisStore(Store):
             raise self._error("Connecting to", exc) from exc
         ns = namespace
         self._record_prefix = f"{ns}:u:".encode()
-        self._hosts_key = f"{ns}:h"
+        self._hosts_key = f"{ns}:hosts"
+        self._workers_key = f"{ns}:workers"
         self._meta_key = f"{ns}:m"
         self._pending_key = f"{ns}:p"
         self._quarantine_key = f"{ns}:x"
-        self._claim_key = f"{ns}:writer"
-        #: this worker's claim on the namespace: its token, and how long it lasts (ms)
-        self._claim: tuple[bytes, int] | None = None
+        #: queue -> the counters row this worker last read or wrote (see the module docstring)
+        self._baseline: dict[str, dict[str, Any]] = {}
 
     def _error(self, doing: str, exc: BaseException) -> StoreError:
         if (
@@ -153,9 +170,9 @@ class RedisStore(Store):
             "Redis acknowledged"
         )
 
-    def _queue_key(self, queue: str) -> bytes:
-        # the hash tag: one queue's entries in one Cluster slot
-        return f"{self.namespace}:{{{queue}}}:q".encode()
+    def _queue_key(self, queue: str, kind: str = "q") -> bytes:
+        # the hash tag: one queue's keys in one Cluster slot
+        return f"{self.namespace}:{{{queue}}}:{kind}".encode()
 
     def _call(self, doing: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run one redis-py call; its failure becomes a :class:`StoreError` saying what failed."""
@@ -199,8 +216,59 @@ class RedisStore(Store):
         return min(count, limit)
 
     def hosts(self) -> Iterator[tuple[str, bytes]]:
-        for name, raw in self._scan_hash(self._hosts_key):
-            yield name.decode("utf-8"), raw
+        """Every queue's counters; each row read becomes this worker's baseline."""
+        for name, row in self.counter_rows():
+            self._baseline[name] = row
+            yield name, _row_bytes(row)
+
+    def get_host(self, queue: str) -> bytes | None:
+        row = self._rows([queue])[0]
+        if row is None:
+            return None
+        self._baseline[queue] = row
+        return _row_bytes(row)
+
+    def counter_rows(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every queue's counters as read, without touching the baselines (checkpoints, tools)."""
+        for chunk in self._chunks(self.host_names()):
+            for name, row in zip(chunk, self._rows(chunk), strict=True):
+                if row is not None:
+                    yield name, row
+
+    def host_names(self) -> Iterator[str]:
+        cursor = 0
+        while True:
+            cursor, found = self._call("Reading from", self._redis.sscan, self._hosts_key, cursor, None, 1000)
+            for name in found:
+                yield name.decode("utf-8")
+            if cursor == 0:
+                return
+
+    def host_count(self) -> int:
+        return int(self._call("Reading from", self._redis.scard, self._hosts_key))
+
+    @staticmethod
+    def _chunks(names: Iterator[str]) -> Iterator[list[str]]:
+        chunk: list[str] = []
+        for name in names:
+            chunk.append(name)
+            if len(chunk) >= _CHUNK:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
+
+    def _rows(self, names: list[str]) -> list[dict[str, Any] | None]:
+        """The counters of *names* (None: a queue never written; an empty row is a row)."""
+        pipe = self._redis.pipeline(transaction=False)
+        for name in names:
+            pipe.hgetall(self._queue_key(name, "c"))
+            pipe.sismember(self._hosts_key, name)
+        answers = self._call("Reading from", pipe.execute)
+        rows: list[dict[str, Any] | None] = []
+        for raw, known in zip(answers[::2], answers[1::2], strict=True):
+            rows.append({k.decode(): json.loads(v) for k, v in raw.items()} if known else None)
+        return rows
 
     def get_meta(self, name: str) -> bytes | None:
         return self._call("Reading from", self._redis.hget, self._meta_key, name)
@@ -245,8 +313,9 @@ class RedisStore(Store):
             pipe.delete(self._record_prefix + fp)
         if batch.records:
             pipe.mset({self._record_prefix + fp: raw for fp, raw in batch.records.items()})
-        if batch.hosts:
-            pipe.hset(self._hosts_key, mapping=batch.hosts)  # type: ignore[arg-type]
+        rows = {queue: json.loads(raw) for queue, raw in batch.hosts.items()}
+        for queue, row in rows.items():
+            self._write_row(pipe, queue, row)
         if batch.meta:
             pipe.hset(self._meta_key, mapping=batch.meta)  # type: ignore[arg-type]
         gone = [fp for fp, mark in batch.pending.items() if mark is None]
@@ -261,53 +330,75 @@ class RedisStore(Store):
             pipe.execute()
         except redis.RedisError as exc:
             raise self._error("Writing to", exc) from exc
+        self._baseline.update(rows)
 
-    # -- the writer's claim ------------------------------------------------------
+    def _write_row(self, pipe: Any, queue: str, row: dict[str, Any]) -> None:
+        """Queue the difference between *row* and this worker's baseline (see the module docstring)."""
+        key = self._queue_key(queue, "c")
+        old = self._baseline.get(queue)
+        if old is None:
+            pipe.sadd(self._hosts_key, queue)
+            old = {}
+        for name in row.keys() | old.keys():
+            new_value, old_value = row.get(name), old.get(name)
+            if name in ADDITIVE:
+                delta = int(new_value or 0) - int(old_value or 0)
+                if delta:
+                    pipe.hincrby(key, name, delta)
+            elif new_value != old_value:
+                if new_value is None:
+                    pipe.hdel(key, name)
+                else:
+                    pipe.hset(key, name, json.dumps(new_value, separators=(",", ":")))
 
-    def claim(self, worker: str, *, ttl: float) -> None:
-        """Become the one writer of this namespace for *ttl* seconds (renewed by :meth:`renew_claim`).
+    # -- host leases (the LeaseBoard of .sharing) -------------------------------------
 
-        The frontier keeps per-host state in memory (heap, slots, counters)
-        and assumes it is the only writer; until host leases share a
-        namespace between workers (docs/shared-frontier.md), a second worker
-        is refused.  A worker killed with ``kill -9`` leaves its claim to
-        expire after *ttl*: then another may start.
-        """
-        token = worker.encode()
-        ms = max(1, int(ttl * 1000))
-        taken = self._call("Claiming", self._redis.set, self._claim_key, token, nx=True, px=ms)
-        if not taken:
-            holder = self._call("Claiming", self._redis.get, self._claim_key) or b"?"
-            left = self._call("Claiming", self._redis.pttl, self._claim_key)
-            raise ClaimHeld(
-                f"The Redis store {self.url} namespace {self.namespace} is in use by the worker "
-                f"{holder.decode('utf-8', 'replace')} (its claim lapses {max(0, left) / 1000:.0f} s after its last "
-                "renewal, if it died). One worker per namespace: give this one its own ADAPTIVE_STORE_NAMESPACE, "
-                "or wait for the other to stop."
-            )
-        self._claim = (token, ms)
+    def acquire(self, queues: list[str], worker: str, ttl: float) -> list[str]:
+        """The queues of *queues* nobody held, now held by *worker* for *ttl* seconds."""
+        pipe = self._redis.pipeline(transaction=False)
+        for queue in queues:
+            pipe.set(self._queue_key(queue, "lease"), worker, nx=True, px=_ms(ttl))
+        taken = self._call("Leasing hosts in", pipe.execute)
+        return [queue for queue, ok in zip(queues, taken, strict=True) if ok]
 
-    def keep_alive(self) -> None:
-        self.renew_claim()
+    def renew(self, queues: list[str], worker: str, ttl: float) -> list[str]:
+        """Extend *worker*'s leases; return the queues whose lease it lost."""
+        pipe = self._redis.pipeline(transaction=False)
+        for queue in queues:
+            pipe.eval(_RENEW, 1, self._queue_key(queue, "lease"), worker, _ms(ttl))
+        kept = self._call("Renewing host leases in", pipe.execute)
+        return [queue for queue, ok in zip(queues, kept, strict=True) if not ok]
 
-    def renew_claim(self) -> None:
-        """Extend the claim; :class:`StoreError` if it lapsed (another worker may have taken over)."""
-        if self._claim is None:
-            return
-        token, ms = self._claim
-        if not self._call("Renewing the claim on", self._redis.eval, _RENEW, 1, self._claim_key, token, ms):
-            self._claim = None
-            raise StoreError(
-                f"This worker's claim on the Redis store {self.url} namespace {self.namespace} lapsed (the worker "
-                "stalled longer than the claim lasts, or the key was deleted); it stops so that two workers "
-                "never write one frontier. Restart it."
-            )
+    def release(self, queues: list[str], worker: str) -> None:
+        pipe = self._redis.pipeline(transaction=False)
+        for queue in queues:
+            pipe.eval(_RELEASE, 1, self._queue_key(queue, "lease"), worker)
+        self._call("Releasing host leases in", pipe.execute)
+
+    def holder(self, queue: str) -> str | None:
+        raw = self._call("Reading from", self._redis.get, self._queue_key(queue, "lease"))
+        return None if raw is None else raw.decode("utf-8", "replace")
+
+    def heartbeat(self, worker: str, ttl: float) -> int:
+        """Say *worker* is alive (server time); return how many workers are."""
+        seconds, micros = self._call("Reading from", self._redis.time)
+        now = seconds * 1000 + micros // 1000
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.zadd(self._workers_key, {worker: now})
+        pipe.zremrangebyscore(self._workers_key, "-inf", now - _ms(ttl))
+        pipe.zcard(self._workers_key)
+        return int(self._call("Writing to", pipe.execute)[-1])
+
+    def leave(self, worker: str) -> None:
+        self._call("Writing to", self._redis.zrem, self._workers_key, worker)
 
     def close(self) -> None:
-        if self._claim is not None:
-            try:
-                self._redis.eval(_RELEASE, 1, self._claim_key, self._claim[0])
-            except redis.RedisError:
-                pass  # an unreachable Redis lets the claim lapse by itself
-            self._claim = None
         self._redis.close()
+
+
+def _ms(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
+
+
+def _row_bytes(row: dict[str, Any]) -> bytes:
+    return json.dumps(row, separators=(",", ":")).encode()

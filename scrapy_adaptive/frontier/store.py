@@ -30,7 +30,8 @@ class Batch:
     """
 
     records: dict[bytes, bytes] = field(default_factory=dict)  # fp -> record
-    hosts: dict[str, bytes] = field(default_factory=dict)  # queue -> counters
+    #: queue -> its counters, a JSON object (a shared store merges them key by key)
+    hosts: dict[str, bytes] = field(default_factory=dict)
     meta: dict[str, bytes] = field(default_factory=dict)
     entries_put: list[tuple[str, int, int, bytes]] = field(default_factory=list)
     entries_deleted: list[tuple[str, int, int, bytes]] = field(default_factory=list)
@@ -84,6 +85,10 @@ class Store(ABC):
         """Every queue's counters: what a restart reads (grows with hosts)."""
 
     @abstractmethod
+    def get_host(self, queue: str) -> bytes | None:
+        """One queue's counters (None: unknown queue)."""
+
+    @abstractmethod
     def get_meta(self, name: str) -> bytes | None: ...
 
     @abstractmethod
@@ -101,12 +106,6 @@ class Store(ABC):
     def records(self) -> Iterator[tuple[bytes, bytes]]:
         """Every record (for tools and tests; the crawl never scans)."""
         raise NotImplementedError
-
-    def keep_alive(self) -> None:
-        """Called once a second by a running crawl.  A shared store renews
-        what makes it this worker's (its claim); an embedded one has nothing
-        to do.  Raises :class:`StoreError` when the store is not ours any more."""
-        return None
 
     def quarantined(self) -> Iterator[tuple[bytes, bytes]]:
         """Every quarantined record's raw bytes (for tools and tests)."""
@@ -144,6 +143,9 @@ class MemoryStore(Store):
 
     def hosts(self) -> Iterator[tuple[str, bytes]]:
         yield from list(self._hosts.items())
+
+    def get_host(self, queue: str) -> bytes | None:
+        return self._hosts.get(queue)
 
     def get_meta(self, name: str) -> bytes | None:
         return self._meta.get(name)
