@@ -7,13 +7,15 @@ every record and queue is read back from Redis after the crawl.
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from scrapy_adaptive.frontier.record import UrlRecord
 from scrapy_adaptive.frontier.redis_store import RedisStore
-from tests.crawlrunner import finish_crawl, run_crawl, start_crawl, wait_for_log
+from tests.crawlrunner import CrawlProcess, finish_crawl, run_crawl, start_crawl, wait_for_log
 from tests.mockserver import MockServer, max_concurrency
 from tests.redisserver import RedisServer
 from tests.test_guards_e2e import traceback_lines
@@ -87,3 +89,53 @@ def test_an_unreachable_redis_refuses_the_start_with_one_message(
     assert len(critical) == 1 and "Connecting to the Redis store at redis://:***@127.0.0.1:1/0" in critical[0]
     assert traceback_lines(result) == [] and ":pw@" not in result.text
     assert "Spider closed (adaptive_refused)" in result.log
+
+
+SIX_HOSTS = tuple(f"127.0.0.{i}" for i in range(1, 7))
+
+
+@pytest.fixture(scope="module")
+def six_host_site() -> Iterator[MockServer]:
+    with MockServer(hosts=SIX_HOSTS) as server:
+        yield server
+
+
+def test_three_workers_one_killed_and_restarted_share_one_polite_frontier(
+    six_host_site: MockServer, adaptive_settings: dict[str, object], redis_url: str, tmp_path: Path
+) -> None:
+    """Three ``scrapy crawl`` workers on one Redis frontier; one is killed
+    (SIGKILL) mid-crawl and started again.  Every URL is known, no visit
+    history goes back, and the site's log shows at most one request at a time
+    per host (the valence) across all workers."""
+    server = six_host_site
+    server.reset()
+    rings = [server.url("/ring/4/0?fanout=1&delay=0.2", host=h) for h in SIX_HOSTS]
+    start = server.page_url("/page/fleet-index", links=rings)
+    expected = {start} | {server.url(f"/ring/4/{i}?fanout=1&delay=0.2", host=h) for h in SIX_HOSTS for i in range(4)}
+    base = {**adaptive_settings, "ADAPTIVE_STORE_URL": redis_url, "ADAPTIVE_STORE_LEASE": 2}
+
+    def worker(name: str, seconds: int) -> CrawlProcess:
+        settings = {**base, "ADAPTIVE_STATE_DIR": str(tmp_path / name), "CLOSESPIDER_TIMEOUT": seconds}
+        return start_crawl(FOLLOW, settings, args=["-a", f"start_urls={start}"], workdir=tmp_path / f"run-{name}")
+
+    first, doomed, third = worker("w1", 16), worker("w2", 16), worker("w3", 16)
+    wait_for_log(doomed, r"Crawled \(200\)", timeout=30)
+    time.sleep(1.5)
+    doomed.kill_group()  # kill -9: no clean stop, its leases lapse after 2 s
+    killed_at = time.time()
+    middle = redis_records(redis_url)
+    time.sleep(1.0)
+    again = worker("w2", 9)
+    results = [finish_crawl(p, timeout=60) for p in (first, third, again)]
+    for result in results:
+        result.assert_ok()
+    final = redis_records(redis_url)
+    assert set(final) == expected
+    assert all(r.visits >= 1 for r in final.values())
+    for url, record in middle.items():  # nothing went back
+        assert final[url].visits >= record.visits and (final[url].fetched or 0) >= (record.fetched or 0), url
+    log = server.log()
+    for host in SIX_HOSTS:
+        assert max_concurrency(log, host) == 1, host
+        # the killed worker's hosts were taken over: every host is crawled after the kill
+        assert any(e["host"] == host and e["start"] > killed_at + 2.5 for e in log), host
