@@ -183,3 +183,27 @@ def test_an_unreachable_redis_is_one_message(tmp_path: Path, caplog: pytest.LogC
     (line,) = [r.getMessage() for r in caplog.records if r.levelno == logging.CRITICAL]
     assert "Connecting to the Redis store at redis://:***@127.0.0.1:1/0" in line
     assert "hidden" not in caplog.text
+
+
+def test_a_host_given_back_with_urls_out_drains_before_its_lease_goes(redis_url: str) -> None:
+    a = frontier(redis_url, "A")
+    for host in HOSTS:
+        add(a, f"http://{host}/1")
+    out = issue_all(a)  # every host has a URL out at A
+    b = frontier(redis_url, "B")
+    a.rebalance()  # two workers: A gives two hosts back, but they have URLs out: they drain
+    assert a.sharing is not None and len(a.sharing.draining) == 2
+    draining = set(a.sharing.draining)
+    b.rebalance()
+    assert b.sharing is not None and b.sharing.held == set()  # not yet: A's fetches there still run
+    for url, host in out.items():
+        if host in draining:
+            a.add(hashlib.sha1(f"http://{host}/2".encode()).digest(), f"http://{host}/2", host, {"url": "x"})
+            a.update(hashlib.sha1(url.encode()).digest(), Visit(Outcome.VISITED, wait=3600.0, status=200))
+    assert all(q not in draining for q in issue_all(a).values())  # nothing more from a draining host
+    a.rebalance()  # back: the leases go
+    b.rebalance()
+    assert b.sharing.held == draining and a.sharing.held.isdisjoint(draining)
+    assert set(issue_all(b).values()) == draining
+    a.leave()
+    b.leave()

@@ -166,7 +166,7 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
         return q
 
     def _schedule(self, q: HostQueue) -> None:
-        if self.sharing is None or q.name in self.sharing.held:
+        if self.sharing is None or self.sharing.issues(q.name):
             self._heap.place(q)
 
     def _refresh_head(self, q: HostQueue, *candidates: Entry | None) -> None:

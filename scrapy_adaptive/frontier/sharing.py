@@ -26,7 +26,7 @@ store at once.  The holder re-reads the heads of its queues every
 rebalance (once a second), so a URL discovered by another worker is issued
 within about a second.  Hosts are spread evenly: each worker aims at
 ``ceil(queues / live workers)``, takes unleased queues up to that share
-and gives back those above it (only queues with nothing out), so a worker
+and gives back those above it, so a worker
 joining or leaving moves hosts within a few seconds.  A taken queue rests
 its shortest politeness wait first (its previous holder may have had a
 fetch in flight).
@@ -75,7 +75,13 @@ class Sharing:
         self.worker = worker
         self.ttl = ttl
         self.held: set[str] = set()
+        #: held queues being given back: nothing more is issued from them,
+        #: and the lease goes once their out URLs are back
+        self.draining: set[str] = set()
         self.workers = 1
+
+    def issues(self, name: str) -> bool:
+        return name in self.held and name not in self.draining
 
     def spread(self, name: str) -> bytes:
         """A per-worker order of the queues, so workers starting together try different ones first."""
@@ -105,7 +111,7 @@ class SharedHosts:
 
     def holds(self, name: str) -> bool:
         """May this worker issue from queue *name*?"""
-        return self.sharing is None or name in self.sharing.held
+        return self.sharing is None or self.sharing.issues(name)
 
     def _queue(self, name: str) -> HostQueue:
         """The queue *name*; a queue another worker created is read from the store first."""
@@ -149,18 +155,29 @@ class SharedHosts:
         now = self.clock()
         for name in s.board.renew(sorted(s.held), s.worker, s.ttl):
             s.held.discard(name)
+            s.draining.discard(name)
             self._unschedule(self._queues[name])
+        done = sorted(n for n in s.draining if not self._queues[n].out)
+        if done:
+            s.board.release(done, s.worker)
+            s.held.difference_update(done)
+            s.draining.difference_update(done)
         s.workers = max(1, s.board.heartbeat(s.worker, s.ttl))
         if s.board.host_count() != len(self._queues):
             for name in s.board.host_names():  # type: ignore[attr-defined]
                 self._queue(name)
         share = math.ceil(len(self._queues) / s.workers)
         taken: list[str] = []
-        if len(s.held) < share:
-            wanted = share - len(s.held)
+        working = len(s.held) - len(s.draining)
+        if working < share:
+            for name in sorted(s.draining)[: share - working]:  # wanted again: keep it
+                s.draining.discard(name)
+                self._schedule(self._queues[name])
+                working += 1
+            wanted = share - working
             candidates = sorted((n for n in self._queues if n not in s.held), key=s.spread)
             step = wanted + _SPARE_TRIES
-            for start in range(0, min(len(candidates), _MAX_CHUNKS * step), step):
+            for start in range(0, min(len(candidates), _MAX_CHUNKS * step) if wanted > 0 else 0, step):
                 need = wanted - len(taken)
                 got = s.board.acquire(candidates[start : start + step], s.worker, s.ttl)
                 taken += got[:need]
@@ -170,13 +187,19 @@ class SharedHosts:
                     break
             for name in taken:
                 self._take(name, now)
-        elif len(s.held) > share:
-            idle = sorted(n for n in s.held if not self._queues[n].out)[: len(s.held) - share]
-            s.board.release(idle, s.worker)
-            for name in idle:
-                s.held.discard(name)
+        elif working > share:
+            # give back the excess, the least busy first; a queue with URLs
+            # out drains first (its fetches end here, not beside the next holder's)
+            excess = sorted((n for n in s.held if n not in s.draining), key=lambda n: (len(self._queues[n].out), n))[
+                : working - share
+            ]
+            for name in excess:
                 self._unschedule(self._queues[name])
-        for name in s.held:
+            idle = [n for n in excess if not self._queues[n].out]
+            s.board.release(idle, s.worker)
+            s.held.difference_update(idle)
+            s.draining.update(n for n in excess if self._queues[n].out)
+        for name in s.held - s.draining:
             q = self._queues[name]
             head = q.head
             self._refresh_head(q)
@@ -207,3 +230,4 @@ class SharedHosts:
         s.board.release(sorted(s.held), s.worker)
         s.board.leave(s.worker)
         s.held.clear()
+        s.draining.clear()
