@@ -19,7 +19,7 @@ from scrapy_adaptive.frontier.redis_store import RedisStore
 from scrapy_adaptive.frontier.store import MemoryStore, Store
 from tests import crawlrunner
 from tests.mockserver import DEFAULT_HOSTS, MockServer
-from tests.redisserver import RedisServer
+from testsite.redisserver import RedisServer
 
 
 @pytest.fixture(scope="session")

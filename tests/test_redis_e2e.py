@@ -17,8 +17,8 @@ from scrapy_adaptive.frontier.record import UrlRecord
 from scrapy_adaptive.frontier.redis_store import RedisStore
 from tests.crawlrunner import CrawlProcess, finish_crawl, run_crawl, start_crawl, wait_for_log
 from tests.mockserver import MockServer, max_concurrency
-from tests.redisserver import RedisServer
 from tests.test_guards_e2e import traceback_lines
+from testsite.redisserver import RedisServer
 
 pytestmark = pytest.mark.e2e
 

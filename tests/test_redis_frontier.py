@@ -2,7 +2,7 @@
 
 Each worker keeps its own job directory (marker, checkpoint, crawl log);
 the frontier is in Redis under the namespace.  A real redis-server runs
-for the session (tests/redisserver.py).
+for the session (testsite/redisserver.py).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from scrapy import Request
 from scrapy_adaptive.frontier import Frontier, Outcome, Politeness, Visit
 from scrapy_adaptive.frontier.redis_store import RedisStore
 from scrapy_adaptive.frontier.sharing import Sharing
-from tests.redisserver import RedisServer
 from tests.test_scheduler import URLS, Pages, build, drain, in_loop, visited
+from testsite.redisserver import RedisServer
 
 
 def worker(jobdir: Path, url: str, **settings: object):  # type: ignore[no-untyped-def]

@@ -14,10 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from scrapy_adaptive.frontier import AddResult, Frontier
 from scrapy_adaptive.frontier.keys import NEVER_MS
 from scrapy_adaptive.frontier.redis_store import RedisStore
-from scrapy_adaptive.frontier.store import Batch, MemoryStore, Store, StoreError
-from tests.redisserver import RedisServer
+from scrapy_adaptive.frontier.store import Batch, Conflict, MemoryStore, Store, StoreError
+from testsite.redisserver import RedisServer
 
 
 def fp(n: int) -> bytes:
@@ -141,3 +142,28 @@ def test_redis_keys_of_one_queue_share_a_cluster_hash_slot(redis_url: str) -> No
     client = store._redis
     assert client.keys(b"*{www.example.org}*") == [b"ns:{www.example.org}:q"]
     store.close()
+
+
+def test_a_batch_creating_an_existing_record_writes_nothing(store: Store) -> None:
+    store.write(Batch(records={fp(1): b"first"}, absent=[fp(1)], entries_put=[("h", 0, 1, fp(1))]))
+    with pytest.raises(Conflict):
+        store.write(Batch(records={fp(1): b"second"}, absent=[fp(1)], entries_put=[("h", 0, 2, fp(1))]))
+    assert store.get_record(fp(1)) == b"first"
+    assert list(store.queue_entries("h", limit=5)) == [(0, 1, fp(1))]
+
+
+def test_two_workers_adding_one_new_url_at_once_make_one_record_and_one_entry(redis_url: str) -> None:
+    """Both looked up the URL before either wrote it: the second write conflicts, the add is a duplicate."""
+
+    class LookedTooEarly(RedisStore):
+        def get_record(self, fp: bytes) -> bytes | None:
+            return None  # what this worker saw just before the other worker's write
+
+    first = Frontier(RedisStore(redis_url, namespace="race"))
+    second = Frontier(LookedTooEarly(redis_url, namespace="race"))
+    url = "http://race.example/page"
+    assert first.add(fp(7), url, "race.example", {"url": url}) is AddResult.NEW
+    assert second.add(fp(7), url, "race.example", {"url": url}) is AddResult.DUPLICATE
+    assert second.url_count == 0
+    assert len(list(first.store.queue_entries("race.example", limit=5))) == 1
+    assert dict(first.store.counter_rows())["race.example"]["u"] == 1  # type: ignore[attr-defined]

@@ -58,7 +58,7 @@ from .pending import PendingVersions, pending_mark
 from .record import ChangeState, Outcome, RecordError, UrlRecord, Visit
 from .shape import frontier_shape
 from .sharing import SharedHosts, Sharing
-from .store import Batch, Store
+from .store import Batch, Conflict, Store
 
 logger = logging.getLogger(__name__)
 
@@ -238,9 +238,12 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
             q.urls += 1
             self._urls += 1
             self._schedulable += 1
-            batch = Batch(records={fp: record.to_bytes()}, hosts={queue: self._counters(q)})
+            batch = Batch(records={fp: record.to_bytes()}, hosts={queue: self._counters(q)}, absent=[fp])
             batch.entries_put.append((queue, directive, now_ms, fp))
-            self._write(batch, q, undo=lambda: self._undo_new(q))
+            try:
+                self._write(batch, q, undo=lambda: self._undo_new(q))
+            except Conflict:
+                return AddResult.DUPLICATE  # another worker added it a moment ago
             entry = (directive, now_ms, fp)
             if q.head is None or _order(entry) < _order(q.head):
                 q.head = entry

@@ -56,7 +56,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from . import keys
 from .hostqueue import NEVER_KEY, QUARANTINED_KEY, URLS_KEY, VERSIONS_KEY, VISITS_KEY
-from .store import Batch, Store, StoreError
+from .store import Batch, Conflict, Store, StoreError
 
 try:  # the optional extra
     import redis
@@ -303,7 +303,28 @@ class RedisStore(Store):
     # -- the one write -----------------------------------------------------------
 
     def write(self, batch: Batch) -> None:
-        pipe = self._redis.pipeline(transaction=True)
+        rows = {queue: json.loads(raw) for queue, raw in batch.hosts.items()}
+        try:
+            with self._redis.pipeline(transaction=True) as pipe:
+                if batch.absent:
+                    # a new URL: written only if no other worker wrote it since
+                    # this one looked (WATCH makes EXEC fail if one does now)
+                    watched = [self._record_prefix + fp for fp in batch.absent]
+                    pipe.watch(*watched)
+                    if pipe.exists(*watched):
+                        raise Conflict(f"a record that must be new exists in {self.url}")
+                    pipe.multi()
+                self._queue_writes(pipe, batch, rows)
+                if not pipe.command_stack:
+                    return
+                pipe.execute()
+        except redis.WatchError as exc:
+            raise Conflict(f"another worker wrote a new record first in {self.url}") from exc
+        except redis.RedisError as exc:
+            raise self._error("Writing to", exc) from exc
+        self._baseline.update(rows)
+
+    def _queue_writes(self, pipe: Any, batch: Batch, rows: dict[str, dict[str, Any]]) -> None:
         for queue, directive, next_ms, fp in batch.entries_deleted:
             pipe.zrem(self._queue_key(queue), _member(directive, next_ms, fp))
         for queue, directive, next_ms, fp in batch.entries_put:
@@ -313,7 +334,6 @@ class RedisStore(Store):
             pipe.delete(self._record_prefix + fp)
         if batch.records:
             pipe.mset({self._record_prefix + fp: raw for fp, raw in batch.records.items()})
-        rows = {queue: json.loads(raw) for queue, raw in batch.hosts.items()}
         for queue, row in rows.items():
             self._write_row(pipe, queue, row)
         if batch.meta:
@@ -324,13 +344,6 @@ class RedisStore(Store):
             pipe.hdel(self._pending_key, *gone)
         if kept:
             pipe.hset(self._pending_key, mapping=kept)  # type: ignore[arg-type]
-        if not pipe.command_stack:
-            return
-        try:
-            pipe.execute()
-        except redis.RedisError as exc:
-            raise self._error("Writing to", exc) from exc
-        self._baseline.update(rows)
 
     def _write_row(self, pipe: Any, queue: str, row: dict[str, Any]) -> None:
         """Queue the difference between *row* and this worker's baseline (see the module docstring)."""

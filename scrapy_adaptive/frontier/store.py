@@ -40,6 +40,10 @@ class Batch:
     quarantined: dict[bytes, bytes] = field(default_factory=dict)
     #: fp -> pending-delivery mark (None deletes it)
     pending: dict[bytes, bytes | None] = field(default_factory=dict)
+    #: fingerprints whose records must not exist yet (a new URL): if one
+    #: does, nothing is written and :class:`Conflict` is raised (on a shared
+    #: store, another worker added the same URL a moment before)
+    absent: list[bytes] = field(default_factory=list)
 
     def move_entry(self, old: tuple[str, int, int, bytes] | None, new: tuple[str, int, int, bytes]) -> None:
         """Re-key a URL in its queue: ``(queue, directive, next_ms, fp)``."""
@@ -52,6 +56,10 @@ class Batch:
 
 class StoreError(RuntimeError):
     """The store could not be opened or written; the message says why."""
+
+
+class Conflict(StoreError):
+    """A batch's :attr:`Batch.absent` record exists: nothing was written."""
 
 
 class StoreCorrupt(StoreError):
@@ -98,7 +106,8 @@ class Store(ABC):
 
     @abstractmethod
     def write(self, batch: Batch) -> None:
-        """Apply *batch* atomically; raise :class:`StoreError` on failure."""
+        """Apply *batch* atomically; raise :class:`StoreError` on failure,
+        :class:`Conflict` (nothing written) if a record of ``batch.absent`` exists."""
 
     @abstractmethod
     def close(self) -> None: ...
@@ -154,6 +163,8 @@ class MemoryStore(Store):
         yield from list(self._pending.items())
 
     def write(self, batch: Batch) -> None:
+        if any(fp in self._records for fp in batch.absent):
+            raise Conflict("a record that must be new exists")
         for queue, directive, next_ms, fp in batch.entries_deleted:
             entries = self._queues.get(queue, [])
             item = self._sort_key(directive, next_ms, fp)

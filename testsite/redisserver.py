@@ -3,7 +3,7 @@
 Debian's ``redis-server`` package provides the binary; when it is missing
 and ``apt-get`` can run (CI runs as root), it is installed once.  The server
 runs in a temporary folder with the append-only file on (``appendfsync
-always``: what a test is told is written is on disk), on ``127.0.0.1`` and a
+always`` for the tests: what a test is told is written is on disk), on ``127.0.0.1`` and a
 free port, without persistence snapshots; :meth:`RedisServer.restart` kills
 it with SIGKILL and starts it again on the same port and folder, which is
 what the "Redis restarted loses nothing acknowledged" tests need.
@@ -46,8 +46,9 @@ def redis_server_binary() -> str:
 class RedisServer:
     """One redis-server process; ``url`` is its ``redis://127.0.0.1:<port>/0``."""
 
-    def __init__(self, folder: Path, *, password: str | None = None) -> None:
+    def __init__(self, folder: Path, *, password: str | None = None, fsync: str = "always") -> None:
         self.folder = folder
+        self.fsync = fsync
         self.port = _free_port()
         self.password = password
         self.proc: subprocess.Popen[bytes] | None = None
@@ -67,7 +68,7 @@ class RedisServer:
             "--port", str(self.port),
             "--dir", str(self.folder),
             "--appendonly", "yes",
-            "--appendfsync", "always",
+            "--appendfsync", self.fsync,
             "--save", "",
             "--daemonize", "no",
             "--protected-mode", "yes",
