@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.e2e_bench import SPIDER, Site, _env, crawl_settings
+from bench.e2e_bench import SPIDER, Site, _env, add_output_arguments, add_site_arguments, crawl_settings, emit
 from testsite.process import REPO_ROOT
 from testsite.redisserver import RedisServer
 
@@ -145,14 +145,9 @@ def format_report(result: dict[str, Any]) -> str:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench.fleet_bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--workers", default="1,2,4", help="fleet sizes, comma-separated")
-    p.add_argument("--pages", type=int, default=4000)
-    p.add_argument("--hosts", type=int, default=16)
-    p.add_argument("--links", type=int, default=5, help="links per page")
-    p.add_argument("--seed", type=int, default=7)
+    add_site_arguments(p, pages=4000, hosts=16)
     p.add_argument("--crawl-timeout", type=float, default=120.0, help="stop a fleet after this many seconds")
-    p.add_argument("--workdir", default=None, help="keep crawl logs and state here")
-    p.add_argument("--json", default=None, help="write the figures to this file")
-    p.add_argument("--quiet", action="store_true")
+    add_output_arguments(p)
     return p
 
 
@@ -188,12 +183,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "loadavg_start": [round(x, 2) for x in load_start],
         "loadavg_end": [round(x, 2) for x in os.getloadavg()],
     }
-    if not args.quiet:
-        print(format_report(result))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=1)
-    return result
+    return emit(result, args, format_report(result))
 
 
 if __name__ == "__main__":
