@@ -3,9 +3,9 @@
 The frontier never imports a database.  It needs exactly this: records by
 fingerprint, per-queue ordered entries, per-queue counters, a few state-wide
 facts, and *atomic* batches mixing all of them.  LevelDB
-(:mod:`.leveldb_store`) implements it for one machine; a shared store (Redis
-sorted sets with ``ZRANGEBYLEX`` and ``MULTI``, for instance) can implement
-the same methods later without touching :mod:`.frontier`.
+(:mod:`.leveldb_store`) implements it for one machine; Redis
+(:mod:`.redis_store`: sorted sets read with ``ZRANGEBYLEX``, ``MULTI``) for a
+frontier shared by many workers (:mod:`.sharing`).
 
 :class:`MemoryStore` is the reference implementation: the contract tests run
 against both, and the policy simulator uses it for speed.
