@@ -34,12 +34,13 @@ def redis_server_binary() -> str:
     if found:
         return found
     if shutil.which("apt-get") and os.geteuid() == 0:
-        subprocess.run(
-            ["apt-get", "install", "-y", "-q", "redis-server"], check=False, capture_output=True, timeout=300
-        )
-        found = shutil.which("redis-server")
-        if found:
-            return found
+        install = ["apt-get", "install", "-y", "-q", "redis-server"]
+        # a fresh machine may have no package lists yet: update once, then retry
+        for step in (install, ["apt-get", "update", "-q"], install):
+            subprocess.run(step, check=False, capture_output=True, timeout=600)
+            found = shutil.which("redis-server")
+            if found:
+                return found
     raise RuntimeError("redis-server is not installed: apt-get install redis-server (the Redis store tests need it)")
 
 
