@@ -207,3 +207,21 @@ def test_a_host_given_back_with_urls_out_drains_before_its_lease_goes(redis_url:
     assert set(issue_all(b).values()) == draining
     a.leave()
     b.leave()
+
+
+@in_loop
+def test_the_tls_settings_reach_the_store(tmp_path: Path) -> None:
+    (tmp_path / "redis").mkdir()
+    with RedisServer(tmp_path / "redis", tls=True) as server:
+        tls = server.tls_client_options()
+        settings = {
+            "ADAPTIVE_STORE_TLS_CA": tls["ssl_ca_certs"],
+            "ADAPTIVE_STORE_TLS_CERT": tls["ssl_certfile"],
+            "ADAPTIVE_STORE_TLS_KEY": tls["ssl_keyfile"],
+        }
+        scheduler = worker(tmp_path / "a", server.url, **settings)
+        scheduler.open(Pages())
+        assert scheduler.frontier is not None
+        assert scheduler.enqueue_request(Request(URLS[0]))
+        scheduler.close("finished")
+        assert server.client().exists(b"crawl:{a.example}:q")

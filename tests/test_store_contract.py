@@ -9,6 +9,7 @@ across directive levels, deletes before puts, atomic batches.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -167,3 +168,17 @@ def test_two_workers_adding_one_new_url_at_once_make_one_record_and_one_entry(re
     assert second.url_count == 0
     assert len(list(first.store.queue_entries("race.example", limit=5))) == 1
     assert dict(first.store.counter_rows())["race.example"]["u"] == 1  # type: ignore[attr-defined]
+
+
+def test_redis_over_tls_with_a_client_certificate(tmp_path: Path) -> None:
+    """``rediss://`` with the CA, client certificate and key settings; without the certificate, one message."""
+    with RedisServer(tmp_path, tls=True) as server:
+        tls = server.tls_client_options()
+        store = RedisStore(
+            server.url, tls_ca=tls["ssl_ca_certs"], tls_cert=tls["ssl_certfile"], tls_key=tls["ssl_keyfile"]
+        )
+        store.write(Batch(records={fp(1): b"over tls"}))
+        assert store.get_record(fp(1)) == b"over tls"
+        store.close()
+        with pytest.raises(StoreError, match=r"Connecting to the Redis store at rediss://127\.0\.0\.1:\d+/0 failed"):
+            RedisStore(server.url, tls_ca=tls["ssl_ca_certs"], timeout=2.0)  # the server asks for a certificate

@@ -44,12 +44,30 @@ def redis_server_binary() -> str:
     raise RuntimeError("redis-server is not installed: apt-get install redis-server (the Redis store tests need it)")
 
 
+def make_certificates(folder: Path) -> None:
+    """A throwaway CA and, signed by it, a certificate for 127.0.0.1 and one for a client (openssl)."""
+
+    def run(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=folder, check=True, capture_output=True, timeout=60)
+
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
+        "-subj", "/CN=scrapy-adaptive test CA")  # fmt: skip
+    (folder / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    for name in ("server", "client"):
+        run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+            "-subj", "/CN=127.0.0.1")  # fmt: skip
+        run("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", f"{name}.crt", "-days", "2", "-extfile", "san.ext")  # fmt: skip
+
+
 class RedisServer:
     """One redis-server process; ``url`` is its ``redis://127.0.0.1:<port>/0``."""
 
-    def __init__(self, folder: Path, *, password: str | None = None, fsync: str = "always") -> None:
+    def __init__(self, folder: Path, *, password: str | None = None, fsync: str = "always", tls: bool = False) -> None:
         self.folder = folder
         self.fsync = fsync
+        #: TLS only, client certificates required: certificates made by :func:`make_certificates`
+        self.tls = tls
         self.port = _free_port()
         self.password = password
         self.proc: subprocess.Popen[bytes] | None = None
@@ -57,10 +75,19 @@ class RedisServer:
     @property
     def url(self) -> str:
         auth = f":{self.password}@" if self.password else ""
-        return f"redis://{auth}127.0.0.1:{self.port}/0"
+        return f"{'rediss' if self.tls else 'redis'}://{auth}127.0.0.1:{self.port}/0"
 
     def client(self) -> redis.Redis:
+        if self.tls:
+            return redis.Redis.from_url(self.url, **self.tls_client_options())
         return redis.Redis.from_url(self.url)
+
+    def tls_client_options(self) -> dict[str, str]:
+        return {
+            "ssl_ca_certs": str(self.folder / "ca.crt"),
+            "ssl_certfile": str(self.folder / "client.crt"),
+            "ssl_keyfile": str(self.folder / "client.key"),
+        }
 
     def start(self) -> RedisServer:
         args = [
@@ -77,6 +104,17 @@ class RedisServer:
         ]  # fmt: skip
         if self.password:
             args += ["--requirepass", self.password]
+        if self.tls:
+            if not (self.folder / "server.crt").exists():
+                make_certificates(self.folder)
+            i = args.index("--port")
+            args[i : i + 2] = ["--port", "0", "--tls-port", str(self.port)]
+            args += [
+                "--tls-cert-file", str(self.folder / "server.crt"),
+                "--tls-key-file", str(self.folder / "server.key"),
+                "--tls-ca-cert-file", str(self.folder / "ca.crt"),
+                "--tls-auth-clients", "yes",
+            ]  # fmt: skip
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
