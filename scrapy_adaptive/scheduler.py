@@ -58,6 +58,7 @@ from .frontier.sharing import Sharing
 from .frontier.store import StoreCorrupt, StoreError
 from .issued import IssuedRequests, url_identity
 from .policies import PolicyStack, load_wait_policy, persist
+from .policies.history import DAY
 from .politeness import QueueKeyer, parse_crawl_delay
 from .refusal import Refusal, RefusingScheduler
 from .reporting import Reporter
@@ -225,6 +226,7 @@ class AdaptiveScheduler(BaseScheduler):
         allocator = shared.get("rate_allocator")
         self.capacity = HostCapacity(frontier, allocator)
         self.capacity.all_nominal()
+        self._share_budget()
         if config.crawl_log:
             path = os.path.join(self.state.path, "crawl.log")
             self.crawl_log = CrawlLog(path, config.crawl_log_max_bytes, config.crawl_log_backups)
@@ -447,6 +449,7 @@ class AdaptiveScheduler(BaseScheduler):
         try:
             if self.frontier.rebalance():
                 self._arm_wake()
+            self._share_budget()
             if self.delivery is not None:
                 self.delivery.flush()
             abandoned = self.grace.tick()
@@ -465,6 +468,18 @@ class AdaptiveScheduler(BaseScheduler):
             self._fatal(exc)
         except Exception:
             logger.exception("scrapy-adaptive periodic task failed")
+
+    def _share_budget(self) -> None:
+        """In a fleet, ``ADAPTIVE_BUDGET`` is the fleet's: each worker spends
+        its share (budget / live workers) on the hosts it holds, which are
+        about that share of the URLs."""
+        sharing = self.frontier.sharing if self.frontier is not None else None
+        allocator = self.policy.params.shared.get("rate_allocator")
+        if sharing is None or allocator is None or self.config.budget is None:
+            return
+        share = self.config.budget / DAY / sharing.workers
+        if allocator.budget != share:
+            allocator.set_budget(share)
 
     def _lapsed(self, fp: bytes) -> None:
         """An issued URL got no verdict within its lease: a retry, counted.

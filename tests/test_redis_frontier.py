@@ -225,3 +225,19 @@ def test_the_tls_settings_reach_the_store(tmp_path: Path) -> None:
         assert scheduler.enqueue_request(Request(URLS[0]))
         scheduler.close("finished")
         assert server.client().exists(b"crawl:{a.example}:q")
+
+
+@in_loop
+def test_the_budget_is_the_fleets_each_worker_spends_its_share(tmp_path: Path, redis_url: str) -> None:
+    budgeted = {"ADAPTIVE_BUDGET": 86_400, "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.ProportionalWaitPolicy"}
+    first = worker(tmp_path / "a", redis_url, **budgeted)
+    first.open(Pages())
+    allocator = first.policy.params.shared["rate_allocator"]
+    assert allocator.budget == 1.0  # alone: the whole budget, one revisit a second
+    second = worker(tmp_path / "b", redis_url, **budgeted)
+    second.open(Pages())
+    assert second.policy.params.shared["rate_allocator"].budget == 0.5
+    first._tick()  # its next second: two live workers
+    assert allocator.budget == 0.5
+    second.close("finished")
+    first.close("finished")
