@@ -204,3 +204,25 @@ def test_the_index_lives_in_the_warc_folder_and_the_folder_is_refused_clearly(tm
     with pytest.raises(WarcError, match=re.escape(f"ADAPTIVE_WARC_DIR {blocker}")):
         WarcWriter(str(blocker)).open()
     assert os.path.isfile(blocker)
+
+
+def test_the_middleware_is_off_without_the_folder_and_refuses_clearly_without_warcio(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from scrapy.exceptions import NotConfigured
+    from scrapy.settings import Settings
+    from scrapy.statscollectors import MemoryStatsCollector
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_adaptive.settings import AdaptiveConfig
+    from scrapy_adaptive.warc import EXTRA_MESSAGE, WarcMiddleware
+
+    with pytest.raises(NotConfigured):
+        WarcMiddleware.from_crawler(get_crawler(settings_dict={}))
+    config = AdaptiveConfig.from_settings(Settings({"ADAPTIVE_WARC_DIR": str(tmp_path / "warc")}))
+    stats = MemoryStatsCollector(get_crawler())
+    monkeypatch.setitem(sys.modules, "warcio", None)  # import warcio -> ImportError
+    mw = WarcMiddleware(stats)
+    mw.bind(None, config)  # type: ignore[arg-type]
+    assert mw.writer is None and mw.refusal.message == EXTRA_MESSAGE
+    assert "pip install scrapy-adaptive[warc]" in caplog.text and not (tmp_path / "warc").exists()
