@@ -53,8 +53,6 @@ a record cut by a kill is cut off (records before it are kept).
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import io
 import json
 import logging
@@ -72,6 +70,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+from .change.digest import payload_digest
 from .delivery import SINK_CLOSED, SINK_OPENED
 from .refusal import Refusal
 from .settings import ConfigError
@@ -100,11 +99,6 @@ EXTRA_MESSAGE = "ADAPTIVE_WARC_DIR is set but warcio is not installed: pip insta
 
 class WarcError(RuntimeError):
     """The WARC folder cannot be used; the message names it and says why."""
-
-
-def payload_digest_of(body: bytes) -> str:
-    """``sha1:BASE32`` of *body*, the form warcio writes in WARC-Payload-Digest."""
-    return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode("ascii")
 
 
 def warc_date(stamp: float) -> str:
@@ -196,6 +190,7 @@ class WarcWriter:
         self.info = dict(info or {})
         self.clock = clock
         self.index: Any = None  # plyvel.DB, opened by open()
+        self._warc: Any = None  # warcio's WARCWriter (builds records), made by open()
         self.file: io.BufferedWriter | None = None
         self.filename: str | None = None
         self.serial = 0
@@ -312,7 +307,7 @@ class WarcWriter:
         assert self.file is not None, "open() first"
         date = warc_date(exchange.fetched)
         capture = self.capture_of(exchange.url)
-        digest = None if exchange.headers_only else payload_digest_of(exchange.body)
+        digest = None if exchange.headers_only else payload_digest(exchange.body)
         if exchange.headers_only or (capture is not None and digest == capture.digest and exchange.body):
             if capture is None:
                 self.counts["revisit_without_capture"] = self.counts.get("revisit_without_capture", 0) + 1

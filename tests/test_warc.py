@@ -14,6 +14,7 @@ import pytest
 from scrapy import Request
 from scrapy.http import HtmlResponse
 
+from scrapy_adaptive.change.digest import payload_digest
 from scrapy_adaptive.settings import ConfigError
 from scrapy_adaptive.warc import (
     IDENTICAL_PROFILE,
@@ -21,7 +22,6 @@ from scrapy_adaptive.warc import (
     HttpExchange,
     WarcWriter,
     exchange_of,
-    payload_digest_of,
 )
 
 warcio = pytest.importorskip("warcio")
@@ -105,7 +105,7 @@ def test_new_body_response_same_body_revisit_then_304_refers_to_the_latest_captu
         assert headers.get_header("WARC-Refers-To-Target-URI") == original[2].get_header("WARC-Target-URI")
         assert headers.get_header("WARC-Refers-To-Date") == original[2].get_header("WARC-Date")
         assert headers.get_header("WARC-Payload-Digest") == original[2].get_header("WARC-Payload-Digest")
-        assert headers.get_header("WARC-Payload-Digest") != payload_digest_of(b"")
+        assert headers.get_header("WARC-Payload-Digest") != payload_digest(b"")
     assert revisits[1][3].startswith(b"HTTP/1.1 304 Not Modified")  # the headers as received
     for request, response in zip(
         [r for r in records if r[1] == "request"], [r for r in records if r[1] in ("response", "revisit")], strict=True
