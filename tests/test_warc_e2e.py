@@ -270,3 +270,26 @@ def test_kills_never_leave_a_counted_version_out_of_the_archive(
     for url, record in state.items():
         if record.versions:
             assert record.payload_digest in archived[url], url
+
+
+def test_without_warcio_the_crawl_is_refused_in_one_line(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_path: Path
+) -> None:
+    """The extra not installed: one CRITICAL line naming it, exit code 1,
+    no traceback, nothing fetched."""
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "warcio.py").write_text("raise ImportError('No module named warcio')\n")
+    start = start_url(clean_log, "wn")
+    result = run_crawl(
+        VERSIONS,
+        {**adaptive_settings, "ADAPTIVE_WARC_DIR": str(tmp_path / "warc"), "CLOSESPIDER_TIMEOUT": 5},
+        timeout=60,
+        env={"PYTHONPATH": str(shim)},
+        args=["-a", f"start_urls={start}"],
+    )
+    assert result.returncode == 1
+    critical = [line for line in result.log.splitlines() if "CRITICAL" in line]
+    assert len(critical) == 1 and "pip install scrapy-adaptive[warc]" in critical[0], critical
+    assert "Traceback" not in result.log + result.stderr
+    assert not clean_log.log(path_prefix="/changes/100000/wn-index")
