@@ -23,6 +23,7 @@ from .downloadermiddlewares.errors import FetchErrorMiddleware
 from .downloadermiddlewares.validators import ValidatorsMiddleware
 from .spidermiddlewares.visit import VisitMiddleware
 from .stopgrace import wrap_download_handlers
+from .warc import WarcMiddleware
 
 SCHEDULER = "scrapy_adaptive.scheduler.AdaptiveScheduler"
 #: internal flag the add-on leaves for the scheduler's start-up messages
@@ -30,8 +31,10 @@ TOOK_OVER_SETTING = "SCRAPY_ADAPTIVE_TOOK_OVER_DELTAFETCH"
 
 #: the evaluators that must see final outcomes sit outermost, below every
 #: Scrapy built-in (the lowest is 50); the validators sit among the
-#: downloader's own (next to HttpCompressionMiddleware, 590)
-DOWNLOADER_MIDDLEWARES = {FetchErrorMiddleware: 10, ValidatorsMiddleware: 580}
+#: downloader's own (next to HttpCompressionMiddleware, 590); the WARC
+#: writer (off unless ADAPTIVE_WARC_DIR) sees bodies as sent and redirect
+#: hops (between RedirectMiddleware, 600, and CookiesMiddleware, 700)
+DOWNLOADER_MIDDLEWARES = {FetchErrorMiddleware: 10, ValidatorsMiddleware: 580, WarcMiddleware: 610}
 SPIDER_MIDDLEWARES = {VisitMiddleware: 10}
 
 

@@ -68,6 +68,7 @@ from .startup import warn_about_settings
 from .statedir import Checkpoints, StateDir, StateDirError, open_store, resolve
 from .stopgrace import StopGrace
 from .verdicts import Verdicts
+from .warc import WarcMiddleware
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -236,6 +237,7 @@ class AdaptiveScheduler(BaseScheduler):
         for mw in (
             self.crawler.get_downloader_middleware(ValidatorsMiddleware),
             self.crawler.get_downloader_middleware(FetchErrorMiddleware),
+            self.crawler.get_downloader_middleware(WarcMiddleware),
             self.crawler.get_spider_middleware(VisitMiddleware),
         ):
             if mw is not None:

@@ -33,6 +33,7 @@ class Kind(StrEnum):
     CHOICE = "choice"  #: one of :attr:`SettingSpec.choices`
     CLASS_PATH = "class path"  #: a dotted path, or the class itself
     PATH = "path"  #: a folder (a string or ``os.PathLike``), or unset
+    TEXT = "text"  #: a short string (a file name prefix)
     OBJECT = "object"  #: a structure checked where it is used (lists of rule dicts)
 
 
@@ -46,6 +47,7 @@ FIELD_TYPES = {
     Kind.CHOICE: "str",
     Kind.CLASS_PATH: "str",
     Kind.PATH: "str",
+    Kind.TEXT: "str",
     Kind.OBJECT: "Any",
 }
 
@@ -58,11 +60,12 @@ _EXPECTED = {
     Kind.CHOICE: "one of the choices",
     Kind.CLASS_PATH: "a dotted class path (a string) or a class",
     Kind.PATH: "a folder path (a string)",
+    Kind.TEXT: "a string",
     Kind.OBJECT: "a value",
 }
 _NUMERIC = (Kind.SECONDS, Kind.NUMBER, Kind.INTEGER)
 #: kinds where an empty string (``-s NAME=``) means "not set"
-_EMPTY_IS_UNSET = (Kind.CHOICE, Kind.CLASS_PATH, Kind.PATH, Kind.OBJECT)
+_EMPTY_IS_UNSET = (Kind.CHOICE, Kind.CLASS_PATH, Kind.PATH, Kind.TEXT, Kind.OBJECT)
 
 
 @dataclass(frozen=True)
@@ -166,7 +169,7 @@ def parse_value(spec: SettingSpec, raw: Any) -> Any:
         return f"{raw.__module__}.{raw.__qualname__}"
     if spec.kind is Kind.PATH and isinstance(raw, os.PathLike):
         raw = os.fspath(raw)
-    if spec.kind in (Kind.CHOICE, Kind.CLASS_PATH, Kind.PATH) and not isinstance(raw, str):
+    if spec.kind in (Kind.CHOICE, Kind.CLASS_PATH, Kind.PATH, Kind.TEXT) and not isinstance(raw, str):
         raise ConfigError(f"{spec.name} ({raw!r}) must be {spec.expected()}.")
     return raw
 
@@ -224,7 +227,7 @@ def _problem(spec: SettingSpec, value: Any) -> str | None:
         return None if isinstance(value, bool) else spec.expected()
     if spec.kind is Kind.CHOICE:
         return None if value in spec.choices else spec.expected()
-    if spec.kind in (Kind.CLASS_PATH, Kind.PATH):
+    if spec.kind in (Kind.CLASS_PATH, Kind.PATH, Kind.TEXT):
         return None if isinstance(value, str) else spec.expected()
     return None
 

@@ -42,6 +42,7 @@ GROUP_WAITS = "Revisit waits (the catch-all policy; ADAPTIVE_WAIT_POLICIES stack
 GROUP_VALIDATORS = "HTTP validators"
 GROUP_CHANGE = "Change detection"
 GROUP_RECORD = "Record and observability"
+GROUP_ARCHIVE = "Archive (WARC, the `warc` extra)"
 
 
 def _seconds(
@@ -384,6 +385,31 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         60.0,
         "how often the frontier summary is logged and the `adaptive/frontier/*` stats refreshed.",
         positive=True,
+    ),
+    SettingSpec(
+        "ADAPTIVE_WARC_DIR",
+        GROUP_ARCHIVE,
+        Kind.PATH,
+        None,
+        "write every fetch to WARC files in this folder: `request` + `response` records for new content, "
+        "`revisit` records for unchanged visits (needs `pip install scrapy-adaptive[warc]`).",
+        optional=True,
+        default_doc="unset: no WARC output",
+    ),
+    SettingSpec(
+        "ADAPTIVE_WARC_MAX_SIZE",
+        GROUP_ARCHIVE,
+        Kind.INTEGER,
+        2**30,
+        "start a new WARC file once the current one reaches this size in bytes (1 GiB).",
+        at_least=1,
+    ),
+    SettingSpec(
+        "ADAPTIVE_WARC_PREFIX",
+        GROUP_ARCHIVE,
+        Kind.TEXT,
+        "adaptive",
+        "the WARC files' names: `PREFIX-TIMESTAMP-SERIAL.warc.gz` (letters, digits, `.`, `_`, `-`).",
     ),
 )
 

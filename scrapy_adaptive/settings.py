@@ -160,6 +160,9 @@ class AdaptiveConfig:
     crawl_log_max_bytes: int
     history_size: int
     log_interval: float
+    warc_dir: str | None
+    warc_max_size: int
+    warc_prefix: str
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> AdaptiveConfig:
