@@ -51,6 +51,7 @@ from .change.trust import TrustParams
 from .crawllog import CrawlLog
 from .delivery import Delivery
 from .downloadermiddlewares.errors import FetchErrorMiddleware
+from .downloadermiddlewares.robots import RobotsRefreshMiddleware
 from .downloadermiddlewares.validators import ValidatorsMiddleware
 from .engine import EngineWaker, exit_with_error
 from .frontier import AddResult, Frontier, Outcome, Politeness, UrlRecord, Visit
@@ -63,6 +64,7 @@ from .reporting import Reporter
 from .request_hints import take_hint
 from .serialization import RequestNotStorable, request_from_data, request_to_data
 from .settings import AdaptiveConfig, ConfigError
+from .spidermiddlewares.sitemaps import SitemapsMiddleware
 from .spidermiddlewares.visit import VisitMiddleware
 from .startup import warn_about_settings
 from .statedir import Checkpoints, StateDir, StateDirError, open_store, resolve
@@ -236,7 +238,9 @@ class AdaptiveScheduler(BaseScheduler):
         for mw in (
             self.crawler.get_downloader_middleware(ValidatorsMiddleware),
             self.crawler.get_downloader_middleware(FetchErrorMiddleware),
+            self.crawler.get_downloader_middleware(RobotsRefreshMiddleware),
             self.crawler.get_spider_middleware(VisitMiddleware),
+            self.crawler.get_spider_middleware(SitemapsMiddleware),
         ):
             if mw is not None:
                 mw.bind(self.verdicts, self.config)
@@ -397,8 +401,10 @@ class AdaptiveScheduler(BaseScheduler):
         if urlparse_cached(request).path != "/robots.txt" or response.status != 200:
             return
         delay = parse_crawl_delay(response.body, self.robots_agent)
-        if delay is not None and self.capacity is not None:
-            queue = self.keyer.key(request)
+        queue = self.keyer.key(request)
+        if delay is None:  # none, or no longer (robots.txt is fetched again: ADAPTIVE_ROBOTS_REFRESH)
+            self.frontier.set_crawl_delay(queue, None)
+        elif self.capacity is not None:
             self.frontier.set_crawl_delay(queue, delay)
             self.capacity.nominal(queue, delay)
             logger.info("Honouring robots.txt Crawl-delay of %.1fs for %s", delay, urlparse_cached(request).netloc)
