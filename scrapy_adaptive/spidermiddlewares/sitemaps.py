@@ -103,7 +103,9 @@ def feed_entries(body: bytes, url: str) -> list[tuple[str, str | None]]:
     for entry in parsed.get("entries", ()):
         link = entry.get("link")
         if link:
-            found.append((link, entry.get("updated") or entry.get("published")))
+            # dict.get: feedparser's own get() maps a missing "updated" to
+            # "published" with a DeprecationWarning
+            found.append((link, dict.get(entry, "updated") or dict.get(entry, "published")))
     return found
 
 
