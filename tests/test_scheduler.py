@@ -221,3 +221,23 @@ def test_start_up_warns_of_a_misspelt_setting_with_the_closest_name() -> None:
     messages = settings_warnings(settings, config)
     assert any("ADAPTIVE_MIN_DELAYY" in m and "ADAPTIVE_MIN_DELAY?" in m for m in messages)
     assert any(m.startswith("HTTPCACHE_ENABLED") for m in messages)
+
+
+@in_loop
+def test_a_crawl_delay_removed_from_a_refreshed_robots_txt_is_cleared(tmp_path: Path) -> None:
+    from scrapy.http import TextResponse
+
+    scheduler = build(tmp_path / "job")
+    scheduler.open(Pages())
+    scheduler.capacity.all_nominal()  # type: ignore[union-attr]
+    assert scheduler.enqueue_request(Request("http://a.example/p"))
+    robots = Request("http://a.example/robots.txt", meta={"dont_obey_robotstxt": True})
+
+    def robots_say(text: bytes) -> float | None:
+        scheduler._on_response_received(TextResponse(robots.url, body=text, request=robots), robots, Pages())
+        [queue] = scheduler.frontier.queues()  # type: ignore[union-attr]
+        return queue.crawl_delay
+
+    assert robots_say(b"User-agent: *\nCrawl-delay: 2\n") == 2.0
+    assert robots_say(b"User-agent: *\nDisallow: /x/\n") is None  # fetched again without it
+    scheduler.close("finished")

@@ -35,9 +35,7 @@ URL = "http://127.0.0.1/sitemap.xml"
 
 
 def urlset(*entries: tuple[str, str | None]) -> bytes:
-    body = "".join(
-        f"<url><loc>{loc}</loc>{f'<lastmod>{mod}</lastmod>' if mod else ''}</url>" for loc, mod in entries
-    )
+    body = "".join(f"<url><loc>{loc}</loc>{f'<lastmod>{mod}</lastmod>' if mod else ''}</url>" for loc, mod in entries)
     return f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{body}</urlset>'.encode()
 
 
@@ -52,7 +50,9 @@ def read(body: bytes, kind: str = SITEMAP, url: str = URL, max_size: int = 0) ->
 
 
 w3c_moments = st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC))
-precisions = st.sampled_from(["%Y", "%Y-%m", "%Y-%m-%d", "%Y-%m-%dT%H:%MZ", "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M+01:00"])
+precisions = st.sampled_from(
+    ["%Y", "%Y-%m", "%Y-%m-%d", "%Y-%m-%dT%H:%MZ", "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M+01:00"]
+)
 
 
 @given(w3c_moments, precisions)
