@@ -46,6 +46,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.python import global_object_name
 
 from . import meta
+from .canonical import Canonical
 from .capacity import HostCapacity
 from .change.trust import TrustParams
 from .crawllog import CrawlLog
@@ -137,6 +138,7 @@ class AdaptiveScheduler(BaseScheduler):
         try:
             config = AdaptiveConfig.from_settings(settings)
             policy = load_wait_policy(config)
+            canonical = Canonical.from_setting(config.canonical)
         except ConfigError as exc:
             # raised here, Scrapy would fail to close the engine (traceback
             # wall); the refusal is said once, at open
@@ -145,7 +147,7 @@ class AdaptiveScheduler(BaseScheduler):
             config,
             policy,
             crawler.stats,  # type: ignore[arg-type]
-            identity=url_identity(crawler.request_fingerprinter),  # type: ignore[arg-type]
+            identity=url_identity(crawler.request_fingerprinter, canonical),  # type: ignore[arg-type]
             jobdir=settings.get("JOBDIR"),
             fingerprinter=global_object_name(type(crawler.request_fingerprinter)),
             robots_agent=settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT"),
@@ -276,6 +278,10 @@ class AdaptiveScheduler(BaseScheduler):
             if issued_fp is not None:
                 issued = self.issued.get(issued_fp)
                 if issued is not None and self.issued.redirected_from(request, issued):
+                    if self.issued.identity(request) == issued_fp and request.url != issued.url:
+                        # another spelling of the same URL (ADAPTIVE_CANONICAL,
+                        # www. to bare host): fetched as this very visit
+                        return self._resent(issued_fp, request)
                     self._redirected(issued, request)
                     # the target is a URL of its own; the inherited
                     # dont_filter must not pull a known target forward

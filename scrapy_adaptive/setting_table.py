@@ -364,6 +364,14 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         choices=UNCHANGED_MODES,
     ),
     SettingSpec(
+        "ADAPTIVE_CANONICAL",
+        GROUP_SIGNALS,
+        Kind.OBJECT,
+        None,
+        "spellings of one page that share one record: a list of `www`, `case`, `slash`, `index` for every host, "
+        "or a dict from host (glob, `*`) to such a list (see Canonical URLs). Off by default.",
+    ),
+    SettingSpec(
         "ADAPTIVE_FEEDS",
         GROUP_SIGNALS,
         Kind.URLS,

@@ -155,6 +155,7 @@ class AdaptiveConfig:
     noise_learning: bool
     revisit_embeds_on_change: bool
     unchanged: str
+    canonical: Any
     feeds: tuple[str, ...]
     robots_refresh: float
     sitemaps: tuple[str, ...]

@@ -18,6 +18,7 @@ from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive import meta
+from scrapy_adaptive.canonical import Canonical
 from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
 from scrapy_adaptive.issued import url_identity
 from scrapy_adaptive.policies import load_wait_policy
@@ -55,7 +56,7 @@ def build(jobdir: Path, **settings: Any) -> AdaptiveScheduler:
         config,
         load_wait_policy(config),
         crawler.stats,  # type: ignore[arg-type]
-        identity=url_identity(crawler.request_fingerprinter),  # type: ignore[arg-type]
+        identity=url_identity(crawler.request_fingerprinter, Canonical.from_setting(config.canonical)),  # type: ignore[arg-type]
         jobdir=str(jobdir),
         fingerprinter="test",
     )
