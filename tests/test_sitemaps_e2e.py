@@ -1,7 +1,7 @@
-"""Sitemaps, feeds and robots.txt in real crawls, with no code in the spider:
+"""The sites' own signals in real crawls, with no code in the spider:
 ``ADAPTIVE_SITEMAPS`` (an index, a gzip sitemap), ``ADAPTIVE_FEEDS``,
 robots.txt ``Sitemap:`` lines; robots.txt fetched again so a new Disallow
-takes effect."""
+takes effect; ``ADAPTIVE_CANONICAL`` spellings of one page as one record."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import read_records
 from tests.crawlrunner import SPIDERS_DIR, finish_crawl, run_crawl, start_crawl, wait_for_log
 from tests.mockserver import MockServer
 
@@ -119,3 +120,23 @@ def test_robots_txt_is_fetched_again_and_a_new_disallow_takes_effect(
     assert [t for t in page_hits if t > refreshed] == []
     assert result.stats["adaptive/robots/refreshed"] >= 1
     assert result.stats["robotstxt/forbidden"] >= 1
+
+
+def test_spellings_of_one_page_are_one_record_in_a_crawl(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_state: Path
+) -> None:
+    server = clean_log
+    spellings = ["/page/Canon", "/page/canon", "/page/canon/", "/page/canon/index.html"]
+    start = server.page_url("/page/canon-start", links=spellings)
+    settings = {**adaptive_settings, "ADAPTIVE_CANONICAL": ["case", "slash", "index"], "CLOSESPIDER_TIMEOUT": 3}
+    result = run_crawl(SPIDERS_DIR / "follow.py", settings, timeout=60, args=["-a", f"start_urls={start}"])
+    result.assert_ok()
+    fetched = [
+        e["path"]
+        for e in server.log()
+        if e["path"].lower().startswith("/page/canon/") or e["path"].lower() == "/page/canon"
+    ]
+    assert set(fetched) == {"/page/Canon"}, fetched  # the first spelling, revisited
+    assert len(fetched) >= 2
+    records = read_records(tmp_state / "adaptive")
+    assert [url for url in records if "canon-start" not in url] == [server.url("/page/Canon")]
