@@ -187,6 +187,7 @@ class AdaptiveScheduler(BaseScheduler):
             politeness,
             history_size=config.history_size,
             trust=TrustParams(config.trust_warmup, config.trust_min_rate),
+            soft404_urls=config.soft404_urls,
         )
         frontier.load()
         self._checkpoint(clean=False)

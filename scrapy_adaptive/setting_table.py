@@ -401,6 +401,14 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         False,
         "the `Sitemap:` lines of every robots.txt the crawl reads are read as `ADAPTIVE_SITEMAPS`.",
     ),
+    _integer(
+        "ADAPTIVE_SOFT404_URLS",
+        GROUP_SIGNALS,
+        10,
+        "a successful page this many URLs of one host got (the same digest) is a parked page, recorded as such and "
+        "not a new version, like a page equal to the host's 404 page (see Soft-404s); 0: only the latter.",
+        at_least=0,
+    ),
     _bool("ADAPTIVE_CRAWL_LOG", GROUP_RECORD, True, "write `crawl.log` in the state folder."),
     _integer(
         "ADAPTIVE_CRAWL_LOG_BACKUPS",

@@ -160,6 +160,7 @@ class AdaptiveConfig:
     robots_refresh: float
     sitemaps: tuple[str, ...]
     sitemaps_from_robots: bool
+    soft404_urls: int
     crawl_log: bool
     crawl_log_backups: int
     crawl_log_max_bytes: int
