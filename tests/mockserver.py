@@ -68,6 +68,13 @@ request counters, so tests are reproducible):
 ``/feed/<key>?urls=/page/a,/page/b&fresh_from=N&lie=1``
     An Atom feed with one entry per path; each entry's ``updated`` follows
     the sitemap's ``lastmod`` rules.
+``/notfound/<anything>``
+    404 with one fixed "not found" body, whatever the path.
+``/gone/<n>/<key>``
+    The first n hits (per key) a 200 page; later hits 200 with the /notfound
+    body (a soft 404: the page is gone, the status says it is fine).
+``/parked/<anything>``
+    200 with one fixed placeholder body, whatever the path (a parked domain).
 ``/hostile/<case>/<anything>``
     A server misbehaving on purpose: ``huge-headers`` (one 1 MB header
     line), ``endless`` (a chunked body that never ends, 64 KB every 10 ms,
@@ -203,6 +210,12 @@ def _arg(request: Request, name: str, default: str | None = None) -> str | None:
     return values[0].decode("utf-8", "replace")
 
 
+#: the body of every /notfound page and of /gone pages once gone
+NOT_FOUND_BODY = b"<html><body><h1>Sorry, this page was not found</h1></body></html>\n"
+#: the body of every /parked page
+PARKED_BODY = b"<html><body><h1>This domain is for sale</h1></body></html>\n"
+
+
 def _base(request: Request) -> str:
     """``http://host:port`` as the client addressed it."""
     return f"http://{(request.getHeader(b'host') or b'').decode('latin-1')}"
@@ -327,11 +340,29 @@ def _build_resource(state: _State) -> Any:
                 return self.sitemap_index(request)
             if head == "feed" and len(parts) >= 2:
                 return self.feed(request, parts)
+            if head == "notfound":
+                request.setResponseCode(404)
+                return self.fixed(request, NOT_FOUND_BODY)
+            if head == "gone" and len(parts) >= 3:
+                return self.gone(request, path, parts)
+            if head == "parked":
+                return self.fixed(request, PARKED_BODY)
             if head == "hostile" and len(parts) >= 2:
                 return self.hostile(request, parts[1])
             request.setResponseCode(404)
             request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
             return f"no such resource: {path}\n".encode()
+
+        @staticmethod
+        def fixed(request: Request, body: bytes) -> bytes:
+            request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
+            return body
+
+        def gone(self, request: Request, path: str, parts: list[str]) -> bytes:
+            real = max(0, int(parts[1])) if parts[1].isdigit() else 1
+            if state.hit("gone:" + "/".join(parts[2:])) <= real:
+                return self.page(request, path, extra="real content")
+            return self.fixed(request, NOT_FOUND_BODY)  # a soft 404: "not found", status 200
 
         def page(self, request: Request, path: str, extra: str = "") -> bytes:
             request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
