@@ -23,6 +23,10 @@ visit (thesis 6.2).  For each one it
    ``"deliver"`` (or ``meta["adaptive_unchanged"] = "deliver"``) the callback
    runs and reads ``response.meta["adaptive_change"]``.
 
+A page the frontier judges a soft 404 or a parked page (at commit,
+:meth:`~..frontier.Frontier.page_kind`) is kept from the callback the same
+way: it is the host's error or placeholder page, not a new version.
+
 In ``items`` mode the callback always runs: the page's items are digested
 after it, and dropped when they did not change.
 
