@@ -122,7 +122,7 @@ class RobotsRefreshMiddleware:
         stats = self.crawler.stats
         assert stats is not None and self.crawler.engine is not None
         refresh = host.fetched > 0.0
-        host.fetching = done = Deferred()
+        host.fetching = done = Deferred[None]()
         robots_request = Request(
             robots_url, priority=self.DOWNLOAD_PRIORITY, meta={"dont_obey_robotstxt": True}, callback=NO_CALLBACK
         )

@@ -111,8 +111,7 @@ def feed_entries(body: bytes, url: str) -> list[tuple[str, str | None]]:
 
 def hinted(url: str, modified: str | None, source: str) -> Request:
     """A request for an entry, with the site's date as a change hint."""
-    hint = {"meta": {meta.HINT: {"modified": modified, "source": source}}} if modified else {}
-    return Request(url, **hint)
+    return Request(url, meta={meta.HINT: {"modified": modified, "source": source}} if modified else None)
 
 
 class SitemapsMiddleware:
