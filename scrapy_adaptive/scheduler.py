@@ -46,11 +46,13 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.python import global_object_name
 
 from . import meta
+from .canonical import Canonical
 from .capacity import HostCapacity
 from .change.trust import TrustParams
 from .crawllog import CrawlLog
 from .delivery import Delivery
 from .downloadermiddlewares.errors import FetchErrorMiddleware
+from .downloadermiddlewares.robots import RobotsRefreshMiddleware
 from .downloadermiddlewares.validators import ValidatorsMiddleware
 from .engine import EngineWaker, exit_with_error
 from .frontier import AddResult, Frontier, Outcome, Politeness, UrlRecord, Visit
@@ -63,6 +65,7 @@ from .reporting import Reporter
 from .request_hints import take_hint
 from .serialization import RequestNotStorable, request_from_data, request_to_data
 from .settings import AdaptiveConfig, ConfigError
+from .spidermiddlewares.sitemaps import SitemapsMiddleware
 from .spidermiddlewares.visit import VisitMiddleware
 from .startup import warn_about_settings
 from .statedir import Checkpoints, StateDir, StateDirError, open_store, resolve
@@ -136,6 +139,7 @@ class AdaptiveScheduler(BaseScheduler):
         try:
             config = AdaptiveConfig.from_settings(settings)
             policy = load_wait_policy(config)
+            canonical = Canonical.from_setting(config.canonical)
         except ConfigError as exc:
             # raised here, Scrapy would fail to close the engine (traceback
             # wall); the refusal is said once, at open
@@ -144,7 +148,7 @@ class AdaptiveScheduler(BaseScheduler):
             config,
             policy,
             crawler.stats,  # type: ignore[arg-type]
-            identity=url_identity(crawler.request_fingerprinter),  # type: ignore[arg-type]
+            identity=url_identity(crawler.request_fingerprinter, canonical),  # type: ignore[arg-type]
             jobdir=settings.get("JOBDIR"),
             fingerprinter=global_object_name(type(crawler.request_fingerprinter)),
             robots_agent=settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT"),
@@ -184,6 +188,7 @@ class AdaptiveScheduler(BaseScheduler):
             politeness,
             history_size=config.history_size,
             trust=TrustParams(config.trust_warmup, config.trust_min_rate),
+            soft404_urls=config.soft404_urls,
         )
         frontier.load()
         self._checkpoint(clean=False)
@@ -238,7 +243,9 @@ class AdaptiveScheduler(BaseScheduler):
             self.crawler.get_downloader_middleware(ValidatorsMiddleware),
             self.crawler.get_downloader_middleware(FetchErrorMiddleware),
             self.crawler.get_downloader_middleware(WarcMiddleware),
+            self.crawler.get_downloader_middleware(RobotsRefreshMiddleware),
             self.crawler.get_spider_middleware(VisitMiddleware),
+            self.crawler.get_spider_middleware(SitemapsMiddleware),
         ):
             if mw is not None:
                 mw.bind(self.verdicts, self.config)
@@ -274,6 +281,10 @@ class AdaptiveScheduler(BaseScheduler):
             if issued_fp is not None:
                 issued = self.issued.get(issued_fp)
                 if issued is not None and self.issued.redirected_from(request, issued):
+                    if self.issued.identity(request) == issued_fp and request.url != issued.url:
+                        # another spelling of the same URL (ADAPTIVE_CANONICAL,
+                        # www. to bare host): fetched as this very visit
+                        return self._resent(issued_fp, request)
                     self._redirected(issued, request)
                     # the target is a URL of its own; the inherited
                     # dont_filter must not pull a known target forward
@@ -399,8 +410,10 @@ class AdaptiveScheduler(BaseScheduler):
         if urlparse_cached(request).path != "/robots.txt" or response.status != 200:
             return
         delay = parse_crawl_delay(response.body, self.robots_agent)
-        if delay is not None and self.capacity is not None:
-            queue = self.keyer.key(request)
+        queue = self.keyer.key(request)
+        if delay is None:  # none, or no longer (robots.txt is fetched again: ADAPTIVE_ROBOTS_REFRESH)
+            self.frontier.set_crawl_delay(queue, None)
+        elif self.capacity is not None:
             self.frontier.set_crawl_delay(queue, delay)
             self.capacity.nominal(queue, delay)
             logger.info("Honouring robots.txt Crawl-delay of %.1fs for %s", delay, urlparse_cached(request).netloc)

@@ -41,6 +41,7 @@ GROUP_POLITENESS = "Politeness, enforced once, by the frontier"
 GROUP_WAITS = "Revisit waits (the catch-all policy; ADAPTIVE_WAIT_POLICIES stacks more)"
 GROUP_VALIDATORS = "HTTP validators"
 GROUP_CHANGE = "Change detection"
+GROUP_SIGNALS = "The sites' own signals: sitemaps, feeds, robots.txt"
 GROUP_RECORD = "Record and observability"
 GROUP_ARCHIVE = "Archive (WARC, the `warc` extra)"
 
@@ -362,6 +363,52 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "skip",
         "`skip`: unchanged pages do not reach the callback; `deliver`: they do, flagged in meta.",
         choices=UNCHANGED_MODES,
+    ),
+    SettingSpec(
+        "ADAPTIVE_CANONICAL",
+        GROUP_SIGNALS,
+        Kind.OBJECT,
+        None,
+        "spellings of one page that share one record: a list of `www`, `case`, `slash`, `index` for every host, "
+        "or a dict from host (glob, `*`) to such a list (see Canonical URLs). Off by default.",
+    ),
+    SettingSpec(
+        "ADAPTIVE_FEEDS",
+        GROUP_SIGNALS,
+        Kind.URLS,
+        (),
+        "RSS/Atom feeds read for new URLs and entry `updated` change hints (needs `scrapy-adaptive[feeds]`).",
+        default_doc="none",
+    ),
+    _seconds(
+        "ADAPTIVE_ROBOTS_REFRESH",
+        GROUP_SIGNALS,
+        86_400.0,
+        "robots.txt is fetched again when its copy is this old, so a changed Disallow or Crawl-delay takes "
+        "effect (1 day; 0: never, Scrapy's own behaviour). Needs `ROBOTSTXT_OBEY`.",
+    ),
+    SettingSpec(
+        "ADAPTIVE_SITEMAPS",
+        GROUP_SIGNALS,
+        Kind.URLS,
+        (),
+        "sitemaps (index files and `.gz` too) read for new URLs and `<lastmod>` change hints, and revisited "
+        "like any page (see Sitemaps and feeds).",
+        default_doc="none",
+    ),
+    _bool(
+        "ADAPTIVE_SITEMAPS_FROM_ROBOTS",
+        GROUP_SIGNALS,
+        False,
+        "the `Sitemap:` lines of every robots.txt the crawl reads are read as `ADAPTIVE_SITEMAPS`.",
+    ),
+    _integer(
+        "ADAPTIVE_SOFT404_URLS",
+        GROUP_SIGNALS,
+        10,
+        "a successful page this many URLs of one host got (the same digest) is a parked page, recorded as such and "
+        "not a new version, like a page equal to the host's 404 page (see Soft-404s); 0: only the latter.",
+        at_least=0,
     ),
     _bool("ADAPTIVE_CRAWL_LOG", GROUP_RECORD, True, "write `crawl.log` in the state folder."),
     _integer(

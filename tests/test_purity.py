@@ -25,6 +25,7 @@ PURE = (
     "scrapy_adaptive.setting_table",
     "scrapy_adaptive.setting_readme",
     "scrapy_adaptive.dates",
+    "scrapy_adaptive.canonical",
     "scrapy_adaptive.matching",
     "scrapy_adaptive.frontier",
     "scrapy_adaptive.frontier.leveldb_store",

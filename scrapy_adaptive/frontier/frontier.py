@@ -95,9 +95,12 @@ class Frontier(HostFacts, PendingVersions, Leases):
         *,
         history_size: int = 16,
         trust: TrustParams | None = None,
+        soft404_urls: int = 0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
+        #: URLs of one host sharing a page before it is "parked" (0: never)
+        self.soft404_urls = soft404_urls
         self.politeness = politeness or Politeness()
         self.history_size = history_size
         self.trust_params = trust or TrustParams()

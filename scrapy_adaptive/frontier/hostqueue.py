@@ -80,6 +80,24 @@ class QueueState(StrEnum):
     SNOOZED = "snoozed"
 
 
+#: digests of one host remembered for the shared-page count (oldest dropped)
+MAX_SHARED_DIGESTS = 64
+
+
+@dataclass
+class Soft404:
+    """What one host's error and placeholder pages look like.
+
+    ``not_found``: the digest of the host's last 404/410 page; ``shared``:
+    digest -> the URLs (fingerprints, at most the threshold) whose page had
+    it, for at most :data:`MAX_SHARED_DIGESTS` digests.  Bounded, kept in
+    memory: after a restart it is learned again from the next visits.
+    """
+
+    not_found: str | None = None
+    shared: dict[str, set[bytes]] = field(default_factory=dict)
+
+
 @dataclass
 class HostQueue:
     """State of one queue; the frontier drives it, it decides its state."""
@@ -102,6 +120,8 @@ class HostQueue:
     trust: dict[str, int] = field(default_factory=dict)
     #: change-hint sources of this host -> [confirmed, refuted, Σq] (hints.py)
     hint_trust: dict[str, list[float]] = field(default_factory=dict)
+    #: soft-404s and parked pages (hostfacts.py), learned anew in each process
+    soft404: Soft404 = field(default_factory=lambda: Soft404())
     #: bumped whenever the queue is (re)pushed on the frontier's heap, so
     #: stale heap entries can be recognised and skipped
     heap_version: int = 0
