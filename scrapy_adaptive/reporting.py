@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .change.trust import Trust
-from .console.api import FrontierConsole, human
+from .console.api import FrontierConsole, human, human_bytes
 from .console.html import render
 from .frontier import Frontier
 from .frontier.crawltime import estimate_hosts
@@ -150,12 +150,12 @@ class Reporter:
         for name in ("visits", "versions", "bytes_saved"):
             self.stats.set_value(f"adaptive/per_hour/{name}", round(rates[name], 1))
         logger.info(
-            "Progress over the last %s: %.0f visits/h, %.0f versions/h, %.0f bytes saved/h; backlog %d due (%+d); "
+            "Progress over the last %s: %.0f visits/h, %.0f versions/h, %s saved/h by validators; backlog %d due (%+d); "
             "next URL due %s",
             human(rates["span"]),
             rates["visits"],
             rates["versions"],
-            rates["bytes_saved"],
+            human_bytes(rates["bytes_saved"]),
             rates["due"],
             rates["due_change"],
             when,

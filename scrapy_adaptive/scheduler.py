@@ -300,8 +300,8 @@ class AdaptiveScheduler(BaseScheduler):
                 self.delivery.close()
             except StoreError as exc:
                 self._fatal(exc)
-        if self._control is not None and self.state is not None:
-            control.stop(self._control, self.state.path)
+        if self._control is not None:
+            control.stop(self._control)
             self._control = None
         if self.frontier is not None:
             self._summary(final=True)

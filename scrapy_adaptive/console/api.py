@@ -48,6 +48,8 @@ def human(seconds: float | None) -> str:
         return "-"
     s = abs(seconds)
     sign = "-" if seconds < 0 else ""
+    if s < 1:
+        return f"{sign}{s * 1000:.0f}ms"
     if s < 60:
         return f"{sign}{s:.0f}s" if s >= 10 else f"{sign}{s:.1f}s"
     if s < 3600:
@@ -55,6 +57,17 @@ def human(seconds: float | None) -> str:
     if s < 86_400:
         return f"{sign}{s / 3600:.1f}h"
     return f"{sign}{s / 86_400:.1f}d"
+
+
+def human_bytes(n: float | None) -> str:
+    """A byte count in the largest decimal unit that fits: ``512 B``, ``3.2 MB``."""
+    if n is None:
+        return "-"
+    for unit in ("B", "kB", "MB", "GB"):
+        if abs(n) < 1000:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"
 
 
 def when(t: float | None) -> str:

@@ -94,14 +94,11 @@ def serve(state_path: str, handler: Handler) -> Any:
         return None
 
 
-def stop(port: Any, state_path: str) -> None:
-    """Stop listening and remove the socket file."""
+def stop(port: Any) -> None:
+    """Stop listening (Twisted removes the socket file; one left by a killed
+    crawl is refused by the client and replaced by the next crawl)."""
     if port is not None:
         port.stopListening()
-    try:
-        os.unlink(socket_path(state_path))
-    except OSError:
-        pass
 
 
 def ask(state_path: str, request: dict[str, Any], *, timeout: float = TIMEOUT) -> Iterator[dict[str, Any]]:

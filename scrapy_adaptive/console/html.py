@@ -12,7 +12,7 @@ import html
 import time
 from typing import Any
 
-from .api import human, when
+from .api import human, human_bytes, when
 
 _STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}
@@ -26,16 +26,6 @@ svg text{font:11px system-ui,sans-serif;fill:#444}
 
 def _esc(value: Any) -> str:
     return html.escape(str(value))
-
-
-def _bytes(n: float | None) -> str:
-    if n is None:
-        return "-"
-    for unit in ("B", "kB", "MB", "GB"):
-        if abs(n) < 1000:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} TB"
 
 
 def bar_chart(
@@ -106,7 +96,7 @@ def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
             "visits/hour",
             _num(rates["visits"]) if rates else "-",
             "bytes saved/hour",
-            _bytes(rates["bytes_saved"]) if rates else "-",
+            human_bytes(rates["bytes_saved"]) if rates else "-",
         ],
     ]
     wait_classes = report["wait_classes"]
