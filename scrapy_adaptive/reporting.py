@@ -150,8 +150,8 @@ class Reporter:
         for name in ("visits", "versions", "bytes_saved"):
             self.stats.set_value(f"adaptive/per_hour/{name}", round(rates[name], 1))
         logger.info(
-            "Progress over the last %s: %.0f visits/h, %.0f versions/h, %s saved/h by validators; backlog %d due (%+d); "
-            "next URL due %s",
+            "Progress over the last %s: %.0f visits/h, %.0f versions/h, %s saved/h by validators; "
+            "backlog %d due (%+d); next URL due %s",
             human(rates["span"]),
             rates["visits"],
             rates["versions"],

@@ -53,7 +53,7 @@ def human(seconds: float | None) -> str:
     if s < 60:
         return f"{sign}{s:.0f}s" if s >= 10 else f"{sign}{s:.1f}s"
     if s < 3600:
-        return f"{sign}{s / 60:.0f}m"
+        return f"{sign}{s / 60:.1f}m" if s < 600 else f"{sign}{s / 60:.0f}m"
     if s < 86_400:
         return f"{sign}{s / 3600:.1f}h"
     return f"{sign}{s / 86_400:.1f}d"
