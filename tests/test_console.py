@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,11 +14,19 @@ from scrapy.utils.test import get_crawler
 from scrapy_adaptive.console.api import FrontierConsole, file_seeder, take_seeds
 from scrapy_adaptive.console.html import render
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Store
+from scrapy_adaptive.frontier.leveldb_store import LevelDBStore
 from scrapy_adaptive.progress import HOUR, Progress
 from scrapy_adaptive.reporting import Reporter
 from scrapy_adaptive.statedir import StateDir, open_store, stored_counts, write_checkpoint
 
-from .test_frontier import Clock, add, fp, make, store, visited  # noqa: F401 (store is a fixture)
+from .test_frontier import Clock, add, fp, make, visited
+
+
+@pytest.fixture(params=["memory", "leveldb"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    s: Store = MemoryStore() if request.param == "memory" else LevelDBStore(str(tmp_path / "db"))
+    yield s
+    s.close()
 
 
 def crawled(store: Store, clock: Clock) -> Frontier:
@@ -34,7 +43,8 @@ def crawled(store: Store, clock: Clock) -> Frontier:
     return f
 
 
-def test_forget_removes_record_entry_and_mark_and_keeps_the_counts_that_never_fall(store: Store) -> None:
+def test_forget_removes_record_entry_and_mark_and_keeps_the_counts_that_never_fall(any_store: Store) -> None:
+    store = any_store
     clock = Clock()
     f = crawled(store, clock)
     # a pending-delivery mark on b.html
@@ -86,9 +96,9 @@ def test_a_forget_is_not_a_rollback_for_the_state_folder(tmp_path: Path) -> None
     open_store(state, spider="s", fingerprinter="fp", sync=False).close()  # not refused
 
 
-def test_report_url_export_and_forget_by_regex(store: Store) -> None:
+def test_report_url_export_and_forget_by_regex(any_store: Store) -> None:
     clock = Clock()
-    f = crawled(store, clock)
+    f = crawled(any_store, clock)
     console = FrontierConsole(f, budget_per_day=240.0)
     report = console.report()
     assert report["totals"]["urls"] == 3 and report["totals"]["visits"] == 3
