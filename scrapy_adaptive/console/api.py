@@ -28,6 +28,7 @@ from ..change.trust import Trust
 from ..frontier import Frontier, UrlRecord
 from ..frontier.keys import time_to_ms
 from ..frontier.record import RecordError
+from ..frontier.shape import percentile
 from ..progress import Progress
 
 #: upper edges (seconds) of the wait-interval classes
@@ -185,11 +186,14 @@ class FrontierConsole:
         by_host: dict[str, Counter[str]] = {}
         rate_by_type: dict[str, Counter[str]] = {}
         rate_by_host: dict[str, Counter[str]] = {}
+        overdue: list[float] = []
         changing: list[tuple[int, int, str]] = []
         steady: list[tuple[int, str]] = []
         sampled = 0
         for _, record in self.records(self.sample_limit):
             sampled += 1
+            if record.overdue is not None:
+                overdue.append(record.overdue)
             wait = class_label(record.wait, WAIT_EDGES, human)
             rate = class_label(change_rate(record), RATE_EDGES, lambda v: f"{v:g}/day")
             kind = (record.content_type or "unknown").split(";")[0].strip() or "unknown"
@@ -205,8 +209,12 @@ class FrontierConsole:
                 steady.append((record.visits, record.url))
         changing.sort(key=lambda t: (-t[0], t[2]))
         steady.sort(key=lambda t: (-t[0], t[1]))
-        rates_now = self.progress.rates() if self.progress is not None else None
-        spent = self._spent_per_day(rates_now)
+        rates_now = self._rates()
+        spent = None if rates_now is None else rates_now["visits"] * 24
+        if shape["overdue_p50"] is None and overdue:
+            # a stopped crawl has no recent issues: the sampled records' last visits
+            overdue.sort()
+            shape["overdue_p50"], shape["overdue_p95"] = percentile(overdue, 0.5), percentile(overdue, 0.95)
         return {
             "generated": now,
             "totals": {**shape, "forgotten": frontier.forgotten_count, "hosts": len(hosts)},
@@ -227,14 +235,23 @@ class FrontierConsole:
             "hours": [[h, v] for h, v in self.progress.series()] if self.progress is not None else [],
         }
 
-    def _spent_per_day(self, rates_now: dict[str, Any] | None) -> float | None:
-        """Revisits per day: the recent rate in a running crawl, else the last 24 stored hours."""
-        if rates_now is not None:
-            return rates_now["visits"] * 24
-        if self.progress is None or not self.progress.hours:
+    def _rates(self) -> dict[str, Any] | None:
+        """Per hour: the recent rates in a running crawl, else the mean of the
+        last 24 stored hours (a stopped crawl)."""
+        if self.progress is None:
             return None
-        last = sorted(self.progress.hours.items())[-24:]
-        return sum(v[0] for _, v in last) * 24 / len(last)
+        recent = self.progress.rates()
+        if recent is not None or not self.progress.hours:
+            return recent
+        last = [v for _, v in sorted(self.progress.hours.items())[-24:]]
+        return {
+            "span": len(last) * 3600.0,
+            "visits": sum(v[0] for v in last) / len(last),
+            "versions": sum(v[1] for v in last) / len(last),
+            "bytes_saved": sum(v[2] for v in last) / len(last),
+            "due": int(last[-1][3]),
+            "due_change": int(last[-1][3] - last[0][3]),
+        }
 
     def url(self, url: str) -> dict[str, Any] | None:
         """The record of *url* and its visit history in words (None: unknown)."""

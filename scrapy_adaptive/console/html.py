@@ -14,10 +14,13 @@ from typing import Any
 
 from .api import human, human_bytes, when
 
+#: widest bar of an hourly series (SVG units)
+HOUR_BAR = 40.0
+
 _STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:16px;margin:24px 0 6px}
-.grid{display:grid;grid-template-columns:1fr 1fr;gap:8px 32px}
+.grid{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:8px 32px}
 table{border-collapse:collapse;font-size:13px}td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right}
 td:first-child,th:first-child{text-align:left}.muted{color:#777}.figs td{border:0}
 svg text{font:11px system-ui,sans-serif;fill:#444}
@@ -29,14 +32,23 @@ def _esc(value: Any) -> str:
 
 
 def bar_chart(
-    labels: list[str], values: list[float], *, line: list[float] | None = None, color: str = "#4a7bb7"
+    labels: list[str],
+    values: list[float],
+    *,
+    line: list[float] | None = None,
+    color: str = "#4a7bb7",
+    max_bar: float | None = None,
 ) -> str:
-    """An SVG bar chart (and an optional line over it, e.g. a budget)."""
-    width, height, left, bottom = 560, 180, 44, 34
+    """An SVG bar chart (and an optional level per bar over it, e.g. a budget),
+    as wide as its column; bars at most *max_bar* wide (a series of one hour
+    is one bar, not the whole chart)."""
+    width, height, left, bottom = 520, 180, 44, 34
     top = max([*values, *(line or []), 0.0]) or 1.0
     n = max(len(values), 1)
     step = (width - left - 8) / n
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">']
+    if max_bar is not None:
+        step = min(step, max_bar)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" role="img">']
     plot = height - bottom - 8
     parts.append(f'<line x1="{left}" y1="{8 + plot}" x2="{width - 4}" y2="{8 + plot}" stroke="#999"/>')
     parts.append(f'<text x="{left - 4}" y="14" text-anchor="end">{_esc(_num(top))}</text>')
@@ -54,8 +66,11 @@ def bar_chart(
                 f'<text x="{x + step / 2:.1f}" y="{height - bottom + 16}" text-anchor="middle">{_esc(label)}</text>'
             )
     if line:
-        points = " ".join(f"{left + (i + 0.5) * step:.1f},{8 + plot - plot * v / top:.1f}" for i, v in enumerate(line))
-        parts.append(f'<polyline points="{points}" fill="none" stroke="#c0392b" stroke-width="2"/>')
+        # one level per bar: a budget that changed from hour to hour is seen as such
+        steps = " ".join(
+            f"M{left + i * step:.1f},{8 + plot - plot * v / top:.1f}h{step:.1f}" for i, v in enumerate(line)
+        )
+        parts.append(f'<path d="{steps}" fill="none" stroke="#c0392b" stroke-width="2"/>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -130,16 +145,21 @@ def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
         + bar_chart(wait_classes, [float(report["waits"].get(c, 0)) for c in wait_classes])
         + "</div>",
         "<div><h2>Versions found per hour</h2>"
-        + (bar_chart(labels, col(1), color="#2e8b57") if hours else no_hours)
+        + (bar_chart(labels, col(1), color="#2e8b57", max_bar=HOUR_BAR) if hours else no_hours)
         + "</div>",
-        "<div><h2>Revisits per hour (line: budget)</h2>"
-        + (bar_chart(labels, col(0), line=budget_line) if hours else no_hours)
+        "<div><h2>Revisits per hour (red: budget)</h2>"
+        + (bar_chart(labels, col(0), line=budget_line, max_bar=HOUR_BAR) if hours else no_hours)
+        + (
+            f'<p class="muted">last hour: {col(0)[-1]:.0f} revisits, budget {budget_line[-1]:.0f}</p>'
+            if hours and budget_line
+            else ""
+        )
         + "</div>",
         "<div><h2>URLs due (backlog) over time</h2>"
-        + (bar_chart(labels, col(3), color="#d35400") if hours else no_hours)
+        + (bar_chart(labels, col(3), color="#d35400", max_bar=HOUR_BAR) if hours else no_hours)
         + "</div>",
         "<div><h2>Bytes saved by validators per hour</h2>"
-        + (bar_chart(labels, col(2), color="#8e44ad") if hours else no_hours)
+        + (bar_chart(labels, col(2), color="#8e44ad", max_bar=HOUR_BAR) if hours else no_hours)
         + "</div>",
         "<div><h2>Estimated change rate (URLs)</h2>"
         + bar_chart(
