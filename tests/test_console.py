@@ -210,3 +210,10 @@ def test_the_summary_logs_rates_and_saves_the_hourly_series(tmp_path: Path, capl
     assert "next URL due in" in caplog.text
     assert sum(v[0] for v in Progress.from_bytes(store.get_meta("progress")).hours.values()) == 1
     assert (tmp_path / "report.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_a_record_snapshot_names_its_url() -> None:
+    """Evaluators and tools reading ``adaptive_record`` see which URL it is."""
+    f = crawled(MemoryStore(), Clock())
+    record = f.get_record(fp("http://h/a.html"))
+    assert record is not None and record.snapshot()["url"] == "http://h/a.html"

@@ -36,6 +36,8 @@ WAIT_EDGES = (60.0, 600.0, 3600.0, 6 * 3600.0, 86_400.0, 7 * 86_400.0)
 #: upper edges of the estimated change rate classes (versions per day)
 RATE_EDGES = (0.1, 1.0, 10.0, 100.0)
 TOP = 10
+#: URLs due counted per host at most (a bounded scan of its queue index)
+DUE_LIMIT = 100_000
 #: seeds given to a stopped crawl, added by the scheduler when it next opens
 SEEDS_FILE = "seeds.jsonl"
 
@@ -164,7 +166,7 @@ class FrontierConsole:
                 "never": q.never,
                 "visits": q.visits,
                 "versions": q.versions,
-                "due": frontier.store.count_due(q.name, now_ms, limit=1_000_000) if q.head_time() <= now else 0,
+                "due": frontier.store.count_due(q.name, now_ms, limit=DUE_LIMIT) if q.head_time() <= now else 0,
                 "next_due": None if q.head_time() == float("inf") else q.head_time(),
                 "crawl_delay": q.crawl_delay,
                 "fetch_time": frontier.fetch_times.mean(q.name),
