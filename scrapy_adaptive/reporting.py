@@ -25,7 +25,7 @@ from .console.api import FrontierConsole, human, human_bytes
 from .console.html import render
 from .frontier import Frontier
 from .frontier.crawltime import estimate_hosts
-from .frontier.store import Batch
+from .frontier.store import Batch, StoreError
 from .progress import META_KEY as PROGRESS_KEY
 from .progress import Progress
 from .statedir import private_opener
@@ -133,7 +133,10 @@ class Reporter:
             due=shape["due"],
             budget_per_hour=None if budget is None else budget * 3600,
         )
-        self.frontier.store.write(Batch(meta={PROGRESS_KEY: self.progress.to_bytes()}))
+        try:
+            self.frontier.store.write(Batch(meta={PROGRESS_KEY: self.progress.to_bytes()}))
+        except StoreError as exc:  # the crawl is being stopped for it already; a report is not worth a traceback
+            logger.warning("The hourly progress series was not saved: %s", exc)
         heads = [q.head_time() for q in self.frontier.queues()]
         next_due = min(heads, default=float("inf"))
         when = (
