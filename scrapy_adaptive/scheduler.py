@@ -49,6 +49,8 @@ from . import meta
 from .canonical import Canonical
 from .capacity import HostCapacity
 from .change.trust import TrustParams
+from .console import control
+from .console.api import FrontierConsole, take_seeds
 from .crawllog import CrawlLog
 from .delivery import Delivery
 from .downloadermiddlewares.errors import FetchErrorMiddleware
@@ -60,6 +62,8 @@ from .frontier.store import StoreCorrupt, StoreError
 from .issued import IssuedRequests, url_identity
 from .policies import PolicyStack, load_wait_policy, persist
 from .politeness import QueueKeyer, parse_crawl_delay
+from .progress import META_KEY as PROGRESS_KEY
+from .progress import Progress
 from .refusal import Refusal, RefusingScheduler
 from .reporting import Reporter
 from .request_hints import take_hint
@@ -132,6 +136,9 @@ class AdaptiveScheduler(BaseScheduler):
         self.grace = StopGrace(config.stop_grace, crawler)
         #: the state folder marker's checkpoint (built by open())
         self.checkpoints: Checkpoints | None = None
+        #: what `scrapy frontier` talks to, and the socket it listens on (built by open())
+        self.console: FrontierConsole | None = None
+        self._control: Any = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> AdaptiveScheduler | RefusingScheduler:
@@ -219,9 +226,7 @@ class AdaptiveScheduler(BaseScheduler):
             on_store_error=self._fatal,
             on_change=self._arm_wake,
         )
-        self.reporter = Reporter(
-            frontier, self.stats, allocator=allocator, state_path=self.state.path, interval=config.log_interval
-        )
+        self._open_console(store)
         self._bind_middlewares()
         shape = frontier.shape(due_limit=0)
         logger.info(
@@ -234,6 +239,50 @@ class AdaptiveScheduler(BaseScheduler):
         self._ticker = create_looping_call(self._tick)
         self._ticker.start(1.0, now=False)
         return None
+
+    def _open_console(self, store: Any) -> None:
+        """The summary's reporter and the console: seeds left while the crawl
+        was stopped are added, and a control socket serves `scrapy frontier`."""
+        assert self.frontier is not None and self.state is not None
+        progress = Progress.from_bytes(store.get_meta(PROGRESS_KEY))
+        self.console = FrontierConsole(
+            self.frontier,
+            progress=progress,
+            budget_per_day=self.config.budget,
+            identity=lambda url: self.issued.identity(Request(url)),
+            seeder=self._seed,
+        )
+        self.reporter = Reporter(
+            self.frontier,
+            self.stats,
+            allocator=self.policy.params.shared.get("rate_allocator"),
+            state_path=self.state.path,
+            interval=self.config.log_interval,
+            progress=progress,
+            console=self.console,
+        )
+        seeded = take_seeds(self.state.path, self._seed)
+        if seeded:
+            logger.info(
+                "Seeds given while the crawl was stopped: %s", ", ".join(f"{s['url']} ({s['result']})" for s in seeded)
+            )
+        if not self.state.temporary and self.crawler is not None:  # a crawl, with a running reactor
+            self._control = control.serve(self.state.path, self.console.answer)
+
+    def _seed(self, urls: list[str]) -> list[dict[str, Any]]:
+        """Seeds from `scrapy frontier seed`: requests for the spider's default callback."""
+        assert self.frontier is not None
+        results = []
+        for url in urls:
+            try:
+                request = Request(url)
+            except ValueError as exc:
+                results.append({"url": url, "result": f"refused: {exc}"})
+                continue
+            known = self.frontier.get_record(self.issued.identity(request)) is not None
+            added = self.enqueue_request(request)
+            results.append({"url": url, "result": "known" if known else "queued" if added else "refused"})
+        return results
 
     def _bind_middlewares(self) -> None:
         """Hand our middlewares the frontier's services and their settings."""
@@ -260,6 +309,9 @@ class AdaptiveScheduler(BaseScheduler):
                 self.delivery.close()
             except StoreError as exc:
                 self._fatal(exc)
+        if self._control is not None:
+            control.stop(self._control)
+            self._control = None
         if self.frontier is not None:
             self._summary(final=True)
             persist.save(self.frontier.store, self.policy.params.shared)
@@ -483,7 +535,7 @@ class AdaptiveScheduler(BaseScheduler):
         """Record the counts that only ever grow in the state folder's marker."""
         if self.checkpoints is not None and self.frontier is not None:
             frontier = self.frontier
-            urls = frontier.url_count + frontier.quarantined_count
+            urls = frontier.url_count + frontier.quarantined_count + frontier.forgotten_count
             self.checkpoints.write(urls=urls, visits=frontier.visit_count, clean=clean)
 
     def _fatal(self, exc: StoreError) -> None:

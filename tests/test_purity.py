@@ -33,6 +33,10 @@ PURE = (
     "scrapy_adaptive.policies",
     "scrapy_adaptive.policies.persist",
     "scrapy_adaptive.change",
+    "scrapy_adaptive.progress",
+    "scrapy_adaptive.console",
+    "scrapy_adaptive.console.api",
+    "scrapy_adaptive.console.html",
 )
 
 CHECK = """

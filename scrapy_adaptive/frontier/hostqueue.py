@@ -41,6 +41,7 @@ CRAWL_DELAY_KEY = "cd"  #: robots.txt Crawl-delay, seconds
 TRUST_KEY = "tr"  #: validator track record (change/trust.py)
 HINT_TRUST_KEY = "hn"  #: change-hint sources' track records (hints.py)
 QUARANTINED_KEY = "x"  #: unreadable records moved aside (keys ``x/<fp>``)
+FORGOTTEN_KEY = "fg"  #: URLs deleted by ``scrapy frontier forget``
 #: wall-clock ms until which every slot rests (politeness kept across a restart)
 NEXT_FETCH_KEY = "nf"
 #: field -> stored key
@@ -53,6 +54,7 @@ COUNTER_KEYS = {
     "trust": TRUST_KEY,
     "hint_trust": HINT_TRUST_KEY,
     "quarantined": QUARANTINED_KEY,
+    "forgotten": FORGOTTEN_KEY,
     "next_fetch_ms": NEXT_FETCH_KEY,
 }
 
@@ -115,6 +117,8 @@ class HostQueue:
     versions: int = 0
     #: records of this queue found unreadable and moved aside
     quarantined: int = 0
+    #: URLs of this queue deleted on request (``Frontier.forget``)
+    forgotten: int = 0
     crawl_delay: float | None = None
     #: how far this host's validators can be believed (see change/trust.py)
     trust: dict[str, int] = field(default_factory=dict)
@@ -217,6 +221,8 @@ class HostQueue:
         }
         if self.quarantined:
             data[QUARANTINED_KEY] = self.quarantined
+        if self.forgotten:
+            data[FORGOTTEN_KEY] = self.forgotten
         rested = self.next_fetch_ms
         if rested:
             data[NEXT_FETCH_KEY] = rested
@@ -233,6 +239,7 @@ class HostQueue:
         self.urls, self.never = int(data.get(URLS_KEY, 0)), int(data.get(NEVER_KEY, 0))
         self.visits, self.versions = int(data.get(VISITS_KEY, 0)), int(data.get(VERSIONS_KEY, 0))
         self.quarantined = int(data.get(QUARANTINED_KEY, 0))
+        self.forgotten = int(data.get(FORGOTTEN_KEY, 0))
         rested = int(data.get(NEXT_FETCH_KEY, 0)) / 1000
         self.slots = [max(t, rested) for t in self.slots]
         self.crawl_delay = data.get(CRAWL_DELAY_KEY)
