@@ -217,3 +217,15 @@ def test_a_record_snapshot_names_its_url() -> None:
     f = crawled(MemoryStore(), Clock())
     record = f.get_record(fp("http://h/a.html"))
     assert record is not None and record.snapshot()["url"] == "http://h/a.html"
+
+
+def test_a_budget_far_above_the_revisits_does_not_flatten_the_bars() -> None:
+    from scrapy_adaptive.console.html import bar_chart
+
+    svg = bar_chart(["h1", "h2"], [73.0, 40.0], line=[37772.0, 37772.0])
+    heights = [float(h) for h in re.findall(r'<rect [^>]*height="([0-9.]+)"', svg)]
+    assert max(heights) > 100  # the highest bar fills most of the plot
+    assert "37772 (off the scale)" in svg
+    # near the bars, the level is drawn to scale and not labelled
+    svg = bar_chart(["h1"], [73.0], line=[100.0])
+    assert "off the scale" not in svg

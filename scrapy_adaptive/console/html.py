@@ -44,6 +44,13 @@ def bar_chart(
     is one bar, not the whole chart)."""
     width, height, left, bottom = 520, 180, 44, 34
     top = max([*values, *(line or []), 0.0]) or 1.0
+    # a level far above every bar (a budget the crawl is nowhere near spending)
+    # would flatten the bars to nothing: scale to the bars, show the level as
+    # off the scale
+    highest_bar = max(values, default=0.0)
+    off_scale = bool(line) and highest_bar > 0 and top > 4 * highest_bar
+    if off_scale:
+        top = highest_bar * 1.25
     n = max(len(values), 1)
     step = (width - left - 8) / n
     if max_bar is not None:
@@ -68,9 +75,15 @@ def bar_chart(
     if line:
         # one level per bar: a budget that changed from hour to hour is seen as such
         steps = " ".join(
-            f"M{left + i * step:.1f},{8 + plot - plot * v / top:.1f}h{step:.1f}" for i, v in enumerate(line)
+            f"M{left + i * step:.1f},{8 + plot - plot * min(v, top) / top:.1f}h{step:.1f}" for i, v in enumerate(line)
         )
-        parts.append(f'<path d="{steps}" fill="none" stroke="#c0392b" stroke-width="2"/>')
+        dash = ' stroke-dasharray="6 4"' if off_scale else ""
+        parts.append(f'<path d="{steps}" fill="none" stroke="#c0392b" stroke-width="2"{dash}/>')
+        if off_scale:
+            parts.append(
+                f'<text x="{width - 8}" y="20" text-anchor="end" fill="#c0392b">'
+                f"{_esc(_num(max(line)))} (off the scale)</text>"
+            )
     parts.append("</svg>")
     return "".join(parts)
 
