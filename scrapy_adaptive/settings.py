@@ -162,11 +162,20 @@ class AdaptiveConfig:
     noise_learning: bool
     revisit_embeds_on_change: bool
     unchanged: str
+    canonical: Any
+    feeds: tuple[str, ...]
+    robots_refresh: float
+    sitemaps: tuple[str, ...]
+    sitemaps_from_robots: bool
+    soft404_urls: int
     crawl_log: bool
     crawl_log_backups: int
     crawl_log_max_bytes: int
     history_size: int
     log_interval: float
+    warc_dir: str | None
+    warc_max_size: int
+    warc_prefix: str
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> AdaptiveConfig:

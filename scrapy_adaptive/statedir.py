@@ -30,7 +30,7 @@ refuses a damaged log or manifest, and block checksums catch a garbled
 table at its first read, but a write-ahead log cut at a record boundary
 looks exactly like a crash while writing: LevelDB drops the tail and opens,
 silently older.  So the marker keeps a *checkpoint*: the number of URLs
-known (quarantined ones included) and of visits recorded, both of which
+known (quarantined and forgotten ones included) and of visits recorded, both of which
 only ever grow, and whether it was written at a clean close.  The counts
 are the frontier's per-queue counters (``h/`` rows, written in the same
 atomic batch as every record), summed at open anyway: a checkpoint costs
@@ -64,7 +64,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .frontier.hostqueue import QUARANTINED_KEY, URLS_KEY, VISITS_KEY
+from .frontier.hostqueue import FORGOTTEN_KEY, QUARANTINED_KEY, URLS_KEY, VISITS_KEY
 from .frontier.leveldb_store import LevelDBStore
 from .frontier.store import Batch, Store, StoreError
 
@@ -294,7 +294,7 @@ def _where(store: Store) -> str:
 
 
 def stored_counts(store: Store) -> dict[str, int]:
-    """What a checkpoint compares: URLs known (quarantined included) and visits,
+    """What a checkpoint compares: URLs known (quarantined and forgotten included) and visits,
     summed over the per-queue counter rows (one small row per host)."""
     urls = visits = 0
     # a shared store reads its rows without taking them as this worker's own
@@ -306,7 +306,8 @@ def stored_counts(store: Store) -> dict[str, int]:
     for queue, raw in rows:
         try:
             row = raw if isinstance(raw, dict) else json.loads(raw)
-            urls += int(row.get(URLS_KEY, 0)) + int(row.get(QUARANTINED_KEY, 0))
+            # a URL moved aside or forgotten on request still counts: the sum never falls
+            urls += int(row.get(URLS_KEY, 0)) + int(row.get(QUARANTINED_KEY, 0)) + int(row.get(FORGOTTEN_KEY, 0))
             visits += int(row.get(VISITS_KEY, 0))
         except (ValueError, TypeError, AttributeError) as exc:
             raise StateDirError(

@@ -96,12 +96,15 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
         *,
         history_size: int = 16,
         trust: TrustParams | None = None,
+        soft404_urls: int = 0,
         clock: Callable[[], float] = time.time,
         sharing: Sharing | None = None,
     ) -> None:
         self.store = store
         #: with a shared store: this worker's host leases (:mod:`.sharing`)
         self.sharing = sharing
+        #: URLs of one host sharing a page before it is "parked" (0: never)
+        self.soft404_urls = soft404_urls
         self.politeness = politeness or Politeness()
         self.history_size = history_size
         self.trust_params = trust or TrustParams()
@@ -116,6 +119,7 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
         self._visits = 0
         self._versions = 0
         self._quarantined = 0
+        self._forgotten = 0
         #: hint source -> [confirmed, refuted, Σq] over every queue
         self._hint_pooled: dict[str, list[float]] = {}
         #: recent overdue times (seconds) of issued URLs, for percentiles
@@ -127,8 +131,11 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
 
     # -- opening -----------------------------------------------------------
 
-    def load(self) -> None:
+    def load(self, *, redeliver: bool = True) -> None:
         """Rebuild the in-memory queues from the store's per-queue counters.
+
+        *redeliver* False leaves pending-delivery marks alone (a tool looking
+        at a stopped crawl's state: the next crawl re-delivers them).
 
         Reads one small row per queue plus one seek for its head: restart
         time grows with hosts, not URLs.  Nothing is out after a restart,
@@ -136,7 +143,7 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
         passed since the restart.  URLs left pending delivery are made due
         first (:meth:`_redeliver`).
         """
-        self.redelivered = self._redeliver()
+        self.redelivered = self._redeliver() if redeliver else 0
         now = self.clock()
         for name, raw in self.store.hosts():
             q = self._new_queue(name)
@@ -152,6 +159,7 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
             self._visits += q.visits
             self._versions += q.versions
             self._quarantined += q.quarantined
+            self._forgotten += q.forgotten
             self._refresh_head(q)
             self._schedule(q)
 
@@ -483,6 +491,56 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
             fp.hex(),
         )
 
+    def forget(self, fps: list[bytes]) -> list[UrlRecord]:
+        """Delete these URLs for good: record, queue entry, pending-delivery
+        mark and lease, with their queues' counters, in one atomic write.
+
+        A forgotten URL rediscovered later starts a new record.  Each queue's
+        ``forgotten`` counter rises as ``urls`` falls, so the sum the state
+        folder's checkpoint compares never goes down (a forget is not a
+        rollback); visits and versions keep counting what happened.  A URL
+        out for download is dropped from its lease: its verdict, when it
+        comes, finds no record and is ignored.  Returns the records deleted.
+        """
+        now = self.clock()
+        batch = Batch()
+        gone: list[UrlRecord] = []
+        touched: dict[str, HostQueue] = {}
+        for fp in dict.fromkeys(fps):
+            record = self.get_record(fp)
+            q = self._queue(record.queue) if record is not None else None
+            if record is None or q is None:
+                continue
+            batch.records_deleted.append(fp)
+            batch.entries_deleted.append((record.queue, record.directive, record.next_ms, fp))
+            batch.pending[fp] = None
+            q.urls -= 1
+            q.forgotten += 1
+            if record.never:
+                q.never -= 1
+            touched[q.name] = q
+            gone.append(record)
+        if not gone:
+            return []
+        for name, q in touched.items():
+            batch.hosts[name] = self._counters(q)
+        self.store.write(batch)
+        for record, fp in zip(gone, batch.records_deleted, strict=True):
+            q = self._queue(record.queue)
+            self._urls -= 1
+            self._forgotten += 1
+            if not record.never:
+                self._schedulable -= 1
+            self._pending.pop(fp, None)
+            if self._out.pop(fp, None) is not None:
+                # its download may still run: the slot rests the longest wait
+                q.release_slot(fp, now + self.politeness.max_delay)
+            q.out.pop(fp, None)
+        for q in touched.values():
+            self._refresh_head(q)
+            self._schedule(q)
+        return gone
+
     def _undo_new(self, q: HostQueue) -> None:
         q.urls -= 1
         self._urls -= 1
@@ -534,6 +592,11 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
     def quarantined_count(self) -> int:
         """Unreadable records moved aside (``x/`` keys), over the crawl's life."""
         return self._quarantined
+
+    @property
+    def forgotten_count(self) -> int:
+        """URLs deleted on request (:meth:`forget`), over the crawl's life."""
+        return self._forgotten
 
     def shape(self, *, due_limit: int = 200_000) -> dict[str, Any]:
         """The frontier at a glance, for the periodic log line and stats."""

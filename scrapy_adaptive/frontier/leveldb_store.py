@@ -186,6 +186,8 @@ class LevelDBStore(Store):
                 for fp, raw in batch.quarantined.items():
                     wb.put(keys.quarantine_key(fp), raw)
                     wb.delete(keys.record_key(fp))
+                for fp in batch.records_deleted:
+                    wb.delete(keys.record_key(fp))
                 for fp, raw in batch.records.items():
                     wb.put(keys.record_key(fp), raw)
                 for queue, raw in batch.hosts.items():

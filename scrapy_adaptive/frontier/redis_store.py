@@ -55,7 +55,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from . import keys
-from .hostqueue import NEVER_KEY, QUARANTINED_KEY, URLS_KEY, VERSIONS_KEY, VISITS_KEY
+from .hostqueue import FORGOTTEN_KEY, NEVER_KEY, QUARANTINED_KEY, URLS_KEY, VERSIONS_KEY, VISITS_KEY
 from .store import Batch, Conflict, Store, StoreError
 
 try:  # the optional extra
@@ -68,7 +68,7 @@ _RENEW = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPI
 #: give a lease up only if it is still ours
 _RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
 #: the counter keys written as increments: every worker's counts add up
-ADDITIVE = frozenset((URLS_KEY, NEVER_KEY, VISITS_KEY, VERSIONS_KEY, QUARANTINED_KEY))
+ADDITIVE = frozenset((URLS_KEY, NEVER_KEY, VISITS_KEY, VERSIONS_KEY, QUARANTINED_KEY, FORGOTTEN_KEY))
 #: host names read per pipelined round trip
 _CHUNK = 500
 
@@ -332,6 +332,8 @@ class RedisStore(Store):
         for fp, raw in batch.quarantined.items():
             pipe.hset(self._quarantine_key, fp, raw)
             pipe.delete(self._record_prefix + fp)
+        if batch.records_deleted:
+            pipe.delete(*(self._record_prefix + fp for fp in batch.records_deleted))
         if batch.records:
             pipe.mset({self._record_prefix + fp: raw for fp, raw in batch.records.items()})
         for queue, row in rows.items():

@@ -101,6 +101,7 @@ class SharedHosts:
     _visits: int
     _versions: int
     _quarantined: int
+    _forgotten: int
 
     if TYPE_CHECKING:
 
@@ -133,15 +134,16 @@ class SharedHosts:
         """Take *q*'s counters from the store, keeping this worker's totals in step."""
         if raw is None:
             return
-        before = (q.urls, q.urls - q.never, q.visits, q.versions, q.quarantined)
+        before = (q.urls, q.urls - q.never, q.visits, q.versions, q.quarantined, q.forgotten)
         q.restore_counters(json.loads(raw))
-        after = (q.urls, q.urls - q.never, q.visits, q.versions, q.quarantined)
+        after = (q.urls, q.urls - q.never, q.visits, q.versions, q.quarantined, q.forgotten)
         d = [a - b for a, b in zip(after, before, strict=True)]
         self._urls += d[0]
         self._schedulable += d[1]
         self._visits += d[2]
         self._versions += d[3]
         self._quarantined += d[4]
+        self._forgotten += d[5]
 
     def rebalance(self) -> list[str]:
         """Renew, take and give back host leases; re-read held queues' heads.

@@ -44,6 +44,8 @@ class Batch:
     #: does, nothing is written and :class:`Conflict` is raised (on a shared
     #: store, another worker added the same URL a moment before)
     absent: list[bytes] = field(default_factory=list)
+    #: records deleted for good (``scrapy frontier forget``)
+    records_deleted: list[bytes] = field(default_factory=list)
 
     def move_entry(self, old: tuple[str, int, int, bytes] | None, new: tuple[str, int, int, bytes]) -> None:
         """Re-key a URL in its queue: ``(queue, directive, next_ms, fp)``."""
@@ -179,6 +181,8 @@ class MemoryStore(Store):
                 entries.insert(i, item)
         for fp, raw in batch.quarantined.items():
             self._quarantined[fp] = raw
+            self._records.pop(fp, None)
+        for fp in batch.records_deleted:
             self._records.pop(fp, None)
         self._records.update(batch.records)
         self._hosts.update(batch.hosts)
