@@ -182,3 +182,11 @@ def test_redis_over_tls_with_a_client_certificate(tmp_path: Path) -> None:
         store.close()
         with pytest.raises(StoreError, match=r"Connecting to the Redis store at rediss://127\.0\.0\.1:\d+/0 failed"):
             RedisStore(server.url, tls_ca=tls["ssl_ca_certs"], timeout=2.0)  # the server asks for a certificate
+
+
+def test_a_forgotten_record_is_deleted_with_its_entry(store: Store) -> None:
+    e = ("h", 0, 5, fp(3))
+    store.write(Batch(records={fp(3): b"r"}, entries_put=[e], hosts={"h": b'{"u":1}'}))
+    store.write(Batch(records_deleted=[fp(3)], entries_deleted=[e], hosts={"h": b'{"u":0,"fg":1}'}))
+    assert store.get_record(fp(3)) is None and list(store.queue_entries("h", limit=5)) == []
+    assert json.loads(store.get_host("h") or b"{}") == {"u": 0, "fg": 1}
