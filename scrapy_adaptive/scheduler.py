@@ -58,9 +58,11 @@ from .downloadermiddlewares.robots import RobotsRefreshMiddleware
 from .downloadermiddlewares.validators import ValidatorsMiddleware
 from .engine import EngineWaker, exit_with_error
 from .frontier import AddResult, Frontier, Outcome, Politeness, UrlRecord, Visit
+from .frontier.sharing import Sharing
 from .frontier.store import StoreCorrupt, StoreError
 from .issued import IssuedRequests, url_identity
 from .policies import PolicyStack, load_wait_policy, persist
+from .policies.history import DAY
 from .politeness import QueueKeyer, parse_crawl_delay
 from .progress import META_KEY as PROGRESS_KEY
 from .progress import Progress
@@ -72,7 +74,16 @@ from .settings import AdaptiveConfig, ConfigError
 from .spidermiddlewares.sitemaps import SitemapsMiddleware
 from .spidermiddlewares.visit import VisitMiddleware
 from .startup import warn_about_settings
-from .statedir import Checkpoints, StateDir, StateDirError, open_store, resolve
+from .statedir import (
+    Checkpoints,
+    StateDir,
+    StateDirError,
+    open_store,
+    resolve,
+    shared_store,
+    stored_counts,
+    worker_name,
+)
 from .stopgrace import StopGrace
 from .verdicts import Verdicts
 from .warc import WarcMiddleware
@@ -176,7 +187,14 @@ class AdaptiveScheduler(BaseScheduler):
         config = self.config
         try:
             self.state = resolve(config.state_dir, self.jobdir)
-            store = open_store(self.state, spider=spider.name, fingerprinter=self.fingerprinter, sync=config.state_sync)
+            remote = shared_store(config, spider.name)
+            store = open_store(
+                self.state,
+                spider=spider.name,
+                fingerprinter=self.fingerprinter,
+                sync=config.state_sync,
+                shared=remote,
+            )
             self.checkpoints = Checkpoints(self.state)
         except (StateDirError, StoreError) as exc:
             self.refusal.refuse(str(exc))
@@ -196,8 +214,16 @@ class AdaptiveScheduler(BaseScheduler):
             history_size=config.history_size,
             trust=TrustParams(config.trust_warmup, config.trust_min_rate),
             soft404_urls=config.soft404_urls,
+            sharing=None if remote is None else Sharing(store, worker_name(self.state.path), remote.lease),  # type: ignore[arg-type]
         )
-        frontier.load()
+        try:
+            frontier.load()
+            frontier.rebalance()  # a worker of a shared frontier takes its share of hosts
+        except StoreError as exc:
+            store.close()
+            self.frontier = None
+            self.refusal.refuse(str(exc))
+            return None
         self._checkpoint(clean=False)
         if frontier.redelivered:
             logger.info(
@@ -213,6 +239,7 @@ class AdaptiveScheduler(BaseScheduler):
         allocator = shared.get("rate_allocator")
         self.capacity = HostCapacity(frontier, allocator)
         self.capacity.all_nominal()
+        self._share_budget()
         if config.crawl_log:
             path = os.path.join(self.state.path, "crawl.log")
             self.crawl_log = CrawlLog(path, config.crawl_log_max_bytes, config.crawl_log_backups)
@@ -315,6 +342,10 @@ class AdaptiveScheduler(BaseScheduler):
         if self.frontier is not None:
             self._summary(final=True)
             persist.save(self.frontier.store, self.policy.params.shared)
+            try:
+                self.frontier.leave()
+            except StoreError as exc:  # the leases lapse by themselves
+                logger.warning("Could not give back the host leases (%s); other workers wait for them to lapse.", exc)
             self.frontier.store.close()
             self._checkpoint(clean=True)
         if self.crawl_log is not None:
@@ -483,6 +514,9 @@ class AdaptiveScheduler(BaseScheduler):
         if self.frontier is None or self.reporter is None:
             return
         try:
+            if self.frontier.rebalance():
+                self._arm_wake()
+            self._share_budget()
             if self.delivery is not None:
                 self.delivery.flush()
             abandoned = self.grace.tick()
@@ -501,6 +535,18 @@ class AdaptiveScheduler(BaseScheduler):
             self._fatal(exc)
         except Exception:
             logger.exception("scrapy-adaptive periodic task failed")
+
+    def _share_budget(self) -> None:
+        """In a fleet, ``ADAPTIVE_BUDGET`` is the fleet's: each worker spends
+        its share (budget / live workers) on the hosts it holds, which are
+        about that share of the URLs."""
+        sharing = self.frontier.sharing if self.frontier is not None else None
+        allocator = self.policy.params.shared.get("rate_allocator")
+        if sharing is None or allocator is None or self.config.budget is None:
+            return
+        share = self.config.budget / DAY / sharing.workers
+        if allocator.budget != share:
+            allocator.set_budget(share)
 
     def _lapsed(self, fp: bytes) -> None:
         """An issued URL got no verdict within its lease: a retry, counted.
@@ -535,6 +581,13 @@ class AdaptiveScheduler(BaseScheduler):
         """Record the counts that only ever grow in the state folder's marker."""
         if self.checkpoints is not None and self.frontier is not None:
             frontier = self.frontier
+            if frontier.sharing is not None:
+                # other workers count too: the store's sums, not this worker's view
+                try:
+                    self.checkpoints.write(**stored_counts(frontier.store), clean=clean)
+                except StateDirError as exc:
+                    logger.warning("Cannot read the counts for the checkpoint: %s", exc)
+                return
             urls = frontier.url_count + frontier.quarantined_count + frontier.forgotten_count
             self.checkpoints.write(urls=urls, visits=frontier.visit_count, clean=clean)
 

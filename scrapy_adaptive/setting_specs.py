@@ -34,7 +34,7 @@ class Kind(StrEnum):
     CHOICE = "choice"  #: one of :attr:`SettingSpec.choices`
     CLASS_PATH = "class path"  #: a dotted path, or the class itself
     PATH = "path"  #: a folder (a string or ``os.PathLike``), or unset
-    TEXT = "text"  #: a short string (a file name prefix)
+    TEXT = "text"  #: a string (an address, a name, a file prefix), or unset
     OBJECT = "object"  #: a structure checked where it is used (lists of rule dicts)
     URLS = "urls"  #: http(s) URLs: a list, or one string separated by spaces
 

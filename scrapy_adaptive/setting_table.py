@@ -113,6 +113,70 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "the state folder. Off: they are left out, and a revisit gets them only from the middlewares that add "
         "them (`HttpAuthMiddleware`, `CookiesMiddleware`).",
     ),
+    SettingSpec(
+        "ADAPTIVE_STORE_LEASE",
+        GROUP_STATE,
+        Kind.SECONDS,
+        10.0,
+        "with `ADAPTIVE_STORE_URL`: how long a worker's hold on a host lasts unless renewed (every second). "
+        "The hosts of a worker killed without a clean stop move to the others after this long.",
+        at_least=2.0,
+        at_most=MAX_SECONDS,
+    ),
+    SettingSpec(
+        "ADAPTIVE_STORE_NAMESPACE",
+        GROUP_STATE,
+        Kind.TEXT,
+        None,
+        "with `ADAPTIVE_STORE_URL`: the prefix of every key of this crawl in Redis. Workers with the same "
+        "namespace share one frontier.",
+        optional=True,
+        default_doc="`adaptive:<spider name>`",
+    ),
+    SettingSpec(
+        "ADAPTIVE_STORE_PASSWORD",
+        GROUP_STATE,
+        Kind.TEXT,
+        None,
+        "with `ADAPTIVE_STORE_URL`: the Redis AUTH password, if not in the URL (`redis://:password@host`); "
+        "never logged.",
+        optional=True,
+    ),
+    SettingSpec(
+        "ADAPTIVE_STORE_TLS_CA",
+        GROUP_STATE,
+        Kind.TEXT,
+        None,
+        "with a `rediss://` store: the CA certificate file that signed the server's certificate.",
+        optional=True,
+    ),
+    SettingSpec(
+        "ADAPTIVE_STORE_TLS_CERT",
+        GROUP_STATE,
+        Kind.TEXT,
+        None,
+        "with a `rediss://` store: this worker's client certificate file, where the server asks for one.",
+        optional=True,
+    ),
+    SettingSpec(
+        "ADAPTIVE_STORE_TLS_KEY",
+        GROUP_STATE,
+        Kind.TEXT,
+        None,
+        "with a `rediss://` store: the private key file of `ADAPTIVE_STORE_TLS_CERT`.",
+        optional=True,
+    ),
+    SettingSpec(
+        "ADAPTIVE_STORE_URL",
+        GROUP_STATE,
+        Kind.TEXT,
+        None,
+        "the frontier's store: `redis://host:port/db` (`rediss://` for TLS) for a frontier in Redis, shared by "
+        "every worker with the same namespace (`pip install 'scrapy-adaptive[redis]'`). Unset: LevelDB in the "
+        "state folder.",
+        optional=True,
+        default_doc="LevelDB in the state folder",
+    ),
     _factor(
         "ADAPTIVE_DELAY_FACTOR",
         GROUP_POLITENESS,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,13 +35,6 @@ class Clock:
 
 def fp(url: str) -> bytes:
     return hashlib.sha1(url.encode()).digest()
-
-
-@pytest.fixture(params=["memory", "leveldb"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    s: Store = MemoryStore() if request.param == "memory" else LevelDBStore(str(tmp_path / "db"))
-    yield s
-    s.close()
 
 
 def make(store: Store, clock: Clock, **politeness: float) -> Frontier:

@@ -57,7 +57,8 @@ from .leases import Lease, Leases
 from .pending import PendingVersions, pending_mark
 from .record import ChangeState, Outcome, RecordError, UrlRecord, Visit
 from .shape import frontier_shape
-from .store import Batch, Store
+from .sharing import SharedHosts, Sharing
+from .store import Batch, Conflict, Store
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ class Issued:
     overdue: float
 
 
-class Frontier(HostFacts, PendingVersions, Leases):
+class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
     """Per-queue priority queues of URL records over a :class:`Store`."""
 
     def __init__(
@@ -97,8 +98,11 @@ class Frontier(HostFacts, PendingVersions, Leases):
         trust: TrustParams | None = None,
         soft404_urls: int = 0,
         clock: Callable[[], float] = time.time,
+        sharing: Sharing | None = None,
     ) -> None:
         self.store = store
+        #: with a shared store: this worker's host leases (:mod:`.sharing`)
+        self.sharing = sharing
         #: URLs of one host sharing a page before it is "parked" (0: never)
         self.soft404_urls = soft404_urls
         self.politeness = politeness or Politeness()
@@ -170,7 +174,8 @@ class Frontier(HostFacts, PendingVersions, Leases):
         return q
 
     def _schedule(self, q: HostQueue) -> None:
-        self._heap.place(q)
+        if self.sharing is None or self.sharing.issues(q.name):
+            self._heap.place(q)
 
     def _refresh_head(self, q: HostQueue, *candidates: Entry | None) -> None:
         """Find the first entry of *q* that is not out (one store seek).
@@ -234,16 +239,19 @@ class Frontier(HostFacts, PendingVersions, Leases):
         if raw is None:
             if callable(request):
                 request = request()
-            q = self._queues.get(queue) or self._new_queue(queue)
+            q = self._queue(queue)
             record = UrlRecord(
                 url=url, queue=queue, request=request, next_ms=now_ms, directive=directive, discovered=now
             )
             q.urls += 1
             self._urls += 1
             self._schedulable += 1
-            batch = Batch(records={fp: record.to_bytes()}, hosts={queue: self._counters(q)})
+            batch = Batch(records={fp: record.to_bytes()}, hosts={queue: self._counters(q)}, absent=[fp])
             batch.entries_put.append((queue, directive, now_ms, fp))
-            self._write(batch, q, undo=lambda: self._undo_new(q))
+            try:
+                self._write(batch, q, undo=lambda: self._undo_new(q))
+            except Conflict:
+                return AddResult.DUPLICATE  # another worker added it a moment ago
             entry = (directive, now_ms, fp)
             if q.head is None or _order(entry) < _order(q.head):
                 q.head = entry
@@ -263,7 +271,7 @@ class Frontier(HostFacts, PendingVersions, Leases):
             new_ms = min(record.next_ms, now_ms)
         if (new_directive, new_ms) == (record.directive, record.next_ms):
             return AddResult.DUPLICATE
-        q = self._queues[record.queue]
+        q = self._queue(record.queue)
         old_entry = (record.directive, record.next_ms, fp)
         batch = Batch()
         batch.move_entry(
@@ -337,7 +345,7 @@ class Frontier(HostFacts, PendingVersions, Leases):
             record = self.get_record(fp)
             if record is None:
                 return None
-        q = self._queues[record.queue]
+        q = self._queue(record.queue)
         old = (record.queue, record.directive, record.next_ms, fp)
         was_never = record.never
         politeness = self.politeness
@@ -500,7 +508,7 @@ class Frontier(HostFacts, PendingVersions, Leases):
         touched: dict[str, HostQueue] = {}
         for fp in dict.fromkeys(fps):
             record = self.get_record(fp)
-            q = self._queues.get(record.queue) if record is not None else None
+            q = self._queue(record.queue) if record is not None else None
             if record is None or q is None:
                 continue
             batch.records_deleted.append(fp)
@@ -518,7 +526,7 @@ class Frontier(HostFacts, PendingVersions, Leases):
             batch.hosts[name] = self._counters(q)
         self.store.write(batch)
         for record, fp in zip(gone, batch.records_deleted, strict=True):
-            q = self._queues[record.queue]
+            q = self._queue(record.queue)
             self._urls -= 1
             self._forgotten += 1
             if not record.never:
@@ -541,8 +549,9 @@ class Frontier(HostFacts, PendingVersions, Leases):
     # -- questions ---------------------------------------------------------------
 
     def has_pending(self) -> bool:
-        """True while any URL will be due some day, or is out."""
-        return self._schedulable > 0 or bool(self._out)
+        """True while any URL will be due some day, or is out.  A worker of
+        a shared frontier always has: other workers may add URLs any time."""
+        return self._schedulable > 0 or bool(self._out) or self.sharing is not None
 
     def queues(self) -> Iterator[HostQueue]:
         return iter(self._queues.values())

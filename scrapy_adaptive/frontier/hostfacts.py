@@ -54,6 +54,7 @@ class HostFacts:
         def _schedule(self, q: HostQueue) -> None: ...
         @staticmethod
         def _counters(q: HostQueue) -> bytes: ...
+        def _queue(self, name: str) -> HostQueue: ...
 
     # -- robots.txt ----------------------------------------------------------------
 
@@ -179,7 +180,7 @@ class HostFacts:
         if record.hint:
             return HintResult.PENDING
         now = self.clock()
-        q = self._queues[record.queue]
+        q = self._queue(record.queue)
         own = hints.counts(q.hint_trust.get(hint.source))
         pooled = hints.counts(self._hint_pooled.get(hint.source))
         hint = replace(hint, received=now, trust=(own[0], own[1], own[2]), pooled=(pooled[0], pooled[1], pooled[2]))
