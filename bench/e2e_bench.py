@@ -278,12 +278,23 @@ def format_report(runs: list[dict[str, Any]], summary: dict[str, Any], configs: 
     return "\n".join(lines)
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m bench.e2e_bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("--pages", type=int, default=300)
-    p.add_argument("--hosts", type=int, default=3)
+def add_site_arguments(p: argparse.ArgumentParser, *, pages: int, hosts: int) -> None:
+    """The generated site's shape (:mod:`bench.e2e_site`): shared with :mod:`bench.fleet_bench`."""
+    p.add_argument("--pages", type=int, default=pages)
+    p.add_argument("--hosts", type=int, default=hosts)
     p.add_argument("--links", type=int, default=5, help="links per page")
     p.add_argument("--seed", type=int, default=7)
+
+
+def add_output_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workdir", default=None, help="keep crawl logs and state here")
+    p.add_argument("--json", default=None, help="write the figures to this file")
+    p.add_argument("--quiet", action="store_true")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench.e2e_bench", description=__doc__.split("\n\n")[0])
+    add_site_arguments(p, pages=300, hosts=3)
     p.add_argument("--repeats", type=int, default=2, help="runs of each configuration, alternating")
     p.add_argument("--crawl-timeout", type=float, default=120.0, help="kill a crawl after this many seconds")
     p.add_argument("--no-jobdir-baseline", action="store_true", help="skip Scrapy's default scheduler + JOBDIR")
@@ -292,9 +303,7 @@ def _parser() -> argparse.ArgumentParser:
         help="also run an 'adaptive+' configuration: the adaptive one plus these -s settings (repeatable), "
         "e.g. SCHEDULER=mypkg.ExperimentalScheduler",
     )
-    p.add_argument("--workdir", default=None, help="keep crawl logs and state here")
-    p.add_argument("--json", default=None, help="write the figures to this file")
-    p.add_argument("--quiet", action="store_true")
+    add_output_arguments(p)
     return p
 
 
@@ -329,8 +338,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "runs": runs,
         "summary": summary,
     }
+    return emit(result, args, format_report(runs, summary, configs))
+
+
+def emit(result: dict[str, Any], args: argparse.Namespace, report: str) -> dict[str, Any]:
+    """Print *report* (unless ``--quiet``), write *result* to ``--json`` if given, return it."""
     if not args.quiet:
-        print(format_report(runs, summary, configs))
+        print(report)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(result, f, indent=1)

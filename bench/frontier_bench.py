@@ -5,6 +5,7 @@ Run::
     python -m bench.frontier_bench                          # 1M URLs, 10k hosts
     python -m bench.frontier_bench --urls 20000 --hosts 200 # smoke run
     python -m bench.frontier_bench --json out.json --profile
+    python -m bench.frontier_bench --store redis://127.0.0.1:6379/0  # + Redis, same run
 
 Why it is built this way:
 
@@ -223,10 +224,41 @@ def _politeness() -> Any:
     return Politeness(min_delay=0, max_delay=0, delay_factor=0, valence=1)
 
 
+#: the Redis namespace of ``--store`` runs (emptied before each run)
+BENCH_NAMESPACE = "frontier-bench"
+
+
 def _open_store(args: argparse.Namespace, path: str) -> Any:
+    if args.phase_store:
+        from scrapy_adaptive.frontier.redis_store import RedisStore
+
+        return RedisStore(args.phase_store, namespace=BENCH_NAMESPACE)
     from scrapy_adaptive.frontier.leveldb_store import LevelDBStore
 
     return LevelDBStore(path) if args.cache_mb is None else LevelDBStore(path, cache_mb=args.cache_mb)
+
+
+def empty_namespace(url: str) -> int:
+    """Delete every key of :data:`BENCH_NAMESPACE` (SCAN, never FLUSHDB: the database may hold others)."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    deleted = 0
+    for chunk in _chunks(client.scan_iter(match=f"{BENCH_NAMESPACE}:*", count=1000), 1000):
+        deleted += client.unlink(*chunk)
+    client.close()
+    return deleted
+
+
+def _chunks(items: Any, size: int) -> Any:
+    chunk: list[Any] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def measure_fingerprint(wl: Workload, count: int) -> dict[str, float]:
@@ -860,6 +892,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--phase-dir", help=argparse.SUPPRESS)
     p.add_argument("--phase-out", help=argparse.SUPPRESS)
     p.add_argument("--clock", type=float, default=None, help=argparse.SUPPRESS)
+    p.add_argument(
+        "--store",
+        default=None,
+        help="also run the frontier phases on this Redis store (redis://host:port/db); its keys go under "
+        f"{BENCH_NAMESPACE}:*, emptied first",
+    )
+    p.add_argument("--phase-store", default=None, help=argparse.SUPPRESS)
     return p
 
 
@@ -900,6 +939,60 @@ def _run_phase(name: str, args: argparse.Namespace, directory: str, extra: Seque
         res: dict[str, Any] = json.load(f)
     res["wall_s"] = time.perf_counter() - started
     return res
+
+
+def run_store_phases(args: argparse.Namespace, directory: str) -> dict[str, Any]:
+    """The same frontier phases on the ``--store`` Redis, next to LevelDB's (same workload, same run)."""
+    os.makedirs(os.path.dirname(directory), exist_ok=True)
+    empty_namespace(args.store)
+    load = _run_phase("adaptive", args, directory, ["--phase-store", args.store])
+    clock = str(load["clock_end"] + 2 * 86400.0)
+    restart = _run_phase("adaptive-restart", args, directory, ["--phase-store", args.store, "--clock", clock])
+    import redis
+
+    client = redis.Redis.from_url(args.store)
+    server_mb = int(client.info("memory")["used_memory"]) / 2**20  # the whole database, others' keys too
+    client.close()
+    empty_namespace(args.store)
+    return {"adaptive": load, "adaptive_restart": restart, "server_used_memory_mb": server_mb}
+
+
+#: (metric, kind, path in a phase's figures): the rows of the store comparison
+_STORE_ROWS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    ("new URL adds/s", "rate", "adaptive", ("add_new", "per_s")),
+    ("duplicate adds/s", "rate", "adaptive", ("add_dup", "per_s")),
+    ("next+update cycles/s", "rate", "adaptive", ("cycles", "per_s")),
+    ("peak RSS of the worker, MB", "size", "adaptive", ("peak_rss_mb",)),
+    ("restart: open+load+first next, s", "time", "adaptive_restart", ("restart_s",)),
+    ("frontier's own RSS after restart, MB", "size", "adaptive_restart", ("frontier_rss_mb",)),
+)
+
+
+def build_store_rows(r: dict[str, Any]) -> list[dict[str, Any]]:
+    """LevelDB against the ``--store`` Redis, metric by metric, with the ratio Redis / LevelDB."""
+    rows = []
+    for metric, kind, phase, path in _STORE_ROWS:
+        leveldb, other = _get(r.get(phase), *path), _get(r["store"].get(phase), *path)
+        ratio = other / leveldb if leveldb and other is not None else None
+        rows.append({"metric": metric, "kind": kind, "leveldb": leveldb, "redis": other, "ratio": ratio})
+    return rows
+
+
+def format_store_table(rows: list[dict[str, Any]], url: str) -> str:
+    columns: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+        ("metric", lambda row: row["metric"]),
+        ("LevelDB", lambda row: _fmt(row["leveldb"], row["kind"])),
+        ("Redis", lambda row: _fmt(row["redis"], row["kind"])),
+        ("Redis/LevelDB", lambda row: _ratio(row["ratio"])),
+    ]
+    return f"\nThe same frontier on Redis ({url}):\n" + _render(columns, rows)
+
+
+def format_store_notes(store: dict[str, Any]) -> str:
+    return (
+        f"Redis server memory (used_memory) holding the frontier: {store['server_used_memory_mb']:.1f} MB; "
+        "LevelDB's equivalent is its state on disk (above)"
+    )
 
 
 def _get(d: dict[str, Any] | None, *path: str) -> float | None:
@@ -1209,6 +1302,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         results["adaptive"] = _run_phase("adaptive", args, adaptive_dir)
         clock = str(results["adaptive"]["clock_end"] + 2 * 86400.0)  # everything due again
         results["adaptive_restart"] = _run_phase("adaptive-restart", args, adaptive_dir, ["--clock", clock])
+        if args.store:
+            results["store"] = run_store_phases(args, os.path.join(workdir, "store", "unused"))
         if not args.no_baseline:
             results["scrapy"] = _run_phase("scrapy", args, scrapy_dir)
             results["scrapy_restart"] = _run_phase("scrapy-restart", args, scrapy_dir)
@@ -1219,6 +1314,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     results["loadavg_end"] = os.getloadavg()
     rows = build_rows(results)
     results["rows"] = rows
+    if results.get("store"):
+        results["store"]["rows"] = build_store_rows(results)
     results["passed"] = all(row["verdict"] != "FAIL" for row in rows)
     if args.reference_urls:
         if args.json:  # the big run's figures survive a failing reference run
@@ -1242,6 +1339,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         print(format_notes(results))
         if results["adaptive"].get("mixed"):
             print(format_mixed(results["adaptive"]["mixed"]))
+        if results.get("store"):
+            print(format_store_table(results["store"]["rows"], args.store))
+            print(format_store_notes(results["store"]))
         for name, text in (results["adaptive"].get("profile") or {}).items():
             print(f"\n--- cProfile, adaptive {name} (tottime) ---\n{text}")
         print(f"\ntotal {results['total_s']:.0f} s; targets {'all met' if results['passed'] else 'MISSED'}")

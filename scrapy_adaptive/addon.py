@@ -20,9 +20,12 @@ from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from .delivery import DURABLE_FILE_STORAGE
 from .downloadermiddlewares.errors import FetchErrorMiddleware
+from .downloadermiddlewares.robots import RobotsRefreshMiddleware
 from .downloadermiddlewares.validators import ValidatorsMiddleware
+from .spidermiddlewares.sitemaps import SitemapsMiddleware
 from .spidermiddlewares.visit import VisitMiddleware
 from .stopgrace import wrap_download_handlers
+from .warc import WarcMiddleware
 
 SCHEDULER = "scrapy_adaptive.scheduler.AdaptiveScheduler"
 #: internal flag the add-on leaves for the scheduler's start-up messages
@@ -30,9 +33,14 @@ TOOK_OVER_SETTING = "SCRAPY_ADAPTIVE_TOOK_OVER_DELTAFETCH"
 
 #: the evaluators that must see final outcomes sit outermost, below every
 #: Scrapy built-in (the lowest is 50); the validators sit among the
-#: downloader's own (next to HttpCompressionMiddleware, 590)
-DOWNLOADER_MIDDLEWARES = {FetchErrorMiddleware: 10, ValidatorsMiddleware: 580}
-SPIDER_MIDDLEWARES = {VisitMiddleware: 10}
+#: downloader's own (next to HttpCompressionMiddleware, 590); the WARC
+#: writer (off unless ADAPTIVE_WARC_DIR) sees bodies as sent and redirect
+#: hops (between RedirectMiddleware, 600, and CookiesMiddleware, 700)
+DOWNLOADER_MIDDLEWARES = {FetchErrorMiddleware: 10, ValidatorsMiddleware: 580, WarcMiddleware: 610}
+#: the sitemaps middleware reads its responses after the visit was judged
+SPIDER_MIDDLEWARES = {VisitMiddleware: 10, SitemapsMiddleware: 20}
+#: Scrapy's robots.txt middleware, replaced by one whose copies age
+SCRAPY_ROBOTS = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 
 
 def is_deltafetch(component: Any) -> bool:
@@ -60,6 +68,22 @@ class Addon:
         wrap_download_handlers(settings)
         self._take_over_deltafetch(settings)
         self._durable_file_feeds(settings)
+        self._refreshing_robots(settings)
+
+    @staticmethod
+    def _refreshing_robots(settings: BaseSettings) -> None:
+        """:class:`RobotsRefreshMiddleware` in the place of Scrapy's, unless
+        the project placed Scrapy's (or ours) itself."""
+        mws = settings.getdict("DOWNLOADER_MIDDLEWARES")
+        if any(key in mws for key in (SCRAPY_ROBOTS, RobotsRefreshMiddleware)) or any(
+            isinstance(key, type) and key.__name__ == "RobotsTxtMiddleware" for key in mws
+        ):
+            return
+        order = settings.getdict("DOWNLOADER_MIDDLEWARES_BASE").get(SCRAPY_ROBOTS, 100)
+        mws[SCRAPY_ROBOTS] = None
+        mws[RobotsRefreshMiddleware] = order
+        priority = max(settings.getpriority("DOWNLOADER_MIDDLEWARES") or 0, SETTINGS_PRIORITIES["addon"])
+        settings.set("DOWNLOADER_MIDDLEWARES", mws, priority)
 
     @staticmethod
     def _durable_file_feeds(settings: BaseSettings) -> None:

@@ -16,21 +16,29 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from . import meta
+from .canonical import Canonical
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.utils.request import RequestFingerprinterProtocol
 
 
-def url_identity(fingerprinter: RequestFingerprinterProtocol) -> Callable[[Request], bytes]:
-    """The URL's identity of a request: Scrapy's request fingerprint, or the
-    page identity a project migrating from scrapy-deltafetch set in
-    ``meta["deltafetch_key"]`` (requests sharing a key share a record)."""
+def url_identity(
+    fingerprinter: RequestFingerprinterProtocol, canonical: Canonical | None = None
+) -> Callable[[Request], bytes]:
+    """The URL's identity of a request: Scrapy's request fingerprint (of the
+    URL's canonical spelling, ``ADAPTIVE_CANONICAL``), or the page identity a
+    project migrating from scrapy-deltafetch set in ``meta["deltafetch_key"]``
+    (requests sharing a key share a record)."""
 
     def identity(request: Request) -> bytes:
         key = request.meta.get("deltafetch_key")
         if key is not None:
             return hashlib.sha1(b"deltafetch_key:" + str(key).encode("utf-8")).digest()
+        if canonical:
+            url = canonical.url(request.url)
+            if url != request.url:
+                return fingerprinter.fingerprint(request.replace(url=url))
         return fingerprinter.fingerprint(request)
 
     return identity

@@ -25,6 +25,8 @@ WAIT_POLICY = "adaptive_wait_policy"
 HINT = "adaptive_hint"
 #: True / False: whether the request is an embedded resource (default: by URL)
 EMBED = "adaptive_embed"
+#: ``"sitemap"`` or ``"feed"``: the response is read by scrapy-adaptive, not the callback
+SIGNAL = "adaptive_signal"
 
 # -- public: set by scrapy-adaptive, for your callbacks and middlewares ---------
 
@@ -57,7 +59,7 @@ EMBED_HOPS = "_adaptive_embed_hops"
 DELIVERY = "_adaptive_delivery"
 
 #: the public keys, as documented in README
-PUBLIC = (UNCHANGED, DIGEST_RULE, WAIT_POLICY, HINT, EMBED, RECORD, CHANGE)
+PUBLIC = (UNCHANGED, DIGEST_RULE, WAIT_POLICY, HINT, EMBED, SIGNAL, RECORD, CHANGE)
 #: the private keys
 PRIVATE = (
     FP,

@@ -4,8 +4,11 @@ Every ``ADAPTIVE_LOG_INTERVAL`` and at close, :meth:`Reporter.summary`
 writes the frontier's shape (``adaptive/frontier/*`` stats and one log
 line), the budget line of a budgeted policy, the hosts that cannot get
 through the URLs due before the next summary (Umbrich et al.'s crawl-time
-estimate, :mod:`.frontier.crawltime`), and ``validators-report.json`` in the
-state folder.  It only reads: the frontier owns every figure.
+estimate, :mod:`.frontier.crawltime`), the progress of a crawl that never
+ends (rates per hour, the backlog's trend, the next URL due; the hourly
+series in :mod:`.progress`), ``validators-report.json`` and the HTML report
+``report.html`` in the state folder.  It only reads: the frontier owns every
+figure (the hourly series is saved with it, in its meta).
 """
 
 from __future__ import annotations
@@ -18,14 +21,24 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .change.trust import Trust
+from .console.api import FrontierConsole, human, human_bytes
+from .console.html import render
 from .frontier import Frontier
 from .frontier.crawltime import estimate_hosts
+from .frontier.store import Batch, StoreError
+from .progress import META_KEY as PROGRESS_KEY
+from .progress import Progress
 from .statedir import private_opener
 
 if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger(__name__)
+
+#: the HTML report the running crawl refreshes in the state folder
+REPORT_HTML = "report.html"
+#: the stat of the bytes validators saved (304s and mid-fetch aborts)
+BYTES_SAVED_STAT = "adaptive/validators/bytes_avoided"
 
 #: the frontier shape figures copied to ``adaptive/frontier/*`` stats
 SHAPE_STATS = ("urls", "queues", "ready", "snoozed", "busy", "out", "due", "visits", "versions", "never")
@@ -46,6 +59,8 @@ class Reporter:
         allocator: Any,
         state_path: str,
         interval: float,
+        progress: Progress | None = None,
+        console: FrontierConsole | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.frontier = frontier
@@ -56,6 +71,10 @@ class Reporter:
         self.interval = interval
         self.clock = clock
         self.last = 0.0
+        #: hourly series and recent rates (saved in the frontier's meta)
+        self.progress = progress if progress is not None else Progress()
+        #: builds the HTML report (None: no report file)
+        self.console = console
 
     def due(self) -> bool:
         """True when a summary is due."""
@@ -63,12 +82,14 @@ class Reporter:
 
     def summary(self, *, final: bool = False) -> None:
         self.last = self.clock()
-        self.shape(final=final)
+        shape = self.shape(final=final)
         self.budget()
+        self.rates(shape)
         self.crawl_times()
         self.validators(final=final)
+        self.html()
 
-    def shape(self, *, final: bool = False) -> None:
+    def shape(self, *, final: bool = False) -> dict[str, Any]:
         shape = self.frontier.shape()
         for name in SHAPE_STATS:
             self.stats.set_value(f"adaptive/frontier/{name}", shape[name])
@@ -93,6 +114,68 @@ class Reporter:
             shape["versions"],
             f"; {shape['quarantined']} quarantined" if shape["quarantined"] else "",
         )
+        return shape
+
+    def rates(self, shape: dict[str, Any]) -> None:
+        """Progress of a crawl that never ends: visits, versions and bytes
+        saved per hour, how the backlog of due URLs moves, when the next URL
+        is due; the hourly series saved with the frontier."""
+        now = self.clock()
+        allocator = self.allocator
+        budget = None
+        if allocator is not None:
+            budget = allocator.budget if allocator.budget is not None else allocator.planned_rate()
+        self.progress.observe(
+            now,
+            visits=shape["visits"],
+            versions=shape["versions"],
+            bytes_saved=self.stats.get_value(BYTES_SAVED_STAT, 0) or 0,
+            due=shape["due"],
+            budget_per_hour=None if budget is None else budget * 3600,
+        )
+        try:
+            self.frontier.store.write(Batch(meta={PROGRESS_KEY: self.progress.to_bytes()}))
+        except StoreError as exc:  # the crawl is being stopped for it already; a report is not worth a traceback
+            logger.warning("The hourly progress series was not saved: %s", exc)
+        heads = [q.head_time() for q in self.frontier.queues()]
+        next_due = min(heads, default=float("inf"))
+        when = (
+            "none scheduled"
+            if next_due == float("inf")
+            else "now"
+            if next_due <= now
+            else f"in {human(next_due - now)}"
+        )
+        rates = self.progress.rates()
+        if rates is None:
+            logger.info("Progress: %d due; next URL due %s (rates from the next summary on)", shape["due"], when)
+            return
+        for name in ("visits", "versions", "bytes_saved"):
+            self.stats.set_value(f"adaptive/per_hour/{name}", round(rates[name], 1))
+        logger.info(
+            "Progress over the last %s: %.0f visits/h, %.0f versions/h, %s saved/h by validators; "
+            "backlog %d due (%+d); next URL due %s",
+            human(rates["span"]),
+            rates["visits"],
+            rates["versions"],
+            human_bytes(rates["bytes_saved"]),
+            rates["due"],
+            rates["due_change"],
+            when,
+        )
+
+    def html(self) -> None:
+        """Refresh ``report.html`` in the state folder (written whole, then renamed)."""
+        if self.console is None:
+            return
+        path = os.path.join(self.state_path, REPORT_HTML)
+        try:
+            page = render(self.console.report(), title=f"Frontier report: {self.state_path}")
+            with open(path + ".tmp", "w", encoding="utf-8", opener=private_opener) as f:
+                f.write(page)
+            os.replace(path + ".tmp", path)
+        except OSError as exc:
+            logger.warning("Cannot write %s: %s", path, exc)
 
     def budget(self) -> None:
         """With a budgeted policy: the budget, what is spent, and the hosts
@@ -133,7 +216,9 @@ class Reporter:
             min_delay=politeness.min_delay,
             max_delay=politeness.max_delay,
         )
-        behind = [r for r in rows if r.overdue]
+        # only measured hosts: a host not fetched since the start would be
+        # judged on the paper's 2 s default fetch time, not on what it does
+        behind = [r for r in rows if r.overdue and r.measured]
         self.stats.set_value("adaptive/hosts/with_due", len(rows))
         self.stats.set_value("adaptive/hosts/overdue", len(behind))
         self.stats.set_value("adaptive/hosts/max_load", round(rows[0].load, 2) if rows else 0.0)

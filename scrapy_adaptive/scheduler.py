@@ -46,28 +46,47 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.python import global_object_name
 
 from . import meta
+from .canonical import Canonical
 from .capacity import HostCapacity
 from .change.trust import TrustParams
+from .console import control
+from .console.api import FrontierConsole, take_seeds
 from .crawllog import CrawlLog
 from .delivery import Delivery
 from .downloadermiddlewares.errors import FetchErrorMiddleware
+from .downloadermiddlewares.robots import RobotsRefreshMiddleware
 from .downloadermiddlewares.validators import ValidatorsMiddleware
 from .engine import EngineWaker, exit_with_error
 from .frontier import AddResult, Frontier, Outcome, Politeness, UrlRecord, Visit
+from .frontier.sharing import Sharing
 from .frontier.store import StoreCorrupt, StoreError
 from .issued import IssuedRequests, url_identity
 from .policies import PolicyStack, load_wait_policy, persist
+from .policies.history import DAY
 from .politeness import QueueKeyer, parse_crawl_delay
+from .progress import META_KEY as PROGRESS_KEY
+from .progress import Progress
 from .refusal import Refusal, RefusingScheduler
 from .reporting import Reporter
 from .request_hints import take_hint
 from .serialization import RequestNotStorable, request_from_data, request_to_data
 from .settings import AdaptiveConfig, ConfigError
+from .spidermiddlewares.sitemaps import SitemapsMiddleware
 from .spidermiddlewares.visit import VisitMiddleware
 from .startup import warn_about_settings
-from .statedir import Checkpoints, StateDir, StateDirError, open_store, resolve
+from .statedir import (
+    Checkpoints,
+    StateDir,
+    StateDirError,
+    open_store,
+    resolve,
+    shared_store,
+    stored_counts,
+    worker_name,
+)
 from .stopgrace import StopGrace
 from .verdicts import Verdicts
+from .warc import WarcMiddleware
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -128,6 +147,9 @@ class AdaptiveScheduler(BaseScheduler):
         self.grace = StopGrace(config.stop_grace, crawler)
         #: the state folder marker's checkpoint (built by open())
         self.checkpoints: Checkpoints | None = None
+        #: what `scrapy frontier` talks to, and the socket it listens on (built by open())
+        self.console: FrontierConsole | None = None
+        self._control: Any = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> AdaptiveScheduler | RefusingScheduler:
@@ -135,6 +157,7 @@ class AdaptiveScheduler(BaseScheduler):
         try:
             config = AdaptiveConfig.from_settings(settings)
             policy = load_wait_policy(config)
+            canonical = Canonical.from_setting(config.canonical)
         except ConfigError as exc:
             # raised here, Scrapy would fail to close the engine (traceback
             # wall); the refusal is said once, at open
@@ -143,7 +166,7 @@ class AdaptiveScheduler(BaseScheduler):
             config,
             policy,
             crawler.stats,  # type: ignore[arg-type]
-            identity=url_identity(crawler.request_fingerprinter),  # type: ignore[arg-type]
+            identity=url_identity(crawler.request_fingerprinter, canonical),  # type: ignore[arg-type]
             jobdir=settings.get("JOBDIR"),
             fingerprinter=global_object_name(type(crawler.request_fingerprinter)),
             robots_agent=settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT"),
@@ -164,7 +187,14 @@ class AdaptiveScheduler(BaseScheduler):
         config = self.config
         try:
             self.state = resolve(config.state_dir, self.jobdir)
-            store = open_store(self.state, spider=spider.name, fingerprinter=self.fingerprinter, sync=config.state_sync)
+            remote = shared_store(config, spider.name)
+            store = open_store(
+                self.state,
+                spider=spider.name,
+                fingerprinter=self.fingerprinter,
+                sync=config.state_sync,
+                shared=remote,
+            )
             self.checkpoints = Checkpoints(self.state)
         except (StateDirError, StoreError) as exc:
             self.refusal.refuse(str(exc))
@@ -183,8 +213,17 @@ class AdaptiveScheduler(BaseScheduler):
             politeness,
             history_size=config.history_size,
             trust=TrustParams(config.trust_warmup, config.trust_min_rate),
+            soft404_urls=config.soft404_urls,
+            sharing=None if remote is None else Sharing(store, worker_name(self.state.path), remote.lease),  # type: ignore[arg-type]
         )
-        frontier.load()
+        try:
+            frontier.load()
+            frontier.rebalance()  # a worker of a shared frontier takes its share of hosts
+        except StoreError as exc:
+            store.close()
+            self.frontier = None
+            self.refusal.refuse(str(exc))
+            return None
         self._checkpoint(clean=False)
         if frontier.redelivered:
             logger.info(
@@ -200,6 +239,7 @@ class AdaptiveScheduler(BaseScheduler):
         allocator = shared.get("rate_allocator")
         self.capacity = HostCapacity(frontier, allocator)
         self.capacity.all_nominal()
+        self._share_budget()
         if config.crawl_log:
             path = os.path.join(self.state.path, "crawl.log")
             self.crawl_log = CrawlLog(path, config.crawl_log_max_bytes, config.crawl_log_backups)
@@ -213,9 +253,7 @@ class AdaptiveScheduler(BaseScheduler):
             on_store_error=self._fatal,
             on_change=self._arm_wake,
         )
-        self.reporter = Reporter(
-            frontier, self.stats, allocator=allocator, state_path=self.state.path, interval=config.log_interval
-        )
+        self._open_console(store)
         self._bind_middlewares()
         shape = frontier.shape(due_limit=0)
         logger.info(
@@ -229,6 +267,50 @@ class AdaptiveScheduler(BaseScheduler):
         self._ticker.start(1.0, now=False)
         return None
 
+    def _open_console(self, store: Any) -> None:
+        """The summary's reporter and the console: seeds left while the crawl
+        was stopped are added, and a control socket serves `scrapy frontier`."""
+        assert self.frontier is not None and self.state is not None
+        progress = Progress.from_bytes(store.get_meta(PROGRESS_KEY))
+        self.console = FrontierConsole(
+            self.frontier,
+            progress=progress,
+            budget_per_day=self.config.budget,
+            identity=lambda url: self.issued.identity(Request(url)),
+            seeder=self._seed,
+        )
+        self.reporter = Reporter(
+            self.frontier,
+            self.stats,
+            allocator=self.policy.params.shared.get("rate_allocator"),
+            state_path=self.state.path,
+            interval=self.config.log_interval,
+            progress=progress,
+            console=self.console,
+        )
+        seeded = take_seeds(self.state.path, self._seed)
+        if seeded:
+            logger.info(
+                "Seeds given while the crawl was stopped: %s", ", ".join(f"{s['url']} ({s['result']})" for s in seeded)
+            )
+        if not self.state.temporary and self.crawler is not None:  # a crawl, with a running reactor
+            self._control = control.serve(self.state.path, self.console.answer)
+
+    def _seed(self, urls: list[str]) -> list[dict[str, Any]]:
+        """Seeds from `scrapy frontier seed`: requests for the spider's default callback."""
+        assert self.frontier is not None
+        results = []
+        for url in urls:
+            try:
+                request = Request(url)
+            except ValueError as exc:
+                results.append({"url": url, "result": f"refused: {exc}"})
+                continue
+            known = self.frontier.get_record(self.issued.identity(request)) is not None
+            added = self.enqueue_request(request)
+            results.append({"url": url, "result": "known" if known else "queued" if added else "refused"})
+        return results
+
     def _bind_middlewares(self) -> None:
         """Hand our middlewares the frontier's services and their settings."""
         if self.crawler is None or self.verdicts is None:
@@ -236,7 +318,10 @@ class AdaptiveScheduler(BaseScheduler):
         for mw in (
             self.crawler.get_downloader_middleware(ValidatorsMiddleware),
             self.crawler.get_downloader_middleware(FetchErrorMiddleware),
+            self.crawler.get_downloader_middleware(WarcMiddleware),
+            self.crawler.get_downloader_middleware(RobotsRefreshMiddleware),
             self.crawler.get_spider_middleware(VisitMiddleware),
+            self.crawler.get_spider_middleware(SitemapsMiddleware),
         ):
             if mw is not None:
                 mw.bind(self.verdicts, self.config)
@@ -251,9 +336,16 @@ class AdaptiveScheduler(BaseScheduler):
                 self.delivery.close()
             except StoreError as exc:
                 self._fatal(exc)
+        if self._control is not None:
+            control.stop(self._control)
+            self._control = None
         if self.frontier is not None:
             self._summary(final=True)
             persist.save(self.frontier.store, self.policy.params.shared)
+            try:
+                self.frontier.leave()
+            except StoreError as exc:  # the leases lapse by themselves
+                logger.warning("Could not give back the host leases (%s); other workers wait for them to lapse.", exc)
             self.frontier.store.close()
             self._checkpoint(clean=True)
         if self.crawl_log is not None:
@@ -272,6 +364,10 @@ class AdaptiveScheduler(BaseScheduler):
             if issued_fp is not None:
                 issued = self.issued.get(issued_fp)
                 if issued is not None and self.issued.redirected_from(request, issued):
+                    if self.issued.identity(request) == issued_fp and request.url != issued.url:
+                        # another spelling of the same URL (ADAPTIVE_CANONICAL,
+                        # www. to bare host): fetched as this very visit
+                        return self._resent(issued_fp, request)
                     self._redirected(issued, request)
                     # the target is a URL of its own; the inherited
                     # dont_filter must not pull a known target forward
@@ -397,8 +493,10 @@ class AdaptiveScheduler(BaseScheduler):
         if urlparse_cached(request).path != "/robots.txt" or response.status != 200:
             return
         delay = parse_crawl_delay(response.body, self.robots_agent)
-        if delay is not None and self.capacity is not None:
-            queue = self.keyer.key(request)
+        queue = self.keyer.key(request)
+        if delay is None:  # none, or no longer (robots.txt is fetched again: ADAPTIVE_ROBOTS_REFRESH)
+            self.frontier.set_crawl_delay(queue, None)
+        elif self.capacity is not None:
             self.frontier.set_crawl_delay(queue, delay)
             self.capacity.nominal(queue, delay)
             logger.info("Honouring robots.txt Crawl-delay of %.1fs for %s", delay, urlparse_cached(request).netloc)
@@ -416,6 +514,9 @@ class AdaptiveScheduler(BaseScheduler):
         if self.frontier is None or self.reporter is None:
             return
         try:
+            if self.frontier.rebalance():
+                self._arm_wake()
+            self._share_budget()
             if self.delivery is not None:
                 self.delivery.flush()
             abandoned = self.grace.tick()
@@ -434,6 +535,18 @@ class AdaptiveScheduler(BaseScheduler):
             self._fatal(exc)
         except Exception:
             logger.exception("scrapy-adaptive periodic task failed")
+
+    def _share_budget(self) -> None:
+        """In a fleet, ``ADAPTIVE_BUDGET`` is the fleet's: each worker spends
+        its share (budget / live workers) on the hosts it holds, which are
+        about that share of the URLs."""
+        sharing = self.frontier.sharing if self.frontier is not None else None
+        allocator = self.policy.params.shared.get("rate_allocator")
+        if sharing is None or allocator is None or self.config.budget is None:
+            return
+        share = self.config.budget / DAY / sharing.workers
+        if allocator.budget != share:
+            allocator.set_budget(share)
 
     def _lapsed(self, fp: bytes) -> None:
         """An issued URL got no verdict within its lease: a retry, counted.
@@ -468,7 +581,14 @@ class AdaptiveScheduler(BaseScheduler):
         """Record the counts that only ever grow in the state folder's marker."""
         if self.checkpoints is not None and self.frontier is not None:
             frontier = self.frontier
-            urls = frontier.url_count + frontier.quarantined_count
+            if frontier.sharing is not None:
+                # other workers count too: the store's sums, not this worker's view
+                try:
+                    self.checkpoints.write(**stored_counts(frontier.store), clean=clean)
+                except StateDirError as exc:
+                    logger.warning("Cannot read the counts for the checkpoint: %s", exc)
+                return
+            urls = frontier.url_count + frontier.quarantined_count + frontier.forgotten_count
             self.checkpoints.write(urls=urls, visits=frontier.visit_count, clean=clean)
 
     def _fatal(self, exc: StoreError) -> None:

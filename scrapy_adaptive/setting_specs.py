@@ -12,6 +12,7 @@ This module imports nothing from Scrapy or from the rest of the package.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from dataclasses import dataclass
@@ -33,7 +34,9 @@ class Kind(StrEnum):
     CHOICE = "choice"  #: one of :attr:`SettingSpec.choices`
     CLASS_PATH = "class path"  #: a dotted path, or the class itself
     PATH = "path"  #: a folder (a string or ``os.PathLike``), or unset
+    TEXT = "text"  #: a string (an address, a name, a file prefix), or unset
     OBJECT = "object"  #: a structure checked where it is used (lists of rule dicts)
+    URLS = "urls"  #: http(s) URLs: a list, or one string separated by spaces
 
 
 #: the Python type of an :class:`AdaptiveConfig` field, by kind (optional
@@ -46,7 +49,9 @@ FIELD_TYPES = {
     Kind.CHOICE: "str",
     Kind.CLASS_PATH: "str",
     Kind.PATH: "str",
+    Kind.TEXT: "str",
     Kind.OBJECT: "Any",
+    Kind.URLS: "tuple[str, ...]",
 }
 
 #: what a value of each kind must be, in refusals ("... must be a number.")
@@ -58,11 +63,13 @@ _EXPECTED = {
     Kind.CHOICE: "one of the choices",
     Kind.CLASS_PATH: "a dotted class path (a string) or a class",
     Kind.PATH: "a folder path (a string)",
+    Kind.TEXT: "a string",
     Kind.OBJECT: "a value",
+    Kind.URLS: "http(s) URLs (a list, or a string separated by spaces)",
 }
 _NUMERIC = (Kind.SECONDS, Kind.NUMBER, Kind.INTEGER)
 #: kinds where an empty string (``-s NAME=``) means "not set"
-_EMPTY_IS_UNSET = (Kind.CHOICE, Kind.CLASS_PATH, Kind.PATH, Kind.OBJECT)
+_EMPTY_IS_UNSET = (Kind.CHOICE, Kind.CLASS_PATH, Kind.PATH, Kind.TEXT, Kind.OBJECT, Kind.URLS)
 
 
 @dataclass(frozen=True)
@@ -162,11 +169,13 @@ def parse_value(spec: SettingSpec, raw: Any) -> Any:
         return _parse_number(spec, raw)
     if spec.kind is Kind.BOOL:
         return _parse_bool(spec, raw)
+    if spec.kind is Kind.URLS:
+        return _parse_urls(spec, raw)
     if spec.kind is Kind.CLASS_PATH and isinstance(raw, type):
         return f"{raw.__module__}.{raw.__qualname__}"
     if spec.kind is Kind.PATH and isinstance(raw, os.PathLike):
         raw = os.fspath(raw)
-    if spec.kind in (Kind.CHOICE, Kind.CLASS_PATH, Kind.PATH) and not isinstance(raw, str):
+    if spec.kind in (Kind.CHOICE, Kind.CLASS_PATH, Kind.PATH, Kind.TEXT) and not isinstance(raw, str):
         raise ConfigError(f"{spec.name} ({raw!r}) must be {spec.expected()}.")
     return raw
 
@@ -186,6 +195,21 @@ def _parse_number(spec: SettingSpec, raw: Any) -> float | int:
     if math.isnan(value):
         raise ConfigError(f"{spec.name} ({raw!r}) must be a number.")
     return value
+
+
+def _parse_urls(spec: SettingSpec, raw: Any) -> tuple[str, ...]:
+    """``"a b"``, ``["a", "b"]`` (or its JSON, as ``-s`` gives a list) ->
+    ``("a", "b")``; not split at commas: URLs hold them."""
+    if isinstance(raw, str) and raw.lstrip().startswith("["):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raise ConfigError(f"{spec.name} ({raw!r}) must be {spec.expected()}.") from None
+    if isinstance(raw, str):
+        return tuple(raw.split())
+    if isinstance(raw, list | tuple) and all(isinstance(url, str) for url in raw):
+        return tuple(url.strip() for url in raw if url.strip())
+    raise ConfigError(f"{spec.name} ({raw!r}) must be {spec.expected()}.")
 
 
 def _parse_bool(spec: SettingSpec, raw: Any) -> bool:
@@ -224,8 +248,13 @@ def _problem(spec: SettingSpec, value: Any) -> str | None:
         return None if isinstance(value, bool) else spec.expected()
     if spec.kind is Kind.CHOICE:
         return None if value in spec.choices else spec.expected()
-    if spec.kind in (Kind.CLASS_PATH, Kind.PATH):
+    if spec.kind in (Kind.CLASS_PATH, Kind.PATH, Kind.TEXT):
         return None if isinstance(value, str) else spec.expected()
+    if spec.kind is Kind.URLS:
+        ok = isinstance(value, tuple) and all(
+            isinstance(url, str) and url.startswith(("http://", "https://")) for url in value
+        )
+        return None if ok else spec.expected()
     return None
 
 

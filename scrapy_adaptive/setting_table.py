@@ -41,7 +41,9 @@ GROUP_POLITENESS = "Politeness, enforced once, by the frontier"
 GROUP_WAITS = "Revisit waits (the catch-all policy; ADAPTIVE_WAIT_POLICIES stacks more)"
 GROUP_VALIDATORS = "HTTP validators"
 GROUP_CHANGE = "Change detection"
+GROUP_SIGNALS = "The sites' own signals: sitemaps, feeds, robots.txt"
 GROUP_RECORD = "Record and observability"
+GROUP_ARCHIVE = "Archive (WARC, the `warc` extra)"
 
 
 def _seconds(
@@ -110,6 +112,70 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "store the `Authorization`, `Proxy-Authorization` and `Cookie` headers and the cookies of a request in "
         "the state folder. Off: they are left out, and a revisit gets them only from the middlewares that add "
         "them (`HttpAuthMiddleware`, `CookiesMiddleware`).",
+    ),
+    SettingSpec(
+        "ADAPTIVE_STORE_LEASE",
+        GROUP_STATE,
+        Kind.SECONDS,
+        10.0,
+        "with `ADAPTIVE_STORE_URL`: how long a worker's hold on a host lasts unless renewed (every second). "
+        "The hosts of a worker killed without a clean stop move to the others after this long.",
+        at_least=2.0,
+        at_most=MAX_SECONDS,
+    ),
+    SettingSpec(
+        "ADAPTIVE_STORE_NAMESPACE",
+        GROUP_STATE,
+        Kind.TEXT,
+        None,
+        "with `ADAPTIVE_STORE_URL`: the prefix of every key of this crawl in Redis. Workers with the same "
+        "namespace share one frontier.",
+        optional=True,
+        default_doc="`adaptive:<spider name>`",
+    ),
+    SettingSpec(
+        "ADAPTIVE_STORE_PASSWORD",
+        GROUP_STATE,
+        Kind.TEXT,
+        None,
+        "with `ADAPTIVE_STORE_URL`: the Redis AUTH password, if not in the URL (`redis://:password@host`); "
+        "never logged.",
+        optional=True,
+    ),
+    SettingSpec(
+        "ADAPTIVE_STORE_TLS_CA",
+        GROUP_STATE,
+        Kind.TEXT,
+        None,
+        "with a `rediss://` store: the CA certificate file that signed the server's certificate.",
+        optional=True,
+    ),
+    SettingSpec(
+        "ADAPTIVE_STORE_TLS_CERT",
+        GROUP_STATE,
+        Kind.TEXT,
+        None,
+        "with a `rediss://` store: this worker's client certificate file, where the server asks for one.",
+        optional=True,
+    ),
+    SettingSpec(
+        "ADAPTIVE_STORE_TLS_KEY",
+        GROUP_STATE,
+        Kind.TEXT,
+        None,
+        "with a `rediss://` store: the private key file of `ADAPTIVE_STORE_TLS_CERT`.",
+        optional=True,
+    ),
+    SettingSpec(
+        "ADAPTIVE_STORE_URL",
+        GROUP_STATE,
+        Kind.TEXT,
+        None,
+        "the frontier's store: `redis://host:port/db` (`rediss://` for TLS) for a frontier in Redis, shared by "
+        "every worker with the same namespace (`pip install 'scrapy-adaptive[redis]'`). Unset: LevelDB in the "
+        "state folder.",
+        optional=True,
+        default_doc="LevelDB in the state folder",
     ),
     _factor(
         "ADAPTIVE_DELAY_FACTOR",
@@ -362,6 +428,52 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "`skip`: unchanged pages do not reach the callback; `deliver`: they do, flagged in meta.",
         choices=UNCHANGED_MODES,
     ),
+    SettingSpec(
+        "ADAPTIVE_CANONICAL",
+        GROUP_SIGNALS,
+        Kind.OBJECT,
+        None,
+        "spellings of one page that share one record: a list of `www`, `case`, `slash`, `index` for every host, "
+        "or a dict from host (glob, `*`) to such a list (see Canonical URLs). Off by default.",
+    ),
+    SettingSpec(
+        "ADAPTIVE_FEEDS",
+        GROUP_SIGNALS,
+        Kind.URLS,
+        (),
+        "RSS/Atom feeds read for new URLs and entry `updated` change hints (needs `scrapy-adaptive[feeds]`).",
+        default_doc="none",
+    ),
+    _seconds(
+        "ADAPTIVE_ROBOTS_REFRESH",
+        GROUP_SIGNALS,
+        86_400.0,
+        "robots.txt is fetched again when its copy is this old, so a changed Disallow or Crawl-delay takes "
+        "effect (1 day; 0: never, Scrapy's own behaviour). Needs `ROBOTSTXT_OBEY`.",
+    ),
+    SettingSpec(
+        "ADAPTIVE_SITEMAPS",
+        GROUP_SIGNALS,
+        Kind.URLS,
+        (),
+        "sitemaps (index files and `.gz` too) read for new URLs and `<lastmod>` change hints, and revisited "
+        "like any page (see Sitemaps and feeds).",
+        default_doc="none",
+    ),
+    _bool(
+        "ADAPTIVE_SITEMAPS_FROM_ROBOTS",
+        GROUP_SIGNALS,
+        False,
+        "the `Sitemap:` lines of every robots.txt the crawl reads are read as `ADAPTIVE_SITEMAPS`.",
+    ),
+    _integer(
+        "ADAPTIVE_SOFT404_URLS",
+        GROUP_SIGNALS,
+        10,
+        "a successful page this many URLs of one host got (the same digest) is a parked page, recorded as such and "
+        "not a new version, like a page equal to the host's 404 page (see Soft-404s); 0: only the latter.",
+        at_least=0,
+    ),
     _bool("ADAPTIVE_CRAWL_LOG", GROUP_RECORD, True, "write `crawl.log` in the state folder."),
     _integer(
         "ADAPTIVE_CRAWL_LOG_BACKUPS",
@@ -384,6 +496,31 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         60.0,
         "how often the frontier summary is logged and the `adaptive/frontier/*` stats refreshed.",
         positive=True,
+    ),
+    SettingSpec(
+        "ADAPTIVE_WARC_DIR",
+        GROUP_ARCHIVE,
+        Kind.PATH,
+        None,
+        "write every fetch to WARC files in this folder: `request` + `response` records for new content, "
+        "`revisit` records for unchanged visits (needs `pip install scrapy-adaptive[warc]`).",
+        optional=True,
+        default_doc="unset: no WARC output",
+    ),
+    SettingSpec(
+        "ADAPTIVE_WARC_MAX_SIZE",
+        GROUP_ARCHIVE,
+        Kind.INTEGER,
+        2**30,
+        "start a new WARC file once the current one reaches this size in bytes (1 GiB).",
+        at_least=1,
+    ),
+    SettingSpec(
+        "ADAPTIVE_WARC_PREFIX",
+        GROUP_ARCHIVE,
+        Kind.TEXT,
+        "adaptive",
+        "the WARC files' names: `PREFIX-TIMESTAMP-SERIAL.warc.gz` (letters, digits, `.`, `_`, `-`).",
     ),
 )
 

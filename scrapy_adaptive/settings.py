@@ -121,6 +121,13 @@ class AdaptiveConfig:
     state_sync: bool
     stop_grace: float
     store_credentials: bool
+    store_lease: float
+    store_namespace: str | None
+    store_password: str | None
+    store_tls_ca: str | None
+    store_tls_cert: str | None
+    store_tls_key: str | None
+    store_url: str | None
     delay_factor: float
     embed_hops: int
     host_valence: int
@@ -155,11 +162,20 @@ class AdaptiveConfig:
     noise_learning: bool
     revisit_embeds_on_change: bool
     unchanged: str
+    canonical: Any
+    feeds: tuple[str, ...]
+    robots_refresh: float
+    sitemaps: tuple[str, ...]
+    sitemaps_from_robots: bool
+    soft404_urls: int
     crawl_log: bool
     crawl_log_backups: int
     crawl_log_max_bytes: int
     history_size: int
     log_interval: float
+    warc_dir: str | None
+    warc_max_size: int
+    warc_prefix: str
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> AdaptiveConfig:
@@ -206,6 +222,11 @@ class AdaptiveConfig:
             raise ConfigError(
                 f"ADAPTIVE_MAX_DELAY ({self.max_delay!r}) must not be lower than "
                 f"ADAPTIVE_MIN_DELAY ({self.min_delay!r})."
+            )
+        if self.store_url is not None and not self.store_url.startswith(("redis://", "rediss://")):
+            raise ConfigError(
+                f"ADAPTIVE_STORE_URL ({self.store_url.split('@')[-1]!r}) must start with redis:// or rediss:// "
+                "(or be unset: LevelDB in the state folder)."
             )
         if self.wait_max < self.wait_min:
             raise ConfigError(

@@ -30,7 +30,7 @@ refuses a damaged log or manifest, and block checksums catch a garbled
 table at its first read, but a write-ahead log cut at a record boundary
 looks exactly like a crash while writing: LevelDB drops the tail and opens,
 silently older.  So the marker keeps a *checkpoint*: the number of URLs
-known (quarantined ones included) and of visits recorded, both of which
+known (quarantined and forgotten ones included) and of visits recorded, both of which
 only ever grow, and whether it was written at a clean close.  The counts
 are the frontier's per-queue counters (``h/`` rows, written in the same
 atomic batch as every record), summed at open anyway: a checkpoint costs
@@ -58,13 +58,18 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import tempfile
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .frontier.hostqueue import QUARANTINED_KEY, URLS_KEY, VISITS_KEY
+from .frontier.hostqueue import FORGOTTEN_KEY, QUARANTINED_KEY, URLS_KEY, VISITS_KEY
 from .frontier.leveldb_store import LevelDBStore
-from .frontier.store import StoreError
+from .frontier.store import Batch, Store, StoreError
+
+if TYPE_CHECKING:
+    from .settings import AdaptiveConfig
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +77,8 @@ FORMAT = 1
 MARKER = "ADAPTIVE_STATE.json"
 DATABASE = "frontier.ldb"
 CHECKPOINT = "checkpoint"
+#: the meta entry of a shared store that plays the marker's part (spider, fingerprinter, format)
+IDENTITY = "identity"
 #: seconds between two checkpoints while the counts move (an fsync each)
 CHECKPOINT_INTERVAL = 10.0
 
@@ -142,10 +149,52 @@ def _private_database_files(path: str) -> None:
         logger.warning("Could not make the files of %s private: %s", path, exc)
 
 
-def open_store(state: StateDir, *, spider: str, fingerprinter: str, sync: bool) -> LevelDBStore:
-    """Check the folder, open (or create) its database, and claim it."""
+@dataclass(frozen=True)
+class SharedStore:
+    """Where a shared (Redis) frontier lives: ``ADAPTIVE_STORE_*`` settings."""
+
+    url: str
+    namespace: str
+    #: seconds a worker's host leases last unless renewed
+    lease: float = 10.0
+    password: str | None = None
+    tls_ca: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+
+
+def worker_name(state_path: str) -> str:
+    """How a worker is named in a shared store's leases: machine, process, state folder."""
+    return f"{socket.gethostname()}:{os.getpid()}:{state_path}"
+
+
+def shared_store(config: AdaptiveConfig, spider: str) -> SharedStore | None:
+    """The ``ADAPTIVE_STORE_*`` settings of *config* (None: LevelDB in the folder)."""
+    if config.store_url is None:
+        return None
+    return SharedStore(
+        config.store_url,
+        config.store_namespace or f"adaptive:{spider}",
+        lease=config.store_lease,
+        password=config.store_password,
+        tls_ca=config.store_tls_ca,
+        tls_cert=config.store_tls_cert,
+        tls_key=config.store_tls_key,
+    )
+
+
+def open_store(
+    state: StateDir, *, spider: str, fingerprinter: str, sync: bool, shared: SharedStore | None = None
+) -> Store:
+    """Check the folder, open (or create) its database, and claim it.
+
+    With *shared*, the frontier is in Redis and the folder keeps this
+    worker's marker (naming the store), checkpoint and crawl log.
+    """
     _claim_folder(state)
     expected = {"format": FORMAT, "spider": spider, "fingerprinter": fingerprinter}
+    if shared is not None:
+        return _open_shared(state, expected, shared)
     marker = _read_marker(state)
     if marker is None:
         leftovers = [n for n in os.listdir(state.path) if n not in (MARKER, "crawl.log")]
@@ -159,7 +208,7 @@ def open_store(state: StateDir, *, spider: str, fingerprinter: str, sync: bool) 
         except OSError as exc:
             raise StateDirError(f"ADAPTIVE_STATE_DIR {state.path} cannot be written: {exc}") from exc
     else:
-        _check_marker(state, marker, expected)
+        _check_marker(state.path, marker, expected)
         if not os.path.isdir(state.database):
             raise StateDirError(
                 f"{state.path} has {MARKER} but its database {DATABASE}/ is missing: the folder is incomplete. "
@@ -186,33 +235,94 @@ def open_store(state: StateDir, *, spider: str, fingerprinter: str, sync: bool) 
     return store
 
 
+def _open_shared(state: StateDir, expected: dict, shared: SharedStore) -> Store:
+    """Open the Redis frontier: its identity (spider, fingerprinter, format)
+    is kept in Redis and checked like a marker; this worker's marker names
+    the store, so its checkpoint is never compared with another database."""
+    from .frontier.redis_store import RedisStore, redacted
+
+    where = {"store": f"{redacted(shared.url)} {shared.namespace}"}
+    marker = _read_marker(state)
+    if marker is not None:
+        _check_marker(state.path, marker, {**expected, **where})
+    try:
+        store = RedisStore(
+            shared.url,
+            namespace=shared.namespace,
+            password=shared.password,
+            tls_ca=shared.tls_ca,
+            tls_cert=shared.tls_cert,
+            tls_key=shared.tls_key,
+        )
+    except StoreError as exc:
+        raise StateDirError(str(exc)) from exc
+    try:
+        identity = store.get_meta(IDENTITY)
+        if identity is None:
+            store.write(Batch(meta={IDENTITY: json.dumps(expected).encode()}))
+        else:
+            try:
+                stored = json.loads(identity)
+            except ValueError:
+                stored = None
+            if not isinstance(stored, dict):
+                raise StateDirError(
+                    f"The Redis store {store.url} namespace {shared.namespace} holds keys that are not a "
+                    "scrapy-adaptive frontier; choose another ADAPTIVE_STORE_NAMESPACE."
+                )
+            _check_marker(f"The Redis store {store.url} (namespace {shared.namespace})", stored, expected)
+        if marker is not None:
+            _check_checkpoint(state, marker, **stored_counts(store), shared=True)
+        else:
+            _write_marker(state, {**expected, **where, "created": _now()})
+    except (OSError, StoreError) as exc:
+        store.close()
+        raise StateDirError(str(exc)) from exc
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def stored_counts(store: LevelDBStore) -> dict[str, int]:
-    """What a checkpoint compares: URLs known (quarantined included) and visits,
+def _where(store: Store) -> str:
+    """A store's folder or (password-free) URL, for messages."""
+    return str(getattr(store, "path", None) or getattr(store, "url", "") or type(store).__name__)
+
+
+def stored_counts(store: Store) -> dict[str, int]:
+    """What a checkpoint compares: URLs known (quarantined and forgotten included) and visits,
     summed over the per-queue counter rows (one small row per host)."""
     urls = visits = 0
+    # a shared store reads its rows without taking them as this worker's own
+    read = getattr(store, "counter_rows", None) or store.hosts
     try:
-        rows = list(store.hosts())
+        rows = list(read())
     except StoreError as exc:
         raise StateDirError(str(exc)) from exc
     for queue, raw in rows:
         try:
-            row = json.loads(raw)
-            urls += int(row.get(URLS_KEY, 0)) + int(row.get(QUARANTINED_KEY, 0))
+            row = raw if isinstance(raw, dict) else json.loads(raw)
+            # a URL moved aside or forgotten on request still counts: the sum never falls
+            urls += int(row.get(URLS_KEY, 0)) + int(row.get(QUARANTINED_KEY, 0)) + int(row.get(FORGOTTEN_KEY, 0))
             visits += int(row.get(VISITS_KEY, 0))
         except (ValueError, TypeError, AttributeError) as exc:
             raise StateDirError(
-                f"The state database in {store.path} has an unreadable counters row for queue {queue!r} ({exc}). "
+                f"The state database in {_where(store)} has an unreadable counters row for queue {queue!r} ({exc}). "
                 "Nothing was changed; restore the folder from a backup."
             ) from exc
     return {"urls": urls, "visits": visits}
 
 
-def _check_checkpoint(state: StateDir, marker: dict, *, urls: int, visits: int) -> None:
-    """Refuse a database that holds less than its last checkpoint (see the module's docstring)."""
+def _check_checkpoint(state: StateDir, marker: dict, *, urls: int, visits: int, shared: bool = False) -> None:
+    """Refuse a database that holds less than its last checkpoint (see the module's docstring).
+
+    A *shared* store grows while this worker is stopped (other workers
+    write): only a loss is reported, never growth.
+    """
     point = marker.get(CHECKPOINT)
     if not isinstance(point, dict):
         return
@@ -231,7 +341,7 @@ def _check_checkpoint(state: StateDir, marker: dict, *, urls: int, visits: int) 
             f"changed. Restore the folder from a backup; or, to go on from what is left, delete the "
             f'"{CHECKPOINT}" entry from {state.marker}.'
         )
-    if clean and (urls, visits) != (known, seen):
+    if clean and not shared and (urls, visits) != (known, seen):
         logger.warning(
             "The state database in %s was written after its last clean close (%d URLs and %d visits then, %d and %d "
             "now): another program wrote to it. Going on with what it holds.",
@@ -271,20 +381,31 @@ def _read_marker(state: StateDir) -> dict | None:
     return data
 
 
-def _check_marker(state: StateDir, marker: dict, expected: dict) -> None:
+def _check_marker(where: str, marker: dict, expected: dict) -> None:
+    """Refuse a state written by another spider, fingerprinter, store or a newer format.
+
+    *where* names the state in messages: the folder, or the Redis store and
+    namespace (whose identity plays the marker's part).
+    """
     if not isinstance(marker.get("format"), int) or marker["format"] > FORMAT:
         raise StateDirError(
-            f"{state.path} was written by a newer scrapy-adaptive (state format {marker.get('format')!r}, "
+            f"{where} was written by a newer scrapy-adaptive (state format {marker.get('format')!r}, "
             f"this one reads {FORMAT}). Upgrade scrapy-adaptive."
         )
     if marker.get("spider") != expected["spider"]:
         raise StateDirError(
-            f"{state.path} belongs to spider {marker.get('spider')!r}, not {expected['spider']!r}. "
-            "Give each spider its own JOBDIR / ADAPTIVE_STATE_DIR."
+            f"{where} belongs to spider {marker.get('spider')!r}, not {expected['spider']!r}. "
+            "Give each spider its own JOBDIR / ADAPTIVE_STATE_DIR (ADAPTIVE_STORE_NAMESPACE in a Redis store)."
+        )
+    if marker.get("store") != expected.get("store"):
+        raise StateDirError(
+            f"{where} was used with the store {marker.get('store') or 'LevelDB in the folder'}, this crawl "
+            f"uses {expected.get('store') or 'LevelDB in the folder'}: give each store its own JOBDIR / "
+            "ADAPTIVE_STATE_DIR."
         )
     if marker.get("fingerprinter") != expected["fingerprinter"]:
         raise StateDirError(
-            f"{state.path} was written with REQUEST_FINGERPRINTER_CLASS {marker.get('fingerprinter')!r}, "
+            f"{where} was written with REQUEST_FINGERPRINTER_CLASS {marker.get('fingerprinter')!r}, "
             f"this crawl uses {expected['fingerprinter']!r}: every stored URL would be orphaned. Restore the "
             "setting, or start a new state folder."
         )

@@ -98,6 +98,7 @@ class Verdicts:
         if visit.overdue is None:
             visit.overdue = request.meta.get(meta.OVERDUE)
         if visit.outcome is Outcome.VISITED:
+            self._soft_404(fp, visit)
             validation = request.meta.get(meta.VALIDATION)
             if validation in ("verified", "trusted"):
                 visit.validation = validation
@@ -117,6 +118,17 @@ class Verdicts:
             self._report(request, record, visit)
         self.on_change()
         return record
+
+    def _soft_404(self, fp: bytes, visit: Visit) -> None:
+        """A soft 404 or a parked page is recorded as such, never as a new
+        version: the frontier knows the host's error and placeholder pages."""
+        kind = self.frontier.page_kind(fp, visit)
+        if kind is None:
+            return
+        visit.annotations.append(kind)
+        if visit.change is ChangeState.CHANGED:
+            visit.change = ChangeState.UNKNOWN
+        self.stats.inc_value(f"adaptive/soft404/{kind}")
 
     def _policy_for(self, request: Request) -> Any:
         overrides = request.meta.get(meta.WAIT_POLICY)

@@ -15,8 +15,11 @@ import pytest
 
 from scrapy_adaptive.frontier.leveldb_store import LevelDBStore
 from scrapy_adaptive.frontier.record import UrlRecord
+from scrapy_adaptive.frontier.redis_store import RedisStore
+from scrapy_adaptive.frontier.store import MemoryStore, Store
 from tests import crawlrunner
 from tests.mockserver import DEFAULT_HOSTS, MockServer
+from testsite.redisserver import RedisServer
 
 
 @pytest.fixture(scope="session")
@@ -135,3 +138,31 @@ def tmpfs(mount: Path, options: str) -> Iterator[Path]:
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One real redis-server (AOF on) for the session; tests flush it with ``redis_url``."""
+    with RedisServer(tmp_path_factory.mktemp("redis")) as server:
+        yield server
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    """The session's Redis, emptied for this test."""
+    redis_server.client().flushall()
+    return redis_server.url
+
+
+@pytest.fixture(params=["memory", "leveldb", "redis"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """Each store behind the :class:`Store` contract: the contract and frontier tests run on all three."""
+    s: Store
+    if request.param == "memory":
+        s = MemoryStore()
+    elif request.param == "leveldb":
+        s = LevelDBStore(str(tmp_path / "db"))
+    else:
+        s = RedisStore(request.getfixturevalue("redis_url"), namespace="test")
+    yield s
+    s.close()

@@ -62,6 +62,19 @@ request counters, so tests are reproducible):
     With ``lie=1`` every hit stamps the time of the hit itself (a generator
     that rewrites every lastmod, whether or not anything changed).  ``bad``
     adds an entry whose lastmod is ``garbage``.  Times carry microseconds.
+    A key ending in ``.gz`` serves the sitemap as a gzip file.
+``/sitemapindex/<key>?maps=/sitemap/a?urls=/page/x|/sitemap/b.gz``
+    A sitemap index listing the ``|``-separated paths on the requested host.
+``/feed/<key>?urls=/page/a,/page/b&fresh_from=N&lie=1``
+    An Atom feed with one entry per path; each entry's ``updated`` follows
+    the sitemap's ``lastmod`` rules.
+``/notfound/<anything>``
+    404 with one fixed "not found" body, whatever the path.
+``/gone/<n>/<key>``
+    The first n hits (per key) a 200 page; later hits 200 with the /notfound
+    body (a soft 404: the page is gone, the status says it is fine).
+``/parked/<anything>``
+    200 with one fixed placeholder body, whatever the path (a parked domain).
 ``/hostile/<case>/<anything>``
     A server misbehaving on purpose: ``huge-headers`` (one 1 MB header
     line), ``endless`` (a chunked body that never ends, 64 KB every 10 ms,
@@ -90,8 +103,9 @@ Control endpoints (never recorded in the log):
     Empties the log.
 ``/_reset``
     Empties the log, resets the per-key counters and the robots.txt override.
-``/_robots?crawl_delay=1.5&disallow=/private/,/x/``
-    Overrides robots.txt until the next ``/_reset`` (empty ``disallow=`` means none).
+``/_robots?crawl_delay=1.5&disallow=/private/,/x/&sitemaps=/sitemap/a|/feed/b``
+    Overrides robots.txt until the next ``/_reset`` (empty ``disallow=`` means none;
+    ``sitemaps``: ``Sitemap:`` lines, paths on the requested host).
 
 The same module provides :class:`MockServer` (a :class:`testsite.process.SiteProcess`
 that builds URLs and talks to the control endpoints) and small pure helpers to
@@ -102,6 +116,7 @@ measure politeness and concurrency from log entries (:func:`max_concurrency`,
 from __future__ import annotations
 
 import argparse
+import gzip
 import html
 import itertools
 import json
@@ -165,23 +180,26 @@ class _State:
         self.log: list[LogEntry] = []
         self.counters: dict[str, int] = {}
         self.robots_override: tuple[float | None, tuple[str, ...]] | None = None
+        #: ``Sitemap:`` lines of robots.txt, paths on the requested host
+        self.robots_sitemaps: tuple[str, ...] = ()
 
     def reset(self) -> None:
         self.log.clear()
         self.counters.clear()
         self.robots_override = None
+        self.robots_sitemaps = ()
 
     def hit(self, key: str) -> int:
         """Count one request for ``key`` and return the 1-based hit number."""
         self.counters[key] = self.counters.get(key, 0) + 1
         return self.counters[key]
 
-    def robots_txt(self) -> bytes:
+    def robots_txt(self, base: str) -> bytes:
         if self.robots_override is not None:
             delay, disallow = self.robots_override
         else:
             delay, disallow = self.default_crawl_delay, DEFAULT_DISALLOW
-        return robots_txt(disallow, delay)
+        return robots_txt(disallow, delay) + "".join(f"Sitemap: {base}{p}\n" for p in self.robots_sitemaps).encode()
 
 
 def _arg(request: Request, name: str, default: str | None = None) -> str | None:
@@ -190,6 +208,17 @@ def _arg(request: Request, name: str, default: str | None = None) -> str | None:
     if not values:
         return default
     return values[0].decode("utf-8", "replace")
+
+
+#: the body of every /notfound page and of /gone pages once gone
+NOT_FOUND_BODY = b"<html><body><h1>Sorry, this page was not found</h1></body></html>\n"
+#: the body of every /parked page
+PARKED_BODY = b"<html><body><h1>This domain is for sale</h1></body></html>\n"
+
+
+def _base(request: Request) -> str:
+    """``http://host:port`` as the client addressed it."""
+    return f"http://{(request.getHeader(b'host') or b'').decode('latin-1')}"
 
 
 def _split_links(raw: str | None) -> list[str]:
@@ -272,6 +301,7 @@ def _build_resource(state: _State) -> Any:
                 raw_disallow = _arg(request, "disallow")
                 disallow = DEFAULT_DISALLOW if raw_disallow is None else tuple(_split_links(raw_disallow))
                 state.robots_override = (delay, disallow)
+                state.robots_sitemaps = tuple(p for p in (_arg(request, "sitemaps") or "").split("|") if p)
             else:
                 request.setResponseCode(404)
                 return json_response(request, {"error": "unknown control endpoint"})
@@ -283,7 +313,7 @@ def _build_resource(state: _State) -> Any:
             head = parts[0]
             if path == "/robots.txt":
                 request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
-                return state.robots_txt()
+                return state.robots_txt(_base(request))
             if head in ("page", "private") and len(parts) >= 1:
                 return self.page(request, path)
             if head == "delay":
@@ -306,11 +336,33 @@ def _build_resource(state: _State) -> Any:
                 return self.validators(request, path)
             if head == "sitemap" and len(parts) >= 2:
                 return self.sitemap(request, parts)
+            if head == "sitemapindex" and len(parts) >= 2:
+                return self.sitemap_index(request)
+            if head == "feed" and len(parts) >= 2:
+                return self.feed(request, parts)
+            if head == "notfound":
+                request.setResponseCode(404)
+                return self.fixed(request, NOT_FOUND_BODY)
+            if head == "gone" and len(parts) >= 3:
+                return self.gone(request, path, parts)
+            if head == "parked":
+                return self.fixed(request, PARKED_BODY)
             if head == "hostile" and len(parts) >= 2:
                 return self.hostile(request, parts[1])
             request.setResponseCode(404)
             request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
             return f"no such resource: {path}\n".encode()
+
+        @staticmethod
+        def fixed(request: Request, body: bytes) -> bytes:
+            request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
+            return body
+
+        def gone(self, request: Request, path: str, parts: list[str]) -> bytes:
+            real = max(0, int(parts[1])) if parts[1].isdigit() else 1
+            if state.hit("gone:" + "/".join(parts[2:])) <= real:
+                return self.page(request, path, extra="real content")
+            return self.fixed(request, NOT_FOUND_BODY)  # a soft 404: "not found", status 200
 
         def page(self, request: Request, path: str, extra: str = "") -> bytes:
             request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
@@ -407,30 +459,64 @@ def _build_resource(state: _State) -> Any:
             noise = f'<p class="clock">Server time {clock} UTC</p>\n<p class="token">{secrets.token_hex(8)}</p>\n'
             return self.page(request, path, extra=f"version {version}").replace(b"</body>", noise.encode() + b"</body>")
 
-        def sitemap(self, request: Request, parts: list[str]) -> bytes:
-            key = "/".join(parts[1:])
-            hit = state.hit("sitemap:" + key)
+        def lastmod(self, request: Request, key: str) -> str:
+            """The date a sitemap or feed gives its entries at this hit."""
+            hit = state.hit(key)
             now_us = int(time.time() * 1e6)
             fresh_from = int(_arg(request, "fresh_from", "0") or 0)
             if _arg(request, "lie") == "1":
                 stamp = now_us
             elif fresh_from and hit >= fresh_from:
                 if hit == fresh_from:
-                    state.counters["sitemap-lastmod:" + key] = now_us
-                stamp = state.counters["sitemap-lastmod:" + key]
+                    state.counters["lastmod:" + key] = now_us
+                stamp = state.counters["lastmod:" + key]
             else:
                 stamp = 1_000_000_000 * 1_000_000
-            lastmod = datetime.fromtimestamp(stamp / 1e6, UTC).isoformat()
-            base = f"http://{(request.getHeader(b'host') or b'').decode('latin-1')}"
+            return datetime.fromtimestamp(stamp / 1e6, UTC).isoformat()
+
+        def sitemap(self, request: Request, parts: list[str]) -> bytes:
+            key = "/".join(parts[1:])
+            lastmod = self.lastmod(request, "sitemap:" + key)
+            base = _base(request)
             entries = [(link, lastmod) for link in _split_links(_arg(request, "urls"))]
             entries += [(link, "garbage") for link in _split_links(_arg(request, "bad"))]
             body = "".join(
                 f"<url><loc>{html.escape(base + link)}</loc><lastmod>{mod}</lastmod></url>\n" for link, mod in entries
             )
+            xml = (
+                '<?xml version="1.0" encoding="UTF-8"?>\n'
+                f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n{body}</urlset>\n'
+            ).encode()
+            if key.endswith(".gz"):  # a gzip file, not a gzip transfer
+                request.setHeader(b"Content-Type", b"application/gzip")
+                return gzip.compress(xml, mtime=0)
+            request.setHeader(b"Content-Type", b"application/xml; charset=utf-8")
+            return xml
+
+        def sitemap_index(self, request: Request) -> bytes:
+            base = _base(request)
+            maps = [m for m in (_arg(request, "maps") or "").split("|") if m]
+            body = "".join(f"<sitemap><loc>{html.escape(base + m)}</loc></sitemap>\n" for m in maps)
             request.setHeader(b"Content-Type", b"application/xml; charset=utf-8")
             return (
                 '<?xml version="1.0" encoding="UTF-8"?>\n'
-                f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n{body}</urlset>\n'
+                f'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n{body}</sitemapindex>\n'
+            ).encode()
+
+        def feed(self, request: Request, parts: list[str]) -> bytes:
+            key = "/".join(parts[1:])
+            updated = self.lastmod(request, "feed:" + key)
+            base = _base(request)
+            entries = "".join(
+                f"<entry><title>{html.escape(link)}</title><id>{html.escape(base + link)}</id>"
+                f'<link href="{html.escape(base + link)}"/><updated>{updated}</updated></entry>\n'
+                for link in _split_links(_arg(request, "urls"))
+            )
+            request.setHeader(b"Content-Type", b"application/atom+xml; charset=utf-8")
+            return (
+                '<?xml version="1.0" encoding="utf-8"?>\n<feed xmlns="http://www.w3.org/2005/Atom">\n'
+                f"<title>{html.escape(key)}</title><id>{html.escape(base)}/feed/{html.escape(key)}</id>"
+                f"<updated>{updated}</updated>\n{entries}</feed>\n"
             ).encode()
 
         def validators(self, request: Request, path: str) -> bytes | int:
@@ -643,9 +729,11 @@ class MockServer(SiteProcess):
         *,
         crawl_delay: float | None = None,
         disallow: Sequence[str] = DEFAULT_DISALLOW,
+        sitemaps: Sequence[str] = (),
     ) -> None:
-        """Override /robots.txt on all hosts until the next :meth:`reset`."""
-        query = {"disallow": ",".join(disallow)}
+        """Override /robots.txt on all hosts until the next :meth:`reset`
+        (*sitemaps*: paths listed as ``Sitemap:`` lines on each host)."""
+        query = {"disallow": ",".join(disallow), "sitemaps": "|".join(sitemaps)}
         if crawl_delay is not None:
             query["crawl_delay"] = repr(float(crawl_delay))
         self.get_json("/_robots?" + urllib.parse.urlencode(query), self.hosts[0])

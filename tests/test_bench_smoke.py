@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import frontier_bench, validators_bench
+from bench import fleet_bench, frontier_bench, validators_bench
 
 pytestmark = pytest.mark.e2e
 
@@ -20,6 +20,16 @@ def test_frontier_bench_runs_and_reports_every_figure() -> None:
     assert any("duplicate adds/s" in m for m in metrics)
     assert any("cycles/s" in m for m in metrics)
     assert any("restart" in m for m in metrics)
+
+
+def test_frontier_bench_compares_leveldb_and_redis_in_one_run(redis_url: str) -> None:
+    argv = ["--urls", "2000", "--hosts", "20", "--dups", "500", "--cycles", "500", "--no-baseline", "--quiet"]
+    result = frontier_bench.main([*argv, "--store", redis_url])
+    rows = {row["metric"]: row for row in result["store"]["rows"]}
+    cycles = rows["next+update cycles/s"]
+    assert cycles["leveldb"] > 0 and cycles["redis"] > 0 and cycles["ratio"] == cycles["redis"] / cycles["leveldb"]
+    assert result["store"]["adaptive_restart"]["url_count"] == 2000
+    assert result["store"]["server_used_memory_mb"] > 0
 
 
 def test_frontier_bench_scale_preset_mixed_workload_and_reference_run() -> None:
@@ -81,3 +91,13 @@ def test_changing_web_bench_runs_end_to_end_and_its_scores_are_consistent() -> N
     assert crawlers["recrawl"]["runs"] >= 2 and crawlers["recrawl"]["fetches"] > 2 * result["urls"]
     assert crawlers["httpcache"]["by_kind"]["poisson"]["not_modified"] > 0
     assert all(t["verdict"] in ("PASS", "MISS", None) for rows in result["targets"].values() for t in rows)
+
+
+def test_fleet_bench_runs_one_and_two_workers_on_one_redis_frontier() -> None:
+    result = fleet_bench.main(
+        ["--workers", "1,2", "--pages", "300", "--hosts", "4", "--crawl-timeout", "60", "--quiet"]
+    )
+    one, two = result["rows"]
+    assert one["fetched"] >= 0.95 * 300 and two["fetched"] >= 0.95 * 300
+    assert one["pages_per_s"] > 0 and two["ratio"] == two["pages_per_s"] / one["pages_per_s"]
+    assert one["rss_mb_per_worker"] and len(two["rss_mb_per_worker"]) == 2

@@ -44,13 +44,6 @@ class Clock:
         return self.t
 
 
-@pytest.fixture(params=["memory", "leveldb"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    s: Store = MemoryStore() if request.param == "memory" else LevelDBStore(str(tmp_path / "db"))
-    yield s
-    s.close()
-
-
 def frontier(store: Store, clock: Clock) -> Frontier:
     f = Frontier(store, Politeness(min_delay=0, max_delay=0, delay_factor=0), clock=clock)
     f.load()

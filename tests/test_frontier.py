@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,13 +35,6 @@ class Clock:
 
 def fp(url: str) -> bytes:
     return hashlib.sha1(url.encode()).digest()
-
-
-@pytest.fixture(params=["memory", "leveldb"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    s: Store = MemoryStore() if request.param == "memory" else LevelDBStore(str(tmp_path / "db"))
-    yield s
-    s.close()
 
 
 def make(store: Store, clock: Clock, **politeness: float) -> Frontier:
@@ -458,7 +450,9 @@ def test_queue_counters_round_trip_with_their_stored_keys() -> None:
     Crawl-delay (not "none")."""
     from scrapy_adaptive.frontier.hostqueue import COUNTER_KEYS, HostQueue
 
-    q = HostQueue(name="h", valence=1, urls=3, never=1, visits=7, versions=2, quarantined=1, crawl_delay=0.0)
+    q = HostQueue(
+        name="h", valence=1, urls=3, never=1, visits=7, versions=2, quarantined=1, forgotten=2, crawl_delay=0.0
+    )
     q.slots = [1_700_000_000.5]
     q.trust, q.hint_trust = {"right": 4}, {"sitemap": [1.0, 0.0, 0.5]}
     stored = q.counters()

@@ -25,6 +25,7 @@ PURE = (
     "scrapy_adaptive.setting_table",
     "scrapy_adaptive.setting_readme",
     "scrapy_adaptive.dates",
+    "scrapy_adaptive.canonical",
     "scrapy_adaptive.matching",
     "scrapy_adaptive.frontier",
     "scrapy_adaptive.frontier.leveldb_store",
@@ -32,6 +33,10 @@ PURE = (
     "scrapy_adaptive.policies",
     "scrapy_adaptive.policies.persist",
     "scrapy_adaptive.change",
+    "scrapy_adaptive.progress",
+    "scrapy_adaptive.console",
+    "scrapy_adaptive.console.api",
+    "scrapy_adaptive.console.html",
 )
 
 CHECK = """

@@ -18,6 +18,7 @@ from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive import meta
+from scrapy_adaptive.canonical import Canonical
 from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
 from scrapy_adaptive.issued import url_identity
 from scrapy_adaptive.policies import load_wait_policy
@@ -55,7 +56,7 @@ def build(jobdir: Path, **settings: Any) -> AdaptiveScheduler:
         config,
         load_wait_policy(config),
         crawler.stats,  # type: ignore[arg-type]
-        identity=url_identity(crawler.request_fingerprinter),  # type: ignore[arg-type]
+        identity=url_identity(crawler.request_fingerprinter, Canonical.from_setting(config.canonical)),  # type: ignore[arg-type]
         jobdir=str(jobdir),
         fingerprinter="test",
     )
@@ -221,3 +222,23 @@ def test_start_up_warns_of_a_misspelt_setting_with_the_closest_name() -> None:
     messages = settings_warnings(settings, config)
     assert any("ADAPTIVE_MIN_DELAYY" in m and "ADAPTIVE_MIN_DELAY?" in m for m in messages)
     assert any(m.startswith("HTTPCACHE_ENABLED") for m in messages)
+
+
+@in_loop
+def test_a_crawl_delay_removed_from_a_refreshed_robots_txt_is_cleared(tmp_path: Path) -> None:
+    from scrapy.http import TextResponse
+
+    scheduler = build(tmp_path / "job")
+    scheduler.open(Pages())
+    scheduler.capacity.all_nominal()  # type: ignore[union-attr]
+    assert scheduler.enqueue_request(Request("http://a.example/p"))
+    robots = Request("http://a.example/robots.txt", meta={"dont_obey_robotstxt": True})
+
+    def robots_say(text: bytes) -> float | None:
+        scheduler._on_response_received(TextResponse(robots.url, body=text, request=robots), robots, Pages())
+        [queue] = scheduler.frontier.queues()  # type: ignore[union-attr]
+        return queue.crawl_delay
+
+    assert robots_say(b"User-agent: *\nCrawl-delay: 2\n") == 2.0
+    assert robots_say(b"User-agent: *\nDisallow: /x/\n") is None  # fetched again without it
+    scheduler.close("finished")

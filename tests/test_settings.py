@@ -106,6 +106,24 @@ def test_addon_sets_components_at_addon_priority_and_respects_the_user() -> None
     assert user["SCHEDULER"] == "my.Scheduler"
 
 
+def test_addon_puts_the_refreshing_robots_middleware_in_the_place_of_scrapys() -> None:
+    from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+
+    from scrapy_adaptive.addon import SCRAPY_ROBOTS
+    from scrapy_adaptive.downloadermiddlewares.robots import RobotsRefreshMiddleware
+
+    settings = Settings()
+    Addon().update_settings(settings)
+    mws = settings.getdict("DOWNLOADER_MIDDLEWARES")
+    assert mws[SCRAPY_ROBOTS] is None and mws[RobotsRefreshMiddleware] == 100
+    for listed in (SCRAPY_ROBOTS, RobotsTxtMiddleware):  # the project placed Scrapy's own: kept
+        user = Settings()
+        user.set("DOWNLOADER_MIDDLEWARES", {listed: 90}, "project")
+        Addon().update_settings(user)
+        assert user.getdict("DOWNLOADER_MIDDLEWARES")[listed] == 90
+        assert RobotsRefreshMiddleware not in user.getdict("DOWNLOADER_MIDDLEWARES")
+
+
 def test_addon_disables_deltafetch() -> None:
     import scrapy_deltafetch
 

@@ -32,7 +32,7 @@ the frontier's queues; tests drive it directly.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .hostqueue import HostQueue
 from .keys import time_to_ms
@@ -125,6 +125,10 @@ class HostCrawlTime:
     threads: float
     crawl_time: float
     horizon: float
+    #: False: the fetch time is the paper's default, no fetch of this host
+    #: was measured in this process (a restart forgets them), so the figure
+    #: must not be reported as the host's
+    measured: bool = True
 
     @property
     def load(self) -> float:
@@ -179,8 +183,9 @@ def estimate_hosts(
 
     Counting stops at *limit* due URLs in all (a queue is counted up to what
     is left), so a huge backlog costs a bounded scan; the crawl times of the
-    hosts counted last are then lower bounds.  A host never fetched from is
-    assumed to take the paper's 2 s per fetch.
+    hosts counted last are then lower bounds.  A host not fetched from in
+    this process is assumed to take the paper's 2 s per fetch, and its row
+    says it was not measured.
     """
     until_ms = time_to_ms(now + horizon)
     until = now + horizon
@@ -197,6 +202,7 @@ def estimate_hosts(
         left -= docs
         mean = fetch_times.mean(q.name)
         t = DEFAULT_FETCH_TIME if mean is None else mean
-        rows.append(estimate(q, docs, t, horizon, delay_factor=delay_factor, min_delay=min_delay, max_delay=max_delay))
+        row = estimate(q, docs, t, horizon, delay_factor=delay_factor, min_delay=min_delay, max_delay=max_delay)
+        rows.append(row if mean is not None else replace(row, measured=False))
     rows.sort(key=lambda r: -r.load)
     return rows

@@ -57,7 +57,8 @@ from .leases import Lease, Leases
 from .pending import PendingVersions, pending_mark
 from .record import ChangeState, Outcome, RecordError, UrlRecord, Visit
 from .shape import frontier_shape
-from .store import Batch, Store
+from .sharing import SharedHosts, Sharing
+from .store import Batch, Conflict, Store
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ class Issued:
     overdue: float
 
 
-class Frontier(HostFacts, PendingVersions, Leases):
+class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
     """Per-queue priority queues of URL records over a :class:`Store`."""
 
     def __init__(
@@ -95,9 +96,15 @@ class Frontier(HostFacts, PendingVersions, Leases):
         *,
         history_size: int = 16,
         trust: TrustParams | None = None,
+        soft404_urls: int = 0,
         clock: Callable[[], float] = time.time,
+        sharing: Sharing | None = None,
     ) -> None:
         self.store = store
+        #: with a shared store: this worker's host leases (:mod:`.sharing`)
+        self.sharing = sharing
+        #: URLs of one host sharing a page before it is "parked" (0: never)
+        self.soft404_urls = soft404_urls
         self.politeness = politeness or Politeness()
         self.history_size = history_size
         self.trust_params = trust or TrustParams()
@@ -112,6 +119,7 @@ class Frontier(HostFacts, PendingVersions, Leases):
         self._visits = 0
         self._versions = 0
         self._quarantined = 0
+        self._forgotten = 0
         #: hint source -> [confirmed, refuted, Σq] over every queue
         self._hint_pooled: dict[str, list[float]] = {}
         #: recent overdue times (seconds) of issued URLs, for percentiles
@@ -123,8 +131,11 @@ class Frontier(HostFacts, PendingVersions, Leases):
 
     # -- opening -----------------------------------------------------------
 
-    def load(self) -> None:
+    def load(self, *, redeliver: bool = True) -> None:
         """Rebuild the in-memory queues from the store's per-queue counters.
+
+        *redeliver* False leaves pending-delivery marks alone (a tool looking
+        at a stopped crawl's state: the next crawl re-delivers them).
 
         Reads one small row per queue plus one seek for its head: restart
         time grows with hosts, not URLs.  Nothing is out after a restart,
@@ -132,7 +143,7 @@ class Frontier(HostFacts, PendingVersions, Leases):
         passed since the restart.  URLs left pending delivery are made due
         first (:meth:`_redeliver`).
         """
-        self.redelivered = self._redeliver()
+        self.redelivered = self._redeliver() if redeliver else 0
         now = self.clock()
         for name, raw in self.store.hosts():
             q = self._new_queue(name)
@@ -148,6 +159,7 @@ class Frontier(HostFacts, PendingVersions, Leases):
             self._visits += q.visits
             self._versions += q.versions
             self._quarantined += q.quarantined
+            self._forgotten += q.forgotten
             self._refresh_head(q)
             self._schedule(q)
 
@@ -162,7 +174,8 @@ class Frontier(HostFacts, PendingVersions, Leases):
         return q
 
     def _schedule(self, q: HostQueue) -> None:
-        self._heap.place(q)
+        if self.sharing is None or self.sharing.issues(q.name):
+            self._heap.place(q)
 
     def _refresh_head(self, q: HostQueue, *candidates: Entry | None) -> None:
         """Find the first entry of *q* that is not out (one store seek).
@@ -226,16 +239,19 @@ class Frontier(HostFacts, PendingVersions, Leases):
         if raw is None:
             if callable(request):
                 request = request()
-            q = self._queues.get(queue) or self._new_queue(queue)
+            q = self._queue(queue)
             record = UrlRecord(
                 url=url, queue=queue, request=request, next_ms=now_ms, directive=directive, discovered=now
             )
             q.urls += 1
             self._urls += 1
             self._schedulable += 1
-            batch = Batch(records={fp: record.to_bytes()}, hosts={queue: self._counters(q)})
+            batch = Batch(records={fp: record.to_bytes()}, hosts={queue: self._counters(q)}, absent=[fp])
             batch.entries_put.append((queue, directive, now_ms, fp))
-            self._write(batch, q, undo=lambda: self._undo_new(q))
+            try:
+                self._write(batch, q, undo=lambda: self._undo_new(q))
+            except Conflict:
+                return AddResult.DUPLICATE  # another worker added it a moment ago
             entry = (directive, now_ms, fp)
             if q.head is None or _order(entry) < _order(q.head):
                 q.head = entry
@@ -255,7 +271,7 @@ class Frontier(HostFacts, PendingVersions, Leases):
             new_ms = min(record.next_ms, now_ms)
         if (new_directive, new_ms) == (record.directive, record.next_ms):
             return AddResult.DUPLICATE
-        q = self._queues[record.queue]
+        q = self._queue(record.queue)
         old_entry = (record.directive, record.next_ms, fp)
         batch = Batch()
         batch.move_entry(
@@ -329,7 +345,7 @@ class Frontier(HostFacts, PendingVersions, Leases):
             record = self.get_record(fp)
             if record is None:
                 return None
-        q = self._queues[record.queue]
+        q = self._queue(record.queue)
         old = (record.queue, record.directive, record.next_ms, fp)
         was_never = record.never
         politeness = self.politeness
@@ -475,6 +491,56 @@ class Frontier(HostFacts, PendingVersions, Leases):
             fp.hex(),
         )
 
+    def forget(self, fps: list[bytes]) -> list[UrlRecord]:
+        """Delete these URLs for good: record, queue entry, pending-delivery
+        mark and lease, with their queues' counters, in one atomic write.
+
+        A forgotten URL rediscovered later starts a new record.  Each queue's
+        ``forgotten`` counter rises as ``urls`` falls, so the sum the state
+        folder's checkpoint compares never goes down (a forget is not a
+        rollback); visits and versions keep counting what happened.  A URL
+        out for download is dropped from its lease: its verdict, when it
+        comes, finds no record and is ignored.  Returns the records deleted.
+        """
+        now = self.clock()
+        batch = Batch()
+        gone: list[UrlRecord] = []
+        touched: dict[str, HostQueue] = {}
+        for fp in dict.fromkeys(fps):
+            record = self.get_record(fp)
+            q = self._queue(record.queue) if record is not None else None
+            if record is None or q is None:
+                continue
+            batch.records_deleted.append(fp)
+            batch.entries_deleted.append((record.queue, record.directive, record.next_ms, fp))
+            batch.pending[fp] = None
+            q.urls -= 1
+            q.forgotten += 1
+            if record.never:
+                q.never -= 1
+            touched[q.name] = q
+            gone.append(record)
+        if not gone:
+            return []
+        for name, q in touched.items():
+            batch.hosts[name] = self._counters(q)
+        self.store.write(batch)
+        for record, fp in zip(gone, batch.records_deleted, strict=True):
+            q = self._queue(record.queue)
+            self._urls -= 1
+            self._forgotten += 1
+            if not record.never:
+                self._schedulable -= 1
+            self._pending.pop(fp, None)
+            if self._out.pop(fp, None) is not None:
+                # its download may still run: the slot rests the longest wait
+                q.release_slot(fp, now + self.politeness.max_delay)
+            q.out.pop(fp, None)
+        for q in touched.values():
+            self._refresh_head(q)
+            self._schedule(q)
+        return gone
+
     def _undo_new(self, q: HostQueue) -> None:
         q.urls -= 1
         self._urls -= 1
@@ -483,8 +549,9 @@ class Frontier(HostFacts, PendingVersions, Leases):
     # -- questions ---------------------------------------------------------------
 
     def has_pending(self) -> bool:
-        """True while any URL will be due some day, or is out."""
-        return self._schedulable > 0 or bool(self._out)
+        """True while any URL will be due some day, or is out.  A worker of
+        a shared frontier always has: other workers may add URLs any time."""
+        return self._schedulable > 0 or bool(self._out) or self.sharing is not None
 
     def queues(self) -> Iterator[HostQueue]:
         return iter(self._queues.values())
@@ -525,6 +592,11 @@ class Frontier(HostFacts, PendingVersions, Leases):
     def quarantined_count(self) -> int:
         """Unreadable records moved aside (``x/`` keys), over the crawl's life."""
         return self._quarantined
+
+    @property
+    def forgotten_count(self) -> int:
+        """URLs deleted on request (:meth:`forget`), over the crawl's life."""
+        return self._forgotten
 
     def shape(self, *, due_limit: int = 200_000) -> dict[str, Any]:
         """The frontier at a glance, for the periodic log line and stats."""

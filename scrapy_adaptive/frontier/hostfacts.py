@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..change.trust import Trust, TrustParams, observe_url, url_trusted
 from . import hints
 from .hints import Hint, HintResult
-from .hostqueue import Entry, HostQueue
+from .hostqueue import MAX_SHARED_DIGESTS, Entry, HostQueue
 from .keys import time_to_ms
 from .record import ChangeState, Outcome, RecordError, UrlRecord, Visit
 from .store import Batch, Store
@@ -29,6 +29,9 @@ from .store import Batch, Store
 #: crawl-log annotation of a verification fetch that caught the host's
 #: validators saying "no change" while the content changed
 VALIDATOR_LIE = "validatorLie"
+#: crawl-log annotations (and visit kinds) of pages that are not the URL's content
+SOFT_404 = "soft404"
+PARKED = "parked"
 
 
 class HostFacts:
@@ -38,6 +41,7 @@ class HostFacts:
     store: Store
     clock: Callable[[], float]
     trust_params: TrustParams
+    soft404_urls: int
     _queues: dict[str, HostQueue]
     _out: dict[bytes, Any]
     #: hint source -> [confirmed, refuted, Σq] over every queue
@@ -50,6 +54,7 @@ class HostFacts:
         def _schedule(self, q: HostQueue) -> None: ...
         @staticmethod
         def _counters(q: HostQueue) -> bytes: ...
+        def _queue(self, name: str) -> HostQueue: ...
 
     # -- robots.txt ----------------------------------------------------------------
 
@@ -60,6 +65,39 @@ class HostFacts:
             return
         q.crawl_delay = seconds
         self._write(Batch(hosts={queue: self._counters(q)}), q)
+
+    # -- soft-404s and parked pages ------------------------------------------------
+
+    def page_kind(self, fp: bytes, visit: Visit) -> str | None:
+        """``"soft404"``, ``"parked"`` or None for the page an out URL got; learns.
+
+        A 404/410 page's digest becomes its host's *not-found* page; a
+        successful page with that digest is a soft 404.  A digest that
+        ``soft404_urls`` different URLs of the host got is a *parked* page
+        (a placeholder served for everything), from that URL on.
+        """
+        out = self._out.get(fp)
+        q = self._queues.get(out.queue) if out is not None else None
+        if q is None or visit.outcome is not Outcome.VISITED or visit.digest is None or visit.status is None:
+            return None
+        facts = q.soft404
+        if visit.status in (404, 410):
+            facts.not_found = visit.digest
+            return None
+        if not 200 <= visit.status < 300:
+            return None
+        if visit.digest == facts.not_found:
+            return SOFT_404
+        if self.soft404_urls <= 0:
+            return None
+        urls = facts.shared.get(visit.digest)
+        if urls is None:
+            if len(facts.shared) >= MAX_SHARED_DIGESTS:
+                del facts.shared[next(iter(facts.shared))]  # the oldest
+            urls = facts.shared[visit.digest] = set()
+        if len(urls) < self.soft404_urls:
+            urls.add(fp)
+        return PARKED if len(urls) >= self.soft404_urls else None
 
     # -- validators ----------------------------------------------------------------
 
@@ -142,7 +180,7 @@ class HostFacts:
         if record.hint:
             return HintResult.PENDING
         now = self.clock()
-        q = self._queues[record.queue]
+        q = self._queue(record.queue)
         own = hints.counts(q.hint_trust.get(hint.source))
         pooled = hints.counts(self._hint_pooled.get(hint.source))
         hint = replace(hint, received=now, trust=(own[0], own[1], own[2]), pooled=(pooled[0], pooled[1], pooled[2]))

@@ -41,6 +41,7 @@ CRAWL_DELAY_KEY = "cd"  #: robots.txt Crawl-delay, seconds
 TRUST_KEY = "tr"  #: validator track record (change/trust.py)
 HINT_TRUST_KEY = "hn"  #: change-hint sources' track records (hints.py)
 QUARANTINED_KEY = "x"  #: unreadable records moved aside (keys ``x/<fp>``)
+FORGOTTEN_KEY = "fg"  #: URLs deleted by ``scrapy frontier forget``
 #: wall-clock ms until which every slot rests (politeness kept across a restart)
 NEXT_FETCH_KEY = "nf"
 #: field -> stored key
@@ -53,6 +54,7 @@ COUNTER_KEYS = {
     "trust": TRUST_KEY,
     "hint_trust": HINT_TRUST_KEY,
     "quarantined": QUARANTINED_KEY,
+    "forgotten": FORGOTTEN_KEY,
     "next_fetch_ms": NEXT_FETCH_KEY,
 }
 
@@ -80,6 +82,24 @@ class QueueState(StrEnum):
     SNOOZED = "snoozed"
 
 
+#: digests of one host remembered for the shared-page count (oldest dropped)
+MAX_SHARED_DIGESTS = 64
+
+
+@dataclass
+class Soft404:
+    """What one host's error and placeholder pages look like.
+
+    ``not_found``: the digest of the host's last 404/410 page; ``shared``:
+    digest -> the URLs (fingerprints, at most the threshold) whose page had
+    it, for at most :data:`MAX_SHARED_DIGESTS` digests.  Bounded, kept in
+    memory: after a restart it is learned again from the next visits.
+    """
+
+    not_found: str | None = None
+    shared: dict[str, set[bytes]] = field(default_factory=dict)
+
+
 @dataclass
 class HostQueue:
     """State of one queue; the frontier drives it, it decides its state."""
@@ -97,11 +117,15 @@ class HostQueue:
     versions: int = 0
     #: records of this queue found unreadable and moved aside
     quarantined: int = 0
+    #: URLs of this queue deleted on request (``Frontier.forget``)
+    forgotten: int = 0
     crawl_delay: float | None = None
     #: how far this host's validators can be believed (see change/trust.py)
     trust: dict[str, int] = field(default_factory=dict)
     #: change-hint sources of this host -> [confirmed, refuted, Σq] (hints.py)
     hint_trust: dict[str, list[float]] = field(default_factory=dict)
+    #: soft-404s and parked pages (hostfacts.py), learned anew in each process
+    soft404: Soft404 = field(default_factory=lambda: Soft404())
     #: bumped whenever the queue is (re)pushed on the frontier's heap, so
     #: stale heap entries can be recognised and skipped
     heap_version: int = 0
@@ -197,6 +221,8 @@ class HostQueue:
         }
         if self.quarantined:
             data[QUARANTINED_KEY] = self.quarantined
+        if self.forgotten:
+            data[FORGOTTEN_KEY] = self.forgotten
         rested = self.next_fetch_ms
         if rested:
             data[NEXT_FETCH_KEY] = rested
@@ -213,6 +239,7 @@ class HostQueue:
         self.urls, self.never = int(data.get(URLS_KEY, 0)), int(data.get(NEVER_KEY, 0))
         self.visits, self.versions = int(data.get(VISITS_KEY, 0)), int(data.get(VERSIONS_KEY, 0))
         self.quarantined = int(data.get(QUARANTINED_KEY, 0))
+        self.forgotten = int(data.get(FORGOTTEN_KEY, 0))
         rested = int(data.get(NEXT_FETCH_KEY, 0)) / 1000
         self.slots = [max(t, rested) for t in self.slots]
         self.crawl_delay = data.get(CRAWL_DELAY_KEY)

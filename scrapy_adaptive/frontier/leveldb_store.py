@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import plyvel
 
 from . import keys
-from .store import Batch, Store, StoreCorrupt, StoreError
+from .store import Batch, Conflict, Store, StoreCorrupt, StoreError
 
 
 def _reason(exc: BaseException) -> str:
@@ -158,6 +158,12 @@ class LevelDBStore(Store):
         except plyvel.CorruptionError as exc:
             raise self._corrupt(exc) from exc
 
+    def get_host(self, queue: str) -> bytes | None:
+        try:
+            return self._hosts.get(queue.encode("utf-8"), verify_checksums=True)
+        except plyvel.CorruptionError as exc:
+            raise self._corrupt(exc) from exc
+
     def get_meta(self, name: str) -> bytes | None:
         try:
             return self._meta.get(name.encode("utf-8"), verify_checksums=True)
@@ -168,6 +174,9 @@ class LevelDBStore(Store):
         yield from self._pending
 
     def write(self, batch: Batch) -> None:
+        # one process owns the database: a check before the batch is enough
+        if any(self.get_record(fp) is not None for fp in batch.absent):
+            raise Conflict(f"a record that must be new exists in {self.path}")
         try:
             with self._db.write_batch(transaction=True, sync=self._sync) as wb:
                 for queue, directive, next_ms, fp in batch.entries_deleted:
@@ -176,6 +185,8 @@ class LevelDBStore(Store):
                     wb.put(keys.queue_entry_key(queue, directive, next_ms, fp), b"")
                 for fp, raw in batch.quarantined.items():
                     wb.put(keys.quarantine_key(fp), raw)
+                    wb.delete(keys.record_key(fp))
+                for fp in batch.records_deleted:
                     wb.delete(keys.record_key(fp))
                 for fp, raw in batch.records.items():
                     wb.put(keys.record_key(fp), raw)

@@ -44,6 +44,7 @@ class PendingVersions:
 
         @staticmethod
         def _counters(q: HostQueue) -> bytes: ...
+        def _queue(self, name: str) -> HostQueue: ...
 
     def _redeliver(self) -> int:
         """Make every version captured but never confirmed delivered due again.
@@ -116,19 +117,19 @@ class PendingVersions:
             records[fp].versions += n
             queues[records[fp].queue] = queues.get(records[fp].queue, 0) + n
         for name, n in queues.items():
-            self._queues[name].versions += n
+            self._queue(name).versions += n
         batch = Batch(records={fp: record.to_bytes() for fp, record in records.items()})
         for fp in counts:
             batch.pending[fp] = pending_mark(*pending[fp]) if fp in pending else None
         for name in queues:
-            batch.hosts[name] = self._counters(self._queues[name])
+            batch.hosts[name] = self._counters(self._queue(name))
         try:
             self.store.write(batch)
         except Exception:
             for fp, n in counts.items():
                 records[fp].versions -= n
             for name, n in queues.items():
-                self._queues[name].versions -= n
+                self._queue(name).versions -= n
             raise
         self._pending = pending
         counted = sum(counts.values())

@@ -249,6 +249,7 @@ class UrlRecord:
         A plain dict copy: changing it cannot change the record.
         """
         return {
+            "url": self.url,
             "queue": self.queue,
             "visits": self.visits,
             "versions": self.versions,

@@ -3,9 +3,9 @@
 The frontier never imports a database.  It needs exactly this: records by
 fingerprint, per-queue ordered entries, per-queue counters, a few state-wide
 facts, and *atomic* batches mixing all of them.  LevelDB
-(:mod:`.leveldb_store`) implements it for one machine; a shared store (Redis
-sorted sets with ``ZRANGEBYLEX`` and ``MULTI``, for instance) can implement
-the same methods later without touching :mod:`.frontier`.
+(:mod:`.leveldb_store`) implements it for one machine; Redis
+(:mod:`.redis_store`: sorted sets read with ``ZRANGEBYLEX``, ``MULTI``) for a
+frontier shared by many workers (:mod:`.sharing`).
 
 :class:`MemoryStore` is the reference implementation: the contract tests run
 against both, and the policy simulator uses it for speed.
@@ -30,7 +30,8 @@ class Batch:
     """
 
     records: dict[bytes, bytes] = field(default_factory=dict)  # fp -> record
-    hosts: dict[str, bytes] = field(default_factory=dict)  # queue -> counters
+    #: queue -> its counters, a JSON object (a shared store merges them key by key)
+    hosts: dict[str, bytes] = field(default_factory=dict)
     meta: dict[str, bytes] = field(default_factory=dict)
     entries_put: list[tuple[str, int, int, bytes]] = field(default_factory=list)
     entries_deleted: list[tuple[str, int, int, bytes]] = field(default_factory=list)
@@ -39,6 +40,12 @@ class Batch:
     quarantined: dict[bytes, bytes] = field(default_factory=dict)
     #: fp -> pending-delivery mark (None deletes it)
     pending: dict[bytes, bytes | None] = field(default_factory=dict)
+    #: fingerprints whose records must not exist yet (a new URL): if one
+    #: does, nothing is written and :class:`Conflict` is raised (on a shared
+    #: store, another worker added the same URL a moment before)
+    absent: list[bytes] = field(default_factory=list)
+    #: records deleted for good (``scrapy frontier forget``)
+    records_deleted: list[bytes] = field(default_factory=list)
 
     def move_entry(self, old: tuple[str, int, int, bytes] | None, new: tuple[str, int, int, bytes]) -> None:
         """Re-key a URL in its queue: ``(queue, directive, next_ms, fp)``."""
@@ -51,6 +58,10 @@ class Batch:
 
 class StoreError(RuntimeError):
     """The store could not be opened or written; the message says why."""
+
+
+class Conflict(StoreError):
+    """A batch's :attr:`Batch.absent` record exists: nothing was written."""
 
 
 class StoreCorrupt(StoreError):
@@ -84,6 +95,10 @@ class Store(ABC):
         """Every queue's counters: what a restart reads (grows with hosts)."""
 
     @abstractmethod
+    def get_host(self, queue: str) -> bytes | None:
+        """One queue's counters (None: unknown queue)."""
+
+    @abstractmethod
     def get_meta(self, name: str) -> bytes | None: ...
 
     @abstractmethod
@@ -93,7 +108,8 @@ class Store(ABC):
 
     @abstractmethod
     def write(self, batch: Batch) -> None:
-        """Apply *batch* atomically; raise :class:`StoreError` on failure."""
+        """Apply *batch* atomically; raise :class:`StoreError` on failure,
+        :class:`Conflict` (nothing written) if a record of ``batch.absent`` exists."""
 
     @abstractmethod
     def close(self) -> None: ...
@@ -139,6 +155,9 @@ class MemoryStore(Store):
     def hosts(self) -> Iterator[tuple[str, bytes]]:
         yield from list(self._hosts.items())
 
+    def get_host(self, queue: str) -> bytes | None:
+        return self._hosts.get(queue)
+
     def get_meta(self, name: str) -> bytes | None:
         return self._meta.get(name)
 
@@ -146,6 +165,8 @@ class MemoryStore(Store):
         yield from list(self._pending.items())
 
     def write(self, batch: Batch) -> None:
+        if any(fp in self._records for fp in batch.absent):
+            raise Conflict("a record that must be new exists")
         for queue, directive, next_ms, fp in batch.entries_deleted:
             entries = self._queues.get(queue, [])
             item = self._sort_key(directive, next_ms, fp)
@@ -160,6 +181,8 @@ class MemoryStore(Store):
                 entries.insert(i, item)
         for fp, raw in batch.quarantined.items():
             self._quarantined[fp] = raw
+            self._records.pop(fp, None)
+        for fp in batch.records_deleted:
             self._records.pop(fp, None)
         self._records.update(batch.records)
         self._hosts.update(batch.hosts)

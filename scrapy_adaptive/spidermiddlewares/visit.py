@@ -23,6 +23,10 @@ visit (thesis 6.2).  For each one it
    ``"deliver"`` (or ``meta["adaptive_unchanged"] = "deliver"``) the callback
    runs and reads ``response.meta["adaptive_change"]``.
 
+A page the frontier judges a soft 404 or a parked page (at commit,
+:meth:`~..frontier.Frontier.page_kind`) is kept from the callback the same
+way: it is the host's error or placeholder page, not a new version.
+
 In ``items`` mode the callback always runs: the page's items are digested
 after it, and dropped when they did not change.
 
@@ -50,6 +54,7 @@ from ..change.digest import Digester, ItemsDigester, items_digest, payload_diges
 from ..change.rules import DigestRules, build_digester
 from ..dates import parse_http_date
 from ..delivery import Ticket, ticket_of
+from ..frontier.hostfacts import PARKED, SOFT_404
 from ..frontier.record import ChangeState, Outcome, Visit
 from ..settings import ConfigError
 
@@ -134,6 +139,11 @@ def usable_last_modified(value: str | None, now: float) -> bool:
     """True if *value* is a Last-Modified that can tell "no change"."""
     stamp = parse_http_date(value)
     return stamp is not None and stamp < now - FRESH_LAST_MODIFIED
+
+
+def not_content(visit: Visit) -> bool:
+    """True for a soft 404 or a parked page (the frontier's judgement at commit)."""
+    return SOFT_404 in visit.annotations or PARKED in visit.annotations
 
 
 def skip_unchanged(response: Response, **kwargs: Any) -> tuple[()]:
@@ -263,6 +273,9 @@ class VisitMiddleware:
         if visit.change is ChangeState.UNCHANGED and self._skips(request):
             request.callback = skip_unchanged
             self.stats.inc_value("adaptive/unchanged/skipped")
+        elif not_content(visit) and self._skips(request):
+            request.callback = skip_unchanged  # the host's error or placeholder page: nothing to deliver
+            self.stats.inc_value("adaptive/soft404/skipped")
         if visit.status == 304:
             # a 304 answering our validators is a visit, never an HttpError
             allowed = list(request.meta.get("handle_httpstatus_list") or [])
@@ -369,7 +382,7 @@ class VisitMiddleware:
             visit.change = compare(record.get("digest"), visit.digest)
         self._commit(request, visit)
         request.meta[meta.CHANGE] = visit.change.value
-        if visit.change is ChangeState.UNCHANGED and self._skips(request):
+        if (visit.change is ChangeState.UNCHANGED or not_content(visit)) and self._skips(request):
             self.stats.inc_value("adaptive/unchanged/items_dropped", len(items))
             return
         yield from items

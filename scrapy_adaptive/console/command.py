@@ -1,0 +1,63 @@
+"""``scrapy frontier``: the entry point Scrapy imports on every ``scrapy`` run.
+
+Scrapy imports every ``scrapy.commands`` entry point without a guard, so an
+import error here would break ``scrapy crawl`` and ``scrapy list`` too.
+This module therefore imports only Scrapy's command base class; the console
+itself (:mod:`.run`) is imported when the command runs, and a failure then
+is one message from this command alone.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from scrapy.commands import ScrapyCommand
+
+if TYPE_CHECKING:
+    import argparse
+
+ACTIONS = ("report", "url", "seed", "forget", "export")
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "report [--html FILE] [--json] | url URL | seed URL... | forget (URL... | --regex R) | export"
+
+    def short_desc(self) -> str:
+        return "See and steer an adaptive crawl's frontier, stopped or running"
+
+    def long_desc(self) -> str:
+        return (
+            "Reads the state folder of a stopped crawl (JOBDIR/adaptive, or ADAPTIVE_STATE_DIR) directly, or asks "
+            "the running crawl over its control socket in that folder. Actions: report (hosts, queues, due URLs, "
+            "wait and change-rate distributions, validators' trust, budget), url URL (the record and its visits "
+            "in words), seed URL..., forget URL... or --regex R, export (every record as JSON lines)."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--jobdir", metavar="DIR", help="the crawl's JOBDIR (default: the JOBDIR setting)")
+        parser.add_argument("--state-dir", metavar="DIR", help="the state folder (default: ADAPTIVE_STATE_DIR)")
+        parser.add_argument("--html", metavar="FILE", help="report: also write the HTML report to FILE")
+        parser.add_argument("--json", action="store_true", help="report, url: print JSON instead of text")
+        parser.add_argument("--regex", metavar="R", help="forget: every URL this regular expression matches")
+        parser.add_argument("--format", default="jsonl", choices=["jsonl"], help="export: the format (jsonl)")
+        parser.add_argument("--output", "-O", metavar="FILE", help="export: write to FILE instead of stdout")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if not args or args[0] not in ACTIONS:
+            print(f"Usage: scrapy frontier {self.syntax()}")
+            self.exitcode = 2
+            return
+        try:
+            from .run import main
+        except Exception as exc:  # one message, from this command only
+            print(f"scrapy frontier: scrapy-adaptive cannot be loaded ({type(exc).__name__}: {exc})")
+            self.exitcode = 1
+            return
+        assert self.settings is not None
+        self.exitcode = main(args[0], args[1:], opts, self.settings)

@@ -1,0 +1,196 @@
+"""The HTML report: one self-contained file, charts as inline SVG.
+
+No script, no stylesheet or font from the network: the file opens offline,
+from a mail attachment or an archive, and looks the same in ten years.
+Built from :meth:`FrontierConsole.report`'s dict, so the file and
+``scrapy frontier report --json`` say the same thing.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from typing import Any
+
+from .api import human, human_bytes, when
+
+#: widest bar of an hourly series (SVG units)
+HOUR_BAR = 40.0
+
+_STYLE = """
+body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:16px;margin:24px 0 6px}
+.grid{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:8px 32px}
+table{border-collapse:collapse;font-size:13px}td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right}
+td:first-child,th:first-child{text-align:left}.muted{color:#777}.figs td{border:0}
+svg text{font:11px system-ui,sans-serif;fill:#444}
+"""
+
+
+def _esc(value: Any) -> str:
+    return html.escape(str(value))
+
+
+def bar_chart(
+    labels: list[str],
+    values: list[float],
+    *,
+    line: list[float] | None = None,
+    color: str = "#4a7bb7",
+    max_bar: float | None = None,
+) -> str:
+    """An SVG bar chart (and an optional level per bar over it, e.g. a budget),
+    as wide as its column; bars at most *max_bar* wide (a series of one hour
+    is one bar, not the whole chart)."""
+    width, height, left, bottom = 520, 180, 44, 34
+    top = max([*values, *(line or []), 0.0]) or 1.0
+    # a level far above every bar (a budget the crawl is nowhere near spending)
+    # would flatten the bars to nothing: scale to the bars, show the level as
+    # off the scale
+    highest_bar = max(values, default=0.0)
+    off_scale = bool(line) and highest_bar > 0 and top > 4 * highest_bar
+    if off_scale:
+        top = highest_bar * 1.25
+    n = max(len(values), 1)
+    step = (width - left - 8) / n
+    if max_bar is not None:
+        step = min(step, max_bar)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" role="img">']
+    plot = height - bottom - 8
+    parts.append(f'<line x1="{left}" y1="{8 + plot}" x2="{width - 4}" y2="{8 + plot}" stroke="#999"/>')
+    parts.append(f'<text x="{left - 4}" y="14" text-anchor="end">{_esc(_num(top))}</text>')
+    parts.append(f'<text x="{left - 4}" y="{8 + plot}" text-anchor="end">0</text>')
+    every = max(1, n // 12)
+    for i, (label, value) in enumerate(zip(labels, values, strict=True)):
+        h = plot * value / top
+        x = left + i * step
+        parts.append(
+            f'<rect x="{x + 1:.1f}" y="{8 + plot - h:.1f}" width="{max(step - 2, 1):.1f}" height="{h:.1f}" '
+            f'fill="{color}"><title>{_esc(label)}: {_esc(_num(value))}</title></rect>'
+        )
+        if i % every == 0:
+            parts.append(
+                f'<text x="{x + step / 2:.1f}" y="{height - bottom + 16}" text-anchor="middle">{_esc(label)}</text>'
+            )
+    if line:
+        # one level per bar: a budget that changed from hour to hour is seen as such
+        steps = " ".join(
+            f"M{left + i * step:.1f},{8 + plot - plot * min(v, top) / top:.1f}h{step:.1f}" for i, v in enumerate(line)
+        )
+        dash = ' stroke-dasharray="6 4"' if off_scale else ""
+        parts.append(f'<path d="{steps}" fill="none" stroke="#c0392b" stroke-width="2"{dash}/>')
+        if off_scale:
+            parts.append(
+                f'<text x="{width - 8}" y="20" text-anchor="end" fill="#c0392b">'
+                f"{_esc(_num(max(line)))} (off the scale)</text>"
+            )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _num(v: float) -> str:
+    return f"{v:.0f}" if abs(v) >= 10 or v == int(v) else f"{v:.1f}"
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
+    """The whole report page."""
+    totals = report["totals"]
+    hours = report["hours"]
+    labels = [time.strftime("%d %Hh", time.localtime(h * 3600)) for h, _ in hours]
+    col = lambda i: [float(v[i]) for _, v in hours]  # noqa: E731
+    budget = report["budget"]
+    budget_line = col(4) if any(col(4)) else None
+    if budget_line is None and budget["set_per_day"]:
+        budget_line = [budget["set_per_day"] / 24] * len(hours)
+    rates = report.get("rates") or {}
+    figures = [
+        ["URLs", totals["urls"], "hosts", totals["hosts"]],
+        ["visits", totals["visits"], "versions", totals["versions"]],
+        ["due now", totals["due"], "never again", totals["never"]],
+        ["overdue p50", human(totals["overdue_p50"]), "overdue p95", human(totals["overdue_p95"])],
+        [
+            "revisit budget",
+            "-" if budget["set_per_day"] is None else f"{budget['set_per_day']:.0f}/day",
+            "spent",
+            "-" if budget["spent_per_day"] is None else f"{budget['spent_per_day']:.0f}/day",
+        ],
+        [
+            "visits/hour",
+            _num(rates["visits"]) if rates else "-",
+            "bytes saved/hour",
+            human_bytes(rates["bytes_saved"]) if rates else "-",
+        ],
+    ]
+    wait_classes = report["wait_classes"]
+    hosts = report["hosts"][:15]
+    host_rows = []
+    for h in hosts:
+        trust = h.get("trust") or {}
+        rel = trust.get("reliability")
+        host_rows.append(
+            [
+                h["host"],
+                h["state"],
+                h["urls"],
+                h["due"],
+                h["visits"],
+                h["versions"],
+                "-" if rel is None else f"{rel:.2f}",
+                human(h["fetch_time"]) if h["fetch_time"] is not None else "-",
+            ]
+        )
+    no_hours = '<p class="muted">No hourly figures yet: the running crawl records them at each summary.</p>'
+    sections = [
+        f"<h1>{_esc(title)}</h1>",
+        f'<p class="muted">Generated {_esc(when(report["generated"]))}; distributions from '
+        f"{report['sampled']} records.</p>",
+        '<table class="figs">'
+        + "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in row) + "</tr>" for row in figures)
+        + "</table>",
+        '<div class="grid">',
+        "<div><h2>Wait intervals (URLs)</h2>"
+        + bar_chart(wait_classes, [float(report["waits"].get(c, 0)) for c in wait_classes])
+        + "</div>",
+        "<div><h2>Versions found per hour</h2>"
+        + (bar_chart(labels, col(1), color="#2e8b57", max_bar=HOUR_BAR) if hours else no_hours)
+        + "</div>",
+        "<div><h2>Revisits per hour (red: budget)</h2>"
+        + (bar_chart(labels, col(0), line=budget_line, max_bar=HOUR_BAR) if hours else no_hours)
+        + (
+            f'<p class="muted">last hour: {col(0)[-1]:.0f} revisits, budget {budget_line[-1]:.0f}</p>'
+            if hours and budget_line
+            else ""
+        )
+        + "</div>",
+        "<div><h2>URLs due (backlog) over time</h2>"
+        + (bar_chart(labels, col(3), color="#d35400", max_bar=HOUR_BAR) if hours else no_hours)
+        + "</div>",
+        "<div><h2>Bytes saved by validators per hour</h2>"
+        + (bar_chart(labels, col(2), color="#8e44ad", max_bar=HOUR_BAR) if hours else no_hours)
+        + "</div>",
+        "<div><h2>Estimated change rate (URLs)</h2>"
+        + bar_chart(
+            report["rate_classes"],
+            [float(report["change_rates"].get(c, 0)) for c in report["rate_classes"]],
+            color="#16a085",
+        )
+        + "</div>",
+        "</div>",
+        "<h2>Top hosts</h2>",
+        _table(["host", "state", "URLs", "due", "visits", "versions", "validators' reliability", "fetch"], host_rows),
+        '<div class="grid"><div><h2>Most changing URLs</h2>',
+        _table(["URL", "versions", "visits"], [[r["url"], r["versions"], r["visits"]] for r in report["top_changing"]]),
+        "</div><div><h2>Never changing URLs</h2>",
+        _table(["URL", "visits"], [[r["url"], r["visits"]] for r in report["never_changing"]]),
+        "</div></div>",
+    ]
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{_esc(title)}</title><style>{_STYLE}</style></head><body>" + "".join(sections) + "</body></html>"
+    )

@@ -1,0 +1,419 @@
+"""A shared implementation of :class:`~.store.Store` on Redis (redis-py).
+
+Selected by ``ADAPTIVE_STORE_URL`` (``redis://`` or ``rediss://``); the
+package's optional extra ``scrapy-adaptive[redis]`` installs redis-py.
+
+Layout, every key under the *namespace* (``adaptive:<spider>`` by default)::
+
+    <ns>:{<queue>}:q   sorted set, all scores 0: the queue's entries as members
+                       <255-directive><next_ms, 8 bytes big-endian><fp>, so
+                       ZRANGEBYLEX returns them in LevelDB's key order
+    <ns>:{<queue>}:c   hash: the queue's counters, one field per counter key
+    <ns>:{<queue>}:lease  string: the worker holding the queue (expires)
+    <ns>:hosts         set: every queue name
+    <ns>:workers       sorted set: worker -> its last heartbeat (ms)
+    <ns>:u:<fp>        string: a URL's record (the bytes the frontier wrote)
+    <ns>:m             hash: state-wide facts (format, spider, policies' aggregates)
+    <ns>:p             hash: fp -> pending-delivery mark
+    <ns>:x             hash: fp -> raw bytes of a quarantined record
+
+The braces are a Redis Cluster *hash tag*: every entry of one queue lives in
+one key, in one slot.  Records are addressed by fingerprint only (the
+contract's ``get_record(fp)``), so a batch spans several keys: this store
+targets a standalone Redis (or a primary with replicas); see
+docs/shared-frontier.md for what Cluster needs.
+
+Values are bytes in, bytes out: nothing is pickled or unpickled, ever.
+
+**Counters shared by workers.**  The contract writes a queue's counters as
+a whole row; several workers writing whole rows would undo each other's
+counts.  So this store writes the *difference* between the row and the one
+this worker last read or wrote for the queue (its baseline): counts
+(:data:`ADDITIVE`) with ``HINCRBY``, other facts (Crawl-delay, politeness
+wait, trust) only when this worker changed them.  Every worker's counts
+add up, whoever holds the queue.
+
+**Host leases** (:class:`~.sharing.LeaseBoard`): a queue is worked by the
+worker holding ``<ns>:{<queue>}:lease`` (``SET NX PX``, renewed every
+second, given back at a clean stop, lapsing after a ``kill -9``).
+
+Atomicity and durability: every :meth:`RedisStore.write` is one
+``MULTI``/``EXEC`` transaction, applied by Redis all at once.  With the
+append-only file on (``appendonly yes``), Redis writes the transaction to
+the AOF before it answers, so a Redis killed and restarted keeps everything
+a worker was told was written; a transaction cut at the AOF's end is
+dropped whole at load.  An unreachable Redis raises :class:`StoreError`
+with the URL (password hidden) and nothing is half-written: ``EXEC`` either
+reached the server or the transaction never started.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from . import keys
+from .hostqueue import FORGOTTEN_KEY, NEVER_KEY, QUARANTINED_KEY, URLS_KEY, VERSIONS_KEY, VISITS_KEY
+from .store import Batch, Conflict, Store, StoreError
+
+try:  # the optional extra
+    import redis
+except ImportError:  # pragma: no cover - exercised by the refusal message
+    redis = None  # type: ignore[assignment]
+
+#: renew a lease only if it is still ours, in one step
+_RENEW = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0"
+#: give a lease up only if it is still ours
+_RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
+#: the counter keys written as increments: every worker's counts add up
+ADDITIVE = frozenset((URLS_KEY, NEVER_KEY, VISITS_KEY, VERSIONS_KEY, QUARANTINED_KEY, FORGOTTEN_KEY))
+#: host names read per pipelined round trip
+_CHUNK = 500
+
+
+def redacted(url: str) -> str:
+    """*url* without its password, for messages and logs.
+
+    >>> redacted("redis://:s3cret@127.0.0.1:6379/0")
+    'redis://:***@127.0.0.1:6379/0'
+    >>> redacted("rediss://user:pw@example.org/2")
+    'rediss://user:***@example.org/2'
+    >>> redacted("redis://127.0.0.1:6379/0")
+    'redis://127.0.0.1:6379/0'
+    """
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, f"{user}:***@{host}", parts.path, parts.query, parts.fragment))
+
+
+def _member(directive: int, next_ms: int, fp: bytes) -> bytes:
+    """A queue entry as a sorted-set member: the LevelDB key without its queue prefix."""
+    return keys.queue_entry_key("", directive, next_ms, fp)[len(keys.queue_prefix("")) :]
+
+
+def _decode_member(member: bytes) -> tuple[int, int, bytes]:
+    return keys.decode_queue_entry(keys.queue_prefix("") + member, "")
+
+
+class RedisStore(Store):
+    """A :class:`Store` in one Redis database, shared by every worker that opens it.
+
+    *url* is a redis-py URL (``redis://[[user]:password@]host[:port][/db]``,
+    ``rediss://`` for TLS); *password*, *tls_ca*, *tls_cert*, *tls_key*
+    override or add to what it says.  The connection is checked with a
+    ``PING`` at once, so a wrong address or password is refused at open.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        namespace: str = "adaptive",
+        password: str | None = None,
+        tls_ca: str | None = None,
+        tls_cert: str | None = None,
+        tls_key: str | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        if redis is None:
+            raise StoreError(
+                f"ADAPTIVE_STORE_URL is {redacted(url)} but redis-py is not installed: "
+                "pip install 'scrapy-adaptive[redis]'"
+            )
+        scheme = urlsplit(url).scheme
+        if scheme not in ("redis", "rediss"):
+            raise StoreError(f"ADAPTIVE_STORE_URL ({redacted(url)!r}) must start with redis:// or rediss://")
+        self.url = redacted(url)
+        self.namespace = namespace
+        options: dict[str, object] = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+        if password is not None:
+            options["password"] = password
+        if scheme == "rediss":
+            options.update(
+                {k: v for k, v in (("ssl_ca_certs", tls_ca), ("ssl_certfile", tls_cert), ("ssl_keyfile", tls_key)) if v}
+            )
+        try:
+            self._redis = redis.Redis.from_url(url, **options)  # type: ignore[arg-type]
+            self._redis.ping()
+        except (redis.RedisError, ValueError, OSError) as exc:
+            raise self._error("Connecting to", exc) from exc
+        ns = namespace
+        self._record_prefix = f"{ns}:u:".encode()
+        self._hosts_key = f"{ns}:hosts"
+        self._workers_key = f"{ns}:workers"
+        self._meta_key = f"{ns}:m"
+        self._pending_key = f"{ns}:p"
+        self._quarantine_key = f"{ns}:x"
+        #: queue -> the counters row this worker last read or wrote (see the module docstring)
+        self._baseline: dict[str, dict[str, Any]] = {}
+
+    def _error(self, doing: str, exc: BaseException) -> StoreError:
+        if (
+            redis is not None
+            and isinstance(exc, redis.AuthenticationError | redis.ResponseError)
+            and ("auth" in str(exc).lower() or "password" in str(exc).lower())
+        ):
+            return StoreError(
+                f"Redis at {self.url} refused the password ({exc}): set the password in ADAPTIVE_STORE_URL "
+                "(redis://:password@host:port/db) or ADAPTIVE_STORE_PASSWORD"
+            )
+        return StoreError(
+            f"{doing} the Redis store at {self.url} failed ({type(exc).__name__}: {exc}). Nothing was half-written: "
+            "start Redis (or fix ADAPTIVE_STORE_URL) and run the crawl again; it resumes from the last write "
+            "Redis acknowledged"
+        )
+
+    def _queue_key(self, queue: str, kind: str = "q") -> bytes:
+        # the hash tag: one queue's keys in one Cluster slot
+        return f"{self.namespace}:{{{queue}}}:{kind}".encode()
+
+    def _call(self, doing: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run one redis-py call; its failure becomes a :class:`StoreError` saying what failed."""
+        try:
+            return fn(*args, **kwargs)
+        except redis.RedisError as exc:
+            raise self._error(doing, exc) from exc
+
+    # -- reads -----------------------------------------------------------------
+
+    def get_record(self, fp: bytes) -> bytes | None:
+        return self._call("Reading from", self._redis.get, self._record_prefix + fp)
+
+    def queue_entries(
+        self, queue: str, *, limit: int, start: tuple[int, int, bytes] | None = None
+    ) -> Iterator[tuple[int, int, bytes]]:
+        low = b"-" if start is None else b"[" + _member(*start)
+        members = self._call(
+            "Reading from", self._redis.zrangebylex, self._queue_key(queue), low, b"+", start=0, num=limit
+        )
+        for member in members:
+            yield _decode_member(member)
+
+    def count_due(self, queue: str, now_ms: int, *, limit: int) -> int:
+        # Members sort by inverted directive, then time: for each directive
+        # level present, count its members up to now with one ZLEXCOUNT.
+        key = self._queue_key(queue)
+        count = 0
+        level = 0
+        while level <= keys.MAX_DIRECTIVE and count < limit:
+            first = self._call(
+                "Reading from", self._redis.zrangebylex, key, b"[" + bytes((level,)), b"+", start=0, num=1
+            )
+            if not first:
+                break
+            level = first[0][0]
+            head = bytes((level,))
+            upto = head + keys._TIME.pack(min(now_ms, keys.NEVER_MS)) + b"\xff" * 64
+            count += self._call("Reading from", self._redis.zlexcount, key, b"[" + head, b"[" + upto)
+            level += 1
+        return min(count, limit)
+
+    def hosts(self) -> Iterator[tuple[str, bytes]]:
+        """Every queue's counters; each row read becomes this worker's baseline."""
+        for name, row in self.counter_rows():
+            self._baseline[name] = row
+            yield name, _row_bytes(row)
+
+    def get_host(self, queue: str) -> bytes | None:
+        row = self._rows([queue])[0]
+        if row is None:
+            return None
+        self._baseline[queue] = row
+        return _row_bytes(row)
+
+    def counter_rows(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every queue's counters as read, without touching the baselines (checkpoints, tools)."""
+        for chunk in self._chunks(self.host_names()):
+            for name, row in zip(chunk, self._rows(chunk), strict=True):
+                if row is not None:
+                    yield name, row
+
+    def host_names(self) -> Iterator[str]:
+        cursor = 0
+        while True:
+            cursor, found = self._call("Reading from", self._redis.sscan, self._hosts_key, cursor, None, 1000)
+            for name in found:
+                yield name.decode("utf-8")
+            if cursor == 0:
+                return
+
+    def host_count(self) -> int:
+        return int(self._call("Reading from", self._redis.scard, self._hosts_key))
+
+    @staticmethod
+    def _chunks(names: Iterator[str]) -> Iterator[list[str]]:
+        chunk: list[str] = []
+        for name in names:
+            chunk.append(name)
+            if len(chunk) >= _CHUNK:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
+
+    def _rows(self, names: list[str]) -> list[dict[str, Any] | None]:
+        """The counters of *names* (None: a queue never written; an empty row is a row)."""
+        pipe = self._redis.pipeline(transaction=False)
+        for name in names:
+            pipe.hgetall(self._queue_key(name, "c"))
+            pipe.sismember(self._hosts_key, name)
+        answers = self._call("Reading from", pipe.execute)
+        rows: list[dict[str, Any] | None] = []
+        for raw, known in zip(answers[::2], answers[1::2], strict=True):
+            rows.append({k.decode(): json.loads(v) for k, v in raw.items()} if known else None)
+        return rows
+
+    def get_meta(self, name: str) -> bytes | None:
+        return self._call("Reading from", self._redis.hget, self._meta_key, name)
+
+    def pending(self) -> Iterator[tuple[bytes, bytes]]:
+        yield from self._scan_hash(self._pending_key)
+
+    def records(self) -> Iterator[tuple[bytes, bytes]]:
+        prefix = self._record_prefix
+        pattern = prefix.replace(b"[", b"\\[").replace(b"*", b"\\*").replace(b"?", b"\\?") + b"*"
+        cursor = 0
+        while True:
+            cursor, found = self._call("Reading from", self._redis.scan, cursor, pattern, 1000)
+            values = self._call("Reading from", self._redis.mget, found) if found else []
+            for key, value in zip(found, values, strict=True):
+                if value is not None:
+                    yield key[len(prefix) :], value
+            if cursor == 0:
+                return
+
+    def quarantined(self) -> Iterator[tuple[bytes, bytes]]:
+        yield from self._scan_hash(self._quarantine_key)
+
+    def _scan_hash(self, key: str) -> Iterator[tuple[bytes, bytes]]:
+        cursor = 0
+        while True:
+            cursor, found = self._call("Reading from", self._redis.hscan, key, cursor, None, 1000)
+            yield from found.items()
+            if cursor == 0:
+                return
+
+    # -- the one write -----------------------------------------------------------
+
+    def write(self, batch: Batch) -> None:
+        rows = {queue: json.loads(raw) for queue, raw in batch.hosts.items()}
+        try:
+            with self._redis.pipeline(transaction=True) as pipe:
+                if batch.absent:
+                    # a new URL: written only if no other worker wrote it since
+                    # this one looked (WATCH makes EXEC fail if one does now)
+                    watched = [self._record_prefix + fp for fp in batch.absent]
+                    pipe.watch(*watched)
+                    if pipe.exists(*watched):
+                        raise Conflict(f"a record that must be new exists in {self.url}")
+                    pipe.multi()
+                self._queue_writes(pipe, batch, rows)
+                if not pipe.command_stack:
+                    return
+                pipe.execute()
+        except redis.WatchError as exc:
+            raise Conflict(f"another worker wrote a new record first in {self.url}") from exc
+        except redis.RedisError as exc:
+            raise self._error("Writing to", exc) from exc
+        self._baseline.update(rows)
+
+    def _queue_writes(self, pipe: Any, batch: Batch, rows: dict[str, dict[str, Any]]) -> None:
+        for queue, directive, next_ms, fp in batch.entries_deleted:
+            pipe.zrem(self._queue_key(queue), _member(directive, next_ms, fp))
+        for queue, directive, next_ms, fp in batch.entries_put:
+            pipe.zadd(self._queue_key(queue), {_member(directive, next_ms, fp): 0})
+        for fp, raw in batch.quarantined.items():
+            pipe.hset(self._quarantine_key, fp, raw)
+            pipe.delete(self._record_prefix + fp)
+        if batch.records_deleted:
+            pipe.delete(*(self._record_prefix + fp for fp in batch.records_deleted))
+        if batch.records:
+            pipe.mset({self._record_prefix + fp: raw for fp, raw in batch.records.items()})
+        for queue, row in rows.items():
+            self._write_row(pipe, queue, row)
+        if batch.meta:
+            pipe.hset(self._meta_key, mapping=batch.meta)  # type: ignore[arg-type]
+        gone = [fp for fp, mark in batch.pending.items() if mark is None]
+        kept = {fp: mark for fp, mark in batch.pending.items() if mark is not None}
+        if gone:
+            pipe.hdel(self._pending_key, *gone)
+        if kept:
+            pipe.hset(self._pending_key, mapping=kept)  # type: ignore[arg-type]
+
+    def _write_row(self, pipe: Any, queue: str, row: dict[str, Any]) -> None:
+        """Queue the difference between *row* and this worker's baseline (see the module docstring)."""
+        key = self._queue_key(queue, "c")
+        old = self._baseline.get(queue)
+        if old is None:
+            pipe.sadd(self._hosts_key, queue)
+            old = {}
+        for name in row.keys() | old.keys():
+            new_value, old_value = row.get(name), old.get(name)
+            if name in ADDITIVE:
+                delta = int(new_value or 0) - int(old_value or 0)
+                if delta:
+                    pipe.hincrby(key, name, delta)
+            elif new_value != old_value:
+                if new_value is None:
+                    pipe.hdel(key, name)
+                else:
+                    pipe.hset(key, name, json.dumps(new_value, separators=(",", ":")))
+
+    # -- host leases (the LeaseBoard of .sharing) -------------------------------------
+
+    def acquire(self, queues: list[str], worker: str, ttl: float) -> list[str]:
+        """The queues of *queues* nobody held, now held by *worker* for *ttl* seconds."""
+        pipe = self._redis.pipeline(transaction=False)
+        for queue in queues:
+            pipe.set(self._queue_key(queue, "lease"), worker, nx=True, px=_ms(ttl))
+        taken = self._call("Leasing hosts in", pipe.execute)
+        return [queue for queue, ok in zip(queues, taken, strict=True) if ok]
+
+    def renew(self, queues: list[str], worker: str, ttl: float) -> list[str]:
+        """Extend *worker*'s leases; return the queues whose lease it lost."""
+        pipe = self._redis.pipeline(transaction=False)
+        for queue in queues:
+            pipe.eval(_RENEW, 1, self._queue_key(queue, "lease"), worker, _ms(ttl))
+        kept = self._call("Renewing host leases in", pipe.execute)
+        return [queue for queue, ok in zip(queues, kept, strict=True) if not ok]
+
+    def release(self, queues: list[str], worker: str) -> None:
+        pipe = self._redis.pipeline(transaction=False)
+        for queue in queues:
+            pipe.eval(_RELEASE, 1, self._queue_key(queue, "lease"), worker)
+        self._call("Releasing host leases in", pipe.execute)
+
+    def holder(self, queue: str) -> str | None:
+        raw = self._call("Reading from", self._redis.get, self._queue_key(queue, "lease"))
+        return None if raw is None else raw.decode("utf-8", "replace")
+
+    def heartbeat(self, worker: str, ttl: float) -> int:
+        """Say *worker* is alive (server time); return how many workers are."""
+        seconds, micros = self._call("Reading from", self._redis.time)
+        now = seconds * 1000 + micros // 1000
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.zadd(self._workers_key, {worker: now})
+        pipe.zremrangebyscore(self._workers_key, "-inf", now - _ms(ttl))
+        pipe.zcard(self._workers_key)
+        return int(self._call("Writing to", pipe.execute)[-1])
+
+    def leave(self, worker: str) -> None:
+        self._call("Writing to", self._redis.zrem, self._workers_key, worker)
+
+    def close(self) -> None:
+        self._redis.close()
+
+
+def _ms(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
+
+
+def _row_bytes(row: dict[str, Any]) -> bytes:
+    return json.dumps(row, separators=(",", ":")).encode()

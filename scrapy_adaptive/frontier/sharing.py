@@ -1,0 +1,235 @@
+"""Many workers, one frontier: each host worked by one worker at a time.
+
+With a shared store (Redis), every worker runs its own :class:`Frontier`
+over the same records and queues.  Politeness, valence and Crawl-delay are
+enforced per queue in memory, so a queue must be issued from by one worker
+only: the worker holding the queue's **lease** in the store
+(:class:`LeaseBoard`: ``SET NX PX``, renewed every second by
+:meth:`SharedHosts.rebalance`, given back at a clean stop, lapsing on its
+own after a ``kill -9``).
+
+What is shared and what is per worker:
+
+* **In the store, shared**: records, queue entries, per-queue counters
+  (written as increments, so every worker's counts add up: see
+  :mod:`.redis_store`), per-queue facts (Crawl-delay, politeness wait,
+  validator trust, hint track records: last writer wins, and only the
+  holder changes them), pending-delivery marks, the policies' saved
+  aggregates.
+* **In memory, per worker**: the heap of the queues it holds, their slots
+  and out URLs, and its own view of the counts (a queue's counts as read
+  when the worker took it, plus what the worker did since): reports of one
+  worker speak for that worker.
+
+Any worker may *add* a URL to any queue: the record and entry go to the
+store at once.  The holder re-reads the heads of its queues every
+rebalance (once a second), so a URL discovered by another worker is issued
+within about a second.  Hosts are spread evenly: each worker aims at
+``ceil(queues / live workers)``, takes unleased queues up to that share
+and gives back those above it, so a worker
+joining or leaving moves hosts within a few seconds.  A taken queue rests
+its shortest politeness wait first (its previous holder may have had a
+fetch in flight).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+from .hostqueue import Entry, HostQueue
+from .store import Store
+
+#: queues tried per rebalance beyond those needed (some are held by others)
+_SPARE_TRIES = 64
+#: pipelines of lease attempts per rebalance at most (a bound when most queues are held)
+_MAX_CHUNKS = 8
+
+
+class LeaseBoard(Protocol):
+    """Leases on queues and a register of live workers (a shared store provides it)."""
+
+    def acquire(self, queues: list[str], worker: str, ttl: float) -> list[str]: ...
+
+    def renew(self, queues: list[str], worker: str, ttl: float) -> list[str]: ...
+
+    def release(self, queues: list[str], worker: str) -> None: ...
+
+    def heartbeat(self, worker: str, ttl: float) -> int: ...
+
+    def leave(self, worker: str) -> None: ...
+
+    def host_names(self) -> object: ...
+
+    def host_count(self) -> int: ...
+
+
+class Sharing:
+    """This worker's side of the sharing: who it is, what it holds."""
+
+    def __init__(self, board: LeaseBoard, worker: str, ttl: float) -> None:
+        self.board = board
+        self.worker = worker
+        self.ttl = ttl
+        self.held: set[str] = set()
+        #: held queues being given back: nothing more is issued from them,
+        #: and the lease goes once their out URLs are back
+        self.draining: set[str] = set()
+        self.workers = 1
+
+    def issues(self, name: str) -> bool:
+        return name in self.held and name not in self.draining
+
+    def spread(self, name: str) -> bytes:
+        """A per-worker order of the queues, so workers starting together try different ones first."""
+        return hashlib.blake2b(f"{self.worker}\0{name}".encode(), digest_size=8).digest()
+
+
+class SharedHosts:
+    """The sharing part of :class:`~.frontier.Frontier` (a no-op without a shared store)."""
+
+    # provided by the Frontier
+    store: Store
+    clock: Callable[[], float]
+    sharing: Sharing | None
+    _queues: dict[str, HostQueue]
+    _urls: int
+    _schedulable: int
+    _visits: int
+    _versions: int
+    _quarantined: int
+    _forgotten: int
+
+    if TYPE_CHECKING:
+
+        def _new_queue(self, name: str) -> HostQueue: ...
+        def _refresh_head(self, q: HostQueue, *candidates: Entry | None) -> None: ...
+        def _rest_after(self, q: HostQueue, duration: float) -> float: ...
+        def _schedule(self, q: HostQueue) -> None: ...
+
+    def holds(self, name: str) -> bool:
+        """May this worker issue from queue *name*?"""
+        return self.sharing is None or self.sharing.issues(name)
+
+    def _queue(self, name: str) -> HostQueue:
+        """The queue *name*; a queue another worker created is read from the store first."""
+        q = self._queues.get(name)
+        if q is None:
+            q = self._new_queue(name)
+            s = self.sharing
+            if s is not None:
+                raw = self.store.get_host(name)
+                if raw is not None:
+                    self._restore(q, raw)
+                elif s.board.acquire([name], s.worker, s.ttl):
+                    # a host new to the whole fleet: its discoverer works it
+                    # at once (rebalance spreads hosts later)
+                    s.held.add(name)
+        return q
+
+    def _restore(self, q: HostQueue, raw: bytes | None) -> None:
+        """Take *q*'s counters from the store, keeping this worker's totals in step."""
+        if raw is None:
+            return
+        before = (q.urls, q.urls - q.never, q.visits, q.versions, q.quarantined, q.forgotten)
+        q.restore_counters(json.loads(raw))
+        after = (q.urls, q.urls - q.never, q.visits, q.versions, q.quarantined, q.forgotten)
+        d = [a - b for a, b in zip(after, before, strict=True)]
+        self._urls += d[0]
+        self._schedulable += d[1]
+        self._visits += d[2]
+        self._versions += d[3]
+        self._quarantined += d[4]
+        self._forgotten += d[5]
+
+    def rebalance(self) -> list[str]:
+        """Renew, take and give back host leases; re-read held queues' heads.
+
+        Called once a second by the crawl (and once at open).  Returns the
+        queues taken now (the caller wakes the engine for them).
+        """
+        s = self.sharing
+        if s is None:
+            return []
+        now = self.clock()
+        for name in s.board.renew(sorted(s.held), s.worker, s.ttl):
+            s.held.discard(name)
+            s.draining.discard(name)
+            self._unschedule(self._queues[name])
+        done = sorted(n for n in s.draining if not self._queues[n].out)
+        if done:
+            s.board.release(done, s.worker)
+            s.held.difference_update(done)
+            s.draining.difference_update(done)
+        s.workers = max(1, s.board.heartbeat(s.worker, s.ttl))
+        if s.board.host_count() != len(self._queues):
+            for name in s.board.host_names():  # type: ignore[attr-defined]
+                self._queue(name)
+        share = math.ceil(len(self._queues) / s.workers)
+        taken: list[str] = []
+        working = len(s.held) - len(s.draining)
+        if working < share:
+            for name in sorted(s.draining)[: share - working]:  # wanted again: keep it
+                s.draining.discard(name)
+                self._schedule(self._queues[name])
+                working += 1
+            wanted = share - working
+            candidates = sorted((n for n in self._queues if n not in s.held), key=s.spread)
+            step = wanted + _SPARE_TRIES
+            for start in range(0, min(len(candidates), _MAX_CHUNKS * step) if wanted > 0 else 0, step):
+                need = wanted - len(taken)
+                got = s.board.acquire(candidates[start : start + step], s.worker, s.ttl)
+                taken += got[:need]
+                if got[need:]:
+                    s.board.release(got[need:], s.worker)
+                if len(taken) >= wanted:
+                    break
+            for name in taken:
+                self._take(name, now)
+        elif working > share:
+            # give back the excess, the least busy first; a queue with URLs
+            # out drains first (its fetches end here, not beside the next holder's)
+            excess = sorted((n for n in s.held if n not in s.draining), key=lambda n: (len(self._queues[n].out), n))[
+                : working - share
+            ]
+            for name in excess:
+                self._unschedule(self._queues[name])
+            idle = [n for n in excess if not self._queues[n].out]
+            s.board.release(idle, s.worker)
+            s.held.difference_update(idle)
+            s.draining.update(n for n in excess if self._queues[n].out)
+        for name in s.held - s.draining:
+            q = self._queues[name]
+            head = q.head
+            self._refresh_head(q)
+            if q.head != head:
+                self._schedule(q)
+        return taken
+
+    def _take(self, name: str, now: float) -> None:
+        """Start working a queue just leased: its counters as stored, a politeness rest first."""
+        assert self.sharing is not None
+        q = self._queues[name]
+        self._restore(q, self.store.get_host(name))
+        q.snooze_all(now + self._rest_after(q, 0.0))
+        self.sharing.held.add(name)
+        self._refresh_head(q)
+        self._schedule(q)
+
+    def _unschedule(self, q: HostQueue) -> None:
+        """Take *q* off the heap: its entries there become stale."""
+        q.heap_version += 1
+
+    def leave(self) -> None:
+        """A clean stop: give every lease back at once (another worker takes over
+        without waiting for them to lapse)."""
+        s = self.sharing
+        if s is None:
+            return
+        s.board.release(sorted(s.held), s.worker)
+        s.board.leave(s.worker)
+        s.held.clear()
+        s.draining.clear()

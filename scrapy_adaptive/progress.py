@@ -1,0 +1,119 @@
+"""Progress of a crawl that never ends: hourly counts and recent rates.
+
+A continuous crawl has no "percent done"; what tells its health is how fast
+it works (visits, new versions and bytes the validators saved, per hour),
+whether its backlog of due URLs grows or shrinks, and when the next URL is
+due.  :class:`Progress` keeps both views, small and bounded:
+
+* ``hours``: per wall-clock hour, the visits, versions and bytes saved in
+  it, and the backlog (URLs due) and revisit budget last seen in it, for at
+  most :data:`MAX_HOURS` hours.  Saved in the frontier's meta (``progress``)
+  at every summary, so the HTML report's "per hour" charts span restarts.
+* ``samples``: the summaries of the last hour (in memory), for the rates
+  the periodic summary logs.
+
+Pure: no Scrapy; the reporter feeds it cumulative counters.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from typing import Any
+
+#: the frontier meta key the hourly series is stored under
+META_KEY = "progress"
+HOUR = 3600.0
+#: hours kept (two weeks)
+MAX_HOURS = 24 * 14
+#: columns of an hourly bucket
+VISITS, VERSIONS, BYTES_SAVED, DUE, BUDGET = range(5)
+
+
+class Progress:
+    """Hourly series and recent rates from cumulative counters."""
+
+    def __init__(self, hours: dict[int, list[float]] | None = None) -> None:
+        #: hour number (epoch seconds // 3600) -> [visits, versions, bytes saved, due, budget/h]
+        self.hours: dict[int, list[float]] = dict(hours or {})
+        #: (time, visits, versions, bytes saved, due) of recent observations
+        self.samples: deque[tuple[float, float, float, float, int]] = deque(maxlen=720)
+        self._last: tuple[float, float, float] | None = None
+
+    def observe(
+        self,
+        now: float,
+        *,
+        visits: int,
+        versions: int,
+        bytes_saved: float,
+        due: int,
+        budget_per_hour: float | None = None,
+    ) -> None:
+        """Fold in the cumulative counters at *now*.
+
+        The first observation of a process only sets the baseline: the
+        counters of the crawl before it are not this hour's work.  A counter
+        that went down (a process's stats start at 0) counts from zero.
+        """
+        current = (float(visits), float(versions), float(bytes_saved))
+        bucket = self.hours.setdefault(int(now // HOUR), [0.0, 0.0, 0.0, 0, 0.0])
+        if self._last is not None:
+            for column, (new, old) in enumerate(zip(current, self._last, strict=True)):
+                bucket[column] += new - old if new >= old else new
+        bucket[DUE] = due
+        bucket[BUDGET] = round(budget_per_hour, 2) if budget_per_hour is not None else 0.0
+        self._last = current
+        self.samples.append((now, *current, due))
+        while self.samples and self.samples[0][0] < now - HOUR:
+            self.samples.popleft()
+        for hour in sorted(self.hours)[:-MAX_HOURS]:
+            del self.hours[hour]
+
+    def rates(self) -> dict[str, Any] | None:
+        """Per hour over the recent samples (up to the last hour), and the
+        backlog's change over the same span; None before two samples."""
+        if len(self.samples) < 2:
+            return None
+        first, last = self.samples[0], self.samples[-1]
+        span = last[0] - first[0]
+        if span <= 0:
+            return None
+        per_hour = HOUR / span
+
+        def rate(i: int) -> float:
+            delta = last[i] - first[i]
+            return max(delta, 0.0) * per_hour
+
+        return {
+            "span": span,
+            "visits": rate(1),
+            "versions": rate(2),
+            "bytes_saved": rate(3),
+            "due": last[4],
+            "due_change": last[4] - first[4],
+        }
+
+    def series(self) -> list[tuple[int, list[float]]]:
+        """The hourly buckets, oldest first, with the hours between filled with zeros."""
+        if not self.hours:
+            return []
+        first, last = min(self.hours), max(self.hours)
+        first = max(first, last - MAX_HOURS + 1)
+        return [(h, self.hours.get(h, [0.0, 0.0, 0.0, 0, 0.0])) for h in range(first, last + 1)]
+
+    def to_bytes(self) -> bytes:
+        return json.dumps({str(h): v for h, v in sorted(self.hours.items())}, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_bytes(cls, raw: bytes | None) -> Progress:
+        """The stored series; an unreadable one starts afresh (it is a report, not state)."""
+        if not raw:
+            return cls()
+        try:
+            data = json.loads(raw)
+            hours = {int(h): [float(x) for x in v][:5] for h, v in data.items()}
+            hours = {h: v + [0.0] * (5 - len(v)) for h, v in hours.items()}
+        except (ValueError, TypeError, AttributeError):
+            return cls()
+        return cls(hours)

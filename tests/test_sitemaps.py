@@ -1,0 +1,147 @@
+"""The sitemaps middleware's readers, built directly: sitemaps at every
+lastmod precision, gzip within bounds, feeds, unreadable bodies named."""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import re
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scrapy import Request
+from scrapy.http import HtmlResponse, TextResponse, XmlResponse
+from scrapy.utils.test import get_crawler
+
+from scrapy_adaptive import meta
+from scrapy_adaptive.dates import parse_time
+from scrapy_adaptive.request_hints import hint_from_meta
+from scrapy_adaptive.setting_specs import ConfigError
+from scrapy_adaptive.settings import SPECS_BY_NAME, parse_value
+from scrapy_adaptive.spidermiddlewares.sitemaps import (
+    FEED,
+    SITEMAP,
+    SignalBodyError,
+    SitemapsMiddleware,
+    feed_entries,
+    sitemap_body,
+    sitemap_entries,
+)
+from scrapy_adaptive.spidermiddlewares.visit import skip_unchanged
+
+URL = "http://127.0.0.1/sitemap.xml"
+
+
+def urlset(*entries: tuple[str, str | None]) -> bytes:
+    body = "".join(f"<url><loc>{loc}</loc>{f'<lastmod>{mod}</lastmod>' if mod else ''}</url>" for loc, mod in entries)
+    return f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{body}</urlset>'.encode()
+
+
+def read(body: bytes, kind: str = SITEMAP, url: str = URL, max_size: int = 0) -> list[Request]:
+    mw = SitemapsMiddleware(get_crawler().stats, max_size=max_size)  # type: ignore[arg-type]
+    cls = XmlResponse if kind == SITEMAP else TextResponse
+    request = Request(url, meta={meta.SIGNAL: kind})
+    response = cls(url, body=body, request=request)
+    mw.process_spider_input(response)
+    assert request.callback == mw._read  # the spider's callback never sees it
+    return list(request.callback(response))
+
+
+w3c_moments = st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC))
+precisions = st.sampled_from(
+    ["%Y", "%Y-%m", "%Y-%m-%d", "%Y-%m-%dT%H:%MZ", "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M+01:00"]
+)
+
+
+@given(w3c_moments, precisions)
+def test_a_lastmod_of_any_w3c_precision_becomes_a_valid_hint(moment: datetime, fmt: str) -> None:
+    lastmod = moment.strftime(fmt)
+    [request] = read(urlset(("http://127.0.0.1/a", lastmod)))
+    hint = request.meta[meta.HINT]
+    assert hint == {"modified": lastmod, "source": SITEMAP}
+    assert hint_from_meta(hint, request.url).modified == parse_time(lastmod)
+
+
+def test_an_entry_without_lastmod_is_a_new_url_without_a_hint() -> None:
+    requests = read(urlset(("http://127.0.0.1/a", None), ("http://127.0.0.1/b", "2005-07")))
+    assert [r.url for r in requests] == ["http://127.0.0.1/a", "http://127.0.0.1/b"]
+    assert meta.HINT not in requests[0].meta and requests[0].callback is None
+    assert requests[1].meta[meta.HINT]["modified"] == "2005-07"
+
+
+def test_an_index_yields_its_sitemaps_flagged_for_reading() -> None:
+    body = (
+        b'<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        b"<sitemap><loc>http://127.0.0.1/a.xml.gz</loc><lastmod>2005</lastmod></sitemap></sitemapindex>"
+    )
+    [request] = read(body)
+    assert request.url == "http://127.0.0.1/a.xml.gz"
+    assert request.meta == {meta.SIGNAL: SITEMAP}
+
+
+def test_a_gzip_sitemap_is_read_and_a_gzip_bomb_refused() -> None:
+    body = urlset(("http://127.0.0.1/a", "2005"))
+    assert sitemap_body(gzip.compress(body), URL, max_size=10_000) == body
+    bomb = gzip.compress(b"<" * 5_000_000)
+    assert len(bomb) < 10_000
+    with pytest.raises(SignalBodyError, match=f"sitemap {URL} is larger than 100000 bytes once gunzipped"):
+        sitemap_body(bomb, URL, max_size=100_000)
+    [request] = read(gzip.compress(body), max_size=10_000)
+    assert request.url == "http://127.0.0.1/a"
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [(b"", "is not XML"), (b"<html><body>not found</body></html>", "is not a sitemap (root element 'html')")],
+)
+def test_an_unreadable_sitemap_is_one_warning_naming_the_url(
+    body: bytes, problem: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with pytest.raises(SignalBodyError, match=re.escape(problem)):
+        sitemap_entries(body, URL)
+    with caplog.at_level(logging.WARNING):
+        assert read(body) == []
+    [record] = caplog.records
+    assert f"sitemap {URL} {problem}" in record.getMessage()
+
+
+def test_feed_entries_become_requests_with_updated_or_published_as_hints() -> None:
+    atom = (
+        b'<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom"><title>t</title>'
+        b'<entry><title>a</title><link href="/a"/><updated>2005-07-16T19:20+01:00</updated></entry>'
+        b'<entry><title>b</title><link href="http://127.0.0.1/b"/></entry></feed>'
+    )
+    rss = (
+        b'<?xml version="1.0"?><rss version="2.0"><channel><title>t</title><item><link>http://127.0.0.1/c</link>'
+        b"<pubDate>Sun, 06 Nov 1994 08:49:37 GMT</pubDate></item></channel></rss>"
+    )
+    url = "http://127.0.0.1/feed.atom"
+    a, b = read(atom, FEED, url)
+    assert (a.url, a.meta[meta.HINT]) == ("http://127.0.0.1/a", {"modified": "2005-07-16T19:20+01:00", "source": FEED})
+    assert b.url == "http://127.0.0.1/b" and meta.HINT not in b.meta
+    [c] = read(rss, FEED, url)
+    assert hint_from_meta(c.meta[meta.HINT], c.url).modified == 784111777.0
+    with pytest.raises(SignalBodyError, match=f"feed {url} is not an RSS or Atom feed"):
+        feed_entries(b"\x00\x01 not a feed <<<", url)
+
+
+def test_an_unchanged_sitemap_is_not_read_and_other_pages_are_left_alone() -> None:
+    mw = SitemapsMiddleware(get_crawler().stats)  # type: ignore[arg-type]
+    request = Request(URL, callback=skip_unchanged, meta={meta.SIGNAL: SITEMAP})
+    mw.process_spider_input(XmlResponse(URL, body=b"<urlset/>", request=request))
+    assert request.callback is skip_unchanged
+    page = Request("http://127.0.0.1/page")
+    mw.process_spider_input(HtmlResponse(page.url, body=b"<html/>", request=page))
+    assert page.callback is None
+
+
+def test_the_url_list_settings_take_lists_strings_and_json() -> None:
+    spec = SPECS_BY_NAME["ADAPTIVE_SITEMAPS"]
+    assert parse_value(spec, "http://a/s.xml http://b/s.xml") == ("http://a/s.xml", "http://b/s.xml")
+    assert parse_value(spec, '["http://a/s.xml?x=1,2"]') == ("http://a/s.xml?x=1,2",)
+    assert parse_value(spec, ["http://a/s.xml"]) == ("http://a/s.xml",)
+    assert parse_value(spec, None) == ()
+    with pytest.raises(ConfigError, match=r"ADAPTIVE_SITEMAPS \(5\) must be http\(s\) URLs"):
+        parse_value(spec, 5)

@@ -1,0 +1,156 @@
+"""A real ``redis-server`` on a loopback port, started and stopped by the tests.
+
+Debian's ``redis-server`` package provides the binary; when it is missing
+and ``apt-get`` can run (CI runs as root), it is installed once.  The server
+runs in a temporary folder with the append-only file on (``appendfsync
+always`` for the tests: what a test is told is written is on disk), on ``127.0.0.1`` and a
+free port, without persistence snapshots; :meth:`RedisServer.restart` kills
+it with SIGKILL and starts it again on the same port and folder, which is
+what the "Redis restarted loses nothing acknowledged" tests need.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import redis
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def redis_server_binary() -> str:
+    """The path of ``redis-server``, installing Debian's package if it is missing."""
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    if shutil.which("apt-get") and os.geteuid() == 0:
+        install = ["apt-get", "install", "-y", "-q", "redis-server"]
+        # a fresh machine may have no package lists yet: update once, then retry
+        for step in (install, ["apt-get", "update", "-q"], install):
+            subprocess.run(step, check=False, capture_output=True, timeout=600)
+            found = shutil.which("redis-server")
+            if found:
+                return found
+    raise RuntimeError("redis-server is not installed: apt-get install redis-server (the Redis store tests need it)")
+
+
+def make_certificates(folder: Path) -> None:
+    """A throwaway CA and, signed by it, a certificate for 127.0.0.1 and one for a client (openssl)."""
+
+    def run(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=folder, check=True, capture_output=True, timeout=60)
+
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
+        "-subj", "/CN=scrapy-adaptive test CA")  # fmt: skip
+    (folder / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    for name in ("server", "client"):
+        run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+            "-subj", "/CN=127.0.0.1")  # fmt: skip
+        run("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", f"{name}.crt", "-days", "2", "-extfile", "san.ext")  # fmt: skip
+
+
+class RedisServer:
+    """One redis-server process; ``url`` is its ``redis://127.0.0.1:<port>/0``."""
+
+    def __init__(self, folder: Path, *, password: str | None = None, fsync: str = "always", tls: bool = False) -> None:
+        self.folder = folder
+        self.fsync = fsync
+        #: TLS only, client certificates required: certificates made by :func:`make_certificates`
+        self.tls = tls
+        self.port = _free_port()
+        self.password = password
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        auth = f":{self.password}@" if self.password else ""
+        return f"{'rediss' if self.tls else 'redis'}://{auth}127.0.0.1:{self.port}/0"
+
+    def client(self) -> redis.Redis:
+        if self.tls:
+            return redis.Redis.from_url(self.url, **self.tls_client_options())
+        return redis.Redis.from_url(self.url)
+
+    def tls_client_options(self) -> dict[str, str]:
+        return {
+            "ssl_ca_certs": str(self.folder / "ca.crt"),
+            "ssl_certfile": str(self.folder / "client.crt"),
+            "ssl_keyfile": str(self.folder / "client.key"),
+        }
+
+    def start(self) -> RedisServer:
+        args = [
+            redis_server_binary(),
+            "--bind", "127.0.0.1",
+            "--port", str(self.port),
+            "--dir", str(self.folder),
+            "--appendonly", "yes",
+            "--appendfsync", self.fsync,
+            "--save", "",
+            "--daemonize", "no",
+            "--protected-mode", "yes",
+            "--logfile", str(self.folder / "redis.log"),
+        ]  # fmt: skip
+        if self.password:
+            args += ["--requirepass", self.password]
+        if self.tls:
+            if not (self.folder / "server.crt").exists():
+                make_certificates(self.folder)
+            i = args.index("--port")
+            args[i : i + 2] = ["--port", "0", "--tls-port", str(self.port)]
+            args += [
+                "--tls-cert-file", str(self.folder / "server.crt"),
+                "--tls-key-file", str(self.folder / "server.key"),
+                "--tls-ca-cert-file", str(self.folder / "ca.crt"),
+                "--tls-auth-clients", "yes",
+            ]  # fmt: skip
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                if self.client().ping():
+                    return self
+            except (redis.ConnectionError, redis.BusyLoadingError):
+                time.sleep(0.05)
+            except redis.AuthenticationError:
+                return self
+        self.stop()
+        raise RuntimeError(f"redis-server did not start on port {self.port} (see {self.folder / 'redis.log'})")
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown save, only what the AOF holds survives."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+    def restart(self) -> None:
+        self.kill()
+        self.start()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self.proc = None
+
+    def __enter__(self) -> RedisServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
