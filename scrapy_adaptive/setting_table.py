@@ -89,7 +89,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         True,
         "at-least-once delivery: a changed page counts as a version once its items are through the pipelines "
         "and the feed file is flushed; a page whose items were lost by a kill is fetched again at the next "
-        "start (see Delivery).",
+        "start (see Reliability).",
     ),
     _bool(
         "ADAPTIVE_STATE_SYNC",
