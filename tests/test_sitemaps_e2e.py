@@ -9,6 +9,7 @@ import json
 import re
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -140,3 +141,25 @@ def test_spellings_of_one_page_are_one_record_in_a_crawl(
     assert len(fetched) >= 2
     records = read_records(tmp_state / "adaptive")
     assert [url for url in records if "canon-start" not in url] == [server.url("/page/Canon")]
+
+
+def test_www_and_the_bare_host_are_one_site_in_a_crawl(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_state: Path
+) -> None:
+    server = clean_log
+    port = server.port("127.0.0.1")
+    www, bare = (f"http://{name}:{port}/page/www-one" for name in ("www.site.test", "site.test"))
+    start = server.page_url("/page/www-start", links=[www, bare])
+    settings = {
+        **adaptive_settings,
+        "ADAPTIVE_CANONICAL": ["www"],
+        # the two names resolve to the mock server on 127.0.0.1 (loopback only)
+        "DNS_RESOLVER": "tests.loopback_resolver.LoopbackResolver",
+        "CLOSESPIDER_TIMEOUT": 3,
+    }
+    result = run_crawl(SPIDERS_DIR / "follow.py", settings, timeout=60, args=["-a", f"start_urls={start}"])
+    result.assert_ok()
+    records = read_records(tmp_state / "adaptive")
+    assert [url for url in records if urlsplit(url).path == "/page/www-one"] == [www]  # one record, the first spelling
+    assert records[www].visits >= 2  # and it is revisited as one page
+    assert len(server.log(path_prefix="/page/www-one")) == records[www].visits
