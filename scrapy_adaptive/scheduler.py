@@ -276,7 +276,7 @@ class AdaptiveScheduler(BaseScheduler):
             self.frontier,
             progress=progress,
             budget_per_day=self.config.budget,
-            identity=lambda url: self.issued.identity(Request(url)),
+            identity=self._where,
             seeder=self._seed,
         )
         self.reporter = Reporter(
@@ -296,6 +296,11 @@ class AdaptiveScheduler(BaseScheduler):
         if not self.state.temporary and self.crawler is not None:  # a crawl, with a running reactor
             self._control = control.serve(self.state.path, self.console.answer)
 
+    def _where(self, url: str) -> tuple[str, bytes]:
+        """Where the frontier keeps *url*'s record: its queue and fingerprint."""
+        request = Request(url)
+        return self.keyer.key(request), self.issued.identity(request)
+
     def _seed(self, urls: list[str]) -> list[dict[str, Any]]:
         """Seeds from `scrapy frontier seed`: requests for the spider's default callback."""
         assert self.frontier is not None
@@ -306,7 +311,7 @@ class AdaptiveScheduler(BaseScheduler):
             except ValueError as exc:
                 results.append({"url": url, "result": f"refused: {exc}"})
                 continue
-            known = self.frontier.get_record(self.issued.identity(request)) is not None
+            known = self.frontier.get_record(*self._where(url)) is not None
             added = self.enqueue_request(request)
             results.append({"url": url, "result": "known" if known else "queued" if added else "refused"})
         return results
@@ -386,6 +391,7 @@ class AdaptiveScheduler(BaseScheduler):
     def _add(self, request: Request, force: bool | None = None) -> bool:
         assert self.frontier is not None and self.spider is not None
         fp = self.issued.identity(request)
+        queue = self.keyer.key(request)
         spider = self.spider
         hops = request.meta.get(meta.EMBED_HOPS) or 0
         directive = 1 if 0 < hops <= self.config.embed_hops else 0
@@ -393,7 +399,7 @@ class AdaptiveScheduler(BaseScheduler):
             result = self.frontier.add(
                 fp,
                 request.url,
-                self.keyer.key(request),
+                queue,
                 # only for a new URL
                 lambda: request_to_data(request, spider, credentials=self.config.store_credentials),
                 directive=directive,
@@ -405,7 +411,9 @@ class AdaptiveScheduler(BaseScheduler):
             return False
         self.stats.inc_value(_ENQUEUED_STATS[result])
         if meta.HINT in request.meta:
-            take_hint(self.frontier, self.policy.hint_wait, self.stats, fp, request, new=result is AddResult.NEW)
+            take_hint(
+                self.frontier, self.policy.hint_wait, self.stats, queue, fp, request, new=result is AddResult.NEW
+            )
         if result is not AddResult.DUPLICATE:
             self._arm_wake()
         # A known URL is not "dropped": it is in the frontier, just not new.
@@ -469,7 +477,7 @@ class AdaptiveScheduler(BaseScheduler):
                 exc,
             )
             self.stats.inc_value("adaptive/errors/unloadable")
-            self.frontier.update(fp, Visit(Outcome.RETRY, reason=f"unloadable: {exc}"))
+            self.frontier.update(fp, Visit(Outcome.RETRY, reason=f"unloadable: {exc}", queue=record.queue))
             return None
 
     # -- signals ----------------------------------------------------------------------
@@ -565,7 +573,7 @@ class AdaptiveScheduler(BaseScheduler):
         reason = f"no verdict within ADAPTIVE_LEASE ({self.config.lease:g}s)"
         logger.warning("%s: %s; counted as a retry.", url, reason)
         self.stats.inc_value("adaptive/leases_expired")
-        visit = Visit(Outcome.RETRY, reason=reason)
+        visit = Visit(Outcome.RETRY, reason=reason, queue=self.frontier.out_queue(fp))
         if request is not None:
             self.verdicts.commit(request, visit)
         else:  # the frontier lent it, the request object is gone

@@ -41,7 +41,7 @@ def test_a_worker_with_another_jobdir_resumes_the_shared_frontier(tmp_path: Path
     assert second.frontier is not None and second.frontier.url_count == len(URLS)
     assert all(second.enqueue_request(Request(url)) for url in URLS)
     assert second.stats.get_value("adaptive/enqueued/duplicate") == len(URLS)
-    record = second.frontier.get_record(second.issued.identity(issued[0]))
+    record = second.frontier.get_record(*second._where(issued[0].url))
     assert record is not None and (record.visits, record.versions) == (1, 1)
     assert issued[1].url in {r.url for r in drain(second)}  # out at the stop: due again
     second.close("finished")
