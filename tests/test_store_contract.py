@@ -19,7 +19,9 @@ from scrapy_adaptive.frontier import AddResult, Frontier
 from scrapy_adaptive.frontier.keys import NEVER_MS
 from scrapy_adaptive.frontier.redis_store import RedisStore
 from scrapy_adaptive.frontier.store import Batch, Conflict, MemoryStore, Store, StoreError
-from testsite.redisserver import RedisServer
+from redis.crc import key_slot
+
+from testsite.redisserver import RedisClusterServers, RedisServer
 
 
 def fp(n: int) -> bytes:
@@ -193,3 +195,54 @@ def test_a_forgotten_record_is_deleted_with_its_entry(store: Store) -> None:
     store.write(Batch(records_deleted=[("h", fp(3))], entries_deleted=[e], hosts={"h": b'{"u":0,"fg":1}'}))
     assert store.get_record("h", fp(3)) is None and list(store.queue_entries("h", limit=5)) == []
     assert json.loads(store.get_host("h") or b"{}") == {"u": 0, "fg": 1}
+
+
+def test_a_batch_about_several_queues_and_facts_is_applied(store: Store) -> None:
+    """What ``forget`` and a delivery confirmation write: URLs of two queues and a fact in one batch
+    (on a Cluster, one transaction per queue's slot and one for the facts)."""
+    a, b = ("a.example", 0, 1, fp(1)), ("b.example", 0, 2, fp(2))
+    store.write(
+        Batch(
+            records={("a.example", fp(1)): b"ra", ("b.example", fp(2)): b"rb"},
+            entries_put=[a, b],
+            hosts={"a.example": b'{"u":1}', "b.example": b'{"u":1}'},
+            pending={("a.example", fp(1)): b"ma", ("b.example", fp(2)): b"mb"},
+            meta={"fact": b"1"},
+            absent=[("a.example", fp(1)), ("b.example", fp(2))],
+        )
+    )
+    assert (store.get_record("a.example", fp(1)), store.get_record("b.example", fp(2))) == (b"ra", b"rb")
+    assert dict(store.pending()) == {fp(1): b"ma", fp(2): b"mb"} and store.get_meta("fact") == b"1"
+    assert dict(store.records()) == {fp(1): b"ra", fp(2): b"rb"}
+    store.write(
+        Batch(
+            records_deleted=[("a.example", fp(1)), ("b.example", fp(2))],
+            entries_deleted=[a, b],
+            pending={("a.example", fp(1)): None, ("b.example", fp(2)): None},
+            hosts={"a.example": b'{"u":0,"fg":1}', "b.example": b'{"u":0,"fg":1}'},
+        )
+    )
+    assert dict(store.records()) == {} and dict(store.pending()) == {}
+    assert [list(store.queue_entries(q, limit=5)) for q in ("a.example", "b.example")] == [[], []]
+    assert {name for name, _ in store.hosts()} == {"a.example", "b.example"}
+
+
+def test_every_key_of_a_queue_is_in_its_hash_slot(redis_cluster_url: str, redis_cluster: RedisClusterServers) -> None:
+    """On a Cluster a URL's record, mark and entry share its queue's slot: the reason a batch is one transaction."""
+    store = RedisStore(redis_cluster_url, namespace="slots")
+    store.write(
+        Batch(
+            records={("h.example", fp(5)): b"r"},
+            entries_put=[("h.example", 0, 1, fp(5))],
+            hosts={"h.example": b'{"u":1}'},
+            pending={("h.example", fp(5)): b"m"},
+        )
+    )
+    store.close()
+    found: dict[bytes, int] = {}  # key -> the node holding it
+    for n, server in enumerate(redis_cluster.servers):
+        client = server.client()
+        found.update(dict.fromkeys(client.keys(b"slots:{h.example}*"), n))
+        client.close()
+    assert len(found) == 4  # record, entries, counters, marks
+    assert len({key_slot(k) for k in found}) == 1 and len(set(found.values())) == 1

@@ -362,7 +362,7 @@ class RedisStore(Store):
                 if new:
                     pipe.sadd(self._hosts_key, *new)
                 self._queue_writes(pipe, batch, rows)
-                if not pipe.command_stack:
+                if not len(pipe):
                     return
                 pipe.execute()
         except redis.WatchError as exc:
@@ -423,14 +423,15 @@ class RedisStore(Store):
         """Extend *worker*'s leases; return the queues whose lease it lost."""
         pipe = self._redis.pipeline(transaction=False)
         for queue in queues:
-            pipe.eval(_RENEW, 1, self._queue_key(queue, "lease"), worker, _ms(ttl))
+            # execute_command: redis-py's cluster pipeline has no eval()
+            pipe.execute_command("EVAL", _RENEW, 1, self._queue_key(queue, "lease"), worker, _ms(ttl))
         kept = self._call("Renewing host leases in", pipe.execute)
         return [queue for queue, ok in zip(queues, kept, strict=True) if not ok]
 
     def release(self, queues: list[str], worker: str) -> None:
         pipe = self._redis.pipeline(transaction=False)
         for queue in queues:
-            pipe.eval(_RELEASE, 1, self._queue_key(queue, "lease"), worker)
+            pipe.execute_command("EVAL", _RELEASE, 1, self._queue_key(queue, "lease"), worker)
         self._call("Releasing host leases in", pipe.execute)
 
     def holder(self, queue: str) -> str | None:
