@@ -411,9 +411,7 @@ class AdaptiveScheduler(BaseScheduler):
             return False
         self.stats.inc_value(_ENQUEUED_STATS[result])
         if meta.HINT in request.meta:
-            take_hint(
-                self.frontier, self.policy.hint_wait, self.stats, queue, fp, request, new=result is AddResult.NEW
-            )
+            take_hint(self.frontier, self.policy.hint_wait, self.stats, queue, fp, request, new=result is AddResult.NEW)
         if result is not AddResult.DUPLICATE:
             self._arm_wake()
         # A known URL is not "dropped": it is in the frontier, just not new.

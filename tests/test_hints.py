@@ -140,7 +140,10 @@ def setup() -> tuple[Frontier, Clock, MemoryStore]:
 
 def test_hint_moves_a_known_url_forward_and_its_visit_settles_it() -> None:
     frontier, clock, store = setup()
-    assert frontier.hint("a.example", fp("http://a.example/unknown"), Hint("x", None, "s"), now_policy) is HintResult.UNKNOWN
+    assert (
+        frontier.hint("a.example", fp("http://a.example/unknown"), Hint("x", None, "s"), now_policy)
+        is HintResult.UNKNOWN
+    )
     assert frontier.hint("a.example", fp(URL), Hint(URL, None, "s"), now_policy) is HintResult.LATER  # due now anyway
     visited(frontier, clock, URL, ChangeState.CHANGED, 10 * 86_400)
     clock.t += 3_600

@@ -14,13 +14,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from redis.crc import key_slot
 
 from scrapy_adaptive.frontier import AddResult, Frontier
 from scrapy_adaptive.frontier.keys import NEVER_MS
 from scrapy_adaptive.frontier.redis_store import RedisStore
 from scrapy_adaptive.frontier.store import Batch, Conflict, MemoryStore, Store, StoreError
-from redis.crc import key_slot
-
 from testsite.redisserver import RedisClusterServers, RedisServer
 
 
@@ -32,7 +31,12 @@ def test_records_meta_pending_are_bytes_in_bytes_out(store: Store) -> None:
     raw = bytes(range(256))  # every byte value, NUL and invalid UTF-8 included
     # a mark's queue is a known one (the frontier writes a queue's counters with its first URL)
     store.write(
-        Batch(records={("h", fp(1)): raw}, meta={"format": b"\x00\x01"}, pending={("h", fp(1)): b"mark"}, hosts={"h": b"{}"})
+        Batch(
+            records={("h", fp(1)): raw},
+            meta={"format": b"\x00\x01"},
+            pending={("h", fp(1)): b"mark"},
+            hosts={"h": b"{}"},
+        )
     )
     assert store.get_record("h", fp(1)) == raw
     assert store.get_record("h", fp(2)) is None
