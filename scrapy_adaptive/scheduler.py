@@ -351,8 +351,12 @@ class AdaptiveScheduler(BaseScheduler):
                 self.frontier.leave()
             except StoreError as exc:  # the leases lapse by themselves
                 logger.warning("Could not give back the host leases (%s); other workers wait for them to lapse.", exc)
+            shared = self.frontier.sharing is not None
+            if shared:  # the store's sums are read: while it is open
+                self._checkpoint(clean=True)
             self.frontier.store.close()
-            self._checkpoint(clean=True)
+            if not shared:  # "clean" once the database is closed (synced)
+                self._checkpoint(clean=True)
         if self.crawl_log is not None:
             self.crawl_log.close()
         return None
