@@ -82,6 +82,7 @@ from .statedir import (
     resolve,
     shared_store,
     stored_counts,
+    worker_home,
     worker_name,
 )
 from .stopgrace import StopGrace
@@ -143,6 +144,8 @@ class AdaptiveScheduler(BaseScheduler):
         self.crawl_log: CrawlLog | None = None
         self._ticker: Any = None
         self._stopping = False
+        #: where the policies' aggregates are saved (a worker of a shared frontier has its own)
+        self._policy_key = persist.META_KEY
         self.refusal = Refusal(crawler)
         self.grace = StopGrace(config.stop_grace, crawler)
         #: the state folder marker's checkpoint (built by open())
@@ -235,7 +238,9 @@ class AdaptiveScheduler(BaseScheduler):
         if self.delivery is not None:
             self.delivery.bind(frontier)
         shared = self.policy.params.shared
-        persist.restore(store, shared)
+        if remote is not None:  # each worker's aggregates are its own (docs/shared-frontier.md)
+            self._policy_key = f"{persist.META_KEY}/{worker_home(self.state.path)}"
+        persist.restore(store, shared, self._policy_key)
         allocator = shared.get("rate_allocator")
         self.capacity = HostCapacity(frontier, allocator)
         self.capacity.all_nominal()
@@ -346,7 +351,7 @@ class AdaptiveScheduler(BaseScheduler):
             self._control = None
         if self.frontier is not None:
             self._summary(final=True)
-            persist.save(self.frontier.store, self.policy.params.shared)
+            persist.save(self.frontier.store, self.policy.params.shared, self._policy_key)
             try:
                 self.frontier.leave()
             except StoreError as exc:  # the leases lapse by themselves
@@ -540,7 +545,7 @@ class AdaptiveScheduler(BaseScheduler):
                 self._checkpoint(clean=False)
             if self.reporter.due():
                 self._summary()
-                persist.save(self.frontier.store, self.policy.params.shared)
+                persist.save(self.frontier.store, self.policy.params.shared, self._policy_key)
         except StoreError as exc:
             self._fatal(exc)
         except Exception:

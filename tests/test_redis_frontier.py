@@ -241,3 +241,23 @@ def test_the_budget_is_the_fleets_each_worker_spends_its_share(tmp_path: Path, r
     assert allocator.budget == 0.5
     second.close("finished")
     first.close("finished")
+
+
+@in_loop
+def test_each_worker_restores_its_own_policy_aggregates(tmp_path: Path, redis_url: str) -> None:
+    """The rate allocator's histograms and epoch describe the URLs one worker
+    registered: a restarted worker continues its own, never the last saver's
+    (two allocators on one epoch would remove contributions they never added)."""
+    budgeted = {"ADAPTIVE_BUDGET": 86_400, "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.ProportionalWaitPolicy"}
+    first = worker(tmp_path / "a", redis_url, **budgeted)
+    first.open(Pages())
+    second = worker(tmp_path / "b", redis_url, **budgeted)
+    second.open(Pages())
+    epochs = [w.policy.params.shared["rate_allocator"].epoch for w in (first, second)]
+    assert epochs[0] != epochs[1]
+    first.close("finished")
+    second.close("finished")  # the last to save
+    again = worker(tmp_path / "a", redis_url, **budgeted)
+    again.open(Pages())
+    assert again.policy.params.shared["rate_allocator"].epoch == epochs[0]
+    again.close("finished")
