@@ -350,7 +350,10 @@ class AdaptiveScheduler(BaseScheduler):
             control.stop(self._control)
             self._control = None
         if self.frontier is not None:
-            self._summary(final=True)
+            try:
+                self._summary(final=True)
+            except StoreError as exc:  # a store gone at the stop: what it acknowledged is kept
+                logger.error("The final frontier summary could not be read: %s", exc)
             persist.save(self.frontier.store, self.policy.params.shared, self._policy_key)
             try:
                 self.frontier.leave()

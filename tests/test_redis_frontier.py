@@ -261,3 +261,21 @@ def test_each_worker_restores_its_own_policy_aggregates(tmp_path: Path, redis_ur
     again.open(Pages())
     assert again.policy.params.shared["rate_allocator"].epoch == epochs[0]
     again.close("finished")
+
+
+@in_loop
+def test_a_worker_stopping_while_redis_is_down_says_so_in_one_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The final summary reads the store: a Redis gone at that moment is one
+    ERROR line, not a traceback from the scheduler's close."""
+    (tmp_path / "redis").mkdir()
+    with RedisServer(tmp_path / "redis") as server:
+        scheduler = worker(tmp_path / "a", server.url)
+        scheduler.open(Pages())
+        assert all(scheduler.enqueue_request(Request(url)) for url in URLS)
+        server.kill()
+        with caplog.at_level(logging.WARNING):
+            scheduler.close("finished")
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert any("final frontier summary could not be read" in line and "Redis store" in line for line in lines), lines
