@@ -79,6 +79,7 @@ def take_hint(
     frontier: Frontier,
     decide: Callable[[Mapping[str, Any], Hint], float | None],
     stats: StatsCollector,
+    queue: str,
     fp: bytes,
     request: Request,
     *,
@@ -97,7 +98,7 @@ def take_hint(
         result = None
         reason = "invalid"
     else:
-        result = HintResult.NEW if new else frontier.hint(fp, hint, decide)
+        result = HintResult.NEW if new else frontier.hint(queue, fp, hint, decide)
         reason = result.value
     if result is HintResult.ACTED:
         stats.inc_value("adaptive/hints/acted")

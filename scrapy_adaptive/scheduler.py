@@ -82,6 +82,7 @@ from .statedir import (
     resolve,
     shared_store,
     stored_counts,
+    worker_home,
     worker_name,
 )
 from .stopgrace import StopGrace
@@ -143,6 +144,8 @@ class AdaptiveScheduler(BaseScheduler):
         self.crawl_log: CrawlLog | None = None
         self._ticker: Any = None
         self._stopping = False
+        #: where the policies' aggregates are saved (a worker of a shared frontier has its own)
+        self._policy_key = persist.META_KEY
         self.refusal = Refusal(crawler)
         self.grace = StopGrace(config.stop_grace, crawler)
         #: the state folder marker's checkpoint (built by open())
@@ -235,7 +238,9 @@ class AdaptiveScheduler(BaseScheduler):
         if self.delivery is not None:
             self.delivery.bind(frontier)
         shared = self.policy.params.shared
-        persist.restore(store, shared)
+        if remote is not None:  # each worker's aggregates are its own (docs/shared-frontier.md)
+            self._policy_key = f"{persist.META_KEY}/{worker_home(self.state.path)}"
+        persist.restore(store, shared, self._policy_key)
         allocator = shared.get("rate_allocator")
         self.capacity = HostCapacity(frontier, allocator)
         self.capacity.all_nominal()
@@ -276,7 +281,7 @@ class AdaptiveScheduler(BaseScheduler):
             self.frontier,
             progress=progress,
             budget_per_day=self.config.budget,
-            identity=lambda url: self.issued.identity(Request(url)),
+            identity=self._where,
             seeder=self._seed,
         )
         self.reporter = Reporter(
@@ -296,6 +301,11 @@ class AdaptiveScheduler(BaseScheduler):
         if not self.state.temporary and self.crawler is not None:  # a crawl, with a running reactor
             self._control = control.serve(self.state.path, self.console.answer)
 
+    def _where(self, url: str) -> tuple[str, bytes]:
+        """Where the frontier keeps *url*'s record: its queue and fingerprint."""
+        request = Request(url)
+        return self.keyer.key(request), self.issued.identity(request)
+
     def _seed(self, urls: list[str]) -> list[dict[str, Any]]:
         """Seeds from `scrapy frontier seed`: requests for the spider's default callback."""
         assert self.frontier is not None
@@ -306,7 +316,7 @@ class AdaptiveScheduler(BaseScheduler):
             except ValueError as exc:
                 results.append({"url": url, "result": f"refused: {exc}"})
                 continue
-            known = self.frontier.get_record(self.issued.identity(request)) is not None
+            known = self.frontier.get_record(*self._where(url)) is not None
             added = self.enqueue_request(request)
             results.append({"url": url, "result": "known" if known else "queued" if added else "refused"})
         return results
@@ -340,14 +350,21 @@ class AdaptiveScheduler(BaseScheduler):
             control.stop(self._control)
             self._control = None
         if self.frontier is not None:
-            self._summary(final=True)
-            persist.save(self.frontier.store, self.policy.params.shared)
+            try:
+                self._summary(final=True)
+            except StoreError as exc:  # a store gone at the stop: what it acknowledged is kept
+                logger.error("The final frontier summary could not be read: %s", exc)
+            persist.save(self.frontier.store, self.policy.params.shared, self._policy_key)
             try:
                 self.frontier.leave()
             except StoreError as exc:  # the leases lapse by themselves
                 logger.warning("Could not give back the host leases (%s); other workers wait for them to lapse.", exc)
+            shared = self.frontier.sharing is not None
+            if shared:  # the store's sums are read: while it is open
+                self._checkpoint(clean=True)
             self.frontier.store.close()
-            self._checkpoint(clean=True)
+            if not shared:  # "clean" once the database is closed (synced)
+                self._checkpoint(clean=True)
         if self.crawl_log is not None:
             self.crawl_log.close()
         return None
@@ -386,6 +403,7 @@ class AdaptiveScheduler(BaseScheduler):
     def _add(self, request: Request, force: bool | None = None) -> bool:
         assert self.frontier is not None and self.spider is not None
         fp = self.issued.identity(request)
+        queue = self.keyer.key(request)
         spider = self.spider
         hops = request.meta.get(meta.EMBED_HOPS) or 0
         directive = 1 if 0 < hops <= self.config.embed_hops else 0
@@ -393,7 +411,7 @@ class AdaptiveScheduler(BaseScheduler):
             result = self.frontier.add(
                 fp,
                 request.url,
-                self.keyer.key(request),
+                queue,
                 # only for a new URL
                 lambda: request_to_data(request, spider, credentials=self.config.store_credentials),
                 directive=directive,
@@ -405,7 +423,7 @@ class AdaptiveScheduler(BaseScheduler):
             return False
         self.stats.inc_value(_ENQUEUED_STATS[result])
         if meta.HINT in request.meta:
-            take_hint(self.frontier, self.policy.hint_wait, self.stats, fp, request, new=result is AddResult.NEW)
+            take_hint(self.frontier, self.policy.hint_wait, self.stats, queue, fp, request, new=result is AddResult.NEW)
         if result is not AddResult.DUPLICATE:
             self._arm_wake()
         # A known URL is not "dropped": it is in the frontier, just not new.
@@ -469,7 +487,7 @@ class AdaptiveScheduler(BaseScheduler):
                 exc,
             )
             self.stats.inc_value("adaptive/errors/unloadable")
-            self.frontier.update(fp, Visit(Outcome.RETRY, reason=f"unloadable: {exc}"))
+            self.frontier.update(fp, Visit(Outcome.RETRY, reason=f"unloadable: {exc}", queue=record.queue))
             return None
 
     # -- signals ----------------------------------------------------------------------
@@ -530,7 +548,7 @@ class AdaptiveScheduler(BaseScheduler):
                 self._checkpoint(clean=False)
             if self.reporter.due():
                 self._summary()
-                persist.save(self.frontier.store, self.policy.params.shared)
+                persist.save(self.frontier.store, self.policy.params.shared, self._policy_key)
         except StoreError as exc:
             self._fatal(exc)
         except Exception:
@@ -565,7 +583,7 @@ class AdaptiveScheduler(BaseScheduler):
         reason = f"no verdict within ADAPTIVE_LEASE ({self.config.lease:g}s)"
         logger.warning("%s: %s; counted as a retry.", url, reason)
         self.stats.inc_value("adaptive/leases_expired")
-        visit = Visit(Outcome.RETRY, reason=reason)
+        visit = Visit(Outcome.RETRY, reason=reason, queue=self.frontier.out_queue(fp))
         if request is not None:
             self.verdicts.commit(request, visit)
         else:  # the frontier lent it, the request object is gone

@@ -172,7 +172,9 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         Kind.TEXT,
         None,
         "the frontier's store: `redis://host:port/db` (`rediss://` for TLS) for a frontier in Redis, shared by "
-        "every worker with the same namespace (`pip install 'scrapy-adaptive[redis]'`). Unset: LevelDB in the "
+        "every worker with the same namespace (`pip install 'scrapy-adaptive[redis]'`); "
+        "`redis+cluster://host:port` (`rediss+cluster://`) for a Redis Cluster, any node's address. Unset: "
+        "LevelDB in the "
         "state folder.",
         optional=True,
         default_doc="LevelDB in the state folder",

@@ -223,9 +223,12 @@ class AdaptiveConfig:
                 f"ADAPTIVE_MAX_DELAY ({self.max_delay!r}) must not be lower than "
                 f"ADAPTIVE_MIN_DELAY ({self.min_delay!r})."
             )
-        if self.store_url is not None and not self.store_url.startswith(("redis://", "rediss://")):
+        if self.store_url is not None and not self.store_url.startswith(
+            ("redis://", "rediss://", "redis+cluster://", "rediss+cluster://")
+        ):
             raise ConfigError(
-                f"ADAPTIVE_STORE_URL ({self.store_url.split('@')[-1]!r}) must start with redis:// or rediss:// "
+                f"ADAPTIVE_STORE_URL ({self.store_url.split('@')[-1]!r}) must start with redis://, rediss:// "
+                "(redis+cluster:// or rediss+cluster:// for a Redis Cluster) "
                 "(or be unset: LevelDB in the state folder)."
             )
         if self.wait_max < self.wait_min:

@@ -168,6 +168,11 @@ def worker_name(state_path: str) -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{state_path}"
 
 
+def worker_home(state_path: str) -> str:
+    """A worker as it stays across its restarts: machine and state folder (no process id)."""
+    return f"{socket.gethostname()}:{state_path}"
+
+
 def shared_store(config: AdaptiveConfig, spider: str) -> SharedStore | None:
     """The ``ADAPTIVE_STORE_*`` settings of *config* (None: LevelDB in the folder)."""
     if config.store_url is None:

@@ -53,10 +53,10 @@ def test_forget_removes_record_entry_and_mark_and_keeps_the_counts_that_never_fa
     assert issued is not None
     f.update(issued.fp, visited(change=ChangeState.CHANGED), deliver=True)
     assert dict(store.pending())
-    victims = [fp("http://h/a.html"), fp("http://h/b.html")]
-    gone = f.forget(victims + [fp("http://h/unknown")])
+    victims = [("h", fp("http://h/a.html")), ("h", fp("http://h/b.html"))]
+    gone = f.forget(victims + [("h", fp("http://h/unknown"))])
     assert sorted(r.url for r in gone) == ["http://h/a.html", "http://h/b.html"]
-    assert all(store.get_record(v) is None for v in victims)
+    assert all(store.get_record(*v) is None for v in victims)
     assert not dict(store.pending())
     assert [e[2] for e in store.queue_entries("h", limit=10)] == [fp("http://h/c.png")]
     assert (f.url_count, f.forgotten_count, f.visit_count) == (1, 2, 4)
@@ -78,9 +78,9 @@ def test_forget_of_a_url_out_for_download_ignores_its_late_verdict() -> None:
     add(f, "http://h/a")
     issued = f.next()
     assert issued is not None
-    f.forget([issued.fp])
+    f.forget([("h", issued.fp)])
     assert f.update(issued.fp, visited()) is None
-    assert f.get_record(issued.fp) is None and f.out_count == 0 and not f.has_pending()
+    assert f.get_record("h", issued.fp) is None and f.out_count == 0 and not f.has_pending()
 
 
 def test_a_forget_is_not_a_rollback_for_the_state_folder(tmp_path: Path) -> None:
@@ -90,7 +90,7 @@ def test_a_forget_is_not_a_rollback_for_the_state_folder(tmp_path: Path) -> None
     f = crawled(store, clock)
     write_checkpoint(state, urls=f.url_count, visits=f.visit_count, clean=True)
     before = stored_counts(store)
-    f.forget([fp("http://h/a.html")])
+    f.forget([("h", fp("http://h/a.html"))])
     assert stored_counts(store) == before
     store.close()
     open_store(state, spider="s", fingerprinter="fp", sync=False).close()  # not refused
@@ -215,7 +215,7 @@ def test_the_summary_logs_rates_and_saves_the_hourly_series(tmp_path: Path, capl
 def test_a_record_snapshot_names_its_url() -> None:
     """Evaluators and tools reading ``adaptive_record`` see which URL it is."""
     f = crawled(MemoryStore(), Clock())
-    record = f.get_record(fp("http://h/a.html"))
+    record = f.get_record("h", fp("http://h/a.html"))
     assert record is not None and record.snapshot()["url"] == "http://h/a.html"
 
 

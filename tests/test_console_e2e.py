@@ -231,3 +231,66 @@ def test_the_html_report_renders_in_headless_chromium(stopped: tuple[Path, str],
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 30_000  # a blank page is a few kB
     if os.environ.get("SCRAPY_ADAPTIVE_SCREENSHOT"):
         shutil.copy(shot, os.environ["SCRAPY_ADAPTIVE_SCREENSHOT"])
+
+
+def test_a_redis_backed_worker_stopped_and_running(site: DemoSiteProcess, redis_url: str) -> None:
+    """A worker whose frontier is in Redis: stopped, ``scrapy frontier`` reads the
+    store its marker names (report/url/export), forgets in Redis and leaves
+    seeds for its next start; running, its control socket answers."""
+    root = Path(tempfile.mkdtemp(prefix="fr-"))
+    job = root / "job"
+    store = f"ADAPTIVE_STORE_URL={redis_url}"
+    try:
+        done = subprocess.run(
+            crawl_args(site, job, store, "CLOSESPIDER_TIMEOUT=4"),
+            cwd=SAMPLE,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert not (job / "adaptive" / "frontier.ldb").exists()
+        # without the store setting: the marker's URL (no password) serves
+        report = frontier(job, "report", "--json")
+        assert report.returncode == 0, report.stderr
+        urls = json.loads(report.stdout)["report"]["totals"]["urls"]
+        assert urls >= 10
+        home = frontier(job, "url", site.url)
+        assert home.returncode == 0 and f"URL {site.url}" in home.stdout, home.stderr
+        assert len(frontier(job, "export").stdout.splitlines()) == urls
+        gone = frontier(job, "forget", "--regex", r"/images/photo-0[12]\.png$", "-s", store)
+        assert gone.returncode == 0 and "2 URLs forgotten" in gone.stdout, gone.stdout + gone.stderr
+        after = [json.loads(line)["url"] for line in frontier(job, "export").stdout.splitlines()]
+        assert len(after) == urls - 2 and not any("photo-01" in u or "photo-02" in u for u in after)
+        seeded = site.url + "?seeded=redis"
+        assert "added when the crawl next starts" in frontier(job, "seed", seeded).stdout
+        # a store other than the marker's is refused, naming both
+        other = frontier(job, "report", "-s", f"{store}", "-s", "ADAPTIVE_STORE_NAMESPACE=other")
+        assert other.returncode == 1 and "was used with the store" in other.stderr, other.stderr
+
+        # running: the control socket answers; the seed left while stopped is queued
+        crawl = subprocess.Popen(
+            crawl_args(site, job, store, "CLOSESPIDER_TIMEOUT=20"),
+            cwd=SAMPLE,
+            env=_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 20
+            while not (job / "adaptive" / "control.sock").exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(1)
+            running = frontier(job, "report", "--json")
+            assert running.returncode == 0, running.stderr
+            assert json.loads(running.stdout)["report"]["totals"]["urls"] >= urls - 2
+        finally:
+            crawl.send_signal(signal.SIGINT)
+            _, err = crawl.communicate(timeout=60)
+        assert crawl.returncode == 0 and "Traceback" not in err, err[-3000:]
+        assert f"{seeded} (queued)" in err
+        assert frontier(job, "url", seeded).returncode == 0
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

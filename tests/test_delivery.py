@@ -66,12 +66,12 @@ def test_a_changed_visit_counts_as_a_version_only_once_confirmed(store: Store) -
     f = frontier(store, clock)
     f.add(FP, URL, "a.example", {"url": URL})
     visit(f, clock, changed("text:sha1:1"))
-    record = f.get_record(FP)
+    record = f.get_record("a.example", FP)
     assert record is not None and (record.visits, record.versions, record.digest) == (1, 0, "text:sha1:1")
     assert f.pending_count == 1 and f.version_count == 0
-    assert json.loads(dict(store.pending())[FP]) == {"d": None, "n": 1}
+    assert json.loads(dict(store.pending())[FP]) == {"q": "a.example", "d": None, "n": 1}
     assert f.confirm([(FP, "text:sha1:1")]) == 1
-    record = f.get_record(FP)
+    record = f.get_record("a.example", FP)
     assert record is not None and record.versions == 1
     assert f.pending_count == 0 and f.version_count == 1 and dict(store.pending()) == {}
     # a confirmation for nothing pending counts nothing
@@ -83,7 +83,7 @@ def test_without_delivery_a_changed_visit_counts_at_once(store: Store) -> None:
     f = frontier(store, clock)
     f.add(FP, URL, "a.example", {"url": URL})
     visit(f, clock, changed("text:sha1:1"), deliver=False)
-    record = f.get_record(FP)
+    record = f.get_record("a.example", FP)
     assert record is not None and record.versions == 1 and f.pending_count == 0 and dict(store.pending()) == {}
 
 
@@ -99,7 +99,7 @@ def test_a_restart_fetches_an_undelivered_version_again_judged_against_the_deliv
 
     f2 = frontier(LevelDBStore(path), clock)
     assert f2.redelivered == 1 and dict(f2.store.pending()) == {}
-    record = f2.get_record(FP)
+    record = f2.get_record("a.example", FP)
     assert record is not None
     # back to what the user has; no validators (a conditional GET would say 304)
     assert (record.digest, record.etag, record.last_modified, record.payload_digest) == (
@@ -113,7 +113,7 @@ def test_a_restart_fetches_an_undelivered_version_again_judged_against_the_deliv
     assert issued is not None and issued.fp == FP and issued.record.snapshot()["etag"] is None
     f2.update(FP, changed("text:sha1:2"), deliver=True)
     assert f2.confirm([(FP, "text:sha1:2")]) == 1
-    record = f2.get_record(FP)
+    record = f2.get_record("a.example", FP)
     assert record is not None and (record.visits, record.versions) == (3, 2)
     f2.store.close()
     f3 = frontier(LevelDBStore(path), clock)
@@ -127,13 +127,13 @@ def test_several_pending_versions_keep_the_last_confirmed_as_delivered(store: St
     f.add(FP, URL, "a.example", {"url": URL})
     visit(f, clock, changed("d:1"))
     visit(f, clock, changed("d:2"))
-    assert json.loads(dict(store.pending())[FP]) == {"d": None, "n": 2}
+    assert json.loads(dict(store.pending())[FP]) == {"q": "a.example", "d": None, "n": 2}
     f.confirm([(FP, "d:1")])
-    assert json.loads(dict(store.pending())[FP]) == {"d": "d:1", "n": 1}
+    assert json.loads(dict(store.pending())[FP]) == {"q": "a.example", "d": "d:1", "n": 1}
     # a restart now goes back to d:1, the last version the user has
     again = Frontier(store, Politeness(), clock=clock)
     again.load()
-    record = again.get_record(FP)
+    record = again.get_record("a.example", FP)
     assert again.redelivered == 1 and record is not None and record.digest == "d:1" and record.versions == 1
 
 
@@ -146,7 +146,7 @@ def test_a_confirmation_while_the_url_is_out_is_kept_by_its_next_verdict(store: 
     assert f.next() is not None  # out again before the confirmation lands
     f.confirm([(FP, "d:1")])
     f.update(FP, Visit(Outcome.VISITED, wait=10.0, status=304, change=ChangeState.UNCHANGED))
-    record = f.get_record(FP)
+    record = f.get_record("a.example", FP)
     assert record is not None and (record.visits, record.versions) == (2, 1)
 
 

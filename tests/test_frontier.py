@@ -506,7 +506,7 @@ def test_a_failed_write_counts_nothing_and_keeps_the_url_out() -> None:
     assert (f.visit_count, f.version_count) == (0, 0)
     assert {k: after[k] for k in ("urls", "never", "out")} == {k: before[k] for k in ("urls", "never", "out")}
     assert f.is_out(issued.fp)
-    record = f.get_record(issued.fp)
+    record = f.get_record(issued.record.queue, issued.fp)
     assert record is not None and record.visits == 0
     store.full = False
     updated = f.update(issued.fp, visited())
@@ -526,13 +526,13 @@ def test_an_unreadable_record_is_quarantined_and_its_host_goes_on(
     for url in urls:
         add(f, url)
     garbage = b"\xff{not a record"
-    store.write(Batch(records={fp(urls[0]): garbage}))
+    store.write(Batch(records={("a", fp(urls[0])): garbage}))
     with caplog.at_level("ERROR"):
         issued = f.next()
     assert issued is not None and issued.record.url == urls[1]  # the host went on
     assert f.quarantined_count == 1 and f.url_count == 2
     assert list(store.quarantined()) == [(fp(urls[0]), garbage)]  # bytes kept, under x/
-    assert store.get_record(fp(urls[0])) is None
+    assert store.get_record("a", fp(urls[0])) is None
     (line,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert fp(urls[0]).hex() in line and "quarantined under key x/" in line and "queue a" in line
     f.update(issued.fp, visited())
@@ -552,8 +552,8 @@ def test_a_record_of_the_wrong_shape_is_unreadable_too(store: Store) -> None:
     clock = Clock()
     f = make(store, clock)
     add(f, "http://a/1")
-    store.write(Batch(records={fp("http://a/1"): b'{"u":"http://a/1","q":"a","n":"soon"}\n{}'}))
-    assert f.get_record(fp("http://a/1")) is None
+    store.write(Batch(records={("a", fp("http://a/1")): b'{"u":"http://a/1","q":"a","n":"soon"}\n{}'}))
+    assert f.get_record("a", fp("http://a/1")) is None
     assert f.next() is None and f.quarantined_count == 1
     assert not f.has_pending()
 

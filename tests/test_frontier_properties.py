@@ -150,11 +150,12 @@ class FrontierMachine(RuleBasedStateMachine):
         entries = [e for h in HOSTS for e in self.store.queue_entries(h, limit=1000)]
         fps = [e[2] for e in entries]
         assert sorted(fps) == sorted(self.known), "a URL lost its queue entry or has two"
-        for directive, next_ms, fp in entries:
-            raw = self.store.get_record(fp)
-            assert raw is not None, "a queue entry without its record"
-            record = UrlRecord.from_bytes(raw)
-            assert (record.directive, record.next_ms) == (directive, next_ms), "record and queue entry disagree"
+        for h in HOSTS:
+            for directive, next_ms, fp in self.store.queue_entries(h, limit=1000):
+                raw = self.store.get_record(h, fp)
+                assert raw is not None, "a queue entry without its record"
+                record = UrlRecord.from_bytes(raw)
+                assert (record.directive, record.next_ms) == (directive, next_ms), "record and queue entry disagree"
 
     @invariant()
     def counts_match_the_store(self) -> None:

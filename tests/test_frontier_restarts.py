@@ -143,7 +143,7 @@ class RestartingFrontier(RuleBasedStateMachine):
             self.fetching.discard(fp)
             self.frontier.fetch_ended(fp, duration)
             self.rest[host] = self.now + min(max(duration, MIN_DELAY), MAX_DELAY)
-        record = self.frontier.update(fp, Visit(outcome, wait=wait, status=200))
+        record = self.frontier.update(fp, Visit(outcome, wait=wait, status=200, queue=host))
         assert record is not None
         self.recorded_rest[host] = self.rest[host]
         if outcome is Outcome.RETRY and self.failures[fp] + 1 > MAX_RETRIES:
@@ -196,7 +196,7 @@ class RestartingFrontier(RuleBasedStateMachine):
         if not candidates:
             return
         fp = data.draw(st.sampled_from(candidates))
-        self.store.write(Batch(records={fp: GARBAGE}))
+        self.store.write(Batch(records={(self.host[fp], fp): GARBAGE}))
         del self.next_ms[fp]
         self.garbled.add(fp)
 
@@ -206,15 +206,15 @@ class RestartingFrontier(RuleBasedStateMachine):
     def every_url_is_known_or_kept_aside(self) -> None:
         quarantined = dict(self.store.quarantined())
         for fp, next_ms in self.next_ms.items():
-            raw = self.store.get_record(fp)
+            raw = self.store.get_record(self.host[fp], fp)
             assert raw is not None, "an added URL has no record"
             record = UrlRecord.from_bytes(raw)
             assert record.next_ms == next_ms
             assert record.visits == self.visits[fp], "a visit count went backwards (or jumped)"
         for fp in self.garbled:
-            assert self.store.get_record(fp) == GARBAGE
+            assert self.store.get_record(self.host[fp], fp) == GARBAGE
         for fp in self.moved - self.next_ms.keys():
-            assert quarantined[fp] == GARBAGE and self.store.get_record(fp) is None
+            assert quarantined[fp] == GARBAGE and self.store.get_record(self.host[fp], fp) is None
         assert self.frontier.url_count == len(self.next_ms) + len(self.garbled)
         assert self.frontier.quarantined_count == len(self.moved)
         assert self.frontier.visit_count == self.total_visits  # host counters keep quarantined URLs' visits

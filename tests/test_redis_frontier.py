@@ -41,7 +41,7 @@ def test_a_worker_with_another_jobdir_resumes_the_shared_frontier(tmp_path: Path
     assert second.frontier is not None and second.frontier.url_count == len(URLS)
     assert all(second.enqueue_request(Request(url)) for url in URLS)
     assert second.stats.get_value("adaptive/enqueued/duplicate") == len(URLS)
-    record = second.frontier.get_record(second.issued.identity(issued[0]))
+    record = second.frontier.get_record(*second._where(issued[0].url))
     assert record is not None and (record.visits, record.versions) == (1, 1)
     assert issued[1].url in {r.url for r in drain(second)}  # out at the stop: due again
     second.close("finished")
@@ -241,3 +241,41 @@ def test_the_budget_is_the_fleets_each_worker_spends_its_share(tmp_path: Path, r
     assert allocator.budget == 0.5
     second.close("finished")
     first.close("finished")
+
+
+@in_loop
+def test_each_worker_restores_its_own_policy_aggregates(tmp_path: Path, redis_url: str) -> None:
+    """The rate allocator's histograms and epoch describe the URLs one worker
+    registered: a restarted worker continues its own, never the last saver's
+    (two allocators on one epoch would remove contributions they never added)."""
+    budgeted = {"ADAPTIVE_BUDGET": 86_400, "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.ProportionalWaitPolicy"}
+    first = worker(tmp_path / "a", redis_url, **budgeted)
+    first.open(Pages())
+    second = worker(tmp_path / "b", redis_url, **budgeted)
+    second.open(Pages())
+    epochs = [w.policy.params.shared["rate_allocator"].epoch for w in (first, second)]
+    assert epochs[0] != epochs[1]
+    first.close("finished")
+    second.close("finished")  # the last to save
+    again = worker(tmp_path / "a", redis_url, **budgeted)
+    again.open(Pages())
+    assert again.policy.params.shared["rate_allocator"].epoch == epochs[0]
+    again.close("finished")
+
+
+@in_loop
+def test_a_worker_stopping_while_redis_is_down_says_so_in_one_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The final summary reads the store: a Redis gone at that moment is one
+    ERROR line, not a traceback from the scheduler's close."""
+    (tmp_path / "redis").mkdir()
+    with RedisServer(tmp_path / "redis") as server:
+        scheduler = worker(tmp_path / "a", server.url)
+        scheduler.open(Pages())
+        assert all(scheduler.enqueue_request(Request(url)) for url in URLS)
+        server.kill()
+        with caplog.at_level(logging.WARNING):
+            scheduler.close("finished")
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert any("final frontier summary could not be read" in line and "Redis store" in line for line in lines), lines

@@ -101,7 +101,7 @@ def test_fill_close_reopen(tmp_path: Path) -> None:
     # the URL out at the stop is due again; the visited one waits its wait
     again = {r.url for r in drain(reopened)}
     assert first[1].url in again and first[0].url not in again
-    record = reopened.frontier.get_record(reopened.issued.identity(first[0]))
+    record = reopened.frontier.get_record(*reopened._where(first[0].url))
     assert record is not None and (record.visits, record.versions) == (1, 1)
     reopened.close("finished")
 
@@ -162,7 +162,7 @@ def test_a_redirect_is_the_visit_and_its_target_a_new_url(tmp_path: Path) -> Non
     assert scheduler.enqueue_request(target)
     assert scheduler.stats.get_value("adaptive/redirects") == 1
     assert scheduler.frontier is not None
-    old = scheduler.frontier.get_record(scheduler.issued.identity(request))
+    old = scheduler.frontier.get_record(*scheduler._where(request.url))
     assert old is not None and (old.visits, old.status) == (1, 301)
     assert scheduler.frontier.url_count == 2
     scheduler.close("finished")

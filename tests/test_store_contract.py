@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from redis.crc import key_slot
 
 from scrapy_adaptive.frontier import AddResult, Frontier
 from scrapy_adaptive.frontier.keys import NEVER_MS
 from scrapy_adaptive.frontier.redis_store import RedisStore
 from scrapy_adaptive.frontier.store import Batch, Conflict, MemoryStore, Store, StoreError
-from testsite.redisserver import RedisServer
+from testsite.redisserver import RedisClusterServers, RedisServer
 
 
 def fp(n: int) -> bytes:
@@ -28,13 +29,21 @@ def fp(n: int) -> bytes:
 
 def test_records_meta_pending_are_bytes_in_bytes_out(store: Store) -> None:
     raw = bytes(range(256))  # every byte value, NUL and invalid UTF-8 included
-    store.write(Batch(records={fp(1): raw}, meta={"format": b"\x00\x01"}, pending={fp(1): b"mark"}))
-    assert store.get_record(fp(1)) == raw
-    assert store.get_record(fp(2)) is None
+    # a mark's queue is a known one (the frontier writes a queue's counters with its first URL)
+    store.write(
+        Batch(
+            records={("h", fp(1)): raw},
+            meta={"format": b"\x00\x01"},
+            pending={("h", fp(1)): b"mark"},
+            hosts={"h": b"{}"},
+        )
+    )
+    assert store.get_record("h", fp(1)) == raw
+    assert store.get_record("h", fp(2)) is None
     assert store.get_meta("format") == b"\x00\x01"
     assert store.get_meta("nothing") is None
     assert dict(store.pending()) == {fp(1): b"mark"}
-    store.write(Batch(pending={fp(1): None}))
+    store.write(Batch(pending={("h", fp(1)): None}))
     assert dict(store.pending()) == {}
     assert dict(store.records()) == {fp(1): raw}
 
@@ -68,11 +77,11 @@ def test_count_due_counts_every_directive_level(store: Store) -> None:
 
 def test_deletes_apply_before_puts_and_quarantine_moves_bytes(store: Store) -> None:
     e = ("h", 0, 1_000, fp(1))
-    store.write(Batch(entries_put=[e], records={fp(1): b"bad"}, hosts={"h": b"{}"}))
+    store.write(Batch(entries_put=[e], records={("h", fp(1)): b"bad"}, hosts={"h": b"{}"}))
     store.write(Batch(entries_deleted=[e], entries_put=[e]))  # a move onto itself keeps the entry
     assert list(store.queue_entries("h", limit=5)) == [e[1:]]
-    store.write(Batch(entries_deleted=[e], quarantined={fp(1): b"bad"}))
-    assert store.get_record(fp(1)) is None
+    store.write(Batch(entries_deleted=[e], quarantined={("h", fp(1)): b"bad"}))
+    assert store.get_record("h", fp(1)) is None
     assert dict(store.quarantined()) == {fp(1): b"bad"}
     assert list(store.queue_entries("h", limit=5)) == []
     assert dict(store.hosts()) == {"h": b"{}"}
@@ -111,15 +120,15 @@ def test_redis_batch_is_atomic_when_redis_dies_mid_crawl(redis_server: RedisServ
     store = RedisStore(redis_url, namespace="t")
     for n in range(50):
         row = b'{"u":%d,"cd":%d}' % (n, n)
-        store.write(Batch(records={fp(n): b"r%d" % n}, entries_put=[("h", 0, n, fp(n))], hosts={"h": row}))
+        store.write(Batch(records={("h", fp(n)): b"r%d" % n}, entries_put=[("h", 0, n, fp(n))], hosts={"h": row}))
     redis_server.kill()
     with pytest.raises(StoreError, match=r"Writing to the Redis store at redis://127\.0\.0\.1:\d+/0 failed"):
-        store.write(Batch(records={fp(99): b"lost"}, entries_put=[("h", 0, 99, fp(99))]))
+        store.write(Batch(records={("h", fp(99)): b"lost"}, entries_put=[("h", 0, 99, fp(99))]))
     redis_server.start()
     again = RedisStore(redis_url, namespace="t")
     assert len(list(again.queue_entries("h", limit=100))) == 50
-    assert again.get_record(fp(49)) == b"r49"
-    assert again.get_record(fp(99)) is None
+    assert again.get_record("h", fp(49)) == b"r49"
+    assert again.get_record("h", fp(99)) is None
     assert {q: json.loads(raw) for q, raw in again.hosts()} == {"h": {"u": 49, "cd": 49}}
     again.close()
     store.close()
@@ -146,10 +155,10 @@ def test_redis_keys_of_one_queue_share_a_cluster_hash_slot(redis_url: str) -> No
 
 
 def test_a_batch_creating_an_existing_record_writes_nothing(store: Store) -> None:
-    store.write(Batch(records={fp(1): b"first"}, absent=[fp(1)], entries_put=[("h", 0, 1, fp(1))]))
+    store.write(Batch(records={("h", fp(1)): b"first"}, absent=[("h", fp(1))], entries_put=[("h", 0, 1, fp(1))]))
     with pytest.raises(Conflict):
-        store.write(Batch(records={fp(1): b"second"}, absent=[fp(1)], entries_put=[("h", 0, 2, fp(1))]))
-    assert store.get_record(fp(1)) == b"first"
+        store.write(Batch(records={("h", fp(1)): b"second"}, absent=[("h", fp(1))], entries_put=[("h", 0, 2, fp(1))]))
+    assert store.get_record("h", fp(1)) == b"first"
     assert list(store.queue_entries("h", limit=5)) == [(0, 1, fp(1))]
 
 
@@ -157,7 +166,7 @@ def test_two_workers_adding_one_new_url_at_once_make_one_record_and_one_entry(re
     """Both looked up the URL before either wrote it: the second write conflicts, the add is a duplicate."""
 
     class LookedTooEarly(RedisStore):
-        def get_record(self, fp: bytes) -> bytes | None:
+        def get_record(self, queue: str, fp: bytes) -> bytes | None:
             return None  # what this worker saw just before the other worker's write
 
     first = Frontier(RedisStore(redis_url, namespace="race"))
@@ -177,8 +186,8 @@ def test_redis_over_tls_with_a_client_certificate(tmp_path: Path) -> None:
         store = RedisStore(
             server.url, tls_ca=tls["ssl_ca_certs"], tls_cert=tls["ssl_certfile"], tls_key=tls["ssl_keyfile"]
         )
-        store.write(Batch(records={fp(1): b"over tls"}))
-        assert store.get_record(fp(1)) == b"over tls"
+        store.write(Batch(records={("h", fp(1)): b"over tls"}))
+        assert store.get_record("h", fp(1)) == b"over tls"
         store.close()
         with pytest.raises(StoreError, match=r"Connecting to the Redis store at rediss://127\.0\.0\.1:\d+/0 failed"):
             RedisStore(server.url, tls_ca=tls["ssl_ca_certs"], timeout=2.0)  # the server asks for a certificate
@@ -186,7 +195,58 @@ def test_redis_over_tls_with_a_client_certificate(tmp_path: Path) -> None:
 
 def test_a_forgotten_record_is_deleted_with_its_entry(store: Store) -> None:
     e = ("h", 0, 5, fp(3))
-    store.write(Batch(records={fp(3): b"r"}, entries_put=[e], hosts={"h": b'{"u":1}'}))
-    store.write(Batch(records_deleted=[fp(3)], entries_deleted=[e], hosts={"h": b'{"u":0,"fg":1}'}))
-    assert store.get_record(fp(3)) is None and list(store.queue_entries("h", limit=5)) == []
+    store.write(Batch(records={("h", fp(3)): b"r"}, entries_put=[e], hosts={"h": b'{"u":1}'}))
+    store.write(Batch(records_deleted=[("h", fp(3))], entries_deleted=[e], hosts={"h": b'{"u":0,"fg":1}'}))
+    assert store.get_record("h", fp(3)) is None and list(store.queue_entries("h", limit=5)) == []
     assert json.loads(store.get_host("h") or b"{}") == {"u": 0, "fg": 1}
+
+
+def test_a_batch_about_several_queues_and_facts_is_applied(store: Store) -> None:
+    """What ``forget`` and a delivery confirmation write: URLs of two queues and a fact in one batch
+    (on a Cluster, one transaction per queue's slot and one for the facts)."""
+    a, b = ("a.example", 0, 1, fp(1)), ("b.example", 0, 2, fp(2))
+    store.write(
+        Batch(
+            records={("a.example", fp(1)): b"ra", ("b.example", fp(2)): b"rb"},
+            entries_put=[a, b],
+            hosts={"a.example": b'{"u":1}', "b.example": b'{"u":1}'},
+            pending={("a.example", fp(1)): b"ma", ("b.example", fp(2)): b"mb"},
+            meta={"fact": b"1"},
+            absent=[("a.example", fp(1)), ("b.example", fp(2))],
+        )
+    )
+    assert (store.get_record("a.example", fp(1)), store.get_record("b.example", fp(2))) == (b"ra", b"rb")
+    assert dict(store.pending()) == {fp(1): b"ma", fp(2): b"mb"} and store.get_meta("fact") == b"1"
+    assert dict(store.records()) == {fp(1): b"ra", fp(2): b"rb"}
+    store.write(
+        Batch(
+            records_deleted=[("a.example", fp(1)), ("b.example", fp(2))],
+            entries_deleted=[a, b],
+            pending={("a.example", fp(1)): None, ("b.example", fp(2)): None},
+            hosts={"a.example": b'{"u":0,"fg":1}', "b.example": b'{"u":0,"fg":1}'},
+        )
+    )
+    assert dict(store.records()) == {} and dict(store.pending()) == {}
+    assert [list(store.queue_entries(q, limit=5)) for q in ("a.example", "b.example")] == [[], []]
+    assert {name for name, _ in store.hosts()} == {"a.example", "b.example"}
+
+
+def test_every_key_of_a_queue_is_in_its_hash_slot(redis_cluster_url: str, redis_cluster: RedisClusterServers) -> None:
+    """On a Cluster a URL's record, mark and entry share its queue's slot: the reason a batch is one transaction."""
+    store = RedisStore(redis_cluster_url, namespace="slots")
+    store.write(
+        Batch(
+            records={("h.example", fp(5)): b"r"},
+            entries_put=[("h.example", 0, 1, fp(5))],
+            hosts={"h.example": b'{"u":1}'},
+            pending={("h.example", fp(5)): b"m"},
+        )
+    )
+    store.close()
+    found: dict[bytes, int] = {}  # key -> the node holding it
+    for n, server in enumerate(redis_cluster.servers):
+        client = server.client()
+        found.update(dict.fromkeys(client.keys(b"slots:{h.example}*"), n))
+        client.close()
+    assert len(found) == 4  # record, entries, counters, marks
+    assert len({key_slot(k) for k in found}) == 1 and len(set(found.values())) == 1

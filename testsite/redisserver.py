@@ -22,10 +22,15 @@ from pathlib import Path
 import redis
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _free_port(highest: int = 65535) -> int:
+    """A free loopback port, at most *highest* (a few tries: the kernel picks)."""
+    for _ in range(200):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port <= highest:
+            return port
+    raise RuntimeError(f"no free loopback port at most {highest} in 200 tries")
 
 
 def redis_server_binary() -> str:
@@ -71,6 +76,8 @@ class RedisServer:
         self.port = _free_port()
         self.password = password
         self.proc: subprocess.Popen[bytes] | None = None
+        #: more redis-server arguments (a cluster node's)
+        self.extra: list[str] = []
 
     @property
     def url(self) -> str:
@@ -102,6 +109,7 @@ class RedisServer:
             "--protected-mode", "yes",
             "--logfile", str(self.folder / "redis.log"),
         ]  # fmt: skip
+        args += self.extra
         if self.password:
             args += ["--requirepass", self.password]
         if self.tls:
@@ -122,6 +130,8 @@ class RedisServer:
                 if self.client().ping():
                     return self
             except (redis.ConnectionError, redis.BusyLoadingError):
+                if self.proc.poll() is not None:
+                    break  # it exited: its log says why
                 time.sleep(0.05)
             except redis.AuthenticationError:
                 return self
@@ -150,6 +160,72 @@ class RedisServer:
         self.proc = None
 
     def __enter__(self) -> RedisServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _cluster_ok(client: redis.Redis) -> bool:
+    try:
+        return b"cluster_state:ok" in client.execute_command("CLUSTER", "INFO")
+    finally:
+        client.close()
+
+
+class RedisClusterServers:
+    """A real Redis Cluster on loopback: *nodes* primaries, no replicas.
+
+    Each node is a :class:`RedisServer` (its own folder and free port, AOF
+    on) started with ``--cluster-enabled yes``; ``redis-cli --cluster
+    create`` then spreads the 16,384 hash slots over them.  ``url`` is
+    ``redis+cluster://`` and the first node's address, as a crawl names it.
+    """
+
+    def __init__(self, folder: Path, *, nodes: int = 3) -> None:
+        self.servers: list[RedisServer] = []
+        for i in range(nodes):
+            (folder / f"node{i}").mkdir(parents=True, exist_ok=True)
+            server = RedisServer(folder / f"node{i}")
+            # the cluster bus port defaults to the port + 10,000: name both
+            server.port = _free_port(55535)
+            server.extra = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                            "--cluster-node-timeout", "5000", "--cluster-port", str(_free_port())]  # fmt: skip
+            self.servers.append(server)
+
+    @property
+    def url(self) -> str:
+        return f"redis+cluster://127.0.0.1:{self.servers[0].port}"
+
+    def client(self) -> redis.RedisCluster:
+        return redis.RedisCluster(host="127.0.0.1", port=self.servers[0].port)
+
+    def start(self) -> RedisClusterServers:
+        try:
+            for server in self.servers:
+                server.start()
+            cli = shutil.which("redis-cli") or str(Path(redis_server_binary()).with_name("redis-cli"))
+            addresses = [f"127.0.0.1:{s.port}" for s in self.servers]
+            subprocess.run(
+                [cli, "--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes"],
+                check=True, capture_output=True, timeout=60, stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+            # every node must agree the cluster is up (slots known everywhere)
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                if all(_cluster_ok(s.client()) for s in self.servers):
+                    return self
+                time.sleep(0.1)
+            raise RuntimeError(f"the Redis Cluster on {addresses} did not come up within 20 s")
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        for server in self.servers:
+            server.stop()
+
+    def __enter__(self) -> RedisClusterServers:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

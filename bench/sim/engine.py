@@ -139,7 +139,7 @@ def simulate(
             h = hints[h_next]
             h_next += 1
             hint = Hint(pages[h.page].url, h.modified, source)
-            fate = frontier.hint(_FP.pack(h.page), hint, policy.hint_wait).value
+            fate = frontier.hint(pages[h.page].host, _FP.pack(h.page), hint, policy.hint_wait).value
             hint_counts[fate] = hint_counts.get(fate, 0) + 1
         if cap:
             if tokens < bucket:

@@ -117,14 +117,14 @@ class FrontierConsole:
         *,
         progress: Progress | None = None,
         budget_per_day: float | None = None,
-        identity: Callable[[str], bytes] | None = None,
+        identity: Callable[[str], tuple[str, bytes]] | None = None,
         seeder: Seeder | None = None,
         sample_limit: int = 20_000,
     ) -> None:
         self.frontier = frontier
         self.progress = progress
         self.budget_per_day = budget_per_day
-        #: a URL's fingerprint as the crawl computes it (None: found by a scan)
+        #: a URL's queue and fingerprint as the crawl computes them (None: found by a scan)
         self.identity = identity
         #: how seeds reach the crawl (the running scheduler, or the seeds file)
         self.seeder = seeder
@@ -142,14 +142,14 @@ class FrontierConsole:
             except RecordError:
                 continue
 
-    def find(self, url: str) -> list[bytes]:
-        """The fingerprints of *url*: by its identity if known, else a scan."""
+    def find(self, url: str) -> list[tuple[str, bytes]]:
+        """The ``(queue, fp)`` of *url*: by its identity if known, else a scan."""
         if self.identity is not None:
-            fp = self.identity(url)
-            record = self.frontier.get_record(fp)
+            queue, fp = self.identity(url)
+            record = self.frontier.get_record(queue, fp)
             if record is not None and record.url == url:
-                return [fp]
-        return [fp for fp, record in self.records() if record.url == url]
+                return [(queue, fp)]
+        return [(record.queue, fp) for fp, record in self.records() if record.url == url]
 
     def report(self) -> dict[str, Any]:
         frontier = self.frontier
@@ -260,8 +260,8 @@ class FrontierConsole:
         fps = self.find(url)
         if not fps:
             return None
-        fp = fps[0]
-        record = self.frontier.get_record(fp)
+        queue, fp = fps[0]
+        record = self.frontier.get_record(queue, fp)
         if record is None:
             return None
         return {"record": record_dict(fp, record), "lines": describe(record, self.frontier.clock())}
@@ -270,13 +270,13 @@ class FrontierConsole:
 
     def forget(self, urls: list[str] | tuple[str, ...] = (), regex: str | None = None) -> list[str]:
         """Delete these URLs (exact URLs, or every URL *regex* matches anywhere); returns the URLs deleted."""
-        fps: list[bytes] = []
+        found: list[tuple[str, bytes]] = []
         for url in urls:
-            fps += self.find(url)
+            found += self.find(url)
         if regex is not None:
             pattern = re.compile(regex)
-            fps += [fp for fp, record in self.records() if pattern.search(record.url)]
-        return [record.url for record in self.frontier.forget(fps)]
+            found += [(record.queue, fp) for fp, record in self.records() if pattern.search(record.url)]
+        return [record.url for record in self.frontier.forget(found)]
 
     def export(self) -> Iterator[dict[str, Any]]:
         """Every readable record, one dict each (``export --format jsonl``)."""

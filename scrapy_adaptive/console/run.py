@@ -6,6 +6,15 @@ running crawl is asked over its control socket (:mod:`.control`); when no
 crawl answers, the folder is opened directly (its database lock then keeps a
 crawl from starting meanwhile).  Both paths answer the same requests with
 the same :class:`~.api.FrontierConsole`.
+
+A worker of a shared frontier (its marker names a Redis store) is answered
+from that store, while the rest of the fleet may be running: ``report``,
+``url`` and ``export`` only read; ``forget`` writes one transaction per
+queue (the queue's record, entry, mark and counters, the counts as
+increments), which the queue's holder sees as a missing record when the
+URL's turn comes; ``seed`` goes to the worker's seeds file, added when that
+worker starts again (a running worker, any one of the fleet, adds seeds
+at once).  See docs/shared-frontier.md, "The console".
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ from ..frontier.store import StoreError
 from ..progress import META_KEY as PROGRESS_KEY
 from ..progress import Progress
 from ..settings import AdaptiveConfig, ConfigError
-from ..statedir import MARKER, StateDir, StateDirError, open_store
+from ..statedir import MARKER, SharedStore, StateDir, StateDirError, open_store, shared_store
 from . import control
 from .api import FrontierConsole, file_seeder, human, when
 from .html import render
@@ -64,8 +73,11 @@ def answers(state: StateDir, config: AdaptiveConfig, request: dict[str, Any]) ->
         raise ConsoleError(f"The crawl running on {state.path} did not answer ({exc}).") from exc
     with open(state.marker, encoding="utf-8") as f:
         marker = json.load(f)
+    shared = marker_store(state, marker, config)
     try:
-        store = open_store(state, spider=marker.get("spider"), fingerprinter=marker.get("fingerprinter"), sync=False)
+        store = open_store(
+            state, spider=marker.get("spider"), fingerprinter=marker.get("fingerprinter"), sync=False, shared=shared
+        )
     except (StateDirError, StoreError) as exc:
         if "in use by another crawl" in str(exc):
             raise ConsoleError(
@@ -85,6 +97,36 @@ def answers(state: StateDir, config: AdaptiveConfig, request: dict[str, Any]) ->
         yield from console.answer(request)
     finally:
         store.close()
+
+
+def marker_store(state: StateDir, marker: dict[str, Any], config: AdaptiveConfig) -> SharedStore | None:
+    """The shared store the worker's marker names (None: LevelDB in the folder).
+
+    The crawl's ``ADAPTIVE_STORE_*`` settings say how to reach it (the
+    marker's URL has its password hidden); without them, the marker's URL
+    serves when it had no password.  Opening compares the store with the
+    marker, so settings naming another store are refused.
+    """
+    named = marker.get("store")
+    if not isinstance(named, str) or not named:
+        return None
+    configured = shared_store(config, str(marker.get("spider")))
+    if configured is not None:
+        return configured
+    url, _, namespace = named.partition(" ")
+    if ":***@" in url and config.store_password is None:
+        raise ConsoleError(
+            f"The crawl on {state.path} keeps its frontier in the Redis store {named}, which needs a password: "
+            "run scrapy frontier with the crawl's settings (ADAPTIVE_STORE_URL, or ADAPTIVE_STORE_PASSWORD)."
+        )
+    return SharedStore(
+        url,
+        namespace,
+        password=config.store_password,
+        tls_ca=config.store_tls_ca,
+        tls_cert=config.store_tls_cert,
+        tls_key=config.store_tls_key,
+    )
 
 
 def main(action: str, args: list[str], opts: argparse.Namespace, settings: BaseSettings) -> int:

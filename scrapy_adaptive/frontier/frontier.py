@@ -125,7 +125,7 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
         #: recent overdue times (seconds) of issued URLs, for percentiles
         self.overdue_samples: deque[float] = deque(maxlen=2000)
         #: fp -> (digest last delivered, versions awaiting confirmation)
-        self._pending: dict[bytes, tuple[str | None, int]] = {}
+        self._pending: dict[bytes, tuple[str, str | None, int]] = {}
         #: URLs whose undelivered versions load() made due again
         self.redelivered = 0
 
@@ -235,7 +235,7 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
         """
         now = self.clock()
         now_ms = time_to_ms(now)
-        raw = self.store.get_record(fp)
+        raw = self.store.get_record(queue, fp)
         if raw is None:
             if callable(request):
                 request = request()
@@ -246,7 +246,9 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
             q.urls += 1
             self._urls += 1
             self._schedulable += 1
-            batch = Batch(records={fp: record.to_bytes()}, hosts={queue: self._counters(q)}, absent=[fp])
+            batch = Batch(
+                records={(queue, fp): record.to_bytes()}, hosts={queue: self._counters(q)}, absent=[(queue, fp)]
+            )
             batch.entries_put.append((queue, directive, now_ms, fp))
             try:
                 self._write(batch, q, undo=lambda: self._undo_new(q))
@@ -283,7 +285,7 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
             record.failures = 0
             batch.hosts[record.queue] = self._counters(q)
         record.directive, record.next_ms = new_directive, new_ms
-        batch.records[fp] = record.to_bytes()
+        batch.records[record.queue, fp] = record.to_bytes()
         self._write(batch, q)
         out = self._out.get(fp)
         if out is not None:
@@ -305,7 +307,7 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
                 self._schedule(q)
                 continue
             directive, next_ms, fp = q.head
-            raw = self.store.get_record(fp)
+            raw = self.store.get_record(name, fp)
             if raw is None:
                 # An index entry without its record cannot be crawled; drop
                 # the entry rather than block the queue on it.
@@ -332,6 +334,9 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
     def update(self, fp: bytes, visit: Visit, *, deliver: bool = False) -> UrlRecord | None:
         """Fold *visit* into the URL's record and move it to its next time.
 
+        A URL not out (a verdict after a restart) is found in
+        ``visit.queue``, its queue: the store keys records under it.
+
         With *deliver*, a changed visit is a version pending delivery: it is
         counted by :meth:`confirm`, not here, and re-delivered after a
         restart until then.  Returns the updated record, or None for an
@@ -342,7 +347,7 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
         if out is not None:
             record = out.record
         else:
-            record = self.get_record(fp)
+            record = self.get_record(visit.queue, fp) if visit.queue is not None else None
             if record is None:
                 return None
         q = self._queue(record.queue)
@@ -368,7 +373,7 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
                 q.out[fp] = held
             if out is not None:
                 # the record object was changed in place: take the stored one
-                raw = self.store.get_record(fp)
+                raw = self.store.get_record(record.queue, fp)
                 if raw is not None:
                     out.record = UrlRecord.from_bytes(raw)
                 self._out[fp] = out
@@ -382,15 +387,15 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
         record.directive = 0  # a preference holds for one issue, not for ever
         if out is not None:
             record.overdue = round(out.overdue, 3)
-        now_pending: tuple[str | None, int] | None = None
+        now_pending: tuple[str, str | None, int] | None = None
         if outcome is Outcome.VISITED:
             record.visits += 1
             record.failures = 0
             q.visits += 1
             self._visits += 1
             if visit.change is ChangeState.CHANGED and deliver:
-                delivered, waiting = self._pending.get(fp, (record.digest, 0))
-                now_pending = (delivered, waiting + 1)
+                _, delivered, waiting = self._pending.get(fp, (record.queue, record.digest, 0))
+                now_pending = (record.queue, delivered, waiting + 1)
             elif visit.change is ChangeState.CHANGED:
                 record.versions += 1
                 q.versions += 1
@@ -429,9 +434,9 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
         if outcome is Outcome.VISITED:
             self._observe_validation(q, visit, record)
         self._settle_hint(q, record, visit)
-        batch = Batch(records={fp: record.to_bytes()})
+        batch = Batch(records={(record.queue, fp): record.to_bytes()})
         if now_pending is not None:
-            batch.pending[fp] = pending_mark(*now_pending)
+            batch.pending[record.queue, fp] = pending_mark(*now_pending)
         batch.move_entry(old, (record.queue, record.directive, record.next_ms, fp))
         if record.never != was_never:
             q.never += 1 if record.never else -1
@@ -479,7 +484,7 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
         self._quarantined += 1
         if next_ms < NEVER_MS:
             self._schedulable -= 1
-        batch = Batch(quarantined={fp: raw}, entries_deleted=[(q.name, directive, next_ms, fp)])
+        batch = Batch(quarantined={(q.name, fp): raw}, entries_deleted=[(q.name, directive, next_ms, fp)])
         batch.hosts[q.name] = self._counters(q)
         self._write(batch, q)
         logger.error(
@@ -491,7 +496,7 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
             fp.hex(),
         )
 
-    def forget(self, fps: list[bytes]) -> list[UrlRecord]:
+    def forget(self, urls: list[tuple[str, bytes]]) -> list[UrlRecord]:
         """Delete these URLs for good: record, queue entry, pending-delivery
         mark and lease, with their queues' counters, in one atomic write.
 
@@ -500,20 +505,21 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
         folder's checkpoint compares never goes down (a forget is not a
         rollback); visits and versions keep counting what happened.  A URL
         out for download is dropped from its lease: its verdict, when it
-        comes, finds no record and is ignored.  Returns the records deleted.
+        comes, finds no record and is ignored.  *urls* are ``(queue, fp)``
+        pairs.  Returns the records deleted.
         """
         now = self.clock()
         batch = Batch()
         gone: list[UrlRecord] = []
         touched: dict[str, HostQueue] = {}
-        for fp in dict.fromkeys(fps):
-            record = self.get_record(fp)
+        for queue, fp in dict.fromkeys(urls):
+            record = self.get_record(queue, fp)
             q = self._queue(record.queue) if record is not None else None
             if record is None or q is None:
                 continue
-            batch.records_deleted.append(fp)
+            batch.records_deleted.append((record.queue, fp))
             batch.entries_deleted.append((record.queue, record.directive, record.next_ms, fp))
-            batch.pending[fp] = None
+            batch.pending[record.queue, fp] = None
             q.urls -= 1
             q.forgotten += 1
             if record.never:
@@ -525,7 +531,7 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
         for name, q in touched.items():
             batch.hosts[name] = self._counters(q)
         self.store.write(batch)
-        for record, fp in zip(gone, batch.records_deleted, strict=True):
+        for record, (_, fp) in zip(gone, batch.records_deleted, strict=True):
             q = self._queue(record.queue)
             self._urls -= 1
             self._forgotten += 1
@@ -556,10 +562,10 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
     def queues(self) -> Iterator[HostQueue]:
         return iter(self._queues.values())
 
-    def get_record(self, fp: bytes) -> UrlRecord | None:
-        """The URL's record; None if unknown or unreadable (its queue
-        quarantines an unreadable one when its turn comes)."""
-        raw = self.store.get_record(fp)
+    def get_record(self, queue: str, fp: bytes) -> UrlRecord | None:
+        """The record of URL *fp* of *queue*; None if unknown or unreadable
+        (its queue quarantines an unreadable one when its turn comes)."""
+        raw = self.store.get_record(queue, fp)
         if raw is None:
             return None
         try:

@@ -148,6 +148,7 @@ class HostFacts:
 
     def hint(
         self,
+        queue: str,
         fp: bytes,
         hint: Hint,
         decide: Callable[[Mapping[str, Any], Hint], float | None] | None = None,
@@ -164,7 +165,7 @@ class HostFacts:
         visit earlier than the planned one is applied; the hint is then kept
         on the record until that visit settles it (see :meth:`update`).
         """
-        raw = self.store.get_record(fp)
+        raw = self.store.get_record(queue, fp)
         if raw is None:
             return HintResult.UNKNOWN
         if fp in self._out:
@@ -195,7 +196,7 @@ class HostFacts:
         batch.move_entry((record.queue, *old_entry), (record.queue, record.directive, new_ms, fp))
         record.next_ms = new_ms
         record.hint = hints.pending(now, hint.modified, hint.source, own, pooled)
-        batch.records[fp] = record.to_bytes()
+        batch.records[record.queue, fp] = record.to_bytes()
         self._write(batch, q)
         self._moved(q, old_entry, (record.directive, new_ms, fp))
         self._schedule(q)

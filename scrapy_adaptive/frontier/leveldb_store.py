@@ -107,7 +107,8 @@ class LevelDBStore(Store):
             "restore the folder from a backup, or try plyvel.repair_db() on a copy"
         )
 
-    def get_record(self, fp: bytes) -> bytes | None:
+    def get_record(self, queue: str, fp: bytes) -> bytes | None:
+        # one machine, one keyspace: the fingerprint alone addresses a record
         try:
             return self._records.get(fp, verify_checksums=True)
         except plyvel.CorruptionError as exc:
@@ -175,7 +176,7 @@ class LevelDBStore(Store):
 
     def write(self, batch: Batch) -> None:
         # one process owns the database: a check before the batch is enough
-        if any(self.get_record(fp) is not None for fp in batch.absent):
+        if any(self.get_record(queue, fp) is not None for queue, fp in batch.absent):
             raise Conflict(f"a record that must be new exists in {self.path}")
         try:
             with self._db.write_batch(transaction=True, sync=self._sync) as wb:
@@ -183,18 +184,18 @@ class LevelDBStore(Store):
                     wb.delete(keys.queue_entry_key(queue, directive, next_ms, fp))
                 for queue, directive, next_ms, fp in batch.entries_put:
                     wb.put(keys.queue_entry_key(queue, directive, next_ms, fp), b"")
-                for fp, raw in batch.quarantined.items():
+                for (_, fp), raw in batch.quarantined.items():
                     wb.put(keys.quarantine_key(fp), raw)
                     wb.delete(keys.record_key(fp))
-                for fp in batch.records_deleted:
+                for _, fp in batch.records_deleted:
                     wb.delete(keys.record_key(fp))
-                for fp, raw in batch.records.items():
+                for (_, fp), raw in batch.records.items():
                     wb.put(keys.record_key(fp), raw)
                 for queue, raw in batch.hosts.items():
                     wb.put(keys.host_key(queue), raw)
                 for name, raw in batch.meta.items():
                     wb.put(keys.meta_key(name), raw)
-                for fp, mark in batch.pending.items():
+                for (_, fp), mark in batch.pending.items():
                     if mark is None:
                         wb.delete(keys.pending_key(fp))
                     else:

@@ -23,9 +23,10 @@ from .record import RecordError, UrlRecord
 from .store import Batch, Store
 
 
-def pending_mark(delivered: str | None, waiting: int) -> bytes:
-    """A ``p/<fp>`` value: the digest last delivered and the versions waiting."""
-    return json.dumps({"d": delivered, "n": waiting}, separators=(",", ":")).encode()
+def pending_mark(queue: str, delivered: str | None, waiting: int) -> bytes:
+    """A ``p/<fp>`` value: the URL's queue (where its record is), the digest
+    last delivered and the versions waiting."""
+    return json.dumps({"q": queue, "d": delivered, "n": waiting}, separators=(",", ":")).encode()
 
 
 class PendingVersions:
@@ -37,8 +38,8 @@ class PendingVersions:
     _queues: dict[str, HostQueue]
     _out: dict[bytes, Any]
     _versions: int
-    #: fp -> (digest last delivered, versions awaiting confirmation)
-    _pending: dict[bytes, tuple[str | None, int]]
+    #: fp -> (its queue, digest last delivered, versions awaiting confirmation)
+    _pending: dict[bytes, tuple[str, str | None, int]]
 
     if TYPE_CHECKING:
 
@@ -59,12 +60,15 @@ class PendingVersions:
         batch = Batch()
         now_ms = time_to_ms(self.clock())
         for fp, mark in self.store.pending():
-            raw = self.store.get_record(fp)
+            # marks written before they named their queue exist only in
+            # LevelDB states, and LevelDB finds a record by fingerprint alone
+            queue = json.loads(mark).get("q") or ""
+            raw = self.store.get_record(queue, fp)
             try:
                 record = UrlRecord.from_bytes(raw) if raw is not None else None
             except RecordError:
                 continue  # left as it is: next() quarantines the record, its mark stays as evidence
-            batch.pending[fp] = None
+            batch.pending[queue, fp] = None
             if record is None:
                 continue
             record.digest = json.loads(mark).get("d")
@@ -73,7 +77,7 @@ class PendingVersions:
             if not record.never:
                 record.next_ms = min(record.next_ms, now_ms)
             batch.move_entry(old, (record.queue, record.directive, record.next_ms, fp))
-            batch.records[fp] = record.to_bytes()
+            batch.records[record.queue, fp] = record.to_bytes()
         if batch.pending:
             self.store.write(batch)
         return len(batch.records)
@@ -96,7 +100,7 @@ class PendingVersions:
             record = records.get(fp)
             if record is None:
                 out = self._out.get(fp)
-                raw = None if out is not None else self.store.get_record(fp)
+                raw = None if out is not None else self.store.get_record(mark[0], fp)
                 if out is not None:
                     record = out.record
                 elif raw is not None:
@@ -104,9 +108,9 @@ class PendingVersions:
                 else:
                     continue
                 records[fp] = record
-            waiting = mark[1] - 1
+            waiting = mark[2] - 1
             if waiting > 0:
-                pending[fp] = (digest, waiting)  # delivered up to this one
+                pending[fp] = (mark[0], digest, waiting)  # delivered up to this one
             else:
                 del pending[fp]
             counts[fp] = counts.get(fp, 0) + 1
@@ -118,9 +122,9 @@ class PendingVersions:
             queues[records[fp].queue] = queues.get(records[fp].queue, 0) + n
         for name, n in queues.items():
             self._queue(name).versions += n
-        batch = Batch(records={fp: record.to_bytes() for fp, record in records.items()})
+        batch = Batch(records={(record.queue, fp): record.to_bytes() for fp, record in records.items()})
         for fp in counts:
-            batch.pending[fp] = pending_mark(*pending[fp]) if fp in pending else None
+            batch.pending[records[fp].queue, fp] = pending_mark(*pending[fp]) if fp in pending else None
         for name in queues:
             batch.hosts[name] = self._counters(self._queue(name))
         try:

@@ -1,7 +1,9 @@
 """A shared implementation of :class:`~.store.Store` on Redis (redis-py).
 
-Selected by ``ADAPTIVE_STORE_URL`` (``redis://`` or ``rediss://``); the
-package's optional extra ``scrapy-adaptive[redis]`` installs redis-py.
+Selected by ``ADAPTIVE_STORE_URL`` (``redis://`` or ``rediss://``; for a
+Redis Cluster ``redis+cluster://`` or ``rediss+cluster://`` and any node's
+address); the package's optional extra ``scrapy-adaptive[redis]`` installs
+redis-py.
 
 Layout, every key under the *namespace* (``adaptive:<spider>`` by default)::
 
@@ -10,18 +12,31 @@ Layout, every key under the *namespace* (``adaptive:<spider>`` by default)::
                        ZRANGEBYLEX returns them in LevelDB's key order
     <ns>:{<queue>}:c   hash: the queue's counters, one field per counter key
     <ns>:{<queue>}:lease  string: the worker holding the queue (expires)
+    <ns>:{<queue>}:u:<fp> string: a URL's record (the bytes the frontier wrote)
+    <ns>:{<queue>}:p   hash: fp -> pending-delivery mark
+    <ns>:{<queue>}:x   hash: fp -> raw bytes of a quarantined record
     <ns>:hosts         set: every queue name
     <ns>:workers       sorted set: worker -> its last heartbeat (ms)
-    <ns>:u:<fp>        string: a URL's record (the bytes the frontier wrote)
     <ns>:m             hash: state-wide facts (format, spider, policies' aggregates)
-    <ns>:p             hash: fp -> pending-delivery mark
-    <ns>:x             hash: fp -> raw bytes of a quarantined record
 
-The braces are a Redis Cluster *hash tag*: every entry of one queue lives in
-one key, in one slot.  Records are addressed by fingerprint only (the
-contract's ``get_record(fp)``), so a batch spans several keys: this store
-targets a standalone Redis (or a primary with replicas); see
-docs/shared-frontier.md for what Cluster needs.
+The braces are a Redis Cluster *hash tag*: every key of one queue (its
+entries, counters, lease, records, marks) is in one slot, so a batch about
+one queue is one transaction on one Cluster node.  Only three keys are
+outside any queue: the host index, the worker list and the facts.
+
+**Batches on a Cluster** (:meth:`RedisStore.write`).  A standalone Redis
+applies a whole batch in one ``MULTI``/``EXEC``.  A Cluster cannot run a
+transaction across slots, so a batch is split by queue, each part one
+transaction in its queue's slot, the facts (``<ns>:m``) one more.  What the
+frontier writes about one URL is always about one queue, so each URL's
+record, entry, mark and its queue's counters still change together; only
+batches about several queues (``forget``, a delivery confirmation, the
+re-delivery at a start) become one transaction per queue, each of which
+is complete on its own: a forget cut short forgets some URLs and can be
+run again, a confirmation cut short leaves some marks, whose versions are
+delivered again (at least once, as promised).  A new queue's name is added
+to the host index (``SADD``, idempotent) *before* its first transaction: a
+name without counters reads as an empty queue, a queue never goes missing.
 
 Values are bytes in, bytes out: nothing is pickled or unpickled, ever.
 
@@ -128,8 +143,14 @@ class RedisStore(Store):
                 "pip install 'scrapy-adaptive[redis]'"
             )
         scheme = urlsplit(url).scheme
-        if scheme not in ("redis", "rediss"):
-            raise StoreError(f"ADAPTIVE_STORE_URL ({redacted(url)!r}) must start with redis:// or rediss://")
+        if scheme not in ("redis", "rediss", "redis+cluster", "rediss+cluster"):
+            raise StoreError(
+                f"ADAPTIVE_STORE_URL ({redacted(url)!r}) must start with redis:// or rediss:// "
+                "(redis+cluster:// or rediss+cluster:// for a Redis Cluster)"
+            )
+        #: a Redis Cluster: batches are split by hash slot (see the module docstring)
+        self.cluster = scheme.endswith("+cluster")
+        scheme = scheme.removesuffix("+cluster")
         self.url = redacted(url)
         self.namespace = namespace
         options: dict[str, object] = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
@@ -140,17 +161,19 @@ class RedisStore(Store):
                 {k: v for k, v in (("ssl_ca_certs", tls_ca), ("ssl_certfile", tls_cert), ("ssl_keyfile", tls_key)) if v}
             )
         try:
-            self._redis = redis.Redis.from_url(url, **options)  # type: ignore[arg-type]
+            if self.cluster:
+                # redis-py finds every node from the one named
+                plain = urlunsplit((scheme, *urlsplit(url)[1:]))
+                self._redis = redis.RedisCluster.from_url(plain, **options)  # type: ignore[arg-type]
+            else:
+                self._redis = redis.Redis.from_url(url, **options)  # type: ignore[arg-type]
             self._redis.ping()
         except (redis.RedisError, ValueError, OSError) as exc:
             raise self._error("Connecting to", exc) from exc
         ns = namespace
-        self._record_prefix = f"{ns}:u:".encode()
         self._hosts_key = f"{ns}:hosts"
         self._workers_key = f"{ns}:workers"
         self._meta_key = f"{ns}:m"
-        self._pending_key = f"{ns}:p"
-        self._quarantine_key = f"{ns}:x"
         #: queue -> the counters row this worker last read or wrote (see the module docstring)
         self._baseline: dict[str, dict[str, Any]] = {}
 
@@ -174,6 +197,9 @@ class RedisStore(Store):
         # the hash tag: one queue's keys in one Cluster slot
         return f"{self.namespace}:{{{queue}}}:{kind}".encode()
 
+    def _record_key(self, queue: str, fp: bytes) -> bytes:
+        return self._queue_key(queue, "u:") + fp
+
     def _call(self, doing: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run one redis-py call; its failure becomes a :class:`StoreError` saying what failed."""
         try:
@@ -183,8 +209,8 @@ class RedisStore(Store):
 
     # -- reads -----------------------------------------------------------------
 
-    def get_record(self, fp: bytes) -> bytes | None:
-        return self._call("Reading from", self._redis.get, self._record_prefix + fp)
+    def get_record(self, queue: str, fp: bytes) -> bytes | None:
+        return self._call("Reading from", self._redis.get, self._record_key(queue, fp))
 
     def queue_entries(
         self, queue: str, *, limit: int, start: tuple[int, int, bytes] | None = None
@@ -274,48 +300,69 @@ class RedisStore(Store):
         return self._call("Reading from", self._redis.hget, self._meta_key, name)
 
     def pending(self) -> Iterator[tuple[bytes, bytes]]:
-        yield from self._scan_hash(self._pending_key)
+        """Every queue's marks (one pipelined ``HGETALL`` per queue: a start reads them)."""
+        yield from self._queue_hashes("p")
 
     def records(self) -> Iterator[tuple[bytes, bytes]]:
-        prefix = self._record_prefix
-        pattern = prefix.replace(b"[", b"\\[").replace(b"*", b"\\*").replace(b"?", b"\\?") + b"*"
-        cursor = 0
+        """Every record, by ``SCAN`` (of every primary node on a Cluster)."""
+        prefix = f"{self.namespace}:{{".encode()
+        glob = prefix.replace(b"[", b"\\[").replace(b"*", b"\\*").replace(b"?", b"\\?") + b"*}:u:*"
+        keys_found = self._call("Reading from", self._redis.scan_iter, match=glob, count=1000)
         while True:
-            cursor, found = self._call("Reading from", self._redis.scan, cursor, pattern, 1000)
-            values = self._call("Reading from", self._redis.mget, found) if found else []
-            for key, value in zip(found, values, strict=True):
-                if value is not None:
-                    yield key[len(prefix) :], value
-            if cursor == 0:
+            found = self._call("Reading from", lambda: [k for _, k in zip(range(_CHUNK), keys_found)])
+            yield from self._values(prefix, found)
+            if len(found) < _CHUNK:
                 return
+
+    def _values(self, prefix: bytes, found: list[bytes]) -> Iterator[tuple[bytes, bytes]]:
+        pipe = self._redis.pipeline(transaction=False)
+        for key in found:
+            pipe.get(key)
+        for key, value in zip(found, self._call("Reading from", pipe.execute) if found else [], strict=True):
+            if value is not None:
+                # <ns>:{<queue>}:u:<fp>: the fingerprint follows the first "}:u:"
+                yield key[len(prefix) :].split(b"}:u:", 1)[1], value
 
     def quarantined(self) -> Iterator[tuple[bytes, bytes]]:
-        yield from self._scan_hash(self._quarantine_key)
+        yield from self._queue_hashes("x")
 
-    def _scan_hash(self, key: str) -> Iterator[tuple[bytes, bytes]]:
-        cursor = 0
-        while True:
-            cursor, found = self._call("Reading from", self._redis.hscan, key, cursor, None, 1000)
-            yield from found.items()
-            if cursor == 0:
-                return
+    def _queue_hashes(self, kind: str) -> Iterator[tuple[bytes, bytes]]:
+        for chunk in self._chunks(self.host_names()):
+            pipe = self._redis.pipeline(transaction=False)
+            for name in chunk:
+                pipe.hgetall(self._queue_key(name, kind))
+            for found in self._call("Reading from", pipe.execute):
+                yield from found.items()
 
     # -- the one write -----------------------------------------------------------
 
     def write(self, batch: Batch) -> None:
         rows = {queue: json.loads(raw) for queue, raw in batch.hosts.items()}
+        new = [queue for queue in rows if queue not in self._baseline]
+        if not self.cluster:
+            self._transaction(batch, rows, new)
+            return
+        if new:  # the index first (see "Batches on a Cluster")
+            self._call("Writing to", self._redis.sadd, self._hosts_key, *new)
+        for part in split_by_queue(batch):
+            self._transaction(part, {q: rows[q] for q in part.hosts}, [])
+
+    def _transaction(self, batch: Batch, rows: dict[str, dict[str, Any]], new: list[str]) -> None:
+        """*batch* in one ``MULTI``/``EXEC`` (on a Cluster, its keys are in one slot)."""
         try:
             with self._redis.pipeline(transaction=True) as pipe:
                 if batch.absent:
                     # a new URL: written only if no other worker wrote it since
                     # this one looked (WATCH makes EXEC fail if one does now)
-                    watched = [self._record_prefix + fp for fp in batch.absent]
+                    watched = [self._record_key(queue, fp) for queue, fp in batch.absent]
                     pipe.watch(*watched)
                     if pipe.exists(*watched):
                         raise Conflict(f"a record that must be new exists in {self.url}")
                     pipe.multi()
+                if new:
+                    pipe.sadd(self._hosts_key, *new)
                 self._queue_writes(pipe, batch, rows)
-                if not pipe.command_stack:
+                if not len(pipe):
                     return
                 pipe.execute()
         except redis.WatchError as exc:
@@ -329,31 +376,27 @@ class RedisStore(Store):
             pipe.zrem(self._queue_key(queue), _member(directive, next_ms, fp))
         for queue, directive, next_ms, fp in batch.entries_put:
             pipe.zadd(self._queue_key(queue), {_member(directive, next_ms, fp): 0})
-        for fp, raw in batch.quarantined.items():
-            pipe.hset(self._quarantine_key, fp, raw)
-            pipe.delete(self._record_prefix + fp)
-        if batch.records_deleted:
-            pipe.delete(*(self._record_prefix + fp for fp in batch.records_deleted))
-        if batch.records:
-            pipe.mset({self._record_prefix + fp: raw for fp, raw in batch.records.items()})
+        for (queue, fp), raw in batch.quarantined.items():
+            pipe.hset(self._queue_key(queue, "x"), fp, raw)
+            pipe.delete(self._record_key(queue, fp))
+        for queue, fp in batch.records_deleted:
+            pipe.delete(self._record_key(queue, fp))
+        for (queue, fp), raw in batch.records.items():
+            pipe.set(self._record_key(queue, fp), raw)
         for queue, row in rows.items():
             self._write_row(pipe, queue, row)
         if batch.meta:
             pipe.hset(self._meta_key, mapping=batch.meta)  # type: ignore[arg-type]
-        gone = [fp for fp, mark in batch.pending.items() if mark is None]
-        kept = {fp: mark for fp, mark in batch.pending.items() if mark is not None}
-        if gone:
-            pipe.hdel(self._pending_key, *gone)
-        if kept:
-            pipe.hset(self._pending_key, mapping=kept)  # type: ignore[arg-type]
+        for (queue, fp), mark in batch.pending.items():
+            if mark is None:
+                pipe.hdel(self._queue_key(queue, "p"), fp)
+            else:
+                pipe.hset(self._queue_key(queue, "p"), fp, mark)
 
     def _write_row(self, pipe: Any, queue: str, row: dict[str, Any]) -> None:
         """Queue the difference between *row* and this worker's baseline (see the module docstring)."""
         key = self._queue_key(queue, "c")
-        old = self._baseline.get(queue)
-        if old is None:
-            pipe.sadd(self._hosts_key, queue)
-            old = {}
+        old = self._baseline.get(queue) or {}
         for name in row.keys() | old.keys():
             new_value, old_value = row.get(name), old.get(name)
             if name in ADDITIVE:
@@ -380,14 +423,15 @@ class RedisStore(Store):
         """Extend *worker*'s leases; return the queues whose lease it lost."""
         pipe = self._redis.pipeline(transaction=False)
         for queue in queues:
-            pipe.eval(_RENEW, 1, self._queue_key(queue, "lease"), worker, _ms(ttl))
+            # execute_command: redis-py's cluster pipeline has no eval()
+            pipe.execute_command("EVAL", _RENEW, 1, self._queue_key(queue, "lease"), worker, _ms(ttl))
         kept = self._call("Renewing host leases in", pipe.execute)
         return [queue for queue, ok in zip(queues, kept, strict=True) if not ok]
 
     def release(self, queues: list[str], worker: str) -> None:
         pipe = self._redis.pipeline(transaction=False)
         for queue in queues:
-            pipe.eval(_RELEASE, 1, self._queue_key(queue, "lease"), worker)
+            pipe.execute_command("EVAL", _RELEASE, 1, self._queue_key(queue, "lease"), worker)
         self._call("Releasing host leases in", pipe.execute)
 
     def holder(self, queue: str) -> str | None:
@@ -396,7 +440,11 @@ class RedisStore(Store):
 
     def heartbeat(self, worker: str, ttl: float) -> int:
         """Say *worker* is alive (server time); return how many workers are."""
-        seconds, micros = self._call("Reading from", self._redis.time)
+        if self.cluster:  # one clock for every worker: the node holding the list's
+            node = self._redis.get_node_from_key(self._workers_key)
+            seconds, micros = self._call("Reading from", self._redis.time, target_nodes=node)
+        else:
+            seconds, micros = self._call("Reading from", self._redis.time)
         now = seconds * 1000 + micros // 1000
         pipe = self._redis.pipeline(transaction=True)
         pipe.zadd(self._workers_key, {worker: now})
@@ -409,6 +457,35 @@ class RedisStore(Store):
 
     def close(self) -> None:
         self._redis.close()
+
+
+def split_by_queue(batch: Batch) -> list[Batch]:
+    """*batch* as one batch per queue it touches, plus one for its facts:
+    each part's keys share a Cluster hash slot (see the module docstring)."""
+    parts: dict[str | None, Batch] = {}
+
+    def part(queue: str | None) -> Batch:
+        return parts.setdefault(queue, Batch())
+
+    for entry in batch.entries_deleted:
+        part(entry[0]).entries_deleted.append(entry)
+    for entry in batch.entries_put:
+        part(entry[0]).entries_put.append(entry)
+    for where, raw in batch.records.items():
+        part(where[0]).records[where] = raw
+    for where, raw in batch.quarantined.items():
+        part(where[0]).quarantined[where] = raw
+    for where, mark in batch.pending.items():
+        part(where[0]).pending[where] = mark
+    for where in batch.absent:
+        part(where[0]).absent.append(where)
+    for where in batch.records_deleted:
+        part(where[0]).records_deleted.append(where)
+    for queue, raw in batch.hosts.items():
+        part(queue).hosts[queue] = raw
+    if batch.meta:
+        part(None).meta.update(batch.meta)
+    return list(parts.values())
 
 
 def _ms(seconds: float) -> int:

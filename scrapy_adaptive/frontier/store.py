@@ -29,23 +29,25 @@ class Batch:
     key, put the new one) is safe even if both keys are equal.
     """
 
-    records: dict[bytes, bytes] = field(default_factory=dict)  # fp -> record
+    #: (queue, fp) -> record.  Every URL-keyed item names its queue: a
+    #: clustered store keeps a URL's keys in its queue's hash slot
+    records: dict[tuple[str, bytes], bytes] = field(default_factory=dict)
     #: queue -> its counters, a JSON object (a shared store merges them key by key)
     hosts: dict[str, bytes] = field(default_factory=dict)
     meta: dict[str, bytes] = field(default_factory=dict)
     entries_put: list[tuple[str, int, int, bytes]] = field(default_factory=list)
     entries_deleted: list[tuple[str, int, int, bytes]] = field(default_factory=list)
-    #: unreadable records moved aside: fp -> their raw bytes (the record
-    #: itself is deleted, the bytes are kept under the quarantine prefix)
-    quarantined: dict[bytes, bytes] = field(default_factory=dict)
-    #: fp -> pending-delivery mark (None deletes it)
-    pending: dict[bytes, bytes | None] = field(default_factory=dict)
+    #: unreadable records moved aside: (queue, fp) -> their raw bytes (the
+    #: record itself is deleted, the bytes are kept under the quarantine prefix)
+    quarantined: dict[tuple[str, bytes], bytes] = field(default_factory=dict)
+    #: (queue, fp) -> pending-delivery mark (None deletes it)
+    pending: dict[tuple[str, bytes], bytes | None] = field(default_factory=dict)
     #: fingerprints whose records must not exist yet (a new URL): if one
     #: does, nothing is written and :class:`Conflict` is raised (on a shared
     #: store, another worker added the same URL a moment before)
-    absent: list[bytes] = field(default_factory=list)
-    #: records deleted for good (``scrapy frontier forget``)
-    records_deleted: list[bytes] = field(default_factory=list)
+    absent: list[tuple[str, bytes]] = field(default_factory=list)
+    #: records deleted for good (``scrapy frontier forget``): (queue, fp)
+    records_deleted: list[tuple[str, bytes]] = field(default_factory=list)
 
     def move_entry(self, old: tuple[str, int, int, bytes] | None, new: tuple[str, int, int, bytes]) -> None:
         """Re-key a URL in its queue: ``(queue, directive, next_ms, fp)``."""
@@ -72,7 +74,9 @@ class Store(ABC):
     """Bytes in, bytes out; no knowledge of Scrapy or of scheduling rules."""
 
     @abstractmethod
-    def get_record(self, fp: bytes) -> bytes | None: ...
+    def get_record(self, queue: str, fp: bytes) -> bytes | None:
+        """The record of *fp*, a URL of *queue* (a store keyed by fingerprint
+        alone may ignore *queue*; a clustered one finds the slot by it)."""
 
     @abstractmethod
     def queue_entries(
@@ -103,8 +107,11 @@ class Store(ABC):
 
     @abstractmethod
     def pending(self) -> Iterator[tuple[bytes, bytes]]:
-        """Every pending-delivery mark (what a restart re-delivers; grows
-        with the versions in flight at a stop, not with URLs)."""
+        """Every pending-delivery mark, ``(fp, mark)`` (what a restart
+        re-delivers; grows with the versions in flight at a stop, not with
+        URLs).  The mark names its URL's queue (:func:`~.pending.pending_mark`);
+        marks are those of queues whose counters were written (the frontier
+        writes them with a queue's first URL), as are quarantined records."""
 
     @abstractmethod
     def write(self, batch: Batch) -> None:
@@ -138,7 +145,7 @@ class MemoryStore(Store):
     def _sort_key(directive: int, next_ms: int, fp: bytes) -> tuple[int, int, bytes]:
         return (keys.MAX_DIRECTIVE - directive, next_ms, fp)
 
-    def get_record(self, fp: bytes) -> bytes | None:
+    def get_record(self, queue: str, fp: bytes) -> bytes | None:
         return self._records.get(fp)
 
     def queue_entries(
@@ -165,7 +172,7 @@ class MemoryStore(Store):
         yield from list(self._pending.items())
 
     def write(self, batch: Batch) -> None:
-        if any(fp in self._records for fp in batch.absent):
+        if any(fp in self._records for _, fp in batch.absent):
             raise Conflict("a record that must be new exists")
         for queue, directive, next_ms, fp in batch.entries_deleted:
             entries = self._queues.get(queue, [])
@@ -179,15 +186,15 @@ class MemoryStore(Store):
             i = bisect.bisect_left(entries, item)
             if i >= len(entries) or entries[i] != item:
                 entries.insert(i, item)
-        for fp, raw in batch.quarantined.items():
+        for (_, fp), raw in batch.quarantined.items():
             self._quarantined[fp] = raw
             self._records.pop(fp, None)
-        for fp in batch.records_deleted:
+        for _, fp in batch.records_deleted:
             self._records.pop(fp, None)
-        self._records.update(batch.records)
+        self._records.update((fp, raw) for (_, fp), raw in batch.records.items())
         self._hosts.update(batch.hosts)
         self._meta.update(batch.meta)
-        for fp, mark in batch.pending.items():
+        for (_, fp), mark in batch.pending.items():
             if mark is None:
                 self._pending.pop(fp, None)
             else:

@@ -17,6 +17,10 @@ interval's visits.
 
 An object in ``WaitParams.shared`` takes part when it has ``state()`` and
 ``restore(state)``; lists of such objects (the burst offsets) too.
+
+A worker of a shared frontier saves under a key of its own (*key*, see
+docs/shared-frontier.md): the aggregates describe the URLs *it*
+registered, under *its* epoch.
 """
 
 from __future__ import annotations
@@ -81,11 +85,11 @@ def restore_shared(shared: MutableMapping[str, Any], raw: bytes) -> list[str]:
     return restored
 
 
-def restore(store: Store, shared: MutableMapping[str, Any]) -> None:
+def restore(store: Store, shared: MutableMapping[str, Any], key: str = META_KEY) -> None:
     """Continue the budget and the learned priors of the last run; a state
     that cannot be read is reported and the crawl starts them afresh (the
     URL records are untouched)."""
-    raw = store.get_meta(META_KEY)
+    raw = store.get_meta(key)
     if raw is None:
         return
     try:
@@ -97,13 +101,13 @@ def restore(store: Store, shared: MutableMapping[str, Any]) -> None:
         logger.info("Policy state restored: %s", ", ".join(restored))
 
 
-def save(store: Store, shared: Mapping[str, Any]) -> None:
+def save(store: Store, shared: Mapping[str, Any], key: str = META_KEY) -> None:
     """Store the shared aggregates with the frontier (one atomic meta write)."""
     raw = dump_shared(shared)
     if raw is None:
         return
     try:
-        store.write(Batch(meta={META_KEY: raw}))
+        store.write(Batch(meta={key: raw}))
     except StoreError as exc:
         # the records are intact; only the aggregates are older on restart
         logger.error("Cannot save the policy state (%s): a restart will relearn it.", exc)
