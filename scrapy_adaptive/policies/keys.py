@@ -26,6 +26,9 @@ OBSERVATIONS = "o"
 LAST_MODIFIED_AGREEMENT = "lm"
 #: the rate policies (rate.py): the last estimate of λ (changes per second)
 ESTIMATE = "e"
+#: the rate policies: 1 while the first visit's Last-Modified age is believed
+#: unchecked (belief.py); dropped at the first revisit that compares it
+AGE_UNCHECKED = "ua"
 #: PopulationPrior (prior.py): this URL's contribution, ``[epoch, mode, variance]``
 PRIOR_CONTRIBUTION = "pp"
 #: RateAllocator (allocator.py): what this URL registered, ``[epoch, queue, rate]``
@@ -54,6 +57,7 @@ MEMORY_KEYS: Mapping[str, str] = MappingProxyType(
         "observations": OBSERVATIONS,
         "last_modified_agreement": LAST_MODIFIED_AGREEMENT,
         "estimate": ESTIMATE,
+        "age_unchecked": AGE_UNCHECKED,
         "prior_contribution": PRIOR_CONTRIBUTION,
         "allocation": ALLOCATION,
         "burst_state": BURST_STATE,

@@ -29,10 +29,11 @@ from ..frontier.hints import Hint
 from ..frontier.record import Visit
 from .allocator import RateAllocator
 from .base import WaitParams, WaitPolicy
+from .belief import HeaderBelief
 from .estimator import RateEstimator
 from .hint_decisions import accept, base_probability, confirmed_hint, hinted_visit, marginal_value
 from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, record_queue, visit_queue, visit_time
-from .keys import ESTIMATE, OBSERVATIONS
+from .keys import AGE_UNCHECKED, ESTIMATE, LAST_MODIFIED_AGREEMENT, OBSERVATIONS
 from .noise import NoiseDetector, NoiseVerdict
 from .prior import PopulationPrior
 
@@ -94,6 +95,8 @@ class _RatePolicy(WaitPolicy):
         self.noise_guard = noise or NoiseDetector(min_wait, suspect_run=noise_run)
         #: a stack entry's ``ADAPTIVE_WAIT_INITIAL`` (set by ``from_params``)
         self.initial: float | None = None
+        #: how far an unchecked first-visit Last-Modified age is believed (shared by a stack's instances)
+        self.header_belief = HeaderBelief()
 
     def _estimate(
         self, history: Mapping[str, Any], visit: Visit, memory: dict[str, Any]
@@ -107,15 +110,32 @@ class _RatePolicy(WaitPolicy):
         if NOISE_LEARNED in visit.annotations:
             self.estimator.retract_change(memory)
         if interval is None:
-            self.estimator.observe_age(memory, visit, now, self.min_wait)
+            if self.estimator.observe_age(memory, visit, now, self.min_wait):
+                memory[AGE_UNCHECKED] = 1
         elif not confirmed_hint(history, visit):  # timed by the change: see hints.py
             observed = self.estimator.observe(memory, interval, visit, history.get("fetched"), now)
-        log_rate, variance = self.estimator.posterior(memory, self.prior.get(self.fallback_rate()))
+            self._check_age(memory, visit)
+        prior = self.prior.get(self.fallback_rate())
+        log_rate, variance = self.estimator.posterior(memory, prior)
         rate = math.exp(log_rate)
         memory[ESTIMATE] = rate
         if memory.get(OBSERVATIONS):
             self.prior.update(memory, log_rate, variance)
+        if memory.get(AGE_UNCHECKED):
+            rate = self.header_belief.rate(visit_queue(visit), rate, math.exp(prior[0]))
         return rate, now, observed
+
+    def _check_age(self, memory: dict[str, Any], visit: Visit) -> None:
+        """The first revisit that saw the content and compared the
+        Last-Modified checks the first visit's age: its outcome teaches the
+        queue's :class:`~.belief.HeaderBelief`.  A 304 acted on
+        (``trusted``) saw nothing, so the age stays unchecked."""
+        if not memory.get(AGE_UNCHECKED) or visit.validation == "trusted":
+            return
+        agreement = memory.get(LAST_MODIFIED_AGREEMENT)
+        if agreement:
+            self.header_belief.note(visit_queue(visit), agreement[1] > 0)
+            del memory[AGE_UNCHECKED]
 
     def fallback_rate(self) -> float | None:
         """The prior's centre until the population has taught it one: the
@@ -186,6 +206,7 @@ class ProportionalWaitPolicy(_RatePolicy):
             params.shared["rate_allocator"] = allocator  # one budget for the whole stack
         policy = cls(allocator, estimator=scaled_estimator(params))
         policy.initial = params.initial
+        policy.header_belief = params.shared.setdefault("header_belief", policy.header_belief)
         return policy
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
@@ -298,6 +319,7 @@ class PrecisionWaitPolicy(_RatePolicy):
             estimator=scaled_estimator(params),
         )
         policy.initial = params.initial
+        policy.header_belief = params.shared.setdefault("header_belief", policy.header_belief)
         return policy
 
     def fallback_rate(self) -> float | None:
