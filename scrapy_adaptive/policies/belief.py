@@ -25,6 +25,14 @@ accordingly; where old headers are caught lying q stays high and the next
 old page is checked on the population's time scale.  Nothing here is a
 time constant: λ₀ is the crawl's own, and q a ratio of counts.
 
+A URL's own full revisits are checks too: a changed page whose header did
+not move is a lie (q = 1: the caught liar is then revisited at its real
+rate, ``estimator.py``), one whose header moved with it is honest, and an
+unchanged one multiplies the odds of a lie by :func:`unchanged_evidence`;
+the check ends when the header's claim dominates the mixture (q·λ₀ ≤ λ̂).
+Until then the frontier verifies the URL's fetches
+(``change.trust.url_trusted``): a 304 acted on would say nothing.
+
 The counts are a cache of what the crawl saw since it started (not saved):
 after a restart they start again from the uninformed q = ½ for the URLs
 still unchecked.
@@ -32,6 +40,7 @@ still unchecked.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 #: weight, in checks, of the crawl-wide share of lying headers in a host's own
@@ -58,12 +67,29 @@ class HeaderBelief:
         counts[lied] += 1
         self.total[lied] += 1
 
-    def rate(self, queue: str, believed: float, typical: float) -> float:
+    def url_lie_probability(self, queue: str, evidence: float) -> float:
+        """q for one URL whose own checks so far multiply the odds of a lie
+        by *evidence* (the likelihood ratio, 1 before any)."""
+        q = self.lie_probability(queue)
+        return q * evidence / (q * evidence + 1.0 - q)
+
+    def rate(self, queue: str, believed: float, typical: float, evidence: float = 1.0) -> float:
         """The rate of a URL whose first-visit age is unchecked: *believed*
         (λ̂, the header taken at its word) mixed with *typical* (λ₀) by q.
         A header claiming a rate at or above the typical one is taken as it
         is: believing it costs fetches, not versions."""
         if not believed < typical:
             return believed
-        q = self.lie_probability(queue)
+        q = self.url_lie_probability(queue, evidence)
         return (1.0 - q) * believed + q * typical
+
+
+def unchanged_evidence(typical: float, interval: float) -> float:
+    """The likelihood ratio (lying header : honest one) of a full revisit that
+    found the content unchanged after *interval* seconds, the header
+    consistent: a page that lies changes at about the *typical* rate and
+    would have changed with probability 1 − e^(−λ₀t), an honest slow page
+    hardly.  Successive unchanged checks multiply; the URL's next check is
+    then timed further off, about twice as far after each (a doubling
+    verification of its own "no change", derived rather than assumed)."""
+    return math.exp(-max(0.0, typical * interval))

@@ -26,10 +26,10 @@ from typing import Any
 
 from ..change.noise import NOISE_LEARNED
 from ..frontier.hints import Hint
-from ..frontier.record import Visit
+from ..frontier.record import ChangeState, Visit
 from .allocator import RateAllocator
 from .base import WaitParams, WaitPolicy
-from .belief import HeaderBelief
+from .belief import HeaderBelief, unchanged_evidence
 from .estimator import RateEstimator
 from .hint_decisions import accept, base_probability, confirmed_hint, hinted_visit, marginal_value
 from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, record_queue, visit_queue, visit_time
@@ -114,7 +114,7 @@ class _RatePolicy(WaitPolicy):
                 memory[AGE_UNCHECKED] = 1
         elif not confirmed_hint(history, visit):  # timed by the change: see hints.py
             observed = self.estimator.observe(memory, interval, visit, history.get("fetched"), now)
-            self._check_age(memory, visit)
+            self._check_age(memory, visit, interval)
         log_rate, variance = self.estimator.posterior(memory, self.prior.get(self.fallback_rate()))
         rate = math.exp(log_rate)
         memory[ESTIMATE] = rate
@@ -122,31 +122,48 @@ class _RatePolicy(WaitPolicy):
             self.prior.update(memory, log_rate, variance)
         return rate, now, observed
 
-    def _check_age(self, memory: dict[str, Any], visit: Visit) -> None:
-        """The first revisit after an unchecked age ends it.  If it saw the
-        content and compared the Last-Modified, its outcome teaches the
-        queue's :class:`~.belief.HeaderBelief`; a 304 acted on (``trusted``)
-        saw nothing and is not counted, and the URL is left to its host's
-        verification schedule, so the check costs at most one early revisit."""
-        if not memory.pop(AGE_UNCHECKED, None) or visit.validation == "trusted":
-            return
+    def _check_age(self, memory: dict[str, Any], visit: Visit, interval: float) -> None:
+        """A full revisit checks the first visit's age (:mod:`.belief`): a lie
+        or a header that moved with the content ends the check and teaches
+        the queue's :class:`~.belief.HeaderBelief`; unchanged content under a
+        consistent header makes a lie less likely, and ends the check once
+        the header's claim dominates.  A 304 acted on saw nothing."""
+        evidence = memory.get(AGE_UNCHECKED)
         agreement = memory.get(LAST_MODIFIED_AGREEMENT)
-        if agreement:
-            self.header_belief.note(visit_queue(visit), agreement[1] > 0)
+        if not evidence or visit.validation == "trusted" or visit.change is ChangeState.UNKNOWN:
+            return
+        queue = visit_queue(visit)
+        if not agreement or agreement[1] > 0 or visit.change is ChangeState.CHANGED:
+            del memory[AGE_UNCHECKED]  # no header any more, or caught lying, or it moved with the content
+            if agreement:
+                self.header_belief.note(queue, agreement[1] > 0)
+            return
+        typical = self.typical_rate()
+        evidence = float(evidence) * unchanged_evidence(typical, interval)
+        believed = float(memory.get(ESTIMATE) or 0.0)
+        if self.header_belief.url_lie_probability(queue, evidence) * typical <= believed:
+            del memory[AGE_UNCHECKED]
+            self.header_belief.note(queue, False)
+        else:
+            memory[AGE_UNCHECKED] = evidence
+
+    def typical_rate(self) -> float:
+        """λ₀: the rate of a URL nothing is known of (the prior's centre)."""
+        return math.exp(self.prior.get(self.fallback_rate())[0])
 
     def first_check_rate(self, memory: Mapping[str, Any], visit: Visit, rate: float) -> float:
         """The rate the next visit is timed at while the first visit's age is
         unchecked: *rate* (the header believed) mixed with the population's
-        typical rate by the queue's :class:`~.belief.HeaderBelief`.
+        typical rate by the URL's odds of a lie (:class:`~.belief.HeaderBelief`).
 
         Only the timing: the URL's budget share stays at *rate*, since the
-        mixture stands for one check, not a steady rate (registered, it
+        mixture stands for a few checks, not a steady rate (registered, it
         overstated the plan's demand and left a tenth more of the budget
         unspent in the changing-web smoke run)."""
-        if not memory.get(AGE_UNCHECKED):
+        evidence = memory.get(AGE_UNCHECKED)
+        if not evidence:
             return rate
-        typical = math.exp(self.prior.get(self.fallback_rate())[0])
-        return self.header_belief.rate(visit_queue(visit), rate, typical)
+        return self.header_belief.rate(visit_queue(visit), rate, self.typical_rate(), float(evidence))
 
     def fallback_rate(self) -> float | None:
         """The prior's centre until the population has taught it one: the
