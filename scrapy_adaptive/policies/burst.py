@@ -82,9 +82,6 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
     ) -> None:
         super().__init__(allocator, estimator=estimator, **kwargs)
         self.offsets = offsets or offset_priors(allocator.epoch)
-        #: intervals observed that started in each state, crawl-wide (a cache:
-        #: a restarted crawl counts again from its next visits)
-        self.state_counts = [0] * len(STATES)
 
     @classmethod
     def from_params(cls, params: WaitParams) -> BurstWaitPolicy:
@@ -92,7 +89,6 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
         policy = super().from_params(params)
         assert isinstance(policy, BurstWaitPolicy)
         policy.offsets = params.shared.setdefault("burst_offsets", policy.offsets)
-        policy.state_counts = params.shared.setdefault("burst_state_counts", policy.state_counts)
         return policy
 
     def _learn_offsets(self, memory: dict[str, Any], overall: float) -> None:
@@ -133,25 +129,7 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
         """λ_s = λ̄·e^(δ_s), δ_s the population offset (0 before the first visit's verdict)."""
         if state not in STATES:
             return overall
-        return overall * math.exp(self.offsets[state].get()[0]) * self.state_balance()
-
-    def state_balance(self) -> float:
-        """C = Σ π_s·e^(−δ_s), π_s the share of intervals that start in state s.
-
-        The allocator plans each URL at its mean rate λ̄, one visit every
-        r/λ̄; cut at λ̄·e^(δ_s) the intervals average r/λ̄ · Σ π_s·e^(−δ_s), so
-        with quiet states common and slow the plan was not spent (issue 13:
-        0.89 of the budget after the first pass of the changing web, with the
-        feedback loop at its limit).  Timing every state at λ̄·e^(δ_s)·C keeps
-        the offsets' ratios and makes the mean interval the planned one, for
-        every URL alike, so the budget shares are untouched (registering each
-        URL's state rate instead changed them and lost 3 points on the
-        replay).  1 before any interval is counted.
-        """
-        total = sum(self.state_counts)
-        if not total:
-            return 1.0
-        return sum(n * math.exp(-self.offsets[s].get()[0]) for s, n in zip(STATES, self.state_counts)) / total
+        return overall * math.exp(self.offsets[state].get()[0])
 
     def schedule_rate(self, memory: dict[str, Any], visit: Visit, rate: float, *, first: bool, observed: bool) -> float:
         """File the new observation under the state it started from, move to
@@ -160,8 +138,6 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
         if observed:
             last = memory[OBSERVATIONS][-1]
             memory[OBSERVATIONS][-1] = [last[0], last[1], state]
-            if state in STATES:
-                self.state_counts[state] += 1
             self._learn_offsets(memory, rate)
         if not first and visit.change is ChangeState.CHANGED:
             memory[BURST_STATE] = 0
