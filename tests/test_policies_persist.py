@@ -99,6 +99,7 @@ def test_the_stored_memory_keys_stay_readable() -> None:
         "observations": "o",
         "last_modified_agreement": "lm",
         "estimate": "e",
+        "age_unchecked": "ua",
         "prior_contribution": "pp",
         "allocation": "al",
         "burst_state": "s",

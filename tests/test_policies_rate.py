@@ -487,3 +487,100 @@ def test_a_frozen_last_modified_loses_the_age_it_gave() -> None:
     assert memory["lm"] == [0, 3]
     assert [kind for _, kind in memory["o"]] == [1, 1, 1, 1]
     assert est.estimate(memory, (math.log(1 / DAY), 2.0)) > 1 / (4 * 3600)
+
+
+def _first_visit(policy: ProportionalWaitPolicy, url: str, now: float, modified: float | None) -> tuple[float, dict]:
+    v = Visit(Outcome.VISITED, status=200, change=ChangeState.CHANGED, url=url, fetched=now, queue="h")
+    v.last_modified = None if modified is None else formatdate(modified, usegmt=True)
+    wait = policy.next_wait({"visits": 0, "discovered": now, "policy": {}}, v)
+    assert v.policy_state is not None
+    return wait, v.policy_state
+
+
+def _check_revisit(policy: ProportionalWaitPolicy, url: str, state: dict, then: float, now: float, lied: bool) -> dict:
+    """The first full revisit of a URL whose Last-Modified said a week: the
+    content changed under the same header (a lie) or with it (honest)."""
+    v = Visit(Outcome.VISITED, status=200, change=ChangeState.CHANGED, url=url, fetched=now, queue="h")
+    v.validation = "verified"
+    v.last_modified = formatdate(then - 7 * DAY if lied else now - 1, usegmt=True)
+    policy.next_wait({"visits": 1, "fetched": then, "wait": now - then, "policy": state}, v)
+    assert v.policy_state is not None
+    return v.policy_state
+
+
+def test_an_unchecked_old_last_modified_is_believed_as_far_as_the_population_says() -> None:
+    """Issue 13's liars: a first visit whose Last-Modified claims a week held
+    the page at a week's rate, so a header that never moves was not revisited
+    (nor caught) in a 20-minute crawl.  Until its first revisit checks it, such
+    a URL's rate mixes the header's with the population's by q, the share of
+    this host's old headers caught lying: a first check on the population's
+    time scale, later ones further apart where old headers keep proving
+    honest, sooner where they lie."""
+    t0 = 1.7e9
+    alloc = RateAllocator(2000 / DAY, min_wait=10, max_wait=30 * DAY, epoch="t")
+    policy = ProportionalWaitPolicy(alloc)
+    uninformed = [_first_visit(policy, f"https://h.example/u{i}", t0, None)[0] for i in range(20)]
+    typical = max(uninformed)
+    week_old, state = _first_visit(policy, "https://h.example/old", t0, t0 - 7 * DAY)
+    assert state["ua"] == 1
+    assert week_old < 10 * typical < DAY  # before: about a week
+    for honest in range(8):  # the host's old headers prove honest ...
+        url = f"https://h.example/honest{honest}"
+        _, st = _first_visit(policy, url, t0, t0 - 7 * DAY)
+        assert "ua" not in _check_revisit(policy, url, st, t0, t0 + 600, lied=False)
+    after_honest, _ = _first_visit(policy, "https://h.example/old2", t0 + 600, t0 - 7 * DAY)
+    assert after_honest > 2 * week_old
+    for liar in range(8):  # ... then as many lie
+        url = f"https://h.example/liar{liar}"
+        _, st = _first_visit(policy, url, t0, t0 - 7 * DAY)
+        _check_revisit(policy, url, st, t0, t0 + 600, lied=True)
+    after_lies, _ = _first_visit(policy, "https://h.example/old3", t0 + 600, t0 - 7 * DAY)
+    assert after_lies < after_honest / 2
+    assert policy.header_belief.lie_probability("h") == pytest.approx((8 + 2 * 9 / 18) / 18)
+
+
+def test_a_304_acted_on_does_not_count_as_a_check() -> None:
+    """A revisit answered by a trusted 304 saw no content: the header was not
+    checked, so the host's belief does not count it and the age stays
+    unchecked, which makes the frontier verify the URL's next fetch."""
+    from scrapy_adaptive.change.trust import TrustParams, url_trusted
+
+    t0 = 1.7e9
+    policy = ProportionalWaitPolicy(RateAllocator(2000 / DAY, min_wait=10, max_wait=30 * DAY, epoch="t"))
+    _, state = _first_visit(policy, "https://h.example/p", t0, t0 - 7 * DAY)
+    assert not url_trusted(None, TrustParams(), state)
+    v = Visit(Outcome.VISITED, status=304, change=ChangeState.UNCHANGED, url="https://h.example/p", queue="h")
+    v.validation, v.fetched = "trusted", t0 + 600
+    v.last_modified = formatdate(t0 - 7 * DAY, usegmt=True)
+    policy.next_wait({"visits": 1, "fetched": t0, "wait": 600, "policy": state}, v)
+    assert policy.header_belief.counts == {}
+    assert v.policy_state is not None and v.policy_state["ua"] == 1
+
+
+def test_unchanged_checks_space_out_and_end_the_check() -> None:
+    """An honest old page found unchanged at its checks: each multiplies its
+    odds of a lie by e^(−λ₀t), so its next check comes further off (about
+    doubling), until the header's claim dominates; then the check ends, counts
+    as honest, and the URL's fetches may act on its validators again."""
+    from scrapy_adaptive.change.trust import TrustParams, url_trusted
+
+    t0 = 1.7e9
+    alloc = RateAllocator(2000 / DAY, min_wait=10, max_wait=30 * DAY, epoch="t")
+    policy = ProportionalWaitPolicy(alloc)
+    for i in range(20):
+        _first_visit(policy, f"https://h.example/u{i}", t0, None)
+    url, frozen = "https://h.example/old", formatdate(t0 - 7 * DAY, usegmt=True)
+    wait, state = _first_visit(policy, url, t0, t0 - 7 * DAY)
+    waits, now, visits = [wait], t0, 1
+    while "ua" in state and visits < 30:
+        v = Visit(Outcome.VISITED, status=200, change=ChangeState.UNCHANGED, url=url, queue="h")
+        v.validation, v.last_modified, v.fetched = "verified", frozen, now + wait
+        wait = policy.next_wait({"visits": visits, "fetched": now, "wait": wait, "policy": state}, v)
+        now, visits = now + waits[-1], visits + 1
+        assert v.policy_state is not None
+        state = v.policy_state
+        waits.append(wait)
+    assert "ua" not in state and url_trusted(None, TrustParams(), state)
+    assert 3 <= visits <= 12
+    assert all(b > 1.3 * a for a, b in zip(waits[:-2], waits[1:-1]))
+    assert policy.header_belief.counts["h"] == [1, 0]

@@ -27,6 +27,7 @@ this module only computes.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -107,7 +108,14 @@ class Trust:
         return self.right / self.unchanged_seen if self.unchanged_seen else None
 
 
-def url_trusted(record: list[int] | None, params: TrustParams) -> bool:
+#: the key of a wait policy's per-URL memory (``record.policy``) under which
+#: it still checks the URL's first-visit Last-Modified
+#: (``policies/belief.py``): such a URL's fetches are verified, since a 304
+#: acted on would say nothing about whether the header lies
+HEADER_UNCHECKED = "ua"
+
+
+def url_trusted(record: list[int] | None, params: TrustParams, policy: Mapping[str, Any] | None = None) -> bool:
     """Whether a URL's own validators may be acted on (its host's schedule
     then decides how often they are verified).
 
@@ -117,8 +125,11 @@ def url_trusted(record: list[int] | None, params: TrustParams) -> bool:
     ETag never moves while its content does is right only between changes,
     so it earns trust back ever more slowly, while the other URLs of an
     honest host keep theirs (a host-level record alone trusted such pages
-    most of the time, and each caught lie reset the whole host).
+    most of the time, and each caught lie reset the whole host).  Nor is a
+    URL whose wait policy (its memory, *policy*) still checks its header.
     """
+    if policy and policy.get(HEADER_UNCHECKED):
+        return False
     if not record:
         return True
     lies, right = int(record[0]), int(record[1])

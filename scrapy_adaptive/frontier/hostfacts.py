@@ -114,7 +114,7 @@ class HostFacts:
         out = self._out.get(fp)
         if out is None:
             return True
-        if not url_trusted(out.record.validator_lies, self.trust_params):
+        if not url_trusted(out.record.validator_lies, self.trust_params, out.record.policy):
             return True
         q = self._queues[out.queue]
         trust = Trust.from_dict(q.trust)

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from ..change.trust import HEADER_UNCHECKED
+
 #: RateEstimator (estimator.py): the last observations, each ``[seconds,
 #: kind]`` (kind: ``estimator.UNCHANGED`` / ``CHANGED`` / ``EXACT``), with a
 #: third slot in BurstWaitPolicy: the burst state the interval started from
@@ -26,6 +28,10 @@ OBSERVATIONS = "o"
 LAST_MODIFIED_AGREEMENT = "lm"
 #: the rate policies (rate.py): the last estimate of λ (changes per second)
 ESTIMATE = "e"
+#: the rate policies: while the first visit's Last-Modified age is unchecked,
+#: the likelihood ratio of the checks so far (belief.py); the frontier then
+#: verifies the URL's fetches (``change.trust.url_trusted``)
+AGE_UNCHECKED = HEADER_UNCHECKED
 #: PopulationPrior (prior.py): this URL's contribution, ``[epoch, mode, variance]``
 PRIOR_CONTRIBUTION = "pp"
 #: RateAllocator (allocator.py): what this URL registered, ``[epoch, queue, rate]``
@@ -54,6 +60,7 @@ MEMORY_KEYS: Mapping[str, str] = MappingProxyType(
         "observations": OBSERVATIONS,
         "last_modified_agreement": LAST_MODIFIED_AGREEMENT,
         "estimate": ESTIMATE,
+        "age_unchecked": AGE_UNCHECKED,
         "prior_contribution": PRIOR_CONTRIBUTION,
         "allocation": ALLOCATION,
         "burst_state": BURST_STATE,
