@@ -18,8 +18,8 @@ from tests.mockserver import MockServer
 from tests.test_frontier import add, fp
 
 
-def page(status: int, digest: str) -> Visit:
-    return Visit(Outcome.VISITED, status=status, digest=digest)
+def page(status: int, digest: str, content_type: str = "text/html; charset=utf-8") -> Visit:
+    return Visit(Outcome.VISITED, status=status, digest=digest, content_type=content_type)
 
 
 def out_frontier(urls: int, soft404_urls: int = 3) -> tuple[Frontier, list[bytes]]:
@@ -55,6 +55,14 @@ def test_a_digest_many_urls_share_is_a_parked_page_and_the_counts_are_bounded() 
         f.page_kind(one, page(200, f"sha1:{i}"))
     [q] = f.queues()
     assert len(q.soft404.shared) == MAX_SHARED_DIGESTS
+
+
+def test_images_many_urls_share_are_content_not_parked_pages() -> None:
+    f, fps = out_frontier(4, soft404_urls=3)
+    kinds = [f.page_kind(u, page(200, "sha1:spacer", "image/gif")) for u in fps]
+    assert kinds == [None, None, None, None]
+    assert f.page_kind(fps[0], page(404, "sha1:nf", "image/png")) is None
+    assert f.page_kind(fps[1], page(200, "sha1:nf", "image/png")) is None
 
 
 def test_an_unknown_url_is_never_judged() -> None:

@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..change.trust import Trust, TrustParams, observe_url, url_trusted
+from ..matching import media_type
 from . import hints
 from .hints import Hint, HintResult
 from .hostqueue import MAX_SHARED_DIGESTS, Entry, HostQueue
@@ -32,6 +33,8 @@ VALIDATOR_LIE = "validatorLie"
 #: crawl-log annotations (and visit kinds) of pages that are not the URL's content
 SOFT_404 = "soft404"
 PARKED = "parked"
+#: the media types soft-404 and parked pages are served as
+WEB_PAGES = frozenset(("text/html", "application/xhtml+xml"))
 
 
 class HostFacts:
@@ -74,11 +77,15 @@ class HostFacts:
         A 404/410 page's digest becomes its host's *not-found* page; a
         successful page with that digest is a soft 404.  A digest that
         ``soft404_urls`` different URLs of the host got is a *parked* page
-        (a placeholder served for everything), from that URL on.
+        (a placeholder served for everything), from that URL on.  Only web
+        pages are judged: an image or a file that many URLs share (a spacer, a
+        default avatar) is content like any other, not a placeholder page.
         """
         out = self._out.get(fp)
         q = self._queues.get(out.queue) if out is not None else None
         if q is None or visit.outcome is not Outcome.VISITED or visit.digest is None or visit.status is None:
+            return None
+        if media_type(visit.content_type) not in WEB_PAGES:
             return None
         facts = q.soft404
         if visit.status in (404, 410):
