@@ -48,6 +48,15 @@ def crawl_args(site: DemoSiteProcess, job: Path, *settings: str) -> list[str]:
     return cmd
 
 
+def run_demo_crawl(
+    site: DemoSiteProcess, job: Path, *settings: str, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """The sample project's crawl of the demo site, run to its end."""
+    return subprocess.run(
+        crawl_args(site, job, *settings), cwd=SAMPLE, env=_env(), capture_output=True, text=True, timeout=timeout
+    )
+
+
 def frontier(job: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """``scrapy frontier ARGS --jobdir JOB`` in the sample project, as a user types it."""
     return subprocess.run(
@@ -80,14 +89,7 @@ def stopped(site: DemoSiteProcess) -> Iterator[tuple[Path, str]]:
     # short: a Unix socket path holds at most 107 bytes
     root = Path(tempfile.mkdtemp(prefix="fc-"))
     job = root / "job"
-    done = subprocess.run(
-        crawl_args(site, job, "CLOSESPIDER_TIMEOUT=6"),
-        cwd=SAMPLE,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
+    done = run_demo_crawl(site, job, "CLOSESPIDER_TIMEOUT=6", timeout=90)
     assert done.returncode == 0, done.stderr[-3000:]
     yield job, done.stderr
     shutil.rmtree(root, ignore_errors=True)
@@ -127,14 +129,7 @@ def test_on_a_stopped_crawl_report_url_export_forget_seed(site: DemoSiteProcess,
     assert len(after) == urls - 2 and not any("photo-01" in u or "photo-02" in u for u in after)
 
     # the crawl goes on from there: the forget is no rollback, the seed is fetched
-    done = subprocess.run(
-        crawl_args(site, job, "CLOSESPIDER_TIMEOUT=3"),
-        cwd=SAMPLE,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_demo_crawl(site, job, "CLOSESPIDER_TIMEOUT=3", timeout=60)
     assert done.returncode == 0 and "rolled back" not in done.stderr, done.stderr[-3000:]
     assert f"{seeded} (queued)" in done.stderr
     assert frontier(job, "url", seeded).returncode == 0  # in the frontier (fetched when its turn comes)
@@ -241,14 +236,7 @@ def test_a_redis_backed_worker_stopped_and_running(site: DemoSiteProcess, redis_
     job = root / "job"
     store = f"ADAPTIVE_STORE_URL={redis_url}"
     try:
-        done = subprocess.run(
-            crawl_args(site, job, store, "CLOSESPIDER_TIMEOUT=4"),
-            cwd=SAMPLE,
-            env=_env(),
-            capture_output=True,
-            text=True,
-            timeout=90,
-        )
+        done = run_demo_crawl(site, job, store, "CLOSESPIDER_TIMEOUT=4", timeout=90)
         assert done.returncode == 0, done.stderr[-3000:]
         assert not (job / "adaptive" / "frontier.ldb").exists()
         # without the store setting: the marker's URL (no password) serves
