@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from scrapy import Request
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive import meta
+from scrapy_adaptive.change import noise
+from scrapy_adaptive.change.rules import DigestRules
 from scrapy_adaptive.frontier import ChangeState, Outcome
 from scrapy_adaptive.spidermiddlewares.visit import VisitMiddleware, evaluate, is_embed
 
@@ -59,3 +63,46 @@ def test_embed_hops_off_leaves_requests_alone() -> None:
     request = Request("http://example.com/a.png")
     assert mw._child(request, response()) is request
     assert meta.EMBED_HOPS not in request.meta
+
+
+class Commits:
+    """The frontier services the middleware talks to, keeping the verdicts."""
+
+    def __init__(self) -> None:
+        self.visits: list[Any] = []
+
+    def commit(self, request: Request, visit: Any) -> None:
+        self.visits.append(visit)
+
+    def verify(self, request: Request) -> bool:
+        return True
+
+
+def test_a_hand_written_regex_rule_is_never_replaced_by_learned_noise() -> None:
+    clock_page = "<html><body><p>Server time {} UTC</p><p>Story</p></body></html>"
+    rules = DigestRules.from_settings(
+        [{"url": r"/lab/regex", "rule": "regex", "patterns": [r"Server time \d+"]}], "exact", 1_048_576
+    )
+    commits = Commits()
+    mw = VisitMiddleware(get_crawler().stats, commits, rules=rules)  # type: ignore[arg-type]
+    # a sibling page (same host, folder, extension) learned the clock line
+    learned = noise.learn(
+        noise.sketch(noise.segments_of(html("http://example.com/lab/exact.html", clock_page.format(1)))),
+        noise.segments_of(html("http://example.com/lab/exact.html", clock_page.format(2))),
+    ).exclusions
+    assert learned
+    mw.noise_pool.add("http://example.com/lab/exact.html", learned)
+    page = html("http://example.com/lab/regex.html", clock_page.format(3))
+    page.request.meta[meta.FP] = b"fp"  # type: ignore[union-attr]
+    mw.process_spider_input(page)
+    [visit] = commits.visits
+    assert visit.digest.startswith("regex:sha1:") and visit.noise is None  # the user's rule, as written
+    # a page under the default rule adopts the sibling's exclusions
+    other = html("http://example.com/lab/other.html", clock_page.format(4))
+    other.request.meta[meta.FP] = b"fp2"  # type: ignore[union-attr]
+    mw.process_spider_input(other)
+    assert commits.visits[1].digest.startswith("noise:")
+
+
+def html(url: str, body: str) -> HtmlResponse:
+    return HtmlResponse(url, body=body.encode(), request=Request(url))

@@ -50,7 +50,7 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from .. import meta
 from ..change import noise
-from ..change.digest import Digester, ItemsDigester, items_digest, payload_digest
+from ..change.digest import Digester, ItemsDigester, RegexDigester, items_digest, payload_digest
 from ..change.rules import DigestRules, build_digester
 from ..dates import parse_http_date
 from ..delivery import Ticket, ticket_of
@@ -222,7 +222,9 @@ class VisitMiddleware:
                 request.meta[meta.PENDING_VISIT] = (base_visit(response), digester, record)
                 return
             visit = evaluate(response, record, digester)
-            if self.noise_learning:
+            # a hand-written regex rule already says what the noise is: learned
+            # (or a sibling's) exclusions must not replace the user's rule
+            if self.noise_learning and digester.name != RegexDigester.name:
                 self._noise(response, record, visit)
         self.services.commit(request, visit)
         self._after_verdict(request, visit)
