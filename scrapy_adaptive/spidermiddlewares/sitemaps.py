@@ -136,19 +136,20 @@ class SitemapsMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SitemapsMiddleware:
-        mw = cls(
+        return cls(
             crawler.stats,  # type: ignore[arg-type]
             max_size=crawler.settings.getint("DOWNLOAD_MAXSIZE"),
             crawler=crawler,
         )
-        crawler.signals.connect(mw._on_response_received, signals.response_received)
-        return mw
 
     def bind(self, services: Any, config: AdaptiveConfig) -> None:
         """Called by the scheduler at open, with the crawl's parsed settings."""
         self.sitemaps = tuple(config.sitemaps)
         self.feeds = tuple(config.feeds)
         self.from_robots = config.sitemaps_from_robots
+        if self.from_robots and self.crawler is not None:
+            # a handler on every response only when robots.txt lines are wanted
+            self.crawler.signals.connect(self._on_response_received, signals.response_received)
 
     # -- seeds ---------------------------------------------------------------------
 
@@ -162,7 +163,7 @@ class SitemapsMiddleware:
 
     def _on_response_received(self, response: Response, request: Request, spider: Any) -> None:
         """A robots.txt passed: request its ``Sitemap:`` lines."""
-        if not self.from_robots or response.status != 200 or urlparse_cached(request).path != "/robots.txt":
+        if response.status != 200 or urlparse_cached(request).path != "/robots.txt":
             return
         engine = self.crawler.engine if self.crawler is not None else None
         if engine is None:

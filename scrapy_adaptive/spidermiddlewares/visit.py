@@ -235,7 +235,8 @@ class VisitMiddleware:
         changed = visit.change is ChangeState.CHANGED
         first = record.get("digest") is None
         validators = visit.etag is not None or usable_last_modified(visit.last_modified, self.clock())
-        pooled = self.noise_pool.offer(response.url)
+        # siblings' exclusions are for pages without validators (step() ignores them otherwise)
+        pooled = [] if validators else self.noise_pool.offer(response.url)
         if visit.digest is None or not noise.needs_text(
             state, changed=changed, first=first, validators=validators, pooled=bool(pooled)
         ):
