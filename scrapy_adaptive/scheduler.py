@@ -228,7 +228,7 @@ class AdaptiveScheduler(BaseScheduler):
             self.refusal.refuse(str(exc))
             return None
         self._checkpoint(clean=False)
-        if frontier.redelivered:
+        if frontier.redelivered and frontier.sharing is None:  # a shared frontier logs its own (sharing.py)
             logger.info(
                 "%d URLs had versions not confirmed delivered when the last crawl stopped; they are fetched "
                 "again now so their items are produced again.",
@@ -534,6 +534,8 @@ class AdaptiveScheduler(BaseScheduler):
         try:
             if self.frontier.rebalance():
                 self._arm_wake()
+            if self.frontier.redelivered:  # a shared frontier takes back versions of stopped workers
+                self.stats.set_value("adaptive/delivery/redelivered", self.frontier.redelivered)
             self._share_budget()
             if self.delivery is not None:
                 self.delivery.flush()

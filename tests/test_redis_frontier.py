@@ -8,6 +8,7 @@ for the session (testsite/redisserver.py).
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import time
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 from scrapy import Request
 
-from scrapy_adaptive.frontier import Frontier, Outcome, Politeness, Visit
+from scrapy_adaptive.frontier import ChangeState, Frontier, Outcome, Politeness, Visit
 from scrapy_adaptive.frontier.redis_store import RedisStore
 from scrapy_adaptive.frontier.sharing import Sharing
 from tests.test_scheduler import URLS, Pages, build, drain, in_loop, visited
@@ -119,6 +120,39 @@ def test_a_killed_workers_hosts_move_after_its_lease_and_its_out_urls_are_due_ag
     # were A only stalled, its next rebalance finds its leases lost: it issues nothing more
     a.rebalance()
     assert a.sharing is not None and a.sharing.held == set() and a.next() is None
+    b.leave()
+
+
+def test_undelivered_versions_stay_their_workers_until_it_stops(redis_url: str) -> None:
+    """A version waits for the delivery of the worker that captured it: a
+    worker starting or taking the host meanwhile leaves it alone (it would
+    fetch it again and write the record under the other's feet).  Once that
+    worker is gone (killed), the host's new holder takes it back: due again,
+    judged against what was delivered."""
+    a = frontier(redis_url, "A", ttl=2.0)
+    for host in HOSTS:
+        add(a, f"http://{host}/1")
+    for url in issue_all(a):
+        v = Visit(Outcome.VISITED, wait=3600.0, status=200, change=ChangeState.CHANGED, digest="text:sha1:new")
+        a.update(hashlib.sha1(url.encode()).digest(), v, deliver=True)
+    marks = {fp: json.loads(m) for fp, m in a.store.pending()}
+    assert len(marks) == len(HOSTS) and all(m["w"] == "A" and m["d"] is None for m in marks.values())
+    b = frontier(redis_url, "B", ttl=2.0)
+    a.rebalance()  # A gives two hosts back; B takes them while A is alive
+    b.rebalance()
+    assert b.sharing is not None and len(b.sharing.held) == 2
+    assert b.redelivered == 0 and len(dict(b.store.pending())) == len(HOSTS) and issue_all(b) == {}
+    # A is killed: its leases and its heartbeat lapse; B takes every host and A's versions
+    deadline = time.monotonic() + 6
+    while (b.sharing.held != set(HOSTS) or b.redelivered < len(HOSTS)) and time.monotonic() < deadline:
+        time.sleep(0.25)
+        b.rebalance()
+    assert b.sharing.held == set(HOSTS) and b.redelivered == len(HOSTS)
+    assert dict(b.store.pending()) == {}
+    for url in HOSTS:
+        record = b.get_record(url, hashlib.sha1(f"http://{url}/1".encode()).digest())
+        assert record is not None and record.digest is None  # back to what was delivered: nothing yet
+    assert set(issue_all(b)) == {f"http://{host}/1" for host in HOSTS}  # due now, not in an hour
     b.leave()
 
 

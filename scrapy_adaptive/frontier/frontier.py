@@ -143,7 +143,9 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
         passed since the restart.  URLs left pending delivery are made due
         first (:meth:`_redeliver`).
         """
-        self.redelivered = self._redeliver() if redeliver else 0
+        # a worker of a shared frontier takes versions back only in queues
+        # it holds, as it takes them (SharedHosts.rebalance)
+        self.redelivered = self._redeliver()[0] if redeliver and self.sharing is None else 0
         now = self.clock()
         for name, raw in self.store.hosts():
             q = self._new_queue(name)
@@ -436,7 +438,7 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
         self._settle_hint(q, record, visit)
         batch = Batch(records={(record.queue, fp): record.to_bytes()})
         if now_pending is not None:
-            batch.pending[record.queue, fp] = pending_mark(*now_pending)
+            batch.pending[record.queue, fp] = pending_mark(*now_pending, self.sharing)
         batch.move_entry(old, (record.queue, record.directive, record.next_ms, fp))
         if record.never != was_never:
             q.never += 1 if record.never else -1

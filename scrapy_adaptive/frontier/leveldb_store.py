@@ -13,12 +13,12 @@ returning, so a ``kill -9`` loses nothing; ``sync=True`` (the
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 import plyvel
 
 from . import keys
-from .store import Batch, Conflict, Store, StoreCorrupt, StoreError
+from .store import Batch, Conflict, Store, StoreCorrupt, StoreError, in_queues
 
 
 def _reason(exc: BaseException) -> str:
@@ -171,8 +171,8 @@ class LevelDBStore(Store):
         except plyvel.CorruptionError as exc:
             raise self._corrupt(exc) from exc
 
-    def pending(self) -> Iterator[tuple[bytes, bytes]]:
-        yield from self._pending
+    def pending(self, queues: Collection[str] | None = None) -> Iterator[tuple[bytes, bytes]]:
+        yield from ((fp, mark) for fp, mark in self._pending if in_queues(mark, queues))
 
     def write(self, batch: Batch) -> None:
         # one process owns the database: a check before the batch is enough

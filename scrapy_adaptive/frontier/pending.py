@@ -22,11 +22,18 @@ from .keys import time_to_ms
 from .record import RecordError, UrlRecord
 from .store import Batch, Store
 
+if TYPE_CHECKING:
+    from .sharing import Sharing
 
-def pending_mark(queue: str, delivered: str | None, waiting: int) -> bytes:
+
+def pending_mark(queue: str, delivered: str | None, waiting: int, sharing: Sharing | None = None) -> bytes:
     """A ``p/<fp>`` value: the URL's queue (where its record is), the digest
-    last delivered and the versions waiting."""
-    return json.dumps({"q": queue, "d": delivered, "n": waiting}, separators=(",", ":")).encode()
+    last delivered and the versions waiting; in a shared frontier, the
+    worker whose delivery they wait for (see :meth:`.Sharing.owns`)."""
+    mark: dict[str, object] = {"q": queue, "d": delivered, "n": waiting}
+    if sharing is not None:
+        mark["w"] = sharing.worker
+    return json.dumps(mark, separators=(",", ":")).encode()
 
 
 class PendingVersions:
@@ -38,6 +45,7 @@ class PendingVersions:
     _queues: dict[str, HostQueue]
     _out: dict[bytes, Any]
     _versions: int
+    sharing: Sharing | None
     #: fp -> (its queue, digest last delivered, versions awaiting confirmation)
     _pending: dict[bytes, tuple[str, str | None, int]]
 
@@ -47,7 +55,7 @@ class PendingVersions:
         def _counters(q: HostQueue) -> bytes: ...
         def _queue(self, name: str) -> HostQueue: ...
 
-    def _redeliver(self) -> int:
+    def _redeliver(self, queues: list[str] | None = None) -> tuple[int, set[str]]:
         """Make every version captured but never confirmed delivered due again.
 
         The record goes back to the digest last delivered and forgets its
@@ -56,13 +64,26 @@ class PendingVersions:
         page is back to what was delivered, and its items are produced
         again.  Visit and version counts are untouched (versions count
         delivered ones only).  One atomic write for all of them.
+
+        In a shared frontier, only in *queues* (held here: their records are
+        this worker's to write) and only the marks of stopped workers
+        (:meth:`~.sharing.Sharing.owns`); a URL out here is left for a later
+        look.  Returns how many URLs came back and the queues with a mark
+        left for that reason.
         """
         batch = Batch()
         now_ms = time_to_ms(self.clock())
-        for fp, mark in self.store.pending():
+        later: set[str] = set()
+        for fp, mark in self.store.pending(queues):
+            fields = json.loads(mark)
             # marks written before they named their queue exist only in
             # LevelDB states, and LevelDB finds a record by fingerprint alone
-            queue = json.loads(mark).get("q") or ""
+            queue = fields.get("q") or ""
+            if self.sharing is not None and not self.sharing.owns(fields):
+                continue
+            if fp in self._out:
+                later.add(queue)
+                continue
             raw = self.store.get_record(queue, fp)
             try:
                 record = UrlRecord.from_bytes(raw) if raw is not None else None
@@ -71,7 +92,7 @@ class PendingVersions:
             batch.pending[queue, fp] = None
             if record is None:
                 continue
-            record.digest = json.loads(mark).get("d")
+            record.digest = fields.get("d")
             record.payload_digest = record.etag = record.last_modified = None
             old = (record.queue, record.directive, record.next_ms, fp)
             if not record.never:
@@ -80,7 +101,7 @@ class PendingVersions:
             batch.records[record.queue, fp] = record.to_bytes()
         if batch.pending:
             self.store.write(batch)
-        return len(batch.records)
+        return len(batch.records), later
 
     def confirm(self, delivered: list[tuple[bytes, str | None]]) -> int:
         """Count versions whose items are durable: ``(fp, digest)`` pairs,
@@ -124,7 +145,7 @@ class PendingVersions:
             self._queue(name).versions += n
         batch = Batch(records={(record.queue, fp): record.to_bytes() for fp, record in records.items()})
         for fp in counts:
-            batch.pending[records[fp].queue, fp] = pending_mark(*pending[fp]) if fp in pending else None
+            batch.pending[records[fp].queue, fp] = pending_mark(*pending[fp], self.sharing) if fp in pending else None
         for name in queues:
             batch.hosts[name] = self._counters(self._queue(name))
         try:

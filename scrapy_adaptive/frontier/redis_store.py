@@ -65,7 +65,7 @@ reached the server or the transaction never started.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -299,9 +299,9 @@ class RedisStore(Store):
     def get_meta(self, name: str) -> bytes | None:
         return self._call("Reading from", self._redis.hget, self._meta_key, name)
 
-    def pending(self) -> Iterator[tuple[bytes, bytes]]:
-        """Every queue's marks (one pipelined ``HGETALL`` per queue: a start reads them)."""
-        yield from self._queue_hashes("p")
+    def pending(self, queues: Collection[str] | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """Every queue's marks, or *queues*' (one pipelined ``HGETALL`` per queue)."""
+        yield from self._queue_hashes("p", queues)
 
     def records(self) -> Iterator[tuple[bytes, bytes]]:
         """Every record, by ``SCAN`` (of every primary node on a Cluster)."""
@@ -326,8 +326,8 @@ class RedisStore(Store):
     def quarantined(self) -> Iterator[tuple[bytes, bytes]]:
         yield from self._queue_hashes("x")
 
-    def _queue_hashes(self, kind: str) -> Iterator[tuple[bytes, bytes]]:
-        for chunk in self._chunks(self.host_names()):
+    def _queue_hashes(self, kind: str, queues: Collection[str] | None = None) -> Iterator[tuple[bytes, bytes]]:
+        for chunk in self._chunks(self.host_names() if queues is None else iter(sorted(queues))):
             pipe = self._redis.pipeline(transaction=False)
             for name in chunk:
                 pipe.hgetall(self._queue_key(name, kind))
@@ -438,8 +438,8 @@ class RedisStore(Store):
         raw = self._call("Reading from", self._redis.get, self._queue_key(queue, "lease"))
         return None if raw is None else raw.decode("utf-8", "replace")
 
-    def heartbeat(self, worker: str, ttl: float) -> int:
-        """Say *worker* is alive (server time); return how many workers are."""
+    def heartbeat(self, worker: str, ttl: float) -> list[str]:
+        """Say *worker* is alive (server time); return the workers that are."""
         if self.cluster:  # one clock for every worker: the node holding the list's
             node = self._redis.get_node_from_key(self._workers_key)
             seconds, micros = self._call("Reading from", self._redis.time, target_nodes=node)
@@ -449,8 +449,8 @@ class RedisStore(Store):
         pipe = self._redis.pipeline(transaction=True)
         pipe.zadd(self._workers_key, {worker: now})
         pipe.zremrangebyscore(self._workers_key, "-inf", now - _ms(ttl))
-        pipe.zcard(self._workers_key)
-        return int(self._call("Writing to", pipe.execute)[-1])
+        pipe.zrange(self._workers_key, 0, -1)
+        return [name.decode("utf-8", "replace") for name in self._call("Writing to", pipe.execute)[-1]]
 
     def leave(self, worker: str) -> None:
         self._call("Writing to", self._redis.zrem, self._workers_key, worker)

@@ -36,12 +36,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from .hostqueue import Entry, HostQueue
 from .store import Store
+
+logger = logging.getLogger(__name__)
 
 #: queues tried per rebalance beyond those needed (some are held by others)
 _SPARE_TRIES = 64
@@ -58,7 +61,7 @@ class LeaseBoard(Protocol):
 
     def release(self, queues: list[str], worker: str) -> None: ...
 
-    def heartbeat(self, worker: str, ttl: float) -> int: ...
+    def heartbeat(self, worker: str, ttl: float) -> list[str]: ...
 
     def leave(self, worker: str) -> None: ...
 
@@ -78,7 +81,33 @@ class Sharing:
         #: held queues being given back: nothing more is issued from them,
         #: and the lease goes once their out URLs are back
         self.draining: set[str] = set()
-        self.workers = 1
+        #: the live workers at the last heartbeat (this one among them)
+        self.live: set[str] = {worker}
+        #: held queues still to be looked at for versions stopped workers
+        #: left undelivered (taken now, or held when a worker stopped)
+        self.orphans: set[str] = set()
+
+    @property
+    def workers(self) -> int:
+        return len(self.live)
+
+    def beat(self) -> bool:
+        """Say this worker is alive; has a worker stopped since the last beat?"""
+        before = self.live
+        self.live = set(self.board.heartbeat(self.worker, self.ttl)) | {self.worker}
+        return bool(before - self.live)
+
+    def owns(self, mark: dict[str, object]) -> bool:
+        """Is this pending-delivery mark, in a queue held here, for this worker to take back?
+
+        A version waits for the delivery of the worker that captured it
+        until that worker confirms it; once the worker has stopped (killed,
+        or stopped before the confirmation; a restarted worker is a new
+        one) the version is delivered again by the queue's holder.  A mark
+        naming no worker predates sharing: taken back.
+        """
+        owner = mark.get("w")
+        return owner is None or owner not in self.live
 
     def issues(self, name: str) -> bool:
         return name in self.held and name not in self.draining
@@ -102,6 +131,7 @@ class SharedHosts:
     _versions: int
     _quarantined: int
     _forgotten: int
+    redelivered: int
 
     if TYPE_CHECKING:
 
@@ -109,6 +139,7 @@ class SharedHosts:
         def _refresh_head(self, q: HostQueue, *candidates: Entry | None) -> None: ...
         def _rest_after(self, q: HostQueue, duration: float) -> float: ...
         def _schedule(self, q: HostQueue) -> None: ...
+        def _redeliver(self, queues: list[str] | None = None) -> tuple[int, set[str]]: ...
 
     def holds(self, name: str) -> bool:
         """May this worker issue from queue *name*?"""
@@ -164,7 +195,8 @@ class SharedHosts:
             s.board.release(done, s.worker)
             s.held.difference_update(done)
             s.draining.difference_update(done)
-        s.workers = max(1, s.board.heartbeat(s.worker, s.ttl))
+        if s.beat():  # a worker stopped: its undelivered versions in the queues held here come back
+            s.orphans.update(s.held)
         if s.board.host_count() != len(self._queues):
             for name in s.board.host_names():  # type: ignore[attr-defined]
                 self._queue(name)
@@ -189,6 +221,7 @@ class SharedHosts:
                     break
             for name in taken:
                 self._take(name, now)
+            s.orphans.update(taken)
         elif working > share:
             # give back the excess, the least busy first; a queue with URLs
             # out drains first (its fetches end here, not beside the next holder's)
@@ -201,6 +234,9 @@ class SharedHosts:
             s.board.release(idle, s.worker)
             s.held.difference_update(idle)
             s.draining.update(n for n in excess if self._queues[n].out)
+        s.orphans &= s.held
+        if s.orphans:
+            self._take_back(s.orphans)
         for name in s.held - s.draining:
             q = self._queues[name]
             head = q.head
@@ -208,6 +244,19 @@ class SharedHosts:
             if q.head != head:
                 self._schedule(q)
         return taken
+
+    def _take_back(self, queues: set[str]) -> None:
+        """Deliver again the versions stopped workers left pending in *queues*
+        (held here); a queue with such a URL out here is looked at again later."""
+        assert self.sharing is not None
+        count, self.sharing.orphans = self._redeliver(sorted(queues))
+        if count:
+            self.redelivered += count
+            logger.info(
+                "%d URLs had versions captured by a stopped worker and never confirmed delivered; "
+                "they are fetched again now so their items are produced again.",
+                count,
+            )
 
     def _take(self, name: str, now: float) -> None:
         """Start working a queue just leased: its counters as stored, a politeness rest first."""

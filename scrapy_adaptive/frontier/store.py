@@ -14,11 +14,17 @@ against both, and the policy simulator uses it for speed.
 from __future__ import annotations
 
 import bisect
+import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 
 from . import keys
+
+
+def in_queues(mark: bytes, queues: Collection[str] | None) -> bool:
+    """Is a pending-delivery mark one of *queues*' (None: of any queue)?"""
+    return queues is None or json.loads(mark).get("q") in queues
 
 
 @dataclass
@@ -106,12 +112,13 @@ class Store(ABC):
     def get_meta(self, name: str) -> bytes | None: ...
 
     @abstractmethod
-    def pending(self) -> Iterator[tuple[bytes, bytes]]:
+    def pending(self, queues: Collection[str] | None = None) -> Iterator[tuple[bytes, bytes]]:
         """Every pending-delivery mark, ``(fp, mark)`` (what a restart
         re-delivers; grows with the versions in flight at a stop, not with
-        URLs).  The mark names its URL's queue (:func:`~.pending.pending_mark`);
-        marks are those of queues whose counters were written (the frontier
-        writes them with a queue's first URL), as are quarantined records."""
+        URLs), or those of *queues* only.  The mark names its URL's queue
+        (:func:`~.pending.pending_mark`); marks are those of queues whose
+        counters were written (the frontier writes them with a queue's first
+        URL), as are quarantined records."""
 
     @abstractmethod
     def write(self, batch: Batch) -> None:
@@ -168,8 +175,8 @@ class MemoryStore(Store):
     def get_meta(self, name: str) -> bytes | None:
         return self._meta.get(name)
 
-    def pending(self) -> Iterator[tuple[bytes, bytes]]:
-        yield from list(self._pending.items())
+    def pending(self, queues: Collection[str] | None = None) -> Iterator[tuple[bytes, bytes]]:
+        yield from [(fp, mark) for fp, mark in self._pending.items() if in_queues(mark, queues)]
 
     def write(self, batch: Batch) -> None:
         if any(fp in self._records for _, fp in batch.absent):
