@@ -9,21 +9,29 @@ the changing web's lying pages, 0.12 of their versions against the plain
 recrawl's 0.34).  The header is checked only at the URL's first revisit, so
 how soon that comes must not rest on the header alone.
 
-The population says how far to believe it: per politeness queue, how many
-URLs whose first visit claimed an *old* age (a rate below the population's
-typical one) turned out, at their first full revisit, to have a consistent
-Last-Modified, and how many did not.  With q the probability that such a
-header lies (a Beta posterior, shrunk towards the crawl-wide share for a
-host with few checks), the URL's rate until its check is the mixture's mean
+The population says how far to believe it: how many URLs whose first visit
+claimed an *old* age (a rate below the population's typical one) turned
+out, at their first full revisit, to have a consistent Last-Modified, and
+how many did not, counted per politeness queue and, within it, per sibling
+class (directory and extension, :func:`~..change.noise.pool_key`): a
+header that lies comes from one generator (a CMS template stamping a fixed
+date) while the same host's files keep true dates, so a host's images do
+not pay for its lying pages.  With q the probability that such a header
+lies (a Beta posterior: the class's counts shrunk towards its host's, the
+host's towards the crawl-wide share), the URL's rate until its check is
+the mixture's mean
 
     λ = (1 − q)·λ̂ + q·λ₀
 
 λ̂ the estimate that believes the header and λ₀ the population's typical
-rate (what a URL nothing is known of would get).  On a host whose old pages
-keep proving honest q falls as 1/n and their first revisits spread out
-accordingly; where old headers are caught lying q stays high and the next
-old page is checked on the population's time scale.  Nothing here is a
-time constant: λ₀ is the crawl's own, and q a ratio of counts.
+rate (what a URL nothing is known of would get).  Where old headers keep
+proving honest q falls as 1/n and first revisits spread out accordingly;
+where they are caught lying q stays high and the next old page is checked
+on the population's time scale.  Every old header is still checked once,
+at its first revisit (timed by the mixture, so about at λ̂ where q is
+small): a class believed without checks could never learn that it had
+started to lie.  Nothing here is a time constant: λ₀ is the crawl's own,
+and q a ratio of counts.
 
 A URL's own full revisits are checks too: a changed page whose header did
 not move is a lie (q = 1: the caught liar is then revisited at its real
@@ -43,44 +51,69 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-#: weight, in checks, of the crawl-wide share of lying headers in a host's own
+from ..change.noise import pool_key
+
+#: weight, in checks, of the wider share (class: its host's; host: the
+#: crawl's) in a narrower one's estimate
 PRIOR_CHECKS = 2.0
+#: sibling classes counted at most (the least recently added are dropped)
+MAX_CLASSES = 100_000
+
+
+def _shrunk(counts: list[int] | tuple[int, int], wider: float) -> float:
+    good, bad = counts
+    return (bad + PRIOR_CHECKS * wider) / (good + bad + PRIOR_CHECKS)
 
 
 @dataclass
 class HeaderBelief:
-    """Per queue ``[honest, lied]`` counts of first-age checks, and the rate they imply."""
+    """``[honest, lied]`` counts of first-age checks, per queue and per sibling
+    class, and the rate they imply."""
 
     counts: dict[str, list[int]] = field(default_factory=dict)
+    classes: dict[str, list[int]] = field(default_factory=dict)
     total: list[int] = field(default_factory=lambda: [0, 0])
 
-    def lie_probability(self, queue: str) -> float:
-        """q: the chance that an unchecked old Last-Modified of *queue* lies."""
+    def lie_probability(self, queue: str, url: str | None = None) -> float:
+        """q: the chance that an unchecked old Last-Modified of *queue* (of
+        *url*'s sibling class, when given) lies."""
         good, bad = self.total
-        overall = (bad + 1.0) / (good + bad + 2.0)
-        good, bad = self.counts.get(queue, (0, 0))
-        return (bad + PRIOR_CHECKS * overall) / (good + bad + PRIOR_CHECKS)
+        q = _shrunk(self.counts.get(queue, (0, 0)), (bad + 1.0) / (good + bad + 2.0))
+        if url is None:
+            return q
+        return _shrunk(self.classes.get(pool_key(url), (0, 0)), q)
 
-    def note(self, queue: str, lied: bool) -> None:
-        """Fold in one check: a first revisit that saw the content and compared the header."""
-        counts = self.counts.setdefault(queue, [0, 0])
-        counts[lied] += 1
+    def note(self, queue: str, lied: bool, url: str | None = None) -> None:
+        """Fold in one check: a revisit that saw the content and compared the header."""
+        self.counts.setdefault(queue, [0, 0])[lied] += 1
         self.total[lied] += 1
+        if url is not None:
+            key = pool_key(url)
+            counts = self.classes.pop(key, [0, 0])
+            counts[lied] += 1
+            self.classes[key] = counts  # the most recently counted last
+            while len(self.classes) > MAX_CLASSES:
+                del self.classes[next(iter(self.classes))]
 
-    def url_lie_probability(self, queue: str, evidence: float) -> float:
+    def url_lie_probability(self, queue: str, evidence: float, url: str | None = None) -> float:
         """q for one URL whose own checks so far multiply the odds of a lie
         by *evidence* (the likelihood ratio, 1 before any)."""
-        q = self.lie_probability(queue)
+        q = self.lie_probability(queue, url)
         return q * evidence / (q * evidence + 1.0 - q)
 
-    def rate(self, queue: str, believed: float, typical: float, evidence: float = 1.0) -> float:
+    def dominates(self, queue: str, believed: float, typical: float, evidence: float, url: str | None = None) -> bool:
+        """Does the header's claim dominate the mixture (q·λ₀ ≤ λ̂)?  Then
+        checking it further costs more fetches than the versions it could find."""
+        return self.url_lie_probability(queue, evidence, url) * typical <= believed
+
+    def rate(self, queue: str, believed: float, typical: float, evidence: float = 1.0, url: str | None = None) -> float:
         """The rate of a URL whose first-visit age is unchecked: *believed*
         (λ̂, the header taken at its word) mixed with *typical* (λ₀) by q.
         A header claiming a rate at or above the typical one is taken as it
         is: believing it costs fetches, not versions."""
         if not believed < typical:
             return believed
-        q = self.url_lie_probability(queue, evidence)
+        q = self.url_lie_probability(queue, evidence, url)
         return (1.0 - q) * believed + q * typical
 
 

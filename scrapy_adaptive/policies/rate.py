@@ -136,14 +136,14 @@ class _RatePolicy(WaitPolicy):
         if not agreement or agreement[1] > 0 or visit.change is ChangeState.CHANGED:
             del memory[AGE_UNCHECKED]  # no header any more, or caught lying, or it moved with the content
             if agreement:
-                self.header_belief.note(queue, agreement[1] > 0)
+                self.header_belief.note(queue, agreement[1] > 0, visit.url)
             return
         typical = self.typical_rate()
         evidence = float(evidence) * unchanged_evidence(typical, interval)
         believed = float(memory.get(ESTIMATE) or 0.0)
-        if self.header_belief.url_lie_probability(queue, evidence) * typical <= believed:
+        if self.header_belief.dominates(queue, believed, typical, evidence, visit.url):
             del memory[AGE_UNCHECKED]
-            self.header_belief.note(queue, False)
+            self.header_belief.note(queue, False, visit.url)
         else:
             memory[AGE_UNCHECKED] = evidence
 
@@ -163,7 +163,7 @@ class _RatePolicy(WaitPolicy):
         evidence = memory.get(AGE_UNCHECKED)
         if not evidence:
             return rate
-        return self.header_belief.rate(visit_queue(visit), rate, self.typical_rate(), float(evidence))
+        return self.header_belief.rate(visit_queue(visit), rate, self.typical_rate(), float(evidence), visit.url)
 
     def fallback_rate(self) -> float | None:
         """The prior's centre until the population has taught it one: the
