@@ -17,8 +17,8 @@ class (directory and extension, :func:`~..change.noise.pool_key`): a
 header that lies comes from one generator (a CMS template stamping a fixed
 date) while the same host's files keep true dates, so a host's images do
 not pay for its lying pages.  With q the probability that such a header
-lies (a Beta posterior: the class's counts shrunk towards its host's, the
-host's towards the crawl-wide share), the URL's rate until its check is
+lies (a Beta posterior: the class's counts shrunk towards its host's
+other classes', those towards the crawl-wide share), the URL's rate until its check is
 the mixture's mean
 
     λ = (1 − q)·λ̂ + q·λ₀
@@ -78,10 +78,15 @@ class HeaderBelief:
         """q: the chance that an unchecked old Last-Modified of *queue* (of
         *url*'s sibling class, when given) lies."""
         good, bad = self.total
-        q = _shrunk(self.counts.get(queue, (0, 0)), (bad + 1.0) / (good + bad + 2.0))
+        crawl = (bad + 1.0) / (good + bad + 2.0)
+        host = self.counts.get(queue, (0, 0))
         if url is None:
-            return q
-        return _shrunk(self.classes.get(pool_key(url), (0, 0)), q)
+            return _shrunk(host, crawl)
+        own = self.classes.get(pool_key(url), (0, 0))
+        # the class shrunk towards the host's *other* classes: a host of one
+        # class is counted once, as it was before classes were counted
+        rest = (max(0, host[0] - own[0]), max(0, host[1] - own[1]))
+        return _shrunk(own, _shrunk(rest, crawl))
 
     def note(self, queue: str, lied: bool, url: str | None = None) -> None:
         """Fold in one check: a revisit that saw the content and compared the header."""
