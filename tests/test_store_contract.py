@@ -250,3 +250,18 @@ def test_every_key_of_a_queue_is_in_its_hash_slot(redis_cluster_url: str, redis_
         client.close()
     assert len(found) == 4  # record, entries, counters, marks
     assert len({key_slot(k) for k in found}) == 1 and len(set(found.values())) == 1
+
+
+def test_pending_marks_of_some_queues_only(store: Store) -> None:
+    """``pending(queues)``: the marks of those queues (a shared frontier's
+    holder reads only the queues it holds); the mark names its queue."""
+    marks = {q: json.dumps({"q": q, "d": None, "n": 1}).encode() for q in ("a.example", "b.example")}
+    store.write(
+        Batch(
+            hosts={q: b'{"u":1}' for q in marks},
+            pending={("a.example", fp(1)): marks["a.example"], ("b.example", fp(2)): marks["b.example"]},
+        )
+    )
+    assert dict(store.pending(["b.example"])) == {fp(2): marks["b.example"]}
+    assert dict(store.pending([])) == {}
+    assert dict(store.pending()) == {fp(1): marks["a.example"], fp(2): marks["b.example"]}
