@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .change.trust import Trust
+from .change.trust import Trust, TrustBook
 from .console.api import FrontierConsole, human, human_bytes
 from .console.html import render
 from .frontier import Frontier
@@ -240,15 +240,20 @@ class Reporter:
         reliability and usefulness), in ``validators-report.json`` in the
         state folder; a summary line in the log at close."""
         params = self.frontier.trust_params
-        trusts = {host: Trust.from_dict(data) for host, data in sorted(self.frontier.trust_report().items())}
-        report: dict[str, dict[str, Any]] = {}
-        for host, trust in trusts.items():
-            report[host] = {
+        books = {host: TrustBook(data) for host, data in sorted(self.frontier.trust_report(classes=True).items())}
+        trusts = {host: book.host() for host, book in books.items()}
+
+        def scored(trust: Trust) -> dict[str, Any]:
+            return {
                 **trust.to_dict(),
                 "reliability": trust.reliability,
                 "usefulness": trust.usefulness,
                 "verify_rate": trust.verify_rate(params),
             }
+
+        report: dict[str, dict[str, Any]] = {}
+        for host, book in books.items():
+            report[host] = {**scored(trusts[host]), "classes": {k: scored(t) for k, t in book.classes().items()}}
         if not report:
             return
         path = os.path.join(self.state_path, "validators-report.json")
@@ -260,11 +265,13 @@ class Reporter:
             logger.warning("Cannot write %s: %s", path, exc)
         if final:
             lies = sum(t.lies for t in trusts.values())
-            trusted = sum(1 for t in trusts.values() if t.verify_rate(params) < 1)
+            classes = [t for book in books.values() for t in book.classes().values()]
+            trusted = sum(1 for t in classes if t.verify_rate(params) < 1)
             logger.info(
-                "Validators: %d hosts scored, %d trusted, %d lies caught (per host: %s)",
+                "Validators: %d hosts scored, %d of their %d classes of URLs trusted, %d lies caught (per host: %s)",
                 len(report),
                 trusted,
+                len(classes),
                 lies,
                 path,
             )

@@ -454,12 +454,16 @@ def test_queue_counters_round_trip_with_their_stored_keys() -> None:
         name="h", valence=1, urls=3, never=1, visits=7, versions=2, quarantined=1, forgotten=2, crawl_delay=0.0
     )
     q.slots = [1_700_000_000.5]
-    q.trust, q.hint_trust = {"right": 4}, {"sitemap": [1.0, 0.0, 0.5]}
+    q.trust = {"": {"right": 4}, "h/img/*.jpg": {"right": 2, "streak": 2}}
+    q.hint_trust = {"sitemap": [1.0, 0.0, 0.5]}
     stored = q.counters()
     assert set(stored) == set(COUNTER_KEYS.values())
     back = HostQueue(name="h", valence=1)
     back.restore_counters(stored)
     assert back.counters() == stored and back.crawl_delay == 0.0
+    # a host's trust stored before class records existed is its host-wide record
+    back.restore_counters({**stored, "tr": {"right": 4, "streak": 4}})
+    assert back.trust == {"": {"right": 4, "streak": 4}}
 
 
 def test_a_download_running_past_its_lease_is_not_taken_back(store: Store) -> None:
@@ -636,3 +640,65 @@ def test_a_url_caught_lying_is_downloaded_in_full_until_it_earns_trust_again(sto
         clock.t += 2
         decisions.append(visit(liar, visited(wait=1.0, change=ChangeState.UNCHANGED)))
     assert False in decisions
+
+
+def test_a_lying_page_does_not_cost_its_hosts_images_their_trust(store: Store) -> None:
+    """Trust per sibling class (run 7 of the changing-web benchmark: 277
+    full downloads of unchanged images, their host's trust reset by each
+    lying page's first lie).  The pages of /p/ and the images of /img/ are
+    verified on schedules of their own; a class first seen starts from the
+    host-wide record, so it is trusted at once on an honest host and not
+    after a lie."""
+    from scrapy_adaptive.change.trust import TrustParams
+
+    clock = Clock()
+    f = Frontier(store, Politeness(min_delay=0.0, max_delay=0.0, valence=1), clock=clock, trust=TrustParams(warmup=2))
+    page, image = "http://h.example/p/1.html", "http://h.example/img/1.jpg"
+    late = "http://h.example/docs/1.pdf"
+    for url in (page, image, late):
+        add(f, url)
+
+    def visit(url: str, v: Visit) -> bool:
+        for _ in range(8):
+            req = f.next()
+            if req is not None and req.fp == fp(url):
+                decision = f.verify_validators(fp(url))
+                f.update(fp(url), v)
+                return decision
+            if req is not None:
+                f.update(req.fp, visited(wait=1.0, change=ChangeState.UNCHANGED))
+            clock.t += 2
+        raise AssertionError(f"{url} never issued")
+
+    # the pages earn trust (warmup 2), and with them the host
+    for _ in range(2):
+        clock.t += 2
+        assert visit(page, verified(ChangeState.UNCHANGED)) is True
+    # a class first seen now starts from the trusted host: acted on at once
+    clock.t += 2
+    assert visit(image, visited(wait=1.0, change=ChangeState.UNCHANGED)) is False
+    # the page's next prediction is acted on, the one after verified: it lies
+    # (its first: news about its class and its host)
+    clock.t += 2
+    assert visit(page, visited(wait=1.0, change=ChangeState.UNCHANGED)) is False
+    clock.t += 2
+    assert visit(page, verified(ChangeState.CHANGED)) is True
+    assert f.trust_report()["h.example"]["lies"] == 1
+    # the images keep their class's schedule: some of their predictions are acted on
+    decisions = []
+    for _ in range(3):
+        clock.t += 2
+        v = visited(wait=1.0, change=ChangeState.UNCHANGED)
+        decision = visit(image, v)
+        if decision:
+            v.validation, v.prediction = "verified", "unchanged"
+        decisions.append(decision)
+    assert False in decisions
+    # while the liar is downloaded in full (its own record), and so is a
+    # class first seen after the lie (the host-wide record was reset)
+    clock.t += 2
+    assert visit(page, verified(ChangeState.UNCHANGED)) is True
+    clock.t += 2
+    assert visit(late, verified(ChangeState.UNCHANGED)) is True
+    book = f.trust_report(classes=True)["h.example"]
+    assert book["h.example/img/*.jpg"]["streak"] >= 2 and "streak" not in book["h.example/p/*.html"]

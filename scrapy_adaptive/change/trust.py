@@ -20,6 +20,16 @@ Reported in Clausen's terms (2004): *reliability*, the share of "no change"
 predictions that were right; *usefulness*, the share of unchanged pages the
 headers predicted as unchanged.
 
+Per host *and per sibling class* (host, directory and extension, the
+:func:`~.noise.pool_key` learned noise is pooled by): a host's pages and
+its images usually come from different software, and on a host whose pages
+lie a host-wide record was reset by each lying page's first lie, so its
+honest images were downloaded in full again and again.  Each class keeps its
+own record (:class:`TrustBook`); a class seen for the first time starts from
+the host-wide record, which every verification fetch of the host updates,
+so a new directory of a trusted host is trusted at once and one of a host
+just caught lying is not.
+
 The counters live in the host's persistent record, owned by the frontier;
 this module only computes.
 """
@@ -32,6 +42,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from ..settings import DEFAULTS
+from .noise import pool_key
 
 
 @dataclass(frozen=True)
@@ -106,6 +117,70 @@ class Trust:
     @property
     def usefulness(self) -> float | None:
         return self.right / self.unchanged_seen if self.unchanged_seen else None
+
+
+#: the host-wide record's key in a :class:`TrustBook`
+HOST = ""
+#: class records kept per host; the least recently used is dropped first
+#: (it then starts again from the host-wide record)
+MAX_CLASSES = 64
+
+
+class TrustBook:
+    """A host's trust records: the host-wide one and one per sibling class.
+
+    Stored as ``{"": host, class key: record, ...}`` (plain dicts of
+    counters, most recently used class last).  The frontier owns the dict;
+    this wraps it to decide and to fold verdicts in.
+    """
+
+    def __init__(self, data: Mapping[str, Any] | None) -> None:
+        self.data = normalise(data)
+
+    def of(self, url: str) -> Trust:
+        """The record deciding for *url*: its class's, else the host's."""
+        key = pool_key(url)
+        return Trust.from_dict(self.data[key] if key in self.data else self.data.get(HOST))
+
+    def host(self) -> Trust:
+        return Trust.from_dict(self.data.get(HOST))
+
+    def classes(self) -> dict[str, Trust]:
+        return {key: Trust.from_dict(data) for key, data in self.data.items() if key != HOST}
+
+    def decide(self, url: str, params: TrustParams) -> bool:
+        """Decide for the next fetch of *url* with validators (see :meth:`Trust.decide`)."""
+        trust = self.of(url)
+        verify = trust.decide(params)
+        self._put(pool_key(url), trust)
+        return verify
+
+    def observe_verified(self, url: str, prediction: str | None, change: str) -> bool:
+        """Fold a verification fetch of *url* into its class's and its host's
+        records; True if it caught its class's validators lying."""
+        trust = self.of(url)
+        lie = trust.observe_verified(prediction, change)
+        self._put(pool_key(url), trust)
+        host = self.host()
+        host.observe_verified(prediction, change)
+        self.data[HOST] = host.to_dict()
+        return lie
+
+    def _put(self, key: str, trust: Trust) -> None:
+        self.data.pop(key, None)
+        self.data[key] = trust.to_dict()
+        while len(self.data) > MAX_CLASSES + 1:
+            del self.data[next(k for k in self.data if k != HOST)]
+
+
+def normalise(data: Mapping[str, Any] | None) -> dict[str, dict[str, int]]:
+    """A stored trust record as a book: a flat record of counters (written
+    before class records existed) becomes the host-wide one."""
+    if not data:
+        return {}
+    if all(not isinstance(v, Mapping) for v in data.values()):
+        return {HOST: {str(k): int(v) for k, v in data.items()}}
+    return {str(k): dict(v) for k, v in data.items() if isinstance(v, Mapping)}
 
 
 #: the key of a wait policy's per-URL memory (``record.policy``) under which

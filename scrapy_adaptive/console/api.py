@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..change.trust import Trust
+from ..change.trust import TrustBook
 from ..frontier import Frontier, UrlRecord
 from ..frontier.keys import time_to_ms
 from ..frontier.record import RecordError
@@ -156,7 +156,7 @@ class FrontierConsole:
         now = frontier.clock()
         now_ms = time_to_ms(now)
         shape = frontier.shape()
-        trusts = frontier.trust_report()
+        books = {name: TrustBook(data) for name, data in frontier.trust_report(classes=True).items()}
         hosts = []
         for q in frontier.queues():
             row: dict[str, Any] = {
@@ -171,13 +171,15 @@ class FrontierConsole:
                 "crawl_delay": q.crawl_delay,
                 "fetch_time": frontier.fetch_times.mean(q.name),
             }
-            if q.name in trusts:
-                trust = Trust.from_dict(trusts[q.name])
+            if q.name in books:
+                trust, classes = books[q.name].host(), books[q.name].classes().values()
                 row["trust"] = {
                     "reliability": trust.reliability,
                     "usefulness": trust.usefulness,
-                    "verify_rate": trust.verify_rate(frontier.trust_params),
                     "lies": trust.lies,
+                    # each class of the host's URLs is verified on its own schedule
+                    "classes": len(classes),
+                    "classes_trusted": sum(1 for t in classes if t.verify_rate(frontier.trust_params) < 1),
                 }
             hosts.append(row)
         hosts.sort(key=lambda r: (-r["visits"], r["host"]))

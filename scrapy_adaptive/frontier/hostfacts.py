@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..change.trust import Trust, TrustParams, observe_url, url_trusted
+from ..change.trust import HOST, TrustBook, TrustParams, observe_url, url_trusted
 from ..matching import media_type
 from . import hints
 from .hints import Hint, HintResult
@@ -112,7 +112,8 @@ class HostFacts:
         """Whether the fetch of out URL *fp* verifies its host's validators (a
         full download despite them) or acts on them.
 
-        The decision is counted at once in the host's trust record (see
+        The decision is its sibling class's (:class:`.TrustBook`), counted at
+        once in the host's trust records (see
         :meth:`.Trust.decide`), persisted with the queue's next counters
         write.  A URL that is not out is verified: nothing is trusted blind;
         nor is a URL caught lying until it has earned trust again
@@ -124,14 +125,15 @@ class HostFacts:
         if not url_trusted(out.record.validator_lies, self.trust_params, out.record.policy):
             return True
         q = self._queues[out.queue]
-        trust = Trust.from_dict(q.trust)
-        verify = trust.decide(self.trust_params)
-        q.trust = trust.to_dict()
+        book = TrustBook(q.trust)
+        verify = book.decide(out.record.url, self.trust_params)
+        q.trust = book.data
         return verify
 
     def _observe_validation(self, q: HostQueue, visit: Visit, record: UrlRecord) -> None:
-        """Fold a verification fetch into the host's and the URL's trust
-        records; a caught lie is annotated on the visit (``validatorLie``)."""
+        """Fold a verification fetch into the URL's, its class's and its
+        host's trust records; a caught lie is annotated on the visit
+        (``validatorLie``)."""
         if visit.validation != "verified" or visit.change is ChangeState.UNKNOWN:
             return
         known_liar = not url_trusted(record.validator_lies, self.trust_params)
@@ -142,14 +144,18 @@ class HostFacts:
             if record.validator_lies and record.validator_lies[1] == 0:
                 visit.annotations.append(VALIDATOR_LIE)
             return
-        trust = Trust.from_dict(q.trust)
-        if trust.observe_verified(visit.prediction, visit.change.value):
+        book = TrustBook(q.trust)
+        if book.observe_verified(record.url, visit.prediction, visit.change.value):
             visit.annotations.append(VALIDATOR_LIE)
-        q.trust = trust.to_dict()
+        q.trust = book.data
 
-    def trust_report(self) -> dict[str, dict[str, int]]:
-        """Every queue's validator track record, for reports."""
-        return {name: dict(q.trust) for name, q in self._queues.items() if q.trust}
+    def trust_report(self, *, classes: bool = False) -> dict[str, dict[str, Any]]:
+        """Every queue's host-wide validator track record, for reports; with
+        *classes*, each queue's whole :class:`.TrustBook` (class key -> record,
+        the host-wide one under ``""``)."""
+        if classes:
+            return {name: {k: dict(v) for k, v in q.trust.items()} for name, q in self._queues.items() if q.trust}
+        return {name: dict(q.trust[HOST]) for name, q in self._queues.items() if q.trust.get(HOST)}
 
     # -- change hints ----------------------------------------------------------------
 

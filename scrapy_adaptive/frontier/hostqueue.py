@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from ..change.trust import normalise as normalise_trust
 from ..settings import DEFAULTS
 from .hints import counts
 from .keys import NEVER_MS
@@ -120,8 +121,9 @@ class HostQueue:
     #: URLs of this queue deleted on request (``Frontier.forget``)
     forgotten: int = 0
     crawl_delay: float | None = None
-    #: how far this host's validators can be believed (see change/trust.py)
-    trust: dict[str, int] = field(default_factory=dict)
+    #: how far this host's validators can be believed, host-wide and per
+    #: sibling class (a ``TrustBook``'s data, see change/trust.py)
+    trust: dict[str, dict[str, int]] = field(default_factory=dict)
     #: change-hint sources of this host -> [confirmed, refuted, Σq] (hints.py)
     hint_trust: dict[str, list[float]] = field(default_factory=dict)
     #: soft-404s and parked pages (hostfacts.py), learned anew in each process
@@ -243,7 +245,7 @@ class HostQueue:
         rested = int(data.get(NEXT_FETCH_KEY, 0)) / 1000
         self.slots = [max(t, rested) for t in self.slots]
         self.crawl_delay = data.get(CRAWL_DELAY_KEY)
-        self.trust = dict(data.get(TRUST_KEY) or {})
+        self.trust = normalise_trust(data.get(TRUST_KEY))
         self.hint_trust = {str(k): counts(v) for k, v in (data.get(HINT_TRUST_KEY) or {}).items()}
 
 
