@@ -53,7 +53,7 @@ def test_a_restored_crawl_continues_the_same_aggregates() -> None:
     assert raw is not None and json.loads(raw)["format"] == persist.FORMAT
 
     second, second_shared = _fresh()
-    assert persist.restore_shared(second_shared, raw) == ["rate_allocator", "burst_offsets"]
+    assert persist.restore_shared(second_shared, raw) == ["rate_allocator", "header_belief", "burst_offsets"]
     a, b = first.allocator, second.allocator
     assert (b.epoch, b.prior.get(), b.prior.count) == (a.epoch, a.prior.get(), a.prior.count)
     assert [p.get() for p in second.offsets] == [p.get() for p in first.offsets]
@@ -67,6 +67,39 @@ def test_a_restored_crawl_continues_the_same_aggregates() -> None:
     _crawl(second, copy, 1, random.Random(4), 0.0)
     assert b.prior.count == before
     assert sum(c[0] for cells in b._hosts.values() for c in cells.values()) == pytest.approx(200)
+
+
+def test_the_checks_of_first_visit_headers_survive_a_restart() -> None:
+    """What a crawl learned of its hosts' Last-Modified headers (which lie,
+    per sibling class) is saved with the other aggregates: a restarted crawl
+    does not check old-dated pages of a host proven honest as if it knew
+    nothing of it."""
+    first, first_shared = _fresh()
+    belief = first_shared["header_belief"]
+    for i in range(6):
+        belief.note("h.example", False, f"https://h.example/img/{i}.jpg")
+        belief.note("h.example", True, f"https://h.example/p/{i}.html")
+    belief.note("g.example", False)
+    raw = persist.dump_shared(first_shared)
+    assert raw is not None
+    second, second_shared = _fresh()
+    assert second_shared["header_belief"].lie_probability("h.example") == pytest.approx(0.5)
+    persist.restore_shared(second_shared, raw)
+    restored = second_shared["header_belief"]
+    assert restored is second.header_belief
+    for queue, url in (
+        ("h.example", "https://h.example/img/9.jpg"),
+        ("h.example", "https://h.example/p/9.html"),
+        ("g.example", None),
+    ):
+        assert restored.lie_probability(queue, url) == pytest.approx(belief.lie_probability(queue, url))
+    assert (
+        restored.lie_probability("h.example", "https://h.example/img/9.jpg")
+        < 0.25
+        < restored.lie_probability("h.example", "https://h.example/p/9.html")
+    )
+    with pytest.raises(ValueError, match="header_belief"):
+        persist.restore_shared(second_shared, b'{"format": 1, "shared": {"header_belief": {"total": [1]}}}')
 
 
 def test_a_fresh_allocator_without_the_state_counts_everything_twice() -> None:

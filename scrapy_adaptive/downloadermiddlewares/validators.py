@@ -16,11 +16,12 @@ For a frontier URL whose record has an ETag or a Last-Modified:
   digested nor handed to a callback as content.
 * A predicted *change* is never trusted alone: the body is downloaded and its
   digest decides.
-* **Trust per host** (:mod:`scrapy_adaptive.change.trust`): until a host has
-  been right ``ADAPTIVE_TRUST_WARMUP`` times, and then now and then
-  (down to ``ADAPTIVE_TRUST_MIN_RATE``), a fetch is a *verification*: no
-  validators, no abort, the headers' prediction compared with the digest.
-  One lie sends the host back to full downloads.
+* **Trust per host and class of URLs** (:mod:`scrapy_adaptive.change.trust`):
+  until a class (host, directory, extension) has been right
+  ``ADAPTIVE_TRUST_WARMUP`` times, and then now and then (down to
+  ``ADAPTIVE_TRUST_MIN_RATE``), a fetch is a *verification*: no validators,
+  no abort, the headers' prediction compared with the digest.  One lie sends
+  the class, and the URL, back to full downloads.
 
 This middleware only sets request headers and private ``meta`` verdicts
 (:mod:`scrapy_adaptive.meta`); the visit middleware and

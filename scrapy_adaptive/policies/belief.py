@@ -41,15 +41,18 @@ the check ends when the header's claim dominates the mixture (q·λ₀ ≤ λ̂)
 Until then the frontier verifies the URL's fetches
 (``change.trust.url_trusted``): a 304 acted on would say nothing.
 
-The counts are a cache of what the crawl saw since it started (not saved):
-after a restart they start again from the uninformed q = ½ for the URLs
-still unchecked.
+The counts are saved with the policies' other aggregates
+(:mod:`.persist`, at each frontier summary and at close), so a restarted
+crawl keeps what its checks taught it; a crash loses at most one summary
+interval of checks.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..change.noise import pool_key
 
@@ -99,6 +102,22 @@ class HeaderBelief:
             self.classes[key] = counts  # the most recently counted last
             while len(self.classes) > MAX_CLASSES:
                 del self.classes[next(iter(self.classes))]
+
+    def state(self) -> dict[str, Any]:
+        """The counts, JSON-safe (saved with the frontier, see :mod:`.persist`)."""
+        return {"total": list(self.total), "queues": self.counts, "classes": self.classes}
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Continue from saved counts (most recently counted class last)."""
+
+        def pair(value: Any) -> list[int]:
+            good, bad = value
+            return [int(good), int(bad)]
+
+        self.total = pair(state["total"])
+        self.counts = {str(k): pair(v) for k, v in state["queues"].items()}
+        classes = list(state["classes"].items())[-MAX_CLASSES:]
+        self.classes = {str(k): pair(v) for k, v in classes}
 
     def url_lie_probability(self, queue: str, evidence: float, url: str | None = None) -> float:
         """q for one URL whose own checks so far multiply the odds of a lie
