@@ -702,3 +702,57 @@ def test_a_lying_page_does_not_cost_its_hosts_images_their_trust(store: Store) -
     assert visit(late, verified(ChangeState.UNCHANGED)) is True
     book = f.trust_report(classes=True)["h.example"]
     assert book["h.example/img/*.jpg"]["streak"] >= 2 and "streak" not in book["h.example/p/*.html"]
+
+
+def test_an_honest_class_vouches_for_its_urls_whose_header_is_unchecked(store: Store) -> None:
+    """A URL whose first-visit Last-Modified its wait policy still checks is
+    downloaded in full, except in a class whose validators earned trust on
+    their own and never lied (changing-web run 8: 269 full downloads of
+    unchanged images, each image's one revisit being its check, while the
+    image class had been right 51 times out of 51)."""
+    from scrapy_adaptive.change.trust import TrustParams
+
+    clock = Clock()
+    f = Frontier(store, Politeness(min_delay=0.0, max_delay=0.0, valence=1), clock=clock, trust=TrustParams(warmup=2))
+    images = [f"http://h.example/img/{i}.jpg" for i in range(4)]
+    pages = [f"http://h.example/p/{i}.html" for i in range(4)]
+    for url in images + pages:
+        add(f, url)
+
+    def visit(url: str, v: Visit) -> bool:
+        for _ in range(20):
+            req = f.next()
+            if req is not None and req.fp == fp(url):
+                decision = f.verify_validators(fp(url))
+                f.update(fp(url), v)
+                return decision
+            if req is not None:
+                f.update(req.fp, visited(wait=1.0, change=ChangeState.UNCHANGED))
+            clock.t += 2
+        raise AssertionError(f"{url} never issued")
+
+    def unchecked(v: Visit) -> Visit:
+        v.policy_state = {"ua": 1}
+        return v
+
+    # images 0-1 and pages 0-1 are right on verification fetches; one page then lies
+    for url in (images[0], images[1], pages[0], pages[1]):
+        clock.t += 2
+        visit(url, verified(ChangeState.UNCHANGED))
+    clock.t += 2
+    visit(pages[0], verified(ChangeState.CHANGED))
+    assert f.trust_report()["h.example"]["lies"] == 1
+    # images 2-3 and pages 2-3 are visited once: their headers are unchecked
+    for url in (images[2], images[3], pages[2], pages[3]):
+        clock.t += 2
+        visit(url, unchecked(verified(ChangeState.UNCHANGED)))
+    # the honest image class vouches for its unchecked images: their 304s are believed
+    # on its schedule; the page class caught a lie, so its unchecked pages are verified
+    image_decisions = []
+    for url in (images[2], images[3]):
+        clock.t += 2
+        image_decisions.append(visit(url, unchecked(visited(wait=1.0, change=ChangeState.UNCHANGED))))
+    assert False in image_decisions
+    for url in (pages[2], pages[3]):
+        clock.t += 2
+        assert visit(url, unchecked(verified(ChangeState.UNCHANGED))) is True
