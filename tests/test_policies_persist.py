@@ -133,7 +133,6 @@ def test_the_stored_memory_keys_stay_readable() -> None:
         "last_modified_agreement": "lm",
         "estimate": "e",
         "age_unchecked": "ua",
-        "age_lie_q": "uq",
         "prior_contribution": "pp",
         "allocation": "al",
         "burst_state": "s",

@@ -578,8 +578,6 @@ def test_a_304_acted_on_does_not_count_as_a_check() -> None:
     policy = ProportionalWaitPolicy(RateAllocator(2000 / DAY, min_wait=10, max_wait=30 * DAY, epoch="t"))
     _, state = _first_visit(policy, "https://h.example/p", t0, t0 - 7 * DAY)
     assert not url_trusted(None, TrustParams(), state)
-    # nothing known of the host: its odds of a lie are even, too high for any class to vouch
-    assert state["uq"] == 0.5 and not url_trusted(None, TrustParams(), state, class_vouches=True)
     v = Visit(Outcome.VISITED, status=304, change=ChangeState.UNCHANGED, url="https://h.example/p", queue="h")
     v.validation, v.fetched = "trusted", t0 + 600
     v.last_modified = formatdate(t0 - 7 * DAY, usegmt=True)

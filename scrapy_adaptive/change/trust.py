@@ -204,15 +204,6 @@ def normalise(data: Mapping[str, Any] | None) -> dict[str, dict[str, int]]:
 #: (``policies/belief.py``): such a URL's fetches are verified, since a 304
 #: acted on would say nothing about whether the header lies
 HEADER_UNCHECKED = "ua"
-#: ... and under which it keeps the probability that the header lies
-#: (``policies/belief.py``); a URL whose class vouches for its validators is
-#: answered by 304s only while it is at most :data:`UNCHECKED_BELIEVED_Q`
-HEADER_LIE_Q = "uq"
-#: one chance in ten: the class's own checks of old headers have all but
-#: settled that they are honest (about 8 honest checks and no lie, each
-#: shrunk towards the host's other classes); below it a full download to
-#: check one more of them costs a body for little
-UNCHECKED_BELIEVED_Q = 0.1
 
 
 def url_trusted(
@@ -234,16 +225,12 @@ def url_trusted(
     most of the time, and each caught lie reset the whole host).  Nor is a
     URL whose wait policy (its memory, *policy*) still checks its header,
     unless its class's validators never lied (*class_vouches*, see
-    :meth:`TrustBook.vouches`) and its header is unlikely to lie (the
-    policy's q, :data:`HEADER_LIE_Q`): checking each of an honest class's
-    URLs by full download cost the changing-web benchmark an image download
-    per image revisit, where the class's 304s had been right every time;
-    believing a class's 304s on its validators alone let lying pages of a
-    class not yet caught answer 304 (liars' recall 0.31 → 0.22).
+    :meth:`TrustBook.vouches`): checking each of an honest class's URLs by
+    full download cost the changing-web benchmark an image download per
+    image revisit, where the class's 304s had been right every time.
     """
-    if policy and policy.get(HEADER_UNCHECKED):
-        if not class_vouches or float(policy.get(HEADER_LIE_Q, 1.0)) > UNCHECKED_BELIEVED_Q:
-            return False
+    if policy and policy.get(HEADER_UNCHECKED) and not class_vouches:
+        return False
     if not record:
         return True
     lies, right = int(record[0]), int(record[1])

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from ..change.trust import HEADER_LIE_Q, HEADER_UNCHECKED
+from ..change.trust import HEADER_UNCHECKED
 
 #: RateEstimator (estimator.py): the last observations, each ``[seconds,
 #: kind]`` (kind: ``estimator.UNCHANGED`` / ``CHANGED`` / ``EXACT``), with a
@@ -32,9 +32,6 @@ ESTIMATE = "e"
 #: the likelihood ratio of the checks so far (belief.py); the frontier then
 #: verifies the URL's fetches (``change.trust.url_trusted``)
 AGE_UNCHECKED = HEADER_UNCHECKED
-#: the rate policies: while the age is unchecked, the URL's probability that
-#: its header lies (belief.py), read by ``change.trust.url_trusted``
-AGE_LIE_Q = HEADER_LIE_Q
 #: PopulationPrior (prior.py): this URL's contribution, ``[epoch, mode, variance]``
 PRIOR_CONTRIBUTION = "pp"
 #: RateAllocator (allocator.py): what this URL registered, ``[epoch, queue, rate]``
@@ -64,7 +61,6 @@ MEMORY_KEYS: Mapping[str, str] = MappingProxyType(
         "last_modified_agreement": LAST_MODIFIED_AGREEMENT,
         "estimate": ESTIMATE,
         "age_unchecked": AGE_UNCHECKED,
-        "age_lie_q": AGE_LIE_Q,
         "prior_contribution": PRIOR_CONTRIBUTION,
         "allocation": ALLOCATION,
         "burst_state": BURST_STATE,

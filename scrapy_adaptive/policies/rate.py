@@ -33,7 +33,7 @@ from .belief import HeaderBelief, unchanged_evidence
 from .estimator import RateEstimator
 from .hint_decisions import accept, base_probability, confirmed_hint, hinted_visit, marginal_value
 from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, record_queue, visit_queue, visit_time
-from .keys import AGE_LIE_Q, AGE_UNCHECKED, ESTIMATE, LAST_MODIFIED_AGREEMENT, OBSERVATIONS
+from .keys import AGE_UNCHECKED, ESTIMATE, LAST_MODIFIED_AGREEMENT, OBSERVATIONS
 from .noise import NoiseDetector, NoiseVerdict
 from .prior import PopulationPrior
 
@@ -151,7 +151,7 @@ class _RatePolicy(WaitPolicy):
         """λ₀: the rate of a URL nothing is known of (the prior's centre)."""
         return math.exp(self.prior.get(self.fallback_rate())[0])
 
-    def first_check_rate(self, memory: dict[str, Any], visit: Visit, rate: float) -> float:
+    def first_check_rate(self, memory: Mapping[str, Any], visit: Visit, rate: float) -> float:
         """The rate the next visit is timed at while the first visit's age is
         unchecked: *rate* (the header believed) mixed with the population's
         typical rate by the URL's odds of a lie (:class:`~.belief.HeaderBelief`).
@@ -159,19 +159,11 @@ class _RatePolicy(WaitPolicy):
         Only the timing: the URL's budget share stays at *rate*, since the
         mixture stands for a few checks, not a steady rate (registered, it
         overstated the plan's demand and left a tenth more of the budget
-        unspent in the changing-web smoke run).  The odds are kept in
-        *memory* (:data:`~.keys.AGE_LIE_Q`) for the frontier, which believes
-        a 304 for such a URL only when they are small."""
+        unspent in the changing-web smoke run)."""
         evidence = memory.get(AGE_UNCHECKED)
         if not evidence:
-            memory.pop(AGE_LIE_Q, None)
             return rate
-        queue, typical = visit_queue(visit), self.typical_rate()
-        if rate < typical:
-            memory[AGE_LIE_Q] = round(self.header_belief.url_lie_probability(queue, float(evidence), visit.url), 4)
-        else:
-            memory.pop(AGE_LIE_Q, None)  # a claim at or above λ₀ is taken as it is: nothing to lose by a 304
-        return self.header_belief.rate(queue, rate, typical, float(evidence), visit.url)
+        return self.header_belief.rate(visit_queue(visit), rate, self.typical_rate(), float(evidence), visit.url)
 
     def fallback_rate(self) -> float | None:
         """The prior's centre until the population has taught it one: the
