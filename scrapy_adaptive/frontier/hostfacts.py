@@ -132,10 +132,14 @@ class HostFacts:
         q.trust = book.data
         return verify
 
-    def _observe_validation(self, q: HostQueue, visit: Visit, record: UrlRecord) -> None:
+    def _observe_validation(
+        self, q: HostQueue, visit: Visit, record: UrlRecord, *, header_unchecked: bool = False
+    ) -> None:
         """Fold a verification fetch into the URL's, its class's and its
         host's trust records; a caught lie is annotated on the visit
-        (``validatorLie``)."""
+        (``validatorLie``).  *header_unchecked*: the URL's first-visit
+        Last-Modified was still being checked when it was issued (see
+        :meth:`.TrustBook.vouches`)."""
         if visit.validation != "verified" or visit.change is ChangeState.UNKNOWN:
             return
         known_liar = not url_trusted(record.validator_lies, self.trust_params)
@@ -147,7 +151,7 @@ class HostFacts:
                 visit.annotations.append(VALIDATOR_LIE)
             return
         book = TrustBook(q.trust)
-        if book.observe_verified(record.url, visit.prediction, visit.change.value):
+        if book.observe_verified(record.url, visit.prediction, visit.change.value, header_unchecked=header_unchecked):
             visit.annotations.append(VALIDATOR_LIE)
         q.trust = book.data
 
