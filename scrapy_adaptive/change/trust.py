@@ -61,9 +61,6 @@ class Trust:
     said_changed: int = 0  #: verified fetches whose headers said "changed"
     unchanged_seen: int = 0  #: verified fetches whose content had not changed
     streak: int = 0  #: right "no change" predictions since the last lie
-    #: right "no change" predictions of URLs whose first-visit Last-Modified
-    #: was still unchecked (a class's record; see :meth:`TrustBook.vouches`)
-    unchecked_right: int = 0
     since_verified: int = 0  #: predictions acted on since the last verification
 
     @classmethod
@@ -124,12 +121,6 @@ class Trust:
 
 #: the host-wide record's key in a :class:`TrustBook`
 HOST = ""
-#: right predictions of URLs with an unchecked first-visit header after
-#: which a class that never lied vouches for such URLs: with the wait
-#: policy's Beta count of header checks (``policies/belief.py``), eight
-#: honest checks and no lie bring a class's odds of a lying header from
-#: even to about one in ten
-VOUCH_CHECKS = 8
 #: class records kept per host; the least recently used is dropped first
 #: (it then starts again from the host-wide record)
 MAX_CLASSES = 64
@@ -156,20 +147,16 @@ class TrustBook:
         return Trust(streak=self.host().streak)
 
     def vouches(self, url: str, params: TrustParams) -> bool:
-        """Whether *url*'s class has never caught its validators lying and
-        :data:`VOUCH_CHECKS` of its URLs whose first-visit Last-Modified was
-        unchecked proved right on full downloads: then a URL of it whose
-        header is still unchecked may be answered by a 304 like its siblings
-        (:func:`url_trusted`), and the class's verification schedule still
-        samples it.  Counted on such URLs only: a class's static pages are
-        right long before its first lying page is checked, and a class that
-        vouched on them let lying pages answer 304 (changing-web run 9:
-        liars' recall 0.31 → 0.22)."""
+        """Whether *url*'s class has earned trust on its own (``warmup``
+        right predictions) and never caught its validators lying: then a
+        URL of it whose first-visit Last-Modified is still unchecked may be
+        answered by a 304 like its siblings (:func:`url_trusted`); the class's
+        verification schedule still samples it."""
         key = pool_key(url)
         if key not in self.data:
             return False
         trust = Trust.from_dict(self.data[key])
-        return trust.lies == 0 and trust.unchecked_right >= max(VOUCH_CHECKS, params.warmup)
+        return trust.lies == 0 and trust.right >= max(1, params.warmup)
 
     def host(self) -> Trust:
         return Trust.from_dict(self.data.get(HOST))
@@ -184,17 +171,11 @@ class TrustBook:
         self._put(pool_key(url), trust)
         return verify
 
-    def observe_verified(
-        self, url: str, prediction: str | None, change: str, *, header_unchecked: bool = False
-    ) -> bool:
+    def observe_verified(self, url: str, prediction: str | None, change: str) -> bool:
         """Fold a verification fetch of *url* into its class's and its host's
-        records; True if it caught its class's validators lying.
-        *header_unchecked*: *url*'s first-visit Last-Modified was unchecked."""
+        records; True if it caught its class's validators lying."""
         trust = self.of(url)
-        streak = trust.streak
         lie = trust.observe_verified(prediction, change)
-        if header_unchecked and trust.streak > streak:
-            trust.unchecked_right += 1
         self._put(pool_key(url), trust)
         host = self.host()
         host.observe_verified(prediction, change)

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from ..change.trust import HEADER_UNCHECKED, TrustParams
+from ..change.trust import TrustParams
 from . import hints
 from .crawltime import FetchTimes
 from .hostfacts import HostFacts
@@ -413,7 +413,6 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
                 value = getattr(visit, name)
                 if value is not None or body_seen:
                     setattr(record, name, value)
-            header_unchecked = bool(record.policy and record.policy.get(HEADER_UNCHECKED))
             if visit.policy_state is not None:
                 record.policy = visit.policy_state
             if visit.noise is not None:
@@ -435,7 +434,7 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
             record.next_ms = NEVER_MS
 
         if outcome is Outcome.VISITED:
-            self._observe_validation(q, visit, record, header_unchecked=header_unchecked)
+            self._observe_validation(q, visit, record)
         self._settle_hint(q, record, visit)
         batch = Batch(records={(record.queue, fp): record.to_bytes()})
         if now_pending is not None:

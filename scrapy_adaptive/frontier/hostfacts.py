@@ -132,14 +132,10 @@ class HostFacts:
         q.trust = book.data
         return verify
 
-    def _observe_validation(
-        self, q: HostQueue, visit: Visit, record: UrlRecord, *, header_unchecked: bool = False
-    ) -> None:
+    def _observe_validation(self, q: HostQueue, visit: Visit, record: UrlRecord) -> None:
         """Fold a verification fetch into the URL's, its class's and its
         host's trust records; a caught lie is annotated on the visit
-        (``validatorLie``).  *header_unchecked*: the URL's first-visit
-        Last-Modified was still being checked when it was issued (see
-        :meth:`.TrustBook.vouches`)."""
+        (``validatorLie``)."""
         if visit.validation != "verified" or visit.change is ChangeState.UNKNOWN:
             return
         known_liar = not url_trusted(record.validator_lies, self.trust_params)
@@ -151,7 +147,7 @@ class HostFacts:
                 visit.annotations.append(VALIDATOR_LIE)
             return
         book = TrustBook(q.trust)
-        if book.observe_verified(record.url, visit.prediction, visit.change.value, header_unchecked=header_unchecked):
+        if book.observe_verified(record.url, visit.prediction, visit.change.value):
             visit.annotations.append(VALIDATOR_LIE)
         q.trust = book.data
 
