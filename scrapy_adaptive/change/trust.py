@@ -146,18 +146,6 @@ class TrustBook:
             return Trust.from_dict(self.data[key])
         return Trust(streak=self.host().streak)
 
-    def vouches(self, url: str, params: TrustParams) -> bool:
-        """Whether *url*'s class has earned trust on its own (``warmup``
-        right predictions) and never caught its validators lying: then a
-        URL of it whose first-visit Last-Modified is still unchecked may be
-        answered by a 304 like its siblings (:func:`url_trusted`); the class's
-        verification schedule still samples it."""
-        key = pool_key(url)
-        if key not in self.data:
-            return False
-        trust = Trust.from_dict(self.data[key])
-        return trust.lies == 0 and trust.right >= max(1, params.warmup)
-
     def host(self) -> Trust:
         return Trust.from_dict(self.data.get(HOST))
 
@@ -206,13 +194,7 @@ def normalise(data: Mapping[str, Any] | None) -> dict[str, dict[str, int]]:
 HEADER_UNCHECKED = "ua"
 
 
-def url_trusted(
-    record: list[int] | None,
-    params: TrustParams,
-    policy: Mapping[str, Any] | None = None,
-    *,
-    class_vouches: bool = False,
-) -> bool:
+def url_trusted(record: list[int] | None, params: TrustParams, policy: Mapping[str, Any] | None = None) -> bool:
     """Whether a URL's own validators may be acted on (its host's schedule
     then decides how often they are verified).
 
@@ -223,13 +205,12 @@ def url_trusted(
     so it earns trust back ever more slowly, while the other URLs of an
     honest host keep theirs (a host-level record alone trusted such pages
     most of the time, and each caught lie reset the whole host).  Nor is a
-    URL whose wait policy (its memory, *policy*) still checks its header,
-    unless its class's validators never lied (*class_vouches*, see
-    :meth:`TrustBook.vouches`): checking each of an honest class's URLs by
-    full download cost the changing-web benchmark an image download per
-    image revisit, where the class's 304s had been right every time.
+    URL whose wait policy (its memory, *policy*) still checks its header:
+    believing an honest-looking class's 304s for such URLs let lying pages
+    of a class not yet caught answer 304 (changing-web runs 9 and 11,
+    docs/changing-web.md).
     """
-    if policy and policy.get(HEADER_UNCHECKED) and not class_vouches:
+    if policy and policy.get(HEADER_UNCHECKED):
         return False
     if not record:
         return True

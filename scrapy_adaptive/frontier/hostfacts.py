@@ -116,18 +116,16 @@ class HostFacts:
         once in the host's trust records (see
         :meth:`.Trust.decide`), persisted with the queue's next counters
         write.  A URL that is not out is verified: nothing is trusted blind;
-        nor is a URL caught lying until it has earned trust again, nor one
-        whose first-visit Last-Modified its wait policy still checks unless
-        its class's validators never lied (:func:`.url_trusted`).
+        nor is a URL caught lying until it has earned trust again
+        (:func:`.url_trusted`), whatever its host's record.
         """
         out = self._out.get(fp)
         if out is None:
             return True
+        if not url_trusted(out.record.validator_lies, self.trust_params, out.record.policy):
+            return True
         q = self._queues[out.queue]
         book = TrustBook(q.trust)
-        vouches = book.vouches(out.record.url, self.trust_params)
-        if not url_trusted(out.record.validator_lies, self.trust_params, out.record.policy, class_vouches=vouches):
-            return True
         verify = book.decide(out.record.url, self.trust_params)
         q.trust = book.data
         return verify

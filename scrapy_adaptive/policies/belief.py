@@ -39,11 +39,7 @@ rate, ``estimator.py``), one whose header moved with it is honest, and an
 unchanged one multiplies the odds of a lie by :func:`unchanged_evidence`;
 the check ends when the header's claim dominates the mixture (q·λ₀ ≤ λ̂).
 Until then the frontier verifies the URL's fetches
-(``change.trust.url_trusted``): a 304 acted on would say nothing.  Except
-in a class whose validators have been right on their own and never lied
-(``TrustBook.vouches``): there its 304s are believed like its siblings'
-(the class's verification schedule still samples them, and those samples
-are checks), and the check waits for a verification or a changed page.
+(``change.trust.url_trusted``): a 304 acted on would say nothing.
 
 The counts are saved with the policies' other aggregates
 (:mod:`.persist`, at each frontier summary and at close), so a restarted
