@@ -401,7 +401,7 @@ def test_a_resumed_crawl_continues_the_budget_and_the_learned_priors(
     assert len(epochs) == 1
     resumed = run_crawl(FOLLOW, settings, timeout=60, args=args)
     resumed.assert_ok()
-    assert "Policy state restored: rate_allocator, burst_offsets" in resumed.log
+    assert "Policy state restored: rate_allocator, header_belief, burst_offsets" in resumed.log
     after = read_records(tmp_state / "adaptive")
     # every URL revisited after the restart registered under the same epoch
     assert {r.policy["al"][0] for r in after.values() if r.policy and "al" in r.policy} == epochs
