@@ -130,12 +130,14 @@ class TrustBook:
     """A host's trust records: the host-wide one and one per sibling class.
 
     Stored as ``{"": host, class key: record, ...}`` (plain dicts of
-    counters, most recently used class last).  The frontier owns the dict;
-    this wraps it to decide and to fold verdicts in.
+    counters, most recently used class last; :func:`normalise` reads a
+    stored one).  The frontier owns the dict; this wraps it, without a copy
+    (it is consulted for every fetch with validators), to decide and to fold
+    verdicts in, changing it in place.
     """
 
-    def __init__(self, data: Mapping[str, Any] | None) -> None:
-        self.data = normalise(data)
+    def __init__(self, data: dict[str, dict[str, int]]) -> None:
+        self.data = data
 
     def of(self, url: str) -> Trust:
         """The record deciding for *url*: its class's; for a class not seen

@@ -125,10 +125,7 @@ class HostFacts:
         if not url_trusted(out.record.validator_lies, self.trust_params, out.record.policy):
             return True
         q = self._queues[out.queue]
-        book = TrustBook(q.trust)
-        verify = book.decide(out.record.url, self.trust_params)
-        q.trust = book.data
-        return verify
+        return TrustBook(q.trust).decide(out.record.url, self.trust_params)
 
     def _observe_validation(self, q: HostQueue, visit: Visit, record: UrlRecord) -> None:
         """Fold a verification fetch into the URL's, its class's and its
@@ -144,10 +141,8 @@ class HostFacts:
             if record.validator_lies and record.validator_lies[1] == 0:
                 visit.annotations.append(VALIDATOR_LIE)
             return
-        book = TrustBook(q.trust)
-        if book.observe_verified(record.url, visit.prediction, visit.change.value):
+        if TrustBook(q.trust).observe_verified(record.url, visit.prediction, visit.change.value):
             visit.annotations.append(VALIDATOR_LIE)
-        q.trust = book.data
 
     def trust_report(self, *, classes: bool = False) -> dict[str, dict[str, Any]]:
         """Every queue's host-wide validator track record, for reports; with
