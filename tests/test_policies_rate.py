@@ -613,3 +613,25 @@ def test_unchanged_checks_space_out_and_end_the_check() -> None:
     assert 3 <= visits <= 12
     assert all(b > 1.3 * a for a, b in zip(waits[:-2], waits[1:-1]))
     assert policy.header_belief.counts["h"] == [1, 0]
+
+
+def test_a_young_last_modified_is_not_checked_nor_counted() -> None:
+    """Only an old claim (a rate below the population's typical one) is
+    checked: a header saying "modified a minute ago" is believed as it is
+    (it would cost fetches if it lied, not versions), so the URL's fetches
+    are not forced to full downloads for it, and its honest revisit is not
+    counted as evidence that the class's *old* headers are honest (fresh
+    pages swamped the counts of a class whose only old headers lied)."""
+    from scrapy_adaptive.change.trust import TrustParams, url_trusted
+
+    t0 = 1.7e9
+    policy = ProportionalWaitPolicy(RateAllocator(2000 / DAY, min_wait=10, max_wait=30 * DAY, epoch="t"))
+    for i in range(20):
+        _first_visit(policy, f"https://h.example/u{i}", t0, None)
+    url = "https://h.example/p/fresh.html"
+    _, state = _first_visit(policy, url, t0, t0 - 60)
+    assert "ua" not in state and url_trusted(None, TrustParams(), state)
+    assert "ua" not in _check_revisit(policy, url, state, t0, t0 + 600, lied=False)
+    assert policy.header_belief.counts == {}
+    _, old = _first_visit(policy, "https://h.example/p/old.html", t0, t0 - 7 * DAY)
+    assert old["ua"] == 1

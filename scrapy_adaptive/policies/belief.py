@@ -30,8 +30,13 @@ where they are caught lying q stays high and the next old page is checked
 on the population's time scale.  Every old header is still checked once,
 at its first revisit (timed by the mixture, so about at λ̂ where q is
 small): a class believed without checks could never learn that it had
-started to lie.  Nothing here is a time constant: λ₀ is the crawl's own,
-and q a ratio of counts.
+started to lie.  A *young* claim (a rate at or above λ₀) is not checked:
+believed, it costs fetches if it lies, not versions, and counted, its
+honest checks swamped the old claims' (the changing web's fresh pages and
+images made a class of pages whose only old headers lied look honest,
+and those liars waited twice the population's interval for a first check).
+Nothing here is a time constant: λ₀ is the crawl's own, and q a ratio of
+counts.
 
 A URL's own full revisits are checks too: a changed page whose header did
 not move is a lie (q = 1: the caught liar is then revisited at its real

@@ -106,18 +106,23 @@ class _RatePolicy(WaitPolicy):
         interval = elapsed(history, visit)
         if hinted_visit(history):  # the hint is credited only with what it adds (hints.py)
             visit.hint_base = base_probability(float(memory.get(ESTIMATE) or 0.0), interval)
-        observed = False
+        observed = aged = False
         if NOISE_LEARNED in visit.annotations:
             self.estimator.retract_change(memory)
         if interval is None:
-            if self.estimator.observe_age(memory, visit, now, self.min_wait):
-                memory[AGE_UNCHECKED] = 1
+            aged = self.estimator.observe_age(memory, visit, now, self.min_wait)
         elif not confirmed_hint(history, visit):  # timed by the change: see hints.py
             observed = self.estimator.observe(memory, interval, visit, history.get("fetched"), now)
             self._check_age(memory, visit, interval)
-        log_rate, variance = self.estimator.posterior(memory, self.prior.get(self.fallback_rate()))
+        prior = self.prior.get(self.fallback_rate())
+        log_rate, variance = self.estimator.posterior(memory, prior)
         rate = math.exp(log_rate)
         memory[ESTIMATE] = rate
+        if aged and log_rate < prior[0]:
+            # Only an *old* claim is checked (belief.py): one at or above the
+            # typical rate costs fetches if it lies, not versions, and its
+            # honest checks would teach the belief nothing about old ones.
+            memory[AGE_UNCHECKED] = 1
         if memory.get(OBSERVATIONS):
             self.prior.update(memory, log_rate, variance)
         return rate, now, observed
