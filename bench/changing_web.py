@@ -51,7 +51,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -262,6 +262,16 @@ def score(
                 captured.add(key)
                 k["new"] += 1
         fetches = sum(k["fetches"] for k in per.values())
+        n = len(world.urls)
+        best = hindsight_optimum(sim, fetches - n, min_interval=delay) if fetches >= n else None
+        opt: dict[str, list[float]] = {k: [0.0, 0.0] for k in KINDS}  # revisits, versions captured
+        for u in world.urls:
+            o = opt[u.kind]
+            o[1] += 1  # the version live at the start, captured by the first visit
+            if best is not None:
+                o[0] += best.per_page[u.index][0]
+                o[1] += best.per_page[u.index][1]
+        urls_of = Counter(u.kind for u in world.urls if u.index in fetched)
         by_kind = {}
         for kind in KINDS:
             k = per[kind]
@@ -273,16 +283,15 @@ def score(
                 "precision": k["new"] / k["fetches"] if k["fetches"] else None,
                 "not_modified": int(k["not_modified"]),
                 "body_bytes": int(k["bytes"]),
+                "revisits": int(k["fetches"]) - urls_of[kind],
+                # where the hindsight optimum at this crawler's fetches spends its revisits
+                "optimum_revisits": round(opt[kind][0], 1),
+                "optimum_recall": opt[kind][1] / existed[kind] if existed[kind] else None,
             }
         captured_per_bin = [0] * bins
         for key in captured:
             captured_per_bin[born[key]] += 1
-        n = len(world.urls)
-        if fetches >= n:
-            best = hindsight_optimum(sim, fetches - n, min_interval=delay)
-            optimum = (n + best.captured) / total
-        else:
-            optimum = fetches / total
+        optimum = fetches / total if best is None else (n + best.captured) / total
         out[copy] = {
             "versions": total,
             "captured": len(captured),
@@ -425,6 +434,16 @@ def report(result: dict[str, Any]) -> str:
             rec = "-" if k["recall"] is None else f"{k['recall']:.2f}"
             prec = "-" if k["precision"] is None else f"{k['precision']:.2f}"
             cells.append(f"{k['captured']}/{k['versions']} ({rec}) {k['fetches']} {prec}".rjust(28))
+        lines.append(f"{kind:<9}" + "".join(cells))
+    lines += ["", "where the revisits went: the crawler's (recall) against the hindsight optimum's at its fetches"]
+    lines.append(f"{'class':<9}" + "".join(f"{name:>28}" for name in res))
+    for kind in KINDS:
+        cells = []
+        for r in res.values():
+            k = r["by_kind"][kind]
+            rec = "-" if k["recall"] is None else f"{k['recall']:.2f}"
+            orec = "-" if k["optimum_recall"] is None else f"{k['optimum_recall']:.2f}"
+            cells.append(f"{k['revisits']} ({rec}) / {k['optimum_revisits']:.0f} ({orec})".rjust(28))
         lines.append(f"{kind:<9}" + "".join(cells))
     lines += ["", "learning curve: recall of the versions born in each slice (minutes)"]
     first = next(iter(res.values()))["curve"]

@@ -151,6 +151,8 @@ class Hindsight:
     revisits: float
     captured: float
     changes: int
+    #: the optimum's (revisits, captured) for each page, in ``world.pages`` order
+    per_page: tuple[tuple[float, float], ...] = ()
 
     @property
     def recall(self) -> float:
@@ -198,20 +200,19 @@ def hindsight_optimum(world: World, revisits: float, *, phases: int = 4, min_int
     docs = [_doc_options(p, end, grid, phases) for p in world.pages]
     changes = sum(len(p.changes) for p in world.pages)
 
+    def choose(mu: float) -> list[tuple[float, float]]:
+        return [max(options, key=lambda o: o[1] - mu * o[0]) for options in docs]
+
     def pick(mu: float) -> tuple[float, float]:
-        f = c = 0.0
-        for options in docs:
-            best = max(options, key=lambda o: o[1] - mu * o[0])
-            f += best[0]
-            c += best[1]
-        return f, c
+        chosen = choose(mu)
+        return sum(o[0] for o in chosen), sum(o[1] for o in chosen)
 
     lo, hi = 0.0, 1.0
     while pick(hi)[0] > revisits:
         hi *= 2
     f_lo, c_lo = pick(lo)
     if f_lo <= revisits:
-        return Hindsight(f_lo, c_lo, changes)
+        return Hindsight(f_lo, c_lo, changes, tuple(choose(lo)))
     for _ in range(60):
         mid = (lo + hi) / 2
         if pick(mid)[0] > revisits:
@@ -220,7 +221,8 @@ def hindsight_optimum(world: World, revisits: float, *, phases: int = 4, min_int
             hi = mid
     (f1, c1), (f2, c2) = pick(lo), pick(hi)
     w = 0.0 if f1 == f2 else (revisits - f2) / (f1 - f2)
-    return Hindsight(revisits, c2 + w * (c1 - c2), changes)
+    per_page = tuple((b[0] + w * (a[0] - b[0]), b[1] + w * (a[1] - b[1])) for a, b in zip(choose(lo), choose(hi)))
+    return Hindsight(revisits, c2 + w * (c1 - c2), changes, per_page)
 
 
 # -- running a policy at an exact fetch count --------------------------------------------------------
