@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import meta
+from .change.trust import HEADER_LIED
 from .frontier import ChangeState, Frontier, Outcome, UrlRecord, Visit
 from .frontier.hostfacts import VALIDATOR_LIE
 from .frontier.store import StoreError
@@ -114,10 +115,23 @@ class Verdicts:
             return None
         if deliver and record is not None and self.delivery is not None:
             self.delivery.open(request, fp, visit.digest)
+        if record is not None and HEADER_LIED in visit.annotations:
+            self._replan_siblings(record)
         if record is not None:
             self._report(request, record, visit)
         self.on_change()
         return record
+
+    def _replan_siblings(self, record: UrlRecord) -> None:
+        """A first-visit Last-Modified caught lying raised the odds that its
+        siblings' unchecked ones lie too: their checks may now come sooner."""
+        try:
+            moved = self.frontier.replan_unchecked(record.queue, record.url, self.policy.recheck_wait)
+        except StoreError as exc:
+            self.on_store_error(exc)
+            return
+        if moved:
+            self.stats.inc_value("adaptive/validators/age_checks_replanned", moved)
 
     def _soft_404(self, fp: bytes, visit: Visit) -> None:
         """A soft 404 or a parked page is recorded as such, never as a new

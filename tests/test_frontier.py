@@ -702,3 +702,49 @@ def test_a_lying_page_does_not_cost_its_hosts_images_their_trust(store: Store) -
     assert visit(late, verified(ChangeState.UNCHANGED)) is True
     book = f.trust_report(classes=True)["h.example"]
     assert book["h.example/img/*.jpg"]["streak"] >= 2 and "streak" not in book["h.example/p/*.html"]
+
+
+def test_a_caught_lie_brings_its_unchecked_siblings_checks_forward(store: Store) -> None:
+    """Every URL of a fresh crawl is first visited before any header is
+    checked, so each old Last-Modified's check is planned on even odds (twice
+    the population's interval on the changing web, where a fifth of the
+    lying pages were never revisited in 20 minutes).  When one is caught
+    lying, the frontier asks the policy again for the siblings (same host,
+    directory and extension) whose age is still unchecked, and moves earlier
+    only those it now wants sooner; a URL out, another class and a URL whose
+    check is over are left alone."""
+    clock = Clock()
+    f = Frontier(store, Politeness(min_delay=0.0, max_delay=0.0, valence=1), clock=clock)
+    pages = [f"http://h.example/p/{i}.html" for i in range(4)]
+    image, checked = "http://h.example/img/1.jpg", "http://h.example/p/old.html"
+    for url in [*pages, image, checked]:
+        add(f, url)
+    for _ in range(6):
+        req = f.next()
+        assert req is not None
+        v = visited(wait=10.0 if req.record.url == pages[0] else 1000.0)
+        v.policy_state = {} if req.record.url == checked else {"ua": 1, "e": 0.001}
+        f.update(req.fp, v)
+    clock.t += 50
+    asked: list[str] = []
+
+    def decide(snapshot: dict) -> float | None:
+        asked.append(snapshot["url"])
+        return 400.0 if snapshot["url"] != pages[1] else 2000.0  # page 1: later than planned, not moved
+
+    # page 0 is out when page 3's lie is caught: it is not re-planned
+    first = f.next()
+    assert first is not None and first.record.url == pages[0]
+    assert f.replan_unchecked("h.example", pages[3], decide) == 2  # pages 2 and 3 (page 3 is not out)
+    assert sorted(asked) == sorted(pages[1:])
+    planned = {url: f.get_record("h.example", fp(url)).next_ms for url in [*pages, image]}  # type: ignore[union-attr]
+    fetched = f.get_record("h.example", fp(pages[2])).fetched  # type: ignore[union-attr]
+    assert planned[pages[2]] == round((fetched + 400.0) * 1000)
+    assert planned[pages[1]] > planned[pages[2]] and planned[image] > planned[pages[2]]
+    # a check that is over leaves the index
+    done = visited(wait=1000.0)
+    done.policy_state = {"e": 0.001}
+    f.update(first.fp, done)
+    asked.clear()
+    f.replan_unchecked("h.example", pages[3], decide)
+    assert pages[0] not in asked

@@ -660,3 +660,31 @@ def test_capped_hosts_are_planned_at_their_cap_times_the_correction() -> None:
             alloc.note_fetch(t)
     assert 0.83 * alloc.planned_rate() == pytest.approx(2.9, rel=0.03)  # planned at 3.33 it realised 2.77
     assert alloc.planned_rate() > 10 / 3  # more than the caps: the hosts keep a backlog
+
+
+def test_recheck_wait_follows_the_odds_of_a_lie_as_they_move() -> None:
+    """A URL's first check is timed at its first visit, on the odds known
+    then; asked again (the frontier does after a caught lie), the policy
+    answers the wait those odds now give: sooner once its class's old
+    headers were caught lying, and None once the URL's own check is over.
+    The check that catches a lie says so on the verdict (``ageLie``)."""
+    t0 = 1.7e9
+    policy = ProportionalWaitPolicy(RateAllocator(2000 / DAY, min_wait=10, max_wait=30 * DAY, epoch="t"))
+    for i in range(200):
+        _first_visit(policy, f"https://h.example/u{i}", t0, None)
+    url = "https://h.example/p/waiting.html"
+    planned, state = _first_visit(policy, url, t0, t0 - 7 * DAY)
+    snapshot = {"url": url, "queue": "h", "fetched": t0, "policy": state}
+    assert policy.recheck_wait(snapshot) == pytest.approx(planned, rel=0.01)
+    for i in range(4):
+        liar = f"https://h.example/p/{i}.html"
+        _, st = _first_visit(policy, liar, t0, t0 - 7 * DAY)
+        v = Visit(Outcome.VISITED, status=200, change=ChangeState.CHANGED, url=liar, fetched=t0 + 600, queue="h")
+        v.validation, v.last_modified = "verified", formatdate(t0 - 7 * DAY, usegmt=True)
+        policy.next_wait({"visits": 1, "fetched": t0, "wait": 600, "policy": st}, v)
+        assert "ageLie" in v.annotations
+    sooner = policy.recheck_wait(snapshot)
+    assert sooner is not None and sooner < 0.8 * planned
+    fresh, _ = _first_visit(policy, "https://h.example/p/new.html", t0 + 600, t0 - 7 * DAY)
+    assert sooner == pytest.approx(fresh, rel=0.05)  # as a sibling first visited now would be planned
+    assert policy.recheck_wait({"url": url, "queue": "h", "fetched": t0, "policy": {"e": 0.001}}) is None

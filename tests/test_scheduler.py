@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -241,4 +242,45 @@ def test_a_crawl_delay_removed_from_a_refreshed_robots_txt_is_cleared(tmp_path: 
 
     assert robots_say(b"User-agent: *\nCrawl-delay: 2\n") == 2.0
     assert robots_say(b"User-agent: *\nDisallow: /x/\n") is None  # fetched again without it
+    scheduler.close("finished")
+
+
+@in_loop
+def test_a_caught_lie_replans_the_unchecked_siblings_through_the_verdict_path(tmp_path: Path) -> None:
+    """The verdict that catches a first-visit Last-Modified lying (``ageLie``)
+    makes the frontier ask the wait policy again for that URL's siblings whose
+    own is unchecked: with their class's headers now known to lie, their
+    checks come sooner than planned at their first visits."""
+    from email.utils import formatdate
+
+    scheduler = build(tmp_path, ADAPTIVE_BUDGET=20_000, ADAPTIVE_WAIT_MIN=10)
+    scheduler.open(Pages())
+    verdicts, frontier = scheduler.verdicts, scheduler.frontier
+    assert verdicts is not None and frontier is not None
+    urls = [f"http://a.example/p/{i}.html" for i in range(6)]
+    week_old = formatdate(time.time() - 7 * 86_400, usegmt=True)
+    planned: dict[str, int] = {}
+    # a population first (the budget is shared by it), then six old-dated pages
+    for batch in ([f"http://a.example/u{i}" for i in range(30)], urls):
+        for url in batch:
+            scheduler.enqueue_request(Request(url))
+        for _ in batch:
+            (request,) = drain(scheduler, 1)
+            old = "/p/" in request.url
+            record = verdicts.commit(request, visited(last_modified=week_old if old else None))
+            assert record is not None and ("ua" in record.policy) is old
+            planned[request.url] = record.next_ms
+    belief = verdicts.policy.select(Visit(Outcome.VISITED, url=urls[0])).header_belief  # type: ignore[attr-defined]
+    for _ in range(4):  # checks elsewhere in the class caught its old headers lying
+        belief.note("a.example", True, "http://a.example/p/x.html")
+    scheduler.enqueue_request(Request("http://a.example/p/liar.html"))
+    (request,) = drain(scheduler, 1)  # its verdict carries the caught lie
+    lie = visited(wait=60.0)
+    lie.annotations.append("ageLie")
+    verdicts.commit(request, lie)
+    moved = scheduler.stats.get_value("adaptive/validators/age_checks_replanned")
+    assert moved == 6
+    for url in urls:
+        record = frontier.get_record(*scheduler._where(url))
+        assert record is not None and record.next_ms < planned[url] - 60_000
     scheduler.close("finished")

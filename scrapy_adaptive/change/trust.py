@@ -194,6 +194,10 @@ def normalise(data: Mapping[str, Any] | None) -> dict[str, dict[str, int]]:
 #: (``policies/belief.py``): such a URL's fetches are verified, since a 304
 #: acted on would say nothing about whether the header lies
 HEADER_UNCHECKED = "ua"
+#: crawl-log annotation of a revisit that caught a first-visit Last-Modified
+#: lying (the content changed under it): the URL's siblings still unchecked
+#: are planned again (``Frontier.replan_unchecked``)
+HEADER_LIED = "ageLie"
 
 
 def url_trusted(record: list[int] | None, params: TrustParams, policy: Mapping[str, Any] | None = None) -> bool:

@@ -122,6 +122,7 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
         self._forgotten = 0
         #: hint source -> [confirmed, refuted, Σq] over every queue
         self._hint_pooled: dict[str, list[float]] = {}
+        self._unchecked: dict[tuple[str, str], dict[bytes, None]] = {}
         #: recent overdue times (seconds) of issued URLs, for percentiles
         self.overdue_samples: deque[float] = deque(maxlen=2000)
         #: fp -> (digest last delivered, versions awaiting confirmation)
@@ -436,6 +437,7 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
         if outcome is Outcome.VISITED:
             self._observe_validation(q, visit, record)
         self._settle_hint(q, record, visit)
+        self._track_unchecked(fp, record)
         batch = Batch(records={(record.queue, fp): record.to_bytes()})
         if now_pending is not None:
             batch.pending[record.queue, fp] = pending_mark(*now_pending, self.sharing)

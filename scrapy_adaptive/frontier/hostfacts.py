@@ -18,7 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..change.trust import HOST, TrustBook, TrustParams, observe_url, url_trusted
+from ..change.noise import pool_key
+from ..change.trust import HEADER_UNCHECKED, HOST, TrustBook, TrustParams, observe_url, url_trusted
 from ..matching import media_type
 from . import hints
 from .hints import Hint, HintResult
@@ -35,6 +36,9 @@ SOFT_404 = "soft404"
 PARKED = "parked"
 #: the media types soft-404 and parked pages are served as
 WEB_PAGES = frozenset(("text/html", "application/xhtml+xml"))
+#: URLs with an unchecked first-visit age kept per sibling class for
+#: re-planning (:meth:`HostFacts.replan_unchecked`): the most recently planned
+UNCHECKED_PER_CLASS = 1000
 
 
 class HostFacts:
@@ -49,6 +53,8 @@ class HostFacts:
     _out: dict[bytes, Any]
     #: hint source -> [confirmed, refuted, Σq] over every queue
     _hint_pooled: dict[str, list[float]]
+    #: (queue, sibling class) -> fps whose first-visit age is unchecked (an ordered set)
+    _unchecked: dict[tuple[str, str], dict[bytes, None]]
 
     if TYPE_CHECKING:
 
@@ -151,6 +157,80 @@ class HostFacts:
         if classes:
             return {name: {k: dict(v) for k, v in q.trust.items()} for name, q in self._queues.items() if q.trust}
         return {name: dict(q.trust[HOST]) for name, q in self._queues.items() if q.trust.get(HOST)}
+
+    # -- first-visit ages ------------------------------------------------------------
+
+    def _track_unchecked(self, fp: bytes, record: UrlRecord) -> None:
+        """Keep the index of URLs whose wait policy still checks their
+        first-visit Last-Modified (its memory says so), per sibling class.
+
+        In memory only: after a restart a URL enters it again at its next
+        visit, and until then keeps the plan it was given."""
+        key = (record.queue, pool_key(record.url))
+        fps = self._unchecked.get(key)
+        if record.policy.get(HEADER_UNCHECKED) and not record.never:
+            if fps is None:
+                fps = self._unchecked[key] = {}
+            fps.pop(fp, None)
+            fps[fp] = None
+            if len(fps) > UNCHECKED_PER_CLASS:
+                del fps[next(iter(fps))]
+        elif fps is not None:
+            fps.pop(fp, None)
+            if not fps:
+                del self._unchecked[key]
+
+    def replan_unchecked(self, queue: str, url: str, decide: Callable[[Mapping[str, Any]], float | None]) -> int:
+        """Plan again the visits of *url*'s siblings whose first-visit age is
+        still unchecked, after a check of one of them moved the odds that
+        such headers lie (the wait policy's ``HeaderBelief``).
+
+        A URL's first check is timed at its first visit, by the odds known
+        then: in a fresh crawl every URL is first visited before any header
+        is checked, so each old header of a class whose headers turn out to
+        lie would wait twice the population's interval for its check.
+        *decide* (the wait policy's ``recheck_wait``) gets each sibling's
+        snapshot and answers the wait it would plan now, in seconds after
+        the URL's last fetch, or None; only a visit earlier than the planned
+        one is applied (a later one waits for the URL's own turn: an
+        earlier plan costs a fetch, a later one may lose a version).
+        Returns how many visits moved.
+        """
+        fps = self._unchecked.get((queue, pool_key(url)))
+        q = self._queues.get(queue)
+        if not fps or q is None:
+            return 0
+        now_ms = time_to_ms(self.clock())
+        batch = Batch()
+        moves: list[tuple[Entry, Entry]] = []
+        for fp in list(fps):
+            if fp in self._out:
+                continue
+            raw = self.store.get_record(queue, fp)
+            try:
+                record = UrlRecord.from_bytes(raw) if raw is not None else None
+            except RecordError:
+                continue  # its queue quarantines it when its turn comes
+            if record is None or record.never or record.fetched is None or record.hint:
+                fps.pop(fp, None)
+                continue
+            wait = decide(record.snapshot())
+            if wait is None or not (wait >= 0 and math.isfinite(wait)):
+                continue
+            new_ms = max(now_ms, time_to_ms(record.fetched + wait))
+            if new_ms >= record.next_ms:
+                continue
+            old_entry: Entry = (record.directive, record.next_ms, fp)
+            batch.move_entry((queue, *old_entry), (queue, record.directive, new_ms, fp))
+            record.next_ms = new_ms
+            batch.records[queue, fp] = record.to_bytes()
+            moves.append((old_entry, (record.directive, new_ms, fp)))
+        if moves:
+            self._write(batch, q)
+            for old, new in moves:
+                self._moved(q, old, new)
+            self._schedule(q)
+        return len(moves)
 
     # -- change hints ----------------------------------------------------------------
 

@@ -135,6 +135,18 @@ class WaitPolicy(ABC):
         """
         return None
 
+    def recheck_wait(self, history: Mapping[str, Any]) -> float | None:
+        """The wait (seconds after the last fetch) this policy would plan now
+        for a URL whose plan rested on odds that have since moved, or None to
+        keep the plan.
+
+        The frontier asks it for the siblings of a URL whose first-visit
+        Last-Modified was just caught lying, while their own is unchecked
+        (``Frontier.replan_unchecked``), and applies only an earlier visit.
+        *history* is the URL's snapshot, as for :meth:`hint_wait`.
+        """
+        return None
+
 
 class DefaultWaitPolicy(WaitPolicy):
     """Every visit waits the default wait, clamped to [min, max].

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..change.noise import NOISE_LEARNED
+from ..change.trust import HEADER_LIED
 from ..frontier.hints import Hint
 from ..frontier.record import ChangeState, Visit
 from .allocator import RateAllocator
@@ -141,7 +142,10 @@ class _RatePolicy(WaitPolicy):
         if not agreement or agreement[1] > 0 or visit.change is ChangeState.CHANGED:
             del memory[AGE_UNCHECKED]  # no header any more, or caught lying, or it moved with the content
             if agreement:
-                self.header_belief.note(queue, agreement[1] > 0, visit.url)
+                lied = agreement[1] > 0
+                self.header_belief.note(queue, lied, visit.url)
+                if lied:  # the siblings' odds rose: the frontier asks recheck_wait
+                    visit.annotations.append(HEADER_LIED)
             return
         typical = self.typical_rate()
         evidence = float(evidence) * unchanged_evidence(typical, interval)
@@ -151,6 +155,23 @@ class _RatePolicy(WaitPolicy):
             self.header_belief.note(queue, False, visit.url)
         else:
             memory[AGE_UNCHECKED] = evidence
+
+    def recheck_wait(self, history: Mapping[str, Any]) -> float | None:
+        """While the URL's first-visit age is unchecked, the wait its first
+        check would get now: its estimate mixed by the odds of a lie as they
+        stand (:meth:`first_check_rate`), cut as :meth:`_wait_for` cuts it."""
+        memory = history.get("policy") or {}
+        evidence, rate = memory.get(AGE_UNCHECKED), memory.get(ESTIMATE)
+        if not evidence or not rate:
+            return None
+        url = history.get("url")
+        queue = record_queue(history, url)
+        mixed = self.header_belief.rate(queue, float(rate), self.typical_rate(), float(evidence), url)
+        return self._wait_for(queue, mixed)
+
+    def _wait_for(self, queue: str, rate: float) -> float:
+        """The wait a URL of *rate* gets in *queue* (before the noise guard)."""
+        raise NotImplementedError
 
     def typical_rate(self) -> float:
         """λ₀: the rate of a URL nothing is known of (the prior's centre)."""
@@ -259,13 +280,16 @@ class ProportionalWaitPolicy(_RatePolicy):
         wait_rate = self.first_check_rate(
             memory, visit, self.schedule_rate(memory, visit, rate, first=first, observed=observed)
         )
-        wait = self.allocator.wait(queue, wait_rate)
+        wait = self._wait_for(queue, wait_rate)
         if not first:
             wait = keep_cadence(wait, visit.overdue, self.min_wait)
         return self.noise_guard.wait(memory, verdict, wait, self.max_wait)
 
     def planned_ratio(self) -> float | None:
         return self.allocator.planning_ratio()
+
+    def _wait_for(self, queue: str, rate: float) -> float:
+        return self.allocator.wait(queue, rate)
 
     def fallback_rate(self) -> float | None:
         """Before the population prior is learned, centre it on the crawl's
@@ -371,5 +395,7 @@ class PrecisionWaitPolicy(_RatePolicy):
             self.prior.update(memory, None)
         visit.policy_state = memory
         rate = self.first_check_rate(memory, visit, rate)
-        normal = self.max_wait if rate <= 0 else clamp(self.hazard / rate, self.min_wait, self.max_wait)
-        return self.noise_guard.wait(memory, verdict, normal, self.max_wait)
+        return self.noise_guard.wait(memory, verdict, self._wait_for(visit_queue(visit), rate), self.max_wait)
+
+    def _wait_for(self, queue: str, rate: float) -> float:
+        return self.max_wait if rate <= 0 else clamp(self.hazard / rate, self.min_wait, self.max_wait)

@@ -155,6 +155,12 @@ class PolicyStack(WaitPolicy):
         )
         return self.select(probe).hint_wait(history, hint)
 
+    def recheck_wait(self, history: Mapping[str, Any]) -> float | None:
+        """Asks the policy that judged the URL's last visit."""
+        url, content_type, queue = history.get("url"), history.get("content_type"), history.get("queue")
+        probe = Visit(Outcome.VISITED, url=url, content_type=content_type, queue=queue)
+        return self.select(probe).recheck_wait(history)
+
 
 def load_wait_policy(config: AdaptiveConfig) -> PolicyStack:
     """The stack configured by the ``ADAPTIVE_WAIT_*`` settings."""
