@@ -688,3 +688,32 @@ def test_recheck_wait_follows_the_odds_of_a_lie_as_they_move() -> None:
     fresh, _ = _first_visit(policy, "https://h.example/p/new.html", t0 + 600, t0 - 7 * DAY)
     assert sooner == pytest.approx(fresh, rel=0.05)  # as a sibling first visited now would be planned
     assert policy.recheck_wait({"url": url, "queue": "h", "fetched": t0, "policy": {"e": 0.001}}) is None
+
+
+def test_a_lie_is_assumed_to_hide_the_rate_its_classs_caught_liars_showed() -> None:
+    """The rate a lying header hides is learned from the liars caught in its
+    class: pages behind one template change like each other, not like the
+    crawl's typical URL, which falls as slow files are learned.  Until
+    liars are caught it is λ₀; caught liars that change fast bring an
+    unchecked sibling's first check sooner than λ₀ would, and make an
+    unchanged check stronger evidence of honesty."""
+    from scrapy_adaptive.policies.belief import HeaderBelief
+
+    belief = HeaderBelief()
+    typical = 1 / 600
+    assert belief.lie_rate(typical, "http://h/p/1.html") == pytest.approx(typical)
+    for _ in range(8):
+        belief.note("h", True, "http://h/p/x.html")
+        belief.note_liar_rate("http://h/p/x.html", 1 / 270)
+    fast = belief.lie_rate(typical, "http://h/p/1.html")
+    assert 1 / 300 < fast < 1 / 270
+    assert belief.lie_rate(typical, "http://h/img/1.jpg") < fast  # another class: the crawl's, shrunk
+    assert belief.rate("h", 1 / DAY, typical, url="http://h/p/1.html") > belief.rate("h", 1 / DAY, typical)
+    saved = belief.state()
+    again = HeaderBelief()
+    again.restore(saved)
+    assert again.lie_rate(typical, "http://h/p/1.html") == pytest.approx(fast)
+    legacy = {k: v for k, v in saved.items() if not k.startswith("liar")}
+    older = HeaderBelief()
+    older.restore(legacy)  # a state saved before liars' rates were kept
+    assert older.lie_rate(typical, "http://h/p/1.html") == pytest.approx(typical)

@@ -21,10 +21,12 @@ lies (a Beta posterior: the class's counts shrunk towards its host's
 other classes', those towards the crawl-wide share), the URL's rate until its check is
 the mixture's mean
 
-    λ = (1 − q)·λ̂ + q·λ₀
+    λ = (1 − q)·λ̂ + q·λ_lie
 
-λ̂ the estimate that believes the header and λ₀ the population's typical
-rate (what a URL nothing is known of would get).  Where old headers keep
+λ̂ the estimate that believes the header and λ_lie the rate a lie hides:
+how fast the class's caught liars turned out to change, shrunk towards the
+population's typical rate λ₀ (what a URL nothing is known of would get)
+until enough are caught.  Where old headers keep
 proving honest q falls as 1/n and first revisits spread out accordingly;
 where they are caught lying q stays high and the next old page is checked
 on the population's time scale.  Every old header is still checked once,
@@ -81,6 +83,10 @@ class HeaderBelief:
     counts: dict[str, list[int]] = field(default_factory=dict)
     classes: dict[str, list[int]] = field(default_factory=dict)
     total: list[int] = field(default_factory=lambda: [0, 0])
+    #: ``[caught liars, Σ ln λ̂]`` per sibling class and over the crawl: how
+    #: fast the pages whose old header was caught lying turned out to change
+    liar_rates: dict[str, list[float]] = field(default_factory=dict)
+    liar_total: list[float] = field(default_factory=lambda: [0.0, 0.0])
 
     def lie_probability(self, queue: str, url: str | None = None) -> float:
         """q: the chance that an unchecked old Last-Modified of *queue* (of
@@ -108,9 +114,47 @@ class HeaderBelief:
             while len(self.classes) > MAX_CLASSES:
                 del self.classes[next(iter(self.classes))]
 
+    def note_liar_rate(self, url: str, rate: float) -> None:
+        """Fold in the rate estimated for a URL just caught lying."""
+        if not (rate > 0 and math.isfinite(rate)):
+            return
+        key = pool_key(url)
+        sums = self.liar_rates.pop(key, [0.0, 0.0])
+        for target in (sums, self.liar_total):
+            target[0] += 1.0
+            target[1] += math.log(rate)
+        self.liar_rates[key] = sums
+        while len(self.liar_rates) > MAX_CLASSES:
+            del self.liar_rates[next(iter(self.liar_rates))]
+
+    def lie_rate(self, typical: float, url: str | None = None) -> float:
+        """λ_lie: the rate a lying header of *url*'s class hides, the
+        geometric mean of its caught liars' rates shrunk towards the crawl's,
+        those towards *typical* (λ₀), each by :data:`PRIOR_CHECKS` liars.
+
+        A lying header stands in front of the pages its template serves, so
+        its pages change like their class's, not like the whole crawl's
+        typical URL (on the changing web λ₀ fell to a 663-second interval as
+        the slow images and static pages were learned, while the lying pages
+        changed every 270 seconds or so: mixed at λ₀ they waited for checks
+        past the end of the run, and an unchanged check held them for hours)."""
+        log0 = math.log(typical)
+        n, total = self.liar_total
+        crawl = (total + PRIOR_CHECKS * log0) / (n + PRIOR_CHECKS)
+        if url is None:
+            return math.exp(crawl)
+        own_n, own = self.liar_rates.get(pool_key(url), (0.0, 0.0))
+        return math.exp((own + PRIOR_CHECKS * crawl) / (own_n + PRIOR_CHECKS))
+
     def state(self) -> dict[str, Any]:
         """The counts, JSON-safe (saved with the frontier, see :mod:`.persist`)."""
-        return {"total": list(self.total), "queues": self.counts, "classes": self.classes}
+        return {
+            "total": list(self.total),
+            "queues": self.counts,
+            "classes": self.classes,
+            "liar_total": list(self.liar_total),
+            "liar_rates": self.liar_rates,
+        }
 
     def restore(self, state: Mapping[str, Any]) -> None:
         """Continue from saved counts (most recently counted class last)."""
@@ -123,6 +167,11 @@ class HeaderBelief:
         self.counts = {str(k): pair(v) for k, v in state["queues"].items()}
         classes = list(state["classes"].items())[-MAX_CLASSES:]
         self.classes = {str(k): pair(v) for k, v in classes}
+        # absent from states saved before liars' rates were kept
+        n, total = state.get("liar_total", (0.0, 0.0))
+        self.liar_total = [float(n), float(total)]
+        rates = list(state.get("liar_rates", {}).items())[-MAX_CLASSES:]
+        self.liar_rates = {str(k): [float(v[0]), float(v[1])] for k, v in rates}
 
     def url_lie_probability(self, queue: str, evidence: float, url: str | None = None) -> float:
         """q for one URL whose own checks so far multiply the odds of a lie
@@ -131,27 +180,28 @@ class HeaderBelief:
         return q * evidence / (q * evidence + 1.0 - q)
 
     def dominates(self, queue: str, believed: float, typical: float, evidence: float, url: str | None = None) -> bool:
-        """Does the header's claim dominate the mixture (q·λ₀ ≤ λ̂)?  Then
+        """Does the header's claim dominate the mixture (q·λ_lie ≤ λ̂)?  Then
         checking it further costs more fetches than the versions it could find."""
-        return self.url_lie_probability(queue, evidence, url) * typical <= believed
+        return self.url_lie_probability(queue, evidence, url) * self.lie_rate(typical, url) <= believed
 
     def rate(self, queue: str, believed: float, typical: float, evidence: float = 1.0, url: str | None = None) -> float:
         """The rate of a URL whose first-visit age is unchecked: *believed*
-        (λ̂, the header taken at its word) mixed with *typical* (λ₀) by q.
+        (λ̂, the header taken at its word) mixed by q with the rate a lie
+        would hide (:meth:`lie_rate`, λ₀ until liars are caught).
         A header claiming a rate at or above the typical one is taken as it
         is: believing it costs fetches, not versions."""
         if not believed < typical:
             return believed
         q = self.url_lie_probability(queue, evidence, url)
-        return (1.0 - q) * believed + q * typical
+        return (1.0 - q) * believed + q * max(believed, self.lie_rate(typical, url))
 
 
 def unchanged_evidence(typical: float, interval: float) -> float:
     """The likelihood ratio (lying header : honest one) of a full revisit that
     found the content unchanged after *interval* seconds, the header
-    consistent: a page that lies changes at about the *typical* rate and
-    would have changed with probability 1 − e^(−λ₀t), an honest slow page
-    hardly.  Successive unchanged checks multiply; the URL's next check is
-    then timed further off, about twice as far after each (a doubling
+    consistent: a page that lies changes at about the *typical* rate (the
+    caller's λ_lie, :meth:`HeaderBelief.lie_rate`) and would have changed
+    with probability 1 − e^(−λ₀t), an honest slow page hardly.  Successive
+    unchanged checks multiply; the URL's next check is then timed further off, about twice as far after each (a doubling
     verification of its own "no change", derived rather than assumed)."""
     return math.exp(-max(0.0, typical * interval))

@@ -119,6 +119,8 @@ class _RatePolicy(WaitPolicy):
         log_rate, variance = self.estimator.posterior(memory, prior)
         rate = math.exp(log_rate)
         memory[ESTIMATE] = rate
+        if HEADER_LIED in visit.annotations and visit.url:
+            self.header_belief.note_liar_rate(visit.url, rate)
         if aged and log_rate < prior[0]:
             # Only an *old* claim is checked (belief.py): one at or above the
             # typical rate costs fetches if it lies, not versions, and its
@@ -148,7 +150,7 @@ class _RatePolicy(WaitPolicy):
                     visit.annotations.append(HEADER_LIED)
             return
         typical = self.typical_rate()
-        evidence = float(evidence) * unchanged_evidence(typical, interval)
+        evidence = float(evidence) * unchanged_evidence(self.header_belief.lie_rate(typical, visit.url), interval)
         believed = float(memory.get(ESTIMATE) or 0.0)
         if self.header_belief.dominates(queue, believed, typical, evidence, visit.url):
             del memory[AGE_UNCHECKED]
