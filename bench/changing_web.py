@@ -52,7 +52,7 @@ import threading
 import time
 import urllib.request
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -395,6 +395,18 @@ def targets(
     return rows
 
 
+def _f2(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _class_table(res: dict[str, Any], cell: Callable[[dict[str, Any]], str]) -> list[str]:
+    """One row per page class, one column per crawler."""
+    lines = [f"{'class':<9}" + "".join(f"{name:>28}" for name in res)]
+    for kind in KINDS:
+        lines.append(f"{kind:<9}" + "".join(cell(r["by_kind"][kind]).rjust(28) for r in res.values()))
+    return lines
+
+
 def report(result: dict[str, Any]) -> str:
     res, p = result["crawlers"], result["params"]
     lines = [
@@ -426,25 +438,11 @@ def report(result: dict[str, Any]) -> str:
         + ", ".join(f"{name} {r['items_not_served']}" for name, r in res.items())
     )
     lines += ["", "by class: captured/versions (recall), fetches, precision"]
-    lines.append(f"{'class':<9}" + "".join(f"{name:>28}" for name in res))
-    for kind in KINDS:
-        cells = []
-        for r in res.values():
-            k = r["by_kind"][kind]
-            rec = "-" if k["recall"] is None else f"{k['recall']:.2f}"
-            prec = "-" if k["precision"] is None else f"{k['precision']:.2f}"
-            cells.append(f"{k['captured']}/{k['versions']} ({rec}) {k['fetches']} {prec}".rjust(28))
-        lines.append(f"{kind:<9}" + "".join(cells))
+    lines += _class_table(res, lambda k: f"{k['captured']}/{k['versions']} ({_f2(k['recall'])}) {k['fetches']} "
+                          f"{_f2(k['precision'])}")  # fmt: skip
     lines += ["", "where the revisits went: the crawler's (recall) against the hindsight optimum's at its fetches"]
-    lines.append(f"{'class':<9}" + "".join(f"{name:>28}" for name in res))
-    for kind in KINDS:
-        cells = []
-        for r in res.values():
-            k = r["by_kind"][kind]
-            rec = "-" if k["recall"] is None else f"{k['recall']:.2f}"
-            orec = "-" if k["optimum_recall"] is None else f"{k['optimum_recall']:.2f}"
-            cells.append(f"{k['revisits']} ({rec}) / {k['optimum_revisits']:.0f} ({orec})".rjust(28))
-        lines.append(f"{kind:<9}" + "".join(cells))
+    lines += _class_table(res, lambda k: f"{k['revisits']} ({_f2(k['recall'])}) / {k['optimum_revisits']:.0f} "
+                          f"({_f2(k['optimum_recall'])})")  # fmt: skip
     lines += ["", "learning curve: recall of the versions born in each slice (minutes)"]
     first = next(iter(res.values()))["curve"]
     lines.append(f"{'crawler':<15}" + "".join(f"{c['minute']:>7.1f}" for c in first))
