@@ -712,7 +712,8 @@ def test_a_caught_lie_brings_its_unchecked_siblings_checks_forward(store: Store)
     lying, the frontier asks the policy again for the siblings (same host,
     directory and extension) whose age is still unchecked, and moves earlier
     only those it now wants sooner; a URL out, another class and a URL whose
-    check is over are left alone."""
+    check is over are left alone.  A class is re-planned at its 1st, 2nd,
+    4th ... caught lie only."""
     clock = Clock()
     f = Frontier(store, Politeness(min_delay=0.0, max_delay=0.0, valence=1), clock=clock)
     pages = [f"http://h.example/p/{i}.html" for i in range(4)]
@@ -746,5 +747,10 @@ def test_a_caught_lie_brings_its_unchecked_siblings_checks_forward(store: Store)
     done.policy_state = {"e": 0.001}
     f.update(first.fp, done)
     asked.clear()
-    f.replan_unchecked("h.example", pages[3], decide)
-    assert pages[0] not in asked
+    f.replan_unchecked("h.example", pages[3], decide)  # the class's 2nd caught lie: re-planned again
+    assert asked and pages[0] not in asked
+    asked.clear()
+    assert f.replan_unchecked("h.example", pages[3], decide) == 0  # the 3rd: the odds moved little, skipped
+    assert not asked
+    f.replan_unchecked("h.example", pages[3], decide)  # the 4th
+    assert asked

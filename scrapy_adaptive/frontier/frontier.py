@@ -123,6 +123,7 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
         #: hint source -> [confirmed, refuted, Σq] over every queue
         self._hint_pooled: dict[str, list[float]] = {}
         self._unchecked: dict[tuple[str, str], dict[bytes, None]] = {}
+        self._unchecked_lies: dict[tuple[str, str], int] = {}
         #: recent overdue times (seconds) of issued URLs, for percentiles
         self.overdue_samples: deque[float] = deque(maxlen=2000)
         #: fp -> (digest last delivered, versions awaiting confirmation)

@@ -55,6 +55,8 @@ class HostFacts:
     _hint_pooled: dict[str, list[float]]
     #: (queue, sibling class) -> fps whose first-visit age is unchecked (an ordered set)
     _unchecked: dict[tuple[str, str], dict[bytes, None]]
+    #: (queue, sibling class) -> first-visit ages caught lying since the start
+    _unchecked_lies: dict[tuple[str, str], int]
 
     if TYPE_CHECKING:
 
@@ -166,9 +168,12 @@ class HostFacts:
 
         In memory only: after a restart a URL enters it again at its next
         visit, and until then keeps the plan it was given."""
+        unchecked = record.policy.get(HEADER_UNCHECKED) and not record.never
+        if not unchecked and not self._unchecked:
+            return
         key = (record.queue, pool_key(record.url))
         fps = self._unchecked.get(key)
-        if record.policy.get(HEADER_UNCHECKED) and not record.never:
+        if unchecked:
             if fps is None:
                 fps = self._unchecked[key] = {}
             fps.pop(fp, None)
@@ -195,10 +200,16 @@ class HostFacts:
         one is applied (a later one waits for the URL's own turn: an
         earlier plan costs a fetch, a later one may lose a version).
         Returns how many visits moved.
+
+        A class is re-planned at its 1st, 2nd, 4th, 8th ... caught lie: the
+        odds move less with each, and a host whose every old page lies
+        costs O(log n) passes over its class, not one per lie.
         """
-        fps = self._unchecked.get((queue, pool_key(url)))
+        key = (queue, pool_key(url))
+        lies = self._unchecked_lies[key] = self._unchecked_lies.get(key, 0) + 1
+        fps = self._unchecked.get(key)
         q = self._queues.get(queue)
-        if not fps or q is None:
+        if not fps or q is None or lies & (lies - 1):
             return 0
         now_ms = time_to_ms(self.clock())
         batch = Batch()
