@@ -160,6 +160,18 @@ class HostFacts:
             return {name: {k: dict(v) for k, v in q.trust.items()} for name, q in self._queues.items() if q.trust}
         return {name: dict(q.trust[HOST]) for name, q in self._queues.items() if q.trust.get(HOST)}
 
+    @staticmethod
+    def _stage_move(batch: Batch, fp: bytes, record: UrlRecord, new_ms: int) -> tuple[Entry, Entry]:
+        """Put the move of *record*'s queue entry to *new_ms*, and the record
+        itself, in *batch*; the (old, new) entries for :meth:`_moved` once
+        the batch is written."""
+        old_entry: Entry = (record.directive, record.next_ms, fp)
+        new_entry: Entry = (record.directive, new_ms, fp)
+        batch.move_entry((record.queue, *old_entry), (record.queue, *new_entry))
+        record.next_ms = new_ms
+        batch.records[record.queue, fp] = record.to_bytes()
+        return old_entry, new_entry
+
     # -- first-visit ages ------------------------------------------------------------
 
     def _track_unchecked(self, fp: bytes, record: UrlRecord) -> None:
@@ -231,11 +243,7 @@ class HostFacts:
             new_ms = max(now_ms, time_to_ms(record.fetched + wait))
             if new_ms >= record.next_ms:
                 continue
-            old_entry: Entry = (record.directive, record.next_ms, fp)
-            batch.move_entry((queue, *old_entry), (queue, record.directive, new_ms, fp))
-            record.next_ms = new_ms
-            batch.records[queue, fp] = record.to_bytes()
-            moves.append((old_entry, (record.directive, new_ms, fp)))
+            moves.append(self._stage_move(batch, fp, record, new_ms))
         if moves:
             self._write(batch, q)
             for old, new in moves:
@@ -290,14 +298,11 @@ class HostFacts:
         new_ms = time_to_ms(now + wait)
         if new_ms >= record.next_ms:
             return HintResult.LATER
-        old_entry = (record.directive, record.next_ms, fp)
-        batch = Batch()
-        batch.move_entry((record.queue, *old_entry), (record.queue, record.directive, new_ms, fp))
-        record.next_ms = new_ms
         record.hint = hints.pending(now, hint.modified, hint.source, own, pooled)
-        batch.records[record.queue, fp] = record.to_bytes()
+        batch = Batch()
+        old_entry, new_entry = self._stage_move(batch, fp, record, new_ms)
         self._write(batch, q)
-        self._moved(q, old_entry, (record.directive, new_ms, fp))
+        self._moved(q, old_entry, new_entry)
         self._schedule(q)
         return HintResult.ACTED
 

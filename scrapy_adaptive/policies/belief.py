@@ -196,12 +196,13 @@ class HeaderBelief:
         return (1.0 - q) * believed + q * max(believed, self.lie_rate(typical, url))
 
 
-def unchanged_evidence(typical: float, interval: float) -> float:
+def unchanged_evidence(lie_rate: float, interval: float) -> float:
     """The likelihood ratio (lying header : honest one) of a full revisit that
     found the content unchanged after *interval* seconds, the header
-    consistent: a page that lies changes at about the *typical* rate (the
-    caller's λ_lie, :meth:`HeaderBelief.lie_rate`) and would have changed
-    with probability 1 − e^(−λ₀t), an honest slow page hardly.  Successive
-    unchanged checks multiply; the URL's next check is then timed further off, about twice as far after each (a doubling
-    verification of its own "no change", derived rather than assumed)."""
-    return math.exp(-max(0.0, typical * interval))
+    consistent: a page that lies changes at about *lie_rate* (λ_lie,
+    :meth:`HeaderBelief.lie_rate`) and would have changed with probability
+    1 − e^(−λ_lie·t), an honest slow page hardly.  Successive unchanged
+    checks multiply; the URL's next check is then timed further off, about
+    twice as far after each (a doubling verification of its own "no
+    change", derived rather than assumed)."""
+    return math.exp(-max(0.0, lie_rate * interval))

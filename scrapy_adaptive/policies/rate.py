@@ -163,13 +163,12 @@ class _RatePolicy(WaitPolicy):
         check would get now: its estimate mixed by the odds of a lie as they
         stand (:meth:`first_check_rate`), cut as :meth:`_wait_for` cuts it."""
         memory = history.get("policy") or {}
-        evidence, rate = memory.get(AGE_UNCHECKED), memory.get(ESTIMATE)
-        if not evidence or not rate:
+        rate = memory.get(ESTIMATE)
+        if not memory.get(AGE_UNCHECKED) or not rate:
             return None
         url = history.get("url")
         queue = record_queue(history, url)
-        mixed = self.header_belief.rate(queue, float(rate), self.typical_rate(), float(evidence), url)
-        return self._wait_for(queue, mixed)
+        return self._wait_for(queue, self.first_check_rate(memory, queue, url, float(rate)))
 
     def _wait_for(self, queue: str, rate: float) -> float:
         """The wait a URL of *rate* gets in *queue* (before the noise guard)."""
@@ -179,10 +178,10 @@ class _RatePolicy(WaitPolicy):
         """λ₀: the rate of a URL nothing is known of (the prior's centre)."""
         return math.exp(self.prior.get(self.fallback_rate())[0])
 
-    def first_check_rate(self, memory: Mapping[str, Any], visit: Visit, rate: float) -> float:
+    def first_check_rate(self, memory: Mapping[str, Any], queue: str, url: str | None, rate: float) -> float:
         """The rate the next visit is timed at while the first visit's age is
-        unchecked: *rate* (the header believed) mixed with the population's
-        typical rate by the URL's odds of a lie (:class:`~.belief.HeaderBelief`).
+        unchecked: *rate* (the header believed) mixed with the rate a lie
+        would hide by the URL's odds of a lie (:class:`~.belief.HeaderBelief`).
 
         Only the timing: the URL's budget share stays at *rate*, since the
         mixture stands for a few checks, not a steady rate (registered, it
@@ -191,7 +190,7 @@ class _RatePolicy(WaitPolicy):
         evidence = memory.get(AGE_UNCHECKED)
         if not evidence:
             return rate
-        return self.header_belief.rate(visit_queue(visit), rate, self.typical_rate(), float(evidence), visit.url)
+        return self.header_belief.rate(queue, rate, self.typical_rate(), float(evidence), url)
 
     def fallback_rate(self) -> float | None:
         """The prior's centre until the population has taught it one: the
@@ -280,7 +279,7 @@ class ProportionalWaitPolicy(_RatePolicy):
             self.allocator.note_fetch(now, hinted=hinted_visit(history))
         visit.policy_state = memory
         wait_rate = self.first_check_rate(
-            memory, visit, self.schedule_rate(memory, visit, rate, first=first, observed=observed)
+            memory, queue, visit.url, self.schedule_rate(memory, visit, rate, first=first, observed=observed)
         )
         wait = self._wait_for(queue, wait_rate)
         if not first:
@@ -396,8 +395,9 @@ class PrecisionWaitPolicy(_RatePolicy):
         if noise:
             self.prior.update(memory, None)
         visit.policy_state = memory
-        rate = self.first_check_rate(memory, visit, rate)
-        return self.noise_guard.wait(memory, verdict, self._wait_for(visit_queue(visit), rate), self.max_wait)
+        queue = visit_queue(visit)
+        rate = self.first_check_rate(memory, queue, visit.url, rate)
+        return self.noise_guard.wait(memory, verdict, self._wait_for(queue, rate), self.max_wait)
 
     def _wait_for(self, queue: str, rate: float) -> float:
         return self.max_wait if rate <= 0 else clamp(self.hazard / rate, self.min_wait, self.max_wait)
