@@ -19,7 +19,7 @@ from bench.sim.estimators import (
 )
 from scrapy_adaptive.frontier.record import ChangeState, Outcome, UrlRecord, Visit
 from scrapy_adaptive.policies.allocator import RateAllocator
-from scrapy_adaptive.policies.estimator import RateEstimator, posterior_log_rate
+from scrapy_adaptive.policies.estimator import AGE, AGE_OUTLIER, CHANGED, EXACT, RateEstimator, age_tail, posterior_log_rate
 from scrapy_adaptive.policies.history import record_queue
 from scrapy_adaptive.policies.keys import ALLOCATION
 from scrapy_adaptive.policies.prior import PopulationPrior
@@ -481,12 +481,43 @@ def test_a_frozen_last_modified_loses_the_age_it_gave() -> None:
     frozen, t0 = formatdate(1.7e9 - 7 * DAY, usegmt=True), 1.7e9
     memory: dict[str, Any] = {}
     est.observe_age(memory, visit(ChangeState.CHANGED, last_modified=frozen), t0, 10.0)
-    assert memory["o"] == [[round(7 * DAY), 2]]
+    assert memory["o"] == [[round(7 * DAY), AGE]]
     for k in range(1, 4):  # changed at every visit, an hour apart
         est.observe(memory, 3600, visit(ChangeState.CHANGED, last_modified=frozen), t0 + (k - 1) * 3600, t0 + k * 3600)
     assert memory["lm"] == [0, 3]
     assert [kind for _, kind in memory["o"]] == [1, 1, 1, 1]
     assert est.estimate(memory, (math.log(1 / DAY), 2.0)) > 1 / (4 * 3600)
+
+
+def test_a_first_visit_age_the_urls_own_changes_refute_is_set_aside() -> None:
+    """A Poisson page changing every minute whose first visit showed an
+    eight-minute-old Last-Modified (a deploy, or the quiet spell a first
+    visit tends to land in): once six revisits have each found a change
+    well under a minute old, the eight minutes no longer hold the rate at a
+    third of the truth.  An age the URL's own changes find plausible still
+    counts, and so does any age before the URL has seen a change."""
+    est, prior = RateEstimator(half_life=None), (math.log(1 / 300), 1.5)
+    own = [[45, EXACT], [50, EXACT], [40, EXACT], [55, EXACT], [48, EXACT], [52, EXACT]]
+    refuted = {"o": [[480, AGE], *own]}
+    assert age_tail(480, *est.posterior({"o": own}, prior)) < AGE_OUTLIER
+    assert est.estimate(refuted, prior) == pytest.approx(est.estimate({"o": own}, prior))
+    assert 1 / est.estimate(refuted, prior) < 60
+    # as an exact age it would have counted for ever
+    assert 1 / est.estimate({"o": [[480, EXACT], *own]}, prior) > 100
+    plausible = {"o": [[70, AGE], *own]}
+    assert est.estimate(plausible, prior) == pytest.approx(est.estimate({"o": [[70, EXACT], *own]}, prior))
+    # no change of its own yet: a three-year-old page starts slow, and stays slow while nothing changes
+    old = {"o": [[3 * 365 * DAY, AGE], [3600, 0], [7200, 0]]}
+    assert 1 / est.estimate(old, prior) > 100 * DAY
+    # a censored change counts as the URL's own too
+    assert est.estimate({"o": [[3 * 365 * DAY, AGE], [600, CHANGED], [300, CHANGED]]}, prior) > 1 / DAY
+
+
+def test_age_tail_is_the_gamma_predictive() -> None:
+    """k exact changes in T seconds: P(age ≥ a) = (T/(T + a))^k."""
+    k, total, a = 6, 290.0, 480.0
+    assert age_tail(a, math.log(k / total), 1 / k) == pytest.approx((total / (total + a)) ** k)
+    assert age_tail(0.0, 0.0, 1.0) == 1.0
 
 
 def _first_visit(policy: ProportionalWaitPolicy, url: str, now: float, modified: float | None) -> tuple[float, dict]:

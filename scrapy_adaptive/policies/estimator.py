@@ -29,8 +29,12 @@ from .keys import ESTIMATE, LAST_MODIFIED_AGREEMENT, OBSERVATIONS
 #: x/(e^x − 1) is below 1e-300 beyond this: treat as zero, avoid overflow
 _BIG = 700.0
 
-#: observation kinds stored in the per-URL memory
-UNCHANGED, CHANGED, EXACT = 0, 1, 2
+#: observation kinds stored in the per-URL memory; AGE is the first visit's
+#: Last-Modified age, an EXACT observation unless the URL's own visits refute it
+UNCHANGED, CHANGED, EXACT, AGE = 0, 1, 2, 3
+#: the first visit's age is set aside when the URL's own visits give an age
+#: at least this old less than this probability (:meth:`RateEstimator.posterior`)
+AGE_OUTLIER = 0.05
 
 
 @dataclass
@@ -39,8 +43,8 @@ class RateEstimator:
 
     Memory (:mod:`.keys`): :data:`~.keys.OBSERVATIONS` – the last
     ``window`` observations as ``[seconds, kind]`` (kind :data:`UNCHANGED`
-    interval, :data:`CHANGED` interval, or :data:`EXACT` age of a change
-    known from Last-Modified); :data:`~.keys.LAST_MODIFIED_AGREEMENT` – how
+    interval, :data:`CHANGED` interval, :data:`EXACT` age of a change
+    known from Last-Modified, or :data:`AGE`, the first visit's); :data:`~.keys.LAST_MODIFIED_AGREEMENT` – how
     many times the URL's Last-Modified agreed (``[good, bad]``) with what
     the content comparison said; the rate policies keep the last estimate
     under :data:`~.keys.ESTIMATE`, the start of the next solve.
@@ -80,7 +84,7 @@ class RateEstimator:
                         # fall back to "a change within that time" (a frozen
                         # one said "a week old" and held a changing page at
                         # the slowest rate)
-                        obs = [[o[0], CHANGED, *o[2:]] if o[1] == EXACT else o for o in obs]
+                        obs = [[o[0], CHANGED, *o[2:]] if o[1] in (EXACT, AGE) else o for o in obs]
                     bad += 1
                 memory[LAST_MODIFIED_AGREEMENT] = [good, bad]
                 if changed and consistent and bad == 0:
@@ -116,7 +120,9 @@ class RateEstimator:
         server that stamps every response with the current time says
         nothing, and the policy could not visit faster anyway.  The header
         is not checked yet: :meth:`observe` turns the age into "a change
-        within that time" if a later visit shows it inconsistent.
+        within that time" if a later visit shows it inconsistent, and
+        :meth:`posterior` sets it aside once the URL's own visits make it
+        implausibly old.
         """
         if not self.trust_last_modified or not visit.last_modified or now is None:
             return False
@@ -124,7 +130,7 @@ class RateEstimator:
         if modified is None or now - modified < max(floor, 1.0):
             return False
         obs = [list(o) for o in memory.get(OBSERVATIONS, [])]
-        obs.append([round(now - modified), EXACT])
+        obs.append([round(now - modified), AGE])
         memory[OBSERVATIONS] = obs[-self.window :]
         return True
 
@@ -137,12 +143,25 @@ class RateEstimator:
         Observations are consecutive intervals, so an entry's age is the sum
         of the intervals after it; with a ``half_life`` each counts for
         2^(−age/half_life).
+
+        The first visit's age (:data:`AGE`) tells of the time before the
+        crawl watched the page, and that time is often unlike the present:
+        the Last-Modified of a deploy or a migration, a page that came
+        alive, or simply the inspection paradox (a first visit lands more
+        often in a long quiet spell of a bursty page than in a short one).
+        It counts as an exact age until the URL has seen a change of its
+        own; from then on it counts only while the URL's own posterior
+        finds an age at least that old plausible (predictive probability
+        ≥ :data:`AGE_OUTLIER`).  Counted for ever, a first age of eight
+        minutes held a page changing every minute at a third of its rate
+        after six revisits had each found a change younger than a minute.
         """
         changed: list[float] = []
         weights: list[float] = []
         exposure = 0.0
         exact = 0.0
         age = 0.0
+        first: tuple[float, float] | None = None  # (seconds, weight) of the first visit's age
         decay = math.log(2.0) / self.half_life if self.half_life else 0.0
         for entry in reversed(memory.get(OBSERVATIONS, [])):
             seconds, kind = float(entry[0]), entry[1]
@@ -151,12 +170,35 @@ class RateEstimator:
             if kind == CHANGED:
                 changed.append(seconds)
                 weights.append(w)
+            elif kind == AGE:
+                first = (seconds, w)
             else:
                 exposure += w * seconds
                 exact += w * (kind == EXACT)
-        return posterior_log_rate(
-            changed, exposure, exact, prior[0], prior[1], start=memory.get(ESTIMATE), weights=weights
-        )
+        start = memory.get(ESTIMATE)
+        if first is not None and (changed or exact):
+            mode, variance = posterior_log_rate(
+                changed, exposure, exact, prior[0], prior[1], start=start, weights=weights
+            )
+            if age_tail(first[0], mode, variance) < AGE_OUTLIER:
+                return mode, variance
+        if first is not None:
+            exposure += first[1] * first[0]
+            exact += first[1]
+        return posterior_log_rate(changed, exposure, exact, prior[0], prior[1], start=start, weights=weights)
+
+
+def age_tail(seconds: float, log_rate: float, variance: float) -> float:
+    """P(a Poisson page's content is at least *seconds* old at a visit),
+    under a posterior of ln λ with this mode and variance.
+
+    The age is exponential given λ; λ's posterior is taken as the gamma
+    distribution with the same log-mode and log-variance (shape k = 1/v),
+    which gives the closed form (1 + a·λ̂/k)^(−k): with k exact changes
+    seen in T seconds, (T/(T + a))^k.
+    """
+    k = 1.0 / max(variance, 1e-9)
+    return math.exp(-k * math.log1p(seconds * math.exp(log_rate) / k))
 
 
 def posterior_log_rate(
