@@ -505,12 +505,41 @@ def test_a_first_visit_age_the_urls_own_changes_refute_is_set_aside() -> None:
     # as an exact age it would have counted for ever
     assert 1 / est.estimate({"o": [[480, EXACT], *own]}, prior) > 100
     plausible = {"o": [[70, AGE], *own]}
-    assert est.estimate(plausible, prior) == pytest.approx(est.estimate({"o": [[70, EXACT], *own]}, prior))
+    assert est.estimate({"o": own}, prior) > est.estimate(plausible, prior) > est.estimate({"o": [[70, EXACT], *own]}, prior)
     # no change of its own yet: a three-year-old page starts slow, and stays slow while nothing changes
     old = {"o": [[3 * 365 * DAY, AGE], [3600, 0], [7200, 0]]}
     assert 1 / est.estimate(old, prior) > 100 * DAY
     # a censored change counts as the URL's own too
     assert est.estimate({"o": [[3 * 365 * DAY, AGE], [600, CHANGED], [300, CHANGED]]}, prior) > 1 / DAY
+
+
+def test_a_first_visit_age_fades_once_the_url_was_watched_for_longer() -> None:
+    """Every file of a site written at its deploy, minutes before the crawl:
+    a static page's first visit shows a two-minute-old Last-Modified.  The
+    age counts in full before any revisit, as a/(a + watched) of an exact
+    age after: once the crawl has watched the page unchanged for 25
+    minutes it is believed slower than the two minutes kept saying."""
+    est, prior = RateEstimator(half_life=None), (math.log(1 / 300), 1.5)
+    assert est.estimate({"o": [[120, AGE]]}, prior) == pytest.approx(est.estimate({"o": [[120, EXACT]]}, prior))
+    watched = [[600, 0], [900, 0]]
+    faded = est.estimate({"o": [[120, AGE], *watched]}, prior)
+    assert faded < 0.7 * est.estimate({"o": [[120, EXACT], *watched]}, prior)
+    # the weight is the age's share of the time it and the watching span
+    tempered = posterior_log_rate([], 1500 + 120 * 120 / 1620, 120 / 1620, *prior)
+    assert math.log(faded) == pytest.approx(tempered[0], abs=1e-4)
+
+
+def test_a_change_in_the_second_of_the_previous_fetch_keeps_the_header_trusted() -> None:
+    """HTTP dates have whole seconds: a change 0.3 s after a fetch carries
+    a Last-Modified 0.6 s before it.  That is not a lie; counted as one, it
+    took the exact ages from the fastest pages of the changing web."""
+    est = RateEstimator()
+    t0 = 1.7e9 + 0.6  # the previous fetch
+    memory: dict[str, Any] = {}
+    modified = formatdate(1.7e9, usegmt=True)  # the change came at t0 + 0.3
+    est.observe(memory, 9.0, visit(ChangeState.CHANGED, last_modified=modified), t0, t0 + 9.0)
+    assert memory["lm"] == [1, 0]
+    assert memory["o"][-1][1] == EXACT
 
 
 def test_age_tail_is_the_gamma_predictive() -> None:

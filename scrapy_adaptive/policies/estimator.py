@@ -74,7 +74,9 @@ class RateEstimator:
             modified = parse_http_date(visit.last_modified)
             if modified is not None:
                 good, bad = memory.get(LAST_MODIFIED_AGREEMENT, [0, 0])
-                consistent = (previous_fetch < modified <= now + 1) if changed else (modified <= previous_fetch + 1)
+                # an HTTP date has whole seconds: a change in the second of
+                # the previous fetch can carry a date just before it
+                consistent = (previous_fetch - 1 < modified <= now + 1) if changed else (modified <= previous_fetch + 1)
                 if consistent:
                     good += 1
                 else:
@@ -149,12 +151,18 @@ class RateEstimator:
         the Last-Modified of a deploy or a migration, a page that came
         alive, or simply the inspection paradox (a first visit lands more
         often in a long quiet spell of a bursty page than in a short one).
-        It counts as an exact age until the URL has seen a change of its
-        own; from then on it counts only while the URL's own posterior
-        finds an age at least that old plausible (predictive probability
-        ≥ :data:`AGE_OUTLIER`).  Counted for ever, a first age of eight
-        minutes held a page changing every minute at a third of its rate
-        after six revisits had each found a change younger than a minute.
+        So it counts as a/(a + w) of an exact age, a the age and w the time
+        the crawl has watched the URL since: in full before any revisit
+        (a page last modified three years ago starts slow), fading once the
+        URL's own visits span more time than the age does.  And once the
+        URL has seen a change of its own, it counts only while the URL's
+        own posterior finds an age at least that old plausible (predictive
+        probability ≥ :data:`AGE_OUTLIER`).  Counted in full for ever, a
+        first age of eight minutes held a page changing every minute at a
+        third of its rate after six revisits had each found a change
+        younger than a minute, and a static page whose files were all
+        written when the site was deployed, minutes before the crawl,
+        kept looking like a page changing every few minutes.
         """
         changed: list[float] = []
         weights: list[float] = []
@@ -171,7 +179,8 @@ class RateEstimator:
                 changed.append(seconds)
                 weights.append(w)
             elif kind == AGE:
-                first = (seconds, w)
+                watched = age - seconds  # the URL's own intervals since its first visit
+                first = (seconds, w * seconds / (seconds + watched))
             else:
                 exposure += w * seconds
                 exact += w * (kind == EXACT)
