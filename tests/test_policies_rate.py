@@ -19,7 +19,15 @@ from bench.sim.estimators import (
 )
 from scrapy_adaptive.frontier.record import ChangeState, Outcome, UrlRecord, Visit
 from scrapy_adaptive.policies.allocator import RateAllocator
-from scrapy_adaptive.policies.estimator import AGE, AGE_OUTLIER, CHANGED, EXACT, RateEstimator, age_tail, posterior_log_rate
+from scrapy_adaptive.policies.estimator import (
+    AGE,
+    AGE_OUTLIER,
+    CHANGED,
+    EXACT,
+    RateEstimator,
+    age_tail,
+    posterior_log_rate,
+)
 from scrapy_adaptive.policies.history import record_queue
 from scrapy_adaptive.policies.keys import ALLOCATION
 from scrapy_adaptive.policies.prior import PopulationPrior
@@ -505,7 +513,11 @@ def test_a_first_visit_age_the_urls_own_changes_refute_is_set_aside() -> None:
     # as an exact age it would have counted for ever
     assert 1 / est.estimate({"o": [[480, EXACT], *own]}, prior) > 100
     plausible = {"o": [[70, AGE], *own]}
-    assert est.estimate({"o": own}, prior) > est.estimate(plausible, prior) > est.estimate({"o": [[70, EXACT], *own]}, prior)
+    assert (
+        est.estimate({"o": own}, prior)
+        > est.estimate(plausible, prior)
+        > est.estimate({"o": [[70, EXACT], *own]}, prior)
+    )
     # no change of its own yet: a three-year-old page starts slow, and stays slow while nothing changes
     old = {"o": [[3 * 365 * DAY, AGE], [3600, 0], [7200, 0]]}
     assert 1 / est.estimate(old, prior) > 100 * DAY
