@@ -44,8 +44,8 @@ class RateEstimator:
     Memory (:mod:`.keys`): :data:`~.keys.OBSERVATIONS` – the last
     ``window`` observations as ``[seconds, kind]`` (kind :data:`UNCHANGED`
     interval, :data:`CHANGED` interval, :data:`EXACT` age of a change
-    known from Last-Modified, or :data:`AGE`, the first visit's); :data:`~.keys.LAST_MODIFIED_AGREEMENT` – how
-    many times the URL's Last-Modified agreed (``[good, bad]``) with what
+    known from Last-Modified, or :data:`AGE`, the first visit's age);
+    :data:`~.keys.LAST_MODIFIED_AGREEMENT` – how many times the URL's Last-Modified agreed (``[good, bad]``) with what
     the content comparison said; the rate policies keep the last estimate
     under :data:`~.keys.ESTIMATE`, the start of the next solve.
 
@@ -158,11 +158,11 @@ class RateEstimator:
         URL has seen a change of its own, it counts only while the URL's
         own posterior finds an age at least that old plausible (predictive
         probability ≥ :data:`AGE_OUTLIER`).  Counted in full for ever, a
-        first age of eight minutes held a page changing every minute at a
-        third of its rate after six revisits had each found a change
-        younger than a minute, and a static page whose files were all
-        written when the site was deployed, minutes before the crawl,
-        kept looking like a page changing every few minutes.
+        first age of eight minutes still held a page changing about every
+        70 s at two thirds of its rate after six changed revisits, and a
+        static page whose files were all written when the site was
+        deployed, minutes before the crawl, kept looking like a page
+        changing every few minutes (issue 13's changing web).
         """
         changed: list[float] = []
         weights: list[float] = []
