@@ -4,7 +4,9 @@ Random interleavings of add / next / fetch end / verdict / lease expiry /
 clock moves, checked against a plain model after every step:
 
 * a URL is never issued while out, nor before it is due;
-* what is issued is the head of its queue in (directive, time) order;
+* what is issued is the head of its queue in (directive, time) order, or
+  a due URL of the head's directive later than the head relative to its
+  own wait, while the head is late by less than its wait;
 * a queue never has more than ``valence`` fetches running, and a slot is
   never reused before its politeness wait is over;
 * no URL is ever lost: every added URL keeps exactly one record and one
@@ -21,7 +23,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit
+from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit, urgency
 from scrapy_adaptive.frontier.keys import NEVER_MS, time_to_ms
 from scrapy_adaptive.frontier.leveldb_store import LevelDBStore
 from scrapy_adaptive.frontier.record import UrlRecord
@@ -79,7 +81,7 @@ class FrontierMachine(RuleBasedStateMachine):
         self.frontier.add(fp, url, host, {"url": url}, directive=directive, force=force)
         self.known.add(fp)
 
-    @rule(seconds=st.sampled_from([0.1, 0.5, 1.0, 2.0, 10.0, 60.0]))
+    @rule(seconds=st.sampled_from([0.1, 0.5, 1.0, 2.0, 10.0, 20.0, 60.0]))
     def tick(self, seconds: float) -> None:
         self.now += seconds
 
@@ -94,7 +96,29 @@ class FrontierMachine(RuleBasedStateMachine):
         assert fp not in self.out, "issued a URL that is already out"
         assert record.next_ms <= time_to_ms(self.now), "issued a URL before it was due"
         candidates = [e for e in entries_before[host] if e[2] not in self.out]
-        assert candidates and candidates[0][2] == fp, "did not issue the head of the queue"
+        assert candidates, "issued from an empty queue"
+        head = candidates[0]
+        if head[2] != fp:
+            # only a due URL of the head's rank, later relative to its own
+            # wait, goes ahead of the head, and only while the head is
+            # late by less than a wait (urgency.py)
+            now_ms = time_to_ms(self.now)
+            issued_entry = next(e for e in candidates if e[2] == fp)
+            assert issued_entry[0] == head[0], "went ahead of a higher directive"
+            assert candidates.index(issued_entry) < urgency.WINDOW, "issued beyond the weighed window"
+            assert head[1] < now_ms, "went ahead of a head that was not late"
+
+            window = [e for e in candidates if e[0] == head[0] and e[1] <= now_ms][: urgency.WINDOW]
+            records = {e[2]: UrlRecord.from_bytes(self.store.get_record(host, e[2]) or b"") for e in window}
+            waits = {k: max(r.wait, 1.0) for k, r in records.items() if r.visits and r.wait}
+            shortest = min(waits.values(), default=1.0)
+
+            def relative(entry: tuple[int, int, bytes]) -> float:
+                return (now_ms - entry[1]) / 1000 / waits.get(entry[2], shortest)
+
+            assert issued_entry[1] <= now_ms, "issued a URL before it was due"
+            assert relative(head) < 1.0, "went ahead of a head late by a whole wait"
+            assert relative(issued_entry) >= relative(head), "went ahead with a URL less late for its wait"
         assert self.running[host] < self.valence, "valence exceeded"
         free = sorted(self.slot_free[host])
         if len(free) >= self.valence:  # every slot has been used before
@@ -123,7 +147,7 @@ class FrontierMachine(RuleBasedStateMachine):
         data=st.data(),
         outcome=st.sampled_from([Outcome.VISITED, Outcome.VISITED, Outcome.RETRY, Outcome.DISREGARDED]),
         change=st.sampled_from(list(ChangeState)),
-        wait=st.sampled_from([1.0, 5.0, 100.0]),
+        wait=st.sampled_from([1.0, 5.0, 30.0, 100.0]),
     )
     def verdict(self, data: st.DataObject, outcome: Outcome, change: ChangeState, wait: float) -> None:
         fp = data.draw(st.sampled_from(sorted(self.out)))
