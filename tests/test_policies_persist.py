@@ -134,6 +134,7 @@ def test_the_stored_memory_keys_stay_readable() -> None:
         "estimate": "e",
         "age_unchecked": "ua",
         "prior_contribution": "pp",
+        "sibling_contribution": "sr",
         "allocation": "al",
         "burst_state": "s",
         "burst_offset_0": "b0",

@@ -569,12 +569,15 @@ def _first_visit(policy: ProportionalWaitPolicy, url: str, now: float, modified:
     return wait, v.policy_state
 
 
-def _check_revisit(policy: ProportionalWaitPolicy, url: str, state: dict, then: float, now: float, lied: bool) -> dict:
+def _check_revisit(
+    policy: ProportionalWaitPolicy, url: str, state: dict, then: float, now: float, lied: bool, modified_ago: float = 1
+) -> dict:
     """The first full revisit of a URL whose Last-Modified said a week: the
-    content changed under the same header (a lie) or with it (honest)."""
+    content changed under the same header (a lie) or with it (honest,
+    *modified_ago* seconds before the revisit)."""
     v = Visit(Outcome.VISITED, status=200, change=ChangeState.CHANGED, url=url, fetched=now, queue="h")
     v.validation = "verified"
-    v.last_modified = formatdate(then - 7 * DAY if lied else now - 1, usegmt=True)
+    v.last_modified = formatdate(then - 7 * DAY if lied else now - modified_ago, usegmt=True)
     policy.next_wait({"visits": 1, "fetched": then, "wait": now - then, "policy": state}, v)
     assert v.policy_state is not None
     return v.policy_state
@@ -630,8 +633,13 @@ def test_a_hosts_lying_pages_do_not_make_its_files_checked_sooner() -> None:
         _check_revisit(policy, url, st, t0, t0 + 600, lied=True)
         url = f"https://h.example/img/{i}.jpg"
         _, st = _first_visit(policy, url, t0, t0 - 7 * DAY)
-        _check_revisit(policy, url, st, t0, t0 + 600, lied=False)
+        # as fast as the caught pages: a lie would hide as much in either class
+        _check_revisit(policy, url, st, t0, t0 + 600, lied=False, modified_ago=300)
     belief = policy.header_belief
+    page_hidden, image_hidden = (
+        belief.lie_rate(policy.typical_rate(), f"https://h.example/{p}") for p in ("p/9.html", "img/9.jpg")
+    )
+    assert image_hidden == pytest.approx(page_hidden, rel=0.5)
     page_q, image_q = (belief.lie_probability("h", f"https://h.example/{p}") for p in ("p/9.html", "img/9.jpg"))
     assert belief.lie_probability("h") == pytest.approx(0.5, abs=0.05)  # the host alone cannot tell them apart
     assert page_q > 0.7 and image_q < 0.25 and page_q > 3 * image_q
@@ -789,3 +797,53 @@ def test_a_lie_is_assumed_to_hide_the_rate_its_classs_caught_liars_showed() -> N
     older = HeaderBelief()
     older.restore(legacy)  # a state saved before liars' rates were kept
     assert older.lie_rate(typical, "http://h/p/1.html") == pytest.approx(typical)
+
+
+def test_before_any_liar_is_caught_a_lie_is_taken_to_hide_its_siblings_pace() -> None:
+    """A header that never moves stands in front of pages its template
+    serves: until a liar of its class is caught, the rate a lie would hide is
+    the class's own pace (its revisited siblings' rates), not the whole
+    crawl's.  On the changing web the lying pages sat among pages changing
+    every few minutes while λ₀, pulled down by static pages and images,
+    timed their first checks near the end of a 20-minute run."""
+    t0 = 1.7e9
+    policy = ProportionalWaitPolicy(RateAllocator(2000 / DAY, min_wait=10, max_wait=30 * DAY, epoch="t"))
+    for i in range(20):
+        _first_visit(policy, f"https://h.example/u{i}", t0, None)
+    for directory, changed in (("fast", True), ("slow", False)):
+        for i in range(8):
+            url = f"https://h.example/{directory}/{i}.html"
+            _, st = _first_visit(policy, url, t0, t0 - 120)
+            v = Visit(Outcome.VISITED, status=200, url=url, fetched=t0 + 300, queue="h")
+            v.change = ChangeState.CHANGED if changed else ChangeState.UNCHANGED
+            v.last_modified = formatdate(t0 + 240 if changed else t0 - 120, usegmt=True)
+            policy.next_wait({"visits": 1, "fetched": t0, "wait": 300, "policy": st}, v)
+    belief = policy.header_belief
+    typical = policy.typical_rate()
+    fast_hidden = belief.lie_rate(typical, "https://h.example/fast/x.html")
+    slow_hidden = belief.lie_rate(typical, "https://h.example/slow/x.html")
+    assert fast_hidden > 3 * slow_hidden
+    assert belief.lie_rate(typical, "https://h.example/other/x.html") == pytest.approx(typical)
+    fast_wait, _ = _first_visit(policy, "https://h.example/fast/9.html", t0 + 300, t0 - 7 * DAY)
+    slow_wait, _ = _first_visit(policy, "https://h.example/slow/9.html", t0 + 300, t0 - 7 * DAY)
+    assert slow_wait > 2 * fast_wait
+
+
+def test_sibling_rates_are_replaced_not_added_and_survive_a_restart() -> None:
+    from scrapy_adaptive.policies.belief import HeaderBelief
+
+    belief = HeaderBelief(epoch="e1")
+    memory: dict = {}
+    belief.note_sibling(memory, "https://h.example/p/1.html", -5.0)
+    belief.note_sibling(memory, "https://h.example/p/1.html", -4.0)
+    assert belief.sibling_rates == {"h.example/p/*.html": [1.0, -4.0]}
+    restored = HeaderBelief()
+    restored.restore(json.loads(json.dumps(belief.state())))
+    restored.note_sibling(memory, "https://h.example/p/1.html", None)  # withdrawn after the restart
+    assert restored.sibling_rates == {}
+    assert memory == {}
+    older = {"total": [0, 0], "queues": {}, "classes": {}}  # saved before sibling rates were kept
+    fresh = HeaderBelief()
+    fresh.restore(older)
+    fresh.note_sibling({"sr": ["e1", -4.0]}, "https://h.example/p/1.html", None)
+    assert fresh.sibling_rates == {}

@@ -57,11 +57,13 @@ interval of checks.
 from __future__ import annotations
 
 import math
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..change.noise import pool_key
+from .keys import SIBLING_CONTRIBUTION
 
 #: weight, in checks, of the wider share (class: its host's; host: the
 #: crawl's) in a narrower one's estimate
@@ -87,6 +89,14 @@ class HeaderBelief:
     #: fast the pages whose old header was caught lying turned out to change
     liar_rates: dict[str, list[float]] = field(default_factory=dict)
     liar_total: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    #: ``[URLs, Σ ln λ̂]`` per sibling class, over the URLs whose rate rests
+    #: on revisits of their own (:meth:`note_sibling`): how fast the pages a
+    #: class's template serves change, where no liar of the class is caught yet
+    sibling_rates: dict[str, list[float]] = field(default_factory=dict)
+    #: tags the sibling contributions URLs keep in their memory (as
+    #: PopulationPrior's epoch does): saved with the state, so contributions
+    #: made before a restart are replaced exactly
+    epoch: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
 
     def lie_probability(self, queue: str, url: str | None = None) -> float:
         """q: the chance that an unchecked old Last-Modified of *queue* (of
@@ -127,6 +137,30 @@ class HeaderBelief:
         while len(self.liar_rates) > MAX_CLASSES:
             del self.liar_rates[next(iter(self.liar_rates))]
 
+    def note_sibling(self, memory: dict[str, Any], url: str | None, log_rate: float | None) -> None:
+        """Replace *url*'s contribution to its class's sibling rate (kept in
+        *memory*); None withdraws it (a URL not revisited yet, one whose own
+        header is still being checked, a noise page)."""
+        old = memory.pop(SIBLING_CONTRIBUTION, None)
+        if old and old[0] == self.epoch and url:
+            sums = self.sibling_rates.get(pool_key(url))
+            if sums is not None:
+                sums[0] -= 1.0
+                sums[1] -= float(old[1])
+                if sums[0] < 0.5:
+                    del self.sibling_rates[pool_key(url)]
+        if url is None or log_rate is None or not math.isfinite(log_rate):
+            return
+        key = pool_key(url)
+        sums = self.sibling_rates.pop(key, [0.0, 0.0])
+        mode = round(log_rate, 6)
+        sums[0] += 1.0
+        sums[1] += mode
+        self.sibling_rates[key] = sums  # the most recently counted last
+        while len(self.sibling_rates) > MAX_CLASSES:
+            del self.sibling_rates[next(iter(self.sibling_rates))]
+        memory[SIBLING_CONTRIBUTION] = [self.epoch, mode]
+
     def lie_rate(self, typical: float, url: str | None = None) -> float:
         """λ_lie: the rate a lying header of *url*'s class hides, the
         geometric mean of its caught liars' rates shrunk towards the crawl's,
@@ -143,8 +177,11 @@ class HeaderBelief:
         crawl = (total + PRIOR_CHECKS * log0) / (n + PRIOR_CHECKS)
         if url is None:
             return math.exp(crawl)
-        own_n, own = self.liar_rates.get(pool_key(url), (0.0, 0.0))
-        return math.exp((own + PRIOR_CHECKS * crawl) / (own_n + PRIOR_CHECKS))
+        key = pool_key(url)
+        siblings, sibling_sum = self.sibling_rates.get(key, (0.0, 0.0))
+        anchor = (sibling_sum + PRIOR_CHECKS * crawl) / (siblings + PRIOR_CHECKS)
+        own_n, own = self.liar_rates.get(key, (0.0, 0.0))
+        return math.exp((own + PRIOR_CHECKS * anchor) / (own_n + PRIOR_CHECKS))
 
     def state(self) -> dict[str, Any]:
         """The counts, JSON-safe (saved with the frontier, see :mod:`.persist`)."""
@@ -154,6 +191,8 @@ class HeaderBelief:
             "classes": self.classes,
             "liar_total": list(self.liar_total),
             "liar_rates": self.liar_rates,
+            "sibling_rates": self.sibling_rates,
+            "epoch": self.epoch,
         }
 
     def restore(self, state: Mapping[str, Any]) -> None:
@@ -172,6 +211,12 @@ class HeaderBelief:
         self.liar_total = [float(n), float(total)]
         rates = list(state.get("liar_rates", {}).items())[-MAX_CLASSES:]
         self.liar_rates = {str(k): [float(v[0]), float(v[1])] for k, v in rates}
+        # absent from states saved before sibling rates were kept: a new
+        # epoch then, so no URL withdraws a contribution never counted
+        siblings = list(state.get("sibling_rates", {}).items())[-MAX_CLASSES:]
+        self.sibling_rates = {str(k): [float(v[0]), float(v[1])] for k, v in siblings}
+        if "epoch" in state:
+            self.epoch = str(state["epoch"])
 
     def url_lie_probability(self, queue: str, evidence: float, url: str | None = None) -> float:
         """q for one URL whose own checks so far multiply the odds of a lie

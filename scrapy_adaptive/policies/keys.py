@@ -34,6 +34,9 @@ ESTIMATE = "e"
 AGE_UNCHECKED = HEADER_UNCHECKED
 #: PopulationPrior (prior.py): this URL's contribution, ``[epoch, mode, variance]``
 PRIOR_CONTRIBUTION = "pp"
+#: HeaderBelief (belief.py): this URL's contribution to its sibling class's
+#: rate, ``[epoch, ln λ̂]``
+SIBLING_CONTRIBUTION = "sr"
 #: RateAllocator (allocator.py): what this URL registered, ``[epoch, queue, rate]``
 ALLOCATION = "al"
 #: BurstWaitPolicy (burst.py): the verdict state now entered (0, 1, 2; 3 first)
@@ -62,6 +65,7 @@ MEMORY_KEYS: Mapping[str, str] = MappingProxyType(
         "estimate": ESTIMATE,
         "age_unchecked": AGE_UNCHECKED,
         "prior_contribution": PRIOR_CONTRIBUTION,
+        "sibling_contribution": SIBLING_CONTRIBUTION,
         "allocation": ALLOCATION,
         "burst_state": BURST_STATE,
         **{f"burst_offset_{state}": key for state, key in enumerate(BURST_OFFSETS)},

@@ -31,7 +31,7 @@ from ..frontier.record import ChangeState, Visit
 from .allocator import RateAllocator
 from .base import WaitParams, WaitPolicy
 from .belief import HeaderBelief, unchanged_evidence
-from .estimator import RateEstimator
+from .estimator import AGE, RateEstimator
 from .hint_decisions import accept, base_probability, confirmed_hint, hinted_visit, marginal_value
 from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, record_queue, visit_queue, visit_time
 from .keys import AGE_UNCHECKED, ESTIMATE, LAST_MODIFIED_AGREEMENT, OBSERVATIONS
@@ -128,6 +128,11 @@ class _RatePolicy(WaitPolicy):
             memory[AGE_UNCHECKED] = 1
         if memory.get(OBSERVATIONS):
             self.prior.update(memory, log_rate, variance)
+        # what the URL's own revisits taught of its class's pace: the rate a
+        # lying header of the class would hide until a liar of it is caught
+        revisited = any(int(o[1]) != AGE for o in memory.get(OBSERVATIONS) or ())
+        sibling = log_rate if revisited and not memory.get(AGE_UNCHECKED) else None
+        self.header_belief.note_sibling(memory, visit.url, sibling)
         return rate, now, observed
 
     def _check_age(self, memory: dict[str, Any], visit: Visit, interval: float) -> None:
@@ -273,6 +278,7 @@ class ProportionalWaitPolicy(_RatePolicy):
         queue = visit_queue(visit)
         if noise:
             self.prior.update(memory, None)
+            self.header_belief.note_sibling(memory, visit.url, None)
         uninformed = not noise and not memory.get(OBSERVATIONS) and self.allocator.budget is not None
         self.allocator.register(memory, queue, 0.0 if noise else rate, fallback=uninformed)
         if not first:
@@ -394,6 +400,7 @@ class PrecisionWaitPolicy(_RatePolicy):
         noise = verdict.flagged
         if noise:
             self.prior.update(memory, None)
+            self.header_belief.note_sibling(memory, visit.url, None)
         visit.policy_state = memory
         queue = visit_queue(visit)
         rate = self.first_check_rate(memory, queue, visit.url, rate)
