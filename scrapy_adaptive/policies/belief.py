@@ -24,9 +24,15 @@ the mixture's mean
     λ = (1 − q)·λ̂ + q·λ_lie
 
 λ̂ the estimate that believes the header and λ_lie the rate a lie hides:
-how fast the class's caught liars turned out to change, shrunk towards the
-population's typical rate λ₀ (what a URL nothing is known of would get)
-until enough are caught.  Where old headers keep
+how fast the class's caught liars turned out to change, shrunk, until
+enough are caught, towards the class's own pace (the rates its revisited
+URLs showed: a header that never moves stands in front of the pages its
+template serves), and that towards the crawl's caught liars and the
+population's typical rate λ₀ (what a URL nothing is known of would get).
+Before this, λ_lie started at λ₀, which the crawl's static pages and images
+pull down: the changing web's lying pages, among pages changing every few
+minutes, had their first checks timed near the end of a 20-minute run.
+Where old headers keep
 proving honest q falls as 1/n and first revisits spread out accordingly;
 where they are caught lying q stays high and the next old page is checked
 on the population's time scale.  Every old header is still checked once,
@@ -163,8 +169,9 @@ class HeaderBelief:
 
     def lie_rate(self, typical: float, url: str | None = None) -> float:
         """λ_lie: the rate a lying header of *url*'s class hides, the
-        geometric mean of its caught liars' rates shrunk towards the crawl's,
-        those towards *typical* (λ₀), each by :data:`PRIOR_CHECKS` liars.
+        geometric mean of its caught liars' rates shrunk towards its revisited
+        siblings' (:meth:`note_sibling`), those towards the crawl's caught
+        liars', those towards *typical* (λ₀), each by :data:`PRIOR_CHECKS`.
 
         A lying header stands in front of the pages its template serves, so
         its pages change like their class's, not like the whole crawl's
