@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import meta
-from .change.trust import HEADER_LIED
+from .change.trust import HEADER_LIED, HEADER_PACE
 from .frontier import ChangeState, Frontier, Outcome, UrlRecord, Visit
 from .frontier.hostfacts import VALIDATOR_LIE
 from .frontier.store import StoreError
@@ -115,18 +115,19 @@ class Verdicts:
             return None
         if deliver and record is not None and self.delivery is not None:
             self.delivery.open(request, fp, visit.digest)
-        if record is not None and HEADER_LIED in visit.annotations:
-            self._replan_siblings(record)
+        if record is not None and (HEADER_LIED in visit.annotations or HEADER_PACE in visit.annotations):
+            self._replan_siblings(record, lie=HEADER_LIED in visit.annotations)
         if record is not None:
             self._report(request, record, visit)
         self.on_change()
         return record
 
-    def _replan_siblings(self, record: UrlRecord) -> None:
+    def _replan_siblings(self, record: UrlRecord, *, lie: bool) -> None:
         """A first-visit Last-Modified caught lying raised the odds that its
-        siblings' unchecked ones lie too: their checks may now come sooner."""
+        siblings' unchecked ones lie too, or the siblings' pace rose, and with
+        it what a lie would hide: their checks may now come sooner."""
         try:
-            moved = self.frontier.replan_unchecked(record.queue, record.url, self.policy.recheck_wait)
+            moved = self.frontier.replan_unchecked(record.queue, record.url, self.policy.recheck_wait, lie=lie)
         except StoreError as exc:
             self.on_store_error(exc)
             return

@@ -754,3 +754,11 @@ def test_a_caught_lie_brings_its_unchecked_siblings_checks_forward(store: Store)
     assert not asked
     f.replan_unchecked("h.example", pages[3], decide)  # the 4th
     assert asked
+    asked.clear()
+    # a rise of the pace a lie would hide (the policy asks once per doubling)
+    # re-plans without counting a lie
+    assert f.replan_unchecked("h.example", pages[3], decide, lie=False) == 0  # nothing earlier wanted now
+    assert asked
+    asked.clear()
+    f.replan_unchecked("h.example", pages[3], decide)  # the 5th lie: skipped, as before
+    assert not asked

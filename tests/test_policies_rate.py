@@ -834,16 +834,64 @@ def test_sibling_rates_are_replaced_not_added_and_survive_a_restart() -> None:
 
     belief = HeaderBelief(epoch="e1")
     memory: dict = {}
-    belief.note_sibling(memory, "https://h.example/p/1.html", -5.0)
-    belief.note_sibling(memory, "https://h.example/p/1.html", -4.0)
+    belief.note_sibling(memory, "https://h.example/p/1.html", -5.0, 1e-3)
+    belief.note_sibling(memory, "https://h.example/p/1.html", -4.0, 1e-3)
     assert belief.sibling_rates == {"h.example/p/*.html": [1.0, -4.0]}
     restored = HeaderBelief()
     restored.restore(json.loads(json.dumps(belief.state())))
-    restored.note_sibling(memory, "https://h.example/p/1.html", None)  # withdrawn after the restart
+    restored.note_sibling(memory, "https://h.example/p/1.html", None, 1e-3)  # withdrawn after the restart
     assert restored.sibling_rates == {}
     assert memory == {}
     older = {"total": [0, 0], "queues": {}, "classes": {}}  # saved before sibling rates were kept
     fresh = HeaderBelief()
     fresh.restore(older)
-    fresh.note_sibling({"sr": ["e1", -4.0]}, "https://h.example/p/1.html", None)
+    fresh.note_sibling({"sr": ["e1", -4.0]}, "https://h.example/p/1.html", None, 1e-3)
     assert fresh.sibling_rates == {}
+
+
+def test_the_class_is_planned_again_each_time_the_pace_a_lie_would_hide_doubles() -> None:
+    """In a fresh crawl every old header's first check is planned at its
+    first visit, before any sibling was revisited, so at the crawl's typical
+    rate; once the class's revisited pages show a faster pace, its unchecked
+    URLs are planned again (``agePace``), once per doubling."""
+    from scrapy_adaptive.policies.belief import HeaderBelief
+
+    belief = HeaderBelief()
+    typical = 1 / 600
+    url = "https://h.example/p/1.html"
+    assert belief.note_sibling({}, url, None, typical) is False  # a first visit: the reference pace
+    raised = [belief.note_sibling({}, f"https://h.example/p/{i}.html", math.log(1 / 60), typical) for i in range(12)]
+    # the class's pace climbs from the typical 600 s towards 60 s: a few
+    # doublings, each announced once
+    assert 1 <= sum(raised) <= 4
+    assert raised[0] is False or sum(raised) == 1 or raised.index(True) < 3
+    assert belief.note_sibling({}, "https://h.example/p/x.html", math.log(1 / 60), typical) is False
+    # a slower pace is only the new reference
+    assert belief.note_sibling({}, "https://h.example/p/y.html", math.log(1 / 60000), typical) is False
+    assert belief.note_sibling({}, "https://h.example/q/1.html", None, typical) is False  # another class
+
+
+def test_a_faster_sibling_pace_replans_the_unchecked_through_the_verdict() -> None:
+    """The revisit that doubles its class's pace says so on the verdict."""
+    t0 = 1.7e9
+    policy = ProportionalWaitPolicy(RateAllocator(2000 / DAY, min_wait=10, max_wait=30 * DAY, epoch="t"))
+    for i in range(20):
+        _first_visit(policy, f"https://h.example/u{i}", t0, None)
+    old_url = "https://h.example/p/old.html"
+    _, old = _first_visit(policy, old_url, t0, t0 - 7 * DAY)
+    rate_before = policy.first_check_rate(old, "h", old_url, old["e"])
+    before = policy.recheck_wait({"url": old_url, "policy": old})
+    annotated = []
+    for i in range(8):
+        url = f"https://h.example/p/{i}.html"
+        _, st = _first_visit(policy, url, t0, t0 - 60)
+        v = Visit(Outcome.VISITED, status=200, change=ChangeState.CHANGED, url=url, fetched=t0 + 60, queue="h")
+        v.last_modified = formatdate(t0 + 50, usegmt=True)
+        policy.next_wait({"visits": 1, "fetched": t0, "wait": 60, "policy": st}, v)
+        annotated.append("agePace" in v.annotations)
+    assert any(annotated)
+    # the check is timed at a rate four times higher; the wait shortens less,
+    # as this small budget is now shared with eight fast pages
+    assert policy.first_check_rate(old, "h", old_url, old["e"]) > 4 * rate_before
+    after = policy.recheck_wait({"url": old_url, "policy": old})
+    assert before is not None and after is not None and after < 0.9 * before

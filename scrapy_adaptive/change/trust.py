@@ -198,6 +198,11 @@ HEADER_UNCHECKED = "ua"
 #: lying (the content changed under it): the URL's siblings still unchecked
 #: are planned again (``Frontier.replan_unchecked``)
 HEADER_LIED = "ageLie"
+#: crawl-log annotation of a revisit after which the pace a lie of the URL's
+#: class would hide has doubled (its revisited siblings change faster than
+#: was known when the class's unchecked URLs were planned): those are
+#: planned again, as after ``ageLie``
+HEADER_PACE = "agePace"
 
 
 def url_trusted(record: list[int] | None, params: TrustParams, policy: Mapping[str, Any] | None = None) -> bool:

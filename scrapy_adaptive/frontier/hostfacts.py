@@ -197,7 +197,9 @@ class HostFacts:
             if not fps:
                 del self._unchecked[key]
 
-    def replan_unchecked(self, queue: str, url: str, decide: Callable[[Mapping[str, Any]], float | None]) -> int:
+    def replan_unchecked(
+        self, queue: str, url: str, decide: Callable[[Mapping[str, Any]], float | None], *, lie: bool = True
+    ) -> int:
         """Plan again the visits of *url*'s siblings whose first-visit age is
         still unchecked, after a check of one of them moved the odds that
         such headers lie (the wait policy's ``HeaderBelief``).
@@ -215,13 +217,18 @@ class HostFacts:
 
         A class is re-planned at its 1st, 2nd, 4th, 8th ... caught lie: the
         odds move less with each, and a host whose every old page lies
-        costs O(log n) passes over its class, not one per lie.
+        costs O(log n) passes over its class, not one per lie.  With *lie*
+        False the policy asks because the pace a lie would hide rose (it
+        asks once per doubling, ``HEADER_PACE``): no lie is counted.
         """
         key = (queue, pool_key(url))
-        lies = self._unchecked_lies[key] = self._unchecked_lies.get(key, 0) + 1
         fps = self._unchecked.get(key)
         q = self._queues.get(queue)
-        if not fps or q is None or lies & (lies - 1):
+        if lie:
+            lies = self._unchecked_lies[key] = self._unchecked_lies.get(key, 0) + 1
+            if lies & (lies - 1):
+                return 0
+        if not fps or q is None:
             return 0
         now_ms = time_to_ms(self.clock())
         batch = Batch()

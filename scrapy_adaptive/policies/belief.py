@@ -103,6 +103,10 @@ class HeaderBelief:
     #: PopulationPrior's epoch does): saved with the state, so contributions
     #: made before a restart are replaced exactly
     epoch: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+    #: ln λ_lie per sibling class when its unchecked URLs were last planned
+    #: by it (:meth:`note_sibling`); in memory, as the frontier's index of
+    #: those URLs is
+    planned_pace: dict[str, float] = field(default_factory=dict)
 
     def lie_probability(self, queue: str, url: str | None = None) -> float:
         """q: the chance that an unchecked old Last-Modified of *queue* (of
@@ -143,21 +147,43 @@ class HeaderBelief:
         while len(self.liar_rates) > MAX_CLASSES:
             del self.liar_rates[next(iter(self.liar_rates))]
 
-    def note_sibling(self, memory: dict[str, Any], url: str | None, log_rate: float | None) -> None:
+    def note_sibling(self, memory: dict[str, Any], url: str | None, log_rate: float | None, typical: float) -> bool:
         """Replace *url*'s contribution to its class's sibling rate (kept in
         *memory*); None withdraws it (a URL not revisited yet, one whose own
-        header is still being checked, a noise page)."""
+        header is still being checked, a noise page).
+
+        True when the rate a lie of the class would hide has at least doubled
+        since the class's unchecked URLs were planned by it: their first
+        checks, timed at their first visits by what was known then (in a
+        fresh crawl, before any sibling was revisited), may now come sooner
+        (the frontier re-plans them, ``Frontier.replan_unchecked``).  Each
+        doubling counts once: O(log) re-plannings of a class, not one per
+        revisit."""
+        if url is None:
+            return False
+        key = pool_key(url)
+        planned = self.planned_pace.setdefault(key, math.log(self.lie_rate(typical, url)))
+        self._replace_sibling(memory, key, log_rate)
+        pace = math.log(self.lie_rate(typical, url))
+        if pace < planned or pace >= planned + math.log(2.0):
+            # a slower pace needs no re-planning (only earlier visits are
+            # applied) but is the new reference for the next doubling
+            self.planned_pace[key] = pace
+            while len(self.planned_pace) > MAX_CLASSES:
+                del self.planned_pace[next(iter(self.planned_pace))]
+        return pace >= planned + math.log(2.0)
+
+    def _replace_sibling(self, memory: dict[str, Any], key: str, log_rate: float | None) -> None:
         old = memory.pop(SIBLING_CONTRIBUTION, None)
-        if old and old[0] == self.epoch and url:
-            sums = self.sibling_rates.get(pool_key(url))
+        if old and old[0] == self.epoch:
+            sums = self.sibling_rates.get(key)
             if sums is not None:
                 sums[0] -= 1.0
                 sums[1] -= float(old[1])
                 if sums[0] < 0.5:
-                    del self.sibling_rates[pool_key(url)]
-        if url is None or log_rate is None or not math.isfinite(log_rate):
+                    del self.sibling_rates[key]
+        if log_rate is None or not math.isfinite(log_rate):
             return
-        key = pool_key(url)
         sums = self.sibling_rates.pop(key, [0.0, 0.0])
         mode = round(log_rate, 6)
         sums[0] += 1.0

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..change.noise import NOISE_LEARNED
-from ..change.trust import HEADER_LIED
+from ..change.trust import HEADER_LIED, HEADER_PACE
 from ..frontier.hints import Hint
 from ..frontier.record import ChangeState, Visit
 from .allocator import RateAllocator
@@ -132,7 +132,8 @@ class _RatePolicy(WaitPolicy):
         # lying header of the class would hide until a liar of it is caught
         revisited = any(int(o[1]) != AGE for o in memory.get(OBSERVATIONS) or ())
         sibling = log_rate if revisited and not memory.get(AGE_UNCHECKED) else None
-        self.header_belief.note_sibling(memory, visit.url, sibling)
+        if self.header_belief.note_sibling(memory, visit.url, sibling, self.typical_rate()):
+            visit.annotations.append(HEADER_PACE)  # the frontier asks recheck_wait
         return rate, now, observed
 
     def _check_age(self, memory: dict[str, Any], visit: Visit, interval: float) -> None:
@@ -278,7 +279,7 @@ class ProportionalWaitPolicy(_RatePolicy):
         queue = visit_queue(visit)
         if noise:
             self.prior.update(memory, None)
-            self.header_belief.note_sibling(memory, visit.url, None)
+            self.header_belief.note_sibling(memory, visit.url, None, self.typical_rate())
         uninformed = not noise and not memory.get(OBSERVATIONS) and self.allocator.budget is not None
         self.allocator.register(memory, queue, 0.0 if noise else rate, fallback=uninformed)
         if not first:
@@ -400,7 +401,7 @@ class PrecisionWaitPolicy(_RatePolicy):
         noise = verdict.flagged
         if noise:
             self.prior.update(memory, None)
-            self.header_belief.note_sibling(memory, visit.url, None)
+            self.header_belief.note_sibling(memory, visit.url, None, self.typical_rate())
         visit.policy_state = memory
         queue = visit_queue(visit)
         rate = self.first_check_rate(memory, queue, visit.url, rate)
