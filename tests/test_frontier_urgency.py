@@ -21,12 +21,19 @@ def visit_all(f: Frontier, clock: Clock, waits: dict[str, float]) -> None:
         clock.t += 0.001
 
 
-def test_a_fast_page_kept_waiting_goes_ahead_of_a_slow_page_due_earlier(store: Store) -> None:
+def crawled(store: Store, waits: dict[str, float]) -> tuple[Frontier, Clock]:
+    """A frontier without politeness waits whose URLs (*waits*) were first
+    visited one after the other, each given its wait."""
     clock = Clock()
     f = make(store, clock, min_delay=0, max_delay=0, delay_factor=0)
-    add(f, "http://a/slow")
-    add(f, "http://a/fast")
-    visit_all(f, clock, {"http://a/slow": 300.0, "http://a/fast": 10.0})
+    for url in waits:
+        add(f, url)
+    visit_all(f, clock, waits)
+    return f, clock
+
+
+def test_a_fast_page_kept_waiting_goes_ahead_of_a_slow_page_due_earlier(store: Store) -> None:
+    f, clock = crawled(store, {"http://a/slow": 300.0, "http://a/fast": 10.0})
     # 304 s later both are due: the slow page 4 s late (1 % of its wait), the
     # fast page 294 s late; in due-time order the slow page would go first
     clock.t += 304
@@ -36,21 +43,14 @@ def test_a_fast_page_kept_waiting_goes_ahead_of_a_slow_page_due_earlier(store: S
 
 
 def test_relative_lateness_decides_not_absolute_lateness(store: Store) -> None:
-    clock = Clock()
-    f = make(store, clock, min_delay=0, max_delay=0, delay_factor=0)
-    add(f, "http://a/slow")
-    add(f, "http://a/fast")
-    visit_all(f, clock, {"http://a/slow": 100.0, "http://a/fast": 20.0})
+    f, clock = crawled(store, {"http://a/slow": 100.0, "http://a/fast": 20.0})
     clock.t += 130  # slow: 30 s late of 100 (0.3); fast: 110 s late of 20 (5.5)
     first = f.next()
     assert first is not None and first.record.url == "http://a/fast"
 
 
 def test_the_head_late_by_a_whole_wait_goes_first_whatever_else_is_due(store: Store) -> None:
-    clock = Clock()
-    f = make(store, clock, min_delay=0, max_delay=0, delay_factor=0)
-    add(f, "http://a/slow")
-    visit_all(f, clock, {"http://a/slow": 20.0})
+    f, clock = crawled(store, {"http://a/slow": 20.0})
     clock.t += 19
     add(f, "http://a/fast")
     visit_all(f, clock, {"http://a/fast": 2.0})
@@ -60,10 +60,7 @@ def test_the_head_late_by_a_whole_wait_goes_first_whatever_else_is_due(store: St
 
 
 def test_a_first_visit_keeps_its_place_against_the_fastest_page(store: Store) -> None:
-    clock = Clock()
-    f = make(store, clock, min_delay=0, max_delay=0, delay_factor=0)
-    add(f, "http://a/fast")
-    visit_all(f, clock, {"http://a/fast": 10.0})
+    f, clock = crawled(store, {"http://a/fast": 10.0})
     clock.t += 5
     add(f, "http://a/new")  # due 5 s before the fast page
     clock.t += 9
@@ -74,11 +71,7 @@ def test_a_first_visit_keeps_its_place_against_the_fastest_page(store: Store) ->
 
 
 def test_a_url_not_yet_due_never_goes_ahead(store: Store) -> None:
-    clock = Clock()
-    f = make(store, clock, min_delay=0, max_delay=0, delay_factor=0)
-    add(f, "http://a/slow")
-    add(f, "http://a/fast")
-    visit_all(f, clock, {"http://a/slow": 100.0, "http://a/fast": 150.0})
+    f, clock = crawled(store, {"http://a/slow": 100.0, "http://a/fast": 150.0})
     clock.t += 101  # slow due 1 s ago; fast due in 49 s
     first = f.next()
     assert first is not None and first.record.url == "http://a/slow"
@@ -88,12 +81,8 @@ def test_a_url_not_yet_due_never_goes_ahead(store: Store) -> None:
 
 
 def test_only_the_first_due_urls_are_weighed(store: Store) -> None:
-    clock = Clock()
-    f = make(store, clock, min_delay=0, max_delay=0, delay_factor=0)
     slow = {f"http://a/{i}": 100.0 for i in range(WINDOW)}
-    for url in slow:
-        add(f, url)
-    visit_all(f, clock, slow)
+    f, clock = crawled(store, slow)
     clock.t += 96
     add(f, "http://a/fast")
     visit_all(f, clock, {"http://a/fast": 5.0})

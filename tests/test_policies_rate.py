@@ -569,6 +569,15 @@ def _first_visit(policy: ProportionalWaitPolicy, url: str, now: float, modified:
     return wait, v.policy_state
 
 
+def _populated_policy(t0: float, n: int = 20) -> ProportionalWaitPolicy:
+    """A budgeted policy after *n* first visits without Last-Modified (a
+    population for the budget and the typical rate)."""
+    policy = ProportionalWaitPolicy(RateAllocator(2000 / DAY, min_wait=10, max_wait=30 * DAY, epoch="t"))
+    for i in range(n):
+        _first_visit(policy, f"https://h.example/u{i}", t0, None)
+    return policy
+
+
 def _check_revisit(
     policy: ProportionalWaitPolicy, url: str, state: dict, then: float, now: float, lied: bool, modified_ago: float = 1
 ) -> dict:
@@ -749,9 +758,7 @@ def test_recheck_wait_follows_the_odds_of_a_lie_as_they_move() -> None:
     headers were caught lying, and None once the URL's own check is over.
     The check that catches a lie says so on the verdict (``ageLie``)."""
     t0 = 1.7e9
-    policy = ProportionalWaitPolicy(RateAllocator(2000 / DAY, min_wait=10, max_wait=30 * DAY, epoch="t"))
-    for i in range(200):
-        _first_visit(policy, f"https://h.example/u{i}", t0, None)
+    policy = _populated_policy(t0, 200)
     url = "https://h.example/p/waiting.html"
     planned, state = _first_visit(policy, url, t0, t0 - 7 * DAY)
     snapshot = {"url": url, "queue": "h", "fetched": t0, "policy": state}
@@ -807,9 +814,7 @@ def test_before_any_liar_is_caught_a_lie_is_taken_to_hide_its_siblings_pace() ->
     every few minutes while λ₀, pulled down by static pages and images,
     timed their first checks near the end of a 20-minute run."""
     t0 = 1.7e9
-    policy = ProportionalWaitPolicy(RateAllocator(2000 / DAY, min_wait=10, max_wait=30 * DAY, epoch="t"))
-    for i in range(20):
-        _first_visit(policy, f"https://h.example/u{i}", t0, None)
+    policy = _populated_policy(t0)
     for directory, changed in (("fast", True), ("slow", False)):
         for i in range(8):
             url = f"https://h.example/{directory}/{i}.html"
@@ -874,9 +879,7 @@ def test_the_class_is_planned_again_each_time_the_pace_a_lie_would_hide_doubles(
 def test_a_faster_sibling_pace_replans_the_unchecked_through_the_verdict() -> None:
     """The revisit that doubles its class's pace says so on the verdict."""
     t0 = 1.7e9
-    policy = ProportionalWaitPolicy(RateAllocator(2000 / DAY, min_wait=10, max_wait=30 * DAY, epoch="t"))
-    for i in range(20):
-        _first_visit(policy, f"https://h.example/u{i}", t0, None)
+    policy = _populated_policy(t0)
     old_url = "https://h.example/p/old.html"
     _, old = _first_visit(policy, old_url, t0, t0 - 7 * DAY)
     rate_before = policy.first_check_rate(old, "h", old_url, old["e"])
