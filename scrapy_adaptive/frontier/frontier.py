@@ -329,7 +329,7 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
                 self._refresh_head(q, q.head)
                 self._schedule(q)
                 continue
-            next_ms, fp, record = self._most_urgent(q, record, time_to_ms(now))
+            next_ms, fp, record = urgency.most_urgent(self.store, q, record, time_to_ms(now))
             overdue = max(0.0, now - next_ms / 1000)
             q.take_slot(fp, now)
             self._out[fp] = Lease(name, now, now + self.politeness.lease, overdue, record)
@@ -338,28 +338,6 @@ class Frontier(HostFacts, PendingVersions, Leases, SharedHosts):
             self._schedule(q)
             return Issued(fp, record, overdue)
         return None
-
-    def _most_urgent(self, q: HostQueue, head: UrlRecord, now_ms: int) -> tuple[int, bytes, UrlRecord]:
-        """The due URL of *q* to issue: its head unless another due one is
-        later relative to its own wait (:mod:`.urgency`)."""
-        assert q.head is not None
-        directive, head_ms, head_fp = q.head
-        candidates: list[tuple[Entry, UrlRecord]] = [(q.head, head)]
-        if head_ms < now_ms:
-            for entry in self.store.queue_entries(q.name, limit=len(q.out) + urgency.WINDOW, start=q.head):
-                if entry[0] != directive or entry[1] > now_ms or len(candidates) >= urgency.WINDOW:
-                    break
-                if entry[2] in q.out or entry[2] == head_fp:
-                    continue
-                raw = self.store.get_record(q.name, entry[2])
-                if raw is None:
-                    continue
-                try:
-                    candidates.append((entry, UrlRecord.from_bytes(raw)))
-                except RecordError:
-                    continue  # quarantined by next() when it becomes the head
-        (_, next_ms, fp), record = candidates[urgency.pick(candidates, now_ms)]
-        return next_ms, fp, record
 
     def update(self, fp: bytes, visit: Visit, *, deliver: bool = False) -> UrlRecord | None:
         """Fold *visit* into the URL's record and move it to its next time.

@@ -23,15 +23,17 @@ policy, only the wait the policy chose, so it holds for every wait policy.
 * No URL waits for ever: the queue's head (the one due the longest) is
   issued as soon as its lateness reaches its own wait, whatever else is due.
 * Only the first :data:`WINDOW` due URLs are weighed: one store read each,
-  so issuing stays cheap however long the queue.
+  so issuing stays cheap however long the queue, and none at all when the
+  head is due on time or already late by its own wait.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .hostqueue import Entry
-from .record import UrlRecord
+from .hostqueue import Entry, HostQueue
+from .record import RecordError, UrlRecord
+from .store import Store
 
 #: how many of a queue's due URLs are weighed against each other
 WINDOW = 8
@@ -69,3 +71,33 @@ def pick(candidates: Sequence[tuple[Entry, UrlRecord]], now_ms: int) -> int:
     if lateness(0) >= 1.0:
         return 0
     return max(range(len(candidates)), key=lambda i: (lateness(i), -i))
+
+
+def most_urgent(store: Store, q: HostQueue, head: UrlRecord, now_ms: int) -> tuple[int, bytes, UrlRecord]:
+    """``(next_ms, fp, record)`` of the due URL of *q* to issue: its head
+    (whose *head* record the caller read) unless another of its first due
+    URLs is later relative to its own wait (:func:`pick`).
+
+    Records that are missing or unreadable are left out of the weighing:
+    the frontier drops or quarantines them when they become the head.
+    """
+    assert q.head is not None
+    directive, head_ms, head_fp = q.head
+    own = _wait(head)
+    if head_ms >= now_ms or (own is not None and (now_ms - head_ms) / 1000 >= own):
+        return head_ms, head_fp, head  # on time, or late by a whole wait: nothing to weigh
+    candidates: list[tuple[Entry, UrlRecord]] = [(q.head, head)]
+    for entry in store.queue_entries(q.name, limit=len(q.out) + WINDOW, start=q.head):
+        if entry[0] != directive or entry[1] > now_ms or len(candidates) >= WINDOW:
+            break
+        if entry[2] in q.out or entry[2] == head_fp:
+            continue
+        raw = store.get_record(q.name, entry[2])
+        if raw is None:
+            continue
+        try:
+            candidates.append((entry, UrlRecord.from_bytes(raw)))
+        except RecordError:
+            continue
+    (_, next_ms, fp), record = candidates[pick(candidates, now_ms)]
+    return next_ms, fp, record

@@ -78,6 +78,15 @@ PRIOR_CHECKS = 2.0
 MAX_CLASSES = 100_000
 
 
+def _keep_recent(mapping: dict[str, Any], key: str, value: Any) -> None:
+    """Put *value* under *key* as the most recently counted entry, dropping
+    the least recently counted ones beyond :data:`MAX_CLASSES`."""
+    mapping.pop(key, None)
+    mapping[key] = value
+    while len(mapping) > MAX_CLASSES:
+        del mapping[next(iter(mapping))]
+
+
 def _shrunk(counts: list[int] | tuple[int, int], wider: float) -> float:
     good, bad = counts
     return (bad + PRIOR_CHECKS * wider) / (good + bad + PRIOR_CHECKS)
@@ -128,24 +137,20 @@ class HeaderBelief:
         self.total[lied] += 1
         if url is not None:
             key = pool_key(url)
-            counts = self.classes.pop(key, [0, 0])
+            counts = self.classes.get(key, [0, 0])
             counts[lied] += 1
-            self.classes[key] = counts  # the most recently counted last
-            while len(self.classes) > MAX_CLASSES:
-                del self.classes[next(iter(self.classes))]
+            _keep_recent(self.classes, key, counts)
 
     def note_liar_rate(self, url: str, rate: float) -> None:
         """Fold in the rate estimated for a URL just caught lying."""
         if not (rate > 0 and math.isfinite(rate)):
             return
         key = pool_key(url)
-        sums = self.liar_rates.pop(key, [0.0, 0.0])
+        sums = self.liar_rates.get(key, [0.0, 0.0])
         for target in (sums, self.liar_total):
             target[0] += 1.0
             target[1] += math.log(rate)
-        self.liar_rates[key] = sums
-        while len(self.liar_rates) > MAX_CLASSES:
-            del self.liar_rates[next(iter(self.liar_rates))]
+        _keep_recent(self.liar_rates, key, sums)
 
     def note_sibling(self, memory: dict[str, Any], url: str | None, log_rate: float | None, typical: float) -> bool:
         """Replace *url*'s contribution to its class's sibling rate (kept in
@@ -162,16 +167,16 @@ class HeaderBelief:
         if url is None:
             return False
         key = pool_key(url)
-        planned = self.planned_pace.setdefault(key, math.log(self.lie_rate(typical, url)))
+        planned = self.planned_pace.get(key)
+        if planned is None:
+            planned = self._log_lie_rate(typical, key)
         self._replace_sibling(memory, key, log_rate)
-        pace = math.log(self.lie_rate(typical, url))
-        if pace < planned or pace >= planned + math.log(2.0):
-            # a slower pace needs no re-planning (only earlier visits are
-            # applied) but is the new reference for the next doubling
-            self.planned_pace[key] = pace
-            while len(self.planned_pace) > MAX_CLASSES:
-                del self.planned_pace[next(iter(self.planned_pace))]
-        return pace >= planned + math.log(2.0)
+        pace = self._log_lie_rate(typical, key)
+        doubled = pace >= planned + math.log(2.0)
+        # a slower pace needs no re-planning (only earlier visits are
+        # applied) but is the new reference for the next doubling
+        _keep_recent(self.planned_pace, key, pace if doubled or pace < planned else planned)
+        return doubled
 
     def _replace_sibling(self, memory: dict[str, Any], key: str, log_rate: float | None) -> None:
         old = memory.pop(SIBLING_CONTRIBUTION, None)
@@ -184,13 +189,11 @@ class HeaderBelief:
                     del self.sibling_rates[key]
         if log_rate is None or not math.isfinite(log_rate):
             return
-        sums = self.sibling_rates.pop(key, [0.0, 0.0])
+        sums = self.sibling_rates.get(key, [0.0, 0.0])
         mode = round(log_rate, 6)
         sums[0] += 1.0
         sums[1] += mode
-        self.sibling_rates[key] = sums  # the most recently counted last
-        while len(self.sibling_rates) > MAX_CLASSES:
-            del self.sibling_rates[next(iter(self.sibling_rates))]
+        _keep_recent(self.sibling_rates, key, sums)
         memory[SIBLING_CONTRIBUTION] = [self.epoch, mode]
 
     def lie_rate(self, typical: float, url: str | None = None) -> float:
@@ -205,16 +208,18 @@ class HeaderBelief:
         the slow images and static pages were learned, while the lying pages
         changed every 270 seconds or so: mixed at λ₀ they waited for checks
         past the end of the run, and an unchanged check held them for hours)."""
-        log0 = math.log(typical)
+        return math.exp(self._log_lie_rate(typical, None if url is None else pool_key(url)))
+
+    def _log_lie_rate(self, typical: float, key: str | None) -> float:
+        """ln :meth:`lie_rate` for sibling class *key* (None: the crawl's)."""
         n, total = self.liar_total
-        crawl = (total + PRIOR_CHECKS * log0) / (n + PRIOR_CHECKS)
-        if url is None:
-            return math.exp(crawl)
-        key = pool_key(url)
+        crawl = (total + PRIOR_CHECKS * math.log(typical)) / (n + PRIOR_CHECKS)
+        if key is None:
+            return crawl
         siblings, sibling_sum = self.sibling_rates.get(key, (0.0, 0.0))
         anchor = (sibling_sum + PRIOR_CHECKS * crawl) / (siblings + PRIOR_CHECKS)
         own_n, own = self.liar_rates.get(key, (0.0, 0.0))
-        return math.exp((own + PRIOR_CHECKS * anchor) / (own_n + PRIOR_CHECKS))
+        return (own + PRIOR_CHECKS * anchor) / (own_n + PRIOR_CHECKS)
 
     def state(self) -> dict[str, Any]:
         """The counts, JSON-safe (saved with the frontier, see :mod:`.persist`)."""
