@@ -230,10 +230,10 @@ BENCH_NAMESPACE = "frontier-bench"
 
 def _open_store(args: argparse.Namespace, path: str) -> Any:
     if args.phase_store:
-        from scrapy_adaptive.frontier.redis_store import RedisStore
+        from scrapy_adaptive.store.redis import RedisStore
 
         return RedisStore(args.phase_store, namespace=BENCH_NAMESPACE)
-    from scrapy_adaptive.frontier.leveldb_store import LevelDBStore
+    from scrapy_adaptive.store.leveldb import LevelDBStore
 
     return LevelDBStore(path) if args.cache_mb is None else LevelDBStore(path, cache_mb=args.cache_mb)
 

@@ -18,16 +18,16 @@ from typing import Any
 
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
-from .delivery import DURABLE_FILE_STORAGE
-from .downloadermiddlewares.errors import FetchErrorMiddleware
-from .downloadermiddlewares.robots import RobotsRefreshMiddleware
-from .downloadermiddlewares.validators import ValidatorsMiddleware
-from .spidermiddlewares.sitemaps import SitemapsMiddleware
-from .spidermiddlewares.visit import VisitMiddleware
-from .stopgrace import wrap_download_handlers
-from .warc import WarcMiddleware
+from .integration.delivery import DURABLE_FILE_STORAGE
+from .integration.downloadermiddlewares.errors import FetchErrorMiddleware
+from .integration.downloadermiddlewares.robots import RobotsRefreshMiddleware
+from .integration.downloadermiddlewares.validators import ValidatorsMiddleware
+from .integration.spidermiddlewares.sitemaps import SitemapsMiddleware
+from .integration.spidermiddlewares.visit import VisitMiddleware
+from .integration.stopgrace import wrap_download_handlers
+from .warc.writer import WarcMiddleware
 
-SCHEDULER = "scrapy_adaptive.scheduler.AdaptiveScheduler"
+SCHEDULER = "scrapy_adaptive.integration.scheduler.AdaptiveScheduler"
 #: internal flag the add-on leaves for the scheduler's start-up messages
 TOOK_OVER_SETTING = "SCRAPY_ADAPTIVE_TOOK_OVER_DELTAFETCH"
 

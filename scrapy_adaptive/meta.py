@@ -55,7 +55,7 @@ FETCH = "_adaptive_fetch"
 PENDING_VISIT = "_adaptive_visit"
 #: embed hops from the last page (``ADAPTIVE_EMBED_HOPS``)
 EMBED_HOPS = "_adaptive_embed_hops"
-#: a changed visit's :class:`~scrapy_adaptive.delivery.Ticket`: its items on their way to the user's store
+#: a changed visit's :class:`~scrapy_adaptive.integration.delivery.Ticket`: its items on their way to the user's store
 DELIVERY = "_adaptive_delivery"
 
 #: the public keys, as documented in README

@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scrapy_adaptive.setting_readme import replace_settings_table  # noqa: E402
+from scrapy_adaptive.config.readme import replace_settings_table
 
 
 def main(argv: list[str] | None = None) -> int:

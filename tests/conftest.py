@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_adaptive.frontier.leveldb_store import LevelDBStore
-from scrapy_adaptive.frontier.record import UrlRecord
-from scrapy_adaptive.frontier.redis_store import RedisStore
-from scrapy_adaptive.frontier.store import MemoryStore, Store
+from scrapy_adaptive.model import UrlRecord
+from scrapy_adaptive.store.base import MemoryStore, Store
+from scrapy_adaptive.store.leveldb import LevelDBStore
+from scrapy_adaptive.store.redis import RedisStore
 from tests import crawlrunner
 from tests.mockserver import DEFAULT_HOSTS, MockServer
 from testsite.redisserver import RedisClusterServers, RedisServer

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from scrapy.settings import Settings
 
+from scrapy_adaptive.config.settings import DEFAULTS, AdaptiveConfig, ConfigError
 from scrapy_adaptive.policies import ProportionalWaitPolicy, load_wait_policy
 from scrapy_adaptive.policies.allocator import RateAllocator
 from scrapy_adaptive.policies.base import WaitParams
-from scrapy_adaptive.settings import DEFAULTS, AdaptiveConfig, ConfigError
 
 PROPORTIONAL = "scrapy_adaptive.policies.ProportionalWaitPolicy"
 

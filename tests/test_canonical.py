@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scrapy import Request
 
-from scrapy_adaptive.canonical import INDEX_NAMES, OPTIONS, Canonical
-from scrapy_adaptive.settings import ConfigError
+from scrapy_adaptive.config.settings import ConfigError
+from scrapy_adaptive.frontier.canonical import INDEX_NAMES, OPTIONS, Canonical
 from tests.test_scheduler import Pages, build, drain, in_loop
 
 ALL = Canonical.from_setting(list(OPTIONS))

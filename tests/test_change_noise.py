@@ -14,8 +14,8 @@ from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive.change import noise
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit
-from scrapy_adaptive.frontier.record import UrlRecord
-from scrapy_adaptive.spidermiddlewares.visit import VisitMiddleware, evaluate
+from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware, evaluate
+from scrapy_adaptive.model import UrlRecord
 
 WORDS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)
 STABLE = st.lists(WORDS, min_size=1, max_size=6).map(tuple)

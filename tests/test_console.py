@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from scrapy.utils.test import get_crawler
 
-from scrapy_adaptive.console.api import FrontierConsole, file_seeder, take_seeds
-from scrapy_adaptive.console.html import render
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Store
-from scrapy_adaptive.frontier.leveldb_store import LevelDBStore
-from scrapy_adaptive.progress import HOUR, Progress
-from scrapy_adaptive.reporting import Reporter
-from scrapy_adaptive.statedir import StateDir, open_store, stored_counts, write_checkpoint
+from scrapy_adaptive.ops.console.api import FrontierConsole, file_seeder, take_seeds
+from scrapy_adaptive.ops.console.html import render
+from scrapy_adaptive.ops.progress import HOUR, Progress
+from scrapy_adaptive.ops.reporting import Reporter
+from scrapy_adaptive.store.leveldb import LevelDBStore
+from scrapy_adaptive.store.statedir import StateDir, open_store, stored_counts, write_checkpoint
 
 from .test_frontier import Clock, add, fp, make, visited
 
@@ -177,12 +177,12 @@ def test_the_crawl_time_warning_ignores_hosts_not_measured_since_the_restart(
     restarted.load()
     crawler = get_crawler()
     reporter = Reporter(restarted, crawler.stats, allocator=None, state_path=str(tmp_path), interval=60.0, clock=clock)
-    with caplog.at_level(logging.INFO, logger="scrapy_adaptive.reporting"):
+    with caplog.at_level(logging.INFO, logger="scrapy_adaptive.ops.reporting"):
         reporter.crawl_times()
     assert "Hosts:" not in caplog.text
     # measured, the same backlog is reported (30 fetches of 10 ms + 5 s each > 60 s)
     restarted.fetch_times.add("fast", 0.01)
-    with caplog.at_level(logging.INFO, logger="scrapy_adaptive.reporting"):
+    with caplog.at_level(logging.INFO, logger="scrapy_adaptive.ops.reporting"):
         reporter.crawl_times()
     assert "Hosts: 1 of 1" in caplog.text and "fetch 0.01s + wait 5.00s" in caplog.text
 
@@ -197,7 +197,7 @@ def test_the_summary_logs_rates_and_saves_the_hourly_series(tmp_path: Path, capl
     reporter = Reporter(
         f, crawler.stats, allocator=None, state_path=str(tmp_path), interval=60.0, console=console, clock=clock
     )
-    with caplog.at_level(logging.INFO, logger="scrapy_adaptive.reporting"):
+    with caplog.at_level(logging.INFO, logger="scrapy_adaptive.ops.reporting"):
         reporter.summary()
         clock.t += 1000
         issued = f.next()
@@ -220,7 +220,7 @@ def test_a_record_snapshot_names_its_url() -> None:
 
 
 def test_a_budget_far_above_the_revisits_does_not_flatten_the_bars() -> None:
-    from scrapy_adaptive.console.html import bar_chart
+    from scrapy_adaptive.ops.console.html import bar_chart
 
     svg = bar_chart(["h1", "h2"], [73.0, 40.0], line=[37772.0, 37772.0])
     heights = [float(h) for h in re.findall(r'<rect [^>]*height="([0-9.]+)"', svg)]

@@ -19,7 +19,8 @@ from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive import meta
-from scrapy_adaptive.delivery import (
+from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Store, Visit
+from scrapy_adaptive.integration.delivery import (
     SINK_CLOSED,
     SINK_OPENED,
     Delivery,
@@ -27,9 +28,8 @@ from scrapy_adaptive.delivery import (
     feed_warnings,
     ticket_of,
 )
-from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Store, Visit
-from scrapy_adaptive.frontier.leveldb_store import LevelDBStore
-from scrapy_adaptive.frontier.store import StoreError
+from scrapy_adaptive.store.base import StoreError
+from scrapy_adaptive.store.leveldb import LevelDBStore
 from tests.test_frontier import FullDisk
 
 URL = "http://a.example/page"
@@ -328,7 +328,7 @@ def test_appending_to_a_killed_crawls_feed_drops_its_half_written_line(
 
 
 def test_the_visit_middleware_counts_the_items_a_changed_page_yields(tmp_path: Path) -> None:
-    from scrapy_adaptive.spidermiddlewares.visit import VisitMiddleware
+    from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware
 
     delivery, _, _, _ = tracked(tmp_path)
     mw = VisitMiddleware(delivery.stats)

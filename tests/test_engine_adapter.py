@@ -1,4 +1,4 @@
-"""Pins the Scrapy behaviour ``scrapy_adaptive.engine`` relies on.
+"""Pins the Scrapy behaviour ``scrapy_adaptive.integration.engine`` relies on.
 
 ``EngineWaker`` calls ``engine._slot.nextcall.schedule()`` so a URL that falls
 due is handed out at once rather than on the engine's 5 s heartbeat, and
@@ -19,7 +19,7 @@ import pytest
 from scrapy.core.engine import ExecutionEngine, _Slot
 from scrapy.utils.reactor import CallLaterOnce
 
-from scrapy_adaptive.engine import EngineWaker, exit_with_error
+from scrapy_adaptive.integration.engine import EngineWaker, exit_with_error
 from tests.crawlrunner import run_crawl
 from tests.mockserver import MockServer
 

@@ -33,7 +33,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from scrapy_adaptive.frontier.record import UrlRecord
+from scrapy_adaptive.model import UrlRecord
 from tests.conftest import read_state
 from tests.crawlrunner import CrawlProcess, finish_crawl, start_crawl, wait_for_log
 from tests.mockserver import MockServer, gaps

@@ -20,9 +20,9 @@ from scrapy_adaptive.frontier import (
     Store,
     Visit,
 )
-from scrapy_adaptive.frontier.keys import NEVER_MS
-from scrapy_adaptive.frontier.leveldb_store import LevelDBStore
-from scrapy_adaptive.frontier.store import Batch, StoreError
+from scrapy_adaptive.store.base import Batch, StoreError
+from scrapy_adaptive.store.keys import NEVER_MS
+from scrapy_adaptive.store.leveldb import LevelDBStore
 
 
 class Clock:
@@ -360,7 +360,7 @@ def test_shape_counts_due_urls_and_overdue(store: Store) -> None:
 
 
 def test_never_is_infinite_time() -> None:
-    from scrapy_adaptive.frontier.keys import ms_to_time, time_to_ms
+    from scrapy_adaptive.store.keys import ms_to_time, time_to_ms
 
     assert time_to_ms(math.inf) == NEVER_MS
     assert ms_to_time(NEVER_MS) == math.inf

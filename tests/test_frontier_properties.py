@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit, urgency
-from scrapy_adaptive.frontier.keys import NEVER_MS, time_to_ms
-from scrapy_adaptive.frontier.leveldb_store import LevelDBStore
-from scrapy_adaptive.frontier.record import UrlRecord
+from scrapy_adaptive.model import UrlRecord
+from scrapy_adaptive.store.keys import NEVER_MS, time_to_ms
+from scrapy_adaptive.store.leveldb import LevelDBStore
 
 HOSTS = ["a", "b", "c"]
 MIN_DELAY = 1.0

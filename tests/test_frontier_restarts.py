@@ -27,9 +27,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from scrapy_adaptive.frontier import Batch, Frontier, Outcome, Politeness, Visit
-from scrapy_adaptive.frontier.keys import NEVER_MS, time_to_ms
-from scrapy_adaptive.frontier.leveldb_store import LevelDBStore
-from scrapy_adaptive.frontier.record import UrlRecord
+from scrapy_adaptive.model import UrlRecord
+from scrapy_adaptive.store.keys import NEVER_MS, time_to_ms
+from scrapy_adaptive.store.leveldb import LevelDBStore
 
 HOSTS = ["a", "b"]
 MIN_DELAY, MAX_DELAY, RETRY_DELAY, MAX_RETRIES, LEASE = 1.0, 3.0, 50.0, 2, 30.0

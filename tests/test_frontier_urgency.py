@@ -6,8 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scrapy_adaptive.frontier import Frontier, Store
-from scrapy_adaptive.frontier.record import UrlRecord
 from scrapy_adaptive.frontier.urgency import WINDOW, pick
+from scrapy_adaptive.model import UrlRecord
 from tests.test_frontier import Clock, add, make, visited
 
 

@@ -17,7 +17,8 @@ from bench.sim.engine import RunConfig
 from bench.sim.lab import run_policy
 from bench.sim.world import build_world, preset
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit
-from scrapy_adaptive.frontier.hints import CONFIRMED, REFUTED, TRUST_MEMORY, Hint, HintResult, observe
+from scrapy_adaptive.hosts.hints import CONFIRMED, REFUTED, TRUST_MEMORY, Hint, HintResult, observe
+from scrapy_adaptive.integration.request_hints import HintError, hint_from_meta, parse_time
 from scrapy_adaptive.policies import (
     BurstWaitPolicy,
     DefaultWaitPolicy,
@@ -29,7 +30,6 @@ from scrapy_adaptive.policies import (
 )
 from scrapy_adaptive.policies.hint_decisions import accept, evidence, marginal_value, precision
 from scrapy_adaptive.policies.history import elapsed, visit_time
-from scrapy_adaptive.request_hints import HintError, hint_from_meta, parse_time
 
 T0 = 1_700_000_000.0
 URL = "http://a.example/p"

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from scrapy.settings import Settings
 
+from scrapy_adaptive.config.settings import AdaptiveConfig, ConfigError
 from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
 from scrapy_adaptive.policies import (
     BurstWaitPolicy,
@@ -17,7 +18,6 @@ from scrapy_adaptive.policies import (
     WaitParams,
     load_wait_policy,
 )
-from scrapy_adaptive.settings import AdaptiveConfig, ConfigError
 
 CHANGED, UNCHANGED, UNKNOWN = ChangeState.CHANGED, ChangeState.UNCHANGED, ChangeState.UNKNOWN
 
@@ -176,7 +176,7 @@ def test_a_bad_request_override_is_reported_and_ignored(caplog: pytest.LogCaptur
         ({"ADAPTIVE_WAIT_POLICIES": "{nope"}, "ADAPTIVE_WAIT_POLICIES is not valid JSON"),
         ({"ADAPTIVE_WAIT_POLICIES": {"a": 1}}, "ADAPTIVE_WAIT_POLICIES must be a list of dicts"),
         ({"ADAPTIVE_WAIT_POLICY": "nowhere.Policy"}, "ADAPTIVE_WAIT_POLICY ('nowhere.Policy') cannot be imported"),
-        ({"ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.settings.AdaptiveConfig"}, "must name a WaitPolicy subclass"),
+        ({"ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.config.settings.AdaptiveConfig"}, "must name a WaitPolicy subclass"),
         ({"ADAPTIVE_WAIT_CHANGED_FACTOR": 0}, "ADAPTIVE_WAIT_CHANGED_FACTOR (0.0) must be a finite number > 0."),
     ],
 )

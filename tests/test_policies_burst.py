@@ -9,7 +9,7 @@ import pytest
 from bench.sim.engine import RunConfig, simulate
 from bench.sim.lineup import POLICIES, LabContext
 from bench.sim.world import build_world, preset
-from scrapy_adaptive.frontier.record import ChangeState, Outcome, Visit
+from scrapy_adaptive.model import ChangeState, Outcome, Visit
 from scrapy_adaptive.policies import WaitParams
 from scrapy_adaptive.policies.allocator import RateAllocator
 from scrapy_adaptive.policies.burst import FIRST, BurstWaitPolicy

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from scrapy_adaptive.frontier.record import ChangeState, Outcome, Visit
+from scrapy_adaptive.model import ChangeState, Outcome, Visit
 from scrapy_adaptive.policies import WaitParams
 from scrapy_adaptive.policies.burst import BurstWaitPolicy
 from scrapy_adaptive.policies.rate import PrecisionWaitPolicy

@@ -13,11 +13,11 @@ import pytest
 from bench.sim.engine import RunConfig, simulate
 from bench.sim.lineup import POLICIES, LabContext
 from bench.sim.world import World, build_world, preset
-from scrapy_adaptive.frontier.record import ChangeState, Outcome, Visit
+from scrapy_adaptive.model import ChangeState, Outcome, Visit
 from scrapy_adaptive.policies.allocator import RateAllocator
 from scrapy_adaptive.policies.base import WaitParams, WaitPolicy
 from scrapy_adaptive.policies.heritrix import HeritrixWaitPolicy
-from scrapy_adaptive.policies.noise import KEY, NoiseDetector, NoiseVerdict
+from scrapy_adaptive.policies.noise_guard import KEY, NoiseDetector, NoiseVerdict
 from scrapy_adaptive.policies.rate import PrecisionWaitPolicy, ProportionalWaitPolicy
 
 DAY = 86_400.0

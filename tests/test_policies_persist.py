@@ -126,7 +126,7 @@ def test_an_unreadable_state_is_reported_with_the_key() -> None:
 def test_the_stored_memory_keys_stay_readable() -> None:
     """The policy memory's stored keys are part of the state folder: names may
     change, the letters never."""
-    from scrapy_adaptive.policies.keys import MEMORY_KEYS
+    from scrapy_adaptive.policies.memory import MEMORY_KEYS
 
     assert dict(MEMORY_KEYS) == {
         "observations": "o",

@@ -17,7 +17,7 @@ from bench.sim.estimators import (
     last_modified_rate,
     naive_rate,
 )
-from scrapy_adaptive.frontier.record import ChangeState, Outcome, UrlRecord, Visit
+from scrapy_adaptive.model import ChangeState, Outcome, UrlRecord, Visit
 from scrapy_adaptive.policies.allocator import RateAllocator
 from scrapy_adaptive.policies.estimator import (
     AGE,
@@ -29,7 +29,7 @@ from scrapy_adaptive.policies.estimator import (
     posterior_log_rate,
 )
 from scrapy_adaptive.policies.history import record_queue
-from scrapy_adaptive.policies.keys import ALLOCATION
+from scrapy_adaptive.policies.memory import ALLOCATION
 from scrapy_adaptive.policies.prior import PopulationPrior
 from scrapy_adaptive.policies.rate import PrecisionWaitPolicy, ProportionalWaitPolicy
 

@@ -7,11 +7,9 @@ from typing import Any
 
 import pytest
 
-from scrapy_adaptive.frontier.record import ChangeState, Outcome, Visit
-from scrapy_adaptive.policies.fixed import FixedWaitPolicy
-from scrapy_adaptive.policies.nutch import NutchWaitPolicy
-from scrapy_adaptive.policies.stormcrawler import StormCrawlerWaitPolicy
-from scrapy_adaptive.policies.umbrich import (
+from bench.peers.nutch import NutchWaitPolicy
+from bench.peers.stormcrawler import StormCrawlerWaitPolicy
+from bench.peers.umbrich import (
     MONTH,
     DynWaitPolicy,
     FixWaitPolicy,
@@ -21,6 +19,8 @@ from scrapy_adaptive.policies.umbrich import (
     interval_bucket,
     ratio_factor,
 )
+from scrapy_adaptive.model import ChangeState, Outcome, Visit
+from scrapy_adaptive.policies.fixed import FixedWaitPolicy
 
 DAY = 86_400.0
 C, U, X = ChangeState.CHANGED, ChangeState.UNCHANGED, ChangeState.UNKNOWN

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_adaptive.frontier.record import UrlRecord
-from scrapy_adaptive.frontier.redis_store import RedisStore
+from scrapy_adaptive.model import UrlRecord
+from scrapy_adaptive.store.redis import RedisStore
 from tests.crawlrunner import CrawlProcess, finish_crawl, run_crawl, start_crawl, wait_for_log
 from tests.mockserver import MockServer, max_concurrency
 from tests.test_guards_e2e import traceback_lines

@@ -17,8 +17,8 @@ import pytest
 from scrapy import Request
 
 from scrapy_adaptive.frontier import ChangeState, Frontier, Outcome, Politeness, Visit
-from scrapy_adaptive.frontier.redis_store import RedisStore
 from scrapy_adaptive.frontier.sharing import Sharing
+from scrapy_adaptive.store.redis import RedisStore
 from tests.test_scheduler import URLS, Pages, build, drain, in_loop, visited
 from testsite.redisserver import RedisServer
 

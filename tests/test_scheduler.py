@@ -19,13 +19,13 @@ from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive import meta
-from scrapy_adaptive.canonical import Canonical
+from scrapy_adaptive.config.settings import AdaptiveConfig
 from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
-from scrapy_adaptive.issued import url_identity
+from scrapy_adaptive.frontier.canonical import Canonical
+from scrapy_adaptive.integration.issued import url_identity
+from scrapy_adaptive.integration.scheduler import AdaptiveScheduler
+from scrapy_adaptive.integration.startup import settings_warnings
 from scrapy_adaptive.policies import load_wait_policy
-from scrapy_adaptive.scheduler import AdaptiveScheduler
-from scrapy_adaptive.settings import AdaptiveConfig
-from scrapy_adaptive.startup import settings_warnings
 
 
 class Pages(Spider):

@@ -8,7 +8,7 @@ import pytest
 from scrapy import Request, Spider
 from scrapy.http import FormRequest
 
-from scrapy_adaptive.serialization import (
+from scrapy_adaptive.integration.serialization import (
     RequestNotStorable,
     request_from_data,
     request_to_data,
@@ -101,7 +101,7 @@ def test_a_stored_class_must_be_a_request_subclass() -> None:
 
 
 def test_the_fast_path_gives_what_to_dict_gives() -> None:
-    from scrapy_adaptive.serialization import _to_dict
+    from scrapy_adaptive.integration.serialization import _to_dict
 
     spider = MySpider()
     for request in (

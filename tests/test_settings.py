@@ -14,10 +14,7 @@ from scrapy.settings import Settings
 from scrapy_adaptive.addon import Addon
 from scrapy_adaptive.change.prediction import SCHEMES
 from scrapy_adaptive.change.trust import TrustParams
-from scrapy_adaptive.downloadermiddlewares.errors import FetchErrorMiddleware
-from scrapy_adaptive.frontier import Politeness
-from scrapy_adaptive.policies.base import WaitParams
-from scrapy_adaptive.settings import (
+from scrapy_adaptive.config.settings import (
     DEFAULTS,
     SETTING_SPECS,
     VALIDATOR_SCHEMES,
@@ -30,7 +27,10 @@ from scrapy_adaptive.settings import (
     settings_table_markdown,
     unknown_settings,
 )
-from scrapy_adaptive.spidermiddlewares.visit import VisitMiddleware
+from scrapy_adaptive.frontier import Politeness
+from scrapy_adaptive.integration.downloadermiddlewares.errors import FetchErrorMiddleware
+from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware
+from scrapy_adaptive.policies.base import WaitParams
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -97,7 +97,7 @@ def test_addon_sets_components_at_addon_priority_and_respects_the_user() -> None
     settings = Settings()
     settings.set("DOWNLOADER_MIDDLEWARES", {FetchErrorMiddleware: None}, "project")
     Addon().update_settings(settings)
-    assert settings["SCHEDULER"] == "scrapy_adaptive.scheduler.AdaptiveScheduler"
+    assert settings["SCHEDULER"] == "scrapy_adaptive.integration.scheduler.AdaptiveScheduler"
     assert settings.getdict("SPIDER_MIDDLEWARES")[VisitMiddleware] == 10
     assert settings.getdict("DOWNLOADER_MIDDLEWARES")[FetchErrorMiddleware] is None  # user disabled it
     user = Settings()
@@ -110,7 +110,7 @@ def test_addon_puts_the_refreshing_robots_middleware_in_the_place_of_scrapys() -
     from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 
     from scrapy_adaptive.addon import SCRAPY_ROBOTS
-    from scrapy_adaptive.downloadermiddlewares.robots import RobotsRefreshMiddleware
+    from scrapy_adaptive.integration.downloadermiddlewares.robots import RobotsRefreshMiddleware
 
     settings = Settings()
     Addon().update_settings(settings)
@@ -326,6 +326,7 @@ def test_the_settings_module_imports_no_scrapy() -> None:
 
 
 def test_importing_the_settings_through_the_package_loads_no_scrapy() -> None:
-    code = "import sys, scrapy_adaptive.settings; sys.exit(any(m.split('.')[0] == 'scrapy' for m in sys.modules))"
+    code = "import sys, scrapy_adaptive.config.settings;"
+    code += " sys.exit(any(m.split('.')[0] == 'scrapy' for m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT)
     assert done.returncode == 0, done.stderr

@@ -16,11 +16,11 @@ from scrapy.http import HtmlResponse, TextResponse, XmlResponse
 from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive import meta
+from scrapy_adaptive.config.settings import SPECS_BY_NAME, parse_value
+from scrapy_adaptive.config.spec import ConfigError
 from scrapy_adaptive.dates import parse_time
-from scrapy_adaptive.request_hints import hint_from_meta
-from scrapy_adaptive.setting_specs import ConfigError
-from scrapy_adaptive.settings import SPECS_BY_NAME, parse_value
-from scrapy_adaptive.spidermiddlewares.sitemaps import (
+from scrapy_adaptive.integration.request_hints import hint_from_meta
+from scrapy_adaptive.integration.spidermiddlewares.sitemaps import (
     FEED,
     SITEMAP,
     SignalBodyError,
@@ -29,7 +29,7 @@ from scrapy_adaptive.spidermiddlewares.sitemaps import (
     sitemap_body,
     sitemap_entries,
 )
-from scrapy_adaptive.spidermiddlewares.visit import skip_unchanged
+from scrapy_adaptive.integration.spidermiddlewares.visit import skip_unchanged
 
 URL = "http://127.0.0.1/sitemap.xml"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from scrapy_adaptive.frontier import Frontier, Outcome, Politeness, Visit
-from scrapy_adaptive.frontier.hostfacts import PARKED, SOFT_404
 from scrapy_adaptive.frontier.hostqueue import MAX_SHARED_DIGESTS
-from scrapy_adaptive.frontier.store import MemoryStore
+from scrapy_adaptive.model import PARKED, SOFT_404
+from scrapy_adaptive.store.base import MemoryStore
 from tests.conftest import read_records
 from tests.crawlrunner import SPIDERS_DIR, read_jsonl, run_crawl
 from tests.mockserver import MockServer

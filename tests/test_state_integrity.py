@@ -20,9 +20,9 @@ import plyvel
 import pytest
 from scrapy import Request
 
-from scrapy_adaptive.frontier.keys import record_key
-from scrapy_adaptive.scheduler import AdaptiveScheduler
-from scrapy_adaptive.statedir import CHECKPOINT, MARKER, StateDirError, open_store, resolve
+from scrapy_adaptive.integration.scheduler import AdaptiveScheduler
+from scrapy_adaptive.store.keys import record_key
+from scrapy_adaptive.store.statedir import CHECKPOINT, MARKER, StateDirError, open_store, resolve
 from tests.conftest import tmpfs
 from tests.test_scheduler import Pages, build, drain, in_loop, visited
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_adaptive.statedir import MARKER, StateDirError, open_store, resolve
+from scrapy_adaptive.store.statedir import MARKER, StateDirError, open_store, resolve
 
 FP = "scrapy.utils.request.RequestFingerprinter"
 

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from redis.crc import key_slot
 
 from scrapy_adaptive.frontier import AddResult, Frontier
-from scrapy_adaptive.frontier.keys import NEVER_MS
-from scrapy_adaptive.frontier.redis_store import RedisStore
-from scrapy_adaptive.frontier.store import Batch, Conflict, MemoryStore, Store, StoreError
+from scrapy_adaptive.store.base import Batch, Conflict, MemoryStore, Store, StoreError
+from scrapy_adaptive.store.keys import NEVER_MS
+from scrapy_adaptive.store.redis import RedisStore
 from testsite.redisserver import RedisClusterServers, RedisServer
 
 

@@ -8,16 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_adaptive.change.prediction import (
-    SCHEMES,
-    Prediction,
-    etag_key,
-    http_date,
-    predict,
-    request_validators,
-)
+from scrapy_adaptive.change.prediction import SCHEMES, Prediction, etag_key, http_date, predict, request_validators
 from scrapy_adaptive.change.trust import Trust, TrustParams
-from scrapy_adaptive.downloadermiddlewares.validators import body_length_of
+from scrapy_adaptive.integration.downloadermiddlewares.validators import body_length_of
 
 NOW = 1_795_000_000.0
 LM = "Tue, 10 Nov 2026 08:00:00 GMT"

@@ -12,8 +12,8 @@ from scrapy.http import Headers, Response
 from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive import meta
-from scrapy_adaptive.downloadermiddlewares.validators import ValidatorsMiddleware
 from scrapy_adaptive.frontier import UrlRecord, Visit
+from scrapy_adaptive.integration.downloadermiddlewares.validators import ValidatorsMiddleware
 
 ETAG = '"v1"'
 LM = "Tue, 10 Nov 2026 08:00:00 GMT"

@@ -12,7 +12,7 @@ from scrapy_adaptive import meta
 from scrapy_adaptive.change import noise
 from scrapy_adaptive.change.rules import DigestRules
 from scrapy_adaptive.frontier import ChangeState, Outcome
-from scrapy_adaptive.spidermiddlewares.visit import VisitMiddleware, evaluate, is_embed
+from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware, evaluate, is_embed
 
 
 def response(body: bytes = b"<html>x</html>", status: int = 200, **headers: str) -> Response:

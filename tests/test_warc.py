@@ -13,16 +13,16 @@ from typing import Any
 import pytest
 from scrapy import Request
 from scrapy.http import HtmlResponse
-
-from scrapy_adaptive.change.digest import payload_digest
-from scrapy_adaptive.settings import ConfigError
-from scrapy_adaptive.warc import (
+from scrapy_adaptive.warc.writer import (
     IDENTICAL_PROFILE,
     NOT_MODIFIED_PROFILE,
     HttpExchange,
     WarcWriter,
     exchange_of,
 )
+
+from scrapy_adaptive.change.digest import payload_digest
+from scrapy_adaptive.config.settings import ConfigError
 
 warcio = pytest.importorskip("warcio")
 from warcio.archiveiterator import ArchiveIterator  # noqa: E402
@@ -199,7 +199,7 @@ def test_exchange_keeps_the_body_as_sent_and_drops_what_replay_would_misread() -
 def test_the_index_lives_in_the_warc_folder_and_the_folder_is_refused_clearly(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    from scrapy_adaptive.warc import WarcError
+    from scrapy_adaptive.warc.writer import WarcError
 
     with pytest.raises(WarcError, match=re.escape(f"ADAPTIVE_WARC_DIR {blocker}")):
         WarcWriter(str(blocker)).open()
@@ -213,9 +213,9 @@ def test_the_middleware_is_off_without_the_folder_and_refuses_clearly_without_wa
     from scrapy.settings import Settings
     from scrapy.statscollectors import MemoryStatsCollector
     from scrapy.utils.test import get_crawler
+    from scrapy_adaptive.warc.writer import EXTRA_MESSAGE, WarcMiddleware
 
-    from scrapy_adaptive.settings import AdaptiveConfig
-    from scrapy_adaptive.warc import EXTRA_MESSAGE, WarcMiddleware
+    from scrapy_adaptive.config.settings import AdaptiveConfig
 
     with pytest.raises(NotConfigured):
         WarcMiddleware.from_crawler(get_crawler(settings_dict={}))

@@ -21,8 +21,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
+from scrapy_adaptive.warc.writer import IDENTICAL_PROFILE, NOT_MODIFIED_PROFILE
 
-from scrapy_adaptive.warc import IDENTICAL_PROFILE, NOT_MODIFIED_PROFILE
 from tests.conftest import read_state
 from tests.crawlrunner import run_crawl, start_crawl, wait_for_log
 from tests.mockserver import MockServer

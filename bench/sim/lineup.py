@@ -25,25 +25,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from scrapy_adaptive.frontier.record import Visit
+from bench.peers.nutch import NutchWaitPolicy
+from bench.peers.stormcrawler import StormCrawlerWaitPolicy
+from bench.peers.umbrich import DynWaitPolicy, FixWaitPolicy, State1WaitPolicy, State2WaitPolicy, WindowWaitPolicy
+from scrapy_adaptive.model import Visit
 from scrapy_adaptive.policies.allocator import RateAllocator
 from scrapy_adaptive.policies.base import WaitParams, WaitPolicy
 from scrapy_adaptive.policies.burst import BurstWaitPolicy
 from scrapy_adaptive.policies.fixed import FixedWaitPolicy
 from scrapy_adaptive.policies.heritrix import HeritrixWaitPolicy
 from scrapy_adaptive.policies.history import clamp, is_first_visit, policy_memory, visit_queue, visit_time
-from scrapy_adaptive.policies.keys import ALLOCATION
-from scrapy_adaptive.policies.nutch import NutchWaitPolicy
+from scrapy_adaptive.policies.memory import ALLOCATION
 from scrapy_adaptive.policies.prior import PopulationPrior
 from scrapy_adaptive.policies.rate import PrecisionWaitPolicy, ProportionalWaitPolicy
-from scrapy_adaptive.policies.stormcrawler import StormCrawlerWaitPolicy
-from scrapy_adaptive.policies.umbrich import (
-    DynWaitPolicy,
-    FixWaitPolicy,
-    State1WaitPolicy,
-    State2WaitPolicy,
-    WindowWaitPolicy,
-)
 
 from .world import DAY, HOUR, World
 

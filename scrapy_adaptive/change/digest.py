@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..matching import media_type
+from ..config.matching import media_type
 
 if TYPE_CHECKING:
     from scrapy.http import Response

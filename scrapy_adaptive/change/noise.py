@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..matching import media_type
+from ..config.matching import media_type
 from .digest import sha1_digest, text_of, visible_root
 
 if TYPE_CHECKING:

@@ -25,8 +25,8 @@ import time
 from collections.abc import Sequence
 from enum import StrEnum
 
+from ..config.settings import VALIDATOR_SCHEMES
 from ..dates import parse_http_date
-from ..settings import VALIDATOR_SCHEMES
 
 #: the scheme names, defined once beside ADAPTIVE_VALIDATOR_SCHEME that chooses one
 SCHEMES = VALIDATOR_SCHEMES

@@ -1,6 +1,6 @@
 """``ADAPTIVE_DIGEST_RULES``: which digest rule applies to which response.
 
-Each entry names its criteria (see :mod:`scrapy_adaptive.matching`) and a
+Each entry names its criteria (see :mod:`scrapy_adaptive.config.matching`) and a
 ``rule``: ``exact``, ``regex`` (with ``patterns``, a list of regular
 expressions, and an optional ``max_size`` in bytes), ``text``, or ``items``
 (with optional ``fields``).  The first matching entry wins; otherwise
@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..matching import MATCH_KEYS, Matcher, check_entries
-from ..settings import ConfigError
+from ..config.matching import MATCH_KEYS, Matcher, check_entries
+from ..config.settings import ConfigError
 from .digest import DIGESTERS, Digester, ItemsDigester, RegexDigester, TextDigester
 
 RULE_KEYS = {"rule", "patterns", "max_size", "fields"}

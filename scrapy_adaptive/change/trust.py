@@ -41,7 +41,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from ..settings import DEFAULTS
+from ..config.settings import DEFAULTS
 from .noise import pool_key
 
 

@@ -1,9 +1,9 @@
 """The frontier: URL records and per-queue priority queues, storage-agnostic."""
 
+from ..model import ChangeState, Outcome, UrlRecord, Visit
+from ..store.base import Batch, MemoryStore, Store, StoreError
 from .frontier import AddResult, Frontier, Issued
 from .hostqueue import HostQueue, Politeness, QueueState
-from .record import ChangeState, Outcome, UrlRecord, Visit
-from .store import Batch, MemoryStore, Store, StoreError
 
 __all__ = [
     "AddResult",

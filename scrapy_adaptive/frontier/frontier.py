@@ -19,7 +19,7 @@ import: :meth:`Frontier.add`, :meth:`Frontier.next` and
   URLs at a time, and after each fetch its slot rests for
   ``clamp(delay_factor × duration, min_delay, max_delay)`` (or the host's
   robots.txt ``Crawl-delay`` if longer).
-* Delivery (:mod:`scrapy_adaptive.delivery`): with ``deliver=True`` a
+* Delivery (:mod:`scrapy_adaptive.integration.delivery`): with ``deliver=True`` a
   changed visit is recorded as *pending delivery* in the same atomic write
   (a ``p/<fp>`` mark holding the digest last delivered); :meth:`confirm`
   counts the version once its items are durable, and :meth:`load` makes
@@ -49,17 +49,18 @@ from enum import StrEnum
 from typing import Any
 
 from ..change.trust import TrustParams
-from . import hints, urgency
-from .crawltime import FetchTimes
-from .hostfacts import HostFacts
+from ..hosts import hints
+from ..hosts.crawltime import FetchTimes
+from ..hosts.facts import HostFacts
+from ..model import ChangeState, Outcome, RecordError, UrlRecord, Visit
+from ..store.base import Batch, Conflict, Store
+from ..store.keys import NEVER_MS, PROBE_DIRECTIVE, time_to_ms
+from . import urgency
 from .hostqueue import Entry, HostQueue, Politeness, QueueHeap, QueueState
-from .keys import NEVER_MS, PROBE_DIRECTIVE, time_to_ms
 from .leases import Lease, Leases
 from .pending import PendingVersions, pending_mark
-from .record import ChangeState, Outcome, RecordError, UrlRecord, Visit
 from .shape import frontier_shape
 from .sharing import SharedHosts, Sharing
-from .store import Batch, Conflict, Store
 
 logger = logging.getLogger(__name__)
 

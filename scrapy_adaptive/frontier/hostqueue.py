@@ -26,9 +26,9 @@ from enum import StrEnum
 from typing import Any
 
 from ..change.trust import normalise as normalise_trust
-from ..settings import DEFAULTS
-from .hints import counts
-from .keys import NEVER_MS
+from ..config.settings import DEFAULTS
+from ..hosts.hints import counts
+from ..store.keys import NEVER_MS
 
 IN_USE = -1.0
 

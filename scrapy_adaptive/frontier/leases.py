@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .crawltime import FetchTimes
+from ..hosts.crawltime import FetchTimes
+from ..model import UrlRecord
 from .hostqueue import Entry, HostQueue, Politeness
-from .record import UrlRecord
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """Versions captured but not yet delivered: the frontier's half of
-at-least-once delivery (:mod:`scrapy_adaptive.delivery` is the crawl's).
+at-least-once delivery (:mod:`scrapy_adaptive.integration.delivery` is the crawl's).
 
 A changed visit committed with ``deliver=True`` leaves a ``p/<fp>`` mark
 (the digest last delivered, the versions waiting) in the same atomic write
@@ -17,10 +17,10 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..model import RecordError, UrlRecord
+from ..store.base import Batch, Store
+from ..store.keys import time_to_ms
 from .hostqueue import HostQueue
-from .keys import time_to_ms
-from .record import RecordError, UrlRecord
-from .store import Batch, Store
 
 if TYPE_CHECKING:
     from .sharing import Sharing

@@ -1,6 +1,6 @@
 """The frontier at a glance: queue states, URLs due, overdue percentiles.
 
-Read by the periodic summary (:mod:`scrapy_adaptive.reporting`) and at
+Read by the periodic summary (:mod:`scrapy_adaptive.ops.reporting`) and at
 open; counting due URLs costs one bounded scan per ready queue.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
+from ..store.base import Store
+from ..store.keys import time_to_ms
 from .hostqueue import HostQueue, QueueState
-from .keys import time_to_ms
-from .store import Store
 
 
 class Counted(Protocol):

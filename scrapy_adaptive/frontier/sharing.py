@@ -41,8 +41,8 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+from ..store.base import Store
 from .hostqueue import Entry, HostQueue
-from .store import Store
 
 logger = logging.getLogger(__name__)
 

@@ -31,9 +31,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..model import RecordError, UrlRecord
+from ..store.base import Store
 from .hostqueue import Entry, HostQueue
-from .record import RecordError, UrlRecord
-from .store import Store
 
 #: how many of a queue's due URLs are weighed against each other
 WINDOW = 8

@@ -6,38 +6,29 @@ stacked per content type, host and URL with ``ADAPTIVE_WAIT_POLICIES``.
 Policies are pure: no Scrapy, no I/O, no clock of their own.
 """
 
+
 from .allocator import RateAllocator
 from .base import DefaultWaitPolicy, WaitParams, WaitPolicy
 from .burst import BurstWaitPolicy
 from .estimator import RateEstimator
 from .fixed import FixedWaitPolicy
 from .heritrix import HeritrixWaitPolicy
-from .nutch import NutchWaitPolicy
 from .prior import PopulationPrior
 from .rate import PrecisionWaitPolicy, ProportionalWaitPolicy
 from .stack import PolicyStack, load_wait_policy
-from .stormcrawler import StormCrawlerWaitPolicy
-from .umbrich import DynWaitPolicy, FixWaitPolicy, State1WaitPolicy, State2WaitPolicy, WindowWaitPolicy
 
 __all__ = [
     "BurstWaitPolicy",
     "DefaultWaitPolicy",
-    "DynWaitPolicy",
-    "FixWaitPolicy",
     "FixedWaitPolicy",
     "HeritrixWaitPolicy",
-    "NutchWaitPolicy",
     "PolicyStack",
     "PopulationPrior",
     "PrecisionWaitPolicy",
     "ProportionalWaitPolicy",
     "RateAllocator",
     "RateEstimator",
-    "State1WaitPolicy",
-    "State2WaitPolicy",
-    "StormCrawlerWaitPolicy",
     "WaitParams",
     "WaitPolicy",
-    "WindowWaitPolicy",
     "load_wait_policy",
 ]

@@ -20,7 +20,7 @@ from functools import partial
 from typing import Any
 
 from .history import DAY, clamp
-from .keys import ALLOCATION
+from .memory import ALLOCATION
 from .prior import PopulationPrior
 
 _ZERO_BIN = -(10**6)

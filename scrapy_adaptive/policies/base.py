@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from ..frontier.hints import Hint
-from ..frontier.record import Visit
-from ..settings import DEFAULTS, ConfigError
+from ..config.settings import DEFAULTS, ConfigError
+from ..hosts.hints import Hint
+from ..model import Visit
 
 #: the lower-case keys an ``ADAPTIVE_WAIT_POLICIES`` entry (or the
 #: ``adaptive_wait_policy`` meta key) may set, mapped to WaitParams fields
@@ -126,7 +126,7 @@ class WaitPolicy(ABC):
 
         *hint* says the site announced a change (a sitemap ``lastmod``, a
         feed entry); it carries its receipt time and its source's track
-        record on this host (:class:`~scrapy_adaptive.frontier.hints.Hint`).
+        record on this host (:class:`~scrapy_adaptive.hosts.hints.Hint`).
         The frontier applies the answer only if it is earlier than the
         planned visit.  The default ignores hints, so a policy that has not
         thought about how an early visit enters its estimates and budget is

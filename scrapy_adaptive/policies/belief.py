@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..change.noise import pool_key
-from .keys import SIBLING_CONTRIBUTION
+from .memory import SIBLING_CONTRIBUTION
 
 #: weight, in checks, of the wider share (class: its host's; host: the
 #: crawl's) in a narrower one's estimate

@@ -43,11 +43,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..frontier.record import ChangeState, Visit
+from ..model import ChangeState, Visit
 from .allocator import RateAllocator
 from .base import WaitParams
 from .estimator import EXACT, UNCHANGED, RateEstimator, posterior_log_rate
-from .keys import BURST_OFFSETS, BURST_STATE, OBSERVATIONS
+from .memory import BURST_OFFSETS, BURST_STATE, OBSERVATIONS
 from .prior import PopulationPrior
 from .rate import ProportionalWaitPolicy
 

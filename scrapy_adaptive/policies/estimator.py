@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..dates import parse_http_date
-from ..frontier.record import ChangeState, Visit
+from ..model import ChangeState, Visit
 from .history import DAY
-from .keys import ESTIMATE, LAST_MODIFIED_AGREEMENT, OBSERVATIONS
+from .memory import ESTIMATE, LAST_MODIFIED_AGREEMENT, OBSERVATIONS
 
 #: x/(e^x − 1) is below 1e-300 beyond this: treat as zero, avoid overflow
 _BIG = 700.0

@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
-from ..frontier.record import Visit
+from ..model import Visit
 from .base import WaitParams, WaitPolicy
 
 

@@ -27,10 +27,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..frontier.record import ChangeState, Visit
+from ..model import ChangeState, Visit
 from .base import WaitParams, WaitPolicy
 from .history import elapsed, policy_memory
-from .noise import NoiseDetector
+from .noise_guard import NoiseDetector
 
 
 class HeritrixWaitPolicy(WaitPolicy):

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..frontier.record import ChangeState, Visit
+from ..model import ChangeState, Visit
 
 DAY = 86_400.0
 

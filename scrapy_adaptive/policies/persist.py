@@ -30,7 +30,7 @@ import logging
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
-from ..frontier.store import Batch, Store, StoreError
+from ..store.base import Batch, Store, StoreError
 
 logger = logging.getLogger(__name__)
 

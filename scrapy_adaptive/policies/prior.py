@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .history import DAY
-from .keys import PRIOR_CONTRIBUTION
+from .memory import PRIOR_CONTRIBUTION
 
 
 class PopulationPrior:

@@ -26,16 +26,16 @@ from typing import Any
 
 from ..change.noise import NOISE_LEARNED
 from ..change.trust import HEADER_LIED, HEADER_PACE
-from ..frontier.hints import Hint
-from ..frontier.record import ChangeState, Visit
+from ..hosts.hints import Hint
+from ..model import ChangeState, Visit
 from .allocator import RateAllocator
 from .base import WaitParams, WaitPolicy
 from .belief import HeaderBelief, unchanged_evidence
 from .estimator import AGE, RateEstimator
 from .hint_decisions import accept, base_probability, confirmed_hint, hinted_visit, marginal_value
 from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, record_queue, visit_queue, visit_time
-from .keys import AGE_UNCHECKED, ESTIMATE, LAST_MODIFIED_AGREEMENT, OBSERVATIONS
-from .noise import NoiseDetector, NoiseVerdict
+from .memory import AGE_UNCHECKED, ESTIMATE, LAST_MODIFIED_AGREEMENT, OBSERVATIONS
+from .noise_guard import NoiseDetector, NoiseVerdict
 from .prior import PopulationPrior
 
 #: a rate estimate's half-life in maximum waits: 60 days at the 28-day

@@ -1,7 +1,7 @@
 """The stack of wait policies: first match decides, the catch-all last.
 
 Built from ``ADAPTIVE_WAIT_POLICIES`` (a list of dicts: match criteria as in
-:mod:`scrapy_adaptive.matching`, the lower-case wait keys ``initial``,
+:mod:`scrapy_adaptive.config.matching`, the lower-case wait keys ``initial``,
 ``default``, ``min``, ``max``, ``changed_factor``, ``unchanged_factor``,
 ``use_overdue``, ``no_last_modified_factor``, ``depth_factor``, and an
 optional ``policy`` class path) on top of the catch-all made of the
@@ -20,10 +20,10 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from ..frontier.hints import Hint
-from ..frontier.record import Outcome, Visit
-from ..matching import MATCH_KEYS, Matcher, check_entries
-from ..settings import AdaptiveConfig, ConfigError
+from ..config.matching import MATCH_KEYS, Matcher, check_entries
+from ..config.settings import AdaptiveConfig, ConfigError
+from ..hosts.hints import Hint
+from ..model import Outcome, Visit
 from .base import PARAM_KEYS, WaitParams, WaitPolicy
 from .history import url_host
 

@@ -53,7 +53,7 @@ class FailStoreWrites:
         return ext
 
     def spider_opened(self, spider: scrapy.Spider) -> None:
-        from scrapy_adaptive.frontier.store import StoreError
+        from scrapy_adaptive.store.base import StoreError
 
         store = self.crawler.engine.scheduler.frontier.store
         write = store.write

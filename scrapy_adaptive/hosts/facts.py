@@ -1,0 +1,329 @@
+"""What the frontier knows of each host besides its queue of URLs.
+
+Per host: the robots.txt ``Crawl-delay``, how far its HTTP validators can be
+believed (:mod:`scrapy_adaptive.change.trust`), and the track record of its
+change-hint sources (:mod:`.hints`).  All of it is stored with the queue's
+counters (``h/`` keys) and written with the queue's next counters write; the
+frontier is its only owner, evaluators ask for decisions and hand in
+verdicts.
+
+:class:`HostFacts` is a part of :class:`~.frontier.Frontier`, kept in a file
+of its own so the queue logic reads on its own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ..change.noise import pool_key
+from ..change.trust import HEADER_UNCHECKED, HOST, TrustBook, TrustParams, observe_url, url_trusted
+from ..config.matching import media_type
+from ..frontier.hostqueue import MAX_SHARED_DIGESTS, Entry, HostQueue
+from ..model import PARKED, SOFT_404, VALIDATOR_LIE, ChangeState, Outcome, RecordError, UrlRecord, Visit
+from ..store.base import Batch, Store
+from ..store.keys import time_to_ms
+from . import hints
+from .hints import Hint, HintResult
+
+#: the media types soft-404 and parked pages are served as
+WEB_PAGES = frozenset(("text/html", "application/xhtml+xml"))
+#: URLs with an unchecked first-visit age kept per sibling class for
+#: re-planning (:meth:`HostFacts.replan_unchecked`): the most recently planned
+UNCHECKED_PER_CLASS = 1000
+
+
+class HostFacts:
+    """The per-host facts of :class:`~.frontier.Frontier` (a part of it)."""
+
+    # provided by the Frontier
+    store: Store
+    clock: Callable[[], float]
+    trust_params: TrustParams
+    soft404_urls: int
+    _queues: dict[str, HostQueue]
+    _out: dict[bytes, Any]
+    #: hint source -> [confirmed, refuted, Σq] over every queue
+    _hint_pooled: dict[str, list[float]]
+    #: (queue, sibling class) -> fps whose first-visit age is unchecked (an ordered set)
+    _unchecked: dict[tuple[str, str], dict[bytes, None]]
+    #: (queue, sibling class) -> first-visit ages caught lying since the start
+    _unchecked_lies: dict[tuple[str, str], int]
+
+    if TYPE_CHECKING:
+
+        def _write(self, batch: Batch, q: HostQueue, undo: Callable[[], None] | None = None) -> None: ...
+        def _moved(self, q: HostQueue, old: Entry, new: Entry) -> None: ...
+        def _schedule(self, q: HostQueue) -> None: ...
+        @staticmethod
+        def _counters(q: HostQueue) -> bytes: ...
+        def _queue(self, name: str) -> HostQueue: ...
+
+    # -- robots.txt ----------------------------------------------------------------
+
+    def set_crawl_delay(self, queue: str, seconds: float | None) -> None:
+        """Honour a robots.txt ``Crawl-delay`` for *queue* (persisted)."""
+        q = self._queues.get(queue)
+        if q is None or q.crawl_delay == seconds:
+            return
+        q.crawl_delay = seconds
+        self._write(Batch(hosts={queue: self._counters(q)}), q)
+
+    # -- soft-404s and parked pages ------------------------------------------------
+
+    def page_kind(self, fp: bytes, visit: Visit) -> str | None:
+        """``"soft404"``, ``"parked"`` or None for the page an out URL got; learns.
+
+        A 404/410 page's digest becomes its host's *not-found* page; a
+        successful page with that digest is a soft 404.  A digest that
+        ``soft404_urls`` different URLs of the host got is a *parked* page
+        (a placeholder served for everything), from that URL on.  Only web
+        pages are judged: an image or a file that many URLs share (a spacer, a
+        default avatar) is content like any other, not a placeholder page.
+        """
+        out = self._out.get(fp)
+        q = self._queues.get(out.queue) if out is not None else None
+        if q is None or visit.outcome is not Outcome.VISITED or visit.digest is None or visit.status is None:
+            return None
+        if media_type(visit.content_type) not in WEB_PAGES:
+            return None
+        facts = q.soft404
+        if visit.status in (404, 410):
+            facts.not_found = visit.digest
+            return None
+        if not 200 <= visit.status < 300:
+            return None
+        if visit.digest == facts.not_found:
+            return SOFT_404
+        if self.soft404_urls <= 0:
+            return None
+        urls = facts.shared.get(visit.digest)
+        if urls is None:
+            if len(facts.shared) >= MAX_SHARED_DIGESTS:
+                del facts.shared[next(iter(facts.shared))]  # the oldest
+            urls = facts.shared[visit.digest] = set()
+        if len(urls) < self.soft404_urls:
+            urls.add(fp)
+        return PARKED if len(urls) >= self.soft404_urls else None
+
+    # -- validators ----------------------------------------------------------------
+
+    def verify_validators(self, fp: bytes) -> bool:
+        """Whether the fetch of out URL *fp* verifies its host's validators (a
+        full download despite them) or acts on them.
+
+        The decision is its sibling class's (:class:`.TrustBook`), counted at
+        once in the host's trust records (see
+        :meth:`.Trust.decide`), persisted with the queue's next counters
+        write.  A URL that is not out is verified: nothing is trusted blind;
+        nor is a URL caught lying until it has earned trust again
+        (:func:`.url_trusted`), whatever its host's record.
+        """
+        out = self._out.get(fp)
+        if out is None:
+            return True
+        if not url_trusted(out.record.validator_lies, self.trust_params, out.record.policy):
+            return True
+        q = self._queues[out.queue]
+        return TrustBook(q.trust).decide(out.record.url, self.trust_params)
+
+    def _observe_validation(self, q: HostQueue, visit: Visit, record: UrlRecord) -> None:
+        """Fold a verification fetch into the URL's, its class's and its
+        host's trust records; a caught lie is annotated on the visit
+        (``validatorLie``)."""
+        if visit.validation != "verified" or visit.change is ChangeState.UNKNOWN:
+            return
+        known_liar = not url_trusted(record.validator_lies, self.trust_params)
+        record.validator_lies = observe_url(record.validator_lies, visit.prediction, visit.change.value)
+        if known_liar:
+            # verified because of the URL's own record: its lies are not news
+            # about the host, whose other URLs keep their trust
+            if record.validator_lies and record.validator_lies[1] == 0:
+                visit.annotations.append(VALIDATOR_LIE)
+            return
+        if TrustBook(q.trust).observe_verified(record.url, visit.prediction, visit.change.value):
+            visit.annotations.append(VALIDATOR_LIE)
+
+    def trust_report(self, *, classes: bool = False) -> dict[str, dict[str, Any]]:
+        """Every queue's host-wide validator track record, for reports; with
+        *classes*, each queue's whole :class:`.TrustBook` (class key -> record,
+        the host-wide one under ``""``)."""
+        if classes:
+            return {name: {k: dict(v) for k, v in q.trust.items()} for name, q in self._queues.items() if q.trust}
+        return {name: dict(q.trust[HOST]) for name, q in self._queues.items() if q.trust.get(HOST)}
+
+    @staticmethod
+    def _stage_move(batch: Batch, fp: bytes, record: UrlRecord, new_ms: int) -> tuple[Entry, Entry]:
+        """Put the move of *record*'s queue entry to *new_ms*, and the record
+        itself, in *batch*; the (old, new) entries for :meth:`_moved` once
+        the batch is written."""
+        old_entry: Entry = (record.directive, record.next_ms, fp)
+        new_entry: Entry = (record.directive, new_ms, fp)
+        batch.move_entry((record.queue, *old_entry), (record.queue, *new_entry))
+        record.next_ms = new_ms
+        batch.records[record.queue, fp] = record.to_bytes()
+        return old_entry, new_entry
+
+    # -- first-visit ages ------------------------------------------------------------
+
+    def _track_unchecked(self, fp: bytes, record: UrlRecord) -> None:
+        """Keep the index of URLs whose wait policy still checks their
+        first-visit Last-Modified (its memory says so), per sibling class.
+
+        In memory only: after a restart a URL enters it again at its next
+        visit, and until then keeps the plan it was given."""
+        unchecked = record.policy.get(HEADER_UNCHECKED) and not record.never
+        if not unchecked and not self._unchecked:
+            return
+        key = (record.queue, pool_key(record.url))
+        fps = self._unchecked.get(key)
+        if unchecked:
+            if fps is None:
+                fps = self._unchecked[key] = {}
+            fps.pop(fp, None)
+            fps[fp] = None
+            if len(fps) > UNCHECKED_PER_CLASS:
+                del fps[next(iter(fps))]
+        elif fps is not None:
+            fps.pop(fp, None)
+            if not fps:
+                del self._unchecked[key]
+
+    def replan_unchecked(
+        self, queue: str, url: str, decide: Callable[[Mapping[str, Any]], float | None], *, lie: bool = True
+    ) -> int:
+        """Plan again the visits of *url*'s siblings whose first-visit age is
+        still unchecked, after a check of one of them moved the odds that
+        such headers lie (the wait policy's ``HeaderBelief``).
+
+        A URL's first check is timed at its first visit, by the odds known
+        then: in a fresh crawl every URL is first visited before any header
+        is checked, so each old header of a class whose headers turn out to
+        lie would wait twice the population's interval for its check.
+        *decide* (the wait policy's ``recheck_wait``) gets each sibling's
+        snapshot and answers the wait it would plan now, in seconds after
+        the URL's last fetch, or None; only a visit earlier than the planned
+        one is applied (a later one waits for the URL's own turn: an
+        earlier plan costs a fetch, a later one may lose a version).
+        Returns how many visits moved.
+
+        A class is re-planned at its 1st, 2nd, 4th, 8th ... caught lie: the
+        odds move less with each, and a host whose every old page lies
+        costs O(log n) passes over its class, not one per lie.  With *lie*
+        False the policy asks because the pace a lie would hide rose (it
+        asks once per doubling, ``HEADER_PACE``): no lie is counted.
+        """
+        key = (queue, pool_key(url))
+        fps = self._unchecked.get(key)
+        q = self._queues.get(queue)
+        if lie:
+            lies = self._unchecked_lies[key] = self._unchecked_lies.get(key, 0) + 1
+            if lies & (lies - 1):
+                return 0
+        if not fps or q is None:
+            return 0
+        now_ms = time_to_ms(self.clock())
+        batch = Batch()
+        moves: list[tuple[Entry, Entry]] = []
+        for fp in list(fps):
+            if fp in self._out:
+                continue
+            raw = self.store.get_record(queue, fp)
+            try:
+                record = UrlRecord.from_bytes(raw) if raw is not None else None
+            except RecordError:
+                continue  # its queue quarantines it when its turn comes
+            if record is None or record.never or record.fetched is None or record.hint:
+                fps.pop(fp, None)
+                continue
+            wait = decide(record.snapshot())
+            if wait is None or not (wait >= 0 and math.isfinite(wait)):
+                continue
+            new_ms = max(now_ms, time_to_ms(record.fetched + wait))
+            if new_ms >= record.next_ms:
+                continue
+            moves.append(self._stage_move(batch, fp, record, new_ms))
+        if moves:
+            self._write(batch, q)
+            for old, new in moves:
+                self._moved(q, old, new)
+            self._schedule(q)
+        return len(moves)
+
+    # -- change hints ----------------------------------------------------------------
+
+    def hint(
+        self,
+        queue: str,
+        fp: bytes,
+        hint: Hint,
+        decide: Callable[[Mapping[str, Any], Hint], float | None] | None = None,
+    ) -> HintResult:
+        """Take a change hint for a known URL; maybe move its visit earlier.
+
+        What cannot be news is dropped here, for every policy alike: an
+        unknown or out URL, one that will never be visited again, a claimed
+        modification not later than the last visit (the visit saw it), and a
+        second hint while an acted-on one still waits.  Otherwise *decide*
+        (the wait policy's ``hint_wait``) gets the record's snapshot and the
+        hint, completed with its receipt time and its source's track record,
+        and answers the seconds from now until the visit, or None.  Only a
+        visit earlier than the planned one is applied; the hint is then kept
+        on the record until that visit settles it (see :meth:`update`).
+        """
+        raw = self.store.get_record(queue, fp)
+        if raw is None:
+            return HintResult.UNKNOWN
+        if fp in self._out:
+            return HintResult.OUT
+        try:
+            record = UrlRecord.from_bytes(raw)
+        except RecordError:
+            return HintResult.UNKNOWN  # its queue quarantines it when its turn comes
+        if record.never:
+            return HintResult.NEVER
+        if hint.modified is not None and record.fetched is not None and hint.modified <= record.fetched:
+            return HintResult.STALE
+        if record.hint:
+            return HintResult.PENDING
+        now = self.clock()
+        q = self._queue(record.queue)
+        own = hints.counts(q.hint_trust.get(hint.source))
+        pooled = hints.counts(self._hint_pooled.get(hint.source))
+        hint = replace(hint, received=now, trust=(own[0], own[1], own[2]), pooled=(pooled[0], pooled[1], pooled[2]))
+        wait = decide(record.snapshot(), hint) if decide is not None else None
+        if wait is None or not (wait >= 0 and math.isfinite(wait)):
+            return HintResult.DECLINED
+        new_ms = time_to_ms(now + wait)
+        if new_ms >= record.next_ms:
+            return HintResult.LATER
+        record.hint = hints.pending(now, hint.modified, hint.source, own, pooled)
+        batch = Batch()
+        old_entry, new_entry = self._stage_move(batch, fp, record, new_ms)
+        self._write(batch, q)
+        self._moved(q, old_entry, new_entry)
+        self._schedule(q)
+        return HintResult.ACTED
+
+    def _settle_hint(self, q: HostQueue, record: UrlRecord, visit: Visit) -> None:
+        """Score an acted-on hint by the visit it caused, per host and source."""
+        if record.hint is None or visit.outcome is Outcome.RETRY:
+            return  # a retry is not the visit yet
+        source = str(record.hint.get(hints.PENDING_SOURCE))
+        record.hint = None
+        if visit.outcome is not Outcome.VISITED or visit.change is ChangeState.UNKNOWN:
+            return
+        confirmed = visit.change is ChangeState.CHANGED
+        old = hints.counts(q.hint_trust.get(source))
+        new = hints.observe(old, confirmed, visit.hint_base or 0.0)
+        q.hint_trust[source] = new
+        pooled = self._hint_pooled.setdefault(source, [0.0, 0.0, 0.0])
+        hints.pool(pooled, old, -1)
+        hints.pool(pooled, new)
+        visit.annotations.append(hints.CONFIRMED if confirmed else hints.REFUTED)
+
+    def hint_report(self) -> dict[str, dict[str, list[float]]]:
+        """Every queue's hint track record (source -> [confirmed, refuted, Σq])."""
+        return {name: {s: list(c) for s, c in q.hint_trust.items()} for name, q in self._queues.items() if q.hint_trust}

@@ -1,0 +1,71 @@
+"""FetchErrorMiddleware: the verdict on fetches that end without a response.
+
+Placed outermost (closest to the engine), its ``process_exception`` sees
+only what the other middlewares gave up on: robots.txt and offsite
+``IgnoreRequest`` (disregarded), and download errors after RetryMiddleware's
+quick retries are spent (the frontier then retries after
+``ADAPTIVE_RETRY_DELAY``, up to ``ADAPTIVE_MAX_RETRIES``).  It only returns a
+verdict; the user's errback still runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest, NotSupported
+from twisted.internet import error as net
+
+from ...model import Outcome, Visit
+from ..stopgrace import AbandonedDownload
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from ...config.settings import AdaptiveConfig
+    from ..verdicts import FrontierServices
+
+logger = logging.getLogger(__name__)
+
+#: the host itself cannot be reached: its whole queue rests the retry delay
+HOST_LEVEL_ERRORS: tuple[type[BaseException], ...] = (
+    net.ConnectionRefusedError,
+    net.DNSLookupError,
+    net.NoRouteError,
+    net.TCPTimedOutError,
+    net.ConnectError,
+)
+
+
+def classify(exception: BaseException) -> Visit:
+    """The verdict for a fetch that raised *exception* (thesis 6.2 outcomes)."""
+    reason = f"{type(exception).__name__}: {exception}".rstrip(": ")
+    if isinstance(exception, IgnoreRequest):
+        return Visit(Outcome.DISREGARDED, reason=reason)
+    if isinstance(exception, NotSupported):
+        return Visit(Outcome.FAILED, reason=reason)
+    return Visit(Outcome.RETRY, reason=reason, host_level=isinstance(exception, HOST_LEVEL_ERRORS))
+
+
+class FetchErrorMiddleware:
+    """Reports failed fetches of frontier-issued requests to the frontier."""
+
+    def __init__(self, services: FrontierServices | None = None) -> None:
+        #: bound by the scheduler at open (None: not an adaptive crawl)
+        self.services = services
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> FetchErrorMiddleware:
+        return cls()
+
+    def bind(self, services: FrontierServices, config: AdaptiveConfig) -> None:
+        """Called by the scheduler at open."""
+        self.services = services
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        # an abandoned download (a stop ran out of ADAPTIVE_STOP_GRACE) has
+        # no verdict: the URL keeps its record and is due on restart
+        if self.services is not None and not isinstance(exception, AbandonedDownload):
+            self.services.commit(request, classify(exception))
+        return None

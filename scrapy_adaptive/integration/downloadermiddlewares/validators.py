@@ -1,0 +1,161 @@
+"""ValidatorsMiddleware: don't download bodies that did not change.
+
+For a frontier URL whose record has an ETag or a Last-Modified:
+
+* **conditional GET** (``ADAPTIVE_CONDITIONAL_GET``, on by default): the
+  stored values are sent back verbatim as ``If-None-Match`` /
+  ``If-Modified-Since``.  A 304 to such a request is a visit with the state
+  *unchanged*; the record keeps its last digest (a 304 is never digested as
+  an empty body, and never reaches the spider as an ``HttpError``).  A 304
+  to a request that carried no validators is suspicious: state *unknown*.
+* **mid-fetch abort** (``ADAPTIVE_MIDFETCH_ABORT``), for servers that ignore
+  validators: when the response headers arrive (Scrapy's
+  ``headers_received`` signal), ETag and Last-Modified are compared with the
+  record under ``ADAPTIVE_VALIDATOR_SCHEME``; if they predict no change the
+  download stops there (``StopDownload``), and the stopped response is never
+  digested nor handed to a callback as content.
+* A predicted *change* is never trusted alone: the body is downloaded and its
+  digest decides.
+* **Trust per host and class of URLs** (:mod:`scrapy_adaptive.change.trust`):
+  until a class (host, directory, extension) has been right
+  ``ADAPTIVE_TRUST_WARMUP`` times, and then now and then (down to
+  ``ADAPTIVE_TRUST_MIN_RATE``), a fetch is a *verification*: no validators,
+  no abort, the headers' prediction compared with the digest.  One lie sends
+  the class, and the URL, back to full downloads.
+
+This middleware only sets request headers and private ``meta`` verdicts
+(:mod:`scrapy_adaptive.meta`); the visit middleware and
+:class:`~scrapy_adaptive.integration.verdicts.Verdicts` fold them into the record.  It
+asks the frontier one thing, through the services the scheduler binds at
+open: whether this fetch verifies the host's validators.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, Spider, signals
+from scrapy.exceptions import StopDownload
+from scrapy.http import Headers, Response
+
+from ... import meta
+from ...change.prediction import Prediction, predict, request_validators
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+
+    from ...config.settings import AdaptiveConfig
+    from ..verdicts import FrontierServices
+
+logger = logging.getLogger(__name__)
+
+
+def body_length_of(value: Any) -> int | None:
+    """``body_length`` as Scrapy's handlers give it: an int, None, or (HTTP/1.1
+    chunked) the string ``'twisted.web.iweb.UNKNOWN_LENGTH'``."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+class ValidatorsMiddleware:
+    """Conditional GETs, mid-fetch aborts and verification fetches."""
+
+    def __init__(
+        self,
+        stats: StatsCollector,
+        services: FrontierServices | None = None,
+        *,
+        conditional: bool = True,
+        abort: bool = True,
+        scheme: str = "both",
+    ) -> None:
+        self.stats = stats
+        #: the frontier's services, bound by the scheduler at open (None:
+        #: not an adaptive crawl, the middleware stays out of the way)
+        self.services = services
+        self.conditional = conditional
+        self.abort = abort
+        self.scheme = scheme
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ValidatorsMiddleware:
+        mw = cls(crawler.stats)  # type: ignore[arg-type]
+        crawler.signals.connect(mw._on_headers_received, signals.headers_received)
+        return mw
+
+    def bind(self, services: FrontierServices, config: AdaptiveConfig) -> None:
+        """Called by the scheduler at open, with the crawl's parsed settings."""
+        self.services = services
+        self.conditional = config.conditional_get
+        self.abort = config.midfetch_abort
+        self.scheme = config.validator_scheme
+
+    def process_request(self, request: Request) -> None:
+        if self.services is None or meta.FP not in request.meta or not (self.conditional or self.abort):
+            return None
+        record = request.meta.get(meta.RECORD) or {}
+        if not (record.get("etag") or record.get("last_modified")):
+            return None  # nothing to validate against: a plain fetch
+        if self.services.verify(request):
+            request.meta[meta.VALIDATION] = "verified"
+            self.stats.inc_value("adaptive/validators/verifications")
+            return None
+        request.meta[meta.VALIDATION] = "trusted"
+        if self.conditional:
+            headers = request_validators(record.get("etag"), record.get("last_modified"))
+            if headers:
+                for name, value in headers.items():
+                    request.headers[name] = value
+                request.meta[meta.VALIDATORS_SENT] = True
+                self.stats.inc_value("adaptive/validators/conditional_sent")
+        return None
+
+    def _on_headers_received(self, headers: Headers, body_length: Any, request: Request, spider: Spider) -> None:
+        """Abort a download whose headers say nothing changed (synchronous)."""
+        if not self.abort or request.meta.get(meta.VALIDATION) != "trusted":
+            return
+        length = body_length_of(body_length)
+        if length == 0:
+            return  # nothing to save (a 304 among others)
+        record = request.meta.get(meta.RECORD) or {}
+        prediction = predict(
+            self.scheme,
+            old_etag=record.get("etag"),
+            old_last_modified=record.get("last_modified"),
+            etag=headers.getlist("ETag"),
+            last_modified=headers.getlist("Last-Modified"),
+        )
+        if prediction is Prediction.UNCHANGED:
+            request.meta[meta.ABORT_LENGTH] = length if length is not None else record.get("size")
+            raise StopDownload(fail=False)
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        if meta.FP not in request.meta:
+            return response
+        record = request.meta.get(meta.RECORD) or {}
+        if response.status == 304:
+            if request.meta.get(meta.VALIDATORS_SENT):
+                request.meta[meta.FETCH] = {"change": "unchanged", "annotation": "notModified"}
+                self.stats.inc_value("adaptive/validators/not_modified")
+                self._avoided(record.get("size"))
+            else:
+                request.meta[meta.FETCH] = {"change": "unknown", "annotation": "unexpected304"}
+                self.stats.inc_value("adaptive/validators/unexpected_304")
+        elif meta.ABORT_LENGTH in request.meta and "download_stopped" in response.flags:
+            request.meta[meta.FETCH] = {"change": "unchanged", "annotation": "midFetchAbort"}
+            self.stats.inc_value("adaptive/validators/aborted")
+            self._avoided(request.meta.get(meta.ABORT_LENGTH))
+        elif request.meta.get(meta.VALIDATION) == "verified":
+            request.meta[meta.PREDICTION] = predict(
+                self.scheme,
+                old_etag=record.get("etag"),
+                old_last_modified=record.get("last_modified"),
+                etag=response.headers.getlist("ETag"),
+                last_modified=response.headers.getlist("Last-Modified"),
+            ).value
+        return response
+
+    def _avoided(self, size: Any) -> None:
+        if isinstance(size, int) and size > 0:
+            self.stats.inc_value("adaptive/validators/bytes_avoided", size)

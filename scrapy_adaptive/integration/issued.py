@@ -1,0 +1,100 @@
+"""Which Scrapy request is out for which URL: the bookkeeping Scrapy forces.
+
+The frontier knows which *URLs* are out (by fingerprint); Scrapy hands back
+*request objects*: quick retries and redirects come back through
+``enqueue_request``, verdicts arrive on whatever request a middleware holds.
+This table maps one to the other.  An issued request carries its URL's
+fingerprint in ``meta["_adaptive_fp"]``; users copy ``response.meta`` into
+child requests, so the tag is believed only when the request is the issued
+one, has the same fingerprint (a retry), or was redirected from it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .. import meta
+from ..frontier.canonical import Canonical
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.utils.request import RequestFingerprinterProtocol
+
+
+def url_identity(
+    fingerprinter: RequestFingerprinterProtocol, canonical: Canonical | None = None
+) -> Callable[[Request], bytes]:
+    """The URL's identity of a request: Scrapy's request fingerprint (of the
+    URL's canonical spelling, ``ADAPTIVE_CANONICAL``), or the page identity a
+    project migrating from scrapy-deltafetch set in ``meta["deltafetch_key"]``
+    (requests sharing a key share a record)."""
+
+    def identity(request: Request) -> bytes:
+        key = request.meta.get("deltafetch_key")
+        if key is not None:
+            return hashlib.sha1(b"deltafetch_key:" + str(key).encode("utf-8")).digest()
+        if canonical:
+            url = canonical.url(request.url)
+            if url != request.url:
+                return fingerprinter.fingerprint(request.replace(url=url))
+        return fingerprinter.fingerprint(request)
+
+    return identity
+
+
+class IssuedRequests:
+    """Issued request objects by fingerprint, and re-sends waiting to go out."""
+
+    def __init__(self, identity: Callable[[Request], bytes]) -> None:
+        self.identity = identity
+        self._issued: dict[bytes, Request] = {}
+        self._resend: dict[bytes, Request] = {}
+
+    def add(self, fp: bytes, request: Request) -> None:
+        """*request* goes out for *fp*: tag it."""
+        request.meta[meta.FP] = fp.hex()
+        self._issued[fp] = request
+
+    def fp_of(self, request: Request) -> bytes | None:
+        """The fingerprint *request* was issued for, or None if it is not ours."""
+        tag = request.meta.get(meta.FP)
+        if not isinstance(tag, str):
+            return None
+        try:
+            fp = bytes.fromhex(tag)
+        except ValueError:
+            return None
+        issued = self._issued.get(fp)
+        if issued is None:
+            return None
+        if issued is request or self.identity(request) == fp:
+            return fp
+        if self.redirected_from(request, issued):
+            return fp
+        return None
+
+    @staticmethod
+    def redirected_from(request: Request, issued: Request) -> bool:
+        """True when *request* is a redirect of *issued*."""
+        redirect_urls = request.meta.get("redirect_urls") or []
+        return bool(redirect_urls) and redirect_urls[-1] == issued.url
+
+    def get(self, fp: bytes) -> Request | None:
+        return self._issued.get(fp)
+
+    def pop(self, fp: bytes) -> Request | None:
+        """Forget the request out for *fp* (its verdict came, or its lease ran out)."""
+        return self._issued.pop(fp, None)
+
+    def resend(self, fp: bytes, request: Request) -> None:
+        """*request* came back unchanged: issue this very object again."""
+        self._issued.pop(fp, None)
+        self._resend[fp] = request
+
+    def take_resend(self, fp: bytes) -> Request | None:
+        return self._resend.pop(fp, None)
+
+    def __len__(self) -> int:
+        return len(self._issued)

@@ -1,0 +1,224 @@
+"""Requests to JSON-safe dicts and back, without pickle.
+
+A state folder is data, never code: requests are stored as tagged JSON
+(``{"$b": base64}`` for bytes, ``{"$t": [...]}`` for tuples).  Anything else
+(a lambda callback, a socket in ``meta``, a custom object) is refused with an
+error naming the request and the key, and the crawl goes on without it.
+
+Per-fetch ``meta`` (retry counters, redirect chains, download slot and
+latency, cache flags, every private ``_``-key, Scrapy's and ours, and our
+public per-fetch keys) is dropped before storing: a revisit starts afresh.
+
+Credentials stay out of the state folder unless the user opts in
+(``ADAPTIVE_STORE_CREDENTIALS``): the headers Scrapy itself strips on a
+cross-domain redirect (``Authorization``, ``Proxy-Authorization``,
+``Cookie``) and the request's ``cookies``.  The middlewares that add them
+(``HttpAuthMiddleware``, ``CookiesMiddleware``, a proxy's) add them again on
+every revisit; a header set by hand on the request is lost on revisit.
+
+Loading imports nothing: a stored ``_class`` is resolved only among modules
+already loaded, and only in Scrapy or the spider's own package, before it is
+checked to be a :class:`~scrapy.Request` subclass.
+"""
+
+from __future__ import annotations
+
+import base64
+import sys
+from typing import Any
+
+from scrapy import Request, Spider
+from scrapy.utils.request import request_from_dict
+
+from .. import meta as meta_keys
+
+#: meta keys that describe one fetch, not the URL (Scrapy's and our public
+#: ones; private ``_`` keys are dropped whoever set them)
+PER_FETCH_META = frozenset(
+    {
+        "retry_times",
+        "redirect_times",
+        "redirect_ttl",
+        "redirect_urls",
+        "redirect_reasons",
+        "download_slot",
+        "download_latency",
+        "download_timeout",
+        "download_stopped",
+        "cached_response",
+        *meta_keys.PER_FETCH,
+    }
+)
+
+
+#: headers holding credentials (the ones Scrapy's RedirectMiddleware drops
+#: when a redirect leaves the domain), lower-case
+SENSITIVE_HEADERS = frozenset({b"authorization", b"proxy-authorization", b"cookie"})
+
+
+class RequestNotStorable(ValueError):
+    """A request cannot be written to the state folder; the message says why."""
+
+
+def strip_per_fetch(meta: dict[str, Any]) -> dict[str, Any]:
+    """*meta* without the keys that must not follow a URL to its next visit."""
+    return {k: v for k, v in meta.items() if k not in PER_FETCH_META and not k.startswith("_")}
+
+
+def _encode(value: Any, path: str) -> Any:
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, bytes):
+        return {"$b": base64.b64encode(value).decode("ascii")}
+    if isinstance(value, list):
+        return [_encode(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, tuple):
+        return {"$t": [_encode(v, f"{path}[{i}]") for i, v in enumerate(value)]}
+    if isinstance(value, dict):
+        if all(isinstance(k, str) and not k.startswith("$") for k in value):
+            return {k: _encode(v, f"{path}[{k!r}]") for k, v in value.items()}
+        return {"$d": [[_encode(k, f"{path} key"), _encode(v, f"{path}[{k!r}]")] for k, v in value.items()]}
+    raise RequestNotStorable(f"{path} holds a {type(value).__name__} ({value!r:.80}), which cannot be stored as JSON")
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    if isinstance(value, dict):
+        if len(value) == 1:
+            ((tag, inner),) = value.items()
+            if tag == "$b":
+                return base64.b64decode(inner)
+            if tag == "$t":
+                return tuple(_decode(v) for v in inner)
+            if tag == "$d":
+                return {_freeze(_decode(k)): _decode(v) for k, v in inner}
+        return {k: _decode(v) for k, v in value.items()}
+    return value
+
+
+def _freeze(key: Any) -> Any:
+    return tuple(key) if isinstance(key, list) else key
+
+
+_SLOW = object()
+
+
+def _method_name(spider: Spider, func: Any) -> Any:
+    """The spider method name of a callback, cheaply, or ``_SLOW``.
+
+    ``Request.to_dict`` finds names with ``inspect``, which dominates the
+    cost of storing a request; a bound method of the spider whose name
+    resolves back to it needs no search.
+    """
+    if func is None or isinstance(func, str):
+        return func
+    name = getattr(func, "__name__", None)
+    if name and getattr(func, "__self__", None) is spider and getattr(spider, name, None) == func:
+        return name
+    return _SLOW
+
+
+def _to_dict(request: Request, spider: Spider) -> dict[str, Any]:
+    """``request.to_dict(spider=spider)``, with the common case made cheap."""
+    callback, errback = _method_name(spider, request.callback), _method_name(spider, request.errback)
+    if callback is _SLOW or errback is _SLOW:
+        return request.to_dict(spider=spider)
+    data: dict[str, Any] = {
+        "url": request.url,
+        "callback": callback,
+        "errback": errback,
+        "headers": dict(request.headers),
+    }
+    for attr in request.attributes:
+        data.setdefault(attr, getattr(request, attr))
+    if type(request) is not Request:
+        data["_class"] = type(request).__module__ + "." + type(request).__name__
+    return data
+
+
+def request_to_data(request: Request, spider: Spider, *, credentials: bool = False) -> dict[str, Any]:
+    """A JSON-safe dict of *request*, without per-fetch meta.
+
+    Without *credentials* the :data:`SENSITIVE_HEADERS` and the request's
+    cookies are left out.  Raises :class:`RequestNotStorable` naming the
+    request and the key.
+    """
+    try:
+        data = _to_dict(request, spider)
+    except ValueError as exc:  # e.g. a lambda or a function from another object
+        raise RequestNotStorable(f"{request!r} cannot be stored: {exc}") from None
+    meta = data.get("meta") or {}
+    if meta.get(meta_keys.VALIDATORS_SENT):
+        # our conditional headers belong to that fetch, not to the request
+        # (RedirectMiddleware copies them into the redirect's target)
+        conditional = {b"if-none-match", b"if-modified-since"}
+        data["headers"] = {k: v for k, v in (data.get("headers") or {}).items() if k.lower() not in conditional}
+    data["meta"] = strip_per_fetch(meta)
+    if not credentials:
+        data["headers"] = {k: v for k, v in (data.get("headers") or {}).items() if _lower(k) not in SENSITIVE_HEADERS}
+        data["cookies"] = {}
+    # headers and body are bytes by construction: encode them directly (the
+    # generic walk below is the slow part of storing a request)
+    headers = data.pop("headers", None) or {}
+    body = data.pop("body", b"")
+    try:
+        encoded = _encode(data, "request")
+    except RequestNotStorable as exc:
+        raise RequestNotStorable(f"{request!r} cannot be stored: {exc}") from None
+    if headers:
+        encoded["headers"] = {"$h": [[_latin1(k), [_latin1(v) for v in vs]] for k, vs in headers.items()]}
+    encoded["body"] = {"$b": base64.b64encode(body).decode("ascii")} if body else ""
+    return encoded
+
+
+def _lower(value: bytes | str) -> bytes:
+    return (value.encode("latin-1") if isinstance(value, str) else value).lower()
+
+
+def _latin1(value: bytes | str) -> str:
+    return value.decode("latin-1") if isinstance(value, bytes) else value
+
+
+def request_from_data(data: dict[str, Any], spider: Spider) -> Request:
+    """Rebuild a request stored by :func:`request_to_data`.
+
+    A stored ``_class`` must name a :class:`~scrapy.Request` subclass
+    already loaded from Scrapy or the spider's package (:func:`stored_class`):
+    the state folder cannot make us import or call anything else.
+    """
+    headers = data.get("headers")
+    body = data.get("body")
+    decoded = _decode({k: v for k, v in data.items() if k not in ("headers", "body")})
+    if isinstance(headers, dict) and "$h" in headers:
+        decoded["headers"] = {k.encode("latin-1"): [v.encode("latin-1") for v in vs] for k, vs in headers["$h"]}
+    elif headers is not None:
+        decoded["headers"] = _decode(headers)
+    decoded["body"] = b"" if body == "" or body is None else _decode(body)
+    if "_class" in decoded:
+        # request_from_dict takes a class object as it is, without importing
+        decoded["_class"] = stored_class(decoded["_class"], spider)
+    return request_from_dict(decoded, spider=spider)
+
+
+def stored_class(class_path: Any, spider: Spider) -> type[Request]:
+    """The request class a state folder names, without importing anything.
+
+    The module is checked by name first (Scrapy's, or the spider's own
+    top-level package) and then looked up among the modules already loaded:
+    a request subclass the spider made is loaded by the time the spider
+    runs.  Anything else is refused with :class:`RequestNotStorable`.
+    """
+    module_name, _, name = class_path.rpartition(".") if isinstance(class_path, str) else ("", "", "")
+    project = type(spider).__module__.split(".", 1)[0]
+    allowed = {"scrapy", project} - {"__main__", "builtins"}
+    if not name or module_name.split(".", 1)[0] not in allowed:
+        raise RequestNotStorable(
+            f"stored request class {class_path!r} is not from Scrapy or the spider's package ({project}); "
+            "the state folder may have been tampered with"
+        )
+    module = sys.modules.get(module_name)
+    cls = getattr(module, name, None) if module is not None else None
+    if not (isinstance(cls, type) and issubclass(cls, Request)):
+        raise RequestNotStorable(f"stored request class {class_path!r} is not a loaded scrapy.Request subclass")
+    return cls

@@ -1,0 +1,217 @@
+"""SitemapsMiddleware: sitemaps and RSS/Atom feeds as revisit triggers.
+
+A site says what changed in its sitemaps (``<lastmod>``) and feeds (an
+entry's ``updated``).  This middleware reads them for the spider, with no
+code in it:
+
+* seeds: ``ADAPTIVE_SITEMAPS`` and ``ADAPTIVE_FEEDS`` (lists of URLs) are
+  requested at start, after the spider's own start requests; with
+  ``ADAPTIVE_SITEMAPS_FROM_ROBOTS`` every ``Sitemap:`` line of a robots.txt
+  the crawl fetches is requested too (and, since robots.txt is fetched again
+  every ``ADAPTIVE_ROBOTS_REFRESH``, a sitemap added later is found);
+* a request carrying ``meta["adaptive_signal"] = "sitemap"`` or ``"feed"``
+  is read here: its response never reaches the spider's callback (the
+  middleware replaces it, as the visit middleware does for an unchanged
+  page).  A sitemap index yields its sitemaps (same flag), a ``urlset`` and a
+  feed yield one request per entry for the spider's default callback, with
+  ``meta["adaptive_hint"] = {"modified": lastmod, "source": "sitemap"}``
+  (``"feed"``) when the entry has a date;
+* sitemaps and feeds are ordinary frontier URLs: the flag is stored with the
+  request, the wait policy revisits them like any page, and an unchanged
+  sitemap is not read again (``ADAPTIVE_UNCHANGED = "skip"``).
+
+Sitemaps are parsed with Scrapy's own :class:`~scrapy.utils.sitemap.Sitemap`
+(the class ``SitemapSpider`` uses), gzip bodies with
+:func:`scrapy.utils.gz.gunzip` bounded by ``DOWNLOAD_MAXSIZE`` (a gzip bomb
+is refused, not inflated); feeds with ``feedparser`` (the optional extra
+``scrapy-adaptive[feeds]``).  A body that is neither is one warning naming
+the URL, and the crawl goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections.abc import AsyncIterator, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, signals
+from scrapy.utils.gz import gunzip
+from scrapy.utils.httpobj import urlparse_cached
+from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
+
+from ... import meta
+from .visit import skip_unchanged
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.statscollectors import StatsCollector
+
+    from ...config.settings import AdaptiveConfig
+
+logger = logging.getLogger(__name__)
+
+SITEMAP = "sitemap"
+FEED = "feed"
+KINDS = (SITEMAP, FEED)
+#: robots.txt sitemaps remembered per process (beyond it, a repeat is only
+#: a duplicate the frontier ignores)
+MAX_SEEN_FROM_ROBOTS = 10_000
+
+
+class SignalBodyError(ValueError):
+    """A sitemap or feed body cannot be read; the message names the URL."""
+
+
+def sitemap_body(body: bytes, url: str, max_size: int) -> bytes:
+    """The XML of a sitemap response, gunzipped within *max_size* bytes."""
+    if body[:3] != b"\x1f\x8b\x08":
+        return body
+    try:
+        return gunzip(body, max_size=max_size)
+    except ValueError:  # Scrapy's (private) "max size exceeded" error is a ValueError
+        raise SignalBodyError(f"sitemap {url} is larger than {max_size} bytes once gunzipped") from None
+    except (OSError, EOFError, struct.error) as exc:
+        raise SignalBodyError(f"sitemap {url} is not valid gzip ({exc})") from None
+
+
+def sitemap_entries(body: bytes, url: str) -> tuple[str, list[dict[str, Any]]]:
+    """The type (``urlset`` or ``sitemapindex``) and entries of a sitemap."""
+    try:
+        sitemap = Sitemap(body)
+        entries = list(sitemap)
+    except Exception as exc:  # lxml's recover mode still fails on an empty body
+        raise SignalBodyError(f"sitemap {url} is not XML ({type(exc).__name__}: {exc})") from None
+    if sitemap.type not in ("urlset", "sitemapindex"):
+        raise SignalBodyError(f"sitemap {url} is not a sitemap (root element {sitemap.type!r})")
+    return sitemap.type, entries
+
+
+def feed_entries(body: bytes, url: str) -> list[tuple[str, str | None]]:
+    """``(link, updated or published)`` of each entry of an RSS/Atom feed."""
+    try:
+        import feedparser
+    except ImportError:
+        raise SignalBodyError(
+            f"feed {url} cannot be read: install the feeds extra (pip install 'scrapy-adaptive[feeds]')"
+        ) from None
+    parsed = feedparser.parse(body, sanitize_html=False, resolve_relative_uris=False)
+    if parsed.get("bozo") and not parsed.get("entries"):
+        raise SignalBodyError(f"feed {url} is not an RSS or Atom feed ({parsed.get('bozo_exception')})")
+    found = []
+    for entry in parsed.get("entries", ()):
+        link = entry.get("link")
+        if link:
+            # dict.get: feedparser's own get() maps a missing "updated" to
+            # "published" with a DeprecationWarning
+            found.append((link, dict.get(entry, "updated") or dict.get(entry, "published")))
+    return found
+
+
+def hinted(url: str, modified: str | None, source: str) -> Request:
+    """A request for an entry, with the site's date as a change hint."""
+    return Request(url, meta={meta.HINT: {"modified": modified, "source": source}} if modified else None)
+
+
+class SitemapsMiddleware:
+    """Requests the configured sitemaps and feeds and reads their responses."""
+
+    def __init__(
+        self,
+        stats: StatsCollector,
+        *,
+        max_size: int = 0,
+        crawler: Crawler | None = None,
+    ) -> None:
+        self.stats = stats
+        #: DOWNLOAD_MAXSIZE: the most a gzip sitemap may inflate to (0: no limit)
+        self.max_size = max_size
+        self.crawler = crawler
+        # set by bind() from the crawl's parsed settings
+        self.sitemaps: tuple[str, ...] = ()
+        self.feeds: tuple[str, ...] = ()
+        self.from_robots = False
+        self._seen_from_robots: set[str] = set()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SitemapsMiddleware:
+        return cls(
+            crawler.stats,  # type: ignore[arg-type]
+            max_size=crawler.settings.getint("DOWNLOAD_MAXSIZE"),
+            crawler=crawler,
+        )
+
+    def bind(self, services: Any, config: AdaptiveConfig) -> None:
+        """Called by the scheduler at open, with the crawl's parsed settings."""
+        self.sitemaps = tuple(config.sitemaps)
+        self.feeds = tuple(config.feeds)
+        self.from_robots = config.sitemaps_from_robots
+        if self.from_robots and self.crawler is not None:
+            # a handler on every response only when robots.txt lines are wanted
+            self.crawler.signals.connect(self._on_response_received, signals.response_received)
+
+    # -- seeds ---------------------------------------------------------------------
+
+    async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        async for obj in start:
+            yield obj
+        # read after the spider's own start: the scheduler is open and bound
+        for kind, urls in ((SITEMAP, self.sitemaps), (FEED, self.feeds)):
+            for url in urls:
+                yield Request(url, meta={meta.SIGNAL: kind})
+
+    def _on_response_received(self, response: Response, request: Request, spider: Any) -> None:
+        """A robots.txt passed: request its ``Sitemap:`` lines."""
+        if response.status != 200 or urlparse_cached(request).path != "/robots.txt":
+            return
+        engine = self.crawler.engine if self.crawler is not None else None
+        if engine is None:
+            return
+        for url in sitemap_urls_from_robots(response.body, base_url=response.url):
+            if url in self._seen_from_robots:
+                continue
+            if len(self._seen_from_robots) < MAX_SEEN_FROM_ROBOTS:
+                self._seen_from_robots.add(url)
+            self.stats.inc_value("adaptive/signals/from_robots")
+            engine.crawl(Request(url, meta={meta.SIGNAL: SITEMAP}))
+
+    # -- reading -------------------------------------------------------------------
+
+    def process_spider_input(self, response: Response) -> None:
+        request = response.request
+        if request is None or request.meta.get(meta.SIGNAL) not in KINDS:
+            return
+        if request.callback is not skip_unchanged:  # an unchanged sitemap says nothing new
+            request.callback = self._read
+            request.errback = None
+
+    def _read(self, response: Response, **kwargs: Any) -> Iterator[Request]:
+        """Stands in for the callback of a sitemap or feed."""
+        kind = response.meta.get(meta.SIGNAL)
+        try:
+            requests = list(self._sitemap(response) if kind == SITEMAP else self._feed(response))
+        except SignalBodyError as exc:
+            logger.warning("%s; it is revisited as usual, the crawl goes on.", exc)
+            self.stats.inc_value(f"adaptive/signals/{kind}/unreadable")
+            return iter(())
+        self.stats.inc_value(f"adaptive/signals/{kind}/read")
+        self.stats.inc_value(f"adaptive/signals/{kind}/entries", len(requests))
+        return iter(requests)
+
+    def _sitemap(self, response: Response) -> Iterable[Request]:
+        body = sitemap_body(response.body, response.url, self.max_size)
+        kind, entries = sitemap_entries(body, response.url)
+        for entry in entries:
+            loc = entry.get("loc")
+            if not loc:
+                continue
+            if kind == "sitemapindex":
+                yield Request(loc, meta={meta.SIGNAL: SITEMAP})
+            else:
+                yield hinted(loc, entry.get("lastmod") or None, SITEMAP)
+
+    @staticmethod
+    def _feed(response: Response) -> Iterable[Request]:
+        for link, modified in feed_entries(response.body, response.url):
+            yield hinted(response.urljoin(link), modified, FEED)

@@ -1,0 +1,409 @@
+"""VisitMiddleware: change detection on every response a frontier URL got.
+
+Outermost in the spider middleware chain, so it sees each response before
+``HttpErrorMiddleware`` can turn a 404 into an error: any HTTP response is a
+visit (thesis 6.2).  For each one it
+
+1. picks the digest rule (``ADAPTIVE_DIGEST_RULES``, or the request's
+   ``adaptive_digest_rule`` meta) and digests the content, unless a
+   downloader middleware already decided the state (a 304, an aborted fetch:
+   a private ``meta`` verdict), in which case that state stands and the
+   last digest is kept;
+2. compares with the last digest from the record snapshot the scheduler put
+   in ``meta["adaptive_record"]``: changed / unchanged / unknown (no body);
+   a page without validators that changed on a revisit is probed (fetched
+   again as soon as politeness allows) and, if the probe differs too, the
+   segments that changed are learned as noise and left out of its digest
+   from then on (:mod:`..change.noise`);
+3. hands the verdict to the frontier's services (bound by the scheduler
+   at open): the wait policy decides the wait and the frontier records it,
+   in one atomic write;
+4. keeps an unchanged page away from the callback (``ADAPTIVE_UNCHANGED =
+   "skip"``, the default): no links re-extracted, no items re-emitted.  With
+   ``"deliver"`` (or ``meta["adaptive_unchanged"] = "deliver"``) the callback
+   runs and reads ``response.meta["adaptive_change"]``.
+
+A page the frontier judges a soft 404 or a parked page (at commit,
+:meth:`~..frontier.Frontier.page_kind`) is kept from the callback the same
+way: it is the host's error or placeholder page, not a new version.
+
+In ``items`` mode the callback always runs: the page's items are digested
+after it, and dropped when they did not change.
+
+On the way out it marks embedded resources (images, stylesheets, scripts)
+with their embed-hop count (``ADAPTIVE_EMBED_HOPS``) and, with
+``ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE``, makes the embeds of a changed page due
+at once so the page and its resources are captured together (thesis ch. 8).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from itemadapter import is_item
+from scrapy import Request
+from scrapy.http import Response
+from scrapy.utils.httpobj import urlparse_cached
+
+from ... import meta
+from ...change import noise
+from ...change.digest import Digester, ItemsDigester, RegexDigester, items_digest, payload_digest
+from ...change.rules import DigestRules, build_digester
+from ...config.settings import ConfigError
+from ...dates import parse_http_date
+from ...model import PARKED, SOFT_404, ChangeState, Outcome, Visit
+from ..delivery import Ticket, ticket_of
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+
+    from ...config.settings import AdaptiveConfig
+    from ..verdicts import FrontierServices
+
+logger = logging.getLogger(__name__)
+
+#: path endings of resources a page embeds rather than links to
+EMBED_EXTENSIONS = frozenset(
+    ".png .jpg .jpeg .gif .webp .avif .svg .ico .bmp .css .js .mjs .woff .woff2 .ttf .otf .eot".split()
+)
+
+
+def header(response: Response, name: str) -> str | None:
+    """A response header as text (latin-1, as HTTP headers are), or None."""
+    value = response.headers.get(name)
+    return value.decode("latin-1") if value is not None else None
+
+
+def is_embed(request: Request) -> bool:
+    """True for resources a page embeds (by ``adaptive_embed`` meta or URL)."""
+    flag = request.meta.get(meta.EMBED)
+    if flag is not None:
+        return bool(flag)
+    path = urlparse_cached(request).path.lower()
+    dot = path.rfind(".")
+    return dot != -1 and path[dot:] in EMBED_EXTENSIONS
+
+
+def compare(previous: str | None, current: str | None) -> ChangeState:
+    """The change state from the last digest and this one.
+
+    A first digest is a new version; digests of different rules (the URL's
+    rule was changed) cannot be compared: unknown.
+    """
+    if current is None:
+        return ChangeState.UNKNOWN
+    if previous is None:
+        return ChangeState.CHANGED
+    if previous.split(":", 1)[0] != current.split(":", 1)[0]:
+        return ChangeState.UNKNOWN
+    return ChangeState.UNCHANGED if previous == current else ChangeState.CHANGED
+
+
+def base_visit(response: Response) -> Visit:
+    """What any response tells, before its content is judged."""
+    depth = response.meta.get("depth") if response.request is not None else None
+    return Visit(
+        Outcome.VISITED,
+        status=response.status,
+        content_type=header(response, "Content-Type"),
+        size=len(response.body),
+        etag=header(response, "ETag"),
+        last_modified=header(response, "Last-Modified"),
+        url=response.url,
+        depth=depth if isinstance(depth, int) else None,
+    )
+
+
+def evaluate(response: Response, record: dict[str, Any], digester: Digester | None = None) -> Visit:
+    """The verdict on *response* given the URL's record snapshot."""
+    visit = base_visit(response)
+    digest = (digester or Digester()).digest(response)
+    if digest is not None:
+        visit.digest = digest
+        visit.payload_digest = payload_digest(response.body, exact_digest=digest)
+    visit.change = compare(record.get("digest"), digest)
+    return visit
+
+
+#: a Last-Modified this close to the fetch (or later) is a generation time,
+#: not a content date: it says nothing about change, as on a noise page
+FRESH_LAST_MODIFIED = 2.0
+
+
+def usable_last_modified(value: str | None, now: float) -> bool:
+    """True if *value* is a Last-Modified that can tell "no change"."""
+    stamp = parse_http_date(value)
+    return stamp is not None and stamp < now - FRESH_LAST_MODIFIED
+
+
+def not_content(visit: Visit) -> bool:
+    """True for a soft 404 or a parked page (the frontier's judgement at commit)."""
+    return SOFT_404 in visit.annotations or PARKED in visit.annotations
+
+
+def skip_unchanged(response: Response, **kwargs: Any) -> tuple[()]:
+    """Stands in for the callback of an unchanged page: nothing to do."""
+    return ()
+
+
+class VisitMiddleware:
+    """Judges each frontier-issued response and commits the verdict."""
+
+    def __init__(
+        self,
+        stats: StatsCollector,
+        services: FrontierServices | None = None,
+        *,
+        embed_hops: int = 0,
+        rules: DigestRules | None = None,
+        unchanged: str = "skip",
+        revisit_embeds: bool = False,
+        max_size: int = 1_048_576,
+        probe_window: float = 30.0,
+        noise_learning: bool = True,
+        clock: Any = time.time,
+    ) -> None:
+        self.stats = stats
+        #: the frontier's services, bound by the scheduler at open (None:
+        #: not an adaptive crawl, the middleware stays out of the way)
+        self.services = services
+        self.embed_hops = embed_hops
+        self.rules = rules or DigestRules((), Digester())
+        self.unchanged = unchanged
+        self.revisit_embeds = revisit_embeds
+        self.max_size = max_size
+        #: the longest a noise probe may come after the fetch it checks
+        self.probe_window = probe_window
+        self.noise_learning = noise_learning
+        #: exclusions learned on a page, offered to its siblings
+        self.noise_pool = noise.NoisePool()
+        self.clock = clock
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> VisitMiddleware:
+        return cls(crawler.stats)  # type: ignore[arg-type]
+
+    def bind(self, services: FrontierServices, config: AdaptiveConfig) -> None:
+        """Called by the scheduler at open, with the crawl's parsed settings."""
+        self.services = services
+        self.rules = DigestRules.from_settings(config.digest_rules, config.digest_default, config.digest_max_size)
+        self.embed_hops = config.embed_hops
+        self.unchanged = config.unchanged
+        self.revisit_embeds = config.revisit_embeds_on_change
+        self.max_size = config.digest_max_size
+        # a probe waits the host's politeness delay; ten of them is still
+        # short next to the change rates noise learning must not mistake
+        self.probe_window = max(30.0, 10 * config.min_delay)
+        self.noise_learning = config.noise_learning
+
+    # -- input: judge and commit -------------------------------------------------
+
+    def process_spider_input(self, response: Response) -> None:
+        request = response.request
+        if request is None or self.services is None or meta.FP not in request.meta:
+            return
+        record = request.meta.get(meta.RECORD) or {}
+        fetch = request.meta.get(meta.FETCH)
+        if isinstance(fetch, dict) and fetch.get("change"):
+            # the downloader decided (304, aborted fetch): no body to digest;
+            # the record keeps its last digest and size
+            visit = base_visit(response)
+            visit.change = ChangeState(fetch["change"])
+            visit.annotations += [a for a in (fetch.get("annotation"),) if a]
+            visit.size = None
+        else:
+            digester = self._digester(request, response)
+            if isinstance(digester, ItemsDigester):
+                request.meta[meta.PENDING_VISIT] = (base_visit(response), digester, record)
+                return
+            visit = evaluate(response, record, digester)
+            # a hand-written regex rule already says what the noise is: learned
+            # (or a sibling's) exclusions must not replace the user's rule
+            if self.noise_learning and digester.name != RegexDigester.name:
+                self._noise(response, record, visit)
+        self.services.commit(request, visit)
+        self._after_verdict(request, visit)
+
+    def _noise(self, response: Response, record: dict[str, Any], visit: Visit) -> None:
+        """Learned noise: probe, learn, or digest the page without its noise."""
+        state = record.get("noise")
+        changed = visit.change is ChangeState.CHANGED
+        first = record.get("digest") is None
+        validators = visit.etag is not None or usable_last_modified(visit.last_modified, self.clock())
+        # siblings' exclusions are for pages without validators (step() ignores them otherwise)
+        pooled = [] if validators else self.noise_pool.offer(response.url)
+        if visit.digest is None or not noise.needs_text(
+            state, changed=changed, first=first, validators=validators, pooled=bool(pooled)
+        ):
+            return
+        fetched = record.get("fetched")
+        result = noise.step(
+            state,
+            noise.segments_of(response),
+            changed=changed,
+            first=first,
+            validators=validators,
+            elapsed=None if fetched is None else self.clock() - fetched,
+            window=self.probe_window,
+            pooled=pooled,
+        )
+        if result.state is not None:
+            visit.noise = result.state
+        exclusions = (state if result.state is None else result.state or {}).get(noise.EXCLUSIONS)
+        if exclusions:
+            self.noise_pool.add(response.url, exclusions)
+        if result.adopted:
+            visit.annotations.append("noiseAdopted")
+            self.stats.inc_value("adaptive/noise/adopted")
+        if result.digest is not None:
+            visit.digest = result.digest
+            visit.change = ChangeState.UNCHANGED if result.unchanged else compare(record.get("digest"), result.digest)
+        if result.probe:
+            visit.probe = 0.0  # due now: the frontier's politeness spaces it
+            visit.annotations.append("noiseProbe")
+            self.stats.inc_value("adaptive/noise/probes")
+        if result.learned:
+            visit.annotations.append(noise.NOISE_LEARNED)
+            self.stats.inc_value("adaptive/noise/learned")
+
+    def _after_verdict(self, request: Request, visit: Visit) -> None:
+        request.meta[meta.CHANGE] = visit.change.value
+        if visit.change is ChangeState.UNCHANGED and self._skips(request):
+            request.callback = skip_unchanged
+            self.stats.inc_value("adaptive/unchanged/skipped")
+        elif not_content(visit) and self._skips(request):
+            request.callback = skip_unchanged  # the host's error or placeholder page: nothing to deliver
+            self.stats.inc_value("adaptive/soft404/skipped")
+        if visit.status == 304:
+            # a 304 answering our validators is a visit, never an HttpError
+            allowed = list(request.meta.get("handle_httpstatus_list") or [])
+            request.meta["handle_httpstatus_list"] = [*allowed, 304]
+
+    def _skips(self, request: Request) -> bool:
+        if request.meta.get("deltafetch_enabled") is False:
+            return False
+        return (request.meta.get(meta.UNCHANGED) or self.unchanged) == "skip"
+
+    def _digester(self, request: Request, response: Response) -> Digester:
+        override = request.meta.get(meta.DIGEST_RULE)
+        if override is not None:
+            try:
+                return build_digester(override, "meta['adaptive_digest_rule']", self.max_size)
+            except ConfigError as exc:
+                logger.error("%s (%s); using the configured rules.", exc, request.url)
+        host = urlparse_cached(request).hostname or ""
+        return self.rules.select(request.url, host, header(response, "Content-Type"))
+
+    # -- output: items mode, embeds ------------------------------------------------
+
+    # Both a sync and an async form ("universal" middleware): with an
+    # async-only form Scrapy turns every callback's output into one asyncio
+    # task per object, which costs more than the rest of the crawl.
+
+    def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
+        pending = self._pop_pending(response)
+        ticket = ticket_of(response)
+        items: list[Any] = []
+        try:
+            for obj in result:
+                if pending is not None and is_item(obj):
+                    items.append(obj)
+                else:
+                    yield self._out(obj, response, ticket)
+        except BaseException as exc:
+            self._callback_failed(response, pending)
+            if isinstance(exc, Exception):  # not an abandoned output (GeneratorExit)
+                self._output_done(response)
+            raise
+        for obj in self._finish_items(response, pending, items):
+            yield self._out(obj, response, ticket_of(response))
+        self._output_done(response)
+
+    async def process_spider_output_async(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        pending = self._pop_pending(response)
+        ticket = ticket_of(response)
+        items: list[Any] = []
+        try:
+            async for obj in result:
+                if pending is not None and is_item(obj):
+                    items.append(obj)
+                else:
+                    yield self._out(obj, response, ticket)
+        except BaseException as exc:
+            self._callback_failed(response, pending)
+            if isinstance(exc, Exception):  # not an abandoned output (GeneratorExit)
+                self._output_done(response)
+            raise
+        for obj in self._finish_items(response, pending, items):
+            yield self._out(obj, response, ticket_of(response))
+        self._output_done(response)
+
+    def _out(self, obj: Any, response: Response, ticket: Ticket | None) -> Any:
+        """What goes on: items counted on the visit's delivery ticket, requests marked."""
+        # a request is never an item, and most objects are requests:
+        # is_item asks every item adapter in turn
+        if ticket is not None and not isinstance(obj, Request) and is_item(obj):
+            ticket.item_yielded()
+            return obj
+        return self._child(obj, response)
+
+    @staticmethod
+    def _output_done(response: Response) -> None:
+        """The callback's output ended (a callback error ends it too: what it
+        yielded is all there is).  An output abandoned half way (the crawl
+        stopping) leaves the ticket open: the version is delivered again."""
+        ticket = ticket_of(response)
+        if ticket is not None:
+            ticket.output_done()
+
+    @staticmethod
+    def _pop_pending(response: Response) -> tuple[Visit, ItemsDigester, dict[str, Any]] | None:
+        request = response.request
+        return request.meta.pop(meta.PENDING_VISIT, None) if request is not None else None
+
+    def _callback_failed(self, response: Response, pending: tuple[Visit, Any, Any] | None) -> None:
+        if pending is not None and response.request is not None:
+            self._commit(response.request, pending[0])  # unknown: the callback failed
+
+    def _finish_items(
+        self, response: Response, pending: tuple[Visit, ItemsDigester, dict[str, Any]] | None, items: list[Any]
+    ) -> Iterator[Any]:
+        """Items mode: judge the page by its items, commit, and let the items
+        through only if they changed."""
+        if pending is None or response.request is None:
+            return
+        request = response.request
+        visit, digester, record = pending
+        if items:
+            visit.digest = items_digest(items, digester.fields)
+            visit.payload_digest = payload_digest(response.body)
+            visit.change = compare(record.get("digest"), visit.digest)
+        self._commit(request, visit)
+        request.meta[meta.CHANGE] = visit.change.value
+        if (visit.change is ChangeState.UNCHANGED or not_content(visit)) and self._skips(request):
+            self.stats.inc_value("adaptive/unchanged/items_dropped", len(items))
+            return
+        yield from items
+
+    def _commit(self, request: Request, visit: Visit) -> None:
+        if self.services is not None:
+            self.services.commit(request, visit)
+
+    def _child(self, obj: Any, response: Response) -> Any:
+        if not isinstance(obj, Request) or (self.embed_hops <= 0 and not self.revisit_embeds):
+            return obj
+        embed = is_embed(obj)
+        if self.embed_hops > 0:
+            if embed:
+                parent_meta = response.request.meta if response.request is not None else {}
+                obj.meta[meta.EMBED_HOPS] = (parent_meta.get(meta.EMBED_HOPS) or 0) + 1
+            else:
+                obj.meta.pop(meta.EMBED_HOPS, None)
+        if embed and self.revisit_embeds and response.request is not None:
+            if response.request.meta.get(meta.CHANGE) == ChangeState.CHANGED.value:
+                obj.dont_filter = True  # due now: capture it with the changed page
+        return obj

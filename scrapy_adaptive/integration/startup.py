@@ -1,0 +1,63 @@
+"""Start-up warnings about Scrapy settings that work against an adaptive crawl.
+
+Said once, when the scheduler is built (so they reach ``LOG_FILE`` too):
+misspelt ``ADAPTIVE_*`` names (with the closest valid one), components that
+undo revisiting (scrapy-deltafetch), answer revisits from
+a stale copy (HttpCache), or stack a second politeness on the frontier's
+(AutoThrottle, a lower per-domain concurrency).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ..addon import DELTAFETCH_MESSAGE, TOOK_OVER_SETTING, is_deltafetch
+from ..config.settings import unknown_settings
+from .delivery import feed_warnings
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+    from ..config.settings import AdaptiveConfig
+
+logger = logging.getLogger(__name__)
+
+
+def settings_warnings(settings: BaseSettings, config: AdaptiveConfig) -> list[str]:
+    """The warnings *settings* deserve, as messages."""
+    messages = unknown_settings(settings)
+    if settings.getbool(TOOK_OVER_SETTING):
+        messages.append(DELTAFETCH_MESSAGE)
+    elif any(is_deltafetch(k) and v is not None for k, v in settings.getdict("SPIDER_MIDDLEWARES").items()):
+        messages.append(
+            "scrapy-deltafetch's DeltaFetch is enabled: it drops every request for a page that produced items "
+            "before, so those pages are never revisited. Use ADDONS = {'scrapy_adaptive.Addon': 0}, which "
+            "disables it, or remove it from SPIDER_MIDDLEWARES."
+        )
+    if settings.getbool("HTTPCACHE_ENABLED"):
+        messages.append(
+            "HTTPCACHE_ENABLED: Scrapy's HTTP cache answers revisits from its stored copy, so changes are not "
+            "seen until the copy expires, and its conditional requests fight scrapy-adaptive's. Disable it for "
+            "adaptive crawls."
+        )
+    if settings.getbool("AUTOTHROTTLE_ENABLED"):
+        messages.append(
+            "AUTOTHROTTLE_ENABLED: AutoThrottle's delays apply in the downloader on top of the frontier's "
+            "politeness (ADAPTIVE_DELAY_FACTOR × fetch time, clamped to ADAPTIVE_MIN_DELAY..MAX_DELAY), "
+            "which already adapts to slow hosts. Disable one of them unless you want both."
+        )
+    per_domain = settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
+    if config.host_valence > per_domain:
+        messages.append(
+            f"ADAPTIVE_HOST_VALENCE ({config.host_valence}) is above CONCURRENT_REQUESTS_PER_DOMAIN "
+            f"({per_domain}): the downloader will hold the extra requests back."
+        )
+    if config.delivery:
+        messages += feed_warnings(settings)
+    return messages
+
+
+def warn_about_settings(settings: BaseSettings, config: AdaptiveConfig) -> None:
+    for message in settings_warnings(settings, config):
+        logger.warning("%s", message)

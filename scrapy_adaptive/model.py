@@ -1,0 +1,280 @@
+"""A URL's record: everything the crawl knows about one URL, across visits.
+
+The frontier is the only writer.  Evaluators (change detection, wait
+policies, validators) read a snapshot of it from ``request.meta`` and answer
+with a :class:`Visit` verdict; the frontier folds the verdict into the record
+in one atomic write together with the URL's new queue position.
+
+Stored as compact JSON (never pickle: a state folder must not be able to run
+code).  Short keys keep a million records small on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from .store.keys import NEVER_MS
+
+#: crawl-log annotation of a verification fetch that caught the host's
+#: validators saying "no change" while the content changed
+VALIDATOR_LIE = "validatorLie"
+#: crawl-log annotations (and visit kinds) of pages that are not the URL's content
+SOFT_404 = "soft404"
+PARKED = "parked"
+
+class Outcome(StrEnum):
+    """How one attempt at a URL ended (thesis 6.2)."""
+
+    VISITED = "visited"  #: any HTTP response, 404 included
+    RETRY = "retry"  #: a retriable error; tried again after the retry delay
+    FAILED = "failed"  #: retries exhausted or not crawlable: never again
+    DISREGARDED = "disregarded"  #: robots.txt or a late scope decision: never again
+
+
+class RecordError(ValueError):
+    """A stored record cannot be read (garbled bytes, wrong types)."""
+
+
+class ChangeState(StrEnum):
+    """What a visit says about the content (thesis 5.1)."""
+
+    CHANGED = "changed"
+    UNCHANGED = "unchanged"
+    UNKNOWN = "unknown"
+
+
+@dataclass
+class Visit:
+    """The verdict on one attempt, assembled by the evaluators.
+
+    ``wait`` is the interval until the next visit, decided by the wait
+    policy; the frontier only applies it.  For retriable errors
+    ``host_level`` says the whole host is unreachable (connection refused,
+    DNS), so the whole queue waits the retry delay, not just this URL.
+
+    ``digest`` is the comparison digest of the content (rule-dependent) and
+    ``payload_digest`` the SHA-1 of the exact body (WARC style).  When no
+    body was seen (a 304, an aborted fetch, an empty body) both are None
+    and the record keeps the previous ones.  ``annotations`` are short
+    crawl-log words (``unchanged``, ``notModified``, ``midFetchAbort``).
+    ``policy_state`` is a wait policy's own per-URL memory (a small
+    JSON-safe dict); None keeps what the record had.
+
+    ``fetched`` is when this visit's fetch ended (set by the scheduler; the
+    simulator sets its own clock's time), for policies that measure the
+    interval since the last visit.
+
+    ``validation`` says how validators were used (``"verified"``: a full
+    download to check them; ``"trusted"``: their "no change" was acted on),
+    and ``prediction`` what the headers predicted on a verification fetch;
+    the frontier folds a verification into the host's trust record.
+
+    ``queue`` is the politeness queue the URL belongs to (the frontier's
+    key, set on every verdict), so policies group URLs as politeness does.
+    """
+
+    outcome: Outcome
+    wait: float | None = None
+    status: int | None = None
+    change: ChangeState = ChangeState.UNKNOWN
+    content_type: str | None = None
+    size: int | None = None
+    digest: str | None = None
+    payload_digest: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    duration: float | None = None
+    reason: str | None = None
+    host_level: bool = False
+    url: str | None = None
+    depth: int | None = None
+    overdue: float | None = None
+    annotations: list[str] = field(default_factory=list)
+    policy_state: dict[str, Any] | None = None
+    validation: str | None = None
+    prediction: str | None = None
+    fetched: float | None = None
+    #: on a visit brought forward by a change hint, the probability the wait
+    #: policy gave a change since the last visit *without* the hint, so the
+    #: hint is credited only with what it adds (see hints.py)
+    hint_base: float | None = None
+    #: the politeness queue the URL belongs to (the record's ``queue``: a
+    #: host, a registered domain or a download slot, per
+    #: ``ADAPTIVE_POLITENESS_KEY``), set by whoever builds the verdict, so
+    #: that policies group URLs exactly as the frontier queues them; None:
+    #: unknown (policies then fall back to the URL's host name)
+    queue: str | None = None
+    #: what change detection learned about the page's noise (the record's
+    #: ``noise``, :mod:`~..change.noise`); None keeps what the record had
+    noise: dict[str, Any] | None = None
+    #: a noise probe: visit again within this many seconds whatever the
+    #: wait (the frontier's politeness still spaces it); None: no probe
+    probe: float | None = None
+
+
+@dataclass
+class UrlRecord:
+    """The persistent state of one URL.
+
+    ``history`` holds the last visits as ``[time, change, status]`` triples
+    (bounded by ``ADAPTIVE_HISTORY_SIZE``) for wait policies that look
+    further back than one visit.
+    """
+
+    url: str
+    queue: str
+    request: dict[str, Any]
+    next_ms: int
+    directive: int = 0
+    discovered: float = 0.0
+    visits: int = 0
+    versions: int = 0
+    failures: int = 0
+    status: int | None = None
+    content_type: str | None = None
+    size: int | None = None
+    fetched: float | None = None
+    duration: float | None = None
+    overdue: float | None = None
+    digest: str | None = None
+    payload_digest: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    wait: float | None = None
+    outcome: str | None = None
+    reason: str | None = None
+    history: list[list[Any]] = field(default_factory=list)
+    policy: dict[str, Any] = field(default_factory=dict)
+    #: an acted-on change hint waiting for its visit (keys: ``PENDING_*`` in hints.py)
+    hint: dict[str, Any] | None = None
+    #: this URL's own validator record, ``[lies, right since the last lie]``
+    #: (None: never caught lying); see :func:`~..change.trust.url_trusted`
+    validator_lies: list[int] | None = None
+    #: the page's learned noise (the visit middleware's state, see
+    #: ``spidermiddlewares/visit.py``): a fetch's sketch awaiting its probe,
+    #: the learned exclusions, or why there are none
+    noise: dict[str, Any] | None = None
+
+    # field name -> stored key; one table so encoding and decoding agree
+    _KEYS = {
+        "url": "u",
+        "queue": "q",
+        "request": "rq",
+        "next_ms": "n",
+        "directive": "d",
+        "discovered": "dt",
+        "visits": "vi",
+        "versions": "ve",
+        "failures": "fa",
+        "status": "st",
+        "content_type": "ct",
+        "size": "sz",
+        "fetched": "ft",
+        "duration": "du",
+        "overdue": "ov",
+        "digest": "dg",
+        "payload_digest": "pd",
+        "etag": "et",
+        "last_modified": "lm",
+        "wait": "wt",
+        "outcome": "oc",
+        "reason": "rs",
+        "history": "hi",
+        "policy": "ps",
+        "hint": "hn",
+        "validator_lies": "vl",
+        "noise": "nz",
+    }
+
+    #: the request's stored bytes and the dict they were read into (not saved)
+    _request_raw: bytes | None = field(default=None, init=False, repr=False, compare=False)
+    _request_obj: object = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def never(self) -> bool:
+        return self.next_ms >= NEVER_MS
+
+    @property
+    def next_time(self) -> float:
+        return math.inf if self.never else self.next_ms / 1000
+
+    # Stored as two compact JSON documents separated by a newline (compact
+    # JSON never contains a raw newline): the visit state, rewritten at every
+    # visit, then the request, written once.  Keeping the request's bytes as
+    # read spares re-encoding it at every visit.
+
+    def to_bytes(self) -> bytes:
+        d = self.__dict__
+        data = {}
+        for name, key in _STATE_KEYS:
+            value = d[name]
+            if value is not None and value != [] and value != {} and not (name == "directive" and value == 0):
+                data[key] = value
+        head = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        raw = d.get("_request_raw")
+        if raw is None or d.get("_request_obj") is not self.request:
+            raw = json.dumps(self.request, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+            self._request_raw, self._request_obj = raw, self.request
+        return head + b"\n" + raw
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> UrlRecord:
+        """Read a stored record; :class:`RecordError` if it is unreadable.
+
+        Only the fields the frontier cannot work without are type-checked
+        (a record that passes can be issued, updated and re-written).
+        """
+        try:
+            head, newline, tail = raw.partition(b"\n")
+            data = json.loads(head)
+            kwargs = {name: data[key] for name, key in cls._KEYS.items() if key in data}
+            request = json.loads(tail) if newline else kwargs.get("request", {})
+            kwargs["request"] = request
+            record = cls(**kwargs)
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise RecordError(f"{type(exc).__name__}: {exc}") from exc
+        if not (
+            isinstance(record.url, str)
+            and isinstance(record.queue, str)
+            and isinstance(record.request, dict)
+            and type(record.next_ms) is int
+            and type(record.directive) is int
+        ):
+            raise RecordError("a field has the wrong type (url, queue, request, next_ms or directive)")
+        record._request_raw = tail if newline else None
+        record._request_obj = request
+        return record
+
+    def snapshot(self) -> dict[str, Any]:
+        """What evaluators may read (via ``request.meta["adaptive_record"]``).
+
+        A plain dict copy: changing it cannot change the record.
+        """
+        return {
+            "url": self.url,
+            "queue": self.queue,
+            "visits": self.visits,
+            "versions": self.versions,
+            "failures": self.failures,
+            "status": self.status,
+            "content_type": self.content_type,
+            "size": self.size,
+            "fetched": self.fetched,
+            "digest": self.digest,
+            "etag": self.etag,
+            "last_modified": self.last_modified,
+            "wait": self.wait,
+            "discovered": self.discovered,
+            "history": [list(h) for h in self.history],
+            "policy": dict(self.policy),
+            "hint": dict(self.hint) if self.hint else None,
+            "noise": self.noise,
+        }
+
+
+#: the record's fields but the request, with their stored keys
+_STATE_KEYS = tuple((name, key) for name, key in UrlRecord._KEYS.items() if name != "request")

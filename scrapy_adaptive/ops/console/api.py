@@ -1,0 +1,384 @@
+"""The frontier console: what ``scrapy frontier`` asks and orders, as one API.
+
+:class:`FrontierConsole` works on an opened :class:`Frontier`, whoever holds
+it: the command itself on a stopped crawl, or the running crawl, which
+answers its control channel (:mod:`.control`) with the same class, so seeds
+and forgets are applied by the frontier's one owner.
+
+Distributions (waits, change rates, top URLs) are read from at most
+``sample_limit`` records: records are keyed by fingerprint, a hash, so the
+first records in key order are a uniform sample, and a report costs a
+bounded scan however large the frontier.  Counts (URLs, visits, versions,
+URLs due) come from the per-queue counters and queue indexes: exact.
+
+No Scrapy import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ...change.trust import TrustBook
+from ...frontier import Frontier, UrlRecord
+from ...frontier.shape import percentile
+from ...model import RecordError
+from ...store.keys import time_to_ms
+from ..progress import Progress
+
+#: upper edges (seconds) of the wait-interval classes
+WAIT_EDGES = (60.0, 600.0, 3600.0, 6 * 3600.0, 86_400.0, 7 * 86_400.0)
+#: upper edges of the estimated change rate classes (versions per day)
+RATE_EDGES = (0.1, 1.0, 10.0, 100.0)
+TOP = 10
+#: URLs due counted per host at most (a bounded scan of its queue index)
+DUE_LIMIT = 100_000
+#: seeds given to a stopped crawl, added by the scheduler when it next opens
+SEEDS_FILE = "seeds.jsonl"
+
+#: takes URLs to seed, answers one ``{"url", "result"}`` per URL
+Seeder = Callable[[list[str]], list[dict[str, Any]]]
+
+
+def human(seconds: float | None) -> str:
+    """A duration in the largest unit that fits: ``45s``, ``12m``, ``3.5h``, ``2.0d``."""
+    if seconds is None:
+        return "-"
+    s = abs(seconds)
+    sign = "-" if seconds < 0 else ""
+    if s < 1:
+        return f"{sign}{s * 1000:.0f}ms"
+    if s < 60:
+        return f"{sign}{s:.0f}s" if s >= 10 else f"{sign}{s:.1f}s"
+    if s < 3600:
+        return f"{sign}{s / 60:.1f}m" if s < 600 else f"{sign}{s / 60:.0f}m"
+    if s < 86_400:
+        return f"{sign}{s / 3600:.1f}h"
+    return f"{sign}{s / 86_400:.1f}d"
+
+
+def human_bytes(n: float | None) -> str:
+    """A byte count in the largest decimal unit that fits: ``512 B``, ``3.2 MB``."""
+    if n is None:
+        return "-"
+    for unit in ("B", "kB", "MB", "GB"):
+        if abs(n) < 1000:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"
+
+
+def when(t: float | None) -> str:
+    return "-" if t is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+
+
+def class_label(value: float | None, edges: tuple[float, ...], fmt: Callable[[float], str]) -> str:
+    """The class of *value* among *edges* (``≤ edge``), ``> last``, or ``unknown``."""
+    if value is None:
+        return "unknown"
+    for edge in edges:
+        if value <= edge:
+            return f"≤ {fmt(edge)}"
+    return f"> {fmt(edges[-1])}"
+
+
+def class_order(edges: tuple[float, ...], fmt: Callable[[float], str]) -> list[str]:
+    return [f"≤ {fmt(e)}" for e in edges] + [f"> {fmt(edges[-1])}", "unknown"]
+
+
+def change_rate(record: UrlRecord) -> float | None:
+    """Versions per day over the URL's observed life (None: too few visits)."""
+    if record.visits < 2 or record.fetched is None or not record.discovered:
+        return None
+    days = (record.fetched - record.discovered) / 86_400
+    return None if days <= 0 else max(record.versions - 1, 0) / days
+
+
+def record_dict(fp: bytes, record: UrlRecord) -> dict[str, Any]:
+    """Every field of a record by its full name, plus its fingerprint (for export)."""
+    data = {"fp": fp.hex()}
+    for name in UrlRecord._KEYS:
+        data[name] = getattr(record, name)
+    data["next_time"] = None if record.never else record.next_ms / 1000
+    return data
+
+
+class FrontierConsole:
+    """Report on, look up, seed and forget URLs of one opened frontier."""
+
+    def __init__(
+        self,
+        frontier: Frontier,
+        *,
+        progress: Progress | None = None,
+        budget_per_day: float | None = None,
+        identity: Callable[[str], tuple[str, bytes]] | None = None,
+        seeder: Seeder | None = None,
+        sample_limit: int = 20_000,
+    ) -> None:
+        self.frontier = frontier
+        self.progress = progress
+        self.budget_per_day = budget_per_day
+        #: a URL's queue and fingerprint as the crawl computes them (None: found by a scan)
+        self.identity = identity
+        #: how seeds reach the crawl (the running scheduler, or the seeds file)
+        self.seeder = seeder
+        self.sample_limit = sample_limit
+
+    # -- reading ---------------------------------------------------------
+
+    def records(self, limit: int | None = None) -> Iterator[tuple[bytes, UrlRecord]]:
+        """Readable records in key order (unreadable ones are skipped)."""
+        for n, (fp, raw) in enumerate(self.frontier.store.records()):
+            if limit is not None and n >= limit:
+                return
+            try:
+                yield fp, UrlRecord.from_bytes(raw)
+            except RecordError:
+                continue
+
+    def find(self, url: str) -> list[tuple[str, bytes]]:
+        """The ``(queue, fp)`` of *url*: by its identity if known, else a scan."""
+        if self.identity is not None:
+            queue, fp = self.identity(url)
+            record = self.frontier.get_record(queue, fp)
+            if record is not None and record.url == url:
+                return [(queue, fp)]
+        return [(record.queue, fp) for fp, record in self.records() if record.url == url]
+
+    def report(self) -> dict[str, Any]:
+        frontier = self.frontier
+        now = frontier.clock()
+        now_ms = time_to_ms(now)
+        shape = frontier.shape()
+        books = {name: TrustBook(data) for name, data in frontier.trust_report(classes=True).items()}
+        hosts = []
+        for q in frontier.queues():
+            row: dict[str, Any] = {
+                "host": q.name,
+                "state": q.state(now).value,
+                "urls": q.urls,
+                "never": q.never,
+                "visits": q.visits,
+                "versions": q.versions,
+                "due": frontier.store.count_due(q.name, now_ms, limit=DUE_LIMIT) if q.head_time() <= now else 0,
+                "next_due": None if q.head_time() == float("inf") else q.head_time(),
+                "crawl_delay": q.crawl_delay,
+                "fetch_time": frontier.fetch_times.mean(q.name),
+            }
+            if q.name in books:
+                trust, classes = books[q.name].host(), books[q.name].classes().values()
+                row["trust"] = {
+                    "reliability": trust.reliability,
+                    "usefulness": trust.usefulness,
+                    "lies": trust.lies,
+                    # each class of the host's URLs is verified on its own schedule
+                    "classes": len(classes),
+                    "classes_trusted": sum(1 for t in classes if t.verify_rate(frontier.trust_params) < 1),
+                }
+            hosts.append(row)
+        hosts.sort(key=lambda r: (-r["visits"], r["host"]))
+
+        waits: Counter[str] = Counter()
+        rates: Counter[str] = Counter()
+        by_type: dict[str, Counter[str]] = {}
+        by_host: dict[str, Counter[str]] = {}
+        rate_by_type: dict[str, Counter[str]] = {}
+        rate_by_host: dict[str, Counter[str]] = {}
+        overdue: list[float] = []
+        changing: list[tuple[int, int, str]] = []
+        steady: list[tuple[int, str]] = []
+        sampled = 0
+        for _, record in self.records(self.sample_limit):
+            sampled += 1
+            if record.overdue is not None:
+                overdue.append(record.overdue)
+            wait = class_label(record.wait, WAIT_EDGES, human)
+            rate = class_label(change_rate(record), RATE_EDGES, lambda v: f"{v:g}/day")
+            kind = (record.content_type or "unknown").split(";")[0].strip() or "unknown"
+            waits[wait] += 1
+            rates[rate] += 1
+            by_type.setdefault(kind, Counter())[wait] += 1
+            by_host.setdefault(record.queue, Counter())[wait] += 1
+            rate_by_type.setdefault(kind, Counter())[rate] += 1
+            rate_by_host.setdefault(record.queue, Counter())[rate] += 1
+            if record.versions > 1:
+                changing.append((record.versions, record.visits, record.url))
+            elif record.visits >= 3:
+                steady.append((record.visits, record.url))
+        changing.sort(key=lambda t: (-t[0], t[2]))
+        steady.sort(key=lambda t: (-t[0], t[1]))
+        rates_now = self._rates()
+        spent = None if rates_now is None else rates_now["visits"] * 24
+        if shape["overdue_p50"] is None and overdue:
+            # a stopped crawl has no recent issues: the sampled records' last visits
+            overdue.sort()
+            shape["overdue_p50"], shape["overdue_p95"] = percentile(overdue, 0.5), percentile(overdue, 0.95)
+        return {
+            "generated": now,
+            "totals": {**shape, "forgotten": frontier.forgotten_count, "hosts": len(hosts)},
+            "hosts": hosts,
+            "sampled": sampled,
+            "wait_classes": class_order(WAIT_EDGES, human),
+            "rate_classes": class_order(RATE_EDGES, lambda v: f"{v:g}/day"),
+            "waits": dict(waits),
+            "waits_by_type": {k: dict(v) for k, v in sorted(by_type.items())},
+            "waits_by_host": {k: dict(v) for k, v in sorted(by_host.items())},
+            "change_rates": dict(rates),
+            "change_rates_by_type": {k: dict(v) for k, v in sorted(rate_by_type.items())},
+            "change_rates_by_host": {k: dict(v) for k, v in sorted(rate_by_host.items())},
+            "top_changing": [{"url": u, "versions": ve, "visits": vi} for ve, vi, u in changing[:TOP]],
+            "never_changing": [{"url": u, "visits": vi} for vi, u in steady[:TOP]],
+            "budget": {"set_per_day": self.budget_per_day, "spent_per_day": spent},
+            "rates": rates_now,
+            "hours": [[h, v] for h, v in self.progress.series()] if self.progress is not None else [],
+        }
+
+    def _rates(self) -> dict[str, Any] | None:
+        """Per hour: the recent rates in a running crawl, else the mean of the
+        last 24 stored hours (a stopped crawl)."""
+        if self.progress is None:
+            return None
+        recent = self.progress.rates()
+        if recent is not None or not self.progress.hours:
+            return recent
+        last = [v for _, v in sorted(self.progress.hours.items())[-24:]]
+        return {
+            "span": len(last) * 3600.0,
+            "visits": sum(v[0] for v in last) / len(last),
+            "versions": sum(v[1] for v in last) / len(last),
+            "bytes_saved": sum(v[2] for v in last) / len(last),
+            "due": int(last[-1][3]),
+            "due_change": int(last[-1][3] - last[0][3]),
+        }
+
+    def url(self, url: str) -> dict[str, Any] | None:
+        """The record of *url* and its visit history in words (None: unknown)."""
+        fps = self.find(url)
+        if not fps:
+            return None
+        queue, fp = fps[0]
+        record = self.frontier.get_record(queue, fp)
+        if record is None:
+            return None
+        return {"record": record_dict(fp, record), "lines": describe(record, self.frontier.clock())}
+
+    # -- steering --------------------------------------------------------
+
+    def forget(self, urls: list[str] | tuple[str, ...] = (), regex: str | None = None) -> list[str]:
+        """Delete these URLs (exact URLs, or every URL *regex* matches anywhere); returns the URLs deleted."""
+        found: list[tuple[str, bytes]] = []
+        for url in urls:
+            found += self.find(url)
+        if regex is not None:
+            pattern = re.compile(regex)
+            found += [(record.queue, fp) for fp, record in self.records() if pattern.search(record.url)]
+        return [record.url for record in self.frontier.forget(found)]
+
+    def export(self) -> Iterator[dict[str, Any]]:
+        """Every readable record, one dict each (``export --format jsonl``)."""
+        for fp, record in self.records():
+            yield record_dict(fp, record)
+
+    def seed(self, urls: list[str]) -> list[dict[str, Any]]:
+        if self.seeder is None:
+            raise ValueError("this frontier takes no seeds")
+        return self.seeder(urls)
+
+    def answer(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """One console request (the control channel's protocol), answered as dicts."""
+        op = request.get("op")
+        if op == "report":
+            yield {"report": self.report()}
+        elif op == "url":
+            yield {"url": self.url(str(request["url"]))}
+        elif op == "seed":
+            yield {"seeded": self.seed([str(u) for u in request.get("urls", [])])}
+        elif op == "forget":
+            yield {"forgotten": self.forget([str(u) for u in request.get("urls", [])], request.get("regex"))}
+        elif op == "export":
+            for data in self.export():
+                yield {"record": data}
+        else:
+            raise ValueError(f"unknown op {op!r}")
+
+
+def file_seeder(state_path: str) -> Seeder:
+    """Seeds for a stopped crawl: appended to the state folder's seeds file,
+    added (through the scheduler, like any request) when the crawl next opens."""
+
+    def seed(urls: list[str]) -> list[dict[str, Any]]:
+        path = os.path.join(state_path, SEEDS_FILE)
+        with open(path, "a", encoding="utf-8", opener=lambda p, f: os.open(p, f, 0o600)) as f:
+            for url in urls:
+                f.write(json.dumps({"url": url}) + "\n")
+        return [{"url": url, "result": "added when the crawl next starts"} for url in urls]
+
+    return seed
+
+
+def take_seeds(state_path: str, seeder: Seeder) -> list[dict[str, Any]]:
+    """Hand the seeds left by ``scrapy frontier seed`` while the crawl was
+    stopped to *seeder*; the file is removed once they are all added."""
+    path = os.path.join(state_path, SEEDS_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return []
+    urls = []
+    for line in lines:
+        try:
+            urls.append(str(json.loads(line)["url"]))
+        except (ValueError, KeyError, TypeError):
+            continue
+    results = seeder(urls)
+    os.unlink(path)
+    return results
+
+
+def describe(record: UrlRecord, now: float) -> list[str]:
+    """A URL's record in words: what is known, its visits, and its next visit."""
+    lines = [
+        f"URL {record.url}",
+        f"host queue {record.queue}; discovered {when(record.discovered)}",
+        f"{record.visits} visits, {record.versions} versions, {record.failures} failures in a row",
+    ]
+    if record.fetched is not None:
+        lines.append(
+            f"last fetched {when(record.fetched)}: status {record.status}, {record.content_type or 'no type'}, "
+            f"{record.size if record.size is not None else '?'} bytes, took {human(record.duration)}"
+            + (f", {human(record.overdue)} overdue" if record.overdue else "")
+        )
+    validators = [f"ETag {record.etag}"] if record.etag else []
+    if record.last_modified:
+        validators.append(f"Last-Modified {record.last_modified}")
+    lines.append("validators: " + (", ".join(validators) if validators else "none"))
+    if record.history:
+        lines.append(f"last {len(record.history)} visits:")
+        previous = None
+        for t, change, status in record.history:
+            gap = f" ({human(t - previous)} after the one before)" if previous is not None else ""
+            lines.append(f"  {when(t)}: status {status}, {change}{gap}")
+            previous = t
+    if record.outcome:
+        lines.append(f"last outcome: {record.outcome}" + (f" ({record.reason})" if record.reason else ""))
+    if record.never:
+        lines.append("next visit: never (failed or disregarded)")
+    else:
+        due = record.next_ms / 1000
+        rel = "due now" if due <= now else f"in {human(due - now)}"
+        why = f"wait {human(record.wait)} chosen by the wait policy" if record.wait is not None else "a new URL"
+        lines.append(f"next visit: {when(due)} ({rel}); {why}")
+    if record.policy:
+        lines.append("the policy's memory of this URL: " + ", ".join(f"{k}={v}" for k, v in record.policy.items()))
+    if record.hint:
+        lines.append(f"a change hint waits for this visit: {record.hint}")
+    if record.noise:
+        lines.append(f"learned noise: {record.noise}")
+    return lines

@@ -1,0 +1,243 @@
+"""What ``scrapy frontier`` does once it runs (see :mod:`.command`).
+
+Where: the state folder is ``--state-dir``, else ``ADAPTIVE_STATE_DIR``,
+else ``<JOBDIR>/adaptive`` (``--jobdir`` or the JOBDIR setting).  How: a
+running crawl is asked over its control socket (:mod:`.control`); when no
+crawl answers, the folder is opened directly (its database lock then keeps a
+crawl from starting meanwhile).  Both paths answer the same requests with
+the same :class:`~.api.FrontierConsole`.
+
+A worker of a shared frontier (its marker names a Redis store) is answered
+from that store, while the rest of the fleet may be running: ``report``,
+``url`` and ``export`` only read; ``forget`` writes one transaction per
+queue (the queue's record, entry, mark and counters, the counts as
+increments), which the queue's holder sees as a missing record when the
+URL's turn comes; ``seed`` goes to the worker's seeds file, added when that
+worker starts again (a running worker, any one of the fleet, adds seeds
+at once).  See docs/shared-frontier.md, "The console".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from ...config.settings import AdaptiveConfig, ConfigError
+from ...frontier import Frontier
+from ...store.base import StoreError
+from ...store.statedir import MARKER, SharedStore, StateDir, StateDirError, open_store, shared_store
+from ..progress import META_KEY as PROGRESS_KEY
+from ..progress import Progress
+from . import control
+from .api import FrontierConsole, file_seeder, human, when
+from .html import render
+
+if TYPE_CHECKING:
+    import argparse
+
+    from scrapy.settings import BaseSettings
+
+
+class ConsoleError(Exception):
+    """Why the command cannot go on: printed as is."""
+
+
+def state_folder(opts: argparse.Namespace, settings: BaseSettings, config: AdaptiveConfig) -> StateDir:
+    path = opts.state_dir or config.state_dir
+    if not path:
+        jobdir = opts.jobdir or settings.get("JOBDIR")
+        if not jobdir:
+            raise ConsoleError(
+                "No state folder given: pass --jobdir DIR (the crawl's JOBDIR), --state-dir DIR, or "
+                "-s JOBDIR=DIR / -s ADAPTIVE_STATE_DIR=DIR."
+            )
+        path = os.path.join(jobdir, "adaptive")
+    state = StateDir(os.path.abspath(os.path.expanduser(str(path))), temporary=False)
+    if not os.path.isfile(state.marker):
+        raise ConsoleError(f"{state.path} is not a scrapy-adaptive state folder (no {MARKER}): no crawl ran there.")
+    return state
+
+
+def answers(state: StateDir, config: AdaptiveConfig, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The answers to *request*: from the running crawl, else from the folder itself."""
+    try:
+        yield from control.ask(state.path, request)
+        return
+    except control.ControlUnavailable:
+        pass
+    except OSError as exc:
+        raise ConsoleError(f"The crawl running on {state.path} did not answer ({exc}).") from exc
+    with open(state.marker, encoding="utf-8") as f:
+        marker = json.load(f)
+    shared = marker_store(state, marker, config)
+    try:
+        store = open_store(
+            state, spider=marker.get("spider"), fingerprinter=marker.get("fingerprinter"), sync=False, shared=shared
+        )
+    except (StateDirError, StoreError) as exc:
+        if "in use by another crawl" in str(exc):
+            raise ConsoleError(
+                f"A crawl holds {state.path} but its control socket does not answer (it is starting or "
+                "stopping, or its state folder path is too long for a socket). Try again in a moment."
+            ) from exc
+        raise ConsoleError(str(exc)) from exc
+    try:
+        frontier = Frontier(store)
+        frontier.load(redeliver=False)
+        console = FrontierConsole(
+            frontier,
+            progress=Progress.from_bytes(store.get_meta(PROGRESS_KEY)),
+            budget_per_day=config.budget,
+            seeder=file_seeder(state.path),
+        )
+        yield from console.answer(request)
+    finally:
+        store.close()
+
+
+def marker_store(state: StateDir, marker: dict[str, Any], config: AdaptiveConfig) -> SharedStore | None:
+    """The shared store the worker's marker names (None: LevelDB in the folder).
+
+    The crawl's ``ADAPTIVE_STORE_*`` settings say how to reach it (the
+    marker's URL has its password hidden); without them, the marker's URL
+    serves when it had no password.  Opening compares the store with the
+    marker, so settings naming another store are refused.
+    """
+    named = marker.get("store")
+    if not isinstance(named, str) or not named:
+        return None
+    configured = shared_store(config, str(marker.get("spider")))
+    if configured is not None:
+        return configured
+    url, _, namespace = named.partition(" ")
+    if ":***@" in url and config.store_password is None:
+        raise ConsoleError(
+            f"The crawl on {state.path} keeps its frontier in the Redis store {named}, which needs a password: "
+            "run scrapy frontier with the crawl's settings (ADAPTIVE_STORE_URL, or ADAPTIVE_STORE_PASSWORD)."
+        )
+    return SharedStore(
+        url,
+        namespace,
+        password=config.store_password,
+        tls_ca=config.store_tls_ca,
+        tls_cert=config.store_tls_cert,
+        tls_key=config.store_tls_key,
+    )
+
+
+def main(action: str, args: list[str], opts: argparse.Namespace, settings: BaseSettings) -> int:
+    try:
+        config = AdaptiveConfig.from_settings(settings)
+        state = state_folder(opts, settings, config)
+        request = build_request(action, args, opts)
+        to_file = action == "export" and opts.output
+        with open(opts.output, "w", encoding="utf-8") if to_file else _stdout() as out:
+            for answer in answers(state, config, request):
+                if "error" in answer:
+                    raise ConsoleError(f"The crawl refused: {answer['error']}")
+                show(action, answer, opts, out, state)
+    except BrokenPipeError:  # `scrapy frontier export | head`
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (Python flushes stdout at exit)
+        return 0
+    except OSError as exc:
+        print(f"scrapy frontier {action}: {exc}", file=sys.stderr)
+        return 1
+    except (ConsoleError, ConfigError) as exc:
+        print(f"scrapy frontier {action}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def build_request(action: str, args: list[str], opts: argparse.Namespace) -> dict[str, Any]:
+    if action == "url":
+        if len(args) != 1:
+            raise ConsoleError("give one URL: scrapy frontier url URL")
+        return {"op": "url", "url": args[0]}
+    if action == "seed":
+        if not args:
+            raise ConsoleError("give the URLs to seed: scrapy frontier seed URL...")
+        return {"op": "seed", "urls": args}
+    if action == "forget":
+        if not args and not opts.regex:
+            raise ConsoleError("give the URLs to forget, or --regex R")
+        return {"op": "forget", "urls": args, "regex": opts.regex}
+    return {"op": action}
+
+
+@contextmanager
+def _stdout() -> Iterator[Any]:
+    yield sys.stdout
+
+
+def show(action: str, answer: dict[str, Any], opts: argparse.Namespace, out: Any, state: StateDir) -> None:
+    if action == "export":
+        out.write(json.dumps(answer["record"], ensure_ascii=False) + "\n")
+        return
+    if opts.json:
+        out.write(json.dumps(answer, ensure_ascii=False, indent=1, default=str) + "\n")
+    elif action == "report":
+        out.write("\n".join(report_lines(answer["report"])) + "\n")
+    elif action == "url":
+        if answer["url"] is None:
+            raise ConsoleError("this URL is not in the frontier")
+        out.write("\n".join(answer["url"]["lines"]) + "\n")
+    elif action == "seed":
+        for row in answer["seeded"]:
+            out.write(f"{row['url']}: {row['result']}\n")
+    elif action == "forget":
+        for url in answer["forgotten"]:
+            out.write(f"forgotten: {url}\n")
+        out.write(f"{len(answer['forgotten'])} URLs forgotten\n")
+    if action == "report" and opts.html:
+        with open(opts.html, "w", encoding="utf-8") as f:
+            f.write(render(answer["report"], title=f"Frontier report: {state.path}"))
+        out.write(f"HTML report written to {opts.html}\n")
+
+
+def report_lines(report: dict[str, Any]) -> list[str]:
+    """The report as text for a terminal."""
+    t = report["totals"]
+    budget = report["budget"]
+    lines = [
+        f"Frontier at {when(report['generated'])}: {t['urls']} URLs in {t['hosts']} hosts, {t['visits']} visits, "
+        f"{t['versions']} versions; {t['due']} due now, {t['never']} never again, {t['forgotten']} forgotten",
+        f"queues: {t['ready']} ready, {t['snoozed']} snoozed, {t['busy']} busy, {t['empty']} empty; "
+        f"overdue p50 {human(t['overdue_p50'])}, p95 {human(t['overdue_p95'])}",
+        "budget: "
+        + ("not set" if budget["set_per_day"] is None else f"{budget['set_per_day']:.0f} revisits/day")
+        + ", spent "
+        + ("-" if budget["spent_per_day"] is None else f"{budget['spent_per_day']:.0f}/day"),
+        "",
+        f"{'host':<32} {'state':<8} {'URLs':>7} {'due':>6} {'visits':>7} {'versions':>8} {'trust':>6} next due",
+    ]
+    for h in report["hosts"][:30]:
+        trust = h.get("trust") or {}
+        rel = trust.get("reliability")
+        lines.append(
+            f"{h['host']:<32} {h['state']:<8} {h['urls']:>7} {h['due']:>6} {h['visits']:>7} {h['versions']:>8} "
+            f"{'-' if rel is None else f'{rel:.2f}':>6} {when(h['next_due'])}"
+        )
+
+    def dist(title: str, classes: list[str], counts: dict[str, int]) -> None:
+        lines.append("")
+        lines.append(f"{title} (of {report['sampled']} records):")
+        for c in classes:
+            if counts.get(c):
+                lines.append(f"  {c:<14} {counts[c]:>7}")
+
+    dist("wait intervals", report["wait_classes"], report["waits"])
+    for kind, counts in report["waits_by_type"].items():
+        lines.append(f"  {kind}: " + ", ".join(f"{c} {counts[c]}" for c in report["wait_classes"] if counts.get(c)))
+    dist("estimated change rates", report["rate_classes"], report["change_rates"])
+    for kind, counts in report["change_rates_by_host"].items():
+        lines.append(f"  {kind}: " + ", ".join(f"{c} {counts[c]}" for c in report["rate_classes"] if counts.get(c)))
+    lines.append("")
+    lines.append("most changing URLs:")
+    lines += [f"  {r['versions']:>4} versions in {r['visits']:>4} visits  {r['url']}" for r in report["top_changing"]]
+    lines.append("never changing URLs:")
+    lines += [f"  {r['visits']:>4} visits  {r['url']}" for r in report["never_changing"]]
+    return lines

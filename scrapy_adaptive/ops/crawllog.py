@@ -1,0 +1,127 @@
+"""The crawl log: one line per visit, in the spirit of Heritrix's crawl.log.
+
+``<state dir>/crawl.log``, columns separated by single spaces::
+
+    2026-11-21T05:31:28.123Z 200 5123 http://127.0.0.1:8731/news/ text/html exact:sha1:3f2a…
+        0.012s wt:45s,3vis,1ver,ov:0.3s unchanged
+
+(one line in the file)
+
+time (UTC), status (``-`` when no response: then the outcome is in the
+annotations), size in bytes (``-`` unknown), URL, media type (``-``),
+digest (``-``), fetch duration, and annotations: ``wt:`` the wait until
+the next visit, visits, versions, ``ov:`` how overdue the visit was, the
+change state, plus ``notModified`` / ``midFetchAbort`` / ``redirect`` /
+``retry`` / ``failed`` / ``disregarded`` where they apply.
+
+Rotated by size (``ADAPTIVE_CRAWL_LOG_MAX_BYTES``, keeping
+``ADAPTIVE_CRAWL_LOG_BACKUPS`` old files) so a crawl that never ends cannot
+fill the disk with it.  A log that cannot be written is reported once and
+then skipped: it never stops the crawl (the records are the truth).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import time
+from typing import TextIO
+
+from ..config.matching import media_type
+from ..model import UrlRecord, Visit
+from ..store.statedir import private_opener
+
+logger = logging.getLogger(__name__)
+
+
+def duration_text(seconds: float | None) -> str:
+    """A short duration for humans: ``0.012s``, ``45s``, ``3h2m``, ``2d4h``."""
+    if seconds is None:
+        return "-"
+    if seconds < 10:
+        return f"{seconds:.3g}s"
+    if seconds < 3600:
+        return f"{seconds:.0f}s"
+    hours, rest = divmod(int(seconds), 3600)
+    if hours < 48:
+        return f"{hours}h{rest // 60}m"
+    return f"{hours // 24}d{hours % 24}h"
+
+
+@functools.lru_cache(maxsize=4)
+def _second_stamp(second: int) -> str:
+    """The UTC stamp of one whole second (a crawl logs many lines a second)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+
+
+def format_line(record: UrlRecord, visit: Visit, now: float) -> str:
+    stamp = _second_stamp(int(now)) + f".{int(now % 1 * 1000):03d}Z"
+    notes = [f"wt:{duration_text(visit.wait)}" if visit.wait is not None else "wt:-", f"{record.visits}vis"]
+    notes.append(f"{record.versions}ver")
+    if visit.overdue is not None:
+        notes.append(f"ov:{duration_text(visit.overdue)}")
+    annotations = [visit.change.value] if record.outcome == "visited" else [str(record.outcome)]
+    annotations += visit.annotations
+    if record.outcome != "visited" and visit.reason:
+        annotations.append(visit.reason.replace(" ", "_")[:120])
+    return " ".join(
+        [
+            stamp,
+            str(visit.status) if visit.status is not None else "-",
+            str(visit.size) if visit.size is not None else "-",
+            record.url,
+            media_type(visit.content_type) or "-",
+            visit.digest or "-",
+            duration_text(visit.duration),
+            ",".join(notes),
+            ",".join(annotations),
+        ]
+    )
+
+
+class CrawlLog:
+    """Appends visit lines to a size-rotated file."""
+
+    def __init__(self, path: str, max_bytes: int, backups: int) -> None:
+        self.path = path
+        self.max_bytes = max_bytes
+        self.backups = backups
+        self._file: TextIO | None = None
+        self._size = 0
+        self._broken = False
+
+    def write(self, record: UrlRecord, visit: Visit, now: float | None = None) -> None:
+        if self._broken:
+            return
+        line = format_line(record, visit, time.time() if now is None else now) + "\n"
+        try:
+            if self._file is None:
+                self._file = open(self.path, "a", encoding="utf-8", buffering=1, opener=private_opener)  # noqa: SIM115
+                self._size = self._file.tell()
+            if self._size + len(line) > self.max_bytes and self._size > 0:
+                self._rotate()
+            self._file.write(line)
+            self._size += len(line.encode("utf-8"))
+        except OSError as exc:
+            self._broken = True
+            logger.error("The crawl log %s cannot be written (%s); it is skipped from now on.", self.path, exc)
+
+    def _rotate(self) -> None:
+        assert self._file is not None
+        self._file.close()
+        if self.backups > 0:
+            for i in range(self.backups - 1, 0, -1):
+                older = f"{self.path}.{i}"
+                if os.path.exists(older):
+                    os.replace(older, f"{self.path}.{i + 1}")
+            os.replace(self.path, f"{self.path}.1")
+        else:
+            os.remove(self.path)
+        self._file = open(self.path, "a", encoding="utf-8", buffering=1, opener=private_opener)  # noqa: SIM115
+        self._size = 0
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None

@@ -1,0 +1,277 @@
+"""The periodic summary of a crawl that never ends: log lines, stats, files.
+
+Every ``ADAPTIVE_LOG_INTERVAL`` and at close, :meth:`Reporter.summary`
+writes the frontier's shape (``adaptive/frontier/*`` stats and one log
+line), the budget line of a budgeted policy, the hosts that cannot get
+through the URLs due before the next summary (Umbrich et al.'s crawl-time
+estimate, :mod:`.frontier.crawltime`), the progress of a crawl that never
+ends (rates per hour, the backlog's trend, the next URL due; the hourly
+series in :mod:`.progress`), ``validators-report.json`` and the HTML report
+``report.html`` in the state folder.  It only reads: the frontier owns every
+figure (the hourly series is saved with it, in its meta).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..change.trust import Trust, TrustBook
+from ..frontier import Frontier
+from ..hosts.crawltime import estimate_hosts
+from ..store.base import Batch, StoreError
+from ..store.statedir import private_opener
+from .console.api import FrontierConsole, human, human_bytes
+from .console.html import render
+from .progress import META_KEY as PROGRESS_KEY
+from .progress import Progress
+
+if TYPE_CHECKING:
+    from scrapy.statscollectors import StatsCollector
+
+logger = logging.getLogger(__name__)
+
+#: the HTML report the running crawl refreshes in the state folder
+REPORT_HTML = "report.html"
+#: the stat of the bytes validators saved (304s and mid-fetch aborts)
+BYTES_SAVED_STAT = "adaptive/validators/bytes_avoided"
+
+#: the frontier shape figures copied to ``adaptive/frontier/*`` stats
+SHAPE_STATS = ("urls", "queues", "ready", "snoozed", "busy", "out", "due", "visits", "versions", "never")
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}s"
+
+
+class Reporter:
+    """Writes the summary; built once per crawl with what it reads from."""
+
+    def __init__(
+        self,
+        frontier: Frontier,
+        stats: StatsCollector,
+        *,
+        allocator: Any,
+        state_path: str,
+        interval: float,
+        progress: Progress | None = None,
+        console: FrontierConsole | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.frontier = frontier
+        self.stats = stats
+        #: the policies' shared rate allocator (None: no budgeted policy)
+        self.allocator = allocator
+        self.state_path = state_path
+        self.interval = interval
+        self.clock = clock
+        self.last = 0.0
+        #: hourly series and recent rates (saved in the frontier's meta)
+        self.progress = progress if progress is not None else Progress()
+        #: builds the HTML report (None: no report file)
+        self.console = console
+
+    def due(self) -> bool:
+        """True when a summary is due."""
+        return self.clock() - self.last >= self.interval
+
+    def summary(self, *, final: bool = False) -> None:
+        self.last = self.clock()
+        shape = self.shape(final=final)
+        self.budget()
+        self.rates(shape)
+        self.crawl_times()
+        self.validators(final=final)
+        self.html()
+
+    def shape(self, *, final: bool = False) -> dict[str, Any]:
+        shape = self.frontier.shape()
+        for name in SHAPE_STATS:
+            self.stats.set_value(f"adaptive/frontier/{name}", shape[name])
+        if shape["quarantined"]:
+            self.stats.set_value("adaptive/quarantined", shape["quarantined"])
+        logger.info(
+            "Frontier%s: %d URLs (%d never) in %d queues: %d ready, %d snoozed, %d busy; %d out; %s%d due now; "
+            "overdue p50 %s p95 %s; %d visits, %d versions%s",
+            " at close" if final else "",
+            shape["urls"],
+            shape["never"],
+            shape["queues"],
+            shape["ready"],
+            shape["snoozed"],
+            shape["busy"],
+            shape["out"],
+            ">" if shape["due_capped"] else "",
+            shape["due"],
+            _seconds(shape["overdue_p50"]),
+            _seconds(shape["overdue_p95"]),
+            shape["visits"],
+            shape["versions"],
+            f"; {shape['quarantined']} quarantined" if shape["quarantined"] else "",
+        )
+        return shape
+
+    def rates(self, shape: dict[str, Any]) -> None:
+        """Progress of a crawl that never ends: visits, versions and bytes
+        saved per hour, how the backlog of due URLs moves, when the next URL
+        is due; the hourly series saved with the frontier."""
+        now = self.clock()
+        allocator = self.allocator
+        budget = None
+        if allocator is not None:
+            budget = allocator.budget if allocator.budget is not None else allocator.planned_rate()
+        self.progress.observe(
+            now,
+            visits=shape["visits"],
+            versions=shape["versions"],
+            bytes_saved=self.stats.get_value(BYTES_SAVED_STAT, 0) or 0,
+            due=shape["due"],
+            budget_per_hour=None if budget is None else budget * 3600,
+        )
+        try:
+            self.frontier.store.write(Batch(meta={PROGRESS_KEY: self.progress.to_bytes()}))
+        except StoreError as exc:  # the crawl is being stopped for it already; a report is not worth a traceback
+            logger.warning("The hourly progress series was not saved: %s", exc)
+        heads = [q.head_time() for q in self.frontier.queues()]
+        next_due = min(heads, default=float("inf"))
+        when = (
+            "none scheduled"
+            if next_due == float("inf")
+            else "now"
+            if next_due <= now
+            else f"in {human(next_due - now)}"
+        )
+        rates = self.progress.rates()
+        if rates is None:
+            logger.info("Progress: %d due; next URL due %s (rates from the next summary on)", shape["due"], when)
+            return
+        for name in ("visits", "versions", "bytes_saved"):
+            self.stats.set_value(f"adaptive/per_hour/{name}", round(rates[name], 1))
+        logger.info(
+            "Progress over the last %s: %.0f visits/h, %.0f versions/h, %s saved/h by validators; "
+            "backlog %d due (%+d); next URL due %s",
+            human(rates["span"]),
+            rates["visits"],
+            rates["versions"],
+            human_bytes(rates["bytes_saved"]),
+            rates["due"],
+            rates["due_change"],
+            when,
+        )
+
+    def html(self) -> None:
+        """Refresh ``report.html`` in the state folder (written whole, then renamed)."""
+        if self.console is None:
+            return
+        path = os.path.join(self.state_path, REPORT_HTML)
+        try:
+            page = render(self.console.report(), title=f"Frontier report: {self.state_path}")
+            with open(path + ".tmp", "w", encoding="utf-8", opener=private_opener) as f:
+                f.write(page)
+            os.replace(path + ".tmp", path)
+        except OSError as exc:
+            logger.warning("Cannot write %s: %s", path, exc)
+
+    def budget(self) -> None:
+        """With a budgeted policy: the budget, what is spent, and the hosts
+        whose politeness keeps their URLs from the visits they need."""
+        allocator = self.allocator
+        if allocator is None:
+            return
+        realised = allocator.realised_rate()
+        capped = allocator.capped_hosts()
+        # without ADAPTIVE_BUDGET the plan follows the target precision: report what it plans
+        budget = allocator.budget if allocator.budget is not None else allocator.planned_rate()
+        self.stats.set_value("adaptive/budget/per_day", round(budget * 86_400, 1))
+        if realised is not None:
+            self.stats.set_value("adaptive/budget/realised_per_day", round(realised * 86_400, 1))
+        self.stats.set_value("adaptive/budget/capped_hosts", len(capped))
+        worst = sorted(capped.items(), key=lambda kv: -kv[1])[:5]
+        logger.info(
+            "Budget: %.0f revisits/day%s, spending %s; %d hosts chronically overdue (politeness caps their visits)%s",
+            budget * 86_400,
+            "" if allocator.budget is not None else " planned (no ADAPTIVE_BUDGET)",
+            "-" if realised is None else f"{realised * 86_400:.0f}/day",
+            len(capped),
+            (": " + ", ".join(f"{h} ({r:.1f}x too rare)" for h, r in worst)) if worst else "",
+        )
+
+    def crawl_times(self) -> None:
+        """Per host, how long one pass over the URLs due before the next
+        summary takes: a host that needs longer falls further behind at
+        every summary, whatever the wait policy asks of it."""
+        politeness = self.frontier.politeness
+        rows = estimate_hosts(
+            self.frontier.queues(),
+            self.frontier.store,
+            self.frontier.fetch_times,
+            now=self.clock(),
+            horizon=self.interval,
+            delay_factor=politeness.delay_factor,
+            min_delay=politeness.min_delay,
+            max_delay=politeness.max_delay,
+        )
+        # only measured hosts: a host not fetched since the start would be
+        # judged on the paper's 2 s default fetch time, not on what it does
+        behind = [r for r in rows if r.overdue and r.measured]
+        self.stats.set_value("adaptive/hosts/with_due", len(rows))
+        self.stats.set_value("adaptive/hosts/overdue", len(behind))
+        self.stats.set_value("adaptive/hosts/max_load", round(rows[0].load, 2) if rows else 0.0)
+        if behind:
+            logger.info(
+                "Hosts: %d of %d cannot get through the URLs due within %.0fs: %s",
+                len(behind),
+                len(rows),
+                self.interval,
+                ", ".join(
+                    f"{r.queue} ({r.docs} due, one pass {r.crawl_time:.0f}s = {r.load:.1f}x; "
+                    f"fetch {r.fetch_time:.2f}s + wait {r.wait:.2f}s, {r.threads:.2f} threads)"
+                    for r in behind[:5]
+                ),
+            )
+
+    def validators(self, *, final: bool = False) -> None:
+        """Per host, how far its validators proved right (Clausen's
+        reliability and usefulness), in ``validators-report.json`` in the
+        state folder; a summary line in the log at close."""
+        params = self.frontier.trust_params
+        books = {host: TrustBook(data) for host, data in sorted(self.frontier.trust_report(classes=True).items())}
+        trusts = {host: book.host() for host, book in books.items()}
+
+        def scored(trust: Trust) -> dict[str, Any]:
+            return {
+                **trust.to_dict(),
+                "reliability": trust.reliability,
+                "usefulness": trust.usefulness,
+                "verify_rate": trust.verify_rate(params),
+            }
+
+        report: dict[str, dict[str, Any]] = {}
+        for host, book in books.items():
+            report[host] = {**scored(trusts[host]), "classes": {k: scored(t) for k, t in book.classes().items()}}
+        if not report:
+            return
+        path = os.path.join(self.state_path, "validators-report.json")
+        try:
+            with open(path + ".tmp", "w", encoding="utf-8", opener=private_opener) as f:
+                json.dump(report, f, indent=1, sort_keys=True)
+            os.replace(path + ".tmp", path)
+        except OSError as exc:
+            logger.warning("Cannot write %s: %s", path, exc)
+        if final:
+            lies = sum(t.lies for t in trusts.values())
+            classes = [t for book in books.values() for t in book.classes().values()]
+            trusted = sum(1 for t in classes if t.verify_rate(params) < 1)
+            logger.info(
+                "Validators: %d hosts scored, %d of their %d classes of URLs trusted, %d lies caught (per host: %s)",
+                len(report),
+                trusted,
+                len(classes),
+                lies,
+                path,
+            )

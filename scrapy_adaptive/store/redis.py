@@ -1,0 +1,496 @@
+"""A shared implementation of :class:`~.store.Store` on Redis (redis-py).
+
+Selected by ``ADAPTIVE_STORE_URL`` (``redis://`` or ``rediss://``; for a
+Redis Cluster ``redis+cluster://`` or ``rediss+cluster://`` and any node's
+address); the package's optional extra ``scrapy-adaptive[redis]`` installs
+redis-py.
+
+Layout, every key under the *namespace* (``adaptive:<spider>`` by default)::
+
+    <ns>:{<queue>}:q   sorted set, all scores 0: the queue's entries as members
+                       <255-directive><next_ms, 8 bytes big-endian><fp>, so
+                       ZRANGEBYLEX returns them in LevelDB's key order
+    <ns>:{<queue>}:c   hash: the queue's counters, one field per counter key
+    <ns>:{<queue>}:lease  string: the worker holding the queue (expires)
+    <ns>:{<queue>}:u:<fp> string: a URL's record (the bytes the frontier wrote)
+    <ns>:{<queue>}:p   hash: fp -> pending-delivery mark
+    <ns>:{<queue>}:x   hash: fp -> raw bytes of a quarantined record
+    <ns>:hosts         set: every queue name
+    <ns>:workers       sorted set: worker -> its last heartbeat (ms)
+    <ns>:m             hash: state-wide facts (format, spider, policies' aggregates)
+
+The braces are a Redis Cluster *hash tag*: every key of one queue (its
+entries, counters, lease, records, marks) is in one slot, so a batch about
+one queue is one transaction on one Cluster node.  Only three keys are
+outside any queue: the host index, the worker list and the facts.
+
+**Batches on a Cluster** (:meth:`RedisStore.write`).  A standalone Redis
+applies a whole batch in one ``MULTI``/``EXEC``.  A Cluster cannot run a
+transaction across slots, so a batch is split by queue, each part one
+transaction in its queue's slot, the facts (``<ns>:m``) one more.  What the
+frontier writes about one URL is always about one queue, so each URL's
+record, entry, mark and its queue's counters still change together; only
+batches about several queues (``forget``, a delivery confirmation, the
+re-delivery at a start) become one transaction per queue, each of which
+is complete on its own: a forget cut short forgets some URLs and can be
+run again, a confirmation cut short leaves some marks, whose versions are
+delivered again (at least once, as promised).  A new queue's name is added
+to the host index (``SADD``, idempotent) *before* its first transaction: a
+name without counters reads as an empty queue, a queue never goes missing.
+
+Values are bytes in, bytes out: nothing is pickled or unpickled, ever.
+
+**Counters shared by workers.**  The contract writes a queue's counters as
+a whole row; several workers writing whole rows would undo each other's
+counts.  So this store writes the *difference* between the row and the one
+this worker last read or wrote for the queue (its baseline): counts
+(:data:`ADDITIVE`) with ``HINCRBY``, other facts (Crawl-delay, politeness
+wait, trust) only when this worker changed them.  Every worker's counts
+add up, whoever holds the queue.
+
+**Host leases** (:class:`~.sharing.LeaseBoard`): a queue is worked by the
+worker holding ``<ns>:{<queue>}:lease`` (``SET NX PX``, renewed every
+second, given back at a clean stop, lapsing after a ``kill -9``).
+
+Atomicity and durability: every :meth:`RedisStore.write` is one
+``MULTI``/``EXEC`` transaction, applied by Redis all at once.  With the
+append-only file on (``appendonly yes``), Redis writes the transaction to
+the AOF before it answers, so a Redis killed and restarted keeps everything
+a worker was told was written; a transaction cut at the AOF's end is
+dropped whole at load.  An unreachable Redis raises :class:`StoreError`
+with the URL (password hidden) and nothing is half-written: ``EXEC`` either
+reached the server or the transaction never started.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Collection, Iterator
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from ..frontier.hostqueue import FORGOTTEN_KEY, NEVER_KEY, QUARANTINED_KEY, URLS_KEY, VERSIONS_KEY, VISITS_KEY
+from . import keys
+from .base import Batch, Conflict, Store, StoreError
+
+try:  # the optional extra
+    import redis
+except ImportError:  # pragma: no cover - exercised by the refusal message
+    redis = None  # type: ignore[assignment]
+
+#: renew a lease only if it is still ours, in one step
+_RENEW = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0"
+#: give a lease up only if it is still ours
+_RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
+#: the counter keys written as increments: every worker's counts add up
+ADDITIVE = frozenset((URLS_KEY, NEVER_KEY, VISITS_KEY, VERSIONS_KEY, QUARANTINED_KEY, FORGOTTEN_KEY))
+#: host names read per pipelined round trip
+_CHUNK = 500
+
+
+def redacted(url: str) -> str:
+    """*url* without its password, for messages and logs.
+
+    >>> redacted("redis://:s3cret@127.0.0.1:6379/0")
+    'redis://:***@127.0.0.1:6379/0'
+    >>> redacted("rediss://user:pw@example.org/2")
+    'rediss://user:***@example.org/2'
+    >>> redacted("redis://127.0.0.1:6379/0")
+    'redis://127.0.0.1:6379/0'
+    """
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, f"{user}:***@{host}", parts.path, parts.query, parts.fragment))
+
+
+def _member(directive: int, next_ms: int, fp: bytes) -> bytes:
+    """A queue entry as a sorted-set member: the LevelDB key without its queue prefix."""
+    return keys.queue_entry_key("", directive, next_ms, fp)[len(keys.queue_prefix("")) :]
+
+
+def _decode_member(member: bytes) -> tuple[int, int, bytes]:
+    return keys.decode_queue_entry(keys.queue_prefix("") + member, "")
+
+
+class RedisStore(Store):
+    """A :class:`Store` in one Redis database, shared by every worker that opens it.
+
+    *url* is a redis-py URL (``redis://[[user]:password@]host[:port][/db]``,
+    ``rediss://`` for TLS); *password*, *tls_ca*, *tls_cert*, *tls_key*
+    override or add to what it says.  The connection is checked with a
+    ``PING`` at once, so a wrong address or password is refused at open.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        namespace: str = "adaptive",
+        password: str | None = None,
+        tls_ca: str | None = None,
+        tls_cert: str | None = None,
+        tls_key: str | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        if redis is None:
+            raise StoreError(
+                f"ADAPTIVE_STORE_URL is {redacted(url)} but redis-py is not installed: "
+                "pip install 'scrapy-adaptive[redis]'"
+            )
+        scheme = urlsplit(url).scheme
+        if scheme not in ("redis", "rediss", "redis+cluster", "rediss+cluster"):
+            raise StoreError(
+                f"ADAPTIVE_STORE_URL ({redacted(url)!r}) must start with redis:// or rediss:// "
+                "(redis+cluster:// or rediss+cluster:// for a Redis Cluster)"
+            )
+        #: a Redis Cluster: batches are split by hash slot (see the module docstring)
+        self.cluster = scheme.endswith("+cluster")
+        scheme = scheme.removesuffix("+cluster")
+        self.url = redacted(url)
+        self.namespace = namespace
+        options: dict[str, object] = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+        if password is not None:
+            options["password"] = password
+        if scheme == "rediss":
+            options.update(
+                {k: v for k, v in (("ssl_ca_certs", tls_ca), ("ssl_certfile", tls_cert), ("ssl_keyfile", tls_key)) if v}
+            )
+        try:
+            if self.cluster:
+                # redis-py finds every node from the one named
+                plain = urlunsplit((scheme, *urlsplit(url)[1:]))
+                self._redis = redis.RedisCluster.from_url(plain, **options)  # type: ignore[arg-type]
+            else:
+                self._redis = redis.Redis.from_url(url, **options)  # type: ignore[arg-type]
+            self._redis.ping()
+        except (redis.RedisError, ValueError, OSError) as exc:
+            raise self._error("Connecting to", exc) from exc
+        ns = namespace
+        self._hosts_key = f"{ns}:hosts"
+        self._workers_key = f"{ns}:workers"
+        self._meta_key = f"{ns}:m"
+        #: queue -> the counters row this worker last read or wrote (see the module docstring)
+        self._baseline: dict[str, dict[str, Any]] = {}
+
+    def _error(self, doing: str, exc: BaseException) -> StoreError:
+        if (
+            redis is not None
+            and isinstance(exc, redis.AuthenticationError | redis.ResponseError)
+            and ("auth" in str(exc).lower() or "password" in str(exc).lower())
+        ):
+            return StoreError(
+                f"Redis at {self.url} refused the password ({exc}): set the password in ADAPTIVE_STORE_URL "
+                "(redis://:password@host:port/db) or ADAPTIVE_STORE_PASSWORD"
+            )
+        return StoreError(
+            f"{doing} the Redis store at {self.url} failed ({type(exc).__name__}: {exc}). Nothing was half-written: "
+            "start Redis (or fix ADAPTIVE_STORE_URL) and run the crawl again; it resumes from the last write "
+            "Redis acknowledged"
+        )
+
+    def _queue_key(self, queue: str, kind: str = "q") -> bytes:
+        # the hash tag: one queue's keys in one Cluster slot
+        return f"{self.namespace}:{{{queue}}}:{kind}".encode()
+
+    def _record_key(self, queue: str, fp: bytes) -> bytes:
+        return self._queue_key(queue, "u:") + fp
+
+    def _call(self, doing: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run one redis-py call; its failure becomes a :class:`StoreError` saying what failed."""
+        try:
+            return fn(*args, **kwargs)
+        except redis.RedisError as exc:
+            raise self._error(doing, exc) from exc
+
+    # -- reads -----------------------------------------------------------------
+
+    def get_record(self, queue: str, fp: bytes) -> bytes | None:
+        return self._call("Reading from", self._redis.get, self._record_key(queue, fp))
+
+    def queue_entries(
+        self, queue: str, *, limit: int, start: tuple[int, int, bytes] | None = None
+    ) -> Iterator[tuple[int, int, bytes]]:
+        low = b"-" if start is None else b"[" + _member(*start)
+        members = self._call(
+            "Reading from", self._redis.zrangebylex, self._queue_key(queue), low, b"+", start=0, num=limit
+        )
+        for member in members:
+            yield _decode_member(member)
+
+    def count_due(self, queue: str, now_ms: int, *, limit: int) -> int:
+        # Members sort by inverted directive, then time: for each directive
+        # level present, count its members up to now with one ZLEXCOUNT.
+        key = self._queue_key(queue)
+        count = 0
+        level = 0
+        while level <= keys.MAX_DIRECTIVE and count < limit:
+            first = self._call(
+                "Reading from", self._redis.zrangebylex, key, b"[" + bytes((level,)), b"+", start=0, num=1
+            )
+            if not first:
+                break
+            level = first[0][0]
+            head = bytes((level,))
+            upto = head + keys._TIME.pack(min(now_ms, keys.NEVER_MS)) + b"\xff" * 64
+            count += self._call("Reading from", self._redis.zlexcount, key, b"[" + head, b"[" + upto)
+            level += 1
+        return min(count, limit)
+
+    def hosts(self) -> Iterator[tuple[str, bytes]]:
+        """Every queue's counters; each row read becomes this worker's baseline."""
+        for name, row in self.counter_rows():
+            self._baseline[name] = row
+            yield name, _row_bytes(row)
+
+    def get_host(self, queue: str) -> bytes | None:
+        row = self._rows([queue])[0]
+        if row is None:
+            return None
+        self._baseline[queue] = row
+        return _row_bytes(row)
+
+    def counter_rows(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every queue's counters as read, without touching the baselines (checkpoints, tools)."""
+        for chunk in self._chunks(self.host_names()):
+            for name, row in zip(chunk, self._rows(chunk), strict=True):
+                if row is not None:
+                    yield name, row
+
+    def host_names(self) -> Iterator[str]:
+        cursor = 0
+        while True:
+            cursor, found = self._call("Reading from", self._redis.sscan, self._hosts_key, cursor, None, 1000)
+            for name in found:
+                yield name.decode("utf-8")
+            if cursor == 0:
+                return
+
+    def host_count(self) -> int:
+        return int(self._call("Reading from", self._redis.scard, self._hosts_key))
+
+    @staticmethod
+    def _chunks(names: Iterator[str]) -> Iterator[list[str]]:
+        chunk: list[str] = []
+        for name in names:
+            chunk.append(name)
+            if len(chunk) >= _CHUNK:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
+
+    def _rows(self, names: list[str]) -> list[dict[str, Any] | None]:
+        """The counters of *names* (None: a queue never written; an empty row is a row)."""
+        pipe = self._redis.pipeline(transaction=False)
+        for name in names:
+            pipe.hgetall(self._queue_key(name, "c"))
+            pipe.sismember(self._hosts_key, name)
+        answers = self._call("Reading from", pipe.execute)
+        rows: list[dict[str, Any] | None] = []
+        for raw, known in zip(answers[::2], answers[1::2], strict=True):
+            rows.append({k.decode(): json.loads(v) for k, v in raw.items()} if known else None)
+        return rows
+
+    def get_meta(self, name: str) -> bytes | None:
+        return self._call("Reading from", self._redis.hget, self._meta_key, name)
+
+    def pending(self, queues: Collection[str] | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """Every queue's marks, or *queues*' (one pipelined ``HGETALL`` per queue)."""
+        yield from self._queue_hashes("p", queues)
+
+    def records(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every record, by ``SCAN`` (of every primary node on a Cluster)."""
+        prefix = f"{self.namespace}:{{".encode()
+        glob = prefix.replace(b"[", b"\\[").replace(b"*", b"\\*").replace(b"?", b"\\?") + b"*}:u:*"
+        keys_found = self._call("Reading from", self._redis.scan_iter, match=glob, count=1000)
+        while True:
+            found = self._call("Reading from", lambda: [k for _, k in zip(range(_CHUNK), keys_found)])
+            yield from self._values(prefix, found)
+            if len(found) < _CHUNK:
+                return
+
+    def _values(self, prefix: bytes, found: list[bytes]) -> Iterator[tuple[bytes, bytes]]:
+        pipe = self._redis.pipeline(transaction=False)
+        for key in found:
+            pipe.get(key)
+        for key, value in zip(found, self._call("Reading from", pipe.execute) if found else [], strict=True):
+            if value is not None:
+                # <ns>:{<queue>}:u:<fp>: the fingerprint follows the first "}:u:"
+                yield key[len(prefix) :].split(b"}:u:", 1)[1], value
+
+    def quarantined(self) -> Iterator[tuple[bytes, bytes]]:
+        yield from self._queue_hashes("x")
+
+    def _queue_hashes(self, kind: str, queues: Collection[str] | None = None) -> Iterator[tuple[bytes, bytes]]:
+        for chunk in self._chunks(self.host_names() if queues is None else iter(sorted(queues))):
+            pipe = self._redis.pipeline(transaction=False)
+            for name in chunk:
+                pipe.hgetall(self._queue_key(name, kind))
+            for found in self._call("Reading from", pipe.execute):
+                yield from found.items()
+
+    # -- the one write -----------------------------------------------------------
+
+    def write(self, batch: Batch) -> None:
+        rows = {queue: json.loads(raw) for queue, raw in batch.hosts.items()}
+        new = [queue for queue in rows if queue not in self._baseline]
+        if not self.cluster:
+            self._transaction(batch, rows, new)
+            return
+        if new:  # the index first (see "Batches on a Cluster")
+            self._call("Writing to", self._redis.sadd, self._hosts_key, *new)
+        for part in split_by_queue(batch):
+            self._transaction(part, {q: rows[q] for q in part.hosts}, [])
+
+    def _transaction(self, batch: Batch, rows: dict[str, dict[str, Any]], new: list[str]) -> None:
+        """*batch* in one ``MULTI``/``EXEC`` (on a Cluster, its keys are in one slot)."""
+        try:
+            with self._redis.pipeline(transaction=True) as pipe:
+                if batch.absent:
+                    # a new URL: written only if no other worker wrote it since
+                    # this one looked (WATCH makes EXEC fail if one does now)
+                    watched = [self._record_key(queue, fp) for queue, fp in batch.absent]
+                    pipe.watch(*watched)
+                    if pipe.exists(*watched):
+                        raise Conflict(f"a record that must be new exists in {self.url}")
+                    pipe.multi()
+                if new:
+                    pipe.sadd(self._hosts_key, *new)
+                self._queue_writes(pipe, batch, rows)
+                if not len(pipe):
+                    return
+                pipe.execute()
+        except redis.WatchError as exc:
+            raise Conflict(f"another worker wrote a new record first in {self.url}") from exc
+        except redis.RedisError as exc:
+            raise self._error("Writing to", exc) from exc
+        self._baseline.update(rows)
+
+    def _queue_writes(self, pipe: Any, batch: Batch, rows: dict[str, dict[str, Any]]) -> None:
+        for queue, directive, next_ms, fp in batch.entries_deleted:
+            pipe.zrem(self._queue_key(queue), _member(directive, next_ms, fp))
+        for queue, directive, next_ms, fp in batch.entries_put:
+            pipe.zadd(self._queue_key(queue), {_member(directive, next_ms, fp): 0})
+        for (queue, fp), raw in batch.quarantined.items():
+            pipe.hset(self._queue_key(queue, "x"), fp, raw)
+            pipe.delete(self._record_key(queue, fp))
+        for queue, fp in batch.records_deleted:
+            pipe.delete(self._record_key(queue, fp))
+        for (queue, fp), raw in batch.records.items():
+            pipe.set(self._record_key(queue, fp), raw)
+        for queue, row in rows.items():
+            self._write_row(pipe, queue, row)
+        if batch.meta:
+            pipe.hset(self._meta_key, mapping=batch.meta)  # type: ignore[arg-type]
+        for (queue, fp), mark in batch.pending.items():
+            if mark is None:
+                pipe.hdel(self._queue_key(queue, "p"), fp)
+            else:
+                pipe.hset(self._queue_key(queue, "p"), fp, mark)
+
+    def _write_row(self, pipe: Any, queue: str, row: dict[str, Any]) -> None:
+        """Queue the difference between *row* and this worker's baseline (see the module docstring)."""
+        key = self._queue_key(queue, "c")
+        old = self._baseline.get(queue) or {}
+        for name in row.keys() | old.keys():
+            new_value, old_value = row.get(name), old.get(name)
+            if name in ADDITIVE:
+                delta = int(new_value or 0) - int(old_value or 0)
+                if delta:
+                    pipe.hincrby(key, name, delta)
+            elif new_value != old_value:
+                if new_value is None:
+                    pipe.hdel(key, name)
+                else:
+                    pipe.hset(key, name, json.dumps(new_value, separators=(",", ":")))
+
+    # -- host leases (the LeaseBoard of .sharing) -------------------------------------
+
+    def acquire(self, queues: list[str], worker: str, ttl: float) -> list[str]:
+        """The queues of *queues* nobody held, now held by *worker* for *ttl* seconds."""
+        pipe = self._redis.pipeline(transaction=False)
+        for queue in queues:
+            pipe.set(self._queue_key(queue, "lease"), worker, nx=True, px=_ms(ttl))
+        taken = self._call("Leasing hosts in", pipe.execute)
+        return [queue for queue, ok in zip(queues, taken, strict=True) if ok]
+
+    def renew(self, queues: list[str], worker: str, ttl: float) -> list[str]:
+        """Extend *worker*'s leases; return the queues whose lease it lost."""
+        pipe = self._redis.pipeline(transaction=False)
+        for queue in queues:
+            # execute_command: redis-py's cluster pipeline has no eval()
+            pipe.execute_command("EVAL", _RENEW, 1, self._queue_key(queue, "lease"), worker, _ms(ttl))
+        kept = self._call("Renewing host leases in", pipe.execute)
+        return [queue for queue, ok in zip(queues, kept, strict=True) if not ok]
+
+    def release(self, queues: list[str], worker: str) -> None:
+        pipe = self._redis.pipeline(transaction=False)
+        for queue in queues:
+            pipe.execute_command("EVAL", _RELEASE, 1, self._queue_key(queue, "lease"), worker)
+        self._call("Releasing host leases in", pipe.execute)
+
+    def holder(self, queue: str) -> str | None:
+        raw = self._call("Reading from", self._redis.get, self._queue_key(queue, "lease"))
+        return None if raw is None else raw.decode("utf-8", "replace")
+
+    def heartbeat(self, worker: str, ttl: float) -> list[str]:
+        """Say *worker* is alive (server time); return the workers that are."""
+        if self.cluster:  # one clock for every worker: the node holding the list's
+            node = self._redis.get_node_from_key(self._workers_key)
+            seconds, micros = self._call("Reading from", self._redis.time, target_nodes=node)
+        else:
+            seconds, micros = self._call("Reading from", self._redis.time)
+        now = seconds * 1000 + micros // 1000
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.zadd(self._workers_key, {worker: now})
+        pipe.zremrangebyscore(self._workers_key, "-inf", now - _ms(ttl))
+        pipe.zrange(self._workers_key, 0, -1)
+        return [name.decode("utf-8", "replace") for name in self._call("Writing to", pipe.execute)[-1]]
+
+    def leave(self, worker: str) -> None:
+        self._call("Writing to", self._redis.zrem, self._workers_key, worker)
+
+    def close(self) -> None:
+        self._redis.close()
+
+
+def split_by_queue(batch: Batch) -> list[Batch]:
+    """*batch* as one batch per queue it touches, plus one for its facts:
+    each part's keys share a Cluster hash slot (see the module docstring)."""
+    parts: dict[str | None, Batch] = {}
+
+    def part(queue: str | None) -> Batch:
+        return parts.setdefault(queue, Batch())
+
+    for entry in batch.entries_deleted:
+        part(entry[0]).entries_deleted.append(entry)
+    for entry in batch.entries_put:
+        part(entry[0]).entries_put.append(entry)
+    for where, raw in batch.records.items():
+        part(where[0]).records[where] = raw
+    for where, raw in batch.quarantined.items():
+        part(where[0]).quarantined[where] = raw
+    for where, mark in batch.pending.items():
+        part(where[0]).pending[where] = mark
+    for where in batch.absent:
+        part(where[0]).absent.append(where)
+    for where in batch.records_deleted:
+        part(where[0]).records_deleted.append(where)
+    for queue, raw in batch.hosts.items():
+        part(queue).hosts[queue] = raw
+    if batch.meta:
+        part(None).meta.update(batch.meta)
+    return list(parts.values())
+
+
+def _ms(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
+
+
+def _row_bytes(row: dict[str, Any]) -> bytes:
+    return json.dumps(row, separators=(",", ":")).encode()

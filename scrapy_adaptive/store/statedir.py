@@ -1,0 +1,454 @@
+"""Finding, claiming and checking the state folder.
+
+Layout of ``ADAPTIVE_STATE_DIR``::
+
+    ADAPTIVE_STATE.json   what wrote this folder: format, spider, fingerprinter,
+                          and the last checkpoint (see below)
+    frontier.ldb/         the LevelDB database (records, queues, counters)
+    crawl.log             one line per visit (rotated), when enabled
+    validators-report.json  the hosts' validator track records
+
+The folder is checked before anything is written: a folder of another
+spider, another request fingerprinter, a newer format, or one that is not a
+scrapy-adaptive folder at all is refused with a message.  Nothing is ever
+reset silently: once the marker exists, the database is opened without
+``create_if_missing``, so a lost ``CURRENT`` file or an emptied
+``frontier.ldb/`` is refused (LevelDB would otherwise start an empty
+database and delete the old tables).  The default is ``<JOBDIR>/adaptive``;
+Scrapyd gives every job a new JOBDIR, so long crawls under Scrapyd set
+``ADAPTIVE_STATE_DIR`` to a fixed absolute path.
+
+**Permissions.**  A new folder is created ``0700`` (its database folder too)
+and the files we write ourselves ``0600``: stored requests may carry
+cookies.  LevelDB creates its own files with the process umask; inside a
+``0700`` folder nobody else can reach them, and the ones present at open
+are set to ``0600``.  An existing folder that others can read is *not*
+changed behind the user's back: a warning names it and the ``chmod`` to run.
+
+**Checkpoint: detecting a rollback.**  LevelDB's ``paranoid_checks``
+refuses a damaged log or manifest, and block checksums catch a garbled
+table at its first read, but a write-ahead log cut at a record boundary
+looks exactly like a crash while writing: LevelDB drops the tail and opens,
+silently older.  So the marker keeps a *checkpoint*: the number of URLs
+known (quarantined and forgotten ones included) and of visits recorded, both of which
+only ever grow, and whether it was written at a clean close.  The counts
+are the frontier's per-queue counters (``h/`` rows, written in the same
+atomic batch as every record), summed at open anyway: a checkpoint costs
+nothing to compute.  It is written at open (``clean: false``), every
+:data:`CHECKPOINT_INTERVAL` seconds while the counts move, and at a clean
+close (``clean: true``); never after a failed write (the in-memory counts
+may then exceed what the database holds).
+
+The rule at open, with *C* the checkpoint and *D* the database's counts:
+
+* *D* below *C* in URLs or visits: writes that were confirmed are gone
+  (a cut log, an older copy restored over the folder, a power loss without
+  ``ADAPTIVE_STATE_SYNC``).  Refused, nothing changed; the message says how
+  to accept the loss.  This holds after a ``kill -9`` too: every write
+  counted in a checkpoint had been handed to the OS before the checkpoint
+  was written, so a killed process loses none of it and LevelDB's log
+  replay brings *D* to at least *C*.
+* *D* above *C*: normal after an unclean stop (writes after the last
+  checkpoint); after a clean close it means something wrote to the database
+  since, which is reported and accepted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..frontier.hostqueue import FORGOTTEN_KEY, QUARANTINED_KEY, URLS_KEY, VISITS_KEY
+from .base import Batch, Store, StoreError
+from .leveldb import LevelDBStore
+
+if TYPE_CHECKING:
+    from ..config.settings import AdaptiveConfig
+
+logger = logging.getLogger(__name__)
+
+FORMAT = 1
+MARKER = "ADAPTIVE_STATE.json"
+DATABASE = "frontier.ldb"
+CHECKPOINT = "checkpoint"
+#: the meta entry of a shared store that plays the marker's part (spider, fingerprinter, format)
+IDENTITY = "identity"
+#: seconds between two checkpoints while the counts move (an fsync each)
+CHECKPOINT_INTERVAL = 10.0
+
+
+class StateDirError(RuntimeError):
+    """The state folder cannot be used; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class StateDir:
+    path: str
+    temporary: bool
+
+    @property
+    def database(self) -> str:
+        return os.path.join(self.path, DATABASE)
+
+    @property
+    def marker(self) -> str:
+        return os.path.join(self.path, MARKER)
+
+
+def resolve(state_dir: str | None, jobdir: str | None) -> StateDir:
+    """Where the state lives: the setting, else ``<JOBDIR>/adaptive``, else a temp dir."""
+    if state_dir:
+        return StateDir(os.path.abspath(os.path.expanduser(state_dir)), temporary=False)
+    if jobdir:
+        return StateDir(os.path.abspath(os.path.join(jobdir, "adaptive")), temporary=False)
+    path = tempfile.mkdtemp(prefix="scrapy-adaptive-")
+    logger.warning(
+        "Neither JOBDIR nor ADAPTIVE_STATE_DIR is set: the frontier lives in the temporary folder %s and "
+        "nothing will survive this process. Run with -s JOBDIR=<folder> to keep the crawl.",
+        path,
+    )
+    return StateDir(path, temporary=True)
+
+
+def private_opener(path: str, flags: int) -> int:
+    """``open(..., opener=private_opener)``: a new file is created ``0600``."""
+    return os.open(path, flags, 0o600)
+
+
+def _claim_folder(state: StateDir) -> None:
+    """Create the folder ``0700``, or warn if an existing one is open to others."""
+    try:
+        os.makedirs(state.path, mode=0o700, exist_ok=True)
+        mode = os.stat(state.path).st_mode & 0o777
+    except OSError as exc:
+        raise StateDirError(f"ADAPTIVE_STATE_DIR {state.path} cannot be created: {exc}") from exc
+    if mode & 0o077:
+        logger.warning(
+            "The state folder %s can be read by other users (mode %o) and its stored requests may carry cookies "
+            "or credentials: run chmod 700 %s (scrapy-adaptive does not change an existing folder's permissions).",
+            state.path,
+            mode,
+            state.path,
+        )
+
+
+def _private_database_files(path: str) -> None:
+    """Set LevelDB's files present now to ``0600`` (new ones sit in a ``0700`` folder)."""
+    try:
+        for name in os.listdir(path):
+            file = os.path.join(path, name)
+            if os.path.isfile(file) and os.stat(file).st_mode & 0o077:
+                os.chmod(file, 0o600)
+    except OSError as exc:
+        logger.warning("Could not make the files of %s private: %s", path, exc)
+
+
+@dataclass(frozen=True)
+class SharedStore:
+    """Where a shared (Redis) frontier lives: ``ADAPTIVE_STORE_*`` settings."""
+
+    url: str
+    namespace: str
+    #: seconds a worker's host leases last unless renewed
+    lease: float = 10.0
+    password: str | None = None
+    tls_ca: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+
+
+def worker_name(state_path: str) -> str:
+    """How a worker is named in a shared store's leases: machine, process, state folder."""
+    return f"{socket.gethostname()}:{os.getpid()}:{state_path}"
+
+
+def worker_home(state_path: str) -> str:
+    """A worker as it stays across its restarts: machine and state folder (no process id)."""
+    return f"{socket.gethostname()}:{state_path}"
+
+
+def shared_store(config: AdaptiveConfig, spider: str) -> SharedStore | None:
+    """The ``ADAPTIVE_STORE_*`` settings of *config* (None: LevelDB in the folder)."""
+    if config.store_url is None:
+        return None
+    return SharedStore(
+        config.store_url,
+        config.store_namespace or f"adaptive:{spider}",
+        lease=config.store_lease,
+        password=config.store_password,
+        tls_ca=config.store_tls_ca,
+        tls_cert=config.store_tls_cert,
+        tls_key=config.store_tls_key,
+    )
+
+
+def open_store(
+    state: StateDir, *, spider: str, fingerprinter: str, sync: bool, shared: SharedStore | None = None
+) -> Store:
+    """Check the folder, open (or create) its database, and claim it.
+
+    With *shared*, the frontier is in Redis and the folder keeps this
+    worker's marker (naming the store), checkpoint and crawl log.
+    """
+    _claim_folder(state)
+    expected = {"format": FORMAT, "spider": spider, "fingerprinter": fingerprinter}
+    if shared is not None:
+        return _open_shared(state, expected, shared)
+    marker = _read_marker(state)
+    if marker is None:
+        leftovers = [n for n in os.listdir(state.path) if n not in (MARKER, "crawl.log")]
+        if leftovers:
+            raise StateDirError(
+                f"{state.path} is not a scrapy-adaptive state folder (it holds {', '.join(sorted(leftovers)[:5])} "
+                f"but no {MARKER}). Refusing to write into it: choose an empty or new ADAPTIVE_STATE_DIR."
+            )
+        try:
+            os.makedirs(state.database, mode=0o700, exist_ok=True)
+        except OSError as exc:
+            raise StateDirError(f"ADAPTIVE_STATE_DIR {state.path} cannot be written: {exc}") from exc
+    else:
+        _check_marker(state.path, marker, expected)
+        if not os.path.isdir(state.database):
+            raise StateDirError(
+                f"{state.path} has {MARKER} but its database {DATABASE}/ is missing: the folder is incomplete. "
+                "Restore it from a backup, or remove the folder to start a new crawl."
+            )
+    try:
+        # a marker means a database was made here: never create one over it
+        store = LevelDBStore(state.database, sync=sync, create=marker is None)
+    except StoreError as exc:
+        raise StateDirError(str(exc)) from exc
+    _private_database_files(state.database)
+    if marker is not None:
+        try:
+            _check_checkpoint(state, marker, **stored_counts(store))
+        except BaseException:
+            store.close()
+            raise
+    if marker is None:
+        try:
+            _write_marker(state, {**expected, "created": _now()})
+        except OSError as exc:
+            store.close()
+            raise StateDirError(f"Cannot write {state.marker}: {exc}") from exc
+    return store
+
+
+def _open_shared(state: StateDir, expected: dict, shared: SharedStore) -> Store:
+    """Open the Redis frontier: its identity (spider, fingerprinter, format)
+    is kept in Redis and checked like a marker; this worker's marker names
+    the store, so its checkpoint is never compared with another database."""
+    from .redis import RedisStore, redacted
+
+    where = {"store": f"{redacted(shared.url)} {shared.namespace}"}
+    marker = _read_marker(state)
+    if marker is not None:
+        _check_marker(state.path, marker, {**expected, **where})
+    try:
+        store = RedisStore(
+            shared.url,
+            namespace=shared.namespace,
+            password=shared.password,
+            tls_ca=shared.tls_ca,
+            tls_cert=shared.tls_cert,
+            tls_key=shared.tls_key,
+        )
+    except StoreError as exc:
+        raise StateDirError(str(exc)) from exc
+    try:
+        identity = store.get_meta(IDENTITY)
+        if identity is None:
+            store.write(Batch(meta={IDENTITY: json.dumps(expected).encode()}))
+        else:
+            try:
+                stored = json.loads(identity)
+            except ValueError:
+                stored = None
+            if not isinstance(stored, dict):
+                raise StateDirError(
+                    f"The Redis store {store.url} namespace {shared.namespace} holds keys that are not a "
+                    "scrapy-adaptive frontier; choose another ADAPTIVE_STORE_NAMESPACE."
+                )
+            _check_marker(f"The Redis store {store.url} (namespace {shared.namespace})", stored, expected)
+        if marker is not None:
+            _check_checkpoint(state, marker, **stored_counts(store), shared=True)
+        else:
+            _write_marker(state, {**expected, **where, "created": _now()})
+    except (OSError, StoreError) as exc:
+        store.close()
+        raise StateDirError(str(exc)) from exc
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _where(store: Store) -> str:
+    """A store's folder or (password-free) URL, for messages."""
+    return str(getattr(store, "path", None) or getattr(store, "url", "") or type(store).__name__)
+
+
+def stored_counts(store: Store) -> dict[str, int]:
+    """What a checkpoint compares: URLs known (quarantined and forgotten included) and visits,
+    summed over the per-queue counter rows (one small row per host)."""
+    urls = visits = 0
+    # a shared store reads its rows without taking them as this worker's own
+    read = getattr(store, "counter_rows", None) or store.hosts
+    try:
+        rows = list(read())
+    except StoreError as exc:
+        raise StateDirError(str(exc)) from exc
+    for queue, raw in rows:
+        try:
+            row = raw if isinstance(raw, dict) else json.loads(raw)
+            # a URL moved aside or forgotten on request still counts: the sum never falls
+            urls += int(row.get(URLS_KEY, 0)) + int(row.get(QUARANTINED_KEY, 0)) + int(row.get(FORGOTTEN_KEY, 0))
+            visits += int(row.get(VISITS_KEY, 0))
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise StateDirError(
+                f"The state database in {_where(store)} has an unreadable counters row for queue {queue!r} ({exc}). "
+                "Nothing was changed; restore the folder from a backup."
+            ) from exc
+    return {"urls": urls, "visits": visits}
+
+
+def _check_checkpoint(state: StateDir, marker: dict, *, urls: int, visits: int, shared: bool = False) -> None:
+    """Refuse a database that holds less than its last checkpoint (see the module's docstring).
+
+    A *shared* store grows while this worker is stopped (other workers
+    write): only a loss is reported, never growth.
+    """
+    point = marker.get(CHECKPOINT)
+    if not isinstance(point, dict):
+        return
+    try:
+        known, seen, clean = int(point["urls"]), int(point["visits"]), bool(point["clean"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StateDirError(
+            f"{state.marker} has an unreadable {CHECKPOINT!r} entry ({exc}); refusing to guess."
+        ) from exc
+    how = "at a clean close" if clean else "while the crawl ran"
+    if urls < known or visits < seen:
+        raise StateDirError(
+            f"The state database in {state.database} has rolled back: it holds {urls} URLs and {visits} visits, "
+            f"but {known} URLs and {seen} visits were recorded {how} ({point.get('at')}). Writes were lost (a cut "
+            "write-ahead log, an older copy restored, or a power loss without ADAPTIVE_STATE_SYNC). Nothing was "
+            f"changed. Restore the folder from a backup; or, to go on from what is left, delete the "
+            f'"{CHECKPOINT}" entry from {state.marker}.'
+        )
+    if clean and not shared and (urls, visits) != (known, seen):
+        logger.warning(
+            "The state database in %s was written after its last clean close (%d URLs and %d visits then, %d and %d "
+            "now): another program wrote to it. Going on with what it holds.",
+            state.database,
+            known,
+            seen,
+            urls,
+            visits,
+        )
+
+
+def write_checkpoint(state: StateDir, *, urls: int, visits: int, clean: bool) -> bool:
+    """Record the counts the database durably holds; False (and a warning) if the marker cannot be written.
+
+    Call only with counts whose writes have all succeeded.
+    """
+    try:
+        marker = _read_marker(state) or {}
+        marker[CHECKPOINT] = {"urls": urls, "visits": visits, "clean": clean, "at": _now()}
+        _write_marker(state, marker)
+    except (OSError, StateDirError) as exc:
+        logger.warning("Cannot write the checkpoint to %s: %s", state.marker, exc)
+        return False
+    return True
+
+
+def _read_marker(state: StateDir) -> dict | None:
+    try:
+        with open(state.marker, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise StateDirError(f"{state.marker} is unreadable or corrupt ({exc}); refusing to guess.") from exc
+    if not isinstance(data, dict):
+        raise StateDirError(f"{state.marker} is not a scrapy-adaptive marker; refusing to guess.")
+    return data
+
+
+def _check_marker(where: str, marker: dict, expected: dict) -> None:
+    """Refuse a state written by another spider, fingerprinter, store or a newer format.
+
+    *where* names the state in messages: the folder, or the Redis store and
+    namespace (whose identity plays the marker's part).
+    """
+    if not isinstance(marker.get("format"), int) or marker["format"] > FORMAT:
+        raise StateDirError(
+            f"{where} was written by a newer scrapy-adaptive (state format {marker.get('format')!r}, "
+            f"this one reads {FORMAT}). Upgrade scrapy-adaptive."
+        )
+    if marker.get("spider") != expected["spider"]:
+        raise StateDirError(
+            f"{where} belongs to spider {marker.get('spider')!r}, not {expected['spider']!r}. "
+            "Give each spider its own JOBDIR / ADAPTIVE_STATE_DIR (ADAPTIVE_STORE_NAMESPACE in a Redis store)."
+        )
+    if marker.get("store") != expected.get("store"):
+        raise StateDirError(
+            f"{where} was used with the store {marker.get('store') or 'LevelDB in the folder'}, this crawl "
+            f"uses {expected.get('store') or 'LevelDB in the folder'}: give each store its own JOBDIR / "
+            "ADAPTIVE_STATE_DIR."
+        )
+    if marker.get("fingerprinter") != expected["fingerprinter"]:
+        raise StateDirError(
+            f"{where} was written with REQUEST_FINGERPRINTER_CLASS {marker.get('fingerprinter')!r}, "
+            f"this crawl uses {expected['fingerprinter']!r}: every stored URL would be orphaned. Restore the "
+            "setting, or start a new state folder."
+        )
+
+
+def _write_marker(state: StateDir, data: dict) -> None:
+    tmp = state.marker + ".tmp"
+    with open(tmp, "w", encoding="utf-8", opener=private_opener) as f:
+        json.dump(data, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, state.marker)
+
+
+class Checkpoints:
+    """Keeps the marker's checkpoint current for a running crawl.
+
+    Written at most every :data:`CHECKPOINT_INTERVAL` seconds and only when
+    the counts moved; never again once a store write has failed (the
+    in-memory counts may then exceed what the database holds).
+    """
+
+    def __init__(self, state: StateDir) -> None:
+        self.state = state
+        self._at = 0.0
+        self._last: tuple[int, int, bool] | None = None
+        self._stopped = False
+
+    def due(self) -> bool:
+        return time.monotonic() - self._at >= CHECKPOINT_INTERVAL
+
+    def write(self, *, urls: int, visits: int, clean: bool) -> None:
+        self._at = time.monotonic()
+        point = (urls, visits, clean)
+        if not self._stopped and point != self._last:
+            write_checkpoint(self.state, urls=urls, visits=visits, clean=clean)
+            self._last = point
+
+    def stop(self) -> None:
+        """A store write failed: no checkpoint may be written any more."""
+        self._stopped = True

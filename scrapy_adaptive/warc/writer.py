@@ -1,0 +1,498 @@
+"""WARC output: every fetch archived, unchanged visits as ``revisit`` records.
+
+``ADAPTIVE_WARC_DIR`` switches it on (``pip install scrapy-adaptive[warc]``,
+for warcio).  :class:`WarcMiddleware` sits among the downloader middlewares
+at 610, between ``RedirectMiddleware`` (600) and ``CookiesMiddleware``
+(700), so it sees every HTTP transaction (redirect hops and retried errors
+included) with the body **as sent**: before ``HttpCompressionMiddleware``
+(590) decodes it, so ``Content-Encoding`` and the stored bytes agree.  The
+HTTP client has already removed the chunked transfer coding, so
+``Transfer-Encoding`` is left out of the stored headers (a replay tool would
+otherwise try to de-chunk a plain body); ``Proxy-Authorization`` is left out
+of request records.
+
+**Which record.**  The writer decides by the archive's own content, not by
+the change verdict (a digest rule may call a page with a new clock
+unchanged, but its bytes are new and the archive never claims bytes it did
+not see):
+
+* a body whose payload digest (SHA-1, base32, as warcio writes it) differs
+  from the URL's last archived capture: ``request`` + ``response``; it
+  becomes the URL's capture;
+* a body identical to the capture: ``request`` + ``revisit``, profile
+  ``identical-payload-digest``;
+* a 304, or a download stopped after its headers (a mid-fetch abort): the
+  headers as a ``revisit``, profile ``server-not-modified`` (the server's
+  validators said "not modified"), never a truncated ``response``.
+
+A revisit's ``WARC-Refers-To`` / ``-Target-URI`` / ``-Date`` and
+``WARC-Payload-Digest`` are the capture's: a revisit never refers to
+another revisit and never carries the digest of an empty body.  Without a
+capture of the URL in this folder (WARC output switched on mid-crawl) a
+304 or an abort is not archived (``adaptive/warc/revisit_without_capture``).
+
+**The capture index lives in the WARC folder** (``.adaptive-warc.ldb``),
+not in the frontier's record: it describes these files (which capture each
+URL has *here*, and how far the last file is known durable), the revisits
+written here must refer to captures that are here, and a new state folder
+with an old WARC folder still deduplicates against what is archived.  It is
+also keyed by the URL the archive knows (the response's), and the digest
+is of the body as sent, neither of which is the frontier's.
+
+**Durability** (:mod:`.delivery`).  The writer is a durable sink: every
+record is written when its response comes back from the downloader, before
+the visit's verdict is committed, and :meth:`WarcWriter.make_durable`
+(flush + fsync) runs before the versions whose items are through are
+confirmed; so a version the frontier counts has its capture in the archive.
+Captures enter the index only after they are durable, so a kill can never
+leave the index naming a capture that is not in the files (at worst a
+capture is written twice).  Each file holds whole gzip members, one per
+record; at open the last file is checked from its last durable offset and
+a record cut by a kill is cut off (records before it are kept).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import re
+import socket
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+
+from ..change.digest import payload_digest
+from ..config.settings import ConfigError
+from ..integration.delivery import SINK_CLOSED, SINK_OPENED
+from ..integration.refusal import Refusal
+
+if TYPE_CHECKING:
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Headers, Response
+    from scrapy.statscollectors import StatsCollector
+
+    from ..config.settings import AdaptiveConfig
+    from ..integration.verdicts import FrontierServices
+
+logger = logging.getLogger(__name__)
+
+#: the capture index, inside ADAPTIVE_WARC_DIR
+INDEX = ".adaptive-warc.ldb"
+NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+IDENTICAL_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+#: stored headers the archive must not keep (see the module docstring)
+DROPPED_RESPONSE_HEADERS = frozenset({b"transfer-encoding"})
+DROPPED_REQUEST_HEADERS = frozenset({b"proxy-authorization"})
+PREFIX_PATTERN = re.compile(r"[A-Za-z0-9._-]+")
+EXTRA_MESSAGE = "ADAPTIVE_WARC_DIR is set but warcio is not installed: pip install scrapy-adaptive[warc]"
+
+
+class WarcError(RuntimeError):
+    """The WARC folder cannot be used; the message names it and says why."""
+
+
+def warc_date(stamp: float) -> str:
+    """A WARC/1.1 date (microseconds) for a POSIX time."""
+    return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def complete_members_end(file: io.BufferedIOBase, start: int) -> int:
+    """The end of the last whole gzip member at or after *start*.
+
+    Every record is one member, so a member that does not end (a kill mid
+    write) or fails its CRC marks where the file must be cut.
+    """
+    file.seek(start)
+    good = start
+    position = start
+    inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
+    pending = b""
+    while True:
+        chunk = pending or file.read(1 << 20)
+        pending = b""
+        if not chunk:
+            return good
+        try:
+            inflater.decompress(chunk)
+        except zlib.error:
+            return good
+        if inflater.eof:
+            rest = inflater.unused_data
+            position += len(chunk) - len(rest)
+            good = position
+            inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
+            pending = rest
+        else:
+            position += len(chunk)
+
+
+@dataclass(frozen=True)
+class Capture:
+    """A URL's last archived ``response`` record, as revisits refer to it."""
+
+    uri: str
+    date: str
+    record_id: str
+    digest: str
+
+    def to_json(self) -> bytes:
+        return json.dumps([self.uri, self.date, self.record_id, self.digest]).encode()
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> Capture:
+        return cls(*json.loads(raw))
+
+
+@dataclass
+class HttpExchange:
+    """One HTTP transaction as the archive stores it (plain values, no Scrapy)."""
+
+    url: str
+    method: str
+    request_headers: list[tuple[str, str]]
+    request_body: bytes
+    status: int
+    protocol: str
+    response_headers: list[tuple[str, str]]
+    body: bytes
+    #: only the headers were seen (a 304, a download stopped after them)
+    headers_only: bool
+    fetched: float
+
+
+class WarcWriter:
+    """Writes WARC/1.1 files with a per-URL capture index; a durable sink."""
+
+    def __init__(
+        self,
+        folder: str,
+        *,
+        prefix: str = "adaptive",
+        max_size: int = 2**30,
+        info: dict[str, str] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if not PREFIX_PATTERN.fullmatch(prefix):
+            raise ConfigError(f"ADAPTIVE_WARC_PREFIX ({prefix!r}) must be letters, digits, '.', '_' or '-'.")
+        self.folder = os.path.abspath(os.path.expanduser(folder))
+        self.prefix = prefix
+        self.max_size = max_size
+        self.info = dict(info or {})
+        self.clock = clock
+        self.index: Any = None  # plyvel.DB, opened by open()
+        self._warc: Any = None  # warcio's WARCWriter (builds records), made by open()
+        self.file: io.BufferedWriter | None = None
+        self.filename: str | None = None
+        self.serial = 0
+        #: captures written but not durable yet (enter the index at make_durable)
+        self._pending: dict[str, Capture] = {}
+        self._dirty = False
+        #: record counts by type, and files opened, for the stats
+        self.counts: dict[str, int] = {}
+
+    # -- life cycle -------------------------------------------------------------
+
+    def open(self) -> None:
+        """Create the folder, open the index, repair the last file, start a new one."""
+        import plyvel
+        from warcio.warcwriter import WARCWriter
+
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+            self.index = plyvel.DB(os.path.join(self.folder, INDEX), create_if_missing=True)
+        except (OSError, plyvel.Error) as exc:
+            raise WarcError(f"ADAPTIVE_WARC_DIR {self.folder} cannot be used: {exc}") from exc
+        self._warc = WARCWriter(None, gzip=True, warc_version="1.1")
+        self._repair_last_file()
+        self._new_file()
+
+    def close(self) -> None:
+        if self.file is not None:
+            self._close_file()
+        if self.index is not None:
+            self.index.close()
+            self.index = None
+
+    def _repair_last_file(self) -> None:
+        raw = self.index.get(b"f")
+        if raw is None:
+            return
+        name, durable = json.loads(raw)
+        path = os.path.join(self.folder, name)
+        try:
+            with open(path, "r+b") as file:
+                size = file.seek(0, os.SEEK_END)
+                end = complete_members_end(file, durable) if size > durable else size
+                if end < size:
+                    file.truncate(end)
+                    os.fsync(file.fileno())
+                    logger.warning(
+                        "Cut a record left half-written by a stopped crawl (%d bytes) off %s.", size - end, path
+                    )
+        except FileNotFoundError:
+            pass
+
+    def _new_file(self) -> None:
+        stamp = datetime.fromtimestamp(self.clock(), UTC).strftime("%Y%m%d%H%M%S%f")[:17]
+        for _ in range(1000):
+            name = f"{self.prefix}-{stamp}-{self.serial:05d}.warc.gz"
+            self.serial += 1
+            try:
+                self.file = open(os.path.join(self.folder, name), "xb")  # noqa: SIM115 (closed by _close_file)
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise WarcError(f"ADAPTIVE_WARC_DIR {self.folder}: no free file name for {self.prefix}-{stamp}")
+        self.filename = name
+        # the repair at the next open starts from here
+        self.index.put(b"f", json.dumps([name, 0]).encode())
+        _fsync_folder(self.folder)
+        record = self._warc.create_warcinfo_record(name, {"format": "WARC File Format 1.1", **self.info})
+        self._write(record)
+        self.counts["files"] = self.counts.get("files", 0) + 1
+
+    def _close_file(self) -> None:
+        assert self.file is not None
+        self.make_durable()
+        self.file.close()
+        self.file = None
+
+    # -- the durable sink ---------------------------------------------------------
+
+    def make_durable(self) -> bool:
+        """Flush and fsync the current file, then index the captures it holds."""
+        if self.file is None or not self._dirty:
+            return True
+        try:
+            self.file.flush()
+            os.fsync(self.file.fileno())
+        except OSError as exc:
+            # versions stay unconfirmed (delivered again after a restart)
+            logger.error("WARC file %s cannot be made durable: %s", self.filename, exc)
+            return False
+        self._dirty = False
+        with self.index.write_batch() as batch:
+            for uri, capture in self._pending.items():
+                batch.put(b"c/" + uri.encode(), capture.to_json())
+            batch.put(b"f", json.dumps([self.filename, self.file.tell()]).encode())
+        self._pending.clear()
+        return True
+
+    # -- records ------------------------------------------------------------------
+
+    def capture_of(self, uri: str) -> Capture | None:
+        """The URL's last archived response (written in this folder)."""
+        capture = self._pending.get(uri)
+        if capture is not None:
+            return capture
+        raw = self.index.get(b"c/" + uri.encode())
+        return Capture.from_json(raw) if raw is not None else None
+
+    def archive(self, exchange: HttpExchange) -> str | None:
+        """Write the records of one HTTP transaction; returns the record type
+        written (``response``, ``revisit``) or None when nothing could be."""
+        from warcio.statusandheaders import StatusAndHeaders
+
+        assert self.file is not None, "open() first"
+        date = warc_date(exchange.fetched)
+        capture = self.capture_of(exchange.url)
+        digest = None if exchange.headers_only else payload_digest(exchange.body)
+        if exchange.headers_only or (capture is not None and digest == capture.digest and exchange.body):
+            if capture is None:
+                self.counts["revisit_without_capture"] = self.counts.get("revisit_without_capture", 0) + 1
+                return None
+            profile = NOT_MODIFIED_PROFILE if exchange.headers_only else IDENTICAL_PROFILE
+            kind = "revisit"
+        else:
+            kind = "response"
+        phrase = _reason(exchange.status)
+        http = StatusAndHeaders(
+            f"{exchange.status} {phrase}".strip(), exchange.response_headers, protocol=exchange.protocol
+        )
+        headers = {"WARC-Date": date}
+        if kind == "revisit":
+            assert capture is not None
+            record = self._warc.create_revisit_record(
+                exchange.url, capture.digest, capture.uri, capture.date, http_headers=http, warc_headers_dict=headers
+            )
+            record.rec_headers.replace_header("WARC-Profile", profile)
+            record.rec_headers.add_header("WARC-Refers-To", capture.record_id)
+        else:
+            record = self._warc.create_warc_record(
+                exchange.url,
+                "response",
+                payload=io.BytesIO(exchange.body),
+                length=len(exchange.body),
+                http_headers=http,
+                warc_headers_dict=headers,
+            )
+        record_id = record.rec_headers.get_header("WARC-Record-ID")
+        request = self._request_record(exchange, date, record_id)
+        self._write(request)
+        self._write(record)
+        if kind == "response" and exchange.body:
+            self._pending[exchange.url] = Capture(exchange.url, date, record_id, digest or "")
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        if self.file is not None and self.file.tell() >= self.max_size:
+            self._close_file()
+            self._new_file()
+        return kind
+
+    def _request_record(self, exchange: HttpExchange, date: str, concurrent_to: str) -> Any:
+        from urllib.parse import urlsplit
+
+        from warcio.statusandheaders import StatusAndHeaders
+
+        parts = urlsplit(exchange.url)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        headers = list(exchange.request_headers)
+        if not any(name.lower() == "host" for name, _ in headers):
+            headers.insert(0, ("Host", parts.netloc))
+        http = StatusAndHeaders(f"{exchange.method} {target} HTTP/1.1", headers, is_http_request=True)
+        self.counts["request"] = self.counts.get("request", 0) + 1
+        return self._warc.create_warc_record(
+            exchange.url,
+            "request",
+            payload=io.BytesIO(exchange.request_body),
+            length=len(exchange.request_body),
+            http_headers=http,
+            warc_headers_dict={"WARC-Date": date, "WARC-Concurrent-To": concurrent_to},
+        )
+
+    def _write(self, record: Any) -> None:
+        assert self.file is not None
+        self._warc.out = self.file
+        self._warc.write_record(record)
+        self._dirty = True
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+def _fsync_folder(folder: str) -> None:
+    """Make a new file's directory entry durable."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _header_list(headers: Headers, dropped: frozenset[bytes]) -> list[tuple[str, str]]:
+    return [
+        (name.decode("latin-1"), value.decode("latin-1"))
+        for name, values in headers.items()
+        if name.lower() not in dropped
+        for value in values
+    ]
+
+
+def exchange_of(request: Request, response: Response, fetched: float) -> HttpExchange:
+    """What the archive stores of one Scrapy request and its response."""
+    headers_only = response.status == 304 or "download_stopped" in response.flags
+    return HttpExchange(
+        url=response.url,
+        method=request.method,
+        request_headers=_header_list(request.headers, DROPPED_REQUEST_HEADERS),
+        request_body=request.body,
+        status=response.status,
+        protocol=response.protocol or "HTTP/1.1",
+        response_headers=_header_list(response.headers, DROPPED_RESPONSE_HEADERS),
+        body=b"" if headers_only else response.body,
+        headers_only=headers_only,
+        fetched=fetched,
+    )
+
+
+class WarcMiddleware:
+    """The Scrapy glue: archives every response passing through (order 610).
+
+    Opened by the scheduler (:meth:`bind`, with the crawl's parsed
+    settings) and announced to :class:`~.delivery.Delivery` as a durable
+    sink; closed at ``spider_closed``, after the scheduler's last
+    confirmation.
+    """
+
+    def __init__(
+        self,
+        stats: StatsCollector,
+        *,
+        crawler: Crawler | None = None,
+        info: dict[str, str] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.stats = stats
+        self.crawler = crawler
+        self.info = dict(info or {})
+        self.clock = clock
+        self.writer: WarcWriter | None = None
+        self.refusal = Refusal(crawler)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> WarcMiddleware:
+        settings = crawler.settings
+        if not settings.get("ADAPTIVE_WARC_DIR"):
+            raise NotConfigured("ADAPTIVE_WARC_DIR is not set")
+        from .. import __version__
+
+        info = {
+            "software": f"scrapy-adaptive/{__version__}",
+            "hostname": socket.gethostname(),
+            "http-header-user-agent": str(settings.get("USER_AGENT") or ""),
+            "robots": "obey" if settings.getbool("ROBOTSTXT_OBEY") else "ignore",
+        }
+        mw = cls(crawler.stats, crawler=crawler, info=info)  # type: ignore[arg-type]
+        crawler.signals.connect(mw.spider_closed, signals.spider_closed)
+        return mw
+
+    def bind(self, services: FrontierServices, config: AdaptiveConfig) -> None:
+        """Called by the scheduler at open: open the WARC folder."""
+        if config.warc_dir is None or self.writer is not None:
+            return
+        try:
+            import warcio  # noqa: F401
+        except ImportError:
+            self.refusal.refuse(EXTRA_MESSAGE)
+            return
+        try:
+            writer = WarcWriter(
+                config.warc_dir, prefix=config.warc_prefix, max_size=config.warc_max_size, info=self.info
+            )
+            writer.open()
+        except (ConfigError, WarcError) as exc:
+            self.refusal.refuse(str(exc))
+            return
+        self.writer = writer
+        logger.info("Writing WARC files to %s (%s)", writer.folder, writer.filename)
+        if self.crawler is not None:
+            self.crawler.signals.send_catch_log(SINK_OPENED, sink=writer)
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        if self.writer is not None:
+            self.writer.archive(exchange_of(request, response, self.clock()))
+            for key, value in self.writer.counts.items():
+                self.stats.set_value(f"adaptive/warc/{key}", value)
+        return response
+
+    def spider_closed(self, spider: Spider) -> None:
+        writer, self.writer = self.writer, None
+        if writer is None:
+            return
+        writer.close()
+        if self.crawler is not None:
+            self.crawler.signals.send_catch_log(SINK_CLOSED, sink=writer)
