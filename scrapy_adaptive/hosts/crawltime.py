@@ -33,10 +33,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from ..frontier.hostqueue import HostQueue
 from ..store.base import Store
 from ..store.keys import time_to_ms
+
+if TYPE_CHECKING:
+    from ..frontier.hostqueue import HostQueue
 
 #: the paper's default download time for a host never fetched from (seconds)
 DEFAULT_FETCH_TIME = 2.0

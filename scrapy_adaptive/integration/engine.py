@@ -5,7 +5,7 @@ time: it polls after each download, each ``engine.crawl()`` and on a 5 s
 heartbeat.  A URL due at 12:00:00.3 on a free host would wait for the
 heartbeat.  :class:`EngineWaker` calls ``engine._slot.nextcall.schedule()``
 (with *no* delay: a delayed ``CallLaterOnce.schedule`` makes the engine
-ignore every other wake-up until it fires).  ``tests/test_engine_adapter.py``
+ignore every other wake-up until it fires).  ``tests/e2e/test_engine_adapter.py``
 pins this behaviour, so a Scrapy upgrade that moves it fails loudly there.
 
 Nor can a component make ``scrapy crawl`` exit with an error: the commands
@@ -14,7 +14,7 @@ happens when a crawl raises (and raising from a scheduler leaves a wall of
 tracebacks: "Scraper close failure", "Engine slot not assigned") or when the
 crawler has no ``spider`` once its crawl is over.  :func:`exit_with_error`
 takes the second route once the spider is closed, so the crawl still
-closes cleanly; the e2e tests of refusals (``tests/test_guards_e2e.py``) pin
+closes cleanly; the e2e tests of refusals (``tests/e2e/test_guards.py``) pin
 the exit code.
 """
 

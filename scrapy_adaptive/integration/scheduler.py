@@ -33,7 +33,6 @@ fingerprint tag issued requests carry:
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -46,31 +45,16 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.python import global_object_name
 
 from .. import meta
-from ..change.trust import TrustParams
 from ..config.settings import AdaptiveConfig, ConfigError
-from ..frontier import AddResult, Frontier, Outcome, Politeness, UrlRecord, Visit
+from ..frontier import AddResult, Frontier, Outcome, UrlRecord, Visit
 from ..frontier.canonical import Canonical
-from ..frontier.sharing import Sharing
 from ..hosts.capacity import HostCapacity
 from ..ops.console import control
-from ..ops.console.api import FrontierConsole, take_seeds
-from ..ops.crawllog import CrawlLog
-from ..ops.progress import META_KEY as PROGRESS_KEY
-from ..ops.progress import Progress
-from ..ops.reporting import Reporter
+from ..ops.console.api import take_seeds
 from ..policies import PolicyStack, load_wait_policy, persist
-from ..policies.history import DAY
 from ..store.base import StoreCorrupt, StoreError
 from ..store.statedir import (
-    Checkpoints,
-    StateDir,
     StateDirError,
-    open_store,
-    resolve,
-    shared_store,
-    stored_counts,
-    worker_home,
-    worker_name,
 )
 from ..warc.writer import WarcMiddleware
 from .delivery import Delivery
@@ -82,11 +66,13 @@ from .issued import IssuedRequests, url_identity
 from .politeness import QueueKeyer, parse_crawl_delay
 from .refusal import Refusal, RefusingScheduler
 from .request_hints import take_hint
+from .runtime import Runtime, assemble
 from .serialization import RequestNotStorable, request_from_data, request_to_data
 from .spidermiddlewares.sitemaps import SitemapsMiddleware
 from .spidermiddlewares.visit import VisitMiddleware
 from .startup import warn_about_settings
 from .stopgrace import StopGrace
+from .tasks import ShareBudget, Tick, build_tick
 from .verdicts import Verdicts
 
 if TYPE_CHECKING:
@@ -136,23 +122,28 @@ class AdaptiveScheduler(BaseScheduler):
         self.delivery = delivery
         # built by open(): the crawl's state folder and what works on it
         self.spider: Spider | None = None
-        self.state: StateDir | None = None
-        self.frontier: Frontier | None = None
-        self.verdicts: Verdicts | None = None
-        self.reporter: Reporter | None = None
-        self.capacity: HostCapacity | None = None
-        self.crawl_log: CrawlLog | None = None
+        self.runtime: Runtime | None = None
+        #: the once-a-second tasks (built by open())
+        self.tick: Tick | None = None
         self._ticker: Any = None
         self._stopping = False
-        #: where the policies' aggregates are saved (a worker of a shared frontier has its own)
-        self._policy_key = persist.META_KEY
         self.refusal = Refusal(crawler)
         self.grace = StopGrace(config.stop_grace, crawler)
-        #: the state folder marker's checkpoint (built by open())
-        self.checkpoints: Checkpoints | None = None
-        #: what `scrapy frontier` talks to, and the socket it listens on (built by open())
-        self.console: FrontierConsole | None = None
+        #: the control socket `scrapy frontier` talks to a running crawl on
         self._control: Any = None
+
+    # what open() built, for the signal handlers, the tests and the tools
+    @property
+    def frontier(self) -> Frontier | None:
+        return self.runtime.frontier if self.runtime is not None else None
+
+    @property
+    def verdicts(self) -> Verdicts | None:
+        return self.runtime.verdicts if self.runtime is not None else None
+
+    @property
+    def capacity(self) -> HostCapacity | None:
+        return self.runtime.capacity if self.runtime is not None else None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> AdaptiveScheduler | RefusingScheduler:
@@ -187,119 +178,56 @@ class AdaptiveScheduler(BaseScheduler):
     def open(self, spider: Spider) -> Deferred[None] | None:
         self.spider = spider
         started = time.monotonic()
-        config = self.config
         try:
-            self.state = resolve(config.state_dir, self.jobdir)
-            remote = shared_store(config, spider.name)
-            store = open_store(
-                self.state,
-                spider=spider.name,
+            self.runtime = runtime = assemble(
+                self.config,
+                self.policy,
+                self.stats,
+                self.issued,
+                jobdir=self.jobdir,
+                spider_name=spider.name,
                 fingerprinter=self.fingerprinter,
-                sync=config.state_sync,
-                shared=remote,
+                delivery=self.delivery,
+                on_store_error=self._fatal,
+                on_change=self._arm_wake,
+                identity=self._where,
+                seeder=self._seed,
             )
-            self.checkpoints = Checkpoints(self.state)
         except (StateDirError, StoreError) as exc:
             self.refusal.refuse(str(exc))
             return None
-        politeness = Politeness(
-            delay_factor=config.delay_factor,
-            min_delay=config.min_delay,
-            max_delay=config.max_delay,
-            valence=config.host_valence,
-            retry_delay=config.retry_delay,
-            max_retries=config.max_retries,
-            lease=config.lease,
-        )
-        self.frontier = frontier = Frontier(
-            store,
-            politeness,
-            history_size=config.history_size,
-            trust=TrustParams(config.trust_warmup, config.trust_min_rate),
-            soft404_urls=config.soft404_urls,
-            sharing=None if remote is None else Sharing(store, worker_name(self.state.path), remote.lease),  # type: ignore[arg-type]
-        )
-        try:
-            frontier.load()
-            frontier.rebalance()  # a worker of a shared frontier takes its share of hosts
-        except StoreError as exc:
-            store.close()
-            self.frontier = None
-            self.refusal.refuse(str(exc))
-            return None
-        self._checkpoint(clean=False)
-        if frontier.redelivered and frontier.sharing is None:  # a shared frontier logs its own (sharing.py)
-            logger.info(
-                "%d URLs had versions not confirmed delivered when the last crawl stopped; they are fetched "
-                "again now so their items are produced again.",
-                frontier.redelivered,
-            )
-            self.stats.set_value("adaptive/delivery/redelivered", frontier.redelivered)
-        if self.delivery is not None:
-            self.delivery.bind(frontier)
         shared = self.policy.params.shared
-        if remote is not None:  # each worker's aggregates are its own (docs/shared-frontier.md)
-            self._policy_key = f"{persist.META_KEY}/{worker_home(self.state.path)}"
-        persist.restore(store, shared, self._policy_key)
-        allocator = shared.get("rate_allocator")
-        self.capacity = HostCapacity(frontier, allocator)
-        self.capacity.all_nominal()
-        self._share_budget()
-        if config.crawl_log:
-            path = os.path.join(self.state.path, "crawl.log")
-            self.crawl_log = CrawlLog(path, config.crawl_log_max_bytes, config.crawl_log_backups)
-        self.verdicts = Verdicts(
-            frontier,
-            self.policy,
-            self.issued,
-            self.stats,
-            crawl_log=self.crawl_log,
-            delivery=self.delivery,
-            on_store_error=self._fatal,
-            on_change=self._arm_wake,
-        )
-        self._open_console(store)
+        ShareBudget(runtime, shared.get("rate_allocator"), self.config.budget).run()
+        seeded = take_seeds(runtime.state.path, self._seed)
+        if seeded:
+            logger.info(
+                "Seeds given while the crawl was stopped: %s", ", ".join(f"{s['url']} ({s['result']})" for s in seeded)
+            )
+        if not runtime.state.temporary and self.crawler is not None:  # a crawl, with a running reactor
+            self._control = control.serve(runtime.state.path, runtime.console.answer)
         self._bind_middlewares()
-        shape = frontier.shape(due_limit=0)
+        shape = runtime.frontier.shape(due_limit=0)
         logger.info(
             "Adaptive frontier opened in %.2fs: %d URLs in %d queues (state: %s)",
             time.monotonic() - started,
             shape["urls"],
             shape["queues"],
-            self.state.path,
+            runtime.state.path,
         )
-        self._ticker = create_looping_call(self._tick)
+        self.tick = tick = build_tick(
+            runtime,
+            config=self.config,
+            policy_shared=shared,
+            issued=self.issued,
+            grace=self.grace,
+            delivery=self.delivery,
+            stats=self.stats,
+            wake=self._arm_wake,
+            on_store_error=self._fatal,
+        )
+        self._ticker = create_looping_call(tick)
         self._ticker.start(1.0, now=False)
         return None
-
-    def _open_console(self, store: Any) -> None:
-        """The summary's reporter and the console: seeds left while the crawl
-        was stopped are added, and a control socket serves `scrapy frontier`."""
-        assert self.frontier is not None and self.state is not None
-        progress = Progress.from_bytes(store.get_meta(PROGRESS_KEY))
-        self.console = FrontierConsole(
-            self.frontier,
-            progress=progress,
-            budget_per_day=self.config.budget,
-            identity=self._where,
-            seeder=self._seed,
-        )
-        self.reporter = Reporter(
-            self.frontier,
-            self.stats,
-            allocator=self.policy.params.shared.get("rate_allocator"),
-            state_path=self.state.path,
-            interval=self.config.log_interval,
-            progress=progress,
-            console=self.console,
-        )
-        seeded = take_seeds(self.state.path, self._seed)
-        if seeded:
-            logger.info(
-                "Seeds given while the crawl was stopped: %s", ", ".join(f"{s['url']} ({s['result']})" for s in seeded)
-            )
-        if not self.state.temporary and self.crawler is not None:  # a crawl, with a running reactor
-            self._control = control.serve(self.state.path, self.console.answer)
 
     def _where(self, url: str) -> tuple[str, bytes]:
         """Where the frontier keeps *url*'s record: its queue and fingerprint."""
@@ -341,7 +269,8 @@ class AdaptiveScheduler(BaseScheduler):
         self.waker.stop()
         if self._ticker is not None and self._ticker.running:
             self._ticker.stop()
-        if self.delivery is not None and self.frontier is not None:
+        runtime = self.runtime
+        if self.delivery is not None and runtime is not None:
             try:
                 self.delivery.close()
             except StoreError as exc:
@@ -349,24 +278,25 @@ class AdaptiveScheduler(BaseScheduler):
         if self._control is not None:
             control.stop(self._control)
             self._control = None
-        if self.frontier is not None:
+        if runtime is not None:
+            frontier = runtime.frontier
             try:
-                self._summary(final=True)
+                runtime.summary(final=True)
             except StoreError as exc:  # a store gone at the stop: what it acknowledged is kept
                 logger.error("The final frontier summary could not be read: %s", exc)
-            persist.save(self.frontier.store, self.policy.params.shared, self._policy_key)
+            persist.save(frontier.store, self.policy.params.shared, runtime.policy_key)
             try:
-                self.frontier.leave()
+                frontier.leave()
             except StoreError as exc:  # the leases lapse by themselves
                 logger.warning("Could not give back the host leases (%s); other workers wait for them to lapse.", exc)
-            shared = self.frontier.sharing is not None
+            shared = frontier.sharing is not None
             if shared:  # the store's sums are read: while it is open
-                self._checkpoint(clean=True)
-            self.frontier.store.close()
+                runtime.checkpoint(clean=True)
+            frontier.store.close()
             if not shared:  # "clean" once the database is closed (synced)
-                self._checkpoint(clean=True)
-        if self.crawl_log is not None:
-            self.crawl_log.close()
+                runtime.checkpoint(clean=True)
+            if runtime.crawl_log is not None:
+                runtime.crawl_log.close()
         return None
 
     def has_pending_requests(self) -> bool:
@@ -526,99 +456,14 @@ class AdaptiveScheduler(BaseScheduler):
         if self.frontier is not None and not self._stopping:
             self.waker.wake_at(self.frontier.next_ready_time())
 
-    def _tick(self) -> None:
-        """Once a second: confirm delivered versions (one write), return
-        expired leases, and report now and then."""
-        if self.frontier is None or self.reporter is None:
-            return
-        try:
-            if self.frontier.rebalance():
-                self._arm_wake()
-            if self.frontier.redelivered:  # a shared frontier takes back versions of stopped workers
-                self.stats.set_value("adaptive/delivery/redelivered", self.frontier.redelivered)
-            self._share_budget()
-            if self.delivery is not None:
-                self.delivery.flush()
-            abandoned = self.grace.tick()
-            if abandoned:
-                self.stats.inc_value("adaptive/abandoned", abandoned)
-            # once the engine stops, a URL without a verdict was abandoned
-            # (due on restart), not lost in a middleware
-            for fp in self.frontier.lapsed_leases() if self.grace.stop_seen is None else ():
-                self._lapsed(fp)
-            if self.checkpoints is not None and self.checkpoints.due():
-                self._checkpoint(clean=False)
-            if self.reporter.due():
-                self._summary()
-                persist.save(self.frontier.store, self.policy.params.shared, self._policy_key)
-        except StoreError as exc:
-            self._fatal(exc)
-        except Exception:
-            logger.exception("scrapy-adaptive periodic task failed")
-
-    def _share_budget(self) -> None:
-        """In a fleet, ``ADAPTIVE_BUDGET`` is the fleet's: each worker spends
-        its share (budget / live workers) on the hosts it holds, which are
-        about that share of the URLs."""
-        sharing = self.frontier.sharing if self.frontier is not None else None
-        allocator = self.policy.params.shared.get("rate_allocator")
-        if sharing is None or allocator is None or self.config.budget is None:
-            return
-        share = self.config.budget / DAY / sharing.workers
-        if allocator.budget != share:
-            allocator.set_budget(share)
-
-    def _lapsed(self, fp: bytes) -> None:
-        """An issued URL got no verdict within its lease: a retry, counted.
-
-        Its download is over (a running one never lapses), so something
-        between the downloader and our middlewares swallowed the outcome: an
-        exception in another middleware's ``process_response`` (a bad gzip
-        body in HttpCompressionMiddleware), a spider middleware before ours,
-        a middleware that replaced or dropped the request.  Counted as a
-        retry, the URL is tried again after ``ADAPTIVE_RETRY_DELAY`` and marked
-        failed after ``ADAPTIVE_MAX_RETRIES``, like any other error.
-        """
-        assert self.frontier is not None and self.verdicts is not None
-        request = self.issued.get(fp)
-        url = request.url if request is not None else fp.hex()
-        reason = f"no verdict within ADAPTIVE_LEASE ({self.config.lease:g}s)"
-        logger.warning("%s: %s; counted as a retry.", url, reason)
-        self.stats.inc_value("adaptive/leases_expired")
-        visit = Visit(Outcome.RETRY, reason=reason, queue=self.frontier.out_queue(fp))
-        if request is not None:
-            self.verdicts.commit(request, visit)
-        else:  # the frontier lent it, the request object is gone
-            self.frontier.update(fp, visit)
-            self._arm_wake()
-
-    def _summary(self, *, final: bool = False) -> None:
-        assert self.reporter is not None and self.capacity is not None
-        self.capacity.measured()
-        self.reporter.summary(final=final)
-
-    def _checkpoint(self, *, clean: bool) -> None:
-        """Record the counts that only ever grow in the state folder's marker."""
-        if self.checkpoints is not None and self.frontier is not None:
-            frontier = self.frontier
-            if frontier.sharing is not None:
-                # other workers count too: the store's sums, not this worker's view
-                try:
-                    self.checkpoints.write(**stored_counts(frontier.store), clean=clean)
-                except StateDirError as exc:
-                    logger.warning("Cannot read the counts for the checkpoint: %s", exc)
-                return
-            urls = frontier.url_count + frontier.quarantined_count + frontier.forgotten_count
-            self.checkpoints.write(urls=urls, visits=frontier.visit_count, clean=clean)
-
     def _fatal(self, exc: StoreError) -> None:
         """The state cannot be written: stop rather than lose history.
 
         The failed batch was not applied (LevelDB batches are atomic), so the
         store still holds the previous, consistent state.
         """
-        if self.checkpoints is not None:
-            self.checkpoints.stop()
+        if self.runtime is not None:
+            self.runtime.checkpoints.stop()
         if self._stopping:
             return
         self._stopping = True

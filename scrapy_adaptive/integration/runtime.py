@@ -1,0 +1,196 @@
+"""The crawl's runtime: everything built on a state folder, assembled in one place.
+
+:func:`assemble` opens the state folder and its store, builds the frontier
+and what works on it (host capacities, the crawl log, the verdict path, the
+console and the reporter) and restores the policies' saved aggregates.  The
+scheduler calls it once, at open, and hands requests to what it returns;
+the periodic tasks (:mod:`.tasks`) and the close read the same object.  Each
+collaborator is built here and nowhere else, so a feature that needs one
+more part adds a line here, not a branch in the scheduler.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..change.trust import TrustParams
+from ..config.settings import AdaptiveConfig
+from ..frontier import Frontier, Politeness
+from ..frontier.sharing import Sharing
+from ..hosts.capacity import HostCapacity
+from ..ops.console.api import FrontierConsole
+from ..ops.crawllog import CrawlLog
+from ..ops.progress import META_KEY as PROGRESS_KEY
+from ..ops.progress import Progress
+from ..ops.reporting import Reporter
+from ..policies import PolicyStack, persist
+from ..store.base import Store, StoreError
+from ..store.statedir import (
+    Checkpoints,
+    StateDir,
+    StateDirError,
+    open_store,
+    resolve,
+    shared_store,
+    stored_counts,
+    worker_home,
+    worker_name,
+)
+from .delivery import Delivery
+from .issued import IssuedRequests
+from .verdicts import Verdicts
+
+if TYPE_CHECKING:
+    from scrapy.statscollectors import StatsCollector
+
+    from ..policies.allocator import RateAllocator
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Runtime:
+    """What one crawl works with, from open to close."""
+
+    state: StateDir
+    store: Store
+    frontier: Frontier
+    checkpoints: Checkpoints
+    capacity: HostCapacity
+    verdicts: Verdicts
+    console: FrontierConsole
+    reporter: Reporter
+    crawl_log: CrawlLog | None
+    #: where the policies' aggregates are saved (a worker of a shared frontier has its own)
+    policy_key: str
+
+    def checkpoint(self, *, clean: bool) -> None:
+        """Record the counts that only ever grow in the state folder's marker."""
+        frontier = self.frontier
+        if frontier.sharing is not None:
+            # other workers count too: the store's sums, not this worker's view
+            try:
+                self.checkpoints.write(**stored_counts(frontier.store), clean=clean)
+            except StateDirError as exc:
+                logger.warning("Cannot read the counts for the checkpoint: %s", exc)
+            return
+        urls = frontier.url_count + frontier.quarantined_count + frontier.forgotten_count
+        self.checkpoints.write(urls=urls, visits=frontier.visit_count, clean=clean)
+
+    def summary(self, *, final: bool = False) -> None:
+        """The periodic summary line, host capacities measured first."""
+        self.capacity.measured()
+        self.reporter.summary(final=final)
+
+
+def politeness_of(config: AdaptiveConfig) -> Politeness:
+    return Politeness(
+        delay_factor=config.delay_factor,
+        min_delay=config.min_delay,
+        max_delay=config.max_delay,
+        valence=config.host_valence,
+        retry_delay=config.retry_delay,
+        max_retries=config.max_retries,
+        lease=config.lease,
+    )
+
+
+def assemble(
+    config: AdaptiveConfig,
+    policy: PolicyStack,
+    stats: StatsCollector,
+    issued: IssuedRequests,
+    *,
+    jobdir: str | None,
+    spider_name: str,
+    fingerprinter: str,
+    delivery: Delivery | None,
+    on_store_error: Callable[[StoreError], None],
+    on_change: Callable[[], None],
+    identity: Callable[[str], tuple[str, bytes]],
+    seeder: Callable[[list[str]], list[dict[str, Any]]],
+) -> Runtime:
+    """Open the state folder and build the crawl's runtime on it.
+
+    Raises :class:`StateDirError` or :class:`StoreError` when the folder or
+    its store must be refused; nothing is left open then.
+    """
+    state = resolve(config.state_dir, jobdir)
+    remote = shared_store(config, spider_name)
+    store = open_store(state, spider=spider_name, fingerprinter=fingerprinter, sync=config.state_sync, shared=remote)
+    checkpoints = Checkpoints(state)
+    sharing = None if remote is None else Sharing(store, worker_name(state.path), remote.lease)  # type: ignore[arg-type]
+    frontier = Frontier(
+        store,
+        politeness_of(config),
+        history_size=config.history_size,
+        trust=TrustParams(config.trust_warmup, config.trust_min_rate),
+        soft404_urls=config.soft404_urls,
+        sharing=sharing,
+    )
+    try:
+        frontier.load()
+        frontier.rebalance()  # a worker of a shared frontier takes its share of hosts
+    except StoreError:
+        store.close()
+        raise
+    if frontier.redelivered and frontier.sharing is None:  # a shared frontier logs its own (sharing.py)
+        logger.info(
+            "%d URLs had versions not confirmed delivered when the last crawl stopped; they are fetched "
+            "again now so their items are produced again.",
+            frontier.redelivered,
+        )
+        stats.set_value("adaptive/delivery/redelivered", frontier.redelivered)
+    if delivery is not None:
+        delivery.bind(frontier)
+    # each worker's aggregates are its own (docs/shared-frontier.md)
+    policy_key = persist.META_KEY if remote is None else f"{persist.META_KEY}/{worker_home(state.path)}"
+    persist.restore(store, policy.params.shared, policy_key)
+    allocator: RateAllocator | None = policy.params.shared.get("rate_allocator")
+    capacity = HostCapacity(frontier, allocator)
+    capacity.all_nominal()
+    crawl_log = None
+    if config.crawl_log:
+        path = os.path.join(state.path, "crawl.log")
+        crawl_log = CrawlLog(path, config.crawl_log_max_bytes, config.crawl_log_backups)
+    verdicts = Verdicts(
+        frontier,
+        policy,
+        issued,
+        stats,
+        crawl_log=crawl_log,
+        delivery=delivery,
+        on_store_error=on_store_error,
+        on_change=on_change,
+    )
+    progress = Progress.from_bytes(store.get_meta(PROGRESS_KEY))
+    console = FrontierConsole(
+        frontier, progress=progress, budget_per_day=config.budget, identity=identity, seeder=seeder
+    )
+    reporter = Reporter(
+        frontier,
+        stats,
+        allocator=allocator,
+        state_path=state.path,
+        interval=config.log_interval,
+        progress=progress,
+        console=console,
+    )
+    runtime = Runtime(
+        state=state,
+        store=store,
+        frontier=frontier,
+        checkpoints=checkpoints,
+        capacity=capacity,
+        verdicts=verdicts,
+        console=console,
+        reporter=reporter,
+        crawl_log=crawl_log,
+        policy_key=policy_key,
+    )
+    runtime.checkpoint(clean=False)
+    return runtime

@@ -1,0 +1,209 @@
+"""The scheduler's once-a-second tick, as a list of small tasks.
+
+Each task does one job and can be built and run alone in a test: take a
+fleet's share of hosts, hold a worker to its share of the budget, confirm
+delivered versions, abandon what a stopping engine will not finish, take
+back URLs whose lease lapsed, write a checkpoint, report.  :class:`Tick`
+runs them in order; a state-store failure stops the crawl (the caller's
+``on_store_error``), anything else is logged and the next tick runs again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from ..model import Outcome, Visit
+from ..policies import persist
+from ..policies.history import DAY
+from ..store.base import StoreError
+
+if TYPE_CHECKING:
+    from scrapy.statscollectors import StatsCollector
+
+    from ..config.settings import AdaptiveConfig
+    from ..policies.allocator import RateAllocator
+    from .delivery import Delivery
+    from .issued import IssuedRequests
+    from .runtime import Runtime
+    from .stopgrace import StopGrace
+
+logger = logging.getLogger(__name__)
+
+
+class Task(Protocol):
+    def run(self) -> None: ...
+
+
+class Rebalance:
+    """A worker of a shared frontier takes and gives back hosts."""
+
+    def __init__(self, runtime: Runtime, stats: StatsCollector, wake: Callable[[], None]) -> None:
+        self.frontier = runtime.frontier
+        self.stats = stats
+        self.wake = wake
+
+    def run(self) -> None:
+        if self.frontier.rebalance():
+            self.wake()
+        if self.frontier.redelivered:  # a shared frontier takes back versions of stopped workers
+            self.stats.set_value("adaptive/delivery/redelivered", self.frontier.redelivered)
+
+
+class ShareBudget:
+    """In a fleet, ``ADAPTIVE_BUDGET`` is the fleet's: each worker spends
+    its share (budget / live workers) on the hosts it holds, which are about
+    that share of the URLs."""
+
+    def __init__(self, runtime: Runtime, allocator: RateAllocator | None, budget_per_day: float | None) -> None:
+        self.sharing = runtime.frontier.sharing
+        self.allocator = allocator
+        self.budget_per_day = budget_per_day
+
+    def run(self) -> None:
+        if self.sharing is None or self.allocator is None or self.budget_per_day is None:
+            return
+        share = self.budget_per_day / DAY / self.sharing.workers
+        if self.allocator.budget != share:
+            self.allocator.set_budget(share)
+
+
+class FlushDelivery:
+    """Make the durable sinks durable and confirm the versions they hold."""
+
+    def __init__(self, delivery: Delivery) -> None:
+        self.delivery = delivery
+
+    def run(self) -> None:
+        self.delivery.flush()
+
+
+class AbandonOnStop:
+    """Once the engine is stopping, count what will not be finished."""
+
+    def __init__(self, grace: StopGrace, stats: StatsCollector) -> None:
+        self.grace = grace
+        self.stats = stats
+
+    def run(self) -> None:
+        abandoned = self.grace.tick()
+        if abandoned:
+            self.stats.inc_value("adaptive/abandoned", abandoned)
+
+
+class LapsedLeases:
+    """An issued URL that got no verdict within its lease is a retry, counted.
+
+    Its download is over (a running one never lapses), so something
+    between the downloader and our middlewares swallowed the outcome: an
+    exception in another middleware's ``process_response`` (a bad gzip body
+    in HttpCompressionMiddleware), a spider middleware before ours, a
+    middleware that replaced or dropped the request.  Counted as a retry,
+    the URL is tried again after ``ADAPTIVE_RETRY_DELAY`` and marked failed
+    after ``ADAPTIVE_MAX_RETRIES``, like any other error.  Once the engine
+    stops, a URL without a verdict was abandoned (due on restart), not lost.
+    """
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        issued: IssuedRequests,
+        grace: StopGrace,
+        stats: StatsCollector,
+        lease: float,
+        wake: Callable[[], None],
+    ) -> None:
+        self.frontier = runtime.frontier
+        self.verdicts = runtime.verdicts
+        self.issued = issued
+        self.grace = grace
+        self.stats = stats
+        self.lease = lease
+        self.wake = wake
+
+    def run(self) -> None:
+        if self.grace.stop_seen is not None:
+            return
+        for fp in self.frontier.lapsed_leases():
+            self.lapsed(fp)
+
+    def lapsed(self, fp: bytes) -> None:
+        request = self.issued.get(fp)
+        url = request.url if request is not None else fp.hex()
+        reason = f"no verdict within ADAPTIVE_LEASE ({self.lease:g}s)"
+        logger.warning("%s: %s; counted as a retry.", url, reason)
+        self.stats.inc_value("adaptive/leases_expired")
+        visit = Visit(Outcome.RETRY, reason=reason, queue=self.frontier.out_queue(fp))
+        if request is not None:
+            self.verdicts.commit(request, visit)
+        else:  # the frontier lent it, the request object is gone
+            self.frontier.update(fp, visit)
+            self.wake()
+
+
+class Checkpoint:
+    """Write the state folder's checkpoint when it is due."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    def run(self) -> None:
+        if self.runtime.checkpoints.due():
+            self.runtime.checkpoint(clean=False)
+
+
+class Report:
+    """The periodic summary, and the policies' aggregates saved with it."""
+
+    def __init__(self, runtime: Runtime, policy_shared: dict) -> None:
+        self.runtime = runtime
+        self.policy_shared = policy_shared
+
+    def run(self) -> None:
+        if self.runtime.reporter.due():
+            self.runtime.summary()
+            persist.save(self.runtime.store, self.policy_shared, self.runtime.policy_key)
+
+
+class Tick:
+    """Runs its tasks in order, once per call."""
+
+    def __init__(self, tasks: Sequence[Task], on_store_error: Callable[[StoreError], None]) -> None:
+        self.tasks = list(tasks)
+        self.on_store_error = on_store_error
+
+    def __call__(self) -> None:
+        try:
+            for task in self.tasks:
+                task.run()
+        except StoreError as exc:
+            self.on_store_error(exc)
+        except Exception:
+            logger.exception("scrapy-adaptive periodic task failed")
+
+
+def build_tick(
+    runtime: Runtime,
+    *,
+    config: AdaptiveConfig,
+    policy_shared: dict,
+    issued: IssuedRequests,
+    grace: StopGrace,
+    delivery: Delivery | None,
+    stats: StatsCollector,
+    wake: Callable[[], None],
+    on_store_error: Callable[[StoreError], None],
+) -> Tick:
+    """The tick of one crawl, its tasks in the order they must run."""
+    allocator = policy_shared.get("rate_allocator")
+    tasks: list[Task] = [Rebalance(runtime, stats, wake), ShareBudget(runtime, allocator, config.budget)]
+    if delivery is not None:
+        tasks.append(FlushDelivery(delivery))
+    tasks += [
+        AbandonOnStop(grace, stats),
+        LapsedLeases(runtime, issued, grace, stats, config.lease, wake),
+        Checkpoint(runtime),
+        Report(runtime, policy_shared),
+    ]
+    return Tick(tasks, on_store_error)

@@ -1,0 +1,295 @@
+"""WARC output end to end: real crawls of the mock server's changing pages,
+the files read back with warcio, replayed with pywb, and kills.
+
+Figures: the record test runs two crawls of ~4 s, the replay test one crawl
+plus pywb's install into a venv of its own (kept in ``.venv/pywb``: pywb
+pins old versions of redis and others, so it never enters the test venv),
+the kill test three killed runs and a short clean one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import zlib
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+
+from scrapy_adaptive.warc.writer import IDENTICAL_PROFILE, NOT_MODIFIED_PROFILE
+from tests.conftest import read_state
+from tests.crawlrunner import run_crawl, start_crawl, wait_for_log
+from tests.mockserver import MockServer
+
+warcio = pytest.importorskip("warcio")
+from warcio.archiveiterator import ArchiveIterator  # noqa: E402
+from warcio.exceptions import ArchiveLoadFailed  # noqa: E402
+
+pytestmark = pytest.mark.e2e
+
+VERSIONS = Path(__file__).parents[1] / "spiders" / "versions.py"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def start_url(server: MockServer, tag: str) -> str:
+    """An index (never changes, ETag: 304s) linking to a page changing every
+    3 hits (ETag) and a static page without validators (identical bodies)."""
+    links = [f"/changes/3/{tag}-c", f"/page/{tag}-static"]
+    return server.url(f"/changes/100000/{tag}-index?" + urlencode({"links": ",".join(links)}))
+
+
+def read_warcs(folder: Path, *, tolerant: bool = False) -> list[dict[str, Any]]:
+    """Every record, digests checked; *tolerant*: a record cut by a kill
+    ends its file (the next start cuts it off)."""
+    records = []
+    for path in sorted(folder.glob("*.warc.gz")):
+        with open(path, "rb") as file:
+            try:
+                for record in ArchiveIterator(file, check_digests=True):
+                    http = record.http_headers
+                    records.append(
+                        {
+                            "file": path.name,
+                            "type": record.rec_type,
+                            "h": dict(record.rec_headers.headers),
+                            "status": int(http.get_statuscode())
+                            if record.rec_type in ("response", "revisit")
+                            else None,
+                            "payload": record.content_stream().read(),
+                        }
+                    )
+            except (OSError, EOFError, zlib.error, ArchiveLoadFailed):
+                if not tolerant:
+                    raise
+    return records
+
+
+def check_archive(records: list[dict[str, Any]]) -> None:
+    """What every WARC written by a crawl must hold."""
+    assert records and records[0]["type"] == "warcinfo"
+    files = {r["file"] for r in records}
+    firsts = {f: next(r for r in records if r["file"] == f) for f in files}
+    assert all(r["type"] == "warcinfo" for r in firsts.values())
+    by_id = {r["h"]["WARC-Record-ID"]: r for r in records}
+    for r in records:
+        assert r["h"].get("WARC-Type") == r["type"]
+        if r["type"] == "revisit":
+            original = by_id[r["h"]["WARC-Refers-To"]]  # in the archive
+            assert original["type"] == "response", r
+            assert r["h"]["WARC-Refers-To-Target-URI"] == original["h"]["WARC-Target-URI"] == r["h"]["WARC-Target-URI"]
+            assert r["h"]["WARC-Refers-To-Date"] == original["h"]["WARC-Date"] < r["h"]["WARC-Date"]
+            assert r["h"]["WARC-Payload-Digest"] == original["h"]["WARC-Payload-Digest"]
+            assert original["payload"], "a revisit of an empty body"
+        if r["type"] in ("request",):
+            assert by_id[r["h"]["WARC-Concurrent-To"]]["type"] in ("response", "revisit")
+
+
+def response_digests(records: list[dict[str, Any]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = defaultdict(set)
+    for r in records:
+        if r["type"] == "response":
+            out[r["h"]["WARC-Target-URI"]].add(r["h"]["WARC-Payload-Digest"])
+    return out
+
+
+def test_a_crawl_archives_versions_as_responses_and_unchanged_visits_as_revisits(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_path: Path
+) -> None:
+    server = clean_log
+    warc_dir = tmp_path / "warc"
+    start = start_url(server, "wr")
+    settings = {
+        **adaptive_settings,
+        "ADAPTIVE_WARC_DIR": str(warc_dir),
+        "ADAPTIVE_WAIT_DEFAULT": 0.3,
+        "ADAPTIVE_TRUST_WARMUP": 0,
+        "CLOSESPIDER_TIMEOUT": 4,
+    }
+    first = run_crawl(VERSIONS, settings, timeout=60, args=["-a", f"start_urls={start}"])
+    first.assert_ok()
+    # the server ignores validators now: the same ETag stops the download
+    second = run_crawl(
+        VERSIONS,
+        {**settings, "ADAPTIVE_CONDITIONAL_GET": False, "CLOSESPIDER_TIMEOUT": 3},
+        timeout=60,
+        args=["-a", f"start_urls={start}"],
+    )
+    second.assert_ok()
+    assert second.stats.get("adaptive/validators/aborted", 0) >= 1
+
+    records = read_warcs(warc_dir)
+    check_archive(records)
+    check = subprocess.run(
+        [sys.executable, "-m", "warcio.cli", "check", *map(str, sorted(warc_dir.glob("*.warc.gz")))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert len({r["file"] for r in records}) == 2  # one file per run
+    revisits = [r for r in records if r["type"] == "revisit"]
+    profiles = {(r["h"]["WARC-Profile"], r["status"]) for r in revisits}
+    assert (IDENTICAL_PROFILE, 200) in profiles  # the static page downloaded again
+    assert (NOT_MODIFIED_PROFILE, 304) in profiles  # conditional GETs
+    assert (NOT_MODIFIED_PROFILE, 200) in profiles  # mid-fetch aborts: the headers seen
+    assert all(not r["payload"] for r in revisits)
+    # every version the frontier counts is archived as a response
+    state, pending = read_state(Path(str(settings["ADAPTIVE_STATE_DIR"])))
+    archived = response_digests(records)
+    changing = server.url("/changes/3/wr-c")
+    assert state[changing].versions >= 3
+    for url, record in state.items():
+        if record.versions:
+            assert record.payload_digest in archived[url], url
+    assert len(archived[changing]) >= state[changing].versions
+    assert first.stats["adaptive/warc/response"] >= 5 and second.stats["adaptive/warc/revisit"] >= 1
+
+
+def pywb_python() -> Path:
+    """pywb in a venv of its own (installed once from PyPI, then reused)."""
+    venv = ROOT / ".venv" / "pywb"
+    python = venv / "bin" / "python"
+    stamp = venv / ".installed"
+    if not stamp.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", "pywb>=2.8"], check=True, timeout=540, capture_output=True
+        )
+        stamp.touch()
+    return python
+
+
+REPLAY = r"""
+import json, sys
+from werkzeug.test import Client
+from pywb.apps.frontendapp import FrontEndApp
+out = []
+client = Client(FrontEndApp())
+for stamp, url in json.loads(sys.argv[1]):
+    response = client.get(f"/archive/{stamp}id_/{url}")
+    out.append([response.status_code, response.get_data().decode("latin-1")])
+print(json.dumps(out))
+"""
+
+
+def test_pywb_indexes_the_crawl_and_replays_one_url_at_two_dates(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_path: Path
+) -> None:
+    server = clean_log
+    warc_dir = tmp_path / "warc"
+    start = start_url(server, "wp")
+    settings = {
+        **adaptive_settings,
+        "ADAPTIVE_WARC_DIR": str(warc_dir),
+        "ADAPTIVE_WAIT_DEFAULT": 0.4,
+        "ADAPTIVE_TRUST_WARMUP": 0,
+        "CLOSESPIDER_TIMEOUT": 5,
+    }
+    run_crawl(VERSIONS, settings, timeout=60, args=["-a", f"start_urls={start}"]).assert_ok()
+    python = pywb_python()
+    records = read_warcs(warc_dir)
+    changing = server.url("/changes/3/wp-c")
+    static = server.url("/page/wp-static")
+
+    def stamp(record: dict[str, Any]) -> str:
+        return "".join(ch for ch in record["h"]["WARC-Date"] if ch.isdigit())[:14]
+
+    versions: dict[str, dict[str, Any]] = {}  # one response per second, distinct bodies
+    for r in records:
+        if r["type"] == "response" and r["h"]["WARC-Target-URI"] == changing:
+            versions.setdefault(stamp(r), r)
+    picked = [r for r in versions.values()]
+    picked = [picked[0], next(r for r in picked[1:] if r["payload"] != picked[0]["payload"])]
+    revisit = next(
+        r for r in records if r["type"] == "revisit" and r["h"]["WARC-Target-URI"] == static and r["status"] == 200
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY")}
+    work = tmp_path / "pywb"
+    work.mkdir()
+    wb_manager = python.parent / "wb-manager"
+    subprocess.run([str(wb_manager), "init", "archive"], cwd=work, check=True, timeout=60, env=env)
+    files = [str(p) for p in sorted(warc_dir.glob("*.warc.gz"))]
+    subprocess.run([str(wb_manager), "add", "archive", *files], cwd=work, check=True, timeout=120, env=env)
+    queries = [(stamp(r), changing) for r in picked] + [(stamp(revisit), static)]
+    replay = subprocess.run(
+        [str(python), "-c", REPLAY, json.dumps(queries)],
+        cwd=work,
+        check=True,
+        timeout=120,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    answers = [(status, body.encode("latin-1")) for status, body in json.loads(replay.stdout.strip().splitlines()[-1])]
+    # one URL at two dates: the two versions, as archived
+    assert answers[:2] == [(200, picked[0]["payload"]), (200, picked[1]["payload"])]
+    assert answers[0][1] != answers[1][1] and all(b"version" in body for _, body in answers[:2])
+    # a revisit's date replays the original capture's body
+    original = next(r for r in records if r["h"].get("WARC-Record-ID") == revisit["h"]["WARC-Refers-To"])
+    assert answers[2] == (200, original["payload"])
+
+
+def test_kills_never_leave_a_counted_version_out_of_the_archive(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_path: Path
+) -> None:
+    server = clean_log
+    warc_dir = tmp_path / "warc"
+    links = [f"/changes/{every}/wk-{i}" for i, every in enumerate((1, 1, 2, 3))]
+    start = server.url("/changes/100000/wk-index?" + urlencode({"links": ",".join(links)}))
+    settings = {
+        **adaptive_settings,
+        "ADAPTIVE_WARC_DIR": str(warc_dir),
+        "ADAPTIVE_WAIT_DEFAULT": 0.2,
+        "ADAPTIVE_TRUST_WARMUP": 0,
+    }
+    state_dir = Path(str(settings["ADAPTIVE_STATE_DIR"]))
+    for kill in range(3):
+        proc = start_crawl(VERSIONS, settings, args=["-a", f"start_urls={start}"])
+        with proc:
+            wait_for_log(proc, r"Adaptive frontier opened", timeout=40)
+            time.sleep(1.0 + 0.4 * kill)
+            proc.kill_group()
+        state, _pending = read_state(state_dir)
+        archived = response_digests(read_warcs(warc_dir, tolerant=True))
+        for url, record in state.items():
+            if record.versions:
+                assert record.payload_digest in archived[url], (kill, url)
+    final = run_crawl(VERSIONS, {**settings, "CLOSESPIDER_TIMEOUT": 2}, timeout=60, args=["-a", f"start_urls={start}"])
+    final.assert_ok()
+    records = read_warcs(warc_dir)  # the records cut by kills were cut off at open
+    check_archive(records)
+    state, pending = read_state(state_dir)
+    archived = response_digests(records)
+    assert sum(r.versions for r in state.values()) >= 5
+    for url, record in state.items():
+        if record.versions:
+            assert record.payload_digest in archived[url], url
+
+
+def test_without_warcio_the_crawl_is_refused_in_one_line(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_path: Path
+) -> None:
+    """The extra not installed: one CRITICAL line naming it, exit code 1,
+    no traceback, nothing fetched."""
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "warcio.py").write_text("raise ImportError('No module named warcio')\n")
+    start = start_url(clean_log, "wn")
+    result = run_crawl(
+        VERSIONS,
+        {**adaptive_settings, "ADAPTIVE_WARC_DIR": str(tmp_path / "warc"), "CLOSESPIDER_TIMEOUT": 5},
+        timeout=60,
+        env={"PYTHONPATH": str(shim)},
+        args=["-a", f"start_urls={start}"],
+    )
+    assert result.returncode == 1
+    critical = [line for line in result.log.splitlines() if "CRITICAL" in line]
+    assert len(critical) == 1 and "pip install scrapy-adaptive[warc]" in critical[0], critical
+    assert "Traceback" not in result.log + result.stderr
+    assert not clean_log.log(path_prefix="/changes/100000/wn-index")

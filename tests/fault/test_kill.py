@@ -1,0 +1,219 @@
+"""The fault suite's kill loop: ``kill -9`` at random (seeded) moments.
+
+A real ``scrapy crawl`` of a three-host site whose pages change at different
+rates (``/changes/<every>/<key>``: a new version every *every* hits, with an
+ETag), items appended to a JSON-lines feed (``-o``), killed over and over
+after a random time, restarted from the same state folder, and finally
+stopped cleanly.  After every kill and at the end:
+
+* every URL ever known is still known, every URL the server served is known;
+* no history went backwards (per URL: visits and versions never decrease,
+  the discovery time never changes);
+* every version the frontier counts is in the feed (per URL: the versions
+  counted ≤ distinct bodies delivered, and the body of the last one is
+  there unless the URL is still pending delivery); the feed has no broken
+  line;
+* at the end nothing is stuck out (every URL visited in the last run) and
+  nothing is left pending;
+* politeness: within a run, per host, each fetch starts at least
+  ``ADAPTIVE_MIN_DELAY`` after the previous one ended.  Across restarts
+  (the first fetch of a run against the last of the run before) is its
+  own test, expected to fail until the politeness wait is persisted.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+
+from scrapy_adaptive.model import UrlRecord
+from tests.conftest import read_state
+from tests.crawlrunner import CrawlProcess, finish_crawl, start_crawl, wait_for_log
+from tests.mockserver import MockServer, gaps
+
+pytestmark = [pytest.mark.e2e, pytest.mark.fault]
+
+VERSIONS = Path(__file__).parents[1] / "spiders" / "versions.py"
+HOSTS = ("127.0.0.1", "127.0.0.2", "127.0.0.3")
+#: change periods (in hits) of each host's pages
+PERIODS = (1, 2, 3, 1, 5)
+KILLS = 20
+SEED = 20261122
+#: bounds of the time a run lives after its frontier opened, seconds
+RUN_SECONDS = (0.2, 2.5)
+#: tolerance of the politeness check: the server's clock stamps, not the crawl's
+SLACK = 0.02
+
+
+def site(server: MockServer, tag: str) -> list[str]:
+    """Start URLs: one index per host linking to its changing pages and to
+    the other hosts' indexes."""
+    indexes = [server.url(f"/changes/100000/{tag}-{host}-index", host=host) for host in HOSTS]
+    starts = []
+    for host in HOSTS:
+        links = [f"/changes/{every}/{tag}-{host}-{i}" for i, every in enumerate(PERIODS)]
+        links += [u for u in indexes if f"-{host}-" not in u]
+        starts.append(server.url(f"/changes/100000/{tag}-{host}-index?" + urlencode({"links": ",".join(links)}), host))
+    return starts
+
+
+def read_feed(path: Path) -> dict[str, set[str]]:
+    """Delivered bodies (payload digests) per URL; every line must parse."""
+    delivered: dict[str, set[str]] = defaultdict(set)
+    if not path.exists():
+        return delivered
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        item = json.loads(line)  # a broken line fails here, naming the line
+        assert isinstance(item, dict), (n, line)
+        delivered[item["url"]].add(item["payload"])
+    return delivered
+
+
+def check_state(
+    before: dict[str, UrlRecord], after: dict[str, UrlRecord], pending: set[str], delivered: dict[str, set[str]]
+) -> None:
+    lost = set(before) - set(after)
+    assert not lost, f"URLs forgotten: {sorted(lost)}"
+    for url, old in before.items():
+        new = after[url]
+        assert new.visits >= old.visits and new.versions >= old.versions, (url, old, new)
+        assert new.discovered == old.discovered, url
+    for url, record in after.items():
+        bodies = delivered.get(url, set())
+        assert record.versions <= len(bodies), f"{url}: {record.versions} versions counted, {len(bodies)} delivered"
+        if record.versions and url not in pending and record.payload_digest is not None:
+            assert record.payload_digest in bodies, f"{url}: its last version is not in the feed"
+
+
+def served_paths(server: MockServer, tag: str) -> set[str]:
+    return {e["path"] for e in server.log() if f"/{tag}-" in e["path"]}
+
+
+def folded(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per fetch: a request dropped and sent again at once on a new
+    connection (Twisted re-sends a GET whose reused keep-alive connection was
+    closed under it) is one attempt."""
+    entries = sorted(entries, key=lambda e: e["start"])
+    return [
+        e
+        for e, nxt in zip(entries, [*entries[1:], None])
+        if not (e["dropped"] and nxt is not None and nxt["path"] == e["path"] and nxt["start"] - e["end"] < 0.1)
+    ]
+
+
+def politeness_gaps(
+    entries: list[dict[str, Any]], runs: list[tuple[float, float]]
+) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """Per host: the idle times between fetches within each run (the next
+    start minus the latest end before it), and across each restart (the
+    first start of a run minus the last end of the run before)."""
+    fetches = [e for e in entries if e["path"] != "/robots.txt" and e["end"] is not None]
+    within: list[tuple[str, float]] = []
+    across: list[tuple[str, float]] = []
+    for host in sorted({e["host"] for e in fetches}):
+        per_run = [folded([e for e in fetches if e["host"] == host and a <= e["start"] <= b]) for a, b in runs]
+        within += [(host, gap) for run in per_run for gap in gaps(run, host)]
+        ran = [run for run in per_run if run]
+        across += [
+            (host, min(e["start"] for e in nxt) - max(e["end"] for e in prev)) for prev, nxt in zip(ran, ran[1:])
+        ]
+    return within, across
+
+
+def start(settings: dict[str, object], starts: list[str], feed: Path) -> CrawlProcess:
+    return start_crawl(VERSIONS, settings, args=["-a", "start_urls=" + ",".join(starts), "-o", f"{feed}:jsonlines"])
+
+
+def test_kill_9_loop_loses_no_url_no_history_and_no_version(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_state: Path, tmp_path: Path
+) -> None:
+    server = clean_log
+    rng = random.Random(SEED)
+    starts = site(server, "kl")
+    feed = tmp_path / "items.jsonl"
+    min_delay = 0.25
+    settings = {
+        **adaptive_settings,
+        "LOG_LEVEL": "INFO",
+        "ADAPTIVE_MIN_DELAY": min_delay,
+        "ADAPTIVE_MAX_DELAY": min_delay,
+        "ADAPTIVE_WAIT_DEFAULT": 0.5,
+    }
+    state = tmp_state / "adaptive"
+    known: dict[str, UrlRecord] = {}
+    runs: list[tuple[float, float]] = []
+    redelivered = 0
+    began = time.monotonic()
+    for _ in range(KILLS):
+        proc = start(settings, starts, feed)
+        with proc:
+            t0 = time.time()
+            wait_for_log(proc, r"Adaptive frontier opened", timeout=30)
+            time.sleep(rng.uniform(*RUN_SECONDS))
+            proc.kill_group()
+            runs.append((t0, time.time()))
+            log = proc.log_text()
+        redelivered += "versions not confirmed delivered" in log
+        after, pending = read_state(state)
+        check_state(known, after, pending, read_feed(feed))
+        known = after
+    # the last run stops cleanly: everything confirmed, nothing stuck out
+    proc = start({**settings, "CLOSESPIDER_TIMEOUT": 5}, starts, feed)
+    with proc:
+        t0 = time.time()
+        result = finish_crawl(proc, timeout=60)
+        runs.append((t0, time.time()))
+    result.assert_ok()
+    after, pending = read_state(state)
+    delivered = read_feed(feed)
+    check_state(known, after, pending, delivered)
+    assert pending == set(), f"left pending after a clean stop: {sorted(pending)}"
+    # each host's pages, its index as a start URL (with links) and as a link
+    assert len(after) == len(HOSTS) * (len(PERIODS) + 2)
+    assert {u.split("?")[0].split("/", 3)[3] for u in after} >= {p.lstrip("/") for p in served_paths(server, "kl")}
+    stuck = [url for url, r in after.items() if r.fetched is None or r.fetched < runs[-1][0]]
+    assert not stuck, f"not visited in the last run: {stuck}"
+    assert sum(r.versions for r in after.values()) >= 30
+    # the loop did hit versions on their way to the feed, and re-delivered them
+    assert redelivered >= 3, redelivered
+    within, _ = politeness_gaps(server.log(), runs)
+    assert len(within) > 100
+    too_close = [g for g in within if g[1] < min_delay - SLACK]
+    assert not too_close, (too_close[:10], [e for e in server.log() if e["dropped"]][:10])
+    assert time.monotonic() - began < 170
+
+
+def test_politeness_holds_across_kills(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_state: Path, tmp_path: Path
+) -> None:
+    """Killed right after a fetch, a restarted crawl still waits the host's
+    ``ADAPTIVE_MIN_DELAY`` (a restart takes ~1.5 s, the wait is 4 s)."""
+    server = clean_log
+    starts = site(server, "kp")[:1]
+    feed = tmp_path / "items.jsonl"
+    min_delay = 4.0
+    settings = {**adaptive_settings, "LOG_LEVEL": "INFO", "ADAPTIVE_MIN_DELAY": min_delay, "ADAPTIVE_MAX_DELAY": 4}
+    runs: list[tuple[float, float]] = []
+    for _ in range(3):
+        seen = len(server.log())
+        proc = start(settings, starts, feed)
+        with proc:
+            t0 = time.time()
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not any(
+                e["path"] != "/robots.txt" and e["end"] for e in server.log()[seen:]
+            ):
+                time.sleep(0.05)
+            proc.kill_group()
+            runs.append((t0, time.time()))
+    within, across = politeness_gaps(server.log(), runs)
+    assert len(across) >= 2
+    too_close = [g for g in within + across if g[1] < min_delay - SLACK]
+    assert not too_close, too_close

@@ -1,0 +1,332 @@
+"""Settings: the spec table, defaults, validation messages, and the mapping of Scrapy's own."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from scrapy.settings import Settings
+
+from scrapy_adaptive.addon import Addon
+from scrapy_adaptive.change.prediction import SCHEMES
+from scrapy_adaptive.change.trust import TrustParams
+from scrapy_adaptive.config.settings import (
+    DEFAULTS,
+    SETTING_SPECS,
+    VALIDATOR_SCHEMES,
+    AdaptiveConfig,
+    ConfigError,
+    Kind,
+    SettingSpec,
+    check_value,
+    replace_settings_table,
+    settings_table_markdown,
+    unknown_settings,
+)
+from scrapy_adaptive.frontier import Politeness
+from scrapy_adaptive.integration.downloadermiddlewares.errors import FetchErrorMiddleware
+from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware
+from scrapy_adaptive.policies.base import WaitParams
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def config(**values: object) -> AdaptiveConfig:
+    return AdaptiveConfig.from_settings(Settings(values))
+
+
+def test_thesis_defaults() -> None:
+    c = config()
+    assert (c.delay_factor, c.min_delay, c.max_delay) == (5.0, 2.0, 5.0)
+    assert (c.max_retries, c.retry_delay, c.host_valence, c.embed_hops) == (30, 900.0, 1, 0)
+    assert (c.wait_default, c.wait_max) == (259_200.0, 2_419_200.0)
+
+
+def test_command_line_strings_are_parsed() -> None:
+    # -s NAME=value and Scrapyd's -d setting=NAME=value arrive as strings
+    c = config(ADAPTIVE_MIN_DELAY="0.5", ADAPTIVE_HOST_VALENCE="3", ADAPTIVE_STATE_SYNC="True")
+    assert (c.min_delay, c.host_valence, c.state_sync) == (0.5, 3, True)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"ADAPTIVE_MIN_DELAY": "abc"}, "ADAPTIVE_MIN_DELAY ('abc') must be a number of seconds."),
+        ({"ADAPTIVE_HOST_VALENCE": "1.5"}, "ADAPTIVE_HOST_VALENCE ('1.5') must be an integer."),
+        ({"ADAPTIVE_HOST_VALENCE": 0}, "ADAPTIVE_HOST_VALENCE (0) must be at least 1."),
+        ({"ADAPTIVE_MAX_RETRIES": -1}, "ADAPTIVE_MAX_RETRIES (-1) must be 0 or more."),
+        ({"ADAPTIVE_MIN_DELAY": 5, "ADAPTIVE_MAX_DELAY": 1}, "ADAPTIVE_MAX_DELAY (1.0) must not be lower than"),
+        ({"ADAPTIVE_WAIT_MIN": 10, "ADAPTIVE_WAIT_MAX": 5}, "ADAPTIVE_WAIT_MAX (5.0) must not be lower than"),
+        ({"ADAPTIVE_WAIT_DEFAULT": 0}, "ADAPTIVE_WAIT_DEFAULT (0.0) must be a finite number > 0."),
+        ({"ADAPTIVE_DELAY_FACTOR": "nan"}, "ADAPTIVE_DELAY_FACTOR ('nan') must be a number."),
+        ({"ADAPTIVE_POLITENESS_KEY": "ip"}, "ADAPTIVE_POLITENESS_KEY ('ip') must be one of host, domain, slot."),
+        ({"ADAPTIVE_STATE_SYNC": "maybe"}, "ADAPTIVE_STATE_SYNC ('maybe') must be true or false."),
+    ],
+)
+def test_bad_values_name_the_setting(values: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        config(**values)
+    assert message in str(info.value)
+
+
+def test_download_delay_becomes_the_minimum_delay_unless_explicit() -> None:
+    assert config(DOWNLOAD_DELAY=3).min_delay == 3.0
+    assert config(DOWNLOAD_DELAY=3).max_delay == 5.0
+    assert config(DOWNLOAD_DELAY=8).max_delay == 8.0  # never below the minimum
+    assert config(DOWNLOAD_DELAY=3, ADAPTIVE_MIN_DELAY=0.5).min_delay == 0.5
+
+
+def test_concurrent_requests_per_domain_becomes_the_valence_unless_explicit() -> None:
+    assert config(CONCURRENT_REQUESTS_PER_DOMAIN=4).host_valence == 4
+    assert config(CONCURRENT_REQUESTS_PER_DOMAIN=4, ADAPTIVE_HOST_VALENCE=2).host_valence == 2
+    # Scrapy's own default (8) is not a user choice: the thesis default stays
+    settings = Settings()
+    assert AdaptiveConfig.from_settings(settings).host_valence == 1
+
+
+def test_defaults_table_covers_every_config_field() -> None:
+    names = {"ADAPTIVE_" + f.upper() for f in AdaptiveConfig.__dataclass_fields__}
+    assert names == set(DEFAULTS)
+
+
+def test_addon_sets_components_at_addon_priority_and_respects_the_user() -> None:
+    settings = Settings()
+    settings.set("DOWNLOADER_MIDDLEWARES", {FetchErrorMiddleware: None}, "project")
+    Addon().update_settings(settings)
+    assert settings["SCHEDULER"] == "scrapy_adaptive.integration.scheduler.AdaptiveScheduler"
+    assert settings.getdict("SPIDER_MIDDLEWARES")[VisitMiddleware] == 10
+    assert settings.getdict("DOWNLOADER_MIDDLEWARES")[FetchErrorMiddleware] is None  # user disabled it
+    user = Settings()
+    user.set("SCHEDULER", "my.Scheduler", "project")
+    Addon().update_settings(user)
+    assert user["SCHEDULER"] == "my.Scheduler"
+
+
+def test_addon_puts_the_refreshing_robots_middleware_in_the_place_of_scrapys() -> None:
+    from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+
+    from scrapy_adaptive.addon import SCRAPY_ROBOTS
+    from scrapy_adaptive.integration.downloadermiddlewares.robots import RobotsRefreshMiddleware
+
+    settings = Settings()
+    Addon().update_settings(settings)
+    mws = settings.getdict("DOWNLOADER_MIDDLEWARES")
+    assert mws[SCRAPY_ROBOTS] is None and mws[RobotsRefreshMiddleware] == 100
+    for listed in (SCRAPY_ROBOTS, RobotsTxtMiddleware):  # the project placed Scrapy's own: kept
+        user = Settings()
+        user.set("DOWNLOADER_MIDDLEWARES", {listed: 90}, "project")
+        Addon().update_settings(user)
+        assert user.getdict("DOWNLOADER_MIDDLEWARES")[listed] == 90
+        assert RobotsRefreshMiddleware not in user.getdict("DOWNLOADER_MIDDLEWARES")
+
+
+def test_addon_disables_deltafetch() -> None:
+    import scrapy_deltafetch
+
+    for listed in ("scrapy_deltafetch.DeltaFetch", scrapy_deltafetch.DeltaFetch):
+        settings = Settings()
+        settings.set("SPIDER_MIDDLEWARES", {listed: 100}, "project")
+        Addon().update_settings(settings)
+        assert settings.getdict("SPIDER_MIDDLEWARES")[listed] is None
+        assert settings.getbool("SCRAPY_ADAPTIVE_TOOK_OVER_DELTAFETCH")
+
+
+# -- the spec table --------------------------------------------------------
+
+
+def test_the_table_and_the_config_dataclass_agree_field_by_field() -> None:
+    # same names, same order, and each field typed as its spec's kind says
+    config_fields = [(f.name, f.type) for f in dataclasses.fields(AdaptiveConfig)]
+    assert config_fields == [(spec.attribute, spec.field_type) for spec in SETTING_SPECS]
+    assert list(DEFAULTS) == [spec.name for spec in SETTING_SPECS]
+    assert all(spec.name.startswith("ADAPTIVE_") and spec.doc for spec in SETTING_SPECS)
+
+
+def test_every_default_passes_validation() -> None:
+    for spec in SETTING_SPECS:
+        check_value(spec, spec.default)
+    defaults = config()
+    assert {spec.name: getattr(defaults, spec.attribute) for spec in SETTING_SPECS} == DEFAULTS
+
+
+def test_the_pure_dataclasses_take_their_defaults_from_the_table() -> None:
+    wait = WaitParams()
+    assert (wait.initial, wait.default, wait.minimum, wait.maximum) == (
+        DEFAULTS["ADAPTIVE_WAIT_INITIAL"],
+        DEFAULTS["ADAPTIVE_WAIT_DEFAULT"],
+        DEFAULTS["ADAPTIVE_WAIT_MIN"],
+        DEFAULTS["ADAPTIVE_WAIT_MAX"],
+    )
+    assert (wait.budget, wait.budget_window, wait.target_precision) == (
+        DEFAULTS["ADAPTIVE_BUDGET"],
+        DEFAULTS["ADAPTIVE_BUDGET_WINDOW"],
+        DEFAULTS["ADAPTIVE_TARGET_PRECISION"],
+    )
+    politeness = Politeness()
+    c = config()
+    assert (politeness.delay_factor, politeness.min_delay, politeness.max_delay, politeness.valence) == (
+        c.delay_factor,
+        c.min_delay,
+        c.max_delay,
+        c.host_valence,
+    )
+    assert (politeness.retry_delay, politeness.max_retries, politeness.lease) == (c.retry_delay, c.max_retries, c.lease)
+    assert (TrustParams().warmup, TrustParams().min_rate) == (c.trust_warmup, c.trust_min_rate)
+    assert SCHEMES is VALIDATOR_SCHEMES
+
+
+def _out_of_range(spec: SettingSpec) -> list[float]:
+    """One value just past each bound of *spec*, and the infinities for floats."""
+    values: list[float] = []
+    if spec.at_least is not None:
+        values.append(spec.at_least - 1)
+    for bound in (spec.above, spec.below):
+        if bound is not None:
+            values.append(bound)
+    if spec.at_most is not None:
+        values.append(spec.at_most * 10)
+    if spec.kind is not Kind.INTEGER:
+        values += [math.inf, -math.inf]
+    return values
+
+
+NUMERIC_SPECS = [spec for spec in SETTING_SPECS if spec.kind in (Kind.SECONDS, Kind.NUMBER, Kind.INTEGER)]
+BAD_NUMBERS = [(spec, value) for spec in NUMERIC_SPECS for value in _out_of_range(spec)]
+
+
+@pytest.mark.parametrize(("spec", "value"), BAD_NUMBERS, ids=[f"{s.name}={v!r}" for s, v in BAD_NUMBERS])
+def test_every_bound_is_enforced(spec: SettingSpec, value: float) -> None:
+    with pytest.raises(ConfigError) as info:
+        config(**{spec.name: value})
+    shown = value if spec.kind is Kind.INTEGER else float(value)
+    assert str(info.value).startswith(f"{spec.name} ({shown!r}) must be ")
+
+
+@pytest.mark.parametrize("spec", NUMERIC_SPECS, ids=[s.name for s in NUMERIC_SPECS])
+def test_every_bound_itself_is_allowed_when_inclusive(spec: SettingSpec) -> None:
+    for bound in (spec.at_least, spec.at_most):
+        if bound is not None:
+            check_value(spec, int(bound) if spec.kind is Kind.INTEGER else bound)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"ADAPTIVE_MIN_DELAY": True}, "ADAPTIVE_MIN_DELAY (True) must be a number of seconds."),
+        ({"ADAPTIVE_HOST_VALENCE": False}, "ADAPTIVE_HOST_VALENCE (False) must be an integer."),
+        ({"ADAPTIVE_BUDGET": True}, "ADAPTIVE_BUDGET (True) must be a number of revisits per day."),
+        ({"ADAPTIVE_STATE_DIR": 5}, "ADAPTIVE_STATE_DIR (5) must be a folder path (a string)."),
+        ({"ADAPTIVE_DELAY_FACTOR": 1e308}, "ADAPTIVE_DELAY_FACTOR (1e+308) must be at most 1000."),
+        ({"ADAPTIVE_WAIT_MAX": "1e308"}, "ADAPTIVE_WAIT_MAX (1e+308) must be at most 315360000 seconds (10 years)."),
+        ({"ADAPTIVE_BUDGET": 1e12}, "ADAPTIVE_BUDGET (1000000000000.0) must be at most 1000000000."),
+        ({"ADAPTIVE_TRUST_MIN_RATE": 0}, "ADAPTIVE_TRUST_MIN_RATE (0.0) must be in (0, 1]."),
+        ({"ADAPTIVE_UNCHANGED": 5}, "ADAPTIVE_UNCHANGED (5) must be one of skip, deliver."),
+        ({"ADAPTIVE_VALIDATOR_SCHEME": "all"}, "ADAPTIVE_VALIDATOR_SCHEME ('all') must be one of etag, timestamp,"),
+        ({"ADAPTIVE_WAIT_POLICY": 5}, "ADAPTIVE_WAIT_POLICY (5) must be a dotted class path"),
+        ({"ADAPTIVE_CRAWL_LOG": 2}, "ADAPTIVE_CRAWL_LOG (2) must be true or false."),
+        ({"DOWNLOAD_DELAY": -1}, "ADAPTIVE_MIN_DELAY (-1.0) must be a finite number >= 0."),
+    ],
+)
+def test_bad_types_and_absurd_magnitudes_are_refused(values: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        config(**values)
+    assert message in str(info.value)
+
+
+def test_paths_classes_and_empty_strings_are_read_like_scrapy_reads_them(tmp_path: Path) -> None:
+    from scrapy_adaptive.policies import HeritrixWaitPolicy
+
+    c = config(ADAPTIVE_STATE_DIR=tmp_path, ADAPTIVE_WAIT_POLICY=HeritrixWaitPolicy, ADAPTIVE_UNCHANGED="")
+    assert c.state_dir == str(tmp_path)
+    assert c.wait_policy == "scrapy_adaptive.policies.heritrix.HeritrixWaitPolicy"
+    assert c.unchanged == "skip"  # -s ADAPTIVE_UNCHANGED= means "not set"
+    assert config(ADAPTIVE_STATE_DIR="").state_dir is None
+    assert config(ADAPTIVE_CRAWL_LOG="false", ADAPTIVE_STATE_SYNC=1).crawl_log is False
+
+
+def test_validate_holds_a_changed_config_to_the_same_rules() -> None:
+    with pytest.raises(ConfigError, match=r"^ADAPTIVE_LEASE \(0\.0\) must be a finite number > 0\.$"):
+        dataclasses.replace(config(), lease=0.0).validate()
+
+
+# -- misspelt names --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "closest"),
+    [
+        ("ADAPTIVE_MIN_DELAYY", "ADAPTIVE_MIN_DELAY"),
+        ("ADAPTIVE_WAIT_MINN", "ADAPTIVE_WAIT_MIN"),
+        ("ADAPTIVE_MAXDELAY", "ADAPTIVE_MAX_DELAY"),
+        ("adaptive_lease", "ADAPTIVE_LEASE"),
+    ],
+)
+def test_a_misspelt_name_is_reported_with_the_closest_setting(name: str, closest: str) -> None:
+    settings = Settings({name: 3, "ADAPTIVE_LEASE": 60})
+    assert unknown_settings(settings) == [
+        f"{name} is not a scrapy-adaptive setting and is ignored; did you mean {closest}?"
+    ]
+
+
+def test_known_scrapy_and_internal_names_are_not_reported() -> None:
+    assert unknown_settings(Settings(dict(DEFAULTS))) == []
+    assert unknown_settings({"ADAPTIVE_XYZZY_PLUGH": 1}) == [
+        "ADAPTIVE_XYZZY_PLUGH is not a scrapy-adaptive setting and is ignored."
+    ]
+    # the add-on's own marker (SCRAPY_ADAPTIVE_*) is internal, not a user setting
+    settings = Settings()
+    settings.set("SPIDER_MIDDLEWARES", {"scrapy_deltafetch.DeltaFetch": 100}, "project")
+    Addon().update_settings(settings)
+    assert settings.getbool("SCRAPY_ADAPTIVE_TOOK_OVER_DELTAFETCH")
+    assert unknown_settings(settings) == []
+
+
+# -- the README and purity -------------------------------------------------
+
+
+def test_the_readme_settings_table_is_the_generated_one() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert settings_table_markdown() in readme, "run: python scripts/settings_table.py"
+    assert replace_settings_table(readme) == readme
+    for spec in SETTING_SPECS:
+        assert f"| `{spec.name}` |" in readme
+
+
+def test_the_table_script_checks_the_readme() -> None:
+    script = ROOT / "scripts" / "settings_table.py"
+    done = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+PURITY_CHECK = """
+import importlib, sys, types
+package = types.ModuleType("adaptive_settings_alone")
+package.__path__ = [sys.argv[1]]
+sys.modules[package.__name__] = package
+module = importlib.import_module("adaptive_settings_alone.settings")
+assert module.DEFAULTS["ADAPTIVE_MIN_DELAY"] == 2.0
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("scrapy", "twisted", "scrapy_adaptive"))
+print(loaded)
+sys.exit(1 if loaded else 0)
+"""
+
+
+def test_the_settings_module_imports_no_scrapy() -> None:
+    # Loaded from its folder under another package name, so that the package
+    # __init__ (which imports the add-on, and so Scrapy, on first use) is not
+    # run: this checks settings.py and the setting modules it imports
+    # (spec, table, readme) alone.
+    path = ROOT / "scrapy_adaptive" / "config"
+    done = subprocess.run([sys.executable, "-c", PURITY_CHECK, str(path)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_importing_the_settings_through_the_package_loads_no_scrapy() -> None:
+    code = "import sys, scrapy_adaptive.config.settings;"
+    code += " sys.exit(any(m.split('.')[0] == 'scrapy' for m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT)
+    assert done.returncode == 0, done.stderr

@@ -1,0 +1,230 @@
+"""The frontier console, forget, the progress series and the summary, built directly."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from scrapy.utils.test import get_crawler
+
+from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Store
+from scrapy_adaptive.ops.console.api import FrontierConsole, file_seeder, take_seeds
+from scrapy_adaptive.ops.console.html import render
+from scrapy_adaptive.ops.progress import HOUR, Progress
+from scrapy_adaptive.ops.reporting import Reporter
+from scrapy_adaptive.store.leveldb import LevelDBStore
+from scrapy_adaptive.store.statedir import StateDir, open_store, stored_counts, write_checkpoint
+from tests.unit.frontier.test_frontier import Clock, add, fp, make, visited
+
+
+@pytest.fixture(params=["memory", "leveldb"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    s: Store = MemoryStore() if request.param == "memory" else LevelDBStore(str(tmp_path / "db"))
+    yield s
+    s.close()
+
+
+def crawled(store: Store, clock: Clock) -> Frontier:
+    """Three URLs of one host visited once; a.html changed twice."""
+    f = make(store, clock)
+    for url in ("http://h/a.html", "http://h/b.html", "http://h/c.png"):
+        add(f, url)
+    for _ in range(3):
+        clock.t += 10
+        issued = f.next()
+        assert issued is not None
+        f.update(issued.fp, visited(wait=100.0))
+        clock.t += 10
+    return f
+
+
+def test_forget_removes_record_entry_and_mark_and_keeps_the_counts_that_never_fall(any_store: Store) -> None:
+    store = any_store
+    clock = Clock()
+    f = crawled(store, clock)
+    # a pending-delivery mark on b.html
+    clock.t += 200
+    issued = f.next()
+    assert issued is not None
+    f.update(issued.fp, visited(change=ChangeState.CHANGED), deliver=True)
+    assert dict(store.pending())
+    victims = [("h", fp("http://h/a.html")), ("h", fp("http://h/b.html"))]
+    gone = f.forget(victims + [("h", fp("http://h/unknown"))])
+    assert sorted(r.url for r in gone) == ["http://h/a.html", "http://h/b.html"]
+    assert all(store.get_record(*v) is None for v in victims)
+    assert not dict(store.pending())
+    assert [e[2] for e in store.queue_entries("h", limit=10)] == [fp("http://h/c.png")]
+    assert (f.url_count, f.forgotten_count, f.visit_count) == (1, 2, 4)
+    # a reopened frontier agrees, and issues only what is left
+    again = make(store, clock)
+    again.load()
+    assert (again.url_count, again.forgotten_count, again.visit_count) == (1, 2, 4)
+    clock.t += 1000
+    issued = again.next()
+    assert issued is not None and issued.record.url == "http://h/c.png"
+    assert again.next() is None
+    # rediscovered, a forgotten URL starts a new record
+    assert add(again, "http://h/a.html").value == "new"
+
+
+def test_forget_of_a_url_out_for_download_ignores_its_late_verdict() -> None:
+    clock = Clock()
+    f = make(MemoryStore(), clock)
+    add(f, "http://h/a")
+    issued = f.next()
+    assert issued is not None
+    f.forget([("h", issued.fp)])
+    assert f.update(issued.fp, visited()) is None
+    assert f.get_record("h", issued.fp) is None and f.out_count == 0 and not f.has_pending()
+
+
+def test_a_forget_is_not_a_rollback_for_the_state_folder(tmp_path: Path) -> None:
+    state = StateDir(str(tmp_path / "state"), temporary=False)
+    store = open_store(state, spider="s", fingerprinter="fp", sync=False)
+    clock = Clock()
+    f = crawled(store, clock)
+    write_checkpoint(state, urls=f.url_count, visits=f.visit_count, clean=True)
+    before = stored_counts(store)
+    f.forget([("h", fp("http://h/a.html"))])
+    assert stored_counts(store) == before
+    store.close()
+    open_store(state, spider="s", fingerprinter="fp", sync=False).close()  # not refused
+
+
+def test_report_url_export_and_forget_by_regex(any_store: Store) -> None:
+    clock = Clock()
+    f = crawled(any_store, clock)
+    console = FrontierConsole(f, budget_per_day=240.0)
+    report = console.report()
+    assert report["totals"]["urls"] == 3 and report["totals"]["visits"] == 3
+    assert report["hosts"][0]["host"] == "h" and report["hosts"][0]["urls"] == 3
+    assert report["sampled"] == 3 and sum(report["waits"].values()) == 3
+    assert report["waits"] == {"≤ 10m": 3}
+    assert report["budget"] == {"set_per_day": 240.0, "spent_per_day": None}
+    json.dumps(report)  # the control channel sends it as JSON
+    answer = console.url("http://h/a.html")
+    assert answer is not None and answer["record"]["url"] == "http://h/a.html"
+    text = "\n".join(answer["lines"])
+    assert "1 visits, 1 versions" in text and "status 200, changed" in text
+    assert re.search(r"next visit: .* \(in 1\.\dm\); wait 1\.\dm chosen by the wait policy", text), text
+    assert console.url("http://h/nothing") is None
+    exported = list(console.export())
+    assert sorted(r["url"] for r in exported) == ["http://h/a.html", "http://h/b.html", "http://h/c.png"]
+    assert {"fp", "request", "history", "next_time", "wait"} <= set(exported[0])
+    assert sorted(console.forget(regex=r"\.html$")) == ["http://h/a.html", "http://h/b.html"]
+    assert [r["url"] for r in console.export()] == ["http://h/c.png"]
+
+
+def test_answer_speaks_the_control_protocol(tmp_path: Path) -> None:
+    f = crawled(MemoryStore(), Clock())
+    console = FrontierConsole(f, seeder=file_seeder(str(tmp_path)))
+    assert next(console.answer({"op": "url", "url": "http://h/b.html"}))["url"]["record"]["visits"] == 1
+    assert len(list(console.answer({"op": "export"}))) == 3
+    seeded = next(console.answer({"op": "seed", "urls": ["http://h/new"]}))["seeded"]
+    assert seeded == [{"url": "http://h/new", "result": "added when the crawl next starts"}]
+    assert next(console.answer({"op": "forget", "urls": ["http://h/c.png"]})) == {"forgotten": ["http://h/c.png"]}
+    with pytest.raises(ValueError, match="unknown op"):
+        list(console.answer({"op": "drop tables"}))
+    # the next crawl takes the seeds once
+    taken: list[str] = []
+    take_seeds(str(tmp_path), lambda urls: taken.extend(urls) or [])
+    assert taken == ["http://h/new"]
+    assert take_seeds(str(tmp_path), lambda urls: []) == []
+
+
+def test_progress_counts_per_hour_from_cumulative_counters() -> None:
+    p = Progress()
+    t0 = 100 * HOUR
+    p.observe(t0, visits=50, versions=5, bytes_saved=0, due=10)  # the baseline: not this hour's work
+    p.observe(t0 + 1800, visits=80, versions=8, bytes_saved=4000, due=14, budget_per_hour=100.0)
+    p.observe(t0 + HOUR, visits=110, versions=9, bytes_saved=1000, due=12)  # stats restarted at 0
+    assert p.hours[100] == [30.0, 3.0, 4000.0, 14, 100.0]
+    assert p.hours[101] == [30.0, 1.0, 1000.0, 12, 0.0]
+    rates = p.rates()
+    assert rates is not None and rates["visits"] == pytest.approx(60.0) and rates["due_change"] == 2
+    back = Progress.from_bytes(p.to_bytes())
+    assert back.hours == p.hours and [h for h, _ in back.series()] == [100, 101]
+    assert Progress.from_bytes(b"garbage").hours == {}
+
+
+def test_the_html_report_is_self_contained() -> None:
+    f = crawled(MemoryStore(), Clock())
+    p = Progress()
+    for i in range(4):
+        p.observe(i * HOUR, visits=10 * i, versions=i, bytes_saved=100 * i, due=3, budget_per_hour=12.0)
+    page = render(FrontierConsole(f, progress=p).report())
+    assert page.count("<svg") == 6 and "Top hosts" in page and "<td>h</td>" in page
+    assert not re.search(r"<script|<link|src=|href=|@import|url\(", page)
+
+
+def test_the_crawl_time_warning_ignores_hosts_not_measured_since_the_restart(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """After a restart no fetch of a host is measured yet: the paper's 2 s
+    default must not be reported as the host's (it was: "fetch 2.00s + wait
+    5.00s" for a host whose fetches take milliseconds)."""
+    store = MemoryStore()
+    clock = Clock()
+    f = make(store, clock, min_delay=5.0, max_delay=5.0)
+    for i in range(30):
+        add(f, f"http://fast/{i}")
+    restarted = make(store, clock, min_delay=5.0, max_delay=5.0)
+    restarted.load()
+    crawler = get_crawler()
+    reporter = Reporter(restarted, crawler.stats, allocator=None, state_path=str(tmp_path), interval=60.0, clock=clock)
+    with caplog.at_level(logging.INFO, logger="scrapy_adaptive.ops.reporting"):
+        reporter.crawl_times()
+    assert "Hosts:" not in caplog.text
+    # measured, the same backlog is reported (30 fetches of 10 ms + 5 s each > 60 s)
+    restarted.fetch_times.add("fast", 0.01)
+    with caplog.at_level(logging.INFO, logger="scrapy_adaptive.ops.reporting"):
+        reporter.crawl_times()
+    assert "Hosts: 1 of 1" in caplog.text and "fetch 0.01s + wait 5.00s" in caplog.text
+
+
+def test_the_summary_logs_rates_and_saves_the_hourly_series(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    store = MemoryStore()
+    clock = Clock()
+    f = crawled(store, clock)
+    crawler = get_crawler()
+    crawler.stats.open_spider()
+    console = FrontierConsole(f)
+    reporter = Reporter(
+        f, crawler.stats, allocator=None, state_path=str(tmp_path), interval=60.0, console=console, clock=clock
+    )
+    with caplog.at_level(logging.INFO, logger="scrapy_adaptive.ops.reporting"):
+        reporter.summary()
+        clock.t += 1000
+        issued = f.next()
+        assert issued is not None
+        f.update(issued.fp, visited())
+        crawler.stats.set_value("adaptive/validators/bytes_avoided", 5000)
+        clock.t += 800
+        reporter.summary()
+    assert re.search(r"Progress over the last 30m: 2 visits/h, 2 versions/h, 10\.0 kB saved/h", caplog.text)
+    assert "next URL due in" in caplog.text
+    assert sum(v[0] for v in Progress.from_bytes(store.get_meta("progress")).hours.values()) == 1
+    assert (tmp_path / "report.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_a_record_snapshot_names_its_url() -> None:
+    """Evaluators and tools reading ``adaptive_record`` see which URL it is."""
+    f = crawled(MemoryStore(), Clock())
+    record = f.get_record("h", fp("http://h/a.html"))
+    assert record is not None and record.snapshot()["url"] == "http://h/a.html"
+
+
+def test_a_budget_far_above_the_revisits_does_not_flatten_the_bars() -> None:
+    from scrapy_adaptive.ops.console.html import bar_chart
+
+    svg = bar_chart(["h1", "h2"], [73.0, 40.0], line=[37772.0, 37772.0])
+    heights = [float(h) for h in re.findall(r'<rect [^>]*height="([0-9.]+)"', svg)]
+    assert max(heights) > 100  # the highest bar fills most of the plot
+    assert "37772 (off the scale)" in svg
+    # near the bars, the level is drawn to scale and not labelled
+    svg = bar_chart(["h1"], [73.0], line=[100.0])
+    assert "off the scale" not in svg
