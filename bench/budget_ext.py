@@ -104,7 +104,7 @@ class CrawlTimeProbe:
             for _, next_ms, fp in frontier.store.queue_entries(q.name, limit=MAX_DOCS):
                 if next_ms > now_ms:
                     break
-                if not frontier.is_out(fp):
+                if not frontier.leases.is_out(fp):
                     due.add(fp)
             if len(due) < self.min_docs:
                 continue

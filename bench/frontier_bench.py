@@ -349,7 +349,7 @@ def run_mixed(
     """
     from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
 
-    add, nxt, ended, update = frontier.add, frontier.next, frontier.fetch_ended, frontier.update
+    add, nxt, ended, update = frontier.add, frontier.next, frontier.leases.fetch_ended, frontier.update
     url_of, host_of, fp_of, names = wl.url, wl.host, wl.fp, wl.host_names
     visited, unchanged = Outcome.VISITED, ChangeState.UNCHANGED
     digest = "sha1:" + "0" * 40
@@ -542,7 +542,7 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
 
     def run_cycles(limit: int, deadline: float) -> tuple[int, float, int, bool]:
         """(cycles done, seconds, next() calls that found nothing, stopped by the deadline)."""
-        nxt, ended, update = frontier.next, frontier.fetch_ended, frontier.update
+        nxt, ended, update = frontier.next, frontier.leases.fetch_ended, frontier.update
         visited, unchanged = Outcome.VISITED, ChangeState.UNCHANGED
         empty = 0
         done = 0

@@ -107,7 +107,7 @@ def simulate(
             grew = True
         for host, delay in list(delays.items()):
             if any(q.name == host for q in frontier.queues()):
-                frontier.set_crawl_delay(host, delay)
+                frontier.hosts.set_crawl_delay(host, delay)
                 del delays[host]
         if grew and on_discover is not None:
             on_discover(known)
@@ -197,7 +197,7 @@ def simulate(
             modified = now if page.kind == "noise" else (changes[j - 1] if j > 0 else page.created)
             last_modified = formatdate(modified, usegmt=True)
         metrics.fetch(page, now, size)
-        frontier.fetch_ended(issued.fp, page.duration)
+        frontier.leases.fetch_ended(issued.fp, page.duration)
         visit = Visit(
             Outcome.VISITED,
             status=status,

@@ -5,19 +5,18 @@ its lease lapses.  The downloader's signals mark when its fetch started and
 ended: the end starts the host slot's politeness wait at once (before the
 verdict), and a URL being downloaded never lapses.
 
-:class:`Leases` is a part of :class:`~.frontier.Frontier`, kept in a file of
-its own like :class:`~.hostfacts.HostFacts`.
+:class:`Leases` is the one holder of what is out; the frontier's other
+parts ask it (``get``, ``is_out``) rather than keep their own list.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..hosts.crawltime import FetchTimes
 from ..model import UrlRecord
-from .hostqueue import Entry, HostQueue, Politeness
+from .book import QueueBook
 
 
 @dataclass
@@ -37,20 +36,39 @@ class Lease:
 
 
 class Leases:
-    """The out URLs of :class:`~.frontier.Frontier` (a part of it)."""
+    """The out URLs of a frontier."""
 
-    # provided by the Frontier
-    clock: Callable[[], float]
-    politeness: Politeness
-    fetch_times: FetchTimes
-    _queues: dict[str, HostQueue]
-    _out: dict[bytes, Lease]
+    def __init__(self, book: QueueBook, clock: Callable[[], float], fetch_times: FetchTimes) -> None:
+        self.book = book
+        self.clock = clock
+        self.fetch_times = fetch_times
+        self._out: dict[bytes, Lease] = {}
 
-    if TYPE_CHECKING:
+    def __len__(self) -> int:
+        return len(self._out)
 
-        def _rest_after(self, q: HostQueue, duration: float) -> float: ...
-        def _moved(self, q: HostQueue, old: Entry, new: Entry) -> None: ...
-        def _schedule(self, q: HostQueue) -> None: ...
+    def __bool__(self) -> bool:
+        return bool(self._out)
+
+    def __contains__(self, fp: bytes) -> bool:
+        return fp in self._out
+
+    def get(self, fp: bytes) -> Lease | None:
+        return self._out.get(fp)
+
+    def lend(self, fp: bytes, lease: Lease) -> None:
+        self._out[fp] = lease
+
+    def take(self, fp: bytes) -> Lease | None:
+        """End *fp*'s lease (its verdict came, or it was forgotten)."""
+        return self._out.pop(fp, None)
+
+    def is_out(self, fp: bytes) -> bool:
+        return fp in self._out
+
+    def out_queue(self, fp: bytes) -> str | None:
+        out = self._out.get(fp)
+        return out.queue if out else None
 
     def fetch_started(self, fp: bytes) -> None:
         """The downloader took *fp*: its fetch time counts from now."""
@@ -78,9 +96,9 @@ class Leases:
         if duration is not None:
             out.duration = duration
             self.fetch_times.add(out.queue, duration)
-        q = self._queues[out.queue]
-        if q.release_slot(fp, self.clock() + self._rest_after(q, duration or 0.0)):
-            self._schedule(q)
+        q = self.book.get(out.queue)
+        if q.release_slot(fp, self.clock() + self.book.rest_after(q, duration or 0.0)):
+            self.book.schedule(q)
 
     def requeue(self, fp: bytes) -> bool:
         """Give an out URL back to its queue unchanged (lease end, re-send).
@@ -91,13 +109,13 @@ class Leases:
         out = self._out.pop(fp, None)
         if out is None:
             return False
-        q = self._queues[out.queue]
+        q = self.book.get(out.queue)
         if q.out.get(fp) is not None:
-            q.release_slot(fp, self.clock() + self.politeness.min_delay)
+            q.release_slot(fp, self.clock() + self.book.politeness.min_delay)
         q.out.pop(fp, None)
         entry = (out.record.directive, out.record.next_ms, fp)
-        self._moved(q, entry, entry)
-        self._schedule(q)
+        self.book.moved(q, entry, entry)
+        self.book.schedule(q)
         return True
 
     def lapsed_leases(self) -> list[bytes]:
@@ -116,10 +134,3 @@ class Leases:
     def expire_leases(self) -> list[bytes]:
         """Requeue the :meth:`lapsed_leases` unchanged; return them."""
         return [fp for fp in self.lapsed_leases() if self.requeue(fp)]
-
-    def is_out(self, fp: bytes) -> bool:
-        return fp in self._out
-
-    def out_queue(self, fp: bytes) -> str | None:
-        out = self._out.get(fp)
-        return out.queue if out else None

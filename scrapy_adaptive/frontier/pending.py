@@ -7,20 +7,22 @@ as the visit; :meth:`PendingVersions.confirm` counts the versions once
 their items are durable and clears the marks; a restart takes every URL
 still marked back to what was delivered (:meth:`PendingVersions._redeliver`).
 
-:class:`PendingVersions` is a part of :class:`~.frontier.Frontier`, kept in
-a file of its own like :class:`~.hostfacts.HostFacts`.
+:class:`PendingVersions` is the one holder of the marks in memory; the
+frontier writes a new mark with a verdict (:meth:`PendingVersions.staged`,
+:meth:`PendingVersions.settle`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..model import RecordError, UrlRecord
-from ..store.base import Batch, Store
+from ..store.base import Batch
 from ..store.keys import time_to_ms
-from .hostqueue import HostQueue
+from .book import QueueBook
+from .leases import Leases
 
 if TYPE_CHECKING:
     from .sharing import Sharing
@@ -37,25 +39,30 @@ def pending_mark(queue: str, delivered: str | None, waiting: int, sharing: Shari
 
 
 class PendingVersions:
-    """The pending-delivery marks of :class:`~.frontier.Frontier` (a part of it)."""
+    """The pending-delivery marks of a frontier."""
 
-    # provided by the Frontier
-    store: Store
-    clock: Callable[[], float]
-    _queues: dict[str, HostQueue]
-    _out: dict[bytes, Any]
-    _versions: int
-    sharing: Sharing | None
-    #: fp -> (its queue, digest last delivered, versions awaiting confirmation)
-    _pending: dict[bytes, tuple[str, str | None, int]]
+    def __init__(self, book: QueueBook, leases: Leases, clock: Callable[[], float]) -> None:
+        self.book = book
+        self.store = book.store
+        self.sharing: Sharing | None = book.sharing
+        self.leases = leases
+        self.clock = clock
+        #: fp -> (its queue, digest last delivered, versions awaiting confirmation)
+        self._pending: dict[bytes, tuple[str, str | None, int]] = {}
 
-    if TYPE_CHECKING:
+    def staged(self, fp: bytes, queue: str, digest: str | None) -> tuple[str, str | None, int]:
+        """The mark *fp* gets when one more changed visit awaits delivery."""
+        _, delivered, waiting = self._pending.get(fp, (queue, digest, 0))
+        return (queue, delivered, waiting + 1)
 
-        @staticmethod
-        def _counters(q: HostQueue) -> bytes: ...
-        def _queue(self, name: str) -> HostQueue: ...
+    def settle(self, fp: bytes, mark: tuple[str, str | None, int]) -> None:
+        """Hold *mark* for *fp*: its write has reached the store."""
+        self._pending[fp] = mark
 
-    def _redeliver(self, queues: list[str] | None = None) -> tuple[int, set[str]]:
+    def drop(self, fp: bytes) -> None:
+        self._pending.pop(fp, None)
+
+    def redeliver(self, queues: list[str] | None = None) -> tuple[int, set[str]]:
         """Make every version captured but never confirmed delivered due again.
 
         The record goes back to the digest last delivered and forgets its
@@ -81,7 +88,7 @@ class PendingVersions:
             queue = fields.get("q") or ""
             if self.sharing is not None and not self.sharing.owns(fields):
                 continue
-            if fp in self._out:
+            if fp in self.leases:
                 later.add(queue)
                 continue
             raw = self.store.get_record(queue, fp)
@@ -120,7 +127,7 @@ class PendingVersions:
                 continue  # not pending (delivery off when it was captured)
             record = records.get(fp)
             if record is None:
-                out = self._out.get(fp)
+                out = self.leases.get(fp)
                 raw = None if out is not None else self.store.get_record(mark[0], fp)
                 if out is not None:
                     record = out.record
@@ -142,23 +149,23 @@ class PendingVersions:
             records[fp].versions += n
             queues[records[fp].queue] = queues.get(records[fp].queue, 0) + n
         for name, n in queues.items():
-            self._queue(name).versions += n
+            self.book.get(name).versions += n
         batch = Batch(records={(record.queue, fp): record.to_bytes() for fp, record in records.items()})
         for fp in counts:
             batch.pending[records[fp].queue, fp] = pending_mark(*pending[fp], self.sharing) if fp in pending else None
         for name in queues:
-            batch.hosts[name] = self._counters(self._queue(name))
+            batch.hosts[name] = self.book.counters(self.book.get(name))
         try:
             self.store.write(batch)
         except Exception:
             for fp, n in counts.items():
                 records[fp].versions -= n
             for name, n in queues.items():
-                self._queue(name).versions -= n
+                self.book.get(name).versions -= n
             raise
         self._pending = pending
         counted = sum(counts.values())
-        self._versions += counted
+        self.book.totals.versions += counted
         return counted
 
     @property

@@ -35,14 +35,14 @@ fetch in flight).
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from ..store.base import Store
-from .hostqueue import Entry, HostQueue
+if TYPE_CHECKING:
+    from .book import QueueBook
+    from .pending import PendingVersions
 
 logger = logging.getLogger(__name__)
 
@@ -118,63 +118,17 @@ class Sharing:
 
 
 class SharedHosts:
-    """The sharing part of :class:`~.frontier.Frontier` (a no-op without a shared store)."""
+    """The sharing part of a frontier: host leases and the fleet's undelivered
+    versions (a no-op without a shared store)."""
 
-    # provided by the Frontier
-    store: Store
-    clock: Callable[[], float]
-    sharing: Sharing | None
-    _queues: dict[str, HostQueue]
-    _urls: int
-    _schedulable: int
-    _visits: int
-    _versions: int
-    _quarantined: int
-    _forgotten: int
-    redelivered: int
-
-    if TYPE_CHECKING:
-
-        def _new_queue(self, name: str) -> HostQueue: ...
-        def _refresh_head(self, q: HostQueue, *candidates: Entry | None) -> None: ...
-        def _rest_after(self, q: HostQueue, duration: float) -> float: ...
-        def _schedule(self, q: HostQueue) -> None: ...
-        def _redeliver(self, queues: list[str] | None = None) -> tuple[int, set[str]]: ...
-
-    def holds(self, name: str) -> bool:
-        """May this worker issue from queue *name*?"""
-        return self.sharing is None or self.sharing.issues(name)
-
-    def _queue(self, name: str) -> HostQueue:
-        """The queue *name*; a queue another worker created is read from the store first."""
-        q = self._queues.get(name)
-        if q is None:
-            q = self._new_queue(name)
-            s = self.sharing
-            if s is not None:
-                raw = self.store.get_host(name)
-                if raw is not None:
-                    self._restore(q, raw)
-                elif s.board.acquire([name], s.worker, s.ttl):
-                    # a host new to the whole fleet: its discoverer works it
-                    # at once (rebalance spreads hosts later)
-                    s.held.add(name)
-        return q
-
-    def _restore(self, q: HostQueue, raw: bytes | None) -> None:
-        """Take *q*'s counters from the store, keeping this worker's totals in step."""
-        if raw is None:
-            return
-        before = (q.urls, q.urls - q.never, q.visits, q.versions, q.quarantined, q.forgotten)
-        q.restore_counters(json.loads(raw))
-        after = (q.urls, q.urls - q.never, q.visits, q.versions, q.quarantined, q.forgotten)
-        d = [a - b for a, b in zip(after, before, strict=True)]
-        self._urls += d[0]
-        self._schedulable += d[1]
-        self._visits += d[2]
-        self._versions += d[3]
-        self._quarantined += d[4]
-        self._forgotten += d[5]
+    def __init__(self, book: QueueBook, pending: PendingVersions, clock: Callable[[], float]) -> None:
+        self.book = book
+        self.store = book.store
+        self.sharing: Sharing | None = book.sharing
+        self.pending = pending
+        self.clock = clock
+        #: URLs whose versions stopped workers left undelivered, made due again here
+        self.redelivered = 0
 
     def rebalance(self) -> list[str]:
         """Renew, take and give back host leases; re-read held queues' heads.
@@ -189,27 +143,27 @@ class SharedHosts:
         for name in s.board.renew(sorted(s.held), s.worker, s.ttl):
             s.held.discard(name)
             s.draining.discard(name)
-            self._unschedule(self._queues[name])
-        done = sorted(n for n in s.draining if not self._queues[n].out)
+            self.book.unschedule(self.book.get(name))
+        done = sorted(n for n in s.draining if not self.book.get(n).out)
         if done:
             s.board.release(done, s.worker)
             s.held.difference_update(done)
             s.draining.difference_update(done)
         if s.beat():  # a worker stopped: its undelivered versions in the queues held here come back
             s.orphans.update(s.held)
-        if s.board.host_count() != len(self._queues):
+        if s.board.host_count() != len(self.book):
             for name in s.board.host_names():  # type: ignore[attr-defined]
-                self._queue(name)
-        share = math.ceil(len(self._queues) / s.workers)
+                self.book.get(name)
+        share = math.ceil(len(self.book) / s.workers)
         taken: list[str] = []
         working = len(s.held) - len(s.draining)
         if working < share:
             for name in sorted(s.draining)[: share - working]:  # wanted again: keep it
                 s.draining.discard(name)
-                self._schedule(self._queues[name])
+                self.book.schedule(self.book.get(name))
                 working += 1
             wanted = share - working
-            candidates = sorted((n for n in self._queues if n not in s.held), key=s.spread)
+            candidates = sorted((n for n in self.book.names() if n not in s.held), key=s.spread)
             step = wanted + _SPARE_TRIES
             for start in range(0, min(len(candidates), _MAX_CHUNKS * step) if wanted > 0 else 0, step):
                 need = wanted - len(taken)
@@ -225,31 +179,31 @@ class SharedHosts:
         elif working > share:
             # give back the excess, the least busy first; a queue with URLs
             # out drains first (its fetches end here, not beside the next holder's)
-            excess = sorted((n for n in s.held if n not in s.draining), key=lambda n: (len(self._queues[n].out), n))[
+            excess = sorted((n for n in s.held if n not in s.draining), key=lambda n: (len(self.book.get(n).out), n))[
                 : working - share
             ]
             for name in excess:
-                self._unschedule(self._queues[name])
-            idle = [n for n in excess if not self._queues[n].out]
+                self.book.unschedule(self.book.get(name))
+            idle = [n for n in excess if not self.book.get(n).out]
             s.board.release(idle, s.worker)
             s.held.difference_update(idle)
-            s.draining.update(n for n in excess if self._queues[n].out)
+            s.draining.update(n for n in excess if self.book.get(n).out)
         s.orphans &= s.held
         if s.orphans:
             self._take_back(s.orphans)
         for name in s.held - s.draining:
-            q = self._queues[name]
+            q = self.book.get(name)
             head = q.head
-            self._refresh_head(q)
+            self.book.refresh_head(q)
             if q.head != head:
-                self._schedule(q)
+                self.book.schedule(q)
         return taken
 
     def _take_back(self, queues: set[str]) -> None:
         """Deliver again the versions stopped workers left pending in *queues*
         (held here); a queue with such a URL out here is looked at again later."""
         assert self.sharing is not None
-        count, self.sharing.orphans = self._redeliver(sorted(queues))
+        count, self.sharing.orphans = self.pending.redeliver(sorted(queues))
         if count:
             self.redelivered += count
             logger.info(
@@ -261,16 +215,12 @@ class SharedHosts:
     def _take(self, name: str, now: float) -> None:
         """Start working a queue just leased: its counters as stored, a politeness rest first."""
         assert self.sharing is not None
-        q = self._queues[name]
-        self._restore(q, self.store.get_host(name))
-        q.snooze_all(now + self._rest_after(q, 0.0))
+        q = self.book.get(name)
+        self.book.restore(q, self.store.get_host(name))
+        q.snooze_all(now + self.book.rest_after(q, 0.0))
         self.sharing.held.add(name)
-        self._refresh_head(q)
-        self._schedule(q)
-
-    def _unschedule(self, q: HostQueue) -> None:
-        """Take *q* off the heap: its entries there become stale."""
-        q.heap_version += 1
+        self.book.refresh_head(q)
+        self.book.schedule(q)
 
     def leave(self) -> None:
         """A clean stop: give every lease back at once (another worker takes over

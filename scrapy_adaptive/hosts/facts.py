@@ -7,8 +7,11 @@ counters (``h/`` keys) and written with the queue's next counters write; the
 frontier is its only owner, evaluators ask for decisions and hand in
 verdicts.
 
-:class:`HostFacts` is a part of :class:`~.frontier.Frontier`, kept in a file
-of its own so the queue logic reads on its own.
+:class:`HostFacts` is a component of the frontier: it reads the queues from
+the frontier's :class:`~scrapy_adaptive.frontier.book.QueueBook` and what is
+out from its :class:`~scrapy_adaptive.frontier.leases.Leases`, and holds the
+crawl-wide parts of these facts (hint sources pooled over hosts, the index
+of unchecked first-visit ages).
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ from ..store.keys import time_to_ms
 from . import hints
 from .hints import Hint, HintResult
 
+if TYPE_CHECKING:
+    from ..frontier.book import QueueBook
+    from ..frontier.leases import Leases
+
 #: the media types soft-404 and parked pages are served as
 WEB_PAGES = frozenset(("text/html", "application/xhtml+xml"))
 #: URLs with an unchecked first-visit age kept per sibling class for
@@ -36,40 +43,44 @@ UNCHECKED_PER_CLASS = 1000
 
 
 class HostFacts:
-    """The per-host facts of :class:`~.frontier.Frontier` (a part of it)."""
+    """The per-host facts of a frontier."""
 
-    # provided by the Frontier
-    store: Store
-    clock: Callable[[], float]
-    trust_params: TrustParams
-    soft404_urls: int
-    _queues: dict[str, HostQueue]
-    _out: dict[bytes, Any]
-    #: hint source -> [confirmed, refuted, Σq] over every queue
-    _hint_pooled: dict[str, list[float]]
-    #: (queue, sibling class) -> fps whose first-visit age is unchecked (an ordered set)
-    _unchecked: dict[tuple[str, str], dict[bytes, None]]
-    #: (queue, sibling class) -> first-visit ages caught lying since the start
-    _unchecked_lies: dict[tuple[str, str], int]
+    def __init__(
+        self,
+        book: QueueBook,
+        leases: Leases,
+        clock: Callable[[], float],
+        trust_params: TrustParams,
+        soft404_urls: int,
+    ) -> None:
+        self.book = book
+        self.store: Store = book.store
+        self.leases = leases
+        self.clock = clock
+        self.trust_params = trust_params
+        #: URLs of one host sharing a page before it is "parked" (0: never)
+        self.soft404_urls = soft404_urls
+        #: hint source -> [confirmed, refuted, Σq] over every queue
+        self._hint_pooled: dict[str, list[float]] = {}
+        #: (queue, sibling class) -> fps whose first-visit age is unchecked (an ordered set)
+        self._unchecked: dict[tuple[str, str], dict[bytes, None]] = {}
+        #: (queue, sibling class) -> first-visit ages caught lying since the start
+        self._unchecked_lies: dict[tuple[str, str], int] = {}
 
-    if TYPE_CHECKING:
-
-        def _write(self, batch: Batch, q: HostQueue, undo: Callable[[], None] | None = None) -> None: ...
-        def _moved(self, q: HostQueue, old: Entry, new: Entry) -> None: ...
-        def _schedule(self, q: HostQueue) -> None: ...
-        @staticmethod
-        def _counters(q: HostQueue) -> bytes: ...
-        def _queue(self, name: str) -> HostQueue: ...
+    def pool_hints(self, q: HostQueue) -> None:
+        """Count a queue's hint track records, just read from the store, in the pooled ones."""
+        for source, counts in q.hint_trust.items():
+            hints.pool(self._hint_pooled.setdefault(source, [0.0, 0.0, 0.0]), counts)
 
     # -- robots.txt ----------------------------------------------------------------
 
     def set_crawl_delay(self, queue: str, seconds: float | None) -> None:
         """Honour a robots.txt ``Crawl-delay`` for *queue* (persisted)."""
-        q = self._queues.get(queue)
+        q = self.book.find(queue)
         if q is None or q.crawl_delay == seconds:
             return
         q.crawl_delay = seconds
-        self._write(Batch(hosts={queue: self._counters(q)}), q)
+        self.book.write(Batch(hosts={queue: self.book.counters(q)}), q)
 
     # -- soft-404s and parked pages ------------------------------------------------
 
@@ -83,8 +94,8 @@ class HostFacts:
         pages are judged: an image or a file that many URLs share (a spacer, a
         default avatar) is content like any other, not a placeholder page.
         """
-        out = self._out.get(fp)
-        q = self._queues.get(out.queue) if out is not None else None
+        out = self.leases.get(fp)
+        q = self.book.find(out.queue) if out is not None else None
         if q is None or visit.outcome is not Outcome.VISITED or visit.digest is None or visit.status is None:
             return None
         if media_type(visit.content_type) not in WEB_PAGES:
@@ -121,15 +132,15 @@ class HostFacts:
         nor is a URL caught lying until it has earned trust again
         (:func:`.url_trusted`), whatever its host's record.
         """
-        out = self._out.get(fp)
+        out = self.leases.get(fp)
         if out is None:
             return True
         if not url_trusted(out.record.validator_lies, self.trust_params, out.record.policy):
             return True
-        q = self._queues[out.queue]
+        q = self.book.get(out.queue)
         return TrustBook(q.trust).decide(out.record.url, self.trust_params)
 
-    def _observe_validation(self, q: HostQueue, visit: Visit, record: UrlRecord) -> None:
+    def observe_validation(self, q: HostQueue, visit: Visit, record: UrlRecord) -> None:
         """Fold a verification fetch into the URL's, its class's and its
         host's trust records; a caught lie is annotated on the visit
         (``validatorLie``)."""
@@ -151,8 +162,8 @@ class HostFacts:
         *classes*, each queue's whole :class:`.TrustBook` (class key -> record,
         the host-wide one under ``""``)."""
         if classes:
-            return {name: {k: dict(v) for k, v in q.trust.items()} for name, q in self._queues.items() if q.trust}
-        return {name: dict(q.trust[HOST]) for name, q in self._queues.items() if q.trust.get(HOST)}
+            return {q.name: {k: dict(v) for k, v in q.trust.items()} for q in self.book if q.trust}
+        return {q.name: dict(q.trust[HOST]) for q in self.book if q.trust.get(HOST)}
 
     @staticmethod
     def _stage_move(batch: Batch, fp: bytes, record: UrlRecord, new_ms: int) -> tuple[Entry, Entry]:
@@ -168,7 +179,7 @@ class HostFacts:
 
     # -- first-visit ages ------------------------------------------------------------
 
-    def _track_unchecked(self, fp: bytes, record: UrlRecord) -> None:
+    def track_unchecked(self, fp: bytes, record: UrlRecord) -> None:
         """Keep the index of URLs whose wait policy still checks their
         first-visit Last-Modified (its memory says so), per sibling class.
 
@@ -217,7 +228,7 @@ class HostFacts:
         """
         key = (queue, pool_key(url))
         fps = self._unchecked.get(key)
-        q = self._queues.get(queue)
+        q = self.book.find(queue)
         if lie:
             lies = self._unchecked_lies[key] = self._unchecked_lies.get(key, 0) + 1
             if lies & (lies - 1):
@@ -228,7 +239,7 @@ class HostFacts:
         batch = Batch()
         moves: list[tuple[Entry, Entry]] = []
         for fp in list(fps):
-            if fp in self._out:
+            if fp in self.leases:
                 continue
             raw = self.store.get_record(queue, fp)
             try:
@@ -246,10 +257,10 @@ class HostFacts:
                 continue
             moves.append(self._stage_move(batch, fp, record, new_ms))
         if moves:
-            self._write(batch, q)
+            self.book.write(batch, q)
             for old, new in moves:
-                self._moved(q, old, new)
-            self._schedule(q)
+                self.book.moved(q, old, new)
+            self.book.schedule(q)
         return len(moves)
 
     # -- change hints ----------------------------------------------------------------
@@ -276,7 +287,7 @@ class HostFacts:
         raw = self.store.get_record(queue, fp)
         if raw is None:
             return HintResult.UNKNOWN
-        if fp in self._out:
+        if fp in self.leases:
             return HintResult.OUT
         try:
             record = UrlRecord.from_bytes(raw)
@@ -289,7 +300,7 @@ class HostFacts:
         if record.hint:
             return HintResult.PENDING
         now = self.clock()
-        q = self._queue(record.queue)
+        q = self.book.get(record.queue)
         own = hints.counts(q.hint_trust.get(hint.source))
         pooled = hints.counts(self._hint_pooled.get(hint.source))
         hint = replace(hint, received=now, trust=(own[0], own[1], own[2]), pooled=(pooled[0], pooled[1], pooled[2]))
@@ -302,12 +313,12 @@ class HostFacts:
         record.hint = hints.pending(now, hint.modified, hint.source, own, pooled)
         batch = Batch()
         old_entry, new_entry = self._stage_move(batch, fp, record, new_ms)
-        self._write(batch, q)
-        self._moved(q, old_entry, new_entry)
-        self._schedule(q)
+        self.book.write(batch, q)
+        self.book.moved(q, old_entry, new_entry)
+        self.book.schedule(q)
         return HintResult.ACTED
 
-    def _settle_hint(self, q: HostQueue, record: UrlRecord, visit: Visit) -> None:
+    def settle_hint(self, q: HostQueue, record: UrlRecord, visit: Visit) -> None:
         """Score an acted-on hint by the visit it caused, per host and source."""
         if record.hint is None or visit.outcome is Outcome.RETRY:
             return  # a retry is not the visit yet
@@ -326,4 +337,4 @@ class HostFacts:
 
     def hint_report(self) -> dict[str, dict[str, list[float]]]:
         """Every queue's hint track record (source -> [confirmed, refuted, Σq])."""
-        return {name: {s: list(c) for s, c in q.hint_trust.items()} for name, q in self._queues.items() if q.hint_trust}
+        return {q.name: {s: list(c) for s, c in q.hint_trust.items()} for q in self.book if q.hint_trust}

@@ -363,7 +363,7 @@ class AdaptiveScheduler(BaseScheduler):
         """The issued request came back unchanged (a quick retry): re-issue it."""
         assert self.frontier is not None
         self.issued.resend(fp, request)
-        self.frontier.requeue(fp)
+        self.frontier.leases.requeue(fp)
         self.stats.inc_value("adaptive/resent")
         self._arm_wake()
         return True
@@ -425,13 +425,13 @@ class AdaptiveScheduler(BaseScheduler):
     def _on_reached_downloader(self, request: Request, spider: Spider) -> None:
         fp = self.issued.fp_of(request)
         if fp is not None and self.frontier is not None:
-            self.frontier.fetch_started(fp)
+            self.frontier.leases.fetch_started(fp)
 
     def _on_left_downloader(self, request: Request, spider: Spider) -> None:
         fp = self.issued.fp_of(request)
         if fp is None or self.frontier is None:
             return
-        self.frontier.fetch_ended(fp)
+        self.frontier.leases.fetch_ended(fp)
         self._arm_wake()
 
     def _on_response_received(self, response: Response, request: Request, spider: Spider) -> None:
@@ -443,9 +443,9 @@ class AdaptiveScheduler(BaseScheduler):
         delay = parse_crawl_delay(response.body, self.robots_agent)
         queue = self.keyer.key(request)
         if delay is None:  # none, or no longer (robots.txt is fetched again: ADAPTIVE_ROBOTS_REFRESH)
-            self.frontier.set_crawl_delay(queue, None)
+            self.frontier.hosts.set_crawl_delay(queue, None)
         elif self.capacity is not None:
-            self.frontier.set_crawl_delay(queue, delay)
+            self.frontier.hosts.set_crawl_delay(queue, delay)
             self.capacity.nominal(queue, delay)
             logger.info("Honouring robots.txt Crawl-delay of %.1fs for %s", delay, urlparse_cached(request).netloc)
 

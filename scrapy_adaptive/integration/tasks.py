@@ -125,7 +125,7 @@ class LapsedLeases:
     def run(self) -> None:
         if self.grace.stop_seen is not None:
             return
-        for fp in self.frontier.lapsed_leases():
+        for fp in self.frontier.leases.lapsed_leases():
             self.lapsed(fp)
 
     def lapsed(self, fp: bytes) -> None:
@@ -134,7 +134,7 @@ class LapsedLeases:
         reason = f"no verdict within ADAPTIVE_LEASE ({self.lease:g}s)"
         logger.warning("%s: %s; counted as a retry.", url, reason)
         self.stats.inc_value("adaptive/leases_expired")
-        visit = Visit(Outcome.RETRY, reason=reason, queue=self.frontier.out_queue(fp))
+        visit = Visit(Outcome.RETRY, reason=reason, queue=self.frontier.leases.out_queue(fp))
         if request is not None:
             self.verdicts.commit(request, visit)
         else:  # the frontier lent it, the request object is gone

@@ -79,7 +79,7 @@ class Verdicts:
 
     def verify(self, request: Request) -> bool:
         fp = self.issued.fp_of(request)
-        return True if fp is None else self.frontier.verify_validators(fp)
+        return True if fp is None else self.frontier.hosts.verify_validators(fp)
 
     def commit(self, request: Request, visit: Visit) -> UrlRecord | None:
         """Fold a verdict on an issued request into its URL's record.
@@ -91,7 +91,7 @@ class Verdicts:
         if fp is None:
             return None
         self.issued.pop(fp)
-        visit.queue = self.frontier.out_queue(fp) or (request.meta.get(meta.RECORD) or {}).get("queue")
+        visit.queue = self.frontier.leases.out_queue(fp) or (request.meta.get(meta.RECORD) or {}).get("queue")
         if visit.url is None:
             visit.url = request.url
         if visit.fetched is None:

@@ -240,7 +240,7 @@ class Reporter:
         reliability and usefulness), in ``validators-report.json`` in the
         state folder; a summary line in the log at close."""
         params = self.frontier.trust_params
-        books = {host: TrustBook(data) for host, data in sorted(self.frontier.trust_report(classes=True).items())}
+        books = {host: TrustBook(data) for host, data in sorted(self.frontier.hosts.trust_report(classes=True).items())}
         trusts = {host: book.host() for host, book in books.items()}
 
         def scored(trust: Trust) -> dict[str, Any]:

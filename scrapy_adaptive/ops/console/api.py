@@ -156,7 +156,7 @@ class FrontierConsole:
         now = frontier.clock()
         now_ms = time_to_ms(now)
         shape = frontier.shape()
-        books = {name: TrustBook(data) for name, data in frontier.trust_report(classes=True).items()}
+        books = {name: TrustBook(data) for name, data in frontier.hosts.trust_report(classes=True).items()}
         hosts = []
         for q in frontier.queues():
             row: dict[str, Any] = {

@@ -216,7 +216,7 @@ def test_frontier_issues_a_probe_now_keeps_the_policy_wait_and_stores_the_state(
     frontier.add(b"f" * 20, "http://a/x", "a", {"url": "http://a/x"})
     issued = frontier.next()
     assert issued is not None
-    frontier.fetch_ended(issued.fp, 0.0)
+    frontier.leases.fetch_ended(issued.fp, 0.0)
     state = {noise.SKETCH: ["abcd"], noise.PROBES: 1}
     visit = Visit(Outcome.VISITED, wait=500.0, status=200, change=ChangeState.CHANGED, digest="x", noise=state)
     visit.probe = 0.0
@@ -226,7 +226,7 @@ def test_frontier_issues_a_probe_now_keeps_the_policy_wait_and_stores_the_state(
     assert record.snapshot()["noise"] == state
     again = frontier.next()
     assert again is not None and again.fp == issued.fp
-    frontier.fetch_ended(again.fp, 0.0)
+    frontier.leases.fetch_ended(again.fp, 0.0)
     cleared = frontier.update(again.fp, Visit(Outcome.VISITED, wait=500.0, status=200, digest="y", noise={}))
     assert cleared is not None and cleared.noise is None and cleared.next_ms == 1_500_000
 
@@ -243,14 +243,14 @@ def test_a_probe_comes_before_its_queues_overdue_urls() -> None:
         now[0] += 1
     first = frontier.next()
     assert first is not None and first.record.url == "http://a/0"
-    frontier.fetch_ended(first.fp, 0.0)
+    frontier.leases.fetch_ended(first.fp, 0.0)
     visit = Visit(Outcome.VISITED, wait=500.0, status=200, change=ChangeState.CHANGED, digest="x")
     visit.probe = 0.0
     frontier.update(first.fp, visit)
     now[0] += 1  # the politeness delay
     probe = frontier.next()
     assert probe is not None and probe.record.url == "http://a/0"  # before a/1 and a/2, due earlier
-    frontier.fetch_ended(probe.fp, 0.0)
+    frontier.leases.fetch_ended(probe.fp, 0.0)
     after = frontier.update(probe.fp, Visit(Outcome.VISITED, wait=500.0, status=200, digest="x"))
     assert after is not None and after.directive == 0  # for one issue
     now[0] += 1

@@ -87,9 +87,9 @@ def test_next_issues_due_urls_in_time_order_and_holds_them_out(store: Store) -> 
     add(f, "http://a/2")
     first = f.next()
     assert first is not None and first.record.url == "http://a/1"
-    assert f.is_out(first.fp)
+    assert f.leases.is_out(first.fp)
     assert f.next() is None  # valence 1: the queue is busy
-    f.fetch_ended(first.fp, 0.0)
+    f.leases.fetch_ended(first.fp, 0.0)
     f.update(first.fp, visited(wait=50))
     second = f.next()
     assert second is not None and second.record.url == "http://a/2"
@@ -104,7 +104,7 @@ def test_politeness_wait_is_factor_times_duration_clamped(store: Store) -> None:
     for duration, expected in ((0.1, 2.0), (0.6, 3.0), (3.0, 5.0)):
         issued = f.next()
         assert issued is not None
-        f.fetch_ended(issued.fp, duration)
+        f.leases.fetch_ended(issued.fp, duration)
         f.update(issued.fp, visited())
         assert f.next() is None
         assert f.next_ready_time() == pytest.approx(clock.t + expected)
@@ -119,10 +119,10 @@ def test_crawl_delay_from_robots_wins_over_a_shorter_politeness_wait(
     f = make(store, clock)
     add(f, "http://a/1")
     add(f, "http://a/2")
-    f.set_crawl_delay("a", 10.0)
+    f.hosts.set_crawl_delay("a", 10.0)
     issued = f.next()
     assert issued is not None
-    f.fetch_ended(issued.fp, 0.1)
+    f.leases.fetch_ended(issued.fp, 0.1)
     assert f.next_ready_time() == pytest.approx(clock.t + 10.0)
 
 
@@ -149,9 +149,9 @@ def test_each_slot_rests_its_own_politeness_wait(store: Store) -> None:
         add(f, f"http://a/{i}")
     a, b = f.next(), f.next()
     assert a and b
-    f.fetch_ended(a.fp, 0)
+    f.leases.fetch_ended(a.fp, 0)
     clock.t += 0.5
-    f.fetch_ended(b.fp, 0)
+    f.leases.fetch_ended(b.fp, 0)
     assert f.next() is None
     clock.t += 0.5  # a's slot is free again, b's is not
     assert f.next() is not None
@@ -261,10 +261,10 @@ def test_requeue_returns_an_out_url_to_its_queue(store: Store) -> None:
     add(f, "http://a/1")
     issued = f.next()
     assert issued
-    assert f.expire_leases() == []
+    assert f.leases.expire_leases() == []
     clock.t += 31
-    assert f.expire_leases() == [issued.fp]
-    assert not f.is_out(issued.fp)
+    assert f.leases.expire_leases() == [issued.fp]
+    assert not f.leases.is_out(issued.fp)
     clock.t += 2  # the slot rests min_delay
     again = f.next()
     assert again is not None and again.fp == issued.fp
@@ -377,7 +377,7 @@ def test_the_queue_heap_stays_proportional_to_the_queues(store: Store) -> None:
         assert issued is not None
         f.update(issued.fp, visited(wait=10_000.0))  # ready again far in the future
         add(f, issued.record.url, force=True)  # pulled forward: due now again
-    assert len(f._heap) <= 4 * 3 + 1024 + 1
+    assert len(f.book.heap) <= 4 * 3 + 1024 + 1
 
 
 class FullDisk(MemoryStore):
@@ -472,14 +472,14 @@ def test_a_download_running_past_its_lease_is_not_taken_back(store: Store) -> No
     add(f, "http://a/slow")
     issued = f.next()
     assert issued
-    f.fetch_started(issued.fp)
+    f.leases.fetch_started(issued.fp)
     clock.t += 30  # a 30 s download, six leases long
-    assert f.lapsed_leases() == [] and f.expire_leases() == []
-    assert f.is_out(issued.fp) and f.next() is None  # never issued twice to a one-at-a-time host
-    f.fetch_ended(issued.fp)
-    assert f.lapsed_leases() == []  # the download's 30 s do not count against the lease
+    assert f.leases.lapsed_leases() == [] and f.leases.expire_leases() == []
+    assert f.leases.is_out(issued.fp) and f.next() is None  # never issued twice to a one-at-a-time host
+    f.leases.fetch_ended(issued.fp)
+    assert f.leases.lapsed_leases() == []  # the download's 30 s do not count against the lease
     clock.t += 5
-    assert f.lapsed_leases() == [issued.fp]  # ended without a verdict
+    assert f.leases.lapsed_leases() == [issued.fp]  # ended without a verdict
 
 
 class FailingWrites(MemoryStore):
@@ -509,7 +509,7 @@ def test_a_failed_write_counts_nothing_and_keeps_the_url_out() -> None:
     after = f.shape()
     assert (f.visit_count, f.version_count) == (0, 0)
     assert {k: after[k] for k in ("urls", "never", "out")} == {k: before[k] for k in ("urls", "never", "out")}
-    assert f.is_out(issued.fp)
+    assert f.leases.is_out(issued.fp)
     record = f.get_record(issued.record.queue, issued.fp)
     assert record is not None and record.visits == 0
     store.full = False
@@ -570,7 +570,7 @@ def test_the_politeness_wait_is_kept_across_a_restart(store: Store) -> None:
     add(f, "http://a/2")
     issued = f.next()
     assert issued is not None
-    f.fetch_ended(issued.fp, duration=0.05)
+    f.leases.fetch_ended(issued.fp, duration=0.05)
     f.update(issued.fp, visited())
     reopened = make(store, clock, min_delay=8.0, max_delay=8.0)
     reopened.load()
@@ -604,7 +604,7 @@ def test_a_url_caught_lying_is_downloaded_in_full_until_it_earns_trust_again(sto
         for _ in range(4):
             req = f.next()
             if req is not None and req.fp == fp(url):
-                decision = f.verify_validators(fp(url))
+                decision = f.hosts.verify_validators(fp(url))
                 f.update(fp(url), v or visited(wait=1.0, change=ChangeState.UNCHANGED))
                 return decision
             if req is not None:
@@ -619,7 +619,7 @@ def test_a_url_caught_lying_is_downloaded_in_full_until_it_earns_trust_again(sto
     # the liar is caught: that resets the host (nothing was known of the URL)
     clock.t += 2
     visit(liar, verified(ChangeState.CHANGED))
-    assert f.trust_report()["h.example"]["lies"] == 1
+    assert f.hosts.trust_report()["h.example"]["lies"] == 1
     for url in (honest, honest):
         clock.t += 2
         visit(url, verified(ChangeState.UNCHANGED))
@@ -629,7 +629,7 @@ def test_a_url_caught_lying_is_downloaded_in_full_until_it_earns_trust_again(sto
     clock.t += 2
     assert visit(liar, verified(ChangeState.CHANGED)) is True
     # a known liar's further lies do not reset its honest host
-    assert f.trust_report()["h.example"]["lies"] == 1
+    assert f.hosts.trust_report()["h.example"]["lies"] == 1
     # two lies: it must be right 2 × 2 times in a row before it is trusted again
     for _ in range(4):
         clock.t += 2
@@ -662,7 +662,7 @@ def test_a_lying_page_does_not_cost_its_hosts_images_their_trust(store: Store) -
         for _ in range(8):
             req = f.next()
             if req is not None and req.fp == fp(url):
-                decision = f.verify_validators(fp(url))
+                decision = f.hosts.verify_validators(fp(url))
                 f.update(fp(url), v)
                 return decision
             if req is not None:
@@ -683,7 +683,7 @@ def test_a_lying_page_does_not_cost_its_hosts_images_their_trust(store: Store) -
     assert visit(page, visited(wait=1.0, change=ChangeState.UNCHANGED)) is False
     clock.t += 2
     assert visit(page, verified(ChangeState.CHANGED)) is True
-    assert f.trust_report()["h.example"]["lies"] == 1
+    assert f.hosts.trust_report()["h.example"]["lies"] == 1
     # the images keep their class's schedule: some of their predictions are acted on
     decisions = []
     for _ in range(3):
@@ -700,7 +700,7 @@ def test_a_lying_page_does_not_cost_its_hosts_images_their_trust(store: Store) -
     assert visit(page, verified(ChangeState.UNCHANGED)) is True
     clock.t += 2
     assert visit(late, verified(ChangeState.UNCHANGED)) is True
-    book = f.trust_report(classes=True)["h.example"]
+    book = f.hosts.trust_report(classes=True)["h.example"]
     assert book["h.example/img/*.jpg"]["streak"] >= 2 and "streak" not in book["h.example/p/*.html"]
 
 

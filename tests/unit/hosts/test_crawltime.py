@@ -52,7 +52,7 @@ def drain(f: Frontier, clock: Clock, docs: int, fetch_time: float) -> float:
         end, key = in_flight[0]
         heapq.heappop(in_flight)
         clock.t = end
-        f.fetch_ended(key, fetch_time)
+        f.leases.fetch_ended(key, fetch_time)
         f.update(key, Visit(Outcome.VISITED, status=200, wait=10**6, duration=fetch_time))
         done += 1
     assert done == docs
@@ -101,7 +101,7 @@ def test_a_crawl_delay_counts_as_the_wait() -> None:
     politeness = {"delay_factor": 5.0, "min_delay": 2.0, "max_delay": 5.0}
     clock = Clock()
     f, q = one_host(clock, 10, 1, politeness)
-    f.set_crawl_delay("a", 10.0)
+    f.hosts.set_crawl_delay("a", 10.0)
     est = estimate(q, 10, 0.5, 60.0, **politeness)
     assert est.wait == 10.0
     assert est.crawl_time == pytest.approx(drain(f, clock, 10, 0.5))
@@ -149,7 +149,7 @@ def test_hosts_are_listed_with_their_due_urls_worst_load_first() -> None:
     while issued is not None and issued.record.url != "http://later/0":
         issued = f.next()
     assert issued is not None
-    f.fetch_ended(issued.fp, 0.1)
+    f.leases.fetch_ended(issued.fp, 0.1)
     f.update(issued.fp, Visit(Outcome.VISITED, status=200, wait=100.0))
     times = FetchTimes()
     times.add("slow", 1.0)

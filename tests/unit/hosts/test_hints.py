@@ -122,7 +122,7 @@ def fp(url: str) -> bytes:
 def visited(frontier: Frontier, clock: Clock, url: str, change: ChangeState, wait: float) -> None:
     issued = frontier.next()
     assert issued is not None and issued.record.url == url
-    frontier.fetch_ended(issued.fp, 0.1)
+    frontier.leases.fetch_ended(issued.fp, 0.1)
     frontier.update(issued.fp, Visit(Outcome.VISITED, status=200, change=change, wait=wait, fetched=clock.t))
 
 
@@ -169,12 +169,12 @@ def test_hint_moves_a_known_url_forward_and_its_visit_settles_it() -> None:
     record = frontier.update(issued.fp, visit)
     assert record is not None and record.hint is None
     assert CONFIRMED in visit.annotations
-    assert frontier.hint_report() == {"a.example": {"s": [1.0, 0.0, 0.25]}}
+    assert frontier.hosts.hint_report() == {"a.example": {"s": [1.0, 0.0, 0.25]}}
 
     # the counts are persisted with the queue and pooled over hosts at load
     reopened = Frontier(store, clock=clock)
     reopened.load()
-    assert reopened.hint_report() == {"a.example": {"s": [1.0, 0.0, 0.25]}}
+    assert reopened.hosts.hint_report() == {"a.example": {"s": [1.0, 0.0, 0.25]}}
     clock.t += 60
     reopened.hint("a.example", fp(URL), Hint(URL, None, "s"), policy)
     assert seen[-1].trust == (1.0, 0.0, 0.25) and seen[-1].pooled == (1.0, 0.0, 0.25)
@@ -194,7 +194,7 @@ def test_an_unchanged_visit_refutes_and_a_retry_keeps_the_hint() -> None:
     visit = Visit(Outcome.VISITED, status=200, change=ChangeState.UNCHANGED, wait=86_400, fetched=clock.t)
     frontier.update(issued.fp, visit)
     assert REFUTED in visit.annotations
-    assert frontier.hint_report()["a.example"]["feed"] == [0.0, 1.0, 0.0]
+    assert frontier.hosts.hint_report()["a.example"]["feed"] == [0.0, 1.0, 0.0]
 
 
 # -- trust -----------------------------------------------------------------------------

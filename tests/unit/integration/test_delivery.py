@@ -68,12 +68,12 @@ def test_a_changed_visit_counts_as_a_version_only_once_confirmed(store: Store) -
     visit(f, clock, changed("text:sha1:1"))
     record = f.get_record("a.example", FP)
     assert record is not None and (record.visits, record.versions, record.digest) == (1, 0, "text:sha1:1")
-    assert f.pending_count == 1 and f.version_count == 0
+    assert f.pending.pending_count == 1 and f.version_count == 0
     assert json.loads(dict(store.pending())[FP]) == {"q": "a.example", "d": None, "n": 1}
     assert f.confirm([(FP, "text:sha1:1")]) == 1
     record = f.get_record("a.example", FP)
     assert record is not None and record.versions == 1
-    assert f.pending_count == 0 and f.version_count == 1 and dict(store.pending()) == {}
+    assert f.pending.pending_count == 0 and f.version_count == 1 and dict(store.pending()) == {}
     # a confirmation for nothing pending counts nothing
     assert f.confirm([(FP, "text:sha1:1")]) == 0
 
@@ -84,7 +84,7 @@ def test_without_delivery_a_changed_visit_counts_at_once(store: Store) -> None:
     f.add(FP, URL, "a.example", {"url": URL})
     visit(f, clock, changed("text:sha1:1"), deliver=False)
     record = f.get_record("a.example", FP)
-    assert record is not None and record.versions == 1 and f.pending_count == 0 and dict(store.pending()) == {}
+    assert record is not None and record.versions == 1 and f.pending.pending_count == 0 and dict(store.pending()) == {}
 
 
 def test_a_restart_fetches_an_undelivered_version_again_judged_against_the_delivered_one(tmp_path: Path) -> None:
@@ -160,7 +160,7 @@ def test_a_failed_confirmation_changes_nothing() -> None:
     with pytest.raises(StoreError):
         f.confirm([(FP, "d:1")])
     store.full = False
-    assert f.pending_count == 1 and f.version_count == 0
+    assert f.pending.pending_count == 1 and f.version_count == 0
     assert f.confirm([(FP, "d:1")]) == 1 and f.version_count == 1
 
 
@@ -235,7 +235,7 @@ def test_an_item_failing_in_a_pipeline_leaves_its_version_pending(tmp_path: Path
     signals.send_catch_log(
         scrapy_signals.item_error, item={}, response=response_for(request), spider=None, failure=None
     )
-    assert delivery.flush() == 0 and f.pending_count == 1
+    assert delivery.flush() == 0 and f.pending.pending_count == 1
     assert delivery.stats.get_value("adaptive/delivery/failed") == 1
 
 

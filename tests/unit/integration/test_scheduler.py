@@ -211,7 +211,7 @@ def test_validator_trust_is_the_frontiers(tmp_path: Path) -> None:
     request.meta[meta.PREDICTION] = "unchanged"
     record = verdicts.commit(request, visited(ChangeState.CHANGED))
     assert record is not None
-    trust = scheduler.frontier.trust_report()["a.example"]
+    trust = scheduler.frontier.hosts.trust_report()["a.example"]
     assert trust["lies"] == 1 and trust["said_unchanged"] == 1
     assert scheduler.stats.get_value("adaptive/validators/lies") == 1
     scheduler.close("finished")

@@ -1,0 +1,90 @@
+"""The steps of :meth:`~.frontier.Frontier.update` that work on one record.
+
+Each step is a plain function of the record, the verdict and the numbers
+it needs, so the update reads as the list of its steps and each step is
+tested alone: :func:`measure` the fetch, :func:`judge` the outcome,
+:func:`count_visit` in the record, its queue and the totals, and
+:func:`fold_visit` what the visit saw into the record and plan its next
+time.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..model import Outcome, UrlRecord, Visit
+from ..store.keys import PROBE_DIRECTIVE, time_to_ms
+
+if TYPE_CHECKING:
+    from .book import Totals
+    from .hostqueue import HostQueue
+    from .leases import Lease
+
+#: what a visit with a digested body replaces in the record, even with None
+#: (a validator the page no longer sends is gone)
+SEEN_FIELDS = ("content_type", "size", "digest", "payload_digest", "etag", "last_modified")
+
+
+def measure(visit: Visit, out: Lease | None, now: float) -> None:
+    """The fetch's duration, from the downloader's signals if the verdict has none."""
+    if visit.duration is None and out is not None:
+        if out.duration is not None:
+            visit.duration = out.duration
+        elif out.fetch_started is not None:
+            visit.duration = max(0.0, now - out.fetch_started)
+
+
+def judge(record: UrlRecord, visit: Visit, max_retries: int) -> Outcome:
+    """The visit's outcome, a retry past *max_retries* made a failure."""
+    outcome = visit.outcome
+    if outcome is Outcome.RETRY and record.failures + 1 > max_retries:
+        outcome = Outcome.FAILED
+        visit.reason = f"{visit.reason or 'error'} (gave up after {max_retries} retries)"
+    record.outcome = outcome.value
+    record.reason = visit.reason
+    record.directive = 0  # a preference holds for one issue, not for ever
+    return outcome
+
+
+def count_visit(q: HostQueue, totals: Totals, record: UrlRecord, *, counted: bool) -> None:
+    """A visit in the record, its queue and the totals; a version too if *counted*
+    (a version awaiting delivery is counted when it is confirmed)."""
+    record.visits += 1
+    record.failures = 0
+    q.visits += 1
+    totals.visits += 1
+    if counted:
+        record.versions += 1
+        q.versions += 1
+        totals.versions += 1
+
+
+def fold_visit(record: UrlRecord, visit: Visit, now: float, history_size: int) -> None:
+    """What the visit saw, into the record; its next time from the policy's wait.
+
+    A digested body describes the page completely; without one (304, abort,
+    no body) only what was seen replaces what is known.  A probe (learning
+    a page's noise) must come within seconds, ahead of its queue's overdue
+    URLs, while the record keeps the policy's wait.
+    """
+    record.status = visit.status
+    record.fetched = now
+    record.duration = visit.duration
+    body_seen = visit.digest is not None
+    for name in SEEN_FIELDS:
+        value = getattr(visit, name)
+        if value is not None or body_seen:
+            setattr(record, name, value)
+    if visit.policy_state is not None:
+        record.policy = visit.policy_state
+    if visit.noise is not None:
+        record.noise = visit.noise or None
+    wait = visit.wait if visit.wait is not None else 0.0
+    record.wait = wait
+    if visit.probe is None:
+        record.next_ms = time_to_ms(now + wait)
+    else:
+        record.next_ms = time_to_ms(now + min(wait, visit.probe))
+        record.directive = PROBE_DIRECTIVE
+    record.history.append([round(now, 3), visit.change.value, visit.status])
+    del record.history[:-history_size]
