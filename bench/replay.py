@@ -54,7 +54,7 @@ from .sim.metrics import RunResult
 from .sim.world import DAY, HOUR, Host, Page, World, WorldSpec
 
 #: the policy the crawler ships as its default (ADAPTIVE_WAIT_POLICY); Heritrix's
-#: rule stays available by name (docs/policy-lab.md has the figures behind the choice)
+#: rule stays available by name (docs/lab/policy-lab.md has the figures behind the choice)
 DEFAULT_POLICY = "burst"
 #: a year: documents live for years and a budget of one fetch per version
 #: leaves many of them months between visits; 28 days would be a floor the

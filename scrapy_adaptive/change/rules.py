@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config.matching import MATCH_KEYS, Matcher, check_entries
-from ..config.settings import ConfigError
+from ..config.spec import ConfigError
 from .digest import DIGESTERS, Digester, ItemsDigester, RegexDigester, TextDigester
 
 RULE_KEYS = {"rule", "patterns", "max_size", "fields"}

@@ -41,7 +41,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from ..config.settings import DEFAULTS
+from ..config.table import DEFAULTS
 from .noise import pool_key
 
 
@@ -218,8 +218,7 @@ def url_trusted(record: list[int] | None, params: TrustParams, policy: Mapping[s
     most of the time, and each caught lie reset the whole host).  Nor is a
     URL whose wait policy (its memory, *policy*) still checks its header:
     believing an honest-looking class's 304s for such URLs let lying pages
-    of a class not yet caught answer 304 (changing-web runs 9 and 11,
-    docs/changing-web.md).
+    of a class not yet caught answer 304.
     """
     if policy and policy.get(HEADER_UNCHECKED):
         return False

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from .settings import ConfigError
+from .spec import ConfigError
 
 MATCH_KEYS = ("content_type", "hosts", "url")
 

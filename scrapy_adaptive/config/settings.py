@@ -10,9 +10,8 @@ another:
   ``Politeness``, ``TrustParams``) take their field defaults from;
 * the parsing and per-value checks of :meth:`AdaptiveConfig.from_settings`,
   and the wording of their :class:`ConfigError` messages;
-* the README's settings table (:func:`settings_table_markdown` in
-  :mod:`~scrapy_adaptive.config.readme`, rewritten by
-  ``python scripts/settings_table.py``);
+* the README's settings table (``python scripts/settings_table.py``,
+  outside the package);
 * the warnings for misspelt names (:func:`unknown_settings`).
 
 The defaults are deliberately **not** written into Scrapy's settings object.
@@ -22,10 +21,8 @@ if not, a value may be derived from Scrapy's own settings
 (``DOWNLOAD_DELAY``, ``CONCURRENT_REQUESTS_PER_DOMAIN``) so that a project's
 existing politeness is neither doubled nor ignored.
 
-This module re-exports the public names of the three setting modules, so
-``from scrapy_adaptive.config.settings import DEFAULTS`` (or ``ConfigError``,
-``SETTING_SPECS``, ...) keeps working.  It and they import nothing from
-Scrapy, and from the package only each other, at run time: the pure modules
+This module and the two it builds on (:mod:`.spec`, :mod:`.table`) import
+nothing from Scrapy, and from the package only each other, at run time: the pure modules
 (frontier, policies, change) import them without loading Scrapy, and they
 cannot take part in an import cycle.  :meth:`AdaptiveConfig.from_settings`
 only needs ``get``, ``getpriority``, ``getfloat`` and ``getint`` of a Scrapy
@@ -39,58 +36,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .readme import TABLE_END, TABLE_START, replace_settings_table, settings_table_markdown
-from .spec import FIELD_TYPES, ConfigError, Kind, SettingSpec, check_value, parse_value
+from .spec import ConfigError, check_value, parse_value
 from .table import (
-    DEFAULTS,
-    GROUP_CHANGE,
-    GROUP_POLITENESS,
-    GROUP_RECORD,
-    GROUP_STATE,
-    GROUP_VALIDATORS,
-    GROUP_WAITS,
-    MAX_BUDGET,
-    MAX_FACTOR,
-    MAX_SECONDS,
-    POLITENESS_KEYS,
     SETTING_SPECS,
     SPECS_BY_NAME,
-    UNCHANGED_MODES,
-    VALIDATOR_SCHEMES,
 )
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-__all__ = [
-    "DEFAULTS",
-    "FIELD_TYPES",
-    "GROUP_CHANGE",
-    "GROUP_POLITENESS",
-    "GROUP_RECORD",
-    "GROUP_STATE",
-    "GROUP_VALIDATORS",
-    "GROUP_WAITS",
-    "MAX_BUDGET",
-    "MAX_FACTOR",
-    "MAX_SECONDS",
-    "POLITENESS_KEYS",
-    "SETTING_SPECS",
-    "SPECS_BY_NAME",
-    "TABLE_END",
-    "TABLE_START",
-    "UNCHANGED_MODES",
-    "VALIDATOR_SCHEMES",
-    "AdaptiveConfig",
-    "ConfigError",
-    "Kind",
-    "SettingSpec",
-    "check_value",
-    "parse_value",
-    "replace_settings_table",
-    "settings_table_markdown",
-    "unknown_settings",
-]
+__all__ = ["AdaptiveConfig", "unknown_settings"]
 
 
 def _explicit(settings: BaseSettings, name: str) -> bool:

@@ -32,7 +32,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ..config.settings import ConfigError
+from ..config.spec import ConfigError
 
 SETTING = "ADAPTIVE_CANONICAL"
 OPTIONS = ("www", "case", "slash", "index")

@@ -26,7 +26,7 @@ from enum import StrEnum
 from typing import Any
 
 from ..change.trust import normalise as normalise_trust
-from ..config.settings import DEFAULTS
+from ..config.table import DEFAULTS
 from ..hosts.hints import counts
 from ..store.keys import NEVER_MS
 

@@ -45,7 +45,8 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.python import global_object_name
 
 from .. import meta
-from ..config.settings import AdaptiveConfig, ConfigError
+from ..config.settings import AdaptiveConfig
+from ..config.spec import ConfigError
 from ..frontier import AddResult, Frontier, Outcome, UrlRecord, Visit
 from ..frontier.canonical import Canonical
 from ..hosts.capacity import HostCapacity

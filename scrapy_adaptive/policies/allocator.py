@@ -3,7 +3,7 @@
 Archiving versions, the best use of a fetch budget B is *proportional*
 allocation: every page is visited at a rate fᵢ ∝ λᵢ, i.e. with the same
 expected number of changes r = λᵢ/fᵢ per interval (the derivation is in
-``docs/policy-lab.md``).  :class:`RateAllocator` finds the common r\\* by
+``docs/lab/policy-lab.md``).  :class:`RateAllocator` finds the common r\\* by
 bisection over aggregate state (a histogram of estimated rates per
 politeness queue, not per URL), water-fills queues whose politeness cap
 binds (they get a larger r̂_h = λ_h/c_h), clips to [min, max] wait, and

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from ..config.settings import DEFAULTS, ConfigError
+from ..config.spec import ConfigError
+from ..config.table import DEFAULTS
 from ..hosts.hints import Hint
 from ..model import Visit
 

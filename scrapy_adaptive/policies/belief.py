@@ -4,9 +4,9 @@ On a URL's first visit its Last-Modified age is rate evidence
 (:meth:`~.estimator.RateEstimator.observe_age`): "last modified a week ago"
 says the page is slow, and the page is then revisited on a weekly scale.
 But a header that never moves while the content changes says the same, and
-a page believed on it is never revisited soon enough to be caught (issue 13:
-the changing web's lying pages, 0.12 of their versions against the plain
-recrawl's 0.34).  The header is checked only at the URL's first revisit, so
+a page believed on it is never revisited soon enough to be caught (its
+versions are then captured far less often than a plain recrawl captures
+them).  The header is checked only at the URL's first revisit, so
 how soon that comes must not rest on the header alone.
 
 The population says how far to believe it: how many URLs whose first visit

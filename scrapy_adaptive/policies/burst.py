@@ -26,7 +26,7 @@ offsets are learned near 0 and the policy is
 How it compares with plain proportional allocation and Heritrix's rule in
 the simulated worlds, and the variants tried and dropped (five states,
 quiet pages visited more or less often than equal hazard asks), is measured
-in ``docs/policy-lab.md`` ("The burst policy", "Figures"), next to the
+in ``docs/lab/policy-lab.md`` ("The burst policy", "Figures"), next to the
 commands that produce the figures.
 
 The next wait is r_h/λ_s for the current state s, so every interval carries
@@ -97,7 +97,7 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
         The URL's own δ_s (MAP over the intervals filed under s, around the
         population offset) is only evidence for the population: a URL sees
         too few bursts for it to time the wait (tried and lost in the lab:
-        ``docs/policy-lab.md``, "The burst policy").
+        ``docs/lab/policy-lab.md``, "The burst policy").
         Every state is redone at each observation: offsets are relative to
         λ̄, which just moved.
         """

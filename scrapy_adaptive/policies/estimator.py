@@ -57,7 +57,7 @@ class RateEstimator:
     #: seconds after which an observation counts half (None: no discount).
     #: Rates drift over years; on stationary pages the window already bounds
     #: the memory (measured on the replay and the simulated worlds:
-    #: ``docs/policy-lab.md``, "Forgetting")
+    #: ``docs/lab/policy-lab.md``, "Forgetting")
     half_life: float | None = 60 * DAY
     trust_last_modified: bool = True
 
@@ -162,7 +162,7 @@ class RateEstimator:
         70 s at two thirds of its rate after six changed revisits, and a
         static page whose files were all written when the site was
         deployed, minutes before the crawl, kept looking like a page
-        changing every few minutes (issue 13's changing web).
+        changing every few minutes.
         """
         changed: list[float] = []
         weights: list[float] = []

@@ -13,7 +13,7 @@
   settings, off when constructed directly): under raw-byte comparison a
   page that differs at every fetch drives the rule to the minimum wait, and
   the guard holds it at the maximum instead once short probes have shown
-  it (what that saves in the lab's noise world: ``docs/policy-lab.md``,
+  it (what that saves in the lab's noise world: ``docs/lab/policy-lab.md``,
   "The noise guard").  With normalised detection the guard has nothing to
   do.  The lab's line stays the thesis's rule (constructed directly, no
   guard).

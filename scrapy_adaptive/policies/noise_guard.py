@@ -51,7 +51,7 @@ adds 0.93 nats; ``alpha`` = 0.01, 4.6 nats, i.e. five probes):
   one of the minimum visit rate.
 
 How often real pages were flagged, held and probed in the lab's worlds,
-and what the probes cost, is measured in ``docs/policy-lab.md`` ("The
+and what the probes cost, is measured in ``docs/lab/policy-lab.md`` ("The
 noise guard").
 
 Pure logic like the policies: the times are the intervals the policy reads
@@ -169,7 +169,7 @@ class NoiseDetector:
         A budget-driven policy at a low budget times visits to see about two
         changes each (r ≈ 2 at 0.5Λ), so 86 % of genuine visits "change" and
         a fixed run of 8 starts a test on many pages, whose probes cost
-        efficiency (measured in ``docs/policy-lab.md``, "The noise guard").
+        efficiency (measured in ``docs/lab/policy-lab.md``, "The noise guard").
         A run a genuine page makes with probability ``run_alpha`` (7 at
         r = ln 2, 10 at r = 1, 32 at r = 2) keeps probes rare at any budget.
         """

@@ -27,7 +27,7 @@ class PopulationPrior:
     at each of its few visits, so σ comes out narrower than the truth;
     with the posterior *mode* setting the wait, that extra shrinkage of
     sparse histories pays (exact moments by quadrature did worse: the
-    figures are in ``docs/policy-lab.md``, "The estimator").
+    figures are in ``docs/lab/policy-lab.md``, "The estimator").
 
     Aggregate state only (three sums).  A URL keeps its last contribution in
     its memory (under *key*, ``[epoch, m, v]``, see :mod:`.keys`) so that a

@@ -3,7 +3,7 @@
 Archiving versions, the best use of a fetch budget B is *proportional*
 allocation: every page is visited at a rate fᵢ ∝ λᵢ, i.e. with the same
 expected number of changes r = λᵢ/fᵢ per interval (the derivation is in
-``docs/policy-lab.md``).  Two policies implement it:
+``docs/lab/policy-lab.md``).  Two policies implement it:
 
 * :class:`ProportionalWaitPolicy` – a fetch budget (fetches per second)
   shared by all URLs, spent by a :class:`~.allocator.RateAllocator`
@@ -39,7 +39,7 @@ from .noise_guard import NoiseDetector, NoiseVerdict
 from .prior import PopulationPrior
 
 #: a rate estimate's half-life in maximum waits: 60 days at the 28-day
-#: default (measured best on the Open Terms Archive replay, ``docs/policy-lab.md``,
+#: default (measured best on the Open Terms Archive replay, ``docs/lab/policy-lab.md``,
 #: "Forgetting"); even the slowest page keeps about two intervals in mind
 HALF_LIFE_MAX_WAITS = 60 / 28
 #: the most of a wait taken back for the lateness of the visit it follows
@@ -56,9 +56,8 @@ def keep_cadence(wait: float, overdue: float | None, min_wait: float) -> float:
     A budget is spent as planned only if each URL is fetched every ``wait``
     seconds; counted from a late fetch, every interval grows by the
     lateness (the queue's politeness backlog), and at a host near its
-    politeness capacity that was a tenth of the budget left unspent
-    (issue 13, the changing-web benchmark: 0.86 of the budget after the
-    first pass), too fast for the allocator's feedback loop to correct.
+    politeness capacity that leaves a share of the budget unspent, too fast
+    for the allocator's feedback loop to correct.
     """
     if not overdue or overdue <= 0 or wait <= min_wait:
         return wait

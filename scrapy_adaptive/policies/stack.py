@@ -21,7 +21,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..config.matching import MATCH_KEYS, Matcher, check_entries
-from ..config.settings import AdaptiveConfig, ConfigError
+from ..config.settings import AdaptiveConfig
+from ..config.spec import ConfigError
 from ..hosts.hints import Hint
 from ..model import Outcome, Visit
 from .base import PARAM_KEYS, WaitParams, WaitPolicy

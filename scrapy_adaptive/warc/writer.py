@@ -71,7 +71,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from ..change.digest import payload_digest
-from ..config.settings import ConfigError
+from ..config.spec import ConfigError
 from ..integration.delivery import SINK_CLOSED, SINK_OPENED
 from ..integration.refusal import Refusal
 

@@ -26,7 +26,6 @@ PURE = (
     "scrapy_adaptive.config.settings",
     "scrapy_adaptive.config.spec",
     "scrapy_adaptive.config.table",
-    "scrapy_adaptive.config.readme",
     "scrapy_adaptive.config.matching",
     "scrapy_adaptive.store",
     "scrapy_adaptive.store.base",

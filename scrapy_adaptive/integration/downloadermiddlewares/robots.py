@@ -34,7 +34,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.defer import Deferred
 
-from ...config.settings import DEFAULTS
+from ...config.table import DEFAULTS
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -52,7 +52,7 @@ from ... import meta
 from ...change import noise
 from ...change.digest import Digester, ItemsDigester, RegexDigester, items_digest, payload_digest
 from ...change.rules import DigestRules, build_digester
-from ...config.settings import ConfigError
+from ...config.spec import ConfigError
 from ...dates import parse_http_date
 from ...model import PARKED, SOFT_404, ChangeState, Outcome, Visit
 from ..delivery import Ticket, ticket_of

@@ -26,7 +26,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ...config.settings import AdaptiveConfig, ConfigError
+from ...config.settings import AdaptiveConfig
+from ...config.spec import ConfigError
 from ...frontier import Frontier
 from ...store.base import StoreError
 from ...store.statedir import MARKER, SharedStore, StateDir, StateDirError, open_store, shared_store

@@ -8,7 +8,7 @@ from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy_adaptive.change import DigestRules, items_digest, payload_digest
 from scrapy_adaptive.change.digest import Digester, ItemsDigester, RegexDigester, TextDigester, visible_text
 from scrapy_adaptive.change.rules import build_digester
-from scrapy_adaptive.config.settings import ConfigError
+from scrapy_adaptive.config.spec import ConfigError
 
 
 def html(body: str, url: str = "http://example.com/p") -> HtmlResponse:

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scrapy import Request
 
-from scrapy_adaptive.config.settings import ConfigError
+from scrapy_adaptive.config.spec import ConfigError
 from scrapy_adaptive.frontier.canonical import INDEX_NAMES, OPTIONS, Canonical
 from tests.unit.integration.test_scheduler import Pages, build, drain, in_loop
 

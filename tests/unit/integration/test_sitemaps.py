@@ -16,8 +16,8 @@ from scrapy.http import HtmlResponse, TextResponse, XmlResponse
 from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive import meta
-from scrapy_adaptive.config.settings import SPECS_BY_NAME, parse_value
-from scrapy_adaptive.config.spec import ConfigError
+from scrapy_adaptive.config.spec import ConfigError, parse_value
+from scrapy_adaptive.config.table import SPECS_BY_NAME
 from scrapy_adaptive.dates import parse_time
 from scrapy_adaptive.integration.request_hints import hint_from_meta
 from scrapy_adaptive.integration.spidermiddlewares.sitemaps import (

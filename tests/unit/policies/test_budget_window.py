@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from scrapy.settings import Settings
 
-from scrapy_adaptive.config.settings import DEFAULTS, AdaptiveConfig, ConfigError
+from scrapy_adaptive.config.settings import AdaptiveConfig
+from scrapy_adaptive.config.spec import ConfigError
+from scrapy_adaptive.config.table import DEFAULTS
 from scrapy_adaptive.policies import ProportionalWaitPolicy, load_wait_policy
 from scrapy_adaptive.policies.allocator import RateAllocator
 from scrapy_adaptive.policies.base import WaitParams

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from scrapy.settings import Settings
 
-from scrapy_adaptive.config.settings import AdaptiveConfig, ConfigError
+from scrapy_adaptive.config.settings import AdaptiveConfig
+from scrapy_adaptive.config.spec import ConfigError
 from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
 from scrapy_adaptive.policies import (
     BurstWaitPolicy,

@@ -15,7 +15,7 @@ from scrapy import Request
 from scrapy.http import HtmlResponse
 
 from scrapy_adaptive.change.digest import payload_digest
-from scrapy_adaptive.config.settings import ConfigError
+from scrapy_adaptive.config.spec import ConfigError
 from scrapy_adaptive.warc.writer import (
     IDENTICAL_PROFILE,
     NOT_MODIFIED_PROFILE,
