@@ -302,6 +302,7 @@ class Frontier:
         measure(visit, out, now)
         slot_free_at = now + book.rest_after(q, visit.duration or 0.0)
         undo = self._undo_update(q, fp, out, record)
+        q.urgency_waits.pop(fp, None)  # the verdict plans a new wait
         outcome = judge(record, visit, self.politeness.max_retries)
         if out is not None:
             record.overdue = round(out.overdue, 3)

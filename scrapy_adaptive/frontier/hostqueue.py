@@ -131,6 +131,9 @@ class HostQueue:
     #: bumped whenever the queue is (re)pushed on the frontier's heap, so
     #: stale heap entries can be recognised and skipped
     heap_version: int = 0
+    #: the ranking waits of due URLs weighed at the last issue (urgency.py):
+    #: consecutive issues weigh mostly the same URLs, so each is read once
+    urgency_waits: dict[bytes, float | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.slots:

@@ -22,9 +22,13 @@ policy, only the wait the policy chose, so it holds for every wait policy.
   time against the fastest pages and go ahead of slower ones.
 * No URL waits for ever: the queue's head (the one due the longest) is
   issued as soon as its lateness reaches its own wait, whatever else is due.
-* Only the first :data:`WINDOW` due URLs are weighed: one store read each,
-  so issuing stays cheap however long the queue, and none at all when the
-  head is due on time or already late by its own wait.
+* Only the first :data:`WINDOW` due URLs are weighed, and none at all when
+  the head is due on time or already late by its own wait.  A due URL stays
+  due until it is issued, so consecutive issues from a queue weigh mostly
+  the same URLs: the queue keeps the ranking wait of each URL it weighed
+  (``HostQueue.urgency_waits``, at most :data:`KEPT` of them, forgotten
+  when the URL's verdict changes its wait), and a URL's record is read
+  once while it waits, plus once more if it is the one issued.
 """
 
 from __future__ import annotations
@@ -38,6 +42,9 @@ from .hostqueue import Entry, HostQueue
 #: how many of a queue's due URLs are weighed against each other
 WINDOW = 8
 
+#: ranking waits a queue keeps between issues
+KEPT = 4 * WINDOW
+
 #: the shortest wait a ranking divides by (seconds): a zero wait (a retry
 #: due at once, a policy's minimum) must not make a URL infinitely urgent
 _FLOOR = 1.0
@@ -49,28 +56,45 @@ def _wait(record: UrlRecord) -> float | None:
     return max(record.wait, _FLOOR)
 
 
-def pick(candidates: Sequence[tuple[Entry, UrlRecord]], now_ms: int) -> int:
+def pick(waits: Sequence[float | None], due_ms: Sequence[int], now_ms: int) -> int:
     """Index of the candidate to issue.
 
-    *candidates* are a queue's due entries with their records, in queue
-    order (the first is the head: the highest directive, due the longest);
-    all share the head's directive.  Returns 0 (the head) unless another
-    candidate is later relative to its wait and the head's own lateness is
-    still below its wait.
+    The candidates are a queue's due entries in queue order (the first is
+    the head: the highest directive, due the longest), all with the head's
+    directive, given by their ranking waits (None: never visited) and due
+    times.  Returns 0 (the head) unless another candidate is later relative
+    to its wait and the head's own lateness is still below its wait.
     """
-    if len(candidates) < 2:
+    if len(waits) < 2:
         return 0
-    waits = [_wait(record) for _, record in candidates]
     known = [w for w in waits if w is not None]
     shortest = min(known) if known else _FLOOR
 
     def lateness(i: int) -> float:
-        late = max(0, now_ms - candidates[i][0][1]) / 1000
+        late = max(0, now_ms - due_ms[i]) / 1000
         return late / (waits[i] or shortest)
 
     if lateness(0) >= 1.0:
         return 0
-    return max(range(len(candidates)), key=lambda i: (lateness(i), -i))
+    return max(range(len(waits)), key=lambda i: (lateness(i), -i))
+
+
+def _ranking_wait(store: Store, q: HostQueue, fp: bytes) -> tuple[bool, float | None]:
+    """``(readable, wait)`` of a due URL, from what the queue kept or one read."""
+    kept = q.urgency_waits
+    if fp in kept:
+        return True, kept[fp]
+    raw = store.get_record(q.name, fp)
+    if raw is None:
+        return False, None
+    try:
+        wait = _wait(UrlRecord.from_bytes(raw))
+    except RecordError:
+        return False, None
+    if len(kept) >= KEPT:
+        del kept[next(iter(kept))]  # the longest kept
+    kept[fp] = wait
+    return True, wait
 
 
 def most_urgent(store: Store, q: HostQueue, head: UrlRecord, now_ms: int) -> tuple[int, bytes, UrlRecord]:
@@ -86,18 +110,27 @@ def most_urgent(store: Store, q: HostQueue, head: UrlRecord, now_ms: int) -> tup
     own = _wait(head)
     if head_ms >= now_ms or (own is not None and (now_ms - head_ms) / 1000 >= own):
         return head_ms, head_fp, head  # on time, or late by a whole wait: nothing to weigh
-    candidates: list[tuple[Entry, UrlRecord]] = [(q.head, head)]
+    entries: list[Entry] = [q.head]
+    waits: list[float | None] = [own]
     for entry in store.queue_entries(q.name, limit=len(q.out) + WINDOW, start=q.head):
-        if entry[0] != directive or entry[1] > now_ms or len(candidates) >= WINDOW:
+        if entry[0] != directive or entry[1] > now_ms or len(entries) >= WINDOW:
             break
         if entry[2] in q.out or entry[2] == head_fp:
             continue
-        raw = store.get_record(q.name, entry[2])
-        if raw is None:
-            continue
+        readable, wait = _ranking_wait(store, q, entry[2])
+        if readable:
+            entries.append(entry)
+            waits.append(wait)
+    chosen = pick(waits, [e[1] for e in entries], now_ms)
+    if chosen:
+        _, next_ms, fp = entries[chosen]
+        q.urgency_waits.pop(fp, None)
+        raw = store.get_record(q.name, fp)
         try:
-            candidates.append((entry, UrlRecord.from_bytes(raw)))
+            record = UrlRecord.from_bytes(raw) if raw is not None else None
         except RecordError:
-            continue
-    (_, next_ms, fp), record = candidates[pick(candidates, now_ms)]
-    return next_ms, fp, record
+            record = None
+        if record is not None and record.next_ms == next_ms:
+            return next_ms, fp, record
+    q.urgency_waits.pop(head_fp, None)
+    return head_ms, head_fp, head

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scrapy_adaptive.frontier import Frontier, Store
-from scrapy_adaptive.frontier.urgency import WINDOW, pick
+from scrapy_adaptive.frontier.urgency import WINDOW, _wait, pick
 from scrapy_adaptive.model import UrlRecord
 from tests.unit.frontier.test_frontier import Clock, add, make, visited
 
@@ -114,7 +114,7 @@ def test_the_pick_is_the_latest_for_its_wait_and_never_passes_a_head_late_by_a_w
     waits = [max(r.wait, 1.0) if r.visits and r.wait else None for _, r in candidates]
     shortest = min((w for w in waits if w is not None), default=1.0)
     relative = [(now_ms - e[1]) / 1000 / (w or shortest) for (e, _), w in zip(candidates, waits, strict=True)]
-    chosen = pick(candidates, now_ms)
+    chosen = pick([_wait(r) for _, r in candidates], [e[1] for e, _ in candidates], now_ms)
     assert 0 <= chosen < len(candidates)
     if relative[0] >= 1.0:
         assert chosen == 0
