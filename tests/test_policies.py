@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import math
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +16,7 @@ from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
 from scrapy_adaptive.policies import (
     BurstWaitPolicy,
     DefaultWaitPolicy,
+    FixedWaitPolicy,
     HeritrixWaitPolicy,
     PolicyStack,
     WaitParams,
@@ -160,6 +164,72 @@ def test_a_bad_request_override_is_reported_and_ignored(caplog: pytest.LogCaptur
     assert "meta['adaptive_wait_policy']: 'initial' ('soon') must be a number" in caplog.text
 
 
+def test_an_override_names_only_a_declared_or_built_in_policy(
+    caplog: pytest.LogCaptureFixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request's meta comes back from the state folder: a policy it names
+    is looked up among the settings' and the built-ins, never imported."""
+    marker = tmp_path / "ran"
+    (tmp_path / "evil_override_policy.py").write_text(
+        "from pathlib import Path\n"
+        f"Path({str(marker)!r}).write_text('ran')\n"
+        "from scrapy_adaptive.policies import DefaultWaitPolicy\n"
+        "class P(DefaultWaitPolicy):\n    pass\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    stack = load_wait_policy(
+        config(
+            ADAPTIVE_WAIT_MIN=1,
+            ADAPTIVE_WAIT_POLICIES=[
+                {"content_type": "image/*", "policy": "scrapy_adaptive.policies.burst.BurstWaitPolicy"}
+            ],
+        )
+    )
+    caplog.set_level(logging.WARNING)
+    for _ in range(3):
+        assert stack.with_overrides({"policy": "evil_override_policy.P"}, "http://example.com/a") is stack
+    assert stack.with_overrides({"policy": "evil_override_policy.P", "initial": 5}, "http://example.com/b") is stack
+    assert not marker.exists() and "evil_override_policy" not in sys.modules
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, warnings  # once per name, not per request
+    assert "http://example.com/a" in warnings[0].getMessage()
+    assert "'evil_override_policy.P'" in warnings[0].getMessage()
+    # the settings' own policies and the built-ins, by path or short name
+    for name, cls in [
+        ("scrapy_adaptive.policies.HeritrixWaitPolicy", HeritrixWaitPolicy),  # ADAPTIVE_WAIT_POLICY
+        ("scrapy_adaptive.policies.burst.BurstWaitPolicy", BurstWaitPolicy),  # an entry's
+        ("DefaultWaitPolicy", DefaultWaitPolicy),
+        ("scrapy_adaptive.policies.FixedWaitPolicy", FixedWaitPolicy),
+        ("scrapy_adaptive.policies.fixed.FixedWaitPolicy", FixedWaitPolicy),
+    ]:
+        policy = stack.with_overrides({"policy": name, "initial": 42})
+        assert type(policy) is cls, name
+    assert stack.with_overrides({"policy": "WaitPolicy"}, "http://example.com/c") is stack  # abstract
+    assert stack.with_overrides({"policy": ["a"]}, "http://example.com/d") is stack
+
+
+def test_overrides_ignored_are_counted_per_request() -> None:
+    from scrapy import Request
+
+    from scrapy_adaptive.integration.verdicts import Verdicts
+
+    class Stats:
+        def __init__(self) -> None:
+            self.values: dict[str, int] = {}
+
+        def inc_value(self, key: str, count: int = 1) -> None:
+            self.values[key] = self.values.get(key, 0) + count
+
+    stats = Stats()
+    stack = load_wait_policy(config())
+    verdicts = Verdicts(None, stack, None, stats, on_store_error=lambda exc: None)  # type: ignore[arg-type]
+    for url in ("http://example.com/a", "http://example.com/b"):
+        request = Request(url, meta={"adaptive_wait_policy": {"policy": "os.system"}})
+        assert verdicts._policy_for(request) is stack
+    assert verdicts._policy_for(Request("http://example.com/c", meta={"adaptive_wait_policy": {"initial": 9}})) is not stack
+    assert stats.values == {"adaptive/wait_policy/overrides_ignored": 2}
+
+
 @pytest.mark.parametrize(
     ("values", "message"),
     [
@@ -177,6 +247,14 @@ def test_a_bad_request_override_is_reported_and_ignored(caplog: pytest.LogCaptur
         ({"ADAPTIVE_WAIT_POLICIES": {"a": 1}}, "ADAPTIVE_WAIT_POLICIES must be a list of dicts"),
         ({"ADAPTIVE_WAIT_POLICY": "nowhere.Policy"}, "ADAPTIVE_WAIT_POLICY ('nowhere.Policy') cannot be imported"),
         ({"ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.config.settings.AdaptiveConfig"}, "must name a WaitPolicy subclass"),
+        (
+            {"ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.base.WaitPolicy"},
+            "ADAPTIVE_WAIT_POLICY ('scrapy_adaptive.policies.base.WaitPolicy') must name a concrete WaitPolicy",
+        ),
+        (
+            {"ADAPTIVE_WAIT_POLICIES": [{"hosts": "a", "policy": "scrapy_adaptive.policies.WaitPolicy"}]},
+            "ADAPTIVE_WAIT_POLICIES[0]['policy'] ('scrapy_adaptive.policies.WaitPolicy') must name a concrete",
+        ),
         ({"ADAPTIVE_WAIT_CHANGED_FACTOR": 0}, "ADAPTIVE_WAIT_CHANGED_FACTOR (0.0) must be a finite number > 0."),
     ],
 )
