@@ -226,7 +226,10 @@ def test_overrides_ignored_are_counted_per_request() -> None:
     for url in ("http://example.com/a", "http://example.com/b"):
         request = Request(url, meta={"adaptive_wait_policy": {"policy": "os.system"}})
         assert verdicts._policy_for(request) is stack
-    assert verdicts._policy_for(Request("http://example.com/c", meta={"adaptive_wait_policy": {"initial": 9}})) is not stack
+    assert (
+        verdicts._policy_for(Request("http://example.com/c", meta={"adaptive_wait_policy": {"initial": 9}}))
+        is not stack
+    )
     assert stats.values == {"adaptive/wait_policy/overrides_ignored": 2}
 
 
