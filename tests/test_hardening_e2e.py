@@ -82,3 +82,47 @@ def test_a_policy_named_in_the_state_folder_is_never_imported(
     assert start in warnings[0] and "'jobs.sec1.adaptive.evil.P'" in warnings[0]
     assert result.stats["adaptive/wait_policy/overrides_ignored"] == 1
     assert json.dumps(result.stats).count("evil") == 0
+
+
+def jobdir_files(jobdir: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file of a JOBDIR: its bytes and its modification time."""
+    return {
+        str(path.relative_to(jobdir)): (path.read_bytes(), path.stat().st_mtime_ns)
+        for path in sorted(jobdir.rglob("*"))
+        if path.is_file()
+    }
+
+
+REFUSED = [
+    ({"ADAPTIVE_DIGEST_RULES": [{"url": "(", "rule": "text"}]}, "ADAPTIVE_DIGEST_RULES[0]: 'url' ('(')"),
+    ({"ADAPTIVE_DIGEST_RULES": [{"rule": "nope"}]}, "ADAPTIVE_DIGEST_RULES[0]"),
+    ({"ADAPTIVE_DIGEST_DEFAULT": "nope"}, "ADAPTIVE_DIGEST_DEFAULT: unknown digest rule 'nope'"),
+    (
+        {"ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.base.WaitPolicy"},
+        "ADAPTIVE_WAIT_POLICY ('scrapy_adaptive.policies.base.WaitPolicy') must name a concrete WaitPolicy subclass",
+    ),
+    ({"ADAPTIVE_MIN_DELAY": "soon"}, "ADAPTIVE_MIN_DELAY ('soon') must be"),
+]
+
+
+def test_a_refused_start_touches_no_file_of_the_jobdir(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_path: Path
+) -> None:
+    server = clean_log
+    jobdir = tmp_path / "job"
+    start = server.page_url("/page/refused-index")
+    settings = {k: v for k, v in adaptive_settings.items() if k != "ADAPTIVE_STATE_DIR"}
+    settings |= {"JOBDIR": str(jobdir), "ADAPTIVE_WAIT_DEFAULT": 1000, "CLOSESPIDER_TIMEOUT": 2}
+    args = ["-a", f"start_urls={start}"]
+    run_crawl(CASES, settings, timeout=60, args=args).assert_ok()
+    before = jobdir_files(jobdir)
+    assert before["spider.state"][0] and "adaptive/frontier.ldb/CURRENT" in before
+    for bad, message in REFUSED:
+        result = run_crawl(CASES, {**settings, **bad}, timeout=60, args=args)
+        assert result.returncode == 1, bad
+        critical = [line for line in result.text.splitlines() if "CRITICAL" in line]
+        assert len(critical) == 1 and message in critical[0], (bad, critical)
+        assert traceback_lines(result) == [] and "ERROR" not in result.log, (bad, result.text[-3000:])
+        assert jobdir_files(jobdir) == before, bad
+    # and the JOBDIR still starts a good crawl
+    run_crawl(CASES, settings, timeout=60, args=args).assert_ok()

@@ -46,6 +46,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.python import global_object_name
 
 from .. import meta
+from ..change.rules import DigestRules
 from ..change.trust import TrustParams
 from ..config.settings import AdaptiveConfig, ConfigError
 from ..frontier import AddResult, Frontier, Outcome, Politeness, UrlRecord, Visit
@@ -161,6 +162,9 @@ class AdaptiveScheduler(BaseScheduler):
             config = AdaptiveConfig.from_settings(settings)
             policy = load_wait_policy(config)
             canonical = Canonical.from_setting(config.canonical)
+            # built again by the visit middleware at open: checked here, so a
+            # bad rule is refused before anything of the JOBDIR is opened
+            DigestRules.from_settings(config.digest_rules, config.digest_default, config.digest_max_size)
         except ConfigError as exc:
             # raised here, Scrapy would fail to close the engine (traceback
             # wall); the refusal is said once, at open
