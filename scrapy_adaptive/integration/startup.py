@@ -26,7 +26,7 @@ logger = logging.getLogger(__name__)
 
 def settings_warnings(settings: BaseSettings, config: AdaptiveConfig) -> list[str]:
     """The warnings *settings* deserve, as messages."""
-    messages = unknown_settings(settings)
+    messages = unknown_settings(settings) + config.warnings()
     if settings.getbool(TOOK_OVER_SETTING):
         messages.append(DELTAFETCH_MESSAGE)
     elif any(is_deltafetch(k) and v is not None for k, v in settings.getdict("SPIDER_MIDDLEWARES").items()):
