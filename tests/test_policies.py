@@ -289,6 +289,32 @@ def test_budgeted_policies_of_one_stack_share_one_allocator_and_the_budget_setti
     assert stack.params.shared["rate_allocator"].budget == pytest.approx(1.0)  # 86,400/day = 1/s
 
 
+@pytest.mark.parametrize("entry_policy", [None, "scrapy_adaptive.policies.DefaultWaitPolicy"])
+@pytest.mark.parametrize("catch_all", ["BurstWaitPolicy", "ProportionalWaitPolicy", "PrecisionWaitPolicy"])
+def test_an_entry_acts_only_on_the_urls_it_matches(catch_all: str, entry_policy: str | None) -> None:
+    """The crawl-wide rate machinery (one allocator, shared beliefs) must not
+    carry an entry's bounds into the catch-all, whichever is built first."""
+    entry: dict[str, object] = {"url": "nomatch-xyz", "min": 5, "max": 30}
+    if entry_policy:
+        entry["policy"] = entry_policy
+    stack = load_wait_policy(
+        config(
+            ADAPTIVE_WAIT_POLICY=f"scrapy_adaptive.policies.{catch_all}",
+            ADAPTIVE_WAIT_MIN=300,
+            ADAPTIVE_WAIT_INITIAL=600,
+            ADAPTIVE_WAIT_POLICIES=[entry],
+        )
+    )
+    for n in range(3):
+        wait = stack.next_wait({"visits": 0}, visit(url=f"http://example.com/page-{n}", last_modified=None))
+        assert wait >= 300, wait  # the catch-all's floor, not the entry's 30 s ceiling
+    assert stack.next_wait({"visits": 0}, visit(url="http://example.com/page", last_modified=None)) == pytest.approx(
+        600, rel=0.5
+    )
+    matched = stack.next_wait({"visits": 0}, visit(url="http://example.com/nomatch-xyz", last_modified=None))
+    assert 5 <= matched <= 30, matched
+
+
 def test_a_bad_budget_names_the_setting() -> None:
     with pytest.raises(ConfigError, match=r"ADAPTIVE_BUDGET \(-5.0\) must be a number of revisits per day > 0."):
         config(ADAPTIVE_BUDGET=-5)

@@ -155,6 +155,10 @@ class PolicyStack(WaitPolicy):
         raw = config.wait_policies
         if raw is None:
             raw = [{"content_type": ct, "initial": params.initial * factor} for ct, factor in DEFAULT_STACK]
+        # the catch-all first: what the policies of a stack share for the
+        # whole crawl (the rate allocator, with its bounds) is made by the
+        # first one built, and must not be made from an entry's numbers
+        catch_all = policy_cls.from_params(params)
         entries = []
         declared = {config.wait_policy: policy_cls}
         for i, entry in enumerate(check_entries(raw, "ADAPTIVE_WAIT_POLICIES")):
@@ -168,7 +172,7 @@ class PolicyStack(WaitPolicy):
             entry_cls = load_policy_class(entry["policy"], f"{where}['policy']") if "policy" in entry else policy_cls
             declared[entry.get("policy", config.wait_policy)] = entry_cls
             entries.append((matcher, entry_cls.from_params(params.updated(entry, where))))
-        return cls(entries, policy_cls.from_params(params), params, policy_cls, declared)
+        return cls(entries, catch_all, params, policy_cls, declared)
 
     def select(self, visit: Visit) -> WaitPolicy:
         url = visit.url or ""
