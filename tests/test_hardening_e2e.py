@@ -10,6 +10,7 @@ it was.
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from tests.mockserver import MockServer
 pytestmark = pytest.mark.e2e
 
 CASES = Path(__file__).parent / "spiders" / "cases.py"
+VERSIONS = Path(__file__).parent / "spiders" / "versions.py"
 
 
 def traceback_lines(result: CrawlResult) -> list[str]:
@@ -126,3 +128,31 @@ def test_a_refused_start_touches_no_file_of_the_jobdir(
         assert jobdir_files(jobdir) == before, bad
     # and the JOBDIR still starts a good crawl
     run_crawl(CASES, settings, timeout=60, args=args).assert_ok()
+
+
+def test_appended_jsonl_and_csv_feeds_survive_a_kill_and_restarts(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_path: Path
+) -> None:
+    """``-o items.jsonl -o items.csv`` on a continuous crawl: a half-written
+    last line (what a kill leaves) is cut before the next start appends, and
+    the CSV keeps one header."""
+    server = clean_log
+    start = server.url("/changes/1/feeds-index")  # a new version at every visit: an item each time
+    jsonl, csv_file = tmp_path / "items.jsonl", tmp_path / "items.csv"
+    settings = {**adaptive_settings, "ADAPTIVE_WAIT_DEFAULT": 0.5, "CLOSESPIDER_TIMEOUT": 3}
+    args = ["-a", f"start_urls={start}", "-o", str(jsonl), "-o", str(csv_file)]
+    for _ in range(2):
+        run_crawl(VERSIONS, settings, timeout=60, args=args).assert_ok()
+        with jsonl.open("ab") as f:
+            f.write(b'{"url": "http://half')
+        with csv_file.open("ab") as f:
+            f.write(b"http://half,")
+    result = run_crawl(VERSIONS, settings, timeout=60, args=args)
+    result.assert_ok(allow_errors=False)
+    assert result.log.count("Cut a half-written last line") == 2
+    items = [json.loads(line) for line in jsonl.read_text().splitlines()]  # every line whole
+    assert len(items) >= 3 and all(item["url"] == start for item in items)
+    rows = list(csv.reader(csv_file.read_text().splitlines()))
+    assert rows[0] == ["url", "status", "payload", "version", "change"]
+    assert rows.count(rows[0]) == 1 and len(rows) == len(items) + 1
+    assert all(len(row) == 5 and row[0] == start for row in rows[1:])
