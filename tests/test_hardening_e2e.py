@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
+import pickle
 from pathlib import Path
 
 import plyvel
@@ -128,6 +129,26 @@ def test_a_refused_start_touches_no_file_of_the_jobdir(
         assert jobdir_files(jobdir) == before, bad
     # and the JOBDIR still starts a good crawl
     run_crawl(CASES, settings, timeout=60, args=args).assert_ok()
+
+
+def test_an_empty_spider_state_left_by_an_earlier_refusal_is_removed(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_path: Path
+) -> None:
+    """Scrapy cannot read an empty spider.state, and truncates it again at
+    close: the JOBDIR would fail at every start."""
+    jobdir = tmp_path / "job"
+    jobdir.mkdir()
+    (jobdir / "spider.state").write_bytes(b"")
+    start = clean_log.page_url("/page/empty-state-index")
+    settings = {**adaptive_settings, "JOBDIR": str(jobdir), "CLOSESPIDER_TIMEOUT": 2}
+    said = []
+    for _ in range(2):
+        result = run_crawl(CASES, settings, timeout=60, args=["-a", f"start_urls={start}"])
+        result.assert_ok()
+        assert traceback_lines(result) == []
+        assert pickle.loads((jobdir / "spider.state").read_bytes()) == {}
+        said.append("spider.state was empty" in result.log)
+    assert said == [True, False]  # by the first start only: the file is whole since
 
 
 def test_appended_jsonl_and_csv_feeds_survive_a_kill_and_restarts(

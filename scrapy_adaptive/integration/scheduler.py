@@ -86,7 +86,7 @@ from .request_hints import take_hint
 from .serialization import RequestNotStorable, request_from_data, request_to_data
 from .spidermiddlewares.sitemaps import SitemapsMiddleware
 from .spidermiddlewares.visit import VisitMiddleware
-from .startup import warn_about_settings
+from .startup import remove_empty_spider_state, warn_about_settings
 from .stopgrace import StopGrace
 from .verdicts import Verdicts
 
@@ -181,6 +181,7 @@ class AdaptiveScheduler(BaseScheduler):
             delivery=Delivery.connected(crawler.stats, crawler.signals) if config.delivery else None,  # type: ignore[arg-type]
         )
         warn_about_settings(settings, config)
+        remove_empty_spider_state(settings.get("JOBDIR"))
         crawler.signals.connect(scheduler._on_reached_downloader, signals.request_reached_downloader)
         crawler.signals.connect(scheduler._on_left_downloader, signals.request_left_downloader)
         crawler.signals.connect(scheduler._on_response_received, signals.response_received)
