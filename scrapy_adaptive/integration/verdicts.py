@@ -150,7 +150,7 @@ class Verdicts:
         if not isinstance(overrides, dict):
             return self.policy
         policy = self.policy.with_overrides(overrides, request.url)
-        if policy is self.policy:  # refused (warned once per policy name), counted per request
+        if policy is self.policy:  # ignored (said once per policy or override), counted per request
             self.stats.inc_value("adaptive/wait_policy/overrides_ignored")
         return policy
 
