@@ -233,6 +233,23 @@ def test_overrides_ignored_are_counted_per_request() -> None:
     assert stats.values == {"adaptive/wait_policy/overrides_ignored": 2}
 
 
+class NeedsMore(DefaultWaitPolicy):
+    """A policy whose ``__init__`` wants more than ``from_params`` gives it."""
+
+    def __init__(self, params: WaitParams, extra: int) -> None:
+        super().__init__(params)
+
+
+def test_a_policy_class_that_cannot_be_built_is_refused_naming_the_setting() -> None:
+    path = f"{__name__}.NeedsMore"
+    with pytest.raises(
+        ConfigError, match=r"^ADAPTIVE_WAIT_POLICY \('tests\.test_policies\.NeedsMore'\) cannot be built"
+    ):
+        load_wait_policy(config(ADAPTIVE_WAIT_POLICY=path))
+    with pytest.raises(ConfigError, match=r"^ADAPTIVE_WAIT_POLICIES\[0\]\['policy'\] \('tests\.test_policies\."):
+        load_wait_policy(config(ADAPTIVE_WAIT_POLICIES=[{"hosts": "a", "policy": path}]))
+
+
 @pytest.mark.parametrize(
     ("values", "message"),
     [

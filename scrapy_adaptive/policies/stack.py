@@ -67,6 +67,20 @@ def load_policy_class(path: str, where: str) -> type[WaitPolicy]:
     return cls
 
 
+def build_policy(cls: type[WaitPolicy], params: WaitParams, where: str) -> WaitPolicy:
+    """``cls.from_params(params)``, a :class:`ConfigError` naming *where* if
+    the class cannot be built (a subclass whose ``__init__`` wants more than
+    ``from_params`` gives it): refused at start-up, not a traceback."""
+    try:
+        return cls.from_params(params)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"{where} ({class_path(cls)!r}) cannot be built from its wait settings: {type(exc).__name__}: {exc}"
+        ) from None
+
+
 def class_path(cls: type) -> str:
     """``module.Name`` of a class, as a setting would name it."""
     return f"{cls.__module__}.{cls.__qualname__}"
@@ -158,7 +172,7 @@ class PolicyStack(WaitPolicy):
         # the catch-all first: what the policies of a stack share for the
         # whole crawl (the rate allocator, with its bounds) is made by the
         # first one built, and must not be made from an entry's numbers
-        catch_all = policy_cls.from_params(params)
+        catch_all = build_policy(policy_cls, params, "ADAPTIVE_WAIT_POLICY")
         entries = []
         declared = {config.wait_policy: policy_cls}
         for i, entry in enumerate(check_entries(raw, "ADAPTIVE_WAIT_POLICIES")):
@@ -171,7 +185,8 @@ class PolicyStack(WaitPolicy):
             matcher = Matcher.parse(entry, where, catch_all="ADAPTIVE_WAIT_POLICY and the ADAPTIVE_WAIT_* settings")
             entry_cls = load_policy_class(entry["policy"], f"{where}['policy']") if "policy" in entry else policy_cls
             declared[entry.get("policy", config.wait_policy)] = entry_cls
-            entries.append((matcher, entry_cls.from_params(params.updated(entry, where))))
+            entry_where = f"{where}['policy']" if "policy" in entry else "ADAPTIVE_WAIT_POLICY"
+            entries.append((matcher, build_policy(entry_cls, params.updated(entry, where), entry_where)))
         return cls(entries, catch_all, params, policy_cls, declared)
 
     def select(self, visit: Visit) -> WaitPolicy:
@@ -207,7 +222,8 @@ class PolicyStack(WaitPolicy):
                         self._overrides[key] = self
                         return self
                     cls = found
-                policy = cls.from_params(self.params.updated(overrides, "meta['adaptive_wait_policy']"))
+                where = "meta['adaptive_wait_policy']"
+                policy = build_policy(cls, self.params.updated(overrides, where), where)
             except ConfigError as exc:
                 logger.error("%s; using the configured policies instead.", exc)
                 policy = self
