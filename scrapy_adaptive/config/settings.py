@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .spec import ConfigError, check_value, parse_value
+from .spec import ConfigError, check_value, number_text, parse_value
 from .table import (
     SETTING_SPECS,
     SPECS_BY_NAME,
@@ -190,6 +190,29 @@ class AdaptiveConfig:
             raise ConfigError(
                 f"ADAPTIVE_WAIT_MAX ({self.wait_max!r}) must not be lower than ADAPTIVE_WAIT_MIN ({self.wait_min!r})."
             )
+
+    def warnings(self) -> list[str]:
+        """Values that are allowed together but do not do what they say: each
+        message names them and says what is used instead.
+
+        The first wait is clamped to [``ADAPTIVE_WAIT_MIN``,
+        ``ADAPTIVE_WAIT_MAX``] like every other, so an initial wait outside
+        them is not refused (a project may lower the floor and forget the
+        initial wait) but would otherwise be ignored without a word.
+        """
+        messages = []
+        initial, low, high = self.wait_initial, self.wait_min, self.wait_max
+        if initial < low:
+            messages.append(
+                f"ADAPTIVE_WAIT_INITIAL ({number_text(initial)}) is below ADAPTIVE_WAIT_MIN ({number_text(low)}): "
+                f"the first revisit waits {number_text(low)} s."
+            )
+        elif initial > high:
+            messages.append(
+                f"ADAPTIVE_WAIT_INITIAL ({number_text(initial)}) is above ADAPTIVE_WAIT_MAX ({number_text(high)}): "
+                f"the first revisit waits {number_text(high)} s."
+            )
+        return messages
 
 
 def unknown_settings(settings: Iterable[str]) -> list[str]:

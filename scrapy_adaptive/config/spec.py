@@ -242,6 +242,8 @@ def _problem(spec: SettingSpec, value: Any) -> str | None:
         if not _within_range(spec, value):
             return spec.range_requirement()
         if spec.at_most is not None and value > spec.at_most:
+            if spec.kind is Kind.INTEGER:  # the whole range: there is no unit to say what is sane
+                return f"an integer from {number_text(spec.at_least or 0)} to {spec.limit_text()}"
             return f"at most {spec.limit_text()}"
         return None
     if spec.kind is Kind.BOOL:

@@ -27,6 +27,11 @@ POLITENESS_KEYS = ("host", "domain", "slot")
 #: (milliseconds for seconds), and left alone it would overflow the
 #: frontier's millisecond timestamps or park every URL for ever.
 MAX_SECONDS = 10 * 365 * 86_400.0
+#: sanity limit of a size in bytes (1 TiB): 1e20 is a typo, and a file never
+#: rotated fills the disk
+MAX_BYTES = 2**40
+#: sanity limit of ``ADAPTIVE_EMBED_HOPS``
+MAX_EMBED_HOPS = 10
 #: The upper limit of every multiplying factor: a factor of 1000 already
 #: turns a one-second fetch into a 17-minute politeness delay, or a one-hour
 #: wait into six weeks after one step.
@@ -60,8 +65,10 @@ def _factor(name: str, group: str, default: float, doc: str, *, positive: bool =
     return SettingSpec(name, group, Kind.NUMBER, default, doc, at_most=MAX_FACTOR, **bounds)
 
 
-def _integer(name: str, group: str, default: int, doc: str, *, at_least: int) -> SettingSpec:
-    return SettingSpec(name, group, Kind.INTEGER, default, doc, at_least=at_least)
+def _integer(
+    name: str, group: str, default: int, doc: str, *, at_least: int, at_most: int | None = None
+) -> SettingSpec:
+    return SettingSpec(name, group, Kind.INTEGER, default, doc, at_least=at_least, at_most=at_most)
 
 
 def _bool(name: str, group: str, default: bool, doc: str) -> SettingSpec:
@@ -195,6 +202,9 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "to this many embed hops from a page are fetched before other due URLs of their queue. 0 (the thesis "
         "default) treats them like any URL, so their own change rate governs them.",
         at_least=0,
+        # a page's embeds' embeds (a stylesheet's fonts) are two hops: a
+        # thousand is a typo, not a crawl shape
+        at_most=MAX_EMBED_HOPS,
     ),
     _integer(
         "ADAPTIVE_HOST_VALENCE",
@@ -490,6 +500,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         50 * 2**20,
         "rotate the crawl log at this size (50 MiB).",
         at_least=1,
+        at_most=MAX_BYTES,
     ),
     _integer("ADAPTIVE_HISTORY_SIZE", GROUP_RECORD, 16, "visits kept in each URL's history.", at_least=1),
     _seconds(

@@ -40,8 +40,10 @@ from __future__ import annotations
 import logging
 import os
 import weakref
+from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
+from scrapy.exporters import CsvItemExporter, JsonLinesItemExporter
 from scrapy.extensions.feedexport import FileFeedStorage
 
 from .. import meta
@@ -249,8 +251,47 @@ class Delivery:
         self._complete.clear()
 
 
-#: feed formats with one item per line
-LINE_FORMATS = frozenset({"jsonlines", "jl", "csv"})
+#: feed formats with one item per line: every name Scrapy gives its
+#: JSON-lines and CSV exporters (FEED_EXPORTERS_BASE)
+LINE_FORMATS = frozenset({"jsonl", "jsonlines", "jl", "csv"})
+#: the ``csv`` kind of :func:`line_kind` (a header line, then one item per line)
+CSV = "csv"
+#: the other kind: one item per line, nothing else
+LINES = "lines"
+#: where the feed options keep the user's own ``include_headers_line`` (the
+#: storage of every batch of a feed shares one options dict, and rewrites
+#: the exporter's value in it at each open)
+HEADERS_OPTION = "_adaptive_include_headers_line"
+
+
+def line_kind(feed_format: Any, exporters: Mapping[str, Any] | None = None) -> str | None:
+    """:data:`CSV` or :data:`LINES` for a format whose exporter writes one item
+    per line, None for any other (JSON, XML...).
+
+    Judged by the exporter class the format names in *exporters* (Scrapy's
+    ``FEED_EXPORTERS_BASE`` and the project's ``FEED_EXPORTERS``), so a
+    project's own name for a JSON-lines or CSV exporter counts too; without
+    them, by Scrapy's names (:data:`LINE_FORMATS`).
+    """
+    exporter: Any = None
+    if exporters is not None and isinstance(feed_format, str):
+        exporter = exporters.get(feed_format)
+        if isinstance(exporter, str):
+            from scrapy.utils.misc import load_object
+
+            try:
+                exporter = load_object(exporter)
+            except (ImportError, AttributeError, NameError, ValueError):
+                exporter = None
+    if not isinstance(exporter, type):
+        if feed_format not in LINE_FORMATS:
+            return None
+        return CSV if feed_format == "csv" else LINES
+    if issubclass(exporter, CsvItemExporter):
+        return CSV
+    if issubclass(exporter, JsonLinesItemExporter):
+        return LINES
+    return None
 
 
 def drop_partial_line(path: str) -> None:
@@ -291,33 +332,59 @@ class DurableFileFeedStorage(FileFeedStorage):
     ``postprocessing`` option (gzip, ...) the compressor holds data back
     until the feed is closed: versions are confirmed only then.  Appending
     to a line format (JSON lines, CSV), a half-written last line left by a
-    killed crawl is cut off first.
+    killed crawl is cut off first, and a CSV file that already has lines
+    gets no second header: a continuous crawl appends at every start.
     """
 
     def __init__(
-        self, uri: str, *, feed_options: dict[str, Any] | None = None, signals: SignalManager | None = None
+        self,
+        uri: str,
+        *,
+        feed_options: dict[str, Any] | None = None,
+        signals: SignalManager | None = None,
+        exporters: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(uri, feed_options=feed_options)
         self.signals = signals
         self.file: IO[bytes] | None = None
+        #: the options Scrapy builds this feed's exporter with, after open()
+        self.feed_options = feed_options if feed_options is not None else {}
         #: a postprocessing chain buffers compressed data until it closes
-        self.holds_back = bool((feed_options or {}).get("postprocessing"))
-        #: one item per line: a killed crawl's half-written last line can go
-        self.line_format = (feed_options or {}).get("format") in LINE_FORMATS
+        self.holds_back = bool(self.feed_options.get("postprocessing"))
+        #: one item per line (CSV, LINES or None): a killed crawl's half-written last line can go
+        self.line_kind = line_kind(self.feed_options.get("format"), exporters)
+        self.line_format = self.line_kind is not None
 
     @classmethod
     def from_crawler(
         cls, crawler: Crawler, uri: str, *, feed_options: dict[str, Any] | None = None
     ) -> DurableFileFeedStorage:
-        return cls(uri, feed_options=feed_options, signals=crawler.signals)
+        settings = crawler.settings
+        exporters = {**settings.getdict("FEED_EXPORTERS_BASE"), **settings.getdict("FEED_EXPORTERS")}
+        return cls(uri, feed_options=feed_options, signals=crawler.signals, exporters=exporters)
 
     def open(self, spider: Spider) -> IO[bytes]:
         if self.write_mode == "ab" and self.line_format:
             drop_partial_line(self.path)
+        if self.line_kind == CSV:
+            self._header_once()
         self.file = super().open(spider)
         if self.signals is not None:
             self.signals.send_catch_log(SINK_OPENED, sink=self)
         return self.file
+
+    def _header_once(self) -> None:
+        """A CSV header only at the top of the file: not when appending to a
+        file that already has lines (Scrapy's exporter writes one at every
+        start).  Set in the options the exporter is built from, just before
+        Scrapy builds it."""
+        kwargs = self.feed_options.setdefault("item_export_kwargs", {})
+        wanted = self.feed_options.setdefault(HEADERS_OPTION, kwargs.get("include_headers_line", True))
+        try:
+            has_lines = self.write_mode == "ab" and os.path.getsize(self.path) > 0
+        except OSError:
+            has_lines = False
+        kwargs["include_headers_line"] = bool(wanted) and not has_lines
 
     def make_durable(self) -> bool:
         if self.file is None or self.file.closed:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.exceptions import CloseSpider
+from scrapy.extensions.spiderstate import SpiderState
 
 from .engine import exit_with_error
 
@@ -39,7 +40,24 @@ class Refusal:
         self.message = message
         logger.critical("scrapy-adaptive cannot start: %s", message)
         if self.crawler is not None:
+            self._spare_jobdir(self.crawler)
             exit_with_error(self.crawler)
+
+    @staticmethod
+    def _spare_jobdir(crawler: Crawler) -> None:
+        """Keeps Scrapy's SpiderState extension away from ``JOBDIR/spider.state``.
+
+        A refused crawl never ran: it has no state to save, and saving it
+        would rewrite the file of the crawl that did run (or, when the spider
+        never got its ``state``, truncate it to nothing, and every later start
+        on the JOBDIR would fail to read it).  Refused before ``spider_opened``,
+        the file is not even read.
+        """
+        extensions = getattr(getattr(crawler, "extensions", None), "middlewares", ())
+        for extension in extensions:
+            if isinstance(extension, SpiderState):
+                crawler.signals.disconnect(extension.spider_opened, signals.spider_opened)
+                crawler.signals.disconnect(extension.spider_closed, signals.spider_closed)
 
     def _on_spider_opened(self, spider: Spider) -> None:
         if self.message is not None:

@@ -45,6 +45,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.python import global_object_name
 
 from .. import meta
+from ..change.rules import DigestRules
 from ..config.settings import AdaptiveConfig
 from ..config.spec import ConfigError
 from ..frontier import AddResult, Frontier, Outcome, UrlRecord, Visit
@@ -71,7 +72,7 @@ from .runtime import Runtime, assemble
 from .serialization import RequestNotStorable, request_from_data, request_to_data
 from .spidermiddlewares.sitemaps import SitemapsMiddleware
 from .spidermiddlewares.visit import VisitMiddleware
-from .startup import warn_about_settings
+from .startup import remove_empty_spider_state, warn_about_settings
 from .stopgrace import StopGrace
 from .tasks import ShareBudget, Tick, build_tick
 from .verdicts import Verdicts
@@ -153,6 +154,9 @@ class AdaptiveScheduler(BaseScheduler):
             config = AdaptiveConfig.from_settings(settings)
             policy = load_wait_policy(config)
             canonical = Canonical.from_setting(config.canonical)
+            # built again by the visit middleware at open: checked here, so a
+            # bad rule is refused before anything of the JOBDIR is opened
+            DigestRules.from_settings(config.digest_rules, config.digest_default, config.digest_max_size)
         except ConfigError as exc:
             # raised here, Scrapy would fail to close the engine (traceback
             # wall); the refusal is said once, at open
@@ -169,6 +173,7 @@ class AdaptiveScheduler(BaseScheduler):
             delivery=Delivery.connected(crawler.stats, crawler.signals) if config.delivery else None,  # type: ignore[arg-type]
         )
         warn_about_settings(settings, config)
+        remove_empty_spider_state(settings.get("JOBDIR"))
         crawler.signals.connect(scheduler._on_reached_downloader, signals.request_reached_downloader)
         crawler.signals.connect(scheduler._on_left_downloader, signals.request_left_downloader)
         crawler.signals.connect(scheduler._on_response_received, signals.response_received)

@@ -10,6 +10,7 @@ a stale copy (HttpCache), or stack a second politeness on the frontier's
 from __future__ import annotations
 
 import logging
+import os
 from typing import TYPE_CHECKING
 
 from ..addon import DELTAFETCH_MESSAGE, TOOK_OVER_SETTING, is_deltafetch
@@ -26,7 +27,7 @@ logger = logging.getLogger(__name__)
 
 def settings_warnings(settings: BaseSettings, config: AdaptiveConfig) -> list[str]:
     """The warnings *settings* deserve, as messages."""
-    messages = unknown_settings(settings)
+    messages = unknown_settings(settings) + config.warnings()
     if settings.getbool(TOOK_OVER_SETTING):
         messages.append(DELTAFETCH_MESSAGE)
     elif any(is_deltafetch(k) and v is not None for k, v in settings.getdict("SPIDER_MIDDLEWARES").items()):
@@ -61,3 +62,28 @@ def settings_warnings(settings: BaseSettings, config: AdaptiveConfig) -> list[st
 def warn_about_settings(settings: BaseSettings, config: AdaptiveConfig) -> None:
     for message in settings_warnings(settings, config):
         logger.warning("%s", message)
+
+
+def remove_empty_spider_state(jobdir: str | None) -> None:
+    """Removes an empty ``JOBDIR/spider.state``, saying so.
+
+    Scrapy's SpiderState extension cannot read an empty file (EOFError at
+    every start) and then fails to save the state at close, truncating the
+    file again: the JOBDIR stays broken for good.  Refused starts of earlier
+    versions left such files.  Removed, the spider starts with an empty
+    state, as on a new JOBDIR, and the file is written whole at close.
+    """
+    if not jobdir:
+        return
+    path = os.path.join(jobdir, "spider.state")
+    try:
+        if os.path.getsize(path) != 0:
+            return
+        os.unlink(path)
+    except OSError:
+        return
+    logger.warning(
+        "%s was empty (an interrupted write, or a refused start of an earlier scrapy-adaptive): removed, so the "
+        "spider starts with an empty state instead of failing to read it.",
+        path,
+    )

@@ -147,7 +147,12 @@ class Verdicts:
 
     def _policy_for(self, request: Request) -> Any:
         overrides = request.meta.get(meta.WAIT_POLICY)
-        return self.policy.with_overrides(overrides) if isinstance(overrides, dict) else self.policy
+        if not isinstance(overrides, dict):
+            return self.policy
+        policy = self.policy.with_overrides(overrides, request.url)
+        if policy is self.policy:  # ignored (said once per policy or override), counted per request
+            self.stats.inc_value("adaptive/wait_policy/overrides_ignored")
+        return policy
 
     def _report(self, request: Request, record: UrlRecord, visit: Visit) -> None:
         self._count(record, visit)

@@ -476,8 +476,11 @@ class RateAllocator:
     def ratio_for(self, host: str) -> float:
         return self._host_ratio.get(host, self.ratio)
 
-    def wait(self, host: str, rate: float) -> float:
-        """The wait giving *rate* its share: r_h/λ, clipped to [min, max]."""
+    def wait(self, host: str, rate: float, min_wait: float | None = None, max_wait: float | None = None) -> float:
+        """The wait giving *rate* its share: r_h/λ, clipped to [min, max]:
+        the allocator's, or the asking policy's own (a stack entry's)."""
+        low = self.min_wait if min_wait is None else min_wait
+        high = self.max_wait if max_wait is None else max_wait
         if rate <= 0:
-            return self.max_wait
-        return clamp(self.ratio_for(host) / rate, self.min_wait, self.max_wait)
+            return high
+        return clamp(self.ratio_for(host) / rate, low, high)

@@ -232,12 +232,17 @@ class ProportionalWaitPolicy(_RatePolicy):
         estimator: RateEstimator | None = None,
         noise_run: int = 8,
         noise: NoiseDetector | None = None,
+        min_wait: float | None = None,
+        max_wait: float | None = None,
     ) -> None:
+        """*min_wait* and *max_wait* bound this policy's waits (default: the
+        allocator's); the allocator is the crawl's, shared by a stack whose
+        entries may each have their own bounds."""
         super().__init__(
             estimator=estimator,
             prior=allocator.prior,
-            min_wait=allocator.min_wait,
-            max_wait=allocator.max_wait,
+            min_wait=allocator.min_wait if min_wait is None else min_wait,
+            max_wait=allocator.max_wait if max_wait is None else max_wait,
             noise_run=noise_run,
             noise=noise,
         )
@@ -248,7 +253,9 @@ class ProportionalWaitPolicy(_RatePolicy):
         """Bounds from the wait numbers; ``ADAPTIVE_BUDGET`` revisits per day.
 
         Instances built from the params of one stack share one allocator
-        (``params.shared``), so the whole crawl spends one budget.  Without a
+        (``params.shared``), so the whole crawl spends one budget; each
+        keeps its own bounds (an entry's ``min``/``max`` bound the URLs it
+        matches, not the allocator every URL shares).  Without a
         budget every URL is visited when a change is expected with
         probability ``ADAPTIVE_TARGET_PRECISION`` (r = −ln(1 − p) expected
         changes per visit), which is the allocation a budget of Λ/r would
@@ -264,7 +271,7 @@ class ProportionalWaitPolicy(_RatePolicy):
                 control_window=params.budget_window,
             )
             params.shared["rate_allocator"] = allocator  # one budget for the whole stack
-        policy = cls(allocator, estimator=scaled_estimator(params))
+        policy = cls(allocator, estimator=scaled_estimator(params), min_wait=params.minimum, max_wait=params.maximum)
         policy.initial = params.initial
         policy.header_belief = params.shared.setdefault("header_belief", policy.header_belief)
         return policy
@@ -296,7 +303,7 @@ class ProportionalWaitPolicy(_RatePolicy):
         return self.allocator.planning_ratio()
 
     def _wait_for(self, queue: str, rate: float) -> float:
-        return self.allocator.wait(queue, rate)
+        return self.allocator.wait(queue, rate, self.min_wait, self.max_wait)
 
     def fallback_rate(self) -> float | None:
         """Before the population prior is learned, centre it on the crawl's

@@ -15,6 +15,7 @@ images at twice it (Heritrix's 12 h and 48 h against 24 h).
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import logging
 from collections.abc import Mapping
@@ -54,13 +55,75 @@ def load_class_path(path: str) -> Any:
 
 
 def load_policy_class(path: str, where: str) -> type[WaitPolicy]:
+    """The policy class a setting names, refused unless it can be built:
+    an abstract class would only fail at its first use, with a traceback."""
     try:
         cls = load_class_path(path)
     except (ImportError, NameError, ValueError, AttributeError) as exc:
         raise ConfigError(f"{where} ({path!r}) cannot be imported: {exc}") from None
-    if not (isinstance(cls, type) and issubclass(cls, WaitPolicy)):
+    if not (isinstance(cls, type) and issubclass(cls, WaitPolicy)) or cls is PolicyStack:
         raise ConfigError(f"{where} ({path!r}) must name a WaitPolicy subclass.")
+    if inspect.isabstract(cls):
+        raise ConfigError(f"{where} ({path!r}) must name a concrete WaitPolicy subclass, not an abstract one.")
     return cls
+
+
+def build_policy(cls: type[WaitPolicy], params: WaitParams, where: str) -> WaitPolicy:
+    """``cls.from_params(params)``, a :class:`ConfigError` naming *where* if
+    the class cannot be built (a subclass whose ``__init__`` wants more than
+    ``from_params`` gives it): refused at start-up, not a traceback."""
+    try:
+        return cls.from_params(params)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"{where} ({class_path(cls)!r}) cannot be built from its wait settings: {type(exc).__name__}: {exc}"
+        ) from None
+
+
+def class_path(cls: type) -> str:
+    """``module.Name`` of a class, as a setting would name it."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def builtin_policies() -> dict[str, type[WaitPolicy]]:
+    """The concrete policies :mod:`scrapy_adaptive.policies` exports, by the
+    path a setting names them with (``scrapy_adaptive.policies.Name``).
+
+    Imported when called: the package imports this module.
+    """
+    package = importlib.import_module(__package__ or "scrapy_adaptive.policies")
+    found = {}
+    for name in getattr(package, "__all__", ()):
+        obj = getattr(package, name, None)
+        if isinstance(obj, type) and issubclass(obj, WaitPolicy) and obj is not PolicyStack:
+            if not inspect.isabstract(obj):
+                found[f"{package.__name__}.{name}"] = obj
+    return found
+
+
+def override_table(declared: Mapping[str, type[WaitPolicy]]) -> dict[str, type[WaitPolicy]]:
+    """What a request's ``meta["adaptive_wait_policy"]["policy"]`` may name.
+
+    Only classes the settings declared (*declared*: the path as written, to
+    its class) and the built-ins, each by the path written, its defining
+    module's path and its short name (the short name only when no two of the
+    classes share it).  A request's meta is stored in the state folder (or a
+    Redis value) and read back on every revisit: resolving it by import would
+    let whoever can write there run code in the crawl.
+    """
+    classes: dict[str, type[WaitPolicy]] = {**builtin_policies(), **declared}
+    table = dict(classes)
+    for cls in classes.values():
+        table.setdefault(class_path(cls), cls)
+    short: dict[str, set[type[WaitPolicy]]] = {}
+    for cls in classes.values():
+        short.setdefault(cls.__name__, set()).add(cls)
+    for name, found in short.items():
+        if len(found) == 1:
+            table.setdefault(name, next(iter(found)))
+    return table
 
 
 class PolicyStack(WaitPolicy):
@@ -72,12 +135,17 @@ class PolicyStack(WaitPolicy):
         catch_all: WaitPolicy,
         params: WaitParams,
         cls: type[WaitPolicy],
+        declared: Mapping[str, type[WaitPolicy]] | None = None,
     ) -> None:
         self.entries = entries
         self.catch_all = catch_all
         self.params = params
         self.cls = cls
         self._overrides: dict[str, WaitPolicy] = {}
+        #: the policies a request's override may name (never imported from it)
+        self.allowed = override_table({class_path(cls): cls, **(declared or {})})
+        #: policy names an override was ignored for (each warned about once)
+        self._refused: set[str] = set()
         #: parsing the URL for its host is wasted when no entry matches on hosts
         self._by_host = any(matcher.hosts for matcher, _ in entries)
 
@@ -102,7 +170,12 @@ class PolicyStack(WaitPolicy):
         raw = config.wait_policies
         if raw is None:
             raw = [{"content_type": ct, "initial": params.initial * factor} for ct, factor in DEFAULT_STACK]
+        # the catch-all first: what the policies of a stack share for the
+        # whole crawl (the rate allocator, with its bounds) is made by the
+        # first one built, and must not be made from an entry's numbers
+        catch_all = build_policy(policy_cls, params, "ADAPTIVE_WAIT_POLICY")
         entries = []
+        declared = {config.wait_policy: policy_cls}
         for i, entry in enumerate(check_entries(raw, "ADAPTIVE_WAIT_POLICIES")):
             where = f"ADAPTIVE_WAIT_POLICIES[{i}]"
             unknown = set(entry) - set(PARAM_KEYS) - set(MATCH_KEYS) - {"policy"}
@@ -112,8 +185,10 @@ class PolicyStack(WaitPolicy):
             # is a misplaced catch-all, whatever else is wrong with it
             matcher = Matcher.parse(entry, where, catch_all="ADAPTIVE_WAIT_POLICY and the ADAPTIVE_WAIT_* settings")
             entry_cls = load_policy_class(entry["policy"], f"{where}['policy']") if "policy" in entry else policy_cls
-            entries.append((matcher, entry_cls.from_params(params.updated(entry, where))))
-        return cls(entries, policy_cls.from_params(params), params, policy_cls)
+            declared[entry.get("policy", config.wait_policy)] = entry_cls
+            entry_where = f"{where}['policy']" if "policy" in entry else "ADAPTIVE_WAIT_POLICY"
+            entries.append((matcher, build_policy(entry_cls, params.updated(entry, where), entry_where)))
+        return cls(entries, catch_all, params, policy_cls, declared)
 
     def select(self, visit: Visit) -> WaitPolicy:
         url = visit.url or ""
@@ -124,12 +199,16 @@ class PolicyStack(WaitPolicy):
                 return policy
         return self.catch_all
 
-    def with_overrides(self, overrides: Mapping[str, Any]) -> WaitPolicy:
+    def with_overrides(self, overrides: Mapping[str, Any], url: str = "") -> WaitPolicy:
         """The policy for a request carrying ``meta["adaptive_wait_policy"]``.
 
         The catch-all's numbers with the request's applied; cached, since
         the same override usually comes with many requests.  An invalid
-        override is reported once and ignored.
+        override is reported once and ignored: the stack itself is returned.
+
+        A ``policy`` is looked up in :attr:`allowed` (the settings' policies
+        and the built-ins), never imported: the override comes back from the
+        state folder on every revisit, and the state folder is data.
         """
         key = json.dumps(overrides, sort_keys=True, default=str)
         policy = self._overrides.get(key)
@@ -137,13 +216,34 @@ class PolicyStack(WaitPolicy):
             try:
                 cls = self.cls
                 if "policy" in overrides:
-                    cls = load_policy_class(str(overrides["policy"]), "meta['adaptive_wait_policy']['policy']")
-                policy = cls.from_params(self.params.updated(overrides, "meta['adaptive_wait_policy']"))
+                    name = overrides["policy"]
+                    found = self.allowed.get(name) if isinstance(name, str) else None
+                    if found is None:
+                        self._refuse(name, url)
+                        self._overrides[key] = self
+                        return self
+                    cls = found
+                where = "meta['adaptive_wait_policy']"
+                policy = build_policy(cls, self.params.updated(overrides, where), where)
             except ConfigError as exc:
                 logger.error("%s; using the configured policies instead.", exc)
                 policy = self
             self._overrides[key] = policy
         return policy
+
+    def _refuse(self, name: Any, url: str) -> None:
+        """Says once per name that an override's policy is not one of :attr:`allowed`."""
+        label = repr(name)
+        if label in self._refused:
+            return
+        self._refused.add(label)
+        logger.warning(
+            "%s: meta['adaptive_wait_policy'] names the policy %s, which is neither a built-in policy nor one "
+            "declared by ADAPTIVE_WAIT_POLICY or ADAPTIVE_WAIT_POLICIES; the override is ignored (the configured "
+            "policies apply) and nothing is imported.",
+            url or "a request",
+            label,
+        )
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
         return self.select(visit).next_wait(history, visit)

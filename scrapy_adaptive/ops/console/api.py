@@ -23,6 +23,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 from ...change.trust import TrustBook
 from ...frontier import Frontier, UrlRecord
@@ -40,6 +41,24 @@ TOP = 10
 DUE_LIMIT = 100_000
 #: seeds given to a stopped crawl, added by the scheduler when it next opens
 SEEDS_FILE = "seeds.jsonl"
+
+
+def seed_problem(url: str) -> str | None:
+    """Why *url* cannot be a seed, or None.
+
+    Checked when the seed is given: a stopped crawl would otherwise take it
+    into its seeds file, say it was added, and only refuse it at its next
+    start, in a log line nobody who typed the URL reads.
+    """
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises on a port that is not a number)
+    except ValueError as exc:
+        return f"{url!r} is not a URL to seed: {exc}."
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return f"{url!r} is not a URL to seed: it needs http:// or https:// and a host (e.g. https://example.com/)."
+    return None
+
 
 #: takes URLs to seed, answers one ``{"url", "result"}`` per URL
 Seeder = Callable[[list[str]], list[dict[str, Any]]]
@@ -286,8 +305,14 @@ class FrontierConsole:
             yield record_dict(fp, record)
 
     def seed(self, urls: list[str]) -> list[dict[str, Any]]:
+        """Hands *urls* to the seeder, all or none: one that is not an http(s)
+        URL with a host refuses them all (ValueError, naming it)."""
         if self.seeder is None:
             raise ValueError("this frontier takes no seeds")
+        for url in urls:
+            problem = seed_problem(url)
+            if problem is not None:
+                raise ValueError(problem)
         return self.seeder(urls)
 
     def answer(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -34,7 +34,7 @@ from ...store.statedir import MARKER, SharedStore, StateDir, StateDirError, open
 from ..progress import META_KEY as PROGRESS_KEY
 from ..progress import Progress
 from . import control
-from .api import FrontierConsole, file_seeder, human, when
+from .api import FrontierConsole, file_seeder, human, seed_problem, when
 from .html import render
 
 if TYPE_CHECKING:
@@ -133,8 +133,8 @@ def marker_store(state: StateDir, marker: dict[str, Any], config: AdaptiveConfig
 def main(action: str, args: list[str], opts: argparse.Namespace, settings: BaseSettings) -> int:
     try:
         config = AdaptiveConfig.from_settings(settings)
-        state = state_folder(opts, settings, config)
         request = build_request(action, args, opts)
+        state = state_folder(opts, settings, config)
         to_file = action == "export" and opts.output
         with open(opts.output, "w", encoding="utf-8") if to_file else _stdout() as out:
             for answer in answers(state, config, request):
@@ -161,6 +161,9 @@ def build_request(action: str, args: list[str], opts: argparse.Namespace) -> dic
     if action == "seed":
         if not args:
             raise ConsoleError("give the URLs to seed: scrapy frontier seed URL...")
+        problems = [problem for problem in map(seed_problem, args) if problem is not None]
+        if problems:  # refused now, all of them: nothing is added
+            raise ConsoleError(" ".join(problems) + " Nothing was seeded.")
         return {"op": "seed", "urls": args}
     if action == "forget":
         if not args and not opts.regex:

@@ -221,12 +221,46 @@ def test_every_bound_itself_is_allowed_when_inclusive(spec: SettingSpec) -> None
         ({"ADAPTIVE_WAIT_POLICY": 5}, "ADAPTIVE_WAIT_POLICY (5) must be a dotted class path"),
         ({"ADAPTIVE_CRAWL_LOG": 2}, "ADAPTIVE_CRAWL_LOG (2) must be true or false."),
         ({"DOWNLOAD_DELAY": -1}, "ADAPTIVE_MIN_DELAY (-1.0) must be a finite number >= 0."),
+        (
+            {"ADAPTIVE_CRAWL_LOG_MAX_BYTES": "1e20"},
+            "ADAPTIVE_CRAWL_LOG_MAX_BYTES (100000000000000000000) must be an integer from 1 to 1099511627776.",
+        ),
+        ({"ADAPTIVE_EMBED_HOPS": "1e3"}, "ADAPTIVE_EMBED_HOPS (1000) must be an integer from 0 to 10."),
     ],
 )
 def test_bad_types_and_absurd_magnitudes_are_refused(values: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError) as info:
         config(**values)
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("values", "warnings"),
+    [
+        (
+            {"ADAPTIVE_WAIT_MIN": 10, "ADAPTIVE_WAIT_INITIAL": 0.5},
+            ["ADAPTIVE_WAIT_INITIAL (0.5) is below ADAPTIVE_WAIT_MIN (10): the first revisit waits 10 s."],
+        ),
+        (
+            {"ADAPTIVE_WAIT_MAX": 7200, "ADAPTIVE_WAIT_INITIAL": 86_400},
+            ["ADAPTIVE_WAIT_INITIAL (86400) is above ADAPTIVE_WAIT_MAX (7200): the first revisit waits 7200 s."],
+        ),
+        ({"ADAPTIVE_WAIT_MIN": 10, "ADAPTIVE_WAIT_INITIAL": 10}, []),
+        ({}, []),
+    ],
+)
+def test_an_initial_wait_outside_the_bounds_is_said_with_the_wait_used(
+    values: dict[str, object], warnings: list[str]
+) -> None:
+    assert config(**values).warnings() == warnings
+
+
+def test_the_start_up_warnings_include_the_configs_own() -> None:
+    settings = Settings({"ADAPTIVE_WAIT_MIN": 10, "ADAPTIVE_WAIT_INITIAL": 0.5})
+    from scrapy_adaptive.integration.startup import settings_warnings
+
+    messages = settings_warnings(settings, AdaptiveConfig.from_settings(settings))
+    assert "ADAPTIVE_WAIT_INITIAL (0.5) is below ADAPTIVE_WAIT_MIN (10): the first revisit waits 10 s." in messages
 
 
 def test_paths_classes_and_empty_strings_are_read_like_scrapy_reads_them(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import json
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from scrapy import Request, Spider
@@ -325,6 +326,74 @@ def test_appending_to_a_killed_crawls_feed_drops_its_half_written_line(
     file.write(b'{"d": 4}\n')
     storage.store(file)
     assert path.read_bytes() == after + b'{"d": 4}\n'
+
+
+@pytest.mark.parametrize("feed_format", ["jsonl", "jsonlines", "jl", "csv"])
+def test_every_line_format_scrapy_knows_is_repaired_after_a_kill(tmp_path: Path, feed_format: str) -> None:
+    """``-o items.jsonl`` is format ``jsonl`` for Scrapy: repaired like the others."""
+    path = tmp_path / f"items.{feed_format}"
+    path.write_bytes(b'{"a": 1}\n{"b"')
+    storage = DurableFileFeedStorage(str(path), feed_options={"format": feed_format})
+    file = storage.open(Spider("s"))
+    file.write(b'{"d": 4}\n')
+    storage.store(file)
+    assert path.read_bytes() == b'{"a": 1}\n{"d": 4}\n'
+
+
+def test_line_formats_are_known_by_their_exporter() -> None:
+    from scrapy.settings.default_settings import FEED_EXPORTERS_BASE
+
+    from scrapy_adaptive.integration.delivery import CSV, LINES, line_kind
+
+    exporters = {**FEED_EXPORTERS_BASE, "mylines": "scrapy.exporters.JsonLinesItemExporter", "jsonl": None}
+    assert {fmt: line_kind(fmt, exporters) for fmt in ("jsonl", "jsonlines", "jl", "csv", "mylines")} == {
+        "jsonl": LINES,  # disabled in the mapping: known by its name
+        "jsonlines": LINES,
+        "jl": LINES,
+        "csv": CSV,
+        "mylines": LINES,
+    }
+    assert [line_kind(fmt, exporters) for fmt in ("json", "xml", "pickle", "marshal", "nope", None)] == [None] * 6
+    assert line_kind("jsonl") == LINES and line_kind("json") is None
+
+
+def export_csv(path: Path, feed_options: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+    """One crawl's CSV feed as Scrapy's FeedSlot writes it: the storage
+    opened, then the exporter built from the same options."""
+    from scrapy.exporters import CsvItemExporter
+
+    storage = DurableFileFeedStorage(str(path), feed_options=feed_options)
+    file = storage.open(Spider("s"))
+    exporter = CsvItemExporter(file, **feed_options.get("item_export_kwargs", {}))
+    exporter.start_exporting()
+    for row in rows:
+        exporter.export_item(row)
+    exporter.finish_exporting()
+    storage.store(file)
+
+
+def test_a_csv_feed_appended_at_every_start_has_one_header(tmp_path: Path) -> None:
+    path = tmp_path / "items.csv"
+    options: dict[str, Any] = {"format": "csv", "overwrite": False, "item_export_kwargs": {}}
+    export_csv(path, options, [{"url": "a", "n": 1}])
+    export_csv(path, options, [{"url": "b", "n": 2}])
+    path.write_bytes(path.read_bytes() + b"c,")  # killed mid-row
+    export_csv(path, options, [{"url": "d", "n": 4}])
+    assert path.read_bytes().decode().splitlines() == ["url,n", "a,1", "b,2", "d,4"]
+    # a new file (another batch, or the file removed) gets its header again
+    path.unlink()
+    export_csv(path, options, [{"url": "e", "n": 5}])
+    assert path.read_bytes().decode().splitlines() == ["url,n", "e,5"]
+    # overwritten at every start (-O): a header each time
+    overwritten: dict[str, Any] = {"format": "csv", "overwrite": True, "item_export_kwargs": {}}
+    export_csv(path, overwritten, [{"url": "f", "n": 6}])
+    assert path.read_bytes().decode().splitlines() == ["url,n", "f,6"]
+    # the project's own choice of no header stays
+    bare = tmp_path / "bare.csv"
+    quiet: dict[str, Any] = {"format": "csv", "item_export_kwargs": {"include_headers_line": False}}
+    export_csv(bare, quiet, [{"url": "g", "n": 7}])
+    export_csv(bare, quiet, [{"url": "h", "n": 8}])
+    assert bare.read_bytes().decode().splitlines() == ["g,7", "h,8"]
 
 
 def test_the_visit_middleware_counts_the_items_a_changed_page_yields(tmp_path: Path) -> None:

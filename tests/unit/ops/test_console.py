@@ -228,3 +228,35 @@ def test_a_budget_far_above_the_revisits_does_not_flatten_the_bars() -> None:
     # near the bars, the level is drawn to scale and not labelled
     svg = bar_chart(["h1"], [73.0], line=[100.0])
     assert "off the scale" not in svg
+
+
+@pytest.mark.parametrize(
+    "bad", ["notaurl", "ftp://h/file", "http://", "/relative/path", "http://h:port/", "mailto:someone@h"]
+)
+def test_a_seed_that_is_not_an_http_url_is_refused_at_once(
+    tmp_path: Path, bad: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``scrapy frontier seed notaurl`` on a stopped crawl: exit code 1 and one
+    line naming the URL, and nothing left for the next start."""
+    import argparse
+
+    from scrapy.settings import Settings
+
+    from scrapy_adaptive.ops.console.api import SEEDS_FILE
+    from scrapy_adaptive.ops.console.run import main
+
+    state = StateDir(str(tmp_path / "job" / "adaptive"), temporary=False)
+    open_store(state, spider="s", fingerprinter="fp", sync=False).close()
+    opts = argparse.Namespace(jobdir=str(tmp_path / "job"), state_dir=None, json=False, html=None, output=None)
+    assert main("seed", ["http://h/good", bad], opts, Settings()) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"scrapy frontier seed: {bad!r} is not a URL to seed") and "Nothing was seeded" in err
+    assert not (Path(state.path) / SEEDS_FILE).exists()
+    # the console itself (the control channel's path) refuses them too
+    console = FrontierConsole(crawled(MemoryStore(), Clock()), seeder=file_seeder(str(tmp_path)))
+    with pytest.raises(ValueError, match="is not a URL to seed"):
+        console.seed([bad])
+    assert not (tmp_path / SEEDS_FILE).exists()
+    assert main("seed", ["https://h/good"], opts, Settings()) == 0
+    assert "https://h/good: added when the crawl next starts" in capsys.readouterr().out

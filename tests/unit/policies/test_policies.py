@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import math
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +17,7 @@ from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
 from scrapy_adaptive.policies import (
     BurstWaitPolicy,
     DefaultWaitPolicy,
+    FixedWaitPolicy,
     HeritrixWaitPolicy,
     PolicyStack,
     WaitParams,
@@ -161,6 +165,92 @@ def test_a_bad_request_override_is_reported_and_ignored(caplog: pytest.LogCaptur
     assert "meta['adaptive_wait_policy']: 'initial' ('soon') must be a number" in caplog.text
 
 
+def test_an_override_names_only_a_declared_or_built_in_policy(
+    caplog: pytest.LogCaptureFixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request's meta comes back from the state folder: a policy it names
+    is looked up among the settings' and the built-ins, never imported."""
+    marker = tmp_path / "ran"
+    (tmp_path / "evil_override_policy.py").write_text(
+        "from pathlib import Path\n"
+        f"Path({str(marker)!r}).write_text('ran')\n"
+        "from scrapy_adaptive.policies import DefaultWaitPolicy\n"
+        "class P(DefaultWaitPolicy):\n    pass\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    stack = load_wait_policy(
+        config(
+            ADAPTIVE_WAIT_MIN=1,
+            ADAPTIVE_WAIT_POLICIES=[
+                {"content_type": "image/*", "policy": "scrapy_adaptive.policies.burst.BurstWaitPolicy"}
+            ],
+        )
+    )
+    caplog.set_level(logging.WARNING)
+    for _ in range(3):
+        assert stack.with_overrides({"policy": "evil_override_policy.P"}, "http://example.com/a") is stack
+    assert stack.with_overrides({"policy": "evil_override_policy.P", "initial": 5}, "http://example.com/b") is stack
+    assert not marker.exists() and "evil_override_policy" not in sys.modules
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, warnings  # once per name, not per request
+    assert "http://example.com/a" in warnings[0].getMessage()
+    assert "'evil_override_policy.P'" in warnings[0].getMessage()
+    # the settings' own policies and the built-ins, by path or short name
+    for name, cls in [
+        ("scrapy_adaptive.policies.HeritrixWaitPolicy", HeritrixWaitPolicy),  # ADAPTIVE_WAIT_POLICY
+        ("scrapy_adaptive.policies.burst.BurstWaitPolicy", BurstWaitPolicy),  # an entry's
+        ("DefaultWaitPolicy", DefaultWaitPolicy),
+        ("scrapy_adaptive.policies.FixedWaitPolicy", FixedWaitPolicy),
+        ("scrapy_adaptive.policies.fixed.FixedWaitPolicy", FixedWaitPolicy),
+    ]:
+        policy = stack.with_overrides({"policy": name, "initial": 42})
+        assert type(policy) is cls, name
+    assert stack.with_overrides({"policy": "WaitPolicy"}, "http://example.com/c") is stack  # abstract
+    assert stack.with_overrides({"policy": ["a"]}, "http://example.com/d") is stack
+
+
+def test_overrides_ignored_are_counted_per_request() -> None:
+    from scrapy import Request
+
+    from scrapy_adaptive.integration.verdicts import Verdicts
+
+    class Stats:
+        def __init__(self) -> None:
+            self.values: dict[str, int] = {}
+
+        def inc_value(self, key: str, count: int = 1) -> None:
+            self.values[key] = self.values.get(key, 0) + count
+
+    stats = Stats()
+    stack = load_wait_policy(config())
+    verdicts = Verdicts(None, stack, None, stats, on_store_error=lambda exc: None)  # type: ignore[arg-type]
+    for url in ("http://example.com/a", "http://example.com/b"):
+        request = Request(url, meta={"adaptive_wait_policy": {"policy": "os.system"}})
+        assert verdicts._policy_for(request) is stack
+    assert (
+        verdicts._policy_for(Request("http://example.com/c", meta={"adaptive_wait_policy": {"initial": 9}}))
+        is not stack
+    )
+    assert stats.values == {"adaptive/wait_policy/overrides_ignored": 2}
+
+
+class NeedsMore(DefaultWaitPolicy):
+    """A policy whose ``__init__`` wants more than ``from_params`` gives it."""
+
+    def __init__(self, params: WaitParams, extra: int) -> None:
+        super().__init__(params)
+
+
+def test_a_policy_class_that_cannot_be_built_is_refused_naming_the_setting() -> None:
+    path = f"{__name__}.NeedsMore"
+    with pytest.raises(
+        ConfigError, match=r"^ADAPTIVE_WAIT_POLICY \('tests\.test_policies\.NeedsMore'\) cannot be built"
+    ):
+        load_wait_policy(config(ADAPTIVE_WAIT_POLICY=path))
+    with pytest.raises(ConfigError, match=r"^ADAPTIVE_WAIT_POLICIES\[0\]\['policy'\] \('tests\.test_policies\."):
+        load_wait_policy(config(ADAPTIVE_WAIT_POLICIES=[{"hosts": "a", "policy": path}]))
+
+
 @pytest.mark.parametrize(
     ("values", "message"),
     [
@@ -178,6 +268,14 @@ def test_a_bad_request_override_is_reported_and_ignored(caplog: pytest.LogCaptur
         ({"ADAPTIVE_WAIT_POLICIES": {"a": 1}}, "ADAPTIVE_WAIT_POLICIES must be a list of dicts"),
         ({"ADAPTIVE_WAIT_POLICY": "nowhere.Policy"}, "ADAPTIVE_WAIT_POLICY ('nowhere.Policy') cannot be imported"),
         ({"ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.config.settings.AdaptiveConfig"}, "must name a WaitPolicy subclass"),
+        (
+            {"ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.base.WaitPolicy"},
+            "ADAPTIVE_WAIT_POLICY ('scrapy_adaptive.policies.base.WaitPolicy') must name a concrete WaitPolicy",
+        ),
+        (
+            {"ADAPTIVE_WAIT_POLICIES": [{"hosts": "a", "policy": "scrapy_adaptive.policies.WaitPolicy"}]},
+            "ADAPTIVE_WAIT_POLICIES[0]['policy'] ('scrapy_adaptive.policies.WaitPolicy') must name a concrete",
+        ),
         ({"ADAPTIVE_WAIT_CHANGED_FACTOR": 0}, "ADAPTIVE_WAIT_CHANGED_FACTOR (0.0) must be a finite number > 0."),
     ],
 )
@@ -207,6 +305,32 @@ def test_budgeted_policies_of_one_stack_share_one_allocator_and_the_budget_setti
     allocators = {id(p.allocator) for p in policies}  # type: ignore[attr-defined]
     assert len(allocators) == 1
     assert stack.params.shared["rate_allocator"].budget == pytest.approx(1.0)  # 86,400/day = 1/s
+
+
+@pytest.mark.parametrize("entry_policy", [None, "scrapy_adaptive.policies.DefaultWaitPolicy"])
+@pytest.mark.parametrize("catch_all", ["BurstWaitPolicy", "ProportionalWaitPolicy", "PrecisionWaitPolicy"])
+def test_an_entry_acts_only_on_the_urls_it_matches(catch_all: str, entry_policy: str | None) -> None:
+    """The crawl-wide rate machinery (one allocator, shared beliefs) must not
+    carry an entry's bounds into the catch-all, whichever is built first."""
+    entry: dict[str, object] = {"url": "nomatch-xyz", "min": 5, "max": 30}
+    if entry_policy:
+        entry["policy"] = entry_policy
+    stack = load_wait_policy(
+        config(
+            ADAPTIVE_WAIT_POLICY=f"scrapy_adaptive.policies.{catch_all}",
+            ADAPTIVE_WAIT_MIN=300,
+            ADAPTIVE_WAIT_INITIAL=600,
+            ADAPTIVE_WAIT_POLICIES=[entry],
+        )
+    )
+    for n in range(3):
+        wait = stack.next_wait({"visits": 0}, visit(url=f"http://example.com/page-{n}", last_modified=None))
+        assert wait >= 300, wait  # the catch-all's floor, not the entry's 30 s ceiling
+    assert stack.next_wait({"visits": 0}, visit(url="http://example.com/page", last_modified=None)) == pytest.approx(
+        600, rel=0.5
+    )
+    matched = stack.next_wait({"visits": 0}, visit(url="http://example.com/nomatch-xyz", last_modified=None))
+    assert 5 <= matched <= 30, matched
 
 
 def test_a_bad_budget_names_the_setting() -> None:
