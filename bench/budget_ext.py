@@ -90,7 +90,7 @@ class CrawlTimeProbe:
         if frontier is None:
             return
         now = time.time()
-        allocator = scheduler.policy.params.shared.get("rate_allocator")
+        allocator = scheduler.policy.params.crawl.allocator
         if allocator is not None:
             realised = allocator.realised_rate()
             self.trace.append([now, allocator.planned_rate(), realised, allocator.correction, allocator.ratio])

@@ -149,8 +149,8 @@ def assemble(
         delivery.bind(frontier)
     # each worker's aggregates are its own (docs/shared-frontier.md)
     policy_key = persist.META_KEY if remote is None else f"{persist.META_KEY}/{worker_home(state.path)}"
-    persist.restore(store, policy.params.shared, policy_key)
-    allocator: RateAllocator | None = policy.params.shared.get("rate_allocator")
+    persist.restore(store, policy.params.crawl.persisted(), policy_key)
+    allocator: RateAllocator | None = policy.params.crawl.allocator
     capacity = HostCapacity(frontier, allocator)
     capacity.all_nominal()
     crawl_log = None

@@ -58,11 +58,7 @@ from ..store.base import StoreCorrupt, StoreError
 from ..store.statedir import (
     StateDirError,
 )
-from ..warc.writer import WarcMiddleware
 from .delivery import Delivery
-from .downloadermiddlewares.errors import FetchErrorMiddleware
-from .downloadermiddlewares.robots import RobotsRefreshMiddleware
-from .downloadermiddlewares.validators import ValidatorsMiddleware
 from .engine import EngineWaker, exit_with_error
 from .issued import IssuedRequests, url_identity
 from .politeness import QueueKeyer, parse_crawl_delay
@@ -70,12 +66,11 @@ from .refusal import Refusal, RefusingScheduler
 from .request_hints import take_hint
 from .runtime import Runtime, assemble
 from .serialization import RequestNotStorable, request_from_data, request_to_data
-from .spidermiddlewares.sitemaps import SitemapsMiddleware
-from .spidermiddlewares.visit import VisitMiddleware
 from .startup import remove_empty_spider_state, warn_about_settings
 from .stopgrace import StopGrace
 from .tasks import ShareBudget, Tick, build_tick
 from .verdicts import Verdicts
+from .wiring import FRONTIER_OPENED, crawl_config
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -151,7 +146,8 @@ class AdaptiveScheduler(BaseScheduler):
     def from_crawler(cls, crawler: Crawler) -> AdaptiveScheduler | RefusingScheduler:
         settings = crawler.settings
         try:
-            config = AdaptiveConfig.from_settings(settings)
+            config = crawl_config(crawler, strict=True)
+            assert config is not None
             policy = load_wait_policy(config)
             canonical = Canonical.from_setting(config.canonical)
             # built again by the visit middleware at open: checked here, so a
@@ -202,8 +198,8 @@ class AdaptiveScheduler(BaseScheduler):
         except (StateDirError, StoreError) as exc:
             self.refusal.refuse(str(exc))
             return None
-        shared = self.policy.params.shared
-        ShareBudget(runtime, shared.get("rate_allocator"), self.config.budget).run()
+        crawl = self.policy.params.crawl
+        ShareBudget(runtime, crawl.allocator, self.config.budget).run()
         seeded = take_seeds(runtime.state.path, self._seed)
         if seeded:
             logger.info(
@@ -211,7 +207,8 @@ class AdaptiveScheduler(BaseScheduler):
             )
         if not runtime.state.temporary and self.crawler is not None:  # a crawl, with a running reactor
             self._control = control.serve(runtime.state.path, runtime.console.answer)
-        self._bind_middlewares()
+        if self.crawler is not None:  # the components that hand verdicts to the frontier
+            self.crawler.signals.send_catch_log(FRONTIER_OPENED, services=runtime.verdicts)
         shape = runtime.frontier.shape(due_limit=0)
         logger.info(
             "Adaptive frontier opened in %.2fs: %d URLs in %d queues (state: %s)",
@@ -223,7 +220,7 @@ class AdaptiveScheduler(BaseScheduler):
         self.tick = tick = build_tick(
             runtime,
             config=self.config,
-            policy_shared=shared,
+            policy_crawl=crawl,
             issued=self.issued,
             grace=self.grace,
             delivery=self.delivery,
@@ -255,21 +252,6 @@ class AdaptiveScheduler(BaseScheduler):
             results.append({"url": url, "result": "known" if known else "queued" if added else "refused"})
         return results
 
-    def _bind_middlewares(self) -> None:
-        """Hand our middlewares the frontier's services and their settings."""
-        if self.crawler is None or self.verdicts is None:
-            return
-        for mw in (
-            self.crawler.get_downloader_middleware(ValidatorsMiddleware),
-            self.crawler.get_downloader_middleware(FetchErrorMiddleware),
-            self.crawler.get_downloader_middleware(WarcMiddleware),
-            self.crawler.get_downloader_middleware(RobotsRefreshMiddleware),
-            self.crawler.get_spider_middleware(VisitMiddleware),
-            self.crawler.get_spider_middleware(SitemapsMiddleware),
-        ):
-            if mw is not None:
-                mw.bind(self.verdicts, self.config)
-
     def close(self, reason: str) -> Deferred[None] | None:
         self._stopping = True
         self.waker.stop()
@@ -290,7 +272,7 @@ class AdaptiveScheduler(BaseScheduler):
                 runtime.summary(final=True)
             except StoreError as exc:  # a store gone at the stop: what it acknowledged is kept
                 logger.error("The final frontier summary could not be read: %s", exc)
-            persist.save(frontier.store, self.policy.params.shared, runtime.policy_key)
+            persist.save(frontier.store, self.policy.params.crawl.persisted(), runtime.policy_key)
             try:
                 frontier.leave()
             except StoreError as exc:  # the leases lapse by themselves

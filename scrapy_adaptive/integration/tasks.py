@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from ..config.settings import AdaptiveConfig
     from ..policies.allocator import RateAllocator
+    from ..policies.crawlwide import CrawlWide
     from .delivery import Delivery
     from .issued import IssuedRequests
     from .runtime import Runtime
@@ -156,14 +157,14 @@ class Checkpoint:
 class Report:
     """The periodic summary, and the policies' aggregates saved with it."""
 
-    def __init__(self, runtime: Runtime, policy_shared: dict) -> None:
+    def __init__(self, runtime: Runtime, crawl: CrawlWide) -> None:
         self.runtime = runtime
-        self.policy_shared = policy_shared
+        self.crawl = crawl
 
     def run(self) -> None:
         if self.runtime.reporter.due():
             self.runtime.summary()
-            persist.save(self.runtime.store, self.policy_shared, self.runtime.policy_key)
+            persist.save(self.runtime.store, self.crawl.persisted(), self.runtime.policy_key)
 
 
 class Tick:
@@ -187,7 +188,7 @@ def build_tick(
     runtime: Runtime,
     *,
     config: AdaptiveConfig,
-    policy_shared: dict,
+    policy_crawl: CrawlWide,
     issued: IssuedRequests,
     grace: StopGrace,
     delivery: Delivery | None,
@@ -196,7 +197,7 @@ def build_tick(
     on_store_error: Callable[[StoreError], None],
 ) -> Tick:
     """The tick of one crawl, its tasks in the order they must run."""
-    allocator = policy_shared.get("rate_allocator")
+    allocator = policy_crawl.allocator
     tasks: list[Task] = [Rebalance(runtime, stats, wake), ShareBudget(runtime, allocator, config.budget)]
     if delivery is not None:
         tasks.append(FlushDelivery(delivery))
@@ -204,6 +205,6 @@ def build_tick(
         AbandonOnStop(grace, stats),
         LapsedLeases(runtime, issued, grace, stats, config.lease, wake),
         Checkpoint(runtime),
-        Report(runtime, policy_shared),
+        Report(runtime, policy_crawl),
     ]
     return Tick(tasks, on_store_error)

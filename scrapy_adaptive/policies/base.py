@@ -12,6 +12,7 @@ from ..config.spec import ConfigError
 from ..config.table import DEFAULTS
 from ..hosts.hints import Hint
 from ..model import Visit
+from .crawlwide import CrawlWide
 
 #: the lower-case keys an ``ADAPTIVE_WAIT_POLICIES`` entry (or the
 #: ``adaptive_wait_policy`` meta key) may set, mapped to WaitParams fields
@@ -51,8 +52,8 @@ class WaitParams:
     #: (``ADAPTIVE_TARGET_PRECISION``)
     target_precision: float = DEFAULTS["ADAPTIVE_TARGET_PRECISION"]
     #: what the policies of one stack share (one rate allocator for the whole
-    #: crawl's budget); the same dict in every copy made by ``updated``
-    shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    #: crawl's budget, learned beliefs); the same object in every copy made by ``updated``
+    crawl: CrawlWide = field(default_factory=CrawlWide, compare=False, repr=False)
 
     def clamp(self, wait: float) -> float:
         return min(max(wait, self.minimum), self.maximum)
@@ -82,7 +83,7 @@ class WaitParams:
 
     def check(self, where: str) -> None:
         for f in fields(self):
-            if f.name in ("budget", "shared", "use_overdue", "target_precision"):
+            if f.name in ("budget", "crawl", "use_overdue", "target_precision"):
                 continue
             if f.name in ("initial", "default", "maximum", "changed_factor", "unchanged_factor", "depth_factor"):
                 if getattr(self, f.name) <= 0:

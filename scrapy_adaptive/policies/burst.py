@@ -69,7 +69,7 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
     each observation with the state its interval started from
     (:data:`~.keys.OBSERVATIONS` entries ``[seconds, kind, state]``).
     *offsets* are the per-state population priors; instances of one crawl
-    share them (``from_params`` keeps them in ``params.shared``).
+    share them (``from_params`` keeps them in ``params.crawl``).
     """
 
     def __init__(
@@ -88,7 +88,7 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
         """As :meth:`ProportionalWaitPolicy.from_params`; the offsets are shared too."""
         policy = super().from_params(params)
         assert isinstance(policy, BurstWaitPolicy)
-        policy.offsets = params.shared.setdefault("burst_offsets", policy.offsets)
+        policy.offsets = params.crawl.offsets(policy.offsets)
         return policy
 
     def _learn_offsets(self, memory: dict[str, Any], overall: float) -> None:

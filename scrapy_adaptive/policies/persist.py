@@ -15,7 +15,7 @@ interval ahead of it; the contributions of that interval are then counted
 twice or not at all until those URLs are revisited, a drift bounded by one
 interval's visits.
 
-An object in ``WaitParams.shared`` takes part when it has ``state()`` and
+An object in ``WaitParams.crawl.persisted()`` takes part when it has ``state()`` and
 ``restore(state)``; lists of such objects (the burst offsets) too.
 
 A worker of a shared frontier saves under a key of its own (*key*, see

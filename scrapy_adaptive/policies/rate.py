@@ -253,7 +253,7 @@ class ProportionalWaitPolicy(_RatePolicy):
         """Bounds from the wait numbers; ``ADAPTIVE_BUDGET`` revisits per day.
 
         Instances built from the params of one stack share one allocator
-        (``params.shared``), so the whole crawl spends one budget; each
+        (``params.crawl``), so the whole crawl spends one budget; each
         keeps its own bounds (an entry's ``min``/``max`` bound the URLs it
         matches, not the allocator every URL shares).  Without a
         budget every URL is visited when a change is expected with
@@ -261,7 +261,7 @@ class ProportionalWaitPolicy(_RatePolicy):
         changes per visit), which is the allocation a budget of Λ/r would
         buy, without having to know Λ.
         """
-        allocator = params.shared.get("rate_allocator")
+        allocator = params.crawl.allocator
         if allocator is None:
             allocator = RateAllocator(
                 None if params.budget is None else params.budget / DAY,
@@ -270,10 +270,10 @@ class ProportionalWaitPolicy(_RatePolicy):
                 max_wait=params.maximum,
                 control_window=params.budget_window,
             )
-            params.shared["rate_allocator"] = allocator  # one budget for the whole stack
+            params.crawl.allocator = allocator  # one budget for the whole stack
         policy = cls(allocator, estimator=scaled_estimator(params), min_wait=params.minimum, max_wait=params.maximum)
         policy.initial = params.initial
-        policy.header_belief = params.shared.setdefault("header_belief", policy.header_belief)
+        policy.header_belief = params.crawl.belief(policy.header_belief)
         return policy
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
@@ -392,7 +392,7 @@ class PrecisionWaitPolicy(_RatePolicy):
             estimator=scaled_estimator(params),
         )
         policy.initial = params.initial
-        policy.header_belief = params.shared.setdefault("header_belief", policy.header_belief)
+        policy.header_belief = params.crawl.belief(policy.header_belief)
         return policy
 
     def fallback_rate(self) -> float | None:

@@ -74,6 +74,7 @@ from ..change.digest import payload_digest
 from ..config.spec import ConfigError
 from ..integration.delivery import SINK_CLOSED, SINK_OPENED
 from ..integration.refusal import Refusal
+from ..integration.wiring import FRONTIER_OPENED, crawl_config
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -422,8 +423,8 @@ def exchange_of(request: Request, response: Response, fetched: float) -> HttpExc
 class WarcMiddleware:
     """The Scrapy glue: archives every response passing through (order 610).
 
-    Opened by the scheduler (:meth:`bind`, with the crawl's parsed
-    settings) and announced to :class:`~.delivery.Delivery` as a durable
+    Opened when the scheduler has opened the frontier (:meth:`frontier_opened`)
+    and announced to :class:`~.delivery.Delivery` as a durable
     sink; closed at ``spider_closed``, after the scheduler's last
     confirmation.
     """
@@ -435,9 +436,12 @@ class WarcMiddleware:
         crawler: Crawler | None = None,
         info: dict[str, str] | None = None,
         clock: Callable[[], float] = time.time,
+        config: AdaptiveConfig | None = None,
     ) -> None:
         self.stats = stats
         self.crawler = crawler
+        #: the crawl's parsed settings (None: refused, the WARC folder stays closed)
+        self.config = config
         self.info = dict(info or {})
         self.clock = clock
         self.writer: WarcWriter | None = None
@@ -456,13 +460,15 @@ class WarcMiddleware:
             "http-header-user-agent": str(settings.get("USER_AGENT") or ""),
             "robots": "obey" if settings.getbool("ROBOTSTXT_OBEY") else "ignore",
         }
-        mw = cls(crawler.stats, crawler=crawler, info=info)  # type: ignore[arg-type]
+        mw = cls(crawler.stats, crawler=crawler, info=info, config=crawl_config(crawler))  # type: ignore[arg-type]
         crawler.signals.connect(mw.spider_closed, signals.spider_closed)
+        crawler.signals.connect(mw.frontier_opened, FRONTIER_OPENED)
         return mw
 
-    def bind(self, services: FrontierServices, config: AdaptiveConfig) -> None:
-        """Called by the scheduler at open: open the WARC folder."""
-        if config.warc_dir is None or self.writer is not None:
+    def frontier_opened(self, services: FrontierServices) -> None:
+        """The scheduler opened the frontier: open the WARC folder."""
+        config = self.config
+        if config is None or config.warc_dir is None or self.writer is not None:
             return
         try:
             import warcio  # noqa: F401

@@ -266,11 +266,11 @@ def test_the_budget_is_the_fleets_each_worker_spends_its_share(tmp_path: Path, r
     budgeted = {"ADAPTIVE_BUDGET": 86_400, "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.ProportionalWaitPolicy"}
     first = worker(tmp_path / "a", redis_url, **budgeted)
     first.open(Pages())
-    allocator = first.policy.params.shared["rate_allocator"]
+    allocator = first.policy.params.crawl.allocator
     assert allocator.budget == 1.0  # alone: the whole budget, one revisit a second
     second = worker(tmp_path / "b", redis_url, **budgeted)
     second.open(Pages())
-    assert second.policy.params.shared["rate_allocator"].budget == 0.5
+    assert second.policy.params.crawl.allocator.budget == 0.5
     first.tick()  # its next second: two live workers
     assert allocator.budget == 0.5
     second.close("finished")
@@ -287,13 +287,13 @@ def test_each_worker_restores_its_own_policy_aggregates(tmp_path: Path, redis_ur
     first.open(Pages())
     second = worker(tmp_path / "b", redis_url, **budgeted)
     second.open(Pages())
-    epochs = [w.policy.params.shared["rate_allocator"].epoch for w in (first, second)]
+    epochs = [w.policy.params.crawl.allocator.epoch for w in (first, second)]
     assert epochs[0] != epochs[1]
     first.close("finished")
     second.close("finished")  # the last to save
     again = worker(tmp_path / "a", redis_url, **budgeted)
     again.open(Pages())
-    assert again.policy.params.shared["rate_allocator"].epoch == epochs[0]
+    assert again.policy.params.crawl.allocator.epoch == epochs[0]
     again.close("finished")
 
 

@@ -19,11 +19,11 @@ from twisted.internet import error as net
 
 from ...model import Outcome, Visit
 from ..stopgrace import AbandonedDownload
+from ..wiring import FRONTIER_OPENED
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from ...config.settings import AdaptiveConfig
     from ..verdicts import FrontierServices
 
 logger = logging.getLogger(__name__)
@@ -57,10 +57,12 @@ class FetchErrorMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FetchErrorMiddleware:
-        return cls()
+        mw = cls()
+        crawler.signals.connect(mw.frontier_opened, FRONTIER_OPENED)
+        return mw
 
-    def bind(self, services: FrontierServices, config: AdaptiveConfig) -> None:
-        """Called by the scheduler at open."""
+    def frontier_opened(self, services: FrontierServices) -> None:
+        """The scheduler opened the frontier: verdicts go to *services*."""
         self.services = services
 
     def process_exception(self, request: Request, exception: Exception) -> None:

@@ -35,12 +35,12 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.defer import Deferred
 
 from ...config.table import DEFAULTS
+from ..wiring import crawl_config
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.robotstxt import RobotParser
 
-    from ...config.settings import AdaptiveConfig
 
 logger = logging.getLogger(__name__)
 
@@ -83,11 +83,11 @@ class RobotsRefreshMiddleware:
             raise NotConfigured
         parser_class = load_object(crawler.settings.get("ROBOTSTXT_PARSER"))
         build_from_crawler(parser_class, crawler, b"")  # fails now if the parser's dependency is missing
-        return cls(crawler, parser_class)
-
-    def bind(self, services: Any, config: AdaptiveConfig) -> None:
-        """Called by the scheduler at open, with the crawl's parsed settings."""
-        self.refresh = config.robots_refresh
+        mw = cls(crawler, parser_class)
+        config = crawl_config(crawler)
+        if config is not None:
+            mw.refresh = config.robots_refresh
+        return mw
 
     async def process_request(self, request: Request) -> None:
         if request.meta.get("dont_obey_robotstxt") or request.url.startswith(("data:", "file:")):

@@ -41,12 +41,13 @@ from scrapy.http import Headers, Response
 
 from ... import meta
 from ...change.prediction import Prediction, predict, request_validators
+from ...config.table import DEFAULTS
+from ..wiring import FRONTIER_OPENED, crawl_config
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
-    from ...config.settings import AdaptiveConfig
     from ..verdicts import FrontierServices
 
 logger = logging.getLogger(__name__)
@@ -66,13 +67,13 @@ class ValidatorsMiddleware:
         stats: StatsCollector,
         services: FrontierServices | None = None,
         *,
-        conditional: bool = True,
-        abort: bool = True,
-        scheme: str = "both",
+        conditional: bool = DEFAULTS["ADAPTIVE_CONDITIONAL_GET"],
+        abort: bool = DEFAULTS["ADAPTIVE_MIDFETCH_ABORT"],
+        scheme: str = DEFAULTS["ADAPTIVE_VALIDATOR_SCHEME"],
     ) -> None:
         self.stats = stats
-        #: the frontier's services, bound by the scheduler at open (None:
-        #: not an adaptive crawl, the middleware stays out of the way)
+        #: the frontier's services, handed over when the scheduler opens it
+        #: (None: not an adaptive crawl, the middleware stays out of the way)
         self.services = services
         self.conditional = conditional
         self.abort = abort
@@ -80,16 +81,23 @@ class ValidatorsMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ValidatorsMiddleware:
-        mw = cls(crawler.stats)  # type: ignore[arg-type]
+        config = crawl_config(crawler)
+        if config is None:
+            mw = cls(crawler.stats)  # type: ignore[arg-type]
+        else:
+            mw = cls(
+                crawler.stats,  # type: ignore[arg-type]
+                conditional=config.conditional_get,
+                abort=config.midfetch_abort,
+                scheme=config.validator_scheme,
+            )
         crawler.signals.connect(mw._on_headers_received, signals.headers_received)
+        crawler.signals.connect(mw.frontier_opened, FRONTIER_OPENED)
         return mw
 
-    def bind(self, services: FrontierServices, config: AdaptiveConfig) -> None:
-        """Called by the scheduler at open, with the crawl's parsed settings."""
+    def frontier_opened(self, services: FrontierServices) -> None:
+        """The scheduler opened the frontier: verdicts go to *services*."""
         self.services = services
-        self.conditional = config.conditional_get
-        self.abort = config.midfetch_abort
-        self.scheme = config.validator_scheme
 
     def process_request(self, request: Request) -> None:
         if self.services is None or meta.FP not in request.meta or not (self.conditional or self.abort):

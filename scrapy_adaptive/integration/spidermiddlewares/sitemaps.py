@@ -41,6 +41,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 
 from ... import meta
+from ..wiring import crawl_config
 from .visit import skip_unchanged
 
 if TYPE_CHECKING:
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from scrapy.statscollectors import StatsCollector
 
-    from ...config.settings import AdaptiveConfig
 
 logger = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ class SitemapsMiddleware:
         #: DOWNLOAD_MAXSIZE: the most a gzip sitemap may inflate to (0: no limit)
         self.max_size = max_size
         self.crawler = crawler
-        # set by bind() from the crawl's parsed settings
+        # set by from_crawler() from the crawl's parsed settings
         self.sitemaps: tuple[str, ...] = ()
         self.feeds: tuple[str, ...] = ()
         self.from_robots = False
@@ -136,20 +136,20 @@ class SitemapsMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SitemapsMiddleware:
-        return cls(
+        mw = cls(
             crawler.stats,  # type: ignore[arg-type]
             max_size=crawler.settings.getint("DOWNLOAD_MAXSIZE"),
             crawler=crawler,
         )
-
-    def bind(self, services: Any, config: AdaptiveConfig) -> None:
-        """Called by the scheduler at open, with the crawl's parsed settings."""
-        self.sitemaps = tuple(config.sitemaps)
-        self.feeds = tuple(config.feeds)
-        self.from_robots = config.sitemaps_from_robots
-        if self.from_robots and self.crawler is not None:
+        config = crawl_config(crawler)
+        if config is not None:
+            mw.sitemaps = tuple(config.sitemaps)
+            mw.feeds = tuple(config.feeds)
+            mw.from_robots = config.sitemaps_from_robots
+        if mw.from_robots:
             # a handler on every response only when robots.txt lines are wanted
-            self.crawler.signals.connect(self._on_response_received, signals.response_received)
+            crawler.signals.connect(mw._on_response_received, signals.response_received)
+        return mw
 
     # -- seeds ---------------------------------------------------------------------
 

@@ -53,15 +53,16 @@ from ...change import noise
 from ...change.digest import Digester, ItemsDigester, RegexDigester, items_digest, payload_digest
 from ...change.rules import DigestRules, build_digester
 from ...config.spec import ConfigError
+from ...config.table import DEFAULTS
 from ...dates import parse_http_date
 from ...model import PARKED, SOFT_404, ChangeState, Outcome, Visit
 from ..delivery import Ticket, ticket_of
+from ..wiring import FRONTIER_OPENED, crawl_config
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
-    from ...config.settings import AdaptiveConfig
     from ..verdicts import FrontierServices
 
 logger = logging.getLogger(__name__)
@@ -158,18 +159,18 @@ class VisitMiddleware:
         stats: StatsCollector,
         services: FrontierServices | None = None,
         *,
-        embed_hops: int = 0,
+        embed_hops: int = DEFAULTS["ADAPTIVE_EMBED_HOPS"],
         rules: DigestRules | None = None,
-        unchanged: str = "skip",
-        revisit_embeds: bool = False,
-        max_size: int = 1_048_576,
+        unchanged: str = DEFAULTS["ADAPTIVE_UNCHANGED"],
+        revisit_embeds: bool = DEFAULTS["ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE"],
+        max_size: int = DEFAULTS["ADAPTIVE_DIGEST_MAX_SIZE"],
         probe_window: float = 30.0,
-        noise_learning: bool = True,
+        noise_learning: bool = DEFAULTS["ADAPTIVE_NOISE_LEARNING"],
         clock: Any = time.time,
     ) -> None:
         self.stats = stats
-        #: the frontier's services, bound by the scheduler at open (None:
-        #: not an adaptive crawl, the middleware stays out of the way)
+        #: the frontier's services, handed over when the scheduler opens it
+        #: (None: not an adaptive crawl, the middleware stays out of the way)
         self.services = services
         self.embed_hops = embed_hops
         self.rules = rules or DigestRules((), Digester())
@@ -185,20 +186,29 @@ class VisitMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> VisitMiddleware:
-        return cls(crawler.stats)  # type: ignore[arg-type]
+        config = crawl_config(crawler)
+        if config is None:
+            mw = cls(crawler.stats)  # type: ignore[arg-type]
+        else:
+            mw = cls(
+                crawler.stats,  # type: ignore[arg-type]
+                # checked by the scheduler before anything is opened
+                rules=DigestRules.from_settings(config.digest_rules, config.digest_default, config.digest_max_size),
+                embed_hops=config.embed_hops,
+                unchanged=config.unchanged,
+                revisit_embeds=config.revisit_embeds_on_change,
+                max_size=config.digest_max_size,
+                # a probe waits the host's politeness delay; ten of them is still
+                # short next to the change rates noise learning must not mistake
+                probe_window=max(30.0, 10 * config.min_delay),
+                noise_learning=config.noise_learning,
+            )
+        crawler.signals.connect(mw.frontier_opened, FRONTIER_OPENED)
+        return mw
 
-    def bind(self, services: FrontierServices, config: AdaptiveConfig) -> None:
-        """Called by the scheduler at open, with the crawl's parsed settings."""
+    def frontier_opened(self, services: FrontierServices) -> None:
+        """The scheduler opened the frontier: verdicts go to *services*."""
         self.services = services
-        self.rules = DigestRules.from_settings(config.digest_rules, config.digest_default, config.digest_max_size)
-        self.embed_hops = config.embed_hops
-        self.unchanged = config.unchanged
-        self.revisit_embeds = config.revisit_embeds_on_change
-        self.max_size = config.digest_max_size
-        # a probe waits the host's politeness delay; ten of them is still
-        # short next to the change rates noise learning must not mistake
-        self.probe_window = max(30.0, 10 * config.min_delay)
-        self.noise_learning = config.noise_learning
 
     # -- input: judge and commit -------------------------------------------------
 

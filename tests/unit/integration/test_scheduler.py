@@ -192,7 +192,7 @@ def test_the_policy_sees_the_politeness_queue_not_the_host(tmp_path: Path) -> No
     for request in drain(scheduler):
         scheduler.verdicts.commit(request, visited())  # type: ignore[union-attr]
     assert seen == ["example.com", "example.com"]
-    allocator = policy.params.shared["rate_allocator"]
+    allocator = policy.params.crawl.allocator
     assert set(allocator.state()["hosts"]) == {"example.com"}
     scheduler.close("finished")
 

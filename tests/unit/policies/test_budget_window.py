@@ -21,7 +21,7 @@ def config(**values: object) -> AdaptiveConfig:
 
 def allocator_of(**values: object) -> RateAllocator:
     stack = load_wait_policy(config(ADAPTIVE_WAIT_POLICY=PROPORTIONAL, ADAPTIVE_WAIT_POLICIES=[], **values))
-    allocator = stack.params.shared["rate_allocator"]
+    allocator = stack.params.crawl.allocator
     assert isinstance(allocator, RateAllocator)
     return allocator
 

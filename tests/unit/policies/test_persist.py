@@ -41,7 +41,7 @@ def _crawl(policy: BurstWaitPolicy, records: dict[int, dict], rounds: int, rng: 
 
 def _fresh(budget: float | None = 500.0) -> tuple[BurstWaitPolicy, dict]:
     params = WaitParams(budget=budget)
-    return BurstWaitPolicy.from_params(params), params.shared
+    return BurstWaitPolicy.from_params(params), params.crawl.persisted()
 
 
 def test_a_restored_crawl_continues_the_same_aggregates() -> None:

@@ -36,20 +36,20 @@ def config(**values: object) -> AdaptiveConfig:
 def test_the_default_policy_is_the_burst_policy_on_one_shared_allocator() -> None:
     stack = load_wait_policy(AdaptiveConfig.from_settings(Settings({"ADAPTIVE_WAIT_INITIAL": 10_000})))
     assert isinstance(stack.catch_all, BurstWaitPolicy)
-    allocator = stack.params.shared["rate_allocator"]
+    allocator = stack.params.crawl.allocator
     assert allocator.budget is None  # no ADAPTIVE_BUDGET: visits at the target precision
     assert allocator.target_ratio == pytest.approx(math.log(2))
     # until the population prior is learned, the first revisit comes after ADAPTIVE_WAIT_INITIAL
     assert stack.next_wait({"visits": 0}, visit(content_type="application/pdf")) == pytest.approx(10_000)
     budgeted = load_wait_policy(AdaptiveConfig.from_settings(Settings({"ADAPTIVE_BUDGET": 2_000})))
-    assert budgeted.params.shared["rate_allocator"].budget == pytest.approx(2_000 / 86_400)
+    assert budgeted.params.crawl.allocator.budget == pytest.approx(2_000 / 86_400)
 
 
 def test_target_precision_is_validated() -> None:
     with pytest.raises(ConfigError, match="ADAPTIVE_TARGET_PRECISION"):
         AdaptiveConfig.from_settings(Settings({"ADAPTIVE_TARGET_PRECISION": 1.0}))
     stack = load_wait_policy(AdaptiveConfig.from_settings(Settings({"ADAPTIVE_TARGET_PRECISION": 0.2})))
-    assert stack.params.shared["rate_allocator"].target_ratio == pytest.approx(-math.log(0.8))
+    assert stack.params.crawl.allocator.target_ratio == pytest.approx(-math.log(0.8))
 
 
 def visit(change: ChangeState = CHANGED, **kw: Any) -> Visit:
@@ -304,7 +304,7 @@ def test_budgeted_policies_of_one_stack_share_one_allocator_and_the_budget_setti
     assert all(isinstance(p, ProportionalWaitPolicy) for p in policies)
     allocators = {id(p.allocator) for p in policies}  # type: ignore[attr-defined]
     assert len(allocators) == 1
-    assert stack.params.shared["rate_allocator"].budget == pytest.approx(1.0)  # 86,400/day = 1/s
+    assert stack.params.crawl.allocator.budget == pytest.approx(1.0)  # 86,400/day = 1/s
 
 
 @pytest.mark.parametrize("entry_policy", [None, "scrapy_adaptive.policies.DefaultWaitPolicy"])

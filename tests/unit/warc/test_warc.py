@@ -223,6 +223,7 @@ def test_the_middleware_is_off_without_the_folder_and_refuses_clearly_without_wa
     stats = MemoryStatsCollector(get_crawler())
     monkeypatch.setitem(sys.modules, "warcio", None)  # import warcio -> ImportError
     mw = WarcMiddleware(stats)
-    mw.bind(None, config)  # type: ignore[arg-type]
+    mw.config = config
+    mw.frontier_opened(None)  # type: ignore[arg-type]
     assert mw.writer is None and mw.refusal.message == EXTRA_MESSAGE
     assert "pip install scrapy-adaptive[warc]" in caplog.text and not (tmp_path / "warc").exists()
