@@ -187,13 +187,20 @@ class VisitMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> VisitMiddleware:
         config = crawl_config(crawler)
-        if config is None:
+        try:
+            rules = (
+                None
+                if config is None
+                else DigestRules.from_settings(config.digest_rules, config.digest_default, config.digest_max_size)
+            )
+        except ConfigError:
+            rules = None  # the scheduler refuses the start, naming the setting, before anything is opened
+        if config is None or rules is None:
             mw = cls(crawler.stats)  # type: ignore[arg-type]
         else:
             mw = cls(
                 crawler.stats,  # type: ignore[arg-type]
-                # checked by the scheduler before anything is opened
-                rules=DigestRules.from_settings(config.digest_rules, config.digest_default, config.digest_max_size),
+                rules=rules,
                 embed_hops=config.embed_hops,
                 unchanged=config.unchanged,
                 revisit_embeds=config.revisit_embeds_on_change,
