@@ -25,7 +25,7 @@ import time
 from collections.abc import Sequence
 from enum import StrEnum
 
-from ..config.table import VALIDATOR_SCHEMES
+from ..config.spec import VALIDATOR_SCHEMES
 from ..dates import parse_http_date
 
 #: the scheme names, defined once beside ADAPTIVE_VALIDATOR_SCHEME that chooses one

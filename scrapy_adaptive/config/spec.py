@@ -268,3 +268,70 @@ def _within_range(spec: SettingSpec, value: float) -> bool:
         and (spec.above is None or value > spec.above)
         and (spec.below is None or value < spec.below)
     )
+
+
+# -- the limits, choices and groups the table refers to, and its entry builders --
+
+UNCHANGED_MODES = ("skip", "deliver")
+#: how ETag / Last-Modified predict "no change" (``change/prediction.py``
+#: re-exports this as ``SCHEMES``)
+VALIDATOR_SCHEMES = ("etag", "timestamp", "both", "either")
+POLITENESS_KEYS = ("host", "domain", "slot")
+
+#: The upper limit of every duration setting.  Nothing this crawler does
+#: needs a longer delay or wait; a larger value is a typo or a unit mistake
+#: (milliseconds for seconds), and left alone it would overflow the
+#: frontier's millisecond timestamps or park every URL for ever.
+MAX_SECONDS = 10 * 365 * 86_400.0
+#: sanity limit of a size in bytes (1 TiB): 1e20 is a typo, and a file never
+#: rotated fills the disk
+MAX_BYTES = 2**40
+#: sanity limit of ``ADAPTIVE_EMBED_HOPS``
+MAX_EMBED_HOPS = 10
+#: The upper limit of every multiplying factor: a factor of 1000 already
+#: turns a one-second fetch into a 17-minute politeness delay, or a one-hour
+#: wait into six weeks after one step.
+MAX_FACTOR = 1_000.0
+#: The upper limit of ``ADAPTIVE_BUDGET``: a billion revisits a day is over
+#: 11,000 fetches a second, far beyond one Scrapy process.
+MAX_BUDGET = 1e9
+
+#: where the table's groups start; their order is the README's order
+GROUP_STATE = "Where the state lives"
+GROUP_POLITENESS = "Politeness, enforced once, by the frontier"
+GROUP_WAITS = "Revisit waits (the catch-all policy; ADAPTIVE_WAIT_POLICIES stacks more)"
+GROUP_VALIDATORS = "HTTP validators"
+GROUP_CHANGE = "Change detection"
+GROUP_SIGNALS = "The sites' own signals: sitemaps, feeds, robots.txt"
+GROUP_RECORD = "Record and observability"
+GROUP_ARCHIVE = "Archive (WARC, the `warc` extra)"
+
+
+def seconds_spec(
+    name: str, group: str, default: float | None, doc: str, *, positive: bool = False, **more: Any
+) -> SettingSpec:
+    """A duration: finite, never negative (or > 0), at most :data:`MAX_SECONDS`."""
+    bounds: dict[str, Any] = {"above": 0.0} if positive else {"at_least": 0.0}
+    return SettingSpec(name, group, Kind.SECONDS, default, doc, at_most=MAX_SECONDS, **bounds, **more)
+
+
+def factor_spec(name: str, group: str, default: float, doc: str, *, positive: bool = True) -> SettingSpec:
+    """A multiplier: finite, > 0 (or >= 0), at most :data:`MAX_FACTOR`."""
+    bounds: dict[str, Any] = {"above": 0.0} if positive else {"at_least": 0.0}
+    return SettingSpec(name, group, Kind.NUMBER, default, doc, at_most=MAX_FACTOR, **bounds)
+
+
+def integer_spec(
+    name: str, group: str, default: int, doc: str, *, at_least: int, at_most: int | None = None
+) -> SettingSpec:
+    return SettingSpec(name, group, Kind.INTEGER, default, doc, at_least=at_least, at_most=at_most)
+
+
+def bool_spec(name: str, group: str, default: bool, doc: str) -> SettingSpec:
+    return SettingSpec(name, group, Kind.BOOL, default, doc)
+
+
+#: Thesis defaults (Sigurðsson 2005, ch. 6.2) for politeness, and the code
+#: defaults of Heritrix's WaitEvaluator for revisit waits.  Grouped like
+#: Scrapy's ``default_settings.py``: the enabling flag first in its group,
+#: then alphabetical.

@@ -14,71 +14,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from .spec import Kind, SettingSpec
+from .capture_specs import CAPTURE_SPECS
+from .spec import (
+    GROUP_POLITENESS,
+    GROUP_STATE,
+    GROUP_WAITS,
+    MAX_BUDGET,
+    MAX_EMBED_HOPS,
+    MAX_SECONDS,
+    POLITENESS_KEYS,
+    Kind,
+    SettingSpec,
+    bool_spec,
+    factor_spec,
+    integer_spec,
+    seconds_spec,
+)
 
-UNCHANGED_MODES = ("skip", "deliver")
-#: how ETag / Last-Modified predict "no change" (``change/prediction.py``
-#: re-exports this as ``SCHEMES``)
-VALIDATOR_SCHEMES = ("etag", "timestamp", "both", "either")
-POLITENESS_KEYS = ("host", "domain", "slot")
-
-#: The upper limit of every duration setting.  Nothing this crawler does
-#: needs a longer delay or wait; a larger value is a typo or a unit mistake
-#: (milliseconds for seconds), and left alone it would overflow the
-#: frontier's millisecond timestamps or park every URL for ever.
-MAX_SECONDS = 10 * 365 * 86_400.0
-#: sanity limit of a size in bytes (1 TiB): 1e20 is a typo, and a file never
-#: rotated fills the disk
-MAX_BYTES = 2**40
-#: sanity limit of ``ADAPTIVE_EMBED_HOPS``
-MAX_EMBED_HOPS = 10
-#: The upper limit of every multiplying factor: a factor of 1000 already
-#: turns a one-second fetch into a 17-minute politeness delay, or a one-hour
-#: wait into six weeks after one step.
-MAX_FACTOR = 1_000.0
-#: The upper limit of ``ADAPTIVE_BUDGET``: a billion revisits a day is over
-#: 11,000 fetches a second, far beyond one Scrapy process.
-MAX_BUDGET = 1e9
-
-#: where the table's groups start; their order is the README's order
-GROUP_STATE = "Where the state lives"
-GROUP_POLITENESS = "Politeness, enforced once, by the frontier"
-GROUP_WAITS = "Revisit waits (the catch-all policy; ADAPTIVE_WAIT_POLICIES stacks more)"
-GROUP_VALIDATORS = "HTTP validators"
-GROUP_CHANGE = "Change detection"
-GROUP_SIGNALS = "The sites' own signals: sitemaps, feeds, robots.txt"
-GROUP_RECORD = "Record and observability"
-GROUP_ARCHIVE = "Archive (WARC, the `warc` extra)"
-
-
-def _seconds(
-    name: str, group: str, default: float | None, doc: str, *, positive: bool = False, **more: Any
-) -> SettingSpec:
-    """A duration: finite, never negative (or > 0), at most :data:`MAX_SECONDS`."""
-    bounds: dict[str, Any] = {"above": 0.0} if positive else {"at_least": 0.0}
-    return SettingSpec(name, group, Kind.SECONDS, default, doc, at_most=MAX_SECONDS, **bounds, **more)
-
-
-def _factor(name: str, group: str, default: float, doc: str, *, positive: bool = True) -> SettingSpec:
-    """A multiplier: finite, > 0 (or >= 0), at most :data:`MAX_FACTOR`."""
-    bounds: dict[str, Any] = {"above": 0.0} if positive else {"at_least": 0.0}
-    return SettingSpec(name, group, Kind.NUMBER, default, doc, at_most=MAX_FACTOR, **bounds)
-
-
-def _integer(
-    name: str, group: str, default: int, doc: str, *, at_least: int, at_most: int | None = None
-) -> SettingSpec:
-    return SettingSpec(name, group, Kind.INTEGER, default, doc, at_least=at_least, at_most=at_most)
-
-
-def _bool(name: str, group: str, default: bool, doc: str) -> SettingSpec:
-    return SettingSpec(name, group, Kind.BOOL, default, doc)
-
-
-#: Thesis defaults (Sigurðsson 2005, ch. 6.2) for politeness, and the code
-#: defaults of Heritrix's WaitEvaluator for revisit waits.  Grouped like
-#: Scrapy's ``default_settings.py``: the enabling flag first in its group,
-#: then alphabetical.
 SETTING_SPECS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "ADAPTIVE_STATE_DIR",
@@ -90,7 +42,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         optional=True,
         default_doc="`<JOBDIR>/adaptive`",
     ),
-    _bool(
+    bool_spec(
         "ADAPTIVE_DELIVERY",
         GROUP_STATE,
         True,
@@ -98,21 +50,21 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "and the feed file is flushed; a page whose items were lost by a kill is fetched again at the next "
         "start (see Reliability).",
     ),
-    _bool(
+    bool_spec(
         "ADAPTIVE_STATE_SYNC",
         GROUP_STATE,
         False,
         "fsync every write. Writes already survive a killed process; this also survives power loss, at a cost "
         "in speed.",
     ),
-    _seconds(
+    seconds_spec(
         "ADAPTIVE_STOP_GRACE",
         GROUP_STATE,
         5.0,
         "on a graceful stop (SIGINT, a Scrapyd cancel), how long downloads still running may finish; then they "
         "are abandoned (not counted, due again on restart) instead of holding the stop for `DOWNLOAD_TIMEOUT`.",
     ),
-    _bool(
+    bool_spec(
         "ADAPTIVE_STORE_CREDENTIALS",
         GROUP_STATE,
         False,
@@ -186,7 +138,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         optional=True,
         default_doc="LevelDB in the state folder",
     ),
-    _factor(
+    factor_spec(
         "ADAPTIVE_DELAY_FACTOR",
         GROUP_POLITENESS,
         5.0,
@@ -194,7 +146,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "`ADAPTIVE_MAX_DELAY`.",
         positive=False,
     ),
-    _integer(
+    integer_spec(
         "ADAPTIVE_EMBED_HOPS",
         GROUP_POLITENESS,
         0,
@@ -206,7 +158,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         # thousand is a typo, not a crawl shape
         at_most=MAX_EMBED_HOPS,
     ),
-    _integer(
+    integer_spec(
         "ADAPTIVE_HOST_VALENCE",
         GROUP_POLITENESS,
         1,
@@ -214,7 +166,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "not this.",
         at_least=1,
     ),
-    _seconds(
+    seconds_spec(
         "ADAPTIVE_LEASE",
         GROUP_POLITENESS,
         600.0,
@@ -222,21 +174,21 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "counted as a retry (something swallowed its outcome). A running download is never taken back.",
         positive=True,
     ),
-    _seconds(
+    seconds_spec(
         "ADAPTIVE_MAX_DELAY",
         GROUP_POLITENESS,
         5.0,
         "the longest politeness wait after a fetch (a robots.txt `Crawl-delay` may be longer); never below "
         "`ADAPTIVE_MIN_DELAY`, raised to it when not set.",
     ),
-    _integer(
+    integer_spec(
         "ADAPTIVE_MAX_RETRIES",
         GROUP_POLITENESS,
         30,
         "frontier retries of a URL with retriable errors before it is marked failed.",
         at_least=0,
     ),
-    _seconds(
+    seconds_spec(
         "ADAPTIVE_MIN_DELAY",
         GROUP_POLITENESS,
         2.0,
@@ -253,7 +205,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "the host).",
         choices=POLITENESS_KEYS,
     ),
-    _seconds(
+    seconds_spec(
         "ADAPTIVE_RETRY_DELAY",
         GROUP_POLITENESS,
         900.0,
@@ -273,7 +225,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         unit="revisits per day",
         requirement="a number of revisits per day > 0",
     ),
-    _seconds(
+    seconds_spec(
         "ADAPTIVE_BUDGET_WINDOW",
         GROUP_WAITS,
         None,
@@ -303,36 +255,36 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         requirement="a probability strictly between 0 and 1 (the share of visits that should find a change "
         "when ADAPTIVE_BUDGET is not set)",
     ),
-    _factor("ADAPTIVE_WAIT_CHANGED_FACTOR", GROUP_WAITS, 1.5, "a changed page's wait is divided by this."),
-    _seconds(
+    factor_spec("ADAPTIVE_WAIT_CHANGED_FACTOR", GROUP_WAITS, 1.5, "a changed page's wait is divided by this."),
+    seconds_spec(
         "ADAPTIVE_WAIT_DEFAULT",
         GROUP_WAITS,
         259_200.0,
         "catch-all wait when it is unknown whether the page changed (3 days).",
         positive=True,
     ),
-    _factor(
+    factor_spec(
         "ADAPTIVE_WAIT_DEPTH_FACTOR",
         GROUP_WAITS,
         1.0,
         "initial wait factor per link hop from the seed (`depth` meta): `initial × factor ** depth`.",
     ),
-    _seconds(
+    seconds_spec(
         "ADAPTIVE_WAIT_INITIAL",
         GROUP_WAITS,
         86_400.0,
         "catch-all wait after a URL's first visit (1 day).",
         positive=True,
     ),
-    _seconds(
+    seconds_spec(
         "ADAPTIVE_WAIT_MAX",
         GROUP_WAITS,
         2_419_200.0,
         "catch-all upper bound of a wait (28 days); never below `ADAPTIVE_WAIT_MIN`.",
         positive=True,
     ),
-    _seconds("ADAPTIVE_WAIT_MIN", GROUP_WAITS, 3_600.0, "catch-all lower bound of a wait (1 hour)."),
-    _factor(
+    seconds_spec("ADAPTIVE_WAIT_MIN", GROUP_WAITS, 3_600.0, "catch-all lower bound of a wait (1 hour)."),
+    factor_spec(
         "ADAPTIVE_WAIT_NO_LAST_MODIFIED_FACTOR",
         GROUP_WAITS,
         0.5,
@@ -354,187 +306,14 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "scrapy_adaptive.policies.BurstWaitPolicy",
         "the policy class for the catch-all and the stack entries (`...HeritrixWaitPolicy` for the thesis's rule).",
     ),
-    _factor("ADAPTIVE_WAIT_UNCHANGED_FACTOR", GROUP_WAITS, 1.5, "an unchanged page's wait is multiplied by this."),
-    _bool(
+    factor_spec("ADAPTIVE_WAIT_UNCHANGED_FACTOR", GROUP_WAITS, 1.5, "an unchanged page's wait is multiplied by this."),
+    bool_spec(
         "ADAPTIVE_WAIT_USE_OVERDUE",
         GROUP_WAITS,
         False,
         "add the time a visit was overdue to the wait before the factor.",
     ),
-    _bool(
-        "ADAPTIVE_CONDITIONAL_GET",
-        GROUP_VALIDATORS,
-        True,
-        "send the stored ETag / Last-Modified as `If-None-Match` / `If-Modified-Since`.",
-    ),
-    _bool(
-        "ADAPTIVE_MIDFETCH_ABORT",
-        GROUP_VALIDATORS,
-        True,
-        "stop a download after its headers when they predict no change.",
-    ),
-    SettingSpec(
-        "ADAPTIVE_TRUST_MIN_RATE",
-        GROUP_VALIDATORS,
-        Kind.NUMBER,
-        0.005,
-        "the lowest share of acted-on predictions that are verified by a full download (1 in 200).",
-        above=0.0,
-        at_most=1.0,
-        requirement="in (0, 1]",
-    ),
-    _integer(
-        "ADAPTIVE_TRUST_WARMUP",
-        GROUP_VALIDATORS,
-        3,
-        'right predictions (on verification fetches) before a host\'s "no change" is acted on.',
-        at_least=0,
-    ),
-    SettingSpec(
-        "ADAPTIVE_VALIDATOR_SCHEME",
-        GROUP_VALIDATORS,
-        Kind.CHOICE,
-        "both",
-        "how the stored ETag and Last-Modified predict no change (see HTTP validators).",
-        choices=VALIDATOR_SCHEMES,
-    ),
-    SettingSpec(
-        "ADAPTIVE_DIGEST_DEFAULT",
-        GROUP_CHANGE,
-        Kind.OBJECT,
-        "exact",
-        "the digest rule where no `ADAPTIVE_DIGEST_RULES` entry matches (a name or an entry dict).",
-    ),
-    _integer(
-        "ADAPTIVE_DIGEST_MAX_SIZE",
-        GROUP_CHANGE,
-        1_048_576,
-        "bytes up to which the `regex` rule applies (beyond: `exact`; thesis: 1 MB).",
-        at_least=1,
-    ),
-    SettingSpec(
-        "ADAPTIVE_DIGEST_RULES",
-        GROUP_CHANGE,
-        Kind.OBJECT,
-        None,
-        "which digest rule applies where (see Change detection); a list of dicts, or JSON.",
-    ),
-    _bool(
-        "ADAPTIVE_NOISE_LEARNING",
-        GROUP_CHANGE,
-        True,
-        "a page without usable validators found changed on a revisit is probed at once, and what changed "
-        "between the two fetches is left out of its digest from then on (see Change detection).",
-    ),
-    _bool(
-        "ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE",
-        GROUP_CHANGE,
-        False,
-        "a changed page's embedded resources are made due at once.",
-    ),
-    SettingSpec(
-        "ADAPTIVE_UNCHANGED",
-        GROUP_CHANGE,
-        Kind.CHOICE,
-        "skip",
-        "`skip`: unchanged pages do not reach the callback; `deliver`: they do, flagged in meta.",
-        choices=UNCHANGED_MODES,
-    ),
-    SettingSpec(
-        "ADAPTIVE_CANONICAL",
-        GROUP_SIGNALS,
-        Kind.OBJECT,
-        None,
-        "spellings of one page that share one record: a list of `www`, `case`, `slash`, `index` for every host, "
-        "or a dict from host (glob, `*`) to such a list (see Canonical URLs). Off by default.",
-    ),
-    SettingSpec(
-        "ADAPTIVE_FEEDS",
-        GROUP_SIGNALS,
-        Kind.URLS,
-        (),
-        "RSS/Atom feeds read for new URLs and entry `updated` change hints (needs `scrapy-adaptive[feeds]`).",
-        default_doc="none",
-    ),
-    _seconds(
-        "ADAPTIVE_ROBOTS_REFRESH",
-        GROUP_SIGNALS,
-        86_400.0,
-        "robots.txt is fetched again when its copy is this old, so a changed Disallow or Crawl-delay takes "
-        "effect (1 day; 0: never, Scrapy's own behaviour). Needs `ROBOTSTXT_OBEY`.",
-    ),
-    SettingSpec(
-        "ADAPTIVE_SITEMAPS",
-        GROUP_SIGNALS,
-        Kind.URLS,
-        (),
-        "sitemaps (index files and `.gz` too) read for new URLs and `<lastmod>` change hints, and revisited "
-        "like any page (see Sitemaps and feeds).",
-        default_doc="none",
-    ),
-    _bool(
-        "ADAPTIVE_SITEMAPS_FROM_ROBOTS",
-        GROUP_SIGNALS,
-        False,
-        "the `Sitemap:` lines of every robots.txt the crawl reads are read as `ADAPTIVE_SITEMAPS`.",
-    ),
-    _integer(
-        "ADAPTIVE_SOFT404_URLS",
-        GROUP_SIGNALS,
-        10,
-        "a successful page this many URLs of one host got (the same digest) is a parked page, recorded as such and "
-        "not a new version, like a page equal to the host's 404 page (see Soft-404s); 0: only the latter.",
-        at_least=0,
-    ),
-    _bool("ADAPTIVE_CRAWL_LOG", GROUP_RECORD, True, "write `crawl.log` in the state folder."),
-    _integer(
-        "ADAPTIVE_CRAWL_LOG_BACKUPS",
-        GROUP_RECORD,
-        5,
-        "old crawl logs kept when the log is rotated.",
-        at_least=0,
-    ),
-    _integer(
-        "ADAPTIVE_CRAWL_LOG_MAX_BYTES",
-        GROUP_RECORD,
-        50 * 2**20,
-        "rotate the crawl log at this size (50 MiB).",
-        at_least=1,
-        at_most=MAX_BYTES,
-    ),
-    _integer("ADAPTIVE_HISTORY_SIZE", GROUP_RECORD, 16, "visits kept in each URL's history.", at_least=1),
-    _seconds(
-        "ADAPTIVE_LOG_INTERVAL",
-        GROUP_RECORD,
-        60.0,
-        "how often the frontier summary is logged and the `adaptive/frontier/*` stats refreshed.",
-        positive=True,
-    ),
-    SettingSpec(
-        "ADAPTIVE_WARC_DIR",
-        GROUP_ARCHIVE,
-        Kind.PATH,
-        None,
-        "write every fetch to WARC files in this folder: `request` + `response` records for new content, "
-        "`revisit` records for unchanged visits (needs `pip install scrapy-adaptive[warc]`).",
-        optional=True,
-        default_doc="unset: no WARC output",
-    ),
-    SettingSpec(
-        "ADAPTIVE_WARC_MAX_SIZE",
-        GROUP_ARCHIVE,
-        Kind.INTEGER,
-        2**30,
-        "start a new WARC file once the current one reaches this size in bytes (1 GiB).",
-        at_least=1,
-    ),
-    SettingSpec(
-        "ADAPTIVE_WARC_PREFIX",
-        GROUP_ARCHIVE,
-        Kind.TEXT,
-        "adaptive",
-        "the WARC files' names: `PREFIX-TIMESTAMP-SERIAL.warc.gz` (letters, digits, `.`, `_`, `-`).",
-    ),
+    *CAPTURE_SPECS,
 )
 
 #: the spec of each setting, by name

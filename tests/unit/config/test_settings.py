@@ -17,8 +17,8 @@ from scrapy_adaptive.addon import Addon
 from scrapy_adaptive.change.prediction import SCHEMES
 from scrapy_adaptive.change.trust import TrustParams
 from scrapy_adaptive.config.settings import AdaptiveConfig, unknown_settings
-from scrapy_adaptive.config.spec import ConfigError, Kind, SettingSpec, check_value
-from scrapy_adaptive.config.table import DEFAULTS, SETTING_SPECS, VALIDATOR_SCHEMES
+from scrapy_adaptive.config.spec import VALIDATOR_SCHEMES, ConfigError, Kind, SettingSpec, check_value
+from scrapy_adaptive.config.table import DEFAULTS, SETTING_SPECS
 from scrapy_adaptive.frontier import Politeness
 from scrapy_adaptive.integration.downloadermiddlewares.errors import FetchErrorMiddleware
 from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware

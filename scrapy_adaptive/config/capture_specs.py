@@ -1,0 +1,197 @@
+"""The settings table's second half: validators, change detection, the sites'
+signals, the record and the archive (:mod:`.table` assembles the whole)."""
+
+from __future__ import annotations
+
+from .spec import (
+    GROUP_ARCHIVE,
+    GROUP_CHANGE,
+    GROUP_RECORD,
+    GROUP_SIGNALS,
+    GROUP_VALIDATORS,
+    MAX_BYTES,
+    UNCHANGED_MODES,
+    VALIDATOR_SCHEMES,
+    Kind,
+    SettingSpec,
+    bool_spec,
+    integer_spec,
+    seconds_spec,
+)
+
+CAPTURE_SPECS: tuple[SettingSpec, ...] = (
+    bool_spec(
+        "ADAPTIVE_CONDITIONAL_GET",
+        GROUP_VALIDATORS,
+        True,
+        "send the stored ETag / Last-Modified as `If-None-Match` / `If-Modified-Since`.",
+    ),
+    bool_spec(
+        "ADAPTIVE_MIDFETCH_ABORT",
+        GROUP_VALIDATORS,
+        True,
+        "stop a download after its headers when they predict no change.",
+    ),
+    SettingSpec(
+        "ADAPTIVE_TRUST_MIN_RATE",
+        GROUP_VALIDATORS,
+        Kind.NUMBER,
+        0.005,
+        "the lowest share of acted-on predictions that are verified by a full download (1 in 200).",
+        above=0.0,
+        at_most=1.0,
+        requirement="in (0, 1]",
+    ),
+    integer_spec(
+        "ADAPTIVE_TRUST_WARMUP",
+        GROUP_VALIDATORS,
+        3,
+        'right predictions (on verification fetches) before a host\'s "no change" is acted on.',
+        at_least=0,
+    ),
+    SettingSpec(
+        "ADAPTIVE_VALIDATOR_SCHEME",
+        GROUP_VALIDATORS,
+        Kind.CHOICE,
+        "both",
+        "how the stored ETag and Last-Modified predict no change (see HTTP validators).",
+        choices=VALIDATOR_SCHEMES,
+    ),
+    SettingSpec(
+        "ADAPTIVE_DIGEST_DEFAULT",
+        GROUP_CHANGE,
+        Kind.OBJECT,
+        "exact",
+        "the digest rule where no `ADAPTIVE_DIGEST_RULES` entry matches (a name or an entry dict).",
+    ),
+    integer_spec(
+        "ADAPTIVE_DIGEST_MAX_SIZE",
+        GROUP_CHANGE,
+        1_048_576,
+        "bytes up to which the `regex` rule applies (beyond: `exact`; thesis: 1 MB).",
+        at_least=1,
+    ),
+    SettingSpec(
+        "ADAPTIVE_DIGEST_RULES",
+        GROUP_CHANGE,
+        Kind.OBJECT,
+        None,
+        "which digest rule applies where (see Change detection); a list of dicts, or JSON.",
+    ),
+    bool_spec(
+        "ADAPTIVE_NOISE_LEARNING",
+        GROUP_CHANGE,
+        True,
+        "a page without usable validators found changed on a revisit is probed at once, and what changed "
+        "between the two fetches is left out of its digest from then on (see Change detection).",
+    ),
+    bool_spec(
+        "ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE",
+        GROUP_CHANGE,
+        False,
+        "a changed page's embedded resources are made due at once.",
+    ),
+    SettingSpec(
+        "ADAPTIVE_UNCHANGED",
+        GROUP_CHANGE,
+        Kind.CHOICE,
+        "skip",
+        "`skip`: unchanged pages do not reach the callback; `deliver`: they do, flagged in meta.",
+        choices=UNCHANGED_MODES,
+    ),
+    SettingSpec(
+        "ADAPTIVE_CANONICAL",
+        GROUP_SIGNALS,
+        Kind.OBJECT,
+        None,
+        "spellings of one page that share one record: a list of `www`, `case`, `slash`, `index` for every host, "
+        "or a dict from host (glob, `*`) to such a list (see Canonical URLs). Off by default.",
+    ),
+    SettingSpec(
+        "ADAPTIVE_FEEDS",
+        GROUP_SIGNALS,
+        Kind.URLS,
+        (),
+        "RSS/Atom feeds read for new URLs and entry `updated` change hints (needs `scrapy-adaptive[feeds]`).",
+        default_doc="none",
+    ),
+    seconds_spec(
+        "ADAPTIVE_ROBOTS_REFRESH",
+        GROUP_SIGNALS,
+        86_400.0,
+        "robots.txt is fetched again when its copy is this old, so a changed Disallow or Crawl-delay takes "
+        "effect (1 day; 0: never, Scrapy's own behaviour). Needs `ROBOTSTXT_OBEY`.",
+    ),
+    SettingSpec(
+        "ADAPTIVE_SITEMAPS",
+        GROUP_SIGNALS,
+        Kind.URLS,
+        (),
+        "sitemaps (index files and `.gz` too) read for new URLs and `<lastmod>` change hints, and revisited "
+        "like any page (see Sitemaps and feeds).",
+        default_doc="none",
+    ),
+    bool_spec(
+        "ADAPTIVE_SITEMAPS_FROM_ROBOTS",
+        GROUP_SIGNALS,
+        False,
+        "the `Sitemap:` lines of every robots.txt the crawl reads are read as `ADAPTIVE_SITEMAPS`.",
+    ),
+    integer_spec(
+        "ADAPTIVE_SOFT404_URLS",
+        GROUP_SIGNALS,
+        10,
+        "a successful page this many URLs of one host got (the same digest) is a parked page, recorded as such and "
+        "not a new version, like a page equal to the host's 404 page (see Soft-404s); 0: only the latter.",
+        at_least=0,
+    ),
+    bool_spec("ADAPTIVE_CRAWL_LOG", GROUP_RECORD, True, "write `crawl.log` in the state folder."),
+    integer_spec(
+        "ADAPTIVE_CRAWL_LOG_BACKUPS",
+        GROUP_RECORD,
+        5,
+        "old crawl logs kept when the log is rotated.",
+        at_least=0,
+    ),
+    integer_spec(
+        "ADAPTIVE_CRAWL_LOG_MAX_BYTES",
+        GROUP_RECORD,
+        50 * 2**20,
+        "rotate the crawl log at this size (50 MiB).",
+        at_least=1,
+        at_most=MAX_BYTES,
+    ),
+    integer_spec("ADAPTIVE_HISTORY_SIZE", GROUP_RECORD, 16, "visits kept in each URL's history.", at_least=1),
+    seconds_spec(
+        "ADAPTIVE_LOG_INTERVAL",
+        GROUP_RECORD,
+        60.0,
+        "how often the frontier summary is logged and the `adaptive/frontier/*` stats refreshed.",
+        positive=True,
+    ),
+    SettingSpec(
+        "ADAPTIVE_WARC_DIR",
+        GROUP_ARCHIVE,
+        Kind.PATH,
+        None,
+        "write every fetch to WARC files in this folder: `request` + `response` records for new content, "
+        "`revisit` records for unchanged visits (needs `pip install scrapy-adaptive[warc]`).",
+        optional=True,
+        default_doc="unset: no WARC output",
+    ),
+    SettingSpec(
+        "ADAPTIVE_WARC_MAX_SIZE",
+        GROUP_ARCHIVE,
+        Kind.INTEGER,
+        2**30,
+        "start a new WARC file once the current one reaches this size in bytes (1 GiB).",
+        at_least=1,
+    ),
+    SettingSpec(
+        "ADAPTIVE_WARC_PREFIX",
+        GROUP_ARCHIVE,
+        Kind.TEXT,
+        "adaptive",
+        "the WARC files' names: `PREFIX-TIMESTAMP-SERIAL.warc.gz` (letters, digits, `.`, `_`, `-`).",
+    ),
+)
