@@ -25,7 +25,7 @@ from .integration.downloadermiddlewares.validators import ValidatorsMiddleware
 from .integration.spidermiddlewares.sitemaps import SitemapsMiddleware
 from .integration.spidermiddlewares.visit import VisitMiddleware
 from .integration.stopgrace import wrap_download_handlers
-from .warc.writer import WarcMiddleware
+from .warc.middleware import WarcMiddleware
 
 SCHEDULER = "scrapy_adaptive.integration.scheduler.AdaptiveScheduler"
 #: internal flag the add-on leaves for the scheduler's start-up messages

@@ -1,5 +1,7 @@
 """WARC output (``ADAPTIVE_WARC_DIR``, the ``warc`` extra).
 
-:mod:`.writer` archives every transaction as sent, writes ``revisit``
-records for unchanged captures, and is a durable sink for delivery.
+* :mod:`.writer`: the files, the capture index that decides ``response`` or
+  ``revisit``, rotation and repair after a kill;
+* :mod:`.middleware`: the downloader middleware that hands it every
+  transaction as sent, and a durable sink for delivery.
 """
