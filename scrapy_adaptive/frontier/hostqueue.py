@@ -28,23 +28,22 @@ from typing import Any
 from ..change.trust import normalise as normalise_trust
 from ..config.table import DEFAULTS
 from ..hosts.hints import counts
-from ..store.keys import NEVER_MS
+from ..store.keys import (
+    CRAWL_DELAY_KEY,
+    FORGOTTEN_KEY,
+    HINT_TRUST_KEY,
+    NEVER_KEY,
+    NEVER_MS,
+    NEXT_FETCH_KEY,
+    QUARANTINED_KEY,
+    TRUST_KEY,
+    URLS_KEY,
+    VERSIONS_KEY,
+    VISITS_KEY,
+)
 
 IN_USE = -1.0
 
-#: the stored keys of a queue's persisted counters (``h/`` rows): short, so a
-#: row per host stays small; change neither side lightly
-URLS_KEY = "u"  #: URLs in the queue
-NEVER_KEY = "n"  #: of which never visited again (failed, disregarded)
-VISITS_KEY = "vi"
-VERSIONS_KEY = "ve"
-CRAWL_DELAY_KEY = "cd"  #: robots.txt Crawl-delay, seconds
-TRUST_KEY = "tr"  #: validator track record (change/trust.py)
-HINT_TRUST_KEY = "hn"  #: change-hint sources' track records (hints.py)
-QUARANTINED_KEY = "x"  #: unreadable records moved aside (keys ``x/<fp>``)
-FORGOTTEN_KEY = "fg"  #: URLs deleted by ``scrapy frontier forget``
-#: wall-clock ms until which every slot rests (politeness kept across a restart)
-NEXT_FETCH_KEY = "nf"
 #: field -> stored key
 COUNTER_KEYS = {
     "urls": URLS_KEY,

@@ -64,6 +64,36 @@ class Batch:
         self.entries_put.append(new)
 
 
+def split_by_queue(batch: Batch) -> list[Batch]:
+    """*batch* as one batch per queue it touches, plus one for its facts:
+    each part is about one queue (a Redis Cluster runs each as one
+    transaction in its queue's hash slot: :mod:`.redis`)."""
+    parts: dict[str | None, Batch] = {}
+
+    def part(queue: str | None) -> Batch:
+        return parts.setdefault(queue, Batch())
+
+    for entry in batch.entries_deleted:
+        part(entry[0]).entries_deleted.append(entry)
+    for entry in batch.entries_put:
+        part(entry[0]).entries_put.append(entry)
+    for where, raw in batch.records.items():
+        part(where[0]).records[where] = raw
+    for where, raw in batch.quarantined.items():
+        part(where[0]).quarantined[where] = raw
+    for where, mark in batch.pending.items():
+        part(where[0]).pending[where] = mark
+    for where in batch.absent:
+        part(where[0]).absent.append(where)
+    for where in batch.records_deleted:
+        part(where[0]).records_deleted.append(where)
+    for queue, raw in batch.hosts.items():
+        part(queue).hosts[queue] = raw
+    if batch.meta:
+        part(None).meta.update(batch.meta)
+    return list(parts.values())
+
+
 class StoreError(RuntimeError):
     """The store could not be opened or written; the message says why."""
 

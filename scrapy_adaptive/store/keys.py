@@ -99,3 +99,18 @@ def pending_key(fp: bytes) -> bytes:
 def meta_key(name: str) -> bytes:
     """Key of a state-wide fact (format version, fingerprinter, spider)."""
     return META_PREFIX + name.encode("utf-8")
+
+
+#: the stored keys of a queue's persisted counters (``h/`` rows): short, so a
+#: row per host stays small; change neither side lightly
+URLS_KEY = "u"  #: URLs in the queue
+NEVER_KEY = "n"  #: of which never visited again (failed, disregarded)
+VISITS_KEY = "vi"
+VERSIONS_KEY = "ve"
+CRAWL_DELAY_KEY = "cd"  #: robots.txt Crawl-delay, seconds
+TRUST_KEY = "tr"  #: validator track record (scrapy_adaptive/change/trust.py)
+HINT_TRUST_KEY = "hn"  #: change-hint sources' track records (scrapy_adaptive/hosts/hints.py)
+QUARANTINED_KEY = "x"  #: unreadable records moved aside (keys ``x/<fp>``)
+FORGOTTEN_KEY = "fg"  #: URLs deleted by ``scrapy frontier forget``
+#: wall-clock ms until which every slot rests (politeness kept across a restart)
+NEXT_FETCH_KEY = "nf"

@@ -1,65 +1,31 @@
-"""A shared implementation of :class:`~.store.Store` on Redis (redis-py).
+"""A shared implementation of :class:`~.base.Store` on Redis (redis-py).
 
 Selected by ``ADAPTIVE_STORE_URL`` (``redis://`` or ``rediss://``; for a
 Redis Cluster ``redis+cluster://`` or ``rediss+cluster://`` and any node's
-address); the package's optional extra ``scrapy-adaptive[redis]`` installs
-redis-py.
+address); the optional extra ``scrapy-adaptive[redis]`` installs redis-py.
+docs/shared-frontier.md gives the key layout and the fleet's rules.
 
-Layout, every key under the *namespace* (``adaptive:<spider>`` by default)::
-
-    <ns>:{<queue>}:q   sorted set, all scores 0: the queue's entries as members
-                       <255-directive><next_ms, 8 bytes big-endian><fp>, so
-                       ZRANGEBYLEX returns them in LevelDB's key order
-    <ns>:{<queue>}:c   hash: the queue's counters, one field per counter key
-    <ns>:{<queue>}:lease  string: the worker holding the queue (expires)
-    <ns>:{<queue>}:u:<fp> string: a URL's record (the bytes the frontier wrote)
-    <ns>:{<queue>}:p   hash: fp -> pending-delivery mark
-    <ns>:{<queue>}:x   hash: fp -> raw bytes of a quarantined record
-    <ns>:hosts         set: every queue name
-    <ns>:workers       sorted set: worker -> its last heartbeat (ms)
-    <ns>:m             hash: state-wide facts (format, spider, policies' aggregates)
-
-The braces are a Redis Cluster *hash tag*: every key of one queue (its
-entries, counters, lease, records, marks) is in one slot, so a batch about
-one queue is one transaction on one Cluster node.  Only three keys are
-outside any queue: the host index, the worker list and the facts.
-
-**Batches on a Cluster** (:meth:`RedisStore.write`).  A standalone Redis
-applies a whole batch in one ``MULTI``/``EXEC``.  A Cluster cannot run a
-transaction across slots, so a batch is split by queue, each part one
-transaction in its queue's slot, the facts (``<ns>:m``) one more.  What the
-frontier writes about one URL is always about one queue, so each URL's
-record, entry, mark and its queue's counters still change together; only
-batches about several queues (``forget``, a delivery confirmation, the
-re-delivery at a start) become one transaction per queue, each of which
-is complete on its own: a forget cut short forgets some URLs and can be
-run again, a confirmation cut short leaves some marks, whose versions are
-delivered again (at least once, as promised).  A new queue's name is added
-to the host index (``SADD``, idempotent) *before* its first transaction: a
-name without counters reads as an empty queue, a queue never goes missing.
+* Every key of one queue carries the queue as a Cluster *hash tag*, so what
+  the frontier writes about one URL (record, entry, mark, its queue's
+  counters) is one ``MULTI``/``EXEC`` in one slot.  On a Cluster a batch
+  about several queues is split by queue (:func:`split_by_queue`), each
+  part complete on its own: a forget cut short can be run again, a
+  confirmation cut short is delivered again (at least once, as promised).
+  A new queue's name enters the host index before its first transaction,
+  so a queue never goes missing.
+* Counters are shared by workers: the store writes the *difference*
+  between a queue's row and the one this worker last read or wrote
+  (:data:`ADDITIVE` counts with ``HINCRBY``; other facts only when this
+  worker changed them), so every worker's counts add up.
+* Host leases (:class:`~scrapy_adaptive.frontier.sharing.LeaseBoard`):
+  ``SET NX PX`` on the queue's lease key, renewed every second, given back
+  at a clean stop, lapsing after a ``kill -9``.
+* With the append-only file on, Redis writes a transaction to the AOF
+  before it answers: a Redis killed and restarted keeps everything a worker
+  was told was written.  An unreachable Redis raises :class:`StoreError`
+  with the URL (password hidden); nothing is half-written.
 
 Values are bytes in, bytes out: nothing is pickled or unpickled, ever.
-
-**Counters shared by workers.**  The contract writes a queue's counters as
-a whole row; several workers writing whole rows would undo each other's
-counts.  So this store writes the *difference* between the row and the one
-this worker last read or wrote for the queue (its baseline): counts
-(:data:`ADDITIVE`) with ``HINCRBY``, other facts (Crawl-delay, politeness
-wait, trust) only when this worker changed them.  Every worker's counts
-add up, whoever holds the queue.
-
-**Host leases** (:class:`~.sharing.LeaseBoard`): a queue is worked by the
-worker holding ``<ns>:{<queue>}:lease`` (``SET NX PX``, renewed every
-second, given back at a clean stop, lapsing after a ``kill -9``).
-
-Atomicity and durability: every :meth:`RedisStore.write` is one
-``MULTI``/``EXEC`` transaction, applied by Redis all at once.  With the
-append-only file on (``appendonly yes``), Redis writes the transaction to
-the AOF before it answers, so a Redis killed and restarted keeps everything
-a worker was told was written; a transaction cut at the AOF's end is
-dropped whole at load.  An unreachable Redis raises :class:`StoreError`
-with the URL (password hidden) and nothing is half-written: ``EXEC`` either
-reached the server or the transaction never started.
 """
 
 from __future__ import annotations
@@ -69,9 +35,9 @@ from collections.abc import Callable, Collection, Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ..frontier.hostqueue import FORGOTTEN_KEY, NEVER_KEY, QUARANTINED_KEY, URLS_KEY, VERSIONS_KEY, VISITS_KEY
 from . import keys
-from .base import Batch, Conflict, Store, StoreError
+from .base import Batch, Conflict, Store, StoreError, split_by_queue
+from .keys import FORGOTTEN_KEY, NEVER_KEY, QUARANTINED_KEY, URLS_KEY, VERSIONS_KEY, VISITS_KEY
 
 try:  # the optional extra
     import redis
@@ -457,35 +423,6 @@ class RedisStore(Store):
 
     def close(self) -> None:
         self._redis.close()
-
-
-def split_by_queue(batch: Batch) -> list[Batch]:
-    """*batch* as one batch per queue it touches, plus one for its facts:
-    each part's keys share a Cluster hash slot (see the module docstring)."""
-    parts: dict[str | None, Batch] = {}
-
-    def part(queue: str | None) -> Batch:
-        return parts.setdefault(queue, Batch())
-
-    for entry in batch.entries_deleted:
-        part(entry[0]).entries_deleted.append(entry)
-    for entry in batch.entries_put:
-        part(entry[0]).entries_put.append(entry)
-    for where, raw in batch.records.items():
-        part(where[0]).records[where] = raw
-    for where, raw in batch.quarantined.items():
-        part(where[0]).quarantined[where] = raw
-    for where, mark in batch.pending.items():
-        part(where[0]).pending[where] = mark
-    for where in batch.absent:
-        part(where[0]).absent.append(where)
-    for where in batch.records_deleted:
-        part(where[0]).records_deleted.append(where)
-    for queue, raw in batch.hosts.items():
-        part(queue).hosts[queue] = raw
-    if batch.meta:
-        part(None).meta.update(batch.meta)
-    return list(parts.values())
 
 
 def _ms(seconds: float) -> int:

@@ -25,32 +25,18 @@ cookies.  LevelDB creates its own files with the process umask; inside a
 are set to ``0600``.  An existing folder that others can read is *not*
 changed behind the user's back: a warning names it and the ``chmod`` to run.
 
-**Checkpoint: detecting a rollback.**  LevelDB's ``paranoid_checks``
-refuses a damaged log or manifest, and block checksums catch a garbled
-table at its first read, but a write-ahead log cut at a record boundary
-looks exactly like a crash while writing: LevelDB drops the tail and opens,
-silently older.  So the marker keeps a *checkpoint*: the number of URLs
-known (quarantined and forgotten ones included) and of visits recorded, both of which
-only ever grow, and whether it was written at a clean close.  The counts
-are the frontier's per-queue counters (``h/`` rows, written in the same
-atomic batch as every record), summed at open anyway: a checkpoint costs
-nothing to compute.  It is written at open (``clean: false``), every
-:data:`CHECKPOINT_INTERVAL` seconds while the counts move, and at a clean
-close (``clean: true``); never after a failed write (the in-memory counts
-may then exceed what the database holds).
-
-The rule at open, with *C* the checkpoint and *D* the database's counts:
-
-* *D* below *C* in URLs or visits: writes that were confirmed are gone
-  (a cut log, an older copy restored over the folder, a power loss without
-  ``ADAPTIVE_STATE_SYNC``).  Refused, nothing changed; the message says how
-  to accept the loss.  This holds after a ``kill -9`` too: every write
-  counted in a checkpoint had been handed to the OS before the checkpoint
-  was written, so a killed process loses none of it and LevelDB's log
-  replay brings *D* to at least *C*.
-* *D* above *C*: normal after an unclean stop (writes after the last
-  checkpoint); after a clean close it means something wrote to the database
-  since, which is reported and accepted.
+**Checkpoint: detecting a rollback.**  A write-ahead log cut at a record
+boundary looks exactly like a crash while writing (LevelDB drops the tail
+and opens, silently older), so the marker keeps a *checkpoint*: the URLs
+known (quarantined and forgotten included) and the visits recorded, counts
+that only ever grow, summed from the per-queue counter rows every batch
+writes atomically, and whether it was written at a clean close.  It is
+written at open, every :data:`CHECKPOINT_INTERVAL` seconds while the counts
+move, and at a clean close, never after a failed write.  At open, the
+database's counts below the checkpoint's are a rollback, refused with how
+to accept the loss (a ``kill -9`` cannot cause it: every counted write had
+reached the OS first); above it is normal after an unclean stop.
+docs/state-folder.md has the whole rule.
 """
 
 from __future__ import annotations
@@ -64,8 +50,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..frontier.hostqueue import FORGOTTEN_KEY, QUARANTINED_KEY, URLS_KEY, VISITS_KEY
 from .base import Batch, Store, StoreError
+from .keys import FORGOTTEN_KEY, QUARANTINED_KEY, URLS_KEY, VISITS_KEY
 from .leveldb import LevelDBStore
 
 if TYPE_CHECKING:
