@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
     from ..policies.allocator import RateAllocator
+    from ..policies.crawlwide import CrawlWide
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +81,28 @@ class Runtime:
             return
         urls = frontier.url_count + frontier.quarantined_count + frontier.forgotten_count
         self.checkpoints.write(urls=urls, visits=frontier.visit_count, clean=clean)
+
+    def close(self, crawl: CrawlWide) -> None:
+        """The last summary, the policies' aggregates saved, the host leases
+        given back, the store closed and the clean checkpoint written."""
+        frontier = self.frontier
+        try:
+            self.summary(final=True)
+        except StoreError as exc:  # a store gone at the stop: what it acknowledged is kept
+            logger.error("The final frontier summary could not be read: %s", exc)
+        persist.save(frontier.store, crawl.persisted(), self.policy_key)
+        try:
+            frontier.leave()
+        except StoreError as exc:  # the leases lapse by themselves
+            logger.warning("Could not give back the host leases (%s); other workers wait for them to lapse.", exc)
+        shared = frontier.sharing is not None
+        if shared:  # the store's sums are read: while it is open
+            self.checkpoint(clean=True)
+        frontier.store.close()
+        if not shared:  # "clean" once the database is closed (synced)
+            self.checkpoint(clean=True)
+        if self.crawl_log is not None:
+            self.crawl_log.close()
 
     def summary(self, *, final: bool = False) -> None:
         """The periodic summary line, host capacities measured first."""
@@ -167,19 +190,7 @@ def assemble(
         on_store_error=on_store_error,
         on_change=on_change,
     )
-    progress = Progress.from_bytes(store.get_meta(PROGRESS_KEY))
-    console = FrontierConsole(
-        frontier, progress=progress, budget_per_day=config.budget, identity=identity, seeder=seeder
-    )
-    reporter = Reporter(
-        frontier,
-        stats,
-        allocator=allocator,
-        state_path=state.path,
-        interval=config.log_interval,
-        progress=progress,
-        console=console,
-    )
+    console, reporter = _operations(config, frontier, stats, allocator, state.path, identity, seeder)
     runtime = Runtime(
         state=state,
         store=store,
@@ -194,3 +205,29 @@ def assemble(
     )
     runtime.checkpoint(clean=False)
     return runtime
+
+
+def _operations(
+    config: AdaptiveConfig,
+    frontier: Frontier,
+    stats: StatsCollector,
+    allocator: RateAllocator | None,
+    state_path: str,
+    identity: Callable[[str], tuple[str, bytes]],
+    seeder: Callable[[list[str]], list[dict[str, Any]]],
+) -> tuple[FrontierConsole, Reporter]:
+    """What `scrapy frontier` talks to, and the periodic summary."""
+    progress = Progress.from_bytes(frontier.store.get_meta(PROGRESS_KEY))
+    console = FrontierConsole(
+        frontier, progress=progress, budget_per_day=config.budget, identity=identity, seeder=seeder
+    )
+    reporter = Reporter(
+        frontier,
+        stats,
+        allocator=allocator,
+        state_path=state_path,
+        interval=config.log_interval,
+        progress=progress,
+        console=console,
+    )
+    return console, reporter

@@ -9,12 +9,10 @@ forces on it: which issued request object is which URL
 host's politeness wait counts from its end), and waking the engine when the
 next URL falls due (:class:`~.engine.EngineWaker`).
 
-At open it hands the middlewares the one interface they use,
-:class:`~.verdicts.FrontierServices`: their verdicts go through
-:class:`~.verdicts.Verdicts` to the wait policy and the frontier.  Reports
-(:mod:`.reporting`), host capacities for budgeted policies
-(:mod:`.capacity`), the policies' saved aggregates (:mod:`.policies.persist`)
-and start-up warnings (:mod:`.startup`) live in modules of their own.
+At open it has the crawl's runtime assembled (:mod:`.runtime`), sends the
+middlewares the one interface they use (:data:`~.wiring.FRONTIER_OPENED`
+with a :class:`~.verdicts.FrontierServices`) and starts the once-a-second
+tasks (:mod:`.tasks`).
 
 Requests that come back through ``enqueue_request`` are told apart by the
 fingerprint tag issued requests carry:
@@ -53,7 +51,7 @@ from ..frontier.canonical import Canonical
 from ..hosts.capacity import HostCapacity
 from ..ops.console import control
 from ..ops.console.api import take_seeds
-from ..policies import PolicyStack, load_wait_policy, persist
+from ..policies import PolicyStack, load_wait_policy
 from ..store.base import StoreCorrupt, StoreError
 from ..store.statedir import (
     StateDirError,
@@ -267,24 +265,7 @@ class AdaptiveScheduler(BaseScheduler):
             control.stop(self._control)
             self._control = None
         if runtime is not None:
-            frontier = runtime.frontier
-            try:
-                runtime.summary(final=True)
-            except StoreError as exc:  # a store gone at the stop: what it acknowledged is kept
-                logger.error("The final frontier summary could not be read: %s", exc)
-            persist.save(frontier.store, self.policy.params.crawl.persisted(), runtime.policy_key)
-            try:
-                frontier.leave()
-            except StoreError as exc:  # the leases lapse by themselves
-                logger.warning("Could not give back the host leases (%s); other workers wait for them to lapse.", exc)
-            shared = frontier.sharing is not None
-            if shared:  # the store's sums are read: while it is open
-                runtime.checkpoint(clean=True)
-            frontier.store.close()
-            if not shared:  # "clean" once the database is closed (synced)
-                runtime.checkpoint(clean=True)
-            if runtime.crawl_log is not None:
-                runtime.crawl_log.close()
+            runtime.close(self.policy.params.crawl)
         return None
 
     def has_pending_requests(self) -> bool:
