@@ -32,31 +32,39 @@ _FALLBACK_BIN = 10**6
 WINDOW_REVISITS = 720.0
 
 
+def solve_ratio(fetch_rate: Callable[[float], float], target: float, bracket: tuple[float, float]) -> float:
+    """The r with fetch_rate(r) = target (fetch_rate decreases in r),
+    searched in ln r within *bracket*; the nearer edge if out of reach."""
+    lo, hi = bracket
+    if fetch_rate(math.exp(lo)) <= target:
+        return math.exp(lo)
+    if fetch_rate(math.exp(hi)) >= target:
+        return math.exp(hi)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if fetch_rate(math.exp(mid)) > target:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-4:
+            break
+    return math.exp((lo + hi) / 2)
+
+
 class RateAllocator:
     """Turns estimated rates into waits under a fetch budget.
 
-    ``budget`` is in revisits per second, over all URLs.  A "host" here is
-    a politeness queue (the frontier's queue name: a host name, a registered
-    domain or a download slot, per ``ADAPTIVE_POLITENESS_KEY``), the unit
-    politeness caps.  The allocator holds aggregate state only: per host, a
-    histogram of registered rates (count and sum per bin,
-    ``bins_per_octave`` bins per doubling), and the solved common ratio r\\*
-    (plus r̂_h for hosts whose cap binds).  Each URL remembers what it
-    registered (:data:`~.keys.ALLOCATION` in its memory) so that a new
-    estimate replaces the old one exactly; registrations from another
-    allocator instance (``epoch``, e.g. before a restart) are not removed.
-
-    Feedback: planned and realised fetch rates differ (first waits, late
-    visits, estimates moving), so the realised revisit rate over
-    ``control_window`` is compared with the budget and the target is
-    nudged multiplicatively, with an integral time constant of
-    ``control_window / control_gain``, within ``control_limits``.
-
-    ``host_caps`` maps a host to the most fetches per second politeness
-    allows it (``valence / max(min_delay, crawl_delay)``); hosts without a
-    cap are assumed never to bind.  The crawler can call
-    :meth:`set_host_cap` when it learns a robots.txt Crawl-delay, and
-    :meth:`set_budget` at any time.
+    ``budget`` is in revisits per second, over all URLs; a "host" is a
+    politeness queue, the unit politeness caps (``host_caps``: the most
+    fetches per second it allows; uncapped hosts never bind).  Aggregate
+    state only: per host a histogram of registered rates, and the solved
+    common ratio r\* (plus r̂_h for hosts whose cap binds).  Each URL
+    remembers what it registered (:data:`~.memory.ALLOCATION`), so a new
+    estimate replaces the old one exactly; registrations of another instance
+    (``epoch``, before a restart) are not removed.  Planned and realised
+    rates differ (first waits, late visits, moving estimates), so the
+    realised revisit rate over ``control_window`` nudges the target,
+    multiplicatively, within ``control_limits``.
     """
 
     def __init__(
@@ -215,9 +223,7 @@ class RateAllocator:
         without its cap, over the cap.
 
         The factor is a ratio of two fetch rates, so it is bounded by the
-        host's URLs × the fastest rate (1/min wait) over its cap.  (It was
-        r̂_h/r*, which blew up to 1e16 when the budget bought more than the
-        plan could spend and r* sat at the bisection's floor.)
+        host's URLs × the fastest rate (1/min wait) over its cap.
         """
         out: dict[str, float] = {}
         for host in self._bound:
@@ -359,16 +365,11 @@ class RateAllocator:
         """The fetch rate *host*'s plan may ask for: its politeness cap, times
         the feedback loop's correction under a budget.
 
-        The correction measures how far planned fetches fall short of
-        realised ones (late first waits, estimates moving, a slot left idle
-        because nothing was due just then).  A capped host planned at
-        exactly its cap realised less than it: in the changing-web run all
-        ten hosts were "capped", each fetched at 72–90 % of its politeness
-        rate with idle gaps of 10–19 s, and the loop, held by anti-windup,
-        could not ask for more (0.94 of the budget spent).  Planned at
-        cap × correction such a host keeps a small backlog instead; the
-        frontier's politeness still bounds what it actually gets, and the
-        plan saturates only when the budget exceeds every host's cap.
+        A host planned at exactly its cap realises less than it (a slot
+        left idle because nothing was due just then), and the feedback loop,
+        held by anti-windup, could not ask for more.  Planned at
+        cap × correction it keeps a small backlog; the frontier's politeness
+        still bounds what it actually gets.
         """
         cap = self._caps[host]
         return cap * self.correction if self.budget is not None else cap
@@ -400,25 +401,6 @@ class RateAllocator:
             return 0.0, 0.0
         return math.log(min(rates) / self.max_fetch_rate), math.log(max(rates) / self.min_fetch_rate)
 
-    @staticmethod
-    def _solve_ratio(fetch_rate: Callable[[float], float], target: float, bracket: tuple[float, float]) -> float:
-        """The r with fetch_rate(r) = target (fetch_rate decreases in r),
-        searched in ln r within *bracket*; the nearer edge if out of reach."""
-        lo, hi = bracket
-        if fetch_rate(math.exp(lo)) <= target:
-            return math.exp(lo)
-        if fetch_rate(math.exp(hi)) >= target:
-            return math.exp(hi)
-        for _ in range(60):
-            mid = (lo + hi) / 2
-            if fetch_rate(math.exp(mid)) > target:
-                lo = mid
-            else:
-                hi = mid
-            if hi - lo < 1e-4:
-                break
-        return math.exp((lo + hi) / 2)
-
     def solve(self) -> None:
         """Recompute r* (and the r̂_h of capped hosts) from the histograms."""
         self._pending = 0
@@ -433,7 +415,7 @@ class RateAllocator:
             target = max(self.budget * self.correction - self.hinted_rate(), 0.1 * self.budget)
             if not self._hosts:
                 return
-            r = self._solve_ratio(
+            r = solve_ratio(
                 self._total, target, self._bracket(self._global, *(self._hosts.get(h, {}) for h in self._bound))
             )
             # the plan cannot spend the target (every URL at its fastest, or
@@ -445,7 +427,7 @@ class RateAllocator:
             cap = self._planned_cap(host)
             cells = self._hosts.get(host)
             if cells and self._cells_rate(cells, r) > cap:
-                self._host_ratio[host] = self._solve_ratio(partial(self._cells_rate, cells), cap, self._bracket(cells))
+                self._host_ratio[host] = solve_ratio(partial(self._cells_rate, cells), cap, self._bracket(cells))
 
     def planned_rate(self) -> float:
         """Fetches per second the current solution plans (for stats)."""
