@@ -58,7 +58,7 @@ class RateAllocator:
     politeness queue, the unit politeness caps (``host_caps``: the most
     fetches per second it allows; uncapped hosts never bind).  Aggregate
     state only: per host a histogram of registered rates, and the solved
-    common ratio r\* (plus r̂_h for hosts whose cap binds).  Each URL
+    common ratio r\\* (plus r̂_h for hosts whose cap binds).  Each URL
     remembers what it registered (:data:`~.memory.ALLOCATION`), so a new
     estimate replaces the old one exactly; registrations of another instance
     (``epoch``, before a restart) are not removed.  Planned and realised

@@ -13,9 +13,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.sim.engine import RunConfig
-from bench.sim.lab import run_policy
-from bench.sim.world import build_world, preset
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit
 from scrapy_adaptive.hosts.hints import CONFIRMED, REFUTED, TRUST_MEMORY, Hint, HintResult, observe
 from scrapy_adaptive.integration.request_hints import HintError, hint_from_meta, parse_time
@@ -306,19 +303,3 @@ def test_a_confirmed_hinted_visit_is_a_revisit_but_not_an_observation() -> None:
 
 # -- the simulator -----------------------------------------------------------------------
 
-
-def test_simulated_hints_help_and_keep_the_budget() -> None:
-    spec = preset("hints", scale=0.02, days=90.0, seed=3)
-    world = build_world(spec)
-    assert world.hints and all(a.time <= b.time for a, b in zip(world.hints, world.hints[1:], strict=False))
-    true = sum(h.true for h in world.hints)
-    assert true / len(world.hints) == pytest.approx(0.9, abs=0.02)
-    plain = build_world(preset("poisson", scale=0.02, days=90.0, seed=3))
-    assert [p.changes for p in plain.pages] == [p.changes for p in world.pages]  # hints draw on their own
-
-    with_hints = run_policy("proportional", world, 1.0, RunConfig())
-    without = run_policy("proportional", plain, 1.0, RunConfig())
-    counts = with_hints.extra["hints"]
-    assert counts["acted"] > 0 and counts[CONFIRMED] > counts[REFUTED]
-    assert abs(with_hints.budget_error or 0.0) < 0.05
-    assert with_hints.recall > without.recall + 0.05
