@@ -261,7 +261,7 @@ LINES = "lines"
 #: where the feed options keep the user's own ``include_headers_line`` (the
 #: storage of every batch of a feed shares one options dict, and rewrites
 #: the exporter's value in it at each open)
-HEADERS_OPTION = "_adaptive_include_headers_line"
+HEADERS_OPTION = "scrapy_adaptive.include_headers_line"
 
 
 def line_kind(feed_format: Any, exporters: Mapping[str, Any] | None = None) -> str | None:
