@@ -36,7 +36,9 @@ TOOK_OVER_SETTING = "SCRAPY_ADAPTIVE_TOOK_OVER_DELTAFETCH"
 #: downloader's own (next to HttpCompressionMiddleware, 590); the WARC
 #: writer (off unless ADAPTIVE_WARC_DIR) sees bodies as sent and redirect
 #: hops (between RedirectMiddleware, 600, and CookiesMiddleware, 700)
-DOWNLOADER_MIDDLEWARES = {FetchErrorMiddleware: 10, ValidatorsMiddleware: 580, WarcMiddleware: 610}
+DOWNLOADER_MIDDLEWARES = {FetchErrorMiddleware: 10, ValidatorsMiddleware: 580}
+#: added only with ``ADAPTIVE_WARC_DIR``: a default is not worth a "disabled" warning at every start
+WARC_MIDDLEWARE = {WarcMiddleware: 610}
 #: the sitemaps middleware reads its responses after the visit was judged
 SPIDER_MIDDLEWARES = {VisitMiddleware: 10, SitemapsMiddleware: 20}
 #: Scrapy's robots.txt middleware, replaced by one whose copies age
@@ -58,8 +60,11 @@ class Addon:
 
     def update_settings(self, settings: BaseSettings) -> None:
         settings.set("SCHEDULER", SCHEDULER, "addon")
+        downloader = dict(DOWNLOADER_MIDDLEWARES)
+        if settings.get("ADAPTIVE_WARC_DIR"):
+            downloader.update(WARC_MIDDLEWARE)
         for name, components in (
-            ("DOWNLOADER_MIDDLEWARES", DOWNLOADER_MIDDLEWARES),
+            ("DOWNLOADER_MIDDLEWARES", downloader),
             ("SPIDER_MIDDLEWARES", SPIDER_MIDDLEWARES),
         ):
             for cls, order in components.items():

@@ -98,6 +98,17 @@ def test_addon_sets_components_at_addon_priority_and_respects_the_user() -> None
     assert user["SCHEDULER"] == "my.Scheduler"
 
 
+def test_addon_adds_the_warc_middleware_only_when_a_warc_folder_is_set() -> None:
+    from scrapy_adaptive.warc.middleware import WarcMiddleware
+
+    plain = Settings()
+    Addon().update_settings(plain)
+    assert WarcMiddleware not in plain.getdict("DOWNLOADER_MIDDLEWARES")  # no "disabled" warning at every start
+    archiving = Settings({"ADAPTIVE_WARC_DIR": "warc"})
+    Addon().update_settings(archiving)
+    assert archiving.getdict("DOWNLOADER_MIDDLEWARES")[WarcMiddleware] == 610
+
+
 def test_addon_puts_the_refreshing_robots_middleware_in_the_place_of_scrapys() -> None:
     from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 
