@@ -16,7 +16,7 @@ import pytest
 from scrapy_adaptive.model import UrlRecord
 from scrapy_adaptive.store.base import MemoryStore, Store
 from scrapy_adaptive.store.leveldb import LevelDBStore
-from scrapy_adaptive.store.redis import RedisStore
+from scrapy_adaptive.store.redis import RedisStore, close_client
 from tests import crawlrunner
 from tests.mockserver import DEFAULT_HOSTS, MockServer
 from testsite.redisserver import RedisClusterServers, RedisServer
@@ -150,7 +150,9 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
 @pytest.fixture
 def redis_url(redis_server: RedisServer) -> str:
     """The session's Redis, emptied for this test."""
-    redis_server.client().flushall()
+    client = redis_server.client()
+    client.flushall()
+    client.close()
     return redis_server.url
 
 
@@ -166,7 +168,7 @@ def redis_cluster_url(redis_cluster: RedisClusterServers) -> str:
     """The session's Redis Cluster, every primary emptied for this test."""
     client = redis_cluster.client()
     client.flushall()
-    client.close()
+    close_client(client)
     return redis_cluster.url
 
 

@@ -126,8 +126,9 @@ class RedisServer:
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
+            client = self.client()
             try:
-                if self.client().ping():
+                if client.ping():
                     return self
             except (redis.ConnectionError, redis.BusyLoadingError):
                 if self.proc.poll() is not None:
@@ -135,6 +136,8 @@ class RedisServer:
                 time.sleep(0.05)
             except redis.AuthenticationError:
                 return self
+            finally:
+                client.close()
         self.stop()
         raise RuntimeError(f"redis-server did not start on port {self.port} (see {self.folder / 'redis.log'})")
 

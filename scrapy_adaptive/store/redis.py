@@ -422,7 +422,7 @@ class RedisStore(Store):
         self._call("Writing to", self._redis.zrem, self._workers_key, worker)
 
     def close(self) -> None:
-        self._redis.close()
+        close_client(self._redis)
 
 
 def _ms(seconds: float) -> int:
@@ -431,3 +431,18 @@ def _ms(seconds: float) -> int:
 
 def _row_bytes(row: dict[str, Any]) -> bytes:
     return json.dumps(row, separators=(",", ":")).encode()
+
+
+def close_client(client: Any) -> None:
+    """Close a redis-py client and every socket it opened.
+
+    A Redis Cluster client's ``close`` leaves its nodes' connection pools
+    open (their sockets are closed only when collected): they are
+    disconnected here, so a closed store holds no socket.
+    """
+    nodes = getattr(getattr(client, "nodes_manager", None), "nodes_cache", None) or {}
+    for node in list(nodes.values()):
+        connection = getattr(node, "redis_connection", None)
+        if connection is not None:
+            connection.connection_pool.disconnect()
+    client.close()

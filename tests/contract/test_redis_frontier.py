@@ -200,7 +200,9 @@ def test_a_redis_that_lost_acknowledged_writes_is_refused(
     for url in URLS:
         first.enqueue_request(Request(url))
     first.close("finished")
-    redis_server.client().flushall()  # as a Redis without its AOF, restarted
+    client = redis_server.client()
+    client.flushall()  # as a Redis without its AOF, restarted
+    client.close()
     again = worker(tmp_path / "a", redis_url)
     with caplog.at_level(logging.CRITICAL):
         again.open(Pages())
