@@ -47,10 +47,10 @@ import statistics
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
-from .stats import POISSON_SHORT_SHARE, clustering
+from .stats import POISSON_SHORT_SHARE, clustering, read_trace
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MANIFEST = os.path.join(HERE, "manifest.json")
@@ -240,7 +240,7 @@ def median_commit_spacing(commits: list[Commit]) -> float | None:
 
 
 def _iso(t: float) -> str:
-    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%d")
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d")
 
 
 def derive(args: argparse.Namespace) -> dict[str, Any]:
@@ -362,9 +362,9 @@ def sources_markdown(manifest: str = MANIFEST, extra: dict[str, dict[str, Any]] 
     for s in rows:
         cv = "n/a" if s.get("median_cv") is None else f"{s['median_cv']:.2f}"
         share = "n/a" if s.get("short_share") is None else f"{s['short_share']:.1%}"
-        commit = s.get("commit") or ""
+        commit = f" @ `{s['commit'][:12]}`" if s.get("commit") else ""
         lines.append(
-            f"| {s['source']} | {s['kind']} | {s['repo']} @ `{commit[:12]}` | {s.get('licence') or 'unknown'} | "
+            f"| {s['source']} | {s['kind']} | {s['repo']}{commit} | {s.get('licence') or 'unknown'} | "
             f"{s['first']} – {s['last']} | {s['docs']} ({s.get('eligible', s['docs'])}) | {s['versions']} | "
             f"{_hours(s.get('median_commit_spacing_s'))} | {cv} | {share} |"
         )
@@ -393,6 +393,25 @@ def sources_markdown(manifest: str = MANIFEST, extra: dict[str, dict[str, Any]] 
     return "\n".join(lines)
 
 
+def reference_row(name: str, path: str) -> dict[str, Any]:
+    """A SOURCES.md row for a trace made elsewhere (the held-out corpus' dev half), for comparison."""
+    docs = list(read_trace(path))
+    stats = clustering(d["versions"] for d in docs)
+    return {
+        "source": name,
+        "kind": "reference",
+        "repo": f"`{path}` (not committed here)",
+        "commit": "",
+        "licence": "see its source",
+        "first": _iso(min(d["versions"][0] for d in docs)),
+        "last": _iso(max(d["versions"][-1] for d in docs)),
+        "docs": len(docs),
+        "versions": stats["versions"],
+        "median_cv": stats["median_cv"],
+        "short_share": stats["short_share"],
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.traces.derive", description=__doc__.split("\n\n")[0])
     parser.add_argument("--git-dir", help="a fetched (bare) git directory")
@@ -404,9 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--include", help="keep only paths matching this regular expression")
     parser.add_argument("--exclude", help="drop paths matching this regular expression")
     parser.add_argument("--ignore-lines", help="an edit whose changed lines all match this is no version")
-    parser.add_argument(
-        "--ignore-order", action="store_true", help="an edit that only reorders lines is no version"
-    )
+    parser.add_argument("--ignore-order", action="store_true", help="an edit that only reorders lines is no version")
     parser.add_argument("--author", help="only commits by a matching author name are versions (the scraper bot)")
     parser.add_argument(
         "--max-files-per-commit", type=int, default=0, help="a commit touching more selected files is maintenance"
@@ -419,6 +436,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="output trace (default bench/traces/<source>.jsonl.gz)")
     parser.add_argument("--manifest", default=MANIFEST)
     parser.add_argument("--sources-md", action="store_true", help="rewrite SOURCES.md from the manifest")
+    parser.add_argument(
+        "--reference", action="append", help="NAME=TRACE: a trace not derived here, given a row for comparison"
+    )
     args = parser.parse_args(argv)
     if args.git_dir:
         missing = [n for n in ("source", "kind", "repo") if not getattr(args, n)]
@@ -427,8 +447,12 @@ def main(argv: list[str] | None = None) -> int:
         entry = derive(args)
         print(json.dumps(entry, indent=1, ensure_ascii=False))
     if args.sources_md:
+        extra = {}
+        for spec in args.reference or []:
+            name, _, path = spec.partition("=")
+            extra[name] = reference_row(name, path)
         with open(SOURCES_MD, "w", encoding="utf-8") as fh:
-            fh.write(sources_markdown(args.manifest))
+            fh.write(sources_markdown(args.manifest, extra))
     if not args.git_dir and not args.sources_md:
         parser.error("nothing to do: give --git-dir or --sources-md")
     return 0
