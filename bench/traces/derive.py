@@ -204,8 +204,9 @@ class Blobs:
         return data
 
     def close(self) -> None:
-        if self._proc.stdin is not None:
-            self._proc.stdin.close()
+        for pipe in (self._proc.stdin, self._proc.stdout):
+            if pipe is not None:
+                pipe.close()
         self._proc.wait(timeout=60)
 
 
