@@ -28,7 +28,8 @@ than ``--max-docs`` remain, a seeded sample is kept (``random.Random(seed)``
 over the sorted names), so the cap is reproducible and does not favour the
 busiest files.  The trace is written gzipped, one JSON line per document
 ``{"doc": "<source>/<path>", "service": "<group>", "versions": [...]}``
-sorted by ``doc``, and the source's entry in the JSON manifest (repository,
+sorted by ``doc`` (plus ``"deleted": t`` for a file deleted at t, which the
+replay does not use yet: it keeps every document to the end), and the source's entry in the JSON manifest (repository,
 commit, licence, rules, cap, date range, counts, clustering statistics) is
 added or replaced.  ``--sources-md`` rewrites the human-readable table from
 the manifest.  Only timestamps leave the repository.
@@ -43,6 +44,7 @@ import json
 import os
 import random
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -68,6 +70,8 @@ class Life:
     #: (commit, path at that commit) of the creation and of each version after it, for the noise filter
     origin: tuple[str, str] = ("", "")
     edits: list[tuple[str, str, int]] = field(default_factory=list)
+    #: when the file was deleted (None: alive at the repository's last commit)
+    deleted: int | None = None
 
 
 def _git(git_dir: str, *args: str) -> str:
@@ -150,11 +154,13 @@ def lives(
             if kind == "D":
                 life = alive.pop(old, None)
                 if life is not None:
+                    life.deleted = ct
                     done.append(life)
             elif kind == "R":
                 life = alive.pop(old, None)
                 if not wanted(new):
                     if life is not None:
+                        life.deleted = ct  # moved out of the selection: gone from it
                         done.append(life)
                     continue
                 if life is None:
@@ -276,7 +282,11 @@ def derive(args: argparse.Namespace) -> dict[str, Any]:
             service = m.group(1)
         else:
             service = os.path.dirname(life.path) or args.source
-        rows.append({"doc": f"{args.source}/{name}", "service": service, "versions": sorted(set(life.versions))})
+        versions = sorted(set(life.versions))
+        row: dict[str, Any] = {"doc": f"{args.source}/{name}", "service": service, "versions": versions}
+        if life.deleted is not None:
+            row["deleted"] = life.deleted  # an extra key: readers of the three usual ones ignore it
+        rows.append(row)
     if not rows:
         raise SystemExit(f"{args.source}: no document has {args.min_versions} versions")
     out = args.out or os.path.join(HERE, f"{args.source}.jsonl.gz")
@@ -316,9 +326,22 @@ def derive(args: argparse.Namespace) -> dict[str, Any]:
         "docs_with_3_gaps": stats["docs_with_gaps"],
         "file": os.path.relpath(out, HERE),
         "note": args.note,
+        "command": public_command(getattr(args, "argv", [])),
     }
     update_manifest(entry, args.manifest)
     return entry
+
+
+def public_command(argv: list[str]) -> str:
+    """The command line, with the machine-specific git directory as DIR (repository and commit name the input)."""
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        if i and argv[i - 1] == "--git-dir":
+            arg = "DIR"
+        elif arg.startswith("--git-dir="):
+            arg = "--git-dir=DIR"
+        out.append(arg)
+    return "python -m bench.traces.derive " + shlex.join(out)
 
 
 def update_manifest(entry: dict[str, Any], path: str = MANIFEST) -> None:
@@ -440,7 +463,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--reference", action="append", help="NAME=TRACE: a trace not derived here, given a row for comparison"
     )
-    args = parser.parse_args(argv)
+    raw = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(raw)
+    args.argv = raw
     if args.git_dir:
         missing = [n for n in ("source", "kind", "repo") if not getattr(args, n)]
         if missing:
