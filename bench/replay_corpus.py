@@ -50,6 +50,7 @@ import glob
 import json
 import os
 import random
+import shlex
 import subprocess
 import sys
 import time
@@ -188,35 +189,75 @@ def _cost(world: World, policy: str, factors: Iterable[float]) -> float:
 # -- the report ---------------------------------------------------------------------------------------
 
 
-def summarise(row: dict[str, dict[str, Any]], default: str, peers: list[str]) -> dict[str, Any]:
-    """The default ÷ best exact peer ratio for one (source or pool, K) row."""
+def add_efficiency(row: dict[str, Any]) -> None:
+    """Give every policy cell of a (source, K) row its efficiency: recall ÷ the optimum's at its own fetches.
+
+    An exact cell spent F fetches, so its reference is the optimum at F; a
+    cell whose knob could not reach F is measured against the optimum at the
+    fetches it did spend (as :mod:`bench.replay` does), which makes every
+    rule comparable, plateaued or not.
+    """
+    optimum = row.get(HINDSIGHT)
+    if optimum is None:
+        return
+    for name, cell in row.items():
+        if name.startswith("_"):
+            continue
+        ref = optimum["recall"] if cell["exact"] else cell.get("optimum_at_own_fetches", optimum["recall"])
+        cell["optimum_recall"] = ref
+        cell["efficiency"] = cell["recall"] / ref if ref > 0 else 0.0
+
+
+def summarise(row: dict[str, Any], default: str, peers: list[str]) -> dict[str, Any]:
+    """The default against the best peer for one (source or pool, K) row, two ways.
+
+    By recall: among the peers that reached equal fetches (a plateaued
+    rule's recall was bought with other fetches).  By efficiency: among all
+    peers, each against the optimum at its own fetches.
+    """
     exact = {p: row[p]["recall"] for p in peers if p in row and row[p]["exact"]}
     best = max(exact, key=lambda p: exact[p]) if exact else None
     d = row.get(default)
     ratio = d["recall"] / exact[best] if d and best and exact[best] > 0 else None
-    return {"best_peer": best, "best_peer_recall": exact.get(best) if best else None, "default_over_best": ratio}
+    eff = {p: row[p]["efficiency"] for p in peers if p in row and "efficiency" in row[p]}
+    best_eff = max(eff, key=lambda p: eff[p]) if eff else None
+    eff_ratio = d["efficiency"] / eff[best_eff] if d and "efficiency" in d and best_eff and eff[best_eff] > 0 else None
+    return {
+        "best_peer": best,
+        "best_peer_recall": exact.get(best) if best else None,
+        "default_over_best": ratio,
+        "best_peer_by_efficiency": best_eff,
+        "default_over_best_efficiency": eff_ratio,
+    }
 
 
 def pool(sources: dict[str, dict[str, Any]], factor: str, names: list[str]) -> dict[str, Any]:
-    """Micro (Σ captured ÷ Σ changes) and macro (mean recall) pools at one K."""
+    """Micro (Σ captured ÷ Σ changes) and macro (mean recall) pools at one K.
+
+    Efficiency pools the same way: micro Σ captured ÷ Σ (optimum's recall at
+    the cell's own fetches × changes), macro the mean of the efficiencies.
+    """
     micro: dict[str, dict[str, Any]] = {}
     macro: dict[str, dict[str, Any]] = {}
     for name in names:
         cells = [s["factors"][factor][name] for s in sources.values() if name in s["factors"][factor]]
-        if len(cells) != len(sources):
+        if len(cells) != len(sources) or not cells:
             continue
         captured = sum(c["captured"] for c in cells)
         changes = sum(c["changes"] for c in cells)
         exact = all(c["exact"] for c in cells)
         micro[name] = {"recall": captured / changes if changes else 1.0, "exact": exact}
         macro[name] = {"recall": sum(c["recall"] for c in cells) / len(cells), "exact": exact}
+        if all("efficiency" in c for c in cells):
+            reachable = sum(c["optimum_recall"] * c["changes"] for c in cells)
+            micro[name]["efficiency"] = captured / reachable if reachable > 0 else 0.0
+            macro[name]["efficiency"] = sum(c["efficiency"] for c in cells) / len(cells)
     return {"micro": micro, "macro": macro}
 
 
 def build_report(
     cells: list[dict[str, Any]], paths: dict[str, str], worlds: dict[str, World], args: argparse.Namespace
 ) -> dict[str, Any]:
-    names = [args.default] + [p for p in args.peers if p != args.default] + [HINDSIGHT]
     sources: dict[str, dict[str, Any]] = {}
     for source, path in paths.items():
         world = worlds[source]
@@ -233,22 +274,8 @@ def build_report(
         s["seconds"] += cell.get("seconds", 0.0)
         for factor, figures in cell["by_factor"].items():
             s["factors"][factor][cell["policy"]] = figures
-    for s in sources.values():
-        for row in s["factors"].values():
-            row["_summary"] = summarise(row, args.default, args.peers)
-    pooled: dict[str, Any] = {}
-    for k in args.factors:
-        factor = str(k)
-        plain = {
-            n: {"factors": {factor: {p: v for p, v in s["factors"][factor].items() if p != "_summary"}}}
-            for n, s in sources.items()
-        }
-        p = pool(plain, factor, names)
-        p["micro"]["_summary"] = summarise(p["micro"], args.default, args.peers)
-        p["macro"]["_summary"] = summarise(p["macro"], args.default, args.peers)
-        pooled[factor] = p
-    return {
-        "command": "python -m bench.replay_corpus " + " ".join(args.argv),
+    report = {
+        "command": "python -m bench.replay_corpus " + shlex.join(args.argv),
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "commit": _git_commit(),
         "default_policy": args.default,
@@ -261,8 +288,32 @@ def build_report(
         "pooled_definition": "micro: sum captured / sum changes over sources, each at its own equal fetches; "
         "macro: mean of the sources' recalls",
         "sources": sources,
-        "pooled": pooled,
     }
+    return summarise_report(report)
+
+
+def summarise_report(report: dict[str, Any]) -> dict[str, Any]:
+    """(Re)compute the efficiencies, the default-versus-best-peer summaries and the pools from the cells."""
+    default, peers = report["default_policy"], report["peers"]
+    names = [default] + [p for p in peers if p != default] + [HINDSIGHT]
+    sources = report["sources"]
+    for s in sources.values():
+        for row in s["factors"].values():
+            row.pop("_summary", None)
+            add_efficiency(row)
+            row["_summary"] = summarise(row, default, peers)
+    pooled: dict[str, Any] = {}
+    for factor in (str(k) for k in report["factors"]):
+        plain = {
+            n: {"factors": {factor: {p: v for p, v in s["factors"][factor].items() if p != "_summary"}}}
+            for n, s in sources.items()
+        }
+        p = pool(plain, factor, names)
+        p["micro"]["_summary"] = summarise(p["micro"], default, peers)
+        p["macro"]["_summary"] = summarise(p["macro"], default, peers)
+        pooled[factor] = p
+    report["pooled"] = pooled
+    return report
 
 
 def _git_commit() -> str | None:
@@ -285,24 +336,33 @@ def _fmt_row(label: str, row: dict[str, Any], names: list[str]) -> tuple[str, li
         cols.append(f"{cell['recall']:>6.3f}{mark or ' '}")
         if not cell["exact"] and "fetch_ratio" in cell:
             notes.append(
-                f"{name} at {label}: fetches {cell['fetch_ratio']:.2f}× F"
-                f" (optimum at its own fetches {cell.get('optimum_at_own_fetches', float('nan')):.3f})"
+                f"{name} at {label}: fetches {cell['fetch_ratio']:.2f}× F, knob {cell['knob']:.3g}"
+                f" (optimum at its own fetches {cell.get('optimum_at_own_fetches', float('nan')):.3f},"
+                f" efficiency {cell.get('efficiency', float('nan')):.1%})"
             )
     summary = row["_summary"]
-    ratio = summary["default_over_best"]
-    best = summary["best_peer"] or "-"
-    cols.append(f"{ratio:>6.3f}" if ratio is not None else f"{'n/a':>6}")
-    cols.append(f" {best}")
-    return f"{label:<8}" + " ".join(cols), notes
+
+    def ratio(x: float | None) -> str:
+        return f"{x:>6.3f}" if x is not None else f"{'n/a':>6}"
+
+    cols.append(f"{ratio(summary['default_over_best'])} {summary['best_peer'] or '-':<12}")
+    cols.append(f"{ratio(summary['default_over_best_efficiency'])} {summary['best_peer_by_efficiency'] or '-'}")
+    return f"{label:<5}" + " ".join(cols), notes
 
 
 def format_report(report: dict[str, Any]) -> str:
     default = report["default_policy"]
     names = [default] + [p for p in report["peers"] if p != default] + [HINDSIGHT]
-    header = f"{'K':<8}" + " ".join(f"{n[:7]:>7}" for n in names) + f" {'def/bp':>6}  best peer"
+    header = (
+        f"{'K':<5}"
+        + " ".join(f"{n[:7]:>7}" for n in names)
+        + f" {'d/bp':>6} {'best peer':<12} {'eff d/b':>6} best by eff"
+    )
     lines = [
-        f"recall at equal fetches (F = K × versions); default {default}; def/bp = {default} ÷ best exact peer; "
-        "* = knob could not reach F (not eligible as best peer)",
+        f"recall at equal fetches (F = K × versions); default {default}; * = the knob could not bring the rule "
+        "to F (its recall is at its own fetches, see the notes)",
+        f"d/bp = {default}'s recall ÷ the best peer's among those at F; eff d/b = {default}'s efficiency ÷ the best "
+        "peer's, efficiency = recall ÷ the hindsight optimum's at the same fetches (every peer eligible)",
     ]
     notes: list[str] = []
     for name, s in report["sources"].items():
@@ -313,7 +373,11 @@ def format_report(report: dict[str, Any]) -> str:
             notes += [f"{name} {x}" for x in n]
     for kind in ("micro", "macro"):
         title = "Σ captured ÷ Σ changes" if kind == "micro" else "mean of sources' recalls"
-        lines += ["", f"pooled ({kind}: {title}) over {len(report['sources'])} sources", header]
+        lines += [
+            "",
+            f"pooled ({kind}: {title}) over {len(report['sources'])} sources; * = not at F in some source",
+            header,
+        ]
         for factor in (str(k) for k in report["factors"]):
             text, _ = _fmt_row(f"{factor}×", report["pooled"][factor][kind], names)
             lines.append(text)
@@ -337,8 +401,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-chain", dest="chain", action="store_false", help="start each K's search afresh")
     parser.add_argument("--no-optimum", dest="optimum", action="store_false", help="skip the hindsight optimum")
     parser.add_argument("--json", help="write the report here")
+    parser.add_argument("--render", metavar="JSON", help="print the tables of a report written earlier; run nothing")
     raw = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(raw)
+    if args.render:
+        with open(args.render, encoding="utf-8") as fh:
+            print(format_report(summarise_report(json.load(fh))))
+        return 0
     args.argv = raw
     args.factors = [float(k) if "." in k else int(k) for k in args.factors.split(",")]
     args.peers = [p for p in args.peers.split(",") if p]
