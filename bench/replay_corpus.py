@@ -277,7 +277,7 @@ def build_report(
     report = {
         "command": "python -m bench.replay_corpus " + shlex.join(args.argv),
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "commit": _git_commit(),
+        "commit": args.commit,
         "default_policy": args.default,
         "peers": args.peers,
         "factors": args.factors,
@@ -423,6 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         paths = {w: paths[w] for w in wanted}
     if not paths:
         parser.error("no traces found")
+    args.commit = _git_commit()  # at the start: the code and traces that ran, whatever is committed meanwhile
     worlds = {n: load_world(p, args.max_docs, args.max_versions, args.seed) for n, p in paths.items()}
     policies = [args.default] + [p for p in args.peers if p != args.default]
     if args.optimum:
