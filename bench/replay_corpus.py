@@ -386,6 +386,41 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def format_markdown(report: dict[str, Any]) -> str:
+    """The tables as Markdown, for docs/lab: recall per policy, the optimum, the two default-versus-peer ratios."""
+    default = report["default_policy"]
+    names = [default] + [p for p in report["peers"] if p != default] + [HINDSIGHT]
+    head = "| K | " + " | ".join(names) + " | d/bp | best peer | eff d/b | best by eff |"
+    rule = "|" + "---|" * (len(names) + 5)
+
+    def row(label: str, r: dict[str, Any]) -> str:
+        cols = []
+        for n in names:
+            c = r.get(n)
+            cols.append("–" if c is None else f"{c['recall']:.3f}{'' if c['exact'] else '*'}")
+        s = r["_summary"]
+        ratio = "n/a" if s["default_over_best"] is None else f"{s['default_over_best']:.3f}"
+        eff = "n/a" if s["default_over_best_efficiency"] is None else f"{s['default_over_best_efficiency']:.3f}"
+        best, best_eff = s["best_peer"] or "–", s["best_peer_by_efficiency"] or "–"
+        return f"| {label} | " + " | ".join(cols) + f" | {ratio} | {best} | {eff} | {best_eff} |"
+
+    out: list[str] = []
+    for name, src in report["sources"].items():
+        out += [
+            f"**{name}** ({src['docs']} docs, {src['versions']} versions, {src['changes']} changes)",
+            "",
+            head,
+            rule,
+        ]
+        out += [row(f"{k}×", src["factors"][str(k)]) for k in report["factors"]]
+        out.append("")
+    for kind, title in (("micro", "Σ captured ÷ Σ changes"), ("macro", "mean of the sources' recalls")):
+        out += [f"**pooled, {kind}** ({title})", "", head, rule]
+        out += [row(f"{k}×", report["pooled"][str(k)][kind]) for k in report["factors"]]
+        out.append("")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.replay_corpus", description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", default=TRACES, help="directory of <source>.jsonl.gz traces")
@@ -402,11 +437,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-optimum", dest="optimum", action="store_false", help="skip the hindsight optimum")
     parser.add_argument("--json", help="write the report here")
     parser.add_argument("--render", metavar="JSON", help="print the tables of a report written earlier; run nothing")
+    parser.add_argument("--markdown", action="store_true", help="with --render: Markdown tables")
     raw = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(raw)
     if args.render:
         with open(args.render, encoding="utf-8") as fh:
-            print(format_report(summarise_report(json.load(fh))))
+            report = summarise_report(json.load(fh))
+        print(format_markdown(report) if args.markdown else format_report(report))
         return 0
     args.argv = raw
     args.factors = [float(k) if "." in k else int(k) for k in args.factors.split(",")]
