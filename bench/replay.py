@@ -52,6 +52,7 @@ from .sim.intensity import CONSTANT
 from .sim.lineup import BUDGETED, POLICIES, LabContext, with_scale
 from .sim.metrics import RunResult
 from .sim.world import DAY, HOUR, Host, Page, World, WorldSpec
+from .traces.stats import read_trace
 
 #: the policy the crawler ships as its default (ADAPTIVE_WAIT_POLICY); Heritrix's
 #: rule stays available by name (docs/lab/policy-lab.md has the figures behind the choice)
@@ -88,21 +89,15 @@ def _host_name(service: str, known: dict[str, str]) -> str:
 
 
 def load_trace(path: str) -> World:
-    """Build a world from a trace file (one JSON document per line)."""
-    docs: list[dict[str, Any]] = []
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                doc = json.loads(line)
-                versions = sorted({float(v) for v in doc["versions"]})
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ValueError(f"{path}:{number}: not a trace line ({exc})") from None
-            if versions:
-                docs.append({"doc": str(doc.get("doc", number)), "service": str(doc.get("service", "")), "v": versions})
+    """Build a world from a trace file (one JSON document per line; ``.gz`` is read transparently)."""
+    return world_from_docs(list(read_trace(path)), path)
+
+
+def world_from_docs(rows: list[dict[str, Any]], label: str = "trace") -> World:
+    """Build a world from trace rows ``{"doc", "service", "versions"}`` (versions sorted)."""
+    docs = [{"doc": r["doc"], "service": r["service"], "v": r["versions"]} for r in rows if r["versions"]]
     if not docs:
-        raise ValueError(f"{path}: no documents with versions")
+        raise ValueError(f"{label}: no documents with versions")
     start = min(d["v"][0] for d in docs)
     end = max(d["v"][-1] for d in docs) + 1.0
     names: dict[str, str] = {}
@@ -246,12 +241,25 @@ def _run(name: str, world: World, rho: float, knob: float, config: RunConfig) ->
 
 
 def equal_fetch_run(
-    name: str, world: World, rho: float, target: float, config: RunConfig, *, rounds: int = 7, tolerance: float = 0.01
+    name: str,
+    world: World,
+    rho: float,
+    target: float,
+    config: RunConfig,
+    *,
+    rounds: int = 7,
+    tolerance: float = 0.01,
+    start: float = 1.0,
 ) -> dict[str, Any]:
-    """Search the policy's knob for *target* revisits; interpolate to it."""
+    """Search the policy's knob for *target* revisits; interpolate to it.
+
+    *start* is the first knob tried (1: the policy's own parameters); a
+    good guess saves runs, and the answer is the same interpolation to
+    *target* whatever the start, within *tolerance*.
+    """
     sign = 1.0 if name in BUDGETED else -1.0  # revisits rise (budget) or fall (time scale) with the knob
     runs: list[tuple[float, RunResult]] = []
-    knob, slope = 1.0, sign
+    knob, slope = min(max(start, 0.02), 50.0), sign
     for _ in range(rounds):
         result = _run(name, world, rho, knob, config)
         runs.append((knob, result))
@@ -275,6 +283,7 @@ def equal_fetch_run(
     else:
         a = b = min((r for _, r in runs), key=lambda r: abs(r.revisits - target))
     w = 0.0 if b.revisits == a.revisits else (target - a.revisits) / (b.revisits - a.revisits)
+    knob_of = {id(r): k for k, r in runs}
 
     def mix(x: float, y: float) -> float:
         return x + w * (y - x)
@@ -287,14 +296,22 @@ def equal_fetch_run(
         "captured": captured,
         "revisits": revisits,
         "runs": [(k, r.revisits) for k, r in runs],
+        # the knob at the target (geometric mean of the bracketing runs'): where a neighbouring search should start
+        "knob": math.sqrt(knob_of[id(a)] * knob_of[id(b)]),
         "realised_fetches": [r.revisits + r.first_visits for _, r in runs],
         "violations": max(r.violations for _, r in runs),
         "exact": a is not b or abs(a.revisits - target) <= tolerance * target,
     }
 
 
-def replay(trace: str, factor: float, policies: list[str] | None = None) -> dict[str, Any]:
-    """Replay *trace* at *factor* × versions fetches; the JSON-ready report."""
+def replay(
+    trace: str, factor: float, policies: list[str] | None = None, *, default: str = DEFAULT_POLICY
+) -> dict[str, Any]:
+    """Replay *trace* at *factor* × versions fetches; the JSON-ready report.
+
+    *default* names the policy the report always includes (the shipped
+    default, or a candidate for it).
+    """
     world = load_trace(trace)
     docs = len(world.pages)
     fetches = factor * versions_in(world)
@@ -305,7 +322,7 @@ def replay(trace: str, factor: float, policies: list[str] | None = None) -> dict
     config = RunConfig(bin_days=90.0)
     best = hindsight_optimum(world, target)
     report: dict[str, Any] = {
-        "default_policy": DEFAULT_POLICY,
+        "default_policy": default,
         "trace": trace,
         "budget_factor": factor,
         "documents": docs,
@@ -317,8 +334,8 @@ def replay(trace: str, factor: float, policies: list[str] | None = None) -> dict
         "policies": {},
     }
     chosen = list(policies or REPLAY_POLICIES)
-    if DEFAULT_POLICY not in chosen:
-        chosen.insert(0, DEFAULT_POLICY)  # the report always says how the shipped default does
+    if default not in chosen:
+        chosen.insert(0, default)  # the report always says how the shipped default does
     for name in chosen:
         run = equal_fetch_run(name, world, rho, target, config)
         # a rule whose knob cannot reach the budget is compared with the
@@ -357,12 +374,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget-factor", type=float, default=1.0, help="fetches = K × versions (default 1)")
     parser.add_argument("--json", help="write the report here")
     parser.add_argument("--policies", help="comma-separated subset of: " + ", ".join(REPLAY_POLICIES))
+    parser.add_argument(
+        "--default", default=DEFAULT_POLICY, help=f"the default policy, always run (default {DEFAULT_POLICY})"
+    )
     args = parser.parse_args(argv)
     policies = args.policies.split(",") if args.policies else None
-    unknown = [p for p in policies or [] if p not in POLICIES]
+    unknown = [p for p in (policies or []) + [args.default] if p not in POLICIES]
     if unknown:
         parser.error(f"unknown policies: {', '.join(unknown)}")
-    report = replay(args.trace, args.budget_factor, policies)
+    report = replay(args.trace, args.budget_factor, policies, default=args.default)
     print(format_report(report))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
