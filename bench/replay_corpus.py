@@ -74,7 +74,8 @@ from .traces.stats import read_trace
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRACES = os.path.join(HERE, "traces")
-DEV_TRACE = "/work/shared/traces/opentermsarchive-dev.jsonl"
+#: the shared development half of the Open Terms Archive histories, beside the checkout
+DEV_TRACE = os.path.join(os.path.dirname(os.path.dirname(HERE)), "shared", "traces", "opentermsarchive-dev.jsonl")
 DEFAULT = "burst"
 #: the peers' rules: what the default must beat
 PEERS = ["uniform", "heritrix", "nutch", "stormcrawler", "fix", "dyn", "window", "state1", "state2"]
