@@ -17,7 +17,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from .store.keys import NEVER_MS
+#: "Never" as a time of next visit: the largest unsigned 64-bit value.  Failed
+#: and robots-disallowed URLs stay in their queue with this time so that they
+#: are not rediscovered (thesis 6.2).
+NEVER_MS = 2**64 - 1
 
 #: crawl-log annotation of a verification fetch that caught the host's
 #: validators saying "no change" while the content changed

@@ -19,10 +19,8 @@ from __future__ import annotations
 import math
 import struct
 
-#: "Never" as a time of next visit: the largest unsigned 64-bit value.  Failed
-#: and robots-disallowed URLs stay in their queue with this time so that they
-#: are not rediscovered (thesis 6.2).
-NEVER_MS = 2**64 - 1
+from ..model import NEVER_MS
+
 MAX_DIRECTIVE = 255
 #: the directive of a noise probe (above an embed's 1): issued before its
 #: queue's other due URLs, so it comes one politeness delay after the fetch
