@@ -17,7 +17,7 @@ interval MLE, Last-Modified X/T) live with the lab, in
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -210,6 +210,23 @@ def age_tail(seconds: float, log_rate: float, variance: float) -> float:
     return math.exp(-k * math.log1p(seconds * math.exp(log_rate) / k))
 
 
+def _bracket(score_and_slope: Callable[[float], tuple[float, float]], u: float) -> tuple[float, float]:
+    """[lo, hi] around the root of a decreasing score, grown geometrically from *u*."""
+    step = 4.0
+    lo = hi = u
+    s_lo, _ = score_and_slope(lo)
+    while s_lo < 0:
+        hi, lo = lo, lo - step
+        s_lo, _ = score_and_slope(lo)
+        step *= 2
+    s_hi, _ = score_and_slope(hi)
+    while s_hi > 0:
+        lo, hi = hi, hi + step
+        s_hi, _ = score_and_slope(hi)
+        step *= 2
+    return lo, hi
+
+
 def posterior_log_rate(
     changed: Sequence[float],
     exposure: float,
@@ -268,18 +285,7 @@ def posterior_log_rate(
         v -= max(-2.0, min(2.0, step))
         if abs(step) < tol:
             return v, -1.0 / slope
-    step = 4.0
-    lo = hi = u
-    s_lo, _ = score_and_slope(lo)
-    while s_lo < 0:
-        hi, lo = lo, lo - step
-        s_lo, _ = score_and_slope(lo)
-        step *= 2
-    s_hi, _ = score_and_slope(hi)
-    while s_hi > 0:
-        lo, hi = hi, hi + step
-        s_hi, _ = score_and_slope(hi)
-        step *= 2
+    lo, hi = _bracket(score_and_slope, u)
     slope = 0.0
     if lo != hi:
         u = min(max(u, lo), hi)

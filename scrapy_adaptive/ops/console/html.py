@@ -128,23 +128,7 @@ def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
         ],
     ]
     wait_classes = report["wait_classes"]
-    hosts = report["hosts"][:15]
-    host_rows = []
-    for h in hosts:
-        trust = h.get("trust") or {}
-        rel = trust.get("reliability")
-        host_rows.append(
-            [
-                h["host"],
-                h["state"],
-                h["urls"],
-                h["due"],
-                h["visits"],
-                h["versions"],
-                "-" if rel is None else f"{rel:.2f}",
-                human(h["fetch_time"]) if h["fetch_time"] is not None else "-",
-            ]
-        )
+    host_rows = _host_rows(report["hosts"][:15])
     no_hours = '<p class="muted">No hourly figures yet: the running crawl records them at each summary.</p>'
     sections = [
         f"<h1>{_esc(title)}</h1>",
@@ -194,3 +178,24 @@ def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{_esc(title)}</title><style>{_STYLE}</style></head><body>" + "".join(sections) + "</body></html>"
     )
+
+
+def _host_rows(hosts: list[dict[str, Any]]) -> list[list[Any]]:
+    """The top hosts' table rows."""
+    host_rows = []
+    for h in hosts:
+        trust = h.get("trust") or {}
+        rel = trust.get("reliability")
+        host_rows.append(
+            [
+                h["host"],
+                h["state"],
+                h["urls"],
+                h["due"],
+                h["visits"],
+                h["versions"],
+                "-" if rel is None else f"{rel:.2f}",
+                human(h["fetch_time"]) if h["fetch_time"] is not None else "-",
+            ]
+        )
+    return host_rows
