@@ -15,40 +15,19 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
+from .cells import FALLBACK_BIN as _FALLBACK_BIN
+from .cells import ZERO_BIN as _ZERO_BIN
+from .cells import cells_rate, log_bracket, solve_ratio
 from .history import DAY, clamp
 from .memory import ALLOCATION
 from .prior import PopulationPrior
 
-_ZERO_BIN = -(10**6)
-#: URLs nothing is known of yet: their rate is the current fallback
-#: (:meth:`RateAllocator.fallback_rate`), read at solve time, so that they do
-#: not keep the rate of the moment they were registered while the crawl grows
-_FALLBACK_BIN = 10**6
 #: revisits an unconfigured budget window holds (3 days at 240 revisits a day)
 WINDOW_REVISITS = 720.0
-
-
-def solve_ratio(fetch_rate: Callable[[float], float], target: float, bracket: tuple[float, float]) -> float:
-    """The r with fetch_rate(r) = target (fetch_rate decreases in r),
-    searched in ln r within *bracket*; the nearer edge if out of reach."""
-    lo, hi = bracket
-    if fetch_rate(math.exp(lo)) <= target:
-        return math.exp(lo)
-    if fetch_rate(math.exp(hi)) >= target:
-        return math.exp(hi)
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        if fetch_rate(math.exp(mid)) > target:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-4:
-            break
-    return math.exp((lo + hi) / 2)
 
 
 class RateAllocator:
@@ -348,18 +327,7 @@ class RateAllocator:
     # -- solving -------------------------------------------------------------------
 
     def _cells_rate(self, cells: dict[int, list[float]], r: float) -> float:
-        total = 0.0
-        f_min, f_max = self.min_fetch_rate, self.max_fetch_rate
-        fallback = self.fallback_rate() or 0.0
-        for b, (n, s) in cells.items():
-            if b == _FALLBACK_BIN:
-                s = n * fallback
-            if s <= 0:
-                total += n * f_min
-            else:
-                f = s / (n * r)
-                total += n * (f_min if f < f_min else f_max if f > f_max else f)
-        return total
+        return cells_rate(cells, r, self.min_fetch_rate, self.max_fetch_rate, self.fallback_rate() or 0.0)
 
     def _planned_cap(self, host: str) -> float:
         """The fetch rate *host*'s plan may ask for: its politeness cap, times
@@ -383,23 +351,7 @@ class RateAllocator:
         return total
 
     def _bracket(self, *groups: dict[int, list[float]]) -> tuple[float, float]:
-        """ln r bounds outside which the fetch rate of *groups* of cells no longer moves.
-
-        Every URL of rate λ is at the fastest rate for r ≤ λ/f_max and at the
-        slowest for r ≥ λ/f_min, so the bisection needs nothing beyond
-        [min λ/f_max, max λ/f_min].  A target out of reach then lands on the
-        edge where the plan saturates, a meaningful r, not e^±40.
-        """
-        fallback = self.fallback_rate() or 0.0
-        rates = [
-            fallback if b == _FALLBACK_BIN else s / n
-            for cells in groups
-            for b, (n, s) in cells.items()
-            if s > 0 and n > 0 and (fallback > 0 or b != _FALLBACK_BIN)
-        ]
-        if not rates:
-            return 0.0, 0.0
-        return math.log(min(rates) / self.max_fetch_rate), math.log(max(rates) / self.min_fetch_rate)
+        return log_bracket(groups, self.fallback_rate() or 0.0, self.min_fetch_rate, self.max_fetch_rate)
 
     def solve(self) -> None:
         """Recompute r* (and the r̂_h of capped hosts) from the histograms."""
