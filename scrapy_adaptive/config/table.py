@@ -57,6 +57,14 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "fsync every write. Writes already survive a killed process; this also survives power loss, at a cost "
         "in speed.",
     ),
+    bool_spec(
+        "ADAPTIVE_GC_FREEZE",
+        GROUP_STATE,
+        True,
+        "move everything alive when the frontier opens (Scrapy, the project, the frontier's own tables) out of "
+        "the garbage collector's sight (`gc.freeze()`): a crawl that runs for months then spends its collections "
+        "on what it allocates per page only.",
+    ),
     seconds_spec(
         "ADAPTIVE_STOP_GRACE",
         GROUP_STATE,

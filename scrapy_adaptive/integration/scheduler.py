@@ -30,6 +30,7 @@ fingerprint tag issued requests carry:
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections.abc import Callable
@@ -196,6 +197,11 @@ class AdaptiveScheduler(BaseScheduler):
         except (StateDirError, StoreError) as exc:
             self.refusal.refuse(str(exc))
             return None
+        if self.config.gc_freeze and not gc.get_freeze_count():
+            # what lives now lives for the crawl: collections scan per-page garbage only
+            # (once per process: a second crawl in it keeps the first's freeze)
+            gc.collect()
+            gc.freeze()
         crawl = self.policy.params.crawl
         ShareBudget(runtime, crawl.allocator, self.config.budget).run()
         seeded = take_seeds(runtime.state.path, self._seed)

@@ -284,3 +284,21 @@ def test_a_caught_lie_replans_the_unchecked_siblings_through_the_verdict_path(tm
         record = frontier.get_record(*scheduler._where(url))
         assert record is not None and record.next_ms < planned[url] - 60_000
     scheduler.close("finished")
+
+
+@in_loop
+def test_opening_freezes_what_lives_for_the_crawl_unless_told_not_to(tmp_path: Path) -> None:
+    import gc
+
+    gc.unfreeze()
+    try:
+        off = build(tmp_path / "off", ADAPTIVE_GC_FREEZE=False)
+        off.open(Pages())
+        assert gc.get_freeze_count() == 0
+        off.close("finished")
+        on = build(tmp_path / "on")
+        on.open(Pages())
+        assert gc.get_freeze_count() > 0  # the default: collections skip the crawl's long-lived objects
+        on.close("finished")
+    finally:
+        gc.unfreeze()
