@@ -104,6 +104,17 @@ def compare(previous: str | None, current: str | None) -> ChangeState:
     return ChangeState.UNCHANGED if previous == current else ChangeState.CHANGED
 
 
+def same_payload(record: dict[str, Any], visit: Visit) -> bool:
+    """True if this visit's body is byte for byte the last visit's.
+
+    Such a page did not change, whatever rule digests it now: a digest rule
+    switch (a sibling's learned noise adopted, the settings edited) changes
+    the digest's form, never the page.
+    """
+    last = record.get("payload_digest")
+    return last is not None and visit.payload_digest == last
+
+
 def base_visit(response: Response) -> Visit:
     """What any response tells, before its content is judged."""
     depth = response.meta.get("depth") if response.request is not None else None
@@ -126,7 +137,7 @@ def evaluate(response: Response, record: dict[str, Any], digester: Digester | No
     if digest is not None:
         visit.digest = digest
         visit.payload_digest = payload_digest(response.body, exact_digest=digest)
-    visit.change = compare(record.get("digest"), digest)
+    visit.change = ChangeState.UNCHANGED if same_payload(record, visit) else compare(record.get("digest"), digest)
     return visit
 
 
@@ -278,7 +289,8 @@ class VisitMiddleware:
             self.stats.inc_value("adaptive/noise/adopted")
         if result.digest is not None:
             visit.digest = result.digest
-            visit.change = ChangeState.UNCHANGED if result.unchanged else compare(record.get("digest"), result.digest)
+            unchanged = result.unchanged or same_payload(record, visit)
+            visit.change = ChangeState.UNCHANGED if unchanged else compare(record.get("digest"), result.digest)
         if result.probe:
             visit.probe = 0.0  # due now: the frontier's politeness spaces it
             visit.annotations.append("noiseProbe")
@@ -398,7 +410,8 @@ class VisitMiddleware:
         if items:
             visit.digest = items_digest(items, digester.fields)
             visit.payload_digest = payload_digest(response.body)
-            visit.change = compare(record.get("digest"), visit.digest)
+            same = same_payload(record, visit)
+            visit.change = ChangeState.UNCHANGED if same else compare(record.get("digest"), visit.digest)
         self._commit(request, visit)
         request.meta[meta.CHANGE] = visit.change.value
         if (visit.change is ChangeState.UNCHANGED or not_content(visit)) and self._skips(request):
