@@ -324,8 +324,10 @@ class VisitMiddleware:
         from .sitemaps import read_signal  # the sitemaps middleware uses this module
 
         kind = str(request.meta[meta.SIGNAL])
-        if visit.change is ChangeState.UNCHANGED and 200 <= response.status < 300:
-            return  # the bytes read last time: nothing new to read or to say
+        if response.status < 400 and (visit.change is ChangeState.UNCHANGED or visit.size is None):
+            # the bytes read last time, or no body (a 304, an aborted fetch):
+            # nothing new to read or to say
+            return
         read = read_signal(response, kind, self.signal_max_size)
         request.meta[meta.SIGNAL_READ] = read
         if read.problem is None:

@@ -204,3 +204,25 @@ def test_a_failing_sitemaps_wait_doubles_at_each_failure() -> None:
     ok = Request(URL, meta={meta.SIGNAL: SITEMAP, meta.FP: b"fp", meta.RECORD: {"wait": 20.0}})
     visits.process_spider_input(XmlResponse(URL, body=urlset(("http://127.0.0.1/a", None)), request=ok))
     assert commits.visits[-1].wait is None  # type: ignore[attr-defined]  # a sitemap that reads: the policy's wait
+
+
+def test_a_sitemap_answering_304_to_its_validators_is_not_a_failure() -> None:
+    from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware
+
+    class Commits:
+        def __init__(self) -> None:
+            self.visits: list[object] = []
+
+        def commit(self, request: Request, visit: object) -> None:
+            self.visits.append(visit)
+
+    stats = get_crawler().stats
+    stats.open_spider()  # type: ignore[union-attr, call-arg]
+    commits = Commits()
+    visits = VisitMiddleware(stats, commits)  # type: ignore[arg-type]
+    fetch = {"change": "unchanged", "annotation": "notModified"}
+    request = Request(URL, meta={meta.SIGNAL: SITEMAP, meta.FP: b"fp", meta.RECORD: {"wait": 20.0}, meta.FETCH: fetch})
+    visits.process_spider_input(XmlResponse(URL, body=b"", status=304, request=request))
+    [visit] = commits.visits
+    assert visit.wait is None and "signalUnreadable" not in visit.annotations  # type: ignore[attr-defined]
+    assert stats.get_value("adaptive/signals/sitemap/unreadable") is None  # type: ignore[union-attr]
