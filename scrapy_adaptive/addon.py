@@ -19,6 +19,7 @@ from typing import Any
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from .integration.delivery import DURABLE_FILE_STORAGE
+from .integration.downloadermiddlewares.compression import SCRAPY_COMPRESSION, DecompressionVerdictMiddleware
 from .integration.downloadermiddlewares.errors import FetchErrorMiddleware
 from .integration.downloadermiddlewares.robots import RobotsRefreshMiddleware
 from .integration.downloadermiddlewares.validators import ValidatorsMiddleware
@@ -74,6 +75,7 @@ class Addon:
         self._take_over_deltafetch(settings)
         self._durable_file_feeds(settings)
         self._refreshing_robots(settings)
+        self._decompression_verdicts(settings)
 
     @staticmethod
     def _refreshing_robots(settings: BaseSettings) -> None:
@@ -87,6 +89,21 @@ class Addon:
         order = settings.getdict("DOWNLOADER_MIDDLEWARES_BASE").get(SCRAPY_ROBOTS, 100)
         mws[SCRAPY_ROBOTS] = None
         mws[RobotsRefreshMiddleware] = order
+        priority = max(settings.getpriority("DOWNLOADER_MIDDLEWARES") or 0, SETTINGS_PRIORITIES["addon"])
+        settings.set("DOWNLOADER_MIDDLEWARES", mws, priority)
+
+    @staticmethod
+    def _decompression_verdicts(settings: BaseSettings) -> None:
+        """:class:`DecompressionVerdictMiddleware` in the place of Scrapy's,
+        unless the project placed Scrapy's (or ours) itself."""
+        mws = settings.getdict("DOWNLOADER_MIDDLEWARES")
+        if any(key in mws for key in (SCRAPY_COMPRESSION, DecompressionVerdictMiddleware)) or any(
+            isinstance(key, type) and key.__name__ == "HttpCompressionMiddleware" for key in mws
+        ):
+            return
+        order = settings.getdict("DOWNLOADER_MIDDLEWARES_BASE").get(SCRAPY_COMPRESSION, 590)
+        mws[SCRAPY_COMPRESSION] = None
+        mws[DecompressionVerdictMiddleware] = order
         priority = max(settings.getpriority("DOWNLOADER_MIDDLEWARES") or 0, SETTINGS_PRIORITIES["addon"])
         settings.set("DOWNLOADER_MIDDLEWARES", mws, priority)
 

@@ -55,6 +55,8 @@ FETCH = "_adaptive_fetch"
 PENDING_VISIT = "_adaptive_visit"
 #: embed hops from the last page (``ADAPTIVE_EMBED_HOPS``)
 EMBED_HOPS = "_adaptive_embed_hops"
+#: a sitemap or feed read before its verdict (a ``sitemaps.SignalRead``)
+SIGNAL_READ = "_adaptive_signal_read"
 #: a changed visit's :class:`~scrapy_adaptive.integration.delivery.Ticket`: its items on their way to the user's store
 DELIVERY = "_adaptive_delivery"
 
@@ -72,6 +74,7 @@ PRIVATE = (
     PENDING_VISIT,
     EMBED_HOPS,
     DELIVERY,
+    SIGNAL_READ,
 )
 #: public keys that belong to one fetch and are never stored with the request
 PER_FETCH = frozenset({RECORD, CHANGE, HINT})

@@ -268,6 +268,7 @@ class UrlRecord:
             "size": self.size,
             "fetched": self.fetched,
             "digest": self.digest,
+            "payload_digest": self.payload_digest,
             "etag": self.etag,
             "last_modified": self.last_modified,
             "wait": self.wait,

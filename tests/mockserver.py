@@ -82,7 +82,8 @@ request counters, so tests are reproducible):
     bytes that are not gzip), ``never`` (reads the request, never answers),
     ``binary`` (random-looking bytes labelled ``text/html``), ``links?n=N``
     (a page of N distinct links), ``long-link?kb=N`` (a page linking to a URL
-    of N KB).
+    of N KB), ``gzip-bomb?mb=N`` (a small gzip body, ``Content-Encoding:
+    gzip``, that inflates to N MB of HTML; 20 by default).
 ``/robots.txt``
     ``User-agent: *`` / ``Disallow: /private/`` plus ``Crawl-delay`` when the
     server was started with ``--crawl-delay`` or ``/_robots`` set one.
@@ -116,6 +117,7 @@ measure politeness and concurrency from log entries (:func:`max_concurrency`,
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import html
 import itertools
@@ -125,6 +127,7 @@ import sys
 import time
 import urllib.parse
 import urllib.request
+import zlib
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -550,6 +553,11 @@ def _build_resource(state: _State) -> Any:
                 request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
                 request.setHeader(b"Content-Encoding", b"gzip")
                 return b"this is not gzip at all " * 40
+            if case == "gzip-bomb":
+                mb = min(int(_arg(request, "mb", "20") or 20), 1024)
+                request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
+                request.setHeader(b"Content-Encoding", b"gzip")
+                return _gzip_bomb(mb)
             if case == "never":
                 return NOT_DONE_YET  # the connection stays open, silent, until the client gives up
             if case == "binary":
@@ -567,6 +575,17 @@ def _build_resource(state: _State) -> Any:
             return b"no such hostile case\n"
 
     return Root()
+
+
+@functools.cache
+def _gzip_bomb(mb: int) -> bytes:
+    """*mb* MB of HTML gzipped to a few KB per MB (a decompression bomb)."""
+    stream = zlib.compressobj(9, zlib.DEFLATED, 31)
+    chunk = b" " * 1_048_576
+    parts = [stream.compress(b"<html><body>")]
+    parts += [stream.compress(chunk) for _ in range(mb)]
+    parts.append(stream.compress(b"</body></html>") + stream.flush())
+    return b"".join(parts)
 
 
 def _endless(request: Request) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -103,11 +104,22 @@ class Runtime:
             self.checkpoint(clean=True)
         if self.crawl_log is not None:
             self.crawl_log.close()
+        if self.state.temporary:
+            remove_temporary(self.state.path)
 
     def summary(self, *, final: bool = False) -> None:
         """The periodic summary line, host capacities measured first."""
         self.capacity.measured()
         self.reporter.summary(final=final)
+
+
+def remove_temporary(path: str) -> None:
+    """A crawl without JOBDIR keeps nothing (it said so at start): its
+    temporary state folder goes with it, not left to fill the temp folder."""
+    try:
+        shutil.rmtree(path)
+    except OSError as exc:
+        logger.warning("The temporary state folder %s could not be removed: %s", path, exc)
 
 
 def politeness_of(config: AdaptiveConfig) -> Politeness:

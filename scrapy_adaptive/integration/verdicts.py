@@ -118,7 +118,7 @@ class Verdicts:
         if record is not None and (HEADER_LIED in visit.annotations or HEADER_PACE in visit.annotations):
             self._replan_siblings(record, lie=HEADER_LIED in visit.annotations)
         if record is not None:
-            self._report(request, record, visit)
+            self._report(request, record, visit, pending=int(deliver))
         self.on_change()
         return record
 
@@ -154,7 +154,7 @@ class Verdicts:
             self.stats.inc_value("adaptive/wait_policy/overrides_ignored")
         return policy
 
-    def _report(self, request: Request, record: UrlRecord, visit: Visit) -> None:
+    def _report(self, request: Request, record: UrlRecord, visit: Visit, *, pending: int = 0) -> None:
         self._count(record, visit)
         count_settled(self.stats, request.meta.get(meta.RECORD), visit)
         if VALIDATOR_LIE in visit.annotations:
@@ -166,7 +166,9 @@ class Verdicts:
                 record.queue,
             )
         if self.crawl_log is not None:
-            self.crawl_log.write(record, visit)
+            # a version awaiting delivery is counted at its confirmation; the
+            # line says what this visit found, so it counts it already
+            self.crawl_log.write(record, visit, pending=pending)
         if visit.outcome is Outcome.RETRY and record.outcome == Outcome.RETRY.value:
             logger.debug("Will retry %s in %.0fs: %s", record.url, self.frontier.politeness.retry_delay, visit.reason)
         elif record.outcome in (Outcome.FAILED.value, Outcome.DISREGARDED.value):

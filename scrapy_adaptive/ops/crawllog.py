@@ -55,10 +55,16 @@ def _second_stamp(second: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
 
 
-def format_line(record: UrlRecord, visit: Visit, now: float) -> str:
+def format_line(record: UrlRecord, visit: Visit, now: float, pending: int = 0) -> str:
+    """One visit's line.
+
+    *pending* is the versions this visit found that are not counted yet (a
+    changed visit awaiting the delivery of its items): the line counts them,
+    so ``changed`` never shows the count from before the change.
+    """
     stamp = _second_stamp(int(now)) + f".{int(now % 1 * 1000):03d}Z"
     notes = [f"wt:{duration_text(visit.wait)}" if visit.wait is not None else "wt:-", f"{record.visits}vis"]
-    notes.append(f"{record.versions}ver")
+    notes.append(f"{record.versions + pending}ver")
     if visit.overdue is not None:
         notes.append(f"ov:{duration_text(visit.overdue)}")
     annotations = [visit.change.value] if record.outcome == "visited" else [str(record.outcome)]
@@ -91,10 +97,10 @@ class CrawlLog:
         self._size = 0
         self._broken = False
 
-    def write(self, record: UrlRecord, visit: Visit, now: float | None = None) -> None:
+    def write(self, record: UrlRecord, visit: Visit, now: float | None = None, *, pending: int = 0) -> None:
         if self._broken:
             return
-        line = format_line(record, visit, time.time() if now is None else now) + "\n"
+        line = format_line(record, visit, time.time() if now is None else now, pending) + "\n"
         try:
             if self._file is None:
                 self._file = open(self.path, "a", encoding="utf-8", buffering=1, opener=private_opener)  # noqa: SIM115

@@ -80,8 +80,8 @@ def test_hostile_servers_each_end_in_a_verdict_and_the_crawl_goes_on(
         assert (record.outcome, record.failures) == (outcome, failures), (path, record.reason)
         if visits is None:
             assert record.visits >= 1, path
-    # the bad gzip body broke HttpCompressionMiddleware: only the lease saw it
-    assert "no verdict within ADAPTIVE_LEASE" in records[urls["/hostile/bad-gzip/a"]].reason
+    # the bad gzip body is a verdict at once, not a lapsed lease
+    assert "not valid gzip" in str(records[urls["/hostile/bad-gzip/a"]].reason)
     # 10,000 links all known; the 100 KB URL was stored and fetched
     assert sum(1 for url in records if "/page/many-" in url) == 10_000
     long_url = next(url for url in records if "/page/long?" in url)
@@ -92,6 +92,35 @@ def test_hostile_servers_each_end_in_a_verdict_and_the_crawl_goes_on(
     assert not [line for line in traceback_lines(result) if "scrapy_adaptive" in line]
     # memory stayed bounded (the endless body is cut by DOWNLOAD_TIMEOUT)
     assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 600_000  # KB
+
+
+def test_a_decompression_bomb_gets_its_verdict_at_once(
+    clean_log: MockServer, adaptive_settings: dict[str, object]
+) -> None:
+    """A 20 KB gzip body inflating to 20 MB, over a 1 MB DOWNLOAD_MAXSIZE:
+    refused while inflating, a counted retry at once (not after
+    ADAPTIVE_LEASE), failed after the retries; the crawl goes on."""
+    server = clean_log
+    bomb = server.url("/hostile/gzip-bomb/a?mb=20", host="127.0.0.2")
+    start = server.page_url("/page/bomb-index", links=[bomb])
+    settings = {
+        **adaptive_settings,
+        "LOG_LEVEL": "INFO",
+        "DOWNLOAD_MAXSIZE": 1_048_576,
+        "RETRY_TIMES": 0,
+        "ADAPTIVE_MAX_RETRIES": 1,
+        "ADAPTIVE_RETRY_DELAY": 0.5,
+        "ADAPTIVE_WAIT_DEFAULT": 1000,
+        "CLOSESPIDER_TIMEOUT": 6,
+    }
+    result = run_crawl(CASES, settings, timeout=60, args=["-a", f"start_urls={start}"])
+    result.assert_ok(allow_errors=True)
+    record = read_records(Path(str(settings["ADAPTIVE_STATE_DIR"])))[bomb]
+    assert (record.outcome, record.visits, record.failures) == ("failed", 0, 1), record.reason
+    assert "DOWNLOAD_MAXSIZE (1048576 B)" in str(record.reason)
+    assert result.stats["adaptive/decompression/too_large"] == 2
+    assert "adaptive/leases_expired" not in result.stats
+    assert traceback_lines(result) == []
 
 
 @pytest.mark.parametrize(

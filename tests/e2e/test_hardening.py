@@ -177,3 +177,17 @@ def test_appended_jsonl_and_csv_feeds_survive_a_kill_and_restarts(
     assert rows[0] == ["url", "status", "payload", "version", "change"]
     assert rows.count(rows[0]) == 1 and len(rows) == len(items) + 1
     assert all(len(row) == 5 and row[0] == start for row in rows[1:])
+
+
+def test_without_jobdir_the_temporary_state_folder_is_removed_at_close(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_path: Path
+) -> None:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    start = clean_log.page_url("/page/tempdir-index")
+    settings = {k: v for k, v in adaptive_settings.items() if k != "ADAPTIVE_STATE_DIR"}
+    settings |= {"ADAPTIVE_WAIT_DEFAULT": 0.5, "CLOSESPIDER_TIMEOUT": 2}
+    result = run_crawl(CASES, settings, timeout=60, env={"TMPDIR": str(temp)}, args=["-a", f"start_urls={start}"])
+    result.assert_ok()
+    assert "the frontier lives in the temporary folder" in result.log
+    assert not [p.name for p in temp.iterdir() if p.name.startswith("scrapy-adaptive-")]

@@ -47,7 +47,7 @@ def test_sitemaps_feeds_and_robots_sitemaps_feed_the_frontier_with_hints(
     )
     settings = {
         **adaptive_settings,
-        "ADAPTIVE_SITEMAPS": [index, server.url("/page/not-a-sitemap")],
+        "ADAPTIVE_SITEMAPS": [index, server.url("/page/not-a-sitemap"), server.url("/notfound/sitemap.xml")],
         "ADAPTIVE_FEEDS": [server.url(f"/feed/news?urls={news}&fresh_from={ANNOUNCED_AT}")],
         "ADAPTIVE_SITEMAPS_FROM_ROBOTS": True,
         # pages are due far in the future: only a hint can bring them back
@@ -85,8 +85,12 @@ def test_sitemaps_feeds_and_robots_sitemaps_feed_the_frontier_with_hints(
     assert stats["adaptive/hints/confirmed/feed"] == 1
     assert len(fetches("/page/sm-a")) == 1  # its lastmod never moved: never revisited
     # a page that is not a sitemap is one warning naming it; the crawl goes on
-    assert f"sitemap {server.url('/page/not-a-sitemap')} is not a sitemap" in result.log
-    assert stats["adaptive/signals/sitemap/unreadable"] >= 1
+    assert result.log.count(f"sitemap {server.url('/page/not-a-sitemap')} is not a sitemap") == 1
+    # a sitemap that answers 404 too: said once, counted, not "Ignoring response" at every re-read
+    assert result.log.count(f"sitemap {server.url('/notfound/sitemap.xml')} answered HTTP 404") == 1
+    assert "Ignoring response <404" not in result.log
+    assert len([e for e in log if e["path"] == "/notfound/sitemap.xml"]) == 1  # backed off: not re-read yet
+    assert stats["adaptive/signals/sitemap/unreadable"] >= 2
     assert stats["adaptive/signals/from_robots"] == 1
     assert stats["adaptive/signals/feed/read"] >= 1
 

@@ -24,15 +24,24 @@ Sitemaps are parsed with Scrapy's own :class:`~scrapy.utils.sitemap.Sitemap`
 (the class ``SitemapSpider`` uses), gzip bodies with
 :func:`scrapy.utils.gz.gunzip` bounded by ``DOWNLOAD_MAXSIZE`` (a gzip bomb
 is refused, not inflated); feeds with ``feedparser`` (the optional extra
-``scrapy-adaptive[feeds]``).  A body that is neither is one warning naming
-the URL, and the crawl goes on.
+``scrapy-adaptive[feeds]``).
+
+A sitemap or feed that fails (an HTTP error, a body that is not XML or not
+a sitemap, a ``<urlset>`` cut before its closing tag) is one WARNING naming
+it and what is wrong (again only when the problem changes), counted in
+``adaptive/signals/<kind>/unreadable``, and its re-reads are backed off: the
+visit middleware reads the body before it commits the verdict
+(:func:`read_signal`) and doubles the URL's wait at each failure in a row.
+The crawl goes on; a cut sitemap's entries that were read are kept.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import struct
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
@@ -58,6 +67,10 @@ KINDS = (SITEMAP, FEED)
 #: robots.txt sitemaps remembered per process (beyond it, a repeat is only
 #: a duplicate the frontier ignores)
 MAX_SEEN_FROM_ROBOTS = 10_000
+#: failing sitemaps whose last problem is remembered, so it is said once
+MAX_WARNED = 10_000
+#: a whole sitemap ends with its root's closing tag (and maybe whitespace)
+CLOSED = re.compile(rb"</(?:[\w.-]+:)?(?:urlset|sitemapindex)>\s*$")
 
 
 class SignalBodyError(ValueError):
@@ -81,11 +94,54 @@ def sitemap_entries(body: bytes, url: str) -> tuple[str, list[dict[str, Any]]]:
     try:
         sitemap = Sitemap(body)
         entries = list(sitemap)
+    except StopIteration:  # lxml's recover mode found no element at all
+        raise SignalBodyError(f"sitemap {url} is not XML (no element in its {len(body)} bytes)") from None
     except Exception as exc:  # lxml's recover mode still fails on an empty body
-        raise SignalBodyError(f"sitemap {url} is not XML ({type(exc).__name__}: {exc})") from None
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise SignalBodyError(f"sitemap {url} is not XML ({detail})") from None
     if sitemap.type not in ("urlset", "sitemapindex"):
         raise SignalBodyError(f"sitemap {url} is not a sitemap (root element {sitemap.type!r})")
     return sitemap.type, entries
+
+
+@dataclass
+class SignalRead:
+    """What one sitemap or feed response gave: its entries' requests, and
+    what is wrong with it (None: nothing)."""
+
+    requests: list[Request] = field(default_factory=list)
+    problem: str | None = None
+
+
+def read_signal(response: Response, kind: str, max_size: int) -> SignalRead:
+    """Read a sitemap or feed response: entries, or the problem that stops them.
+
+    An HTTP error is a problem whatever its body; a sitemap cut before its
+    closing tag is one too, though the entries before the cut are kept.
+    """
+    url = response.url
+    if not 200 <= response.status < 300:
+        return SignalRead(problem=f"{kind} {url} answered HTTP {response.status}")
+    try:
+        if kind != SITEMAP:
+            links = feed_entries(response.body, url)
+            return SignalRead([hinted(response.urljoin(link), modified, FEED) for link, modified in links])
+        body = sitemap_body(response.body, url, max_size)
+        root, entries = sitemap_entries(body, url)
+    except SignalBodyError as exc:
+        return SignalRead(problem=str(exc))
+    requests = []
+    for entry in entries:
+        loc = entry.get("loc")
+        if not loc:
+            continue
+        if root == "sitemapindex":
+            requests.append(Request(loc, meta={meta.SIGNAL: SITEMAP}))
+        else:
+            requests.append(hinted(loc, entry.get("lastmod") or None, SITEMAP))
+    if CLOSED.search(body[-256:]) is None:
+        return SignalRead(requests, f"sitemap {url} is cut short (no closing </{root}>; {len(requests)} entries read)")
+    return SignalRead(requests)
 
 
 def feed_entries(body: bytes, url: str) -> list[tuple[str, str | None]]:
@@ -133,6 +189,8 @@ class SitemapsMiddleware:
         self.feeds: tuple[str, ...] = ()
         self.from_robots = False
         self._seen_from_robots: set[str] = set()
+        #: the last problem said of each failing sitemap or feed
+        self._warned: dict[str, str] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SitemapsMiddleware:
@@ -182,36 +240,36 @@ class SitemapsMiddleware:
         request = response.request
         if request is None or request.meta.get(meta.SIGNAL) not in KINDS:
             return
+        # an HTTP error is read here, said once and counted, not dropped by
+        # HttpErrorMiddleware ("Ignoring response") at every re-read
+        request.meta["handle_httpstatus_all"] = True
         if request.callback is not skip_unchanged:  # an unchanged sitemap says nothing new
             request.callback = self._read
             request.errback = None
 
     def _read(self, response: Response, **kwargs: Any) -> Iterator[Request]:
         """Stands in for the callback of a sitemap or feed."""
-        kind = response.meta.get(meta.SIGNAL)
-        try:
-            requests = list(self._sitemap(response) if kind == SITEMAP else self._feed(response))
-        except SignalBodyError as exc:
-            logger.warning("%s; it is revisited as usual, the crawl goes on.", exc)
-            self.stats.inc_value(f"adaptive/signals/{kind}/unreadable")
-            return iter(())
+        kind = str(response.meta.get(meta.SIGNAL))
+        read = response.meta.pop(meta.SIGNAL_READ, None)
+        if not isinstance(read, SignalRead):  # no visit middleware read it first
+            read = read_signal(response, kind, self.max_size)
+            if read.problem is not None:
+                self.stats.inc_value(f"adaptive/signals/{kind}/unreadable")
+        if read.problem is not None:
+            self._warn(response.url, read.problem)
+            if not read.requests:
+                return iter(())
+        else:
+            self._warned.pop(response.url, None)
         self.stats.inc_value(f"adaptive/signals/{kind}/read")
-        self.stats.inc_value(f"adaptive/signals/{kind}/entries", len(requests))
-        return iter(requests)
+        self.stats.inc_value(f"adaptive/signals/{kind}/entries", len(read.requests))
+        return iter(read.requests)
 
-    def _sitemap(self, response: Response) -> Iterable[Request]:
-        body = sitemap_body(response.body, response.url, self.max_size)
-        kind, entries = sitemap_entries(body, response.url)
-        for entry in entries:
-            loc = entry.get("loc")
-            if not loc:
-                continue
-            if kind == "sitemapindex":
-                yield Request(loc, meta={meta.SIGNAL: SITEMAP})
-            else:
-                yield hinted(loc, entry.get("lastmod") or None, SITEMAP)
-
-    @staticmethod
-    def _feed(response: Response) -> Iterable[Request]:
-        for link, modified in feed_entries(response.body, response.url):
-            yield hinted(response.urljoin(link), modified, FEED)
+    def _warn(self, url: str, problem: str) -> None:
+        """One WARNING per failing sitemap and problem; its repeats at DEBUG."""
+        if self._warned.get(url) == problem:
+            logger.debug("%s (again).", problem)
+            return
+        if url in self._warned or len(self._warned) < MAX_WARNED:
+            self._warned[url] = problem
+        logger.warning("%s; its re-reads are backed off, the crawl goes on.", problem)

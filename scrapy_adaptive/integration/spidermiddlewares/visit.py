@@ -104,6 +104,17 @@ def compare(previous: str | None, current: str | None) -> ChangeState:
     return ChangeState.UNCHANGED if previous == current else ChangeState.CHANGED
 
 
+def same_payload(record: dict[str, Any], visit: Visit) -> bool:
+    """True if this visit's body is byte for byte the last visit's.
+
+    Such a page did not change, whatever rule digests it now: a digest rule
+    switch (a sibling's learned noise adopted, the settings edited) changes
+    the digest's form, never the page.
+    """
+    last = record.get("payload_digest")
+    return last is not None and visit.payload_digest == last
+
+
 def base_visit(response: Response) -> Visit:
     """What any response tells, before its content is judged."""
     depth = response.meta.get("depth") if response.request is not None else None
@@ -126,7 +137,7 @@ def evaluate(response: Response, record: dict[str, Any], digester: Digester | No
     if digest is not None:
         visit.digest = digest
         visit.payload_digest = payload_digest(response.body, exact_digest=digest)
-    visit.change = compare(record.get("digest"), digest)
+    visit.change = ChangeState.UNCHANGED if same_payload(record, visit) else compare(record.get("digest"), digest)
     return visit
 
 
@@ -166,6 +177,10 @@ class VisitMiddleware:
         max_size: int = DEFAULTS["ADAPTIVE_DIGEST_MAX_SIZE"],
         probe_window: float = 30.0,
         noise_learning: bool = DEFAULTS["ADAPTIVE_NOISE_LEARNING"],
+        signal_max_size: int = 0,
+        wait_default: float = DEFAULTS["ADAPTIVE_WAIT_DEFAULT"],
+        wait_min: float = DEFAULTS["ADAPTIVE_WAIT_MIN"],
+        wait_max: float = DEFAULTS["ADAPTIVE_WAIT_MAX"],
         clock: Any = time.time,
     ) -> None:
         self.stats = stats
@@ -182,6 +197,14 @@ class VisitMiddleware:
         self.noise_learning = noise_learning
         #: exclusions learned on a page, offered to its siblings
         self.noise_pool = noise.NoisePool()
+        #: DOWNLOAD_MAXSIZE: the most a gzip sitemap may inflate to (0: no limit)
+        self.signal_max_size = signal_max_size
+        #: a failing sitemap's wait doubles from the default, within the
+        #: catch-all bounds (a policy that re-reads sitemaps often must not
+        #: re-read a broken one as often)
+        self.wait_default = wait_default
+        self.wait_min = wait_min
+        self.wait_max = wait_max
         self.clock = clock
 
     @classmethod
@@ -209,6 +232,10 @@ class VisitMiddleware:
                 # short next to the change rates noise learning must not mistake
                 probe_window=max(30.0, 10 * config.min_delay),
                 noise_learning=config.noise_learning,
+                signal_max_size=crawler.settings.getint("DOWNLOAD_MAXSIZE"),
+                wait_default=config.wait_default,
+                wait_min=config.wait_min,
+                wait_max=config.wait_max,
             )
         crawler.signals.connect(mw.frontier_opened, FRONTIER_OPENED)
         return mw
@@ -242,6 +269,8 @@ class VisitMiddleware:
             # (or a sibling's) exclusions must not replace the user's rule
             if self.noise_learning and digester.name != RegexDigester.name:
                 self._noise(response, record, visit)
+        if request.meta.get(meta.SIGNAL) in ("sitemap", "feed"):
+            self._signal(request, response, record, visit)
         self.services.commit(request, visit)
         self._after_verdict(request, visit)
 
@@ -278,7 +307,8 @@ class VisitMiddleware:
             self.stats.inc_value("adaptive/noise/adopted")
         if result.digest is not None:
             visit.digest = result.digest
-            visit.change = ChangeState.UNCHANGED if result.unchanged else compare(record.get("digest"), result.digest)
+            unchanged = result.unchanged or same_payload(record, visit)
+            visit.change = ChangeState.UNCHANGED if unchanged else compare(record.get("digest"), result.digest)
         if result.probe:
             visit.probe = 0.0  # due now: the frontier's politeness spaces it
             visit.annotations.append("noiseProbe")
@@ -286,6 +316,26 @@ class VisitMiddleware:
         if result.learned:
             visit.annotations.append(noise.NOISE_LEARNED)
             self.stats.inc_value("adaptive/noise/learned")
+
+    def _signal(self, request: Request, response: Response, record: dict[str, Any], visit: Visit) -> None:
+        """A sitemap or feed is read before its verdict, so one that fails
+        waits twice as long as the last time (a failure in a row backs off
+        further), not the short wait of a page that keeps changing."""
+        from .sitemaps import read_signal  # the sitemaps middleware uses this module
+
+        kind = str(request.meta[meta.SIGNAL])
+        if response.status < 400 and (visit.change is ChangeState.UNCHANGED or visit.size is None):
+            # the bytes read last time, or no body (a 304, an aborted fetch):
+            # nothing new to read or to say
+            return
+        read = read_signal(response, kind, self.signal_max_size)
+        request.meta[meta.SIGNAL_READ] = read
+        if read.problem is None:
+            return
+        self.stats.inc_value(f"adaptive/signals/{kind}/unreadable")
+        visit.annotations.append("signalUnreadable")
+        doubled = 2 * max(record.get("wait") or 0.0, self.wait_default)
+        visit.wait = min(self.wait_max, max(self.wait_min, doubled))
 
     def _after_verdict(self, request: Request, visit: Visit) -> None:
         request.meta[meta.CHANGE] = visit.change.value
@@ -398,7 +448,8 @@ class VisitMiddleware:
         if items:
             visit.digest = items_digest(items, digester.fields)
             visit.payload_digest = payload_digest(response.body)
-            visit.change = compare(record.get("digest"), visit.digest)
+            same = same_payload(record, visit)
+            visit.change = ChangeState.UNCHANGED if same else compare(record.get("digest"), visit.digest)
         self._commit(request, visit)
         request.meta[meta.CHANGE] = visit.change.value
         if (visit.change is ChangeState.UNCHANGED or not_content(visit)) and self._skips(request):

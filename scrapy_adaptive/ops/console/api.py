@@ -29,6 +29,7 @@ from ...change.trust import TrustBook
 from ...frontier import Frontier, UrlRecord
 from ...frontier.shape import percentile
 from ...model import RecordError
+from ...policies import memory
 from ...store.keys import time_to_ms
 from ..progress import Progress
 
@@ -367,6 +368,34 @@ def take_seeds(state_path: str, seeder: Seeder) -> list[dict[str, Any]]:
     return results
 
 
+def policy_in_words(policy: dict[str, Any]) -> list[str]:
+    """What the wait policy learned of a URL, in words.
+
+    The memory's short keys and raw numbers (observation lists, allocator
+    and prior bookkeeping) mean nothing to a reader; only what a person can
+    act on is said, the rest is left out.
+    """
+    lines = []
+    rate = policy.get(memory.ESTIMATE)
+    if isinstance(rate, (int, float)) and not isinstance(rate, bool):
+        if rate > 0:
+            lines.append(
+                f"estimated change rate: {rate * 86_400:.3g} per day (about one change every {human(1 / rate)})"
+            )
+        else:
+            lines.append("estimated change rate: no change seen yet")
+    observations = policy.get(memory.OBSERVATIONS)
+    if isinstance(observations, list) and observations:
+        lines.append(f"the estimate rests on the last {len(observations)} intervals between visits")
+    agreement = policy.get(memory.LAST_MODIFIED_AGREEMENT)
+    if isinstance(agreement, list) and len(agreement) == 2:
+        good, bad = agreement
+        lines.append(f"Last-Modified agreed with the content {good} times, disagreed {bad} times")
+    if policy.get(memory.AGE_UNCHECKED) is not None:
+        lines.append("the first visit's Last-Modified is not checked yet: its fetches are verified")
+    return lines
+
+
 def describe(record: UrlRecord, now: float) -> list[str]:
     """A URL's record in words: what is known, its visits, and its next visit."""
     lines = [
@@ -400,8 +429,7 @@ def describe(record: UrlRecord, now: float) -> list[str]:
         rel = "due now" if due <= now else f"in {human(due - now)}"
         why = f"wait {human(record.wait)} chosen by the wait policy" if record.wait is not None else "a new URL"
         lines.append(f"next visit: {when(due)} ({rel}); {why}")
-    if record.policy:
-        lines.append("the policy's memory of this URL: " + ", ".join(f"{k}={v}" for k, v in record.policy.items()))
+    lines += policy_in_words(record.policy)
     if record.hint:
         lines.append(f"a change hint waits for this visit: {record.hint}")
     if record.noise:

@@ -419,3 +419,44 @@ def test_the_visit_middleware_counts_the_items_a_changed_page_yields(tmp_path: P
     next(gen)
     gen.close()  # the crawl stopped half way: not complete, delivered again after a restart
     assert (tickets[2].yielded, tickets[2].done) == (1, False)
+
+
+def test_the_crawl_log_counts_the_version_a_changed_visit_found_before_its_confirmation(tmp_path: Path) -> None:
+    from scrapy_adaptive.integration.verdicts import Verdicts
+    from scrapy_adaptive.ops.crawllog import CrawlLog
+
+    class Issued:
+        def fp_of(self, request: Request) -> bytes:
+            return FP
+
+        def pop(self, fp: bytes) -> None:
+            return None
+
+    class Tickets:
+        def open(self, request: Request, fp: bytes, digest: str | None) -> None:
+            return None
+
+    clock = Clock()
+    f = frontier(MemoryStore(), clock)
+    f.add(FP, URL, "a.example", {"url": URL})
+    log = CrawlLog(str(tmp_path / "crawl.log"), max_bytes=1 << 20, backups=1)
+    verdicts = Verdicts(
+        f,
+        None,  # type: ignore[arg-type]  # every verdict below carries its wait
+        Issued(),  # type: ignore[arg-type]
+        MemoryStatsCollector(get_crawler()),
+        crawl_log=log,
+        delivery=Tickets(),  # type: ignore[arg-type]
+        on_store_error=lambda exc: None,
+        clock=clock,
+    )
+    for digest in ("text:sha1:1", "text:sha1:2"):
+        clock.t += 1000
+        assert f.next() is not None
+        verdicts.commit(Request(URL), changed(digest))
+        f.confirm([(FP, digest)])
+    log.close()
+    first, second = (tmp_path / "crawl.log").read_text().splitlines()
+    assert "1vis,1ver" in first and "2vis,2ver" in second  # as `scrapy frontier url` says once confirmed
+    record = f.get_record("a.example", FP)
+    assert record is not None and record.versions == 2

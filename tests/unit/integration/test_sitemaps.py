@@ -145,3 +145,84 @@ def test_the_url_list_settings_take_lists_strings_and_json() -> None:
     assert parse_value(spec, None) == ()
     with pytest.raises(ConfigError, match=r"ADAPTIVE_SITEMAPS \(5\) must be http\(s\) URLs"):
         parse_value(spec, 5)
+
+
+def failing_read(mw: SitemapsMiddleware, body: bytes, status: int = 200) -> list[Request]:
+    request = Request(URL, meta={meta.SIGNAL: SITEMAP})
+    response = XmlResponse(URL, body=body, status=status, request=request)
+    mw.process_spider_input(response)
+    assert request.meta["handle_httpstatus_all"] is True  # read here, not "Ignoring response" by HttpError
+    return list(request.callback(response))
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "problem", "entries"),
+    [
+        (b"<html>not found</html>", 404, f"sitemap {URL} answered HTTP 404", 0),
+        (b"this is not xml at all", 200, f"sitemap {URL} is not XML (no element in its 22 bytes)", 0),
+        (urlset(("http://127.0.0.1/a", None), ("http://127.0.0.1/b", None))[:-20], 200, "is cut short", 2),
+    ],
+)
+def test_a_failing_sitemap_is_one_warning_naming_it_and_counted_at_every_read(
+    body: bytes, status: int, problem: str, entries: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    stats = get_crawler().stats
+    stats.open_spider()  # type: ignore[union-attr, call-arg]
+    mw = SitemapsMiddleware(stats)  # type: ignore[arg-type]
+    with caplog.at_level(logging.WARNING):
+        assert len(failing_read(mw, body, status)) == entries
+        assert len(failing_read(mw, body, status)) == entries
+    [record] = caplog.records  # said once, not at every re-read
+    assert problem in record.getMessage() and "StopIteration" not in record.getMessage()
+    assert stats.get_value("adaptive/signals/sitemap/unreadable") == 2  # type: ignore[union-attr]
+
+
+def test_a_failing_sitemaps_wait_doubles_at_each_failure() -> None:
+    from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware
+
+    class Commits:
+        def __init__(self) -> None:
+            self.visits: list[object] = []
+
+        def commit(self, request: Request, visit: object) -> None:
+            self.visits.append(visit)
+
+    stats = get_crawler().stats
+    stats.open_spider()  # type: ignore[union-attr, call-arg]
+    commits = Commits()
+    visits = VisitMiddleware(stats, commits, wait_default=10.0, wait_min=1.0, wait_max=1000.0)  # type: ignore[arg-type]
+    waits = []
+    for wait in (None, 20.0, 800.0):
+        request = Request(URL, meta={meta.SIGNAL: SITEMAP, meta.FP: b"fp", meta.RECORD: {"wait": wait}})
+        visits.process_spider_input(
+            XmlResponse(URL, body=f"<h1>gone {wait}</h1>".encode(), status=404, request=request)
+        )
+        waits.append(commits.visits[-1].wait)  # type: ignore[attr-defined]
+        assert "signalUnreadable" in commits.visits[-1].annotations  # type: ignore[attr-defined]
+    assert waits == [20.0, 40.0, 1000.0]
+    assert stats.get_value("adaptive/signals/sitemap/unreadable") == 3  # type: ignore[union-attr]
+    ok = Request(URL, meta={meta.SIGNAL: SITEMAP, meta.FP: b"fp", meta.RECORD: {"wait": 20.0}})
+    visits.process_spider_input(XmlResponse(URL, body=urlset(("http://127.0.0.1/a", None)), request=ok))
+    assert commits.visits[-1].wait is None  # type: ignore[attr-defined]  # a sitemap that reads: the policy's wait
+
+
+def test_a_sitemap_answering_304_to_its_validators_is_not_a_failure() -> None:
+    from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware
+
+    class Commits:
+        def __init__(self) -> None:
+            self.visits: list[object] = []
+
+        def commit(self, request: Request, visit: object) -> None:
+            self.visits.append(visit)
+
+    stats = get_crawler().stats
+    stats.open_spider()  # type: ignore[union-attr, call-arg]
+    commits = Commits()
+    visits = VisitMiddleware(stats, commits)  # type: ignore[arg-type]
+    fetch = {"change": "unchanged", "annotation": "notModified"}
+    request = Request(URL, meta={meta.SIGNAL: SITEMAP, meta.FP: b"fp", meta.RECORD: {"wait": 20.0}, meta.FETCH: fetch})
+    visits.process_spider_input(XmlResponse(URL, body=b"", status=304, request=request))
+    [visit] = commits.visits
+    assert visit.wait is None and "signalUnreadable" not in visit.annotations  # type: ignore[attr-defined]
+    assert stats.get_value("adaptive/signals/sitemap/unreadable") is None  # type: ignore[union-attr]

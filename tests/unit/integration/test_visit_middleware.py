@@ -106,3 +106,34 @@ def test_a_hand_written_regex_rule_is_never_replaced_by_learned_noise() -> None:
 
 def html(url: str, body: str) -> HtmlResponse:
     return HtmlResponse(url, body=body.encode(), request=Request(url))
+
+
+def test_same_bytes_under_a_new_digest_rule_are_unchanged_and_skip_the_callback() -> None:
+    """A page whose body equals the last visit's is unchanged, even when the
+    digest rule switched (here: a sibling's learned noise adopted)."""
+    clock_page = "<html><body><p>Server time {} UTC</p><p>Story</p></body></html>"
+    commits = Commits()
+    mw = VisitMiddleware(get_crawler().stats, commits)  # type: ignore[arg-type]
+    learned = noise.learn(
+        noise.sketch(noise.segments_of(html("http://example.com/lab/a.html", clock_page.format(1)))),
+        noise.segments_of(html("http://example.com/lab/a.html", clock_page.format(2))),
+    ).exclusions
+    assert learned
+    body = "<html><body><p>Server time 7 UTC</p><p>Story</p></body></html>"
+    first = evaluate(html("http://example.com/lab/b.html", body), {})
+    record = {"digest": first.digest, "payload_digest": first.payload_digest, "fetched": 0.0, "visits": 2}
+    mw.noise_pool.add("http://example.com/lab/a.html", learned)
+    page = html("http://example.com/lab/b.html", body)
+    page.request.meta.update({meta.FP: b"fp", meta.RECORD: record})  # type: ignore[union-attr]
+    mw.process_spider_input(page)
+    [visit] = commits.visits
+    assert "noiseAdopted" in visit.annotations and visit.digest.startswith("noise:")  # the rule switched
+    assert visit.change is ChangeState.UNCHANGED  # ... but the bytes did not change
+    assert page.request.callback.__name__ == "skip_unchanged"  # type: ignore[union-attr]
+
+
+def test_the_record_snapshot_carries_the_payload_digest() -> None:
+    from scrapy_adaptive.model import UrlRecord
+
+    record = UrlRecord("http://h/a", "h", {}, 0, payload_digest="sha1:X")
+    assert record.snapshot()["payload_digest"] == "sha1:X"

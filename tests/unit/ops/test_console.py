@@ -260,3 +260,15 @@ def test_a_seed_that_is_not_an_http_url_is_refused_at_once(
     assert not (tmp_path / SEEDS_FILE).exists()
     assert main("seed", ["https://h/good"], opts, Settings()) == 0
     assert "https://h/good: added when the crawl next starts" in capsys.readouterr().out
+
+
+def test_the_policys_memory_of_a_url_is_said_in_words_or_left_out() -> None:
+    from scrapy_adaptive.model import UrlRecord
+    from scrapy_adaptive.ops.console.api import describe
+
+    record = UrlRecord("http://h/a", "h", {}, 0, visits=3, versions=2)
+    record.policy = {"o": [[181, 3], [200, 1]], "e": 1 / 86_400, "lm": [3, 1], "al": [4, "h", 0.1], "pp": [1, 0, 2]}
+    text = "\n".join(describe(record, 0.0))
+    assert "estimated change rate: 1 per day (about one change every 1.0d)" in text
+    assert "the last 2 intervals" in text and "Last-Modified agreed with the content 3 times, disagreed 1 times" in text
+    assert "o=" not in text and "al=" not in text and "pp=" not in text and "[[" not in text
