@@ -1,0 +1,109 @@
+"""How one response is judged: its change state against the URL's record.
+
+The pure part of the visit middleware (:mod:`.visit`): which header a
+response carries, whether a request is an embedded resource, the change
+state from two digests (or two identical bodies), and the first verdict of
+a response before any digest rule runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scrapy import Request
+from scrapy.http import Response
+from scrapy.utils.httpobj import urlparse_cached
+
+from ... import meta
+from ...change.digest import Digester, payload_digest
+from ...dates import parse_http_date
+from ...model import PARKED, SOFT_404, ChangeState, Outcome, Visit
+
+#: path endings of resources a page embeds rather than links to
+EMBED_EXTENSIONS = frozenset(
+    ".png .jpg .jpeg .gif .webp .avif .svg .ico .bmp .css .js .mjs .woff .woff2 .ttf .otf .eot".split()
+)
+
+
+def header(response: Response, name: str) -> str | None:
+    """A response header as text (latin-1, as HTTP headers are), or None."""
+    value = response.headers.get(name)
+    return value.decode("latin-1") if value is not None else None
+
+
+def is_embed(request: Request) -> bool:
+    """True for resources a page embeds (by ``adaptive_embed`` meta or URL)."""
+    flag = request.meta.get(meta.EMBED)
+    if flag is not None:
+        return bool(flag)
+    path = urlparse_cached(request).path.lower()
+    dot = path.rfind(".")
+    return dot != -1 and path[dot:] in EMBED_EXTENSIONS
+
+
+def compare(previous: str | None, current: str | None) -> ChangeState:
+    """The change state from the last digest and this one.
+
+    A first digest is a new version; digests of different rules (the URL's
+    rule was changed) cannot be compared: unknown.
+    """
+    if current is None:
+        return ChangeState.UNKNOWN
+    if previous is None:
+        return ChangeState.CHANGED
+    if previous.split(":", 1)[0] != current.split(":", 1)[0]:
+        return ChangeState.UNKNOWN
+    return ChangeState.UNCHANGED if previous == current else ChangeState.CHANGED
+
+
+def same_payload(record: dict[str, Any], visit: Visit) -> bool:
+    """True if this visit's body is byte for byte the last visit's.
+
+    Such a page did not change, whatever rule digests it now: a digest rule
+    switch (a sibling's learned noise adopted, the settings edited) changes
+    the digest's form, never the page.
+    """
+    last = record.get("payload_digest")
+    return last is not None and visit.payload_digest == last
+
+
+def base_visit(response: Response) -> Visit:
+    """What any response tells, before its content is judged."""
+    depth = response.meta.get("depth") if response.request is not None else None
+    return Visit(
+        Outcome.VISITED,
+        status=response.status,
+        content_type=header(response, "Content-Type"),
+        size=len(response.body),
+        etag=header(response, "ETag"),
+        last_modified=header(response, "Last-Modified"),
+        url=response.url,
+        depth=depth if isinstance(depth, int) else None,
+    )
+
+
+def evaluate(response: Response, record: dict[str, Any], digester: Digester | None = None) -> Visit:
+    """The verdict on *response* given the URL's record snapshot."""
+    visit = base_visit(response)
+    digest = (digester or Digester()).digest(response)
+    if digest is not None:
+        visit.digest = digest
+        visit.payload_digest = payload_digest(response.body, exact_digest=digest)
+    visit.change = ChangeState.UNCHANGED if same_payload(record, visit) else compare(record.get("digest"), digest)
+    return visit
+
+
+#: a Last-Modified this close to the fetch (or later) is a generation time,
+#: not a content date: it says nothing about change, as on a noise page
+FRESH_LAST_MODIFIED = 2.0
+
+
+def usable_last_modified(value: str | None, now: float) -> bool:
+    """True if *value* is a Last-Modified that can tell "no change"."""
+    stamp = parse_http_date(value)
+    return stamp is not None and stamp < now - FRESH_LAST_MODIFIED
+
+
+def not_content(visit: Visit) -> bool:
+    """True for a soft 404 or a parked page (the frontier's judgement at commit)."""
+    return SOFT_404 in visit.annotations or PARKED in visit.annotations
