@@ -89,7 +89,12 @@ def as_world(docs: list[Doc]) -> World:
                  start, end)
 
 
-def simulate(world: World, policy: WaitPolicy, on_discover: Callable[[int], None] | None = None) -> tuple[int, int]:
+def simulate(
+    world: World,
+    policy: WaitPolicy,
+    on_discover: Callable[[int], None] | None = None,
+    per_page: list[list[int]] | None = None,
+) -> tuple[int, int]:
     """(revisits, captured) of *policy* on *world*; visits in time order."""
     end = world.start + world.duration
     heap: list[tuple[float, int, int]] = []  # (time, seq, page); first visits at discovery
@@ -120,6 +125,9 @@ def simulate(world: World, policy: WaitPolicy, on_discover: Callable[[int], None
             revisits += 1
             change = ChangeState.CHANGED if j > k else ChangeState.UNCHANGED
             captured += j > k
+            if per_page is not None:
+                per_page[i][0] += 1
+                per_page[i][1] += j > k
         visit = Visit(Outcome.VISITED, status=200, change=change, content_type="text/html", size=page.size,
                       url=page.url, queue=page.host, depth=0, overdue=0.0, fetched=now)
         snap = dict(rec)
@@ -148,7 +156,7 @@ def run_once(name: str, world: World, rho: float, knob: float) -> tuple[int, int
     budget = rho * n * (knob if budgeted else 1.0)
     ctx = with_scale(LabContext(world, budget, min_wait=HOUR, max_wait=MAX_WAIT), 1.0 if budgeted else knob)
     policy = POLICIES[name](ctx)
-    allocator = getattr(policy, "allocator", None)
+    allocator = getattr(policy, "allocator", None) or getattr(policy, "pace", None)
     on_discover = None
     if allocator is not None and hasattr(allocator, "set_budget"):
         per_doc = budget / n
@@ -217,10 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     jobs = [(args.trace, h, p, float(k)) for h in args.half.split(",") for k in args.budget_factor.split(",")
             for p in args.policies.split(",")]
     with Pool(min(args.procs, len(jobs))) as pool:
-        results = pool.map(cell, jobs, chunksize=1)
-    for half, name, k, r in results:
-        flag = "" if r["exact"] else " (inexact)"
-        print(f"{half:>4} K={k:g} {name:<22} recall {r['recall']:.3f}{flag}  {r['runs']}", flush=True)
+        for half, name, k, r in pool.imap_unordered(cell, jobs, chunksize=1):
+            flag = "" if r["exact"] else " (inexact)"
+            print(f"{half:>4} K={k:g} {name:<22} recall {r['recall']:.3f}{flag}  {r['runs']}", flush=True)
     return 0
 
 

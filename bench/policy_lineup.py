@@ -18,3 +18,48 @@ def _sc(d: float, i: float):
 for _d in (0.3, 0.5, 0.7, 0.9):
     for _i in (0.25, 0.5, 1.0):
         register(f"sc-{_d}-{_i}", _sc(_d, _i))
+
+
+# -- the drift policy with a fixed threshold r = k × ln 2 (k: the searched knob) ------------
+import math as _math
+
+from scrapy_adaptive.policies import drift as _drift
+
+
+def _drift_fixed(**kw):
+    def make(ctx: LabContext):
+        pace = _drift.HazardPace(None, ratio=_math.log(2.0) * ctx.time_scale)
+        return _drift.DriftWaitPolicy(pace, minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial, **kw)
+
+    return make
+
+
+register("drift-k", _drift_fixed())
+for _g in (0.5, 0.6, 0.7):
+    for _w in (0.1, 0.25, 0.5):
+        for _s in (0.9, 0.99):
+            register(f"drs-{_g}-{_w}-{_s}", _drift_fixed(forget=_g, anchor=_w, memory=_s))
+register("drift-noanchor", _drift_fixed(anchor=0.0))
+
+register("drift-nosurprise", _drift_fixed(surprise=False))
+for _g in (0.5, 0.7, 0.9):
+    for _w in (0.25, 1.0):
+        register(f"dsu-{_g}-{_w}", _drift_fixed(forget=_g, anchor=_w))
+
+# -- snapback on the budget with other feedback windows ---------------------------------------
+from scrapy_adaptive.policies.snapback import BudgetPace as _BudgetPace, SnapBackWaitPolicy as _Snap
+
+from .sim.lineup import BUDGETED as _BUDGETED
+
+
+def _snap_window(revisits: float, gain: float = 0.5):
+    def make(ctx: LabContext):
+        pace = _BudgetPace(ctx.budget, window=revisits / ctx.budget, gain=gain)
+        policy = _Snap(pace, minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
+        return policy
+
+    return make
+
+
+for _r in (2000, 7200, 20000):
+    register(f"snap-w{_r}", _snap_window(_r), budgeted=True)
