@@ -156,7 +156,7 @@ def run_once(name: str, world: World, rho: float, knob: float) -> tuple[int, int
     budget = rho * n * (knob if budgeted else 1.0)
     ctx = with_scale(LabContext(world, budget, min_wait=HOUR, max_wait=MAX_WAIT), 1.0 if budgeted else knob)
     policy = POLICIES[name](ctx)
-    allocator = getattr(policy, "allocator", None) or getattr(policy, "pace", None)
+    allocator = getattr(policy, "allocator", None) or (getattr(policy, "pace", None) if budgeted else None)
     on_discover = None
     if allocator is not None and hasattr(allocator, "set_budget"):
         per_doc = budget / n

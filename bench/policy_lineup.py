@@ -23,7 +23,7 @@ for _d in (0.3, 0.5, 0.7, 0.9):
 # -- the drift policy with a fixed threshold r = k × ln 2 (k: the searched knob) ------------
 import math as _math
 
-from scrapy_adaptive.policies import drift as _drift
+from . import drift_policy as _drift
 
 
 def _drift_fixed(**kw):
@@ -35,6 +35,14 @@ def _drift_fixed(**kw):
 
 
 register("drift-k", _drift_fixed())
+
+
+def _drift_budget(ctx: LabContext):
+    pace = _drift.HazardPace(ctx.budget)
+    return _drift.DriftWaitPolicy(pace, minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
+
+
+register("drift", _drift_budget, budgeted=True)
 for _g in (0.5, 0.6, 0.7):
     for _w in (0.1, 0.25, 0.5):
         for _s in (0.9, 0.99):
@@ -54,12 +62,25 @@ from .sim.lineup import BUDGETED as _BUDGETED
 
 def _snap_window(revisits: float, gain: float = 0.5):
     def make(ctx: LabContext):
-        pace = _BudgetPace(ctx.budget, window=revisits / ctx.budget, gain=gain)
+        import scrapy_adaptive.policies.snapback as sb
+        sb.HORIZON_REVISITS = revisits
+        pace = _BudgetPace(ctx.budget, gain=gain)
         policy = _Snap(pace, minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
         return policy
 
     return make
 
 
-for _r in (2000, 7200, 20000):
+for _r in (2000, 7200, 20000, 100000):
     register(f"snap-w{_r}", _snap_window(_r), budgeted=True)
+
+
+def _snap_rule(**kw):
+    def make(ctx: LabContext):
+        initial, default, lo, hi = _scaled(ctx)
+        return _Snap(None, minimum=lo, maximum=hi, initial=initial, **kw)
+
+    return make
+
+
+register("snap-rule", _snap_rule())

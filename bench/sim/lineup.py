@@ -29,7 +29,6 @@ from scrapy_adaptive.frontier.record import Visit
 from scrapy_adaptive.policies.allocator import RateAllocator
 from scrapy_adaptive.policies.base import WaitParams, WaitPolicy
 from scrapy_adaptive.policies.burst import BurstWaitPolicy
-from scrapy_adaptive.policies.drift import DriftWaitPolicy, HazardPace
 from scrapy_adaptive.policies.fixed import FixedWaitPolicy
 from scrapy_adaptive.policies.heritrix import HeritrixWaitPolicy
 from scrapy_adaptive.policies.history import clamp, is_first_visit, policy_memory, visit_queue, visit_time
@@ -208,14 +207,6 @@ def _precision(ctx: LabContext) -> WaitPolicy:
     return PrecisionWaitPolicy(min(p, 0.999), min_wait=ctx.min_wait, max_wait=ctx.max_wait)
 
 
-def _drift(ctx: LabContext) -> WaitPolicy:
-    """The drift policy on the run's budget (its threshold r follows the budget)."""
-    pace = HazardPace(ctx.budget, **ctx.options.get("drift_pace", {}))
-    return DriftWaitPolicy(
-        pace, minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial, **ctx.options.get("drift", {})
-    )
-
-
 def _snapback(ctx: LabContext) -> WaitPolicy:
     """The snap-back rule on the run's budget (its scale follows the budget)."""
     pace = BudgetPace(ctx.budget, **ctx.options.get("snapback_pace", {}))
@@ -260,7 +251,6 @@ POLICIES: dict[str, Callable[[LabContext], WaitPolicy]] = {
     "precision": _precision,
     "proportional": _proportional,
     "burst": _burst,
-    "drift": _drift,
     "snapback": _snapback,
     "prior-oracle": _prior_oracle,
     "oracle-rate": _oracle_rate,
@@ -268,7 +258,7 @@ POLICIES: dict[str, Callable[[LabContext], WaitPolicy]] = {
 }
 
 #: policies that honour the budget themselves (no calibration needed)
-BUDGETED = {"uniform", "proportional", "burst", "drift", "snapback", "prior-oracle", "oracle-rate", "oracle-hazard"}
+BUDGETED = {"uniform", "proportional", "burst", "snapback", "prior-oracle", "oracle-rate", "oracle-hazard"}
 
 
 def register(name: str, factory: Callable[[LabContext], WaitPolicy], *, budgeted: bool = False) -> None:

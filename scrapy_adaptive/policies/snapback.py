@@ -51,130 +51,118 @@ from .noise import NoiseDetector
 WAIT = "su"
 #: where :meth:`SnapBackWaitPolicy.from_params` keeps the crawl's :class:`BudgetPace`
 PACE_KEY = "snapback_pace"
-#: revisits a budget window holds when none is configured: ten times the
-#: rate allocator's, so the budget is held over weeks (at 240 revisits a day)
-#: and spending can follow a burst of changes instead of being cut to the
-#: daily average while it lasts (held over the allocator's window, the rule
-#: lost a tenth of its recall on real histories at equal fetches)
-WINDOW_REVISITS = 7_200.0
+#: revisits a budget window holds when none is configured: a few times the
+#: rate allocator's, so the budget is held over about a week (at 240
+#: revisits a day) and spending can follow a burst of changes instead of
+#: being cut to the daily mean while it lasts
+HORIZON_REVISITS = 20_000.0
+#: how many times per horizon the correction may move by the whole measured ratio
+CORRECTIONS = 10.0
+#: revisits counted before the loop acts (a rate measured on fewer is noise)
+ENGAGE_REVISITS = 100
 
 
 class BudgetPace:
     """Crawl-wide: the scale s of every wait, held to a revisit budget.
 
-    ``budget`` is revisits per second over the whole crawl, or None (s stays
-    at ``scale``).  Every revisit is counted in an exponentially decayed
-    window (``window`` seconds; by default the time the budget takes to buy
-    :data:`WINDOW_REVISITS` revisits, so the loop works on the crawl's own
-    time scale); once a window has passed, each revisit moves s by
-    ``(realised/budget)^(gain·dt/window)``: more revisits than budgeted
-    lengthen every wait.  s stays within ``limits``.  A multiplicative rule
-    holds a fixed share of visits finding a change whatever its scale, so
-    its fetch rate is about proportional to 1/s and the loop is well
-    conditioned.  State is small and JSON-safe (:meth:`state`,
-    :meth:`restore`).
+    At scale 1 a URL whose normalised wait is u asks for 1/u revisits per
+    second; each URL registers its u as it changes (:meth:`register`), so
+    the crawl's per-URL demand d = Σ(1/u)/N is known at every moment.  With
+    a budget B (revisits per second over the crawl's N URLs) the scale is
+
+        s = c · d̄ / (B/N)
+
+    where d̄ is d averaged over the crawl's history (time-weighted, forgetting
+    over ``horizon`` seconds), so s moves slowly: spending follows the rule
+    within that horizon (more while pages are in a burst, less while they
+    are quiet) and is held to B on average over it, where a loop on the
+    recent revisit rate would cut spending to the mean while a burst lasts.
+    c corrects what d does not see (the clamps to the minimum and maximum
+    wait, late visits): the realised revisits over the budget's, both
+    counted over the same horizon, raised to ``gain``, within ``limits``.
+
+    The horizon defaults to the time the budget buys :data:`HORIZON_REVISITS`
+    revisits (the crawl's own time scale, compressed or not).  Without a
+    budget s = 1.  State is small and JSON-safe (:meth:`state`, :meth:`restore`).
     """
 
     def __init__(
         self,
         budget: float | None = None,
         *,
-        scale: float = 1.0,
-        window: float | None = None,
-        gain: float = 0.5,
-        limits: tuple[float, float] = (1e-3, 1e3),
+        horizon: float | None = None,
+        gain: float = 1.0,
+        limits: tuple[float, float] = (0.1, 10.0),
     ) -> None:
         if budget is not None and budget <= 0:
             raise ValueError("the budget must be positive (revisits per second)")
-        if not scale > 0:
-            raise ValueError("the scale must be positive")
         self.budget = budget
-        self.scale = scale
-        self.window = window
+        self.horizon = horizon
         self.gain = gain
         self.limits = limits
-        self._count = 0.0
-        self._t0: float | None = None
+        self.demand = 0.0  #: Σ 1/u over the registered URLs
+        self.urls = 0  #: registered URLs
+        self.correction = 1.0  #: c
+        #: decayed integrals over the horizon: ∫d dt, ∫dt, revisits, ∫B dt
+        self._sums = [0.0, 0.0, 0.0, 0.0]
         self._t_last: float | None = None
-        #: URLs seen (first visits) and the normalised wait of a URL nothing is
-        #: known of, for the scale before the loop has a window of revisits
-        self.urls = 0
-        self.reference: float | None = None
-        self._engaged = budget is None
-
-    def note_url(self, reference: float) -> None:
-        """Count a URL's first visit; *reference* is its normalised first wait."""
-        self.urls += 1
-        self.reference = reference
-
-    def current(self) -> float:
-        """The scale to apply now.
-
-        Until a window of revisits has been counted, with a budget B over N
-        URLs: the scale that makes a new URL's first wait N/B (the budget
-        spread evenly, as the rate allocator starts), so the crawl starts near
-        its budget instead of at the rule's own pace.
-        """
-        if not self._engaged and self.budget and self.reference and self.urls:
-            return clamp(self.urls / self.budget / self.reference, *self.limits)
-        return self.scale
 
     def set_budget(self, budget: float | None) -> None:
-        """Revisits per second (None: keep the scale where it is)."""
+        """Revisits per second over the crawl, or None (scale 1: the plain rule)."""
         self.budget = budget
 
-    @property
-    def control_window(self) -> float:
-        if self.window is not None:
-            return self.window
-        return WINDOW_REVISITS / self.budget if self.budget else 3 * DAY
+    def span(self) -> float:
+        if self.horizon is not None:
+            return self.horizon
+        return HORIZON_REVISITS / self.budget if self.budget else 30 * DAY
 
-    def realised_rate(self) -> float | None:
-        """Revisits per second over the window (None until a window has passed)."""
-        if self._t0 is None or self._t_last is None:
-            return None
-        span = self._t_last - self._t0
-        window = self.control_window
-        if span < window:
-            return None
-        return self._count / (window * -math.expm1(-span / window))
+    def register(self, old: float | None, new: float) -> None:
+        """A URL's normalised wait moved from *old* (None: a new URL) to *new*."""
+        if old is None:
+            self.urls += 1
+        self.demand = max(0.0, self.demand + 1.0 / new - (1.0 / old if old else 0.0))
 
-    def note_fetch(self, now: float | None) -> None:
-        """Count one revisit at *now*; with a budget, move the scale toward it."""
+    def scale(self) -> float:
+        """The factor every normalised wait is multiplied by now."""
+        if not self.budget or not self.urls:
+            return 1.0
+        d_sum, t_sum = self._sums[0], self._sums[1]
+        mean = d_sum / t_sum if t_sum > 0 else self.demand / self.urls
+        per_url = self.budget / self.urls
+        return self.correction * mean / per_url if mean > 0 else 1.0
+
+    def advance(self, now: float | None, revisit: bool) -> None:
+        """Move the clock to *now* (integrating demand and budget); count a revisit."""
         if now is None:
             return
-        if self._t0 is None:
-            self._t0 = self._t_last = now
-        last = self._t_last if self._t_last is not None else now
-        dt = max(0.0, now - last)
-        window = self.control_window
-        self._count = self._count * math.exp(-dt / window) + 1.0
-        self._t_last = max(now, last)
-        realised = self.realised_rate()
-        if self.budget is None or realised is None or dt <= 0:
-            return
-        if not self._engaged:
-            self.scale, self._engaged = self.current(), True
-        exponent = min(self.gain * dt / window, 1.0)
-        self.scale = clamp(self.scale * (realised / self.budget) ** exponent, *self.limits)
+        if self._t_last is None:
+            self._t_last = now
+        dt = max(0.0, now - self._t_last)
+        self._t_last = max(now, self._t_last)
+        keep = math.exp(-dt / self.span())
+        sums = self._sums
+        if dt > 0 and self.urls:
+            # exact integral of a constant over dt, decayed: (1 − keep)·span
+            w = -math.expm1(-dt / self.span()) * self.span()
+            sums[0] = sums[0] * keep + w * self.demand / self.urls
+            sums[1] = sums[1] * keep + w
+            sums[3] = sums[3] * keep + w * (self.budget or 0.0)
+            sums[2] *= keep
+        sums[2] += revisit
+        if self.budget and dt > 0 and sums[3] > 0 and sums[2] >= ENGAGE_REVISITS:
+            exponent = min(1.0, self.gain * dt * CORRECTIONS / self.span())
+            self.correction = clamp(self.correction * (sums[2] / sums[3]) ** exponent, *self.limits)
 
     def state(self) -> dict[str, Any]:
-        return {
-            "scale": self.scale,
-            "count": self._count,
-            "t": [self._t0, self._t_last],
-            "urls": self.urls,
-            "reference": self.reference,
-            "engaged": self._engaged,
-        }
+        return {"demand": self.demand, "urls": self.urls, "correction": self.correction,
+                "sums": list(self._sums), "t": self._t_last}
 
     def restore(self, state: Mapping[str, Any]) -> None:
-        self.scale = float(state["scale"])
-        self._count = float(state["count"])
-        self._t0, self._t_last = state["t"]
-        self.urls = int(state.get("urls", 0))
-        self.reference = state.get("reference")
-        self._engaged = bool(state.get("engaged", True))
+        self.demand = float(state["demand"])
+        self.urls = int(state["urls"])
+        self.correction = float(state["correction"])
+        self._sums = [float(x) for x in state["sums"]]
+        self._t_last = state["t"]
 
 
 class SnapBackWaitPolicy(WaitPolicy):
@@ -240,15 +228,15 @@ class SnapBackWaitPolicy(WaitPolicy):
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
         memory = policy_memory(history)
         stored = memory.get(WAIT)
-        if is_first_visit(history) or stored is None:
+        old = None if stored is None else float(stored)
+        if is_first_visit(history) or old is None:
             u = self.initial
-            if is_first_visit(history):
-                self.pace.note_url(self.initial)
         else:
-            u = self.step(float(stored), visit.change)
-            self.pace.note_fetch(visit_time(history, visit))
+            u = self.step(old, visit.change)
+        self.pace.register(old, u)
+        self.pace.advance(visit_time(history, visit), revisit=not is_first_visit(history))
         memory[WAIT] = u
-        wait = clamp(self.pace.current() * u, self.minimum, self.maximum)
+        wait = clamp(self.pace.scale() * u, self.minimum, self.maximum)
         if self.noise is not None:
             verdict = self.noise.observe(memory, visit.change, elapsed(history, visit))
             wait = self.noise.wait(memory, verdict, wait, self.maximum)

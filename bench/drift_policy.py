@@ -1,4 +1,4 @@
-"""A drifting change rate, learned with forgetting, visited at a common hazard.
+"""(Explored, not shipped: see docs/lab/policy-real-traces.md.)  A drifting change rate, learned with forgetting, visited at a common hazard.
 
 Real pages do not change at a steady rate: they are quiet for months, then
 change several times in a few days, and a rate estimated over a long
@@ -41,7 +41,7 @@ queue (siblings), or of the whole crawl while its queue has taught too
 little, or, before anything is known, at the rate that makes the first wait
 ``initial``.
 
-A noise guard (:class:`~.noise.NoiseDetector`) holds pages whose bytes
+A noise guard (:class:`~scrapy_adaptive.policies.noise.NoiseDetector`) holds pages whose bytes
 differ at every fetch at the maximum wait, as for the Heritrix policy; with
 normalised change detection it stays quiet.
 
@@ -54,10 +54,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..frontier.record import ChangeState, Visit
-from .base import WaitParams, WaitPolicy
-from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, visit_queue, visit_time
-from .noise import NoiseDetector
+from scrapy_adaptive.frontier.record import ChangeState, Visit
+from scrapy_adaptive.policies.base import WaitParams, WaitPolicy
+from scrapy_adaptive.policies.history import DAY, clamp, elapsed, is_first_visit, policy_memory, visit_queue, visit_time
+from scrapy_adaptive.policies.noise import NoiseDetector
 
 #: the policy-memory key of the URL's beliefs ``[α, β, A, B]`` (fast, slow)
 BELIEF = "db"
