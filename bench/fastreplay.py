@@ -219,7 +219,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-factor", default="1,2,4")
     ap.add_argument("--policies", default="stormcrawler,heritrix")
     ap.add_argument("--procs", type=int, default=2)
+    ap.add_argument("--write-halves", metavar="PREFIX", help="write PREFIX-A.jsonl and PREFIX-B.jsonl (for bench.replay) and stop")
     args = ap.parse_args(argv)
+    if args.write_halves:
+        opener = gzip.open if args.trace.endswith(".gz") else open
+        with opener(args.trace, "rt", encoding="utf-8") as fh:  # type: ignore[operator]
+            lines = [json.loads(x) for x in fh if x.strip()]
+        services = sorted({str(d.get("service", "")) for d in lines})
+        random.Random(SPLIT_SEED).shuffle(services)
+        for half, keep in (("A", set(services[0::2])), ("B", set(services[1::2]))):
+            with open(f"{args.write_halves}-{half}.jsonl", "w", encoding="utf-8") as out:
+                for d in lines:
+                    if str(d.get("service", "")) in keep:
+                        out.write(json.dumps(d) + "\n")
+        return 0
     import bench.policy_lineup  # noqa: F401  (registers the exploratory variants)
 
     jobs = [(args.trace, h, p, float(k)) for h in args.half.split(",") for k in args.budget_factor.split(",")

@@ -206,7 +206,7 @@ class SnapBackWaitPolicy(WaitPolicy):
         shared = getattr(params, "shared", None)
         pace = shared.get(PACE_KEY) if isinstance(shared, dict) else None
         if pace is None:
-            pace = BudgetPace(None if params.budget is None else params.budget / DAY, window=params.budget_window)
+            pace = BudgetPace(None if params.budget is None else params.budget / DAY, horizon=params.budget_window)
             if isinstance(shared, dict):
                 shared[PACE_KEY] = pace
         return cls(
