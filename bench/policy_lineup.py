@@ -84,3 +84,33 @@ def _snap_rule(**kw):
 
 
 register("snap-rule", _snap_rule())
+
+
+# -- the burst policy with other estimator memories ------------------------------------------------
+from scrapy_adaptive.policies.burst import BurstWaitPolicy as _Burst
+from scrapy_adaptive.policies.estimator import RateEstimator as _Est
+
+
+def _burst_hl(days: float, window: int | None = None):
+    def make(ctx: LabContext):
+        kw = {"half_life": days * 86_400.0}
+        if window is not None:
+            kw["window"] = window
+        return _Burst(ctx.allocator(), estimator=_Est(**kw))
+
+    return make
+
+
+for _d in (7, 20, 60):
+    register(f"burst-hl{_d}", _burst_hl(_d), budgeted=True)
+
+
+from . import blend_policy as _blend_mod
+
+
+def _blend(ctx: LabContext):
+    return _blend_mod.BlendWaitPolicy(_BudgetPace(ctx.budget), minimum=ctx.min_wait, maximum=ctx.max_wait,
+                                      initial=ctx.initial)
+
+
+register("blend", _blend, budgeted=True)

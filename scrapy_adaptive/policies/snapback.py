@@ -225,14 +225,17 @@ class SnapBackWaitPolicy(WaitPolicy):
             u = u * (1.0 + self.increment)
         return clamp(u, self.floor, self.maximum)
 
+    def normalised(self, history: Mapping[str, Any], visit: Visit, memory: dict[str, Any], old: float | None) -> float:
+        """The URL's next wait at scale 1 (normalised seconds)."""
+        if is_first_visit(history) or old is None:
+            return self.initial
+        return self.step(old, visit.change)
+
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
         memory = policy_memory(history)
         stored = memory.get(WAIT)
         old = None if stored is None else float(stored)
-        if is_first_visit(history) or old is None:
-            u = self.initial
-        else:
-            u = self.step(old, visit.change)
+        u = self.normalised(history, visit, memory, old)
         self.pace.register(old, u)
         self.pace.advance(visit_time(history, visit), revisit=not is_first_visit(history))
         memory[WAIT] = u
