@@ -166,3 +166,16 @@ def test_wait_is_always_within_bounds(
         wait = page.visit(verdict)
         assert minimum <= wait <= maximum
         assert math.isfinite(wait)
+
+
+def test_the_module_is_pure() -> None:
+    """No Scrapy or Twisted behind the policy (the simulator runs it as is)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, scrapy_adaptive.policies.snapback\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('scrapy', 'twisted')]\n"
+        "sys.exit(1 if bad else 0)\n"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False, timeout=60).returncode == 0
