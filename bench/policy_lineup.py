@@ -114,3 +114,11 @@ def _blend(ctx: LabContext):
 
 
 register("blend", _blend, budgeted=True)
+
+
+def _snap_lowmin(ctx: LabContext):
+    """snapback allowed below the replay's one-hour minimum (as the scaled rules are)."""
+    return _Snap(_BudgetPace(ctx.budget), minimum=60.0, floor=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
+
+
+register("snap-lowmin", _snap_lowmin, budgeted=True)
