@@ -125,7 +125,7 @@ def crawl(policy: SnapBackWaitPolicy, urls: int, days: float, rate: float, seed:
     return (count - half[0]) / (now - half[1]), policy.pace.scale()
 
 
-@pytest.mark.parametrize("per_day", [10.0, 200.0])
+@pytest.mark.parametrize("per_day", [10.0, 1000.0])
 def test_the_budget_is_spent(per_day: float) -> None:
     """100 URLs; whether the rule alone would spend more or less than the
     budget, the pace scales every wait until the crawl spends it."""
