@@ -122,3 +122,15 @@ def _snap_lowmin(ctx: LabContext):
 
 
 register("snap-lowmin", _snap_lowmin, budgeted=True)
+
+
+def _snap_horizon(revisits: float):
+    def make(ctx: LabContext):
+        return _Snap(_BudgetPace(ctx.budget, horizon=revisits / ctx.budget), minimum=ctx.min_wait,
+                     maximum=ctx.max_wait, initial=ctx.initial)
+
+    return make
+
+
+for _h in (5_000, 100_000):
+    register(f"snap-h{_h}", _snap_horizon(_h), budgeted=True)

@@ -73,6 +73,7 @@ REPLAY_POLICIES = [
     "precision",
     "proportional",
     "burst",
+    "snapback",
     "oracle-rate",
 ]
 

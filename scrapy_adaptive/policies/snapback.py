@@ -51,11 +51,13 @@ from .noise import NoiseDetector
 WAIT = "su"
 #: where :meth:`SnapBackWaitPolicy.from_params` keeps the crawl's :class:`BudgetPace`
 PACE_KEY = "snapback_pace"
-#: revisits a budget window holds when none is configured: a few times the
-#: rate allocator's, so the budget is held over about a week (at 240
-#: revisits a day) and spending can follow a burst of changes instead of
-#: being cut to the daily mean while it lasts
-HORIZON_REVISITS = 20_000.0
+#: revisits the budget is held over when no window is configured: about three
+#: weeks at 240 revisits a day.  Within it spending follows the rule (a burst
+#: is followed, not cut to the daily mean); over it the budget is spent.  A
+#: longer horizon gains recall on clustered histories but lets the crawl
+#: spend well under (or over) its budget for months; the trade-off is
+#: measured in docs/lab/policy-real-traces.md
+HORIZON_REVISITS = 5_000.0
 #: how many times per horizon the correction may move by the whole measured ratio
 CORRECTIONS = 10.0
 #: revisits counted before the loop acts (a rate measured on fewer is noise)
