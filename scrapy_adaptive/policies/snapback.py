@@ -8,8 +8,8 @@ moves halfway down to a short floor, ``(I + m)/2``; after a quiet visit it
 grows by half, ``1.5·I``.  It forgets in a few visits, so it is back near
 the floor within a visit or two of a burst starting and far from the page
 within a few of it ending, where a rate estimate with a long memory plans
-past the follow-ups (and a short-memory Bayesian rate, tried as the *drift*
-policy, was no better at equal fetches).
+past the follow-ups (a short-memory Bayesian rate estimate was tried and did
+no better at equal fetches).
 
 What the rule lacks is a budget: its pace is set by its constants (the
 floor, the first wait, the bounds), so it spends whatever they imply.  This
@@ -22,12 +22,15 @@ wait by one crawl-wide **scale** s, the one knob:
   to compare): u is kept;
 * the wait is s·u, clamped to [``minimum``, ``maximum``] seconds.
 
-With a budget, a crawl-wide :class:`BudgetPace` moves s so that realised
-revisits match it (a slow multiplicative feedback on the realised rate, as
-the rate allocator's); scaling every time constant of a multiplicative rule
-is exactly how a rule is held to a number of fetches, so the policy is the
-rule at whatever budget it is given.  Without a budget s = 1 and the policy
-is StormCrawler's rule with the configured numbers.
+With a budget, a crawl-wide :class:`BudgetPace` sets s from the rule's own
+demand (what the URLs' normalised waits ask for, averaged over a horizon of
+a few weeks) and corrects it slowly by the realised revisits.  Scaling every
+time constant of a multiplicative rule is how a rule is held to a number of
+fetches, so the policy is the rule at whatever budget it is given.  Within
+the horizon spending follows the rule's bursts; over it the budget is spent.
+A rule at a fixed scale may spend unevenly over months, which a budget does
+not allow, and on some real histories that costs recall.  Without a budget
+s = 1 and the policy is StormCrawler's rule with the configured numbers.
 
 A noise guard (:class:`~.noise.NoiseDetector`) holds pages whose bytes differ
 at every fetch at the maximum wait, as for the Heritrix policy (with
@@ -80,8 +83,10 @@ class BudgetPace:
     are quiet) and is held to B on average over it, where a loop on the
     recent revisit rate would cut spending to the mean while a burst lasts.
     c corrects what d does not see (the clamps to the minimum and maximum
-    wait, late visits): the realised revisits over the budget's, both
-    counted over the same horizon, raised to ``gain``, within ``limits``.
+    wait, late visits): it is multiplied, at each visit dt seconds after the
+    last, by (R/∫B)^(``gain``·dt·:data:`CORRECTIONS`/horizon), where R and
+    ∫B are the realised and budgeted revisits over the horizon, and stays
+    within ``limits``.
 
     The horizon defaults to the time the budget buys :data:`HORIZON_REVISITS`
     revisits (the crawl's own time scale, compressed or not).  Without a
