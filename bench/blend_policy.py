@@ -1,4 +1,6 @@
-"""(Explored, not shipped: docs/lab/policy-real-traces.md.)  Two views of a page's change rate, weighted by how well each predicted its own visits.
+"""Two views of a page's change rate, weighted by how well each predicted its own visits.
+
+Explored, not shipped: see docs/lab/policy-real-traces.md.
 
 A page that changes at a steady rate is best visited at a steady pace set by
 a long-memory rate estimate (proportional allocation: every interval carries

@@ -1,4 +1,6 @@
-"""(Explored, not shipped: see docs/lab/policy-real-traces.md.)  A drifting change rate, learned with forgetting, visited at a common hazard.
+"""A drifting change rate, learned with forgetting, visited at a common hazard.
+
+Explored, not shipped: see docs/lab/policy-real-traces.md.
 
 Real pages do not change at a steady rate: they are quiet for months, then
 change several times in a few days, and a rate estimated over a long

@@ -36,9 +36,9 @@ from scrapy_adaptive.frontier.record import ChangeState, Outcome, Visit
 from scrapy_adaptive.policies.base import WaitPolicy
 
 from .replay import MAX_WAIT
+from .sim.intensity import CONSTANT
 from .sim.lineup import BUDGETED, POLICIES, LabContext, with_scale
 from .sim.world import DAY, HOUR, Host, Page, World, WorldSpec
-from .sim.intensity import CONSTANT
 
 SPLIT_SEED = 20261126
 
@@ -82,11 +82,25 @@ def as_world(docs: list[Doc]) -> World:
         host = f"s{abs(hash(d.service)) % 10**8}.trace"
         hosts.setdefault(host, Host(host))
         rate = len(d.changes) / max(end - d.first, 1.0)
-        pages.append(Page(index=i, url=f"https://{host}/{i}", host=host, kind="poisson", rate=rate, scale=rate,
-                          profile=CONSTANT, changes=d.changes, size=20_000, duration=0.5, created=d.first,
-                          discovered=d.first))
-    return World(WorldSpec(name="trace", urls=len(pages), hosts=len(hosts), days=(end - start) / DAY), hosts, pages,
-                 start, end)
+        pages.append(
+            Page(
+                index=i,
+                url=f"https://{host}/{i}",
+                host=host,
+                kind="poisson",
+                rate=rate,
+                scale=rate,
+                profile=CONSTANT,
+                changes=d.changes,
+                size=20_000,
+                duration=0.5,
+                created=d.first,
+                discovered=d.first,
+            )
+        )
+    return World(
+        WorldSpec(name="trace", urls=len(pages), hosts=len(hosts), days=(end - start) / DAY), hosts, pages, start, end
+    )
 
 
 def simulate(
@@ -118,8 +132,19 @@ def simulate(
             known += 1
             if on_discover is not None:
                 on_discover(known)
-            rec = {"url": page.url, "queue": page.host, "visits": 0, "versions": 0, "fetched": None, "wait": None,
-                   "discovered": page.discovered, "history": [], "policy": {}, "last_modified": None, "hint": None}
+            rec = {
+                "url": page.url,
+                "queue": page.host,
+                "visits": 0,
+                "versions": 0,
+                "fetched": None,
+                "wait": None,
+                "discovered": page.discovered,
+                "history": [],
+                "policy": {},
+                "last_modified": None,
+                "hint": None,
+            }
             change = ChangeState.CHANGED
         else:
             revisits += 1
@@ -128,8 +153,18 @@ def simulate(
             if per_page is not None:
                 per_page[i][0] += 1
                 per_page[i][1] += j > k
-        visit = Visit(Outcome.VISITED, status=200, change=change, content_type="text/html", size=page.size,
-                      url=page.url, queue=page.host, depth=0, overdue=0.0, fetched=now)
+        visit = Visit(
+            Outcome.VISITED,
+            status=200,
+            change=change,
+            content_type="text/html",
+            size=page.size,
+            url=page.url,
+            queue=page.host,
+            depth=0,
+            overdue=0.0,
+            fetched=now,
+        )
         snap = dict(rec)
         snap["history"] = [list(h) for h in rec["history"]]
         snap["policy"] = dict(rec["policy"])
@@ -195,8 +230,11 @@ def equal_fetch(name: str, world: World, rho: float, target: float, rounds: int 
     w = 0.0 if a[0] == b[0] else (target - a[0]) / (b[0] - a[0])
     captured = a[1] + w * (b[1] - a[1])
     changes = sum(len(p.changes) for p in world.pages)
-    return {"recall": captured / changes, "exact": a is not b or abs(a[0] - target) <= tol * target,
-            "runs": [(round(k, 4), r[0]) for k, r in runs]}
+    return {
+        "recall": captured / changes,
+        "exact": a is not b or abs(a[0] - target) <= tol * target,
+        "runs": [(round(k, 4), r[0]) for k, r in runs],
+    }
 
 
 def cell(args: tuple[str, str, str | None, float]) -> tuple[str, str, float, dict]:
@@ -219,7 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-factor", default="1,2,4")
     ap.add_argument("--policies", default="stormcrawler,heritrix")
     ap.add_argument("--procs", type=int, default=2)
-    ap.add_argument("--write-halves", metavar="PREFIX", help="write PREFIX-A.jsonl and PREFIX-B.jsonl (for bench.replay) and stop")
+    ap.add_argument(
+        "--write-halves", metavar="PREFIX", help="write PREFIX-A.jsonl and PREFIX-B.jsonl (for bench.replay), stop"
+    )
     args = ap.parse_args(argv)
     if args.write_halves:
         opener = gzip.open if args.trace.endswith(".gz") else open
@@ -235,8 +275,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     import bench.policy_lineup  # noqa: F401  (registers the exploratory variants)
 
-    jobs = [(args.trace, h, p, float(k)) for h in args.half.split(",") for k in args.budget_factor.split(",")
-            for p in args.policies.split(",")]
+    jobs = [
+        (args.trace, h, p, float(k))
+        for h in args.half.split(",")
+        for k in args.budget_factor.split(",")
+        for p in args.policies.split(",")
+    ]
     with Pool(min(args.procs, len(jobs))) as pool:
         for half, name, k, r in pool.imap_unordered(cell, jobs, chunksize=1):
             flag = "" if r["exact"] else " (inexact)"

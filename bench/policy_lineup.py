@@ -1,3 +1,4 @@
+# ruff: noqa: E402, E501, ANN
 """Exploratory policy variants for the fast replay (not part of the lab's line-up)."""
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from .sim.lineup import LabContext, _scaled, register
 def _sc(d: float, i: float):
     def make(ctx: LabContext):
         initial, default, lo, hi = _scaled(ctx)
-        return StormCrawlerWaitPolicy(initial=initial, minimum=lo, maximum=hi, default=default, decrement=d, increment=i)
+        return StormCrawlerWaitPolicy(
+            initial=initial, minimum=lo, maximum=hi, default=default, decrement=d, increment=i
+        )
 
     return make
 
@@ -55,14 +58,14 @@ for _g in (0.5, 0.7, 0.9):
         register(f"dsu-{_g}-{_w}", _drift_fixed(forget=_g, anchor=_w))
 
 # -- snapback on the budget with other feedback windows ---------------------------------------
-from scrapy_adaptive.policies.snapback import BudgetPace as _BudgetPace, SnapBackWaitPolicy as _Snap
-
-from .sim.lineup import BUDGETED as _BUDGETED
+from scrapy_adaptive.policies.snapback import BudgetPace as _BudgetPace
+from scrapy_adaptive.policies.snapback import SnapBackWaitPolicy as _Snap
 
 
 def _snap_window(revisits: float, gain: float = 0.5):
     def make(ctx: LabContext):
         import scrapy_adaptive.policies.snapback as sb
+
         sb.HORIZON_REVISITS = revisits
         pace = _BudgetPace(ctx.budget, gain=gain)
         policy = _Snap(pace, minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
@@ -109,8 +112,9 @@ from . import blend_policy as _blend_mod
 
 
 def _blend(ctx: LabContext):
-    return _blend_mod.BlendWaitPolicy(_BudgetPace(ctx.budget), minimum=ctx.min_wait, maximum=ctx.max_wait,
-                                      initial=ctx.initial)
+    return _blend_mod.BlendWaitPolicy(
+        _BudgetPace(ctx.budget), minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial
+    )
 
 
 register("blend", _blend, budgeted=True)
@@ -126,8 +130,12 @@ register("snap-lowmin", _snap_lowmin, budgeted=True)
 
 def _snap_horizon(revisits: float):
     def make(ctx: LabContext):
-        return _Snap(_BudgetPace(ctx.budget, horizon=revisits / ctx.budget), minimum=ctx.min_wait,
-                     maximum=ctx.max_wait, initial=ctx.initial)
+        return _Snap(
+            _BudgetPace(ctx.budget, horizon=revisits / ctx.budget),
+            minimum=ctx.min_wait,
+            maximum=ctx.max_wait,
+            initial=ctx.initial,
+        )
 
     return make
 

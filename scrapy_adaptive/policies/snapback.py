@@ -161,8 +161,13 @@ class BudgetPace:
             self.correction = clamp(self.correction * (sums[2] / sums[3]) ** exponent, *self.limits)
 
     def state(self) -> dict[str, Any]:
-        return {"demand": self.demand, "urls": self.urls, "correction": self.correction,
-                "sums": list(self._sums), "t": self._t_last}
+        return {
+            "demand": self.demand,
+            "urls": self.urls,
+            "correction": self.correction,
+            "sums": list(self._sums),
+            "t": self._t_last,
+        }
 
     def restore(self, state: Mapping[str, Any]) -> None:
         self.demand = float(state["demand"])
