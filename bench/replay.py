@@ -74,6 +74,7 @@ REPLAY_POLICIES = [
     "precision",
     "proportional",
     "burst",
+    "snapback",
     "oracle-rate",
 ]
 
@@ -229,7 +230,7 @@ def _run(name: str, world: World, rho: float, knob: float, config: RunConfig) ->
     budget = rho * n * (knob if budgeted else 1.0)
     ctx = with_scale(LabContext(world, budget, min_wait=HOUR, max_wait=MAX_WAIT), 1.0 if budgeted else knob)
     policy: WaitPolicy = POLICIES[name](ctx)
-    allocator = getattr(policy, "allocator", None)
+    allocator = getattr(policy, "allocator", None) or (getattr(policy, "pace", None) if budgeted else None)
     on_discover: Callable[[int], None] | None = None
     if allocator is not None:
         per_doc = budget / n

@@ -38,6 +38,7 @@ from scrapy_adaptive.policies.history import clamp, is_first_visit, policy_memor
 from scrapy_adaptive.policies.memory import ALLOCATION
 from scrapy_adaptive.policies.prior import PopulationPrior
 from scrapy_adaptive.policies.rate import PrecisionWaitPolicy, ProportionalWaitPolicy
+from scrapy_adaptive.policies.snapback import BudgetPace, SnapBackWaitPolicy
 
 from .world import DAY, HOUR, World
 
@@ -200,6 +201,14 @@ def _precision(ctx: LabContext) -> WaitPolicy:
     return PrecisionWaitPolicy(min(p, 0.999), min_wait=ctx.min_wait, max_wait=ctx.max_wait)
 
 
+def _snapback(ctx: LabContext) -> WaitPolicy:
+    """The snap-back rule on the run's budget (its scale follows the budget)."""
+    pace = BudgetPace(ctx.budget, **ctx.options.get("snapback_pace", {}))
+    return SnapBackWaitPolicy(
+        pace, minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial, **ctx.options.get("snapback", {})
+    )
+
+
 def _prior_oracle(ctx: LabContext) -> WaitPolicy:
     """Proportional allocation told the population's true rate distribution.
 
@@ -236,13 +245,14 @@ POLICIES: dict[str, Callable[[LabContext], WaitPolicy]] = {
     "precision": _precision,
     "proportional": _proportional,
     "burst": _burst,
+    "snapback": _snapback,
     "prior-oracle": _prior_oracle,
     "oracle-rate": _oracle_rate,
     "oracle-hazard": _oracle_hazard,
 }
 
 #: policies that honour the budget themselves (no calibration needed)
-BUDGETED = {"uniform", "proportional", "burst", "prior-oracle", "oracle-rate", "oracle-hazard"}
+BUDGETED = {"uniform", "proportional", "burst", "snapback", "prior-oracle", "oracle-rate", "oracle-hazard"}
 
 
 def register(name: str, factory: Callable[[LabContext], WaitPolicy], *, budgeted: bool = False) -> None:

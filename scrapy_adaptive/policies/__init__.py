@@ -15,6 +15,7 @@ from .fixed import FixedWaitPolicy
 from .heritrix import HeritrixWaitPolicy
 from .prior import PopulationPrior
 from .rate import PrecisionWaitPolicy, ProportionalWaitPolicy
+from .snapback import SnapBackWaitPolicy
 from .stack import PolicyStack, load_wait_policy
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "ProportionalWaitPolicy",
     "RateAllocator",
     "RateEstimator",
+    "SnapBackWaitPolicy",
     "WaitParams",
     "WaitPolicy",
     "load_wait_policy",

@@ -32,6 +32,8 @@ class CrawlWide:
     header_belief: HeaderBelief | None = None
     #: the burst policy's population priors of each state's offset
     burst_offsets: list[PopulationPrior] | None = None
+    #: the snap-back policy's budget pace (:class:`~.snapback.BudgetPace`)
+    pace: Any = None
 
     def belief(self, fresh: HeaderBelief) -> HeaderBelief:
         """The crawl's header belief; *fresh* becomes it if there is none yet."""
@@ -51,5 +53,6 @@ class CrawlWide:
             "rate_allocator": self.allocator,
             "header_belief": self.header_belief,
             "burst_offsets": self.burst_offsets,
+            "snapback_pace": self.pace,
         }
         return {name: part for name, part in parts.items() if part is not None}

@@ -1,0 +1,144 @@
+# ruff: noqa: E402, E501, ANN
+"""Exploratory policy variants for the fast replay (not part of the lab's line-up)."""
+
+from __future__ import annotations
+
+from bench.peers.stormcrawler import StormCrawlerWaitPolicy
+
+from .sim.lineup import LabContext, _scaled, register
+
+
+def _sc(d: float, i: float):
+    def make(ctx: LabContext):
+        initial, default, lo, hi = _scaled(ctx)
+        return StormCrawlerWaitPolicy(
+            initial=initial, minimum=lo, maximum=hi, default=default, decrement=d, increment=i
+        )
+
+    return make
+
+
+for _d in (0.3, 0.5, 0.7, 0.9):
+    for _i in (0.25, 0.5, 1.0):
+        register(f"sc-{_d}-{_i}", _sc(_d, _i))
+
+
+# -- the drift policy with a fixed threshold r = k × ln 2 (k: the searched knob) ------------
+import math as _math
+
+from . import drift_policy as _drift
+
+
+def _drift_fixed(**kw):
+    def make(ctx: LabContext):
+        pace = _drift.HazardPace(None, ratio=_math.log(2.0) * ctx.time_scale)
+        return _drift.DriftWaitPolicy(pace, minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial, **kw)
+
+    return make
+
+
+register("drift-k", _drift_fixed())
+
+
+def _drift_budget(ctx: LabContext):
+    pace = _drift.HazardPace(ctx.budget)
+    return _drift.DriftWaitPolicy(pace, minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
+
+
+register("drift", _drift_budget, budgeted=True)
+for _g in (0.5, 0.6, 0.7):
+    for _w in (0.1, 0.25, 0.5):
+        for _s in (0.9, 0.99):
+            register(f"drs-{_g}-{_w}-{_s}", _drift_fixed(forget=_g, anchor=_w, memory=_s))
+register("drift-noanchor", _drift_fixed(anchor=0.0))
+
+register("drift-nosurprise", _drift_fixed(surprise=False))
+for _g in (0.5, 0.7, 0.9):
+    for _w in (0.25, 1.0):
+        register(f"dsu-{_g}-{_w}", _drift_fixed(forget=_g, anchor=_w))
+
+# -- snapback on the budget with other feedback windows ---------------------------------------
+from scrapy_adaptive.policies.snapback import BudgetPace as _BudgetPace
+from scrapy_adaptive.policies.snapback import SnapBackWaitPolicy as _Snap
+
+
+def _snap_window(revisits: float, gain: float = 0.5):
+    def make(ctx: LabContext):
+        import scrapy_adaptive.policies.snapback as sb
+
+        sb.HORIZON_REVISITS = revisits
+        pace = _BudgetPace(ctx.budget, gain=gain)
+        policy = _Snap(pace, minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
+        return policy
+
+    return make
+
+
+for _r in (2000, 7200, 20000, 100000):
+    register(f"snap-w{_r}", _snap_window(_r), budgeted=True)
+
+
+def _snap_rule(**kw):
+    def make(ctx: LabContext):
+        initial, default, lo, hi = _scaled(ctx)
+        return _Snap(None, minimum=lo, maximum=hi, initial=initial, **kw)
+
+    return make
+
+
+register("snap-rule", _snap_rule())
+
+
+# -- the burst policy with other estimator memories ------------------------------------------------
+from scrapy_adaptive.policies.burst import BurstWaitPolicy as _Burst
+from scrapy_adaptive.policies.estimator import RateEstimator as _Est
+
+
+def _burst_hl(days: float, window: int | None = None):
+    def make(ctx: LabContext):
+        kw = {"half_life": days * 86_400.0}
+        if window is not None:
+            kw["window"] = window
+        return _Burst(ctx.allocator(), estimator=_Est(**kw))
+
+    return make
+
+
+for _d in (7, 20, 60):
+    register(f"burst-hl{_d}", _burst_hl(_d), budgeted=True)
+
+
+from . import blend_policy as _blend_mod
+
+
+def _blend(ctx: LabContext):
+    return _blend_mod.BlendWaitPolicy(
+        _BudgetPace(ctx.budget), minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial
+    )
+
+
+register("blend", _blend, budgeted=True)
+
+
+def _snap_lowmin(ctx: LabContext):
+    """snapback allowed below the replay's one-hour minimum (as the scaled rules are)."""
+    return _Snap(_BudgetPace(ctx.budget), minimum=60.0, floor=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
+
+
+register("snap-lowmin", _snap_lowmin, budgeted=True)
+
+
+def _snap_horizon(revisits: float):
+    def make(ctx: LabContext):
+        return _Snap(
+            _BudgetPace(ctx.budget, horizon=revisits / ctx.budget),
+            minimum=ctx.min_wait,
+            maximum=ctx.max_wait,
+            initial=ctx.initial,
+        )
+
+    return make
+
+
+for _h in (5_000, 100_000):
+    register(f"snap-h{_h}", _snap_horizon(_h), budgeted=True)

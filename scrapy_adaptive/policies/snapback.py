@@ -1,0 +1,256 @@
+"""Snap back after a change, back off while quiet, and spend a budget doing it.
+
+Real pages change in clusters: a change makes another one soon far likelier
+than the page's long-run rate says (an edit session, a rollout, a page
+whose bytes move at every crawl for a season).  The rule that follows such
+pages best is also the simplest, StormCrawler's: after a change the wait
+moves halfway down to a short floor, ``(I + m)/2``; after a quiet visit it
+grows by half, ``1.5·I``.  It forgets in a few visits, so it is back near
+the floor within a visit or two of a burst starting and far from the page
+within a few of it ending, where a rate estimate with a long memory plans
+past the follow-ups (a short-memory Bayesian rate estimate was tried and did
+no better at equal fetches).
+
+What the rule lacks is a budget: its pace is set by its constants (the
+floor, the first wait, the bounds), so it spends whatever they imply.  This
+policy keeps the rule's dynamics in *normalised* time and multiplies every
+wait by one crawl-wide **scale** s, the one knob:
+
+* per URL: u, the last wait in normalised seconds; first visit
+  u = ``initial``; changed u ← (1 − d)·u + d·m (m = ``floor``); unchanged
+  u ← (1 + i)·u; u stays within [m, ``maximum``]; unknown verdict (no body
+  to compare): u is kept;
+* the wait is s·u, clamped to [``minimum``, ``maximum``] seconds.
+
+With a budget, a crawl-wide :class:`BudgetPace` sets s from the rule's own
+demand (what the URLs' normalised waits ask for, averaged over a horizon of
+a few weeks) and corrects it slowly by the realised revisits.  Scaling every
+time constant of a multiplicative rule is how a rule is held to a number of
+fetches, so the policy is the rule at whatever budget it is given.  Within
+the horizon spending follows the rule's bursts; over it the budget is spent.
+A rule at a fixed scale may spend unevenly over months, which a budget does
+not allow, and on some real histories that costs recall.  Without a budget
+s = 1 and the policy is StormCrawler's rule with the configured numbers.
+
+A noise guard (:class:`~.noise.NoiseDetector`) holds pages whose bytes differ
+at every fetch at the maximum wait, as for the Heritrix policy (with
+normalised change detection it stays quiet).
+
+Per-URL memory: ``{"su": u}`` plus the noise guard's few numbers (JSON-safe).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from ..model import ChangeState, Visit
+from .base import WaitParams, WaitPolicy
+from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, visit_time
+from .noise_guard import NoiseDetector
+
+#: the policy-memory key of the URL's normalised last wait
+WAIT = "su"
+#: where :meth:`SnapBackWaitPolicy.from_params` keeps the crawl's :class:`BudgetPace`
+PACE_KEY = "snapback_pace"
+#: revisits the budget is held over when no window is configured: about three
+#: weeks at 240 revisits a day.  Within it spending follows the rule (a burst
+#: is followed, not cut to the daily mean); over it the budget is spent.  A
+#: longer horizon gains recall on clustered histories but lets the crawl
+#: spend well under (or over) its budget for months; the trade-off is
+#: measured in docs/lab/policy-real-traces.md
+HORIZON_REVISITS = 5_000.0
+#: how many times per horizon the correction may move by the whole measured ratio
+CORRECTIONS = 10.0
+#: revisits counted before the loop acts (a rate measured on fewer is noise)
+ENGAGE_REVISITS = 100
+
+
+class BudgetPace:
+    """Crawl-wide: the scale s of every wait, held to a revisit budget.
+
+    At scale 1 a URL whose normalised wait is u asks for 1/u revisits per
+    second; each URL registers its u as it changes (:meth:`register`), so
+    the crawl's per-URL demand d = Σ(1/u)/N is known at every moment.  With
+    a budget B (revisits per second over the crawl's N URLs) the scale is
+
+        s = c · d̄ / (B/N)
+
+    where d̄ is d averaged over the crawl's history (time-weighted, forgetting
+    over ``horizon`` seconds), so s moves slowly: spending follows the rule
+    within that horizon (more while pages are in a burst, less while they
+    are quiet) and is held to B on average over it, where a loop on the
+    recent revisit rate would cut spending to the mean while a burst lasts.
+    c corrects what d does not see (the clamps to the minimum and maximum
+    wait, late visits): it is multiplied, at each visit dt seconds after the
+    last, by (R/∫B)^(``gain``·dt·:data:`CORRECTIONS`/horizon), where R and
+    ∫B are the realised and budgeted revisits over the horizon, and stays
+    within ``limits``.
+
+    The horizon defaults to the time the budget buys :data:`HORIZON_REVISITS`
+    revisits (the crawl's own time scale, compressed or not).  Without a
+    budget s = 1.  State is small and JSON-safe (:meth:`state`, :meth:`restore`).
+    """
+
+    def __init__(
+        self,
+        budget: float | None = None,
+        *,
+        horizon: float | None = None,
+        gain: float = 1.0,
+        limits: tuple[float, float] = (0.1, 10.0),
+    ) -> None:
+        if budget is not None and budget <= 0:
+            raise ValueError("the budget must be positive (revisits per second)")
+        self.budget = budget
+        self.horizon = horizon
+        self.gain = gain
+        self.limits = limits
+        self.demand = 0.0  #: Σ 1/u over the registered URLs
+        self.urls = 0  #: registered URLs
+        self.correction = 1.0  #: c
+        #: decayed integrals over the horizon: ∫d dt, ∫dt, revisits, ∫B dt
+        self._sums = [0.0, 0.0, 0.0, 0.0]
+        self._t_last: float | None = None
+
+    def set_budget(self, budget: float | None) -> None:
+        """Revisits per second over the crawl, or None (scale 1: the plain rule)."""
+        self.budget = budget
+
+    def span(self) -> float:
+        if self.horizon is not None:
+            return self.horizon
+        return HORIZON_REVISITS / self.budget if self.budget else 30 * DAY
+
+    def register(self, old: float | None, new: float) -> None:
+        """A URL's normalised wait moved from *old* (None: a new URL) to *new*."""
+        if old is None:
+            self.urls += 1
+        self.demand = max(0.0, self.demand + 1.0 / new - (1.0 / old if old else 0.0))
+
+    def scale(self) -> float:
+        """The factor every normalised wait is multiplied by now."""
+        if not self.budget or not self.urls:
+            return 1.0
+        d_sum, t_sum = self._sums[0], self._sums[1]
+        mean = d_sum / t_sum if t_sum > 0 else self.demand / self.urls
+        per_url = self.budget / self.urls
+        return self.correction * mean / per_url if mean > 0 else 1.0
+
+    def advance(self, now: float | None, revisit: bool) -> None:
+        """Move the clock to *now* (integrating demand and budget); count a revisit."""
+        if now is None:
+            return
+        if self._t_last is None:
+            self._t_last = now
+        dt = max(0.0, now - self._t_last)
+        self._t_last = max(now, self._t_last)
+        keep = math.exp(-dt / self.span())
+        sums = self._sums
+        if dt > 0 and self.urls:
+            # exact integral of a constant over dt, decayed: (1 − keep)·span
+            w = -math.expm1(-dt / self.span()) * self.span()
+            sums[0] = sums[0] * keep + w * self.demand / self.urls
+            sums[1] = sums[1] * keep + w
+            sums[3] = sums[3] * keep + w * (self.budget or 0.0)
+            sums[2] *= keep
+        sums[2] += revisit
+        if self.budget and dt > 0 and sums[3] > 0 and sums[2] >= ENGAGE_REVISITS:
+            exponent = min(1.0, self.gain * dt * CORRECTIONS / self.span())
+            self.correction = clamp(self.correction * (sums[2] / sums[3]) ** exponent, *self.limits)
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "demand": self.demand,
+            "urls": self.urls,
+            "correction": self.correction,
+            "sums": list(self._sums),
+            "t": self._t_last,
+        }
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        self.demand = float(state["demand"])
+        self.urls = int(state["urls"])
+        self.correction = float(state["correction"])
+        self._sums = [float(x) for x in state["sums"]]
+        self._t_last = state["t"]
+
+
+class SnapBackWaitPolicy(WaitPolicy):
+    """StormCrawler's snap-back rule in normalised time, scaled to a budget."""
+
+    def __init__(
+        self,
+        pace: BudgetPace | None = None,
+        *,
+        minimum: float = 3_600.0,
+        maximum: float = 365 * DAY,
+        initial: float = DAY,
+        floor: float | None = None,
+        decrement: float = 0.5,
+        increment: float = 0.5,
+        noise: NoiseDetector | None = None,
+    ) -> None:
+        if not 0.0 <= decrement <= 1.0 or increment < 0.0:
+            raise ValueError("rates: 0 <= decrement <= 1 and increment >= 0")
+        if maximum < minimum:
+            raise ValueError("maximum must not be lower than minimum")
+        self.pace = pace or BudgetPace()
+        self.minimum = minimum
+        self.maximum = maximum
+        #: the snap target m, in normalised seconds (the minimum wait unless set)
+        self.floor = minimum if floor is None else floor
+        self.initial = clamp(initial, self.floor, maximum)
+        self.decrement = decrement
+        self.increment = increment
+        self.noise = noise
+
+    @classmethod
+    def from_params(cls, params: WaitParams) -> SnapBackWaitPolicy:
+        """Bounds, floor and first wait from the wait numbers; ``ADAPTIVE_BUDGET``
+        revisits per day (None: the plain rule).
+
+        One :class:`BudgetPace` serves every instance built from the params of
+        one stack (``params.crawl.pace``), so the crawl spends one budget.
+        """
+        pace = params.crawl.pace
+        if not isinstance(pace, BudgetPace):
+            pace = BudgetPace(None if params.budget is None else params.budget / DAY, horizon=params.budget_window)
+            params.crawl.pace = pace
+        return cls(
+            pace,
+            minimum=params.minimum,
+            maximum=params.maximum,
+            initial=params.initial,
+            noise=NoiseDetector(params.minimum or 1.0),
+        )
+
+    def step(self, u: float, change: ChangeState) -> float:
+        """The rule in normalised seconds: snap toward the floor, or back off."""
+        if change is ChangeState.CHANGED:
+            u = (1.0 - self.decrement) * u + self.decrement * self.floor
+        elif change is ChangeState.UNCHANGED:
+            u = u * (1.0 + self.increment)
+        return clamp(u, self.floor, self.maximum)
+
+    def normalised(self, history: Mapping[str, Any], visit: Visit, memory: dict[str, Any], old: float | None) -> float:
+        """The URL's next wait at scale 1 (normalised seconds)."""
+        if is_first_visit(history) or old is None:
+            return self.initial
+        return self.step(old, visit.change)
+
+    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
+        memory = policy_memory(history)
+        stored = memory.get(WAIT)
+        old = None if stored is None else float(stored)
+        u = self.normalised(history, visit, memory, old)
+        self.pace.register(old, u)
+        self.pace.advance(visit_time(history, visit), revisit=not is_first_visit(history))
+        memory[WAIT] = u
+        wait = clamp(self.pace.scale() * u, self.minimum, self.maximum)
+        if self.noise is not None:
+            verdict = self.noise.observe(memory, visit.change, elapsed(history, visit))
+            wait = self.noise.wait(memory, verdict, wait, self.maximum)
+        visit.policy_state = memory
+        return wait
