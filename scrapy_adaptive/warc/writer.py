@@ -327,9 +327,11 @@ class WarcWriter:
                 warc_headers_dict=headers,
             )
         record_id = record.rec_headers.get_header("WARC-Record-ID")
-        request = self._request_record(exchange, date, record_id)
-        self._write(request)
+        # the response (or revisit) first, then the request that refers to it
+        # (as Heritrix writes them): a kill between the two leaves no request
+        # pointing at a record the repair at the next open cut off
         self._write(record)
+        self._write(self._request_record(exchange, date, record_id))
         if kind == "response" and exchange.body:
             self._pending[exchange.url] = Capture(exchange.url, date, record_id, digest or "")
         self.counts[kind] = self.counts.get(kind, 0) + 1
