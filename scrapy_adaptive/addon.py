@@ -56,6 +56,19 @@ def is_deltafetch(component: Any) -> bool:
     )
 
 
+def replace_scrapy_component(settings: BaseSettings, path: str, name: str, ours: type, order: int) -> None:
+    """Put *ours* in the place of Scrapy's downloader middleware *path* (at
+    its order in ``DOWNLOADER_MIDDLEWARES_BASE``), unless the project placed
+    Scrapy's (by path or class, named *name*) or ours itself."""
+    mws = settings.getdict("DOWNLOADER_MIDDLEWARES")
+    if any(key in mws for key in (path, ours)) or any(isinstance(key, type) and key.__name__ == name for key in mws):
+        return
+    mws[path] = None
+    mws[ours] = settings.getdict("DOWNLOADER_MIDDLEWARES_BASE").get(path, order)
+    priority = max(settings.getpriority("DOWNLOADER_MIDDLEWARES") or 0, SETTINGS_PRIORITIES["addon"])
+    settings.set("DOWNLOADER_MIDDLEWARES", mws, priority)
+
+
 class Addon:
     """Turns a Scrapy project into a continuous adaptive revisiting crawler."""
 
@@ -79,33 +92,15 @@ class Addon:
 
     @staticmethod
     def _refreshing_robots(settings: BaseSettings) -> None:
-        """:class:`RobotsRefreshMiddleware` in the place of Scrapy's, unless
-        the project placed Scrapy's (or ours) itself."""
-        mws = settings.getdict("DOWNLOADER_MIDDLEWARES")
-        if any(key in mws for key in (SCRAPY_ROBOTS, RobotsRefreshMiddleware)) or any(
-            isinstance(key, type) and key.__name__ == "RobotsTxtMiddleware" for key in mws
-        ):
-            return
-        order = settings.getdict("DOWNLOADER_MIDDLEWARES_BASE").get(SCRAPY_ROBOTS, 100)
-        mws[SCRAPY_ROBOTS] = None
-        mws[RobotsRefreshMiddleware] = order
-        priority = max(settings.getpriority("DOWNLOADER_MIDDLEWARES") or 0, SETTINGS_PRIORITIES["addon"])
-        settings.set("DOWNLOADER_MIDDLEWARES", mws, priority)
+        """:class:`RobotsRefreshMiddleware` in the place of Scrapy's."""
+        replace_scrapy_component(settings, SCRAPY_ROBOTS, "RobotsTxtMiddleware", RobotsRefreshMiddleware, 100)
 
     @staticmethod
     def _decompression_verdicts(settings: BaseSettings) -> None:
-        """:class:`DecompressionVerdictMiddleware` in the place of Scrapy's,
-        unless the project placed Scrapy's (or ours) itself."""
-        mws = settings.getdict("DOWNLOADER_MIDDLEWARES")
-        if any(key in mws for key in (SCRAPY_COMPRESSION, DecompressionVerdictMiddleware)) or any(
-            isinstance(key, type) and key.__name__ == "HttpCompressionMiddleware" for key in mws
-        ):
-            return
-        order = settings.getdict("DOWNLOADER_MIDDLEWARES_BASE").get(SCRAPY_COMPRESSION, 590)
-        mws[SCRAPY_COMPRESSION] = None
-        mws[DecompressionVerdictMiddleware] = order
-        priority = max(settings.getpriority("DOWNLOADER_MIDDLEWARES") or 0, SETTINGS_PRIORITIES["addon"])
-        settings.set("DOWNLOADER_MIDDLEWARES", mws, priority)
+        """:class:`DecompressionVerdictMiddleware` in the place of Scrapy's."""
+        replace_scrapy_component(
+            settings, SCRAPY_COMPRESSION, "HttpCompressionMiddleware", DecompressionVerdictMiddleware, 590
+        )
 
     @staticmethod
     def _durable_file_feeds(settings: BaseSettings) -> None:
