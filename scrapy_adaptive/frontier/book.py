@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..store.base import Batch, Store
@@ -192,11 +192,19 @@ class QueueBook:
         they are now: memory changed ahead of a write that may fail."""
         counts = (q.visits, q.versions, q.never, q.urls)
         slots, out = list(q.slots), dict(q.out)
-        totals = replace(self.totals)
+        totals = self.totals
+        kept = (totals.urls, totals.schedulable, totals.visits, totals.versions, totals.quarantined, totals.forgotten)
 
         def undo() -> None:
             q.visits, q.versions, q.never, q.urls = counts
             q.slots, q.out = slots, out
-            vars(self.totals).update(vars(totals))
+            (
+                totals.urls,
+                totals.schedulable,
+                totals.visits,
+                totals.versions,
+                totals.quarantined,
+                totals.forgotten,
+            ) = kept
 
         return undo
