@@ -54,9 +54,7 @@ from ..ops.console import control
 from ..ops.console.api import take_seeds
 from ..policies import PolicyStack, load_wait_policy
 from ..store.base import StoreCorrupt, StoreError
-from ..store.statedir import (
-    StateDirError,
-)
+from ..store.statedir import StateDirError
 from .delivery import Delivery
 from .engine import EngineWaker, exit_with_error
 from .issued import IssuedRequests, url_identity
@@ -65,6 +63,7 @@ from .refusal import Refusal, RefusingScheduler
 from .request_hints import take_hint
 from .runtime import Runtime, assemble
 from .serialization import RequestNotStorable, request_from_data, request_to_data
+from .sinkfail import SinkError
 from .startup import remove_empty_spider_state, warn_about_settings
 from .stopgrace import StopGrace
 from .tasks import ShareBudget, Tick, build_tick
@@ -122,7 +121,7 @@ class AdaptiveScheduler(BaseScheduler):
         #: the once-a-second tasks (built by open())
         self.tick: Tick | None = None
         self._ticker: Any = None
-        self._stopping = False
+        self._stopping = self._fatal_said = False
         self.refusal = Refusal(crawler)
         self.grace = StopGrace(config.stop_grace, crawler)
         #: the control socket `scrapy frontier` talks to a running crawl on
@@ -398,16 +397,13 @@ class AdaptiveScheduler(BaseScheduler):
     # -- signals ----------------------------------------------------------------------
 
     def _on_reached_downloader(self, request: Request, spider: Spider) -> None:
-        fp = self.issued.fp_of(request)
-        if fp is not None and self.frontier is not None:
+        if (fp := self.issued.fp_of(request)) is not None and self.frontier is not None:
             self.frontier.leases.fetch_started(fp)
 
     def _on_left_downloader(self, request: Request, spider: Spider) -> None:
-        fp = self.issued.fp_of(request)
-        if fp is None or self.frontier is None:
-            return
-        self.frontier.leases.fetch_ended(fp)
-        self._arm_wake()
+        if (fp := self.issued.fp_of(request)) is not None and self.frontier is not None:
+            self.frontier.leases.fetch_ended(fp)
+            self._arm_wake()
 
     def _on_response_received(self, response: Response, request: Request, spider: Spider) -> None:
         """Honour a robots.txt ``Crawl-delay`` (persisted with the host)."""
@@ -439,16 +435,15 @@ class AdaptiveScheduler(BaseScheduler):
         """
         if self.runtime is not None:
             self.runtime.checkpoints.stop()
-        if self._stopping:
+        stopping, self._stopping = self._stopping, True
+        # a sink's failure found at the close (its last flush) is still said
+        if self._fatal_said or (stopping and not isinstance(exc, SinkError)):
             return
-        self._stopping = True
-        if isinstance(exc, StoreCorrupt):
-            logger.critical("%s. Stopping the crawl.", exc)
-        else:
-            logger.critical("%s. Stopping the crawl; the state on disk is consistent and the crawl can resume.", exc)
+        self._fatal_said = True
+        resume = "" if isinstance(exc, StoreCorrupt) else "; the state on disk is consistent and the crawl can resume"
+        logger.critical("%s. Stopping the crawl%s.", exc, resume)
         self.stats.set_value("adaptive/fatal", str(exc))
-        engine = self.crawler.engine if self.crawler is not None else None
-        if engine is not None:
-            assert self.crawler is not None
+        if self.crawler is not None and self.crawler.engine is not None:
             exit_with_error(self.crawler)
-            deferred_from_coro(engine.close_spider_async(reason="adaptive_state_error"))
+            if not stopping:
+                deferred_from_coro(self.crawler.engine.close_spider_async(reason="adaptive_state_error"))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..addon import DELTAFETCH_MESSAGE, TOOK_OVER_SETTING, is_deltafetch
 from ..config.settings import unknown_settings
-from .delivery import feed_warnings
+from .feedfile import feed_warnings
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings

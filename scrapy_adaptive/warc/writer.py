@@ -68,6 +68,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..change.digest import payload_digest
 from ..config.spec import ConfigError
+from ..integration.sinkfail import SinkError, sink_error
 
 if TYPE_CHECKING:
 
@@ -188,6 +189,10 @@ class WarcWriter:
         self._dirty = False
         #: record counts by type, and files opened, for the stats
         self.counts: dict[str, int] = {}
+        #: the first write error: nothing more is written, indexed or confirmed
+        self.failure: SinkError | None = None
+        #: told of that error once (the middleware stops the crawl)
+        self.on_failure: Callable[[SinkError], None] | None = None
 
     # -- life cycle -------------------------------------------------------------
 
@@ -202,10 +207,17 @@ class WarcWriter:
         except (OSError, plyvel.Error) as exc:
             raise WarcError(f"ADAPTIVE_WARC_DIR {self.folder} cannot be used: {exc}") from exc
         self._warc = WARCWriter(None, gzip=True, warc_version="1.1")
-        self._repair_last_file()
-        self._new_file()
+        try:
+            self._repair_last_file()
+            self._new_file()
+        except (OSError, plyvel.Error) as exc:
+            self.close()
+            raise WarcError(str(self.failure or self._failed(exc))) from None
 
     def close(self) -> None:
+        if self.file is not None and self.failure is not None:
+            self.file.raw.close()  # type: ignore[attr-defined]  # nothing more is written: the buffer is dropped
+            self.file = None
         if self.file is not None:
             self._close_file()
         if self.index is not None:
@@ -260,23 +272,39 @@ class WarcWriter:
     # -- the durable sink ---------------------------------------------------------
 
     def make_durable(self) -> bool:
-        """Flush and fsync the current file, then index the captures it holds."""
+        """Flush and fsync the current file, then index the captures it holds.
+
+        False once a write failed: the versions stay unconfirmed and are
+        delivered (and archived) again after a restart.
+        """
+        import plyvel
+
+        if self.failure is not None:
+            return False
         if self.file is None or not self._dirty:
             return True
         try:
             self.file.flush()
             os.fsync(self.file.fileno())
-        except OSError as exc:
-            # versions stay unconfirmed (delivered again after a restart)
-            logger.error("WARC file %s cannot be made durable: %s", self.filename, exc)
+            with self.index.write_batch() as batch:
+                for uri, capture in self._pending.items():
+                    batch.put(b"c/" + uri.encode(), capture.to_json())
+                batch.put(b"f", json.dumps([self.filename, self.file.tell()]).encode())
+        except (OSError, plyvel.Error) as exc:
+            self._failed(exc)
             return False
         self._dirty = False
-        with self.index.write_batch() as batch:
-            for uri, capture in self._pending.items():
-                batch.put(b"c/" + uri.encode(), capture.to_json())
-            batch.put(b"f", json.dumps([self.filename, self.file.tell()]).encode())
         self._pending.clear()
         return True
+
+    def _failed(self, exc: BaseException) -> SinkError:
+        """The folder cannot be written: said once, the writer stops."""
+        if self.failure is None:
+            path = os.path.join(self.folder, self.filename or INDEX)
+            self.failure = sink_error("WARC file", path, exc)
+            if self.on_failure is not None:
+                self.on_failure(self.failure)
+        return self.failure
 
     # -- records ------------------------------------------------------------------
 
@@ -290,10 +318,23 @@ class WarcWriter:
 
     def archive(self, exchange: HttpExchange) -> str | None:
         """Write the records of one HTTP transaction; returns the record type
-        written (``response``, ``revisit``) or None when nothing could be."""
+        written (``response``, ``revisit``) or None when nothing could be.
+
+        Raises :class:`SinkError` once the folder cannot be written.
+        """
+        import plyvel
+
+        if self.failure is not None:
+            raise self.failure
+        assert self.file is not None, "open() first"
+        try:
+            return self._archive(exchange)
+        except (OSError, plyvel.Error) as exc:
+            raise self._failed(exc) from None
+
+    def _archive(self, exchange: HttpExchange) -> str | None:
         from warcio.statusandheaders import StatusAndHeaders
 
-        assert self.file is not None, "open() first"
         date = warc_date(exchange.fetched)
         capture = self.capture_of(exchange.url)
         digest = None if exchange.headers_only else payload_digest(exchange.body)

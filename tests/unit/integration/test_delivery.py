@@ -21,14 +21,8 @@ from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive import meta
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Store, Visit
-from scrapy_adaptive.integration.delivery import (
-    SINK_CLOSED,
-    SINK_OPENED,
-    Delivery,
-    DurableFileFeedStorage,
-    feed_warnings,
-    ticket_of,
-)
+from scrapy_adaptive.integration.delivery import SINK_CLOSED, SINK_OPENED, Delivery, ticket_of
+from scrapy_adaptive.integration.feedfile import DurableFileFeedStorage, feed_warnings
 from scrapy_adaptive.store.base import StoreError
 from scrapy_adaptive.store.leveldb import LevelDBStore
 from tests.unit.frontier.test_frontier import FullDisk
@@ -343,7 +337,7 @@ def test_every_line_format_scrapy_knows_is_repaired_after_a_kill(tmp_path: Path,
 def test_line_formats_are_known_by_their_exporter() -> None:
     from scrapy.settings.default_settings import FEED_EXPORTERS_BASE
 
-    from scrapy_adaptive.integration.delivery import CSV, LINES, line_kind
+    from scrapy_adaptive.integration.feedfile import CSV, LINES, line_kind
 
     exporters = {**FEED_EXPORTERS_BASE, "mylines": "scrapy.exporters.JsonLinesItemExporter", "jsonl": None}
     assert {fmt: line_kind(fmt, exporters) for fmt in ("jsonl", "jsonlines", "jl", "csv", "mylines")} == {
