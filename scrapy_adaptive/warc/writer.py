@@ -23,7 +23,9 @@ not see):
   ``identical-payload-digest``;
 * a 304, or a download stopped after its headers (a mid-fetch abort): the
   headers as a ``revisit``, profile ``server-not-modified`` (the server's
-  validators said "not modified"), never a truncated ``response``.
+  validators said "not modified"), never a truncated ``response``; a 304's
+  revisit holds the capture's status and headers as the 304 updates them
+  (:func:`~.capture.updated_by_304`), so that replay serves the page.
 
 A revisit's ``WARC-Refers-To`` / ``-Target-URI`` / ``-Date`` and
 ``WARC-Payload-Digest`` are the capture's: a revisit never refers to
@@ -61,7 +63,6 @@ import re
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
@@ -69,6 +70,7 @@ from typing import TYPE_CHECKING, Any
 from ..change.digest import payload_digest
 from ..config.spec import ConfigError
 from ..integration.sinkfail import SinkError, sink_error
+from .capture import Capture, HttpExchange, updated_by_304
 
 if TYPE_CHECKING:
 
@@ -124,40 +126,6 @@ def complete_members_end(file: io.BufferedIOBase, start: int) -> int:
             pending = rest
         else:
             position += len(chunk)
-
-
-@dataclass(frozen=True)
-class Capture:
-    """A URL's last archived ``response`` record, as revisits refer to it."""
-
-    uri: str
-    date: str
-    record_id: str
-    digest: str
-
-    def to_json(self) -> bytes:
-        return json.dumps([self.uri, self.date, self.record_id, self.digest]).encode()
-
-    @classmethod
-    def from_json(cls, raw: bytes) -> Capture:
-        return cls(*json.loads(raw))
-
-
-@dataclass
-class HttpExchange:
-    """One HTTP transaction as the archive stores it (plain values, no Scrapy)."""
-
-    url: str
-    method: str
-    request_headers: list[tuple[str, str]]
-    request_body: bytes
-    status: int
-    protocol: str
-    response_headers: list[tuple[str, str]]
-    body: bytes
-    #: only the headers were seen (a 304, a download stopped after them)
-    headers_only: bool
-    fetched: float
 
 
 class WarcWriter:
@@ -346,10 +314,12 @@ class WarcWriter:
             kind = "revisit"
         else:
             kind = "response"
-        phrase = _reason(exchange.status)
-        http = StatusAndHeaders(
-            f"{exchange.status} {phrase}".strip(), exchange.response_headers, protocol=exchange.protocol
-        )
+        status_line = f"{exchange.status} {_reason(exchange.status)}".strip()
+        http = StatusAndHeaders(status_line, exchange.response_headers, protocol=exchange.protocol)
+        if kind == "revisit" and exchange.status == 304:
+            assert capture is not None
+            line, protocol, headers = updated_by_304(capture, exchange)
+            http = StatusAndHeaders(line, headers, protocol=protocol)
         headers = {"WARC-Date": date}
         if kind == "revisit":
             assert capture is not None
@@ -374,7 +344,15 @@ class WarcWriter:
         self._write(record)
         self._write(self._request_record(exchange, date, record_id))
         if kind == "response" and exchange.body:
-            self._pending[exchange.url] = Capture(exchange.url, date, record_id, digest or "")
+            self._pending[exchange.url] = Capture(
+                exchange.url,
+                date,
+                record_id,
+                digest or "",
+                status_line,
+                exchange.protocol,
+                tuple(exchange.response_headers),
+            )
         self.counts[kind] = self.counts.get(kind, 0) + 1
         if self.file is not None and self.file.tell() >= self.max_size:
             self._close_file()
