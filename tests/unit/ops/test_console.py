@@ -218,16 +218,20 @@ def test_a_record_snapshot_names_its_url() -> None:
     assert record is not None and record.snapshot()["url"] == "http://h/a.html"
 
 
-def test_a_budget_far_above_the_revisits_does_not_flatten_the_bars() -> None:
+def test_a_budget_is_drawn_to_scale_and_only_when_set() -> None:
     from scrapy_adaptive.ops.console.html import bar_chart
 
-    svg = bar_chart(["h1", "h2"], [73.0, 40.0], line=[37772.0, 37772.0])
-    heights = [float(h) for h in re.findall(r'<rect [^>]*height="([0-9.]+)"', svg)]
-    assert max(heights) > 100  # the highest bar fills most of the plot
-    assert "37772 (off the scale)" in svg
-    # near the bars, the level is drawn to scale and not labelled
-    svg = bar_chart(["h1"], [73.0], line=[100.0])
-    assert "off the scale" not in svg
+    svg = bar_chart(["h1", "h2"], [73.0, 40.0], line=[543.0, 543.0])
+    (path,) = re.findall(r'<path d="([^"]+)"', svg)
+    assert float(path.split(",")[1].split("h")[0]) >= 8  # the level within the plot, at its height
+    assert "off the scale" not in svg and ">543<" in svg  # the axis reaches the budget
+    report = FrontierConsole(crawled(MemoryStore(), Clock())).report()  # no budget set
+    # the hours recorded the pace the crawl planned
+    report["hours"] = [[490000, [73, 2, 1074863, 0, 543.0]], [490001, [40, 1, 20000, 0, 543.0]]]
+    page = render(report)
+    assert "#c0392b" not in page and "budget 543" not in page and "(red: budget)" not in page
+    assert ">1.1 MB<" in page and "1074863" not in page  # bytes in kB/MB, never raw
+    assert "No URL was overdue at any summary in the 2 hours recorded." in page  # not an empty chart
 
 
 @pytest.mark.parametrize(
