@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .api import human, human_bytes, when
+from .hinttrack import PRECISION_MEANS, html_rows
 
 #: widest bar of an hourly series (SVG units)
 HOUR_BAR = 40.0
@@ -190,11 +191,26 @@ def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
         "</div><div><h2>Never changing URLs</h2>",
         _table(["URL", "visits"], [[r["url"], r["visits"]] for r in report["never_changing"]]),
         "</div></div>",
+        *_hint_section(report.get("hints")),
     ]
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{_esc(title)}</title><style>{_STYLE}</style></head><body>" + "".join(sections) + "</body></html>"
     )
+
+
+def _hint_section(record: dict[str, Any] | None) -> list[str]:
+    """What each sitemap or feed earned: the counts and the precision that follows."""
+    if record is None:
+        return []
+    if not record["sources"]:
+        return ["<h2>Change hints</h2>", '<p class="muted">No hint of a sitemap or feed settled by a visit yet.</p>']
+    header = ["source", "host", "confirmed", "refuted", "found anyway", "precision"]
+    return [
+        "<h2>Change hints: what each sitemap or feed earned</h2>",
+        f'<p class="muted">{_esc(PRECISION_MEANS)}.</p>',
+        _table(header, html_rows(record)),
+    ]
 
 
 def _host_rows(hosts: list[dict[str, Any]]) -> list[list[Any]]:
