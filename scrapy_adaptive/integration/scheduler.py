@@ -64,7 +64,7 @@ from .request_hints import take_hint
 from .runtime import Runtime, assemble
 from .serialization import RequestNotStorable, request_from_data, request_to_data
 from .sinkfail import SinkError
-from .startup import remove_empty_spider_state, warn_about_settings
+from .startup import remove_empty_spider_state, require_extras, warn_about_settings
 from .stopgrace import StopGrace
 from .tasks import ShareBudget, Tick, build_tick
 from .verdicts import Verdicts
@@ -151,6 +151,7 @@ class AdaptiveScheduler(BaseScheduler):
             # built again by the visit middleware at open: checked here, so a
             # bad rule is refused before anything of the JOBDIR is opened
             DigestRules.from_settings(config.digest_rules, config.digest_default, config.digest_max_size)
+            require_extras(config)
         except ConfigError as exc:
             # raised here, Scrapy would fail to close the engine (traceback
             # wall); the refusal is said once, at open

@@ -298,3 +298,6 @@ def test_without_warcio_the_crawl_is_refused_in_one_line(
     assert len(critical) == 1 and "pip install scrapy-adaptive[warc]" in critical[0], critical
     assert "Traceback" not in result.log + result.stderr
     assert not clean_log.log(path_prefix="/changes/100000/wn-index")
+    # refused before the state folder is touched: no frontier opened, no folder made
+    assert "Adaptive frontier opened" not in result.log
+    assert not Path(str(adaptive_settings["ADAPTIVE_STATE_DIR"])).exists()
