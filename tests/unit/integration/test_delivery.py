@@ -287,6 +287,26 @@ def test_the_file_feed_storage_is_a_durable_sink(tmp_path: Path) -> None:
     assert held.make_durable() is False
 
 
+def test_a_feed_that_cannot_be_written_says_so_once_and_delivery_stops_confirming(tmp_path: Path) -> None:
+    from scrapy_adaptive.integration.sinkfail import SINK_FAILED, SinkError
+
+    signals = SignalManager()
+    failures: list[SinkError] = []
+    signals.connect(lambda sink, error: failures.append(error), SINK_FAILED, weak=False)
+    delivery = Delivery.connected(MemoryStatsCollector(get_crawler(Spider)), signals)
+    storage = DurableFileFeedStorage("/dev/full", feed_options={"overwrite": False}, signals=signals)
+    file = storage.open(Spider("s"))
+    delivery.sink_opened(storage)
+    for _ in range(3):
+        file.write(b'{"item": 1}\n' * 1000)  # past the buffer: the write fails, silently for the exporter
+    assert storage.make_durable() is False and len(failures) == 1
+    assert str(failures[0]).startswith("The disk holding the feed file /dev/full is full (")
+    with pytest.raises(SinkError):
+        delivery.flush()  # the crawl stops on it (a StoreError)
+    storage.store(file)  # closing drops the buffer, raises nothing
+    assert file.closed and len(failures) == 1
+
+
 def test_feeds_that_lose_items_are_named_at_start() -> None:
     from scrapy.settings import Settings
 
