@@ -30,7 +30,9 @@ class SinkError(StoreError):
 def sink_error(what: str, path: str, exc: BaseException) -> SinkError:
     """The one message for a failed write to *what* (``feed file``, ``WARC
     file``) at *path*: a full disk says so and how to go on."""
-    reason = str(exc) or type(exc).__name__
+    first = exc.args[0] if exc.args else None
+    # plyvel's errors (the WARC folder's index) carry bytes
+    reason = first.decode("utf-8", "replace") if isinstance(first, bytes) else str(exc) or type(exc).__name__
     if getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "no space left" in reason.lower():
         return SinkError(
             f"The disk holding the {what} {path} is full ({reason}). Free space, then run the crawl again: "
