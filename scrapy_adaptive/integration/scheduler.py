@@ -63,7 +63,7 @@ from .refusal import Refusal, RefusingScheduler
 from .request_hints import take_hint
 from .runtime import Runtime, assemble
 from .serialization import RequestNotStorable, request_from_data, request_to_data
-from .sinkfail import SinkError
+from .sinkfail import SINK_FAILED, SinkError
 from .startup import remove_empty_spider_state, require_extras, warn_about_settings
 from .stopgrace import StopGrace
 from .tasks import ShareBudget, Tick, build_tick
@@ -172,6 +172,7 @@ class AdaptiveScheduler(BaseScheduler):
         crawler.signals.connect(scheduler._on_reached_downloader, signals.request_reached_downloader)
         crawler.signals.connect(scheduler._on_left_downloader, signals.request_left_downloader)
         crawler.signals.connect(scheduler._on_response_received, signals.response_received)
+        crawler.signals.connect(lambda sink, error: scheduler._fatal(error), SINK_FAILED, weak=False)  # stop at once
         return scheduler
 
     # -- life cycle ---------------------------------------------------------
@@ -204,11 +205,9 @@ class AdaptiveScheduler(BaseScheduler):
             gc.freeze()
         crawl = self.policy.params.crawl
         ShareBudget(runtime, crawl.allocator, self.config.budget).run()
-        seeded = take_seeds(runtime.state.path, self._seed)
-        if seeded:
-            logger.info(
-                "Seeds given while the crawl was stopped: %s", ", ".join(f"{s['url']} ({s['result']})" for s in seeded)
-            )
+        if seeded := take_seeds(runtime.state.path, self._seed):
+            listed = ", ".join(f"{s['url']} ({s['result']})" for s in seeded)
+            logger.info("Seeds given while the crawl was stopped: %s", listed)
         if not runtime.state.temporary and self.crawler is not None:  # a crawl, with a running reactor
             self._control = control.serve(runtime.state.path, runtime.console.answer)
         if self.crawler is not None:  # the components that hand verdicts to the frontier

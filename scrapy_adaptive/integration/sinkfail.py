@@ -4,10 +4,10 @@ A feed file or a WARC file on a full disk (or one that fails with any other
 I/O error) used to be reported by Scrapy at every item and every response,
 with a traceback each, while the crawl ran on, counting versions whose
 items or records were never written.  A sink that fails now says so once
-(:data:`SINK_FAILED`, with a :class:`SinkError` naming its file);
-:class:`~.delivery.Delivery` then confirms nothing more and raises the
-error at its next flush, which stops the crawl as a state-store failure
-does (one CRITICAL line, exit code 1).  The versions not confirmed stay
+(:data:`SINK_FAILED`, with a :class:`SinkError` naming its file): the
+scheduler stops the crawl at once, as for a state-store failure (one
+CRITICAL line, exit code 1), and :class:`~.delivery.Delivery` confirms
+nothing more (its next flush raises the error).  The versions not confirmed stay
 pending and are delivered again at the next start, once there is room.
 """
 
