@@ -276,3 +276,26 @@ def test_the_policys_memory_of_a_url_is_said_in_words_or_left_out() -> None:
     assert "estimated change rate: 1 per day (about one change every 1.0d)" in text
     assert "the last 2 intervals" in text and "Last-Modified agreed with the content 3 times, disagreed 1 times" in text
     assert "o=" not in text and "al=" not in text and "pp=" not in text and "[[" not in text
+
+
+def test_a_waiting_hint_and_the_hosts_sources_in_words() -> None:
+    from scrapy_adaptive.hosts import hints
+    from scrapy_adaptive.ops.console.hinttrack import pending_hint, report_words, track_record, url_words
+
+    by_host = {"h": {"sitemap": [3.0, 1.0, 0.5], "liar": [0.0, 9.0, 0.0]}, "g": {"sitemap": [1.0, 0.0, 0.0]}}
+    record = track_record(by_host)
+    assert [(r["source"], r["confirmed"], r["refuted"]) for r in record["sources"]] == [
+        ("liar", 0.0, 9.0),
+        ("sitemap", 4.0, 1.0),
+    ]
+    liar = record["sources"][0]["precision"]
+    assert liar < 0.15 and record["sources"][1]["precision"] > 0.6
+    text = "\n".join(report_words(record))
+    assert "liar: 0 confirmed, 9 refuted" in text and "sitemap on g: 1 confirmed" in text
+    waiting = hints.pending(1.8e9, 1.8e9 - 60, "sitemap", [3.0, 1.0, 0.5], [4.0, 1.0, 0.5])
+    lines = url_words(waiting, "h", record["by_host"])
+    assert lines[0].startswith("a change hint from sitemap waits for this visit: received ")
+    assert "claiming a change at " in lines[0] and "acted on at precision 0." in lines[0]
+    assert lines[1].startswith("change hints on h (") and any("liar: 0 confirmed, 9 refuted" in ln for ln in lines)
+    assert pending_hint(waiting)["record_then"]["confirmed"] == 3.0
+    assert report_words(track_record({}))[0].startswith("change hints: no hint of a sitemap or feed has been settled")
