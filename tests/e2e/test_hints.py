@@ -116,11 +116,11 @@ def test_sitemap_lastmod_brings_a_page_forward_and_a_lying_source_loses_trust(
     liar = f"liar: 0 confirmed, {refuted:g} refuted"
     assert "change hints, what each sitemap or feed earned" in text and liar in text, text[-1500:]
     assert re.search(rf"{liar} \(.*\), precision 0\.[01]\d\n", text) and "sitemap: 1 confirmed" in text
-    sources = {row["source"]: row for row in json.loads(frontier("report", "--json"))["report"]["hints"]["sources"]}
+    page = tmp_state / "report.html"
+    answer = json.loads(frontier("report", "--json", "--html", str(page)).split("\nHTML report written")[0])
+    sources = {row["source"]: row for row in answer["report"]["hints"]["sources"]}
     assert sources["liar"]["refuted"] == refuted
     assert sources["liar"]["precision"] == pytest.approx(learned["liar"], abs=0.01)
-    page = tmp_state / "report.html"
-    frontier("report", "--html", str(page))
     assert "Change hints: what each sitemap or feed earned" in page.read_text()
     assert f"<td>liar</td><td>all</td><td>0</td><td>{refuted:g}</td>" in page.read_text()
     about = frontier("url", server.url("/page/liar-a"))
