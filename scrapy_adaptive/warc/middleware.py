@@ -22,6 +22,8 @@ from scrapy.exceptions import NotConfigured
 from ..config.spec import ConfigError
 from ..integration.delivery import SINK_CLOSED, SINK_OPENED
 from ..integration.refusal import Refusal
+from ..integration.sinkfail import SINK_FAILED, SinkError
+from ..integration.stopgrace import AbandonedDownload
 from ..integration.wiring import FRONTIER_OPENED, crawl_config
 from .writer import (
     DROPPED_REQUEST_HEADERS,
@@ -68,6 +70,12 @@ def exchange_of(request: Request, response: Response, fetched: float) -> HttpExc
         headers_only=headers_only,
         fetched=fetched,
     )
+
+
+class NotArchived(AbandonedDownload):
+    """The response could not be archived: it gets no verdict (the URL is
+    due again at the next start, when its records are written) and Scrapy
+    logs nothing for it (an ``IgnoreRequest``)."""
 
 
 class WarcMiddleware:
@@ -136,11 +144,16 @@ class WarcMiddleware:
         self.writer = writer
         logger.info("Writing WARC files to %s (%s)", writer.folder, writer.filename)
         if self.crawler is not None:
-            self.crawler.signals.send_catch_log(SINK_OPENED, sink=writer)
+            signals_ = self.crawler.signals
+            writer.on_failure = lambda error: signals_.send_catch_log(SINK_FAILED, sink=writer, error=error)
+            signals_.send_catch_log(SINK_OPENED, sink=writer)
 
     def process_response(self, request: Request, response: Response) -> Response:
         if self.writer is not None:
-            self.writer.archive(exchange_of(request, response, self.clock()))
+            try:
+                self.writer.archive(exchange_of(request, response, self.clock()))
+            except SinkError as exc:  # said once (SINK_FAILED); the crawl stops
+                raise NotArchived(f"{response.url} was not archived ({exc}); due again at the next start") from None
             for key, value in self.writer.counts.items():
                 self.stats.set_value(f"adaptive/warc/{key}", value)
         return response

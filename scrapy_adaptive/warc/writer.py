@@ -23,7 +23,9 @@ not see):
   ``identical-payload-digest``;
 * a 304, or a download stopped after its headers (a mid-fetch abort): the
   headers as a ``revisit``, profile ``server-not-modified`` (the server's
-  validators said "not modified"), never a truncated ``response``.
+  validators said "not modified"), never a truncated ``response``; a 304's
+  revisit holds the capture's status and headers as the 304 updates them
+  (:func:`~.capture.updated_by_304`), so that replay serves the page.
 
 A revisit's ``WARC-Refers-To`` / ``-Target-URI`` / ``-Date`` and
 ``WARC-Payload-Digest`` are the capture's: a revisit never refers to
@@ -61,13 +63,14 @@ import re
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from ..change.digest import payload_digest
 from ..config.spec import ConfigError
+from ..integration.sinkfail import SinkError, sink_error
+from .capture import Capture, HttpExchange, updated_by_304
 
 if TYPE_CHECKING:
 
@@ -125,40 +128,6 @@ def complete_members_end(file: io.BufferedIOBase, start: int) -> int:
             position += len(chunk)
 
 
-@dataclass(frozen=True)
-class Capture:
-    """A URL's last archived ``response`` record, as revisits refer to it."""
-
-    uri: str
-    date: str
-    record_id: str
-    digest: str
-
-    def to_json(self) -> bytes:
-        return json.dumps([self.uri, self.date, self.record_id, self.digest]).encode()
-
-    @classmethod
-    def from_json(cls, raw: bytes) -> Capture:
-        return cls(*json.loads(raw))
-
-
-@dataclass
-class HttpExchange:
-    """One HTTP transaction as the archive stores it (plain values, no Scrapy)."""
-
-    url: str
-    method: str
-    request_headers: list[tuple[str, str]]
-    request_body: bytes
-    status: int
-    protocol: str
-    response_headers: list[tuple[str, str]]
-    body: bytes
-    #: only the headers were seen (a 304, a download stopped after them)
-    headers_only: bool
-    fetched: float
-
-
 class WarcWriter:
     """Writes WARC/1.1 files with a per-URL capture index; a durable sink."""
 
@@ -188,6 +157,10 @@ class WarcWriter:
         self._dirty = False
         #: record counts by type, and files opened, for the stats
         self.counts: dict[str, int] = {}
+        #: the first write error: nothing more is written, indexed or confirmed
+        self.failure: SinkError | None = None
+        #: told of that error once (the middleware stops the crawl)
+        self.on_failure: Callable[[SinkError], None] | None = None
 
     # -- life cycle -------------------------------------------------------------
 
@@ -202,10 +175,17 @@ class WarcWriter:
         except (OSError, plyvel.Error) as exc:
             raise WarcError(f"ADAPTIVE_WARC_DIR {self.folder} cannot be used: {exc}") from exc
         self._warc = WARCWriter(None, gzip=True, warc_version="1.1")
-        self._repair_last_file()
-        self._new_file()
+        try:
+            self._repair_last_file()
+            self._new_file()
+        except (OSError, plyvel.Error) as exc:
+            self.close()
+            raise WarcError(str(self.failure or self._failed(exc))) from None
 
     def close(self) -> None:
+        if self.file is not None and self.failure is not None:
+            self.file.raw.close()  # type: ignore[attr-defined]  # nothing more is written: the buffer is dropped
+            self.file = None
         if self.file is not None:
             self._close_file()
         if self.index is not None:
@@ -260,23 +240,39 @@ class WarcWriter:
     # -- the durable sink ---------------------------------------------------------
 
     def make_durable(self) -> bool:
-        """Flush and fsync the current file, then index the captures it holds."""
+        """Flush and fsync the current file, then index the captures it holds.
+
+        False once a write failed: the versions stay unconfirmed and are
+        delivered (and archived) again after a restart.
+        """
+        import plyvel
+
+        if self.failure is not None:
+            return False
         if self.file is None or not self._dirty:
             return True
         try:
             self.file.flush()
             os.fsync(self.file.fileno())
-        except OSError as exc:
-            # versions stay unconfirmed (delivered again after a restart)
-            logger.error("WARC file %s cannot be made durable: %s", self.filename, exc)
+            with self.index.write_batch() as batch:
+                for uri, capture in self._pending.items():
+                    batch.put(b"c/" + uri.encode(), capture.to_json())
+                batch.put(b"f", json.dumps([self.filename, self.file.tell()]).encode())
+        except (OSError, plyvel.Error) as exc:
+            self._failed(exc)
             return False
         self._dirty = False
-        with self.index.write_batch() as batch:
-            for uri, capture in self._pending.items():
-                batch.put(b"c/" + uri.encode(), capture.to_json())
-            batch.put(b"f", json.dumps([self.filename, self.file.tell()]).encode())
         self._pending.clear()
         return True
+
+    def _failed(self, exc: BaseException) -> SinkError:
+        """The folder cannot be written: said once, the writer stops."""
+        if self.failure is None:
+            path = os.path.join(self.folder, self.filename or INDEX)
+            self.failure = sink_error("WARC file", path, exc)
+            if self.on_failure is not None:
+                self.on_failure(self.failure)
+        return self.failure
 
     # -- records ------------------------------------------------------------------
 
@@ -290,10 +286,23 @@ class WarcWriter:
 
     def archive(self, exchange: HttpExchange) -> str | None:
         """Write the records of one HTTP transaction; returns the record type
-        written (``response``, ``revisit``) or None when nothing could be."""
+        written (``response``, ``revisit``) or None when nothing could be.
+
+        Raises :class:`SinkError` once the folder cannot be written.
+        """
+        import plyvel
+
+        if self.failure is not None:
+            raise self.failure
+        assert self.file is not None, "open() first"
+        try:
+            return self._archive(exchange)
+        except (OSError, plyvel.Error) as exc:
+            raise self._failed(exc) from None
+
+    def _archive(self, exchange: HttpExchange) -> str | None:
         from warcio.statusandheaders import StatusAndHeaders
 
-        assert self.file is not None, "open() first"
         date = warc_date(exchange.fetched)
         capture = self.capture_of(exchange.url)
         digest = None if exchange.headers_only else payload_digest(exchange.body)
@@ -305,10 +314,12 @@ class WarcWriter:
             kind = "revisit"
         else:
             kind = "response"
-        phrase = _reason(exchange.status)
-        http = StatusAndHeaders(
-            f"{exchange.status} {phrase}".strip(), exchange.response_headers, protocol=exchange.protocol
-        )
+        status_line = f"{exchange.status} {_reason(exchange.status)}".strip()
+        http = StatusAndHeaders(status_line, exchange.response_headers, protocol=exchange.protocol)
+        if kind == "revisit" and exchange.status == 304:
+            assert capture is not None
+            line, protocol, headers = updated_by_304(capture, exchange)
+            http = StatusAndHeaders(line, headers, protocol=protocol)
         headers = {"WARC-Date": date}
         if kind == "revisit":
             assert capture is not None
@@ -333,7 +344,15 @@ class WarcWriter:
         self._write(record)
         self._write(self._request_record(exchange, date, record_id))
         if kind == "response" and exchange.body:
-            self._pending[exchange.url] = Capture(exchange.url, date, record_id, digest or "")
+            self._pending[exchange.url] = Capture(
+                exchange.url,
+                date,
+                record_id,
+                digest or "",
+                status_line,
+                exchange.protocol,
+                tuple(exchange.response_headers),
+            )
         self.counts[kind] = self.counts.get(kind, 0) + 1
         if self.file is not None and self.file.tell() >= self.max_size:
             self._close_file()

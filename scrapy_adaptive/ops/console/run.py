@@ -35,6 +35,7 @@ from ..progress import META_KEY as PROGRESS_KEY
 from ..progress import Progress
 from . import control
 from .api import FrontierConsole, file_seeder, human, seed_problem, when
+from .hinttrack import report_words
 from .html import render
 
 if TYPE_CHECKING:
@@ -244,4 +245,6 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     lines += [f"  {r['versions']:>4} versions in {r['visits']:>4} visits  {r['url']}" for r in report["top_changing"]]
     lines.append("never changing URLs:")
     lines += [f"  {r['visits']:>4} visits  {r['url']}" for r in report["never_changing"]]
+    if "hints" in report:  # a running crawl of an older version answers without them
+        lines += ["", *report_words(report["hints"])]
     return lines
