@@ -88,11 +88,11 @@ def site() -> Iterator[DemoSiteProcess]:
 
 @pytest.fixture(scope="module")
 def stopped(site: DemoSiteProcess) -> Iterator[tuple[Path, str]]:
-    """A job folder after a 6-second crawl, and the crawl's log."""
+    """A job folder after a 10-second crawl, and the crawl's log (long enough to see changes on a loaded machine)."""
     # short: a Unix socket path holds at most 107 bytes
     root = Path(tempfile.mkdtemp(prefix="fc-"))
     job = root / "job"
-    done = run_demo_crawl(site, job, "CLOSESPIDER_TIMEOUT=6", timeout=90)
+    done = run_demo_crawl(site, job, "CLOSESPIDER_TIMEOUT=10", timeout=90)
     assert done.returncode == 0, done.stderr[-3000:]
     yield job, done.stderr
     shutil.rmtree(root, ignore_errors=True)
@@ -142,7 +142,7 @@ def test_on_a_running_crawl_seed_is_fetched_and_forget_stops_visits(site: DemoSi
     root = Path(tempfile.mkdtemp(prefix="fc-"))
     job = root / "job"
     seeded = site.url + "?seeded=running"
-    cmd = crawl_args(site, job, "CLOSESPIDER_TIMEOUT=40", "ADAPTIVE_WAIT_POLICIES=[]", "ADAPTIVE_WAIT_INITIAL=1")
+    cmd = crawl_args(site, job, "CLOSESPIDER_TIMEOUT=60", "ADAPTIVE_WAIT_POLICIES=[]", "ADAPTIVE_WAIT_INITIAL=1")
     crawl = subprocess.Popen(cmd, cwd=SAMPLE, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 20
@@ -155,7 +155,7 @@ def test_on_a_running_crawl_seed_is_fetched_and_forget_stops_visits(site: DemoSi
         seed = frontier(job, "seed", seeded)
         assert seed.stdout.strip() == f"{seeded}: queued", seed.stdout + seed.stderr
         # fetched, and revisited (its wait is about a second)
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 30
         while len(visits_of(job, seeded)) < 2 and time.monotonic() < deadline:
             time.sleep(0.2)
         assert len(visits_of(job, seeded)) >= 2
@@ -306,7 +306,7 @@ def test_a_redis_backed_worker_stopped_and_running(site: DemoSiteProcess, redis_
     job = root / "job"
     store = f"ADAPTIVE_STORE_URL={redis_url}"
     try:
-        done = run_demo_crawl(site, job, store, "CLOSESPIDER_TIMEOUT=4", timeout=90)
+        done = run_demo_crawl(site, job, store, "CLOSESPIDER_TIMEOUT=8", timeout=90)
         assert done.returncode == 0, done.stderr[-3000:]
         assert not (job / "adaptive" / "frontier.ldb").exists()
         # without the store setting: the marker's URL (no password) serves
