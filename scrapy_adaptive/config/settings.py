@@ -130,6 +130,8 @@ class AdaptiveConfig:
     history_size: int
     log_interval: float
     warc_dir: str | None
+    warc_dedup_across_urls: bool
+    warc_digest_index_size: int
     warc_max_size: int
     warc_prefix: str
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+from .. import meta
 from ..config.spec import ConfigError
 from ..integration.delivery import SINK_CLOSED, SINK_OPENED
 from ..integration.refusal import Refusal
@@ -44,6 +45,9 @@ if TYPE_CHECKING:
     from ..integration.verdicts import FrontierServices
 
 logger = logging.getLogger(__name__)
+
+#: crawl-log annotation of a body archived as a revisit of another URL's capture
+DUPLICATE_ANNOTATION = "duplicate:otherUrl"
 
 
 def _header_list(headers: Headers, dropped: frozenset[bytes]) -> list[tuple[str, str]]:
@@ -135,7 +139,12 @@ class WarcMiddleware:
             return
         try:
             writer = WarcWriter(
-                config.warc_dir, prefix=config.warc_prefix, max_size=config.warc_max_size, info=self.info
+                config.warc_dir,
+                prefix=config.warc_prefix,
+                max_size=config.warc_max_size,
+                info=self.info,
+                dedup_across_urls=config.warc_dedup_across_urls,
+                digest_index_size=config.warc_digest_index_size,
             )
             writer.open()
         except (ConfigError, WarcError) as exc:
@@ -154,6 +163,11 @@ class WarcMiddleware:
                 self.writer.archive(exchange_of(request, response, self.clock()))
             except SinkError as exc:  # said once (SINK_FAILED); the crawl stops
                 raise NotArchived(f"{response.url} was not archived ({exc}); due again at the next start") from None
+            # the crawl log's annotation (reset: a redirect hop's request shares its meta)
+            if self.writer.duplicate_of is not None:
+                request.meta[meta.ARCHIVE_NOTE] = DUPLICATE_ANNOTATION
+            else:
+                request.meta.pop(meta.ARCHIVE_NOTE, None)
             for key, value in self.writer.counts.items():
                 self.stats.set_value(f"adaptive/warc/{key}", value)
         return response

@@ -71,9 +71,9 @@ from ..change.digest import payload_digest
 from ..config.spec import ConfigError
 from ..integration.sinkfail import SinkError, sink_error
 from .capture import Capture, HttpExchange, updated_by_304
+from .digests import DigestIndex
 
 if TYPE_CHECKING:
-
     pass
 
 logger = logging.getLogger(__name__)
@@ -139,6 +139,8 @@ class WarcWriter:
         max_size: int = 2**30,
         info: dict[str, str] | None = None,
         clock: Callable[[], float] = time.time,
+        dedup_across_urls: bool = False,
+        digest_index_size: int = 1_000_000,
     ) -> None:
         if not PREFIX_PATTERN.fullmatch(prefix):
             raise ConfigError(f"ADAPTIVE_WARC_PREFIX ({prefix!r}) must be letters, digits, '.', '_' or '-'.")
@@ -147,11 +149,17 @@ class WarcWriter:
         self.max_size = max_size
         self.info = dict(info or {})
         self.clock = clock
+        self.dedup_across_urls = dedup_across_urls
+        self.digest_index_size = digest_index_size
         self.index: Any = None  # plyvel.DB, opened by open()
+        #: payload digest -> first capture under any URL (ADAPTIVE_WARC_DEDUP_ACROSS_URLS)
+        self.digests: DigestIndex | None = None
         self._warc: Any = None  # warcio's WARCWriter (builds records), made by open()
         self.file: io.BufferedWriter | None = None
         self.filename: str | None = None
         self.serial = 0
+        #: the other URL the last archived body was first captured under (None: not a cross-URL duplicate)
+        self.duplicate_of: str | None = None
         #: captures written but not durable yet (enter the index at make_durable)
         self._pending: dict[str, Capture] = {}
         self._dirty = False
@@ -176,6 +184,8 @@ class WarcWriter:
             raise WarcError(f"ADAPTIVE_WARC_DIR {self.folder} cannot be used: {exc}") from exc
         self._warc = WARCWriter(None, gzip=True, warc_version="1.1")
         try:
+            if self.dedup_across_urls:
+                self.digests = DigestIndex(self.index, self.digest_index_size)
             self._repair_last_file()
             self._new_file()
         except (OSError, plyvel.Error) as exc:
@@ -191,6 +201,7 @@ class WarcWriter:
         if self.index is not None:
             self.index.close()
             self.index = None
+            self.digests = None
 
     def _repair_last_file(self) -> None:
         raw = self.index.get(b"f")
@@ -258,6 +269,10 @@ class WarcWriter:
                 for uri, capture in self._pending.items():
                     batch.put(b"c/" + uri.encode(), capture.to_json())
                 batch.put(b"f", json.dumps([self.filename, self.file.tell()]).encode())
+                if self.digests is not None:
+                    self.digests.write(batch)
+            if self.digests is not None:
+                self.digests.evict()
         except (OSError, plyvel.Error) as exc:
             self._failed(exc)
             return False
@@ -306,11 +321,19 @@ class WarcWriter:
         date = warc_date(exchange.fetched)
         capture = self.capture_of(exchange.url)
         digest = None if exchange.headers_only else payload_digest(exchange.body)
+        self.duplicate_of = None
+        elsewhere = None
+        if self.digests is not None and digest and exchange.body and (capture is None or capture.digest != digest):
+            elsewhere = self.digests.lookup(digest)  # archived before, maybe under another URL
+            if elsewhere is not None:
+                capture = elsewhere
         if exchange.headers_only or (capture is not None and digest == capture.digest and exchange.body):
             if capture is None:
                 self.counts["revisit_without_capture"] = self.counts.get("revisit_without_capture", 0) + 1
                 return None
             profile = NOT_MODIFIED_PROFILE if exchange.headers_only else IDENTICAL_PROFILE
+            if profile == IDENTICAL_PROFILE and capture.uri != exchange.url:
+                self.duplicate_of = capture.uri  # the body was first archived under that URL
             kind = "revisit"
         else:
             kind = "response"
@@ -343,16 +366,23 @@ class WarcWriter:
         # pointing at a record the repair at the next open cut off
         self._write(record)
         self._write(self._request_record(exchange, date, record_id))
-        if kind == "response" and exchange.body:
+        if exchange.body and (kind == "response" or elsewhere is not None):
+            # a response, or a revisit of a body first archived elsewhere: the URL's
+            # capture from now on (with its own status and headers, for its 304s)
+            first = elsewhere or Capture(exchange.url, date, record_id, digest or "")
             self._pending[exchange.url] = Capture(
-                exchange.url,
-                date,
-                record_id,
+                first.uri,
+                first.date,
+                first.record_id,
                 digest or "",
                 status_line,
                 exchange.protocol,
                 tuple(exchange.response_headers),
             )
+            if kind == "response" and self.digests is not None:
+                self.digests.add(Capture(exchange.url, date, record_id, digest or ""))
+        if self.duplicate_of is not None:
+            self.counts["dedup_across_urls"] = self.counts.get("dedup_across_urls", 0) + 1
         self.counts[kind] = self.counts.get(kind, 0) + 1
         if self.file is not None and self.file.tell() >= self.max_size:
             self._close_file()
