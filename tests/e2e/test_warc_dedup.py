@@ -1,0 +1,87 @@
+"""Cross-URL deduplication end to end: one body served under several URLs
+(a tracking parameter, a session parameter, a mirror path) is archived once
+as a ``response``; every other capture is a ``revisit`` referring to it, and
+a real pywb replays each URL as the body.
+
+Figures: two crawls of ~4 s and ~3 s (the second after a restart: the index
+is read back from the WARC folder), then one pywb replay.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+
+from scrapy_adaptive.warc.middleware import DUPLICATE_ANNOTATION
+from scrapy_adaptive.warc.writer import IDENTICAL_PROFILE
+from tests.crawlrunner import run_crawl
+from tests.e2e.test_warc import VERSIONS, read_warcs, replay_in_pywb, stamp_of
+from tests.mockserver import MockServer, page_html
+
+pytest.importorskip("warcio")
+
+pytestmark = pytest.mark.e2e
+
+
+def test_one_body_under_several_urls_is_archived_once_and_replays_under_each(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_path: Path
+) -> None:
+    server = clean_log
+    warc_dir = tmp_path / "warc"
+    body = page_html("/page/dd-same")
+    aliases = ["/page/dd-same", "/page/dd-same?utm_source=x", "/mirror/page/dd-same"]
+    settings = {
+        **adaptive_settings,
+        "ADAPTIVE_WARC_DIR": str(warc_dir),
+        "ADAPTIVE_WARC_DEDUP_ACROSS_URLS": True,
+        "ADAPTIVE_WAIT_DEFAULT": 1.1,  # about one capture of a page per second: each date names one
+        "ADAPTIVE_TRUST_WARMUP": 0,
+        "CLOSESPIDER_TIMEOUT": 4,
+    }
+    start = server.url("/page/dd-index?" + urlencode({"links": ",".join(aliases)}))
+    first = run_crawl(VERSIONS, settings, timeout=60, args=["-a", f"start_urls={start}"])
+    first.assert_ok()
+    assert first.stats.get("adaptive/warc/dedup_across_urls", 0) >= 2
+    # a restart: the index is read back; a new alias refers to the first run's capture
+    later = server.url("/page/dd-same?sid=2")
+    start2 = server.url("/page/dd-index2?" + urlencode({"links": "/page/dd-same?sid=2"}))
+    second = run_crawl(
+        VERSIONS, {**settings, "CLOSESPIDER_TIMEOUT": 3}, timeout=60, args=["-a", f"start_urls={start2}"]
+    )
+    second.assert_ok()
+    assert second.stats.get("adaptive/warc/dedup_across_urls", 0) >= 1
+
+    records = read_warcs(warc_dir)
+    by_id = {r["h"]["WARC-Record-ID"]: r for r in records}
+    urls = {server.url(alias) for alias in aliases} | {later}
+    originals = [r for r in records if r["type"] == "response" and r["payload"] == body]
+    assert len(originals) == 1, [r["h"]["WARC-Target-URI"] for r in originals]  # archived once
+    original = originals[0]
+    captures = [r for r in records if r["type"] in ("response", "revisit") and r["h"]["WARC-Target-URI"] in urls]
+    assert {r["h"]["WARC-Target-URI"] for r in captures} == urls
+    for r in captures:
+        if r is original:
+            continue
+        assert r["type"] == "revisit" and r["h"]["WARC-Profile"] == IDENTICAL_PROFILE, r["h"]
+        assert by_id[r["h"]["WARC-Refers-To"]] is original
+        assert r["h"]["WARC-Refers-To-Target-URI"] == original["h"]["WARC-Target-URI"]
+        assert r["h"]["WARC-Refers-To-Date"] == original["h"]["WARC-Date"]
+        assert r["h"]["WARC-Payload-Digest"] == original["h"]["WARC-Payload-Digest"]
+
+    # the crawl log marks the duplicates of another URL's capture
+    log = (Path(str(settings["ADAPTIVE_STATE_DIR"])) / "crawl.log").read_text().splitlines()
+    marked = {line.split(" ")[3] for line in log if DUPLICATE_ANNOTATION in line}
+    assert marked == urls - {original["h"]["WARC-Target-URI"]}, log
+
+    # pywb replays every capture of every alias as the body
+    wanted: dict[tuple[str, str], int] = defaultdict(int)
+    for r in captures:
+        wanted[(stamp_of(r), r["h"]["WARC-Target-URI"])] += 1
+    queries = sorted(wanted)
+    answers = replay_in_pywb(tmp_path, warc_dir, queries)
+    wrong = [(q, code, got[:80]) for q, (code, got) in zip(queries, answers, strict=True) if (code, got) != (200, body)]
+    assert not wrong, wrong
+    assert {url for _, url in queries} == urls
