@@ -211,7 +211,7 @@ class AdaptiveScheduler(BaseScheduler):
         if not runtime.state.temporary and self.crawler is not None:  # a crawl, with a running reactor
             self._control = control.serve(runtime.state.path, runtime.console.answer)
         if self.crawler is not None:  # the components that hand verdicts to the frontier
-            self.crawler.signals.send_catch_log(FRONTIER_OPENED, services=runtime.verdicts)
+            self.crawler.signals.send_catch_log(FRONTIER_OPENED, services=runtime.verdicts, console=runtime.console)
         shape = runtime.frontier.shape(due_limit=0)
         logger.info(
             "Adaptive frontier opened in %.2fs: %d URLs in %d queues (state: %s)",

@@ -105,3 +105,60 @@ class DigestIndex:
             self.size -= removed
             batch.put(COUNTER_KEY, json.dumps([self.next_seq, self.size]).encode())
         return removed
+
+
+#: payload groups the frontier report lists, and captures it reads at most
+TOP_GROUPS = 10
+SCAN_LIMIT = 500_000
+#: example URLs shown per group
+EXAMPLES = 5
+
+
+def shared_payloads(db: Any, *, top: int = TOP_GROUPS, scan_limit: int = SCAN_LIMIT) -> dict[str, Any]:
+    """The payloads archived under most URLs: the groups a user may canonicalise.
+
+    Read from the per-URL captures (``c/<url>``): URLs whose last capture
+    holds the same payload digest are one group, whether their records are
+    cross-URL revisits or responses of their own (the setting off).  At most
+    *scan_limit* captures are read, so a report stays quick on a big archive.
+    """
+    urls: dict[str, list[str]] = {}
+    counts: dict[str, int] = {}
+    scanned = 0
+    for key, raw in db.iterator(prefix=b"c/"):
+        if scanned >= scan_limit:
+            break
+        scanned += 1
+        digest = Capture.from_json(raw).digest
+        counts[digest] = counts.get(digest, 0) + 1
+        examples = urls.setdefault(digest, [])
+        if len(examples) < EXAMPLES:
+            examples.append(key[2:].decode())
+    shared = sorted((d for d, n in counts.items() if n > 1), key=lambda d: (-counts[d], d))
+    return {
+        "captures": scanned,
+        "complete": scanned < scan_limit,
+        "groups": [{"digest": d, "urls": counts[d], "examples": urls[d]} for d in shared[:top]],
+        "duplicates": sum(counts[d] - 1 for d in shared),
+    }
+
+
+def shared_payloads_in(folder: str) -> dict[str, Any]:
+    """:func:`shared_payloads` of a stopped crawl's WARC folder (its index opened, then closed)."""
+    import os
+
+    import plyvel
+
+    from .writer import INDEX
+
+    path = os.path.join(folder, INDEX)
+    if not os.path.isdir(path):
+        return {"unavailable": f"no WARC index in {folder}"}
+    try:
+        db = plyvel.DB(path)
+    except plyvel.Error as exc:
+        return {"unavailable": f"the WARC index {path} cannot be read ({exc})"}
+    try:
+        return shared_payloads(db)
+    finally:
+        db.close()

@@ -26,6 +26,7 @@ from ..integration.refusal import Refusal
 from ..integration.sinkfail import SINK_FAILED, SinkError
 from ..integration.stopgrace import AbandonedDownload
 from ..integration.wiring import FRONTIER_OPENED, crawl_config
+from .digests import shared_payloads
 from .writer import (
     DROPPED_REQUEST_HEADERS,
     DROPPED_RESPONSE_HEADERS,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 
     from ..config.settings import AdaptiveConfig
     from ..integration.verdicts import FrontierServices
+    from ..ops.console.api import FrontierConsole
 
 logger = logging.getLogger(__name__)
 
@@ -127,8 +129,9 @@ class WarcMiddleware:
         crawler.signals.connect(mw.frontier_opened, FRONTIER_OPENED)
         return mw
 
-    def frontier_opened(self, services: FrontierServices) -> None:
-        """The scheduler opened the frontier: open the WARC folder."""
+    def frontier_opened(self, services: FrontierServices, console: FrontierConsole | None = None) -> None:
+        """The scheduler opened the frontier: open the WARC folder, and offer
+        the console's report the payloads archived under several URLs."""
         config = self.config
         if config is None or config.warc_dir is None or self.writer is not None:
             return
@@ -151,6 +154,10 @@ class WarcMiddleware:
             self.refusal.refuse(str(exc))
             return
         self.writer = writer
+        if console is not None:
+            console.sections["shared_payloads"] = lambda: (
+                shared_payloads(writer.index) if writer.index is not None else {"unavailable": "the crawl is closing"}
+            )
         logger.info("Writing WARC files to %s (%s)", writer.folder, writer.filename)
         if self.crawler is not None:
             signals_ = self.crawler.signals

@@ -9,6 +9,9 @@ is read back from the WARC folder), then one pywb replay.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 from urllib.parse import urlencode
@@ -18,6 +21,7 @@ import pytest
 from scrapy_adaptive.warc.middleware import DUPLICATE_ANNOTATION
 from scrapy_adaptive.warc.writer import IDENTICAL_PROFILE
 from tests.crawlrunner import run_crawl
+from tests.e2e.test_console import SAMPLE, _env
 from tests.e2e.test_warc import VERSIONS, read_warcs, replay_in_pywb, stamp_of
 from tests.mockserver import MockServer, page_html
 
@@ -85,3 +89,26 @@ def test_one_body_under_several_urls_is_archived_once_and_replays_under_each(
     wrong = [(q, code, got[:80]) for q, (code, got) in zip(queries, answers, strict=True) if (code, got) != (200, body)]
     assert not wrong, wrong
     assert {url for _, url in queries} == urls
+
+    # the stopped crawl's report lists the group, to canonicalise
+    def report(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "scrapy", "frontier", "report", *args, "--state-dir"]
+            + [str(settings["ADAPTIVE_STATE_DIR"]), "-s", f"ADAPTIVE_WARC_DIR={warc_dir}"],
+            cwd=SAMPLE,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    text = report()
+    assert (
+        "same payload under several URLs" in text
+        and f"{len(urls):>5} URLs  {original['h']['WARC-Payload-Digest']}" in text
+    ), text[-1500:]
+    section = json.loads(report("--json"))["report"]["shared_payloads"]
+    assert section["groups"][0]["urls"] == len(urls) and section["duplicates"] == len(urls) - 1
+    assert set(section["groups"][0]["examples"]) == urls

@@ -156,6 +156,8 @@ class FrontierConsole:
         #: how seeds reach the crawl (the running scheduler, or the seeds file)
         self.seeder = seeder
         self.sample_limit = sample_limit
+        #: report sections other components offer (the WARC writer's shared payloads): name -> provider
+        self.sections: dict[str, Callable[[], Any]] = {}
 
     # -- reading ---------------------------------------------------------
 
@@ -265,6 +267,7 @@ class FrontierConsole:
             "rates": rates_now,
             "hours": [[h, v] for h, v in self.progress.series()] if self.progress is not None else [],
             "hints": track_record(frontier.hosts.hint_report()),
+            **{name: provider() for name, provider in self.sections.items()},
         }
 
     def _rates(self) -> dict[str, Any] | None:

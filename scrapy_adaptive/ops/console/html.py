@@ -15,6 +15,7 @@ from typing import Any
 
 from .api import human, human_bytes, when
 from .hinttrack import PRECISION_MEANS, html_rows
+from .payloads import TITLE, payload_rows
 
 #: widest bar of an hourly series (SVG units)
 HOUR_BAR = 40.0
@@ -192,6 +193,7 @@ def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
         _table(["URL", "visits"], [[r["url"], r["visits"]] for r in report["never_changing"]]),
         "</div></div>",
         *_hint_section(report.get("hints")),
+        *_payload_section(report.get("shared_payloads")),
     ]
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
@@ -211,6 +213,16 @@ def _hint_section(record: dict[str, Any] | None) -> list[str]:
         f'<p class="muted">{_esc(PRECISION_MEANS)}.</p>',
         _table(header, html_rows(record)),
     ]
+
+
+def _payload_section(section: dict[str, Any] | None) -> list[str]:
+    """URL groups sharing one archived body (WARC crawls only)."""
+    if section is None:
+        return []
+    title = f"<h2>{_esc(TITLE[0].upper() + TITLE[1:])}</h2>"
+    if "unavailable" in section:
+        return [title, f'<p class="muted">Unavailable: {_esc(section["unavailable"])}.</p>']
+    return [title, _table(["URLs", "payload digest", "examples"], payload_rows(section))]
 
 
 def _host_rows(hosts: list[dict[str, Any]]) -> list[list[Any]]:

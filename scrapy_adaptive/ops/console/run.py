@@ -31,12 +31,14 @@ from ...config.spec import ConfigError
 from ...frontier import Frontier
 from ...store.base import StoreError
 from ...store.statedir import MARKER, SharedStore, StateDir, StateDirError, open_store, shared_store
+from ...warc.digests import shared_payloads_in
 from ..progress import META_KEY as PROGRESS_KEY
 from ..progress import Progress
 from . import control
 from .api import FrontierConsole, file_seeder, human, seed_problem, when
 from .hinttrack import report_words
 from .html import render
+from .payloads import payload_lines
 
 if TYPE_CHECKING:
     import argparse
@@ -96,6 +98,8 @@ def answers(state: StateDir, config: AdaptiveConfig, request: dict[str, Any]) ->
             budget_per_day=config.budget,
             seeder=file_seeder(state.path),
         )
+        if config.warc_dir:  # the crawl's WARC folder, closed with it
+            console.sections["shared_payloads"] = lambda: shared_payloads_in(str(config.warc_dir))
         yield from console.answer(request)
     finally:
         store.close()
@@ -247,4 +251,4 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     lines += [f"  {r['visits']:>4} visits  {r['url']}" for r in report["never_changing"]]
     if "hints" in report:  # a running crawl of an older version answers without them
         lines += ["", *report_words(report["hints"])]
-    return lines
+    return lines + payload_lines(report.get("shared_payloads"))
