@@ -10,8 +10,6 @@ is read back from the WARC folder), then one pywb replay.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 from urllib.parse import urlencode
@@ -21,7 +19,7 @@ import pytest
 from scrapy_adaptive.warc.middleware import DUPLICATE_ANNOTATION
 from scrapy_adaptive.warc.writer import IDENTICAL_PROFILE
 from tests.crawlrunner import run_crawl
-from tests.e2e.test_console import SAMPLE, _env
+from tests.e2e.test_console import frontier
 from tests.e2e.test_warc import VERSIONS, read_warcs, replay_in_pywb, stamp_of
 from tests.mockserver import MockServer, page_html
 
@@ -92,15 +90,8 @@ def test_one_body_under_several_urls_is_archived_once_and_replays_under_each(
 
     # the stopped crawl's report lists the group, to canonicalise
     def report(*args: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-m", "scrapy", "frontier", "report", *args, "--state-dir"]
-            + [str(settings["ADAPTIVE_STATE_DIR"]), "-s", f"ADAPTIVE_WARC_DIR={warc_dir}"],
-            cwd=SAMPLE,
-            env=_env(),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        job = Path(str(settings["ADAPTIVE_STATE_DIR"])).parent  # its state folder is JOBDIR/adaptive
+        done = frontier(job, "report", *args, "-s", f"ADAPTIVE_WARC_DIR={warc_dir}")
         assert done.returncode == 0, done.stdout + done.stderr
         return done.stdout
 
