@@ -3,13 +3,15 @@
 as a ``response``; every other capture is a ``revisit`` referring to it, and
 a real pywb replays each URL as the body.
 
-Figures: two crawls of ~4 s and ~3 s (the second after a restart: the index
-is read back from the WARC folder), then one pywb replay.
+Figures: the replay test runs two crawls of ~4 s and ~3 s (the second after
+a restart: the index is read back from the WARC folder), one pywb replay and
+two reports; the kill test three killed runs and a short clean one.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections import defaultdict
 from pathlib import Path
 from urllib.parse import urlencode
@@ -18,7 +20,8 @@ import pytest
 
 from scrapy_adaptive.warc.middleware import DUPLICATE_ANNOTATION
 from scrapy_adaptive.warc.writer import IDENTICAL_PROFILE
-from tests.crawlrunner import run_crawl
+from tests.conftest import read_state
+from tests.crawlrunner import run_crawl, start_crawl, wait_for_log
 from tests.e2e.test_console import frontier
 from tests.e2e.test_warc import VERSIONS, read_warcs, replay_in_pywb, stamp_of
 from tests.mockserver import MockServer, page_html
@@ -103,3 +106,54 @@ def test_one_body_under_several_urls_is_archived_once_and_replays_under_each(
     section = json.loads(report("--json"))["report"]["shared_payloads"]
     assert section["groups"][0]["urls"] == len(urls) and section["duplicates"] == len(urls) - 1
     assert set(section["groups"][0]["examples"]) == urls
+
+
+def test_kills_never_leave_a_revisit_referring_to_a_missing_capture(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_path: Path
+) -> None:
+    """Killed crawls with cross-URL deduplication on: every revisit refers to
+    a response in the archive (an index entry is only written once its
+    record is durable), and every version the frontier counts is archived
+    under its URL, as a response or as a revisit of another URL's."""
+    server = clean_log
+    warc_dir = tmp_path / "warc"
+    links = [f"/page/dk-{i % 3}?sid={i}" for i in range(9)] + [f"/mirror/page/dk-{i}" for i in range(3)]
+    links += [f"/changes/{every}/dk-c{every}" for every in (1, 2)]
+    start = server.url("/changes/100000/dk-index?" + urlencode({"links": ",".join(links)}))
+    settings = {
+        **adaptive_settings,
+        "ADAPTIVE_WARC_DIR": str(warc_dir),
+        "ADAPTIVE_WARC_DEDUP_ACROSS_URLS": True,
+        "ADAPTIVE_WAIT_DEFAULT": 0.2,
+        "ADAPTIVE_TRUST_WARMUP": 0,
+    }
+    state_dir = Path(str(settings["ADAPTIVE_STATE_DIR"]))
+    for kill in range(3):
+        proc = start_crawl(VERSIONS, settings, args=["-a", f"start_urls={start}"])
+        with proc:
+            wait_for_log(proc, r"Adaptive frontier opened", timeout=40)
+            time.sleep(1.0 + 0.4 * kill)
+            proc.kill_group()
+        killed = read_warcs(warc_dir, tolerant=True)  # before any repair
+        ids = {r["h"]["WARC-Record-ID"] for r in killed}
+        assert all(r["h"]["WARC-Refers-To"] in ids for r in killed if r["type"] == "revisit"), kill
+    final = run_crawl(VERSIONS, {**settings, "CLOSESPIDER_TIMEOUT": 2}, timeout=60, args=["-a", f"start_urls={start}"])
+    final.assert_ok()
+    records = read_warcs(warc_dir)  # the records cut by kills were cut off at open
+    by_id = {r["h"]["WARC-Record-ID"]: r for r in records}
+    archived: dict[str, set[str]] = defaultdict(set)
+    across = 0
+    for r in records:
+        if r["type"] == "revisit":
+            original = by_id[r["h"]["WARC-Refers-To"]]  # in the archive
+            assert original["type"] == "response" and original["payload"], r["h"]
+            assert r["h"]["WARC-Refers-To-Target-URI"] == original["h"]["WARC-Target-URI"]
+            assert r["h"]["WARC-Payload-Digest"] == original["h"]["WARC-Payload-Digest"]
+            across += r["h"]["WARC-Refers-To-Target-URI"] != r["h"]["WARC-Target-URI"]
+        if r["type"] in ("response", "revisit"):
+            archived[r["h"]["WARC-Target-URI"]].add(r["h"].get("WARC-Payload-Digest", ""))
+    assert across >= 6
+    state, _pending = read_state(state_dir)
+    for url, record in state.items():
+        if record.versions:
+            assert record.payload_digest in archived[url], url
