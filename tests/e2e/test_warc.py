@@ -16,6 +16,7 @@ import sys
 import time
 import zlib
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -240,6 +241,18 @@ def test_pywb_replays_every_capture_of_every_page_as_the_page(
     assert not wrong, wrong
 
 
+def killed_runs(settings: dict[str, object], start: str, times: int = 3) -> Iterator[int]:
+    """Crawls of *start* killed (``kill -9``) 1 s, 1.4 s, ... after their
+    frontier opened; yields each run's number once it is dead."""
+    for kill in range(times):
+        proc = start_crawl(VERSIONS, settings, args=["-a", f"start_urls={start}"])
+        with proc:
+            wait_for_log(proc, r"Adaptive frontier opened", timeout=40)
+            time.sleep(1.0 + 0.4 * kill)
+            proc.kill_group()
+        yield kill
+
+
 def test_kills_never_leave_a_counted_version_out_of_the_archive(
     clean_log: MockServer, adaptive_settings: dict[str, object], tmp_path: Path
 ) -> None:
@@ -254,12 +267,7 @@ def test_kills_never_leave_a_counted_version_out_of_the_archive(
         "ADAPTIVE_TRUST_WARMUP": 0,
     }
     state_dir = Path(str(settings["ADAPTIVE_STATE_DIR"]))
-    for kill in range(3):
-        proc = start_crawl(VERSIONS, settings, args=["-a", f"start_urls={start}"])
-        with proc:
-            wait_for_log(proc, r"Adaptive frontier opened", timeout=40)
-            time.sleep(1.0 + 0.4 * kill)
-            proc.kill_group()
+    for kill in killed_runs(settings, start):
         state, _pending = read_state(state_dir)
         archived = response_digests(read_warcs(warc_dir, tolerant=True))
         for url, record in state.items():

@@ -11,7 +11,6 @@ two reports; the kill test three killed runs and a short clean one.
 from __future__ import annotations
 
 import json
-import time
 from collections import defaultdict
 from pathlib import Path
 from urllib.parse import urlencode
@@ -21,9 +20,9 @@ import pytest
 from scrapy_adaptive.warc.middleware import DUPLICATE_ANNOTATION
 from scrapy_adaptive.warc.writer import IDENTICAL_PROFILE
 from tests.conftest import read_state
-from tests.crawlrunner import run_crawl, start_crawl, wait_for_log
+from tests.crawlrunner import run_crawl
 from tests.e2e.test_console import frontier
-from tests.e2e.test_warc import VERSIONS, read_warcs, replay_in_pywb, stamp_of
+from tests.e2e.test_warc import VERSIONS, killed_runs, read_warcs, replay_in_pywb, stamp_of
 from tests.mockserver import MockServer, page_html
 
 pytest.importorskip("warcio")
@@ -128,12 +127,7 @@ def test_kills_never_leave_a_revisit_referring_to_a_missing_capture(
         "ADAPTIVE_TRUST_WARMUP": 0,
     }
     state_dir = Path(str(settings["ADAPTIVE_STATE_DIR"]))
-    for kill in range(3):
-        proc = start_crawl(VERSIONS, settings, args=["-a", f"start_urls={start}"])
-        with proc:
-            wait_for_log(proc, r"Adaptive frontier opened", timeout=40)
-            time.sleep(1.0 + 0.4 * kill)
-            proc.kill_group()
+    for kill in killed_runs(settings, start):
         killed = read_warcs(warc_dir, tolerant=True)  # before any repair
         ids = {r["h"]["WARC-Record-ID"] for r in killed}
         assert all(r["h"]["WARC-Refers-To"] in ids for r in killed if r["type"] == "revisit"), kill
