@@ -6,12 +6,17 @@ from __future__ import annotations
 import dataclasses
 import gzip
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from scrapy.statscollectors import StatsCollector
+from scrapy.utils.test import get_crawler
 
+from scrapy_adaptive.ops.console.payloads import payload_lines
 from scrapy_adaptive.warc.capture import Capture
-from scrapy_adaptive.warc.digests import DigestIndex
+from scrapy_adaptive.warc.digests import DigestIndex, shared_payloads, shared_payloads_in
+from scrapy_adaptive.warc.middleware import WarcMiddleware
 from scrapy_adaptive.warc.writer import IDENTICAL_PROFILE, NOT_MODIFIED_PROFILE, WarcWriter
 from tests.unit.warc.test_warc import exchange, read_records, warcio_check
 
@@ -130,3 +135,41 @@ def test_an_evicted_body_is_archived_again_as_a_response(tmp_path: Path) -> None
     assert w.archive(at(B, when=1.8e9 + 2)) == "response"
     assert w.archive(at(A, when=1.8e9 + 3)) == "revisit"  # its own capture still
     w.close()
+
+
+def test_the_report_groups_urls_by_the_payload_of_their_last_capture(tmp_path: Path) -> None:
+    folder = tmp_path / "warc"
+    w = dedup_writer(folder)
+    for n, url in enumerate((A, B, C)):
+        w.archive(at(url, when=1.8e9 + n))
+    w.archive(at("http://127.0.0.1:8000/b", b"<p>b</p>"))
+    w.archive(at("http://127.0.0.1:8000/b?sid=1", b"<p>b</p>"))
+    w.archive(at("http://127.0.0.1:8000/alone", b"<p>alone</p>"))
+    w.make_durable()
+    section = shared_payloads(w.index)
+    w.close()
+    assert section["captures"] == 6 and section["complete"] and section["duplicates"] == 3
+    assert [(g["urls"], sorted(g["examples"])) for g in section["groups"]] == [
+        (3, sorted([A, B, C])),
+        (2, ["http://127.0.0.1:8000/b", "http://127.0.0.1:8000/b?sid=1"]),
+    ]
+    assert shared_payloads_in(str(folder)) == section  # a stopped crawl's folder
+    text = "\n".join(payload_lines(section))
+    assert "of 6 archived URLs" in text and f"    3 URLs  {section['groups'][0]['digest']}\n         {A}" in text
+    assert shared_payloads_in(str(tmp_path / "none")) == {"unavailable": f"no WARC index in {tmp_path / 'none'}"}
+
+
+def test_a_running_crawl_offers_its_console_the_section(tmp_path: Path) -> None:
+    config = SimpleNamespace(
+        warc_dir=str(tmp_path / "warc"),
+        warc_prefix="adaptive",
+        warc_max_size=2**30,
+        warc_dedup_across_urls=True,
+        warc_digest_index_size=10,
+    )
+    mw = WarcMiddleware(StatsCollector(get_crawler()), config=config)  # type: ignore[arg-type]
+    console = SimpleNamespace(sections={})
+    mw.frontier_opened(services=None, console=console)  # type: ignore[arg-type]
+    assert console.sections["shared_payloads"]()["captures"] == 0
+    mw.spider_closed(None)  # type: ignore[arg-type]
+    assert "unavailable" in console.sections["shared_payloads"]()
