@@ -56,6 +56,7 @@ from .leveldb import LevelDBStore
 
 if TYPE_CHECKING:
     from ..config.settings import AdaptiveConfig
+    from .redis import RedisStore
 
 logger = logging.getLogger(__name__)
 
@@ -148,6 +149,13 @@ class SharedStore:
     tls_cert: str | None = None
     tls_key: str | None = None
 
+    def connect(self) -> RedisStore:
+        """A connection of its own (checked with a PING); :class:`StoreError` when refused."""
+        from . import redis
+
+        tls = {"tls_ca": self.tls_ca, "tls_cert": self.tls_cert, "tls_key": self.tls_key}
+        return redis.RedisStore(self.url, namespace=self.namespace, password=self.password, **tls)
+
 
 def worker_name(state_path: str) -> str:
     """How a worker is named in a shared store's leases: machine, process, state folder."""
@@ -230,21 +238,14 @@ def _open_shared(state: StateDir, expected: dict, shared: SharedStore) -> Store:
     """Open the Redis frontier: its identity (spider, fingerprinter, format)
     is kept in Redis and checked like a marker; this worker's marker names
     the store, so its checkpoint is never compared with another database."""
-    from .redis import RedisStore, redacted
+    from .redis import redacted
 
     where = {"store": f"{redacted(shared.url)} {shared.namespace}"}
     marker = _read_marker(state)
     if marker is not None:
         _check_marker(state.path, marker, {**expected, **where})
     try:
-        store = RedisStore(
-            shared.url,
-            namespace=shared.namespace,
-            password=shared.password,
-            tls_ca=shared.tls_ca,
-            tls_cert=shared.tls_cert,
-            tls_key=shared.tls_key,
-        )
+        store = shared.connect()
     except StoreError as exc:
         raise StateDirError(str(exc)) from exc
     try:

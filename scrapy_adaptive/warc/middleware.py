@@ -26,7 +26,9 @@ from ..integration.refusal import Refusal
 from ..integration.sinkfail import SINK_FAILED, SinkError
 from ..integration.stopgrace import AbandonedDownload
 from ..integration.wiring import FRONTIER_OPENED, crawl_config
+from ..store.base import StoreError
 from .digests import shared_payloads
+from .fleetdigests import fleet_index
 from .writer import (
     DROPPED_REQUEST_HEADERS,
     DROPPED_RESPONSE_HEADERS,
@@ -141,6 +143,8 @@ class WarcMiddleware:
             self.refusal.refuse(EXTRA_MESSAGE)
             return
         try:
+            spider = self.crawler.spider.name if self.crawler is not None and self.crawler.spider else "spider"
+            fleet = fleet_index(config, spider)
             writer = WarcWriter(
                 config.warc_dir,
                 prefix=config.warc_prefix,
@@ -148,9 +152,10 @@ class WarcMiddleware:
                 info=self.info,
                 dedup_across_urls=config.warc_dedup_across_urls,
                 digest_index_size=config.warc_digest_index_size,
+                fleet_digests=fleet,
             )
             writer.open()
-        except (ConfigError, WarcError) as exc:
+        except (ConfigError, WarcError, StoreError) as exc:
             self.refusal.refuse(str(exc))
             return
         self.writer = writer

@@ -74,7 +74,7 @@ from .capture import Capture, HttpExchange, updated_by_304
 from .digests import DigestIndex
 
 if TYPE_CHECKING:
-    pass
+    from .fleetdigests import FleetDigestIndex
 
 logger = logging.getLogger(__name__)
 
@@ -141,6 +141,7 @@ class WarcWriter:
         clock: Callable[[], float] = time.time,
         dedup_across_urls: bool = False,
         digest_index_size: int = 1_000_000,
+        fleet_digests: FleetDigestIndex | None = None,
     ) -> None:
         if not PREFIX_PATTERN.fullmatch(prefix):
             raise ConfigError(f"ADAPTIVE_WARC_PREFIX ({prefix!r}) must be letters, digits, '.', '_' or '-'.")
@@ -152,8 +153,10 @@ class WarcWriter:
         self.dedup_across_urls = dedup_across_urls
         self.digest_index_size = digest_index_size
         self.index: Any = None  # plyvel.DB, opened by open()
-        #: payload digest -> first capture under any URL (ADAPTIVE_WARC_DEDUP_ACROSS_URLS)
-        self.digests: DigestIndex | None = None
+        #: payload digest -> first capture under any URL (ADAPTIVE_WARC_DEDUP_ACROSS_URLS):
+        #: the folder's own, or the fleet's in Redis (*fleet_digests*, closed with the writer)
+        self.digests: DigestIndex | FleetDigestIndex | None = None
+        self.fleet_digests = fleet_digests
         self._warc: Any = None  # warcio's WARCWriter (builds records), made by open()
         self.file: io.BufferedWriter | None = None
         self.filename: str | None = None
@@ -185,7 +188,7 @@ class WarcWriter:
         self._warc = WARCWriter(None, gzip=True, warc_version="1.1")
         try:
             if self.dedup_across_urls:
-                self.digests = DigestIndex(self.index, self.digest_index_size)
+                self.digests = self.fleet_digests or DigestIndex(self.index, self.digest_index_size)
             self._repair_last_file()
             self._new_file()
         except (OSError, plyvel.Error) as exc:
@@ -202,6 +205,9 @@ class WarcWriter:
             self.index.close()
             self.index = None
             self.digests = None
+        if self.fleet_digests is not None:
+            self.fleet_digests.close()
+            self.fleet_digests = None
 
     def _repair_last_file(self) -> None:
         raw = self.index.get(b"f")

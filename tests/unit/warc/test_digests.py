@@ -13,6 +13,7 @@ import pytest
 from scrapy.statscollectors import StatsCollector
 from scrapy.utils.test import get_crawler
 
+from scrapy_adaptive.change.digest import payload_digest as exchange_digest
 from scrapy_adaptive.ops.console.payloads import payload_lines
 from scrapy_adaptive.warc.capture import Capture
 from scrapy_adaptive.warc.digests import DigestIndex, shared_payloads, shared_payloads_in
@@ -166,6 +167,7 @@ def test_a_running_crawl_offers_its_console_the_section(tmp_path: Path) -> None:
         warc_max_size=2**30,
         warc_dedup_across_urls=True,
         warc_digest_index_size=10,
+        store_url=None,  # no Redis: the folder's own index
     )
     mw = WarcMiddleware(StatsCollector(get_crawler()), config=config)  # type: ignore[arg-type]
     console = SimpleNamespace(sections={})
@@ -173,3 +175,38 @@ def test_a_running_crawl_offers_its_console_the_section(tmp_path: Path) -> None:
     assert console.sections["shared_payloads"]()["captures"] == 0
     mw.spider_closed(None)  # type: ignore[arg-type]
     assert "unavailable" in console.sections["shared_payloads"]()
+
+
+def test_a_redis_fleet_shares_one_bounded_index_of_durable_captures(redis_url: str, tmp_path: Path) -> None:
+    """Two workers, two WARC folders, one index in Redis: a body the first
+    archived is a revisit for the second once the first made it durable."""
+    from scrapy_adaptive.store.redis import RedisStore
+    from scrapy_adaptive.warc.fleetdigests import FleetDigestIndex
+
+    def worker(name: str, size: int = 1000) -> WarcWriter:
+        fleet = FleetDigestIndex(RedisStore(redis_url, namespace="adaptive:fleet"), size)
+        w = WarcWriter(str(tmp_path / name), dedup_across_urls=True, fleet_digests=fleet)
+        w.open()
+        return w
+
+    one, two = worker("one"), worker("two")
+    assert one.archive(at(A)) == "response"
+    assert two.archive(at(B, when=1.8e9 + 1)) == "response"  # A's record is not durable yet: not published
+    one.make_durable()
+    two.make_durable()  # B's entry loses to A's (first published wins)
+    assert two.archive(at(C, when=1.8e9 + 2)) == "revisit" and two.duplicate_of == A
+    one.close()
+    two.close()
+    revisit = next(r for r in read_records(tmp_path / "two") if r[1] == "revisit")
+    first = next(r for r in read_records(tmp_path / "one") if r[1] == "response")
+    assert revisit[2].get_header("WARC-Refers-To") == first[2].get_header("WARC-Record-ID")
+    assert revisit[2].get_header("WARC-Refers-To-Target-URI") == A
+
+    small = worker("three", size=2)
+    for n in range(4):
+        small.archive(at(f"http://127.0.0.1:8000/{n}", f"<p>{n}</p>".encode(), when=1.8e9 + n))
+        small.make_durable()
+    assert small.digests is not None and small.digests.size == 2  # the oldest evicted
+    assert small.digests.lookup(exchange_digest(b"<p>shared</p>")) is None
+    assert small.digests.lookup(exchange_digest(b"<p>3</p>")) is not None
+    small.close()
