@@ -151,3 +151,44 @@ def test_kills_never_leave_a_revisit_referring_to_a_missing_capture(
     for url, record in state.items():
         if record.versions:
             assert record.payload_digest in archived[url], url
+
+
+def test_a_redis_fleet_shares_one_digest_index_across_its_warc_folders(
+    clean_log: MockServer, adaptive_settings: dict[str, object], redis_url: str, tmp_path: Path
+) -> None:
+    """Two workers of one Redis frontier, each with its WARC folder: the
+    second archives the body the first archived as revisits of the first's
+    capture, and pywb replays both folders as one collection."""
+    server = clean_log
+    body = page_html("/page/df-same")
+    base = {
+        **adaptive_settings,
+        "ADAPTIVE_STORE_URL": redis_url,
+        "ADAPTIVE_WARC_DEDUP_ACROSS_URLS": True,
+        "ADAPTIVE_WAIT_DEFAULT": 1.1,
+        "ADAPTIVE_TRUST_WARMUP": 0,
+        "CLOSESPIDER_TIMEOUT": 3,
+    }
+    folders = [tmp_path / "warc-1", tmp_path / "warc-2"]
+    links = [["/page/df-same"], ["/mirror/page/df-same", "/page/df-same?sid=2"]]
+    for n, (folder, aliases) in enumerate(zip(folders, links, strict=True)):
+        start = server.url(f"/page/df-index{n}?" + urlencode({"links": ",".join(aliases)}))
+        settings = {**base, "ADAPTIVE_WARC_DIR": str(folder), "ADAPTIVE_STATE_DIR": str(tmp_path / f"w{n}")}
+        run_crawl(VERSIONS, settings, timeout=60, args=["-a", f"start_urls={start}"]).assert_ok()
+    first, second = read_warcs(folders[0]), read_warcs(folders[1])
+    originals = [r for r in first + second if r["type"] == "response" and r["payload"] == body]
+    assert len(originals) == 1 and originals[0] in first  # archived once, by the first worker
+    original = originals[0]
+    revisits = [
+        r for r in second if r["type"] == "revisit" and r["h"]["WARC-Refers-To"] == original["h"]["WARC-Record-ID"]
+    ]
+    aliases = {server.url(a) for a in links[1]}
+    assert aliases <= {r["h"]["WARC-Target-URI"] for r in revisits}
+    both = tmp_path / "both"
+    both.mkdir()
+    for folder in folders:
+        for path in folder.glob("*.warc.gz"):
+            (both / f"{folder.name}-{path.name}").symlink_to(path)
+    queries = sorted({(stamp_of(r), r["h"]["WARC-Target-URI"]) for r in revisits})
+    answers = replay_in_pywb(tmp_path, both, queries)
+    assert answers == [(200, body)] * len(queries), answers
