@@ -20,8 +20,8 @@ open cut off.  Keys:
 * ``dn`` -> ``[next seq, entries]``.
 
 Eviction only forgets: an evicted body seen again is archived as a new
-``response``, which becomes its entry.  Per WARC folder: workers of a Redis
-fleet each keep the index of their own folder.
+``response``, which becomes its entry.  With a Redis frontier the fleet
+shares one index instead (:mod:`.fleetdigests`, the same interface).
 """
 
 from __future__ import annotations
