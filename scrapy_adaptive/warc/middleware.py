@@ -142,6 +142,7 @@ class WarcMiddleware:
         except ImportError:
             self.refusal.refuse(EXTRA_MESSAGE)
             return
+        fleet = None
         try:
             spider = self.crawler.spider.name if self.crawler is not None and self.crawler.spider else "spider"
             fleet = fleet_index(config, spider)
@@ -156,6 +157,8 @@ class WarcMiddleware:
             )
             writer.open()
         except (ConfigError, WarcError, StoreError) as exc:
+            if fleet is not None:  # the writer never opened: its connection is closed here
+                fleet.close()
             self.refusal.refuse(str(exc))
             return
         self.writer = writer

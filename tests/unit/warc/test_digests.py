@@ -210,3 +210,16 @@ def test_a_redis_fleet_shares_one_bounded_index_of_durable_captures(redis_url: s
     assert small.digests.lookup(exchange_digest(b"<p>shared</p>")) is None
     assert small.digests.lookup(exchange_digest(b"<p>3</p>")) is not None
     small.close()
+
+
+def test_a_url_back_to_an_earlier_body_is_a_revisit_of_that_capture(tmp_path: Path) -> None:
+    w = dedup_writer(tmp_path / "warc")
+    assert w.archive(at(A, b"<p>x</p>")) == "response"
+    assert w.archive(at(A, b"<p>y</p>", when=1.8e9 + 1)) == "response"
+    assert w.archive(at(A, b"<p>x</p>", when=1.8e9 + 2)) == "revisit"
+    assert w.duplicate_of is None and "dedup_across_urls" not in w.counts  # its own capture, not another URL's
+    w.close()
+    records = read_records(tmp_path / "warc")
+    first = next(r for r in records if r[1] == "response")
+    revisit = next(r for r in records if r[1] == "revisit")
+    assert revisit[2].get_header("WARC-Refers-To") == first[2].get_header("WARC-Record-ID")
