@@ -14,13 +14,12 @@ import base64
 import gzip
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.crawlrunner import run_crawl
+from tests.e2e.test_damaged_state import frontier
 from tests.mockserver import MockServer
 
 pytestmark = pytest.mark.e2e
@@ -29,8 +28,6 @@ warcio = pytest.importorskip("warcio")
 from warcio.archiveiterator import ArchiveIterator  # noqa: E402
 
 CASES = Path(__file__).parents[1] / "spiders" / "cases.py"
-SAMPLE = Path(__file__).parents[2] / "sample_project"
-REPO = Path(__file__).parents[2]
 BASIC = "Basic " + base64.b64encode(b"alice:s3cret").decode()
 
 
@@ -91,20 +88,14 @@ def test_export_and_html_report_are_created_private(
     settings = {**adaptive_settings, "ADAPTIVE_WAIT_DEFAULT": 1000, "CLOSESPIDER_TIMEOUT": 2}
     run_crawl(CASES, settings, timeout=60, args=["-a", f"start_urls={start}"]).assert_ok()
     state = Path(str(settings["ADAPTIVE_STATE_DIR"]))
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
     export, page = tmp_path / "export.jsonl", tmp_path / "report.html"
-    for args in (["export", "-O", str(export)], ["report", "--html", str(page)]):
-        done = subprocess.run(
-            [sys.executable, "-m", "scrapy", "frontier", *args, "--state-dir", str(state)],
-            cwd=SAMPLE,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            # a umask that would make new files readable by everyone
-            preexec_fn=lambda: os.umask(0o022),
-        )
-        assert done.returncode == 0, done.stderr
+    umask = os.umask(0o022)  # one that would make new files readable by everyone
+    try:
+        for args in (["export", "-O", str(export)], ["report", "--html", str(page)]):
+            done = frontier(state, *args)
+            assert done.returncode == 0, done.stderr
+    finally:
+        os.umask(umask)
     assert start in export.read_text()
     assert mode(export) == 0o600 and mode(page) == 0o600
     assert mode(state / "report.html") == 0o600
