@@ -18,6 +18,14 @@ database and delete the old tables).  The default is ``<JOBDIR>/adaptive``;
 Scrapyd gives every job a new JOBDIR, so long crawls under Scrapyd set
 ``ADAPTIVE_STATE_DIR`` to a fixed absolute path.
 
+**First start.**  The marker is written first, flagged ``creating``
+(:mod:`.marker`), and the flag is cleared once the database is open: a
+first start killed in between is finished by the next one; of two first
+starts at once, one creates the marker and LevelDB's lock lets one go on,
+the other being told the folder is in use.  A folder an older version's
+killed first start left (an empty ``frontier.ldb/``, no marker) is taken
+as half-made too.
+
 **Permissions.**  A new folder is created ``0700`` (its database folder too)
 and the files we write ourselves ``0600``: stored requests may carry
 cookies.  LevelDB creates its own files with the process umask; inside a
