@@ -22,6 +22,7 @@ from pathlib import Path
 import plyvel
 import pytest
 
+from tests.conftest import ADDON
 from tests.crawlrunner import CrawlResult, run_crawl
 from tests.mockserver import MockServer
 
@@ -39,11 +40,16 @@ def crawl(server: MockServer, settings: dict[str, object], **extra: object) -> C
     return run_crawl(CASES, {**settings, **extra}, timeout=60, args=["-a", f"start_urls={start}", "-a", "pad=2000"])
 
 
-@pytest.fixture
-def crawled(clean_log: MockServer, adaptive_settings: dict[str, object]) -> tuple[Path, dict[str, object]]:
-    """A state folder whose 26 URLs sit in one LevelDB table (no log left to replay)."""
+@pytest.fixture(scope="module")
+def crawled_once(mockserver: MockServer, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
+    """A state folder whose 26 URLs sit in one LevelDB table (no log left to replay), made once."""
+    state = tmp_path_factory.mktemp("crawled") / "adaptive"
     settings = {
-        **adaptive_settings,
+        "ADDONS": ADDON,
+        "ADAPTIVE_STATE_DIR": str(state),
+        "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.DefaultWaitPolicy",
+        "ADAPTIVE_WAIT_POLICIES": [],
+        "ADAPTIVE_LOG_INTERVAL": 1.0,
         "LOG_LEVEL": "INFO",
         "ADAPTIVE_MIN_DELAY": 0,
         "ADAPTIVE_MAX_DELAY": 0,
@@ -51,11 +57,19 @@ def crawled(clean_log: MockServer, adaptive_settings: dict[str, object]) -> tupl
         "ADAPTIVE_WAIT_DEFAULT": 1000,
         "CLOSESPIDER_TIMEOUT": 3,
     }
-    crawl(clean_log, settings).assert_ok()
-    db = plyvel.DB(str(Path(str(settings["ADAPTIVE_STATE_DIR"])) / "frontier.ldb"))
+    crawl(mockserver, settings).assert_ok()
+    db = plyvel.DB(str(state / "frontier.ldb"))
     db.compact_range()
     db.close()
-    return Path(str(settings["ADAPTIVE_STATE_DIR"])), settings
+    return state, settings
+
+
+@pytest.fixture
+def crawled(crawled_once: tuple[Path, dict[str, object]], tmp_path: Path) -> tuple[Path, dict[str, object]]:
+    """A copy of that folder for one test to damage."""
+    state = tmp_path / "adaptive"
+    shutil.copytree(crawled_once[0], state)
+    return state, {**crawled_once[1], "ADAPTIVE_STATE_DIR": str(state)}
 
 
 def frontier(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
