@@ -29,7 +29,7 @@ from ..ops.progress import META_KEY as PROGRESS_KEY
 from ..ops.progress import Progress
 from ..ops.reporting import Reporter
 from ..policies import PolicyStack, persist
-from ..store.base import Store, StoreError
+from ..store.base import Store, StoreCorrupt, StoreError
 from ..store.statedir import (
     Checkpoints,
     StateDir,
@@ -85,12 +85,21 @@ class Runtime:
 
     def close(self, crawl: CrawlWide) -> None:
         """The last summary, the policies' aggregates saved, the host leases
-        given back, the store closed and the clean checkpoint written."""
+        given back, the store closed and the clean checkpoint written.
+
+        Raises :class:`StoreCorrupt` once all that is done if the final
+        summary found the database damaged (a short crawl meets a damaged
+        block first there): the crawl must not end as if all were well.
+        """
         frontier = self.frontier
+        damaged: StoreCorrupt | None = None
         try:
             self.summary(final=True)
-        except StoreError as exc:  # a store gone at the stop: what it acknowledged is kept
+        except StoreCorrupt as exc:
             if not self.checkpoints.stopped:  # else the crawl was stopped for it, and said why
+                damaged = exc
+        except StoreError as exc:  # a store gone at the stop: what it acknowledged is kept
+            if not self.checkpoints.stopped:
                 logger.error("The final frontier summary could not be read: %s", exc)
         persist.save(frontier.store, crawl.persisted(), self.policy_key)
         try:
@@ -107,6 +116,8 @@ class Runtime:
             self.crawl_log.close()
         if self.state.temporary:
             remove_temporary(self.state.path)
+        if damaged is not None:
+            raise damaged
 
     def summary(self, *, final: bool = False) -> None:
         """The periodic summary line, host capacities measured first."""

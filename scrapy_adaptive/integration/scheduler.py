@@ -54,9 +54,7 @@ from ..ops.console import control
 from ..ops.console.api import take_seeds
 from ..policies import PolicyStack, load_wait_policy
 from ..store.base import StoreCorrupt, StoreError
-from ..store.statedir import (
-    StateDirError,
-)
+from ..store.statedir import StateDirError
 from .delivery import Delivery
 from .engine import EngineWaker, exit_with_error
 from .issued import IssuedRequests, url_identity
@@ -271,7 +269,10 @@ class AdaptiveScheduler(BaseScheduler):
             control.stop(self._control)
             self._control = None
         if runtime is not None:
-            runtime.close(self.policy.params.crawl)
+            try:
+                runtime.close(self.policy.params.crawl)
+            except StoreCorrupt as exc:  # found by the final summary: closed all the same, said once
+                self._fatal(exc, closing=True)
         return None
 
     def has_pending_requests(self) -> bool:
@@ -431,24 +432,18 @@ class AdaptiveScheduler(BaseScheduler):
         if self.frontier is not None and not self._stopping:
             self.waker.wake_at(self.frontier.next_ready_time())
 
-    def _fatal(self, exc: StoreError) -> None:
-        """The state cannot be written: stop rather than lose history.
-
-        The failed batch was not applied (LevelDB batches are atomic), so the
-        store still holds the previous, consistent state.
-        """
+    def _fatal(self, exc: StoreError, *, closing: bool = False) -> None:
+        """The state cannot be written or read: stop rather than lose history (a failed batch was not
+        applied: LevelDB batches are atomic); *closing*: found as the crawl closes, said all the same."""
         if self.runtime is not None:
             self.runtime.checkpoints.stop()
-        if self._stopping:
+        if self._stopping and not closing:
             return
         self._stopping = True
-        if isinstance(exc, StoreCorrupt):
-            logger.critical("%s. Stopping the crawl.", exc)
-        else:
-            logger.critical("%s. Stopping the crawl; the state on disk is consistent and the crawl can resume.", exc)
+        resume = "" if isinstance(exc, StoreCorrupt) else "; the state on disk is consistent and the crawl can resume"
+        logger.critical("%s. Stopping the crawl%s.", exc, resume)
         self.stats.set_value("adaptive/fatal", str(exc))
-        engine = self.crawler.engine if self.crawler is not None else None
-        if engine is not None:
-            assert self.crawler is not None
+        if self.crawler is not None and self.crawler.engine is not None:
             exit_with_error(self.crawler)
-            deferred_from_coro(engine.close_spider_async(reason="adaptive_state_error"))
+            if not closing:
+                deferred_from_coro(self.crawler.engine.close_spider_async(reason="adaptive_state_error"))

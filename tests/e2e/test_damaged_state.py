@@ -123,10 +123,8 @@ def test_a_garbled_block_stops_the_crawl_and_export_gives_what_it_can(
     state, settings = crawled
     whole = frontier(state, "export")
     assert whole.returncode == 0 and len(whole.stdout.splitlines()) == RING
+    garble_a_record_block(state)
     ldb = table(state)
-    with open(ldb, "r+b") as f:  # a block of records, in the middle of the table (not the counters, read at open)
-        f.seek(ldb.stat().st_size // 2)
-        f.write(b"\x5a" * 64)
     damaged = ldb.read_bytes()
     export = frontier(state, "export", "-O", str(state.parent / "export.jsonl"))
     assert export.returncode == 1 and export.stderr.count("\n") == 1 and "Traceback" not in export.stderr
@@ -141,6 +139,13 @@ def test_a_garbled_block_stops_the_crawl_and_export_gives_what_it_can(
     stopped_with_one_critical(result, str(state / "frontier.ldb"), "block checksum mismatch", REPAIR)
     assert "Spider closed (adaptive_state_error)" in result.log
     assert ldb.read_bytes() == damaged  # left as it is, for the repair
+
+
+def garble_a_record_block(state: Path) -> None:
+    ldb = table(state)
+    with open(ldb, "r+b") as f:  # a block of records, in the middle of the table (not the counters, read at open)
+        f.seek(ldb.stat().st_size // 2)
+        f.write(b"\x5a" * 64)
 
 
 def test_garbled_marks_and_keys_are_quarantined_with_one_line_each(
