@@ -130,7 +130,8 @@ def test_a_garbled_block_stops_the_crawl_and_export_gives_what_it_can(
     assert export.returncode == 1 and export.stderr.count("\n") == 1 and "Traceback" not in export.stderr
     assert REPAIR in export.stderr and "records exported, from before and after the damage" in export.stderr
     exported = (state.parent / "export.jsonl").read_text().splitlines()
-    assert RING - 5 <= len(exported) < RING  # what the damaged block held is all that is missing
+    # all but what the damaged block held (LevelDB may hold none of the records in it: then all 26)
+    assert RING - 5 <= len(exported) <= RING
     assert f"({len(exported)} records exported" in export.stderr
     report = frontier(state, "report")
     assert report.returncode == 1 and report.stderr.count("\n") == 1 and REPAIR in report.stderr
