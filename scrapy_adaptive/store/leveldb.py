@@ -14,6 +14,7 @@ returning, so a ``kill -9`` loses nothing; ``sync=True`` (the
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Collection, Iterable, Iterator
 from typing import TypeVar
 
@@ -34,13 +35,26 @@ def _reason(exc: BaseException) -> str:
 
 
 def damaged(path: str, exc: BaseException, done: str) -> str:
-    """The one message for a damaged database: what LevelDB says (it names
-    the table file when it is cut short), that *done*, and how to recover."""
+    """The one message for a damaged database: what LevelDB says, the table
+    file (LevelDB names it when it is cut short; a database of one table
+    names it too), that *done*, and how to recover."""
+    reason = _reason(exc)
+    if ".ldb" not in reason and ".sst" not in reason:
+        tables = [name for name in _names(path) if name.endswith((".ldb", ".sst"))]
+        if len(tables) == 1:
+            reason += f", in {os.path.join(path, tables[0])}"
     return (
-        f"The state database in {path} is damaged ({_reason(exc)}). {done}. To recover, restore the folder from a "
+        f"The state database in {path} is damaged ({reason}). {done}. To recover, restore the folder from a "
         f'backup, or stop every crawl on it, keep a copy and repair it in place with: python -c "import plyvel; '
         f"plyvel.repair_db('{path}')\" (what the damaged part held is lost; docs/state-folder.md)"
     )
+
+
+def _names(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
 
 
 def _open_error(path: str, exc: BaseException) -> StoreError:

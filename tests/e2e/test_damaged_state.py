@@ -129,6 +129,7 @@ def test_a_garbled_block_stops_the_crawl_and_export_gives_what_it_can(
     export = frontier(state, "export", "-O", str(state.parent / "export.jsonl"))
     assert export.returncode == 1 and export.stderr.count("\n") == 1 and "Traceback" not in export.stderr
     assert REPAIR in export.stderr and "records exported, from before and after the damage" in export.stderr
+    assert f"block checksum mismatch, in {ldb})" in export.stderr  # the database's one table, named
     exported = (state.parent / "export.jsonl").read_text().splitlines()
     # all but what the damaged block held (LevelDB may hold none of the records in it: then all 26)
     assert RING - 5 <= len(exported) <= RING
@@ -137,7 +138,7 @@ def test_a_garbled_block_stops_the_crawl_and_export_gives_what_it_can(
     assert report.returncode == 1 and report.stderr.count("\n") == 1 and REPAIR in report.stderr
     # revisits are due at once: the crawl reads the damaged block at its first summary at the latest
     result = crawl(clean_log, settings, ADAPTIVE_WAIT_DEFAULT=0.5)
-    stopped_with_one_critical(result, str(state / "frontier.ldb"), "block checksum mismatch", REPAIR)
+    stopped_with_one_critical(result, str(state / "frontier.ldb"), f"block checksum mismatch, in {ldb})", REPAIR)
     assert "Spider closed (adaptive_state_error)" in result.log
     assert ldb.read_bytes() == damaged  # left as it is, for the repair
 
