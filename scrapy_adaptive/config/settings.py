@@ -134,6 +134,7 @@ class AdaptiveConfig:
     warc_digest_index_size: int
     warc_max_size: int
     warc_prefix: str
+    warc_keep_credentials: bool
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> AdaptiveConfig:

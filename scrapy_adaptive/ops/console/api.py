@@ -156,14 +156,15 @@ class FrontierConsole:
         #: how seeds reach the crawl (the running scheduler, or the seeds file)
         self.seeder = seeder
         self.sample_limit = sample_limit
-        #: report sections other components offer (the WARC writer's shared payloads): name -> provider
-        self.sections: dict[str, Callable[[], Any]] = {}
+        self.sections: dict[str, Callable[[], Any]] = {}  #: report sections other components add, by name
 
     # -- reading ---------------------------------------------------------
 
     def records(self, limit: int | None = None) -> Iterator[tuple[bytes, UrlRecord]]:
-        """Readable records in key order (unreadable ones are skipped)."""
-        for n, (fp, raw) in enumerate(self.frontier.store.records()):
+        """Readable records in key order (unreadable ones are skipped; a
+        damaged database gives what it still holds, then its error)."""
+        store = self.frontier.store
+        for n, (fp, raw) in enumerate(getattr(store, "readable_records", store.records)()):
             if limit is not None and n >= limit:
                 return
             try:
