@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING
 
 from ..frontier.advance import bring_forward
 from ..model import UrlRecord
+from ..ops.console.schedules import FORCED_KEY, forced_counts
 from ..policies.history import url_host
 from ..policies.schedules import OPEN, Schedule, Schedules
-from ..store.base import Batch, Store
+from ..store.base import Batch
 from ..store.keys import time_to_ms
 
 if TYPE_CHECKING:
@@ -32,20 +33,6 @@ if TYPE_CHECKING:
     from ..frontier.frontier import Frontier
 
 logger = logging.getLogger(__name__)
-
-#: the frontier meta key of the visits each schedule forced (JSON: name -> count)
-FORCED_KEY = "schedules-forced"
-
-
-def load_forced(store: Store) -> dict[str, int]:
-    """The counts saved by earlier runs ({} if none or unreadable)."""
-    raw = store.get_meta(FORCED_KEY)
-    try:
-        doc = json.loads(raw) if raw else {}
-    except ValueError:
-        return {}
-    return {k: v for k, v in doc.items() if isinstance(k, str) and isinstance(v, int)} if isinstance(doc, dict) else {}
-
 
 def spread_plan(schedule: Schedule, now: float) -> Callable[[UrlRecord], float | None]:
     """When each of *schedule*'s URLs planned later than one ceiling from
@@ -81,7 +68,7 @@ class OpenSchedules:
         self.wake = wake
         #: names of the schedules seen open (a window opening is acted on once)
         self.opened: set[str] = set()
-        schedules.restore_forced(load_forced(frontier.store))
+        schedules.restore_forced(forced_counts(frontier.store))
         self._saved = dict(schedules.forced)
 
     def run(self) -> None:

@@ -225,6 +225,21 @@ class Schedules:
                 self.forced[name] = self.forced.get(name, 0) + count
 
 
+def schedules_of(entries: Iterable[Mapping[str, Any]], setting: str) -> Schedules:
+    """The schedules among a setting's entries (the others are policies),
+    each named by its ``name`` or its place (``ADAPTIVE_WAIT_POLICIES[2]``)."""
+    schedules = Schedules()
+    for i, entry in enumerate(entries):
+        if not is_schedule(entry):
+            continue
+        where = f"{setting}[{i}]"
+        schedule = Schedule.parse(entry, where, name=where)
+        if schedules.get(schedule.name) is not None:
+            raise ConfigError(f"{where}: another schedule is already named {schedule.name!r}.")
+        schedules.add(schedule)
+    return schedules
+
+
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 

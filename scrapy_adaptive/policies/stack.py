@@ -28,7 +28,7 @@ from ..hosts.hints import Hint
 from ..model import Outcome, Visit
 from .base import PARAM_KEYS, WaitParams, WaitPolicy
 from .history import url_host
-from .schedules import Schedule, Schedules, is_schedule
+from .schedules import Schedules, is_schedule, schedules_of
 
 logger = logging.getLogger(__name__)
 
@@ -180,14 +180,11 @@ class PolicyStack(WaitPolicy):
         catch_all = build_policy(policy_cls, params, "ADAPTIVE_WAIT_POLICY")
         entries = []
         declared = {config.wait_policy: policy_cls}
-        schedules = Schedules()
-        for i, entry in enumerate(check_entries(raw, "ADAPTIVE_WAIT_POLICIES")):
+        listed = check_entries(raw, "ADAPTIVE_WAIT_POLICIES")
+        schedules = schedules_of(listed, "ADAPTIVE_WAIT_POLICIES")
+        for i, entry in enumerate(listed):
             where = f"ADAPTIVE_WAIT_POLICIES[{i}]"
             if is_schedule(entry):  # an overlay, not a policy: it never decides alone
-                schedule = Schedule.parse(entry, where, name=where)
-                if schedules.get(schedule.name) is not None:
-                    raise ConfigError(f"{where}: another schedule is already named {schedule.name!r}.")
-                schedules.add(schedule)
                 continue
             unknown = set(entry) - set(PARAM_KEYS) - set(MATCH_KEYS) - {"policy"}
             if unknown:

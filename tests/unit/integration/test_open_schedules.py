@@ -7,7 +7,8 @@ from typing import Any
 
 from scrapy_adaptive.frontier import Frontier, Store
 from scrapy_adaptive.frontier.advance import bring_forward
-from scrapy_adaptive.integration.schedules import FORCED_KEY, OpenSchedules, load_forced
+from scrapy_adaptive.integration.schedules import OpenSchedules
+from scrapy_adaptive.ops.console.schedules import FORCED_KEY, forced_counts
 from scrapy_adaptive.policies.schedules import Schedule, Schedules
 from scrapy_adaptive.store.keys import time_to_ms
 from tests.unit.frontier.test_frontier import Clock, add, fp, make, visited
@@ -90,7 +91,7 @@ def test_forced_revisits_are_saved_and_restored(store: Store) -> None:
     task = OpenSchedules(f, schedules, Stats(), lambda: None)  # type: ignore[arg-type]
     schedules.apply("http://a/n/1", "a", None, 3600, clock.t)
     task.run()
-    assert load_forced(store) == {"n": 1}
+    assert forced_counts(store) == {"n": 1}
     again = Schedules([Schedule.parse({"url": "/n/", "every": 60, "name": "n"}, "e")])
     OpenSchedules(f, again, Stats(), lambda: None)  # type: ignore[arg-type]
     assert again.forced == {"n": 1}
