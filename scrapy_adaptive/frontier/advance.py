@@ -31,7 +31,8 @@ def bring_forward(frontier: Frontier, plan: Callable[[UrlRecord], float | None])
     at the latest (epoch seconds) or None; a URL planned later moves there.
 
     URLs out (their verdict plans them anew), never to be visited again, or
-    unreadable (quarantined when their turn comes) are left alone.  A scan
+    unreadable (quarantined when their turn comes) are left alone, and so
+    are hosts another worker of a fleet holds (it moves them itself).  A scan
     of the whole store: for rare events (a window opening), not per tick.
     Returns how many visits moved.
     """
@@ -65,8 +66,9 @@ def bring_forward(frontier: Frontier, plan: Callable[[UrlRecord], float | None])
 def _write(frontier: Frontier, queue: str, group: list[tuple[bytes, UrlRecord, int]]) -> int:
     book = frontier.book
     q = book.find(queue)
-    if q is None:
-        return 0
+    sharing = frontier.sharing
+    if q is None or (sharing is not None and not sharing.issues(queue)):
+        return 0  # in a fleet, the worker holding the host moves its URLs
     batch = Batch()
     moves: list[tuple[Entry, Entry]] = []
     for fp, record, new_ms in group:

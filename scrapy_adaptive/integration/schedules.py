@@ -73,6 +73,7 @@ class OpenSchedules:
 
     def run(self) -> None:
         now = self.frontier.clock()
+        self.opened &= {s.name for s in self.schedules}  # removed, then added again: a new opening
         for schedule in list(self.schedules):
             if schedule.state(now) != OPEN:
                 self.opened.discard(schedule.name)

@@ -96,3 +96,20 @@ def test_forced_revisits_are_saved_and_restored(store: Store) -> None:
     OpenSchedules(f, again, Stats(), lambda: None)  # type: ignore[arg-type]
     assert again.forced == {"n": 1}
     assert store.get_meta(FORCED_KEY) is not None
+
+
+def test_a_schedule_removed_and_added_again_opens_again(store: Store) -> None:
+    clock = Clock()
+    f = make(store, clock)
+    schedule = Schedule.parse({"url": "/n/", "every": 60, "name": "n"}, "e")
+    schedules = Schedules([schedule])
+    stats: Any = Stats()
+    task = OpenSchedules(f, schedules, stats, lambda: None)
+    task.run()
+    task.run()
+    assert stats.values["adaptive/schedules/opened"] == 1
+    schedules.remove("n")
+    task.run()
+    schedules.add(schedule)
+    task.run()
+    assert stats.values["adaptive/schedules/opened"] == 2
