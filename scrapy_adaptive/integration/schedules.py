@@ -76,7 +76,9 @@ class OpenSchedules:
         self.opened &= {s.name for s in self.schedules}  # removed, then added again: a new opening
         for schedule in list(self.schedules):
             if schedule.state(now) != OPEN:
-                self.opened.discard(schedule.name)
+                if schedule.name in self.opened:
+                    self.opened.discard(schedule.name)
+                    logger.info("Schedule %s is closed: its URLs are the wait policy's again.", schedule.name)
                 continue
             if schedule.name in self.opened:
                 continue
