@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from scrapy_adaptive.model import UrlRecord
 from scrapy_adaptive.store.base import MemoryStore, Store
@@ -20,6 +21,11 @@ from scrapy_adaptive.store.redis import RedisStore, close_client
 from tests import crawlrunner
 from tests.mockserver import DEFAULT_HOSTS, MockServer
 from testsite.redisserver import RedisClusterServers, RedisServer
+
+# No per-example deadline: tests assert behaviour, never time, and a loaded
+# machine (two test workers per core pair, a crawl beside them) is slow at random.
+settings.register_profile("adaptive", deadline=None)
+settings.load_profile("adaptive")
 
 
 @pytest.fixture(scope="session")

@@ -194,4 +194,11 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         "adaptive",
         "the WARC files' names: `PREFIX-TIMESTAMP-SERIAL.warc.gz` (letters, digits, `.`, `_`, `-`).",
     ),
+    bool_spec(
+        "ADAPTIVE_WARC_KEEP_CREDENTIALS",
+        GROUP_ARCHIVE,
+        False,
+        "keep the `Authorization`, `Proxy-Authorization` and `Cookie` headers in WARC request records. Off: "
+        "their values are written as `REDACTED`. WARC files are created `0600` either way.",
+    ),
 )

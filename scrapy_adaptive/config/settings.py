@@ -132,6 +132,7 @@ class AdaptiveConfig:
     warc_dir: str | None
     warc_max_size: int
     warc_prefix: str
+    warc_keep_credentials: bool
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> AdaptiveConfig:

@@ -30,7 +30,7 @@ from ..ops.progress import META_KEY as PROGRESS_KEY
 from ..ops.progress import Progress
 from ..ops.reporting import Reporter
 from ..policies import PolicyStack, persist
-from ..store.base import Store, StoreError
+from ..store.base import Store, StoreCorrupt, StoreError
 from ..store.statedir import (
     Checkpoints,
     StateDir,
@@ -87,12 +87,22 @@ class Runtime:
 
     def close(self, crawl: CrawlWide) -> None:
         """The last summary, the policies' aggregates saved, the host leases
-        given back, the store closed and the clean checkpoint written."""
+        given back, the store closed and the clean checkpoint written.
+
+        Raises :class:`StoreCorrupt` once all that is done if the final
+        summary found the database damaged (a short crawl meets a damaged
+        block first there): the crawl must not end as if all were well.
+        """
         frontier = self.frontier
+        damaged: StoreCorrupt | None = None
         try:
             self.summary(final=True)
+        except StoreCorrupt as exc:
+            if not self.checkpoints.stopped:  # else the crawl was stopped for it, and said why
+                damaged = exc
         except StoreError as exc:  # a store gone at the stop: what it acknowledged is kept
-            logger.error("The final frontier summary could not be read: %s", exc)
+            if not self.checkpoints.stopped:
+                logger.error("The final frontier summary could not be read: %s", exc)
         persist.save(frontier.store, crawl.persisted(), self.policy_key)
         try:
             frontier.leave()
@@ -108,6 +118,8 @@ class Runtime:
             self.crawl_log.close()
         if self.state.temporary:
             remove_temporary(self.state.path)
+        if damaged is not None:
+            raise damaged
 
     def summary(self, *, final: bool = False) -> None:
         """The periodic summary line, host capacities measured first."""
@@ -159,66 +171,68 @@ def assemble(
     state = resolve(config.state_dir, jobdir)
     remote = shared_store(config, spider_name)
     store = open_store(state, spider=spider_name, fingerprinter=fingerprinter, sync=config.state_sync, shared=remote)
-    checkpoints = Checkpoints(state)
-    sharing = None if remote is None else Sharing(store, worker_name(state.path), remote.lease)  # type: ignore[arg-type]
-    frontier = Frontier(
-        store,
-        politeness_of(config),
-        history_size=config.history_size,
-        trust=TrustParams(config.trust_warmup, config.trust_min_rate),
-        soft404_urls=config.soft404_urls,
-        sharing=sharing,
-    )
-    try:
+    try:  # a damaged database found while building on it: refused, nothing left open
+        checkpoints = Checkpoints(state)
+        sharing = None if remote is None else Sharing(store, worker_name(state.path), remote.lease)  # type: ignore[arg-type]
+        frontier = Frontier(
+            store,
+            politeness_of(config),
+            history_size=config.history_size,
+            trust=TrustParams(config.trust_warmup, config.trust_min_rate),
+            soft404_urls=config.soft404_urls,
+            sharing=sharing,
+        )
         frontier.load()
         frontier.rebalance()  # a worker of a shared frontier takes its share of hosts
-    except StoreError:
+        if frontier.redelivered and frontier.sharing is None:  # a shared frontier logs its own (sharing.py)
+            logger.info(
+                "%d URLs had versions not confirmed delivered when the last crawl stopped; they are fetched "
+                "again now so their items are produced again.",
+                frontier.redelivered,
+            )
+            stats.set_value("adaptive/delivery/redelivered", frontier.redelivered)
+        if delivery is not None:
+            delivery.bind(frontier)
+        # each worker's aggregates are its own (docs/shared-frontier.md)
+        policy_key = persist.META_KEY if remote is None else f"{persist.META_KEY}/{worker_home(state.path)}"
+        persist.restore(store, policy.params.crawl.persisted(), policy_key)
+        for problem in load_stored(store, policy.schedules):  # given on the console (scrapy frontier schedule)
+            logger.error("%s; this schedule is not applied.", problem)
+        allocator: RateAllocator | None = policy.params.crawl.allocator
+        capacity = HostCapacity(frontier, allocator)
+        capacity.all_nominal()
+        crawl_log = None
+        if config.crawl_log:
+            path = os.path.join(state.path, "crawl.log")
+            crawl_log = CrawlLog(path, config.crawl_log_max_bytes, config.crawl_log_backups)
+        verdicts = Verdicts(
+            frontier,
+            policy,
+            issued,
+            stats,
+            crawl_log=crawl_log,
+            delivery=delivery,
+            on_store_error=on_store_error,
+            on_change=on_change,
+        )
+        console, reporter = _operations(
+            config, frontier, stats, allocator, state.path, identity, seeder, policy.schedules
+        )
+        runtime = Runtime(
+            state=state,
+            store=store,
+            frontier=frontier,
+            checkpoints=checkpoints,
+            capacity=capacity,
+            verdicts=verdicts,
+            console=console,
+            reporter=reporter,
+            crawl_log=crawl_log,
+            policy_key=policy_key,
+        )
+    except BaseException:
         store.close()
         raise
-    if frontier.redelivered and frontier.sharing is None:  # a shared frontier logs its own (sharing.py)
-        logger.info(
-            "%d URLs had versions not confirmed delivered when the last crawl stopped; they are fetched "
-            "again now so their items are produced again.",
-            frontier.redelivered,
-        )
-        stats.set_value("adaptive/delivery/redelivered", frontier.redelivered)
-    if delivery is not None:
-        delivery.bind(frontier)
-    # each worker's aggregates are its own (docs/shared-frontier.md)
-    policy_key = persist.META_KEY if remote is None else f"{persist.META_KEY}/{worker_home(state.path)}"
-    persist.restore(store, policy.params.crawl.persisted(), policy_key)
-    for problem in load_stored(store, policy.schedules):  # given on the console (scrapy frontier schedule)
-        logger.error("%s; this schedule is not applied.", problem)
-    allocator: RateAllocator | None = policy.params.crawl.allocator
-    capacity = HostCapacity(frontier, allocator)
-    capacity.all_nominal()
-    crawl_log = None
-    if config.crawl_log:
-        path = os.path.join(state.path, "crawl.log")
-        crawl_log = CrawlLog(path, config.crawl_log_max_bytes, config.crawl_log_backups)
-    verdicts = Verdicts(
-        frontier,
-        policy,
-        issued,
-        stats,
-        crawl_log=crawl_log,
-        delivery=delivery,
-        on_store_error=on_store_error,
-        on_change=on_change,
-    )
-    console, reporter = _operations(config, frontier, stats, allocator, state.path, identity, seeder, policy.schedules)
-    runtime = Runtime(
-        state=state,
-        store=store,
-        frontier=frontier,
-        checkpoints=checkpoints,
-        capacity=capacity,
-        verdicts=verdicts,
-        console=console,
-        reporter=reporter,
-        crawl_log=crawl_log,
-        policy_key=policy_key,
-    )
     runtime.checkpoint(clean=False)
     return runtime
 

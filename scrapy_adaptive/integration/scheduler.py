@@ -271,7 +271,10 @@ class AdaptiveScheduler(BaseScheduler):
             control.stop(self._control)
             self._control = None
         if runtime is not None:
-            runtime.close(self.policy.params.crawl)
+            try:
+                runtime.close(self.policy.params.crawl)
+            except StoreCorrupt as exc:  # found by the final summary: closed all the same, said once
+                self._fatal(exc, closing=True)
         return None
 
     def has_pending_requests(self) -> bool:
@@ -428,17 +431,14 @@ class AdaptiveScheduler(BaseScheduler):
         if self.frontier is not None and not self._stopping:
             self.waker.wake_at(self.frontier.next_ready_time())
 
-    def _fatal(self, exc: StoreError) -> None:
-        """The state cannot be written: stop rather than lose history.
-
-        The failed batch was not applied (LevelDB batches are atomic), so the
-        store still holds the previous, consistent state.
-        """
+    def _fatal(self, exc: StoreError, *, closing: bool = False) -> None:
+        """The state cannot be written or read: stop rather than lose history (a failed batch was not
+        applied: LevelDB batches are atomic); *closing*: found as the crawl closes, said all the same."""
         if self.runtime is not None:
             self.runtime.checkpoints.stop()
         stopping, self._stopping = self._stopping, True
-        # a sink's failure found at the close (its last flush) is still said
-        if self._fatal_said or (stopping and not isinstance(exc, SinkError)):
+        # a failure found at the close (a sink's last flush, the final summary's read) is still said
+        if self._fatal_said or (stopping and not closing and not isinstance(exc, SinkError)):
             return
         self._fatal_said = True
         resume = "" if isinstance(exc, StoreCorrupt) else "; the state on disk is consistent and the crawl can resume"
@@ -446,5 +446,5 @@ class AdaptiveScheduler(BaseScheduler):
         self.stats.set_value("adaptive/fatal", str(exc))
         if self.crawler is not None and self.crawler.engine is not None:
             exit_with_error(self.crawler)
-            if not stopping:
+            if not stopping and not closing:
                 deferred_from_coro(self.crawler.engine.close_spider_async(reason="adaptive_state_error"))

@@ -46,22 +46,34 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def _header_list(headers: Headers, dropped: frozenset[bytes]) -> list[tuple[str, str]]:
+#: request headers that carry credentials: their values are not archived
+#: unless ADAPTIVE_WARC_KEEP_CREDENTIALS (a WARC file is often shared, replayed, uploaded)
+CREDENTIAL_HEADERS = frozenset({b"authorization", b"proxy-authorization", b"cookie"})
+REDACTED = b"REDACTED"
+
+
+def _header_list(
+    headers: Headers, dropped: frozenset[bytes], redacted: frozenset[bytes] = frozenset()
+) -> list[tuple[str, str]]:
     return [
-        (name.decode("latin-1"), value.decode("latin-1"))
+        (name.decode("latin-1"), (REDACTED if name.lower() in redacted else value).decode("latin-1"))
         for name, values in headers.items()
         if name.lower() not in dropped
         for value in values
     ]
 
 
-def exchange_of(request: Request, response: Response, fetched: float) -> HttpExchange:
+def exchange_of(
+    request: Request, response: Response, fetched: float, *, keep_credentials: bool = False
+) -> HttpExchange:
     """What the archive stores of one Scrapy request and its response."""
     headers_only = response.status == 304 or "download_stopped" in response.flags
+    dropped = DROPPED_REQUEST_HEADERS - CREDENTIAL_HEADERS  # those follow the setting
+    redacted = frozenset() if keep_credentials else CREDENTIAL_HEADERS
     return HttpExchange(
         url=response.url,
         method=request.method,
-        request_headers=_header_list(request.headers, DROPPED_REQUEST_HEADERS),
+        request_headers=_header_list(request.headers, dropped, redacted),
         request_body=request.body,
         status=response.status,
         protocol=response.protocol or "HTTP/1.1",
@@ -150,8 +162,9 @@ class WarcMiddleware:
 
     def process_response(self, request: Request, response: Response) -> Response:
         if self.writer is not None:
+            keep = self.config is not None and self.config.warc_keep_credentials
             try:
-                self.writer.archive(exchange_of(request, response, self.clock()))
+                self.writer.archive(exchange_of(request, response, self.clock(), keep_credentials=keep))
             except SinkError as exc:  # said once (SINK_FAILED); the crawl stops
                 raise NotArchived(f"{response.url} was not archived ({exc}); due again at the next start") from None
             for key, value in self.writer.counts.items():

@@ -8,8 +8,10 @@ included) with the body **as sent**: before ``HttpCompressionMiddleware``
 (590) decodes it, so ``Content-Encoding`` and the stored bytes agree.  The
 HTTP client has already removed the chunked transfer coding, so
 ``Transfer-Encoding`` is left out of the stored headers (a replay tool would
-otherwise try to de-chunk a plain body); ``Proxy-Authorization`` is left out
-of request records.
+otherwise try to de-chunk a plain body).  Request records hold the
+credentials a request carried (``Authorization``, ``Proxy-Authorization``,
+``Cookie``) as ``REDACTED`` unless ``ADAPTIVE_WARC_KEEP_CREDENTIALS``, and
+WARC files are created ``0600`` (the folder ``0700``), like the state folder.
 
 **Which record.**  The writer decides by the archive's own content, not by
 the change verdict (a digest rule may call a page with a new clock
@@ -70,10 +72,10 @@ from typing import TYPE_CHECKING, Any
 from ..change.digest import payload_digest
 from ..config.spec import ConfigError
 from ..integration.sinkfail import SinkError, sink_error
+from ..store.marker import private_opener
 from .capture import Capture, HttpExchange, updated_by_304
 
 if TYPE_CHECKING:
-
     pass
 
 logger = logging.getLogger(__name__)
@@ -170,7 +172,7 @@ class WarcWriter:
         from warcio.warcwriter import WARCWriter
 
         try:
-            os.makedirs(self.folder, exist_ok=True)
+            os.makedirs(self.folder, mode=0o700, exist_ok=True)
             self.index = plyvel.DB(os.path.join(self.folder, INDEX), create_if_missing=True)
         except (OSError, plyvel.Error) as exc:
             raise WarcError(f"ADAPTIVE_WARC_DIR {self.folder} cannot be used: {exc}") from exc
@@ -217,7 +219,8 @@ class WarcWriter:
             name = f"{self.prefix}-{stamp}-{self.serial:05d}.warc.gz"
             self.serial += 1
             try:
-                self.file = open(os.path.join(self.folder, name), "xb")  # noqa: SIM115 (closed by _close_file)
+                # request records may hold what identifies a session: private to this user
+                self.file = open(os.path.join(self.folder, name), "xb", opener=private_opener)  # noqa: SIM115
                 break
             except FileExistsError:
                 continue

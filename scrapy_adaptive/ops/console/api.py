@@ -160,8 +160,10 @@ class FrontierConsole:
     # -- reading ---------------------------------------------------------
 
     def records(self, limit: int | None = None) -> Iterator[tuple[bytes, UrlRecord]]:
-        """Readable records in key order (unreadable ones are skipped)."""
-        for n, (fp, raw) in enumerate(self.frontier.store.records()):
+        """Readable records in key order (unreadable ones are skipped; a
+        damaged database gives what it still holds, then its error)."""
+        store = self.frontier.store
+        for n, (fp, raw) in enumerate(getattr(store, "readable_records", store.records)()):
             if limit is not None and n >= limit:
                 return
             try:

@@ -32,7 +32,15 @@ from ...config.spec import ConfigError
 from ...frontier import Frontier, Politeness
 from ...policies.schedules import schedules_of
 from ...store.base import StoreError
-from ...store.statedir import MARKER, SharedStore, StateDir, StateDirError, open_store, shared_store
+from ...store.statedir import (
+    MARKER,
+    SharedStore,
+    StateDir,
+    StateDirError,
+    open_store,
+    private_opener,
+    shared_store,
+)
 from ..progress import META_KEY as PROGRESS_KEY
 from ..progress import Progress
 from . import control
@@ -140,16 +148,18 @@ def marker_store(state: StateDir, marker: dict[str, Any], config: AdaptiveConfig
 
 
 def main(action: str, args: list[str], opts: argparse.Namespace, settings: BaseSettings) -> int:
+    shown = 0
     try:
         config = AdaptiveConfig.from_settings(settings)
         request = build_request(action, args, opts)
         state = state_folder(opts, settings, config)
         to_file = action == "export" and opts.output
-        with open(opts.output, "w", encoding="utf-8") if to_file else _stdout() as out:
+        with open(opts.output, "w", encoding="utf-8", opener=private_opener) if to_file else _stdout() as out:
             for answer in answers(state, config, request):
                 if "error" in answer:
                     raise ConsoleError(f"The crawl refused: {answer['error']}")
                 show(action, answer, opts, out, state)
+                shown += 1
     except BrokenPipeError:  # `scrapy frontier export | head`
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (Python flushes stdout at exit)
         return 0
@@ -158,6 +168,10 @@ def main(action: str, args: list[str], opts: argparse.Namespace, settings: BaseS
         return 1
     except (ConsoleError, ConfigError) as exc:
         print(f"scrapy frontier {action}: {exc}", file=sys.stderr)
+        return 1
+    except StoreError as exc:  # a damaged database: what could be read was shown, then this one line
+        done = f" ({shown} records exported, from before and after the damage)" if action == "export" else ""
+        print(f"scrapy frontier {action}: {exc}{done}", file=sys.stderr)
         return 1
     return 0
 
@@ -213,7 +227,7 @@ def show(action: str, answer: dict[str, Any], opts: argparse.Namespace, out: Any
     elif action == "schedule":
         out.write("\n".join(schedule_lines(answer)) + "\n")
     if action == "report" and opts.html:
-        with open(opts.html, "w", encoding="utf-8") as f:
+        with open(opts.html, "w", encoding="utf-8", opener=private_opener) as f:
             f.write(render(answer["report"], title=f"Frontier report: {state.path}"))
         out.write(f"HTML report written to {opts.html}\n")
 
