@@ -25,7 +25,7 @@ from ...frontier import Frontier, Politeness
 from ...hosts.crawltime import DEFAULT_FETCH_TIME, capacity
 from ...model import RecordError, UrlRecord
 from ...policies.history import DAY, url_host
-from ...policies.schedules import Schedule, Schedules, check_name
+from ...policies.schedules import CLOSED, Schedule, Schedules, check_name
 from ...store.base import Batch, Store
 from .api import FrontierConsole
 
@@ -197,6 +197,8 @@ class ScheduleConsole(FrontierConsole):
         if name in names:
             raise ValueError(f"a schedule is already named {name!r}: remove it first, or give another --name.")
         schedule = Schedule.parse(entry, f"schedule {name!r}")
+        if schedule.state(self.frontier.clock()) == CLOSED:
+            raise ValueError(f"schedule {name!r}: its window closed at {entry['until']}; nothing was kept.")
         found = cost(self.frontier, schedule, self.budget_per_day, politeness=self.politeness)
         words = cost_words(name, found)
         if found["hosts_over"] and not force:

@@ -54,27 +54,29 @@ def test_add_is_costed_refused_when_politeness_cannot_and_kept_when_it_can() -> 
     assert forced["added"] == "all" and "politeness cannot honour it" in forced["warning"]
     again = Schedules()
     assert load_stored(c.frontier.store, again) == [] and [s.name for s in again] == ["s1", "all"]
+    closed = ask(c, action="add", entry={"url": "x", "every": 60, "until": "1970-01-02"})
+    assert closed["error"] == "schedule 's2': its window closed at 1970-01-02; nothing was kept."
     assert "already named 's1'" in ask(c, action="add", entry={"url": "x", "every": 60, "name": "s1"})["error"]
 
 
 def test_list_report_and_remove() -> None:
     settings = Schedules([Schedule.parse({"url": "/about", "min": 60, "name": "about"}, "e")])
     c = console(settings)
-    ask(c, action="add", entry={"url": "/news/", "every": 60, "until": "1970-01-02T00:00:00Z", "name": "old"})
+    ask(c, action="add", entry={"url": "/news/", "every": 60, "from": "1971-01-01T00:00:00Z", "name": "later"})
     rows = ask(c, action="list")["schedules"]
     assert [(r["name"], r["state"], r["matched"], r["source"]) for r in rows] == [
         ("about", "open", 1, "settings"),
-        ("old", "closed", 11, "console"),
+        ("later", "pending", 11, "console"),
     ]
     report = c.report()
     text = "\n".join(report_lines(report))
-    assert "schedules (2):" in text and "old" in text and "1970-01-02T00:00:00Z" in text
+    assert "schedules (2):" in text and "later" in text and "1971-01-01T00:00:00Z" in text
     page = render(report)
-    assert "<h2>Curated schedules</h2>" in page and "<td>old</td>" in page
+    assert "<h2>Curated schedules</h2>" in page and "<td>later</td>" in page
     assert "is set in ADAPTIVE_WAIT_POLICIES" in ask(c, action="remove", name="about")["error"]
-    assert ask(c, action="remove", name="old") == {"removed": "old"}
+    assert ask(c, action="remove", name="later") == {"removed": "later"}
     assert schedule_lines(ask(c, action="list"))[1].lstrip().startswith("about")
-    assert "does not exist" in ask(c, action="remove", name="old")["error"]
+    assert "does not exist" in ask(c, action="remove", name="later")["error"]
 
 
 def test_the_command_line_options() -> None:
