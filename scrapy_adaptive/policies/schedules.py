@@ -31,6 +31,10 @@ from typing import Any
 from ..config.matching import MATCH_KEYS, Matcher
 from ..config.spec import ConfigError
 from ..dates import parse_time
+from ..hosts.hints import Hint
+from ..model import Visit
+from .base import WaitPolicy
+from .history import url_host
 
 #: the keys that make an ``ADAPTIVE_WAIT_POLICIES`` entry a schedule
 WINDOW_KEYS = ("from", "until", "every")
@@ -218,6 +222,14 @@ class Schedules:
             self.forced[schedule.name] = self.forced.get(schedule.name, 0) + 1
         return bounded
 
+    def bound_visit(self, wait: float, visit: Visit) -> float:
+        """:meth:`apply` to the wait decided for *visit* (at its fetch time;
+        a visit without one, which no crawl makes, is left as decided)."""
+        if not self.items or visit.fetched is None:
+            return wait
+        url = visit.url or ""
+        return self.apply(url, url_host(url), visit.content_type, wait, visit.fetched)
+
     def restore_forced(self, counts: Mapping[str, Any]) -> None:
         """Counts saved by an earlier run, added to this run's."""
         for name, count in counts.items():
@@ -238,6 +250,25 @@ def schedules_of(entries: Iterable[Mapping[str, Any]], setting: str) -> Schedule
             raise ConfigError(f"{where}: another schedule is already named {schedule.name!r}.")
         schedules.add(schedule)
     return schedules
+
+
+class Scheduled(WaitPolicy):
+    """A policy with the crawl's schedules laid over it: the policy a
+    request's own ``meta["adaptive_wait_policy"]`` builds decides, and a
+    curator's open window still bounds it, as it bounds the stack's."""
+
+    def __init__(self, policy: WaitPolicy, schedules: Schedules) -> None:
+        self.policy = policy
+        self.schedules = schedules
+
+    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
+        return self.schedules.bound_visit(self.policy.next_wait(history, visit), visit)
+
+    def hint_wait(self, history: Mapping[str, Any], hint: Hint) -> float | None:
+        return self.policy.hint_wait(history, hint)
+
+    def recheck_wait(self, history: Mapping[str, Any]) -> float | None:
+        return self.policy.recheck_wait(history)
 
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

@@ -28,7 +28,7 @@ from ..hosts.hints import Hint
 from ..model import Outcome, Visit
 from .base import PARAM_KEYS, WaitParams, WaitPolicy
 from .history import url_host
-from .schedules import Schedules, is_schedule, schedules_of
+from .schedules import Scheduled, Schedules, is_schedule, schedules_of
 
 logger = logging.getLogger(__name__)
 
@@ -232,7 +232,7 @@ class PolicyStack(WaitPolicy):
                         return self
                     cls = found
                 where = "meta['adaptive_wait_policy']"
-                policy = build_policy(cls, self.params.updated(overrides, where), where)
+                policy = Scheduled(build_policy(cls, self.params.updated(overrides, where), where), self.schedules)
             except ConfigError as exc:
                 logger.error("%s; using the configured policies instead.", exc)
                 policy = self
@@ -254,11 +254,7 @@ class PolicyStack(WaitPolicy):
         )
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
-        wait = self.select(visit).next_wait(history, visit)
-        if self.schedules and visit.fetched is not None:
-            url = visit.url or ""
-            wait = self.schedules.apply(url, url_host(url), visit.content_type, wait, visit.fetched)
-        return wait
+        return self.schedules.bound_visit(self.select(visit).next_wait(history, visit), visit)
 
     def hint_wait(self, history: Mapping[str, Any], hint: Hint) -> float | None:
         """Asks the policy that will judge the URL's next visit (matched on

@@ -109,3 +109,11 @@ def test_first_listed_open_schedule_decides_and_names_must_be_unique() -> None:
     assert stack.next_wait({"visits": 1, "wait": 1e5}, visit("http://e/news/", START)) == 60
     with pytest.raises(ConfigError, match=r"ADAPTIVE_WAIT_POLICIES\[1\]: another schedule is already named 'fast'"):
         load_wait_policy(config(fast, dict(slow, name="fast")))
+
+
+def test_a_request_s_own_numbers_are_bounded_by_an_open_window_too() -> None:
+    stack = load_wait_policy(config(ELECTION, ADAPTIVE_WAIT_POLICY="scrapy_adaptive.policies.DefaultWaitPolicy"))
+    own = stack.with_overrides({"default": 50_000})
+    assert own is not stack and own is stack.with_overrides({"default": 50_000})  # cached
+    assert own.next_wait({"visits": 2}, visit("http://e/news/1", START + 5)) == 3600
+    assert own.next_wait({"visits": 2}, visit("http://e/news/1", END + 5)) == 50_000
