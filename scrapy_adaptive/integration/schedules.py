@@ -8,7 +8,9 @@ bring its URLs forward to within one ``every`` of now, spread over it (by
 fingerprint, a uniform hash) so that opening a window on a host is not a
 burst its politeness must absorb.  It also keeps the per-schedule count of
 forced revisits in the state folder, so the report can say what a schedule
-took from the rest of the crawl across restarts.
+took from the rest of the crawl across restarts, and, every
+:data:`SYNC_TICKS` ticks, takes the schedules a console gave another worker
+of a fleet.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..config.spec import ConfigError
 from ..frontier.advance import bring_forward
 from ..model import UrlRecord
-from ..ops.console.schedules import FORCED_KEY, forced_counts
+from ..ops.console.schedules import FORCED_KEY, forced_counts, stored_entries
 from ..policies.history import url_host
 from ..policies.schedules import OPEN, Schedule, Schedules
 from ..store.base import Batch
@@ -33,6 +36,9 @@ if TYPE_CHECKING:
     from ..frontier.frontier import Frontier
 
 logger = logging.getLogger(__name__)
+
+#: ticks (seconds) between two reads of the state folder's schedules
+SYNC_TICKS = 10
 
 def spread_plan(schedule: Schedule, now: float) -> Callable[[UrlRecord], float | None]:
     """When each of *schedule*'s URLs planned later than one ceiling from
@@ -70,8 +76,14 @@ class OpenSchedules:
         self.opened: set[str] = set()
         schedules.restore_forced(forced_counts(frontier.store))
         self._saved = dict(schedules.forced)
+        #: the names of the state folder's schedules this worker applies
+        self.stored = {e["name"] for e in stored_entries(frontier.store)}
+        self._ticks = 0
 
     def run(self) -> None:
+        self._ticks += 1
+        if self._ticks % SYNC_TICKS == 0:
+            self.sync()
         now = self.frontier.clock()
         self.opened &= {s.name for s in self.schedules}  # removed, then added again: a new opening
         for schedule in list(self.schedules):
@@ -94,6 +106,24 @@ class OpenSchedules:
             if moved:
                 self.wake()
         self.save()
+
+    def sync(self) -> None:
+        """Take the schedules another worker's console added or removed.
+
+        The console changes the state folder's list and the schedules of the
+        crawl it asked; in a fleet sharing one store the other workers see
+        the change here, within :data:`SYNC_TICKS` seconds.
+        """
+        entries = {e["name"]: e for e in stored_entries(self.frontier.store)}
+        for name in self.stored - entries.keys():
+            self.schedules.remove(name)
+        for name, entry in entries.items():
+            if self.schedules.get(name) is None:
+                try:
+                    self.schedules.add(Schedule.parse(entry, f"schedule {name!r} (state folder)"))
+                except ConfigError as exc:
+                    logger.error("%s; this schedule is not applied.", exc)
+        self.stored = set(entries)
 
     def save(self) -> None:
         """The forced counts, written when they moved (one small meta write)."""

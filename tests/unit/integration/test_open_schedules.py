@@ -7,8 +7,8 @@ from typing import Any
 
 from scrapy_adaptive.frontier import Frontier, Store
 from scrapy_adaptive.frontier.advance import bring_forward
-from scrapy_adaptive.integration.schedules import OpenSchedules
-from scrapy_adaptive.ops.console.schedules import FORCED_KEY, forced_counts
+from scrapy_adaptive.integration.schedules import SYNC_TICKS, OpenSchedules
+from scrapy_adaptive.ops.console.schedules import FORCED_KEY, ScheduleConsole, forced_counts
 from scrapy_adaptive.policies.schedules import Schedule, Schedules
 from scrapy_adaptive.store.keys import time_to_ms
 from tests.unit.frontier.test_frontier import Clock, add, fp, make, visited
@@ -113,3 +113,19 @@ def test_a_schedule_removed_and_added_again_opens_again(store: Store) -> None:
     schedules.add(schedule)
     task.run()
     assert stats.values["adaptive/schedules/opened"] == 2
+
+
+def test_schedules_another_worker_s_console_added_or_removed_are_taken(store: Store) -> None:
+    clock = Clock()
+    f = make(store, clock)
+    schedules = Schedules()
+    task = OpenSchedules(f, schedules, Stats(), lambda: None)  # type: ignore[arg-type]
+    other = ScheduleConsole(f, schedules=Schedules())  # the console of another worker
+    next(iter(other.answer({"op": "schedule", "action": "add", "entry": {"url": "/n/", "every": 60, "name": "n"}})))
+    for _ in range(SYNC_TICKS):
+        task.run()
+    assert [s.name for s in schedules] == ["n"]
+    next(iter(other.answer({"op": "schedule", "action": "remove", "name": "n"})))
+    for _ in range(SYNC_TICKS):
+        task.run()
+    assert not schedules.items
