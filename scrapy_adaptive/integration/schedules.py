@@ -126,11 +126,18 @@ class OpenSchedules:
         self.stored = set(entries)
 
     def save(self) -> None:
-        """The forced counts, written when they moved (one small meta write)."""
+        """The forced counts, written when they moved (one small meta write).
+
+        What this worker added since its last write is added to the stored
+        counts, so the workers of a fleet sharing one store sum theirs.
+        """
         forced = self.schedules.forced
         if forced == self._saved:
             return
         for name, count in forced.items():
             self.stats.set_value(f"adaptive/schedules/forced/{name}", count)
-        self.frontier.store.write(Batch(meta={FORCED_KEY: json.dumps(forced, sort_keys=True).encode()}))
+        stored = forced_counts(self.frontier.store)
+        for name, count in forced.items():
+            stored[name] = stored.get(name, 0) + count - self._saved.get(name, 0)
+        self.frontier.store.write(Batch(meta={FORCED_KEY: json.dumps(stored, sort_keys=True).encode()}))
         self._saved = dict(forced)

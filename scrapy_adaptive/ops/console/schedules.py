@@ -180,7 +180,9 @@ class ScheduleConsole(FrontierConsole):
         """Every schedule in words: window, bounds, state, URLs matched, revisits forced."""
         now = self.frontier.clock()
         stored = {e["name"] for e in stored_entries(self.frontier.store)}
-        forced = {**forced_counts(self.frontier.store), **self.schedules.forced}
+        stored_forced, live = forced_counts(self.frontier.store), self.schedules.forced
+        # the store sums a fleet's workers; a running crawl's own count is up to a second ahead of it
+        forced = {n: max(stored_forced.get(n, 0), live.get(n, 0)) for n in {*stored_forced, *live}}
         rows = []
         for schedule in self.schedules:
             found = cost(self.frontier, schedule, None, limit=self.sample_limit)
