@@ -24,6 +24,7 @@ from ..frontier import Frontier, Politeness
 from ..frontier.sharing import Sharing
 from ..hosts.capacity import HostCapacity
 from ..ops.console.api import FrontierConsole
+from ..ops.console.schedules import ScheduleConsole, load_stored
 from ..ops.crawllog import CrawlLog
 from ..ops.progress import META_KEY as PROGRESS_KEY
 from ..ops.progress import Progress
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 
     from ..policies.allocator import RateAllocator
     from ..policies.crawlwide import CrawlWide
+    from ..policies.schedules import Schedules
 
 logger = logging.getLogger(__name__)
 
@@ -194,6 +196,8 @@ def assemble(
         # each worker's aggregates are its own (docs/shared-frontier.md)
         policy_key = persist.META_KEY if remote is None else f"{persist.META_KEY}/{worker_home(state.path)}"
         persist.restore(store, policy.params.crawl.persisted(), policy_key)
+        for problem in load_stored(store, policy.schedules):  # given on the console (scrapy frontier schedule)
+            logger.error("%s; this schedule is not applied.", problem)
         allocator: RateAllocator | None = policy.params.crawl.allocator
         capacity = HostCapacity(frontier, allocator)
         capacity.all_nominal()
@@ -211,7 +215,9 @@ def assemble(
             on_store_error=on_store_error,
             on_change=on_change,
         )
-        console, reporter = _operations(config, frontier, stats, allocator, state.path, identity, seeder)
+        console, reporter = _operations(
+            config, frontier, stats, allocator, state.path, identity, seeder, policy.schedules
+        )
         runtime = Runtime(
             state=state,
             store=store,
@@ -239,11 +245,12 @@ def _operations(
     state_path: str,
     identity: Callable[[str], tuple[str, bytes]],
     seeder: Callable[[list[str]], list[dict[str, Any]]],
+    schedules: Schedules,
 ) -> tuple[FrontierConsole, Reporter]:
     """What `scrapy frontier` talks to, and the periodic summary."""
     progress = Progress.from_bytes(frontier.store.get_meta(PROGRESS_KEY))
-    console = FrontierConsole(
-        frontier, progress=progress, budget_per_day=config.budget, identity=identity, seeder=seeder
+    console = ScheduleConsole(
+        frontier, schedules=schedules, progress=progress, budget_per_day=config.budget, identity=identity, seeder=seeder
     )
     reporter = Reporter(
         frontier,

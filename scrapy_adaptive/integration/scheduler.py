@@ -230,6 +230,7 @@ class AdaptiveScheduler(BaseScheduler):
             stats=self.stats,
             wake=self._arm_wake,
             on_store_error=self._fatal,
+            schedules=self.policy.schedules,
         )
         self._ticker = create_looping_call(tick)
         self._ticker.start(1.0, now=False)

@@ -194,11 +194,34 @@ def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
         "</div></div>",
         *_hint_section(report.get("hints")),
         *_payload_section(report.get("shared_payloads")),
+        *_schedule_section(report.get("schedules")),
     ]
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{_esc(title)}</title><style>{_STYLE}</style></head><body>" + "".join(sections) + "</body></html>"
     )
+
+
+def _schedule_section(rows: list[dict[str, Any]] | None) -> list[str]:
+    """The curated schedules: window, bounds, state, URLs matched, revisits they forced."""
+    if not rows:
+        return []
+    header = ["schedule", "match", "from", "until", "every", "min", "max", "state", "URLs", "revisits forced", "source"]
+    table = [
+        [
+            r["name"],
+            " ".join(f"{k}={v}" for k, v in r["match"].items()),
+            r["from"] or "-",
+            r["until"] or "-",
+            *("-" if r.get(k) is None else f"{r[k]:g}s" for k in ("every", "min", "max")),
+            r["state"],
+            r.get("matched", "-"),
+            r["forced"],
+            r["source"],
+        ]
+        for r in rows
+    ]
+    return ["<h2>Curated schedules</h2>", _table(header, table)]
 
 
 def _hint_section(record: dict[str, Any] | None) -> list[str]:

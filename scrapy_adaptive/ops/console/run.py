@@ -26,9 +26,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from ...config.matching import check_entries
 from ...config.settings import AdaptiveConfig
 from ...config.spec import ConfigError
-from ...frontier import Frontier
+from ...frontier import Frontier, Politeness
+from ...policies.schedules import schedules_of
 from ...store.base import StoreError
 from ...store.statedir import (
     MARKER,
@@ -43,10 +45,11 @@ from ...warc.digests import shared_payloads_in
 from ..progress import META_KEY as PROGRESS_KEY
 from ..progress import Progress
 from . import control
-from .api import FrontierConsole, file_seeder, human, seed_problem, when
+from .api import file_seeder, human, seed_problem, when
 from .hinttrack import report_words
 from .html import render
 from .payloads import payload_lines
+from .schedules import ScheduleConsole, load_stored, schedule_lines, schedule_request
 
 if TYPE_CHECKING:
     import argparse
@@ -100,8 +103,13 @@ def answers(state: StateDir, config: AdaptiveConfig, request: dict[str, Any]) ->
     try:
         frontier = Frontier(store)
         frontier.load(redeliver=False)
-        console = FrontierConsole(
+        setting = "ADAPTIVE_WAIT_POLICIES"
+        schedules = schedules_of(check_entries(config.wait_policies, setting), setting)
+        load_stored(store, schedules)
+        console = ScheduleConsole(
             frontier,
+            schedules=schedules,
+            politeness=Politeness(config.delay_factor, config.min_delay, config.max_delay, config.host_valence),
             progress=Progress.from_bytes(store.get_meta(PROGRESS_KEY)),
             budget_per_day=config.budget,
             seeder=file_seeder(state.path),
@@ -188,6 +196,11 @@ def build_request(action: str, args: list[str], opts: argparse.Namespace) -> dic
         if not args and not opts.regex:
             raise ConsoleError("give the URLs to forget, or --regex R")
         return {"op": "forget", "urls": args, "regex": opts.regex}
+    if action == "schedule":
+        try:
+            return schedule_request(opts)
+        except ValueError as exc:
+            raise ConsoleError(str(exc)) from None
     return {"op": action}
 
 
@@ -215,6 +228,8 @@ def show(action: str, answer: dict[str, Any], opts: argparse.Namespace, out: Any
         for url in answer["forgotten"]:
             out.write(f"forgotten: {url}\n")
         out.write(f"{len(answer['forgotten'])} URLs forgotten\n")
+    elif action == "schedule":
+        out.write("\n".join(schedule_lines(answer)) + "\n")
     if action == "report" and opts.html:
         with open(opts.html, "w", encoding="utf-8", opener=private_opener) as f:
             f.write(render(answer["report"], title=f"Frontier report: {state.path}"))
@@ -265,4 +280,6 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     lines += [f"  {r['visits']:>4} visits  {r['url']}" for r in report["never_changing"]]
     if "hints" in report:  # a running crawl of an older version answers without them
         lines += ["", *report_words(report["hints"])]
+    if report.get("schedules"):
+        lines += ["", *schedule_lines({"schedules": report["schedules"]})]
     return lines + payload_lines(report.get("shared_payloads"))
