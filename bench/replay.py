@@ -231,6 +231,8 @@ def _run(name: str, world: World, rho: float, knob: float, config: RunConfig) ->
     ctx = with_scale(LabContext(world, budget, min_wait=HOUR, max_wait=MAX_WAIT), 1.0 if budgeted else knob)
     policy: WaitPolicy = POLICIES[name](ctx)
     allocator = getattr(policy, "allocator", None) or (getattr(policy, "pace", None) if budgeted else None)
+    if budgeted and callable(getattr(policy, "set_budget", None)):
+        allocator = policy  # a policy that spends the budget through more than one part
     on_discover: Callable[[int], None] | None = None
     if allocator is not None:
         per_doc = budget / n
