@@ -145,8 +145,6 @@ for _h in (5_000, 100_000):
 
 
 # -- the per-URL switch between burst and snapback --------------------------------------------------
-from scrapy_adaptive.policies.union import UnionWaitPolicy as _UnionPolicy
-
 from .switch_policy import SwitchWaitPolicy as _Switch
 
 
@@ -169,10 +167,3 @@ register("switch", _switch(), budgeted=True)
 register("switch-f0.7", _switch(forget=0.7), budgeted=True)
 register("snapmin", _switch(_SnapMin), budgeted=True)
 
-
-def _union(ctx: LabContext):
-    snap = _Snap(_BudgetPace(ctx.budget), minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
-    return _UnionPolicy(_Burst(ctx.allocator()), snap)
-
-
-register("union", _union, budgeted=True)

@@ -203,7 +203,7 @@ class AdaptiveScheduler(BaseScheduler):
             gc.collect()
             gc.freeze()
         crawl = self.policy.params.crawl
-        ShareBudget(runtime, crawl.allocator, self.config.budget).run()
+        ShareBudget(runtime, crawl.allocator, self.config.budget, crawl.pace).run()
         seeded = take_seeds(runtime.state.path, self._seed)
         if seeded:
             logger.info(

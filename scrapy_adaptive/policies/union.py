@@ -36,6 +36,7 @@ from typing import Any
 from ..hosts.hints import Hint
 from ..model import Visit
 from .base import WaitParams, WaitPolicy
+from .belief import HeaderBelief
 from .burst import BurstWaitPolicy
 from .snapback import SnapBackWaitPolicy
 
@@ -55,6 +56,11 @@ class UnionWaitPolicy(WaitPolicy):
         """Both families from the same params, so they share the crawl's budget
         (``ADAPTIVE_BUDGET``) or, without one, its target precision and bounds."""
         return cls(BurstWaitPolicy.from_params(params), SnapBackWaitPolicy.from_params(params))
+
+    @property
+    def header_belief(self) -> HeaderBelief:
+        """The crawl's belief in first-visit Last-Modified ages (the burst part's)."""
+        return self.burst.header_belief
 
     def set_budget(self, budget: float | None) -> None:
         """Revisits per second over the crawl (None: no budget), for both families."""
