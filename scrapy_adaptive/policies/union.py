@@ -5,11 +5,11 @@ estimate (:class:`~.burst.BurstWaitPolicy`) spends a budget best on pages
 that change at a steady rate; StormCrawler's snap-back rule
 (:class:`~.snapback.SnapBackWaitPolicy`) follows pages whose changes come in
 clusters, where a long-memory rate plans past the follow-ups.  Each URL
-runs both and is visited when the *first* of them asks for it: a steady
-page is visited about when its rate says (the snap-back rule backs off
-1.5× per quiet visit, so on such a page its wait soon exceeds the rate's),
-and a page that has just changed is back within the snap-back rule's short
-wait although its long-run rate is low.
+runs both and is visited when the *first* of them asks for it.  On a page
+that changes at a steady rate the two plans are alike (both are held to the
+same budget), so taking the sooner changes little there; on a page that has
+just changed after a quiet spell the snap-back rule's wait is far shorter
+than the long-run rate's, and the follow-up changes are caught.
 
 A per-URL switch judged on the URL's own visits (each family's planned wait
 scored, interval-censored, on the real intervals) was tried first and did
