@@ -56,7 +56,7 @@ from .traces.stats import read_trace
 
 #: the policy the crawler ships as its default (ADAPTIVE_WAIT_POLICY); Heritrix's
 #: rule stays available by name (docs/lab/policy-lab.md has the figures behind the choice)
-DEFAULT_POLICY = "burst"
+DEFAULT_POLICY = "union"
 #: a year: documents live for years and a budget of one fetch per version
 #: leaves many of them months between visits; 28 days would be a floor the
 #: budget cannot pay for
@@ -75,6 +75,7 @@ REPLAY_POLICIES = [
     "proportional",
     "burst",
     "snapback",
+    "union",
     "oracle-rate",
 ]
 
