@@ -22,10 +22,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from scrapy_adaptive.model import ChangeState, Visit
-from scrapy_adaptive.policies.base import WaitParams, WaitPolicy
 from scrapy_adaptive.policies.burst import BurstWaitPolicy
 from scrapy_adaptive.policies.history import elapsed, is_first_visit, visit_queue
 from scrapy_adaptive.policies.snapback import SnapBackWaitPolicy
+from scrapy_adaptive.policies.union import UnionWaitPolicy
 
 #: the policy-memory key of the switch's numbers: [planned burst wait, planned snap wait, D]
 KEY = "sw"
@@ -61,40 +61,15 @@ class FamilyPool:
         self.classes = {str(k): [float(v[0]), float(v[1])] for k, v in state["classes"].items()}
 
 
-class SwitchWaitPolicy(WaitPolicy):
+class SwitchWaitPolicy(UnionWaitPolicy):
     """Burst allocation or the snap-back rule per URL, by their scores on its visits."""
 
     def __init__(
-        self,
-        burst: BurstWaitPolicy,
-        snap: SnapBackWaitPolicy,
-        pool: FamilyPool | None = None,
-        *,
-        forget: float = FORGET,
+        self, burst: BurstWaitPolicy, snap: SnapBackWaitPolicy, pool: FamilyPool | None = None, *, forget: float = FORGET
     ) -> None:
-        self.burst = burst
-        self.snap = snap
-        self.snap.noise = None  # the burst policy's guard decides for both
+        super().__init__(burst, snap)
         self.pool = pool or FamilyPool()
         self.forget = forget
-        self.allocator = burst.allocator
-        self.pace = snap.pace
-
-    @classmethod
-    def from_params(cls, params: WaitParams) -> SwitchWaitPolicy:
-        """Both families from the same params, so they share the crawl's budget."""
-        burst = BurstWaitPolicy.from_params(params)
-        snap = SnapBackWaitPolicy.from_params(params)
-        pool = params.crawl.switch_pool
-        if not isinstance(pool, FamilyPool):
-            pool = FamilyPool()
-            params.crawl.switch_pool = pool
-        return cls(burst, snap, pool)
-
-    def set_budget(self, budget: float | None) -> None:
-        """Revisits per second over the crawl, for both families."""
-        self.allocator.set_budget(budget)
-        self.pace.set_budget(budget)
 
     def score(self, history: Mapping[str, Any], visit: Visit, stored: list[float] | None) -> list[float]:
         """The URL's decayed tallies after this visit, the last planned waits
@@ -122,10 +97,7 @@ class SwitchWaitPolicy(WaitPolicy):
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
         old = (history.get("policy") or {}).get(KEY)
         stored = None if is_first_visit(history) or old is None else [float(x) for x in old]
-        w_burst = self.burst.next_wait(history, visit)
-        memory = visit.policy_state if visit.policy_state is not None else {}
-        w_snap = self.snap.next_wait({**history, "policy": memory}, visit)
-        memory = visit.policy_state if visit.policy_state is not None else memory
+        w_burst, w_snap, memory = self.waits(history, visit)
         tally = self.score(history, visit, stored)
         diff = self.advantage(tally)
         key = visit_queue(visit)

@@ -34,8 +34,6 @@ class CrawlWide:
     burst_offsets: list[PopulationPrior] | None = None
     #: the snap-back policy's budget pace (:class:`~.snapback.BudgetPace`)
     pace: Any = None
-    #: the switch policy's class scores (:class:`~.switch.FamilyPool`)
-    switch_pool: Any = None
 
     def belief(self, fresh: HeaderBelief) -> HeaderBelief:
         """The crawl's header belief; *fresh* becomes it if there is none yet."""
@@ -56,6 +54,5 @@ class CrawlWide:
             "header_belief": self.header_belief,
             "burst_offsets": self.burst_offsets,
             "snapback_pace": self.pace,
-            "switch_pool": self.switch_pool,
         }
         return {name: part for name, part in parts.items() if part is not None}
