@@ -142,3 +142,28 @@ def _snap_horizon(revisits: float):
 
 for _h in (5_000, 100_000):
     register(f"snap-h{_h}", _snap_horizon(_h), budgeted=True)
+
+
+# -- the per-URL switch between burst and snapback --------------------------------------------------
+from .switch_policy import SwitchWaitPolicy as _Switch
+
+
+class _SnapMin(_Switch):
+    """burst's wait, cut to the snap-back rule's while the burst state says a change was recent."""
+
+    def choose(self, memory, w_burst, w_snap, advantage):
+        return min(w_burst, w_snap) if memory.get("s") in (0, 1) else w_burst
+
+
+def _switch(cls=_Switch, forget: float = 0.9):
+    def make(ctx: LabContext):
+        snap = _Snap(_BudgetPace(ctx.budget), minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
+        return cls(_Burst(ctx.allocator()), snap, forget=forget)
+
+    return make
+
+
+register("switch", _switch(), budgeted=True)
+register("switch-f0.7", _switch(forget=0.7), budgeted=True)
+register("snapmin", _switch(_SnapMin), budgeted=True)
+

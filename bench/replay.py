@@ -56,7 +56,7 @@ from .traces.stats import read_trace
 
 #: the policy the crawler ships as its default (ADAPTIVE_WAIT_POLICY); Heritrix's
 #: rule stays available by name (docs/lab/policy-lab.md has the figures behind the choice)
-DEFAULT_POLICY = "burst"
+DEFAULT_POLICY = "union"
 #: a year: documents live for years and a budget of one fetch per version
 #: leaves many of them months between visits; 28 days would be a floor the
 #: budget cannot pay for
@@ -75,6 +75,7 @@ REPLAY_POLICIES = [
     "proportional",
     "burst",
     "snapback",
+    "union",
     "oracle-rate",
 ]
 
@@ -231,6 +232,8 @@ def _run(name: str, world: World, rho: float, knob: float, config: RunConfig) ->
     ctx = with_scale(LabContext(world, budget, min_wait=HOUR, max_wait=MAX_WAIT), 1.0 if budgeted else knob)
     policy: WaitPolicy = POLICIES[name](ctx)
     allocator = getattr(policy, "allocator", None) or (getattr(policy, "pace", None) if budgeted else None)
+    if budgeted and callable(getattr(policy, "set_budget", None)):
+        allocator = policy  # a policy that spends the budget through more than one part
     on_discover: Callable[[int], None] | None = None
     if allocator is not None:
         per_doc = budget / n

@@ -1,6 +1,6 @@
 """Replay the real-trace corpus: every peer's rule, per source and pooled.
 
-``python -m bench.replay_corpus [--factors 1,2,4] [--default burst] [--max-docs N] [--max-versions V]
+``python -m bench.replay_corpus [--factors 1,2,4] [--default union] [--max-docs N] [--max-versions V]
 [--seed S] [--jobs N] [--json OUT]``
 
 Why: one trace at one budget says little about whether the default wins on
@@ -9,7 +9,7 @@ real change histories; this runs each source of the committed corpus
 held-out corpus' dev half (``--dev``, referenced by path, never copied) at
 each budget factor K, for the peers' rules (uniform, Heritrix, Nutch,
 StormCrawler and Umbrich's fix, dyn, window, state1, state2), the default
-(``--default``, ``burst`` today) and the hindsight periodic optimum, all
+(``--default``, ``union`` today) and the hindsight periodic optimum, all
 exactly as :mod:`bench.replay` defines them: F = K × versions fetches, each
 policy's knob searched until its realised fetches are within 1 % of F and
 the figures interpolated to exactly F.
@@ -76,7 +76,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TRACES = os.path.join(HERE, "traces")
 #: the shared development half of the Open Terms Archive histories, beside the checkout
 DEV_TRACE = os.path.join(os.path.dirname(os.path.dirname(HERE)), "shared", "traces", "opentermsarchive-dev.jsonl")
-DEFAULT = "burst"
+DEFAULT = "union"
 #: the peers' rules: what the default must beat
 PEERS = ["uniform", "heritrix", "nutch", "stormcrawler", "fix", "dyn", "window", "state1", "state2"]
 HINDSIGHT = "optimum"
@@ -183,7 +183,7 @@ def run_cell(task: tuple[str, str, str, tuple[float, ...], int, int, int, bool])
 def _cost(world: World, policy: str, factors: Iterable[float]) -> float:
     """A guess of a cell's cost for scheduling the slow ones first."""
     runs = 1.0 if policy == HINDSIGHT else (2.0 if policy in BUDGETED else 5.0)
-    heavy = 2.5 if policy in ("burst", "proportional") else 1.0
+    heavy = 2.5 if policy in ("burst", "proportional", "union") else 1.0
     return runs * heavy * sum(factors) * versions_in(world)
 
 

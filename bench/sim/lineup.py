@@ -39,6 +39,7 @@ from scrapy_adaptive.policies.memory import ALLOCATION
 from scrapy_adaptive.policies.prior import PopulationPrior
 from scrapy_adaptive.policies.rate import PrecisionWaitPolicy, ProportionalWaitPolicy
 from scrapy_adaptive.policies.snapback import BudgetPace, SnapBackWaitPolicy
+from scrapy_adaptive.policies.union import UnionWaitPolicy
 
 from .world import DAY, HOUR, World
 
@@ -209,6 +210,11 @@ def _snapback(ctx: LabContext) -> WaitPolicy:
     )
 
 
+def _union(ctx: LabContext) -> WaitPolicy:
+    """The sooner of burst's and the snap-back rule's waits, both on the run's budget."""
+    return UnionWaitPolicy(_burst(ctx), _snapback(ctx))  # type: ignore[arg-type]
+
+
 def _prior_oracle(ctx: LabContext) -> WaitPolicy:
     """Proportional allocation told the population's true rate distribution.
 
@@ -246,13 +252,14 @@ POLICIES: dict[str, Callable[[LabContext], WaitPolicy]] = {
     "proportional": _proportional,
     "burst": _burst,
     "snapback": _snapback,
+    "union": _union,
     "prior-oracle": _prior_oracle,
     "oracle-rate": _oracle_rate,
     "oracle-hazard": _oracle_hazard,
 }
 
 #: policies that honour the budget themselves (no calibration needed)
-BUDGETED = {"uniform", "proportional", "burst", "snapback", "prior-oracle", "oracle-rate", "oracle-hazard"}
+BUDGETED = {"uniform", "proportional", "burst", "snapback", "union", "prior-oracle", "oracle-rate", "oracle-hazard"}
 
 
 def register(name: str, factory: Callable[[LabContext], WaitPolicy], *, budgeted: bool = False) -> None:

@@ -224,7 +224,8 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         GROUP_WAITS,
         Kind.NUMBER,
         None,
-        "revisits per day that budgeted policies (`BurstWaitPolicy`, the default, and `ProportionalWaitPolicy`) "
+        "revisits per day that budgeted policies (`UnionWaitPolicy`, the default, `BurstWaitPolicy`, "
+        "`SnapBackWaitPolicy` and `ProportionalWaitPolicy`) "
         "share across the crawl; each host's share is capped by its politeness (valence per "
         "max(`ADAPTIVE_MIN_DELAY`, Crawl-delay)). Unset: no fixed budget, see `ADAPTIVE_TARGET_PRECISION`.",
         above=0.0,
@@ -312,7 +313,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "ADAPTIVE_WAIT_POLICY",
         GROUP_WAITS,
         Kind.CLASS_PATH,
-        "scrapy_adaptive.policies.BurstWaitPolicy",
+        "scrapy_adaptive.policies.UnionWaitPolicy",
         "the policy class for the catch-all and the stack entries (`...HeritrixWaitPolicy` for the thesis's rule).",
     ),
     factor_spec("ADAPTIVE_WAIT_UNCHANGED_FACTOR", GROUP_WAITS, 1.5, "an unchanged page's wait is multiplied by this."),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..model import Outcome, Visit
 from ..policies import persist
@@ -57,19 +57,23 @@ class Rebalance:
 class ShareBudget:
     """In a fleet, ``ADAPTIVE_BUDGET`` is the fleet's: each worker spends
     its share (budget / live workers) on the hosts it holds, which are about
-    that share of the URLs."""
+    that share of the URLs.  Every crawl-wide part that spends the budget
+    (the rate allocator, the snap-back pace) is given the share."""
 
-    def __init__(self, runtime: Runtime, allocator: RateAllocator | None, budget_per_day: float | None) -> None:
+    def __init__(
+        self, runtime: Runtime, allocator: RateAllocator | None, budget_per_day: float | None, pace: Any = None
+    ) -> None:
         self.sharing = runtime.frontier.sharing
-        self.allocator = allocator
+        self.parts = [part for part in (allocator, pace) if part is not None]
         self.budget_per_day = budget_per_day
 
     def run(self) -> None:
-        if self.sharing is None or self.allocator is None or self.budget_per_day is None:
+        if self.sharing is None or self.budget_per_day is None:
             return
         share = self.budget_per_day / DAY / self.sharing.workers
-        if self.allocator.budget != share:
-            self.allocator.set_budget(share)
+        for part in self.parts:
+            if part.budget != share:
+                part.set_budget(share)
 
 
 class FlushDelivery:

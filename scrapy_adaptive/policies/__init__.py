@@ -17,6 +17,7 @@ from .prior import PopulationPrior
 from .rate import PrecisionWaitPolicy, ProportionalWaitPolicy
 from .snapback import SnapBackWaitPolicy
 from .stack import PolicyStack, load_wait_policy
+from .union import UnionWaitPolicy
 
 __all__ = [
     "BurstWaitPolicy",
@@ -30,6 +31,7 @@ __all__ = [
     "RateAllocator",
     "RateEstimator",
     "SnapBackWaitPolicy",
+    "UnionWaitPolicy",
     "WaitParams",
     "WaitPolicy",
     "load_wait_policy",

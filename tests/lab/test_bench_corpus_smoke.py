@@ -91,17 +91,17 @@ def test_corpus_replay_reports_every_cell_at_equal_fetches(tmp_path: Path) -> No
     )  # fmt: skip
     assert code == 0
     report = json.loads(out.read_text())
-    assert report["default_policy"] == "burst" and report["peers"] == ["uniform"]
+    assert report["default_policy"] == "union" and report["peers"] == ["uniform"]
     source = report["sources"]["endoflife-releases"]
     assert source["docs"] <= 4
     for factor in ("1", "2"):
         row = source["factors"][factor]
-        for name in ("burst", "uniform", "optimum"):
+        for name in ("union", "uniform", "optimum"):
             assert 0.0 <= row[name]["recall"] <= 1.0
         fetches = int(factor) * source["versions"]
-        for name in ("burst", "uniform"):
+        for name in ("union", "uniform"):
             assert row[name]["exact"]
             assert abs(row[name]["fetches"] - fetches) <= 0.01 * fetches + 1
         assert row["_summary"]["best_peer"] == "uniform"
         pooled = report["pooled"][factor]["micro"]
-        assert pooled["burst"]["recall"] == pytest.approx(row["burst"]["recall"])
+        assert pooled["union"]["recall"] == pytest.approx(row["union"]["recall"])

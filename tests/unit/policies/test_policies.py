@@ -21,6 +21,7 @@ from scrapy_adaptive.policies import (
     FixedWaitPolicy,
     HeritrixWaitPolicy,
     PolicyStack,
+    UnionWaitPolicy,
     WaitParams,
     load_wait_policy,
 )
@@ -34,9 +35,10 @@ def config(**values: object) -> AdaptiveConfig:
     return AdaptiveConfig.from_settings(Settings(values))
 
 
-def test_the_default_policy_is_the_burst_policy_on_one_shared_allocator() -> None:
+def test_the_default_policy_is_the_union_policy_on_one_shared_allocator() -> None:
     stack = load_wait_policy(AdaptiveConfig.from_settings(Settings({"ADAPTIVE_WAIT_INITIAL": 10_000})))
-    assert isinstance(stack.catch_all, BurstWaitPolicy)
+    assert isinstance(stack.catch_all, UnionWaitPolicy)
+    assert isinstance(stack.catch_all.burst, BurstWaitPolicy)
     allocator = stack.params.crawl.allocator
     assert allocator.budget is None  # no ADAPTIVE_BUDGET: visits at the target precision
     assert allocator.target_ratio == pytest.approx(math.log(2))
@@ -44,6 +46,7 @@ def test_the_default_policy_is_the_burst_policy_on_one_shared_allocator() -> Non
     assert stack.next_wait({"visits": 0}, visit(content_type="application/pdf")) == pytest.approx(10_000)
     budgeted = load_wait_policy(AdaptiveConfig.from_settings(Settings({"ADAPTIVE_BUDGET": 2_000})))
     assert budgeted.params.crawl.allocator.budget == pytest.approx(2_000 / 86_400)
+    assert budgeted.params.crawl.pace.budget == pytest.approx(2_000 / 86_400)  # one budget, both families
 
 
 def test_target_precision_is_validated() -> None:
