@@ -25,6 +25,7 @@ from ..frontier.sharing import Sharing
 from ..hosts.capacity import HostCapacity
 from ..ops.console.api import FrontierConsole
 from ..ops.crawllog import CrawlLog
+from ..ops.pace import CAPACITY, CONFIGURED, PRECISION, Pace
 from ..ops.progress import META_KEY as PROGRESS_KEY
 from ..ops.progress import Progress
 from ..ops.reporting import Reporter
@@ -186,7 +187,8 @@ def assemble(
     policy_key = persist.META_KEY if remote is None else f"{persist.META_KEY}/{worker_home(state.path)}"
     persist.restore(store, policy.params.crawl.persisted(), policy_key)
     allocator: RateAllocator | None = policy.params.crawl.allocator
-    capacity = HostCapacity(frontier, allocator)
+    share = None if config.budget is not None else config.capacity_share
+    capacity = HostCapacity(frontier, allocator, crawl=policy.params.crawl, share=share)
     capacity.all_nominal()
     crawl_log = None
     if config.crawl_log:
@@ -202,7 +204,8 @@ def assemble(
         on_store_error=on_store_error,
         on_change=on_change,
     )
-    console, reporter = _operations(config, frontier, stats, allocator, state.path, identity, seeder)
+    pace = pace_of(config, capacity, allocator)
+    console, reporter = _operations(config, frontier, stats, allocator, pace, state.path, identity, seeder)
     runtime = Runtime(
         state=state,
         store=store,
@@ -219,11 +222,38 @@ def assemble(
     return runtime
 
 
+def pace_of(config: AdaptiveConfig, capacity: HostCapacity, allocator: RateAllocator | None) -> Callable[[], Pace]:
+    """Where the crawl's revisit budget comes from, asked at every summary:
+    ``ADAPTIVE_BUDGET``, a share of the politeness capacity, or (a policy
+    without a budget) the target precision."""
+    day = 86_400.0
+
+    def pace() -> Pace:
+        low, high = config.wait_min, config.wait_max
+        if config.budget is not None:
+            return Pace(config.budget, CONFIGURED, wait_min=low, wait_max=high)
+        if capacity.derived and capacity.budget is not None:
+            return Pace(
+                capacity.budget * day,
+                CAPACITY,
+                capacity_per_day=capacity.total() * day,
+                share=capacity.share,
+                precision_binds=allocator is not None and allocator.floor_binds(),
+                wait_min=low,
+                wait_max=high,
+            )
+        planned = None if allocator is None else allocator.planned_rate() * day
+        return Pace(planned, PRECISION, wait_min=low, wait_max=high)
+
+    return pace
+
+
 def _operations(
     config: AdaptiveConfig,
     frontier: Frontier,
     stats: StatsCollector,
     allocator: RateAllocator | None,
+    pace: Callable[[], Pace],
     state_path: str,
     identity: Callable[[str], tuple[str, bytes]],
     seeder: Callable[[list[str]], list[dict[str, Any]]],
@@ -231,7 +261,7 @@ def _operations(
     """What `scrapy frontier` talks to, and the periodic summary."""
     progress = Progress.from_bytes(frontier.store.get_meta(PROGRESS_KEY))
     console = FrontierConsole(
-        frontier, progress=progress, budget_per_day=config.budget, identity=identity, seeder=seeder
+        frontier, progress=progress, budget_per_day=config.budget, identity=identity, seeder=seeder, pace=pace
     )
     reporter = Reporter(
         frontier,
@@ -241,5 +271,6 @@ def _operations(
         interval=config.log_interval,
         progress=progress,
         console=console,
+        pace=pace,
     )
     return console, reporter

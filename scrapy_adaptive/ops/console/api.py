@@ -140,10 +140,13 @@ class FrontierConsole:
         identity: Callable[[str], tuple[str, bytes]] | None = None,
         seeder: Seeder | None = None,
         sample_limit: int = 20_000,
+        pace: Callable[[], Any] | None = None,
     ) -> None:
         self.frontier = frontier
         self.progress = progress
         self.budget_per_day = budget_per_day
+        #: where the revisit budget comes from (:class:`~..pace.Pace`; None: not known here)
+        self.pace = pace
         #: a URL's queue and fingerprint as the crawl computes them (None: found by a scan)
         self.identity = identity
         #: how seeds reach the crawl (the running scheduler, or the seeds file)
@@ -254,10 +257,19 @@ class FrontierConsole:
             "change_rates_by_host": {k: dict(v) for k, v in sorted(rate_by_host.items())},
             "top_changing": [{"url": u, "versions": ve, "visits": vi} for ve, vi, u in changing[:TOP]],
             "never_changing": [{"url": u, "visits": vi} for vi, u in steady[:TOP]],
-            "budget": {"set_per_day": self.budget_per_day, "spent_per_day": spent},
+            "budget": {"set_per_day": self.budget_per_day, "spent_per_day": spent, **self._pace(now)},
             "rates": rates_now,
             "hours": [[h, v] for h, v in self.progress.series()] if self.progress is not None else [],
         }
+
+    def _pace(self, now: float) -> dict[str, str]:
+        """Where the budget comes from and when the next URL is due, in words (:mod:`..pace`)."""
+        from ..pace import budget_words, next_due
+
+        if self.pace is None:
+            return {}
+        pace = self.pace()
+        return {"source": budget_words(pace), "next_due": next_due(self.frontier, now, pace)}
 
     def _rates(self) -> dict[str, Any] | None:
         """Per hour: the recent rates in a running crawl, else the mean of the
