@@ -255,7 +255,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "ADAPTIVE_CAPACITY_SHARE",
         GROUP_WAITS,
         Kind.NUMBER,
-        0.5,
+        0.9,
         "without `ADAPTIVE_BUDGET`: the share of the crawl's politeness capacity (the fetches per day its "
         "hosts allow, Σ valence / max(`ADAPTIVE_MIN_DELAY`, Crawl-delay), tightened by measured fetch times, "
         "updated as hosts are met) that revisits may use; the rest is left for new URLs and retries. A small "

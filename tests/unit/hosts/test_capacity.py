@@ -46,17 +46,18 @@ def test_the_budget_is_the_share_of_the_sum_of_the_hosts_caps() -> None:
     assert capacity_budget({"a": 0.5, "b": 0.25}, 0.5) == pytest.approx(0.375)
 
 
-def test_without_a_budget_the_default_policy_gets_half_of_what_politeness_allows() -> None:
+def test_without_a_budget_the_default_policy_gets_a_share_of_what_politeness_allows() -> None:
     _, capacity = crawl_with(hosts=4, urls=3, min_delay=2.0)
     allocator = capacity.crawl.allocator
-    # 4 hosts × 1 fetch per 2 s, half of it for revisits
+    # 4 hosts × 1 fetch per 2 s, 0.9 of it for revisits
     assert capacity.total() == pytest.approx(2.0)
-    assert capacity.budget == pytest.approx(1.0)
-    assert allocator.budget == pytest.approx(1.0) and allocator.ceiling
+    assert capacity.budget == pytest.approx(1.8) and allocator.budget == pytest.approx(1.8) and allocator.ceiling
+    _, half = crawl_with(hosts=4, urls=3, min_delay=2.0, capacity_share=0.5)
+    assert half.budget == pytest.approx(1.0)
 
 
 def test_a_crawl_delay_and_a_slow_host_lower_the_budget_as_they_are_learned() -> None:
-    frontier, capacity = crawl_with(hosts=2, urls=3, min_delay=2.0)
+    frontier, capacity = crawl_with(hosts=2, urls=3, min_delay=2.0, capacity_share=0.5)
     assert capacity.budget == pytest.approx(0.5)
     capacity.nominal("h0", 10.0)  # robots.txt: Crawl-delay 10
     assert capacity.budget == pytest.approx(0.5 * (0.1 + 0.5))
@@ -81,7 +82,7 @@ def test_a_policy_without_a_budget_is_given_none() -> None:
 
 def test_the_snapback_pace_takes_the_capacity_budget_too() -> None:
     _, capacity = crawl_with(hosts=2, urls=2, wait_policy="scrapy_adaptive.policies.SnapBackWaitPolicy")
-    assert capacity.crawl.pace.budget == pytest.approx(0.5)
+    assert capacity.crawl.pace.budget == pytest.approx(0.9)
 
 
 def plan(urls: int, rates: list[float], budget: float) -> RateAllocator:
