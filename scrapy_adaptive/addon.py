@@ -18,11 +18,11 @@ from typing import Any
 
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
-from .integration.delivery import DURABLE_FILE_STORAGE
 from .integration.downloadermiddlewares.compression import SCRAPY_COMPRESSION, DecompressionVerdictMiddleware
 from .integration.downloadermiddlewares.errors import FetchErrorMiddleware
 from .integration.downloadermiddlewares.robots import RobotsRefreshMiddleware
 from .integration.downloadermiddlewares.validators import ValidatorsMiddleware
+from .integration.feedfile import DURABLE_FILE_STORAGE
 from .integration.spidermiddlewares.sitemaps import SitemapsMiddleware
 from .integration.spidermiddlewares.visit import VisitMiddleware
 from .integration.stopgrace import wrap_download_handlers

@@ -51,6 +51,8 @@ VALIDATORS_SENT = "_adaptive_validators_sent"
 ABORT_LENGTH = "_adaptive_abort_length"
 #: the downloader's own verdict (a 304, an aborted fetch): ``{"change", "annotation"}``
 FETCH = "_adaptive_fetch"
+#: the WARC writer's crawl-log annotation for this fetch (a cross-URL duplicate)
+ARCHIVE_NOTE = "_adaptive_archive_note"
 #: items mode: the visit waiting for the callback's items
 PENDING_VISIT = "_adaptive_visit"
 #: embed hops from the last page (``ADAPTIVE_EMBED_HOPS``)
@@ -71,6 +73,7 @@ PRIVATE = (
     VALIDATORS_SENT,
     ABORT_LENGTH,
     FETCH,
+    ARCHIVE_NOTE,
     PENDING_VISIT,
     EMBED_HOPS,
     DELIVERY,

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from scrapy_adaptive.model import UrlRecord
 from scrapy_adaptive.store.base import MemoryStore, Store
@@ -20,6 +21,11 @@ from scrapy_adaptive.store.redis import RedisStore, close_client
 from tests import crawlrunner
 from tests.mockserver import DEFAULT_HOSTS, MockServer
 from testsite.redisserver import RedisClusterServers, RedisServer
+
+# No per-example deadline: tests assert behaviour, never time, and a loaded
+# machine (two test workers per core pair, a crawl beside them) is slow at random.
+settings.register_profile("adaptive", deadline=None)
+settings.load_profile("adaptive")
 
 
 @pytest.fixture(scope="session")
@@ -172,9 +178,15 @@ def redis_cluster_url(redis_cluster: RedisClusterServers) -> str:
     return redis_cluster.url
 
 
-@pytest.fixture(params=["memory", "leveldb", "redis", "redis-cluster"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """Each store behind the :class:`Store` contract: the contract and frontier tests run on all four."""
+#: every backend behind the :class:`Store` contract
+ALL_STORES = ["memory", "leveldb", "redis", "redis-cluster"]
+#: the embedded backends: the unit tests run on these (no server); tests/contract
+#: runs the frontier's tests again on the Redis ones
+EMBEDDED_STORES = ["memory", "leveldb"]
+
+
+def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """The store named by the fixture's parameter, closed after the test."""
     s: Store
     if request.param == "memory":
         s = MemoryStore()
@@ -186,3 +198,9 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         s = RedisStore(request.getfixturevalue("redis_cluster_url"), namespace="test")
     yield s
     s.close()
+
+
+@pytest.fixture(params=ALL_STORES)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """Each store behind the :class:`Store` contract: the contract tests run on all four."""
+    yield from open_store(request, tmp_path)

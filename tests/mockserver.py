@@ -25,6 +25,8 @@ request counters, so tests are reproducible):
     200 HTML naming the path, one ``<a href>`` per comma-separated link and N
     bytes of padding. ``/private/<anything>`` serves the same page (it is
     disallowed by the default robots.txt, so tests can check it is *not* hit).
+``/mirror/page/<anything>``
+    The same body as ``/page/<anything>`` (a mirror: one payload, two URLs).
 ``/delay?s=0.5`` or ``/delay/<seconds>/<anything>``
     200 HTML page after the given delay (``reactor.callLater``, not a sleep,
     so many delayed requests are served concurrently). Accepts ``links``/``size``.
@@ -319,6 +321,8 @@ def _build_resource(state: _State) -> Any:
                 return state.robots_txt(_base(request))
             if head in ("page", "private") and len(parts) >= 1:
                 return self.page(request, path)
+            if head == "mirror" and len(parts) >= 2:
+                return self.page(request, "/" + "/".join(parts[1:]))
             if head == "delay":
                 return self.delay(request, path, parts)
             if head == "status" and len(parts) >= 2:

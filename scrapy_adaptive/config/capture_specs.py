@@ -179,6 +179,22 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         optional=True,
         default_doc="unset: no WARC output",
     ),
+    bool_spec(
+        "ADAPTIVE_WARC_DEDUP_ACROSS_URLS",
+        GROUP_ARCHIVE,
+        False,
+        "a body already archived under another URL (mirrors, tracking parameters, session paths) is written as a "
+        "`revisit` referring to that URL's capture, as Heritrix does; off: only the same URL's last capture is "
+        "referred to, so each URL's records stand on their own.",
+    ),
+    integer_spec(
+        "ADAPTIVE_WARC_DIGEST_INDEX_SIZE",
+        GROUP_ARCHIVE,
+        1_000_000,
+        "payload digests the cross-URL index keeps (in the WARC folder); the oldest are forgotten beyond it "
+        "(a forgotten body is archived again as a `response`).",
+        at_least=1,
+    ),
     SettingSpec(
         "ADAPTIVE_WARC_MAX_SIZE",
         GROUP_ARCHIVE,
@@ -193,5 +209,12 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         Kind.TEXT,
         "adaptive",
         "the WARC files' names: `PREFIX-TIMESTAMP-SERIAL.warc.gz` (letters, digits, `.`, `_`, `-`).",
+    ),
+    bool_spec(
+        "ADAPTIVE_WARC_KEEP_CREDENTIALS",
+        GROUP_ARCHIVE,
+        False,
+        "keep the `Authorization`, `Proxy-Authorization` and `Cookie` headers in WARC request records. Off: "
+        "their values are written as `REDACTED`. WARC files are created `0600` either way.",
     ),
 )

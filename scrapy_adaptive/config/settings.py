@@ -131,8 +131,11 @@ class AdaptiveConfig:
     history_size: int
     log_interval: float
     warc_dir: str | None
+    warc_dedup_across_urls: bool
+    warc_digest_index_size: int
     warc_max_size: int
     warc_prefix: str
+    warc_keep_credentials: bool
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> AdaptiveConfig:

@@ -321,7 +321,8 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         Kind.OBJECT,
         None,
         "the stack of policies matched by content type, host, URL (see Wait evaluation); a list of dicts, or "
-        "JSON on the command line.",
+        "JSON on the command line. An entry with `from` / `until` / `every` is a curated schedule (see Curated "
+        "schedules).",
         default_doc="`text/*`, `image/*`, then the catch-all",
     ),
     SettingSpec(

@@ -15,17 +15,20 @@ frontier writes a new mark with a verdict (:meth:`PendingVersions.staged`,
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..model import RecordError, UrlRecord
-from ..store.base import Batch
+from ..store.base import Batch, read_mark
 from ..store.keys import time_to_ms
 from .book import QueueBook
 from .leases import Leases
 
 if TYPE_CHECKING:
     from .sharing import Sharing
+
+logger = logging.getLogger(__name__)
 
 
 def pending_mark(queue: str, delivered: str | None, waiting: int, sharing: Sharing | None = None) -> bytes:
@@ -82,7 +85,15 @@ class PendingVersions:
         now_ms = time_to_ms(self.clock())
         later: set[str] = set()
         for fp, mark in self.store.pending(queues):
-            fields = json.loads(mark)
+            fields = read_mark(mark)
+            if fields is None:
+                fields = {}
+                logger.error(
+                    "The pending-delivery mark of fingerprint %s is garbled (%r); its URL is fetched again as if "
+                    "its last version had never been delivered (at least once), and the mark is removed.",
+                    fp.hex(),
+                    mark[:64],
+                )
             # marks written before they named their queue exist only in
             # LevelDB states, and LevelDB finds a record by fingerprint alone
             queue = fields.get("q") or ""

@@ -19,7 +19,9 @@ policy, only the wait the policy chose, so it holds for every wait policy.
 
 * A URL never visited has no wait of its own: it ranks as if it had the
   shortest wait among the candidates, so first visits keep their place in
-  time against the fastest pages and go ahead of slower ones.
+  time against the fastest pages and go ahead of slower ones.  A head never
+  visited is therefore issued without weighing: it is due the longest and
+  ranks with the shortest wait, so no candidate can be later than it.
 * No URL waits for ever: the queue's head (the one due the longest) is
   issued as soon as its lateness reaches its own wait, whatever else is due.
 * Only the first :data:`WINDOW` due URLs are weighed, and none at all when
@@ -108,8 +110,10 @@ def most_urgent(store: Store, q: HostQueue, head: UrlRecord, now_ms: int) -> tup
     assert q.head is not None
     directive, head_ms, head_fp = q.head
     own = _wait(head)
-    if head_ms >= now_ms or (own is not None and (now_ms - head_ms) / 1000 >= own):
-        return head_ms, head_fp, head  # on time, or late by a whole wait: nothing to weigh
+    if own is None or head_ms >= now_ms or (now_ms - head_ms) / 1000 >= own:
+        # never visited (it ranks as the shortest wait and is the latest: no
+        # candidate can beat it), on time, or late by a whole wait: nothing to weigh
+        return head_ms, head_fp, head
     entries: list[Entry] = [q.head]
     waits: list[float | None] = [own]
     for entry in store.queue_entries(q.name, limit=len(q.out) + WINDOW, start=q.head):

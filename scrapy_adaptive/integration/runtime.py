@@ -24,13 +24,14 @@ from ..frontier import Frontier, Politeness
 from ..frontier.sharing import Sharing
 from ..hosts.capacity import HostCapacity
 from ..ops.console.api import FrontierConsole
+from ..ops.console.schedules import ScheduleConsole, load_stored
 from ..ops.crawllog import CrawlLog
 from ..ops.pace import CAPACITY, CONFIGURED, PRECISION, Pace
 from ..ops.progress import META_KEY as PROGRESS_KEY
 from ..ops.progress import Progress
 from ..ops.reporting import Reporter
 from ..policies import PolicyStack, persist
-from ..store.base import Store, StoreError
+from ..store.base import Store, StoreCorrupt, StoreError
 from ..store.statedir import (
     Checkpoints,
     StateDir,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 
     from ..policies.allocator import RateAllocator
     from ..policies.crawlwide import CrawlWide
+    from ..policies.schedules import Schedules
 
 logger = logging.getLogger(__name__)
 
@@ -86,12 +88,22 @@ class Runtime:
 
     def close(self, crawl: CrawlWide) -> None:
         """The last summary, the policies' aggregates saved, the host leases
-        given back, the store closed and the clean checkpoint written."""
+        given back, the store closed and the clean checkpoint written.
+
+        Raises :class:`StoreCorrupt` once all that is done if the final
+        summary found the database damaged (a short crawl meets a damaged
+        block first there): the crawl must not end as if all were well.
+        """
         frontier = self.frontier
+        damaged: StoreCorrupt | None = None
         try:
             self.summary(final=True)
+        except StoreCorrupt as exc:
+            if not self.checkpoints.stopped:  # else the crawl was stopped for it, and said why
+                damaged = exc
         except StoreError as exc:  # a store gone at the stop: what it acknowledged is kept
-            logger.error("The final frontier summary could not be read: %s", exc)
+            if not self.checkpoints.stopped:
+                logger.error("The final frontier summary could not be read: %s", exc)
         persist.save(frontier.store, crawl.persisted(), self.policy_key)
         try:
             frontier.leave()
@@ -107,6 +119,8 @@ class Runtime:
             self.crawl_log.close()
         if self.state.temporary:
             remove_temporary(self.state.path)
+        if damaged is not None:
+            raise damaged
 
     def summary(self, *, final: bool = False) -> None:
         """The periodic summary line, host capacities measured first."""
@@ -158,66 +172,70 @@ def assemble(
     state = resolve(config.state_dir, jobdir)
     remote = shared_store(config, spider_name)
     store = open_store(state, spider=spider_name, fingerprinter=fingerprinter, sync=config.state_sync, shared=remote)
-    checkpoints = Checkpoints(state)
-    sharing = None if remote is None else Sharing(store, worker_name(state.path), remote.lease)  # type: ignore[arg-type]
-    frontier = Frontier(
-        store,
-        politeness_of(config),
-        history_size=config.history_size,
-        trust=TrustParams(config.trust_warmup, config.trust_min_rate),
-        soft404_urls=config.soft404_urls,
-        sharing=sharing,
-    )
-    try:
+    try:  # a damaged database found while building on it: refused, nothing left open
+        checkpoints = Checkpoints(state)
+        sharing = None if remote is None else Sharing(store, worker_name(state.path), remote.lease)  # type: ignore[arg-type]
+        frontier = Frontier(
+            store,
+            politeness_of(config),
+            history_size=config.history_size,
+            trust=TrustParams(config.trust_warmup, config.trust_min_rate),
+            soft404_urls=config.soft404_urls,
+            sharing=sharing,
+        )
         frontier.load()
         frontier.rebalance()  # a worker of a shared frontier takes its share of hosts
-    except StoreError:
+        if frontier.redelivered and frontier.sharing is None:  # a shared frontier logs its own (sharing.py)
+            logger.info(
+                "%d URLs had versions not confirmed delivered when the last crawl stopped; they are fetched "
+                "again now so their items are produced again.",
+                frontier.redelivered,
+            )
+            stats.set_value("adaptive/delivery/redelivered", frontier.redelivered)
+        if delivery is not None:
+            delivery.bind(frontier)
+        # each worker's aggregates are its own (docs/shared-frontier.md)
+        policy_key = persist.META_KEY if remote is None else f"{persist.META_KEY}/{worker_home(state.path)}"
+        persist.restore(store, policy.params.crawl.persisted(), policy_key)
+        for problem in load_stored(store, policy.schedules):  # given on the console (scrapy frontier schedule)
+            logger.error("%s; this schedule is not applied.", problem)
+        allocator: RateAllocator | None = policy.params.crawl.allocator
+        share = None if config.budget is not None else config.capacity_share
+        capacity = HostCapacity(frontier, allocator, crawl=policy.params.crawl, share=share)
+        capacity.all_nominal()
+        crawl_log = None
+        if config.crawl_log:
+            path = os.path.join(state.path, "crawl.log")
+            crawl_log = CrawlLog(path, config.crawl_log_max_bytes, config.crawl_log_backups)
+        verdicts = Verdicts(
+            frontier,
+            policy,
+            issued,
+            stats,
+            crawl_log=crawl_log,
+            delivery=delivery,
+            on_store_error=on_store_error,
+            on_change=on_change,
+        )
+        pace = pace_of(config, capacity, allocator)
+        console, reporter = _operations(
+            config, frontier, stats, allocator, pace, state.path, identity, seeder, policy.schedules
+        )
+        runtime = Runtime(
+            state=state,
+            store=store,
+            frontier=frontier,
+            checkpoints=checkpoints,
+            capacity=capacity,
+            verdicts=verdicts,
+            console=console,
+            reporter=reporter,
+            crawl_log=crawl_log,
+            policy_key=policy_key,
+        )
+    except BaseException:
         store.close()
         raise
-    if frontier.redelivered and frontier.sharing is None:  # a shared frontier logs its own (sharing.py)
-        logger.info(
-            "%d URLs had versions not confirmed delivered when the last crawl stopped; they are fetched "
-            "again now so their items are produced again.",
-            frontier.redelivered,
-        )
-        stats.set_value("adaptive/delivery/redelivered", frontier.redelivered)
-    if delivery is not None:
-        delivery.bind(frontier)
-    # each worker's aggregates are its own (docs/shared-frontier.md)
-    policy_key = persist.META_KEY if remote is None else f"{persist.META_KEY}/{worker_home(state.path)}"
-    persist.restore(store, policy.params.crawl.persisted(), policy_key)
-    allocator: RateAllocator | None = policy.params.crawl.allocator
-    share = None if config.budget is not None else config.capacity_share
-    capacity = HostCapacity(frontier, allocator, crawl=policy.params.crawl, share=share)
-    capacity.all_nominal()
-    crawl_log = None
-    if config.crawl_log:
-        path = os.path.join(state.path, "crawl.log")
-        crawl_log = CrawlLog(path, config.crawl_log_max_bytes, config.crawl_log_backups)
-    verdicts = Verdicts(
-        frontier,
-        policy,
-        issued,
-        stats,
-        crawl_log=crawl_log,
-        delivery=delivery,
-        on_store_error=on_store_error,
-        on_change=on_change,
-    )
-    pace = pace_of(config, capacity, allocator)
-    console, reporter = _operations(config, frontier, stats, allocator, pace, state.path, identity, seeder)
-    runtime = Runtime(
-        state=state,
-        store=store,
-        frontier=frontier,
-        checkpoints=checkpoints,
-        capacity=capacity,
-        verdicts=verdicts,
-        console=console,
-        reporter=reporter,
-        crawl_log=crawl_log,
-        policy_key=policy_key,
-    )
     runtime.checkpoint(clean=False)
     return runtime
 
@@ -257,11 +275,18 @@ def _operations(
     state_path: str,
     identity: Callable[[str], tuple[str, bytes]],
     seeder: Callable[[list[str]], list[dict[str, Any]]],
+    schedules: Schedules,
 ) -> tuple[FrontierConsole, Reporter]:
     """What `scrapy frontier` talks to, and the periodic summary."""
     progress = Progress.from_bytes(frontier.store.get_meta(PROGRESS_KEY))
-    console = FrontierConsole(
-        frontier, progress=progress, budget_per_day=config.budget, identity=identity, seeder=seeder, pace=pace
+    console = ScheduleConsole(
+        frontier,
+        schedules=schedules,
+        progress=progress,
+        budget_per_day=config.budget,
+        identity=identity,
+        seeder=seeder,
+        pace=pace,
     )
     reporter = Reporter(
         frontier,

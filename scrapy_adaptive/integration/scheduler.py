@@ -54,9 +54,7 @@ from ..ops.console import control
 from ..ops.console.api import take_seeds
 from ..policies import PolicyStack, load_wait_policy
 from ..store.base import StoreCorrupt, StoreError
-from ..store.statedir import (
-    StateDirError,
-)
+from ..store.statedir import StateDirError
 from .delivery import Delivery
 from .engine import EngineWaker, exit_with_error
 from .issued import IssuedRequests, url_identity
@@ -65,7 +63,8 @@ from .refusal import Refusal, RefusingScheduler
 from .request_hints import take_hint
 from .runtime import Runtime, assemble
 from .serialization import RequestNotStorable, request_from_data, request_to_data
-from .startup import remove_empty_spider_state, warn_about_settings
+from .sinkfail import SINK_FAILED, SinkError
+from .startup import remove_empty_spider_state, require_extras, warn_about_settings
 from .stopgrace import StopGrace
 from .tasks import ShareBudget, Tick, build_tick
 from .verdicts import Verdicts
@@ -122,7 +121,7 @@ class AdaptiveScheduler(BaseScheduler):
         #: the once-a-second tasks (built by open())
         self.tick: Tick | None = None
         self._ticker: Any = None
-        self._stopping = False
+        self._stopping = self._fatal_said = False
         self.refusal = Refusal(crawler)
         self.grace = StopGrace(config.stop_grace, crawler)
         #: the control socket `scrapy frontier` talks to a running crawl on
@@ -152,6 +151,7 @@ class AdaptiveScheduler(BaseScheduler):
             # built again by the visit middleware at open: checked here, so a
             # bad rule is refused before anything of the JOBDIR is opened
             DigestRules.from_settings(config.digest_rules, config.digest_default, config.digest_max_size)
+            require_extras(config)
         except ConfigError as exc:
             # raised here, Scrapy would fail to close the engine (traceback
             # wall); the refusal is said once, at open
@@ -172,6 +172,7 @@ class AdaptiveScheduler(BaseScheduler):
         crawler.signals.connect(scheduler._on_reached_downloader, signals.request_reached_downloader)
         crawler.signals.connect(scheduler._on_left_downloader, signals.request_left_downloader)
         crawler.signals.connect(scheduler._on_response_received, signals.response_received)
+        crawler.signals.connect(lambda sink, error: scheduler._fatal(error), SINK_FAILED, weak=False)  # stop at once
         return scheduler
 
     # -- life cycle ---------------------------------------------------------
@@ -204,15 +205,13 @@ class AdaptiveScheduler(BaseScheduler):
             gc.freeze()
         crawl = self.policy.params.crawl
         ShareBudget(runtime, crawl.allocator, self.config.budget).run()
-        seeded = take_seeds(runtime.state.path, self._seed)
-        if seeded:
-            logger.info(
-                "Seeds given while the crawl was stopped: %s", ", ".join(f"{s['url']} ({s['result']})" for s in seeded)
-            )
+        if seeded := take_seeds(runtime.state.path, self._seed):
+            listed = ", ".join(f"{s['url']} ({s['result']})" for s in seeded)
+            logger.info("Seeds given while the crawl was stopped: %s", listed)
         if not runtime.state.temporary and self.crawler is not None:  # a crawl, with a running reactor
             self._control = control.serve(runtime.state.path, runtime.console.answer)
         if self.crawler is not None:  # the components that hand verdicts to the frontier
-            self.crawler.signals.send_catch_log(FRONTIER_OPENED, services=runtime.verdicts)
+            self.crawler.signals.send_catch_log(FRONTIER_OPENED, services=runtime.verdicts, console=runtime.console)
         shape = runtime.frontier.shape(due_limit=0)
         logger.info(
             "Adaptive frontier opened in %.2fs: %d URLs in %d queues (state: %s)",
@@ -231,6 +230,7 @@ class AdaptiveScheduler(BaseScheduler):
             stats=self.stats,
             wake=self._arm_wake,
             on_store_error=self._fatal,
+            schedules=self.policy.schedules,
         )
         self._ticker = create_looping_call(tick)
         self._ticker.start(1.0, now=False)
@@ -271,7 +271,10 @@ class AdaptiveScheduler(BaseScheduler):
             control.stop(self._control)
             self._control = None
         if runtime is not None:
-            runtime.close(self.policy.params.crawl)
+            try:
+                runtime.close(self.policy.params.crawl)
+            except StoreCorrupt as exc:  # found by the final summary: closed all the same, said once
+                self._fatal(exc, closing=True)
         return None
 
     def has_pending_requests(self) -> bool:
@@ -400,16 +403,13 @@ class AdaptiveScheduler(BaseScheduler):
     # -- signals ----------------------------------------------------------------------
 
     def _on_reached_downloader(self, request: Request, spider: Spider) -> None:
-        fp = self.issued.fp_of(request)
-        if fp is not None and self.frontier is not None:
+        if (fp := self.issued.fp_of(request)) is not None and self.frontier is not None:
             self.frontier.leases.fetch_started(fp)
 
     def _on_left_downloader(self, request: Request, spider: Spider) -> None:
-        fp = self.issued.fp_of(request)
-        if fp is None or self.frontier is None:
-            return
-        self.frontier.leases.fetch_ended(fp)
-        self._arm_wake()
+        if (fp := self.issued.fp_of(request)) is not None and self.frontier is not None:
+            self.frontier.leases.fetch_ended(fp)
+            self._arm_wake()
 
     def _on_response_received(self, response: Response, request: Request, spider: Spider) -> None:
         """Honour a robots.txt ``Crawl-delay`` (persisted with the host)."""
@@ -433,24 +433,20 @@ class AdaptiveScheduler(BaseScheduler):
         if self.frontier is not None and not self._stopping:
             self.waker.wake_at(self.frontier.next_ready_time())
 
-    def _fatal(self, exc: StoreError) -> None:
-        """The state cannot be written: stop rather than lose history.
-
-        The failed batch was not applied (LevelDB batches are atomic), so the
-        store still holds the previous, consistent state.
-        """
+    def _fatal(self, exc: StoreError, *, closing: bool = False) -> None:
+        """The state cannot be written or read: stop rather than lose history (a failed batch was not
+        applied: LevelDB batches are atomic); *closing*: found as the crawl closes, said all the same."""
         if self.runtime is not None:
             self.runtime.checkpoints.stop()
-        if self._stopping:
+        stopping, self._stopping = self._stopping, True
+        # a failure found at the close (a sink's last flush, the final summary's read) is still said
+        if self._fatal_said or (stopping and not closing and not isinstance(exc, SinkError)):
             return
-        self._stopping = True
-        if isinstance(exc, StoreCorrupt):
-            logger.critical("%s. Stopping the crawl.", exc)
-        else:
-            logger.critical("%s. Stopping the crawl; the state on disk is consistent and the crawl can resume.", exc)
+        self._fatal_said = True
+        resume = "" if isinstance(exc, StoreCorrupt) else "; the state on disk is consistent and the crawl can resume"
+        logger.critical("%s. Stopping the crawl%s.", exc, resume)
         self.stats.set_value("adaptive/fatal", str(exc))
-        engine = self.crawler.engine if self.crawler is not None else None
-        if engine is not None:
-            assert self.crawler is not None
+        if self.crawler is not None and self.crawler.engine is not None:
             exit_with_error(self.crawler)
-            deferred_from_coro(engine.close_spider_async(reason="adaptive_state_error"))
+            if not stopping and not closing:
+                deferred_from_coro(self.crawler.engine.close_spider_async(reason="adaptive_state_error"))

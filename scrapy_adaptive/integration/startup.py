@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING
 
 from ..addon import DELTAFETCH_MESSAGE, TOOK_OVER_SETTING, is_deltafetch
 from ..config.settings import unknown_settings
-from .delivery import feed_warnings
+from ..config.spec import ConfigError
+from ..warc.writer import EXTRA_MESSAGE
+from .feedfile import feed_warnings
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -87,3 +89,15 @@ def remove_empty_spider_state(jobdir: str | None) -> None:
         "spider starts with an empty state instead of failing to read it.",
         path,
     )
+
+
+def require_extras(config: AdaptiveConfig) -> None:
+    """Refuse a crawl whose WARC output cannot be written (warcio missing)
+    before anything of the state folder is opened or created: refused once
+    the frontier is open, the crawl had already made its state folder."""
+    if config.warc_dir is None:
+        return
+    try:
+        import warcio  # noqa: F401
+    except ImportError:
+        raise ConfigError(EXTRA_MESSAGE) from None

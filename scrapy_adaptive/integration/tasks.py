@@ -18,6 +18,7 @@ from ..model import Outcome, Visit
 from ..policies import persist
 from ..policies.history import DAY
 from ..store.base import StoreError
+from .schedules import OpenSchedules
 
 if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from ..config.settings import AdaptiveConfig
     from ..policies.allocator import RateAllocator
     from ..policies.crawlwide import CrawlWide
+    from ..policies.schedules import Schedules
     from .delivery import Delivery
     from .issued import IssuedRequests
     from .runtime import Runtime
@@ -195,6 +197,7 @@ def build_tick(
     stats: StatsCollector,
     wake: Callable[[], None],
     on_store_error: Callable[[StoreError], None],
+    schedules: Schedules | None = None,
 ) -> Tick:
     """The tick of one crawl, its tasks in the order they must run."""
     allocator = policy_crawl.allocator
@@ -204,6 +207,10 @@ def build_tick(
     tasks += [
         AbandonOnStop(grace, stats),
         LapsedLeases(runtime, issued, grace, stats, config.lease, wake),
+    ]
+    if schedules is not None:
+        tasks.append(OpenSchedules(runtime.frontier, schedules, stats, wake))
+    tasks += [
         Checkpoint(runtime),
         Report(runtime, policy_crawl),
     ]

@@ -22,8 +22,10 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 #: sent by the scheduler once its frontier is open, with ``services`` (the
-#: :class:`~.verdicts.FrontierServices` verdicts go to); never sent when the
-#: start is refused, so the components stay out of the way then
+#: :class:`~.verdicts.FrontierServices` verdicts go to) and ``console`` (the
+#: :class:`~..ops.console.api.FrontierConsole`, whose report a component may
+#: add a section to); never sent when the start is refused, so the
+#: components stay out of the way then
 FRONTIER_OPENED = object()
 
 _CONFIGS: WeakKeyDictionary[Crawler, AdaptiveConfig | ConfigError] = WeakKeyDictionary()

@@ -12,7 +12,9 @@ annotations), size in bytes (``-`` unknown), URL, media type (``-``),
 digest (``-``), fetch duration, and annotations: ``wt:`` the wait until
 the next visit, visits, versions, ``ov:`` how overdue the visit was, the
 change state, plus ``notModified`` / ``midFetchAbort`` / ``redirect`` /
-``retry`` / ``failed`` / ``disregarded`` where they apply.
+``retry`` / ``failed`` / ``disregarded`` where they apply, and
+``duplicate:otherUrl`` when the WARC writer archived the body as a revisit of
+another URL's capture (``ADAPTIVE_WARC_DEDUP_ACROSS_URLS``).
 
 Rotated by size (``ADAPTIVE_CRAWL_LOG_MAX_BYTES``, keeping
 ``ADAPTIVE_CRAWL_LOG_BACKUPS`` old files) so a crawl that never ends cannot

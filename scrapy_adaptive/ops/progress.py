@@ -18,8 +18,11 @@ Pure: no Scrapy; the reporter feeds it cumulative counters.
 from __future__ import annotations
 
 import json
+import logging
 from collections import deque
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 #: the frontier meta key the hourly series is stored under
 META_KEY = "progress"
@@ -107,13 +110,21 @@ class Progress:
 
     @classmethod
     def from_bytes(cls, raw: bytes | None) -> Progress:
-        """The stored series; an unreadable one starts afresh (it is a report, not state)."""
+        """The stored series; an unreadable one starts afresh (it is a report,
+        not state), with one warning: the hourly charts lose their past."""
         if not raw:
             return cls()
         try:
             data = json.loads(raw)
             hours = {int(h): [float(x) for x in v][:5] for h, v in data.items()}
             hours = {h: v + [0.0] * (5 - len(v)) for h, v in hours.items()}
-        except (ValueError, TypeError, AttributeError):
+        except (ValueError, TypeError, AttributeError) as exc:
+            logger.warning(
+                "The hourly progress series (key m/%s of the state database) is unreadable (%s: %s); it starts "
+                "afresh, and the report's hourly charts begin now.",
+                META_KEY,
+                type(exc).__name__,
+                exc,
+            )
             return cls()
         return cls(hours)

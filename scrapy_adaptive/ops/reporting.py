@@ -107,9 +107,11 @@ class Reporter:
             self.stats.set_value(f"adaptive/frontier/{name}", shape[name])
         if shape["quarantined"]:
             self.stats.set_value("adaptive/quarantined", shape["quarantined"])
+        sharing = self.frontier.sharing
         logger.info(
-            "Frontier%s: %d URLs (%d never) in %d queues: %d ready, %d snoozed, %d busy; %d out; %s%d due now; "
+            "%s%s: %d URLs (%d never) in %d queues: %d ready, %d snoozed, %d busy; %d out; %s%d due now; "
             "overdue p50 %s p95 %s; %d visits, %d versions%s",
+            "Frontier" if sharing is None else "Fleet's frontier, as this worker last read it,",
             " at close" if final else "",
             shape["urls"],
             shape["never"],
@@ -126,7 +128,24 @@ class Reporter:
             shape["versions"],
             f"; {shape['quarantined']} quarantined" if shape["quarantined"] else "",
         )
+        if sharing is not None:
+            self.worker_share(sharing.held, sharing.workers, shape["queues"])
         return shape
+
+    def worker_share(self, held: set[str], workers: int, hosts: int) -> None:
+        """In a fleet, the figures above mix this worker's hosts (up to date)
+        with the others' (as last read): say this worker's own apart."""
+        mine = [q for q in self.frontier.queues() if q.name in held]
+        logger.info(
+            "This worker (one of %d) holds %d of the fleet's %d hosts: %d URLs, %d visits, %d versions "
+            "(scrapy frontier report gives the whole fleet's, up to date)",
+            workers,
+            len(mine),
+            hosts,
+            sum(q.urls for q in mine),
+            sum(q.visits for q in mine),
+            sum(q.versions for q in mine),
+        )
 
     def rates(self, shape: dict[str, Any]) -> None:
         """Progress of a crawl that never ends: visits, versions and bytes

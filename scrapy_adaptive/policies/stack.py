@@ -28,6 +28,7 @@ from ..hosts.hints import Hint
 from ..model import Outcome, Visit
 from .base import PARAM_KEYS, WaitParams, WaitPolicy
 from .history import url_host
+from .schedules import Scheduled, Schedules, is_schedule, schedules_of
 
 logger = logging.getLogger(__name__)
 
@@ -136,8 +137,11 @@ class PolicyStack(WaitPolicy):
         params: WaitParams,
         cls: type[WaitPolicy],
         declared: Mapping[str, type[WaitPolicy]] | None = None,
+        schedules: Schedules | None = None,
     ) -> None:
         self.entries = entries
+        #: the curated windows laid over whichever policy decides (:mod:`.schedules`)
+        self.schedules = schedules if schedules is not None else Schedules()
         self.catch_all = catch_all
         self.params = params
         self.cls = cls
@@ -176,8 +180,12 @@ class PolicyStack(WaitPolicy):
         catch_all = build_policy(policy_cls, params, "ADAPTIVE_WAIT_POLICY")
         entries = []
         declared = {config.wait_policy: policy_cls}
-        for i, entry in enumerate(check_entries(raw, "ADAPTIVE_WAIT_POLICIES")):
+        listed = check_entries(raw, "ADAPTIVE_WAIT_POLICIES")
+        schedules = schedules_of(listed, "ADAPTIVE_WAIT_POLICIES")
+        for i, entry in enumerate(listed):
             where = f"ADAPTIVE_WAIT_POLICIES[{i}]"
+            if is_schedule(entry):  # an overlay, not a policy: it never decides alone
+                continue
             unknown = set(entry) - set(PARAM_KEYS) - set(MATCH_KEYS) - {"policy"}
             if unknown:
                 raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}.")
@@ -188,7 +196,7 @@ class PolicyStack(WaitPolicy):
             declared[entry.get("policy", config.wait_policy)] = entry_cls
             entry_where = f"{where}['policy']" if "policy" in entry else "ADAPTIVE_WAIT_POLICY"
             entries.append((matcher, build_policy(entry_cls, params.updated(entry, where), entry_where)))
-        return cls(entries, catch_all, params, policy_cls, declared)
+        return cls(entries, catch_all, params, policy_cls, declared, schedules)
 
     def select(self, visit: Visit) -> WaitPolicy:
         url = visit.url or ""
@@ -224,7 +232,7 @@ class PolicyStack(WaitPolicy):
                         return self
                     cls = found
                 where = "meta['adaptive_wait_policy']"
-                policy = build_policy(cls, self.params.updated(overrides, where), where)
+                policy = Scheduled(build_policy(cls, self.params.updated(overrides, where), where), self.schedules)
             except ConfigError as exc:
                 logger.error("%s; using the configured policies instead.", exc)
                 policy = self
@@ -246,7 +254,7 @@ class PolicyStack(WaitPolicy):
         )
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
-        return self.select(visit).next_wait(history, visit)
+        return self.schedules.bound_visit(self.select(visit).next_wait(history, visit), visit)
 
     def hint_wait(self, history: Mapping[str, Any], hint: Hint) -> float | None:
         """Asks the policy that will judge the URL's next visit (matched on

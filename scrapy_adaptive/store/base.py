@@ -22,9 +22,25 @@ from dataclasses import dataclass, field
 from . import keys
 
 
+def read_mark(mark: bytes) -> dict | None:
+    """A pending-delivery mark's fields; None if it is not one (garbled)."""
+    try:
+        fields = json.loads(mark)
+    except ValueError:
+        return None
+    return fields if isinstance(fields, dict) else None
+
+
 def in_queues(mark: bytes, queues: Collection[str] | None) -> bool:
-    """Is a pending-delivery mark one of *queues*' (None: of any queue)?"""
-    return queues is None or json.loads(mark).get("q") in queues
+    """Is a pending-delivery mark one of *queues*' (None: of any queue)?
+
+    A garbled mark names no queue: only a reader of every queue sees it
+    (and re-delivers its URL, :mod:`~scrapy_adaptive.frontier.pending`).
+    """
+    if queues is None:
+        return True
+    fields = read_mark(mark)
+    return fields is not None and fields.get("q") in queues
 
 
 @dataclass
@@ -100,6 +116,10 @@ class StoreError(RuntimeError):
 
 class Conflict(StoreError):
     """A batch's :attr:`Batch.absent` record exists: nothing was written."""
+
+
+class StoreInUse(StoreError):
+    """Another process holds the store (LevelDB's lock)."""
 
 
 class StoreCorrupt(StoreError):

@@ -78,9 +78,19 @@ def queue_entry_key(queue: str, directive: int, next_ms: int, fp: bytes) -> byte
     return queue_prefix(queue) + bytes((MAX_DIRECTIVE - directive,)) + _TIME.pack(next_ms) + fp
 
 
+class MalformedKey(ValueError):
+    """A key under a known prefix that none of this module's functions made."""
+
+
 def decode_queue_entry(key: bytes, queue: str) -> tuple[int, int, bytes]:
-    """``(directive, next_ms, fp)`` from a key made by :func:`queue_entry_key`."""
+    """``(directive, next_ms, fp)`` from a key made by :func:`queue_entry_key`.
+
+    Raises :class:`MalformedKey` for a key too short to hold a directive, a
+    time and a fingerprint: no key made here is.
+    """
     rest = key[len(queue_prefix(queue)) :]
+    if len(rest) <= 1 + _TIME.size:
+        raise MalformedKey(f"a queue entry needs {2 + _TIME.size} bytes after its queue, this one has {len(rest)}")
     return MAX_DIRECTIVE - rest[0], _TIME.unpack_from(rest, 1)[0], rest[9:]
 
 

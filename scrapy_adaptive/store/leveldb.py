@@ -13,18 +13,48 @@ returning, so a ``kill -9`` loses nothing; ``sync=True`` (the
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+import logging
+import os
+from collections.abc import Collection, Iterable, Iterator
+from typing import TypeVar
 
 import plyvel
 
 from . import keys
-from .base import Batch, Conflict, Store, StoreCorrupt, StoreError, in_queues
+from .base import Batch, Conflict, Store, StoreCorrupt, StoreError, StoreInUse, in_queues
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def _reason(exc: BaseException) -> str:
     """plyvel's messages are bytes; show them as text."""
     arg = exc.args[0] if exc.args else exc
     return arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)
+
+
+def damaged(path: str, exc: BaseException, done: str) -> str:
+    """The one message for a damaged database: what LevelDB says, the table
+    file (LevelDB names it when it is cut short; a database of one table
+    names it too), that *done*, and how to recover."""
+    reason = _reason(exc)
+    if ".ldb" not in reason and ".sst" not in reason:
+        tables = [name for name in _names(path) if name.endswith((".ldb", ".sst"))]
+        if len(tables) == 1:
+            reason += f", in {os.path.join(path, tables[0])}"
+    return (
+        f"The state database in {path} is damaged ({reason}). {done}. To recover, restore the folder from a "
+        f'backup, or stop every crawl on it, keep a copy and repair it in place with: python -c "import plyvel; '
+        f"plyvel.repair_db('{path}')\" (what the damaged part held is lost; docs/state-folder.md)"
+    )
+
+
+def _names(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
 
 
 def _open_error(path: str, exc: BaseException) -> StoreError:
@@ -48,7 +78,7 @@ def _open_error(path: str, exc: BaseException) -> StoreError:
     if "no space left" in low:
         return StoreError(f"The disk holding the state folder {path} is full ({reason}). Free space and restart.")
     if "already held" in low or "temporarily unavailable" in low:
-        return StoreError(
+        return StoreInUse(
             f"The state folder {path} is in use by another crawl (its LevelDB lock is held). "
             "Stop the other crawl, or give this one its own ADAPTIVE_STATE_DIR / JOBDIR."
         )
@@ -89,10 +119,7 @@ class LevelDBStore(Store):
                 bloom_filter_bits=10,
             )
         except plyvel.CorruptionError as exc:
-            raise StoreError(
-                f"The state database in {path} is corrupt ({_reason(exc)}). Nothing was changed; restore it from a "
-                "backup, or try plyvel.repair_db() on a copy."
-            ) from exc
+            raise StoreError(damaged(path, exc, "Nothing was changed")) from exc
         except plyvel.Error as exc:
             raise _open_error(path, exc) from exc
         self._records = self._db.prefixed_db(keys.RECORD_PREFIX)
@@ -102,17 +129,33 @@ class LevelDBStore(Store):
         self._pending = self._db.prefixed_db(keys.PENDING_PREFIX)
 
     def _corrupt(self, exc: BaseException) -> StoreCorrupt:
-        return StoreCorrupt(
-            f"The state database in {self.path} is corrupt ({_reason(exc)}). Nothing more is read or written; "
-            "restore the folder from a backup, or try plyvel.repair_db() on a copy"
-        )
+        return StoreCorrupt(damaged(self.path, exc, "Nothing in it was changed"))
+
+    def _reading(self, items: Iterable[T]) -> Iterator[T]:
+        """*items*, a plyvel iterator, with a damaged table (a garbled block,
+        a file cut short: ``CorruptionError`` or ``IOError``) raised as the
+        one :class:`StoreCorrupt` that names the folder and the recovery."""
+        try:
+            yield from items
+        except plyvel.Error as exc:
+            raise self._corrupt(exc) from exc
 
     def get_record(self, queue: str, fp: bytes) -> bytes | None:
         # one machine, one keyspace: the fingerprint alone addresses a record
         try:
             return self._records.get(fp, verify_checksums=True)
-        except plyvel.CorruptionError as exc:
+        except plyvel.Error as exc:
             raise self._corrupt(exc) from exc
+
+    def _entry(self, key: bytes, queue: str) -> tuple[int, int, bytes] | None:
+        """The entry a queue key stands for; a malformed one (a write by
+        another program, a damaged table) is moved aside, once, under
+        ``x/<its key>`` with one error line, and the queue goes on."""
+        try:
+            return keys.decode_queue_entry(key, queue)
+        except keys.MalformedKey as exc:
+            self.write(Batch(), aside={key: exc})
+            return None
 
     def queue_entries(
         self, queue: str, *, limit: int, start: tuple[int, int, bytes] | None = None
@@ -121,25 +164,34 @@ class LevelDBStore(Store):
         first = prefix if start is None else keys.queue_entry_key(queue, *start)
         # the prefix ends with NUL: the next byte value bounds this queue
         try:
-            with self._db.iterator(
-                start=first, stop=prefix[:-1] + b"\x01", include_value=False, verify_checksums=True
-            ) as it:
-                for n, key in enumerate(it):
-                    if n >= limit:
-                        break
-                    yield keys.decode_queue_entry(key, queue)
-        except plyvel.CorruptionError as exc:
+            it = self._db.iterator(start=first, stop=prefix[:-1] + b"\x01", include_value=False, verify_checksums=True)
+        except plyvel.Error as exc:
             raise self._corrupt(exc) from exc
+        with it:
+            n = 0
+            for key in self._reading(it):
+                if n >= limit:
+                    break
+                entry = self._entry(key, queue)
+                if entry is not None:
+                    n += 1
+                    yield entry
 
     def count_due(self, queue: str, now_ms: int, *, limit: int) -> int:
         # Entries sort by directive, then time: count the due head of each
         # directive level and seek past the rest of that level.
         prefix = keys.queue_prefix(queue)
         count = 0
-        it = self._db.iterator(prefix=prefix, include_value=False)
         try:
-            for key in it:
-                directive, next_ms, _ = keys.decode_queue_entry(key, queue)
+            it = self._db.iterator(prefix=prefix, include_value=False, verify_checksums=True)
+        except plyvel.Error as exc:
+            raise self._corrupt(exc) from exc
+        try:
+            for key in self._reading(it):
+                entry = self._entry(key, queue)
+                if entry is None:
+                    continue
+                directive, next_ms, _ = entry
                 if next_ms <= now_ms:
                     count += 1
                     if count >= limit:
@@ -153,28 +205,35 @@ class LevelDBStore(Store):
         return count
 
     def hosts(self) -> Iterator[tuple[str, bytes]]:
+        for key, value in self._scan(self._hosts):
+            yield key.decode("utf-8"), value
+
+    def _scan(self, db: plyvel.PrefixedDB) -> Iterator[tuple[bytes, bytes]]:
+        """Every key and value under a prefix, block checksums verified."""
         try:
-            for key, value in self._hosts.iterator(verify_checksums=True):
-                yield key.decode("utf-8"), value
-        except plyvel.CorruptionError as exc:
+            it = db.iterator(verify_checksums=True)
+        except plyvel.Error as exc:
             raise self._corrupt(exc) from exc
+        with it:
+            yield from self._reading(it)
 
     def get_host(self, queue: str) -> bytes | None:
         try:
             return self._hosts.get(queue.encode("utf-8"), verify_checksums=True)
-        except plyvel.CorruptionError as exc:
+        except plyvel.Error as exc:
             raise self._corrupt(exc) from exc
 
     def get_meta(self, name: str) -> bytes | None:
         try:
             return self._meta.get(name.encode("utf-8"), verify_checksums=True)
-        except plyvel.CorruptionError as exc:
+        except plyvel.Error as exc:
             raise self._corrupt(exc) from exc
 
     def pending(self, queues: Collection[str] | None = None) -> Iterator[tuple[bytes, bytes]]:
-        yield from ((fp, mark) for fp, mark in self._pending if in_queues(mark, queues))
+        yield from ((fp, mark) for fp, mark in self._scan(self._pending) if in_queues(mark, queues))
 
-    def write(self, batch: Batch) -> None:
+    def write(self, batch: Batch, aside: dict[bytes, Exception] | None = None) -> None:
+        """Apply *batch*; *aside* moves malformed keys under ``x/`` in the same write."""
         # one process owns the database: a check before the batch is enough
         if any(self.get_record(queue, fp) is not None for queue, fp in batch.absent):
             raise Conflict(f"a record that must be new exists in {self.path}")
@@ -200,6 +259,9 @@ class LevelDBStore(Store):
                         wb.delete(keys.pending_key(fp))
                     else:
                         wb.put(keys.pending_key(fp), mark)
+                for key in aside or ():
+                    wb.put(keys.QUARANTINE_PREFIX + key, b"")
+                    wb.delete(key)
         except plyvel.Error as exc:
             reason = _reason(exc)
             if "no space left" in reason.lower():
@@ -208,12 +270,76 @@ class LevelDBStore(Store):
                     "crawl again: it resumes from the last write that succeeded"
                 ) from exc
             raise StoreError(f"Writing to the state database in {self.path} failed: {reason}") from exc
+        for key, exc in (aside or {}).items():
+            logger.error(
+                "The state database in %s holds a malformed key %r (%s); it is moved aside under x/ and the crawl "
+                "goes on.",
+                self.path,
+                key,
+                exc,
+            )
 
-    def records(self) -> Iterator[tuple[bytes, bytes]]:
-        yield from self._records
+    def records(self, start: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """Every record, in fingerprint order from *start* (included) if given."""
+        try:
+            it = self._records.iterator(start=start, verify_checksums=True)
+        except plyvel.Error as exc:
+            raise self._corrupt(exc) from exc
+        with it:
+            yield from self._reading(it)
+
+    def is_empty(self) -> bool:
+        """Does the database hold no key at all?"""
+        try:
+            with self._db.iterator(include_value=False, verify_checksums=True) as it:
+                return next(it, None) is None
+        except plyvel.Error as exc:
+            raise self._corrupt(exc) from exc
+
+    def readable_records(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every record that can still be read, stepping over damaged blocks;
+        then, if any were stepped over, the :class:`StoreCorrupt` of the first.
+
+        For the tools (``scrapy frontier export``): from a damaged database
+        they get what it still holds, and the one message saying what to do.
+        """
+        start: bytes | None = None
+        damage: StoreCorrupt | None = None
+        while True:
+            last = start
+            try:
+                for fp, raw in self.records(start):
+                    last = fp
+                    yield fp, raw
+                break
+            except StoreCorrupt as exc:
+                damage = damage or exc
+                after = self._readable_after(last)
+                if after is None:
+                    break
+                start = after
+        if damage is not None:
+            raise damage
+
+    def _readable_after(self, last: bytes | None) -> bytes | None:
+        """The lowest record key after *last* from which records read again
+        (None: none): a bisection over fingerprints, since reading from a key
+        fails while its block, or the next one, is damaged."""
+        width = len(last) if last else 20
+        lo, hi = (int.from_bytes(last, "big") if last else -1), 2 ** (8 * width)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            try:
+                with self._records.iterator(start=mid.to_bytes(width, "big"), verify_checksums=True) as it:
+                    next(it, None)
+            except plyvel.Error:
+                lo = mid
+            else:
+                hi = mid
+        return None if hi == 2 ** (8 * width) else hi.to_bytes(width, "big")
 
     def quarantined(self) -> Iterator[tuple[bytes, bytes]]:
-        yield from self._quarantine
+        yield from self._scan(self._quarantine)
 
     def close(self) -> None:
         if not self._db.closed:

@@ -18,6 +18,14 @@ database and delete the old tables).  The default is ``<JOBDIR>/adaptive``;
 Scrapyd gives every job a new JOBDIR, so long crawls under Scrapyd set
 ``ADAPTIVE_STATE_DIR`` to a fixed absolute path.
 
+**First start.**  The marker is written first, flagged ``creating``
+(:mod:`.marker`), and the flag is cleared once the database is open: a
+first start killed in between is finished by the next one; of two first
+starts at once, one creates the marker and LevelDB's lock lets one go on,
+the other being told the folder is in use.  A folder an older version's
+killed first start left (an empty ``frontier.ldb/``, no marker) is taken
+as half-made too.
+
 **Permissions.**  A new folder is created ``0700`` (its database folder too)
 and the files we write ourselves ``0600``: stored requests may carry
 cookies.  LevelDB creates its own files with the process umask; inside a
@@ -44,33 +52,42 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import socket
 import tempfile
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .base import Batch, Store, StoreError
+from .base import Batch, Store, StoreError, StoreInUse
 from .keys import FORGOTTEN_KEY, QUARANTINED_KEY, URLS_KEY, VISITS_KEY
 from .leveldb import LevelDBStore
+from .marker import (
+    CREATING,
+    FORMAT,
+    MARKER,
+    StateDirError,
+    check_marker,
+    create_marker,
+    private_opener,
+    read_marker,
+    write_marker,
+)
 
 if TYPE_CHECKING:
     from ..config.settings import AdaptiveConfig
+    from .redis import RedisStore
+
+__all__ = ["FORMAT", "MARKER", "StateDirError", "private_opener"]  # kept here for their users
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 1
-MARKER = "ADAPTIVE_STATE.json"
 DATABASE = "frontier.ldb"
 CHECKPOINT = "checkpoint"
 #: the meta entry of a shared store that plays the marker's part (spider, fingerprinter, format)
 IDENTITY = "identity"
 #: seconds between two checkpoints while the counts move (an fsync each)
 CHECKPOINT_INTERVAL = 10.0
-
-
-class StateDirError(RuntimeError):
-    """The state folder cannot be used; the message says why and what to do."""
 
 
 @dataclass(frozen=True)
@@ -100,11 +117,6 @@ def resolve(state_dir: str | None, jobdir: str | None) -> StateDir:
         path,
     )
     return StateDir(path, temporary=True)
-
-
-def private_opener(path: str, flags: int) -> int:
-    """``open(..., opener=private_opener)``: a new file is created ``0600``."""
-    return os.open(path, flags, 0o600)
 
 
 def _claim_folder(state: StateDir) -> None:
@@ -148,6 +160,13 @@ class SharedStore:
     tls_cert: str | None = None
     tls_key: str | None = None
 
+    def connect(self) -> RedisStore:
+        """A connection of its own (checked with a PING); :class:`StoreError` when refused."""
+        from . import redis
+
+        tls = {"tls_ca": self.tls_ca, "tls_cert": self.tls_cert, "tls_key": self.tls_key}
+        return redis.RedisStore(self.url, namespace=self.namespace, password=self.password, **tls)
+
 
 def worker_name(state_path: str) -> str:
     """How a worker is named in a shared store's leases: machine, process, state folder."""
@@ -186,65 +205,94 @@ def open_store(
     expected = {"format": FORMAT, "spider": spider, "fingerprinter": fingerprinter}
     if shared is not None:
         return _open_shared(state, expected, shared)
-    marker = _read_marker(state)
+    marker = read_marker(state.marker)
     if marker is None:
-        leftovers = [n for n in os.listdir(state.path) if n not in (MARKER, "crawl.log")]
-        if leftovers:
-            raise StateDirError(
-                f"{state.path} is not a scrapy-adaptive state folder (it holds {', '.join(sorted(leftovers)[:5])} "
-                f"but no {MARKER}). Refusing to write into it: choose an empty or new ADAPTIVE_STATE_DIR."
-            )
-        try:
-            os.makedirs(state.database, mode=0o700, exist_ok=True)
-        except OSError as exc:
-            raise StateDirError(f"ADAPTIVE_STATE_DIR {state.path} cannot be written: {exc}") from exc
-    else:
-        _check_marker(state.path, marker, expected)
-        if not os.path.isdir(state.database):
-            raise StateDirError(
-                f"{state.path} has {MARKER} but its database {DATABASE}/ is missing: the folder is incomplete. "
-                "Restore it from a backup, or remove the folder to start a new crawl."
-            )
+        marker = _first_marker(state, expected)
+    check_marker(state.path, marker, expected)
+    creating = bool(marker.get(CREATING))
     try:
-        # a marker means a database was made here: never create one over it
-        store = LevelDBStore(state.database, sync=sync, create=marker is None)
+        if creating:
+            os.makedirs(state.database, mode=0o700, exist_ok=True)
+    except OSError as exc:
+        raise StateDirError(f"ADAPTIVE_STATE_DIR {state.path} cannot be written: {exc}") from exc
+    if not os.path.isdir(state.database):
+        raise StateDirError(
+            f"{state.path} has {MARKER} but its database {DATABASE}/ is missing: the folder is incomplete. "
+            "Restore it from a backup, or remove the folder to start a new crawl."
+        )
+    try:
+        # a finished marker means a database was made here: never create one over it
+        store = LevelDBStore(state.database, sync=sync, create=creating)
     except StoreError as exc:
         raise StateDirError(str(exc)) from exc
     _private_database_files(state.database)
-    if marker is not None:
-        try:
+    try:
+        if creating:  # the database is open: the first start is done
+            write_marker(state.marker, {k: v for k, v in marker.items() if k != CREATING})
+        else:
             _check_checkpoint(state, marker, **stored_counts(store))
-        except BaseException:
-            store.close()
-            raise
-    if marker is None:
-        try:
-            _write_marker(state, {**expected, "created": _now()})
-        except OSError as exc:
-            store.close()
-            raise StateDirError(f"Cannot write {state.marker}: {exc}") from exc
+    except OSError as exc:
+        store.close()
+        raise StateDirError(f"Cannot write {state.marker}: {exc}") from exc
+    except BaseException:
+        store.close()
+        raise
     return store
+
+
+def _first_marker(state: StateDir, expected: dict) -> dict:
+    """The marker of a first start, made before the database and flagged
+    ``creating`` (see :mod:`.marker`), or the one another first start made
+    a moment ago (then LevelDB's lock decides which of the two goes on)."""
+    leftovers = [n for n in os.listdir(state.path) if n != "crawl.log" and not n.startswith(MARKER)]
+    if leftovers and not _half_made(state, leftovers):
+        raise StateDirError(
+            f"{state.path} is not a scrapy-adaptive state folder (it holds {', '.join(sorted(leftovers)[:5])} "
+            f"but no {MARKER}). Refusing to write into it: choose an empty or new ADAPTIVE_STATE_DIR."
+        )
+    data = {**expected, "created": _now(), CREATING: True}
+    try:
+        if create_marker(state.marker, data):
+            return data
+    except OSError as exc:
+        raise StateDirError(f"ADAPTIVE_STATE_DIR {state.path} cannot be written: {exc}") from exc
+    return read_marker(state.marker) or data
+
+
+#: the files LevelDB makes in a database folder
+_LEVELDB_FILE = re.compile(r"^(LOCK|LOG|LOG\.old|CURRENT|MANIFEST-\d+|\d+\.(log|ldb|sst|dbtmp))$")
+
+
+def _half_made(state: StateDir, leftovers: list[str]) -> bool:
+    """Is this folder one a first start was killed in before it wrote its
+    marker (scrapy-adaptive 0.x wrote it after the database): nothing but an
+    empty ``frontier.ldb/``?  Raises "in use" if a crawl holds that database."""
+    if leftovers != [DATABASE] or not os.path.isdir(state.database):
+        return False
+    try:
+        probe = LevelDBStore(state.database, create=False)
+    except StoreInUse as exc:
+        raise StateDirError(str(exc)) from exc
+    except StoreError:  # killed before LevelDB wrote its CURRENT file
+        return all(_LEVELDB_FILE.match(name) for name in os.listdir(state.database))
+    try:
+        return probe.is_empty()
+    finally:
+        probe.close()
 
 
 def _open_shared(state: StateDir, expected: dict, shared: SharedStore) -> Store:
     """Open the Redis frontier: its identity (spider, fingerprinter, format)
     is kept in Redis and checked like a marker; this worker's marker names
     the store, so its checkpoint is never compared with another database."""
-    from .redis import RedisStore, redacted
+    from .redis import redacted
 
     where = {"store": f"{redacted(shared.url)} {shared.namespace}"}
-    marker = _read_marker(state)
+    marker = read_marker(state.marker)
     if marker is not None:
-        _check_marker(state.path, marker, {**expected, **where})
+        check_marker(state.path, marker, {**expected, **where})
     try:
-        store = RedisStore(
-            shared.url,
-            namespace=shared.namespace,
-            password=shared.password,
-            tls_ca=shared.tls_ca,
-            tls_cert=shared.tls_cert,
-            tls_key=shared.tls_key,
-        )
+        store = shared.connect()
     except StoreError as exc:
         raise StateDirError(str(exc)) from exc
     try:
@@ -261,11 +309,11 @@ def _open_shared(state: StateDir, expected: dict, shared: SharedStore) -> Store:
                     f"The Redis store {store.url} namespace {shared.namespace} holds keys that are not a "
                     "scrapy-adaptive frontier; choose another ADAPTIVE_STORE_NAMESPACE."
                 )
-            _check_marker(f"The Redis store {store.url} (namespace {shared.namespace})", stored, expected)
+            check_marker(f"The Redis store {store.url} (namespace {shared.namespace})", stored, expected)
         if marker is not None:
             _check_checkpoint(state, marker, **stored_counts(store), shared=True)
         else:
-            _write_marker(state, {**expected, **where, "created": _now()})
+            write_marker(state.marker, {**expected, **where, "created": _now()})
     except (OSError, StoreError) as exc:
         store.close()
         raise StateDirError(str(exc)) from exc
@@ -350,65 +398,13 @@ def write_checkpoint(state: StateDir, *, urls: int, visits: int, clean: bool) ->
     Call only with counts whose writes have all succeeded.
     """
     try:
-        marker = _read_marker(state) or {}
+        marker = read_marker(state.marker) or {}
         marker[CHECKPOINT] = {"urls": urls, "visits": visits, "clean": clean, "at": _now()}
-        _write_marker(state, marker)
+        write_marker(state.marker, marker)
     except (OSError, StateDirError) as exc:
         logger.warning("Cannot write the checkpoint to %s: %s", state.marker, exc)
         return False
     return True
-
-
-def _read_marker(state: StateDir) -> dict | None:
-    try:
-        with open(state.marker, encoding="utf-8") as f:
-            data = json.load(f)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        raise StateDirError(f"{state.marker} is unreadable or corrupt ({exc}); refusing to guess.") from exc
-    if not isinstance(data, dict):
-        raise StateDirError(f"{state.marker} is not a scrapy-adaptive marker; refusing to guess.")
-    return data
-
-
-def _check_marker(where: str, marker: dict, expected: dict) -> None:
-    """Refuse a state written by another spider, fingerprinter, store or a newer format.
-
-    *where* names the state in messages: the folder, or the Redis store and
-    namespace (whose identity plays the marker's part).
-    """
-    if not isinstance(marker.get("format"), int) or marker["format"] > FORMAT:
-        raise StateDirError(
-            f"{where} was written by a newer scrapy-adaptive (state format {marker.get('format')!r}, "
-            f"this one reads {FORMAT}). Upgrade scrapy-adaptive."
-        )
-    if marker.get("spider") != expected["spider"]:
-        raise StateDirError(
-            f"{where} belongs to spider {marker.get('spider')!r}, not {expected['spider']!r}. "
-            "Give each spider its own JOBDIR / ADAPTIVE_STATE_DIR (ADAPTIVE_STORE_NAMESPACE in a Redis store)."
-        )
-    if marker.get("store") != expected.get("store"):
-        raise StateDirError(
-            f"{where} was used with the store {marker.get('store') or 'LevelDB in the folder'}, this crawl "
-            f"uses {expected.get('store') or 'LevelDB in the folder'}: give each store its own JOBDIR / "
-            "ADAPTIVE_STATE_DIR."
-        )
-    if marker.get("fingerprinter") != expected["fingerprinter"]:
-        raise StateDirError(
-            f"{where} was written with REQUEST_FINGERPRINTER_CLASS {marker.get('fingerprinter')!r}, "
-            f"this crawl uses {expected['fingerprinter']!r}: every stored URL would be orphaned. Restore the "
-            "setting, or start a new state folder."
-        )
-
-
-def _write_marker(state: StateDir, data: dict) -> None:
-    tmp = state.marker + ".tmp"
-    with open(tmp, "w", encoding="utf-8", opener=private_opener) as f:
-        json.dump(data, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, state.marker)
 
 
 class Checkpoints:
@@ -438,3 +434,8 @@ class Checkpoints:
     def stop(self) -> None:
         """A store write failed: no checkpoint may be written any more."""
         self._stopped = True
+
+    @property
+    def stopped(self) -> bool:
+        """Was the crawl stopped for a store failure (reported then)?"""
+        return self._stopped

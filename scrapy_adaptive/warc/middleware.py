@@ -19,10 +19,16 @@ from typing import TYPE_CHECKING
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+from .. import meta
 from ..config.spec import ConfigError
 from ..integration.delivery import SINK_CLOSED, SINK_OPENED
 from ..integration.refusal import Refusal
+from ..integration.sinkfail import SINK_FAILED, SinkError
+from ..integration.stopgrace import AbandonedDownload
 from ..integration.wiring import FRONTIER_OPENED, crawl_config
+from ..store.base import StoreError
+from .digests import shared_payloads
+from .fleetdigests import fleet_index
 from .writer import (
     DROPPED_REQUEST_HEADERS,
     DROPPED_RESPONSE_HEADERS,
@@ -40,26 +46,42 @@ if TYPE_CHECKING:
 
     from ..config.settings import AdaptiveConfig
     from ..integration.verdicts import FrontierServices
+    from ..ops.console.api import FrontierConsole
 
 logger = logging.getLogger(__name__)
 
+#: crawl-log annotation of a body archived as a revisit of another URL's capture
+DUPLICATE_ANNOTATION = "duplicate:otherUrl"
 
-def _header_list(headers: Headers, dropped: frozenset[bytes]) -> list[tuple[str, str]]:
+
+#: request headers that carry credentials: their values are not archived
+#: unless ADAPTIVE_WARC_KEEP_CREDENTIALS (a WARC file is often shared, replayed, uploaded)
+CREDENTIAL_HEADERS = frozenset({b"authorization", b"proxy-authorization", b"cookie"})
+REDACTED = b"REDACTED"
+
+
+def _header_list(
+    headers: Headers, dropped: frozenset[bytes], redacted: frozenset[bytes] = frozenset()
+) -> list[tuple[str, str]]:
     return [
-        (name.decode("latin-1"), value.decode("latin-1"))
+        (name.decode("latin-1"), (REDACTED if name.lower() in redacted else value).decode("latin-1"))
         for name, values in headers.items()
         if name.lower() not in dropped
         for value in values
     ]
 
 
-def exchange_of(request: Request, response: Response, fetched: float) -> HttpExchange:
+def exchange_of(
+    request: Request, response: Response, fetched: float, *, keep_credentials: bool = False
+) -> HttpExchange:
     """What the archive stores of one Scrapy request and its response."""
     headers_only = response.status == 304 or "download_stopped" in response.flags
+    dropped = DROPPED_REQUEST_HEADERS - CREDENTIAL_HEADERS  # those follow the setting
+    redacted = frozenset() if keep_credentials else CREDENTIAL_HEADERS
     return HttpExchange(
         url=response.url,
         method=request.method,
-        request_headers=_header_list(request.headers, DROPPED_REQUEST_HEADERS),
+        request_headers=_header_list(request.headers, dropped, redacted),
         request_body=request.body,
         status=response.status,
         protocol=response.protocol or "HTTP/1.1",
@@ -68,6 +90,12 @@ def exchange_of(request: Request, response: Response, fetched: float) -> HttpExc
         headers_only=headers_only,
         fetched=fetched,
     )
+
+
+class NotArchived(AbandonedDownload):
+    """The response could not be archived: it gets no verdict (the URL is
+    due again at the next start, when its records are written) and Scrapy
+    logs nothing for it (an ``IgnoreRequest``)."""
 
 
 class WarcMiddleware:
@@ -115,8 +143,9 @@ class WarcMiddleware:
         crawler.signals.connect(mw.frontier_opened, FRONTIER_OPENED)
         return mw
 
-    def frontier_opened(self, services: FrontierServices) -> None:
-        """The scheduler opened the frontier: open the WARC folder."""
+    def frontier_opened(self, services: FrontierServices, console: FrontierConsole | None = None) -> None:
+        """The scheduler opened the frontier: open the WARC folder, and offer
+        the console's report the payloads archived under several URLs."""
         config = self.config
         if config is None or config.warc_dir is None or self.writer is not None:
             return
@@ -125,22 +154,48 @@ class WarcMiddleware:
         except ImportError:
             self.refusal.refuse(EXTRA_MESSAGE)
             return
+        fleet = None
         try:
+            spider = self.crawler.spider.name if self.crawler is not None and self.crawler.spider else "spider"
+            fleet = fleet_index(config, spider)
             writer = WarcWriter(
-                config.warc_dir, prefix=config.warc_prefix, max_size=config.warc_max_size, info=self.info
+                config.warc_dir,
+                prefix=config.warc_prefix,
+                max_size=config.warc_max_size,
+                info=self.info,
+                dedup_across_urls=config.warc_dedup_across_urls,
+                digest_index_size=config.warc_digest_index_size,
+                fleet_digests=fleet,
             )
             writer.open()
-        except (ConfigError, WarcError) as exc:
+        except (ConfigError, WarcError, StoreError) as exc:
+            if fleet is not None:  # the writer never opened: its connection is closed here
+                fleet.close()
             self.refusal.refuse(str(exc))
             return
         self.writer = writer
+        if console is not None:
+            console.sections["shared_payloads"] = lambda: (
+                shared_payloads(writer.index) if writer.index is not None else {"unavailable": "the crawl is closing"}
+            )
         logger.info("Writing WARC files to %s (%s)", writer.folder, writer.filename)
         if self.crawler is not None:
-            self.crawler.signals.send_catch_log(SINK_OPENED, sink=writer)
+            signals_ = self.crawler.signals
+            writer.on_failure = lambda error: signals_.send_catch_log(SINK_FAILED, sink=writer, error=error)
+            signals_.send_catch_log(SINK_OPENED, sink=writer)
 
     def process_response(self, request: Request, response: Response) -> Response:
         if self.writer is not None:
-            self.writer.archive(exchange_of(request, response, self.clock()))
+            keep = self.config is not None and self.config.warc_keep_credentials
+            try:
+                self.writer.archive(exchange_of(request, response, self.clock(), keep_credentials=keep))
+            except SinkError as exc:  # said once (SINK_FAILED); the crawl stops
+                raise NotArchived(f"{response.url} was not archived ({exc}); due again at the next start") from None
+            # the crawl log's annotation (reset: a redirect hop's request shares its meta)
+            if self.writer.duplicate_of is not None:
+                request.meta[meta.ARCHIVE_NOTE] = DUPLICATE_ANNOTATION
+            else:
+                request.meta.pop(meta.ARCHIVE_NOTE, None)
             for key, value in self.writer.counts.items():
                 self.stats.set_value(f"adaptive/warc/{key}", value)
         return response

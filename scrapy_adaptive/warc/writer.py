@@ -8,8 +8,10 @@ included) with the body **as sent**: before ``HttpCompressionMiddleware``
 (590) decodes it, so ``Content-Encoding`` and the stored bytes agree.  The
 HTTP client has already removed the chunked transfer coding, so
 ``Transfer-Encoding`` is left out of the stored headers (a replay tool would
-otherwise try to de-chunk a plain body); ``Proxy-Authorization`` is left out
-of request records.
+otherwise try to de-chunk a plain body).  Request records hold the
+credentials a request carried (``Authorization``, ``Proxy-Authorization``,
+``Cookie``) as ``REDACTED`` unless ``ADAPTIVE_WARC_KEEP_CREDENTIALS``, and
+WARC files are created ``0600`` (the folder ``0700``), like the state folder.
 
 **Which record.**  The writer decides by the archive's own content, not by
 the change verdict (a digest rule may call a page with a new clock
@@ -23,7 +25,9 @@ not see):
   ``identical-payload-digest``;
 * a 304, or a download stopped after its headers (a mid-fetch abort): the
   headers as a ``revisit``, profile ``server-not-modified`` (the server's
-  validators said "not modified"), never a truncated ``response``.
+  validators said "not modified"), never a truncated ``response``; a 304's
+  revisit holds the capture's status and headers as the 304 updates them
+  (:func:`~.capture.updated_by_304`), so that replay serves the page.
 
 A revisit's ``WARC-Refers-To`` / ``-Target-URI`` / ``-Date`` and
 ``WARC-Payload-Digest`` are the capture's: a revisit never refers to
@@ -61,17 +65,19 @@ import re
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from ..change.digest import payload_digest
 from ..config.spec import ConfigError
+from ..integration.sinkfail import SinkError, sink_error
+from ..store.marker import private_opener
+from .capture import Capture, HttpExchange, updated_by_304
+from .digests import DigestIndex
 
 if TYPE_CHECKING:
-
-    pass
+    from .fleetdigests import FleetDigestIndex
 
 logger = logging.getLogger(__name__)
 
@@ -125,40 +131,6 @@ def complete_members_end(file: io.BufferedIOBase, start: int) -> int:
             position += len(chunk)
 
 
-@dataclass(frozen=True)
-class Capture:
-    """A URL's last archived ``response`` record, as revisits refer to it."""
-
-    uri: str
-    date: str
-    record_id: str
-    digest: str
-
-    def to_json(self) -> bytes:
-        return json.dumps([self.uri, self.date, self.record_id, self.digest]).encode()
-
-    @classmethod
-    def from_json(cls, raw: bytes) -> Capture:
-        return cls(*json.loads(raw))
-
-
-@dataclass
-class HttpExchange:
-    """One HTTP transaction as the archive stores it (plain values, no Scrapy)."""
-
-    url: str
-    method: str
-    request_headers: list[tuple[str, str]]
-    request_body: bytes
-    status: int
-    protocol: str
-    response_headers: list[tuple[str, str]]
-    body: bytes
-    #: only the headers were seen (a 304, a download stopped after them)
-    headers_only: bool
-    fetched: float
-
-
 class WarcWriter:
     """Writes WARC/1.1 files with a per-URL capture index; a durable sink."""
 
@@ -170,6 +142,9 @@ class WarcWriter:
         max_size: int = 2**30,
         info: dict[str, str] | None = None,
         clock: Callable[[], float] = time.time,
+        dedup_across_urls: bool = False,
+        digest_index_size: int = 1_000_000,
+        fleet_digests: FleetDigestIndex | None = None,
     ) -> None:
         if not PREFIX_PATTERN.fullmatch(prefix):
             raise ConfigError(f"ADAPTIVE_WARC_PREFIX ({prefix!r}) must be letters, digits, '.', '_' or '-'.")
@@ -178,16 +153,28 @@ class WarcWriter:
         self.max_size = max_size
         self.info = dict(info or {})
         self.clock = clock
+        self.dedup_across_urls = dedup_across_urls
+        self.digest_index_size = digest_index_size
         self.index: Any = None  # plyvel.DB, opened by open()
+        #: payload digest -> first capture under any URL (ADAPTIVE_WARC_DEDUP_ACROSS_URLS):
+        #: the folder's own, or the fleet's in Redis (*fleet_digests*, closed with the writer)
+        self.digests: DigestIndex | FleetDigestIndex | None = None
+        self.fleet_digests = fleet_digests
         self._warc: Any = None  # warcio's WARCWriter (builds records), made by open()
         self.file: io.BufferedWriter | None = None
         self.filename: str | None = None
         self.serial = 0
+        #: the other URL the last archived body was first captured under (None: not a cross-URL duplicate)
+        self.duplicate_of: str | None = None
         #: captures written but not durable yet (enter the index at make_durable)
         self._pending: dict[str, Capture] = {}
         self._dirty = False
         #: record counts by type, and files opened, for the stats
         self.counts: dict[str, int] = {}
+        #: the first write error: nothing more is written, indexed or confirmed
+        self.failure: SinkError | None = None
+        #: told of that error once (the middleware stops the crawl)
+        self.on_failure: Callable[[SinkError], None] | None = None
 
     # -- life cycle -------------------------------------------------------------
 
@@ -197,20 +184,33 @@ class WarcWriter:
         from warcio.warcwriter import WARCWriter
 
         try:
-            os.makedirs(self.folder, exist_ok=True)
+            os.makedirs(self.folder, mode=0o700, exist_ok=True)
             self.index = plyvel.DB(os.path.join(self.folder, INDEX), create_if_missing=True)
         except (OSError, plyvel.Error) as exc:
             raise WarcError(f"ADAPTIVE_WARC_DIR {self.folder} cannot be used: {exc}") from exc
         self._warc = WARCWriter(None, gzip=True, warc_version="1.1")
-        self._repair_last_file()
-        self._new_file()
+        try:
+            if self.dedup_across_urls:
+                self.digests = self.fleet_digests or DigestIndex(self.index, self.digest_index_size)
+            self._repair_last_file()
+            self._new_file()
+        except (OSError, plyvel.Error) as exc:
+            self.close()
+            raise WarcError(str(self.failure or self._failed(exc))) from None
 
     def close(self) -> None:
+        if self.file is not None and self.failure is not None:
+            self.file.raw.close()  # type: ignore[attr-defined]  # nothing more is written: the buffer is dropped
+            self.file = None
         if self.file is not None:
             self._close_file()
         if self.index is not None:
             self.index.close()
             self.index = None
+            self.digests = None
+        if self.fleet_digests is not None:
+            self.fleet_digests.close()
+            self.fleet_digests = None
 
     def _repair_last_file(self) -> None:
         raw = self.index.get(b"f")
@@ -237,7 +237,8 @@ class WarcWriter:
             name = f"{self.prefix}-{stamp}-{self.serial:05d}.warc.gz"
             self.serial += 1
             try:
-                self.file = open(os.path.join(self.folder, name), "xb")  # noqa: SIM115 (closed by _close_file)
+                # request records may hold what identifies a session: private to this user
+                self.file = open(os.path.join(self.folder, name), "xb", opener=private_opener)  # noqa: SIM115
                 break
             except FileExistsError:
                 continue
@@ -260,23 +261,43 @@ class WarcWriter:
     # -- the durable sink ---------------------------------------------------------
 
     def make_durable(self) -> bool:
-        """Flush and fsync the current file, then index the captures it holds."""
+        """Flush and fsync the current file, then index the captures it holds.
+
+        False once a write failed: the versions stay unconfirmed and are
+        delivered (and archived) again after a restart.
+        """
+        import plyvel
+
+        if self.failure is not None:
+            return False
         if self.file is None or not self._dirty:
             return True
         try:
             self.file.flush()
             os.fsync(self.file.fileno())
-        except OSError as exc:
-            # versions stay unconfirmed (delivered again after a restart)
-            logger.error("WARC file %s cannot be made durable: %s", self.filename, exc)
+            with self.index.write_batch() as batch:
+                for uri, capture in self._pending.items():
+                    batch.put(b"c/" + uri.encode(), capture.to_json())
+                batch.put(b"f", json.dumps([self.filename, self.file.tell()]).encode())
+                if self.digests is not None:
+                    self.digests.write(batch)
+            if self.digests is not None:
+                self.digests.evict()
+        except (OSError, plyvel.Error) as exc:
+            self._failed(exc)
             return False
         self._dirty = False
-        with self.index.write_batch() as batch:
-            for uri, capture in self._pending.items():
-                batch.put(b"c/" + uri.encode(), capture.to_json())
-            batch.put(b"f", json.dumps([self.filename, self.file.tell()]).encode())
         self._pending.clear()
         return True
+
+    def _failed(self, exc: BaseException) -> SinkError:
+        """The folder cannot be written: said once, the writer stops."""
+        if self.failure is None:
+            path = os.path.join(self.folder, self.filename or INDEX)
+            self.failure = sink_error("WARC file", path, exc)
+            if self.on_failure is not None:
+                self.on_failure(self.failure)
+        return self.failure
 
     # -- records ------------------------------------------------------------------
 
@@ -290,25 +311,48 @@ class WarcWriter:
 
     def archive(self, exchange: HttpExchange) -> str | None:
         """Write the records of one HTTP transaction; returns the record type
-        written (``response``, ``revisit``) or None when nothing could be."""
+        written (``response``, ``revisit``) or None when nothing could be.
+
+        Raises :class:`SinkError` once the folder cannot be written.
+        """
+        import plyvel
+
+        if self.failure is not None:
+            raise self.failure
+        assert self.file is not None, "open() first"
+        try:
+            return self._archive(exchange)
+        except (OSError, plyvel.Error) as exc:
+            raise self._failed(exc) from None
+
+    def _archive(self, exchange: HttpExchange) -> str | None:
         from warcio.statusandheaders import StatusAndHeaders
 
-        assert self.file is not None, "open() first"
         date = warc_date(exchange.fetched)
         capture = self.capture_of(exchange.url)
         digest = None if exchange.headers_only else payload_digest(exchange.body)
+        self.duplicate_of = None
+        elsewhere = None
+        if self.digests is not None and digest and exchange.body and (capture is None or capture.digest != digest):
+            elsewhere = self.digests.lookup(digest)  # archived before, maybe under another URL
+            if elsewhere is not None:
+                capture = elsewhere
         if exchange.headers_only or (capture is not None and digest == capture.digest and exchange.body):
             if capture is None:
                 self.counts["revisit_without_capture"] = self.counts.get("revisit_without_capture", 0) + 1
                 return None
             profile = NOT_MODIFIED_PROFILE if exchange.headers_only else IDENTICAL_PROFILE
+            if profile == IDENTICAL_PROFILE and capture.uri != exchange.url:
+                self.duplicate_of = capture.uri  # the body was first archived under that URL
             kind = "revisit"
         else:
             kind = "response"
-        phrase = _reason(exchange.status)
-        http = StatusAndHeaders(
-            f"{exchange.status} {phrase}".strip(), exchange.response_headers, protocol=exchange.protocol
-        )
+        status_line = f"{exchange.status} {_reason(exchange.status)}".strip()
+        http = StatusAndHeaders(status_line, exchange.response_headers, protocol=exchange.protocol)
+        if kind == "revisit" and exchange.status == 304:
+            assert capture is not None
+            line, protocol, headers = updated_by_304(capture, exchange)
+            http = StatusAndHeaders(line, headers, protocol=protocol)
         headers = {"WARC-Date": date}
         if kind == "revisit":
             assert capture is not None
@@ -332,8 +376,23 @@ class WarcWriter:
         # pointing at a record the repair at the next open cut off
         self._write(record)
         self._write(self._request_record(exchange, date, record_id))
-        if kind == "response" and exchange.body:
-            self._pending[exchange.url] = Capture(exchange.url, date, record_id, digest or "")
+        if exchange.body and (kind == "response" or elsewhere is not None):
+            # a response, or a revisit of a body first archived elsewhere: the URL's
+            # capture from now on (with its own status and headers, for its 304s)
+            first = elsewhere or Capture(exchange.url, date, record_id, digest or "")
+            self._pending[exchange.url] = Capture(
+                first.uri,
+                first.date,
+                first.record_id,
+                digest or "",
+                status_line,
+                exchange.protocol,
+                tuple(exchange.response_headers),
+            )
+            if kind == "response" and self.digests is not None:
+                self.digests.add(Capture(exchange.url, date, record_id, digest or ""))
+        if self.duplicate_of is not None:
+            self.counts["dedup_across_urls"] = self.counts.get("dedup_across_urls", 0) + 1
         self.counts[kind] = self.counts.get(kind, 0) + 1
         if self.file is not None and self.file.tell() >= self.max_size:
             self._close_file()

@@ -20,6 +20,7 @@ from scrapy_adaptive.frontier import AddResult, Frontier
 from scrapy_adaptive.store.base import Batch, Conflict, MemoryStore, Store, StoreError
 from scrapy_adaptive.store.keys import NEVER_MS
 from scrapy_adaptive.store.redis import RedisStore
+from tests.hypo import examples
 from testsite.redisserver import RedisClusterServers, RedisServer
 
 
@@ -91,7 +92,7 @@ queues = st.sampled_from(["a.example", "b.example", "x{y}:z"])
 entry = st.tuples(queues, st.integers(0, 3), st.integers(0, 10_000), st.binary(min_size=20, max_size=20))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=st.lists(st.tuples(st.lists(entry, max_size=6), st.lists(entry, max_size=3)), max_size=6))
 def test_every_store_answers_like_the_reference(store: Store, batches: list) -> None:
     """Random batches of puts and deletes: every store reads back what MemoryStore does."""

@@ -6,6 +6,7 @@ start does); the command runs in the project folder like a user types it.
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -17,9 +18,11 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from scrapy_adaptive.ops.console.html import render
 from testsite.demo import DemoSiteProcess
 
 pytestmark = pytest.mark.e2e
@@ -85,11 +88,11 @@ def site() -> Iterator[DemoSiteProcess]:
 
 @pytest.fixture(scope="module")
 def stopped(site: DemoSiteProcess) -> Iterator[tuple[Path, str]]:
-    """A job folder after a 6-second crawl, and the crawl's log."""
+    """A job folder after a 10-second crawl, and the crawl's log (long enough to see changes on a loaded machine)."""
     # short: a Unix socket path holds at most 107 bytes
     root = Path(tempfile.mkdtemp(prefix="fc-"))
     job = root / "job"
-    done = run_demo_crawl(site, job, "CLOSESPIDER_TIMEOUT=6", timeout=90)
+    done = run_demo_crawl(site, job, "CLOSESPIDER_TIMEOUT=10", timeout=90)
     assert done.returncode == 0, done.stderr[-3000:]
     yield job, done.stderr
     shutil.rmtree(root, ignore_errors=True)
@@ -139,7 +142,7 @@ def test_on_a_running_crawl_seed_is_fetched_and_forget_stops_visits(site: DemoSi
     root = Path(tempfile.mkdtemp(prefix="fc-"))
     job = root / "job"
     seeded = site.url + "?seeded=running"
-    cmd = crawl_args(site, job, "CLOSESPIDER_TIMEOUT=40", "ADAPTIVE_WAIT_POLICIES=[]", "ADAPTIVE_WAIT_INITIAL=1")
+    cmd = crawl_args(site, job, "CLOSESPIDER_TIMEOUT=60", "ADAPTIVE_WAIT_POLICIES=[]", "ADAPTIVE_WAIT_INITIAL=1")
     crawl = subprocess.Popen(cmd, cwd=SAMPLE, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 20
@@ -152,7 +155,7 @@ def test_on_a_running_crawl_seed_is_fetched_and_forget_stops_visits(site: DemoSi
         seed = frontier(job, "seed", seeded)
         assert seed.stdout.strip() == f"{seeded}: queued", seed.stdout + seed.stderr
         # fetched, and revisited (its wait is about a second)
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 30
         while len(visits_of(job, seeded)) < 2 and time.monotonic() < deadline:
             time.sleep(0.2)
         assert len(visits_of(job, seeded)) >= 2
@@ -195,37 +198,104 @@ def chromium() -> str:
     return path
 
 
+#: run by Chromium on a copy of the report: every SVG text that spills out of
+#: its chart (clipped on screen), and what each chart section shows
+MEASURE = """<script>
+const out = {clipped: [], sections: {}};
+for (const svg of document.querySelectorAll("svg")) {
+  const box = svg.getBoundingClientRect();
+  for (const t of svg.querySelectorAll("text")) {
+    const r = t.getBoundingClientRect();
+    if (r.left < box.left - 0.5 || r.right > box.right + 0.5 || r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5)
+      out.clipped.push(t.textContent);
+  }
+}
+for (const h2 of document.querySelectorAll("h2")) {
+  const div = h2.parentElement;
+  out.sections[h2.textContent] = {
+    bars: div.querySelectorAll("rect").length,
+    texts: [...div.querySelectorAll("svg text")].map(t => t.textContent),
+    line: div.querySelectorAll("path").length,
+    note: [...div.querySelectorAll("p")].map(p => p.textContent).join(" "),
+  };
+}
+const pre = document.createElement("pre");
+pre.id = "measure";
+pre.textContent = JSON.stringify(out);
+document.body.appendChild(pre);
+</script>"""
+
+
+def in_chromium(page: Path, tmp_path: Path) -> dict[str, Any]:
+    """The report as headless Chromium lays it out: a screenshot beside it
+    (``<page>.png``, for a person to look at) and the measurements of
+    :data:`MEASURE`."""
+    flags = [
+        chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--window-size=1100,1180",
+    ]
+    shot = page.with_suffix(".png")
+    subprocess.run([*flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=60, check=True)
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 30_000  # a blank page is a few kB
+    probe = page.with_name("probe-" + page.name)
+    probe.write_text(page.read_text().replace("</body>", MEASURE + "</body>"))
+    dom = subprocess.run([*flags, "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=60, check=True)
+    found = re.search(r'<pre id="measure">(.*?)</pre>', dom.stdout, re.S)
+    assert found, dom.stdout[-2000:]
+    return json.loads(html.unescape(found.group(1)))
+
+
 def test_the_html_report_renders_in_headless_chromium(stopped: tuple[Path, str], tmp_path: Path) -> None:
     job, _ = stopped
     page = tmp_path / "report.html"
     done = frontier(job, "report", "--html", str(page))
     assert done.returncode == 0 and page.exists(), done.stderr
     assert (job / "adaptive" / "report.html").exists()  # refreshed by the crawl at each summary
-    shot = tmp_path / "report.png"
-    subprocess.run(
-        [
-            chromium(),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            f"--screenshot={shot}",
-            "--window-size=1100,1180",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        timeout=60,
-        check=True,
-    )
-    png = shot.read_bytes()
-    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 30_000  # a blank page is a few kB
+    seen = in_chromium(page, tmp_path)
     if os.environ.get("SCRAPY_ADAPTIVE_SCREENSHOT"):
-        shutil.copy(shot, os.environ["SCRAPY_ADAPTIVE_SCREENSHOT"])
+        shutil.copy(page.with_suffix(".png"), os.environ["SCRAPY_ADAPTIVE_SCREENSHOT"])
+    assert seen["clipped"] == []
+    sections = seen["sections"]
+    assert sections["Wait intervals (URLs)"]["bars"] > 0
+    # no budget set: none drawn, none named
+    revisits = next(v for k, v in sections.items() if k.startswith("Revisits per hour"))
+    assert revisits["line"] == 0 and "budget" not in json.dumps(revisits) and revisits["bars"] > 0
+    # a short crawl: its backlog chart has bars, or says why it has none
+    backlog = sections["URLs due (backlog) over time"]
+    assert backlog["bars"] > 0 or "No URL was overdue at any summary" in backlog["note"]
+
+    # the figures of a long crawl (as the issue saw them): a megabyte saved in
+    # an hour, and hours that recorded the pace planned without a budget
+    report = json.loads(frontier(job, "report", "--json").stdout)["report"]
+    hour = report["hours"][-1][0] if report["hours"] else 490000
+    report["hours"] = [[hour - 1, [900, 40, 1074863, 0, 543.0]], [hour, [700, 30, 20000, 0, 543.0]]]
+    long = tmp_path / "long.html"
+    long.write_text(render(report))
+    seen = in_chromium(long, tmp_path)
+    assert seen["clipped"] == []
+    saved = seen["sections"]["Bytes saved by validators per hour"]
+    assert "1.1 MB" in saved["texts"] and not any(t.isdigit() and len(t) > 4 for t in saved["texts"])
+    revisits = next(v for k, v in seen["sections"].items() if k.startswith("Revisits per hour"))
+    assert revisits["line"] == 0 and "off the scale" not in json.dumps(revisits)
+    assert "No URL was overdue at any summary in the 2 hours recorded." in seen["sections"][
+        "URLs due (backlog) over time"
+    ]["note"]
+    report["budget"]["set_per_day"] = 12000.0  # a budget set: drawn, within the scale
+    budgeted = tmp_path / "budgeted.html"
+    budgeted.write_text(render(report))
+    seen = in_chromium(budgeted, tmp_path)
+    revisits = seen["sections"]["Revisits per hour (red: budget)"]
+    assert seen["clipped"] == [] and revisits["line"] == 1 and "900" in revisits["texts"]
 
 
 def test_a_redis_backed_worker_stopped_and_running(site: DemoSiteProcess, redis_url: str) -> None:
@@ -236,7 +306,7 @@ def test_a_redis_backed_worker_stopped_and_running(site: DemoSiteProcess, redis_
     job = root / "job"
     store = f"ADAPTIVE_STORE_URL={redis_url}"
     try:
-        done = run_demo_crawl(site, job, store, "CLOSESPIDER_TIMEOUT=4", timeout=90)
+        done = run_demo_crawl(site, job, store, "CLOSESPIDER_TIMEOUT=8", timeout=90)
         assert done.returncode == 0, done.stderr[-3000:]
         assert not (job / "adaptive" / "frontier.ldb").exists()
         # without the store setting: the marker's URL (no password) serves

@@ -3,6 +3,10 @@ a source whose hints are false loses trust, a bad lastmod is reported."""
 
 from __future__ import annotations
 
+import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +16,7 @@ from scrapy_adaptive.hosts.hints import Hint
 from scrapy_adaptive.policies.hint_decisions import precision
 from scrapy_adaptive.store.leveldb import LevelDBStore
 from tests.crawlrunner import SPIDERS_DIR, run_crawl
+from tests.e2e.test_console import SAMPLE, _env
 from tests.mockserver import MockServer
 
 pytestmark = pytest.mark.e2e
@@ -90,3 +95,36 @@ def test_sitemap_lastmod_brings_a_page_forward_and_a_lying_source_loses_trust(
     assert f"meta['adaptive_hint'] of {bad_url}: 'modified' ('garbage')" in result.log
     assert stats["adaptive/hints/ignored/invalid"] >= 1
     assert stats["adaptive/hints/received"] == stats["adaptive/hints/acted"] + stats["adaptive/hints/ignored"]
+
+    # what each source earned is in the report (text, JSON, HTML), `frontier url` and `export`
+    console = ["-m", "scrapy", "frontier"]
+    state = ["--state-dir", str(tmp_state / "adaptive")]
+
+    def frontier(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, *console, *args, *state],
+            cwd=SAMPLE,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    text = frontier("report")
+    liar = f"liar: 0 confirmed, {refuted:g} refuted"
+    assert "change hints, what each sitemap or feed earned" in text and liar in text, text[-1500:]
+    assert re.search(rf"{liar} \(.*\), precision 0\.[01]\d\n", text) and "sitemap: 1 confirmed" in text
+    page = tmp_state / "report.html"
+    answer = json.loads(frontier("report", "--json", "--html", str(page)).split("\nHTML report written")[0])
+    sources = {row["source"]: row for row in answer["report"]["hints"]["sources"]}
+    assert sources["liar"]["refuted"] == refuted
+    assert sources["liar"]["precision"] == pytest.approx(learned["liar"], abs=0.01)
+    assert "Change hints: what each sitemap or feed earned" in page.read_text()
+    assert f"<td>liar</td><td>all</td><td>0</td><td>{refuted:g}</td>" in page.read_text()
+    about = frontier("url", server.url("/page/liar-a"))
+    assert f"change hints on {host}" in about and liar in about, about
+    exported = [json.loads(line) for line in frontier("export").splitlines()]
+    liar_a = next(r for r in exported if r["url"] == server.url("/page/liar-a"))
+    assert {r["source"]: r["refuted"] for r in liar_a["hint_sources"]}["liar"] == refuted

@@ -130,6 +130,9 @@ def test_three_workers_one_killed_and_restarted_share_one_polite_frontier(
     results = [finish_crawl(p, timeout=60) for p in (first, third, again)]
     for result in results:
         result.assert_ok()
+        # the close summary says which figures are the fleet's and which this worker's
+        assert re.search(r"Fleet's frontier, as this worker last read it, at close: \d+ URLs", result.log)
+        assert re.search(r"This worker \(one of [1-3]\) holds \d of the fleet.s \d+ hosts: \d+ URLs", result.log)
     final = redis_records(redis_url)
     assert set(final) == expected
     assert all(r.visits >= 1 for r in final.values())

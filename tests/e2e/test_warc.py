@@ -16,6 +16,7 @@ import sys
 import time
 import zlib
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -136,8 +137,9 @@ def test_a_crawl_archives_versions_as_responses_and_unchanged_visits_as_revisits
     revisits = [r for r in records if r["type"] == "revisit"]
     profiles = {(r["h"]["WARC-Profile"], r["status"]) for r in revisits}
     assert (IDENTICAL_PROFILE, 200) in profiles  # the static page downloaded again
-    assert (NOT_MODIFIED_PROFILE, 304) in profiles  # conditional GETs
-    assert (NOT_MODIFIED_PROFILE, 200) in profiles  # mid-fetch aborts: the headers seen
+    # conditional GETs (304s, written as the stored response updated by the 304,
+    # so that replay serves the page) and mid-fetch aborts (the headers seen)
+    assert {status for profile, status in profiles if profile == NOT_MODIFIED_PROFILE} == {200}
     assert all(not r["payload"] for r in revisits)
     # every version the frontier counts is archived as a response
     state, pending = read_state(Path(str(settings["ADAPTIVE_STATE_DIR"])))
@@ -178,37 +180,9 @@ print(json.dumps(out))
 """
 
 
-def test_pywb_indexes_the_crawl_and_replays_one_url_at_two_dates(
-    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_path: Path
-) -> None:
-    server = clean_log
-    warc_dir = tmp_path / "warc"
-    start = start_url(server, "wp")
-    settings = {
-        **adaptive_settings,
-        "ADAPTIVE_WARC_DIR": str(warc_dir),
-        "ADAPTIVE_WAIT_DEFAULT": 0.4,
-        "ADAPTIVE_TRUST_WARMUP": 0,
-        "CLOSESPIDER_TIMEOUT": 5,
-    }
-    run_crawl(VERSIONS, settings, timeout=60, args=["-a", f"start_urls={start}"]).assert_ok()
+def replay_in_pywb(tmp_path: Path, warc_dir: Path, queries: list[tuple[str, str]]) -> list[tuple[int, bytes]]:
+    """Each (14-digit stamp, URL) as a real pywb replays it (``id_``: the body as archived)."""
     python = pywb_python()
-    records = read_warcs(warc_dir)
-    changing = server.url("/changes/3/wp-c")
-    static = server.url("/page/wp-static")
-
-    def stamp(record: dict[str, Any]) -> str:
-        return "".join(ch for ch in record["h"]["WARC-Date"] if ch.isdigit())[:14]
-
-    versions: dict[str, dict[str, Any]] = {}  # one response per second, distinct bodies
-    for r in records:
-        if r["type"] == "response" and r["h"]["WARC-Target-URI"] == changing:
-            versions.setdefault(stamp(r), r)
-    picked = [r for r in versions.values()]
-    picked = [picked[0], next(r for r in picked[1:] if r["payload"] != picked[0]["payload"])]
-    revisit = next(
-        r for r in records if r["type"] == "revisit" and r["h"]["WARC-Target-URI"] == static and r["status"] == 200
-    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY")}
     work = tmp_path / "pywb"
     work.mkdir()
@@ -216,7 +190,6 @@ def test_pywb_indexes_the_crawl_and_replays_one_url_at_two_dates(
     subprocess.run([str(wb_manager), "init", "archive"], cwd=work, check=True, timeout=60, env=env)
     files = [str(p) for p in sorted(warc_dir.glob("*.warc.gz"))]
     subprocess.run([str(wb_manager), "add", "archive", *files], cwd=work, check=True, timeout=120, env=env)
-    queries = [(stamp(r), changing) for r in picked] + [(stamp(revisit), static)]
     replay = subprocess.run(
         [str(python), "-c", REPLAY, json.dumps(queries)],
         cwd=work,
@@ -226,13 +199,58 @@ def test_pywb_indexes_the_crawl_and_replays_one_url_at_two_dates(
         capture_output=True,
         text=True,
     )
-    answers = [(status, body.encode("latin-1")) for status, body in json.loads(replay.stdout.strip().splitlines()[-1])]
-    # one URL at two dates: the two versions, as archived
-    assert answers[:2] == [(200, picked[0]["payload"]), (200, picked[1]["payload"])]
-    assert answers[0][1] != answers[1][1] and all(b"version" in body for _, body in answers[:2])
-    # a revisit's date replays the original capture's body
-    original = next(r for r in records if r["h"].get("WARC-Record-ID") == revisit["h"]["WARC-Refers-To"])
-    assert answers[2] == (200, original["payload"])
+    return [(status, body.encode("latin-1")) for status, body in json.loads(replay.stdout.strip().splitlines()[-1])]
+
+
+def stamp_of(record: dict[str, Any]) -> str:
+    return "".join(ch for ch in record["h"]["WARC-Date"] if ch.isdigit())[:14]
+
+
+def test_pywb_replays_every_capture_of_every_page_as_the_page(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_path: Path
+) -> None:
+    """Responses, identical-payload revisits and 304 revisits alike: each
+    capture's date replays (200) the body the capture stands for."""
+    server = clean_log
+    warc_dir = tmp_path / "warc"
+    start = start_url(server, "wp")
+    settings = {
+        **adaptive_settings,
+        "ADAPTIVE_WARC_DIR": str(warc_dir),
+        "ADAPTIVE_WAIT_DEFAULT": 1.1,  # about one capture of a page per second: each date names one
+        "ADAPTIVE_TRUST_WARMUP": 0,
+        "CLOSESPIDER_TIMEOUT": 6,
+    }
+    run_crawl(VERSIONS, settings, timeout=60, args=["-a", f"start_urls={start}"]).assert_ok()
+    records = read_warcs(warc_dir)
+    by_id = {r["h"]["WARC-Record-ID"]: r for r in records}
+    wanted: dict[tuple[str, str], set[bytes]] = defaultdict(set)  # a date may hold two captures
+    for r in records:
+        if r["type"] == "response" and r["status"] == 200:
+            wanted[(stamp_of(r), r["h"]["WARC-Target-URI"])].add(r["payload"])
+        elif r["type"] == "revisit":
+            original = by_id[r["h"]["WARC-Refers-To"]]
+            wanted[(stamp_of(r), r["h"]["WARC-Target-URI"])].add(original["payload"])
+    profiles = {r["h"]["WARC-Profile"] for r in records if r["type"] == "revisit"}
+    assert profiles == {IDENTICAL_PROFILE, NOT_MODIFIED_PROFILE}  # both kinds are tried
+    changing = server.url("/changes/3/wp-c")
+    assert len({b for (_, url), bodies in wanted.items() if url == changing for b in bodies}) >= 2
+    queries = sorted(wanted)
+    answers = replay_in_pywb(tmp_path, warc_dir, queries)
+    wrong = [(q, code, body[:60]) for q, (code, body) in zip(queries, answers) if code != 200 or body not in wanted[q]]
+    assert not wrong, wrong
+
+
+def killed_runs(settings: dict[str, object], start: str, times: int = 3) -> Iterator[int]:
+    """Crawls of *start* killed (``kill -9``) 1 s, 1.4 s, ... after their
+    frontier opened; yields each run's number once it is dead."""
+    for kill in range(times):
+        proc = start_crawl(VERSIONS, settings, args=["-a", f"start_urls={start}"])
+        with proc:
+            wait_for_log(proc, r"Adaptive frontier opened", timeout=40)
+            time.sleep(1.0 + 0.4 * kill)
+            proc.kill_group()
+        yield kill
 
 
 def test_kills_never_leave_a_counted_version_out_of_the_archive(
@@ -249,12 +267,7 @@ def test_kills_never_leave_a_counted_version_out_of_the_archive(
         "ADAPTIVE_TRUST_WARMUP": 0,
     }
     state_dir = Path(str(settings["ADAPTIVE_STATE_DIR"]))
-    for kill in range(3):
-        proc = start_crawl(VERSIONS, settings, args=["-a", f"start_urls={start}"])
-        with proc:
-            wait_for_log(proc, r"Adaptive frontier opened", timeout=40)
-            time.sleep(1.0 + 0.4 * kill)
-            proc.kill_group()
+    for kill in killed_runs(settings, start):
         state, _pending = read_state(state_dir)
         archived = response_digests(read_warcs(warc_dir, tolerant=True))
         for url, record in state.items():
@@ -293,3 +306,6 @@ def test_without_warcio_the_crawl_is_refused_in_one_line(
     assert len(critical) == 1 and "pip install scrapy-adaptive[warc]" in critical[0], critical
     assert "Traceback" not in result.log + result.stderr
     assert not clean_log.log(path_prefix="/changes/100000/wn-index")
+    # refused before the state folder is touched: no frontier opened, no folder made
+    assert "Adaptive frontier opened" not in result.log
+    assert not Path(str(adaptive_settings["ADAPTIVE_STATE_DIR"])).exists()

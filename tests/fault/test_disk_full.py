@@ -7,6 +7,8 @@ crawl resumes from exactly what was written, and the checkpoint agrees.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 from collections.abc import Iterator
@@ -14,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import read_records, tmpfs
-from tests.crawlrunner import run_crawl
+from tests.conftest import read_records, read_state, tmpfs
+from tests.crawlrunner import CrawlResult, run_crawl
 from tests.mockserver import MockServer
 
 pytestmark = pytest.mark.e2e
@@ -70,3 +72,89 @@ def test_a_full_disk_stops_the_crawl_with_an_error_and_the_crawl_resumes_after(
     after = read_records(state)
     assert before.keys() <= after.keys()  # no URL lost
     assert all(after[url].visits >= record.visits for url, record in before.items())  # no visit undone
+
+
+def fill(disk: Path, leave: int) -> Path:
+    """A file taking all of *disk* but *leave* bytes (deleted: room again)."""
+    free = os.statvfs(disk)
+    filler = disk / "filler"
+    filler.write_bytes(b"\0" * max(0, free.f_bavail * free.f_frsize - leave))
+    return filler
+
+
+def sink_settings(adaptive_settings: dict[str, object]) -> dict[str, object]:
+    return {
+        **adaptive_settings,
+        "LOG_LEVEL": "INFO",
+        "ADAPTIVE_MIN_DELAY": 0,
+        "ADAPTIVE_MAX_DELAY": 0,
+        "ADAPTIVE_HOST_VALENCE": 4,
+        "ADAPTIVE_WAIT_DEFAULT": 1000,
+        "CLOSESPIDER_TIMEOUT": 30,
+    }
+
+
+def assert_stopped_once(result: CrawlResult, what: str, path: Path) -> None:
+    """One CRITICAL line naming the file, no traceback, exit code 1."""
+    message = re.compile(
+        rf"CRITICAL: The disk holding the {what} {re.escape(str(path))}\S* is full \(.*No space left on device\)\. "
+        r"Free space, then run the crawl again: the pages whose output was not written are delivered again\. "
+        r"Stopping the crawl; the state on disk is consistent and the crawl can resume\."
+    )
+    assert len(message.findall(result.log)) == 1, result.log[-3000:]
+    assert len(result.error_lines()) == 1, result.error_lines()[:5]
+    assert "Traceback" not in result.log + result.stderr
+    assert result.returncode == 1
+
+
+def test_a_full_feed_disk_stops_the_crawl_and_its_items_come_at_the_resume(
+    clean_log: MockServer, adaptive_settings: dict[str, object], small_disk: Path
+) -> None:
+    settings = sink_settings(adaptive_settings)
+    feed = small_disk / "items.jsonl"
+    filler = fill(small_disk, 6000)  # ~100 items
+    start = clean_log.url("/ring/300/0?fanout=4")
+    args = ["-a", f"start_urls={start}", "-o", str(feed)]
+    full = run_crawl(CASES, settings, timeout=60, args=args)
+    assert_stopped_once(full, "feed file", feed)
+    state_dir = Path(str(settings["ADAPTIVE_STATE_DIR"]))
+    state, pending = read_state(state_dir)
+    assert pending, "the items not written stay pending"
+    filler.unlink()  # room again
+    resumed = run_crawl(CASES, {**settings, "CLOSESPIDER_TIMEOUT": 4}, timeout=60, args=args)
+    resumed.assert_ok()
+    lines = feed.read_bytes().splitlines()
+    urls = {json.loads(line)["url"] for line in lines}  # every line whole: the cut one was cut off
+    state, still = read_state(state_dir)
+    assert pending & urls and pending <= urls | still  # delivered at the resume, or pending still
+    assert all(url in urls for url, record in state.items() if record.versions)  # every counted version
+
+
+def test_a_full_warc_disk_stops_the_crawl_and_the_pages_are_archived_at_the_resume(
+    clean_log: MockServer, adaptive_settings: dict[str, object], small_disk: Path
+) -> None:
+    pytest.importorskip("warcio")
+    from tests.e2e.test_warc import check_archive, read_warcs, response_digests
+
+    settings = {**sink_settings(adaptive_settings), "ADAPTIVE_WARC_DIR": str(small_disk / "warc")}
+    filler = fill(small_disk, 48000)
+    start = clean_log.url("/ring/300/0?fanout=4")
+    args = ["-a", f"start_urls={start}"]
+    full = run_crawl(CASES, settings, timeout=60, args=args)
+    assert_stopped_once(full, "WARC file", small_disk / "warc")
+    assert "Error downloading" not in full.log
+    state_dir = Path(str(settings["ADAPTIVE_STATE_DIR"]))
+    before, _ = read_state(state_dir)
+    filler.unlink()
+    resumed = run_crawl(CASES, {**settings, "CLOSESPIDER_TIMEOUT": 4}, timeout=60, args=args)
+    resumed.assert_ok()
+    records = read_warcs(small_disk / "warc")
+    check_archive(records)
+    archived = response_digests(records)
+    state, _ = read_state(state_dir)
+    assert len(state) > len(before) > 10
+    for url, record in state.items():
+        if record.versions:
+            assert record.payload_digest in archived[url], url  # every counted version is archived
+    visited = {r["h"]["WARC-Target-URI"] for r in records if r["type"] in ("response", "revisit")}
+    assert {url for url, record in state.items() if record.visits} <= visited  # no visit left out

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_adaptive.dates import parse_http_date, parse_time, parse_w3c_datetime
+from tests.hypo import examples
 
 #: whole seconds in UTC, inside what every form can write
 moments = st.datetimes(min_value=datetime(1970, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)).map(
@@ -72,7 +73,7 @@ def test_hint_times_read_a_four_digit_string_as_a_year_and_a_number_as_seconds()
             parse_time(bad)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.text())
 def test_arbitrary_text_never_raises_but_the_documented_error(text: str) -> None:
     seconds = parse_http_date(text)

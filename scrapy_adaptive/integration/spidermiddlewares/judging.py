@@ -70,6 +70,7 @@ def same_payload(record: dict[str, Any], visit: Visit) -> bool:
 def base_visit(response: Response) -> Visit:
     """What any response tells, before its content is judged."""
     depth = response.meta.get("depth") if response.request is not None else None
+    note = response.meta.get(meta.ARCHIVE_NOTE) if response.request is not None else None
     return Visit(
         Outcome.VISITED,
         status=response.status,
@@ -79,6 +80,7 @@ def base_visit(response: Response) -> Visit:
         last_modified=header(response, "Last-Modified"),
         url=response.url,
         depth=depth if isinstance(depth, int) else None,
+        annotations=[note] if isinstance(note, str) else [],
     )
 
 

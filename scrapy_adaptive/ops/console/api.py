@@ -21,7 +21,7 @@ import os
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -32,6 +32,7 @@ from ...model import RecordError
 from ...policies import memory
 from ...store.keys import time_to_ms
 from ..progress import Progress
+from .hinttrack import pending_hint, track_record, url_words
 
 #: upper edges (seconds) of the wait-interval classes
 WAIT_EDGES = (60.0, 600.0, 3600.0, 6 * 3600.0, 86_400.0, 7 * 86_400.0)
@@ -119,12 +120,18 @@ def change_rate(record: UrlRecord) -> float | None:
     return None if days <= 0 else max(record.versions - 1, 0) / days
 
 
-def record_dict(fp: bytes, record: UrlRecord) -> dict[str, Any]:
-    """Every field of a record by its full name, plus its fingerprint (for export)."""
+def record_dict(fp: bytes, record: UrlRecord, hint_sources: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """Every field of a record by its full name, plus its fingerprint (for
+    export); a waiting hint in words, and what the hint sources of its host
+    earned (*hint_sources*: :func:`.hinttrack.track_record`'s ``by_host``)."""
     data = {"fp": fp.hex()}
     for name in UrlRecord._KEYS:
         data[name] = getattr(record, name)
     data["next_time"] = None if record.never else record.next_ms / 1000
+    data["hint"] = pending_hint(record.hint) if record.hint else None
+    data["hint_sources"] = [
+        {k: v for k, v in row.items() if k != "host"} for row in hint_sources if row["host"] == record.queue
+    ]
     return data
 
 
@@ -140,24 +147,24 @@ class FrontierConsole:
         identity: Callable[[str], tuple[str, bytes]] | None = None,
         seeder: Seeder | None = None,
         sample_limit: int = 20_000,
-        pace: Callable[[], Any] | None = None,
     ) -> None:
         self.frontier = frontier
         self.progress = progress
         self.budget_per_day = budget_per_day
-        #: where the revisit budget comes from (:class:`~..pace.Pace`; None: not known here)
-        self.pace = pace
         #: a URL's queue and fingerprint as the crawl computes them (None: found by a scan)
         self.identity = identity
         #: how seeds reach the crawl (the running scheduler, or the seeds file)
         self.seeder = seeder
         self.sample_limit = sample_limit
+        self.sections: dict[str, Callable[[], Any]] = {}  #: report sections other components add, by name
 
     # -- reading ---------------------------------------------------------
 
     def records(self, limit: int | None = None) -> Iterator[tuple[bytes, UrlRecord]]:
-        """Readable records in key order (unreadable ones are skipped)."""
-        for n, (fp, raw) in enumerate(self.frontier.store.records()):
+        """Readable records in key order (unreadable ones are skipped; a
+        damaged database gives what it still holds, then its error)."""
+        store = self.frontier.store
+        for n, (fp, raw) in enumerate(getattr(store, "readable_records", store.records)()):
             if limit is not None and n >= limit:
                 return
             try:
@@ -257,19 +264,12 @@ class FrontierConsole:
             "change_rates_by_host": {k: dict(v) for k, v in sorted(rate_by_host.items())},
             "top_changing": [{"url": u, "versions": ve, "visits": vi} for ve, vi, u in changing[:TOP]],
             "never_changing": [{"url": u, "visits": vi} for vi, u in steady[:TOP]],
-            "budget": {"set_per_day": self.budget_per_day, "spent_per_day": spent, **self._pace(now)},
+            "budget": {"set_per_day": self.budget_per_day, "spent_per_day": spent},
             "rates": rates_now,
             "hours": [[h, v] for h, v in self.progress.series()] if self.progress is not None else [],
+            "hints": track_record(frontier.hosts.hint_report()),
+            **{name: provider() for name, provider in self.sections.items()},
         }
-
-    def _pace(self, now: float) -> dict[str, str]:
-        """Where the budget comes from and when the next URL is due, in words (:mod:`..pace`)."""
-        from ..pace import budget_words, next_due
-
-        if self.pace is None:
-            return {}
-        pace = self.pace()
-        return {"source": budget_words(pace), "next_due": next_due(self.frontier, now, pace)}
 
     def _rates(self) -> dict[str, Any] | None:
         """Per hour: the recent rates in a running crawl, else the mean of the
@@ -298,7 +298,9 @@ class FrontierConsole:
         record = self.frontier.get_record(queue, fp)
         if record is None:
             return None
-        return {"record": record_dict(fp, record), "lines": describe(record, self.frontier.clock())}
+        sources = track_record(self.frontier.hosts.hint_report())["by_host"]
+        lines = describe(record, self.frontier.clock()) + url_words(record.hint, record.queue, sources)
+        return {"record": record_dict(fp, record, sources), "lines": lines}
 
     # -- steering --------------------------------------------------------
 
@@ -314,8 +316,9 @@ class FrontierConsole:
 
     def export(self) -> Iterator[dict[str, Any]]:
         """Every readable record, one dict each (``export --format jsonl``)."""
+        sources = track_record(self.frontier.hosts.hint_report())["by_host"]
         for fp, record in self.records():
-            yield record_dict(fp, record)
+            yield record_dict(fp, record, sources)
 
     def seed(self, urls: list[str]) -> list[dict[str, Any]]:
         """Hands *urls* to the seeder, all or none: one that is not an http(s)
@@ -442,8 +445,6 @@ def describe(record: UrlRecord, now: float) -> list[str]:
         why = f"wait {human(record.wait)} chosen by the wait policy" if record.wait is not None else "a new URL"
         lines.append(f"next visit: {when(due)} ({rel}); {why}")
     lines += policy_in_words(record.policy)
-    if record.hint:
-        lines.append(f"a change hint waits for this visit: {record.hint}")
     if record.noise:
         lines.append(f"learned noise: {record.noise}")
     return lines

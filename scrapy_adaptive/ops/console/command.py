@@ -16,7 +16,7 @@ from scrapy.commands import ScrapyCommand
 if TYPE_CHECKING:
     import argparse
 
-ACTIONS = ("report", "url", "seed", "forget", "export")
+ACTIONS = ("report", "url", "seed", "forget", "export", "schedule")
 
 
 class Command(ScrapyCommand):
@@ -25,7 +25,10 @@ class Command(ScrapyCommand):
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "report [--html FILE] [--json] | url URL | seed URL... | forget (URL... | --regex R) | export"
+        return (
+            "report [--html FILE] [--json] | url URL | seed URL... | forget (URL... | --regex R) | export | "
+            "schedule (--match R --every 1h [--from D] [--until D] [--min S] [--max S] [--force] | --list | --remove N)"
+        )
 
     def short_desc(self) -> str:
         return "See and steer an adaptive crawl's frontier, stopped or running"
@@ -35,7 +38,8 @@ class Command(ScrapyCommand):
             "Reads the state folder of a stopped crawl (JOBDIR/adaptive, or ADAPTIVE_STATE_DIR) directly, or asks "
             "the running crawl over its control socket in that folder. Actions: report (hosts, queues, due URLs, "
             "wait and change-rate distributions, validators' trust, budget), url URL (the record and its visits "
-            "in words), seed URL..., forget URL... or --regex R, export (every record as JSON lines)."
+            "in words), seed URL..., forget URL... or --regex R, export (every record as JSON lines), schedule (a "
+            "curated revisit schedule with a time window: add, --list, --remove)."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -47,6 +51,17 @@ class Command(ScrapyCommand):
         parser.add_argument("--regex", metavar="R", help="forget: every URL this regular expression matches")
         parser.add_argument("--format", default="jsonl", choices=["jsonl"], help="export: the format (jsonl)")
         parser.add_argument("--output", "-O", metavar="FILE", help="export: write to FILE instead of stdout")
+        schedule = parser.add_argument_group("schedule")
+        schedule.add_argument("--match", metavar="R", help="schedule: the URLs this regular expression matches")
+        schedule.add_argument("--every", metavar="T", help="schedule: revisit at least this often (3600, 15m, 1h, 2d)")
+        schedule.add_argument("--from", dest="from_", metavar="D", help="schedule: the window opens (ISO 8601)")
+        schedule.add_argument("--until", metavar="D", help="schedule: the window closes (ISO 8601)")
+        schedule.add_argument("--min", dest="min_wait", metavar="T", help="schedule: no wait shorter than this")
+        schedule.add_argument("--max", dest="max_wait", metavar="T", help="schedule: no wait longer than this")
+        schedule.add_argument("--name", metavar="N", help="schedule: its name (default s1, s2, ...)")
+        schedule.add_argument("--force", action="store_true", help="schedule: apply even if politeness cannot")
+        schedule.add_argument("--list", action="store_true", help="schedule: list the schedules")
+        schedule.add_argument("--remove", metavar="N", help="schedule: remove the schedule named N")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if not args or args[0] not in ACTIONS:

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import html
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .api import human, human_bytes, when
+from .hinttrack import PRECISION_MEANS, html_rows
+from .payloads import TITLE, payload_rows
 
 #: widest bar of an hourly series (SVG units)
 HOUR_BAR = 40.0
@@ -38,19 +41,18 @@ def bar_chart(
     line: list[float] | None = None,
     color: str = "#4a7bb7",
     max_bar: float | None = None,
+    fmt: Callable[[float], str] | None = None,
 ) -> str:
     """An SVG bar chart (and an optional level per bar over it, e.g. a budget),
     as wide as its column; bars at most *max_bar* wide (a series of one hour
-    is one bar, not the whole chart)."""
-    width, height, left, bottom = 520, 180, 44, 34
+    is one bar, not the whole chart).  The level is always within the scale
+    (a line drawn off it says nothing true); values are written by *fmt*
+    (``1.1M``, or ``1.1 MB`` for bytes) and the left margin fits the widest."""
+    fmt = fmt or compact
+    width, height, bottom = 520, 180, 34
     top = max([*values, *(line or []), 0.0]) or 1.0
-    # a level far above every bar (a budget the crawl is nowhere near spending)
-    # would flatten the bars to nothing: scale to the bars, show the level as
-    # off the scale
-    highest_bar = max(values, default=0.0)
-    off_scale = bool(line) and highest_bar > 0 and top > 4 * highest_bar
-    if off_scale:
-        top = highest_bar * 1.25
+    # 11px system-ui: under 7 units a character, in the 520-unit-wide chart
+    left = max(44, 8 + 7 * len(fmt(top)))
     n = max(len(values), 1)
     step = (width - left - 8) / n
     if max_bar is not None:
@@ -58,7 +60,7 @@ def bar_chart(
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" role="img">']
     plot = height - bottom - 8
     parts.append(f'<line x1="{left}" y1="{8 + plot}" x2="{width - 4}" y2="{8 + plot}" stroke="#999"/>')
-    parts.append(f'<text x="{left - 4}" y="14" text-anchor="end">{_esc(_num(top))}</text>')
+    parts.append(f'<text x="{left - 4}" y="14" text-anchor="end">{_esc(fmt(top))}</text>')
     parts.append(f'<text x="{left - 4}" y="{8 + plot}" text-anchor="end">0</text>')
     every = max(1, n // 12)
     for i, (label, value) in enumerate(zip(labels, values, strict=True)):
@@ -66,7 +68,7 @@ def bar_chart(
         x = left + i * step
         parts.append(
             f'<rect x="{x + 1:.1f}" y="{8 + plot - h:.1f}" width="{max(step - 2, 1):.1f}" height="{h:.1f}" '
-            f'fill="{color}"><title>{_esc(label)}: {_esc(_num(value))}</title></rect>'
+            f'fill="{color}"><title>{_esc(label)}: {_esc(fmt(value))}</title></rect>'
         )
         if i % every == 0:
             parts.append(
@@ -75,21 +77,35 @@ def bar_chart(
     if line:
         # one level per bar: a budget that changed from hour to hour is seen as such
         steps = " ".join(
-            f"M{left + i * step:.1f},{8 + plot - plot * min(v, top) / top:.1f}h{step:.1f}" for i, v in enumerate(line)
+            f"M{left + i * step:.1f},{8 + plot - plot * v / top:.1f}h{step:.1f}" for i, v in enumerate(line)
         )
-        dash = ' stroke-dasharray="6 4"' if off_scale else ""
-        parts.append(f'<path d="{steps}" fill="none" stroke="#c0392b" stroke-width="2"{dash}/>')
-        if off_scale:
-            parts.append(
-                f'<text x="{width - 8}" y="20" text-anchor="end" fill="#c0392b">'
-                f"{_esc(_num(max(line)))} (off the scale)</text>"
-            )
+        parts.append(f'<path d="{steps}" fill="none" stroke="#c0392b" stroke-width="2"/>')
     parts.append("</svg>")
     return "".join(parts)
 
 
 def _num(v: float) -> str:
     return f"{v:.0f}" if abs(v) >= 10 or v == int(v) else f"{v:.1f}"
+
+
+def compact(v: float) -> str:
+    """A count in few characters: ``543``, ``12k``, ``1.1M``."""
+    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(v) >= size:
+            scaled = v / size
+            return f"{scaled:.1f}{unit}" if abs(scaled) < 10 else f"{scaled:.0f}{unit}"
+    return _num(v)
+
+
+def hourly(labels: list[str], values: list[float], empty: str, **chart: Any) -> str:
+    """An hourly chart, or what the hours say when every value is zero (a
+    short crawl's backlog, say): an empty chart looks like a broken one."""
+    if not labels:
+        return '<p class="muted">No hourly figures yet: the running crawl records them at each summary.</p>'
+    if not any(values) and not any(chart.get("line") or []):
+        n = len(labels)
+        return f'<p class="muted">{_esc(empty)} in the {n} hour{"s" if n != 1 else ""} recorded.</p>'
+    return bar_chart(labels, values, max_bar=HOUR_BAR, **chart)
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:
@@ -105,9 +121,11 @@ def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
     labels = [time.strftime("%d %Hh", time.localtime(h * 3600)) for h, _ in hours]
     col = lambda i: [float(v[i]) for _, v in hours]  # noqa: E731
     budget = report["budget"]
-    budget_line = col(4) if any(col(4)) else None
-    if budget_line is None and budget["set_per_day"]:
-        budget_line = [budget["set_per_day"] / 24] * len(hours)
+    # the hours record the pace the crawl planned even without a budget:
+    # a budget line is drawn only for a budget the user set
+    budget_line = None
+    if budget["set_per_day"]:
+        budget_line = col(4) if any(col(4)) else [budget["set_per_day"] / 24] * len(hours)
     rates = report.get("rates") or {}
     figures = [
         ["URLs", totals["urls"], "hosts", totals["hosts"]],
@@ -129,7 +147,6 @@ def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
     ]
     wait_classes = report["wait_classes"]
     host_rows = _host_rows(report["hosts"][:15])
-    no_hours = '<p class="muted">No hourly figures yet: the running crawl records them at each summary.</p>'
     sections = [
         f"<h1>{_esc(title)}</h1>",
         f'<p class="muted">Generated {_esc(when(report["generated"]))}; distributions from '
@@ -142,10 +159,12 @@ def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
         + bar_chart(wait_classes, [float(report["waits"].get(c, 0)) for c in wait_classes])
         + "</div>",
         "<div><h2>Versions found per hour</h2>"
-        + (bar_chart(labels, col(1), color="#2e8b57", max_bar=HOUR_BAR) if hours else no_hours)
+        + hourly(labels, col(1), "No new version found", color="#2e8b57")
         + "</div>",
-        "<div><h2>Revisits per hour (red: budget)</h2>"
-        + (bar_chart(labels, col(0), line=budget_line, max_bar=HOUR_BAR) if hours else no_hours)
+        "<div><h2>Revisits per hour"
+        + (" (red: budget)" if budget_line else "")
+        + "</h2>"
+        + hourly(labels, col(0), "No revisit", line=budget_line)
         + (
             f'<p class="muted">last hour: {col(0)[-1]:.0f} revisits, budget {budget_line[-1]:.0f}</p>'
             if hours and budget_line
@@ -153,10 +172,10 @@ def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
         )
         + "</div>",
         "<div><h2>URLs due (backlog) over time</h2>"
-        + (bar_chart(labels, col(3), color="#d35400", max_bar=HOUR_BAR) if hours else no_hours)
+        + hourly(labels, col(3), "No URL was overdue at any summary", color="#d35400")
         + "</div>",
         "<div><h2>Bytes saved by validators per hour</h2>"
-        + (bar_chart(labels, col(2), color="#8e44ad", max_bar=HOUR_BAR) if hours else no_hours)
+        + hourly(labels, col(2), "No bytes saved by validators", color="#8e44ad", fmt=human_bytes)
         + "</div>",
         "<div><h2>Estimated change rate (URLs)</h2>"
         + bar_chart(
@@ -173,11 +192,60 @@ def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
         "</div><div><h2>Never changing URLs</h2>",
         _table(["URL", "visits"], [[r["url"], r["visits"]] for r in report["never_changing"]]),
         "</div></div>",
+        *_hint_section(report.get("hints")),
+        *_payload_section(report.get("shared_payloads")),
+        *_schedule_section(report.get("schedules")),
     ]
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{_esc(title)}</title><style>{_STYLE}</style></head><body>" + "".join(sections) + "</body></html>"
     )
+
+
+def _schedule_section(rows: list[dict[str, Any]] | None) -> list[str]:
+    """The curated schedules: window, bounds, state, URLs matched, revisits they forced."""
+    if not rows:
+        return []
+    header = ["schedule", "match", "from", "until", "every", "min", "max", "state", "URLs", "revisits forced", "source"]
+    table = [
+        [
+            r["name"],
+            " ".join(f"{k}={v}" for k, v in r["match"].items()),
+            r["from"] or "-",
+            r["until"] or "-",
+            *("-" if r.get(k) is None else f"{r[k]:g}s" for k in ("every", "min", "max")),
+            r["state"],
+            r.get("matched", "-"),
+            r["forced"],
+            r["source"],
+        ]
+        for r in rows
+    ]
+    return ["<h2>Curated schedules</h2>", _table(header, table)]
+
+
+def _hint_section(record: dict[str, Any] | None) -> list[str]:
+    """What each sitemap or feed earned: the counts and the precision that follows."""
+    if record is None:
+        return []
+    if not record["sources"]:
+        return ["<h2>Change hints</h2>", '<p class="muted">No hint of a sitemap or feed settled by a visit yet.</p>']
+    header = ["source", "host", "confirmed", "refuted", "found anyway", "precision"]
+    return [
+        "<h2>Change hints: what each sitemap or feed earned</h2>",
+        f'<p class="muted">{_esc(PRECISION_MEANS)}.</p>',
+        _table(header, html_rows(record)),
+    ]
+
+
+def _payload_section(section: dict[str, Any] | None) -> list[str]:
+    """URL groups sharing one archived body (WARC crawls only)."""
+    if section is None:
+        return []
+    title = f"<h2>{_esc(TITLE[0].upper() + TITLE[1:])}</h2>"
+    if "unavailable" in section:
+        return [title, f'<p class="muted">Unavailable: {_esc(section["unavailable"])}.</p>']
+    return [title, _table(["URLs", "payload digest", "examples"], payload_rows(section))]
 
 
 def _host_rows(hosts: list[dict[str, Any]]) -> list[list[Any]]:

@@ -26,17 +26,31 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from ...config.matching import check_entries
 from ...config.settings import AdaptiveConfig
 from ...config.spec import ConfigError
-from ...frontier import Frontier
+from ...frontier import Frontier, Politeness
+from ...policies.schedules import schedules_of
 from ...store.base import StoreError
-from ...store.statedir import MARKER, SharedStore, StateDir, StateDirError, open_store, shared_store
+from ...store.statedir import (
+    MARKER,
+    SharedStore,
+    StateDir,
+    StateDirError,
+    open_store,
+    private_opener,
+    shared_store,
+)
+from ...warc.digests import shared_payloads_in
 from ..pace import CAPACITY, CONFIGURED, PRECISION, Pace
 from ..progress import BUDGET, Progress
 from ..progress import META_KEY as PROGRESS_KEY
 from . import control
-from .api import FrontierConsole, file_seeder, human, seed_problem, when
+from .api import file_seeder, human, seed_problem, when
+from .hinttrack import report_words
 from .html import render
+from .payloads import payload_lines
+from .schedules import ScheduleConsole, load_stored, schedule_lines, schedule_request
 
 if TYPE_CHECKING:
     import argparse
@@ -90,13 +104,20 @@ def answers(state: StateDir, config: AdaptiveConfig, request: dict[str, Any]) ->
     try:
         frontier = Frontier(store)
         frontier.load(redeliver=False)
-        console = FrontierConsole(
+        setting = "ADAPTIVE_WAIT_POLICIES"
+        schedules = schedules_of(check_entries(config.wait_policies, setting), setting)
+        load_stored(store, schedules)
+        console = ScheduleConsole(
             frontier,
+            schedules=schedules,
+            politeness=Politeness(config.delay_factor, config.min_delay, config.max_delay, config.host_valence),
             progress=Progress.from_bytes(store.get_meta(PROGRESS_KEY)),
             budget_per_day=config.budget,
             seeder=file_seeder(state.path),
             pace=lambda: stopped_pace(config, store),
         )
+        if config.warc_dir:  # the crawl's WARC folder, closed with it
+            console.sections["shared_payloads"] = lambda: shared_payloads_in(str(config.warc_dir))
         yield from console.answer(request)
     finally:
         store.close()
@@ -147,16 +168,18 @@ def marker_store(state: StateDir, marker: dict[str, Any], config: AdaptiveConfig
 
 
 def main(action: str, args: list[str], opts: argparse.Namespace, settings: BaseSettings) -> int:
+    shown = 0
     try:
         config = AdaptiveConfig.from_settings(settings)
         request = build_request(action, args, opts)
         state = state_folder(opts, settings, config)
         to_file = action == "export" and opts.output
-        with open(opts.output, "w", encoding="utf-8") if to_file else _stdout() as out:
+        with open(opts.output, "w", encoding="utf-8", opener=private_opener) if to_file else _stdout() as out:
             for answer in answers(state, config, request):
                 if "error" in answer:
                     raise ConsoleError(f"The crawl refused: {answer['error']}")
                 show(action, answer, opts, out, state)
+                shown += 1
     except BrokenPipeError:  # `scrapy frontier export | head`
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (Python flushes stdout at exit)
         return 0
@@ -165,6 +188,10 @@ def main(action: str, args: list[str], opts: argparse.Namespace, settings: BaseS
         return 1
     except (ConsoleError, ConfigError) as exc:
         print(f"scrapy frontier {action}: {exc}", file=sys.stderr)
+        return 1
+    except StoreError as exc:  # a damaged database: what could be read was shown, then this one line
+        done = f" ({shown} records exported, from before and after the damage)" if action == "export" else ""
+        print(f"scrapy frontier {action}: {exc}{done}", file=sys.stderr)
         return 1
     return 0
 
@@ -185,6 +212,11 @@ def build_request(action: str, args: list[str], opts: argparse.Namespace) -> dic
         if not args and not opts.regex:
             raise ConsoleError("give the URLs to forget, or --regex R")
         return {"op": "forget", "urls": args, "regex": opts.regex}
+    if action == "schedule":
+        try:
+            return schedule_request(opts)
+        except ValueError as exc:
+            raise ConsoleError(str(exc)) from None
     return {"op": action}
 
 
@@ -212,8 +244,10 @@ def show(action: str, answer: dict[str, Any], opts: argparse.Namespace, out: Any
         for url in answer["forgotten"]:
             out.write(f"forgotten: {url}\n")
         out.write(f"{len(answer['forgotten'])} URLs forgotten\n")
+    elif action == "schedule":
+        out.write("\n".join(schedule_lines(answer)) + "\n")
     if action == "report" and opts.html:
-        with open(opts.html, "w", encoding="utf-8") as f:
+        with open(opts.html, "w", encoding="utf-8", opener=private_opener) as f:
             f.write(render(answer["report"], title=f"Frontier report: {state.path}"))
         out.write(f"HTML report written to {opts.html}\n")
 
@@ -261,4 +295,8 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     lines += [f"  {r['versions']:>4} versions in {r['visits']:>4} visits  {r['url']}" for r in report["top_changing"]]
     lines.append("never changing URLs:")
     lines += [f"  {r['visits']:>4} visits  {r['url']}" for r in report["never_changing"]]
-    return lines
+    if "hints" in report:  # a running crawl of an older version answers without them
+        lines += ["", *report_words(report["hints"])]
+    if report.get("schedules"):
+        lines += ["", *schedule_lines({"schedules": report["schedules"]})]
+    return lines + payload_lines(report.get("shared_payloads"))

@@ -16,6 +16,7 @@ from scrapy_adaptive.change import noise
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit
 from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware, evaluate
 from scrapy_adaptive.model import UrlRecord
+from tests.hypo import examples
 
 WORDS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)
 STABLE = st.lists(WORDS, min_size=1, max_size=6).map(tuple)
@@ -48,7 +49,7 @@ def pages(draw: st.DrawFn) -> tuple[list[tuple[str, ...]], list[tuple[int, bool]
     return stable, slots
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(pages(), st.data())
 def test_learned_exclusion_removes_exactly_the_noise(page: tuple, data: st.DataObject) -> None:
     stable, slots = page
@@ -70,7 +71,7 @@ def test_learned_exclusion_removes_exactly_the_noise(page: tuple, data: st.DataO
     assert noise.masked_digest(render(edited, slots, 3), learned.exclusions).digest != masked.digest
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(STABLE, min_size=1, max_size=12))
 def test_a_page_without_noise_learns_nothing(stable: list[tuple[str, ...]]) -> None:
     assert noise.learn(noise.sketch(stable), stable) == noise.Learned([], False)

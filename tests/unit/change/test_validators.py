@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from scrapy_adaptive.change.prediction import SCHEMES, Prediction, etag_key, http_date, predict, request_validators
 from scrapy_adaptive.change.trust import Trust, TrustParams
 from scrapy_adaptive.integration.downloadermiddlewares.validators import body_length_of
+from tests.hypo import examples
 
 NOW = 1_795_000_000.0
 LM = "Tue, 10 Nov 2026 08:00:00 GMT"
@@ -98,7 +99,7 @@ header_values = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     scheme=st.sampled_from(SCHEMES),
     old_etag=st.one_of(st.none(), st.text(max_size=40)),
@@ -113,7 +114,7 @@ def test_any_headers_give_a_prediction_and_never_raise(
     assert result in (U, C, N)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(etag=st.text(max_size=40), lm=st.text(max_size=40))
 def test_request_validators_are_sent_verbatim_or_not_at_all(etag: str, lm: str) -> None:
     headers = request_validators(etag, lm)
@@ -154,7 +155,7 @@ def test_one_lie_sends_the_host_back_to_full_downloads() -> None:
     assert trust.reliability == pytest.approx(50 / 51)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(streak=st.integers(0, 10_000), min_rate=st.sampled_from([0.02, 0.1, 0.5]))
 def test_a_liar_is_caught_within_a_bounded_number_of_predictions(streak: int, min_rate: float) -> None:
     """However trusted, a host gets a verification fetch within 1/min_rate predictions."""

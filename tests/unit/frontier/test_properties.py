@@ -27,6 +27,7 @@ from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome
 from scrapy_adaptive.model import UrlRecord
 from scrapy_adaptive.store.keys import NEVER_MS, time_to_ms
 from scrapy_adaptive.store.leveldb import LevelDBStore
+from tests.hypo import examples
 
 HOSTS = ["a", "b", "c"]
 MIN_DELAY = 1.0
@@ -198,9 +199,9 @@ class LevelDBFrontierMachine(FrontierMachine):
 
 TestFrontierMemory = FrontierMachine.TestCase
 TestFrontierMemory.settings = settings(
-    max_examples=150, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(150), stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 TestFrontierLevelDB = LevelDBFrontierMachine.TestCase
 TestFrontierLevelDB.settings = settings(
-    max_examples=60, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(60), stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )

@@ -30,6 +30,7 @@ from scrapy_adaptive.frontier import Batch, Frontier, Outcome, Politeness, Visit
 from scrapy_adaptive.model import UrlRecord
 from scrapy_adaptive.store.keys import NEVER_MS, time_to_ms
 from scrapy_adaptive.store.leveldb import LevelDBStore
+from tests.hypo import examples
 
 HOSTS = ["a", "b"]
 MIN_DELAY, MAX_DELAY, RETRY_DELAY, MAX_RETRIES, LEASE = 1.0, 3.0, 50.0, 2, 30.0
@@ -226,5 +227,5 @@ class RestartingFrontier(RuleBasedStateMachine):
 
 TestRestartingFrontier = RestartingFrontier.TestCase
 TestRestartingFrontier.settings = settings(
-    max_examples=60, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(60), stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )

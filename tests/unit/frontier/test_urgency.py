@@ -121,3 +121,21 @@ def test_the_pick_is_the_latest_for_its_wait_and_never_passes_a_head_late_by_a_w
     else:
         assert relative[chosen] == max(relative)
         assert chosen == relative.index(max(relative))  # ties: the one due the longest
+
+
+def test_a_head_never_visited_is_issued_without_reading_the_other_candidates(store: Store) -> None:
+    f, clock = crawled(store, {"http://a/fast": 10.0})
+    clock.t += 5
+    add(f, "http://a/new")  # never visited, due before the fast page
+    clock.t += 9
+    reads: list[bytes] = []
+    get_record = store.get_record
+
+    def counting(queue: str, fp: bytes) -> bytes | None:
+        reads.append(fp)
+        return get_record(queue, fp)
+
+    store.get_record = counting  # type: ignore[method-assign]
+    first = f.next()
+    assert first is not None and first.record.url == "http://a/new"
+    assert len(reads) == 1, "only the head's own record is read"

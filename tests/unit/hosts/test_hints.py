@@ -27,6 +27,7 @@ from scrapy_adaptive.policies import (
 )
 from scrapy_adaptive.policies.hint_decisions import accept, evidence, marginal_value, precision
 from scrapy_adaptive.policies.history import elapsed, visit_time
+from tests.hypo import examples
 
 T0 = 1_700_000_000.0
 URL = "http://a.example/p"
@@ -63,7 +64,7 @@ def test_a_sitemap_date_alone_is_midnight_utc(day: Any) -> None:
     assert parse_time(day) == midnight
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.one_of(st.text(), st.booleans(), st.lists(st.integers()), st.floats()))
 def test_anything_else_is_refused_with_a_value_error_or_read(value: Any) -> None:
     try:

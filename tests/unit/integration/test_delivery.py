@@ -21,14 +21,8 @@ from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive import meta
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Store, Visit
-from scrapy_adaptive.integration.delivery import (
-    SINK_CLOSED,
-    SINK_OPENED,
-    Delivery,
-    DurableFileFeedStorage,
-    feed_warnings,
-    ticket_of,
-)
+from scrapy_adaptive.integration.delivery import SINK_CLOSED, SINK_OPENED, Delivery, ticket_of
+from scrapy_adaptive.integration.feedfile import DurableFileFeedStorage, feed_warnings
 from scrapy_adaptive.store.base import StoreError
 from scrapy_adaptive.store.leveldb import LevelDBStore
 from tests.unit.frontier.test_frontier import FullDisk
@@ -293,6 +287,26 @@ def test_the_file_feed_storage_is_a_durable_sink(tmp_path: Path) -> None:
     assert held.make_durable() is False
 
 
+def test_a_feed_that_cannot_be_written_says_so_once_and_delivery_stops_confirming(tmp_path: Path) -> None:
+    from scrapy_adaptive.integration.sinkfail import SINK_FAILED, SinkError
+
+    signals = SignalManager()
+    failures: list[SinkError] = []
+    signals.connect(lambda sink, error: failures.append(error), SINK_FAILED, weak=False)
+    delivery = Delivery.connected(MemoryStatsCollector(get_crawler(Spider)), signals)
+    storage = DurableFileFeedStorage("/dev/full", feed_options={"overwrite": False}, signals=signals)
+    file = storage.open(Spider("s"))
+    delivery.sink_opened(storage)
+    for _ in range(3):
+        file.write(b'{"item": 1}\n' * 1000)  # past the buffer: the write fails, silently for the exporter
+    assert storage.make_durable() is False and len(failures) == 1
+    assert str(failures[0]).startswith("The disk holding the feed file /dev/full is full (")
+    with pytest.raises(SinkError):
+        delivery.flush()  # the crawl stops on it (a StoreError)
+    storage.store(file)  # closing drops the buffer, raises nothing
+    assert file.closed and len(failures) == 1
+
+
 def test_feeds_that_lose_items_are_named_at_start() -> None:
     from scrapy.settings import Settings
 
@@ -343,7 +357,7 @@ def test_every_line_format_scrapy_knows_is_repaired_after_a_kill(tmp_path: Path,
 def test_line_formats_are_known_by_their_exporter() -> None:
     from scrapy.settings.default_settings import FEED_EXPORTERS_BASE
 
-    from scrapy_adaptive.integration.delivery import CSV, LINES, line_kind
+    from scrapy_adaptive.integration.feedfile import CSV, LINES, line_kind
 
     exporters = {**FEED_EXPORTERS_BASE, "mylines": "scrapy.exporters.JsonLinesItemExporter", "jsonl": None}
     assert {fmt: line_kind(fmt, exporters) for fmt in ("jsonl", "jsonlines", "jl", "csv", "mylines")} == {

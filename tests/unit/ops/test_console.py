@@ -218,16 +218,20 @@ def test_a_record_snapshot_names_its_url() -> None:
     assert record is not None and record.snapshot()["url"] == "http://h/a.html"
 
 
-def test_a_budget_far_above_the_revisits_does_not_flatten_the_bars() -> None:
+def test_a_budget_is_drawn_to_scale_and_only_when_set() -> None:
     from scrapy_adaptive.ops.console.html import bar_chart
 
-    svg = bar_chart(["h1", "h2"], [73.0, 40.0], line=[37772.0, 37772.0])
-    heights = [float(h) for h in re.findall(r'<rect [^>]*height="([0-9.]+)"', svg)]
-    assert max(heights) > 100  # the highest bar fills most of the plot
-    assert "37772 (off the scale)" in svg
-    # near the bars, the level is drawn to scale and not labelled
-    svg = bar_chart(["h1"], [73.0], line=[100.0])
-    assert "off the scale" not in svg
+    svg = bar_chart(["h1", "h2"], [73.0, 40.0], line=[543.0, 543.0])
+    (path,) = re.findall(r'<path d="([^"]+)"', svg)
+    assert float(path.split(",")[1].split("h")[0]) >= 8  # the level within the plot, at its height
+    assert "off the scale" not in svg and ">543<" in svg  # the axis reaches the budget
+    report = FrontierConsole(crawled(MemoryStore(), Clock())).report()  # no budget set
+    # the hours recorded the pace the crawl planned
+    report["hours"] = [[490000, [73, 2, 1074863, 0, 543.0]], [490001, [40, 1, 20000, 0, 543.0]]]
+    page = render(report)
+    assert "#c0392b" not in page and "budget 543" not in page and "(red: budget)" not in page
+    assert ">1.1 MB<" in page and "1074863" not in page  # bytes in kB/MB, never raw
+    assert "No URL was overdue at any summary in the 2 hours recorded." in page  # not an empty chart
 
 
 @pytest.mark.parametrize(
@@ -272,3 +276,26 @@ def test_the_policys_memory_of_a_url_is_said_in_words_or_left_out() -> None:
     assert "estimated change rate: 1 per day (about one change every 1.0d)" in text
     assert "the last 2 intervals" in text and "Last-Modified agreed with the content 3 times, disagreed 1 times" in text
     assert "o=" not in text and "al=" not in text and "pp=" not in text and "[[" not in text
+
+
+def test_a_waiting_hint_and_the_hosts_sources_in_words() -> None:
+    from scrapy_adaptive.hosts import hints
+    from scrapy_adaptive.ops.console.hinttrack import pending_hint, report_words, track_record, url_words
+
+    by_host = {"h": {"sitemap": [3.0, 1.0, 0.5], "liar": [0.0, 9.0, 0.0]}, "g": {"sitemap": [1.0, 0.0, 0.0]}}
+    record = track_record(by_host)
+    assert [(r["source"], r["confirmed"], r["refuted"]) for r in record["sources"]] == [
+        ("liar", 0.0, 9.0),
+        ("sitemap", 4.0, 1.0),
+    ]
+    liar = record["sources"][0]["precision"]
+    assert liar < 0.15 and record["sources"][1]["precision"] > 0.6
+    text = "\n".join(report_words(record))
+    assert "liar: 0 confirmed, 9 refuted" in text and "sitemap on g: 1 confirmed" in text
+    waiting = hints.pending(1.8e9, 1.8e9 - 60, "sitemap", [3.0, 1.0, 0.5], [4.0, 1.0, 0.5])
+    lines = url_words(waiting, "h", record["by_host"])
+    assert lines[0].startswith("a change hint from sitemap waits for this visit: received ")
+    assert "claiming a change at " in lines[0] and "acted on at precision 0." in lines[0]
+    assert lines[1].startswith("change hints on h (") and any("liar: 0 confirmed, 9 refuted" in ln for ln in lines)
+    assert pending_hint(waiting)["record_then"]["confirmed"] == 3.0
+    assert report_words(track_record({}))[0].startswith("change hints: no hint of a sitemap or feed has been settled")

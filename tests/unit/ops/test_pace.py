@@ -10,10 +10,11 @@ import pytest
 from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive.frontier import MemoryStore
-from scrapy_adaptive.ops.console.api import FrontierConsole
 from scrapy_adaptive.ops.console.run import report_lines
+from scrapy_adaptive.ops.console.schedules import ScheduleConsole
 from scrapy_adaptive.ops.pace import CAPACITY, CONFIGURED, PRECISION, Pace, next_due, wait_setting
 from scrapy_adaptive.ops.reporting import Reporter
+from scrapy_adaptive.policies.schedules import Schedules
 from tests.unit.frontier.test_frontier import Clock, add, make, visited
 
 #: a capacity budget of 43,200 revisits a day, the bounds of a crawl with ADAPTIVE_WAIT_MIN = 100
@@ -62,6 +63,6 @@ def test_the_summary_names_the_capacity_budget_and_the_setting_of_the_next_revis
     assert crawler.stats.get_value("adaptive/budget/per_day") == 43_200.0
     assert crawler.stats.get_value("adaptive/budget/capacity_per_day") == 86_400.0
     # `scrapy frontier report` prints the same two facts
-    lines = report_lines(FrontierConsole(f, pace=lambda: CAPACITY_PACE).report())
+    lines = report_lines(ScheduleConsole(f, schedules=Schedules(), pace=lambda: CAPACITY_PACE).report())
     budget = next(line for line in lines if line.startswith("budget: "))
     assert "from politeness capacity" in budget and "(revisit, ADAPTIVE_WAIT_MIN)" in budget, budget

@@ -16,6 +16,7 @@ from bench.peers.stormcrawler import StormCrawlerWaitPolicy
 from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
 from scrapy_adaptive.policies.base import WaitParams
 from scrapy_adaptive.policies.snapback import PACE_KEY, WAIT, BudgetPace, SnapBackWaitPolicy
+from tests.hypo import examples
 
 CHANGED, UNCHANGED, UNKNOWN = ChangeState.CHANGED, ChangeState.UNCHANGED, ChangeState.UNKNOWN
 HOUR, DAY = 3_600.0, 86_400.0
@@ -148,7 +149,7 @@ def test_pace_state_round_trips() -> None:
     assert other.scale() == pytest.approx(pace.scale())
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     verdicts=st.lists(st.sampled_from([CHANGED, UNCHANGED, UNKNOWN]), min_size=1, max_size=60),
     minimum=st.floats(1.0, 10_000.0),

@@ -132,8 +132,10 @@ def test_a_garbled_table_is_reported_at_its_first_read(tmp_path: Path) -> None:
     message = refusal(tmp_path)
     assert table.read_bytes() == garbled  # left as it is, for a repair
     assert message == (
-        f"The state database in {db} is corrupt (Corruption: block checksum mismatch). Nothing more is read or "
-        "written; restore the folder from a backup, or try plyvel.repair_db() on a copy"
+        f"The state database in {db} is damaged (Corruption: block checksum mismatch). Nothing in it was changed. "
+        "To recover, restore the folder from a backup, or stop every crawl on it, keep a copy and repair it in place "
+        f"with: python -c \"import plyvel; plyvel.repair_db('{db}')\" (what the damaged part held is lost; "
+        "docs/state-folder.md)"
     )
 
 
@@ -239,3 +241,25 @@ def test_an_existing_open_folder_is_warned_about_not_changed(tmp_path: Path, cap
         f"The state folder {folder} can be read by other users (mode 755) and its stored requests may carry cookies "
         f"or credentials: run chmod 700 {folder}" in caplog.text
     )
+
+
+@in_loop
+def test_damage_first_met_by_the_final_summary_is_said_once_at_close(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A crawl shorter than a summary interval meets a damaged block at its close: said, not logged as a detail."""
+    from scrapy_adaptive.store.base import StoreCorrupt
+
+    scheduler = crawled(tmp_path)
+    runtime = scheduler.runtime
+    assert runtime is not None
+
+    def damaged(final: bool = False) -> None:
+        raise StoreCorrupt("The state database in X is damaged (Corruption: block checksum mismatch)")
+
+    runtime.reporter.summary = damaged  # type: ignore[method-assign]
+    with caplog.at_level(logging.INFO):
+        scheduler.close("finished")
+    critical = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert critical == ["The state database in X is damaged (Corruption: block checksum mismatch). Stopping the crawl."]
+    assert runtime.store._db.closed  # type: ignore[attr-defined]

@@ -97,3 +97,29 @@ def test_a_newer_format_is_refused(tmp_path: Path) -> None:
     (tmp_path / "s" / MARKER).write_text(json.dumps({"format": 99, "spider": "a", "fingerprinter": FP}))
     with pytest.raises(StateDirError, match="newer scrapy-adaptive"):
         open_store(state, spider="a", fingerprinter=FP, sync=False)
+
+
+def test_a_database_without_a_marker_that_holds_keys_is_still_refused(tmp_path: Path) -> None:
+    """Only an *empty* frontier.ldb/ is taken for a first start killed half-way."""
+    import plyvel
+
+    folder = tmp_path / "s"
+    folder.mkdir()
+    db = plyvel.DB(str(folder / "frontier.ldb"), create_if_missing=True)
+    db.put(b"k", b"v")
+    db.close()
+    with pytest.raises(StateDirError, match="is not a scrapy-adaptive state folder"):
+        open_store(resolve(str(folder), None), spider="a", fingerprinter=FP, sync=False)
+    assert not (folder / MARKER).exists()
+
+
+def test_a_first_start_half_made_by_this_version_is_finished(tmp_path: Path) -> None:
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / MARKER).write_text(json.dumps({"format": 1, "spider": "a", "fingerprinter": FP, "creating": True}))
+    open_store(resolve(str(folder), None), spider="a", fingerprinter=FP, sync=False).close()
+    assert "creating" not in json.loads((folder / MARKER).read_text())
+    # finished: from now on a lost database is refused, never made again
+    (folder / "frontier.ldb" / "CURRENT").unlink()
+    with pytest.raises(StateDirError, match="lost its CURRENT file"):
+        open_store(resolve(str(folder), None), spider="a", fingerprinter=FP, sync=False)

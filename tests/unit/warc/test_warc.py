@@ -84,7 +84,9 @@ def test_new_body_response_same_body_revisit_then_304_refers_to_the_latest_captu
     assert writer.archive(exchange(b"<p>one</p>", at=1.8e9)) == "response"
     assert writer.archive(exchange(b"<p>one</p>", at=1.8e9 + 60)) == "revisit"
     assert writer.archive(exchange(b"<p>two</p>", at=1.8e9 + 120)) == "response"
-    assert writer.archive(exchange(status=304, headers_only=True, at=1.8e9 + 180)) == "revisit"
+    not_modified = exchange(status=304, headers_only=True, at=1.8e9 + 180)
+    not_modified.response_headers = [("ETag", '"v2"'), ("Content-Length", "0"), ("Cache-Control", "max-age=60")]
+    assert writer.archive(not_modified) == "revisit"
     assert writer.archive(exchange(status=200, headers_only=True, at=1.8e9 + 240)) == "revisit"  # an abort
     writer.close()
     folder = tmp_path / "warc"
@@ -106,7 +108,11 @@ def test_new_body_response_same_body_revisit_then_304_refers_to_the_latest_captu
         assert headers.get_header("WARC-Refers-To-Date") == original[2].get_header("WARC-Date")
         assert headers.get_header("WARC-Payload-Digest") == original[2].get_header("WARC-Payload-Digest")
         assert headers.get_header("WARC-Payload-Digest") != payload_digest(b"")
-    assert revisits[1][3].startswith(b"HTTP/1.1 304 Not Modified")  # the headers as received
+    # a 304: the stored response's status and headers as the 304 updates them
+    # (its fresh fields, not its Content-Length), so that replay serves the page
+    assert revisits[1][3] == (
+        b'HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nETag: "v2"\r\nCache-Control: max-age=60\r\n\r\n'
+    )
     for request, response in zip(
         [r for r in records if r[1] == "request"], [r for r in records if r[1] in ("response", "revisit")], strict=True
     ):
@@ -178,6 +184,20 @@ def test_a_bad_prefix_is_refused_with_the_setting_named(tmp_path: Path) -> None:
         WarcWriter(str(tmp_path), prefix="a/b")
 
 
+def test_credentials_are_redacted_in_request_records_unless_kept() -> None:
+    secret = {"Authorization": "Basic c2VjcmV0", "Proxy-Authorization": "Basic eA==", "Cookie": "s=1", "X-A": "b"}
+    request = Request(URL, headers=secret)
+    response = HtmlResponse(URL, status=200, body=b"<p>", request=request)
+    redacted = dict(exchange_of(request, response, 1.8e9).request_headers)
+    assert redacted == {
+        "Authorization": "REDACTED",
+        "Proxy-Authorization": "REDACTED",
+        "Cookie": "REDACTED",
+        "X-A": "b",
+    }
+    assert dict(exchange_of(request, response, 1.8e9, keep_credentials=True).request_headers) == secret
+
+
 def test_exchange_keeps_the_body_as_sent_and_drops_what_replay_would_misread() -> None:
     request = Request(URL, headers={"Proxy-Authorization": "Basic eA==", "Accept": "*/*"})
     response = HtmlResponse(
@@ -188,7 +208,7 @@ def test_exchange_keeps_the_body_as_sent_and_drops_what_replay_would_misread() -
         request=request,
     )
     ex = exchange_of(request, response, 1.8e9)
-    assert ("Accept", "*/*") in ex.request_headers and all(n != "Proxy-Authorization" for n, _ in ex.request_headers)
+    assert ("Accept", "*/*") in ex.request_headers and ("Proxy-Authorization", "REDACTED") in ex.request_headers
     assert ex.response_headers == [("Content-Encoding", "gzip"), ("Set-Cookie", "a=1"), ("Set-Cookie", "b=2")]
     assert ex.body == b"\x1f\x8b raw" and not ex.headers_only
     stopped = HtmlResponse(URL, status=200, body=b"<p>par", request=request, flags=["download_stopped"])
@@ -228,3 +248,32 @@ def test_the_middleware_is_off_without_the_folder_and_refuses_clearly_without_wa
     mw.frontier_opened(None)  # type: ignore[arg-type]
     assert mw.writer is None and mw.refusal.message == EXTRA_MESSAGE
     assert "pip install scrapy-adaptive[warc]" in caplog.text and not (tmp_path / "warc").exists()
+
+
+def test_a_capture_indexed_before_headers_were_kept_still_reads_and_a_304_of_it_replays_as_200() -> None:
+    from scrapy_adaptive.warc.capture import Capture, updated_by_304
+
+    old = Capture.from_json(b'["http://h/", "2027-01-15T08:00:00.000000Z", "<urn:uuid:1>", "sha1:AAAA"]')
+    assert old.status is None and old.headers is None
+    not_modified = exchange(status=304, headers_only=True)
+    not_modified.response_headers = [("ETag", '"v2"'), ("Content-Length", "0")]
+    assert updated_by_304(old, not_modified) == ("200 OK", "HTTP/1.1", [("ETag", '"v2"')])
+    kept = Capture("http://h/", "d", "<urn:uuid:2>", "sha1:B", "200 OK", "HTTP/1.0", (("Content-Type", "text/html"),))
+    assert Capture.from_json(kept.to_json()) == kept
+
+
+def test_a_folder_that_cannot_be_written_fails_once_and_confirms_nothing(writer: WarcWriter) -> None:
+    from scrapy_adaptive.integration.sinkfail import SinkError
+
+    told: list[SinkError] = []
+    writer.on_failure = told.append
+    assert writer.archive(exchange(b"<p>one</p>")) == "response"
+    writer.file.close()  # type: ignore[union-attr]
+    writer.file = open("/dev/full", "wb")  # noqa: SIM115  # every write now fails: No space left on device
+    with pytest.raises(SinkError):
+        writer.archive(exchange(b"<p>two</p>"))
+    assert not writer.make_durable() and len(told) == 1  # nothing more is confirmed
+    assert "The disk holding the WARC file" in str(told[0]) and "is full" in str(told[0])
+    with pytest.raises(SinkError):
+        writer.archive(exchange(b"<p>three</p>"))
+    assert not writer.make_durable() and len(told) == 1  # said once

@@ -1,0 +1,243 @@
+"""Damaged or half-made state folders, as a user meets them: real crawls and
+real ``scrapy frontier`` runs in subprocesses, on LevelDB files damaged for
+real (a table cut short, garbled bytes in a block, keys and marks written
+by another program, a first start killed before its marker was finished).
+
+Each ends in one CRITICAL line naming the database and the repair, exit
+code 1 and no traceback, or, where the crawl can go on safely, in one
+ERROR (or WARNING) line, the damaged bytes moved aside, and a crawl that
+goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import plyvel
+import pytest
+
+from tests.conftest import ADDON
+from tests.crawlrunner import CrawlResult, run_crawl
+from tests.mockserver import MockServer
+
+pytestmark = pytest.mark.e2e
+
+CASES = Path(__file__).parents[1] / "spiders" / "cases.py"
+SAMPLE = Path(__file__).parents[2] / "sample_project"
+REPO = Path(__file__).parents[2]
+RING = 26
+
+
+def crawl(server: MockServer, settings: dict[str, object], **extra: object) -> CrawlResult:
+    start = server.url(f"/ring/{RING}/0?fanout=2&size=3000")
+    # 2 KB of meta per stored request: the records fill several table blocks
+    return run_crawl(CASES, {**settings, **extra}, timeout=60, args=["-a", f"start_urls={start}", "-a", "pad=2000"])
+
+
+@pytest.fixture(scope="module")
+def crawled_once(mockserver: MockServer, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
+    """A state folder whose 26 URLs sit in one LevelDB table (no log left to replay), made once."""
+    state = tmp_path_factory.mktemp("crawled") / "adaptive"
+    settings = {
+        "ADDONS": ADDON,
+        "ADAPTIVE_STATE_DIR": str(state),
+        "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.DefaultWaitPolicy",
+        "ADAPTIVE_WAIT_POLICIES": [],
+        "ADAPTIVE_LOG_INTERVAL": 1.0,
+        "LOG_LEVEL": "INFO",
+        "ADAPTIVE_MIN_DELAY": 0,
+        "ADAPTIVE_MAX_DELAY": 0,
+        "ADAPTIVE_HOST_VALENCE": 4,
+        "ADAPTIVE_WAIT_DEFAULT": 1000,
+        "CLOSESPIDER_TIMEOUT": 3,
+    }
+    crawl(mockserver, settings).assert_ok()
+    db = plyvel.DB(str(state / "frontier.ldb"))
+    db.compact_range()
+    db.close()
+    return state, settings
+
+
+@pytest.fixture
+def crawled(crawled_once: tuple[Path, dict[str, object]], tmp_path: Path) -> tuple[Path, dict[str, object]]:
+    """A copy of that folder for one test to damage."""
+    state = tmp_path / "adaptive"
+    shutil.copytree(crawled_once[0], state)
+    return state, {**crawled_once[1], "ADAPTIVE_STATE_DIR": str(state)}
+
+
+def frontier(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``scrapy frontier ARGS --state-dir STATE`` in the sample project, as a user types it."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", "frontier", *args, "--state-dir", str(state)],
+        cwd=SAMPLE,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def table(state: Path) -> Path:
+    (only,) = (state / "frontier.ldb").glob("*.ldb")
+    return only
+
+
+def stopped_with_one_critical(result: CrawlResult, *words: str) -> str:
+    critical = [line for line in result.text.splitlines() if "] CRITICAL:" in line]
+    assert result.returncode == 1, result.text[-3000:]
+    assert len(critical) == 1, critical
+    assert "Traceback" not in result.text and len(result.error_lines()) == 1, result.error_lines()
+    for word in words:
+        assert word in critical[0], critical[0]
+    return critical[0]
+
+
+REPAIR = "plyvel.repair_db("
+
+
+def test_a_table_cut_to_half_is_one_critical_line_naming_it(
+    crawled: tuple[Path, dict[str, object]], clean_log: MockServer
+) -> None:
+    state, settings = crawled
+    ldb = table(state)
+    os.truncate(ldb, ldb.stat().st_size // 2)
+    result = crawl(clean_log, settings)
+    stopped_with_one_critical(result, "scrapy-adaptive cannot start", str(ldb), REPAIR)
+    for action in ("export", "report"):
+        done = frontier(state, action)
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.count("\n") == 1 and str(ldb) in done.stderr and REPAIR in done.stderr
+
+
+def test_a_garbled_block_stops_the_crawl_and_export_gives_what_it_can(
+    crawled: tuple[Path, dict[str, object]], clean_log: MockServer
+) -> None:
+    state, settings = crawled
+    whole = frontier(state, "export")
+    assert whole.returncode == 0 and len(whole.stdout.splitlines()) == RING
+    garble_a_record_block(state)
+    ldb = table(state)
+    damaged = ldb.read_bytes()
+    export = frontier(state, "export", "-O", str(state.parent / "export.jsonl"))
+    assert export.returncode == 1 and export.stderr.count("\n") == 1 and "Traceback" not in export.stderr
+    assert REPAIR in export.stderr and "records exported, from before and after the damage" in export.stderr
+    assert f"block checksum mismatch, in {ldb})" in export.stderr  # the database's one table, named
+    exported = (state.parent / "export.jsonl").read_text().splitlines()
+    # all but what the damaged block held (LevelDB may hold none of the records in it: then all 26)
+    assert RING - 5 <= len(exported) <= RING
+    assert f"({len(exported)} records exported" in export.stderr
+    report = frontier(state, "report")
+    assert report.returncode == 1 and report.stderr.count("\n") == 1 and REPAIR in report.stderr
+    # revisits are due at once: the crawl reads the damaged block at its first summary at the latest
+    result = crawl(clean_log, settings, ADAPTIVE_WAIT_DEFAULT=0.5)
+    stopped_with_one_critical(result, str(state / "frontier.ldb"), f"block checksum mismatch, in {ldb})", REPAIR)
+    assert "Spider closed (adaptive_state_error)" in result.log
+    assert ldb.read_bytes() == damaged  # left as it is, for the repair
+
+
+def garble_a_record_block(state: Path) -> None:
+    ldb = table(state)
+    with open(ldb, "r+b") as f:  # a block of records, in the middle of the table (not the counters, read at open)
+        f.seek(ldb.stat().st_size // 2)
+        f.write(b"\x5a" * 64)
+
+
+def test_garbled_marks_and_keys_are_quarantined_with_one_line_each(
+    crawled: tuple[Path, dict[str, object]], clean_log: MockServer
+) -> None:
+    state, settings = crawled
+    db = plyvel.DB(str(state / "frontier.ldb"))
+    fp = next(db.iterator(prefix=b"u/", include_value=False))[2:]
+    queue = next(db.iterator(prefix=b"q/", include_value=False)).split(b"\x00")[0]
+    db.put(b"p/" + fp, b"\x00")  # a pending-delivery mark that is not one
+    db.put(queue + b"\x00\x01", b"")  # a queue key too short to be an entry
+    db.put(b"m/progress", b"{garbled")
+    db.close()
+    result = crawl(clean_log, settings, ADAPTIVE_WAIT_DEFAULT=0.5)
+    assert result.returncode == 0 and "Traceback" not in result.text, result.text[-3000:]
+    errors = result.error_lines()
+    assert len(errors) == 2, errors
+    assert f"pending-delivery mark of fingerprint {fp.hex()} is garbled" in errors[0] + errors[1]
+    assert "malformed key" in errors[0] + errors[1] and "moved aside under x/" in errors[0] + errors[1]
+    warned = [line for line in result.log.splitlines() if "progress series" in line]
+    assert len(warned) == 1 and "WARNING" in warned[0] and "m/progress" in warned[0]
+    assert result.stats["adaptive/delivery/redelivered"] == 1  # fetched again: at least once
+    db = plyvel.DB(str(state / "frontier.ldb"))
+    assert db.get(b"x/" + queue + b"\x00\x01") == b"" and db.get(queue + b"\x00\x01") is None
+    assert db.get(b"p/" + fp) is None
+    db.close()
+    crawl(clean_log, settings).assert_ok()  # said once: nothing left to complain about
+
+
+KILL_BEFORE_FINISHING = """
+import os, signal, sys
+from scrapy_adaptive.store import statedir
+statedir.write_marker = lambda path, data: os.kill(os.getpid(), signal.SIGKILL)
+statedir.open_store(statedir.resolve(sys.argv[1], None), spider="cases", fingerprinter=sys.argv[2], sync=False)
+"""
+
+
+@pytest.mark.parametrize("made_by", ["this version", "an older version"])
+def test_a_first_start_killed_before_its_marker_is_finished_is_resumed(
+    clean_log: MockServer, adaptive_settings: dict[str, object], made_by: str
+) -> None:
+    state = Path(str(adaptive_settings["ADAPTIVE_STATE_DIR"]))
+    if made_by == "this version":  # killed with the database made and the marker still saying "creating"
+        fingerprinter = "scrapy.utils.request.RequestFingerprinter"
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        cmd = [sys.executable, "-c", KILL_BEFORE_FINISHING, str(state), fingerprinter]
+        killed = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        assert '"creating": true' in (state / "ADAPTIVE_STATE.json").read_text()
+    else:  # 0.x made the database first: a kill left it without a marker
+        state.mkdir(parents=True)
+        plyvel.DB(str(state / "frontier.ldb"), create_if_missing=True).close()
+    assert (state / "frontier.ldb" / "CURRENT").exists()
+    settings = {**adaptive_settings, "CLOSESPIDER_TIMEOUT": 2, "ADAPTIVE_WAIT_DEFAULT": 1000}
+    result = run_crawl(CASES, settings, timeout=60, args=["-a", f"start_urls={clean_log.page_url('/page/half')}"])
+    result.assert_ok()
+    assert "creating" not in (state / "ADAPTIVE_STATE.json").read_text()
+    assert result.stats["adaptive/issued"] >= 1
+
+
+RACE = """
+import sys, time
+from scrapy_adaptive.store import statedir
+at = float(sys.argv[2])
+time.sleep(max(0.0, at - time.time() - 0.05))
+while time.time() < at:
+    pass
+try:
+    store = statedir.open_store(statedir.resolve(sys.argv[1], None), spider="s", fingerprinter="f", sync=False)
+except statedir.StateDirError as exc:
+    print(exc)
+else:
+    print("opened")
+    time.sleep(0.5)
+    store.close()
+"""
+
+
+def test_of_two_first_starts_the_loser_is_told_in_use(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    outcomes = []
+    for n in range(10):
+        state = tmp_path / f"race{n}"
+        at = f"{time.time() + 0.7:.3f}"
+        both = [
+            subprocess.Popen([sys.executable, "-c", RACE, str(state), at], env=env, stdout=subprocess.PIPE, text=True)
+            for _ in range(2)
+        ]
+        said = sorted(p.communicate(timeout=30)[0].strip() for p in both)
+        outcomes.append(said)
+        shutil.rmtree(state)
+    for said in outcomes:
+        assert said[1] == "opened" and "is in use by another crawl" in said[0], outcomes
