@@ -248,8 +248,9 @@ def pace_of(config: AdaptiveConfig, capacity: HostCapacity, allocator: RateAlloc
 
     def pace() -> Pace:
         low, high = config.wait_min, config.wait_max
-        if config.budget is not None:
-            return Pace(config.budget, CONFIGURED, wait_min=low, wait_max=high)
+        if config.budget is not None:  # a worker of a fleet spends its share (tasks.ShareBudget)
+            budget = allocator.budget * day if allocator is not None and allocator.budget else config.budget
+            return Pace(budget, CONFIGURED, wait_min=low, wait_max=high)
         if capacity.derived and capacity.budget is not None:
             return Pace(
                 capacity.budget * day,
