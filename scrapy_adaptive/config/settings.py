@@ -95,6 +95,7 @@ class AdaptiveConfig:
     retry_delay: float
     budget: float | None
     budget_window: float | None
+    capacity_share: float
     target_precision: float
     wait_changed_factor: float
     wait_default: float

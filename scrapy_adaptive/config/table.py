@@ -225,9 +225,9 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         Kind.NUMBER,
         None,
         "revisits per day that budgeted policies (`UnionWaitPolicy`, the default, `BurstWaitPolicy`, "
-        "`SnapBackWaitPolicy` and `ProportionalWaitPolicy`) "
-        "share across the crawl; each host's share is capped by its politeness (valence per "
-        "max(`ADAPTIVE_MIN_DELAY`, Crawl-delay)). Unset: no fixed budget, see `ADAPTIVE_TARGET_PRECISION`.",
+        "`SnapBackWaitPolicy` and `ProportionalWaitPolicy`) share across the crawl; each host's share is capped "
+        "by its politeness (valence per max(`ADAPTIVE_MIN_DELAY`, Crawl-delay), tightened by measured fetch "
+        "times). Unset: the budget follows the crawl's politeness capacity, see `ADAPTIVE_CAPACITY_SHARE`.",
         above=0.0,
         at_most=MAX_BUDGET,
         optional=True,
@@ -252,17 +252,33 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "ADAPTIVE_BUDGET)",
     ),
     SettingSpec(
+        "ADAPTIVE_CAPACITY_SHARE",
+        GROUP_WAITS,
+        Kind.NUMBER,
+        0.9,
+        "without `ADAPTIVE_BUDGET`: the share of the crawl's politeness capacity (the fetches per day its "
+        "hosts allow, Σ valence / max(`ADAPTIVE_MIN_DELAY`, Crawl-delay), tightened by measured fetch times, "
+        "updated as hosts are met) that revisits may use; the rest is left for new URLs and retries. A small "
+        "crawl cannot spend it and revisits every page at about `ADAPTIVE_WAIT_MIN`; a large one spends it "
+        "where changes are.",
+        above=0.0,
+        at_most=1.0,
+        requirement="a share of the politeness capacity, > 0 and at most 1",
+    ),
+    SettingSpec(
         "ADAPTIVE_TARGET_PRECISION",
         GROUP_WAITS,
         Kind.NUMBER,
         0.5,
-        "without `ADAPTIVE_BUDGET`: the probability that a visit finds a change, the same for every URL "
-        "(r = −ln(1 − p) expected changes per interval; the share of versions captured is then p / r, 72 % at "
-        "0.5, 90 % at 0.2).",
+        "without `ADAPTIVE_BUDGET`: the least probability that a planned revisit finds a change (r = −ln(1 − p) "
+        "expected changes per interval, a floor on each URL's wait of r / its learned change rate): the "
+        "capacity budget (`ADAPTIVE_CAPACITY_SHARE`) is the most the crawl spends, this keeps it from spending "
+        "it on pages that do not change. Where capacity is short every visit is likelier than p to find a "
+        "change; where it is plentiful the share of versions captured is p / r (72 % at 0.5, 90 % at 0.2).",
         above=0.0,
         below=1.0,
-        requirement="a probability strictly between 0 and 1 (the share of visits that should find a change "
-        "when ADAPTIVE_BUDGET is not set)",
+        requirement="a probability strictly between 0 and 1 (the least share of revisits that should find a "
+        "change when ADAPTIVE_BUDGET is not set)",
     ),
     factor_spec("ADAPTIVE_WAIT_CHANGED_FACTOR", GROUP_WAITS, 1.5, "a changed page's wait is divided by this."),
     seconds_spec(

@@ -26,6 +26,7 @@ from ..hosts.capacity import HostCapacity
 from ..ops.console.api import FrontierConsole
 from ..ops.console.schedules import ScheduleConsole, load_stored
 from ..ops.crawllog import CrawlLog
+from ..ops.pace import CAPACITY, CONFIGURED, PRECISION, Pace
 from ..ops.progress import META_KEY as PROGRESS_KEY
 from ..ops.progress import Progress
 from ..ops.reporting import Reporter
@@ -199,7 +200,8 @@ def assemble(
         for problem in load_stored(store, policy.schedules):  # given on the console (scrapy frontier schedule)
             logger.error("%s; this schedule is not applied.", problem)
         allocator: RateAllocator | None = policy.params.crawl.allocator
-        capacity = HostCapacity(frontier, allocator)
+        share = None if config.budget is not None else config.capacity_share
+        capacity = HostCapacity(frontier, allocator, crawl=policy.params.crawl, share=share)
         capacity.all_nominal()
         crawl_log = None
         if config.crawl_log:
@@ -215,8 +217,9 @@ def assemble(
             on_store_error=on_store_error,
             on_change=on_change,
         )
+        pace = pace_of(config, capacity, allocator)
         console, reporter = _operations(
-            config, frontier, stats, allocator, state.path, identity, seeder, policy.schedules
+            config, frontier, stats, allocator, pace, state.path, identity, seeder, policy.schedules
         )
         runtime = Runtime(
             state=state,
@@ -237,11 +240,39 @@ def assemble(
     return runtime
 
 
+def pace_of(config: AdaptiveConfig, capacity: HostCapacity, allocator: RateAllocator | None) -> Callable[[], Pace]:
+    """Where the crawl's revisit budget comes from, asked at every summary:
+    ``ADAPTIVE_BUDGET``, a share of the politeness capacity, or (a policy
+    without a budget) the target precision."""
+    day = 86_400.0
+
+    def pace() -> Pace:
+        low, high = config.wait_min, config.wait_max
+        if config.budget is not None:  # a worker of a fleet spends its share (tasks.ShareBudget)
+            budget = allocator.budget * day if allocator is not None and allocator.budget else config.budget
+            return Pace(budget, CONFIGURED, wait_min=low, wait_max=high)
+        if capacity.derived and capacity.budget is not None:
+            return Pace(
+                capacity.budget * day,
+                CAPACITY,
+                capacity_per_day=capacity.total() * day,
+                share=capacity.share,
+                precision_binds=allocator is not None and allocator.floor_binds(),
+                wait_min=low,
+                wait_max=high,
+            )
+        planned = None if allocator is None else allocator.planned_rate() * day
+        return Pace(planned, PRECISION, wait_min=low, wait_max=high)
+
+    return pace
+
+
 def _operations(
     config: AdaptiveConfig,
     frontier: Frontier,
     stats: StatsCollector,
     allocator: RateAllocator | None,
+    pace: Callable[[], Pace],
     state_path: str,
     identity: Callable[[str], tuple[str, bytes]],
     seeder: Callable[[list[str]], list[dict[str, Any]]],
@@ -250,7 +281,13 @@ def _operations(
     """What `scrapy frontier` talks to, and the periodic summary."""
     progress = Progress.from_bytes(frontier.store.get_meta(PROGRESS_KEY))
     console = ScheduleConsole(
-        frontier, schedules=schedules, progress=progress, budget_per_day=config.budget, identity=identity, seeder=seeder
+        frontier,
+        schedules=schedules,
+        progress=progress,
+        budget_per_day=config.budget,
+        identity=identity,
+        seeder=seeder,
+        pace=pace,
     )
     reporter = Reporter(
         frontier,
@@ -260,5 +297,6 @@ def _operations(
         interval=config.log_interval,
         progress=progress,
         console=console,
+        pace=pace,
     )
     return console, reporter

@@ -330,6 +330,8 @@ class AdaptiveScheduler(BaseScheduler):
             self.stats.inc_value("adaptive/enqueued/refused")
             return False
         self.stats.inc_value(_ENQUEUED_STATS[result])
+        if result is AddResult.NEW and self.capacity is not None:
+            self.capacity.met(queue)  # a new host counts in the capacity budget from its first URL
         if meta.HINT in request.meta:
             take_hint(self.frontier, self.policy.hint_wait, self.stats, queue, fp, request, new=result is AddResult.NEW)
         if result is not AddResult.DUPLICATE:

@@ -27,6 +27,7 @@ from ..store.base import Batch, StoreError
 from ..store.statedir import private_opener
 from .console.api import FrontierConsole, human, human_bytes
 from .console.html import render
+from .pace import PRECISION, Pace, budget_words, next_due
 from .progress import META_KEY as PROGRESS_KEY
 from .progress import Progress
 
@@ -62,11 +63,14 @@ class Reporter:
         progress: Progress | None = None,
         console: FrontierConsole | None = None,
         clock: Callable[[], float] = time.time,
+        pace: Callable[[], Pace] | None = None,
     ) -> None:
         self.frontier = frontier
         self.stats = stats
         #: the policies' shared rate allocator (None: no budgeted policy)
         self.allocator = allocator
+        #: where the revisit budget comes from and the wait bounds, now (:mod:`.pace`)
+        self.pace = pace or self._planned
         self.state_path = state_path
         self.interval = interval
         self.clock = clock
@@ -75,6 +79,14 @@ class Reporter:
         self.progress = progress if progress is not None else Progress()
         #: builds the HTML report (None: no report file)
         self.console = console
+
+    def _planned(self) -> Pace:
+        """Without a description of the crawl's budget: what the allocator plans."""
+        allocator = self.allocator
+        if allocator is None:
+            return Pace()
+        budget = allocator.budget if allocator.budget is not None else allocator.planned_rate()
+        return Pace(budget * 86_400, "ADAPTIVE_BUDGET" if allocator.budget is not None else PRECISION)
 
     def due(self) -> bool:
         """True when a summary is due."""
@@ -140,31 +152,20 @@ class Reporter:
         saved per hour, how the backlog of due URLs moves, when the next URL
         is due; the hourly series saved with the frontier."""
         now = self.clock()
-        allocator = self.allocator
-        budget = None
-        if allocator is not None:
-            budget = allocator.budget if allocator.budget is not None else allocator.planned_rate()
+        pace = self.pace()
         self.progress.observe(
             now,
             visits=shape["visits"],
             versions=shape["versions"],
             bytes_saved=self.stats.get_value(BYTES_SAVED_STAT, 0) or 0,
             due=shape["due"],
-            budget_per_hour=None if budget is None else budget * 3600,
+            budget_per_hour=None if pace.per_day is None else pace.per_day / 24,
         )
         try:
             self.frontier.store.write(Batch(meta={PROGRESS_KEY: self.progress.to_bytes()}))
         except StoreError as exc:  # the crawl is being stopped for it already; a report is not worth a traceback
             logger.warning("The hourly progress series was not saved: %s", exc)
-        heads = [q.head_time() for q in self.frontier.queues()]
-        next_due = min(heads, default=float("inf"))
-        when = (
-            "none scheduled"
-            if next_due == float("inf")
-            else "now"
-            if next_due <= now
-            else f"in {human(next_due - now)}"
-        )
+        when = next_due(self.frontier, now, pace)
         rates = self.progress.rates()
         if rates is None:
             logger.info("Progress: %d due; next URL due %s (rates from the next summary on)", shape["due"], when)
@@ -200,21 +201,22 @@ class Reporter:
         """With a budgeted policy: the budget, what is spent, and the hosts
         whose politeness keeps their URLs from the visits they need."""
         allocator = self.allocator
-        if allocator is None:
+        pace = self.pace()
+        if pace.per_day is None:
             return
-        realised = allocator.realised_rate()
-        capped = allocator.capped_hosts()
-        # without ADAPTIVE_BUDGET the plan follows the target precision: report what it plans
-        budget = allocator.budget if allocator.budget is not None else allocator.planned_rate()
-        self.stats.set_value("adaptive/budget/per_day", round(budget * 86_400, 1))
+        realised = allocator.realised_rate() if allocator is not None else None
+        capped = allocator.capped_hosts() if allocator is not None else {}
+        self.stats.set_value("adaptive/budget/per_day", round(pace.per_day, 1))
+        if pace.capacity_per_day is not None:
+            self.stats.set_value("adaptive/budget/capacity_per_day", round(pace.capacity_per_day, 1))
         if realised is not None:
             self.stats.set_value("adaptive/budget/realised_per_day", round(realised * 86_400, 1))
         self.stats.set_value("adaptive/budget/capped_hosts", len(capped))
         worst = sorted(capped.items(), key=lambda kv: -kv[1])[:5]
         logger.info(
-            "Budget: %.0f revisits/day%s, spending %s; %d hosts chronically overdue (politeness caps their visits)%s",
-            budget * 86_400,
-            "" if allocator.budget is not None else " planned (no ADAPTIVE_BUDGET)",
+            "Budget: %s%s, spending %s; %d hosts chronically overdue (politeness caps their visits)%s",
+            budget_words(pace),
+            "; ADAPTIVE_TARGET_PRECISION holds revisits below it" if pace.precision_binds else "",
             "-" if realised is None else f"{realised * 86_400:.0f}/day",
             len(capped),
             (": " + ", ".join(f"{h} ({r:.1f}x too rare)" for h, r in worst)) if worst else "",

@@ -67,6 +67,9 @@ class RateAllocator:
         if not target_ratio > 0:
             raise ValueError("the target ratio must be positive (expected changes per visit)")
         self.budget = budget
+        #: the budget is a ceiling (derived from politeness capacity, not
+        #: asked for): no URL is planned below ``target_ratio`` (:meth:`set_budget`)
+        self.ceiling = False
         self.target_ratio = target_ratio
         self.min_wait = min_wait
         self.max_wait = max_wait
@@ -258,10 +261,22 @@ class RateAllocator:
         self.prior.restore(state["prior"])
         self._solved = False
 
-    def set_budget(self, budget: float | None) -> None:
-        """Revisits per second, or None to visit at ``target_ratio`` instead."""
+    def set_budget(self, budget: float | None, *, ceiling: bool = False) -> None:
+        """Revisits per second, or None to visit at ``target_ratio`` instead.
+
+        *ceiling*: the budget is the most the crawl may spend, not what it
+        is asked to spend (the crawl's politeness capacity when no budget
+        is configured).  The plan then never goes below ``target_ratio``
+        expected changes per visit: a capacity far beyond what the pages'
+        changes need is not spent refetching pages that do not change.
+        """
         self.budget = budget
+        self.ceiling = ceiling and budget is not None
         self._solved = False
+
+    def floor_binds(self) -> bool:
+        """True when a ceiling budget is not spent because ``target_ratio`` holds the plan back."""
+        return self.ceiling and self.ratio <= self.target_ratio
 
     # -- the control loop ---------------------------------------------------------
 
@@ -373,6 +388,10 @@ class RateAllocator:
             # the plan cannot spend the target (every URL at its fastest, or
             # its host's cap): the feedback loop must not wind up on it
             self._saturated = self._total(r) < target * 0.999
+            if self.ceiling and r < self.target_ratio:
+                # a ceiling is not a target: the rest of it stays unspent
+                r = self.target_ratio
+                self._saturated = True
         self.ratio = r
         self._host_ratio = {}
         for host in self._bound:

@@ -48,8 +48,8 @@ class WaitParams:
     #: to the budget (``ADAPTIVE_BUDGET_WINDOW``): the feedback loop's memory,
     #: so it must be short next to the crawl's length to act at all
     budget_window: float | None = DEFAULTS["ADAPTIVE_BUDGET_WINDOW"]
-    #: without a budget: the probability that a visit finds a change
-    #: (``ADAPTIVE_TARGET_PRECISION``)
+    #: without a configured budget: the probability that a visit finds a
+    #: change, a floor under a budget from politeness capacity (``ADAPTIVE_TARGET_PRECISION``)
     target_precision: float = DEFAULTS["ADAPTIVE_TARGET_PRECISION"]
     #: what the policies of one stack share (one rate allocator for the whole
     #: crawl's budget, learned beliefs); the same object in every copy made by ``updated``

@@ -35,6 +35,22 @@ class CrawlWide:
     #: the snap-back policy's budget pace (:class:`~.snapback.BudgetPace`)
     pace: Any = None
 
+    def budgeted(self) -> bool:
+        """True when a policy of the stack spends a budget (an allocator or a pace)."""
+        return self.allocator is not None or self.pace is not None
+
+    def set_budget(self, budget: float | None, *, ceiling: bool = False) -> None:
+        """Give the crawl's budget (revisits per second) to every part that spends one.
+
+        *ceiling*: the budget is the most the crawl may spend (derived from
+        its politeness capacity, not configured); an allocator then keeps
+        its target ratio as a floor (:meth:`.RateAllocator.set_budget`).
+        """
+        if self.allocator is not None:
+            self.allocator.set_budget(budget, ceiling=ceiling)
+        if self.pace is not None:
+            self.pace.set_budget(budget)
+
     def belief(self, fresh: HeaderBelief) -> HeaderBelief:
         """The crawl's header belief; *fresh* becomes it if there is none yet."""
         if self.header_belief is None:

@@ -259,7 +259,9 @@ class ProportionalWaitPolicy(_RatePolicy):
         budget every URL is visited when a change is expected with
         probability ``ADAPTIVE_TARGET_PRECISION`` (r = −ln(1 − p) expected
         changes per visit), which is the allocation a budget of Λ/r would
-        buy, without having to know Λ.
+        buy, without having to know Λ.  A crawl without ``ADAPTIVE_BUDGET``
+        gives the allocator a budget from its politeness capacity as a
+        ceiling, with that ratio as the floor (:mod:`..hosts.capacity`).
         """
         allocator = params.crawl.allocator
         if allocator is None:

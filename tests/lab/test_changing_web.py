@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -96,3 +98,20 @@ def test_score_counts_a_version_once_and_only_when_its_bytes_were_received(world
     assert r["recall"] == 1 / r["versions"] and r["items_not_served"] == 0
     assert r["first_pass_s"] is None  # one URL of many
     assert r["curve"][0]["captured"] == 1
+
+
+def test_the_oneline_crawler_sets_the_add_on_and_the_minimum_wait_only(tmp_path: Path) -> None:
+    """``adaptive-oneline`` is what a user who added the add-on line and the crawl's time scale runs;
+    ``CONFIG@LABEL`` runs the same config on the checkout ``--code LABEL=DIR`` names."""
+    from bench import changing_web
+
+    args = argparse.Namespace(delay=3.0, budget_per_day=1000.0, wait_min=9.0, code=[f"main={tmp_path}"])
+    for name in ("adaptive-oneline", "adaptive-oneline@main"):
+        settings = changing_web.crawl_settings(name, args, tmp_path, tmp_path / "items.jl")
+        adaptive = {k for k in settings if k.startswith("ADAPTIVE_")}
+        assert adaptive == {"ADAPTIVE_WAIT_MIN"} and settings["ADDONS"] == {"scrapy_adaptive.Addon": 0}
+    assert changing_web.crawl_settings("adaptive", args, tmp_path, tmp_path / "i.jl")["ADAPTIVE_BUDGET"] == 1000.0
+    assert changing_web.code_dir("adaptive-oneline@main", args) == tmp_path.resolve()
+    assert changing_web.code_dir("adaptive-oneline", args) == changing_web.REPO_ROOT
+    with pytest.raises(SystemExit):
+        changing_web.code_dir("adaptive-oneline@other", args)

@@ -42,8 +42,9 @@ from ...store.statedir import (
     shared_store,
 )
 from ...warc.digests import shared_payloads_in
+from ..pace import CAPACITY, CONFIGURED, PRECISION, Pace
+from ..progress import BUDGET, Progress
 from ..progress import META_KEY as PROGRESS_KEY
-from ..progress import Progress
 from . import control
 from .api import file_seeder, human, seed_problem, when
 from .hinttrack import report_words
@@ -113,12 +114,27 @@ def answers(state: StateDir, config: AdaptiveConfig, request: dict[str, Any]) ->
             progress=Progress.from_bytes(store.get_meta(PROGRESS_KEY)),
             budget_per_day=config.budget,
             seeder=file_seeder(state.path),
+            pace=lambda: stopped_pace(config, store),
         )
         if config.warc_dir:  # the crawl's WARC folder, closed with it
             console.sections["shared_payloads"] = lambda: shared_payloads_in(str(config.warc_dir))
         yield from console.answer(request)
     finally:
         store.close()
+
+
+def stopped_pace(config: AdaptiveConfig, store: Any) -> Pace:
+    """Where a stopped crawl's budget came from: configured, or the share of
+    its politeness capacity it last reported (the hourly series)."""
+    low, high = config.wait_min, config.wait_max
+    if config.budget is not None:
+        return Pace(config.budget, CONFIGURED, wait_min=low, wait_max=high)
+    hours = Progress.from_bytes(store.get_meta(PROGRESS_KEY)).hours
+    last = hours[max(hours)][BUDGET] * 24 if hours else 0.0
+    if not last:
+        return Pace(None, PRECISION, wait_min=low, wait_max=high)
+    share = config.capacity_share
+    return Pace(last, CAPACITY, capacity_per_day=last / share, share=share, wait_min=low, wait_max=high)
 
 
 def marker_store(state: StateDir, marker: dict[str, Any], config: AdaptiveConfig) -> SharedStore | None:
@@ -246,9 +262,10 @@ def report_lines(report: dict[str, Any]) -> list[str]:
         f"queues: {t['ready']} ready, {t['snoozed']} snoozed, {t['busy']} busy, {t['empty']} empty; "
         f"overdue p50 {human(t['overdue_p50'])}, p95 {human(t['overdue_p95'])}",
         "budget: "
-        + ("not set" if budget["set_per_day"] is None else f"{budget['set_per_day']:.0f} revisits/day")
+        + (budget.get("source") or ("not set" if budget["set_per_day"] is None else f"{budget['set_per_day']:.0f}"))
         + ", spent "
-        + ("-" if budget["spent_per_day"] is None else f"{budget['spent_per_day']:.0f}/day"),
+        + ("-" if budget["spent_per_day"] is None else f"{budget['spent_per_day']:.0f}/day")
+        + (f"; next URL due {budget['next_due']}" if budget.get("next_due") else ""),
         "",
         f"{'host':<32} {'state':<8} {'URLs':>7} {'due':>6} {'visits':>7} {'versions':>8} {'trust':>6} next due",
     ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ...config.spec import ConfigError
@@ -27,6 +27,7 @@ from ...model import RecordError, UrlRecord
 from ...policies.history import DAY, url_host
 from ...policies.schedules import CLOSED, Schedule, Schedules, check_name
 from ...store.base import Batch, Store
+from ..pace import Pace, budget_words, next_due
 from .api import FrontierConsole
 
 #: the frontier meta key of the schedules given on the console
@@ -149,10 +150,18 @@ class ScheduleConsole(FrontierConsole):
     """
 
     def __init__(
-        self, frontier: Frontier, *, schedules: Schedules, politeness: Politeness | None = None, **kwargs: Any
+        self,
+        frontier: Frontier,
+        *,
+        schedules: Schedules,
+        politeness: Politeness | None = None,
+        pace: Callable[[], Pace] | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(frontier, **kwargs)
         self.schedules = schedules
+        #: where the revisit budget comes from (None: not known here)
+        self.pace = pace
         #: the crawl's politeness settings (a stopped crawl's folder is opened with the defaults)
         self.politeness = politeness or frontier.politeness
 
@@ -174,6 +183,10 @@ class ScheduleConsole(FrontierConsole):
     def report(self) -> dict[str, Any]:
         report = super().report()
         report["schedules"] = self.rows()
+        if self.pace is not None:  # where the budget comes from, what decides the next revisit
+            pace = self.pace()
+            report["budget"]["source"] = budget_words(pace)
+            report["budget"]["next_due"] = next_due(self.frontier, report["generated"], pace)
         return report
 
     def rows(self) -> list[dict[str, Any]]:

@@ -1,0 +1,68 @@
+"""The summary and the report say where the budget comes from and which setting decides the next revisit."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import pytest
+from scrapy.utils.test import get_crawler
+
+from scrapy_adaptive.frontier import MemoryStore
+from scrapy_adaptive.ops.console.run import report_lines
+from scrapy_adaptive.ops.console.schedules import ScheduleConsole
+from scrapy_adaptive.ops.pace import CAPACITY, CONFIGURED, PRECISION, Pace, next_due, wait_setting
+from scrapy_adaptive.ops.reporting import Reporter
+from scrapy_adaptive.policies.schedules import Schedules
+from tests.unit.frontier.test_frontier import Clock, add, make, visited
+
+#: a capacity budget of 43,200 revisits a day, the bounds of a crawl with ADAPTIVE_WAIT_MIN = 100
+CAPACITY_PACE = Pace(43_200.0, CAPACITY, capacity_per_day=86_400.0, share=0.5, wait_min=100.0, wait_max=86_400.0)
+
+
+@pytest.mark.parametrize(
+    ("wait", "outcome", "pace", "setting"),
+    [
+        (100.0, "visited", CAPACITY_PACE, "ADAPTIVE_WAIT_MIN"),
+        (86_400.0, "visited", CAPACITY_PACE, "ADAPTIVE_WAIT_MAX"),
+        (900.0, "retry", CAPACITY_PACE, "ADAPTIVE_RETRY_DELAY"),
+        (500.0, "visited", CAPACITY_PACE, "ADAPTIVE_CAPACITY_SHARE"),
+        (500.0, "visited", Pace(43_200.0, CAPACITY, precision_binds=True, wait_min=100.0), "ADAPTIVE_TARGET_PRECISION"),
+        (500.0, "visited", Pace(240.0, CONFIGURED, wait_min=100.0), "ADAPTIVE_BUDGET"),
+        (500.0, "visited", Pace(None, PRECISION, wait_min=100.0), "ADAPTIVE_TARGET_PRECISION"),
+    ],
+)
+def test_the_setting_that_decided_a_wait_is_named(wait: float, outcome: str, pace: Pace, setting: str) -> None:
+    assert wait_setting(wait, outcome, pace) == setting
+
+
+def test_the_summary_names_the_capacity_budget_and_the_setting_of_the_next_revisit(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = Clock()
+    f = make(MemoryStore(), clock)
+    add(f, "http://h/a.html")
+    assert next_due(f, clock.t, CAPACITY_PACE) == "now (a first visit)"
+    issued = f.next()
+    assert issued is not None
+    f.update(issued.fp, visited(wait=100.0))  # the policy cut it to ADAPTIVE_WAIT_MIN
+    crawler = get_crawler()
+    crawler.stats.open_spider()
+    reporter = Reporter(
+        f, crawler.stats, allocator=None, state_path=str(tmp_path), interval=60.0, clock=clock,
+        pace=lambda: CAPACITY_PACE,
+    )  # fmt: skip
+    with caplog.at_level(logging.INFO, logger="scrapy_adaptive.ops.reporting"):
+        reporter.summary()
+    assert (
+        "Budget: 43200 revisits/day from politeness capacity (ADAPTIVE_CAPACITY_SHARE 0.5 of 86400 fetches/day; "
+        "set ADAPTIVE_BUDGET to fix it)" in caplog.text
+    )
+    assert re.search(r"next URL due in 1\.\dm \(revisit, ADAPTIVE_WAIT_MIN\)", caplog.text), caplog.text
+    assert crawler.stats.get_value("adaptive/budget/per_day") == 43_200.0
+    assert crawler.stats.get_value("adaptive/budget/capacity_per_day") == 86_400.0
+    # `scrapy frontier report` prints the same two facts
+    lines = report_lines(ScheduleConsole(f, schedules=Schedules(), pace=lambda: CAPACITY_PACE).report())
+    budget = next(line for line in lines if line.startswith("budget: "))
+    assert "from politeness capacity" in budget and "(revisit, ADAPTIVE_WAIT_MIN)" in budget, budget
