@@ -9,10 +9,8 @@ forces on it: which issued request object is which URL
 host's politeness wait counts from its end), and waking the engine when the
 next URL falls due (:class:`~.engine.EngineWaker`).
 
-At open it has the crawl's runtime assembled (:mod:`.runtime`), sends the
-middlewares the one interface they use (:data:`~.wiring.FRONTIER_OPENED`
-with a :class:`~.verdicts.FrontierServices`) and starts the once-a-second
-tasks (:mod:`.tasks`).
+At open it has the runtime assembled (:mod:`.runtime`), sends the middlewares their one interface
+(:data:`~.wiring.FRONTIER_OPENED`) and starts the once-a-second tasks (:mod:`.tasks`).
 
 Requests that come back through ``enqueue_request`` are told apart by the
 fingerprint tag issued requests carry:

@@ -214,10 +214,10 @@ class Reporter:
         self.stats.set_value("adaptive/budget/capped_hosts", len(capped))
         worst = sorted(capped.items(), key=lambda kv: -kv[1])[:5]
         logger.info(
-            "Budget: %s%s, spending %s; %d hosts chronically overdue (politeness caps their visits)%s",
+            "Budget: %s%s; %s; %d hosts chronically overdue (politeness caps their visits)%s",
             budget_words(pace),
             "; ADAPTIVE_TARGET_PRECISION holds revisits below it" if pace.precision_binds else "",
-            "-" if realised is None else f"{realised * 86_400:.0f}/day",
+            "spending not measured yet" if realised is None else f"spending {realised * 86_400:.0f}/day",
             len(capped),
             (": " + ", ".join(f"{h} ({r:.1f}x too rare)" for h, r in worst)) if worst else "",
         )
