@@ -35,10 +35,9 @@ from typing import Any
 from scrapy_adaptive.model import ChangeState, Outcome, Visit
 from scrapy_adaptive.policies.base import WaitPolicy
 
-from .replay import MAX_WAIT
-from .sim.intensity import CONSTANT
+from .replay import MAX_WAIT, world_from_docs
 from .sim.lineup import BUDGETED, POLICIES, LabContext, with_scale
-from .sim.world import DAY, HOUR, Host, Page, World, WorldSpec
+from .sim.world import HOUR, World
 
 SPLIT_SEED = 20261126
 
@@ -73,34 +72,10 @@ def split(docs: list[Doc], half: str, seed: int = SPLIT_SEED) -> list[Doc]:
 
 
 def as_world(docs: list[Doc]) -> World:
-    """A :class:`World` for the lineup's factories (oracles are not supported)."""
-    end = max(d.changes[-1] if d.changes else d.first for d in docs) + 1.0
-    start = min(d.first for d in docs)
-    hosts: dict[str, Host] = {}
-    pages = []
-    for i, d in enumerate(docs):
-        host = f"s{abs(hash(d.service)) % 10**8}.trace"
-        hosts.setdefault(host, Host(host))
-        rate = len(d.changes) / max(end - d.first, 1.0)
-        pages.append(
-            Page(
-                index=i,
-                url=f"https://{host}/{i}",
-                host=host,
-                kind="poisson",
-                rate=rate,
-                scale=rate,
-                profile=CONSTANT,
-                changes=d.changes,
-                size=20_000,
-                duration=0.5,
-                created=d.first,
-                discovered=d.first,
-            )
-        )
-    return World(
-        WorldSpec(name="trace", urls=len(pages), hosts=len(hosts), days=(end - start) / DAY), hosts, pages, start, end
-    )
+    """A :class:`World` for the lineup's factories (oracles are not supported),
+    built as :mod:`.replay` builds its worlds."""
+    rows = [{"doc": str(i), "service": d.service, "versions": [d.first, *d.changes]} for i, d in enumerate(docs)]
+    return world_from_docs(rows)
 
 
 def simulate(

@@ -385,17 +385,13 @@ class FullDisk(MemoryStore):
 
     full = False
 
-    def write(self, batch):  # type: ignore[no-untyped-def]
+    def write(self, batch: Batch) -> None:
         if self.full:
-            from scrapy_adaptive.frontier import StoreError
-
             raise StoreError("No space left on device")
         super().write(batch)
 
 
 def test_a_failed_write_leaves_the_stored_state_as_it_was() -> None:
-    from scrapy_adaptive.frontier import StoreError
-
     clock = Clock()
     store = FullDisk()
     f = make(store, clock)
@@ -482,22 +478,9 @@ def test_a_download_running_past_its_lease_is_not_taken_back(store: Store) -> No
     assert f.leases.lapsed_leases() == [issued.fp]  # ended without a verdict
 
 
-class FailingWrites(MemoryStore):
-    """A store whose writes fail once :attr:`full` is set (a full disk)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.full = False
-
-    def write(self, batch: Batch) -> None:
-        if self.full:
-            raise StoreError("No space left on device")
-        super().write(batch)
-
-
 def test_a_failed_write_counts_nothing_and_keeps_the_url_out() -> None:
     clock = Clock()
-    store = FailingWrites()
+    store = FullDisk()
     f = make(store, clock)
     add(f, "http://a/1")
     issued = f.next()
@@ -522,8 +505,6 @@ def test_an_unreadable_record_is_quarantined_and_its_host_goes_on(
 ) -> None:
     """Issue 10 item 4: next() took the queue off its heap, the record
     raised, and the host was never fetched again."""
-    from scrapy_adaptive.frontier import Batch
-
     clock = Clock()
     f = make(store, clock, min_delay=0.0, max_delay=0.0)
     urls = sorted((f"http://a/{i}" for i in range(3)), key=fp)  # the order they are due in
@@ -551,8 +532,6 @@ def test_an_unreadable_record_is_quarantined_and_its_host_goes_on(
 
 
 def test_a_record_of_the_wrong_shape_is_unreadable_too(store: Store) -> None:
-    from scrapy_adaptive.frontier import Batch
-
     clock = Clock()
     f = make(store, clock)
     add(f, "http://a/1")
