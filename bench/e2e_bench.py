@@ -70,7 +70,13 @@ class Site(SiteProcess):
     """The local site in a subprocess (started and stopped by us only)."""
 
     def __init__(
-        self, pages: int, hosts: int, links: int, seed: int, max_seconds: float, extra_args: Sequence[str] = (),
+        self,
+        pages: int,
+        hosts: int,
+        links: int,
+        seed: int,
+        max_seconds: float,
+        extra_args: Sequence[str] = (),
     ) -> None:
         args = ["--pages", str(pages), "--hosts", str(hosts), "--links", str(links), "--seed", str(seed), *extra_args]
         super().__init__("bench.e2e_site", args, startup_timeout=30.0, stop_timeout=10.0, max_seconds=max_seconds)
@@ -133,7 +139,12 @@ def run_crawl(config: str, args: argparse.Namespace, site: Site, run_dir: Path) 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     proc = subprocess.Popen(
-        cmd, cwd=REPO_ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        cmd,
+        cwd=REPO_ROOT,
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
         start_new_session=True,
     )
     killed = False
@@ -147,7 +158,11 @@ def run_crawl(config: str, args: argparse.Namespace, site: Site, run_dir: Path) 
     after = resource.getrusage(resource.RUSAGE_CHILDREN)  # only the crawl was reaped in between
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     res: dict[str, Any] = {
-        "config": config, "wall_s": wall, "cpu_s": cpu, "returncode": proc.returncode, "killed": killed,
+        "config": config,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "returncode": proc.returncode,
+        "killed": killed,
     }
     res["site"] = site.stats()
     stats_file = run_dir / "stats.json"
@@ -170,7 +185,8 @@ def run_crawl(config: str, args: argparse.Namespace, site: Site, run_dir: Path) 
         first_response_after_open_s=timings.get("first_response_after_open_s"),
         # CPU per page, open to close: steadier than wall rates on a shared machine
         cpu_ms_per_page=1000 * timings["cpu_open_to_close_s"] / responses
-        if timings.get("cpu_open_to_close_s") and responses else None,
+        if timings.get("cpu_open_to_close_s") and responses
+        else None,
         finish_reason=stats.get("finish_reason"),
         errors=int(stats.get("log_count/ERROR", 0)),
         adaptive={k: v for k, v in stats.items() if k.startswith("adaptive/")},
@@ -190,9 +206,9 @@ def summarize(runs: list[dict[str, Any]], configs: Sequence[str], pages: int) ->
             "median_pages_per_s": statistics.median([r["pages_per_s"] for r in ok]) if ok else None,
             "median_steady_pages_per_s": statistics.median([r["steady_pages_per_s"] for r in ok]) if ok else None,
             "median_elapsed_s": statistics.median([r["elapsed_s"] for r in ok]) if ok else None,
-            "median_cpu_ms_per_page": statistics.median(cpu) if (
-                cpu := [r["cpu_ms_per_page"] for r in ok if r.get("cpu_ms_per_page")]
-            ) else None,
+            "median_cpu_ms_per_page": statistics.median(cpu)
+            if (cpu := [r["cpu_ms_per_page"] for r in ok if r.get("cpu_ms_per_page")])
+            else None,
             "all_pages_fetched": all(r["responses"] >= pages for r in ok) and bool(ok),
             "max_fetches_per_page": max((r["site"]["max_hits"] for r in ok), default=None),
         }
@@ -208,13 +224,15 @@ def summarize(runs: list[dict[str, Any]], configs: Sequence[str], pages: int) ->
     j = summary.get("default+jobdir", {})
     summary["jobdir_ratio"] = (
         a["median_pages_per_s"] / j["median_pages_per_s"]
-        if a.get("median_pages_per_s") and j.get("median_pages_per_s") else None
+        if a.get("median_pages_per_s") and j.get("median_pages_per_s")
+        else None
     )
     # CPU per page, baseline ÷ adaptive (above 1: adaptive spends less), the steadier figure
     for name, base in (("cpu_ratio", d), ("jobdir_cpu_ratio", j)):
         summary[name] = (
             base["median_cpu_ms_per_page"] / a["median_cpu_ms_per_page"]
-            if a.get("median_cpu_ms_per_page") and base.get("median_cpu_ms_per_page") else None
+            if a.get("median_cpu_ms_per_page") and base.get("median_cpu_ms_per_page")
+            else None
         )
     summary["steady_ratio"] = steady
     summary["target"] = TARGET_RATIO
@@ -224,22 +242,46 @@ def summarize(runs: list[dict[str, Any]], configs: Sequence[str], pages: int) ->
 
 def format_report(runs: list[dict[str, Any]], summary: dict[str, Any], configs: Sequence[str]) -> str:
     lines = []
-    header = ("run", "config", "pages/s", "steady p/s", "responses", "items", "elapsed s", "wall s", "cpu s",
-              "site req", "max hits", "finish reason")
+    header = (
+        "run",
+        "config",
+        "pages/s",
+        "steady p/s",
+        "responses",
+        "items",
+        "elapsed s",
+        "wall s",
+        "cpu s",
+        "site req",
+        "max hits",
+        "finish reason",
+    )
     table = []
     for n, r in enumerate(runs, 1):
         if "error" in r:
             table.append((str(n), r["config"], "ERROR", "", "", "", "", f"{r['wall_s']:.1f}", "", "", "", ""))
             continue
-        table.append((
-            str(n), r["config"], f"{r['pages_per_s']:.1f}", f"{r['steady_pages_per_s']:.1f}", str(r["responses"]),
-            str(r["items"]), f"{r['elapsed_s']:.2f}", f"{r['wall_s']:.1f}", f"{r['cpu_s']:.1f}",
-            str(r["site"]["requests"]), str(r["site"]["max_hits"]), str(r["finish_reason"]),
-        ))
+        table.append(
+            (
+                str(n),
+                r["config"],
+                f"{r['pages_per_s']:.1f}",
+                f"{r['steady_pages_per_s']:.1f}",
+                str(r["responses"]),
+                str(r["items"]),
+                f"{r['elapsed_s']:.2f}",
+                f"{r['wall_s']:.1f}",
+                f"{r['cpu_s']:.1f}",
+                str(r["site"]["requests"]),
+                str(r["site"]["max_hits"]),
+                str(r["finish_reason"]),
+            )
+        )
     widths = [max(len(row[i]) for row in [header, *table]) for i in range(len(header))]
     for k, row in enumerate([header, *table]):
-        lines.append("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths,
-                                                                                                   strict=True))))
+        lines.append(
+            "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True)))
+        )
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
     lines.append("")
@@ -299,7 +341,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--crawl-timeout", type=float, default=120.0, help="kill a crawl after this many seconds")
     p.add_argument("--no-jobdir-baseline", action="store_true", help="skip Scrapy's default scheduler + JOBDIR")
     p.add_argument(
-        "--variant", action="append", default=[], metavar="KEY=VALUE",
+        "--variant",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="also run an 'adaptive+' configuration: the adaptive one plus these -s settings (repeatable), "
         "e.g. SCHEDULER=mypkg.ExperimentalScheduler",
     )

@@ -86,11 +86,13 @@ class BenchStats:
         timings = {
             "reason": reason,
             "responses": self.responses,
-            "first_response_after_open_s": None if self.first is None or self.opened is None
+            "first_response_after_open_s": None
+            if self.first is None or self.opened is None
             else self.first - self.opened,
             "first_to_last_response_s": None if self.first is None or self.last is None else self.last - self.first,
             "open_to_close_s": None if self.opened is None or closed is None else closed - self.opened,
-            "cpu_open_to_close_s": None if self.cpu_opened is None or self.cpu_closed is None
+            "cpu_open_to_close_s": None
+            if self.cpu_opened is None or self.cpu_closed is None
             else self.cpu_closed - self.cpu_opened,
         }
         with open(self.path, "w", encoding="utf-8") as f:

@@ -8,7 +8,9 @@ share of later versions captured; the run ends at the last version), but
 without the frontier: documents are visited in time order from a heap, with
 no politeness, and each policy's one knob (the time scale of a rule, the
 budget multiplier of a budgeted policy) is searched until the revisits
-match the target, then interpolated to it.  Agreement with the real replay
+match the target; recall at the target is then read from a straight line
+fitted through runs around it (:func:`smoothed`), since a budgeted
+policy's captures are a jagged function of its knob.  Agreement with the real replay
 is checked in ``docs/lab/policy-real-traces.md``; use :mod:`bench.replay`
 for reported figures.
 
@@ -179,7 +181,9 @@ def run_once(name: str, world: World, rho: float, knob: float) -> tuple[int, int
     return simulate(world, policy, on_discover)
 
 
-def equal_fetch(name: str, world: World, rho: float, target: float, rounds: int = 8, tol: float = 0.01) -> dict:
+def equal_fetch(
+    name: str, world: World, rho: float, target: float, rounds: int = 8, tol: float = 0.01, smooth: bool = True
+) -> dict:
     sign = 1.0 if name in BUDGETED else -1.0
     runs: list[tuple[float, tuple[int, int]]] = []
     knob, slope = 1.0, sign
@@ -207,11 +211,49 @@ def equal_fetch(name: str, world: World, rho: float, target: float, rounds: int 
     w = 0.0 if a[0] == b[0] else (target - a[0]) / (b[0] - a[0])
     captured = a[1] + w * (b[1] - a[1])
     changes = sum(len(p.changes) for p in world.pages)
-    return {
-        "recall": captured / changes,
-        "exact": a is not b or abs(a[0] - target) <= tol * target,
-        "runs": [(round(k, 4), r[0]) for k, r in runs],
-    }
+    exact = a is not b or abs(a[0] - target) <= tol * target
+    out = {"recall": captured / changes, "exact": exact, "runs": [(round(k, 4), r[0]) for k, r in runs]}
+    if smooth and exact:
+        out.update(smoothed(name, world, rho, target, runs, changes))
+    return out
+
+
+#: knob offsets (log) of the extra runs :func:`smoothed` adds around the target
+SMOOTH_STEPS = (-0.12, -0.06, 0.0, 0.06, 0.12)
+
+
+def smoothed(
+    name: str, world: World, rho: float, target: float, runs: list[tuple[float, tuple[int, int]]], changes: int
+) -> dict:
+    """Recall at *target* from a straight line through runs near it.
+
+    A budgeted policy's feedback loops make its captures a jagged function
+    of the knob: two knobs 1 % apart can differ by several points of recall
+    at almost the same fetch count, so one interpolated pair says little.
+    Runs at knobs spread around the target's (and the search's runs within
+    25 % of the target's fetches) are fitted by least squares, captured
+    against revisits, and read at the target; ``spread`` is the residual
+    standard deviation in recall, what one run could be off by.
+    """
+    near = sorted(runs, key=lambda kr: abs(math.log(max(kr[1][0], 1) / target)))[:2]
+    (k1, r1), (k2, r2) = near if len(near) == 2 else (near[0], near[0])
+    if r1[0] != r2[0] and k1 != k2:
+        m = (math.log(max(r2[0], 1)) - math.log(max(r1[0], 1))) / (math.log(k2) - math.log(k1))
+        centre = k1 * math.exp(math.log(target / max(r1[0], 1)) / m) if abs(m) > 0.05 else k1
+    else:
+        centre = k1
+    centre = min(max(centre, 0.005), 200.0)
+    points = [r for _, r in runs if abs(math.log(max(r[0], 1) / target)) < math.log(1.25)]
+    points += [run_once(name, world, rho, centre * math.exp(d)) for d in SMOOTH_STEPS]
+    xs = [p[0] for p in points]
+    ys = [p[1] for p in points]
+    n = len(points)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx > 0 else 0.0
+    fit = my + slope * (target - mx)
+    resid = math.sqrt(sum((y - (my + slope * (x - mx))) ** 2 for x, y in zip(xs, ys)) / max(1, n - 2))
+    return {"recall": fit / changes, "spread": resid / changes, "points": n}
 
 
 def cell(args: tuple[str, str, str | None, float]) -> tuple[str, str, float, dict]:
@@ -261,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     with Pool(min(args.procs, len(jobs))) as pool:
         for half, name, k, r in pool.imap_unordered(cell, jobs, chunksize=1):
             flag = "" if r["exact"] else " (inexact)"
-            print(f"{half:>4} K={k:g} {name:<22} recall {r['recall']:.3f}{flag}  {r['runs']}", flush=True)
+            spread = f" ±{r['spread']:.3f} ({r['points']} runs)" if "spread" in r else ""
+            print(f"{half:>4} K={k:g} {name:<22} recall {r['recall']:.3f}{spread}{flag}  {r['runs']}", flush=True)
     return 0
 
 

@@ -140,7 +140,7 @@ def _snap_horizon(revisits: float):
     return make
 
 
-for _h in (5_000, 100_000):
+for _h in (5_000, 20_000, 100_000):
     register(f"snap-h{_h}", _snap_horizon(_h), budgeted=True)
 
 
@@ -167,3 +167,54 @@ register("switch", _switch(), budgeted=True)
 register("switch-f0.7", _switch(forget=0.7), budgeted=True)
 register("snapmin", _switch(_SnapMin), budgeted=True)
 
+
+# -- the snap-back rule judged on the interval it observed (for use inside the union) -------------
+from scrapy_adaptive.model import ChangeState as _CS
+from scrapy_adaptive.policies.history import clamp as _clamp
+from scrapy_adaptive.policies.history import elapsed as _elapsed
+from scrapy_adaptive.policies.history import is_first_visit as _first
+from scrapy_adaptive.policies.union import UnionWaitPolicy as _Union
+
+from .sim.lineup import _burst
+
+
+class _SnapObserved(_Snap):
+    """Changed: u ← (1−d)·min(u, e) + d·m; unchanged: u ← max(u, (1+i)·e), e the observed interval
+    in normalised time.  Equal to the rule when visits come at its own waits."""
+
+    def normalised(self, history, visit, memory, old):
+        if _first(history) or old is None:
+            return self.initial
+        e = _elapsed(history, visit)
+        if e is None or visit.change not in (_CS.CHANGED, _CS.UNCHANGED):
+            return self.step(old, visit.change)
+        e_n = e / max(self.pace.scale(), 1e-9)
+        if visit.change is _CS.CHANGED:
+            u = (1.0 - self.decrement) * min(old, e_n) + self.decrement * self.floor
+        else:
+            u = max(old, (1.0 + self.increment) * e_n)
+        return _clamp(u, self.floor, self.maximum)
+
+
+def _snap_obs(ctx: LabContext):
+    return _SnapObserved(_BudgetPace(ctx.budget), minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
+
+
+register("snap-obs", _snap_obs, budgeted=True)
+register("union-obs", lambda ctx: _Union(_burst(ctx), _snap_obs(ctx)), budgeted=True)
+
+
+def _snap_max(years: float, union: bool = False):
+    def make(ctx: LabContext):
+        snap = _SnapObserved if union else _Snap
+        s = snap(_BudgetPace(ctx.budget), minimum=ctx.min_wait, maximum=years * 365 * 86_400.0, initial=ctx.initial)
+        if not union:
+            return s
+        return _Union(_burst(ctx), s)
+
+    return make
+
+
+for _y in (3, 10):
+    register(f"snap-max{_y}y", _snap_max(_y), budgeted=True)
+    register(f"union-max{_y}y", _snap_max(_y, union=True), budgeted=True)

@@ -65,7 +65,12 @@ class SwitchWaitPolicy(UnionWaitPolicy):
     """Burst allocation or the snap-back rule per URL, by their scores on its visits."""
 
     def __init__(
-        self, burst: BurstWaitPolicy, snap: SnapBackWaitPolicy, pool: FamilyPool | None = None, *, forget: float = FORGET
+        self,
+        burst: BurstWaitPolicy,
+        snap: SnapBackWaitPolicy,
+        pool: FamilyPool | None = None,
+        *,
+        forget: float = FORGET,
     ) -> None:
         super().__init__(burst, snap)
         self.pool = pool or FamilyPool()

@@ -50,6 +50,7 @@ def quarantine(book: QueueBook, q: HostQueue, entry: tuple[int, int, bytes], raw
         fp.hex(),
     )
 
+
 def forget(frontier: Frontier, urls: list[tuple[str, bytes]]) -> list[UrlRecord]:
     """Delete these URLs for good: record, queue entry, pending-delivery
     mark and lease, with their queues' counters, in one atomic write.

@@ -40,6 +40,7 @@ logger = logging.getLogger(__name__)
 #: ticks (seconds) between two reads of the state folder's schedules
 SYNC_TICKS = 10
 
+
 def spread_plan(schedule: Schedule, now: float) -> Callable[[UrlRecord], float | None]:
     """When each of *schedule*'s URLs planned later than one ceiling from
     *now* should be visited: within that ceiling, each at its own fraction

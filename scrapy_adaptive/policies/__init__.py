@@ -6,7 +6,6 @@ stacked per content type, host and URL with ``ADAPTIVE_WAIT_POLICIES``.
 Policies are pure: no Scrapy, no I/O, no clock of their own.
 """
 
-
 from .allocator import RateAllocator
 from .base import DefaultWaitPolicy, WaitParams, WaitPolicy
 from .burst import BurstWaitPolicy

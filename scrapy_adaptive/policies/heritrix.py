@@ -30,7 +30,7 @@ from typing import Any
 from ..model import ChangeState, Visit
 from .base import WaitParams, WaitPolicy
 from .history import elapsed, policy_memory
-from .noise_guard import NoiseDetector
+from .noise_guard import NoiseDetector, probe_wait
 
 
 class HeritrixWaitPolicy(WaitPolicy):
@@ -43,7 +43,7 @@ class HeritrixWaitPolicy(WaitPolicy):
     @classmethod
     def from_params(cls, params: WaitParams) -> HeritrixWaitPolicy:
         """The crawler's Heritrix: the thesis's rule plus the noise guard, probing at the minimum wait."""
-        return cls(params, noise=NoiseDetector(params.minimum or 1.0))
+        return cls(params, noise=NoiseDetector(probe_wait(params.minimum)))
 
     def initial_wait(self, visit: Visit) -> float:
         params = self.params

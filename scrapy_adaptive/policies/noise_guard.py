@@ -29,20 +29,25 @@ per two probe waits) against noise.  The ratio falls as λ grows, so λ₀ is
 the least favourable point of H0, and by Ville's inequality a page of any
 rate up to λ₀ is flagged by one test with probability at most ``alpha``.
 
-**Numbers at the defaults** (probe wait = the minimum wait, 1 h; λ₀ = one
-change per 2 h, so a probe finds a change with p₀ = 1 − e^(−½) = 0.39 and
-adds 0.93 nats; ``alpha`` = 0.01, 4.6 nats, i.e. five probes):
+**Numbers at the defaults** (probe wait :data:`PROBE_WAIT`, one minute, or
+the policy's minimum wait if shorter; λ₀ = one change per two minutes, so a
+probe finds a change with p₀ = 1 − e^(−½) = 0.39 and adds 0.93 nats;
+``alpha`` = 0.01, 4.6 nats, i.e. five probes):
 
 * a noise page is flagged at its 14th visit: 8 changed visits
-  (``suspect_run``), then five probes an hour apart;
+  (``suspect_run``), then five probes a minute apart;
 * false positives: one test flags a page of rate ≤ λ₀ with probability
   ≤ p₀⁵ = 0.9 %, and a failed test doubles the run that starts the next
-  one (8, 16, 32), so a page meets two or three tests in its life.  Faster
-  pages cannot be told from noise with one-hour probes (at one change an
-  hour a probe finds a change with p = 0.63) and are sometimes held – the
-  guard's price;
-* probe cost on real pages: a test costs 1/(1 − p) probes (≈ 1 for slow
-  pages, at most 1.6 up to λ₀) and tests are rare after the back-off;
+  one (8, 16, 32), so a page meets two or three tests in its life.  A page
+  that really changes every hour (a live feed) finds a one-minute probe
+  unchanged 98 times in 100, so it keeps its policy's waits.  Probes as long
+  as the minimum wait (an hour) could not tell it from noise: such a page
+  met a test at every run of changes and was held at the maximum wait,
+  dropped exactly when it was busiest;
+* probe cost on real pages: a test costs 1/(1 − p) probes (≈ 1 for pages
+  slower than λ₀) and tests are rare after the back-off;
+* a probe may come sooner than ``ADAPTIVE_WAIT_MIN``, as noise learning's
+  does: the host's politeness still spaces it;
 * a flagged page is held at the maximum wait (rate 0 for an allocator) and
   re-tested after every ``retest_every`` (2) holds by one probe; a probe
   (or any visit) that finds it unchanged clears the flag, so a page that
@@ -70,6 +75,18 @@ from .memory import NOISE
 
 #: the policy-memory key holding the detector's state
 KEY = NOISE
+
+#: the longest wait of a probe (seconds).  Only an interval short next to
+#: the changes a page may really make tells noise from a fast page, so a
+#: probe comes soon after the visit it checks, as noise learning's does
+#: (``change/noise.py``), not after the policy's minimum wait.
+PROBE_WAIT = 60.0
+
+
+def probe_wait(minimum: float) -> float:
+    """The guard's probe wait under a policy whose shortest wait is *minimum*."""
+    return max(1.0, min(minimum, PROBE_WAIT))
+
 
 # the state's slots: [mode, run, trigger, evidence, holds, resume]
 _IDLE, _TESTING, _HELD, _RETESTING = 0, 1, 2, 3
@@ -103,7 +120,7 @@ class NoiseDetector:
 
     def __init__(
         self,
-        probe_wait: float = 3_600.0,
+        probe_wait: float = PROBE_WAIT,
         *,
         protect_rate: float | None = None,
         alpha: float = 0.01,

@@ -35,7 +35,7 @@ from .estimator import AGE, RateEstimator
 from .hint_decisions import accept, base_probability, confirmed_hint, hinted_visit, marginal_value
 from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, record_queue, visit_queue, visit_time
 from .memory import AGE_UNCHECKED, ESTIMATE, LAST_MODIFIED_AGREEMENT, OBSERVATIONS
-from .noise_guard import NoiseDetector, NoiseVerdict
+from .noise_guard import NoiseDetector, NoiseVerdict, probe_wait
 from .prior import PopulationPrior
 
 #: a rate estimate's half-life in maximum waits: 60 days at the 28-day
@@ -92,7 +92,7 @@ class _RatePolicy(WaitPolicy):
         self.min_wait = min_wait
         self.max_wait = max_wait
         #: the noise guard (``noise.py``): ``noise_run`` changed visits in a row start a probe test; 0: off
-        self.noise_guard = noise or NoiseDetector(min_wait, suspect_run=noise_run)
+        self.noise_guard = noise or NoiseDetector(probe_wait(min_wait), suspect_run=noise_run)
         #: a stack entry's ``ADAPTIVE_WAIT_INITIAL`` (set by ``from_params``)
         self.initial: float | None = None
         #: how far an unchecked first-visit Last-Modified age is believed (shared by a stack's instances)

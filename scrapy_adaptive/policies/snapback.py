@@ -48,7 +48,7 @@ from typing import Any
 from ..model import ChangeState, Visit
 from .base import WaitParams, WaitPolicy
 from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, visit_time
-from .noise_guard import NoiseDetector
+from .noise_guard import NoiseDetector, probe_wait
 
 #: the policy-memory key of the URL's normalised last wait
 WAIT = "su"
@@ -223,7 +223,7 @@ class SnapBackWaitPolicy(WaitPolicy):
             minimum=params.minimum,
             maximum=params.maximum,
             initial=params.initial,
-            noise=NoiseDetector(params.minimum or 1.0),
+            noise=NoiseDetector(probe_wait(params.minimum)),
         )
 
     def step(self, u: float, change: ChangeState) -> float:

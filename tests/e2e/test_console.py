@@ -287,9 +287,10 @@ def test_the_html_report_renders_in_headless_chromium(stopped: tuple[Path, str],
     assert "1.1 MB" in saved["texts"] and not any(t.isdigit() and len(t) > 4 for t in saved["texts"])
     revisits = next(v for k, v in seen["sections"].items() if k.startswith("Revisits per hour"))
     assert revisits["line"] == 0 and "off the scale" not in json.dumps(revisits)
-    assert "No URL was overdue at any summary in the 2 hours recorded." in seen["sections"][
-        "URLs due (backlog) over time"
-    ]["note"]
+    assert (
+        "No URL was overdue at any summary in the 2 hours recorded."
+        in seen["sections"]["URLs due (backlog) over time"]["note"]
+    )
     report["budget"]["set_per_day"] = 12000.0  # a budget set: drawn, within the scale
     budgeted = tmp_path / "budgeted.html"
     budgeted.write_text(render(report))

@@ -58,7 +58,6 @@ def test_raw_detection_holds_noise_pages_near_the_minimum_rate() -> None:
     assert raw.violations == 0
 
 
-
 def test_a_fast_genuine_page_is_rarely_flagged() -> None:
     """A page changing every 2 hours, visited at its proportional share: 40 seeds of 500 visits.
 
@@ -93,4 +92,3 @@ def test_simulated_hints_help_and_keep_the_budget() -> None:
     assert counts["acted"] > 0 and counts[CONFIRMED] > counts[REFUTED]
     assert abs(with_hints.budget_error or 0.0) < 0.05
     assert with_hints.recall > without.recall + 0.05
-

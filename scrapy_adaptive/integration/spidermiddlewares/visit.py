@@ -76,6 +76,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+
 def skip_unchanged(response: Response, **kwargs: Any) -> tuple[()]:
     """Stands in for the callback of an unchanged page: nothing to do."""
     return ()

@@ -303,4 +303,3 @@ def test_a_confirmed_hinted_visit_is_a_revisit_but_not_an_observation() -> None:
 
 
 # -- the simulator -----------------------------------------------------------------------
-

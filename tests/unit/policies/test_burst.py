@@ -23,10 +23,6 @@ def _run(world_name: str, policy_name: str) -> tuple[object, float]:
     return policy, simulate(world, policy, RunConfig()).recall
 
 
-
-
-
-
 def _visit(change: ChangeState, *, overdue: float = 0.0) -> Visit:
     return Visit(Outcome.VISITED, status=200, change=change, url="https://a.example/p", overdue=overdue)
 

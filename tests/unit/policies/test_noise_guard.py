@@ -15,7 +15,7 @@ from scrapy_adaptive.model import ChangeState, Outcome, Visit
 from scrapy_adaptive.policies.allocator import RateAllocator
 from scrapy_adaptive.policies.base import WaitParams, WaitPolicy
 from scrapy_adaptive.policies.heritrix import HeritrixWaitPolicy
-from scrapy_adaptive.policies.noise_guard import KEY, NoiseDetector, NoiseVerdict
+from scrapy_adaptive.policies.noise_guard import KEY, PROBE_WAIT, NoiseDetector, NoiseVerdict
 from scrapy_adaptive.policies.rate import PrecisionWaitPolicy, ProportionalWaitPolicy
 
 DAY = 86_400.0
@@ -78,16 +78,33 @@ def test_a_noise_page_is_flagged_within_a_bounded_number_of_visits_and_held() ->
     policy = proportional()
     steps = crawl(policy, [(40, noise_page)])
     flagged_at = next(i for i, (_, memory) in enumerate(steps) if held(memory))
-    # first visit, 8 changed visits, then 5 probes an hour apart
+    # first visit, 8 changed visits, then 5 probes a minute apart
     assert flagged_at == 1 + 8 + 5 - 1
-    assert [w for w, _ in steps[flagged_at - 5 : flagged_at]] == [HOUR] * 5
+    assert [w for w, _ in steps[flagged_at - 5 : flagged_at]] == [PROBE_WAIT] * 5
     waits = [w for w, _ in steps[flagged_at:]]
-    assert set(waits) <= {MAX_WAIT, HOUR}  # holds, and a re-test probe after every two
-    assert waits.count(MAX_WAIT) >= 2 * waits.count(HOUR)
+    assert set(waits) <= {MAX_WAIT, PROBE_WAIT}  # holds, and a re-test probe after every two
+    assert waits.count(MAX_WAIT) >= 2 * waits.count(PROBE_WAIT)
     memory = steps[-1][1]
     assert memory["al"][2] == 0.0  # no rate registered with the allocator while held
 
 
+def hourly_page(gap: float, rng: random.Random) -> ChangeState:
+    """A page that really changes every hour (a live feed): a visit finds a
+    change iff it comes in a later hour than the last one."""
+    hourly_page.clock += gap  # type: ignore[attr-defined]
+    now = hourly_page.clock  # type: ignore[attr-defined]
+    return ChangeState.CHANGED if now // HOUR != (now - gap) // HOUR else ChangeState.UNCHANGED
+
+
+@pytest.mark.parametrize("make", [proportional, lambda: HeritrixWaitPolicy.from_params(WaitParams(minimum=HOUR))])
+def test_a_page_that_really_changes_every_hour_is_never_held(make: Callable[[], WaitPolicy]) -> None:
+    """Probes a minute after a visit find a real hourly page unchanged, so the
+    guard's tests fail and the page keeps the policy's own waits (probes an
+    hour apart, the policy's minimum wait, could not tell it from noise)."""
+    hourly_page.clock = 0.5 * HOUR  # type: ignore[attr-defined]
+    steps = crawl(make(), [(300, hourly_page)])
+    assert not any(held(memory) for _, memory in steps)
+    assert max(w for w, _ in steps[-100:]) < 4 * HOUR
 
 
 def test_the_flag_clears_when_the_page_stops_being_noisy() -> None:
@@ -149,4 +166,3 @@ class _Late(WaitPolicy):
         if history.get("fetched") is not None and visit.url in self.noise:
             self.late += history["fetched"] + history["wait"] + (visit.overdue or 0.0) >= self.half
         return self.inner.next_wait(history, visit)
-
