@@ -14,7 +14,10 @@ Why it is built this way:
 * **Classes** (``KINDS``), per host with exact counts from a seeded shuffle:
   ``poisson`` (log-normal mean intervals, median 1 pass), ``bursty``
   (quiet spells of ~3 passes, then 3–8 changes a few delays apart),
-  ``static``, ``noise`` (a server clock and a random token in the visible
+  ``traced`` (a real change history from the git-scraping corpus in
+  ``bench/traces``, its gaps replayed in order and compressed so that its
+  mean interval is drawn as a ``poisson`` page's: real clustering, at the
+  world's time scale), ``static``, ``noise`` (a server clock and a random token in the visible
   text of every response, no validators, the real content changing about
   every 12 passes), ``liar`` (Poisson like ``poisson``, but ETag and
   Last-Modified never move and a conditional GET gets a 304 on a host
@@ -38,9 +41,13 @@ import random
 from dataclasses import dataclass
 from functools import lru_cache
 
-KINDS = ("poisson", "bursty", "static", "noise", "liar", "image", "index")
+KINDS = ("poisson", "traced", "bursty", "static", "noise", "liar", "image", "index")
 #: shares of the HTML pages of a host (the index comes on top, the images apart)
-PAGE_MIX = {"poisson": 0.45, "bursty": 0.15, "static": 0.2, "noise": 0.1, "liar": 0.1}
+PAGE_MIX = {"poisson": 0.3, "traced": 0.15, "bursty": 0.15, "static": 0.2, "noise": 0.1, "liar": 0.1}
+#: the corpus sources a ``traced`` page replays (``bench/traces/SOURCE.jsonl.gz``)
+TRACE_SOURCES = ("endoflife-releases", "help-scraper", "rss-feeds", "tosback2")
+#: a document needs this many versions to be replayed (its gaps carry its clustering)
+TRACE_MIN_VERSIONS = 12
 #: mean change intervals in passes
 POISSON_MEDIAN = 1.0
 POISSON_SIGMA = 1.0
@@ -115,6 +122,47 @@ def _bursty(rng: random.Random, quiet: float, spacing: float, end: float) -> lis
     return out
 
 
+@lru_cache(maxsize=1)
+def _trace_gaps() -> tuple[tuple[float, ...], ...]:
+    """Every corpus document's gaps between versions (seconds), in order, for
+    the documents with :data:`TRACE_MIN_VERSIONS` versions or more."""
+    import gzip
+    import json
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parent / "traces"
+    out = []
+    for source in TRACE_SOURCES:
+        with gzip.open(folder / f"{source}.jsonl.gz", "rt", encoding="utf-8") as fh:
+            for line in fh:
+                if not line.strip():
+                    continue
+                versions = sorted({float(v) for v in json.loads(line)["versions"]})
+                gaps = tuple(b - a for a, b in zip(versions, versions[1:]) if b > a)
+                if len(gaps) + 1 >= TRACE_MIN_VERSIONS:
+                    out.append(gaps)
+    if not out:
+        raise RuntimeError(f"no document with {TRACE_MIN_VERSIONS}+ versions in bench/traces")
+    return tuple(out)
+
+
+def _traced(rng: random.Random, mean: float, end: float) -> list[float]:
+    """A real document's gaps, in their order from a random one on (wrapping
+    round), scaled so that their mean is *mean*: the history's clustering
+    (bursts of short gaps between long quiet spells) at the world's scale."""
+    docs = _trace_gaps()
+    gaps = docs[rng.randrange(len(docs))]
+    scale = mean / (sum(gaps) / len(gaps))
+    i = rng.randrange(len(gaps))
+    out: list[float] = []
+    t = rng.uniform(0.0, gaps[i] * scale)  # a random phase inside the first gap
+    while t <= end:
+        out.append(t)
+        i = (i + 1) % len(gaps)
+        t += gaps[i] * scale
+    return out
+
+
 class World:
     """Every URL of one copy of the site, with its class, size and change instants.
 
@@ -156,6 +204,9 @@ class World:
             if kind in ("poisson", "liar"):
                 mean = POISSON_MEDIAN * unit * math.exp(POISSON_SIGMA * r.gauss(0.0, 1.0))
                 changes = _poisson(r, mean, self.horizon)
+            elif kind == "traced":
+                mean = POISSON_MEDIAN * unit * math.exp(POISSON_SIGMA * r.gauss(0.0, 1.0))
+                changes = _traced(r, mean, self.horizon)
             elif kind == "noise":
                 changes = _poisson(r, NOISE_INTERVAL * unit, self.horizon)
             elif kind == "image":

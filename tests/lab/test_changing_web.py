@@ -46,6 +46,24 @@ def test_the_version_id_is_in_the_bytes_and_noise_is_not_a_version(world: World)
     assert version_of(b"") is None and version_of(b"<html>stopped") is None
 
 
+def test_traced_pages_replay_real_clustered_histories() -> None:
+    """A traced page's gaps are a real document's, in order and scaled: over a
+    long horizon they cluster as real histories do (a gap CV above a Poisson
+    page's 1), and their mean follows the drawn interval."""
+    long = World(hosts=4, pages=20, images=0, delay=1.0, horizon=200_000.0, seed=5)
+    traced = [u for u in long.urls if u.kind == "traced" and len(u.changes) > 50]
+    assert traced
+
+    def cv(changes: tuple[float, ...]) -> float:
+        gaps = [b - a for a, b in zip(changes, changes[1:])]
+        mean = sum(gaps) / len(gaps)
+        return (sum((g - mean) ** 2 for g in gaps) / len(gaps)) ** 0.5 / mean
+
+    cvs = sorted(cv(u.changes) for u in traced)
+    assert cvs[len(cvs) // 2] > 1.0
+    assert all(b > a for u in traced for a, b in zip(u.changes, u.changes[1:]))
+
+
 def test_sizes_are_real_sizes(world: World) -> None:
     pages = [len(world.body(u, 0)) for u in world.urls if u.kind not in ("image", "index")]
     images = [len(world.body(u, 0)) for u in world.urls if u.kind == "image"]
