@@ -218,3 +218,44 @@ def _snap_max(years: float, union: bool = False):
 for _y in (3, 10):
     register(f"snap-max{_y}y", _snap_max(_y), budgeted=True)
     register(f"union-max{_y}y", _snap_max(_y, union=True), budgeted=True)
+
+
+def _union_lowmin(ctx: LabContext):
+    """The union with both parts allowed down to one minute (the snap floor stays an hour at scale 1)."""
+    from dataclasses import replace as _replace
+
+    low = _replace(ctx, min_wait=60.0)
+    snap = _Snap(_BudgetPace(ctx.budget), minimum=60.0, floor=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
+    return _Union(_burst(low), snap)
+
+
+register("union-lowmin", _union_lowmin, budgeted=True)
+
+
+def _snap_gain(gain: float, limits=(0.1, 10.0)):
+    def make(ctx: LabContext):
+        pace = _BudgetPace(ctx.budget, gain=gain, limits=limits)
+        return _Snap(pace, minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
+
+    return make
+
+
+register("snap-g0", _snap_gain(0.0), budgeted=True)
+register("snap-up", _snap_gain(1.0, (1.0, 10.0)), budgeted=True)
+
+
+def _union_horizon(revisits: float):
+    def make(ctx: LabContext):
+        snap = _Snap(
+            _BudgetPace(ctx.budget, horizon=revisits / ctx.budget),
+            minimum=ctx.min_wait,
+            maximum=ctx.max_wait,
+            initial=ctx.initial,
+        )
+        return _Union(_burst(ctx), snap)
+
+    return make
+
+
+for _h in (20_000, 100_000):
+    register(f"union-h{_h}", _union_horizon(_h), budgeted=True)
