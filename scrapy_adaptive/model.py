@@ -215,12 +215,17 @@ class UrlRecord:
         data = {}
         for name, key in _STATE_KEYS:
             value = d[name]
-            if value is not None and value != [] and value != {} and not (name == "directive" and value == 0):
-                data[key] = value
-        head = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+            # left out: None, an empty list or dict, a directive of 0 (a
+            # falsy value of any other field is kept: a count of 0 is a count)
+            if value is None:
+                continue
+            if not value and (type(value) in _EMPTY_LEFT_OUT or (name == "directive" and value == 0)):
+                continue
+            data[key] = value
+        head = _encode(data).encode("utf-8")
         raw = d.get("_request_raw")
         if raw is None or d.get("_request_obj") is not self.request:
-            raw = json.dumps(self.request, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+            raw = _encode(self.request).encode("utf-8")
             self._request_raw, self._request_obj = raw, self.request
         return head + b"\n" + raw
 
@@ -233,9 +238,12 @@ class UrlRecord:
         """
         try:
             head, newline, tail = raw.partition(b"\n")
-            data = json.loads(head)
-            kwargs = {name: data[key] for name, key in cls._KEYS.items() if key in data}
-            request = json.loads(tail) if newline else kwargs.get("request", {})
+            # decoded here, not by json.loads: it would first guess the
+            # encoding of bytes, and a record is always UTF-8
+            data = _decode(head.decode("utf-8"))
+            names = _NAMES
+            kwargs = {names[key]: value for key, value in data.items() if key in names}
+            request = _decode(tail.decode("utf-8")) if newline else kwargs.get("request", {})
             kwargs["request"] = request
             record = cls(**kwargs)
         except (ValueError, TypeError, AttributeError) as exc:
@@ -282,3 +290,12 @@ class UrlRecord:
 
 #: the record's fields but the request, with their stored keys
 _STATE_KEYS = tuple((name, key) for name, key in UrlRecord._KEYS.items() if name != "request")
+#: stored key -> field name
+_NAMES = {key: name for name, key in UrlRecord._KEYS.items()}
+#: the types of fields left out of a stored record when empty
+_EMPTY_LEFT_OUT = (list, dict)
+#: compact JSON, built once: ``json.dumps`` with options and ``json.loads``
+#: of bytes each build or guess again what these fix (a record is written
+#: and read at every issue and visit)
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_decode = json.JSONDecoder().decode

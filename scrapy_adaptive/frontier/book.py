@@ -176,7 +176,7 @@ class QueueBook:
 
     @staticmethod
     def counters(q: HostQueue) -> bytes:
-        return json.dumps(q.counters(), separators=(",", ":")).encode()
+        return q.counters_bytes()
 
     def write(self, batch: Batch, q: HostQueue, undo: Callable[[], None] | None = None) -> None:
         """Write *batch*; on failure put memory back as the store still has it."""

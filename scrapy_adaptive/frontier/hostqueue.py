@@ -20,6 +20,7 @@ politeness wait, so with valence 2 the two waits run independently.
 from __future__ import annotations
 
 import heapq
+import json
 import math
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -57,6 +58,9 @@ COUNTER_KEYS = {
     "forgotten": FORGOTTEN_KEY,
     "next_fetch_ms": NEXT_FETCH_KEY,
 }
+
+#: the counters' compact JSON encoder (built once: json.dumps builds one per call)
+_encode_counters = json.JSONEncoder(separators=(",", ":")).encode
 
 #: a queue entry: (directive, next_ms, fp)
 Entry = tuple[int, int, bytes]
@@ -237,6 +241,25 @@ class HostQueue:
         if self.hint_trust:
             data[HINT_TRUST_KEY] = self.hint_trust
         return data
+
+    def counters_bytes(self) -> bytes:
+        """:meth:`counters` as stored, compact JSON.  A queue with counts
+        only (no Crawl-delay, no trust record) is written directly, in the
+        same bytes as the JSON encoder's: it is rewritten at every verdict."""
+        if self.crawl_delay is not None or self.trust or self.hint_trust:
+            return _encode_counters(self.counters()).encode()
+        text = (
+            f'{{"{URLS_KEY}":{self.urls},"{NEVER_KEY}":{self.never},'
+            f'"{VISITS_KEY}":{self.visits},"{VERSIONS_KEY}":{self.versions}'
+        )
+        if self.quarantined:
+            text += f',"{QUARANTINED_KEY}":{self.quarantined}'
+        if self.forgotten:
+            text += f',"{FORGOTTEN_KEY}":{self.forgotten}'
+        rested = self.next_fetch_ms
+        if rested:
+            text += f',"{NEXT_FETCH_KEY}":{rested}'
+        return (text + "}").encode()
 
     def restore_counters(self, data: dict[str, Any]) -> None:
         """Take back what :meth:`counters` stored."""
