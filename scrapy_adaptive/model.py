@@ -29,6 +29,7 @@ VALIDATOR_LIE = "validatorLie"
 SOFT_404 = "soft404"
 PARKED = "parked"
 
+
 class Outcome(StrEnum):
     """How one attempt at a URL ended (thesis 6.2)."""
 
