@@ -145,7 +145,9 @@ class QueueBook:
         after the old head, so nothing is skipped.
         """
         start: Entry | None = None
-        if candidates and all(c is not None for c in candidates):
+        if len(candidates) == 1:
+            start = candidates[0]  # after an issue: the old head
+        elif candidates and all(c is not None for c in candidates):
             start = min(candidates, key=order)  # type: ignore[arg-type]
         q.head = None
         for entry in self.store.queue_entries(q.name, limit=len(q.out) + 1, start=start):

@@ -161,9 +161,10 @@ class HostQueue:
     def state(self, now: float) -> QueueState:
         if self.head is None and not self.out:
             return QueueState.EMPTY
-        if all(t == IN_USE for t in self.slots):
+        free = [t for t in self.slots if t != IN_USE]
+        if not free:
             return QueueState.BUSY
-        if self.ready_time() <= now:
+        if max(min(free), self.head_time()) <= now:  # ready_time(), its slots read once
             return QueueState.READY
         return QueueState.SNOOZED
 
@@ -171,10 +172,12 @@ class HostQueue:
 
     def take_slot(self, fp: bytes, now: float) -> None:
         """Mark *fp* as out, holding the free slot that has waited longest."""
-        index = min(
-            (i for i, t in enumerate(self.slots) if t != IN_USE and t <= now),
-            key=lambda i: self.slots[i],
-        )
+        index = -1
+        for i, t in enumerate(self.slots):
+            if t != IN_USE and t <= now and (index < 0 or t < self.slots[index]):
+                index = i
+        if index < 0:
+            raise ValueError(f"queue {self.name} has no free slot at {now}")
         self.slots[index] = IN_USE
         self.out[fp] = index
 
