@@ -12,7 +12,10 @@ code).  Short keys keep a million records small on disk.
 from __future__ import annotations
 
 import json
+import json.encoder
+import json.scanner
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -239,8 +242,6 @@ class UrlRecord:
         """
         try:
             head, newline, tail = raw.partition(b"\n")
-            # decoded here, not by json.loads: it would first guess the
-            # encoding of bytes, and a record is always UTF-8
             data = _decode(head.decode("utf-8"))
             names = _NAMES
             kwargs = {names[key]: value for key, value in data.items() if key in names}
@@ -295,8 +296,43 @@ _STATE_KEYS = tuple((name, key) for name, key in UrlRecord._KEYS.items() if name
 _NAMES = {key: name for name, key in UrlRecord._KEYS.items()}
 #: the types of fields left out of a stored record when empty
 _EMPTY_LEFT_OUT = (list, dict)
-#: compact JSON, built once: ``json.dumps`` with options and ``json.loads``
-#: of bytes each build or guess again what these fix (a record is written
-#: and read at every issue and visit)
-_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-_decode = json.JSONDecoder().decode
+
+
+def _compact_encoder() -> Callable[[Any], str]:
+    """Compact JSON with non-ASCII text kept, the C encoder built once.
+
+    ``json.dumps`` and ``JSONEncoder.encode`` build an encoder at every
+    call, and a record is written at every verdict.  Without the circular
+    check (one dict kept between calls would outlive a failed encode): a
+    record holds plain data, and a cycle in it would raise RecursionError.
+    """
+    encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+    make = json.encoder.c_make_encoder
+    if make is None:  # no C accelerator
+        return encoder.encode
+    chunks = make(None, encoder.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    return lambda obj: "".join(chunks(obj, 0))
+
+
+def _strict_decoder() -> Callable[[str], Any]:
+    """``json.loads`` of text, scanned directly: a stored document has no
+    whitespace around it, and any other text takes the full path (which
+    accepts whitespace around a document and raises for anything else)."""
+    decoder = json.JSONDecoder()
+    scan = json.scanner.make_scanner(decoder)
+
+    def decode(text: str) -> Any:
+        try:
+            value, end = scan(text, 0)
+        except StopIteration:
+            return decoder.decode(text)
+        return value if end == len(text) else decoder.decode(text)
+
+    return decode
+
+
+#: built once (a record is written and read at every issue and verdict);
+#: records are UTF-8 bytes, decoded before parsing: ``json.loads`` of bytes
+#: first guesses their encoding
+_encode = _compact_encoder()
+_decode = _strict_decoder()

@@ -51,9 +51,24 @@ def test_empty_values_are_left_out_and_counts_kept() -> None:
     assert head == {"u": "http://h/", "q": "h", "n": 5, "dt": 0.0, "vi": 0, "ve": 0, "fa": 0}
 
 
+def test_whitespace_around_a_document_is_read_as_json_reads_it() -> None:
+    record = UrlRecord.from_bytes(b' {"u":"a","q":"b","n":1} \n {"x":1}\n')
+    assert (record.url, record.request) == ("a", {"x": 1})
+
+
 @pytest.mark.parametrize(
     "raw",
-    [b"", b"[]", b"5", b"\xff\xfe", b'{"u":"a","q":"b","n":1}\n[]', b'{"u":"a","q":"b","n":1.0}\n{}', b"{}\n{}"],
+    [
+        b"",
+        b"[]",
+        b"5",
+        b"\xff\xfe",
+        b"{}\n{}",
+        b'{"u":"a","q":"b","n":1} x',
+        b'{"u":"a","q":"b","n":1}\n{}{}',
+        b'{"u":"a","q":"b","n":1}\n[]',
+        b'{"u":"a","q":"b","n":1.0}\n{}',
+    ],
 )
 def test_unreadable_records_raise_record_error(raw: bytes) -> None:
     with pytest.raises(RecordError):
