@@ -146,8 +146,11 @@ class HostQueue:
 
     def _free_slot_time(self) -> float:
         """Earliest time a slot can be used; ``inf`` when all are in use."""
-        free = [t for t in self.slots if t != IN_USE]
-        return min(free) if free else math.inf
+        earliest = math.inf
+        for t in self.slots:
+            if t != IN_USE and t < earliest:
+                earliest = t
+        return earliest
 
     def head_time(self) -> float:
         if self.head is None or self.head[1] >= NEVER_MS:
