@@ -310,7 +310,10 @@ def _compact_encoder() -> Callable[[Any], str]:
     make = json.encoder.c_make_encoder
     if make is None:  # no C accelerator
         return encoder.encode
-    chunks = make(None, encoder.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    try:
+        chunks = make(None, encoder.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    except TypeError:  # another Python's private signature
+        return encoder.encode
     return lambda obj: "".join(chunks(obj, 0))
 
 

@@ -92,3 +92,19 @@ def test_counters_bytes_are_the_json_encoders(facts: dict[str, object]) -> None:
     for name, value in facts.items():
         setattr(q, name, value)
     assert q.counters_bytes() == json.dumps(q.counters(), separators=(",", ":")).encode()
+
+
+def test_record_json_is_the_encoders() -> None:
+    """Whatever the stored data holds (non-ASCII, integer keys, NaN), the
+    bytes are those of ``json.dumps`` with the same options."""
+    policy = {"é": [1.5, None, True], 3: {"nested": float("nan")}}
+    record = UrlRecord("http://h/\u2028", "h", {"meta": {"x": [1, 2]}}, 5, policy=policy, hint={"s": "sitemap"})
+    head, _, request = record.to_bytes().partition(b"\n")
+    assert json.loads(head)["ps"]["é"] == [1.5, None, True]
+    expected = json.dumps(
+        {"u": record.url, "q": "h", "n": 5, "dt": 0.0, "vi": 0, "ve": 0, "fa": 0, "ps": policy, "hn": record.hint},
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    assert head == expected.encode("utf-8")
+    assert request == b'{"meta":{"x":[1,2]}}'
