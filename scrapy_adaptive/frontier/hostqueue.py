@@ -66,6 +66,11 @@ _encode_counters = json.JSONEncoder(separators=(",", ":")).encode
 Entry = tuple[int, int, bytes]
 
 
+def order(entry: Entry) -> tuple[int, int, bytes]:
+    """Sort key matching the store's order: higher directive, earlier time."""
+    return (-entry[0], entry[1], entry[2])
+
+
 @dataclass(frozen=True)
 class Politeness:
     """The frontier's politeness and retry rules, in seconds."""
@@ -137,6 +142,10 @@ class HostQueue:
     #: the ranking waits of due URLs weighed at the last issue (urgency.py):
     #: consecutive issues weigh mostly the same URLs, so each is read once
     urgency_waits: dict[bytes, float | None] = field(default_factory=dict)
+    #: the entries read past the head, kept in step with the frontier's
+    #: writes (ahead.py); with ``window_to_end`` they reach the queue's end
+    window: list[Entry] = field(default_factory=list)
+    window_to_end: bool = False
 
     def __post_init__(self) -> None:
         if not self.slots:
