@@ -11,8 +11,9 @@ and the next heads are found in it while they fall inside it.
 
 Only a frontier that is its store's one writer keeps windows: with a shared
 store, other workers write to its queues too (:class:`~.book.QueueBook`
-decides).  Memory grows with hosts: at most ``AHEAD + GROWTH`` entries more
-than the URLs out, per queue that has issued.
+decides).  Memory grows with hosts, not URLs: at most ``1 + AHEAD + GROWTH``
+entries more than the URLs out, per queue that has issued (an entry is about
+180 bytes).
 """
 
 from __future__ import annotations
