@@ -12,7 +12,10 @@ code).  Short keys keep a million records small on disk.
 from __future__ import annotations
 
 import json
+import json.encoder
+import json.scanner
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -216,12 +219,17 @@ class UrlRecord:
         data = {}
         for name, key in _STATE_KEYS:
             value = d[name]
-            if value is not None and value != [] and value != {} and not (name == "directive" and value == 0):
-                data[key] = value
-        head = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+            # left out: None, an empty list or dict, a directive of 0 (a
+            # falsy value of any other field is kept: a count of 0 is a count)
+            if value is None:
+                continue
+            if not value and (type(value) in _EMPTY_LEFT_OUT or (name == "directive" and value == 0)):
+                continue
+            data[key] = value
+        head = _encode(data).encode("utf-8")
         raw = d.get("_request_raw")
         if raw is None or d.get("_request_obj") is not self.request:
-            raw = json.dumps(self.request, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+            raw = _encode(self.request).encode("utf-8")
             self._request_raw, self._request_obj = raw, self.request
         return head + b"\n" + raw
 
@@ -234,9 +242,10 @@ class UrlRecord:
         """
         try:
             head, newline, tail = raw.partition(b"\n")
-            data = json.loads(head)
-            kwargs = {name: data[key] for name, key in cls._KEYS.items() if key in data}
-            request = json.loads(tail) if newline else kwargs.get("request", {})
+            data = _decode(head.decode("utf-8"))
+            names = _NAMES
+            kwargs = {names[key]: value for key, value in data.items() if key in names}
+            request = _decode(tail.decode("utf-8")) if newline else kwargs.get("request", {})
             kwargs["request"] = request
             record = cls(**kwargs)
         except (ValueError, TypeError, AttributeError) as exc:
@@ -283,3 +292,50 @@ class UrlRecord:
 
 #: the record's fields but the request, with their stored keys
 _STATE_KEYS = tuple((name, key) for name, key in UrlRecord._KEYS.items() if name != "request")
+#: stored key -> field name
+_NAMES = {key: name for name, key in UrlRecord._KEYS.items()}
+#: the types of fields left out of a stored record when empty
+_EMPTY_LEFT_OUT = (list, dict)
+
+
+def _compact_encoder() -> Callable[[Any], str]:
+    """Compact JSON with non-ASCII text kept, the C encoder built once.
+
+    ``json.dumps`` and ``JSONEncoder.encode`` build an encoder at every
+    call, and a record is written at every verdict.  Without the circular
+    check (one dict kept between calls would outlive a failed encode): a
+    record holds plain data, and a cycle in it would raise RecursionError.
+    """
+    encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+    make = json.encoder.c_make_encoder
+    if make is None:  # no C accelerator
+        return encoder.encode
+    try:
+        chunks = make(None, encoder.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    except TypeError:  # another Python's private signature
+        return encoder.encode
+    return lambda obj: "".join(chunks(obj, 0))
+
+
+def _strict_decoder() -> Callable[[str], Any]:
+    """``json.loads`` of text, scanned directly: a stored document has no
+    whitespace around it, and any other text takes the full path (which
+    accepts whitespace around a document and raises for anything else)."""
+    decoder = json.JSONDecoder()
+    scan = json.scanner.make_scanner(decoder)
+
+    def decode(text: str) -> Any:
+        try:
+            value, end = scan(text, 0)
+        except StopIteration:
+            return decoder.decode(text)
+        return value if end == len(text) else decoder.decode(text)
+
+    return decode
+
+
+#: built once (a record is written and read at every issue and verdict);
+#: records are UTF-8 bytes, decoded before parsing: ``json.loads`` of bytes
+#: first guesses their encoding
+_encode = _compact_encoder()
+_decode = _strict_decoder()

@@ -15,20 +15,16 @@ queue another worker created is read from the store on first use.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..store.base import Batch, Store
-from .hostqueue import Entry, HostQueue, Politeness, QueueHeap
+from .ahead import AHEAD, apply, head_from_window, keep_window
+from .hostqueue import Entry, HostQueue, Politeness, QueueHeap, order
 
 if TYPE_CHECKING:
     from .sharing import Sharing
-
-
-def order(entry: Entry) -> tuple[int, int, bytes]:
-    """Sort key matching the store's order: higher directive, earlier time."""
-    return (-entry[0], entry[1], entry[2])
 
 
 @dataclass
@@ -137,7 +133,8 @@ class QueueBook:
         return top[0] if top is not None else None
 
     def refresh_head(self, q: HostQueue, *candidates: Entry | None) -> None:
-        """Find the first entry of *q* that is not out (one store seek).
+        """Find the first entry of *q* that is not out (one store seek, or
+        none when the queue's window holds it: :mod:`.ahead`).
 
         The search starts at the lowest of *candidates* (None among them, or
         none given: the queue's start).  Callers pass the old head and any
@@ -145,10 +142,23 @@ class QueueBook:
         after the old head, so nothing is skipped.
         """
         start: Entry | None = None
-        if candidates and all(c is not None for c in candidates):
+        if len(candidates) == 1:
+            start = candidates[0]  # after an issue: the old head
+        elif candidates and all(c is not None for c in candidates):
             start = min(candidates, key=order)  # type: ignore[arg-type]
         q.head = None
-        for entry in self.store.queue_entries(q.name, limit=len(q.out) + 1, start=start):
+        entries: Iterable[Entry]
+        if start is not None and self.sharing is None:
+            known, head = head_from_window(q, start)
+            if known:
+                q.head = head
+                return
+            limit = len(q.out) + 1 + AHEAD
+            entries = list(self.store.queue_entries(q.name, limit=limit, start=start))
+            keep_window(q, entries, limit)
+        else:
+            entries = self.store.queue_entries(q.name, limit=len(q.out) + 1, start=start)
+        for entry in entries:
             if entry[2] not in q.out:
                 q.head = entry
                 break
@@ -176,16 +186,21 @@ class QueueBook:
 
     @staticmethod
     def counters(q: HostQueue) -> bytes:
-        return json.dumps(q.counters(), separators=(",", ":")).encode()
+        return q.counters_bytes()
 
-    def write(self, batch: Batch, q: HostQueue, undo: Callable[[], None] | None = None) -> None:
-        """Write *batch*; on failure put memory back as the store still has it."""
+    def write(self, batch: Batch, q: HostQueue | None = None, undo: Callable[[], None] | None = None) -> None:
+        """Write *batch*; on failure put memory back as the store still has it.
+
+        Every write of queue entries comes here, so the queues' windows
+        (:mod:`.ahead`) follow the store."""
         try:
             self.store.write(batch)
         except Exception:
             if undo is not None:
                 undo()
             raise
+        if batch.entries_put or batch.entries_deleted:
+            apply(self._queues, batch)
 
     def keep(self, q: HostQueue) -> Callable[[], None]:
         """A function that puts *q*'s counts, its slots and the totals back as

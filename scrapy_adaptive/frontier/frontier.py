@@ -34,8 +34,8 @@ from ..model import ChangeState, Outcome, RecordError, UrlRecord, Visit
 from ..store.base import Batch, Conflict, Store
 from ..store.keys import NEVER_MS, time_to_ms
 from . import urgency
-from .book import QueueBook, order
-from .hostqueue import HostQueue, Politeness, QueueState
+from .book import QueueBook
+from .hostqueue import HostQueue, Politeness, QueueState, order
 from .leases import Lease, Leases
 from .pending import PendingVersions, pending_mark
 from .removal import forget, quarantine
@@ -250,7 +250,7 @@ class Frontier:
             if raw is None:
                 # An index entry without its record cannot be crawled; drop
                 # the entry rather than block the queue on it.
-                self.store.write(Batch(entries_deleted=[(name, directive, next_ms, fp)]))
+                book.write(Batch(entries_deleted=[(name, directive, next_ms, fp)]), q)
                 book.refresh_head(q, q.head)
                 book.schedule(q)
                 continue

@@ -20,6 +20,7 @@ politeness wait, so with valence 2 the two waits run independently.
 from __future__ import annotations
 
 import heapq
+import json
 import math
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -58,8 +59,16 @@ COUNTER_KEYS = {
     "next_fetch_ms": NEXT_FETCH_KEY,
 }
 
+#: the counters' compact JSON encoder (built once: json.dumps builds one per call)
+_encode_counters = json.JSONEncoder(separators=(",", ":")).encode
+
 #: a queue entry: (directive, next_ms, fp)
 Entry = tuple[int, int, bytes]
+
+
+def order(entry: Entry) -> tuple[int, int, bytes]:
+    """Sort key matching the store's order: higher directive, earlier time."""
+    return (-entry[0], entry[1], entry[2])
 
 
 @dataclass(frozen=True)
@@ -133,6 +142,10 @@ class HostQueue:
     #: the ranking waits of due URLs weighed at the last issue (urgency.py):
     #: consecutive issues weigh mostly the same URLs, so each is read once
     urgency_waits: dict[bytes, float | None] = field(default_factory=dict)
+    #: the entries read past the head, kept in step with the frontier's
+    #: writes (ahead.py); with ``window_to_end`` they reach the queue's end
+    window: list[Entry] = field(default_factory=list)
+    window_to_end: bool = False
 
     def __post_init__(self) -> None:
         if not self.slots:
@@ -142,8 +155,11 @@ class HostQueue:
 
     def _free_slot_time(self) -> float:
         """Earliest time a slot can be used; ``inf`` when all are in use."""
-        free = [t for t in self.slots if t != IN_USE]
-        return min(free) if free else math.inf
+        earliest = math.inf
+        for t in self.slots:
+            if t != IN_USE and t < earliest:
+                earliest = t
+        return earliest
 
     def head_time(self) -> float:
         if self.head is None or self.head[1] >= NEVER_MS:
@@ -157,9 +173,10 @@ class HostQueue:
     def state(self, now: float) -> QueueState:
         if self.head is None and not self.out:
             return QueueState.EMPTY
-        if all(t == IN_USE for t in self.slots):
+        free = [t for t in self.slots if t != IN_USE]
+        if not free:
             return QueueState.BUSY
-        if self.ready_time() <= now:
+        if max(min(free), self.head_time()) <= now:  # ready_time(), its slots read once
             return QueueState.READY
         return QueueState.SNOOZED
 
@@ -167,10 +184,12 @@ class HostQueue:
 
     def take_slot(self, fp: bytes, now: float) -> None:
         """Mark *fp* as out, holding the free slot that has waited longest."""
-        index = min(
-            (i for i, t in enumerate(self.slots) if t != IN_USE and t <= now),
-            key=lambda i: self.slots[i],
-        )
+        index = -1
+        for i, t in enumerate(self.slots):
+            if t != IN_USE and t <= now and (index < 0 or t < self.slots[index]):
+                index = i
+        if index < 0:
+            raise ValueError(f"queue {self.name} has no free slot at {now}")
         self.slots[index] = IN_USE
         self.out[fp] = index
 
@@ -237,6 +256,25 @@ class HostQueue:
         if self.hint_trust:
             data[HINT_TRUST_KEY] = self.hint_trust
         return data
+
+    def counters_bytes(self) -> bytes:
+        """:meth:`counters` as stored, compact JSON.  A queue with counts
+        only (no Crawl-delay, no trust record) is written directly, in the
+        same bytes as the JSON encoder's: it is rewritten at every verdict."""
+        if self.crawl_delay is not None or self.trust or self.hint_trust:
+            return _encode_counters(self.counters()).encode()
+        text = (
+            f'{{"{URLS_KEY}":{self.urls},"{NEVER_KEY}":{self.never},'
+            f'"{VISITS_KEY}":{self.visits},"{VERSIONS_KEY}":{self.versions}'
+        )
+        if self.quarantined:
+            text += f',"{QUARANTINED_KEY}":{self.quarantined}'
+        if self.forgotten:
+            text += f',"{FORGOTTEN_KEY}":{self.forgotten}'
+        rested = self.next_fetch_ms
+        if rested:
+            text += f',"{NEXT_FETCH_KEY}":{rested}'
+        return (text + "}").encode()
 
     def restore_counters(self, data: dict[str, Any]) -> None:
         """Take back what :meth:`counters` stored."""

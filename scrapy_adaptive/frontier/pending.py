@@ -118,7 +118,7 @@ class PendingVersions:
             batch.move_entry(old, (record.queue, record.directive, record.next_ms, fp))
             batch.records[record.queue, fp] = record.to_bytes()
         if batch.pending:
-            self.store.write(batch)
+            self.book.write(batch)
         return len(batch.records), later
 
     def confirm(self, delivered: list[tuple[bytes, str | None]]) -> int:

@@ -86,7 +86,7 @@ def forget(frontier: Frontier, urls: list[tuple[str, bytes]]) -> list[UrlRecord]
         return []
     for name, q in touched.items():
         batch.hosts[name] = book.counters(q)
-    frontier.store.write(batch)
+    book.write(batch)
     for record, (_, fp) in zip(gone, batch.records_deleted, strict=True):
         q = book.get(record.queue)
         book.totals.urls -= 1

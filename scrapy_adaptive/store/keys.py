@@ -88,10 +88,17 @@ def decode_queue_entry(key: bytes, queue: str) -> tuple[int, int, bytes]:
     Raises :class:`MalformedKey` for a key too short to hold a directive, a
     time and a fingerprint: no key made here is.
     """
-    rest = key[len(queue_prefix(queue)) :]
-    if len(rest) <= 1 + _TIME.size:
-        raise MalformedKey(f"a queue entry needs {2 + _TIME.size} bytes after its queue, this one has {len(rest)}")
-    return MAX_DIRECTIVE - rest[0], _TIME.unpack_from(rest, 1)[0], rest[9:]
+    return entry_at(key, len(queue_prefix(queue)))
+
+
+def entry_at(key: bytes, offset: int) -> tuple[int, int, bytes]:
+    """:func:`decode_queue_entry` of a key whose queue prefix is *offset*
+    bytes long (a scan of one queue measures its prefix once)."""
+    if len(key) - offset <= 1 + _TIME.size:
+        raise MalformedKey(
+            f"a queue entry needs {2 + _TIME.size} bytes after its queue, this one has {max(0, len(key) - offset)}"
+        )
+    return MAX_DIRECTIVE - key[offset], _TIME.unpack_from(key, offset + 1)[0], key[offset + 1 + _TIME.size :]
 
 
 def host_key(queue: str) -> bytes:

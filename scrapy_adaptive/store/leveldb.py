@@ -147,12 +147,13 @@ class LevelDBStore(Store):
         except plyvel.Error as exc:
             raise self._corrupt(exc) from exc
 
-    def _entry(self, key: bytes, queue: str) -> tuple[int, int, bytes] | None:
-        """The entry a queue key stands for; a malformed one (a write by
-        another program, a damaged table) is moved aside, once, under
-        ``x/<its key>`` with one error line, and the queue goes on."""
+    def _entry(self, key: bytes, offset: int) -> tuple[int, int, bytes] | None:
+        """The entry a queue key stands for (its queue's prefix *offset*
+        bytes long); a malformed one (a write by another program, a damaged
+        table) is moved aside, once, under ``x/<its key>`` with one error
+        line, and the queue goes on."""
         try:
-            return keys.decode_queue_entry(key, queue)
+            return keys.entry_at(key, offset)
         except keys.MalformedKey as exc:
             self.write(Batch(), aside={key: exc})
             return None
@@ -162,20 +163,26 @@ class LevelDBStore(Store):
     ) -> Iterator[tuple[int, int, bytes]]:
         prefix = keys.queue_prefix(queue)
         first = prefix if start is None else keys.queue_entry_key(queue, *start)
+        offset = len(prefix)
         # the prefix ends with NUL: the next byte value bounds this queue
         try:
             it = self._db.iterator(start=first, stop=prefix[:-1] + b"\x01", include_value=False, verify_checksums=True)
         except plyvel.Error as exc:
             raise self._corrupt(exc) from exc
+        # read on the hot path (a queue's head after every issue): the
+        # damage check of _reading is inlined
         with it:
             n = 0
-            for key in self._reading(it):
-                if n >= limit:
-                    break
-                entry = self._entry(key, queue)
-                if entry is not None:
-                    n += 1
-                    yield entry
+            try:
+                for key in it:
+                    if n >= limit:
+                        break
+                    entry = self._entry(key, offset)
+                    if entry is not None:
+                        n += 1
+                        yield entry
+            except plyvel.Error as exc:
+                raise self._corrupt(exc) from exc
 
     def count_due(self, queue: str, now_ms: int, *, limit: int) -> int:
         # Entries sort by directive, then time: count the due head of each
@@ -187,8 +194,9 @@ class LevelDBStore(Store):
         except plyvel.Error as exc:
             raise self._corrupt(exc) from exc
         try:
+            offset = len(prefix)
             for key in self._reading(it):
-                entry = self._entry(key, queue)
+                entry = self._entry(key, offset)
                 if entry is None:
                     continue
                 directive, next_ms, _ = entry
@@ -235,7 +243,7 @@ class LevelDBStore(Store):
     def write(self, batch: Batch, aside: dict[bytes, Exception] | None = None) -> None:
         """Apply *batch*; *aside* moves malformed keys under ``x/`` in the same write."""
         # one process owns the database: a check before the batch is enough
-        if any(self.get_record(queue, fp) is not None for queue, fp in batch.absent):
+        if batch.absent and any(self.get_record(queue, fp) is not None for queue, fp in batch.absent):
             raise Conflict(f"a record that must be new exists in {self.path}")
         try:
             with self._db.write_batch(transaction=True, sync=self._sync) as wb:
