@@ -41,9 +41,9 @@ probe finds a change with p₀ = 1 − e^(−½) = 0.39 and adds 0.93 nats;
   one (8, 16, 32), so a page meets two or three tests in its life.  A page
   that really changes every hour (a live feed) finds a one-minute probe
   unchanged 98 times in 100, so it keeps its policy's waits.  Probes as long
-  as the minimum wait (an hour) could not tell it from noise: such a page
-  met a test at every run of changes and was held at the maximum wait,
-  dropped exactly when it was busiest;
+  as the minimum wait (an hour) cannot tell it from noise: such a page would
+  meet a test at every run of changes and be held at the maximum wait,
+  dropped exactly when it is busiest;
 * probe cost on real pages: a test costs 1/(1 − p) probes (≈ 1 for pages
   slower than λ₀) and tests are rare after the back-off;
 * a probe may come sooner than ``ADAPTIVE_WAIT_MIN``, as noise learning's
