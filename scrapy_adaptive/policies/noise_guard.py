@@ -84,8 +84,9 @@ PROBE_WAIT = 60.0
 
 
 def probe_wait(minimum: float) -> float:
-    """The guard's probe wait under a policy whose shortest wait is *minimum*."""
-    return max(1.0, min(minimum, PROBE_WAIT))
+    """The guard's probe wait under a policy whose shortest wait is *minimum*
+    (a minimum of 0 probes after a second)."""
+    return min(minimum if minimum > 0 else 1.0, PROBE_WAIT)
 
 
 # the state's slots: [mode, run, trigger, evidence, holds, resume]
