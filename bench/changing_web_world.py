@@ -35,11 +35,14 @@ Why it is built this way:
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import json
 import math
 import random
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 KINDS = ("poisson", "traced", "bursty", "static", "noise", "liar", "image", "index")
 #: shares of the HTML pages of a host (the index comes on top, the images apart)
@@ -126,10 +129,6 @@ def _bursty(rng: random.Random, quiet: float, spacing: float, end: float) -> lis
 def _trace_gaps() -> tuple[tuple[float, ...], ...]:
     """Every corpus document's gaps between versions (seconds), in order, for
     the documents with :data:`TRACE_MIN_VERSIONS` versions or more."""
-    import gzip
-    import json
-    from pathlib import Path
-
     folder = Path(__file__).resolve().parent / "traces"
     out = []
     for source in TRACE_SOURCES:
@@ -138,7 +137,7 @@ def _trace_gaps() -> tuple[tuple[float, ...], ...]:
                 if not line.strip():
                     continue
                 versions = sorted({float(v) for v in json.loads(line)["versions"]})
-                gaps = tuple(b - a for a, b in zip(versions, versions[1:]) if b > a)
+                gaps = tuple(b - a for a, b in zip(versions, versions[1:]))
                 if len(gaps) + 1 >= TRACE_MIN_VERSIONS:
                     out.append(gaps)
     if not out:
