@@ -259,3 +259,22 @@ def _union_horizon(revisits: float):
 
 for _h in (20_000, 100_000):
     register(f"union-h{_h}", _union_horizon(_h), budgeted=True)
+
+
+# -- the snap-back pace held over a window of time (a "price" moved over that window) ------------
+def _snap_days(days: float, union: bool = False):
+    def make(ctx: LabContext):
+        snap = _Snap(
+            _BudgetPace(ctx.budget, horizon=days * 86_400.0),
+            minimum=ctx.min_wait,
+            maximum=ctx.max_wait,
+            initial=ctx.initial,
+        )
+        return _Union(_burst(ctx), snap) if union else snap
+
+    return make
+
+
+for _days in (90, 365, 100_000):
+    register(f"snap-d{_days}", _snap_days(_days), budgeted=True)
+    register(f"union-d{_days}", _snap_days(_days, union=True), budgeted=True)
