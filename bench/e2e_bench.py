@@ -132,7 +132,9 @@ def crawl_settings(config: str, args: argparse.Namespace, run_dir: Path) -> dict
 def run_crawl(config: str, args: argparse.Namespace, site: Site, run_dir: Path) -> dict[str, Any]:
     """One crawl in a subprocess; its figures (or why there are none)."""
     run_dir.mkdir(parents=True)
-    cmd = [sys.executable, "-m", "scrapy", "runspider", str(SPIDER), "-a", "start=" + ",".join(site.start_urls)]
+    profile = ["-m", "cProfile", "-o", str(run_dir / "crawl.prof")] if args.profile else []
+    start = ",".join(site.start_urls)
+    cmd = [sys.executable, *profile, "-m", "scrapy", "runspider", str(SPIDER), "-a", "start=" + start]
     for key, value in crawl_settings(config, args, run_dir).items():
         cmd += ["-s", f"{key}={value}"]
     site.reset()
@@ -332,6 +334,9 @@ def add_output_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workdir", default=None, help="keep crawl logs and state here")
     p.add_argument("--json", default=None, help="write the figures to this file")
     p.add_argument("--quiet", action="store_true")
+    p.add_argument(
+        "--profile", action="store_true", help="run each crawl under cProfile (crawl.prof in its run folder; slower)"
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
