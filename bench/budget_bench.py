@@ -78,7 +78,7 @@ def crawl_settings(args: argparse.Namespace, run_dir: Path) -> dict[str, Any]:
         "ADAPTIVE_MIN_DELAY": 0.1,
         "ADAPTIVE_MAX_DELAY": 1.0,
         "ADAPTIVE_DELAY_FACTOR": 2.0,
-        "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.ProportionalWaitPolicy",
+        "ADAPTIVE_WAIT_POLICY": args.policy,
         "ADAPTIVE_WAIT_POLICIES": [],
         "ADAPTIVE_WAIT_MIN": 1.0,
         # the first revisit while the population prior is not learned yet:
@@ -258,6 +258,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=float, default=80.0, help="seconds left out at the start (default %(default)s)")
     p.add_argument("--budget", type=float, default=20.0, help="revisits per second (default %(default)s)")
     p.add_argument("--window", type=float, default=10.0, help="ADAPTIVE_BUDGET_WINDOW, seconds (default %(default)s)")
+    p.add_argument(
+        "--policy",
+        default="scrapy_adaptive.policies.ProportionalWaitPolicy",
+        help="ADAPTIVE_WAIT_POLICY (default %(default)s; scrapy_adaptive.policies.UnionWaitPolicy is the product's)",
+    )
     p.add_argument("--pages", type=int, default=300)
     p.add_argument("--change-median", type=float, default=10.0, help="median mean change interval, seconds")
     p.add_argument("--change-sigma", type=float, default=1.0)
