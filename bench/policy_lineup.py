@@ -278,3 +278,31 @@ def _snap_days(days: float, union: bool = False):
 for _days in (90, 365, 100_000):
     register(f"snap-d{_days}", _snap_days(_days), budgeted=True)
     register(f"union-d{_days}", _snap_days(_days, union=True), budgeted=True)
+
+
+# -- the union with the product's allocator window, with one budget loop or two -------------------
+from scrapy_adaptive.policies.allocator import RateAllocator as _Allocator
+
+
+def _product_allocator(ctx: LabContext) -> _Allocator:
+    """The allocator as the product builds it: its window the time 720 revisits take at the budget."""
+    return _Allocator(
+        ctx.budget, min_wait=ctx.min_wait, max_wait=ctx.max_wait, host_caps=ctx.host_caps(), control_window=None
+    )
+
+
+def _union_loops(one_loop: bool, product_window: bool):
+    def make(ctx: LabContext):
+        burst = _Burst(_product_allocator(ctx)) if product_window else _burst(ctx)
+        snap = _Snap(_BudgetPace(ctx.budget), minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
+        union = _Union(burst, snap)
+        if not one_loop:
+            union.pace._loop = None  # the pace keeps its own loop, as before one loop held both
+        return union
+
+    return make
+
+
+register("union-two", _union_loops(False, False), budgeted=True)
+register("union-pw", _union_loops(False, True), budgeted=True)
+register("union-one", _union_loops(True, True), budgeted=True)

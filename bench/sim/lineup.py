@@ -144,13 +144,12 @@ class LabContext:
         return {h.name: 1.0 / h.crawl_delay for h in self.world.hosts.values() if h.crawl_delay}
 
     def allocator(self) -> RateAllocator:
+        """The allocator as the product builds it unless ``options["allocator"]`` says
+        otherwise: its loop's window the time 720 revisits take at the budget
+        (``ADAPTIVE_BUDGET_WINDOW`` unset), not the class's own default."""
+        kw: dict[str, Any] = {"control_window": None, **self.options.get("allocator", {})}
         return RateAllocator(
-            self.budget,
-            min_wait=self.min_wait,
-            max_wait=self.max_wait,
-            host_caps=self.host_caps(),
-            epoch="lab",
-            **self.options.get("allocator", {}),
+            self.budget, min_wait=self.min_wait, max_wait=self.max_wait, host_caps=self.host_caps(), epoch="lab", **kw
         )
 
 

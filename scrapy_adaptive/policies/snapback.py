@@ -46,6 +46,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..model import ChangeState, Visit
+from .allocator import RateAllocator
 from .base import WaitParams, WaitPolicy
 from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, visit_time
 from .noise_guard import NoiseDetector, probe_wait
@@ -91,6 +92,12 @@ class BudgetPace:
     The horizon defaults to the time the budget buys :data:`HORIZON_REVISITS`
     revisits (the crawl's own time scale, compressed or not).  Without a
     budget s = 1.  State is small and JSON-safe (:meth:`state`, :meth:`restore`).
+
+    Inside a policy that also holds the budget with a rate allocator (the
+    union), the pace keeps no loop of its own (:meth:`follow`): c is the
+    inverse of the allocator's correction, so one loop holds the crawl to
+    its budget.  Two loops integrating one error signal double its gain and
+    overshoot, swinging the spending around the budget.
     """
 
     def __init__(
@@ -113,6 +120,21 @@ class BudgetPace:
         #: decayed integrals over the horizon: ∫d dt, ∫dt, revisits, ∫B dt
         self._sums = [0.0, 0.0, 0.0, 0.0]
         self._t_last: float | None = None
+        #: the loop that corrects the scale when not this pace's own (:meth:`follow`)
+        self._loop: RateAllocator | None = None
+
+    def follow(self, allocator: RateAllocator) -> None:
+        """Take the correction from *allocator*'s budget loop instead of keeping one.
+
+        The allocator plans ``budget × correction`` revisits, so the scale is
+        divided by its correction: both parts of the policy move together.
+        """
+        self._loop = allocator
+
+    @property
+    def correcting(self) -> float:
+        """c: the factor on the demand-based scale (this pace's own, or its loop's)."""
+        return 1.0 / self._loop.correction if self._loop is not None else self.correction
 
     def set_budget(self, budget: float | None) -> None:
         """Revisits per second over the crawl, or None (scale 1: the plain rule)."""
@@ -136,7 +158,7 @@ class BudgetPace:
         d_sum, t_sum = self._sums[0], self._sums[1]
         mean = d_sum / t_sum if t_sum > 0 else self.demand / self.urls
         per_url = self.budget / self.urls
-        return self.correction * mean / per_url if mean > 0 else 1.0
+        return self.correcting * mean / per_url if mean > 0 else 1.0
 
     def advance(self, now: float | None, revisit: bool) -> None:
         """Move the clock to *now* (integrating demand and budget); count a revisit."""
@@ -156,7 +178,7 @@ class BudgetPace:
             sums[3] = sums[3] * keep + w * (self.budget or 0.0)
             sums[2] *= keep
         sums[2] += revisit
-        if self.budget and dt > 0 and sums[3] > 0 and sums[2] >= ENGAGE_REVISITS:
+        if self._loop is None and self.budget and dt > 0 and sums[3] > 0 and sums[2] >= ENGAGE_REVISITS:
             exponent = min(1.0, self.gain * dt * CORRECTIONS / self.span())
             self.correction = clamp(self.correction * (sums[2] / sums[3]) ** exponent, *self.limits)
 

@@ -19,9 +19,12 @@ fed intervals it did not choose drifts.  Taking the sooner wait needs no
 score at all, and each rule still sees every verdict.
 
 Both families spend the crawl's one budget: the burst allocator and the
-snap-back pace are each sized to it and each corrects by the crawl's
-realised revisits, which both count (a visit is one revisit for both), so
-together they are held to it.  The burst policy's noise guard decides for
+snap-back pace are each sized to it, and one loop, the allocator's,
+corrects both by the crawl's realised revisits (a visit is one revisit for
+both): the allocator plans ``budget × c`` and the pace's scale is divided
+by the same c, so the overlap of the two plans is absorbed once.  With a
+loop each, two integrators on one error would overshoot and swing the
+spending around the budget.  The burst policy's noise guard decides for
 both: a page whose bytes move at every fetch is held at the maximum wait.
 
 Per-URL memory: the burst policy's plus the snap-back rule's ``{"su": u}``
@@ -50,6 +53,7 @@ class UnionWaitPolicy(WaitPolicy):
         self.snap.noise = None  # the burst policy's guard decides for both
         self.allocator = burst.allocator
         self.pace = snap.pace
+        self.pace.follow(self.allocator)  # one budget loop for both families
 
     @classmethod
     def from_params(cls, params: WaitParams) -> UnionWaitPolicy:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import json
 import random
 from typing import Any
@@ -103,3 +104,46 @@ def test_a_page_the_burst_guard_calls_noise_gets_the_guarded_wait(monkeypatch: p
     union, burst = Page(policy), Page(alone)
     for k in range(10):
         assert union.visit(k * DAY, CHANGED) == pytest.approx(burst.visit(k * DAY, CHANGED))
+
+
+def union_crawl(policy: UnionWaitPolicy, urls: int, days: float, seed: int = 5) -> list[float]:
+    """Revisits per second in each quarter of the second half of a crawl of
+    *urls* pages: half change every few hours in bursts, half every few weeks."""
+    rnd = random.Random(seed)
+    pages = [Page(policy) for _ in range(urls)]
+    mean_gap = [(0.3 if i % 2 else 20.0) * DAY for i in range(urls)]
+    revisits: list[float] = []
+    due = [(i * 60.0, i) for i in range(urls)]
+    next_change = [rnd.expovariate(1 / g) for g in mean_gap]
+    end = days * DAY
+    heapq.heapify(due)
+    while due:
+        now, i = heapq.heappop(due)
+        if now > end:
+            break
+        page = pages[i]
+        first = page.record["visits"] == 0
+        changed = first or next_change[i] <= now
+        while next_change[i] <= now:  # bursts: a change makes the next one soon likelier
+            next_change[i] += rnd.expovariate(1 / mean_gap[i]) * (0.1 if rnd.random() < 0.5 else 1.5)
+        page.visit(now, CHANGED if changed else UNCHANGED)
+        if not first and now > end / 2:
+            revisits.append(now)
+        heapq.heappush(due, (now + max(page.record["wait"], 1.0), i))
+    quarter = end / 8
+    starts = [end / 2 + k * quarter for k in range(4)]
+    return [sum(1 for t in revisits if s <= t < s + quarter) / quarter for s in starts]
+
+
+def test_one_loop_holds_the_budget_for_both_families() -> None:
+    """Both families are sized to the budget and their plans overlap; one
+    loop (the allocator's) absorbs the overlap for both: the pace keeps no
+    correction of its own and divides its scale by the allocator's."""
+    budget = 200.0 / DAY
+    policy = UnionWaitPolicy.from_params(params(budget=budget * DAY))
+    quarters = union_crawl(policy, 60, 40)
+    assert sum(quarters) / 4 == pytest.approx(budget, rel=0.06)
+    assert [q / budget for q in quarters] == pytest.approx([1.0] * 4, abs=0.15)
+    assert policy.pace.correction == 1.0  # no loop of its own
+    assert policy.pace.correcting == pytest.approx(1 / policy.allocator.correction)
+    assert policy.allocator.correction != 1.0  # the loop acted
