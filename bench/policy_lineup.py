@@ -278,3 +278,24 @@ def _snap_days(days: float, union: bool = False):
 for _days in (90, 365, 100_000):
     register(f"snap-d{_days}", _snap_days(_days), budgeted=True)
     register(f"union-d{_days}", _snap_days(_days, union=True), budgeted=True)
+
+
+# -- the union with a learned tilt between its families (bench/mix_policy.py) -----------------------
+from . import mix_policy as _mix
+
+
+def _mix_make(near: float | None = None, **kw):
+    def make(ctx: LabContext):
+        snap = _Snap(_BudgetPace(ctx.budget), minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
+        return _mix.MixWaitPolicy(_burst(ctx), snap, _mix.TiltLearner(**kw), near=near)
+
+    return make
+
+
+register("mix", _mix_make(), budgeted=True)
+register("mix-host", _mix_make(per_class=True), budgeted=True)
+register("mix-cap2", _mix_make(bound=_math.log(2.0)), budgeted=True)
+register("mix-prop", _mix_make(mode="prop", gain=1.0), budgeted=True)
+register("mix-close", _mix_make(near=2.0), budgeted=True)
+for _t in (-0.7, 0.35, 0.7, 1.4):
+    register(f"mix-fix{_t:+g}", _mix_make(gain=0.0, initial=_t), budgeted=True)
