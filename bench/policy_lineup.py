@@ -299,3 +299,6 @@ register("mix-prop", _mix_make(mode="prop", gain=1.0), budgeted=True)
 register("mix-close", _mix_make(near=2.0), budgeted=True)
 for _t in (-0.7, 0.35, 0.7, 1.4):
     register(f"mix-fix{_t:+g}", _mix_make(gain=0.0, initial=_t), budgeted=True)
+register("mix-fast", _mix_make(gain=0.01), budgeted=True)
+register("mix-close-fast", _mix_make(near=2.0, gain=0.01), budgeted=True)
+register("mix-close1.5-fast", _mix_make(near=1.5, gain=0.01), budgeted=True)
