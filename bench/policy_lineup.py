@@ -280,29 +280,50 @@ for _days in (90, 365, 100_000):
     register(f"union-d{_days}", _snap_days(_days, union=True), budgeted=True)
 
 
-# -- the union with the product's allocator window, with one budget loop or two -------------------
+# -- the union with two budget loops (as before one loop held both), and with the lab's old window --
 from scrapy_adaptive.policies.allocator import RateAllocator as _Allocator
 
 
-def _product_allocator(ctx: LabContext) -> _Allocator:
-    """The allocator as the product builds it: its window the time 720 revisits take at the budget."""
-    return _Allocator(
-        ctx.budget, min_wait=ctx.min_wait, max_wait=ctx.max_wait, host_caps=ctx.host_caps(), control_window=None
-    )
+def _union_loops(one_loop: bool, window_days: float | None):
+    """``window_days`` None: the allocator's window as the product sets it (720 revisits at the budget)."""
 
-
-def _union_loops(one_loop: bool, product_window: bool):
     def make(ctx: LabContext):
-        burst = _Burst(_product_allocator(ctx)) if product_window else _burst(ctx)
+        window = None if window_days is None else window_days * 86_400.0
+        allocator = _Allocator(
+            ctx.budget, min_wait=ctx.min_wait, max_wait=ctx.max_wait, host_caps=ctx.host_caps(), control_window=window
+        )
         snap = _Snap(_BudgetPace(ctx.budget), minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
-        union = _Union(burst, snap)
+        union = _Union(_Burst(allocator), snap)
         if not one_loop:
-            union.pace._loop = None  # the pace keeps its own loop, as before one loop held both
+            union.pace._loop = None  # the pace keeps its own loop
         return union
 
     return make
 
 
-register("union-two", _union_loops(False, False), budgeted=True)
-register("union-pw", _union_loops(False, True), budgeted=True)
-register("union-one", _union_loops(True, True), budgeted=True)
+register("union-two", _union_loops(False, None), budgeted=True)
+register("union-two-3d", _union_loops(False, 3.0), budgeted=True)
+
+
+# -- the union with a learned tilt between its families (bench/mix_policy.py) -----------------------
+from . import mix_policy as _mix
+
+
+def _mix_make(near: float | None = None, **kw):
+    def make(ctx: LabContext):
+        snap = _Snap(_BudgetPace(ctx.budget), minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
+        return _mix.MixWaitPolicy(_burst(ctx), snap, _mix.TiltLearner(**kw), near=near)
+
+    return make
+
+
+register("mix", _mix_make(), budgeted=True)
+register("mix-host", _mix_make(per_class=True), budgeted=True)
+register("mix-cap2", _mix_make(bound=_math.log(2.0)), budgeted=True)
+register("mix-prop", _mix_make(mode="prop", gain=1.0), budgeted=True)
+register("mix-close", _mix_make(near=2.0), budgeted=True)
+for _t in (-0.7, 0.35, 0.7, 1.4):
+    register(f"mix-fix{_t:+g}", _mix_make(gain=0.0, initial=_t), budgeted=True)
+register("mix-fast", _mix_make(gain=0.01), budgeted=True)
+register("mix-close-fast", _mix_make(near=2.0, gain=0.01), budgeted=True)
+register("mix-close1.5-fast", _mix_make(near=1.5, gain=0.01), budgeted=True)
