@@ -96,8 +96,11 @@ class BudgetPace:
     Inside a policy that also holds the budget with a rate allocator (the
     union), the pace keeps no loop of its own (:meth:`follow`): c is the
     inverse of the allocator's correction, so one loop holds the crawl to
-    its budget.  Two loops integrating one error signal double its gain and
-    overshoot, swinging the spending around the budget.
+    its budget.  The pace's own loop, faster and wider than the
+    allocator's, would cut the snap-back part's spending back to the mean
+    whenever its pages are in a burst; following the allocator, that
+    spending follows the bursts and is held to the budget over the
+    allocator's window.
     """
 
     def __init__(

@@ -23,9 +23,11 @@ snap-back pace are each sized to it, and one loop, the allocator's,
 corrects both by the crawl's realised revisits (a visit is one revisit for
 both): the allocator plans ``budget × c`` and the pace's scale is divided
 by the same c, so the overlap of the two plans is absorbed once.  With a
-loop each, two integrators on one error would overshoot and swing the
-spending around the budget.  The burst policy's noise guard decides for
-both: a page whose bytes move at every fetch is held at the maximum wait.
+loop of its own the pace, faster than the allocator, would cut the
+snap-back part's spending back to the mean while its pages are in a burst,
+which is when the snap-back rule earns its captures.  The burst policy's
+noise guard decides for both: a page whose bytes move at every fetch is
+held at the maximum wait.
 
 Per-URL memory: the burst policy's plus the snap-back rule's ``{"su": u}``
 (JSON-safe).
