@@ -128,14 +128,16 @@ def _snap_lowmin(ctx: LabContext):
 register("snap-lowmin", _snap_lowmin, budgeted=True)
 
 
-def _snap_horizon(revisits: float):
+def _snap_horizon(revisits: float | None = None, days: float | None = None, union: bool = False):
+    """snapback (or the union with it) whose pace holds the budget over a horizon given in
+    revisits at the budget or in days."""
+
     def make(ctx: LabContext):
-        return _Snap(
-            _BudgetPace(ctx.budget, horizon=revisits / ctx.budget),
-            minimum=ctx.min_wait,
-            maximum=ctx.max_wait,
-            initial=ctx.initial,
+        horizon = days * 86_400.0 if days is not None else revisits / ctx.budget
+        snap = _Snap(
+            _BudgetPace(ctx.budget, horizon=horizon), minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial
         )
+        return _Union(_burst(ctx), snap) if union else snap
 
     return make
 
@@ -244,40 +246,14 @@ register("snap-g0", _snap_gain(0.0), budgeted=True)
 register("snap-up", _snap_gain(1.0, (1.0, 10.0)), budgeted=True)
 
 
-def _union_horizon(revisits: float):
-    def make(ctx: LabContext):
-        snap = _Snap(
-            _BudgetPace(ctx.budget, horizon=revisits / ctx.budget),
-            minimum=ctx.min_wait,
-            maximum=ctx.max_wait,
-            initial=ctx.initial,
-        )
-        return _Union(_burst(ctx), snap)
-
-    return make
-
-
 for _h in (20_000, 100_000):
-    register(f"union-h{_h}", _union_horizon(_h), budgeted=True)
+    register(f"union-h{_h}", _snap_horizon(_h, union=True), budgeted=True)
 
 
 # -- the snap-back pace held over a window of time (a "price" moved over that window) ------------
-def _snap_days(days: float, union: bool = False):
-    def make(ctx: LabContext):
-        snap = _Snap(
-            _BudgetPace(ctx.budget, horizon=days * 86_400.0),
-            minimum=ctx.min_wait,
-            maximum=ctx.max_wait,
-            initial=ctx.initial,
-        )
-        return _Union(_burst(ctx), snap) if union else snap
-
-    return make
-
-
 for _days in (90, 365, 100_000):
-    register(f"snap-d{_days}", _snap_days(_days), budgeted=True)
-    register(f"union-d{_days}", _snap_days(_days, union=True), budgeted=True)
+    register(f"snap-d{_days}", _snap_horizon(days=_days), budgeted=True)
+    register(f"union-d{_days}", _snap_horizon(days=_days, union=True), budgeted=True)
 
 
 # -- the union with two budget loops (as before one loop held both), and with the lab's old window --

@@ -20,16 +20,10 @@ import tempfile
 import time
 from typing import Any
 
-from scrapy_adaptive.frontier import ChangeState, Frontier, Outcome, Politeness, Visit
+from scrapy_adaptive.frontier import ChangeState, Frontier, Outcome, Visit
 from scrapy_adaptive.store.leveldb import LevelDBStore
 
-
-class _Clock:
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
+from .frontier_bench import FakeClock, _politeness, request_dict
 
 
 def deep_size(obj: Any) -> int:
@@ -46,15 +40,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--urls-per-host", type=int, default=60)
     p.add_argument("--cycles-per-host", default="1,3,20", help="comma-separated, increasing")
     args = p.parse_args(argv)
-    clock = _Clock()
+    clock = FakeClock(time.time())
     with tempfile.TemporaryDirectory() as state:
         store = LevelDBStore(state)
-        frontier = Frontier(store, Politeness(min_delay=0, max_delay=0, delay_factor=0, valence=1), clock=clock)
+        frontier = Frontier(store, _politeness(), clock=clock)
         for h in range(args.hosts):
             for i in range(args.urls_per_host):
                 url = f"http://h{h}.test/p{i}"
                 fp = hashlib.sha1(url.encode()).digest()
-                frontier.add(fp, url, f"h{h}.test", {"url": url, "method": "GET", "meta": {}, "callback": "parse"})
+                frontier.add(fp, url, f"h{h}.test", request_dict(url))
         done = 0
         for per_host in sorted(int(x) for x in args.cycles_per_host.split(",")):
             empty = 0

@@ -11,13 +11,7 @@ from scrapy_adaptive.frontier.ahead import AHEAD, GROWTH
 from scrapy_adaptive.frontier.hostqueue import HostQueue, order
 from scrapy_adaptive.store.base import Store
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
+from .test_frontier import Clock
 
 
 def _check(store: Store, q: HostQueue) -> None:
@@ -38,7 +32,7 @@ def _check(store: Store, q: HostQueue) -> None:
 
 def test_windows_follow_every_write_of_the_frontier(store: Store) -> None:
     rng = random.Random(11)
-    clock = Clock()
+    clock = Clock(1_800_000_000.0)
     frontier = Frontier(store, Politeness(min_delay=0, max_delay=0, delay_factor=0, valence=2), clock=clock)
     urls = [(f"http://h{i % 3}/{i}", f"h{i % 3}") for i in range(60)]
     fps = [hashlib.sha1(url.encode()).digest() for url, _ in urls]
@@ -46,7 +40,7 @@ def test_windows_follow_every_write_of_the_frontier(store: Store) -> None:
         frontier.add(fp, url, queue, {"url": url})
     issued = 0
     for _ in range(1500):
-        clock.now += rng.choice([0.0, 0.5, 5.0])
+        clock.t += rng.choice([0.0, 0.5, 5.0])
         action = rng.random()
         if action < 0.55:
             out = frontier.next()
