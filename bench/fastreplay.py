@@ -168,9 +168,11 @@ def run_once(name: str, world: World, rho: float, knob: float) -> tuple[int, int
     budget = rho * n * (knob if budgeted else 1.0)
     ctx = with_scale(LabContext(world, budget, min_wait=HOUR, max_wait=MAX_WAIT), 1.0 if budgeted else knob)
     policy = POLICIES[name](ctx)
-    allocator = getattr(policy, "allocator", None) or (getattr(policy, "pace", None) if budgeted else None)
-    if budgeted and callable(getattr(policy, "set_budget", None)):
-        allocator = policy  # a policy that spends the budget through more than one part
+    allocator = None  # a rule (its time scale is the knob) is given no budget, whatever its parts
+    if budgeted:
+        allocator = getattr(policy, "allocator", None) or getattr(policy, "pace", None)
+        if callable(getattr(policy, "set_budget", None)):
+            allocator = policy  # a policy that spends the budget through more than one part
     on_discover = None
     if allocator is not None and hasattr(allocator, "set_budget"):
         per_doc = budget / n

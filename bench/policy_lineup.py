@@ -303,3 +303,25 @@ for _t in (-0.7, 0.35, 0.7, 1.4):
 register("mix-fast", _mix_make(gain=0.01), budgeted=True)
 register("mix-close-fast", _mix_make(near=2.0, gain=0.01), budgeted=True)
 register("mix-close1.5-fast", _mix_make(near=1.5, gain=0.01), budgeted=True)
+
+
+# -- the union as the add-on line runs it: no ADAPTIVE_BUDGET ------------------------------------
+def _union_free(ctx: LabContext, *, from_floor: bool = False):
+    """The default without a budget, where politeness capacity does not bind:
+    the burst part at the target precision (r = −ln(1 − p) expected changes
+    per visit), the snap-back part at its configured numbers (scale 1).
+    Like a peer's rule, every time constant is multiplied by the run's
+    time scale (the hazard r too, as for ``precision``), and the lab fits
+    that one knob to the target's fetches."""
+    _, _, lo, hi = _scaled(ctx)
+    k = ctx.time_scale
+    ratio = -_math.log1p(-ctx.precision) * k
+    allocator = _Allocator(None, target_ratio=ratio, min_wait=lo, max_wait=hi, control_window=None, epoch="lab")
+    burst = _Burst(allocator, min_wait=lo, max_wait=hi)
+    burst.initial = ctx.initial * k
+    snap = _Snap(_BudgetPace(None), minimum=lo, maximum=hi, initial=lo if from_floor else ctx.initial * k)
+    return _Union(burst, snap)
+
+
+register("union-free", _union_free)
+register("union-free-min", lambda ctx: _union_free(ctx, from_floor=True))

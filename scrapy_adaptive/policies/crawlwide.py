@@ -44,12 +44,13 @@ class CrawlWide:
 
         *ceiling*: the budget is the most the crawl may spend (derived from
         its politeness capacity, not configured); an allocator then keeps
-        its target ratio as a floor (:meth:`.RateAllocator.set_budget`).
+        its target ratio as a floor (:meth:`.RateAllocator.set_budget`) and the
+        snap-back pace its scale of 1 (:meth:`.BudgetPace.set_budget`).
         """
         if self.allocator is not None:
             self.allocator.set_budget(budget, ceiling=ceiling)
         if self.pace is not None:
-            self.pace.set_budget(budget)
+            self.pace.set_budget(budget, ceiling=ceiling)
 
     def belief(self, fresh: HeaderBelief) -> HeaderBelief:
         """The crawl's header belief; *fresh* becomes it if there is none yet."""

@@ -91,7 +91,13 @@ class BudgetPace:
 
     The horizon defaults to the time the budget buys :data:`HORIZON_REVISITS`
     revisits (the crawl's own time scale, compressed or not).  Without a
-    budget s = 1.  State is small and JSON-safe (:meth:`state`, :meth:`restore`).
+    budget s = 1.  A *ceiling* (the crawl's politeness capacity, when no
+    budget is configured) is the most the crawl may spend, not what it
+    must: s is then never below 1, so the rule runs at its configured
+    numbers and the capacity only slows it where it would ask for more.
+    Held to a ceiling as to a budget, pages that do not change would take
+    up whatever capacity the changing ones leave, revisited at the minimum
+    wait for ever.  State is small and JSON-safe (:meth:`state`, :meth:`restore`).
 
     Inside a policy that also holds the budget with a rate allocator (the
     union), the pace keeps no loop of its own (:meth:`follow`): c is the
@@ -114,6 +120,8 @@ class BudgetPace:
         if budget is not None and budget <= 0:
             raise ValueError("the budget must be positive (revisits per second)")
         self.budget = budget
+        #: the budget is a ceiling (capacity), not a target: s ≥ 1 (:meth:`set_budget`)
+        self.ceiling = False
         self.horizon = horizon
         self.gain = gain
         self.limits = limits
@@ -139,9 +147,14 @@ class BudgetPace:
         """c: the factor on the demand-based scale (this pace's own, or its loop's)."""
         return 1.0 / self._loop.correction if self._loop is not None else self.correction
 
-    def set_budget(self, budget: float | None) -> None:
-        """Revisits per second over the crawl, or None (scale 1: the plain rule)."""
+    def set_budget(self, budget: float | None, *, ceiling: bool = False) -> None:
+        """Revisits per second over the crawl, or None (scale 1: the plain rule).
+
+        *ceiling*: the most the crawl may spend (its politeness capacity), not
+        what it is asked to spend; the scale then stays at 1 or above.
+        """
         self.budget = budget
+        self.ceiling = ceiling and budget is not None
 
     def span(self) -> float:
         if self.horizon is not None:
@@ -161,7 +174,8 @@ class BudgetPace:
         d_sum, t_sum = self._sums[0], self._sums[1]
         mean = d_sum / t_sum if t_sum > 0 else self.demand / self.urls
         per_url = self.budget / self.urls
-        return self.correcting * mean / per_url if mean > 0 else 1.0
+        s = self.correcting * mean / per_url if mean > 0 else 1.0
+        return max(1.0, s) if self.ceiling else s
 
     def advance(self, now: float | None, revisit: bool) -> None:
         """Move the clock to *now* (integrating demand and budget); count a revisit."""
@@ -260,9 +274,15 @@ class SnapBackWaitPolicy(WaitPolicy):
         return clamp(u, self.floor, self.maximum)
 
     def normalised(self, history: Mapping[str, Any], visit: Visit, memory: dict[str, Any], old: float | None) -> float:
-        """The URL's next wait at scale 1 (normalised seconds)."""
+        """The URL's next wait at scale 1 (normalised seconds).
+
+        A new URL starts at ``initial``; under a ceiling (no budget: the
+        minimum wait is the crawl's time scale) it starts at the floor, so a
+        new page is checked after the minimum wait and backs off from there
+        while it stays quiet.
+        """
         if is_first_visit(history) or old is None:
-            return self.initial
+            return self.floor if self.pace.ceiling else self.initial
         return self.step(old, visit.change)
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:

@@ -68,10 +68,11 @@ class UnionWaitPolicy(WaitPolicy):
         """The crawl's belief in first-visit Last-Modified ages (the burst part's)."""
         return self.burst.header_belief
 
-    def set_budget(self, budget: float | None) -> None:
-        """Revisits per second over the crawl (None: no budget), for both families."""
-        self.allocator.set_budget(budget)
-        self.pace.set_budget(budget)
+    def set_budget(self, budget: float | None, *, ceiling: bool = False) -> None:
+        """Revisits per second over the crawl (None: no budget), for both families;
+        *ceiling*: the most they may spend, not a target (the capacity)."""
+        self.allocator.set_budget(budget, ceiling=ceiling)
+        self.pace.set_budget(budget, ceiling=ceiling)
 
     def waits(self, history: Mapping[str, Any], visit: Visit) -> tuple[float, float, dict[str, Any]]:
         """Both families' next waits, and the URL's memory holding both rules' state."""

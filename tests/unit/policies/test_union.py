@@ -147,3 +147,52 @@ def test_one_loop_holds_the_budget_for_both_families() -> None:
     assert policy.pace.correction == 1.0  # no loop of its own
     assert policy.pace.correcting == pytest.approx(1 / policy.allocator.correction)
     assert policy.allocator.correction != 1.0  # the loop acted
+
+
+def capacity_crawl(policy: UnionWaitPolicy, hours: float, seed: int = 3) -> tuple[list[int], list[float]]:
+    """Visits to each of 50 pages over *hours*: the first 10 change about
+    once a minute, the other 40 never; and the static pages' last waits."""
+    rnd = random.Random(seed)
+    pages = [Page(policy) for _ in range(50)]
+    next_change = [rnd.expovariate(1 / 60.0) if i < 10 else float("inf") for i in range(50)]
+    visits = [0] * 50
+    due = [(float(i), i) for i in range(50)]
+    heapq.heapify(due)
+    while due:
+        now, i = heapq.heappop(due)
+        if now > hours * HOUR:
+            break
+        first = visits[i] == 0
+        changed = first or next_change[i] <= now
+        while next_change[i] <= now:
+            next_change[i] += rnd.expovariate(1 / 60.0)
+        pages[i].visit(now, CHANGED if changed else UNCHANGED)
+        visits[i] += 1
+        heapq.heappush(due, (now + max(pages[i].record["wait"], 1.0), i))
+    return visits, [pages[i].record["wait"] for i in range(10, 50)]
+
+
+def test_a_capacity_ceiling_is_not_spent_on_pages_that_do_not_change() -> None:
+    """Without ``ADAPTIVE_BUDGET`` the crawl's budget is its politeness
+    capacity, a ceiling: new pages are checked after the minimum wait, the
+    changing ones stay near it, and the static ones back off as the rule
+    says instead of taking up the capacity the changing ones leave."""
+    policy = UnionWaitPolicy.from_params(params(minimum=10.0))
+    policy.set_budget(0.9, ceiling=True)  # 0.9 fetches a second: 50 pages could be visited every minute
+    visits, static_waits = capacity_crawl(policy, 6)
+    changing, static = visits[:10], visits[10:]
+    assert min(static_waits) > HOUR  # backed off geometrically from the minimum wait
+    assert max(static) < 30  # about 20 quiet visits take the wait from 10 s to hours
+    assert min(changing) > 10 * max(static)
+    assert sum(visits) < 0.5 * 0.9 * 6 * HOUR  # the rest of the capacity stays unspent
+    assert policy.pace.scale() >= 1.0
+
+
+def test_a_capacity_ceiling_slows_the_rule_where_it_binds() -> None:
+    """The same crawl on a tenth of the capacity: the ceiling binds, the
+    scale rises above 1 and the crawl spends about what it may."""
+    policy = UnionWaitPolicy.from_params(params(minimum=10.0))
+    policy.set_budget(0.02, ceiling=True)
+    visits, _ = capacity_crawl(policy, 24)
+    assert policy.pace.scale() > 1.0
+    assert sum(visits) < 1.5 * 0.02 * 24 * HOUR
