@@ -93,11 +93,9 @@ class BudgetPace:
     revisits (the crawl's own time scale, compressed or not).  Without a
     budget s = 1.  A *ceiling* (the crawl's politeness capacity, when no
     budget is configured) is the most the crawl may spend, not what it
-    must: s is then never below 1, so the rule runs at its configured
-    numbers and the capacity only slows it where it would ask for more.
-    Held to a ceiling as to a budget, pages that do not change would take
-    up whatever capacity the changing ones leave, revisited at the minimum
-    wait for ever.  State is small and JSON-safe (:meth:`state`, :meth:`restore`).
+    must: the policy keeps s from falling below a least scale of its own
+    (:meth:`SnapBackWaitPolicy.least_scale`).  State is small and JSON-safe
+    (:meth:`state`, :meth:`restore`).
 
     Inside a policy that also holds the budget with a rate allocator (the
     union), the pace keeps no loop of its own (:meth:`follow`): c is the
@@ -120,7 +118,7 @@ class BudgetPace:
         if budget is not None and budget <= 0:
             raise ValueError("the budget must be positive (revisits per second)")
         self.budget = budget
-        #: the budget is a ceiling (capacity), not a target: s ≥ 1 (:meth:`set_budget`)
+        #: the budget is a ceiling (capacity), not a target (:meth:`set_budget`)
         self.ceiling = False
         self.horizon = horizon
         self.gain = gain
@@ -151,7 +149,7 @@ class BudgetPace:
         """Revisits per second over the crawl, or None (scale 1: the plain rule).
 
         *ceiling*: the most the crawl may spend (its politeness capacity), not
-        what it is asked to spend; the scale then stays at 1 or above.
+        what it is asked to spend.
         """
         self.budget = budget
         self.ceiling = ceiling and budget is not None
@@ -174,8 +172,7 @@ class BudgetPace:
         d_sum, t_sum = self._sums[0], self._sums[1]
         mean = d_sum / t_sum if t_sum > 0 else self.demand / self.urls
         per_url = self.budget / self.urls
-        s = self.correcting * mean / per_url if mean > 0 else 1.0
-        return max(1.0, s) if self.ceiling else s
+        return self.correcting * mean / per_url if mean > 0 else 1.0
 
     def advance(self, now: float | None, revisit: bool) -> None:
         """Move the clock to *now* (integrating demand and budget); count a revisit."""
@@ -265,24 +262,39 @@ class SnapBackWaitPolicy(WaitPolicy):
             noise=NoiseDetector(probe_wait(params.minimum)),
         )
 
+    def least_scale(self) -> float:
+        """The lowest scale the crawl's pace may set (0: none).
+
+        Under a ceiling (no budget: the crawl's politeness capacity is the
+        most it may spend) the scale from the pace falls as pages go quiet,
+        to keep the capacity spent; pages that never change would then take
+        whatever the changing ones leave, revisited at the minimum wait for
+        ever.  The least scale is the one at which a new URL's first wait is
+        the minimum: where capacity is short the pace's scale is above it
+        and decides, where it is plentiful a new page is checked after the
+        minimum wait, each quiet visit makes its wait 1.5 times longer (up
+        to the maximum), and the rest of the capacity is left unspent.
+        """
+        return self.floor / self.initial if self.pace.ceiling else 0.0
+
+    def scale(self) -> float:
+        """The factor on this policy's normalised waits now."""
+        return max(self.pace.scale(), self.least_scale())
+
     def step(self, u: float, change: ChangeState) -> float:
-        """The rule in normalised seconds: snap toward the floor, or back off."""
+        """The rule in normalised seconds: snap toward the floor, or back off
+        (to the maximum wait at the least scale)."""
         if change is ChangeState.CHANGED:
             u = (1.0 - self.decrement) * u + self.decrement * self.floor
         elif change is ChangeState.UNCHANGED:
             u = u * (1.0 + self.increment)
-        return clamp(u, self.floor, self.maximum)
+        least = self.least_scale()
+        return clamp(u, self.floor, self.maximum / least if least > 0 else self.maximum)
 
     def normalised(self, history: Mapping[str, Any], visit: Visit, memory: dict[str, Any], old: float | None) -> float:
-        """The URL's next wait at scale 1 (normalised seconds).
-
-        A new URL starts at ``initial``; under a ceiling (no budget: the
-        minimum wait is the crawl's time scale) it starts at the floor, so a
-        new page is checked after the minimum wait and backs off from there
-        while it stays quiet.
-        """
+        """The URL's next wait at scale 1 (normalised seconds)."""
         if is_first_visit(history) or old is None:
-            return self.floor if self.pace.ceiling else self.initial
+            return self.initial
         return self.step(old, visit.change)
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
@@ -293,7 +305,7 @@ class SnapBackWaitPolicy(WaitPolicy):
         self.pace.register(old, u)
         self.pace.advance(visit_time(history, visit), revisit=not is_first_visit(history))
         memory[WAIT] = u
-        wait = clamp(self.pace.scale() * u, self.minimum, self.maximum)
+        wait = clamp(self.scale() * u, self.minimum, self.maximum)
         if self.noise is not None:
             verdict = self.noise.observe(memory, visit.change, elapsed(history, visit))
             wait = self.noise.wait(memory, verdict, wait, self.maximum)

@@ -185,14 +185,15 @@ def test_a_capacity_ceiling_is_not_spent_on_pages_that_do_not_change() -> None:
     assert max(static) < 30  # about 20 quiet visits take the wait from 10 s to hours
     assert min(changing) > 10 * max(static)
     assert sum(visits) < 0.5 * 0.9 * 6 * HOUR  # the rest of the capacity stays unspent
-    assert policy.pace.scale() >= 1.0
+    # the pace would scale the waits down to spend the capacity; the least scale holds them
+    assert policy.pace.scale() < policy.snap.least_scale() == policy.snap.scale() == pytest.approx(10.0 / DAY)
 
 
 def test_a_capacity_ceiling_slows_the_rule_where_it_binds() -> None:
-    """The same crawl on a tenth of the capacity: the ceiling binds, the
-    scale rises above 1 and the crawl spends about what it may."""
+    """The same crawl on a fiftieth of the capacity: the ceiling binds, the
+    pace's scale is above the least one and the crawl spends about what it may."""
     policy = UnionWaitPolicy.from_params(params(minimum=10.0))
     policy.set_budget(0.02, ceiling=True)
     visits, _ = capacity_crawl(policy, 24)
-    assert policy.pace.scale() > 1.0
+    assert policy.snap.scale() == policy.pace.scale() > policy.snap.least_scale()
     assert sum(visits) < 1.5 * 0.02 * 24 * HOUR
