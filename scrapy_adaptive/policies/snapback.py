@@ -31,6 +31,8 @@ the horizon spending follows the rule's bursts; over it the budget is spent.
 A rule at a fixed scale may spend unevenly over months, which a budget does
 not allow, and on some real histories that costs recall.  Without a budget
 s = 1 and the policy is StormCrawler's rule with the configured numbers.
+Under a ceiling (a crawl without ``ADAPTIVE_BUDGET`` is given its
+politeness capacity) the pace sets s, never below :meth:`~SnapBackWaitPolicy.least_scale`.
 
 A noise guard (:class:`~.noise.NoiseDetector`) holds pages whose bytes differ
 at every fetch at the maximum wait, as for the Heritrix policy (with
