@@ -45,7 +45,7 @@ class CrawlWide:
         *ceiling*: the budget is the most the crawl may spend (derived from
         its politeness capacity, not configured); an allocator then keeps
         its target ratio as a floor (:meth:`.RateAllocator.set_budget`) and the
-        snap-back pace its scale of 1 (:meth:`.BudgetPace.set_budget`).
+        snap-back policy its least scale (:meth:`.SnapBackWaitPolicy.least_scale`).
         """
         if self.allocator is not None:
             self.allocator.set_budget(budget, ceiling=ceiling)

@@ -196,7 +196,13 @@ class BudgetPace:
         sums[2] += revisit
         if self._loop is None and self.budget and dt > 0 and sums[3] > 0 and sums[2] >= ENGAGE_REVISITS:
             exponent = min(1.0, self.gain * dt * CORRECTIONS / self.span())
-            self.correction = clamp(self.correction * (sums[2] / sums[3]) ** exponent, *self.limits)
+            corrected = clamp(self.correction * (sums[2] / sums[3]) ** exponent, *self.limits)
+            if self.ceiling and corrected < self.correction:
+                # a ceiling left unspent is not a shortfall: the loop may slow
+                # the crawl down to it but not wind up to spend it, or it would
+                # plan far too fast for months once the ceiling binds
+                corrected = max(corrected, min(self.correction, 1.0))
+            self.correction = corrected
 
     def state(self) -> dict[str, Any]:
         return {

@@ -179,3 +179,22 @@ def test_the_module_is_pure() -> None:
         "sys.exit(1 if bad else 0)\n"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False, timeout=60).returncode == 0
+
+
+def test_a_ceiling_is_neither_a_target_nor_a_wind_up() -> None:
+    """The politeness capacity as a ceiling (no ``ADAPTIVE_BUDGET``): far
+    more than 100 pages need, it is left unspent; the scale stays at the
+    least one (a new page's first wait is the minimum) and the pace's own
+    loop does not wind up toward spending it."""
+    budget = 100_000 / DAY
+    policy = SnapBackWaitPolicy(BudgetPace(budget, horizon=20 * DAY), minimum=HOUR, maximum=365 * DAY, initial=DAY)
+    policy.pace.set_budget(budget, ceiling=True)
+    realised, _ = crawl(policy, 100, 60, 1 / (3 * DAY))
+    assert realised < 0.05 * budget
+    assert policy.scale() == policy.least_scale() == pytest.approx(HOUR / DAY)
+    assert policy.pace.correction >= 1.0
+    # the same budget as a target: every page at the minimum wait, quiet or not
+    target = SnapBackWaitPolicy(BudgetPace(budget, horizon=20 * DAY), minimum=HOUR, maximum=365 * DAY, initial=DAY)
+    spent, _ = crawl(target, 100, 60, 1 / (3 * DAY))
+    assert spent == pytest.approx(100 / HOUR, rel=0.05)
+    assert realised < 0.2 * spent
