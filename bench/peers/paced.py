@@ -39,8 +39,7 @@ class PacedRule(WaitPolicy):
         stored = memory.get(WAIT)
         old = None if stored is None else float(stored)
         u = self.rule.next_wait({**history, "wait": old, "policy": {}}, visit)
-        self.pace.register(old, u)
-        self.pace.advance(visit_time(history, visit), revisit=not is_first_visit(history))
+        self.pace.observe(old, u, visit_time(history, visit), revisit=not is_first_visit(history))
         memory[WAIT] = u
         visit.policy_state = memory
         return clamp(self.pace.scale() * u, self.minimum, self.maximum)

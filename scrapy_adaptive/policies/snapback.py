@@ -167,6 +167,13 @@ class BudgetPace:
             self.urls += 1
         self.demand = max(0.0, self.demand + 1.0 / new - (1.0 / old if old else 0.0))
 
+    def observe(self, old: float | None, new: float, now: float | None, *, revisit: bool) -> None:
+        """A URL visited at *now* moved its normalised wait from *old* to *new*
+        (:meth:`register`, then :meth:`advance`): what a policy paced by this
+        tells it at every visit."""
+        self.register(old, new)
+        self.advance(now, revisit)
+
     def scale(self) -> float:
         """The factor every normalised wait is multiplied by now."""
         if not self.budget or not self.urls:
@@ -310,8 +317,7 @@ class SnapBackWaitPolicy(WaitPolicy):
         stored = memory.get(WAIT)
         old = None if stored is None else float(stored)
         u = self.normalised(history, visit, memory, old)
-        self.pace.register(old, u)
-        self.pace.advance(visit_time(history, visit), revisit=not is_first_visit(history))
+        self.pace.observe(old, u, visit_time(history, visit), revisit=not is_first_visit(history))
         memory[WAIT] = u
         wait = clamp(self.scale() * u, self.minimum, self.maximum)
         if self.noise is not None:
