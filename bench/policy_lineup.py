@@ -177,7 +177,7 @@ from scrapy_adaptive.policies.history import elapsed as _elapsed
 from scrapy_adaptive.policies.history import is_first_visit as _first
 from scrapy_adaptive.policies.union import UnionWaitPolicy as _Union
 
-from .sim.lineup import _burst
+from .sim.lineup import _burst, _snapback
 
 
 class _SnapObserved(_Snap):
@@ -341,3 +341,29 @@ def _paced(peer: str):
 
 for _peer in ("heritrix", "nutch", "stormcrawler"):
     register(f"paced-{_peer}", _paced(_peer), budgeted=True)
+
+
+# -- the snap-back plan only right after a change (lab, 2026-11-26) -------------------------------
+class _UnionAfterChange(_Union):
+    """The union, but the snap-back rule's wait counts only on a visit that
+    found a change (``visits`` = 1) or on one of the two visits after one
+    (``visits`` = 2): during quiet spells the burst part's rate plans alone."""
+
+    def __init__(self, burst, snap, visits: int = 1) -> None:
+        super().__init__(burst, snap)
+        self.visits = visits
+
+    def next_wait(self, history, visit):
+        w_burst, w_snap, memory = self.waits(history, visit)
+        if self.burst.is_noise(memory):
+            return w_burst
+        recent = [visit.change] + [
+            _CS(h[1]) for h in reversed((history.get("history") or [])[-(self.visits - 1) :]) if self.visits > 1
+        ]
+        return min(w_burst, w_snap) if _CS.CHANGED in recent else w_burst
+
+
+for _v in (1, 2):
+    register(
+        f"union-after{_v}", (lambda v: lambda ctx: _UnionAfterChange(_burst(ctx), _snapback(ctx), v))(_v), budgeted=True
+    )
