@@ -367,3 +367,68 @@ for _v in (1, 2):
     register(
         f"union-after{_v}", (lambda v: lambda ctx: _UnionAfterChange(_burst(ctx), _snapback(ctx), v))(_v), budgeted=True
     )
+
+
+# -- the budget as a ceiling: the target precision floors the plan, so spending follows activity ---
+class _UnionCeiling(_Union):
+    """The union given its budget as a ceiling (as the add-on line gives the
+    politeness capacity): the allocator keeps ``ADAPTIVE_TARGET_PRECISION``'s
+    ratio as a floor and the snap-back part its least scale, so a quiet
+    population underspends and the replay's fitted budget buys more where
+    changes are."""
+
+    def set_budget(self, budget, *, ceiling: bool = False) -> None:
+        super().set_budget(budget, ceiling=True)
+
+
+def _union_ceiling(ctx: LabContext):
+    policy = _UnionCeiling(_burst(ctx), _snapback(ctx))
+    policy.set_budget(ctx.budget)
+    return policy
+
+
+register("union-ceiling", _union_ceiling, budgeted=True)
+
+
+class _UnionCeilingLoop(_UnionCeiling):
+    """``union-ceiling`` whose precision floor is a slow loop: the floor's
+    ratio (expected changes per visit no revisit is planned below) falls
+    while the crawl spends under its budget over a long horizon and rises
+    while it spends over, so spending follows activity within the horizon
+    and averages the budget over it (a long-run price, not a daily rate)."""
+
+    def __init__(self, burst, snap, horizon_revisits: float) -> None:
+        super().__init__(burst, snap)
+        self.horizon_revisits = horizon_revisits
+        self._sums = [0.0, 0.0]  # decayed revisits, decayed budget
+        self._t: float | None = None
+
+    def next_wait(self, history, visit):
+        now = visit.fetched
+        budget = self.allocator.budget
+        if now is not None and budget:
+            span = self.horizon_revisits / budget
+            dt = 0.0 if self._t is None else max(0.0, now - self._t)
+            self._t = now if self._t is None else max(now, self._t)
+            keep = _math.exp(-dt / span)
+            self._sums[0] = self._sums[0] * keep + (history.get("visits", 0) > 0)
+            self._sums[1] = self._sums[1] * keep - _math.expm1(-dt / span) * span * budget
+            if self._sums[1] > 0 and self._sums[0] >= 100 and dt > 0:
+                exponent = min(1.0, 10.0 * dt / span)
+                ratio = self.allocator.target_ratio * (self._sums[0] / self._sums[1]) ** exponent
+                self.allocator.target_ratio = min(max(ratio, 1e-3), 20.0)
+                self.allocator._solved = False
+        return super().next_wait(history, visit)
+
+
+def _union_ceiling_loop(horizon: float):
+    def make(ctx: LabContext):
+        policy = _UnionCeilingLoop(_burst(ctx), _snapback(ctx), horizon)
+        policy.set_budget(ctx.budget)
+        return policy
+
+    return make
+
+
+for _h in (5_000, 20_000):
+    register(f"union-ceil-loop{_h // 1000}k", _union_ceiling_loop(_h), budgeted=True)
