@@ -381,54 +381,46 @@ class _UnionCeiling(_Union):
         super().set_budget(budget, ceiling=True)
 
 
-def _union_ceiling(ctx: LabContext):
-    policy = _UnionCeiling(_burst(ctx), _snapback(ctx))
-    policy.set_budget(ctx.budget)
-    return policy
-
-
-register("union-ceiling", _union_ceiling, budgeted=True)
-
-
 class _UnionCeilingLoop(_UnionCeiling):
     """``union-ceiling`` whose precision floor is a slow loop: the floor's
     ratio (expected changes per visit no revisit is planned below) falls
     while the crawl spends under its budget over a long horizon and rises
     while it spends over, so spending follows activity within the horizon
-    and averages the budget over it (a long-run price, not a daily rate)."""
+    and averages the budget over it (a long-run price, not a daily rate).
+    The loop is a :class:`BudgetPace`'s own correction (same integrals,
+    same gain), read as the factor on the floor."""
 
     def __init__(self, burst, snap, horizon_revisits: float) -> None:
         super().__init__(burst, snap)
+        self.ratio = self.allocator.target_ratio
         self.horizon_revisits = horizon_revisits
-        self._sums = [0.0, 0.0]  # decayed revisits, decayed budget
-        self._t: float | None = None
+        self.loop = _BudgetPace(None, limits=(1e-3, 30.0))
+        self.loop.register(None, 1.0)  # one pseudo-URL: the pace integrates only with URLs registered
+
+    def set_budget(self, budget, *, ceiling: bool = False) -> None:
+        super().set_budget(budget)
+        self.loop.set_budget(budget)
+        self.loop.horizon = self.horizon_revisits / budget if budget else None
 
     def next_wait(self, history, visit):
-        now = visit.fetched
-        budget = self.allocator.budget
-        if now is not None and budget:
-            span = self.horizon_revisits / budget
-            dt = 0.0 if self._t is None else max(0.0, now - self._t)
-            self._t = now if self._t is None else max(now, self._t)
-            keep = _math.exp(-dt / span)
-            self._sums[0] = self._sums[0] * keep + (history.get("visits", 0) > 0)
-            self._sums[1] = self._sums[1] * keep - _math.expm1(-dt / span) * span * budget
-            if self._sums[1] > 0 and self._sums[0] >= 100 and dt > 0:
-                exponent = min(1.0, 10.0 * dt / span)
-                ratio = self.allocator.target_ratio * (self._sums[0] / self._sums[1]) ** exponent
-                self.allocator.target_ratio = min(max(ratio, 1e-3), 20.0)
-                self.allocator._solved = False
+        self.loop.advance(visit.fetched, history.get("visits", 0) > 0)
+        self.allocator.target_ratio = self.ratio * self.loop.correction
+        self.allocator._solved = False
         return super().next_wait(history, visit)
 
 
-def _union_ceiling_loop(horizon: float):
+def _union_ceiling(horizon_revisits: float | None = None):
     def make(ctx: LabContext):
-        policy = _UnionCeilingLoop(_burst(ctx), _snapback(ctx), horizon)
+        if horizon_revisits is None:
+            policy = _UnionCeiling(_burst(ctx), _snapback(ctx))
+        else:
+            policy = _UnionCeilingLoop(_burst(ctx), _snapback(ctx), horizon_revisits)
         policy.set_budget(ctx.budget)
         return policy
 
     return make
 
 
+register("union-ceiling", _union_ceiling(), budgeted=True)
 for _h in (5_000, 20_000):
-    register(f"union-ceil-loop{_h // 1000}k", _union_ceiling_loop(_h), budgeted=True)
+    register(f"union-ceil-loop{_h // 1000}k", _union_ceiling(_h), budgeted=True)
