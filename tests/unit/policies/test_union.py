@@ -106,17 +106,18 @@ def test_a_page_the_burst_guard_calls_noise_gets_the_guarded_wait(monkeypatch: p
         assert union.visit(k * DAY, CHANGED) == pytest.approx(burst.visit(k * DAY, CHANGED))
 
 
-def union_crawl(policy: UnionWaitPolicy, urls: int, days: float, seed: int = 5) -> list[float]:
-    """Revisits per second in each quarter of the second half of a crawl of
-    *urls* pages: half change every few hours in bursts, half every few weeks."""
+def drive(
+    policy: UnionWaitPolicy, gaps: list[float], end: float, *, seed: int, spacing: float, bursts: bool
+) -> tuple[list[Page], list[float]]:
+    """Crawl one page per mean gap between changes (inf: never changes) until
+    *end*, first visits *spacing* apart; with *bursts*, a change makes the
+    next one soon likelier.  The pages, and the times of every revisit."""
     rnd = random.Random(seed)
-    pages = [Page(policy) for _ in range(urls)]
-    mean_gap = [(0.3 if i % 2 else 20.0) * DAY for i in range(urls)]
-    revisits: list[float] = []
-    due = [(i * 60.0, i) for i in range(urls)]
-    next_change = [rnd.expovariate(1 / g) for g in mean_gap]
-    end = days * DAY
+    pages = [Page(policy) for _ in gaps]
+    next_change = [rnd.expovariate(1 / g) if g < float("inf") else float("inf") for g in gaps]
+    due = [(i * spacing, i) for i in range(len(gaps))]
     heapq.heapify(due)
+    revisits: list[float] = []
     while due:
         now, i = heapq.heappop(due)
         if now > end:
@@ -124,12 +125,24 @@ def union_crawl(policy: UnionWaitPolicy, urls: int, days: float, seed: int = 5) 
         page = pages[i]
         first = page.record["visits"] == 0
         changed = first or next_change[i] <= now
-        while next_change[i] <= now:  # bursts: a change makes the next one soon likelier
-            next_change[i] += rnd.expovariate(1 / mean_gap[i]) * (0.1 if rnd.random() < 0.5 else 1.5)
+        while next_change[i] <= now:
+            step = rnd.expovariate(1 / gaps[i])
+            if bursts:
+                step *= 0.1 if rnd.random() < 0.5 else 1.5
+            next_change[i] += step
         page.visit(now, CHANGED if changed else UNCHANGED)
-        if not first and now > end / 2:
+        if not first:
             revisits.append(now)
         heapq.heappush(due, (now + max(page.record["wait"], 1.0), i))
+    return pages, revisits
+
+
+def union_crawl(policy: UnionWaitPolicy, urls: int, days: float, seed: int = 5) -> list[float]:
+    """Revisits per second in each quarter of the second half of a crawl of
+    *urls* pages: half change every few hours in bursts, half every few weeks."""
+    end = days * DAY
+    gaps = [(0.3 if i % 2 else 20.0) * DAY for i in range(urls)]
+    _, revisits = drive(policy, gaps, end, seed=seed, spacing=60.0, bursts=True)
     quarter = end / 8
     starts = [end / 2 + k * quarter for k in range(4)]
     return [sum(1 for t in revisits if s <= t < s + quarter) / quarter for s in starts]
@@ -152,24 +165,9 @@ def test_one_loop_holds_the_budget_for_both_families() -> None:
 def capacity_crawl(policy: UnionWaitPolicy, hours: float, seed: int = 3) -> tuple[list[int], list[float]]:
     """Visits to each of 50 pages over *hours*: the first 10 change about
     once a minute, the other 40 never; and the static pages' last waits."""
-    rnd = random.Random(seed)
-    pages = [Page(policy) for _ in range(50)]
-    next_change = [rnd.expovariate(1 / 60.0) if i < 10 else float("inf") for i in range(50)]
-    visits = [0] * 50
-    due = [(float(i), i) for i in range(50)]
-    heapq.heapify(due)
-    while due:
-        now, i = heapq.heappop(due)
-        if now > hours * HOUR:
-            break
-        first = visits[i] == 0
-        changed = first or next_change[i] <= now
-        while next_change[i] <= now:
-            next_change[i] += rnd.expovariate(1 / 60.0)
-        pages[i].visit(now, CHANGED if changed else UNCHANGED)
-        visits[i] += 1
-        heapq.heappush(due, (now + max(pages[i].record["wait"], 1.0), i))
-    return visits, [pages[i].record["wait"] for i in range(10, 50)]
+    gaps = [60.0] * 10 + [float("inf")] * 40
+    pages, _ = drive(policy, gaps, hours * HOUR, seed=seed, spacing=1.0, bursts=False)
+    return [p.record["visits"] for p in pages], [p.record["wait"] for p in pages[10:]]
 
 
 def test_a_capacity_ceiling_is_not_spent_on_pages_that_do_not_change() -> None:
