@@ -427,89 +427,59 @@ for _h in (5_000, 20_000):
 
 
 # -- banking made explicit: one long-run price instead of a daily one (lab, 2026-11-26) ------------
-class _LongPriceAllocator(_Allocator):
-    """The allocator planning at the crawl's *long-run* price: r* solved
-    each time as the product does (the expected changes per visit at which
-    the day's population spends the budget), then replaced by its average
-    since the crawl began, weighted by the budget, the price at which the whole past would
-    have spent exactly the budget. Spending then follows activity (under
-    the budget while the population is quiet, over it while it is active)
-    and averages the budget over the crawl's life. ``ceiling_too``: the
-    daily price stays a floor on the plan as well (max of the two)."""
+class _LongRunPrice:
+    """The crawl's long-run price p = ∫Λ̂ dt / ∫B dt: the expected changes
+    per visit at which its whole past would have spent exactly its budget
+    (Λ̂ ≈ r*·B·c, the population's estimated change rate at each solve,
+    held until the next one)."""
 
-    def __init__(self, *args, ceiling_too: bool = False, **kw) -> None:
-        super().__init__(*args, **kw)
-        self.ceiling_too = ceiling_too
-        self.area = 0.0
-        self.span = 0.0
-        self.t_price: float | None = None
-        self.daily = None
+    def __init__(self) -> None:
+        self.area = self.weight = 0.0
+        self.t: float | None = None
+        self.last: float | None = None
 
-    def solve(self) -> None:
-        ceiling, self.ceiling = self.ceiling, False
-        super().solve()
-        self.ceiling = ceiling
-        r, now = self.ratio, self._t_last
-        if now is not None and self.t_price is not None and now > self.t_price and self.daily is not None:
-            # weighted by the budget: Σ r*·B·dt / Σ B·dt = ∫Λ̂ dt / ∫B dt
-            w = (self.budget or 0.0) * (now - self.t_price)
-            self.area += self.daily * w
-            self.span += w
-        if now is not None:
-            self.t_price = now
-        self.daily = r
-        if self.span > 0:
-            price = self.area / self.span
-            self.ratio = max(r, price) if self.ceiling_too else price
+    def observe(self, now: float | None, budget: float, daily: float) -> None:
+        if now is None:
+            return
+        if self.t is not None and self.last is not None and now > self.t:
+            w = budget * (now - self.t)
+            self.area += self.last * w
+            self.weight += w
+        self.t = now if self.t is None else max(self.t, now)
+        self.last = daily
+
+    @property
+    def value(self) -> float | None:
+        return self.area / self.weight if self.weight > 0 else None
 
 
-def _union_bank(ceiling_too: bool):
-    def make(ctx: LabContext):
-        allocator = _LongPriceAllocator(
-            ctx.budget,
-            min_wait=ctx.min_wait,
-            max_wait=ctx.max_wait,
-            host_caps=ctx.host_caps(),
-            control_window=None,
-            control_limits=(1.0, 1.0),
-            epoch="lab",
-            ceiling_too=ceiling_too,
-        )
-        pace = _BudgetPace(ctx.budget, horizon=1e15)  # the pace's price: demand averaged over the crawl's life
-        snap = _Snap(pace, minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
-        return _Union(_Burst(allocator), snap)
+class _PricedAllocator(_Allocator):
+    """The allocator with the long-run price as a floor on its plan (while
+    the floor binds the plan counts as saturated, so the loop does not wind
+    up on the saving).
 
-    return make
-
-
-register("union-bank", _union_bank(False), budgeted=True)
-register("union-bank-ceil", _union_bank(True), budgeted=True)
-
-
-class _BankAllocator(_Allocator):
-    """Banking made explicit. The budget loop is an account: every second
+    ``account``: the budget loop is an account instead (every second
     credits the budget B, every revisit debits one; the plan spends
-    B + balance/T (the balance spent down over ``spend_revisits`` revisits'
-    time, T), which is the loop's correction, so the snap-back pace follows
-    it too. Its price is floored by the long-run price p = ∫Λ̂ dt / ∫B dt
-    (Λ̂ ≈ r*·B_eff: the population's estimated change rate), the expected
-    changes per visit at which the crawl's whole past would have spent
-    exactly its budget: while the population is quieter than usual the
-    floor holds spending under B and the balance grows; once it is busier
-    the balance is spent where the changes are."""
+    B + balance/T, T the time the budget takes to buy ``account``
+    revisits), so what the floor saves is spent once the population is
+    busier than usual. ``informed_only``: a URL nothing is known of yet
+    (its rate the budget's fallback guess) is planned at the day's price."""
 
-    def __init__(self, *args, spend_revisits: float = 720.0, floor: bool = True, **kw) -> None:
+    def __init__(
+        self, *args, floor: bool = True, account: float | None = None, informed_only: bool = False, **kw
+    ) -> None:
         super().__init__(*args, **kw)
-        self.spend_revisits = spend_revisits
         self.floor = floor
+        self.account = account
+        self.informed_only = informed_only
         self.balance = 0.0
         self.t_bank: float | None = None
-        self.area = 0.0
-        self.span = 0.0
-        self.t_price: float | None = None
+        self.price = _LongRunPrice()
+        self.daily: float | None = None
+        self.fallback_now = False
 
     def note_fetch(self, now, *, hinted: bool = False) -> None:
-        if now is not None and self.budget:
+        if self.account and now is not None and self.budget:
             if self.t_bank is not None and now > self.t_bank:
                 self.balance += self.budget * (now - self.t_bank)
             self.t_bank = now if self.t_bank is None else max(now, self.t_bank)
@@ -517,78 +487,40 @@ class _BankAllocator(_Allocator):
         super().note_fetch(now, hinted=hinted)
 
     def _control(self) -> None:
-        if not self.budget:
-            return
-        spend_time = self.spend_revisits / self.budget
-        lo, hi = self.control_limits
-        self.correction = _clamp(1.0 + self.balance / (spend_time * self.budget), lo, hi)
+        if not self.account:
+            return super()._control()
+        if self.budget:
+            lo, hi = self.control_limits
+            self.correction = _clamp(1.0 + self.balance / self.account, lo, hi)
+        return None
 
     def solve(self) -> None:
         super().solve()
         if not self.budget or not self._hosts:
             return
-        now = self._t_last
-        r = self.ratio
-        if now is not None and self.t_price is not None and now > self.t_price:
-            w = self.budget * (now - self.t_price)
-            self.area += r * self.correction * w
-            self.span += w
-        if now is not None:
-            self.t_price = now
-        self.daily = r
-        if self.floor and self.span > 0 and r < self.area / self.span:
-            self.ratio = self.area / self.span
+        self.daily = self.ratio
+        self.price.observe(self._t_last, self.budget, self.ratio * self.correction)
+        price = self.price.value
+        if self.floor and price is not None and self.ratio < price:
+            self.ratio = price
             self._saturated = True
-
-
-class _BankAllocatorInformed(_BankAllocator):
-    """``_BankAllocator`` whose price floor holds only URLs with observations:
-    a URL nothing is known of yet (its rate the budget's fallback guess) is
-    planned at the day's price, so new documents get their first checks."""
 
     def register(self, memory, host, rate, *, fallback: bool = False) -> None:
         self.fallback_now = fallback
         super().register(memory, host, rate, fallback=fallback)
 
     def ratio_for(self, host: str) -> float:
-        if getattr(self, "fallback_now", False) and getattr(self, "daily", None) is not None:
+        if self.informed_only and self.fallback_now and self.daily is not None:
             return self._host_ratio.get(host, self.daily)
         return super().ratio_for(host)
 
 
-def _union_bank2(spend_revisits: float, floor: bool = True, limits=(0.1, 10.0), pace_horizon=None, cls=None):
-    def make(ctx: LabContext):
-        allocator = (cls or _BankAllocator)(
-            ctx.budget,
-            min_wait=ctx.min_wait,
-            max_wait=ctx.max_wait,
-            host_caps=ctx.host_caps(),
-            control_window=None,
-            control_limits=limits,
-            epoch="lab",
-            spend_revisits=spend_revisits,
-            floor=floor,
-        )
-        pace = _BudgetPace(ctx.budget, horizon=pace_horizon)
-        snap = _Snap(pace, minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
-        return _Union(_Burst(allocator), snap)
-
-    return make
-
-
-for _s in (720, 5000):
-    register(f"union-bank{_s}", _union_bank2(_s), budgeted=True)
-register("union-acct720", _union_bank2(720, floor=False), budgeted=True)
-register("union-bank720-c2", _union_bank2(720, limits=(0.5, 2.0)), budgeted=True)
-register("union-bank720-lp", _union_bank2(720, pace_horizon=1e15), budgeted=True)
-
-
 class _CappedFollow:
-    """What the snap-back pace follows: the account's correction within
+    """What the snap-back pace follows: the allocator's correction within
     ``limits``, so a large balance is spent by the burst part's plan and
     not by snapping every page back to the minimum wait."""
 
-    def __init__(self, allocator, limits=(0.5, 2.0)) -> None:
+    def __init__(self, allocator, limits: tuple[float, float]) -> None:
         self.allocator, self.limits = allocator, limits
 
     @property
@@ -596,97 +528,47 @@ class _CappedFollow:
         return _clamp(self.allocator.correction, *self.limits)
 
 
-def _union_bank_capped(spend_revisits: float, limits=(0.5, 2.0)):
+def _union_priced(
+    *, floor: bool = True, loop: bool = True, pace_horizon: float | None = None, follow=None, **allocator_kw
+):
+    """The union on a ``_PricedAllocator`` (``floor`` False and no other
+    option: the product's allocator); ``loop`` False: the allocator's loop off; ``pace_horizon``:
+    the snap-back pace's demand averaged over it (None: the product's);
+    ``follow``: the limits of what the pace takes of the loop's correction."""
+
     def make(ctx: LabContext):
-        union = _union_bank2(spend_revisits)(ctx)
-        union.pace.follow(_CappedFollow(union.allocator, limits))
+        kw = {"control_limits": (1.0, 1.0)} if not loop else {}
+        if allocator_kw.get("account"):
+            kw["control_limits"] = (0.1, 10.0)
+        if floor or allocator_kw:
+            kw["floor"] = floor
+        allocator = (_PricedAllocator if "floor" in kw else _Allocator)(
+            ctx.budget,
+            min_wait=ctx.min_wait,
+            max_wait=ctx.max_wait,
+            host_caps=ctx.host_caps(),
+            control_window=None,
+            epoch="lab",
+            **kw,
+            **allocator_kw,
+        )
+        pace = _BudgetPace(ctx.budget, horizon=pace_horizon)
+        snap = _Snap(pace, minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
+        union = _Union(_Burst(allocator), snap)
+        if follow is not None:
+            union.pace.follow(_CappedFollow(allocator, follow))
         return union
 
     return make
 
 
-register("union-bank720-cf", _union_bank_capped(720), budgeted=True)
-register("union-bank720-inf", _union_bank2(720, cls=_BankAllocatorInformed), budgeted=True)
-
-
-def _union_life(pace_horizon: float | None):
-    """Ablations of ``union-bank-ceil``: the allocator's loop off and the
-    snap-back pace's demand averaged over ``pace_horizon`` (None: the
-    product's), without the long-run price floor."""
-
-    def make(ctx: LabContext):
-        allocator = _Allocator(
-            ctx.budget,
-            min_wait=ctx.min_wait,
-            max_wait=ctx.max_wait,
-            host_caps=ctx.host_caps(),
-            control_window=None,
-            control_limits=(1.0, 1.0),
-            epoch="lab",
-        )
-        snap = _Snap(
-            _BudgetPace(ctx.budget, horizon=pace_horizon),
-            minimum=ctx.min_wait,
-            maximum=ctx.max_wait,
-            initial=ctx.initial,
-        )
-        return _Union(_Burst(allocator), snap)
-
-    return make
-
-
-register("union-noloop", _union_life(None), budgeted=True)
-register("union-life", _union_life(1e15), budgeted=True)
-
-
-class _LongRunFloorAllocator(_Allocator):
-    """The product's allocator (its loop on) with the long-run price as a
-    floor: p = ∫Λ̂ dt / ∫B dt, Λ̂ ≈ r*·B·c. While the floor binds the plan
-    counts as saturated, so the loop does not wind up on the saving."""
-
-    def __init__(self, *args, **kw) -> None:
-        super().__init__(*args, **kw)
-        self.area = self.span = 0.0
-        self.t_price = None
-        self.daily = None
-
-    def solve(self) -> None:
-        super().solve()
-        if not self.budget or not self._hosts:
-            return
-        now = self._t_last
-        if now is not None and self.t_price is not None and now > self.t_price and self.daily is not None:
-            w = self.budget * (now - self.t_price)
-            self.area += self.daily * w
-            self.span += w
-        if now is not None:
-            self.t_price = now
-        self.daily = self.ratio * self.correction
-        if self.span > 0 and self.ratio < self.area / self.span:
-            self.ratio = self.area / self.span
-            self._saturated = True
-
-
-def _union_lrp(pace_horizon: float | None = None):
-    def make(ctx: LabContext):
-        allocator = _LongRunFloorAllocator(
-            ctx.budget,
-            min_wait=ctx.min_wait,
-            max_wait=ctx.max_wait,
-            host_caps=ctx.host_caps(),
-            control_window=None,
-            epoch="lab",
-        )
-        snap = _Snap(
-            _BudgetPace(ctx.budget, horizon=pace_horizon),
-            minimum=ctx.min_wait,
-            maximum=ctx.max_wait,
-            initial=ctx.initial,
-        )
-        return _Union(_Burst(allocator), snap)
-
-    return make
-
-
-register("union-lrp", _union_lrp(), budgeted=True)
-register("union-lrp-life", _union_lrp(1e15), budgeted=True)
+_LIFE = 1e15  # a pace horizon longer than any history: demand averaged over the crawl's life
+register("union-lrp", _union_priced(), budgeted=True)
+register("union-bank-ceil", _union_priced(loop=False, pace_horizon=_LIFE), budgeted=True)
+register("union-noloop", _union_priced(floor=False, loop=False), budgeted=True)
+register("union-life", _union_priced(floor=False, loop=False, pace_horizon=_LIFE), budgeted=True)
+for _s in (720, 5000):
+    register(f"union-bank{_s}", _union_priced(account=float(_s)), budgeted=True)
+register("union-acct720", _union_priced(floor=False, account=720.0), budgeted=True)
+register("union-bank720-cf", _union_priced(account=720.0, follow=(0.5, 2.0)), budgeted=True)
+register("union-bank720-inf", _union_priced(account=720.0, informed_only=True), budgeted=True)
