@@ -427,6 +427,10 @@ for _h in (5_000, 20_000):
 
 
 # -- banking made explicit: one long-run price instead of a daily one (lab, 2026-11-26) ------------
+from scrapy_adaptive.policies.cells import FALLBACK_BIN as _FALLBACK_BIN
+from scrapy_adaptive.policies.cells import cells_rate as _cells_rate
+
+
 class _LongRunPrice:
     """The crawl's long-run price p = ∫Λ̂ dt / ∫B dt: the expected changes
     per visit at which its whole past would have spent exactly its budget
@@ -436,17 +440,19 @@ class _LongRunPrice:
     def __init__(self) -> None:
         self.area = self.weight = 0.0
         self.t: float | None = None
-        self.last: float | None = None
+        self.last: tuple[float, float] | None = None
 
-    def observe(self, now: float | None, budget: float, daily: float) -> None:
+    def observe(self, now: float | None, changes: float, budget: float) -> None:
+        """At *now* the population's estimated change rate is *changes* and
+        the budget it is given *budget* (both held until the next call)."""
         if now is None:
             return
         if self.t is not None and self.last is not None and now > self.t:
-            w = budget * (now - self.t)
-            self.area += self.last * w
-            self.weight += w
+            dt = now - self.t
+            self.area += self.last[0] * dt
+            self.weight += self.last[1] * dt
         self.t = now if self.t is None else max(self.t, now)
-        self.last = daily
+        self.last = (changes, budget)
 
     @property
     def value(self) -> float | None:
@@ -463,12 +469,23 @@ class _PricedAllocator(_Allocator):
     B + balance/T, T the time the budget takes to buy ``account``
     revisits), so what the floor saves is spent once the population is
     busier than usual. ``informed_only``: a URL nothing is known of yet
-    (its rate the budget's fallback guess) is planned at the day's price."""
+    (its rate the budget's fallback guess) is planned at the day's price.
+    ``informed_price``: the long-run price is learned from the URLs with an
+    observation only (their estimated changes against the budget they are
+    given): a URL planned on the fallback guess is planned at r = 1 whatever
+    the budget, so a young crawl's price says nothing of its pages."""
 
     def __init__(
-        self, *args, floor: bool = True, account: float | None = None, informed_only: bool = False, **kw
+        self,
+        *args,
+        floor: bool = True,
+        account: float | None = None,
+        informed_only: bool = False,
+        informed_price: bool = False,
+        **kw,
     ) -> None:
         super().__init__(*args, **kw)
+        self.informed_price = informed_price
         self.floor = floor
         self.account = account
         self.informed_only = informed_only
@@ -498,8 +515,16 @@ class _PricedAllocator(_Allocator):
         super().solve()
         if not self.budget or not self._hosts:
             return
-        self.daily = self.ratio
-        self.price.observe(self._t_last, self.budget, self.ratio * self.correction)
+        self.daily = r = self.ratio
+        spend = self.budget * self.correction
+        if self.informed_price:
+            fb = self._global.get(_FALLBACK_BIN)
+            if fb:
+                cell = {_FALLBACK_BIN: fb}
+                spend -= _cells_rate(cell, r, self.min_fetch_rate, self.max_fetch_rate, self.fallback_rate() or 0.0)
+            spend = max(spend, 0.0)
+        # Λ̂ ≈ r·(what the plan spends); the budget that spending was given
+        self.price.observe(self._t_last, r * spend, spend / self.correction)
         price = self.price.value
         if self.floor and price is not None and self.ratio < price:
             self.ratio = price
@@ -572,3 +597,5 @@ for _s in (720, 5000):
 register("union-acct720", _union_priced(floor=False, account=720.0), budgeted=True)
 register("union-bank720-cf", _union_priced(account=720.0, follow=(0.5, 2.0)), budgeted=True)
 register("union-bank720-inf", _union_priced(account=720.0, informed_only=True), budgeted=True)
+register("union-lrp-pinf", _union_priced(informed_price=True), budgeted=True)
+register("union-bank720-pinf", _union_priced(account=720.0, informed_price=True), budgeted=True)
