@@ -599,3 +599,21 @@ register("union-bank720-cf", _union_priced(account=720.0, follow=(0.5, 2.0)), bu
 register("union-bank720-inf", _union_priced(account=720.0, informed_only=True), budgeted=True)
 register("union-lrp-pinf", _union_priced(informed_price=True), budgeted=True)
 register("union-bank720-pinf", _union_priced(account=720.0, informed_price=True), budgeted=True)
+
+
+# -- the learned tilt (mix-close) with a budget loop wide enough to hold what the tilt moves ---------
+def _mix_close_wide(ctx: LabContext):
+    allocator = _Allocator(
+        ctx.budget,
+        min_wait=ctx.min_wait,
+        max_wait=ctx.max_wait,
+        host_caps=ctx.host_caps(),
+        control_window=None,
+        control_limits=(0.1, 10.0),
+        epoch="lab",
+    )
+    snap = _Snap(_BudgetPace(ctx.budget), minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
+    return _mix.MixWaitPolicy(_Burst(allocator), snap, _mix.TiltLearner(), near=2.0)
+
+
+register("mix-close-wide", _mix_close_wide, budgeted=True)
