@@ -260,14 +260,19 @@ for _days in (90, 365, 100_000):
 from scrapy_adaptive.policies.allocator import RateAllocator as _Allocator
 
 
+def _allocator(ctx: LabContext, cls: type = _Allocator, **kw) -> _Allocator:
+    """An allocator on the run's budget and bounds as the lab builds the
+    product's (its loop's window 720 revisits at the budget unless *kw* says)."""
+    kw = {"control_window": None, "epoch": "lab", **kw}
+    return cls(ctx.budget, min_wait=ctx.min_wait, max_wait=ctx.max_wait, host_caps=ctx.host_caps(), **kw)
+
+
 def _union_loops(one_loop: bool, window_days: float | None):
     """``window_days`` None: the allocator's window as the product sets it (720 revisits at the budget)."""
 
     def make(ctx: LabContext):
         window = None if window_days is None else window_days * 86_400.0
-        allocator = _Allocator(
-            ctx.budget, min_wait=ctx.min_wait, max_wait=ctx.max_wait, host_caps=ctx.host_caps(), control_window=window
-        )
+        allocator = _allocator(ctx, control_window=window, epoch=None)
         snap = _Snap(_BudgetPace(ctx.budget), minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
         union = _Union(_Burst(allocator), snap)
         if not one_loop:
@@ -567,16 +572,7 @@ def _union_priced(
             kw["control_limits"] = (0.1, 10.0)
         if floor or allocator_kw:
             kw["floor"] = floor
-        allocator = (_PricedAllocator if "floor" in kw else _Allocator)(
-            ctx.budget,
-            min_wait=ctx.min_wait,
-            max_wait=ctx.max_wait,
-            host_caps=ctx.host_caps(),
-            control_window=None,
-            epoch="lab",
-            **kw,
-            **allocator_kw,
-        )
+        allocator = _allocator(ctx, _PricedAllocator if "floor" in kw else _Allocator, **kw, **allocator_kw)
         pace = _BudgetPace(ctx.budget, horizon=pace_horizon)
         snap = _Snap(pace, minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
         union = _Union(_Burst(allocator), snap)
@@ -603,15 +599,7 @@ register("union-bank720-pinf", _union_priced(account=720.0, informed_price=True)
 
 # -- the learned tilt (mix-close) with a budget loop wide enough to hold what the tilt moves ---------
 def _mix_close_wide(ctx: LabContext):
-    allocator = _Allocator(
-        ctx.budget,
-        min_wait=ctx.min_wait,
-        max_wait=ctx.max_wait,
-        host_caps=ctx.host_caps(),
-        control_window=None,
-        control_limits=(0.1, 10.0),
-        epoch="lab",
-    )
+    allocator = _allocator(ctx, control_limits=(0.1, 10.0))
     snap = _Snap(_BudgetPace(ctx.budget), minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
     return _mix.MixWaitPolicy(_Burst(allocator), snap, _mix.TiltLearner(), near=2.0)
 
