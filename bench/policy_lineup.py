@@ -566,13 +566,19 @@ def _union_priced(
     the snap-back pace's demand averaged over it (None: the product's);
     ``follow``: the limits of what the pace takes of the loop's correction."""
 
+    # the account is the loop (its correction within 0.1–10); "no loop": correction held at 1
+    kw = (
+        {"control_limits": (0.1, 10.0)}
+        if allocator_kw.get("account")
+        else {}
+        if loop
+        else {"control_limits": (1.0, 1.0)}
+    )
+    if floor or allocator_kw:
+        kw.update(allocator_kw, floor=floor)
+
     def make(ctx: LabContext):
-        kw = {"control_limits": (1.0, 1.0)} if not loop else {}
-        if allocator_kw.get("account"):
-            kw["control_limits"] = (0.1, 10.0)
-        if floor or allocator_kw:
-            kw["floor"] = floor
-        allocator = _allocator(ctx, _PricedAllocator if "floor" in kw else _Allocator, **kw, **allocator_kw)
+        allocator = _allocator(ctx, _PricedAllocator if "floor" in kw else _Allocator, **kw)
         pace = _BudgetPace(ctx.budget, horizon=pace_horizon)
         snap = _Snap(pace, minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
         union = _Union(_Burst(allocator), snap)
