@@ -237,9 +237,38 @@ def summarize(runs: list[dict[str, Any]], configs: Sequence[str], pages: int) ->
             else None
         )
     summary["steady_ratio"] = steady
+    summary["paired"] = {base: paired_ratios(runs, base) for base in ("default", "default+jobdir") if base in configs}
     summary["target"] = TARGET_RATIO
     summary["verdict"] = None if ratio is None else ("PASS" if ratio >= TARGET_RATIO else "FAIL")
     return summary
+
+
+def paired_ratios(runs: list[dict[str, Any]], base: str) -> dict[str, Any]:
+    """Adaptive over *base* within each round, and their medians.
+
+    The machine's speed drifts by 10-20 % over minutes (the baselines
+    themselves move that much from one round to the next); the two crawls
+    of one round run a minute apart, so the ratio within a round cancels
+    most of the drift that a ratio of medians over all rounds keeps.
+    """
+    by_round: dict[int, dict[str, dict[str, Any]]] = {}
+    for r in runs:
+        if "error" not in r and "round" in r:
+            by_round.setdefault(r["round"], {})[r["config"]] = r
+    pages, cpu = [], []
+    for pair in by_round.values():
+        a, b = pair.get("adaptive"), pair.get(base)
+        if a is None or b is None:
+            continue
+        pages.append(a["pages_per_s"] / b["pages_per_s"])
+        if a.get("cpu_ms_per_page") and b.get("cpu_ms_per_page"):
+            cpu.append(b["cpu_ms_per_page"] / a["cpu_ms_per_page"])
+    return {
+        "pages_per_s": pages,
+        "cpu": cpu,
+        "median_pages_per_s": statistics.median(pages) if pages else None,
+        "median_cpu": statistics.median(cpu) if cpu else None,
+    }
 
 
 def format_report(runs: list[dict[str, Any]], summary: dict[str, Any], configs: Sequence[str]) -> str:
@@ -312,6 +341,13 @@ def format_report(runs: list[dict[str, Any]], summary: dict[str, Any], configs: 
         f"CPU per page, default/adaptive: {fmt(summary['cpu_ratio'])}, "
         f"default+jobdir/adaptive: {fmt(summary['jobdir_cpu_ratio'])}"
     )
+    for base, paired in summary.get("paired", {}).items():
+        lines.append(
+            f"paired within each round, adaptive/{base}: pages/s {fmt(paired['median_pages_per_s'])} "
+            f"({', '.join(f'{x:.2f}' for x in paired['pages_per_s'])}), "
+            f"CPU per page {base}/adaptive {fmt(paired['median_cpu'])} "
+            f"({', '.join(f'{x:.2f}' for x in paired['cpu'])})"
+        )
     lines.append(
         "load average (1/5/15 min) at start {} and end {} on {} CPUs".format(
             "/".join(f"{x:.2f}" for x in summary.get("loadavg_start", ())),
@@ -374,6 +410,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             for config in configs:
                 _log(f"run {rep + 1}/{args.repeats}: {config}")
                 run = run_crawl(config, args, site, workdir / f"{rep + 1}-{config}")
+                run["round"] = rep + 1
                 runs.append(run)
                 if "error" in run:
                     _log(f"{config} failed: {run['error']}")
