@@ -101,3 +101,27 @@ def test_fleet_bench_runs_one_and_two_workers_on_one_redis_frontier() -> None:
     assert one["fetched"] >= 0.95 * 300 and two["fetched"] >= 0.95 * 300
     assert one["pages_per_s"] > 0 and two["ratio"] == two["pages_per_s"] / one["pages_per_s"]
     assert one["rss_mb_per_worker"] and len(two["rss_mb_per_worker"]) == 2
+
+
+def test_e2e_bench_pairs_each_round_with_its_own_baseline() -> None:
+    """The paired ratio divides within a round, so a machine that is twice as
+    fast in one round than another leaves the ratio as it is; a round with a
+    failed crawl gives no pair."""
+    from bench.e2e_bench import paired_ratios
+
+    def run(rnd: int, config: str, pages: float, cpu: float, **extra: object) -> dict[str, object]:
+        return {"round": rnd, "config": config, "pages_per_s": pages, "cpu_ms_per_page": cpu, **extra}
+
+    runs = [
+        run(1, "adaptive", 90.0, 10.0),
+        run(1, "default+jobdir", 100.0, 9.0),
+        run(2, "adaptive", 180.0, 5.0),
+        run(2, "default+jobdir", 200.0, 4.5),
+        run(3, "adaptive", 50.0, 20.0, error="killed"),
+        run(3, "default+jobdir", 100.0, 9.0),
+    ]
+    paired = paired_ratios(runs, "default+jobdir")
+    assert paired["pages_per_s"] == [0.9, 0.9]
+    assert paired["median_pages_per_s"] == 0.9
+    assert paired["median_cpu"] == 0.9
+    assert paired_ratios(runs, "default")["median_pages_per_s"] is None
