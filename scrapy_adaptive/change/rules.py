@@ -25,6 +25,8 @@ def build_digester(spec: dict[str, Any] | str, where: str, default_max_size: int
     """A digester from a rule name or an entry dict."""
     if isinstance(spec, str):
         spec = {"rule": spec}
+    if not isinstance(spec, dict):
+        raise ConfigError(f"{where}: a digest rule is a rule name or an entry dict, not {spec!r}.")
     name = spec.get("rule")
     if name not in DIGESTERS:
         raise ConfigError(f"{where}: unknown digest rule {name!r}; use one of {', '.join(DIGESTERS)}.")

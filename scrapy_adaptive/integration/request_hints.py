@@ -94,7 +94,7 @@ def take_hint(
         hint = hint_from_meta(value, request.url)
     except HintError as exc:
         # a warning, not an error: the site's sitemap is wrong, not the crawl
-        logger.warning("%s; the hint is ignored, the request is kept.", exc)
+        logger.warning("%s; the hint is ignored, the request is kept.", str(exc).rstrip("."))
         result = None
         reason = "invalid"
     else:

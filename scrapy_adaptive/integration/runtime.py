@@ -198,7 +198,7 @@ def assemble(
         policy_key = persist.META_KEY if remote is None else f"{persist.META_KEY}/{worker_home(state.path)}"
         persist.restore(store, policy.params.crawl.persisted(), policy_key)
         for problem in load_stored(store, policy.schedules):  # given on the console (scrapy frontier schedule)
-            logger.error("%s; this schedule is not applied.", problem)
+            logger.error("%s; this schedule is not applied.", str(problem).rstrip("."))
         allocator: RateAllocator | None = policy.params.crawl.allocator
         share = None if config.budget is not None else config.capacity_share
         capacity = HostCapacity(frontier, allocator, crawl=policy.params.crawl, share=share)

@@ -56,6 +56,7 @@ from ..store.statedir import StateDirError
 from .delivery import Delivery
 from .engine import EngineWaker, exit_with_error
 from .issued import IssuedRequests, url_identity
+from .metacheck import MetaCheck
 from .politeness import QueueKeyer, parse_crawl_delay
 from .refusal import Refusal, RefusingScheduler
 from .request_hints import take_hint
@@ -110,6 +111,8 @@ class AdaptiveScheduler(BaseScheduler):
         self.crawler = crawler
         self.keyer = QueueKeyer(config.politeness_key)
         self.issued = IssuedRequests(identity)
+        #: public meta values of the wrong kind are removed as requests enter
+        self.check_meta = MetaCheck(stats)
         self.waker = EngineWaker(crawler)
         #: at-least-once delivery of versions (None: ADAPTIVE_DELIVERY off)
         self.delivery = delivery
@@ -283,6 +286,7 @@ class AdaptiveScheduler(BaseScheduler):
     def enqueue_request(self, request: Request) -> bool:
         assert self.frontier is not None, "enqueue_request() before open()"
         try:
+            self.check_meta(request)
             issued_fp = self.issued.fp_of(request)
             if issued_fp is not None:
                 issued = self.issued.get(issued_fp)

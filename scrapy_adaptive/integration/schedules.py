@@ -123,7 +123,7 @@ class OpenSchedules:
                 try:
                     self.schedules.add(Schedule.parse(entry, f"schedule {name!r} (state folder)"))
                 except ConfigError as exc:
-                    logger.error("%s; this schedule is not applied.", exc)
+                    logger.error("%s; this schedule is not applied.", str(exc).rstrip("."))
         self.stored = set(entries)
 
     def save(self) -> None:

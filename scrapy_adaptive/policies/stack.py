@@ -234,7 +234,7 @@ class PolicyStack(WaitPolicy):
                 where = "meta['adaptive_wait_policy']"
                 policy = Scheduled(build_policy(cls, self.params.updated(overrides, where), where), self.schedules)
             except ConfigError as exc:
-                logger.error("%s; using the configured policies instead.", exc)
+                logger.error("%s; using the configured policies instead.", str(exc).rstrip("."))
                 policy = self
             self._overrides[key] = policy
         return policy

@@ -34,8 +34,8 @@ def header(response: Response, name: str) -> str | None:
 def is_embed(request: Request) -> bool:
     """True for resources a page embeds (by ``adaptive_embed`` meta or URL)."""
     flag = request.meta.get(meta.EMBED)
-    if flag is not None:
-        return bool(flag)
+    if isinstance(flag, bool):  # any other value was refused at enqueue (metacheck)
+        return flag
     path = urlparse_cached(request).path.lower()
     dot = path.rfind(".")
     return dot != -1 and path[dot:] in EMBED_EXTENSIONS

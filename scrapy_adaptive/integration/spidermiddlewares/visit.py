@@ -52,7 +52,7 @@ from ... import meta
 from ...change import noise
 from ...change.digest import Digester, ItemsDigester, RegexDigester, items_digest, payload_digest
 from ...change.rules import DigestRules, build_digester
-from ...config.spec import ConfigError
+from ...config.spec import UNCHANGED_MODES, ConfigError
 from ...config.table import DEFAULTS
 from ...model import ChangeState, Visit
 from ..delivery import Ticket, ticket_of
@@ -75,6 +75,9 @@ if TYPE_CHECKING:
     from ..verdicts import FrontierServices
 
 logger = logging.getLogger(__name__)
+
+#: distinct refused request digest rules said at most (then counted only)
+REFUSED_RULES_SAID = 1_000
 
 
 def skip_unchanged(response: Response, **kwargs: Any) -> tuple[()]:
@@ -112,6 +115,8 @@ class VisitMiddleware:
         self.unchanged = unchanged
         self.revisit_embeds = revisit_embeds
         self.max_size = max_size
+        #: request digest rules refused, by their spec: said once, not at every revisit
+        self._refused_rules: set[str] = set()
         #: the longest a noise probe may come after the fetch it checks
         self.probe_window = probe_window
         self.noise_learning = noise_learning
@@ -273,7 +278,8 @@ class VisitMiddleware:
     def _skips(self, request: Request) -> bool:
         if request.meta.get("deltafetch_enabled") is False:
             return False
-        return (request.meta.get(meta.UNCHANGED) or self.unchanged) == "skip"
+        mode = request.meta.get(meta.UNCHANGED)
+        return (mode if mode in UNCHANGED_MODES else self.unchanged) == "skip"
 
     def _digester(self, request: Request, response: Response) -> Digester:
         override = request.meta.get(meta.DIGEST_RULE)
@@ -281,7 +287,15 @@ class VisitMiddleware:
             try:
                 return build_digester(override, "meta['adaptive_digest_rule']", self.max_size)
             except ConfigError as exc:
-                logger.error("%s (%s); using the configured rules.", exc, request.url)
+                label = repr(override)
+                if label not in self._refused_rules and len(self._refused_rules) < REFUSED_RULES_SAID:
+                    self._refused_rules.add(label)
+                    logger.error(
+                        "%s (%s); the configured rules apply to every request with this rule (said once).",
+                        str(exc).rstrip("."),
+                        request.url,
+                    )
+                self.stats.inc_value("adaptive/meta/ignored")
         host = urlparse_cached(request).hostname or ""
         return self.rules.select(request.url, host, header(response, "Content-Type"))
 

@@ -113,5 +113,11 @@ def test_bad_rules_are_refused_at_start_up_by_name(rules: object, default: str, 
     assert message in str(info.value)
 
 
+@pytest.mark.parametrize("spec", [42, ["text"], None])
+def test_a_rule_of_the_wrong_kind_is_refused_by_name(spec: object) -> None:
+    with pytest.raises(ConfigError, match=r"meta\['adaptive_digest_rule'\]: a digest rule is a rule name or an entry"):
+        build_digester(spec, "meta['adaptive_digest_rule']", 1000)  # type: ignore[arg-type]
+
+
 def test_a_response_without_body_has_no_digest() -> None:
     assert Digester().digest(Response("http://example.com/", status=304)) is None

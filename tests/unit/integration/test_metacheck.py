@@ -1,0 +1,70 @@
+"""Public meta values of the wrong kind: removed as the request enters, said once."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from scrapy import Request, Spider
+from scrapy.statscollectors import MemoryStatsCollector
+from scrapy.utils.test import get_crawler
+
+from scrapy_adaptive import meta
+from scrapy_adaptive.integration.metacheck import EXPECTED, MetaCheck
+
+
+def check() -> MetaCheck:
+    return MetaCheck(MemoryStatsCollector(get_crawler(Spider)))
+
+
+@pytest.mark.parametrize(
+    ("key", "bad", "good"),
+    [
+        (meta.UNCHANGED, "maybe", "deliver"),
+        (meta.DIGEST_RULE, 42, {"rule": "text"}),
+        (meta.DIGEST_RULE, ["text"], "text"),
+        (meta.WAIT_POLICY, "fast", {"initial": 600}),
+        (meta.EMBED, "no", False),
+        (meta.EMBED, 1, True),
+        (meta.SIGNAL, "rss", "feed"),
+    ],
+)
+def test_a_misfit_is_removed_and_a_fitting_value_kept(key: str, bad: Any, good: Any) -> None:
+    c = check()
+    refused = Request("http://example.com/a", meta={key: bad, "mine": 1})
+    kept = Request("http://example.com/b", meta={key: good})
+    c(refused)
+    c(kept)
+    assert key not in refused.meta and refused.meta["mine"] == 1  # the request and the user's own keys stay
+    assert kept.meta[key] == good
+    assert c.stats.get_value("adaptive/meta/ignored") == 1
+
+
+def test_unset_keys_and_none_are_left_alone() -> None:
+    c = check()
+    plain = Request("http://example.com/", meta={"depth": 2})
+    unset = Request("http://example.com/x", meta=dict.fromkeys(EXPECTED))
+    c(plain)
+    c(unset)
+    assert plain.meta == {"depth": 2}
+    assert unset.meta == dict.fromkeys(EXPECTED)
+    assert c.stats.get_value("adaptive/meta/ignored") is None
+
+
+def test_each_misfit_is_said_once_with_the_key_the_url_and_what_it_takes(caplog: pytest.LogCaptureFixture) -> None:
+    c = check()
+    with caplog.at_level(logging.WARNING, logger="scrapy_adaptive.integration.metacheck"):
+        for n in range(5):
+            c(Request(f"http://example.com/{n}", meta={meta.EMBED: "no"}))
+        c(Request("http://example.com/other", meta={meta.EMBED: "yes"}))
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 2
+    assert "meta['adaptive_embed'] of http://example.com/0 is 'no'" in messages[0]
+    assert "True or False" in messages[0] and "the request is kept" in messages[0]
+    assert c.stats.get_value("adaptive/meta/ignored") == 6
+
+
+def test_every_public_key_you_set_is_checked_but_the_per_fetch_hint() -> None:
+    set_by_you = {meta.UNCHANGED, meta.DIGEST_RULE, meta.WAIT_POLICY, meta.HINT, meta.EMBED, meta.SIGNAL}
+    assert set(EXPECTED) == set_by_you - {meta.HINT}
