@@ -135,6 +135,16 @@ def record_dict(fp: bytes, record: UrlRecord, hint_sources: Sequence[dict[str, A
     return data
 
 
+def compile_regex(regex: str) -> re.Pattern[str]:
+    """*regex* compiled; ValueError naming it when it is not a regular expression."""
+    try:
+        return re.compile(regex)
+    except re.error as exc:
+        raise ValueError(
+            f"--regex {regex!r} is not a valid regular expression: {exc}; nothing was forgotten."
+        ) from None
+
+
 class FrontierConsole:
     """Report on, look up, seed and forget URLs of one opened frontier."""
 
@@ -310,7 +320,7 @@ class FrontierConsole:
         for url in urls:
             found += self.find(url)
         if regex is not None:
-            pattern = re.compile(regex)
+            pattern = compile_regex(regex)
             found += [(record.queue, fp) for fp, record in self.records() if pattern.search(record.url)]
         return [record.url for record in self.frontier.forget(found)]
 

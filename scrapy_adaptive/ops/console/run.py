@@ -46,7 +46,7 @@ from ..pace import CAPACITY, CONFIGURED, PRECISION, Pace
 from ..progress import BUDGET, Progress
 from ..progress import META_KEY as PROGRESS_KEY
 from . import control
-from .api import file_seeder, human, seed_problem, when
+from .api import compile_regex, file_seeder, human, seed_problem, when
 from .hinttrack import report_words
 from .html import render
 from .payloads import payload_lines
@@ -211,6 +211,11 @@ def build_request(action: str, args: list[str], opts: argparse.Namespace) -> dic
     if action == "forget":
         if not args and not opts.regex:
             raise ConsoleError("give the URLs to forget, or --regex R")
+        if opts.regex is not None:
+            try:
+                compile_regex(opts.regex)  # refused before anything is read or deleted
+            except ValueError as exc:
+                raise ConsoleError(str(exc)) from None
         return {"op": "forget", "urls": args, "regex": opts.regex}
     if action == "schedule":
         try:

@@ -266,6 +266,33 @@ def test_a_seed_that_is_not_an_http_url_is_refused_at_once(
     assert "https://h/good: added when the crawl next starts" in capsys.readouterr().out
 
 
+def test_forget_by_a_regex_that_does_not_compile_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``scrapy frontier forget --regex '('``: exit code 1, one line naming the
+    regex, no traceback, nothing deleted; the console refuses it too."""
+    import argparse
+
+    from scrapy.settings import Settings
+
+    from scrapy_adaptive.ops.console.run import main
+
+    state = StateDir(str(tmp_path / "job" / "adaptive"), temporary=False)
+    open_store(state, spider="s", fingerprinter="fp", sync=False).close()
+    opts = argparse.Namespace(
+        jobdir=str(tmp_path / "job"), state_dir=None, json=False, html=None, output=None, regex="("
+    )
+    assert main("forget", [], opts, Settings()) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    assert err.startswith("scrapy frontier forget: --regex '(' is not a valid regular expression")
+    assert "nothing was forgotten" in err
+    console = FrontierConsole(crawled(MemoryStore(), Clock()))
+    with pytest.raises(ValueError, match="is not a valid regular expression"):
+        console.forget(regex="(")
+    assert len(list(console.export())) == 3
+
+
 def test_the_policys_memory_of_a_url_is_said_in_words_or_left_out() -> None:
     from scrapy_adaptive.model import UrlRecord
     from scrapy_adaptive.ops.console.api import describe
