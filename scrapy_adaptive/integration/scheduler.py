@@ -63,7 +63,7 @@ from .request_hints import take_hint
 from .runtime import Runtime, assemble
 from .serialization import RequestNotStorable, request_from_data, request_to_data
 from .sinkfail import SINK_FAILED, SinkError
-from .startup import remove_empty_spider_state, require_extras, warn_about_settings
+from .startup import note_scrapy_queue, remove_empty_spider_state, require_extras, warn_about_settings
 from .stopgrace import StopGrace
 from .tasks import ShareBudget, Tick, build_tick
 from .verdicts import Verdicts
@@ -170,6 +170,7 @@ class AdaptiveScheduler(BaseScheduler):
         )
         warn_about_settings(settings, config)
         remove_empty_spider_state(settings.get("JOBDIR"))
+        note_scrapy_queue(settings.get("JOBDIR"))
         crawler.signals.connect(scheduler._on_reached_downloader, signals.request_reached_downloader)
         crawler.signals.connect(scheduler._on_left_downloader, signals.request_left_downloader)
         crawler.signals.connect(scheduler._on_response_received, signals.response_received)

@@ -9,8 +9,10 @@ a stale copy (HttpCache), or stack a second politeness on the frontier's
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import struct
 from typing import TYPE_CHECKING
 
 from ..addon import DELTAFETCH_MESSAGE, TOOK_OVER_SETTING, is_deltafetch
@@ -88,6 +90,58 @@ def remove_empty_spider_state(jobdir: str | None) -> None:
         "%s was empty (an interrupted write, or a refused start of an earlier scrapy-adaptive): removed, so the "
         "spider starts with an empty state instead of failing to read it.",
         path,
+    )
+
+
+#: where Scrapy's own scheduler keeps its pending requests in a JOBDIR
+SCRAPY_QUEUE_DIR = "requests.queue"
+
+
+def scrapy_queue_size(jobdir: str) -> int:
+    """Requests pending in Scrapy's own scheduler queue under *jobdir*, counted
+    without reading a request: a LIFO disk queue file starts with its count
+    (4 bytes, big-endian), a FIFO one keeps it in ``info.json``.  Best effort:
+    what cannot be read counts 0."""
+    total = 0
+    for root, _dirs, files in os.walk(os.path.join(jobdir, SCRAPY_QUEUE_DIR)):
+        for name in files:
+            path = os.path.join(root, name)
+            try:
+                if name == "info.json":
+                    with open(path, encoding="utf-8") as f:
+                        total += int(json.load(f).get("size", 0))
+                elif name != "active.json" and not name.startswith("q"):
+                    with open(path, "rb") as f:
+                        head = f.read(4)
+                    total += struct.unpack(">L", head)[0] if len(head) == 4 else 0
+            except (OSError, ValueError, TypeError, AttributeError, struct.error):
+                continue
+    return total
+
+
+def note_scrapy_queue(jobdir: str | None) -> None:
+    """Says that a JOBDIR written by Scrapy's own scheduler still holds requests
+    the adaptive frontier will not take.
+
+    Those requests are pickled; reading them would let a state folder run
+    code, so they are left where they are.  A link-following spider finds
+    most of them again; the warning says how to add the others.
+    """
+    if not jobdir:
+        return
+    pending = scrapy_queue_size(jobdir)
+    if pending <= 0:
+        return
+    logger.warning(
+        "%s holds %d requests pending in Scrapy's own scheduler queue (%s, from a run without scrapy-adaptive). "
+        "scrapy-adaptive does not read that queue: its requests are pickled, and reading a state folder must not "
+        "run code. The start requests and every link the spider follows are crawled as usual; a pending URL the "
+        "crawl does not find again can be added with `scrapy frontier seed URL`. The queue is left as it was "
+        "(delete %s to silence this).",
+        jobdir,
+        pending,
+        SCRAPY_QUEUE_DIR,
+        os.path.join(jobdir, SCRAPY_QUEUE_DIR),
     )
 
 
