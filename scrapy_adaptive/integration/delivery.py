@@ -73,6 +73,11 @@ class DurableSink(Protocol):
         """
 
 
+#: why a ticket failed (the suffix of the ``adaptive/delivery/failed/...`` stat)
+PIPELINE = "pipeline"
+CALLBACK = "callback"
+
+
 class Ticket:
     """One changed visit's items on their way to the user's store."""
 
@@ -92,7 +97,8 @@ class Ticket:
         self.yielded = 0  #: items the callback produced
         self.settled = 0  #: items through the pipelines (scraped or dropped)
         self.done = False  #: the callback's output has ended
-        self.failed = False  #: an item failed in a pipeline
+        #: why the version cannot be confirmed: "" (it can), PIPELINE or CALLBACK
+        self.failed = ""
 
     @property
     def request(self) -> Request | None:
@@ -110,9 +116,17 @@ class Ticket:
         self.done = True
         self.delivery.check(self)
 
+    def callback_failed(self) -> None:
+        """The callback raised: what it yielded may be part of the page's items
+        only, so the version is not confirmed (it comes again after a restart,
+        once the callback can be fixed)."""
+        self.failed = self.failed or CALLBACK
+        self.output_done()
+
     def item_settled(self, *, ok: bool) -> None:
         self.settled += 1
-        self.failed = self.failed or not ok
+        if not ok:
+            self.failed = self.failed or PIPELINE
         self.delivery.check(self)
 
 
@@ -176,9 +190,10 @@ class Delivery:
         if ticket.failed:
             self._open.discard(ticket)
             self.stats.inc_value("adaptive/delivery/failed")
+            self.stats.inc_value(f"adaptive/delivery/failed/{ticket.failed}")
             logger.warning(
-                "An item of %s failed in a pipeline: its version is not confirmed and is delivered again "
-                "after a restart.",
+                "%s of %s: its version is not confirmed and is delivered again after a restart.",
+                "The callback raised on the response" if ticket.failed == CALLBACK else "An item failed in a pipeline",
                 ticket.url,
             )
         elif ticket.complete:

@@ -318,7 +318,7 @@ class VisitMiddleware:
         except BaseException as exc:
             self._callback_failed(response, pending)
             if isinstance(exc, Exception):  # not an abandoned output (GeneratorExit)
-                self._output_done(response)
+                self._callback_raised(response)
             raise
         for obj in self._finish_items(response, pending, items):
             yield self._out(obj, response, ticket_of(response))
@@ -337,7 +337,7 @@ class VisitMiddleware:
         except BaseException as exc:
             self._callback_failed(response, pending)
             if isinstance(exc, Exception):  # not an abandoned output (GeneratorExit)
-                self._output_done(response)
+                self._callback_raised(response)
             raise
         for obj in self._finish_items(response, pending, items):
             yield self._out(obj, response, ticket_of(response))
@@ -354,12 +354,20 @@ class VisitMiddleware:
 
     @staticmethod
     def _output_done(response: Response) -> None:
-        """The callback's output ended (a callback error ends it too: what it
-        yielded is all there is).  An output abandoned half way (the crawl
-        stopping) leaves the ticket open: the version is delivered again."""
+        """The callback's output ended.  An output abandoned half way (the
+        crawl stopping) leaves the ticket open, and one ended by a callback
+        error fails it: either way the version is delivered again after a
+        restart."""
         ticket = ticket_of(response)
         if ticket is not None:
             ticket.output_done()
+
+    @staticmethod
+    def _callback_raised(response: Response) -> None:
+        """The callback raised: its version is not confirmed (see :meth:`.Ticket.callback_failed`)."""
+        ticket = ticket_of(response)
+        if ticket is not None:
+            ticket.callback_failed()
 
     @staticmethod
     def _pop_pending(response: Response) -> tuple[Visit, ItemsDigester, dict[str, Any]] | None:

@@ -8,7 +8,7 @@ import gc
 import hashlib
 import json
 import weakref
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -232,6 +232,44 @@ def test_an_item_failing_in_a_pipeline_leaves_its_version_pending(tmp_path: Path
     )
     assert delivery.flush() == 0 and f.pending.pending_count == 1
     assert delivery.stats.get_value("adaptive/delivery/failed") == 1
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_callback_that_raises_leaves_its_version_pending(tmp_path: Path, asynchronous: bool) -> None:
+    """The callback's error ends its output with part of the page's items at
+    most: the version is not confirmed, so after a restart (the callback
+    fixed) the page is judged against what was delivered and its items come
+    again, as scrapy-deltafetch fetches again a page whose callback failed."""
+    import asyncio
+
+    from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware
+
+    delivery, f, _, _ = tracked(tmp_path)
+    request = Request(URL)
+    response = response_for(request)
+    ticket = delivery.open(request, FP, "d:1")
+    mw = VisitMiddleware(delivery.stats)
+
+    def callback() -> Iterator[object]:
+        yield {"title": "first item"}
+        raise ValueError("a bug in parse()")
+
+    async def acallback() -> AsyncIterator[object]:
+        for obj in callback():
+            yield obj
+
+    async def drain_async() -> list[object]:
+        return [obj async for obj in mw.process_spider_output_async(response, acallback())]
+
+    out: list[object] = []
+    with pytest.raises(ValueError, match="a bug"):
+        if asynchronous:
+            out = asyncio.run(drain_async())
+        else:
+            out.extend(mw.process_spider_output(response, callback()))
+    assert ticket.yielded == 1 and ticket.failed == "callback"
+    assert delivery.flush() == 0 and f.pending.pending_count == 1 and f.version_count == 0
+    assert delivery.stats.get_value("adaptive/delivery/failed/callback") == 1
 
 
 def test_a_child_request_copying_meta_does_not_carry_the_ticket(tmp_path: Path) -> None:
