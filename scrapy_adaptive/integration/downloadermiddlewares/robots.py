@@ -141,7 +141,8 @@ class RobotsRefreshMiddleware:
         except Exception as exc:
             if not isinstance(exc, IgnoreRequest):
                 stats.inc_value(f"robotstxt/exception_count/{type(exc)}")
-                logger.error("Error downloading %s: %s; %s", robots_url, exc, self._after_failure(refresh))
+                reason = str(exc).rstrip(".")
+                logger.error("Error downloading %s: %s; %s", robots_url, reason, self._after_failure(refresh))
         finally:
             stats.inc_value("robotstxt/request_count")
             host.fetched = self.clock()
