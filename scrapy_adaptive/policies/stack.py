@@ -18,6 +18,7 @@ import importlib
 import inspect
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,6 +32,9 @@ from .history import url_host
 from .schedules import Scheduled, Schedules, is_schedule, schedules_of
 
 logger = logging.getLogger(__name__)
+
+#: request overrides whose policies are kept built (the least recently used go first)
+OVERRIDES_KEPT = 4096
 
 #: (content type, factor on the catch-all's initial wait): Heritrix's
 #: 12 h / 48 h against 24 h, kept as ratios so that a project scaling
@@ -145,7 +149,8 @@ class PolicyStack(WaitPolicy):
         self.catch_all = catch_all
         self.params = params
         self.cls = cls
-        self._overrides: dict[str, WaitPolicy] = {}
+        #: policies built for requests' overrides, the most recently used last (at most OVERRIDES_KEPT)
+        self._overrides: OrderedDict[str, WaitPolicy] = OrderedDict()
         #: the policies a request's override may name (never imported from it)
         self.allowed = override_table({class_path(cls): cls, **(declared or {})})
         #: policy names an override was ignored for (each warned about once)
@@ -220,7 +225,9 @@ class PolicyStack(WaitPolicy):
         """
         key = json.dumps(overrides, sort_keys=True, default=str)
         policy = self._overrides.get(key)
-        if policy is None:
+        if policy is not None:
+            self._overrides.move_to_end(key)
+        else:
             try:
                 cls = self.cls
                 if "policy" in overrides:
@@ -228,7 +235,7 @@ class PolicyStack(WaitPolicy):
                     found = self.allowed.get(name) if isinstance(name, str) else None
                     if found is None:
                         self._refuse(name, url)
-                        self._overrides[key] = self
+                        self._keep(key, self)
                         return self
                     cls = found
                 where = "meta['adaptive_wait_policy']"
@@ -236,13 +243,23 @@ class PolicyStack(WaitPolicy):
             except ConfigError as exc:
                 logger.error("%s; using the configured policies instead.", str(exc).rstrip("."))
                 policy = self
-            self._overrides[key] = policy
+            self._keep(key, policy)
         return policy
+
+    def _keep(self, key: str, policy: WaitPolicy) -> None:
+        """Cache an override's policy.  Bounded: a spider that gives each URL
+        its own numbers (``{"initial": computed}``) would otherwise keep a
+        policy object per URL for the life of the crawl; one evicted is
+        rebuilt when its override comes again (a policy holds configuration
+        only, its learned state is crawl-wide)."""
+        self._overrides[key] = policy
+        if len(self._overrides) > OVERRIDES_KEPT:
+            self._overrides.popitem(last=False)
 
     def _refuse(self, name: Any, url: str) -> None:
         """Says once per name that an override's policy is not one of :attr:`allowed`."""
         label = repr(name)
-        if label in self._refused:
+        if label in self._refused or len(self._refused) >= OVERRIDES_KEPT:
             return
         self._refused.add(label)
         logger.warning(

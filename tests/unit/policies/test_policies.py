@@ -163,6 +163,22 @@ def test_a_request_override_replaces_the_numbers() -> None:
     assert stack.with_overrides({"initial": 42}) is policy  # cached
 
 
+def test_request_overrides_keep_a_bounded_number_of_policies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spider giving each URL its own numbers must not keep a policy per URL
+    for months: the least recently used go, and come back rebuilt, alike."""
+    from scrapy_adaptive.policies import stack as stack_module
+
+    monkeypatch.setattr(stack_module, "OVERRIDES_KEPT", 3)
+    stack = load_wait_policy(config(ADAPTIVE_WAIT_MIN=1))
+    first = stack.with_overrides({"initial": 40})
+    for initial in (41, 42, 40, 43):  # 40 used again: 41 is the oldest now
+        stack.with_overrides({"initial": initial})
+    assert len(stack._overrides) == 3
+    assert stack.with_overrides({"initial": 40}) is first  # kept: used recently
+    rebuilt = stack.with_overrides({"initial": 41})
+    assert rebuilt.next_wait({"visits": 0}, visit()) == 41 and len(stack._overrides) == 3
+
+
 def test_a_bad_request_override_is_reported_and_ignored(caplog: pytest.LogCaptureFixture) -> None:
     stack = load_wait_policy(config())
     assert stack.with_overrides({"initial": "soon"}) is stack
