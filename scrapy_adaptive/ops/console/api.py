@@ -402,15 +402,21 @@ def policy_in_words(policy: dict[str, Any]) -> list[str]:
     """
     lines = []
     rate = policy.get(memory.ESTIMATE)
+    observations = policy.get(memory.OBSERVATIONS)
+    evidence = isinstance(observations, list) and bool(observations)
     if isinstance(rate, (int, float)) and not isinstance(rate, bool):
-        if rate > 0:
+        if not evidence:
+            # before any revisit (or a first-visit Last-Modified age) the
+            # "estimate" is the crawl's prior, often its time scale: no
+            # reading of this page, and its raw figure misleads
+            lines.append("estimated change rate: none yet (no revisit so far; the wait comes from the crawl's prior)")
+        elif rate > 0:
             lines.append(
                 f"estimated change rate: {rate * 86_400:.3g} per day (about one change every {human(1 / rate)})"
             )
         else:
             lines.append("estimated change rate: no change seen yet")
-    observations = policy.get(memory.OBSERVATIONS)
-    if isinstance(observations, list) and observations:
+    if evidence:
         lines.append(f"the estimate rests on the last {len(observations)} intervals between visits")
     agreement = policy.get(memory.LAST_MODIFIED_AGREEMENT)
     if isinstance(agreement, list) and len(agreement) == 2:

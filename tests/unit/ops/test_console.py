@@ -303,6 +303,12 @@ def test_the_policys_memory_of_a_url_is_said_in_words_or_left_out() -> None:
     assert "estimated change rate: 1 per day (about one change every 1.0d)" in text
     assert "the last 2 intervals" in text and "Last-Modified agreed with the content 3 times, disagreed 1 times" in text
     assert "o=" not in text and "al=" not in text and "pp=" not in text and "[[" not in text
+    # before any revisit the stored rate is the crawl's prior (here its time
+    # scale: a change a second), not a reading of the page: it is not shown
+    fresh = UrlRecord("http://h/b", "h", {}, 0, visits=1, versions=1)
+    fresh.policy = {"e": 0.9, "al": ["x", "h", 0.9, 1], "su": 43200.0}
+    text = "\n".join(describe(fresh, 0.0))
+    assert "estimated change rate: none yet (no revisit so far" in text and "per day" not in text
 
 
 def test_a_waiting_hint_and_the_hosts_sources_in_words() -> None:
