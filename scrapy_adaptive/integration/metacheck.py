@@ -1,13 +1,14 @@
 """The public meta keys you set, checked as a request enters the crawl.
 
-A value of the wrong kind (``adaptive_embed="no"``, a rule given as a
-number, ``adaptive_unchanged="maybe"``) would otherwise be read by each
-middleware its own way: taken as true, ignored without a word, or raised
-as a spider error on every visit of that URL.  Checked once at
+A value of the wrong kind (``adaptive_embed="no"``, a digest rule given
+as a number or with a regex that does not compile,
+``adaptive_unchanged="maybe"``) would otherwise be read by each middleware
+its own way: taken as true, ignored without a word, or raised as a spider
+error or logged on every visit of that URL.  Checked once at
 ``enqueue_request``, a misfit is said once per key and value, with the
-request's URL and what the key takes, and removed from the request before
-it is stored, so every later reader, on every revisit, sees the key as
-unset and applies the settings.  The request itself is kept.
+request's URL and what is wrong, and removed from the request before it is
+stored, so every later reader, on every revisit, sees the key as unset and
+applies the settings.  The request itself is kept.
 
 ``adaptive_hint`` is not checked here: a hint belongs to one fetch, and
 its reader (:mod:`.request_hints`) checks its fields and says what is
@@ -21,7 +22,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import meta
-from ..config.spec import UNCHANGED_MODES
+from ..change.rules import build_digester
+from ..config.spec import UNCHANGED_MODES, ConfigError
+from ..config.table import DEFAULTS
 from .spidermiddlewares.sitemaps import KINDS
 
 if TYPE_CHECKING:
@@ -33,18 +36,30 @@ logger = logging.getLogger(__name__)
 #: distinct misfits said at most (then counted only)
 SAID_MAX = 1_000
 
-#: key -> (does the value fit, what the key takes)
-EXPECTED: dict[str, tuple[Callable[[Any], bool], str]] = {
-    meta.UNCHANGED: (lambda v: v in UNCHANGED_MODES, " or ".join(f'"{m}"' for m in UNCHANGED_MODES)),
-    meta.DIGEST_RULE: (
-        lambda v: isinstance(v, (str, dict)),
-        'a digest rule name or an entry dict, like "text" or {"rule": "regex", "patterns": [...]}',
-    ),
-    meta.WAIT_POLICY: (lambda v: isinstance(v, dict), 'a dict of wait keys, like {"initial": 600, "min": 60}'),
-    meta.EMBED: (lambda v: isinstance(v, bool), "True or False"),
-    meta.SIGNAL: (lambda v: v in KINDS, " or ".join(f'"{k}"' for k in KINDS)),
+
+def _kind(fits: Callable[[Any], bool], takes: str) -> Callable[[Any], str | None]:
+    """A check that a value is of one kind: None, or what the key takes."""
+    return lambda value: None if fits(value) else f"it takes {takes}"
+
+
+def _digest_rule(value: Any) -> str | None:
+    """A rule name or entry dict that builds (a regex that compiles, known keys)."""
+    try:
+        build_digester(value, "", DEFAULTS["ADAPTIVE_DIGEST_MAX_SIZE"])
+    except ConfigError as exc:
+        return str(exc).removeprefix(": ").rstrip(".")
+    return None
+
+
+#: key -> what is wrong with a value (None: it fits)
+CHECKS: dict[str, Callable[[Any], str | None]] = {
+    meta.UNCHANGED: _kind(lambda v: v in UNCHANGED_MODES, " or ".join(f'"{m}"' for m in UNCHANGED_MODES)),
+    meta.DIGEST_RULE: _digest_rule,
+    meta.WAIT_POLICY: _kind(lambda v: isinstance(v, dict), 'a dict of wait keys, like {"initial": 600, "min": 60}'),
+    meta.EMBED: _kind(lambda v: isinstance(v, bool), "True or False"),
+    meta.SIGNAL: _kind(lambda v: v in KINDS, " or ".join(f'"{k}"' for k in KINDS)),
 }
-_KEYS = frozenset(EXPECTED)
+_KEYS = frozenset(CHECKS)
 
 
 class MetaCheck:
@@ -59,15 +74,14 @@ class MetaCheck:
         if _KEYS.isdisjoint(request_meta):
             return
         for key in _KEYS.intersection(request_meta):
-            fits, expected = EXPECTED[key]
             value = request_meta[key]
-            if value is None or fits(value):
+            if value is None or (why := CHECKS[key](value)) is None:
                 continue
             del request_meta[key]
             self.stats.inc_value("adaptive/meta/ignored")
-            self._say(key, value, expected, request.url)
+            self._say(key, value, why, request.url)
 
-    def _say(self, key: str, value: Any, expected: str, url: str) -> None:
+    def _say(self, key: str, value: Any, why: str, url: str) -> None:
         label = repr(value)
         if len(label) > 80:
             label = label[:77] + "..."
@@ -75,10 +89,10 @@ class MetaCheck:
             return
         self._said.add((key, label))
         logger.warning(
-            "meta[%r] of %s is %s, but it takes %s: the key is ignored (the settings apply) and the request "
-            "is kept. Said once for this value; adaptive/meta/ignored counts the requests.",
+            "meta[%r] of %s is %s, but %s: the key is ignored (the settings apply) and the request is kept. "
+            "Said once for this value; adaptive/meta/ignored counts the requests.",
             key,
             url,
             label,
-            expected,
+            why,
         )

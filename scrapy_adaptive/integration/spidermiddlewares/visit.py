@@ -76,9 +76,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: distinct refused request digest rules said at most (then counted only)
-REFUSED_RULES_SAID = 1_000
-
 
 def skip_unchanged(response: Response, **kwargs: Any) -> tuple[()]:
     """Stands in for the callback of an unchanged page: nothing to do."""
@@ -115,8 +112,6 @@ class VisitMiddleware:
         self.unchanged = unchanged
         self.revisit_embeds = revisit_embeds
         self.max_size = max_size
-        #: request digest rules refused, by their spec: said once, not at every revisit
-        self._refused_rules: set[str] = set()
         #: the longest a noise probe may come after the fetch it checks
         self.probe_window = probe_window
         self.noise_learning = noise_learning
@@ -286,16 +281,8 @@ class VisitMiddleware:
         if override is not None:
             try:
                 return build_digester(override, "meta['adaptive_digest_rule']", self.max_size)
-            except ConfigError as exc:
-                label = repr(override)
-                if label not in self._refused_rules and len(self._refused_rules) < REFUSED_RULES_SAID:
-                    self._refused_rules.add(label)
-                    logger.error(
-                        "%s (%s); the configured rules apply to every request with this rule (said once).",
-                        str(exc).rstrip("."),
-                        request.url,
-                    )
-                self.stats.inc_value("adaptive/meta/ignored")
+            except ConfigError as exc:  # stored before requests were checked as they enter (metacheck)
+                logger.error("%s (%s); using the configured rules.", str(exc).rstrip("."), request.url)
         host = urlparse_cached(request).hostname or ""
         return self.rules.select(request.url, host, header(response, "Content-Type"))
 

@@ -11,7 +11,7 @@ from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive import meta
-from scrapy_adaptive.integration.metacheck import EXPECTED, MetaCheck
+from scrapy_adaptive.integration.metacheck import CHECKS, MetaCheck
 
 
 def check() -> MetaCheck:
@@ -24,6 +24,8 @@ def check() -> MetaCheck:
         (meta.UNCHANGED, "maybe", "deliver"),
         (meta.DIGEST_RULE, 42, {"rule": "text"}),
         (meta.DIGEST_RULE, ["text"], "text"),
+        (meta.DIGEST_RULE, {"rule": "regex", "patterns": ["("]}, {"rule": "regex", "patterns": ["<time>.*</time>"]}),
+        (meta.DIGEST_RULE, "fuzzy", "exact"),
         (meta.WAIT_POLICY, "fast", {"initial": 600}),
         (meta.EMBED, "no", False),
         (meta.EMBED, 1, True),
@@ -44,11 +46,11 @@ def test_a_misfit_is_removed_and_a_fitting_value_kept(key: str, bad: Any, good: 
 def test_unset_keys_and_none_are_left_alone() -> None:
     c = check()
     plain = Request("http://example.com/", meta={"depth": 2})
-    unset = Request("http://example.com/x", meta=dict.fromkeys(EXPECTED))
+    unset = Request("http://example.com/x", meta=dict.fromkeys(CHECKS))
     c(plain)
     c(unset)
     assert plain.meta == {"depth": 2}
-    assert unset.meta == dict.fromkeys(EXPECTED)
+    assert unset.meta == dict.fromkeys(CHECKS)
     assert c.stats.get_value("adaptive/meta/ignored") is None
 
 
@@ -61,10 +63,18 @@ def test_each_misfit_is_said_once_with_the_key_the_url_and_what_it_takes(caplog:
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 2
     assert "meta['adaptive_embed'] of http://example.com/0 is 'no'" in messages[0]
-    assert "True or False" in messages[0] and "the request is kept" in messages[0]
+    assert "but it takes True or False" in messages[0] and "the request is kept" in messages[0]
     assert c.stats.get_value("adaptive/meta/ignored") == 6
 
 
 def test_every_public_key_you_set_is_checked_but_the_per_fetch_hint() -> None:
     set_by_you = {meta.UNCHANGED, meta.DIGEST_RULE, meta.WAIT_POLICY, meta.HINT, meta.EMBED, meta.SIGNAL}
-    assert set(EXPECTED) == set_by_you - {meta.HINT}
+    assert set(CHECKS) == set_by_you - {meta.HINT}
+
+
+def test_a_digest_rule_that_does_not_build_is_named_with_why(caplog: pytest.LogCaptureFixture) -> None:
+    c = check()
+    with caplog.at_level(logging.WARNING, logger="scrapy_adaptive.integration.metacheck"):
+        c(Request("http://example.com/", meta={meta.DIGEST_RULE: {"rule": "regex", "patterns": ["("]}}))
+    [record] = caplog.records
+    assert "but pattern '(' is not a valid regular expression" in record.getMessage()

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-import pytest
 from scrapy import Request
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.test import get_crawler
@@ -139,18 +137,3 @@ def test_the_record_snapshot_carries_the_payload_digest() -> None:
 
     record = UrlRecord("http://h/a", "h", {}, 0, payload_digest="sha1:X")
     assert record.snapshot()["payload_digest"] == "sha1:X"
-
-
-def test_a_request_digest_rule_refused_is_said_once_and_the_configured_rules_apply(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    mw = VisitMiddleware(get_crawler().stats)
-    bad = {"rule": "regex", "patterns": ["(unclosed"]}
-    with caplog.at_level(logging.ERROR, logger="scrapy_adaptive.integration.spidermiddlewares.visit"):
-        for n in range(3):
-            request = Request(f"http://example.com/{n}", meta={meta.DIGEST_RULE: bad})
-            digester = mw._digester(request, HtmlResponse(request.url, body=b"x", request=request))
-            assert digester is mw.rules.default
-    assert len(caplog.records) == 1
-    assert "pattern '(unclosed' is not a valid regular expression" in caplog.records[0].getMessage()
-    assert mw.stats.get_value("adaptive/meta/ignored") == 3
