@@ -24,6 +24,13 @@ class ConfigError(ValueError):
     """A setting has a value the crawler cannot run with."""
 
 
+def clause(message: object) -> str:
+    """An error's message as a clause a log line goes on from ("...; the
+    request is kept."): its closing full stop dropped, since the messages
+    are whole sentences."""
+    return str(message).rstrip(".")
+
+
 class Kind(StrEnum):
     """What a setting's value is; decides how it is parsed and checked."""
 

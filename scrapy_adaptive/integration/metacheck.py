@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import meta
 from ..change.rules import build_digester
-from ..config.spec import UNCHANGED_MODES, ConfigError
+from ..config.spec import UNCHANGED_MODES, ConfigError, clause
 from ..config.table import DEFAULTS
 from .spidermiddlewares.sitemaps import KINDS
 
@@ -47,7 +47,7 @@ def _digest_rule(value: Any) -> str | None:
     try:
         build_digester(value, "", DEFAULTS["ADAPTIVE_DIGEST_MAX_SIZE"])
     except ConfigError as exc:
-        return str(exc).removeprefix(": ").rstrip(".")
+        return clause(str(exc).removeprefix(": "))
     return None
 
 

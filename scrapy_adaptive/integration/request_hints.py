@@ -34,6 +34,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..config.spec import clause
 from ..dates import parse_time
 from ..hosts.hints import CONFIRMED, PENDING_SOURCE, REFUTED, Hint, HintResult
 from ..meta import HINT as META_HINT
@@ -94,7 +95,7 @@ def take_hint(
         hint = hint_from_meta(value, request.url)
     except HintError as exc:
         # a warning, not an error: the site's sitemap is wrong, not the crawl
-        logger.warning("%s; the hint is ignored, the request is kept.", str(exc).rstrip("."))
+        logger.warning("%s; the hint is ignored, the request is kept.", clause(exc))
         result = None
         reason = "invalid"
     else:

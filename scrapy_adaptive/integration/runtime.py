@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..change.trust import TrustParams
 from ..config.settings import AdaptiveConfig
+from ..config.spec import clause
 from ..frontier import Frontier, Politeness
 from ..frontier.sharing import Sharing
 from ..hosts.capacity import HostCapacity
@@ -198,7 +199,7 @@ def assemble(
         policy_key = persist.META_KEY if remote is None else f"{persist.META_KEY}/{worker_home(state.path)}"
         persist.restore(store, policy.params.crawl.persisted(), policy_key)
         for problem in load_stored(store, policy.schedules):  # given on the console (scrapy frontier schedule)
-            logger.error("%s; this schedule is not applied.", str(problem).rstrip("."))
+            logger.error("%s; this schedule is not applied.", clause(problem))
         allocator: RateAllocator | None = policy.params.crawl.allocator
         share = None if config.budget is not None else config.capacity_share
         capacity = HostCapacity(frontier, allocator, crawl=policy.params.crawl, share=share)

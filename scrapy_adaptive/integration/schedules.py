@@ -21,7 +21,7 @@ import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..config.spec import ConfigError
+from ..config.spec import ConfigError, clause
 from ..frontier.advance import bring_forward
 from ..model import UrlRecord
 from ..ops.console.schedules import FORCED_KEY, forced_counts, stored_entries
@@ -123,7 +123,7 @@ class OpenSchedules:
                 try:
                     self.schedules.add(Schedule.parse(entry, f"schedule {name!r} (state folder)"))
                 except ConfigError as exc:
-                    logger.error("%s; this schedule is not applied.", str(exc).rstrip("."))
+                    logger.error("%s; this schedule is not applied.", clause(exc))
         self.stored = set(entries)
 
     def save(self) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..config.matching import MATCH_KEYS, Matcher, check_entries
 from ..config.settings import AdaptiveConfig
-from ..config.spec import ConfigError
+from ..config.spec import ConfigError, clause
 from ..hosts.hints import Hint
 from ..model import Outcome, Visit
 from .base import PARAM_KEYS, WaitParams, WaitPolicy
@@ -241,7 +241,7 @@ class PolicyStack(WaitPolicy):
                 where = "meta['adaptive_wait_policy']"
                 policy = Scheduled(build_policy(cls, self.params.updated(overrides, where), where), self.schedules)
             except ConfigError as exc:
-                logger.error("%s; using the configured policies instead.", str(exc).rstrip("."))
+                logger.error("%s; using the configured policies instead.", clause(exc))
                 policy = self
             self._keep(key, policy)
         return policy

@@ -34,6 +34,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.defer import Deferred
 
+from ...config.spec import clause
 from ...config.table import DEFAULTS
 from ..wiring import crawl_config
 
@@ -141,7 +142,7 @@ class RobotsRefreshMiddleware:
         except Exception as exc:
             if not isinstance(exc, IgnoreRequest):
                 stats.inc_value(f"robotstxt/exception_count/{type(exc)}")
-                reason = str(exc).rstrip(".")
+                reason = clause(exc)
                 logger.error("Error downloading %s: %s; %s", robots_url, reason, self._after_failure(refresh))
         finally:
             stats.inc_value("robotstxt/request_count")

@@ -52,7 +52,7 @@ from ... import meta
 from ...change import noise
 from ...change.digest import Digester, ItemsDigester, RegexDigester, items_digest, payload_digest
 from ...change.rules import DigestRules, build_digester
-from ...config.spec import UNCHANGED_MODES, ConfigError
+from ...config.spec import UNCHANGED_MODES, ConfigError, clause
 from ...config.table import DEFAULTS
 from ...model import ChangeState, Visit
 from ..delivery import Ticket, ticket_of
@@ -282,7 +282,7 @@ class VisitMiddleware:
             try:
                 return build_digester(override, "meta['adaptive_digest_rule']", self.max_size)
             except ConfigError as exc:  # stored before requests were checked as they enter (metacheck)
-                logger.error("%s (%s); using the configured rules.", str(exc).rstrip("."), request.url)
+                logger.error("%s (%s); using the configured rules.", clause(exc), request.url)
         host = urlparse_cached(request).hostname or ""
         return self.rules.select(request.url, host, header(response, "Content-Type"))
 
