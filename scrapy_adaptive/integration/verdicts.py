@@ -159,12 +159,20 @@ class Verdicts:
         count_settled(self.stats, request.meta.get(meta.RECORD), visit)
         if VALIDATOR_LIE in visit.annotations:
             self.stats.inc_value("adaptive/validators/lies")
-            logger.warning(
-                "%s: the validators said 'no change' but the content changed; %s is back to full downloads "
-                "until it proves reliable again.",
-                request.url,
-                record.queue,
-            )
+            lies = record.validator_lies[0] if record.validator_lies else 1
+            # the first lie of a URL is news (its host's trust is reset); a
+            # caught liar is downloaded in full from then on and lies at each
+            # change, which a crawl of months would otherwise log every time
+            if lies <= 1:
+                logger.warning(
+                    "%s: the validators said 'no change' but the content changed; %s is back to full "
+                    "downloads until it proves reliable again (this URL's further lies: debug log, "
+                    "adaptive/validators/lies).",
+                    request.url,
+                    record.queue,
+                )
+            else:
+                logger.debug("%s: the validators lied again (%d lies); it stays on full downloads.", request.url, lies)
         if self.crawl_log is not None:
             # a version awaiting delivery is counted at its confirmation; the
             # line says what this visit found, so it counts it already
