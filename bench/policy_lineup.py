@@ -611,3 +611,50 @@ def _mix_close_wide(ctx: LabContext):
 
 
 register("mix-close-wide", _mix_close_wide, budgeted=True)
+
+
+# -- the union's two waits combined by a power mean instead of the sooner (session 18) --------------
+# p = -1: the two plans' rates averaged (an ensemble of two forecasters); p -> -inf: the sooner
+class _PowerUnion(_Union):
+    def __init__(self, burst, snap, p: float) -> None:
+        super().__init__(burst, snap)
+        self.p = p
+
+    def next_wait(self, history, visit):
+        w_b, w_s, memory = self.waits(history, visit)
+        if self.burst.is_noise(memory):
+            return w_b
+        p = self.p
+        if p == 0:
+            return (w_b * w_s) ** 0.5
+        return ((w_b**p + w_s**p) / 2.0) ** (1.0 / p)
+
+
+def _power_union(p: float):
+    def make(ctx: LabContext):
+        snap = _Snap(_BudgetPace(ctx.budget), minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
+        return _PowerUnion(_burst(ctx), snap, p)
+
+    return make
+
+
+for _p in (-1.0, -2.0, -4.0, -0.5, 0.0, 1.0):
+    register(f"union-pm{_p:g}", _power_union(_p), budgeted=True)
+
+
+# -- the union's plans combined by a calibrated hazard model (bench/stack_policy.py, session 18) -----
+from . import stack_policy as _stack
+
+
+def _stack_make(**kw):
+    def make(ctx: LabContext):
+        snap = _Snap(_BudgetPace(ctx.budget), minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
+        return _stack.StackWaitPolicy(_burst(ctx), snap, **kw)
+
+    return make
+
+
+register("stack", _stack_make(), budgeted=True)
+register("stack-m20k", _stack_make(memory=20_000.0), budgeted=True)
+register("stack-fix-b", _stack_make(fixed=(1.0, 0.0)), budgeted=True)
+register("stack-fix-s", _stack_make(fixed=(0.0, 1.0)), budgeted=True)

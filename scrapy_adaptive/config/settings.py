@@ -74,6 +74,7 @@ class AdaptiveConfig:
     state_dir: str | None
     delivery: bool
     state_sync: bool
+    state_cache_mb: int
     gc_freeze: bool
     stop_grace: float
     store_credentials: bool

@@ -57,6 +57,16 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "fsync every write. Writes already survive a killed process; this also survives power loss, at a cost "
         "in speed.",
     ),
+    integer_spec(
+        "ADAPTIVE_STATE_CACHE_MB",
+        GROUP_STATE,
+        64,
+        "memory (MiB) LevelDB may keep of the state folder's blocks. A crawl's memory rises by up to this much "
+        "over its first hours (also on a small frontier: compactions leave old blocks in the cache), then stays "
+        "flat. Lower it where many crawls share a machine.",
+        at_least=1,
+        at_most=65536,
+    ),
     bool_spec(
         "ADAPTIVE_GC_FREEZE",
         GROUP_STATE,

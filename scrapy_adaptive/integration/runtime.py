@@ -172,7 +172,14 @@ def assemble(
     """
     state = resolve(config.state_dir, jobdir)
     remote = shared_store(config, spider_name)
-    store = open_store(state, spider=spider_name, fingerprinter=fingerprinter, sync=config.state_sync, shared=remote)
+    store = open_store(
+        state,
+        spider=spider_name,
+        fingerprinter=fingerprinter,
+        sync=config.state_sync,
+        cache_mb=config.state_cache_mb,
+        shared=remote,
+    )
     try:  # a damaged database found while building on it: refused, nothing left open
         checkpoints = Checkpoints(state)
         sharing = None if remote is None else Sharing(store, worker_name(state.path), remote.lease)  # type: ignore[arg-type]

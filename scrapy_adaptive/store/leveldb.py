@@ -20,12 +20,18 @@ from typing import TypeVar
 
 import plyvel
 
+from ..config.table import DEFAULTS
 from . import keys
 from .base import Batch, Conflict, Store, StoreCorrupt, StoreError, StoreInUse, in_queues
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+#: MiB of blocks LevelDB may cache (``ADAPTIVE_STATE_CACHE_MB``): a bound on
+#: memory, reached also by a small database, since a compaction's old blocks
+#: stay cached until the least recently used go
+CACHE_MB: int = DEFAULTS["ADAPTIVE_STATE_CACHE_MB"]
 
 
 def _reason(exc: BaseException) -> str:
@@ -107,9 +113,10 @@ class LevelDBStore(Store):
     (see :mod:`scrapy_adaptive.store.statedir`).
     """
 
-    def __init__(self, path: str, *, sync: bool = False, cache_mb: int = 64, create: bool = True) -> None:
+    def __init__(self, path: str, *, sync: bool = False, cache_mb: int = CACHE_MB, create: bool = True) -> None:
         self.path = path
         self._sync = sync
+        self.cache_mb = cache_mb
         try:
             self._db = plyvel.DB(
                 path,

@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING
 
 from .base import Batch, Store, StoreError, StoreInUse
 from .keys import FORGOTTEN_KEY, QUARANTINED_KEY, URLS_KEY, VISITS_KEY
-from .leveldb import LevelDBStore
+from .leveldb import CACHE_MB, LevelDBStore
 from .marker import (
     CREATING,
     FORMAT,
@@ -194,7 +194,13 @@ def shared_store(config: AdaptiveConfig, spider: str) -> SharedStore | None:
 
 
 def open_store(
-    state: StateDir, *, spider: str, fingerprinter: str, sync: bool, shared: SharedStore | None = None
+    state: StateDir,
+    *,
+    spider: str,
+    fingerprinter: str,
+    sync: bool,
+    cache_mb: int = CACHE_MB,
+    shared: SharedStore | None = None,
 ) -> Store:
     """Check the folder, open (or create) its database, and claim it.
 
@@ -222,7 +228,7 @@ def open_store(
         )
     try:
         # a finished marker means a database was made here: never create one over it
-        store = LevelDBStore(state.database, sync=sync, create=creating)
+        store = LevelDBStore(state.database, sync=sync, cache_mb=cache_mb, create=creating)
     except StoreError as exc:
         raise StateDirError(str(exc)) from exc
     _private_database_files(state.database)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import fleet_bench, frontier_bench, validators_bench
+from bench import fleet_bench, frontier_bench, memory_plateau, validators_bench
 
 pytestmark = pytest.mark.e2e
 
@@ -125,3 +125,10 @@ def test_e2e_bench_pairs_each_round_with_its_own_baseline() -> None:
     assert paired["median_pages_per_s"] == 0.9
     assert paired["median_cpu"] == 0.9
     assert paired_ratios(runs, "default")["median_pages_per_s"] is None
+
+
+def test_memory_plateau_bench_runs_and_prints_each_step(capsys: pytest.CaptureFixture[str]) -> None:
+    assert memory_plateau.main(["--visits", "3000", "--every", "1000", "--cache-mb", "4", "--max-seconds", "60"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("cache 4 MiB, 300 URLs")
+    assert [line.split()[0] for line in lines[1:]] == ["1000", "2000", "3000"]

@@ -57,6 +57,7 @@ def test_command_line_strings_are_parsed() -> None:
         ({"ADAPTIVE_DELAY_FACTOR": "nan"}, "ADAPTIVE_DELAY_FACTOR ('nan') must be a number."),
         ({"ADAPTIVE_POLITENESS_KEY": "ip"}, "ADAPTIVE_POLITENESS_KEY ('ip') must be one of host, domain, slot."),
         ({"ADAPTIVE_STATE_SYNC": "maybe"}, "ADAPTIVE_STATE_SYNC ('maybe') must be true or false."),
+        ({"ADAPTIVE_STATE_CACHE_MB": 0}, "ADAPTIVE_STATE_CACHE_MB (0) must be at least 1."),
     ],
 )
 def test_bad_values_name_the_setting(values: dict[str, object], message: str) -> None:

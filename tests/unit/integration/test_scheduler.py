@@ -305,3 +305,13 @@ def test_opening_freezes_what_lives_for_the_crawl_unless_told_not_to(tmp_path: P
         on.close("finished")
     finally:
         gc.unfreeze()
+
+
+@in_loop
+def test_the_leveldb_cache_is_bounded_by_the_setting(tmp_path: Path) -> None:
+    """The block cache is what a long crawl's memory grows by (to its bound,
+    then flat): the setting reaches the store that holds it."""
+    scheduler = build(tmp_path, ADAPTIVE_STATE_CACHE_MB=8)
+    scheduler.open(Pages())
+    assert scheduler.frontier is not None and scheduler.frontier.store.cache_mb == 8
+    scheduler.close("finished")
