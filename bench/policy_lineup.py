@@ -624,22 +624,11 @@ class _PowerUnion(_Union):
         w_b, w_s, memory = self.waits(history, visit)
         if self.burst.is_noise(memory):
             return w_b
-        p = self.p
-        if p == 0:
-            return (w_b * w_s) ** 0.5
-        return ((w_b**p + w_s**p) / 2.0) ** (1.0 / p)
+        return ((w_b**self.p + w_s**self.p) / 2.0) ** (1.0 / self.p)
 
 
-def _power_union(p: float):
-    def make(ctx: LabContext):
-        snap = _Snap(_BudgetPace(ctx.budget), minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
-        return _PowerUnion(_burst(ctx), snap, p)
-
-    return make
-
-
-for _p in (-1.0, -2.0, -4.0, -0.5, 0.0, 1.0):
-    register(f"union-pm{_p:g}", _power_union(_p), budgeted=True)
+for _p in (-1.0, -2.0, -4.0):
+    register(f"union-pm{_p:g}", (lambda p: lambda ctx: _PowerUnion(_burst(ctx), _snapback(ctx), p))(_p), budgeted=True)
 
 
 # -- the union's plans combined by a calibrated hazard model (bench/stack_policy.py, session 18) -----
@@ -647,11 +636,7 @@ from . import stack_policy as _stack
 
 
 def _stack_make(**kw):
-    def make(ctx: LabContext):
-        snap = _Snap(_BudgetPace(ctx.budget), minimum=ctx.min_wait, maximum=ctx.max_wait, initial=ctx.initial)
-        return _stack.StackWaitPolicy(_burst(ctx), snap, **kw)
-
-    return make
+    return lambda ctx: _stack.StackWaitPolicy(_burst(ctx), _snapback(ctx), **kw)
 
 
 register("stack", _stack_make(), budgeted=True)

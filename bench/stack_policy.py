@@ -59,12 +59,8 @@ class CloglogLearner:
     def observe(self, z: list[float], offset: float, changed: bool) -> None:
         eta = sum(t * x for t, x in zip(self.theta, z, strict=True)) + offset
         lam = math.exp(min(30.0, max(-30.0, eta)))
-        if changed:
-            em1 = math.expm1(lam)
-            grad = lam / em1 if em1 > 0 else 1.0
-        else:
-            grad = -lam
         em1 = math.expm1(lam)
+        grad = (lam / em1 if em1 > 0 else 1.0) if changed else -lam
         info = lam * lam / em1 if em1 > 1e-300 else lam
         n, h, keep = self.n, self.h, self.keep
         for i in range(n):
