@@ -643,3 +643,28 @@ register("stack", _stack_make(), budgeted=True)
 register("stack-m20k", _stack_make(memory=20_000.0), budgeted=True)
 register("stack-fix-b", _stack_make(fixed=(1.0, 0.0)), budgeted=True)
 register("stack-fix-s", _stack_make(fixed=(0.0, 1.0)), budgeted=True)
+
+
+# -- the union whose snap-back part starts where the burst part's first wait is ---------------------
+from scrapy_adaptive.policies.snapback import WAIT as _SU
+
+
+class _UnionInformed(_Union):
+    """On a URL's first visit the snap-back part's normalised wait is set so that its
+    wait equals the burst part's (Last-Modified age, sibling rates, type priors)
+    instead of the rule's fixed first wait."""
+
+    def waits(self, history, visit):
+        first = _first(history)
+        w_burst, w_snap, memory = super().waits(history, visit)
+        if first:
+            snap = self.snap
+            s = snap.scale()
+            u0 = _clamp(w_burst / s, snap.floor, snap.maximum) if s > 0 else snap.initial
+            snap.pace.register(memory[_SU], u0)
+            memory[_SU] = u0
+            w_snap = _clamp(s * u0, snap.minimum, snap.maximum)
+        return w_burst, w_snap, memory
+
+
+register("union-informed", lambda ctx: _UnionInformed(_burst(ctx), _snapback(ctx)), budgeted=True)
