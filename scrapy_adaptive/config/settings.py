@@ -148,9 +148,10 @@ class AdaptiveConfig:
         * ``DOWNLOAD_DELAY`` (if set by the project) becomes the frontier's
           ``ADAPTIVE_MIN_DELAY``.  The frontier counts its wait from the *end*
           of a fetch and the downloader counts ``DOWNLOAD_DELAY`` from the
-          *start*, so the downloader's own delay has always elapsed when the
-          frontier releases the next URL: the delay is applied once, not
-          twice.
+          *start*, so the downloader's own delay has elapsed when the
+          frontier releases the next URL (but for Scrapy's jitter, which can
+          hold a request up to half the delay longer): the delay is applied
+          once, not twice.
         * ``CONCURRENT_REQUESTS_PER_DOMAIN`` (if set by the project) becomes
           ``ADAPTIVE_HOST_VALENCE``.
         * ``ADAPTIVE_MAX_DELAY``, when not set, is raised to the minimum

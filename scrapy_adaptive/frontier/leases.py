@@ -27,9 +27,12 @@ class Lease:
     overdue: float
     #: the record as issued, kept up to date by add(): update() needs no read
     record: UrlRecord
-    #: when its download started (the downloader took it), and how long it took
+    #: when the downloader took it, and how long its fetch took
     fetch_started: float | None = None
     duration: float | None = None
+    #: when its request went out on the network, if the download handler said
+    #: (the downloader may hold a request for its own delay before that)
+    sent: float | None = None
     #: the downloader holds it (between fetch_started and fetch_ended): its
     #: lease cannot run out, the host is busy with it
     in_flight: bool = False
@@ -75,14 +78,25 @@ class Leases:
         out = self._out.get(fp)
         if out is not None:
             out.fetch_started = self.clock()
+            out.sent = None
             out.in_flight = True
+
+    def request_sent(self, fp: bytes, latency: float) -> None:
+        """The response headers of *fp* came *latency* seconds after its request
+        went out: its fetch time counts from then, not from when the downloader
+        took it (a request can wait in the downloader's slot, for Scrapy's own
+        ``DOWNLOAD_DELAY`` and its jitter, or behind the host's robots.txt)."""
+        out = self._out.get(fp)
+        if out is not None and out.in_flight:
+            out.sent = self.clock() - max(0.0, latency)
 
     def fetch_ended(self, fp: bytes, duration: float | None = None) -> None:
         """The download of *fp* is over: start its slot's politeness wait.
 
         Called as soon as the downloader lets go of the request, before the
         verdict, so the host's wait is counted from the end of the fetch.
-        Without a *duration* it is measured from :meth:`fetch_started`.
+        Without a *duration* it is measured from :meth:`request_sent`, or else
+        from :meth:`fetch_started`.
         """
         out = self._out.get(fp)
         if out is None:
@@ -91,8 +105,9 @@ class Leases:
             # the lease counts the time out of the downloader only
             out.lease_until += max(0.0, self.clock() - out.fetch_started)
         out.in_flight = False
-        if duration is None and out.fetch_started is not None:
-            duration = max(0.0, self.clock() - out.fetch_started)
+        started = out.sent if out.sent is not None else out.fetch_started
+        if duration is None and started is not None:
+            duration = max(0.0, self.clock() - started)
         if duration is not None:
             out.duration = duration
             self.fetch_times.add(out.queue, duration)

@@ -173,6 +173,7 @@ class AdaptiveScheduler(BaseScheduler):
         note_scrapy_queue(settings.get("JOBDIR"))
         crawler.signals.connect(scheduler._on_reached_downloader, signals.request_reached_downloader)
         crawler.signals.connect(scheduler._on_left_downloader, signals.request_left_downloader)
+        crawler.signals.connect(scheduler._on_headers_received, signals.headers_received)
         crawler.signals.connect(scheduler._on_response_received, signals.response_received)
         crawler.signals.connect(lambda sink, error: scheduler._fatal(error), SINK_FAILED, weak=False)  # stop at once
         return scheduler
@@ -408,6 +409,15 @@ class AdaptiveScheduler(BaseScheduler):
     def _on_reached_downloader(self, request: Request, spider: Spider) -> None:
         if (fp := self.issued.fp_of(request)) is not None and self.frontier is not None:
             self.frontier.leases.fetch_started(fp)
+
+    def _on_headers_received(self, headers: Any, body_length: Any, request: Request, spider: Spider) -> None:
+        """Time the fetch from when its request went out: Scrapy's HTTP handlers
+        set ``download_latency`` (request sent to headers received) just before
+        this signal."""
+        latency = request.meta.get("download_latency")
+        if isinstance(latency, (int, float)) and self.frontier is not None:
+            if (fp := self.issued.fp_of(request)) is not None:
+                self.frontier.leases.request_sent(fp, float(latency))
 
     def _on_left_downloader(self, request: Request, spider: Spider) -> None:
         if (fp := self.issued.fp_of(request)) is not None and self.frontier is not None:

@@ -112,6 +112,41 @@ def test_politeness_wait_is_factor_times_duration_clamped(store: Store) -> None:
     assert f.next() is not None
 
 
+def untimed() -> Visit:
+    """A verdict that leaves the fetch's timing to the downloader's signals."""
+    visit = visited()
+    visit.duration = None
+    return visit
+
+
+def test_a_fetch_is_timed_from_when_its_request_went_out(store: Store) -> None:
+    """Time a request waits in the downloader's slot (Scrapy's own delay and its
+    jitter, a robots.txt fetch ahead of it) is not the host's fetch time."""
+    clock = Clock()
+    f = make(store, clock)  # factor 5, min 2, max 5
+    for i in range(3):
+        add(f, f"http://a/{i}")
+    issued = f.next()
+    assert issued is not None
+    f.leases.fetch_started(issued.fp)
+    clock.t += 1.2  # held in the downloader's slot for 1.2 s, then sent
+    clock.t += 0.2
+    f.leases.request_sent(issued.fp, 0.2)  # headers 0.2 s after it went out
+    clock.t += 0.2  # the body
+    f.leases.fetch_ended(issued.fp)
+    record = f.update(issued.fp, untimed())
+    assert record is not None and record.duration == pytest.approx(0.4)
+    assert f.next_ready_time() == pytest.approx(clock.t + 2.0)  # 5 × 0.4 s, not 5 × 1.6 s
+    clock.t += 2.0
+    second = f.next()
+    assert second is not None
+    f.leases.fetch_started(second.fp)
+    clock.t += 0.5  # no handler said when it went out (an error, another handler)
+    f.leases.fetch_ended(second.fp)
+    record = f.update(second.fp, untimed())
+    assert record is not None and record.duration == pytest.approx(0.5)
+
+
 def test_crawl_delay_from_robots_wins_over_a_shorter_politeness_wait(
     store: Store,
 ) -> None:
