@@ -48,7 +48,7 @@ def settings_table_markdown() -> str:
 
     Returned with its marker lines, so it replaces the README's block whole.
     """
-    lines = [TABLE_START, "<!-- generated from scrapy_adaptive/setting_table.py by scripts/settings_table.py -->"]
+    lines = [TABLE_START, "<!-- generated from scrapy_adaptive/config/table.py by scripts/settings_table.py -->"]
     groups = dict.fromkeys(spec.group for spec in SETTING_SPECS)
     for group in groups:
         lines += ["", f"**{group}**", ""]

@@ -84,7 +84,7 @@ def next_due(frontier: Frontier, now: float, pace: Pace) -> str:
         if queue.head is not None and (head is None or queue.head_time() < head[0]):
             head = (queue.head_time(), queue.name, queue.head[2])
     if head is None or head[0] == float("inf"):
-        return "none scheduled"
+        return "(none scheduled)"
     due, name, fp = head
     when = "now" if due <= now else f"in {human(due - now)}"
     record = frontier.get_record(name, fp)

@@ -6,8 +6,9 @@ whether its backlog of due URLs grows or shrinks, and when the next URL is
 due.  :class:`Progress` keeps both views, small and bounded:
 
 * ``hours``: per wall-clock hour, the visits, versions and bytes saved in
-  it, and the backlog (URLs due) and revisit budget last seen in it, for at
-  most :data:`MAX_HOURS` hours.  Saved in the frontier's meta (``progress``)
+  it, the backlog (URLs due) and revisit budget last seen in it, and the
+  seconds of it the crawl was observed running, for at most
+  :data:`MAX_HOURS` hours.  Saved in the frontier's meta (``progress``)
   at every summary, so the HTML report's "per hour" charts span restarts.
 * ``samples``: the summaries of the last hour (in memory), for the rates
   the periodic summary logs.
@@ -30,18 +31,24 @@ HOUR = 3600.0
 #: hours kept (two weeks)
 MAX_HOURS = 24 * 14
 #: columns of an hourly bucket
-VISITS, VERSIONS, BYTES_SAVED, DUE, BUDGET = range(5)
+VISITS, VERSIONS, BYTES_SAVED, DUE, BUDGET, SECONDS = range(6)
+COLUMNS = 6
+
+
+def _empty() -> list[float]:
+    return [0.0] * COLUMNS
 
 
 class Progress:
     """Hourly series and recent rates from cumulative counters."""
 
     def __init__(self, hours: dict[int, list[float]] | None = None) -> None:
-        #: hour number (epoch seconds // 3600) -> [visits, versions, bytes saved, due, budget/h]
+        #: hour number (epoch seconds // 3600) -> [visits, versions, bytes saved, due, budget/h, seconds run]
         self.hours: dict[int, list[float]] = dict(hours or {})
         #: (time, visits, versions, bytes saved, due) of recent observations
         self.samples: deque[tuple[float, float, float, float, int]] = deque(maxlen=720)
         self._last: tuple[float, float, float] | None = None
+        self._last_t: float | None = None
 
     def observe(
         self,
@@ -60,13 +67,16 @@ class Progress:
         that went down (a process's stats start at 0) counts from zero.
         """
         current = (float(visits), float(versions), float(bytes_saved))
-        bucket = self.hours.setdefault(int(now // HOUR), [0.0, 0.0, 0.0, 0, 0.0])
+        bucket = self.hours.setdefault(int(now // HOUR), _empty())
         if self._last is not None:
             for column, (new, old) in enumerate(zip(current, self._last, strict=True)):
                 bucket[column] += new - old if new >= old else new
+        if self._last_t is not None:
+            bucket[SECONDS] += min(max(0.0, now - self._last_t), HOUR)
         bucket[DUE] = due
         bucket[BUDGET] = round(budget_per_hour, 2) if budget_per_hour is not None else 0.0
         self._last = current
+        self._last_t = now
         self.samples.append((now, *current, due))
         while self.samples and self.samples[0][0] < now - HOUR:
             self.samples.popleft()
@@ -103,7 +113,27 @@ class Progress:
             return []
         first, last = min(self.hours), max(self.hours)
         first = max(first, last - MAX_HOURS + 1)
-        return [(h, self.hours.get(h, [0.0, 0.0, 0.0, 0, 0.0])) for h in range(first, last + 1)]
+        return [(h, self.hours.get(h, _empty())) for h in range(first, last + 1)]
+
+    def stored_rates(self, hours: int = 24) -> dict[str, Any] | None:
+        """Per hour over the last *hours* stored buckets (a stopped crawl's
+        rates), counting only the time the crawl ran in them: a crawl that
+        ran for two minutes is not averaged over the whole hour."""
+        if not self.hours:
+            return None
+        last = [v for _, v in sorted(self.hours.items())[-hours:]]
+        seconds = sum(v[SECONDS] for v in last)
+        if seconds <= 0:  # nothing timed (one summary, or a series kept before the seconds were)
+            seconds = len(last) * HOUR
+        per_hour = HOUR / seconds
+        return {
+            "span": seconds,
+            "visits": sum(v[VISITS] for v in last) * per_hour,
+            "versions": sum(v[VERSIONS] for v in last) * per_hour,
+            "bytes_saved": sum(v[BYTES_SAVED] for v in last) * per_hour,
+            "due": int(last[-1][DUE]),
+            "due_change": int(last[-1][DUE] - last[0][DUE]),
+        }
 
     def to_bytes(self) -> bytes:
         return json.dumps({str(h): v for h, v in sorted(self.hours.items())}, separators=(",", ":")).encode()
@@ -116,8 +146,8 @@ class Progress:
             return cls()
         try:
             data = json.loads(raw)
-            hours = {int(h): [float(x) for x in v][:5] for h, v in data.items()}
-            hours = {h: v + [0.0] * (5 - len(v)) for h, v in hours.items()}
+            hours = {int(h): [float(x) for x in v][:COLUMNS] for h, v in data.items()}
+            hours = {h: v + [0.0] * (COLUMNS - len(v)) for h, v in hours.items()}
         except (ValueError, TypeError, AttributeError) as exc:
             logger.warning(
                 "The hourly progress series (key m/%s of the state database) is unreadable (%s: %s); it starts "

@@ -25,7 +25,7 @@ from ..frontier import Frontier
 from ..hosts.crawltime import estimate_hosts
 from ..store.base import Batch, StoreError
 from ..store.statedir import private_opener
-from .console.api import FrontierConsole, human, human_bytes
+from .console.api import FrontierConsole, human, human_bytes, plural
 from .console.html import render
 from .pace import PRECISION, Pace, budget_words, next_due
 from .progress import META_KEY as PROGRESS_KEY
@@ -214,11 +214,12 @@ class Reporter:
         self.stats.set_value("adaptive/budget/capped_hosts", len(capped))
         worst = sorted(capped.items(), key=lambda kv: -kv[1])[:5]
         logger.info(
-            "Budget: %s%s; %s; %d hosts chronically overdue (politeness caps their visits)%s",
+            "Budget: %s%s; %s; %d %s chronically overdue (politeness caps their visits)%s",
             budget_words(pace),
             "; ADAPTIVE_TARGET_PRECISION holds revisits below it" if pace.precision_binds else "",
             "spending not measured yet" if realised is None else f"spending {realised * 86_400:.0f}/day",
             len(capped),
+            plural(len(capped), "host"),
             (": " + ", ".join(f"{h} ({r:.1f}x too rare)" for h, r in worst)) if worst else "",
         )
 
@@ -289,10 +290,13 @@ class Reporter:
             classes = [t for book in books.values() for t in book.classes().values()]
             trusted = sum(1 for t in classes if t.verify_rate(params) < 1)
             logger.info(
-                "Validators: %d hosts scored, %d of their %d classes of URLs trusted, %d lies caught (per host: %s)",
+                "Validators: %d %s scored, %d of their %d classes of URLs trusted, %d %s counted against the hosts' "
+                "trust (every lie a URL told: the adaptive/validators/lies stat; per host: %s)",
                 len(report),
+                plural(len(report), "host"),
                 trusted,
                 len(classes),
                 lies,
+                plural(lies, "lie"),
                 path,
             )

@@ -22,8 +22,10 @@ Pure: no Scrapy, no Twisted; the wait policy stack applies it.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +37,8 @@ from ..hosts.hints import Hint
 from ..model import Visit
 from .base import WaitPolicy
 from .history import url_host
+
+logger = logging.getLogger(__name__)
 
 #: the keys that make an ``ADAPTIVE_WAIT_POLICIES`` entry a schedule
 WINDOW_KEYS = ("from", "until", "every")
@@ -248,6 +252,12 @@ def schedules_of(entries: Iterable[Mapping[str, Any]], setting: str) -> Schedule
         schedule = Schedule.parse(entry, where, name=where)
         if schedules.get(schedule.name) is not None:
             raise ConfigError(f"{where}: another schedule is already named {schedule.name!r}.")
+        if schedule.state(time.time()) == CLOSED:
+            logger.warning(
+                "%s: its window closed at %s, so it bounds no wait; remove it or move its 'until'.",
+                where,
+                schedule.entry.get("until"),
+            )
         schedules.add(schedule)
     return schedules
 

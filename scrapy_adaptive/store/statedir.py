@@ -94,6 +94,9 @@ CHECKPOINT_INTERVAL = 10.0
 class StateDir:
     path: str
     temporary: bool
+    #: what the folder was given by, for messages: ``ADAPTIVE_STATE_DIR``,
+    #: ``JOBDIR <folder>`` (the state is its ``adaptive`` subfolder), or none
+    source: str = "ADAPTIVE_STATE_DIR"
 
     @property
     def database(self) -> str:
@@ -109,7 +112,7 @@ def resolve(state_dir: str | None, jobdir: str | None) -> StateDir:
     if state_dir:
         return StateDir(os.path.abspath(os.path.expanduser(state_dir)), temporary=False)
     if jobdir:
-        return StateDir(os.path.abspath(os.path.join(jobdir, "adaptive")), temporary=False)
+        return StateDir(os.path.abspath(os.path.join(jobdir, "adaptive")), temporary=False, source=f"JOBDIR {jobdir}")
     path = tempfile.mkdtemp(prefix="scrapy-adaptive-")
     logger.warning(
         "Neither JOBDIR nor ADAPTIVE_STATE_DIR is set: the frontier lives in the temporary folder %s and "
@@ -125,7 +128,13 @@ def _claim_folder(state: StateDir) -> None:
         os.makedirs(state.path, mode=0o700, exist_ok=True)
         mode = os.stat(state.path).st_mode & 0o777
     except OSError as exc:
-        raise StateDirError(f"ADAPTIVE_STATE_DIR {state.path} cannot be created: {exc}") from exc
+        if state.source.startswith("JOBDIR") and os.path.exists(os.path.dirname(state.path)):
+            if not os.path.isdir(os.path.dirname(state.path)):
+                raise StateDirError(
+                    f"{state.source} is not a folder (a file of that name exists): "
+                    "give JOBDIR a folder, new or kept from an earlier crawl."
+                ) from exc
+        raise StateDirError(f"The state folder {state.path} ({state.source}) cannot be created: {exc}") from exc
     if mode & 0o077:
         logger.warning(
             "The state folder %s can be read by other users (mode %o) and its stored requests may carry cookies "

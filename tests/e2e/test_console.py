@@ -271,8 +271,8 @@ def test_the_html_report_renders_in_headless_chromium(stopped: tuple[Path, str],
     revisits = next(v for k, v in sections.items() if k.startswith("Revisits per hour"))
     assert revisits["line"] == 0 and "budget" not in json.dumps(revisits) and revisits["bars"] > 0
     # a short crawl: its backlog chart has bars, or says why it has none
-    backlog = sections["URLs due (backlog) over time"]
-    assert backlog["bars"] > 0 or "No URL was overdue at any summary" in backlog["note"]
+    backlog = sections["URLs due (backlog) at each hour's last summary"]
+    assert backlog["bars"] > 0 or "No URL was due at the last summary of any hour" in backlog["note"]
 
     # the figures of a long crawl (as the issue saw them): a megabyte saved in
     # an hour, and hours that recorded the pace planned without a budget
@@ -288,8 +288,8 @@ def test_the_html_report_renders_in_headless_chromium(stopped: tuple[Path, str],
     revisits = next(v for k, v in seen["sections"].items() if k.startswith("Revisits per hour"))
     assert revisits["line"] == 0 and "off the scale" not in json.dumps(revisits)
     assert (
-        "No URL was overdue at any summary in the 2 hours recorded."
-        in seen["sections"]["URLs due (backlog) over time"]["note"]
+        "No URL was due at the last summary of any hour in the 2 hours recorded."
+        in seen["sections"]["URLs due (backlog) at each hour's last summary"]["note"]
     )
     report["budget"]["set_per_day"] = 12000.0  # a budget set: drawn, within the scale
     budgeted = tmp_path / "budgeted.html"

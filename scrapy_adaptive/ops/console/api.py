@@ -30,6 +30,7 @@ from ...frontier import Frontier, UrlRecord
 from ...frontier.shape import percentile
 from ...model import RecordError
 from ...policies import memory
+from ...policies.estimator import CHANGED, EXACT
 from ...store.keys import time_to_ms
 from ..progress import Progress
 from .hinttrack import pending_hint, track_record, url_words
@@ -64,6 +65,11 @@ def seed_problem(url: str) -> str | None:
 
 #: takes URLs to seed, answers one ``{"url", "result"}`` per URL
 Seeder = Callable[[list[str]], list[dict[str, Any]]]
+
+
+def plural(n: float, word: str) -> str:
+    """*word* as it goes after the number *n*: ``1 host``, ``2 hosts``."""
+    return word if n == 1 else f"{word}s"
 
 
 def human(seconds: float | None) -> str:
@@ -282,22 +288,12 @@ class FrontierConsole:
         }
 
     def _rates(self) -> dict[str, Any] | None:
-        """Per hour: the recent rates in a running crawl, else the mean of the
+        """Per hour: the recent rates in a running crawl, else those of the
         last 24 stored hours (a stopped crawl)."""
         if self.progress is None:
             return None
         recent = self.progress.rates()
-        if recent is not None or not self.progress.hours:
-            return recent
-        last = [v for _, v in sorted(self.progress.hours.items())[-24:]]
-        return {
-            "span": len(last) * 3600.0,
-            "visits": sum(v[0] for v in last) / len(last),
-            "versions": sum(v[1] for v in last) / len(last),
-            "bytes_saved": sum(v[2] for v in last) / len(last),
-            "due": int(last[-1][3]),
-            "due_change": int(last[-1][3] - last[0][3]),
-        }
+        return recent if recent is not None else self.progress.stored_rates()
 
     def url(self, url: str) -> dict[str, Any] | None:
         """The record of *url* and its visit history in words (None: unknown)."""
@@ -412,12 +408,18 @@ def policy_in_words(policy: dict[str, Any]) -> list[str]:
             lines.append("estimated change rate: none yet (no revisit so far; the wait comes from the crawl's prior)")
         elif rate > 0:
             lines.append(
-                f"estimated change rate: {rate * 86_400:.3g} per day (about one change every {human(1 / rate)})"
+                f"the policy's estimated change rate: {rate * 86_400:.3g} per day (about one change every "
+                f"{human(1 / rate)})"
             )
         else:
-            lines.append("estimated change rate: no change seen yet")
+            lines.append("the policy's estimated change rate: no change seen yet")
     if evidence:
-        lines.append(f"the estimate rests on the last {len(observations)} intervals between visits")
+        n = len(observations)
+        changed = any(isinstance(o, list) and o[1:2] in ([CHANGED], [EXACT]) for o in observations)
+        lines.append(
+            f"the estimate rests on the last {n} {plural(n, 'interval')} between visits"
+            + ("" if changed else ", none with a change seen: it falls as quiet visits add up")
+        )
     agreement = policy.get(memory.LAST_MODIFIED_AGREEMENT)
     if isinstance(agreement, list) and len(agreement) == 2:
         good, bad = agreement

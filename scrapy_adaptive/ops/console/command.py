@@ -27,7 +27,8 @@ class Command(ScrapyCommand):
     def syntax(self) -> str:
         return (
             "report [--html FILE] [--json] | url URL | seed URL... | forget (URL... | --regex R) | export | "
-            "schedule (--match R --every 1h [--from D] [--until D] [--min S] [--max S] [--force] | --list | --remove N)"
+            "schedule (--match R --every 1h [--from D] [--until D] [--min S] [--max S] [--name N] [--force] "
+            "| --list | --remove N)"
         )
 
     def short_desc(self) -> str:

@@ -134,7 +134,8 @@ def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
         ["overdue p50", human(totals["overdue_p50"]), "overdue p95", human(totals["overdue_p95"])],
         [
             "revisit budget",
-            "-" if budget["set_per_day"] is None else f"{budget['set_per_day']:.0f}/day",
+            budget.get("source")
+            or ("not set" if budget["set_per_day"] is None else f"{budget['set_per_day']:.0f}/day"),
             "spent",
             "-" if budget["spent_per_day"] is None else f"{budget['spent_per_day']:.0f}/day",
         ],
@@ -171,13 +172,13 @@ def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
             else ""
         )
         + "</div>",
-        "<div><h2>URLs due (backlog) over time</h2>"
-        + hourly(labels, col(3), "No URL was overdue at any summary", color="#d35400")
+        "<div><h2>URLs due (backlog) at each hour's last summary</h2>"
+        + hourly(labels, col(3), "No URL was due at the last summary of any hour", color="#d35400")
         + "</div>",
         "<div><h2>Bytes saved by validators per hour</h2>"
         + hourly(labels, col(2), "No bytes saved by validators", color="#8e44ad", fmt=human_bytes)
         + "</div>",
-        "<div><h2>Estimated change rate (URLs)</h2>"
+        "<div><h2>Observed change rate: new versions per day seen (URLs)</h2>"
         + bar_chart(
             report["rate_classes"],
             [float(report["change_rates"].get(c, 0)) for c in report["rate_classes"]],

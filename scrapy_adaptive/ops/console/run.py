@@ -177,7 +177,7 @@ def main(action: str, args: list[str], opts: argparse.Namespace, settings: BaseS
         with open(opts.output, "w", encoding="utf-8", opener=private_opener) if to_file else _stdout() as out:
             for answer in answers(state, config, request):
                 if "error" in answer:
-                    raise ConsoleError(f"The crawl refused: {answer['error']}")
+                    raise ConsoleError(str(answer["error"]))
                 show(action, answer, opts, out, state)
                 shown += 1
     except BrokenPipeError:  # `scrapy frontier export | head`
@@ -292,7 +292,7 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     dist("wait intervals", report["wait_classes"], report["waits"])
     for kind, counts in report["waits_by_type"].items():
         lines.append(f"  {kind}: " + ", ".join(f"{c} {counts[c]}" for c in report["wait_classes"] if counts.get(c)))
-    dist("estimated change rates", report["rate_classes"], report["change_rates"])
+    dist("observed change rates (new versions per day seen)", report["rate_classes"], report["change_rates"])
     for kind, counts in report["change_rates_by_host"].items():
         lines.append(f"  {kind}: " + ", ".join(f"{c} {counts[c]}" for c in report["rate_classes"] if counts.get(c)))
     lines.append("")

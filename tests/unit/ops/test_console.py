@@ -142,13 +142,26 @@ def test_progress_counts_per_hour_from_cumulative_counters() -> None:
     p.observe(t0, visits=50, versions=5, bytes_saved=0, due=10)  # the baseline: not this hour's work
     p.observe(t0 + 1800, visits=80, versions=8, bytes_saved=4000, due=14, budget_per_hour=100.0)
     p.observe(t0 + HOUR, visits=110, versions=9, bytes_saved=1000, due=12)  # stats restarted at 0
-    assert p.hours[100] == [30.0, 3.0, 4000.0, 14, 100.0]
-    assert p.hours[101] == [30.0, 1.0, 1000.0, 12, 0.0]
+    assert p.hours[100] == [30.0, 3.0, 4000.0, 14, 100.0, 1800.0]
+    assert p.hours[101] == [30.0, 1.0, 1000.0, 12, 0.0, 1800.0]
     rates = p.rates()
     assert rates is not None and rates["visits"] == pytest.approx(60.0) and rates["due_change"] == 2
     back = Progress.from_bytes(p.to_bytes())
     assert back.hours == p.hours and [h for h, _ in back.series()] == [100, 101]
     assert Progress.from_bytes(b"garbage").hours == {}
+    # a series stored before the seconds were kept reads with none timed
+    assert Progress.from_bytes(b'{"100":[1,2,3,4,5]}').hours == {100: [1.0, 2.0, 3.0, 4.0, 5.0, 0.0]}
+
+
+def test_a_stopped_crawls_rates_count_the_time_it_ran_not_whole_hours() -> None:
+    p = Progress()
+    t0 = 100 * HOUR + 600
+    p.observe(t0, visits=0, versions=0, bytes_saved=0, due=5)
+    for minute in (1, 2, 3):  # three minutes of work at 200 visits a minute
+        p.observe(t0 + 60 * minute, visits=200 * minute, versions=20 * minute, bytes_saved=0, due=5)
+    rates = p.stored_rates()
+    assert rates is not None and rates["span"] == pytest.approx(180.0)
+    assert rates["visits"] == pytest.approx(12_000.0) and rates["versions"] == pytest.approx(1_200.0)
 
 
 def test_the_html_report_is_self_contained() -> None:
@@ -231,7 +244,7 @@ def test_a_budget_is_drawn_to_scale_and_only_when_set() -> None:
     page = render(report)
     assert "#c0392b" not in page and "budget 543" not in page and "(red: budget)" not in page
     assert ">1.1 MB<" in page and "1074863" not in page  # bytes in kB/MB, never raw
-    assert "No URL was overdue at any summary in the 2 hours recorded." in page  # not an empty chart
+    assert "No URL was due at the last summary of any hour in the 2 hours recorded." in page  # not an empty chart
 
 
 @pytest.mark.parametrize(

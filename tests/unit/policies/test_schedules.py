@@ -13,7 +13,7 @@ from scrapy_adaptive.config.spec import ConfigError
 from scrapy_adaptive.dates import parse_time
 from scrapy_adaptive.model import ChangeState, Outcome, Visit
 from scrapy_adaptive.policies import load_wait_policy
-from scrapy_adaptive.policies.schedules import CLOSED, OPEN, PENDING, Schedule, Schedules
+from scrapy_adaptive.policies.schedules import CLOSED, OPEN, PENDING, Schedule, Schedules, schedules_of
 
 START = parse_time("2026-11-01T00:00:00Z")
 END = parse_time("2026-11-08")
@@ -117,3 +117,16 @@ def test_a_request_s_own_numbers_are_bounded_by_an_open_window_too() -> None:
     assert own is not stack and own is stack.with_overrides({"default": 50_000})  # cached
     assert own.next_wait({"visits": 2}, visit("http://e/news/1", START + 5)) == 3600
     assert own.next_wait({"visits": 2}, visit("http://e/news/1", END + 5)) == 50_000
+
+
+def test_a_settings_schedule_whose_window_has_closed_is_warned_about(caplog: pytest.LogCaptureFixture) -> None:
+    past = {"url": "/news/", "from": "2020-01-01", "until": "2020-01-08", "every": 3600}
+    later = {"url": "/live/", "until": "2999-01-01", "every": 600}
+    with caplog.at_level("WARNING"):
+        schedules = schedules_of([past, later], "ADAPTIVE_WAIT_POLICIES")
+    assert len(list(schedules)) == 2  # kept: the setting is the user's, the warning says it does nothing
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warned == [
+        "ADAPTIVE_WAIT_POLICIES[0]: its window closed at 2020-01-08, so it bounds no wait; "
+        "remove it or move its 'until'."
+    ]

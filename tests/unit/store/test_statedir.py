@@ -33,6 +33,15 @@ def test_a_new_folder_is_claimed_and_reopened(tmp_path: Path) -> None:
     open_store(state, spider="a", fingerprinter=FP, sync=False).close()
 
 
+def test_a_jobdir_that_is_a_file_is_named_as_the_fault(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("not a folder")
+    with pytest.raises(StateDirError, match=r"^JOBDIR .*afile is not a folder") as caught:
+        open_store(resolve(None, str(tmp_path / "afile")), spider="a", fingerprinter=FP, sync=False)
+    assert "ADAPTIVE_STATE_DIR" not in str(caught.value)
+    with pytest.raises(StateDirError, match=r"\(ADAPTIVE_STATE_DIR\) cannot be created"):
+        open_store(resolve(str(tmp_path / "afile" / "s"), None), spider="a", fingerprinter=FP, sync=False)
+
+
 def test_a_second_crawl_on_the_same_folder_is_refused(tmp_path: Path) -> None:
     state = resolve(str(tmp_path / "s"), None)
     first = open_store(state, spider="a", fingerprinter=FP, sync=False)
