@@ -1,8 +1,10 @@
 """Bringing known URLs' next visits forward, in bulk.
 
 A curated schedule whose window opens (or that is added to a running crawl)
-finds its URLs planned by the wait policy, some of them weeks away; their
-visits must come sooner without touching anything else of their records.
+finds its URLs planned by the wait policy, some of them weeks away; a crawl
+resumed with a lower ``ADAPTIVE_WAIT_MIN`` or ``ADAPTIVE_WAIT_MAX`` finds
+them planned under the old bound.  Their visits must come sooner without
+touching anything else of their records.
 The frontier owns the records, so the move is made here, one atomic write
 per queue, with the queues' heads kept right as
 :meth:`.Frontier.add` does for one URL.
@@ -10,6 +12,7 @@ per queue, with the queues' heads kept right as
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -83,3 +86,54 @@ def _write(frontier: Frontier, queue: str, group: list[tuple[bytes, UrlRecord, i
         book.moved(q, old, new)
     book.schedule(q)
     return len(moves)
+
+
+#: the frontier meta key holding the wait bounds the stored plans were made under
+BOUNDS_KEY = "wait-bounds"
+#: a stored wait within this share of the old minimum was held there by it
+AT_BOUND = 0.001
+
+
+def rebound(frontier: Frontier, minimum: float, maximum: float) -> tuple[int, tuple[float, float] | None]:
+    """Bring forward the visits planned under an earlier, wider pair of wait bounds.
+
+    A URL's next visit is planned once, at its last visit, within the
+    ``ADAPTIVE_WAIT_MIN`` / ``ADAPTIVE_WAIT_MAX`` of that run.  A user who
+    lowers either before resuming expects it to hold now, not after every
+    plan made under the old bound has run out (an hour for the default
+    minimum, a year for the maximum).  So: with a lower minimum, a URL
+    whose wait the old minimum held is due *minimum* after its last fetch;
+    with a lower maximum, no URL is due later than *maximum* after it.
+    Raised bounds apply from each URL's next visit (a visit planned sooner
+    costs one fetch, not a version).  Returns how many visits moved and the
+    bounds of the last run (None: none recorded, or unchanged); records the
+    new ones.
+    """
+    store = frontier.store
+    raw = store.get_meta(BOUNDS_KEY)
+    try:
+        old_min, old_max = (float(x) for x in json.loads(raw)) if raw else (minimum, maximum)
+    except (ValueError, TypeError):  # unreadable: plans follow the new bounds from each URL's next visit
+        old_min, old_max = minimum, maximum
+    moved = 0
+    if old_min > minimum or old_max > maximum:
+        moved = bring_forward(frontier, _rebound_plan(old_min, old_max, minimum, maximum))
+    # recorded after the moves: a crash between them moves them again, no harm
+    store.write(Batch(meta={BOUNDS_KEY: json.dumps([minimum, maximum]).encode()}))
+    return moved, None if (old_min, old_max) == (minimum, maximum) else (old_min, old_max)
+
+
+def _rebound_plan(
+    old_min: float, old_max: float, minimum: float, maximum: float
+) -> Callable[[UrlRecord], float | None]:
+    held = old_min * (1 + AT_BOUND)
+
+    def plan(record: UrlRecord) -> float | None:
+        if record.fetched is None:
+            return None
+        latest = record.fetched + maximum if maximum < old_max else None
+        if minimum < old_min and record.wait is not None and record.wait <= held:
+            latest = record.fetched + minimum
+        return latest
+
+    return plan

@@ -22,9 +22,10 @@ from ..change.trust import TrustParams
 from ..config.settings import AdaptiveConfig
 from ..config.spec import clause
 from ..frontier import Frontier, Politeness
+from ..frontier.advance import rebound
 from ..frontier.sharing import Sharing
 from ..hosts.capacity import HostCapacity
-from ..ops.console.api import FrontierConsole
+from ..ops.console.api import FrontierConsole, human, plural
 from ..ops.console.schedules import ScheduleConsole, load_stored
 from ..ops.crawllog import CrawlLog
 from ..ops.pace import CAPACITY, CONFIGURED, PRECISION, Pace
@@ -193,6 +194,7 @@ def assemble(
         )
         frontier.load()
         frontier.rebalance()  # a worker of a shared frontier takes its share of hosts
+        _rebound(frontier, config)
         if frontier.redelivered and frontier.sharing is None:  # a shared frontier logs its own (sharing.py)
             logger.info(
                 "%d URLs had versions not confirmed delivered when the last crawl stopped; they are fetched "
@@ -246,6 +248,22 @@ def assemble(
         raise
     runtime.checkpoint(clean=False)
     return runtime
+
+
+def _rebound(frontier: Frontier, config: AdaptiveConfig) -> None:
+    """Plans made under a wider ADAPTIVE_WAIT_MIN / MAX than this run's are brought within it."""
+    moved, old = rebound(frontier, config.wait_min, config.wait_max)
+    if old is None:
+        return
+    bounds = (("ADAPTIVE_WAIT_MIN", config.wait_min, old[0]), ("ADAPTIVE_WAIT_MAX", config.wait_max, old[1]))
+    changes = [f"{name} is {human(new)} (was {human(was)})" for name, new, was in bounds if new != was]
+    logger.info(
+        "%s since the last run: %d %s planned under the old bounds brought forward; every URL's wait follows "
+        "the new bounds from its next visit.",
+        " and ".join(changes),
+        moved,
+        plural(moved, "visit"),
+    )
 
 
 def pace_of(config: AdaptiveConfig, capacity: HostCapacity, allocator: RateAllocator | None) -> Callable[[], Pace]:
