@@ -251,8 +251,9 @@ class Reporter:
                 len(rows),
                 self.interval,
                 ", ".join(
-                    f"{r.queue} ({r.docs} due, one pass {r.crawl_time:.0f}s = {r.load:.1f}x; "
-                    f"fetch {r.fetch_time:.2f}s + wait {r.wait:.2f}s, {r.threads:.2f} threads)"
+                    f"{r.queue} ({r.docs} due, one pass {r.crawl_time:.0f}s = {r.load:.2f}x the time; "
+                    f"fetch {r.fetch_time:.2f}s + wait {r.wait:.2f}s"
+                    + (f", {r.threads:.1f} fetches at once)" if r.threads >= 1.05 else ")")
                     for r in behind[:5]
                 ),
             )
