@@ -126,11 +126,15 @@ def test_a_garbled_block_stops_the_crawl_and_export_gives_what_it_can(
     garble_a_record_block(state)
     ldb = table(state)
     damaged = ldb.read_bytes()
-    export = frontier(state, "export", "-O", str(state.parent / "export.jsonl"))
+    backup = state.parent / "export.jsonl"
+    backup.write_text("last night's export\n")
+    export = frontier(state, "export", "-O", str(backup))
     assert export.returncode == 1 and export.stderr.count("\n") == 1 and "Traceback" not in export.stderr
-    assert REPAIR in export.stderr and "records exported, from before and after the damage" in export.stderr
+    assert REPAIR in export.stderr and "from before and after the damage" in export.stderr
     assert f"block checksum mismatch, in {ldb})" in export.stderr  # the database's one table, named
-    exported = (state.parent / "export.jsonl").read_text().splitlines()
+    # the earlier export stays whole; what this one could read is beside it
+    assert backup.read_text() == "last night's export\n" and f"{backup} is unchanged" in export.stderr
+    exported = (state.parent / "export.jsonl.partial").read_text().splitlines()
     # all but what the damaged block held (LevelDB may hold none of the records in it: then all 26)
     assert RING - 5 <= len(exported) <= RING
     assert f"({len(exported)} records exported" in export.stderr

@@ -174,7 +174,7 @@ def main(action: str, args: list[str], opts: argparse.Namespace, settings: BaseS
         request = build_request(action, args, opts)
         state = state_folder(opts, settings, config)
         to_file = action == "export" and opts.output
-        with open(opts.output, "w", encoding="utf-8", opener=private_opener) if to_file else _stdout() as out:
+        with _output_file(opts.output) if to_file else _stdout() as out:
             for answer in answers(state, config, request):
                 if "error" in answer:
                     raise ConsoleError(str(answer["error"]))
@@ -190,7 +190,10 @@ def main(action: str, args: list[str], opts: argparse.Namespace, settings: BaseS
         print(f"scrapy frontier {action}: {exc}", file=sys.stderr)
         return 1
     except StoreError as exc:  # a damaged database: what could be read was shown, then this one line
-        done = f" ({shown} records exported, from before and after the damage)" if action == "export" else ""
+        done = ""
+        if action == "export":
+            where = f" to {opts.output}{PARTIAL}; {opts.output} is unchanged" if to_file and shown else ""
+            done = f" ({shown} records exported{where}, from before and after the damage)"
         print(f"scrapy frontier {action}: {exc}{done}", file=sys.stderr)
         return 1
     return 0
@@ -228,6 +231,29 @@ def build_request(action: str, args: list[str], opts: argparse.Namespace) -> dic
 @contextmanager
 def _stdout() -> Iterator[Any]:
     yield sys.stdout
+
+
+#: where an export that stopped part-way leaves what it wrote
+PARTIAL = ".partial"
+
+
+@contextmanager
+def _output_file(path: str) -> Iterator[Any]:
+    """*path* replaced only by a whole export: a refused or broken one (a
+    damaged database, a crawl starting) leaves an earlier export there, the
+    backup it may be, and what it wrote, if anything, in ``path.partial``."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8", opener=private_opener) as out:
+        try:
+            yield out
+        except BaseException:
+            out.close()
+            if os.path.getsize(tmp):
+                os.replace(tmp, path + PARTIAL)
+            else:
+                os.unlink(tmp)
+            raise
+    os.replace(tmp, path)
 
 
 def show(action: str, answer: dict[str, Any], opts: argparse.Namespace, out: Any, state: StateDir) -> None:
