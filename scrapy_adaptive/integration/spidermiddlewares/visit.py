@@ -219,7 +219,8 @@ class VisitMiddleware:
         )
         if result.state is not None:
             visit.noise = result.state
-        exclusions = (state if result.state is None else result.state or {}).get(noise.EXCLUSIONS)
+        current = state if result.state is None else result.state
+        exclusions = (current or {}).get(noise.EXCLUSIONS)
         if exclusions:
             self.noise_pool.add(response.url, exclusions)
         if result.adopted:

@@ -137,3 +137,23 @@ def test_the_record_snapshot_carries_the_payload_digest() -> None:
 
     record = UrlRecord("http://h/a", "h", {}, 0, payload_digest="sha1:X")
     assert record.snapshot()["payload_digest"] == "sha1:X"
+
+
+def test_a_static_sibling_the_learned_noise_does_not_fit_gets_its_verdict() -> None:
+    """A page with no noise state of its own, offered a sibling's exclusions
+    that match nothing on it, is judged as it is (this crashed the visit:
+    the URL was left without a verdict until its lease ran out)."""
+    clock_page = "<html><body><p>Generated at {} UTC</p><p>Story</p></body></html>"
+    commits = Commits()
+    mw = VisitMiddleware(get_crawler().stats, commits)  # type: ignore[arg-type]
+    learned = noise.learn(
+        noise.sketch(noise.segments_of(html("http://example.com/p/a.html", clock_page.format(1)))),
+        noise.segments_of(html("http://example.com/p/a.html", clock_page.format(2))),
+    ).exclusions
+    assert learned
+    mw.noise_pool.add("http://example.com/p/a.html", learned)
+    for body in ("<html><body><h1>Other</h1><p>static</p></body></html>", "<html><body></body></html>"):
+        page = html("http://example.com/p/b.html", body)
+        page.request.meta[meta.FP] = b"fp"  # type: ignore[union-attr]
+        mw.process_spider_input(page)
+    assert [v.change for v in commits.visits] == [ChangeState.CHANGED, ChangeState.CHANGED]
