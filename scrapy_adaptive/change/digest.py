@@ -112,12 +112,20 @@ class TextDigester(Digester):
         return sha1_digest("text", visible_text(text).encode("utf-8"))
 
 
+#: characters XML text may not hold (all controls but tab, newline and carriage return)
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
 def visible_root(html: str) -> Any:
     """The parsed page without what a reader does not see (scripts, styles,
     comments, the head), or None if it cannot be parsed."""
     import lxml.etree
     import lxml.html
 
+    # control characters a page may carry (a form feed, a vertical tab, or
+    # binary bytes served as HTML) are parsed into text that lxml then refuses
+    # to move when an element is dropped; no reader sees them
+    html = _CONTROL.sub(" ", html)
     try:
         root = lxml.html.document_fromstring(html)
     except (lxml.etree.ParserError, ValueError):

@@ -328,3 +328,15 @@ def test_the_pool_is_bounded() -> None:
         pool.add("https://h.example/p/1.html", [["a", 1, [0], str(i)]])
     assert len(pool.offer("https://h.example/p/2.html")) == noise.POOL_SETS
     assert pool.offer("https://h.example/p/2.html")[0] == [["a", 1, [0], str(noise.POOL_SETS + 1)]]  # newest first
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x2FF), max_size=300))
+@settings(max_examples=300, deadline=None)
+def test_any_text_parses_to_segments_and_visible_text(text: str) -> None:
+    """Control characters (a form feed after a comment, binary served as
+    HTML) never make the parsers raise: a page gets a verdict whatever it holds."""
+    from scrapy_adaptive.change.digest import visible_text
+
+    markup = f"<html><body><p>a<!--c-->{text}</p><script>x</script>{text}<style>s</style>{text}</body></html>"
+    assert isinstance(visible_text(markup), str)
+    assert isinstance(noise.segments_of_text(markup, html=True), list)
