@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .spec import ConfigError, check_value, number_text, parse_value
+from .spec import ConfigError, check_value, clause, number_text, parse_value
 from .table import (
     SETTING_SPECS,
     SPECS_BY_NAME,
@@ -158,16 +158,22 @@ class AdaptiveConfig:
           delay, so a long ``DOWNLOAD_DELAY`` alone is never refused.
         """
         values = {spec.attribute: parse_value(spec, settings.get(spec.name)) for spec in SETTING_SPECS}
-        if not _explicit(settings, "ADAPTIVE_MIN_DELAY") and _set_by_project(settings, "DOWNLOAD_DELAY"):
-            values["min_delay"] = settings.getfloat("DOWNLOAD_DELAY")
+        for scrapy_name, name in (
+            ("DOWNLOAD_DELAY", "ADAPTIVE_MIN_DELAY"),
+            ("CONCURRENT_REQUESTS_PER_DOMAIN", "ADAPTIVE_HOST_VALENCE"),
+        ):
+            if not _explicit(settings, name) and _set_by_project(settings, scrapy_name):
+                spec = SPECS_BY_NAME[name]
+                try:  # checked here, so the message names where the value came from
+                    value = parse_value(spec, settings.get(scrapy_name))
+                    check_value(spec, value)
+                except ConfigError as exc:
+                    raise ConfigError(f"{clause(exc)} (it is taken from the project's {scrapy_name}).") from None
+                values[spec.attribute] = value
         # checked before it can raise the maximum, so the message names it
         check_value(SPECS_BY_NAME["ADAPTIVE_MIN_DELAY"], values["min_delay"])
         if not _explicit(settings, "ADAPTIVE_MAX_DELAY"):
             values["max_delay"] = max(values["max_delay"], values["min_delay"])
-        if not _explicit(settings, "ADAPTIVE_HOST_VALENCE") and _set_by_project(
-            settings, "CONCURRENT_REQUESTS_PER_DOMAIN"
-        ):
-            values["host_valence"] = settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
         config = cls(**values)
         config.validate()
         return config

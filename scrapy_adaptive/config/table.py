@@ -183,6 +183,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "fetches at a time per queue. Set from `CONCURRENT_REQUESTS_PER_DOMAIN` when the project sets that and "
         "not this.",
         at_least=1,
+        at_most=1000,
     ),
     seconds_spec(
         "ADAPTIVE_LEASE",

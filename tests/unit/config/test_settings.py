@@ -232,7 +232,15 @@ def test_every_bound_itself_is_allowed_when_inclusive(spec: SettingSpec) -> None
         ({"ADAPTIVE_VALIDATOR_SCHEME": "all"}, "ADAPTIVE_VALIDATOR_SCHEME ('all') must be one of etag, timestamp,"),
         ({"ADAPTIVE_WAIT_POLICY": 5}, "ADAPTIVE_WAIT_POLICY (5) must be a dotted class path"),
         ({"ADAPTIVE_CRAWL_LOG": 2}, "ADAPTIVE_CRAWL_LOG (2) must be true or false."),
-        ({"DOWNLOAD_DELAY": -1}, "ADAPTIVE_MIN_DELAY (-1.0) must be a finite number >= 0."),
+        (
+            {"DOWNLOAD_DELAY": -1},
+            "ADAPTIVE_MIN_DELAY (-1.0) must be a finite number >= 0 (it is taken from the project's DOWNLOAD_DELAY).",
+        ),
+        (
+            {"CONCURRENT_REQUESTS_PER_DOMAIN": 10**9},
+            "ADAPTIVE_HOST_VALENCE (1000000000) must be an integer from 1 to 1000 "
+            "(it is taken from the project's CONCURRENT_REQUESTS_PER_DOMAIN).",
+        ),
         (
             {"ADAPTIVE_CRAWL_LOG_MAX_BYTES": "1e20"},
             "ADAPTIVE_CRAWL_LOG_MAX_BYTES (100000000000000000000) must be an integer from 1 to 1099511627776.",
