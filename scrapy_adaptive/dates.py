@@ -24,8 +24,10 @@ from typing import Any
 
 from dateutil.parser import isoparse
 
-#: four digits and nothing else: a W3C year (``"2005"``), not 2005 seconds
-_YEAR_DIGITS = 4
+#: digits and nothing else that are a date, not seconds: a W3C year
+#: (``"2005"``) and an ISO 8601 basic date (``"20270101"``, which as seconds
+#: would be a day of 1970)
+_DATE_DIGITS = (4, 8)
 
 
 def _seconds(moment: datetime) -> float:
@@ -82,8 +84,9 @@ def parse_time(value: Any) -> float | None:
 
     A number (``int``, ``float``, or a numeric string other than four digits)
     is seconds since the epoch; a ``datetime`` or ``date`` (UTC without a
-    zone); text: a W3C datetime (a four-digit string is a year) or an HTTP
-    date; None is None.  Times before 1970 are refused.
+    zone); text: a W3C datetime (a four-digit string is a year, an
+    eight-digit one an ISO 8601 basic date) or an HTTP date; None is None.
+    Times before 1970 are refused.
 
     >>> parse_time("Sun, 06 Nov 1994 08:49:37 GMT")
     784111777.0
@@ -93,6 +96,8 @@ def parse_time(value: Any) -> float | None:
     (1104537600.0, 1120176000.0, 2005.0)
     >>> parse_time(784111777), parse_time("784111777.5"), parse_time(None)
     (784111777.0, 784111777.5, None)
+    >>> parse_time("19941106") == parse_time("1994-11-06")
+    True
     """
     if value is None:
         return None
@@ -116,7 +121,7 @@ def parse_time(value: Any) -> float | None:
 def _parse_text(text: str) -> float:
     if not text:
         raise ValueError("empty")
-    if not (len(text) == _YEAR_DIGITS and text.isascii() and text.isdigit()):
+    if not (len(text) in _DATE_DIGITS and text.isascii() and text.isdigit()):
         try:
             return float(text)
         except ValueError:
