@@ -17,6 +17,7 @@ No Scrapy import.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import time
@@ -32,8 +33,11 @@ from ...model import RecordError
 from ...policies import memory
 from ...policies.estimator import CHANGED, EXACT
 from ...store.keys import time_to_ms
+from ...store.marker import private_opener
 from ..progress import Progress
 from .hinttrack import pending_hint, track_record, url_words
+
+logger = logging.getLogger(__name__)
 
 #: upper edges (seconds) of the wait-interval classes
 WAIT_EDGES = (60.0, 600.0, 3600.0, 6 * 3600.0, 86_400.0, 7 * 86_400.0)
@@ -44,6 +48,8 @@ TOP = 10
 DUE_LIMIT = 100_000
 #: seeds given to a stopped crawl, added by the scheduler when it next opens
 SEEDS_FILE = "seeds.jsonl"
+#: where lines of the seeds file that are not seeds are kept
+REJECTED_SEEDS_FILE = "seeds-rejected.jsonl"
 
 
 def seed_problem(url: str) -> str | None:
@@ -371,19 +377,45 @@ def file_seeder(state_path: str) -> Seeder:
 
 def take_seeds(state_path: str, seeder: Seeder) -> list[dict[str, Any]]:
     """Hand the seeds left by ``scrapy frontier seed`` while the crawl was
-    stopped to *seeder*; the file is removed once they are all added."""
+    stopped to *seeder*; the file is removed once they are all added.
+
+    The file is read, never followed (a link there is refused, not read),
+    and a file that cannot be read stays as it is, with one error line: the
+    crawl starts without its seeds.  Lines that are not seeds are kept in
+    :data:`REJECTED_SEEDS_FILE`, with one warning.
+    """
     path = os.path.join(state_path, SEEDS_FILE)
     try:
-        with open(path, encoding="utf-8") as f:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with open(fd, encoding="utf-8") as f:
             lines = f.read().splitlines()
     except FileNotFoundError:
         return []
-    urls = []
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        logger.error(
+            "The seeds file %s cannot be read (%s); its seeds are not added and it is left as it is.", path, reason
+        )
+        return []
+    urls, rejected = [], []
     for line in lines:
         try:
             urls.append(str(json.loads(line)["url"]))
         except (ValueError, KeyError, TypeError):
-            continue
+            if line.strip():
+                rejected.append(line)
+    if rejected:
+        kept = os.path.join(state_path, REJECTED_SEEDS_FILE)
+        with open(kept, "a", encoding="utf-8", opener=private_opener) as f:
+            f.write("".join(line + "\n" for line in rejected))
+        logger.warning(
+            "%d %s of %s %s not a seed ({\"url\": ...} JSON); kept in %s.",
+            len(rejected),
+            plural(len(rejected), "line"),
+            path,
+            "is" if len(rejected) == 1 else "are",
+            kept,
+        )
     results = seeder(urls)
     os.unlink(path)
     return results

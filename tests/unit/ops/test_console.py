@@ -345,3 +345,34 @@ def test_a_waiting_hint_and_the_hosts_sources_in_words() -> None:
     assert lines[1].startswith("change hints on h (") and any("liar: 0 confirmed, 9 refuted" in ln for ln in lines)
     assert pending_hint(waiting)["record_then"]["confirmed"] == 3.0
     assert report_words(track_record({}))[0].startswith("change hints: no hint of a sitemap or feed has been settled")
+
+
+def test_a_seeds_file_that_cannot_be_read_is_left_as_it_is_with_one_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from scrapy_adaptive.ops.console.api import REJECTED_SEEDS_FILE, SEEDS_FILE
+
+    seeds = tmp_path / SEEDS_FILE
+    taken: list[str] = []
+
+    def seeder(urls: list[str]) -> list[dict[str, Any]]:
+        taken.extend(urls)
+        return []
+
+    seeds.write_bytes(b'{"url": "http://x/' + bytes([0xFF]) + b'"}\n')  # not UTF-8
+    with caplog.at_level("ERROR"):
+        assert take_seeds(str(tmp_path), seeder) == []
+    assert seeds.exists() and "cannot be read" in caplog.text and str(seeds) in caplog.text
+    seeds.unlink()
+    target = tmp_path / "elsewhere.txt"
+    target.write_text('{"url": "http://h/secret"}\n')
+    seeds.symlink_to(target)  # a link is refused, not followed
+    assert take_seeds(str(tmp_path), seeder) == [] and taken == [] and seeds.is_symlink()
+    seeds.unlink()
+    seeds.write_text('{"url": "http://h/a"}\nnot json\n{"no": "url"}\n\n')
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        take_seeds(str(tmp_path), seeder)
+    assert taken == ["http://h/a"] and not seeds.exists()
+    assert (tmp_path / REJECTED_SEEDS_FILE).read_text() == 'not json\n{"no": "url"}\n'
+    assert "2 lines of" in caplog.text and "are not a seed" in caplog.text
