@@ -7,6 +7,7 @@ import logging
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from scrapy.utils.test import get_crawler
