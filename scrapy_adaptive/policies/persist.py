@@ -45,12 +45,7 @@ def _persistent(value: Any) -> bool:
 
 def dump_shared(shared: Mapping[str, Any]) -> bytes | None:
     """The shared objects' states as JSON bytes (None: nothing to save)."""
-    out: dict[str, Any] = {}
-    for key, value in shared.items():
-        if _persistent(value):
-            out[key] = value.state()
-        elif isinstance(value, list) and value and all(_persistent(v) for v in value):
-            out[key] = [v.state() for v in value]
+    out = {key: state for key, value in shared.items() if (state := _state_of(value)) is not None}
     if not out:
         return None
     return json.dumps({"format": FORMAT, "shared": out}, separators=(",", ":")).encode("utf-8")
@@ -68,8 +63,12 @@ def restore_shared(shared: MutableMapping[str, Any], raw: bytes) -> list[str]:
         raise ValueError(f"{META_KEY}: not JSON ({exc})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ValueError(f"{META_KEY}: unknown format {doc.get('format') if isinstance(doc, dict) else doc!r}")
+    saved = doc.get("shared", {})
+    if not isinstance(saved, dict):
+        raise ValueError(f"{META_KEY}: 'shared' is not a mapping")
+    fresh = {key: _state_of(value) for key, value in shared.items()}
     restored = []
-    for key, state in doc.get("shared", {}).items():
+    for key, state in saved.items():
         value: Any = shared.get(key)
         try:
             if _persistent(value):
@@ -79,10 +78,31 @@ def restore_shared(shared: MutableMapping[str, Any], raw: bytes) -> list[str]:
                     v.restore(st)
             else:
                 continue
-        except (KeyError, TypeError, ValueError) as exc:
+        except Exception as exc:  # noqa: BLE001 (saved data of any shape: every failure is the same refusal)
+            # what was restored before is put back as it was built: fresh
+            # aggregates throughout, never half of the last run's
+            for name, state_before in fresh.items():
+                if state_before is not None:
+                    _restore(shared[name], state_before)
             raise ValueError(f"{META_KEY}[{key!r}]: {exc!r}") from None
         restored.append(key)
     return restored
+
+
+def _state_of(value: Any) -> Any:
+    if _persistent(value):
+        return value.state()
+    if isinstance(value, list) and value and all(_persistent(v) for v in value):
+        return [v.state() for v in value]
+    return None
+
+
+def _restore(value: Any, state: Any) -> None:
+    if isinstance(value, list):
+        for v, st in zip(value, state, strict=True):
+            v.restore(st)
+    else:
+        value.restore(state)
 
 
 def restore(store: Store, shared: MutableMapping[str, Any], key: str = META_KEY) -> None:

@@ -409,7 +409,7 @@ def take_seeds(state_path: str, seeder: Seeder) -> list[dict[str, Any]]:
         with open(kept, "a", encoding="utf-8", opener=private_opener) as f:
             f.write("".join(line + "\n" for line in rejected))
         logger.warning(
-            "%d %s of %s %s not a seed ({\"url\": ...} JSON); kept in %s.",
+            '%d %s of %s %s not a seed ({"url": ...} JSON); kept in %s.',
             len(rejected),
             plural(len(rejected), "line"),
             path,

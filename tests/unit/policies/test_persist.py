@@ -123,6 +123,26 @@ def test_an_unreadable_state_is_reported_with_the_key() -> None:
     assert persist.dump_shared({}) is None
 
 
+def test_a_state_of_the_wrong_shape_leaves_every_aggregate_fresh() -> None:
+    """Valid JSON of another shape (a tampered or foreign database) is the same
+    refusal as garbage, and what was restored before the bad key is undone."""
+    first, first_shared = _fresh()
+    rng = random.Random(5)
+    records: dict[int, dict] = {i: {"visits": 0, "discovered": 0.0, "policy": {}} for i in range(50)}
+    _crawl(first, records, 2, rng, 1_000_000.0)
+    good = json.loads(persist.dump_shared(first_shared) or b"{}")
+    _, shared = _fresh()
+    fresh = persist.dump_shared(shared)
+    for bad in ({"epoch": 5, "hosts": [1]}, [1, 2], "x"):
+        rest = {k: v for k, v in good["shared"].items() if k != "rate_allocator"}
+        doc = {"format": 1, "shared": {**rest, "rate_allocator": bad}}  # the others restored first
+        with pytest.raises(ValueError, match="rate_allocator"):
+            persist.restore_shared(shared, json.dumps(doc).encode())
+        assert persist.dump_shared(shared) == fresh
+    with pytest.raises(ValueError, match="not a mapping"):
+        persist.restore_shared(shared, b'{"format": 1, "shared": [1]}')
+
+
 def test_the_stored_memory_keys_stay_readable() -> None:
     """The policy memory's stored keys are part of the state folder: names may
     change, the letters never."""
