@@ -24,9 +24,9 @@ from typing import Any
 
 from dateutil.parser import isoparse
 
-#: digits and nothing else that are a date, not seconds: a W3C year
-#: (``"2005"``) and an ISO 8601 basic date (``"20270101"``, which as seconds
-#: would be a day of 1970)
+#: digits and nothing else read as a date first, as seconds only if they are
+#: none: a W3C year (``"2005"``) and an ISO 8601 basic date (``"20270101"``,
+#: which as seconds would be a day of 1970)
 _DATE_DIGITS = (4, 8)
 
 
@@ -121,7 +121,8 @@ def parse_time(value: Any) -> float | None:
 def _parse_text(text: str) -> float:
     if not text:
         raise ValueError("empty")
-    if not (len(text) in _DATE_DIGITS and text.isascii() and text.isdigit()):
+    digits = len(text) in _DATE_DIGITS and text.isascii() and text.isdigit()
+    if not digits:
         try:
             return float(text)
         except ValueError:
@@ -129,7 +130,8 @@ def _parse_text(text: str) -> float:
     try:
         return parse_w3c_datetime(text)
     except ValueError:
-        pass
+        if digits:  # eight digits that are no date ("94694400"): seconds after all
+            return float(text)
     seconds = parse_http_date(text)
     if seconds is None:
         raise ValueError(f"unreadable time {text!r}")

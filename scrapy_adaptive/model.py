@@ -123,6 +123,66 @@ class Visit:
     probe: float | None = None
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _integer(value: Any) -> bool:
+    return type(value) is int
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _visit_triple(entry: Any) -> bool:
+    return (
+        isinstance(entry, list)
+        and len(entry) == 3
+        and _number(entry[0])
+        and _text(entry[1])
+        and (entry[2] is None or _integer(entry[2]))
+    )
+
+
+#: what each field read back must be, beyond the few the frontier checks first
+#: (a record that passes is safe to judge, report and write again; one that
+#: does not is quarantined like an unreadable one)
+_FIELD_CHECKS: dict[str, tuple[Callable[[Any], bool], bool]] = {  # name -> (check, None allowed)
+    "discovered": (_number, False),
+    "visits": (_integer, False),
+    "versions": (_integer, False),
+    "failures": (_integer, False),
+    "status": (_integer, True),
+    "content_type": (_text, True),
+    "size": (_integer, True),
+    "fetched": (_number, True),
+    "duration": (_number, True),
+    "overdue": (_number, True),
+    "digest": (_text, True),
+    "payload_digest": (_text, True),
+    "etag": (_text, True),
+    "last_modified": (_text, True),
+    "wait": (_number, True),
+    "outcome": (_text, True),
+    "reason": (_text, True),
+    "history": (lambda v: isinstance(v, list) and all(_visit_triple(e) for e in v), False),
+    "policy": (lambda v: isinstance(v, dict), False),
+    "hint": (lambda v: isinstance(v, dict), True),
+    "validator_lies": (lambda v: isinstance(v, list) and all(_integer(x) for x in v), True),
+    "noise": (lambda v: isinstance(v, dict), True),
+}
+
+
+def _wrong_fields(record: UrlRecord) -> list[str]:
+    wrong = []
+    for name, (check, optional) in _FIELD_CHECKS.items():
+        value = getattr(record, name)
+        if not ((optional and value is None) or check(value)):
+            wrong.append(name)
+    return wrong
+
+
 @dataclass
 class UrlRecord:
     """The persistent state of one URL.
@@ -258,6 +318,8 @@ class UrlRecord:
             and type(record.directive) is int
         ):
             raise RecordError("a field has the wrong type (url, queue, request, next_ms or directive)")
+        if wrong := _wrong_fields(record):
+            raise RecordError(f"a field has the wrong type ({', '.join(wrong)})")
         record._request_raw = tail if newline else None
         record._request_obj = request
         return record

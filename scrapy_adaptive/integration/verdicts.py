@@ -105,7 +105,7 @@ class Verdicts:
                 visit.validation = validation
                 visit.prediction = request.meta.get(meta.PREDICTION)
             if visit.wait is None:
-                visit.wait = self._policy_for(request).next_wait(request.meta.get(meta.RECORD) or {}, visit)
+                visit.wait = self._next_wait(request, visit)
         # a changed visit is a version only once its items are durable
         deliver = self.delivery is not None and visit.outcome is Outcome.VISITED and visit.change is ChangeState.CHANGED
         try:
@@ -121,6 +121,26 @@ class Verdicts:
             self._report(request, record, visit, pending=int(deliver))
         self.on_change()
         return record
+
+    def _next_wait(self, request: Request, visit: Visit) -> float:
+        """The wait policy's next wait; a URL whose stored policy memory the
+        policy cannot read (a state folder tampered with, or written by other
+        code) starts it afresh, with one warning, instead of crashing the
+        visit and leaving the URL without a verdict."""
+        policy = self._policy_for(request)
+        history = request.meta.get(meta.RECORD) or {}
+        try:
+            return policy.next_wait(history, visit)
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+            logger.warning(
+                "The stored wait-policy memory of %s cannot be read (%s: %s); it starts afresh.",
+                request.url,
+                type(exc).__name__,
+                exc,
+            )
+            self.stats.inc_value("adaptive/errors/policy_memory")
+            visit.policy_state = None
+            return policy.next_wait({**history, "policy": {}}, visit)
 
     def _replan_siblings(self, record: UrlRecord, *, lie: bool) -> None:
         """A first-visit Last-Modified caught lying raised the odds that its

@@ -76,6 +76,32 @@ def test_unreadable_records_raise_record_error(raw: bytes) -> None:
 
 
 @pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("ct", 7),
+        ("vi", "many"),
+        ("vi", True),
+        ("ps", [1]),
+        ("dg", 5),
+        ("et", {"a": 1}),
+        ("hi", [["x", "y", "z"]]),
+        ("hi", [[1.0, "changed"]]),
+        ("wt", "1h"),
+        ("vl", ["a"]),
+        ("nz", 3),
+    ],
+)
+def test_a_field_of_the_wrong_type_makes_the_record_unreadable(key: str, value: object) -> None:
+    """A record that reads as JSON but holds another shape (tampered, or from a
+    foreign tool) is quarantined as unreadable, not judged and crashed on."""
+    head, _, tail = STORED.partition(b"\n")
+    data = json.loads(head)
+    data[key] = value
+    with pytest.raises(RecordError, match="wrong type"):
+        UrlRecord.from_bytes(json.dumps(data).encode() + b"\n" + tail)
+
+
+@pytest.mark.parametrize(
     "facts",
     [
         {},

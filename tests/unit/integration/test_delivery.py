@@ -512,3 +512,38 @@ def test_the_crawl_log_counts_the_version_a_changed_visit_found_before_its_confi
     assert "1vis,1ver" in first and "2vis,2ver" in second  # as `scrapy frontier url` says once confirmed
     record = f.get_record("a.example", FP)
     assert record is not None and record.versions == 2
+
+
+def test_a_stored_policy_memory_the_policy_cannot_read_starts_afresh_with_a_verdict(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A record's policy memory of another shape (a tampered state folder) is
+    replaced, with one warning, and the visit still gets its verdict."""
+    from scrapy.settings import Settings
+
+    from scrapy_adaptive.config.settings import AdaptiveConfig
+    from scrapy_adaptive.integration.verdicts import Verdicts
+    from scrapy_adaptive.policies import load_wait_policy
+
+    class Issued:
+        def fp_of(self, request: Request) -> bytes:
+            return FP
+
+        def pop(self, fp: bytes) -> None:
+            return None
+
+    clock = Clock()
+    f = frontier(MemoryStore(), clock)
+    f.add(FP, URL, "a.example", {"url": URL})
+    stats = MemoryStatsCollector(get_crawler())
+    policy = load_wait_policy(AdaptiveConfig.from_settings(Settings()))
+    verdicts = Verdicts(f, policy, Issued(), stats, on_store_error=lambda exc: None, clock=clock)  # type: ignore[arg-type]
+    assert f.next() is not None
+    tampered = {"url": URL, "queue": "a.example", "visits": 1, "fetched": clock.t - 100, "wait": 100.0,
+                "policy": {"o": 5, "su": "x"}}  # fmt: skip
+    visit = changed("text:sha1:9")
+    visit.wait = None
+    with caplog.at_level("WARNING"):
+        record = verdicts.commit(Request(URL, meta={meta.RECORD: tampered}), visit)
+    assert record is not None and record.wait is not None and record.wait > 0
+    assert "policy memory of" in caplog.text and stats.get_value("adaptive/errors/policy_memory") == 1
