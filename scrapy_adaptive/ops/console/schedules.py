@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ...config.spec import ConfigError
+from ...config.spec import ConfigError, clause
 from ...frontier import Frontier, Politeness
 from ...hosts.crawltime import DEFAULT_FETCH_TIME, capacity
 from ...model import RecordError, UrlRecord
@@ -48,20 +48,32 @@ def duration(text: str, option: str) -> float:
 
 
 def stored_entries(store: Store) -> list[dict[str, Any]]:
-    """The schedules given on the console, as entries (each has its name)."""
+    """The schedules given on the console, as entries (each has its name).
+
+    ValueError, naming the key, when they cannot be read: the console then
+    refuses to write them (a new schedule would replace the unreadable ones
+    and lose them) until the key is repaired or removed.
+    """
     raw = store.get_meta(STORE_KEY)
     try:
         doc = json.loads(raw) if raw else []
-    except ValueError:
-        return []
-    return [e for e in doc if isinstance(e, dict) and isinstance(e.get("name"), str)] if isinstance(doc, list) else []
+    except ValueError as exc:
+        raise ValueError(f"the state folder's schedules (key m/{STORE_KEY}) are unreadable: {exc}") from None
+    if not isinstance(doc, list) or not all(isinstance(e, dict) and isinstance(e.get("name"), str) for e in doc):
+        raise ValueError(f"the state folder's schedules (key m/{STORE_KEY}) are not a list of named schedules")
+    return doc
 
 
 def load_stored(store: Store, schedules: Schedules) -> list[str]:
     """Add the state folder's schedules to *schedules*; the problems, in words
-    (an entry written by another version that no longer parses is skipped)."""
+    (an entry written by another version that no longer parses is skipped;
+    unreadable ones are all skipped, and left as they are)."""
     problems = []
-    for entry in stored_entries(store):
+    try:
+        entries = stored_entries(store)
+    except ValueError as exc:
+        return [f"{clause(exc)}; they are left as they are, for a repair"]
+    for entry in entries:
         try:
             schedules.add(Schedule.parse(entry, f"schedule {entry['name']!r} (state folder)"))
         except ConfigError as exc:
@@ -192,7 +204,10 @@ class ScheduleConsole(FrontierConsole):
     def rows(self) -> list[dict[str, Any]]:
         """Every schedule in words: window, bounds, state, URLs matched, revisits forced."""
         now = self.frontier.clock()
-        stored = {e["name"] for e in stored_entries(self.frontier.store)}
+        try:
+            stored = {e["name"] for e in stored_entries(self.frontier.store)}
+        except ValueError:  # said at start; the list still shows the settings' schedules
+            stored = set()
         stored_forced, live = forced_counts(self.frontier.store), self.schedules.forced
         # the store sums a fleet's workers; a running crawl's own count is up to a second ahead of it
         forced = {n: max(stored_forced.get(n, 0), live.get(n, 0)) for n in {*stored_forced, *live}}

@@ -97,3 +97,18 @@ def test_the_command_line_options() -> None:
     with pytest.raises(ValueError, match="give --match"):
         schedule_request(Namespace(**base))
     assert schedule_request(Namespace(**{**base, "remove": "n"})) == {"op": "schedule", "action": "remove", "name": "n"}
+
+
+@pytest.mark.parametrize("raw", [b"{garbled", b'{"name": "a"}', b'[{"url": "x", "every": 60}]'])
+def test_unreadable_stored_schedules_are_said_and_never_overwritten(raw: bytes) -> None:
+    from scrapy_adaptive.ops.console.schedules import STORE_KEY
+    from scrapy_adaptive.store.base import Batch
+
+    c = console()
+    c.frontier.store.write(Batch(meta={STORE_KEY: raw}))
+    (problem,) = load_stored(c.frontier.store, Schedules())
+    assert f"key m/{STORE_KEY}" in problem and "left as they are" in problem
+    refused = ask(c, action="add", entry={"url": "/news/", "every": 3600})
+    assert f"key m/{STORE_KEY}" in refused["error"]
+    assert c.frontier.store.get_meta(STORE_KEY) == raw  # the operator's schedules, kept for a repair
+    assert ask(c, action="list")["schedules"] == []
