@@ -51,6 +51,8 @@ class Matcher:
         hosts = _globs(entry["hosts"], where, "hosts") if "hosts" in entry else ()
         url = None
         if "url" in entry:
+            if not isinstance(entry["url"], str):
+                raise ConfigError(f"{where}: 'url' ({entry['url']!r}) must be a regular expression, as a string.")
             try:
                 url = re.compile(entry["url"])
             except (re.error, TypeError) as exc:

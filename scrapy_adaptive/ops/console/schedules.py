@@ -266,7 +266,7 @@ def schedule_request(opts: Any) -> dict[str, Any]:
     for key, value in (("from", opts.from_), ("until", opts.until), ("name", opts.name)):
         if value is not None:
             entry[key] = value
-    Schedule.parse(dict(entry, name=entry.get("name") or "new"), "scrapy frontier schedule")  # refused before asking
+    Schedule.parse(dict(entry, name=entry.get("name") or "new"), "the schedule")  # refused before asking
     return {"op": "schedule", "action": "add", "entry": entry, "force": bool(opts.force)}
 
 
