@@ -344,6 +344,7 @@ class UrlRecord:
             "etag": self.etag,
             "last_modified": self.last_modified,
             "wait": self.wait,
+            "reason": self.reason,
             "discovered": self.discovered,
             "history": [list(h) for h in self.history],
             "policy": dict(self.policy),

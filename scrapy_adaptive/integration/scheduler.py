@@ -45,7 +45,7 @@ from .. import meta
 from ..change.rules import DigestRules
 from ..config.settings import AdaptiveConfig
 from ..config.spec import ConfigError
-from ..frontier import AddResult, Frontier, Outcome, UrlRecord, Visit
+from ..frontier import AddResult, ChangeState, Frontier, Outcome, UrlRecord, Visit
 from ..frontier.canonical import Canonical
 from ..hosts.capacity import HostCapacity
 from ..ops.console import control
@@ -63,6 +63,7 @@ from .request_hints import take_hint
 from .runtime import Runtime, assemble
 from .serialization import RequestNotStorable, request_from_data, request_to_data
 from .sinkfail import SINK_FAILED, SinkError
+from .spidermiddlewares.judging import same_redirect
 from .startup import note_scrapy_queue, remove_empty_spider_state, require_extras, warn_about_settings
 from .stopgrace import StopGrace
 from .tasks import ShareBudget, Tick, build_tick
@@ -357,7 +358,14 @@ class AdaptiveScheduler(BaseScheduler):
         assert self.verdicts is not None
         reasons = request.meta.get("redirect_reasons") or []
         status = reasons[-1] if reasons and isinstance(reasons[-1], int) else None
-        self.verdicts.commit(issued, Visit(Outcome.VISITED, status=status, reason=f"redirect to {request.url}"))
+        reason = f"redirect to {request.url}"
+        visit = Visit(Outcome.VISITED, status=status, reason=reason)
+        # the same redirect as last time is a visit that found no change (the
+        # policy backs off); another target, or the first, says nothing of the
+        # page's own content, which the record keeps the digest of
+        if same_redirect(issued.meta.get(meta.RECORD) or {}, status, reason):
+            visit.change = ChangeState.UNCHANGED
+        self.verdicts.commit(issued, visit)
         self.stats.inc_value("adaptive/redirects")
 
     # -- next ---------------------------------------------------------------------

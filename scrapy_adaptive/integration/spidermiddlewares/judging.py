@@ -91,8 +91,30 @@ def evaluate(response: Response, record: dict[str, Any], digester: Digester | No
     if digest is not None:
         visit.digest = digest
         visit.payload_digest = payload_digest(response.body, exact_digest=digest)
-    visit.change = ChangeState.UNCHANGED if same_payload(record, visit) else compare(record.get("digest"), digest)
+    if same_payload(record, visit) or same_empty_answer(record, visit):
+        visit.change = ChangeState.UNCHANGED
+    else:
+        visit.change = compare(record.get("digest"), digest)
     return visit
+
+
+def same_empty_answer(record: dict[str, Any], visit: Visit) -> bool:
+    """True if this visit, without a body, answered as the last one did (the
+    same status, no body then either): no digest can say "unchanged" of an
+    empty answer, and without it the URL was revisited at the minimum wait
+    for ever."""
+    return (
+        visit.digest is None
+        and visit.size == 0
+        and record.get("visits")
+        and record.get("size") == 0
+        and record.get("status") == visit.status
+    ) is True
+
+
+def same_redirect(record: dict[str, Any], status: int | None, reason: str) -> bool:
+    """True if the URL redirected to the same place with the same status at its last visit."""
+    return bool(record.get("visits")) and record.get("status") == status and record.get("reason") == reason
 
 
 #: a Last-Modified this close to the fetch (or later) is a generation time,

@@ -157,3 +157,22 @@ def test_a_static_sibling_the_learned_noise_does_not_fit_gets_its_verdict() -> N
         page.request.meta[meta.FP] = b"fp"  # type: ignore[union-attr]
         mw.process_spider_input(page)
     assert [v.change for v in commits.visits] == [ChangeState.CHANGED, ChangeState.CHANGED]
+
+
+def test_an_empty_answer_like_the_last_one_is_unchanged_so_the_url_backs_off() -> None:
+    first = evaluate(response(b"", 200), {})
+    assert first.change is ChangeState.UNKNOWN  # nothing to compare yet
+    last = {"visits": 1, "status": 200, "size": 0}
+    assert evaluate(response(b"", 200), last).change is ChangeState.UNCHANGED
+    assert evaluate(response(b"", 404), last).change is ChangeState.UNKNOWN  # another answer
+    assert evaluate(response(b"<p>back</p>", 200), {**last, "digest": None}).change is ChangeState.CHANGED
+
+
+def test_the_same_redirect_as_last_time_is_unchanged_another_says_nothing() -> None:
+    from scrapy_adaptive.integration.spidermiddlewares.judging import same_redirect
+
+    last = {"visits": 3, "status": 301, "reason": "redirect to http://example.com/new"}
+    assert same_redirect(last, 301, "redirect to http://example.com/new")
+    assert not same_redirect(last, 302, "redirect to http://example.com/new")
+    assert not same_redirect(last, 301, "redirect to http://example.com/newer")
+    assert not same_redirect({}, 301, "redirect to http://example.com/new")
