@@ -237,6 +237,13 @@ def check_value(spec: SettingSpec, value: Any) -> None:
         raise ConfigError(f"{spec.name} ({value!r}) must be {problem}.")
 
 
+def requirement(spec: SettingSpec, value: Any) -> str | None:
+    """What a typed *value* must be instead to pass *spec* (None: it passes),
+    for values given under another name (a policy entry's ``min``, a
+    request's override) and held to the setting's bounds."""
+    return _problem(spec, value)
+
+
 def _problem(spec: SettingSpec, value: Any) -> str | None:
     """What *value* must be instead, or None when it is allowed."""
     if value is None:

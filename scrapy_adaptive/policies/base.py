@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from ..config.spec import ConfigError
-from ..config.table import DEFAULTS
+from ..config.spec import ConfigError, Kind, requirement
+from ..config.table import DEFAULTS, SPECS_BY_NAME
 from ..hosts.hints import Hint
 from ..model import Visit
 from .crawlwide import CrawlWide
@@ -64,19 +63,18 @@ class WaitParams:
         for key, value in values.items():
             if key not in PARAM_KEYS:
                 continue
-            name = PARAM_KEYS[key]
-            if name == "use_overdue":
-                if not isinstance(value, bool):
-                    raise ConfigError(f"{where}: 'use_overdue' ({value!r}) must be true or false.")
-                changes[name] = value
-                continue
-            try:
-                number = float(value)
-            except (TypeError, ValueError):
-                raise ConfigError(f"{where}: {key!r} ({value!r}) must be a number.") from None
-            if math.isnan(number) or number < 0 or math.isinf(number):
-                raise ConfigError(f"{where}: {key!r} ({value!r}) must be a finite number >= 0.")
-            changes[name] = number
+            # held to the bounds of the setting it stands for (ADAPTIVE_WAIT_<KEY>)
+            spec = SPECS_BY_NAME[f"ADAPTIVE_WAIT_{key.upper()}"]
+            typed = value
+            if isinstance(value, str) and spec.kind is not Kind.BOOL:
+                try:
+                    typed = float(value)
+                except ValueError:
+                    pass
+            problem = requirement(spec, typed)
+            if problem is not None:
+                raise ConfigError(f"{where}: {key!r} ({value!r}) must be {problem}.")
+            changes[PARAM_KEYS[key]] = typed if spec.kind is Kind.BOOL else float(typed)
         params = replace(self, **changes)
         params.check(where)
         return params

@@ -229,6 +229,12 @@ class PolicyStack(WaitPolicy):
             self._overrides.move_to_end(key)
         else:
             try:
+                unknown = sorted(set(overrides) - set(PARAM_KEYS) - {"policy"})
+                if unknown:
+                    raise ConfigError(
+                        f"meta['adaptive_wait_policy'] of {url}: unknown key(s) {', '.join(map(repr, unknown))}; "
+                        f"use 'policy' and {', '.join(map(repr, PARAM_KEYS))}"
+                    )
                 cls = self.cls
                 if "policy" in overrides:
                     name = overrides["policy"]

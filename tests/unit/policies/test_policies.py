@@ -185,6 +185,26 @@ def test_a_bad_request_override_is_reported_and_ignored(caplog: pytest.LogCaptur
     assert "meta['adaptive_wait_policy']: 'initial' ('soon') must be a number" in caplog.text
 
 
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"min": 1e308, "max": 1e308}, "'min' (1e+308) must be at most 315360000 seconds (10 years)"),
+        ({"unchanged_factor": 1e9}, "'unchanged_factor' (1000000000.0) must be at most 1000"),
+        ({"min": True}, "'min' (True) must be a number of seconds"),
+        ({"use_overdue": "yes"}, "'use_overdue' ('yes') must be true or false"),
+        ({"bogus": 1}, "unknown key(s) 'bogus'"),
+    ],
+)
+def test_a_request_override_is_held_to_the_settings_bounds(
+    override: dict[str, Any], message: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same limits as the settings it stands for: a URL given a wait of
+    1e308 s was never due again, and shown as "failed or disregarded"."""
+    stack = load_wait_policy(config())
+    assert stack.with_overrides(override) is stack
+    assert message in caplog.text
+
+
 def test_an_override_names_only_a_declared_or_built_in_policy(
     caplog: pytest.LogCaptureFixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
