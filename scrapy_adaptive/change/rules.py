@@ -10,6 +10,7 @@ bad regex or an unknown rule name stops the crawl with the setting named.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,11 @@ RULE_KEYS = {"rule", "patterns", "max_size", "fields"}
 
 def build_digester(spec: dict[str, Any] | str, where: str, default_max_size: int) -> Digester:
     """A digester from a rule name or an entry dict."""
+    if isinstance(spec, str) and spec.lstrip().startswith("{"):  # an entry as JSON, as -s NAME='{...}' gives it
+        try:
+            spec = json.loads(spec)
+        except ValueError as exc:
+            raise ConfigError(f"{where} is not valid JSON: {exc}") from None
     if isinstance(spec, str):
         spec = {"rule": spec}
     if not isinstance(spec, dict):

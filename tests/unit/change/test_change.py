@@ -105,12 +105,20 @@ def test_rules_first_match_wins_then_the_default() -> None:
         ([{"url": "x", "rule": "text", "colour": 1}], "exact", "unknown key(s) colour"),
         ([], "md5", "ADAPTIVE_DIGEST_DEFAULT: unknown digest rule 'md5'"),
         ('[{"url": "x"', "exact", "ADAPTIVE_DIGEST_RULES is not valid JSON"),
+        ([], '{"rule": "regex"', "ADAPTIVE_DIGEST_DEFAULT is not valid JSON"),
+        ([], '{"rule": "regex"}', "ADAPTIVE_DIGEST_DEFAULT: the regex rule needs 'patterns'"),
     ],
 )
 def test_bad_rules_are_refused_at_start_up_by_name(rules: object, default: str, message: str) -> None:
     with pytest.raises(ConfigError) as info:
         DigestRules.from_settings(rules, default, 1000)
     assert message in str(info.value)
+
+
+def test_a_default_rule_given_as_json_reads_as_the_dict() -> None:
+    """As ``-s 'ADAPTIVE_DIGEST_DEFAULT={"rule": "regex", ...}'`` gives it."""
+    rules = DigestRules.from_settings([], '{"rule": "regex", "patterns": ["[0-9]+"]}', 1000)
+    assert isinstance(rules.default, RegexDigester)
 
 
 @pytest.mark.parametrize("spec", [42, ["text"], None])
