@@ -52,9 +52,15 @@ def check_marker(where: str, marker: dict, expected: dict) -> None:
     *where* names the state in messages: the folder, or the Redis store and
     namespace (whose identity plays the marker's part).
     """
-    if not isinstance(marker.get("format"), int) or marker["format"] > FORMAT:
+    found = marker.get("format")
+    if type(found) is not int or found < 1:
         raise StateDirError(
-            f"{where} was written by a newer scrapy-adaptive (state format {marker.get('format')!r}, "
+            f"{where} has no state format this or any scrapy-adaptive writes ({found!r}, this one reads "
+            f"{FORMAT}): the marker was edited or written by other code. Restore it from a backup."
+        )
+    if found > FORMAT:
+        raise StateDirError(
+            f"{where} was written by a newer scrapy-adaptive (state format {found!r}, "
             f"this one reads {FORMAT}). Upgrade scrapy-adaptive."
         )
     if marker.get("spider") != expected["spider"]:

@@ -132,3 +132,12 @@ def test_a_first_start_half_made_by_this_version_is_finished(tmp_path: Path) -> 
     (folder / "frontier.ldb" / "CURRENT").unlink()
     with pytest.raises(StateDirError, match="lost its CURRENT file"):
         open_store(resolve(str(folder), None), spider="a", fingerprinter=FP, sync=False)
+
+
+@pytest.mark.parametrize("found", ["1", 1.0, None, 0, True, -3])
+def test_a_format_no_version_writes_is_refused_as_edited(tmp_path: Path, found: object) -> None:
+    state = resolve(str(tmp_path / "s"), None)
+    open_store(state, spider="a", fingerprinter=FP, sync=False).close()
+    (tmp_path / "s" / MARKER).write_text(json.dumps({"format": found, "spider": "a", "fingerprinter": FP}))
+    with pytest.raises(StateDirError, match="has no state format this or any scrapy-adaptive writes"):
+        open_store(state, spider="a", fingerprinter=FP, sync=False)
