@@ -40,12 +40,13 @@ def _reason(exc: BaseException) -> str:
     return arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)
 
 
-def damaged(path: str, exc: BaseException, done: str) -> str:
+def damaged(path: str, exc: BaseException, done: str, *, reading: bool = True) -> str:
     """The one message for a damaged database: what LevelDB says, the table
     file (LevelDB names it when it is cut short; a database of one table
-    names it too), that *done*, and how to recover."""
+    names it too, for a damage found *reading* records: at open it may be
+    the MANIFEST's), that *done*, and how to recover."""
     reason = _reason(exc)
-    if ".ldb" not in reason and ".sst" not in reason:
+    if reading and ".ldb" not in reason and ".sst" not in reason:
         tables = [name for name in _names(path) if name.endswith((".ldb", ".sst"))]
         if len(tables) == 1:
             reason += f", in {os.path.join(path, tables[0])}"
@@ -126,7 +127,7 @@ class LevelDBStore(Store):
                 bloom_filter_bits=10,
             )
         except plyvel.CorruptionError as exc:
-            raise StoreError(damaged(path, exc, "Nothing was changed")) from exc
+            raise StoreError(damaged(path, exc, "Its data was not changed", reading=False)) from exc
         except plyvel.Error as exc:
             raise _open_error(path, exc) from exc
         self._records = self._db.prefixed_db(keys.RECORD_PREFIX)
