@@ -14,6 +14,7 @@ instead of a database nobody claims.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 
@@ -94,8 +95,15 @@ def _written(path: str, data: dict) -> str:
 
 
 def write_marker(path: str, data: dict) -> None:
-    """Replace the marker at *path* whole."""
-    os.replace(_written(path, data), path)
+    """Replace the marker at *path* whole (a write that fails leaves no
+    temporary file behind)."""
+    tmp = _written(path, data)
+    try:
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def create_marker(path: str, data: dict) -> bool:
