@@ -87,10 +87,15 @@ def _written(path: str, data: dict) -> str:
     """*data* in a new file beside *path*, synced; its name (one per process:
     two first starts never write into the same temporary file)."""
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8", opener=private_opener) as f:
-        json.dump(data, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with open(tmp, "w", encoding="utf-8", opener=private_opener) as f:
+            json.dump(data, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError:  # a full disk: nothing half-written is left beside the marker
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return tmp
 
 
