@@ -296,7 +296,8 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "ADAPTIVE_WAIT_DEFAULT",
         GROUP_WAITS,
         259_200.0,
-        "catch-all wait when it is unknown whether the page changed (3 days).",
+        "the Heritrix and fixed policies' wait when it is unknown whether the page changed, and the fixed "
+        "policy's only wait (3 days); the default policy keeps a page's pace through such visits.",
         positive=True,
     ),
     factor_spec(
