@@ -108,21 +108,28 @@ def html(url: str, body: str) -> HtmlResponse:
     return HtmlResponse(url, body=body.encode(), request=Request(url))
 
 
+def with_learned_noise(url: str, clock_page: str) -> tuple[VisitMiddleware, Commits]:
+    """A visit middleware whose noise pool holds what *url* learned: two
+    fetches of *clock_page* differing only in its clock."""
+    commits = Commits()
+    mw = VisitMiddleware(get_crawler().stats, commits)  # type: ignore[arg-type]
+    learned = noise.learn(
+        noise.sketch(noise.segments_of(html(url, clock_page.format(1)))),
+        noise.segments_of(html(url, clock_page.format(2))),
+    ).exclusions
+    assert learned
+    mw.noise_pool.add(url, learned)
+    return mw, commits
+
+
 def test_same_bytes_under_a_new_digest_rule_are_unchanged_and_skip_the_callback() -> None:
     """A page whose body equals the last visit's is unchanged, even when the
     digest rule switched (here: a sibling's learned noise adopted)."""
     clock_page = "<html><body><p>Server time {} UTC</p><p>Story</p></body></html>"
-    commits = Commits()
-    mw = VisitMiddleware(get_crawler().stats, commits)  # type: ignore[arg-type]
-    learned = noise.learn(
-        noise.sketch(noise.segments_of(html("http://example.com/lab/a.html", clock_page.format(1)))),
-        noise.segments_of(html("http://example.com/lab/a.html", clock_page.format(2))),
-    ).exclusions
-    assert learned
+    mw, commits = with_learned_noise("http://example.com/lab/a.html", clock_page)
     body = "<html><body><p>Server time 7 UTC</p><p>Story</p></body></html>"
     first = evaluate(html("http://example.com/lab/b.html", body), {})
     record = {"digest": first.digest, "payload_digest": first.payload_digest, "fetched": 0.0, "visits": 2}
-    mw.noise_pool.add("http://example.com/lab/a.html", learned)
     page = html("http://example.com/lab/b.html", body)
     page.request.meta.update({meta.FP: b"fp", meta.RECORD: record})  # type: ignore[union-attr]
     mw.process_spider_input(page)
@@ -144,14 +151,7 @@ def test_a_static_sibling_the_learned_noise_does_not_fit_gets_its_verdict() -> N
     that match nothing on it, is judged as it is (this crashed the visit:
     the URL was left without a verdict until its lease ran out)."""
     clock_page = "<html><body><p>Generated at {} UTC</p><p>Story</p></body></html>"
-    commits = Commits()
-    mw = VisitMiddleware(get_crawler().stats, commits)  # type: ignore[arg-type]
-    learned = noise.learn(
-        noise.sketch(noise.segments_of(html("http://example.com/p/a.html", clock_page.format(1)))),
-        noise.segments_of(html("http://example.com/p/a.html", clock_page.format(2))),
-    ).exclusions
-    assert learned
-    mw.noise_pool.add("http://example.com/p/a.html", learned)
+    mw, commits = with_learned_noise("http://example.com/p/a.html", clock_page)
     for body in ("<html><body><h1>Other</h1><p>static</p></body></html>", "<html><body></body></html>"):
         page = html("http://example.com/p/b.html", body)
         page.request.meta[meta.FP] = b"fp"  # type: ignore[union-attr]
