@@ -229,10 +229,11 @@ def open_store(
         if creating:
             os.makedirs(state.database, mode=0o700, exist_ok=True)
     except OSError as exc:
-        raise StateDirError(f"ADAPTIVE_STATE_DIR {state.path} cannot be written: {exc}") from exc
+        raise StateDirError(f"The state folder {state.path} ({state.source}) cannot be written: {exc}") from exc
     if not os.path.isdir(state.database):
+        what = "is a file, not a folder" if os.path.lexists(state.database) else "is missing"
         raise StateDirError(
-            f"{state.path} has {MARKER} but its database {DATABASE}/ is missing: the folder is incomplete. "
+            f"{state.path} has {MARKER} but its database {DATABASE}/ {what}: the folder is incomplete. "
             "Restore it from a backup, or remove the folder to start a new crawl."
         )
     try:

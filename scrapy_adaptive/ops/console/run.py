@@ -322,9 +322,9 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     for kind, counts in report["change_rates_by_host"].items():
         lines.append(f"  {kind}: " + ", ".join(f"{c} {counts[c]}" for c in report["rate_classes"] if counts.get(c)))
     lines.append("")
-    lines.append("most changing URLs:")
+    lines.append("most changing URLs:" + ("" if report["top_changing"] else " none revisited yet"))
     lines += [f"  {r['versions']:>4} versions in {r['visits']:>4} visits  {r['url']}" for r in report["top_changing"]]
-    lines.append("never changing URLs:")
+    lines.append("never changing URLs:" + ("" if report["never_changing"] else " none revisited yet"))
     lines += [f"  {r['visits']:>4} visits  {r['url']}" for r in report["never_changing"]]
     if "hints" in report:  # a running crawl of an older version answers without them
         lines += ["", *report_words(report["hints"])]
