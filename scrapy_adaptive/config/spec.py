@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -63,7 +64,7 @@ FIELD_TYPES = {
 
 #: what a value of each kind must be, in refusals ("... must be a number.")
 _EXPECTED = {
-    Kind.SECONDS: "a number of seconds",
+    Kind.SECONDS: "a number of seconds (or 90s, 15m, 1h, 2d)",
     Kind.NUMBER: "a number",
     Kind.INTEGER: "an integer",
     Kind.BOOL: "true or false",
@@ -187,10 +188,23 @@ def parse_value(spec: SettingSpec, raw: Any) -> Any:
     return raw
 
 
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86_400.0}
+
+
+def duration_seconds(text: str) -> float | None:
+    """``90s``, ``15m``, ``1h``, ``2d`` in seconds; None for anything else
+    (a bare number is read as seconds by whoever reads numbers)."""
+    found = _DURATION.match(text)
+    return float(found.group(1)) * _UNITS[found.group(2)] if found else None
+
+
 def _parse_number(spec: SettingSpec, raw: Any) -> float | int:
     integer = spec.kind is Kind.INTEGER
     if isinstance(raw, bool):
         raise ConfigError(f"{spec.name} ({raw!r}) must be {spec.expected()}.")
+    if spec.kind is Kind.SECONDS and isinstance(raw, str) and (seconds := duration_seconds(raw)) is not None:
+        return seconds
     try:
         value = float(raw)
         if integer:

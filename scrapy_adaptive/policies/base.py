@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from ..config.spec import ConfigError, Kind, requirement
+from ..config.spec import ConfigError, Kind, duration_seconds, requirement
 from ..config.table import DEFAULTS, SPECS_BY_NAME
 from ..hosts.hints import Hint
 from ..model import Visit
@@ -70,7 +70,8 @@ class WaitParams:
                 try:
                     typed = float(value)
                 except ValueError:
-                    pass
+                    if spec.kind is Kind.SECONDS:
+                        typed = duration_seconds(value) or value
             problem = requirement(spec, typed)
             if problem is not None:
                 raise ConfigError(f"{where}: {key!r} ({value!r}) must be {problem}.")

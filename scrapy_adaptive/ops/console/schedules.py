@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ...config.spec import ConfigError, clause
+from ...config.spec import ConfigError, clause, duration_seconds
 from ...frontier import Frontier, Politeness
 from ...hosts.crawltime import DEFAULT_FETCH_TIME, capacity
 from ...model import RecordError, UrlRecord
@@ -35,16 +35,15 @@ STORE_KEY = "schedules"
 #: the frontier meta key of the visits each schedule forced (written by the crawl)
 FORCED_KEY = "schedules-forced"
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
-_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": DAY}
+_SECONDS = re.compile(r"^\s*\d+(?:\.\d+)?\s*$")
 
 
 def duration(text: str, option: str) -> float:
     """``90``, ``90s``, ``15m``, ``1h``, ``2d`` in seconds; ValueError naming *option*."""
-    found = _DURATION.match(str(text))
-    if not found:
+    seconds = float(text) if _SECONDS.match(str(text)) else duration_seconds(str(text))
+    if seconds is None:
         raise ValueError(f"{option} {text!r} is not a duration (e.g. 3600, 90s, 15m, 1h, 2d).")
-    return float(found.group(1)) * _UNITS[found.group(2)]
+    return seconds
 
 
 def stored_entries(store: Store) -> list[dict[str, Any]]:

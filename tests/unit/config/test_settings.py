@@ -47,7 +47,7 @@ def test_command_line_strings_are_parsed() -> None:
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        ({"ADAPTIVE_MIN_DELAY": "abc"}, "ADAPTIVE_MIN_DELAY ('abc') must be a number of seconds."),
+        ({"ADAPTIVE_MIN_DELAY": "abc"}, "ADAPTIVE_MIN_DELAY ('abc') must be a number of seconds (or 90s, 15m, 1h, 2d)."),
         ({"ADAPTIVE_HOST_VALENCE": "1.5"}, "ADAPTIVE_HOST_VALENCE ('1.5') must be an integer."),
         ({"ADAPTIVE_HOST_VALENCE": 0}, "ADAPTIVE_HOST_VALENCE (0) must be at least 1."),
         ({"ADAPTIVE_MAX_RETRIES": -1}, "ADAPTIVE_MAX_RETRIES (-1) must be 0 or more."),
@@ -220,7 +220,7 @@ def test_every_bound_itself_is_allowed_when_inclusive(spec: SettingSpec) -> None
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        ({"ADAPTIVE_MIN_DELAY": True}, "ADAPTIVE_MIN_DELAY (True) must be a number of seconds."),
+        ({"ADAPTIVE_MIN_DELAY": True}, "ADAPTIVE_MIN_DELAY (True) must be a number of seconds (or 90s, 15m, 1h, 2d)."),
         ({"ADAPTIVE_HOST_VALENCE": False}, "ADAPTIVE_HOST_VALENCE (False) must be an integer."),
         ({"ADAPTIVE_BUDGET": True}, "ADAPTIVE_BUDGET (True) must be a number of revisits per day."),
         ({"ADAPTIVE_STATE_DIR": 5}, "ADAPTIVE_STATE_DIR (5) must be a folder path (a string)."),
@@ -387,3 +387,12 @@ def test_importing_the_settings_through_the_package_loads_no_scrapy() -> None:
     code += " sys.exit(any(m.split('.')[0] == 'scrapy' for m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_seconds_setting_takes_a_duration_as_the_console_does() -> None:
+    """``-s ADAPTIVE_WAIT_MIN=1h`` as ``scrapy frontier schedule --every 1h``."""
+    assert config(ADAPTIVE_WAIT_MIN="90s").wait_min == 90.0
+    assert config(ADAPTIVE_WAIT_MIN="15m", ADAPTIVE_WAIT_MAX="2d").wait_max == 2 * 86_400.0
+    assert config(ADAPTIVE_WAIT_MIN="1h").wait_min == 3600.0
+    with pytest.raises(ConfigError, match=r"ADAPTIVE_WAIT_MIN \('1 hour'\) must be a number of seconds \(or 90s"):
+        config(ADAPTIVE_WAIT_MIN="1 hour")
