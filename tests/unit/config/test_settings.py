@@ -47,7 +47,10 @@ def test_command_line_strings_are_parsed() -> None:
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        ({"ADAPTIVE_MIN_DELAY": "abc"}, "ADAPTIVE_MIN_DELAY ('abc') must be a number of seconds (or 90s, 15m, 1h, 2d)."),
+        (
+            {"ADAPTIVE_MIN_DELAY": "abc"},
+            "ADAPTIVE_MIN_DELAY ('abc') must be a number of seconds (or 90s, 15m, 1h, 2d).",
+        ),
         ({"ADAPTIVE_HOST_VALENCE": "1.5"}, "ADAPTIVE_HOST_VALENCE ('1.5') must be an integer."),
         ({"ADAPTIVE_HOST_VALENCE": 0}, "ADAPTIVE_HOST_VALENCE (0) must be at least 1."),
         ({"ADAPTIVE_MAX_RETRIES": -1}, "ADAPTIVE_MAX_RETRIES (-1) must be 0 or more."),
