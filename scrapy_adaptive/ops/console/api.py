@@ -437,7 +437,10 @@ def policy_in_words(policy: dict[str, Any]) -> list[str]:
             # before any revisit (or a first-visit Last-Modified age) the
             # "estimate" is the crawl's prior, often its time scale: no
             # reading of this page, and its raw figure misleads
-            lines.append("estimated change rate: none yet (no revisit so far; the wait comes from the crawl's prior)")
+            lines.append(
+                "the policy's estimated change rate: none yet (no revisit has yet told whether the page "
+                "changed; the wait comes from the crawl's prior)"
+            )
         elif rate > 0:
             lines.append(
                 f"the policy's estimated change rate: {rate * 86_400:.3g} per day (about one change every "

@@ -322,7 +322,7 @@ def test_the_policys_memory_of_a_url_is_said_in_words_or_left_out() -> None:
     fresh = UrlRecord("http://h/b", "h", {}, 0, visits=1, versions=1)
     fresh.policy = {"e": 0.9, "al": ["x", "h", 0.9, 1], "su": 43200.0}
     text = "\n".join(describe(fresh, 0.0))
-    assert "estimated change rate: none yet (no revisit so far" in text and "per day" not in text
+    assert "estimated change rate: none yet (no revisit has yet told" in text and "per day" not in text
 
 
 def test_a_waiting_hint_and_the_hosts_sources_in_words() -> None:
