@@ -19,7 +19,7 @@ from typing import Any
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from .integration.downloadermiddlewares.compression import SCRAPY_COMPRESSION, DecompressionVerdictMiddleware
-from .integration.downloadermiddlewares.errors import FetchErrorMiddleware
+from .integration.downloadermiddlewares.errors import FetchErrorMiddleware, RedirectGuardMiddleware
 from .integration.downloadermiddlewares.robots import RobotsRefreshMiddleware
 from .integration.downloadermiddlewares.validators import ValidatorsMiddleware
 from .integration.feedfile import DURABLE_FILE_STORAGE
@@ -36,8 +36,9 @@ TOOK_OVER_SETTING = "SCRAPY_ADAPTIVE_TOOK_OVER_DELTAFETCH"
 #: Scrapy built-in (the lowest is 50); the validators sit among the
 #: downloader's own (next to HttpCompressionMiddleware, 590); the WARC
 #: writer (off unless ADAPTIVE_WARC_DIR) sees bodies as sent and redirect
-#: hops (between RedirectMiddleware, 600, and CookiesMiddleware, 700)
-DOWNLOADER_MIDDLEWARES = {FetchErrorMiddleware: 10, ValidatorsMiddleware: 580}
+#: hops (between RedirectMiddleware, 600, and CookiesMiddleware, 700); the
+#: redirect guard sees a 3xx just before RedirectMiddleware does
+DOWNLOADER_MIDDLEWARES = {FetchErrorMiddleware: 10, ValidatorsMiddleware: 580, RedirectGuardMiddleware: 605}
 #: added only with ``ADAPTIVE_WARC_DIR``: a default is not worth a "disabled" warning at every start
 WARC_MIDDLEWARE = {WarcMiddleware: 610}
 #: the sitemaps middleware reads its responses after the visit was judged
