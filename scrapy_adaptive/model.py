@@ -123,63 +123,53 @@ class Visit:
     probe: float | None = None
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+_NUMBERS = frozenset({int, float})
+_INT = frozenset({int})
+_TEXT = frozenset({str})
+_DICT = frozenset({dict})
+_LIST = frozenset({list})
+_NONE = type(None)
 
-
-def _integer(value: Any) -> bool:
-    return type(value) is int
-
-
-def _text(value: Any) -> bool:
-    return isinstance(value, str)
-
-
-def _visit_triple(entry: Any) -> bool:
-    return (
-        isinstance(entry, list)
-        and len(entry) == 3
-        and _number(entry[0])
-        and _text(entry[1])
-        and (entry[2] is None or _integer(entry[2]))
-    )
-
-
-#: what each field read back must be, beyond the few the frontier checks first
+#: what each stored field must be, beyond the few the frontier checks first
 #: (a record that passes is safe to judge, report and write again; one that
-#: does not is quarantined like an unreadable one)
-_FIELD_CHECKS: dict[str, tuple[Callable[[Any], bool], bool]] = {  # name -> (check, None allowed)
-    "discovered": (_number, False),
-    "visits": (_integer, False),
-    "versions": (_integer, False),
-    "failures": (_integer, False),
-    "status": (_integer, True),
-    "content_type": (_text, True),
-    "size": (_integer, True),
-    "fetched": (_number, True),
-    "duration": (_number, True),
-    "overdue": (_number, True),
-    "digest": (_text, True),
-    "payload_digest": (_text, True),
-    "etag": (_text, True),
-    "last_modified": (_text, True),
-    "wait": (_number, True),
-    "outcome": (_text, True),
-    "reason": (_text, True),
-    "history": (lambda v: isinstance(v, list) and all(_visit_triple(e) for e in v), False),
-    "policy": (lambda v: isinstance(v, dict), False),
-    "hint": (lambda v: isinstance(v, dict), True),
-    "validator_lies": (lambda v: isinstance(v, list) and all(_integer(x) for x in v), True),
-    "noise": (lambda v: isinstance(v, dict), True),
+#: does not is quarantined like an unreadable one): stored key -> the exact
+#: types allowed (``type(v) in``: a bool is not a number here)
+_FIELD_TYPES: dict[str, frozenset[type]] = {
+    "dt": _NUMBERS,
+    "vi": _INT,
+    "ve": _INT,
+    "fa": _INT,
+    "st": _INT | {_NONE},
+    "ct": _TEXT | {_NONE},
+    "sz": _INT | {_NONE},
+    "ft": _NUMBERS | {_NONE},
+    "du": _NUMBERS | {_NONE},
+    "ov": _NUMBERS | {_NONE},
+    "dg": _TEXT | {_NONE},
+    "pd": _TEXT | {_NONE},
+    "et": _TEXT | {_NONE},
+    "lm": _TEXT | {_NONE},
+    "wt": _NUMBERS | {_NONE},
+    "oc": _TEXT | {_NONE},
+    "rs": _TEXT | {_NONE},
+    "hi": _LIST,
+    "ps": _DICT,
+    "hn": _DICT | {_NONE},
+    "vl": _LIST | {_NONE},
+    "nz": _DICT | {_NONE},
 }
 
 
-def _wrong_fields(record: UrlRecord) -> list[str]:
-    wrong = []
-    for name, (check, optional) in _FIELD_CHECKS.items():
-        value = getattr(record, name)
-        if not ((optional and value is None) or check(value)):
-            wrong.append(name)
+def _wrong_fields(data: dict[str, Any]) -> list[str]:
+    """The stored keys of *data* (a decoded record) whose values have the wrong type."""
+    wrong = [key for key, value in data.items() if type(value) not in _FIELD_TYPES.get(key, (type(value),))]
+    for entry in data.get("hi") or ():  # [time, change, status] each
+        if type(entry) is not list or len(entry) != 3 or type(entry[0]) not in _NUMBERS or type(entry[1]) is not str:
+            wrong.append("hi")
+            break
+    lies = data.get("vl")
+    if type(lies) is list and any(type(x) is not int for x in lies):
+        wrong.append("vl")
     return wrong
 
 
@@ -318,8 +308,8 @@ class UrlRecord:
             and type(record.directive) is int
         ):
             raise RecordError("a field has the wrong type (url, queue, request, next_ms or directive)")
-        if wrong := _wrong_fields(record):
-            raise RecordError(f"a field has the wrong type ({', '.join(wrong)})")
+        if wrong := _wrong_fields(data):
+            raise RecordError(f"a field has the wrong type ({', '.join(_NAMES.get(k, k) for k in wrong)})")
         record._request_raw = tail if newline else None
         record._request_obj = request
         return record
