@@ -156,6 +156,11 @@ def number_text(value: float) -> str:
     return str(int(value)) if float(value).is_integer() and abs(value) < 1e16 else repr(value)
 
 
+def plural(n: float, word: str) -> str:
+    """*word* as it goes after the number *n*: ``1 host``, ``2 hosts``."""
+    return word if n == 1 else f"{word}s"
+
+
 def duration_text(seconds: float) -> str:
     """``10 years`` or ``3 days`` when exact, else the seconds."""
     for unit, length in (("years", 365 * 86_400), ("days", 86_400), ("hours", 3_600)):
@@ -246,20 +251,15 @@ def _parse_bool(spec: SettingSpec, raw: Any) -> bool:
 
 def check_value(spec: SettingSpec, value: Any) -> None:
     """Refuse a typed *value* outside what *spec* allows, naming the setting."""
-    problem = _problem(spec, value)
+    problem = requirement(spec, value)
     if problem is not None:
         raise ConfigError(f"{spec.name} ({value!r}) must be {problem}.")
 
 
 def requirement(spec: SettingSpec, value: Any) -> str | None:
-    """What a typed *value* must be instead to pass *spec* (None: it passes),
-    for values given under another name (a policy entry's ``min``, a
-    request's override) and held to the setting's bounds."""
-    return _problem(spec, value)
-
-
-def _problem(spec: SettingSpec, value: Any) -> str | None:
-    """What *value* must be instead, or None when it is allowed."""
+    """What a typed *value* must be instead to pass *spec*, or None when it is
+    allowed (also for values given under another name, held to the setting's
+    bounds: a policy entry's ``min``, a request's override)."""
     if value is None:
         return None if spec.optional or spec.kind is Kind.OBJECT else spec.expected()
     if spec.kind in _NUMERIC:

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..change.trust import TrustParams
 from ..config.settings import AdaptiveConfig
-from ..config.spec import clause
+from ..config.spec import clause, plural
 from ..frontier import Frontier, Politeness
 from ..frontier.advance import rebound
 from ..frontier.sharing import Sharing
 from ..hosts.capacity import HostCapacity
-from ..ops.console.api import FrontierConsole, human, plural
+from ..ops.console.api import FrontierConsole, human
 from ..ops.console.schedules import ScheduleConsole, load_stored
 from ..ops.crawllog import CrawlLog
 from ..ops.pace import CAPACITY, CONFIGURED, PRECISION, Pace

@@ -49,7 +49,7 @@ from ..frontier import AddResult, ChangeState, Frontier, Outcome, UrlRecord, Vis
 from ..frontier.canonical import Canonical
 from ..hosts.capacity import HostCapacity
 from ..ops.console import control
-from ..ops.console.api import take_seeds
+from ..ops.console.seeds import take_seeds
 from ..policies import PolicyStack, load_wait_policy
 from ..store.base import StoreCorrupt, StoreError
 from ..store.statedir import StateDirError

@@ -21,11 +21,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..change.trust import Trust, TrustBook
+from ..config.spec import plural
 from ..frontier import Frontier
 from ..hosts.crawltime import estimate_hosts
 from ..store.base import Batch, StoreError
 from ..store.statedir import private_opener
-from .console.api import FrontierConsole, human, human_bytes, plural
+from .console.api import FrontierConsole, human, human_bytes
 from .console.html import render
 from .pace import PRECISION, Pace, budget_words, next_due
 from .progress import META_KEY as PROGRESS_KEY

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from ..config.spec import ConfigError, Kind, duration_seconds, requirement
+from ..config.spec import ConfigError, Kind, parse_value, requirement
 from ..config.table import DEFAULTS, SPECS_BY_NAME
 from ..hosts.hints import Hint
 from ..model import Visit
@@ -65,13 +65,10 @@ class WaitParams:
                 continue
             # held to the bounds of the setting it stands for (ADAPTIVE_WAIT_<KEY>)
             spec = SPECS_BY_NAME[f"ADAPTIVE_WAIT_{key.upper()}"]
-            typed = value
-            if isinstance(value, str) and spec.kind is not Kind.BOOL:
-                try:
-                    typed = float(value)
-                except ValueError:
-                    if spec.kind is Kind.SECONDS:
-                        typed = duration_seconds(value) or value
+            try:  # read as the setting is (a number, "90", "15m"); a flag must be a bool
+                typed = value if value is None or spec.kind is Kind.BOOL else parse_value(spec, value)
+            except ConfigError:
+                typed = value  # the requirement below says what it must be, under this entry's name
             problem = requirement(spec, typed)
             if problem is not None:
                 raise ConfigError(f"{where}: {key!r} ({value!r}) must be {problem}.")

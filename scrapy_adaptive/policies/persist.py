@@ -70,14 +70,11 @@ def restore_shared(shared: MutableMapping[str, Any], raw: bytes) -> list[str]:
     restored = []
     for key, state in saved.items():
         value: Any = shared.get(key)
+        listed = isinstance(value, list) and isinstance(state, list) and len(value) == len(state)
+        if not (_persistent(value) or listed):
+            continue
         try:
-            if _persistent(value):
-                value.restore(state)
-            elif isinstance(value, list) and isinstance(state, list) and len(value) == len(state):
-                for v, st in zip(value, state, strict=True):
-                    v.restore(st)
-            else:
-                continue
+            _restore(value, state)
         except Exception as exc:  # noqa: BLE001 (saved data of any shape: every failure is the same refusal)
             # what was restored before is put back as it was built: fresh
             # aggregates throughout, never half of the last run's

@@ -106,10 +106,10 @@ def same_empty_answer(record: dict[str, Any], visit: Visit) -> bool:
     return (
         visit.digest is None
         and visit.size == 0
-        and record.get("visits")
+        and bool(record.get("visits"))
         and record.get("size") == 0
         and record.get("status") == visit.status
-    ) is True
+    )
 
 
 def same_redirect(record: dict[str, Any], status: int | None, reason: str) -> bool:

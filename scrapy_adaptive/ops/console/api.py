@@ -16,28 +16,23 @@ No Scrapy import.
 
 from __future__ import annotations
 
-import json
-import logging
-import os
 import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from ...change.trust import TrustBook
+from ...config.spec import plural
 from ...frontier import Frontier, UrlRecord
 from ...frontier.shape import percentile
 from ...model import RecordError
 from ...policies import memory
 from ...policies.estimator import CHANGED, EXACT
 from ...store.keys import time_to_ms
-from ...store.marker import private_opener
 from ..progress import Progress
 from .hinttrack import pending_hint, track_record, url_words
-
-logger = logging.getLogger(__name__)
+from .seeds import Seeder, seed_problem
 
 #: upper edges (seconds) of the wait-interval classes
 WAIT_EDGES = (60.0, 600.0, 3600.0, 6 * 3600.0, 86_400.0, 7 * 86_400.0)
@@ -46,36 +41,6 @@ RATE_EDGES = (0.1, 1.0, 10.0, 100.0)
 TOP = 10
 #: URLs due counted per host at most (a bounded scan of its queue index)
 DUE_LIMIT = 100_000
-#: seeds given to a stopped crawl, added by the scheduler when it next opens
-SEEDS_FILE = "seeds.jsonl"
-#: where lines of the seeds file that are not seeds are kept
-REJECTED_SEEDS_FILE = "seeds-rejected.jsonl"
-
-
-def seed_problem(url: str) -> str | None:
-    """Why *url* cannot be a seed, or None.
-
-    Checked when the seed is given: a stopped crawl would otherwise take it
-    into its seeds file, say it was added, and only refuse it at its next
-    start, in a log line nobody who typed the URL reads.
-    """
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 (raises on a port that is not a number)
-    except ValueError as exc:
-        return f"{url!r} is not a URL to seed: {exc}."
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        return f"{url!r} is not a URL to seed: it needs http:// or https:// and a host (e.g. https://example.com/)."
-    return None
-
-
-#: takes URLs to seed, answers one ``{"url", "result"}`` per URL
-Seeder = Callable[[list[str]], list[dict[str, Any]]]
-
-
-def plural(n: float, word: str) -> str:
-    """*word* as it goes after the number *n*: ``1 host``, ``2 hosts``."""
-    return word if n == 1 else f"{word}s"
 
 
 def human(seconds: float | None) -> str:
@@ -359,66 +324,6 @@ class FrontierConsole:
                 yield {"record": data}
         else:
             raise ValueError(f"unknown op {op!r}")
-
-
-def file_seeder(state_path: str) -> Seeder:
-    """Seeds for a stopped crawl: appended to the state folder's seeds file,
-    added (through the scheduler, like any request) when the crawl next opens."""
-
-    def seed(urls: list[str]) -> list[dict[str, Any]]:
-        path = os.path.join(state_path, SEEDS_FILE)
-        with open(path, "a", encoding="utf-8", opener=lambda p, f: os.open(p, f, 0o600)) as f:
-            for url in urls:
-                f.write(json.dumps({"url": url}) + "\n")
-        return [{"url": url, "result": "added when the crawl next starts"} for url in urls]
-
-    return seed
-
-
-def take_seeds(state_path: str, seeder: Seeder) -> list[dict[str, Any]]:
-    """Hand the seeds left by ``scrapy frontier seed`` while the crawl was
-    stopped to *seeder*; the file is removed once they are all added.
-
-    The file is read, never followed (a link there is refused, not read),
-    and a file that cannot be read stays as it is, with one error line: the
-    crawl starts without its seeds.  Lines that are not seeds are kept in
-    :data:`REJECTED_SEEDS_FILE`, with one warning.
-    """
-    path = os.path.join(state_path, SEEDS_FILE)
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        with open(fd, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except FileNotFoundError:
-        return []
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        logger.error(
-            "The seeds file %s cannot be read (%s); its seeds are not added and it is left as it is.", path, reason
-        )
-        return []
-    urls, rejected = [], []
-    for line in lines:
-        try:
-            urls.append(str(json.loads(line)["url"]))
-        except (ValueError, KeyError, TypeError):
-            if line.strip():
-                rejected.append(line)
-    if rejected:
-        kept = os.path.join(state_path, REJECTED_SEEDS_FILE)
-        with open(kept, "a", encoding="utf-8", opener=private_opener) as f:
-            f.write("".join(line + "\n" for line in rejected))
-        logger.warning(
-            '%d %s of %s %s not a seed ({"url": ...} JSON); kept in %s.',
-            len(rejected),
-            plural(len(rejected), "line"),
-            path,
-            "is" if len(rejected) == 1 else "are",
-            kept,
-        )
-    results = seeder(urls)
-    os.unlink(path)
-    return results
 
 
 def policy_in_words(policy: dict[str, Any]) -> list[str]:

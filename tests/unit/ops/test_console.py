@@ -13,8 +13,9 @@ import pytest
 from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Store
-from scrapy_adaptive.ops.console.api import FrontierConsole, file_seeder, take_seeds
+from scrapy_adaptive.ops.console.api import FrontierConsole
 from scrapy_adaptive.ops.console.html import render
+from scrapy_adaptive.ops.console.seeds import file_seeder, take_seeds
 from scrapy_adaptive.ops.progress import HOUR, Progress
 from scrapy_adaptive.ops.reporting import Reporter
 from scrapy_adaptive.store.leveldb import LevelDBStore
@@ -260,8 +261,8 @@ def test_a_seed_that_is_not_an_http_url_is_refused_at_once(
 
     from scrapy.settings import Settings
 
-    from scrapy_adaptive.ops.console.api import SEEDS_FILE
     from scrapy_adaptive.ops.console.run import main
+    from scrapy_adaptive.ops.console.seeds import SEEDS_FILE
 
     state = StateDir(str(tmp_path / "job" / "adaptive"), temporary=False)
     open_store(state, spider="s", fingerprinter="fp", sync=False).close()
@@ -351,7 +352,7 @@ def test_a_waiting_hint_and_the_hosts_sources_in_words() -> None:
 def test_a_seeds_file_that_cannot_be_read_is_left_as_it_is_with_one_error(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from scrapy_adaptive.ops.console.api import REJECTED_SEEDS_FILE, SEEDS_FILE
+    from scrapy_adaptive.ops.console.seeds import REJECTED_SEEDS_FILE, SEEDS_FILE
 
     seeds = tmp_path / SEEDS_FILE
     taken: list[str] = []
