@@ -46,7 +46,7 @@ from .world import World
 _FP = struct.Struct(">I")
 NOT_MODIFIED_BYTES = 300
 DETECTIONS = ("normalised", "raw", "learned")
-_UNPROBED, _PROBING, _SETTLED = 0, 1, 2
+_UNPROBED, _PROBING, _CONFIRMING, _SETTLED = 0, 1, 2, 3
 
 
 @dataclass
@@ -56,8 +56,8 @@ class RunConfig:
     #: "normalised": the digest ignores noise; "raw": any byte change is a
     #: change; "learned": raw until the crawler's noise learner
     #: (``change/noise.py``) has probed the page: a page without usable
-    #: validators is probed (due at once, politeness spaces it) after its
-    #: first changed revisit, and a noise page is normalised from the probe on
+    #: validators is probed twice (due at once, politeness spaces them) after
+    #: its first changed revisit, and a noise page is normalised from the second probe on
     detection: str = "normalised"
     history_size: int = 16
     #: total fetches per second the crawler can make (None: unlimited)
@@ -177,8 +177,13 @@ def simulate(
             change = ChangeState.CHANGED  # a new URL: its first version
             metrics.first_visit(page, now, j)
         elif learning and probing[i] == _PROBING:
-            # the probe: whatever differs since the last fetch is learned as
-            # noise (a real change in those seconds too), never a change
+            # the first probe: held back (unchanged) while a second pair tells
+            probing[i], probe = _CONFIRMING, True
+            change = ChangeState.UNCHANGED
+            metrics.revisit(page, now, changes, k, j)
+        elif learning and probing[i] == _CONFIRMING:
+            # the second probe: what moved over both pairs is learned as noise
+            # (a real change within those seconds is rare enough to ignore here)
             probing[i], probed = _SETTLED, True
             change = ChangeState.UNCHANGED
             metrics.revisit(page, now, changes, k, j)

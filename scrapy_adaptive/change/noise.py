@@ -17,24 +17,40 @@ hash and cannot be learned from).
 
 **Learning.**  The sketch and the later fetch's segments are aligned
 (``difflib``); every segment replaced by one of the same token count is a
-noise segment, and its tokens that differ are *wildcards*.  So that a date
-beside a clock does not break the exclusion at midnight, every token that
-holds a digit in a segment with a wildcard is a wildcard too.  A segment
-inserted or deleted, or of a different token count, cannot be described
-that way: the page is "not learnable" and the wait policy's noise guard
-(``policies/noise.py``) stays its only defence.
+noise segment, and its tokens that differ are *wildcards*.  A token that
+held still over the pair is kept, whatever it holds (a price beside an
+"as of 12:03" line), with one exception: the calendar date written beside a
+clock that moved, which turns with it at midnight.  A segment inserted or
+deleted, or of a different token count, cannot be described that way: the
+page is "not learnable" and the wait policy's noise guard
+(``policies/noise_guard.py``) stays its only defence.
+
+**What is never noise.**  A real edit can land between the two fetches.
+The probe is a full download (a 304 or an aborted fetch would show
+nothing) and must come within the probe window of the fetch it checks,
+measured from that fetch, not from whatever visit came between.  A
+difference that came with moved validators (another ETag or
+Last-Modified) is an edit, unless a second pair shows the validators move
+at every fetch.  Once learned, a mask that would hide the only difference
+between two fetches whose validators differ is dropped and the visit is a
+change.  A sibling's mask (:class:`NoisePool`) is stored but judges nothing
+until the page's own probe shows the masked parts move there too; if they
+held still, the change it held back is delivered with the probe.
 
 **An exclusion** identifies its segment by what composes and precedes it,
-not by its value: ``[anchor, n, wildcards, fixed]``: the token count, the
-wildcard positions, the hash of the other tokens, and the hash of the
-preceding segment (its text, or which exclusion it matched).  A segment
-with fixed text (``Server time * UTC``) matches wherever it is; one that
-is all wildcards (a lone token) only after its anchor.  A matching segment
-is left out of the digest; a segment of the same shape but other fixed
-text (a real edit of the line that holds the clock) is kept, so the edit
-is seen.  A lone token is told from a stable one-word segment by its
-anchor only: in a page that repeats the same text before both, the stable
-one is left out too (a repeated navigation bar with a token in one copy).
+not by its value: ``[anchor, n, wildcards, fixed, follower]``: the hash of
+the preceding segment (its text, or which exclusion it matched), the token
+count, the wildcard positions, the hash of the other tokens, and the hash
+of the next segment that is not noise.  A segment with fixed text
+(``Server time * UTC``) matches wherever it is; one that is all wildcards
+(a lone token) only after its anchor or before its follower, so an edit of
+the text on one side of it does not lose it.  A matching segment is left
+out of the digest; a segment in an exclusion's place with its shape but
+other fixed text (a price edited in the line that holds the clock) makes
+the visit a change, and the exclusion takes the new text over.  A lone
+token is told from a stable one-word segment by its place only: in a page
+that repeats the same text around both, the stable one is left out too (a
+repeated navigation bar with a token in one copy).
 
 Pure: no Scrapy imports; the response is duck-typed as in :mod:`.digest`.
 """
@@ -52,6 +68,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..config.matching import media_type
+from ..model import ChangeState
 from .digest import sha1_digest, text_of, visible_root
 
 if TYPE_CHECKING:
@@ -75,9 +92,61 @@ MAX_PAGE_TOKENS = 20_000
 MAX_EXCLUSIONS = 32
 
 Segment = tuple[str, ...]
-Exclusion = list[Any]  # [anchor, n, wildcards, fixed], JSON-safe
+Exclusion = list[Any]  # [anchor, n, wildcards, fixed, follower], JSON-safe (older ones lack the follower)
 
-_DIGIT = re.compile(r"\d")
+#: a time of day in a token (12:03, 12:03:04.5, 2026-11-27T12:03:04Z)
+_CLOCK = re.compile(r"\d{1,2}:\d{2}")
+#: a whole date in one token (2026-11-27, 27.11.2026, 11/27/26)
+_NUMERIC_DATE = re.compile(r"^(\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[./-]\d{1,2}[./-](\d{4}|\d{2}))\b")
+_YEAR = re.compile(r"^(19|20)\d{2}[,;.)]?$")
+_DAY = re.compile(r"^\d{1,2}(st|nd|rd|th)?[,.]?$")
+_MONTHS = frozenset(
+    "jan feb mar apr may jun jul aug sep sept oct nov dec january february march april june july august "
+    "september october november december".split()
+)
+_WEEKDAYS = frozenset(
+    "mon tue tues wed thu thur thurs fri sat sun monday tuesday wednesday thursday friday saturday sunday".split()
+)
+#: tokens a date and its clock are written across ("27 Nov 2026 at 12:03")
+_CONNECTORS = frozenset(["at", "on", "-", "\u2013", "|", "@", ",", "/"])
+
+
+def _word(token: str) -> str:
+    return token.lower().strip(".,;:()[]")
+
+
+def _calendar(segment: Segment, k: int) -> bool:
+    """True if token *k* is part of a calendar date (a day of the month only beside a month's name)."""
+    token = segment[k]
+    word = _word(token)
+    if word in _MONTHS or word in _WEEKDAYS or _YEAR.match(token) or _NUMERIC_DATE.match(token):
+        return True
+    if _DAY.match(token):
+        return any(0 <= j < len(segment) and _word(segment[j]) in _MONTHS for j in (k - 1, k + 1))
+    return False
+
+
+def _date_of_clock(segment: Segment, changed: Sequence[int]) -> set[int]:
+    """The calendar date written beside a clock that moved.
+
+    It held still over the probe pair only because both fetches fell on one
+    day: it turns with the clock at midnight, so it is the clock's, not the
+    page's.  Nothing else that held still is noise (a price beside an
+    "as of 12:03" is kept).
+    """
+    out: set[int] = set()
+    for k in changed:
+        if not _CLOCK.search(segment[k]):
+            continue
+        for direction in (-1, 1):
+            j = k + direction
+            while 0 <= j < len(segment):
+                if _calendar(segment, j):
+                    out.add(j)
+                elif _word(segment[j]) not in _CONNECTORS and segment[j] not in _CONNECTORS:
+                    break
+                j += direction
+    return out
 
 
 def _token_hash(token: str) -> str:
@@ -138,41 +207,78 @@ class Learned:
     differed: bool
 
 
-def learn(before: Sequence[str], after: Sequence[Segment]) -> Learned:
-    """Learn the exclusions from a sketch (*before*) and a later fetch's segments."""
+def differences(before: Sequence[str], after: Sequence[Segment]) -> dict[int, list[int]] | None:
+    """The tokens of each segment of *after* that differ from the sketch *before*.
+
+    ``{segment index: [token positions]}`` for the segments that differ
+    (``{}``: none); None if the two cannot be aligned segment by segment
+    (a segment inserted or deleted, another token count, a long segment
+    that changed).  Aligned fetches have the same segments in the same
+    order, so their indices are the same.
+    """
     now = sketch(after)
     matcher = difflib.SequenceMatcher(None, list(before), now, autojunk=False)
-    noise: dict[int, list[int]] = {}
-    differed = False
+    out: dict[int, list[int]] = {}
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
-        differed = True
         if tag != "replace" or i2 - i1 != j2 - j1:
-            return Learned(None, True)
+            return None
         for old, j in zip(before[i1:i2], range(j1, j2), strict=True):
             new = now[j]
             if old.startswith("#") or new.startswith("#") or len(old) != len(new):
-                return Learned(None, True)
-            segment = after[j]
-            wildcards = [k for k in range(len(segment)) if old[4 * k : 4 * k + 4] != new[4 * k : 4 * k + 4]]
-            wildcards = sorted(set(wildcards) | {k for k, t in enumerate(segment) if _DIGIT.search(t)})
-            noise[j] = wildcards
-    if not differed:
-        return Learned([], False)
+                return None
+            out[j] = [k for k in range(len(after[j])) if old[4 * k : 4 * k + 4] != new[4 * k : 4 * k + 4]]
+    return out
+
+
+def exclusions_of(segments: Sequence[Segment], noise: dict[int, list[int]]) -> list[Exclusion] | None:
+    """The exclusions of the *noise* tokens of *segments* (None: too many to be a template's)."""
     exclusions: list[Exclusion] = []
     anchor = _hash("")
-    for j, segment in enumerate(after):
-        if j in noise:
-            exclusion = [anchor, len(segment), noise[j], _fixed(segment, noise[j])]
-            if exclusion not in exclusions:  # two lone tokens after the same text: one rule
+    for j, segment in enumerate(segments):
+        if noise.get(j):
+            follower = _follower(segments, j, noise)
+            exclusion = [anchor, len(segment), noise[j], _fixed(segment, noise[j]), follower]
+            if exclusion not in exclusions:  # two lone tokens between the same texts: one rule
                 exclusions.append(exclusion)
             anchor = _excluded_anchor(exclusions.index(exclusion))
         else:
             anchor = _hash(" ".join(segment))
-    if len(exclusions) > MAX_EXCLUSIONS:
+    return None if len(exclusions) > MAX_EXCLUSIONS else exclusions
+
+
+def with_dates(segments: Sequence[Segment], noise: dict[int, list[int]]) -> dict[int, list[int]]:
+    """*noise* with the calendar date beside each moving clock (:func:`_date_of_clock`)."""
+    return {j: sorted(set(w) | _date_of_clock(segments[j], w)) for j, w in noise.items() if w}
+
+
+def learn(before: Sequence[str], after: Sequence[Segment]) -> Learned:
+    """The exclusions one pair of fetches suggests: a sketch (*before*) and a
+    later fetch's segments.  The crawl learns from two pairs in a row
+    (:func:`step`), keeping what moved in both."""
+    diff = differences(before, after)
+    if diff is None:
         return Learned(None, True)
-    return Learned(exclusions, True)
+    if not diff:
+        return Learned([], False)
+    return Learned(exclusions_of(after, with_dates(after, diff)), True)
+
+
+def changed_since(before: Sequence[str], after: Sequence[Segment], noise: dict[int, list[int]]) -> bool:
+    """True if *after* differs from the sketch *before* outside the *noise* tokens."""
+    now = sketch(after)
+    if len(now) != len(before):
+        return True
+    for j, (old, new) in enumerate(zip(before, now, strict=True)):
+        if old == new:
+            continue
+        if old.startswith("#") or new.startswith("#") or len(old) != len(new):
+            return True
+        skip = set(noise.get(j, ()))
+        if any(old[4 * k : 4 * k + 4] != new[4 * k : 4 * k + 4] for k in range(len(old) // 4) if k not in skip):
+            return True
+    return False
 
 
 def _excluded_anchor(index: int) -> str:
@@ -180,15 +286,28 @@ def _excluded_anchor(index: int) -> str:
     return _hash(f"\x00{index}")
 
 
+#: the follower of a segment that ends the page
+_END = "\x01end"
+
+
+def _follower(segments: Sequence[Segment], j: int, excluded: Any) -> str:
+    """The hash of the first segment after *j* that is not noise (the page's end if none)."""
+    for k in range(j + 1, len(segments)):
+        if k not in excluded:
+            return _hash(" ".join(segments[k]))
+    return _hash(_END)
+
+
 def _excluded(segment: Segment, anchor_hash: str, exclusions: Sequence[Exclusion]) -> int | None:
-    """The index of the exclusion *segment* matches, or None.
+    """The index of the exclusion *segment* matches after *anchor_hash*, or None.
 
     A segment with fixed text (``Server time * UTC``) is recognised by it
     wherever it is, so a real edit of its neighbour does not hide it; one
-    that is all wildcards (a lone token) only right after its anchor.
+    that is all wildcards (a lone token) only right after its anchor (or,
+    below, right before its follower).
     """
     anywhere = None
-    for index, (anchor, n, wildcards, fixed) in enumerate(exclusions):
+    for index, (anchor, n, wildcards, fixed, *_) in enumerate(exclusions):
         if n == len(segment) and fixed == _fixed(segment, wildcards):
             if anchor == anchor_hash:
                 return index  # in its place: the exclusion learned there
@@ -199,42 +318,145 @@ def _excluded(segment: Segment, anchor_hash: str, exclusions: Sequence[Exclusion
 
 @dataclass(frozen=True)
 class Masked:
-    """A page digested without its noise: the digest, and how many learned
-    exclusions found their segment (fewer than all: the template moved)."""
+    """A page digested without its noise.
+
+    ``digest``: the page without the segments its exclusions found;
+    ``matched``: how many exclusions found their segment (fewer than all:
+    the template moved); ``edited``: exclusions whose segment sits in its
+    place with its shape but other fixed text (the line that holds the clock
+    was edited: a change), by index, with the new fixed text's hash.
+    """
 
     digest: str
     matched: int
+    edited: dict[int, str]
+
+
+def _place(segments: Sequence[Segment], exclusions: Sequence[Exclusion]) -> tuple[dict[int, int], dict[int, int]]:
+    """Which segments the exclusions find ``{segment: exclusion}``, and which
+    sit in an exclusion's place with other fixed text.
+
+    First by anchor (or fixed text anywhere), in page order; then an
+    exclusion not found is looked for right before its follower, so a lone
+    token after a line that was edited is still found, and a segment in its
+    place but with other fixed text is an edit of that line.
+    """
+    found: dict[int, int] = {}
+    anchor = _hash("")
+    for i, segment in enumerate(segments):
+        index = _excluded(segment, anchor, exclusions)
+        if index is not None:
+            found[i] = index
+            anchor = _excluded_anchor(index)
+        else:
+            anchor = _hash(" ".join(segment))
+    edited: dict[int, int] = {}
+    missing = sorted(set(range(len(exclusions))) - set(found.values()))
+    for index in missing:
+        anchor, n, wildcards, fixed, *rest = exclusions[index]
+        follower = rest[0] if rest else None
+        for i, segment in enumerate(segments):
+            if i in found or i in edited or len(segment) != n:
+                continue
+            before = (
+                _hash("")
+                if i == 0
+                else (_excluded_anchor(found[i - 1]) if i - 1 in found else _hash(" ".join(segments[i - 1])))
+            )
+            if before != anchor and (follower is None or _follower(segments, i, found) != follower):
+                continue
+            if _fixed(segment, wildcards) == fixed:
+                found[i] = index
+            elif n > len(wildcards):
+                edited[i] = index
+            break
+    return found, edited
 
 
 def masked_digest(segments: Sequence[Segment], exclusions: Sequence[Exclusion]) -> Masked:
-    """The ``noise`` digest of *segments* without the segments *exclusions* match."""
-    kept: list[str] = []
-    anchor = _hash("")
-    found: set[int] = set()
-    for segment in segments:
-        index = _excluded(segment, anchor, exclusions) if exclusions else None
-        if index is not None:
-            found.add(index)
-            anchor = _excluded_anchor(index)
-            continue
-        text = " ".join(segment)
-        kept.append(text)
-        if exclusions:
-            anchor = _hash(text)
-    return Masked(sha1_digest(RULE, "\n".join(kept).encode("utf-8")), len(found))
+    """The ``noise`` digest of *segments* without the segments *exclusions* find."""
+    if not exclusions:
+        return Masked(sha1_digest(RULE, "\n".join(" ".join(s) for s in segments).encode("utf-8")), 0, {})
+    found, edited = _place(segments, exclusions)
+    kept = [" ".join(segment) for i, segment in enumerate(segments) if i not in found and i not in edited]
+    changes = {index: _fixed(segments[i], exclusions[index][2]) for i, index in edited.items()}
+    return Masked(sha1_digest(RULE, "\n".join(kept).encode("utf-8")), len(set(found.values())), changes)
+
+
+def follow_edits(exclusions: Sequence[Exclusion], edited: dict[int, str]) -> list[Exclusion]:
+    """*exclusions* with the fixed text of the lines edited in place taken over."""
+    out = [list(e) for e in exclusions]
+    for index, fixed in edited.items():
+        out[index][3] = fixed
+    return out
 
 
 # -- the per-URL state machine ---------------------------------------------------
 
-#: probes one URL may cost in its life (a first learning and two re-learnings
-#: after its template moved); past that the wait policy's guard alone
-MAX_PROBES = 3
+#: probes one URL may cost in its life: a learning takes two (two pairs of
+#: fetches), a sibling's mask is confirmed by one; past that the wait
+#: policy's guard alone
+MAX_PROBES = 6
 
 # the state's keys (the record's ``noise``, stored as is)
 SKETCH = "b"  #: a fetch's sketch, waiting for its probe
+SKETCHED_AT = "t"  #: when the sketched fetch was made (the probe must come within the window)
+SKETCH_VALIDATORS = "v"  #: the sketched fetch's [ETag, Last-Modified]
+TRIGGER = "g"  #: the sketch of the fetch that started a learning (the last probe is judged against it)
+FIRST_PAIR = "c"  #: the tokens that moved over the first pair, by segment index
+FIRST_MOVED = "m"  #: the validators moved over the first pair
 EXCLUSIONS = "x"  #: the learned exclusions
-SETTLED = "s"  #: "clean" (the probe found no change) or "hard" (not learnable)
+PER_FETCH = "f"  #: the URL's validators moved over both pairs: they move at every fetch
+ADOPTED = "a"  #: the exclusions came from a sibling and the page has not confirmed them yet
+VERSION = "d"  #: while adopted: the rule's digest of the version last judged changed
+SETTLED = "s"  #: "clean" (nothing moved at every fetch) or "hard" (not learnable)
 PROBES = "r"  #: probes spent so far
+
+#: why a mask was dropped, as the log says it
+DROPPED_VALIDATORS = "its validators moved with a difference it hid"
+DROPPED_UNCONFIRMED = "what it hides held still on this page"
+DROPPED_UNVERIFIABLE = "its probe did not come in time"
+
+Validators = tuple[str | None, str | None]  # (ETag, Last-Modified)
+
+
+def validators_moved(before: Sequence[str | None] | None, after: Sequence[str | None]) -> bool:
+    """True if an ETag or a Last-Modified both fetches sent differs.
+
+    >>> validators_moved(('"a"', None), ('"b"', None))
+    True
+    >>> validators_moved((None, "Tue, 01 Jan 2013 00:00:00 GMT"), ('"b"', "Tue, 01 Jan 2013 00:00:00 GMT"))
+    False
+    """
+    if not before:
+        return False
+    return any(old and new and old != new for old, new in zip(before, after, strict=False))
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What one digested visit shows the noise learner.
+
+    ``changed``: the rule's digest differs from the record's; ``first``: the
+    record has no digest yet; ``usable``: the response has validators that
+    can tell "no change" (an ETag, or a Last-Modified that is a content
+    date), so conditional requests deal with change and nothing is probed
+    or adopted; ``validators`` / ``previous``: this response's and the
+    record's ``(ETag, Last-Modified)``; ``digest``: the rule's digest of this
+    visit; ``previous_digest``: the record's digest; ``same_payload``: the body
+    is byte for byte the last visit's; ``now``: the visit's time.
+    """
+
+    segments: list[Segment] | None
+    changed: bool
+    first: bool
+    usable: bool
+    now: float
+    validators: Validators = (None, None)
+    previous: Validators = (None, None)
+    digest: str | None = None
+    previous_digest: str | None = None
+    same_payload: bool = False
 
 
 @dataclass(frozen=True)
@@ -242,101 +464,242 @@ class NoiseStep:
     """What one visit does to a URL's noise state.
 
     ``state``: the new state (None: as it was; ``{}``: forget it);
-    ``digest``: the digest to judge the visit by instead of the rule's (the
-    page without its noise); ``unchanged``: the visit is a probe whose
-    differences were all learned as noise; ``probe``: fetch again now;
-    ``learned``: exclusions were learned.
+    ``digest``: the digest to store instead of the rule's (the page without
+    its noise), and to judge the visit by unless ``verdict`` says otherwise;
+    ``verdict``: the visit's change state, decided here; ``by_rule``: the
+    verdict the rule's digest gave stands (a sibling's mask just adopted
+    judges nothing); ``probe``: fetch again now; ``learned``: exclusions
+    were learned (the change that started the learning was noise);
+    ``confirmed``: a probe showed a sibling's mask right on this page;
+    ``adopted``: a sibling's exclusions were taken (:class:`NoisePool`);
+    ``dropped``: a mask was dropped, and why (said once in the log).
     """
 
     state: dict[str, Any] | None = None
     digest: str | None = None
-    unchanged: bool = False
+    verdict: ChangeState | None = None
+    by_rule: bool = False
     probe: bool = False
     learned: bool = False
-    #: the exclusions were taken from a sibling (:class:`NoisePool`), no probe spent
+    confirmed: bool = False
     adopted: bool = False
+    dropped: str | None = None
+
+
+def _verdict(changed: bool) -> ChangeState:
+    return ChangeState.CHANGED if changed else ChangeState.UNCHANGED
+
+
+def _sketched(state: dict[str, Any], segments: list[Segment], seen: Seen, probes: int) -> dict[str, Any]:
+    """*state* waiting for a probe of this fetch."""
+    return {
+        **state,
+        SKETCH: sketch(segments),
+        SKETCHED_AT: seen.now,
+        SKETCH_VALIDATORS: list(seen.validators),
+        PROBES: probes + 1,
+    }
+
+
+def _learnable(segments: list[Segment] | None) -> bool:
+    return bool(segments) and token_count(segments or ()) <= MAX_PAGE_TOKENS
+
+
+def _without_mask(state: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in state.items() if k not in (EXCLUSIONS, ADOPTED, VERSION, PER_FETCH)}
+
+
+def _unconfirmed(state: dict[str, Any], seen: Seen, reason: str, *, changed: bool | None = None) -> NoiseStep:
+    """Drop a sibling's exclusions the page did not confirm.  The visit is
+    judged against the version last judged changed (or as *changed* says),
+    so a change the mask held back is delivered now."""
+    if changed is None:
+        version = state.get(VERSION)
+        changed = version is None or version != seen.digest
+    return NoiseStep(_without_mask(state), verdict=_verdict(changed), dropped=reason)
 
 
 def step(
-    state: dict[str, Any] | None,
-    segments: list[Segment] | None,
-    *,
-    changed: bool,
-    first: bool,
-    validators: bool,
-    elapsed: float | None,
-    window: float,
-    pooled: Sequence[list[Exclusion]] = (),
+    state: dict[str, Any] | None, seen: Seen, *, window: float, pooled: Sequence[list[Exclusion]] = ()
 ) -> NoiseStep:
     """Fold one digested visit into the URL's noise *state*.
 
-    *changed*: the rule's digest differs from the last one; *first*: no
-    earlier digest; *validators*: the response has an ETag or a
-    Last-Modified (then conditional requests and the validator trust deal
-    with change, and no probe is spent); *elapsed*: seconds since the last
-    visit; *window*: the longest interval a probe may come after the fetch
-    it checks (a later one could take a real change for noise); *pooled*:
-    exclusions learned on the URL's siblings (:class:`NoisePool`), adopted
-    if every one of them finds its segment in this page.
+    *window*: the longest a probe may come after the fetch it checks (a
+    later one could take a real change for noise); *pooled*: exclusions
+    learned on the URL's siblings (:class:`NoisePool`).
+
+    Noise is what moved over two pairs of fetches in a row, each a probe
+    apart (the fetch found changed, two probes): a part that held still
+    over either pair is kept, so an edit that lands inside one probe
+    window is an edit.  Until the second pair tells, the first probe is
+    held back (unchanged), and the second is judged against the fetch that
+    started it all.  Once learned, a mask never hides the only difference
+    between two fetches whose validators differ, unless they moved over
+    both pairs (validators that move at every fetch); a sibling's mask
+    judges nothing until one probe pair on the page shows it moving.
     """
     state = dict(state or {})
     probes = int(state.get(PROBES) or 0)
     sketched = state.pop(SKETCH, None)
+    sketched_at = state.pop(SKETCHED_AT, None)
+    sketch_validators = state.pop(SKETCH_VALIDATORS, None)
     if sketched is not None:
-        if segments is not None and elapsed is not None and elapsed <= window:
-            learned = learn(sketched, segments)
-            if not learned.differed and not changed:
-                return NoiseStep({SETTLED: "clean", PROBES: probes})
-            if learned.exclusions is None:
-                return NoiseStep({SETTLED: "hard", PROBES: probes})
-            masked = masked_digest(segments, learned.exclusions)
-            return NoiseStep(
-                {EXCLUSIONS: learned.exclusions, PROBES: probes}, digest=masked.digest, unchanged=True, learned=True
-            )
-        # too late (a restart, a long politeness wait) or no text: not a probe
+        in_time = isinstance(sketched_at, (int, float)) and 0 <= seen.now - sketched_at <= window
+        if seen.segments is not None and in_time:
+            return _probed(state, sketched, sketch_validators, seen, probes)
+        # too late (a restart, a long politeness wait, an error between) or
+        # no text: not a probe
+        state.pop(FIRST_PAIR, None)
+        state.pop(FIRST_MOVED, None)
+        state.pop(TRIGGER, None)
+        if state.get(ADOPTED):
+            return _unconfirmed(state, seen, DROPPED_UNVERIFIABLE)
         state.pop(EXCLUSIONS, None)
     exclusions = state.get(EXCLUSIONS)
-    if exclusions is not None and segments is not None:
-        masked = masked_digest(segments, exclusions)
-        moved = masked.matched < len(exclusions)
-        if moved and probes < MAX_PROBES and not validators and token_count(segments) <= MAX_PAGE_TOKENS:
-            # the template moved: learn again from this fetch and a probe
-            return NoiseStep(
-                {SKETCH: sketch(segments), EXCLUSIONS: exclusions, PROBES: probes + 1}, digest=masked.digest, probe=True
-            )
-        return NoiseStep(state if sketched is not None else None, digest=masked.digest)
-    if pooled and segments and not validators and SETTLED not in state:
+    if exclusions is not None and seen.segments is not None:
+        return _masked(state, exclusions, seen, probes, restored=sketched is not None)
+    if pooled and seen.segments and not seen.usable and SETTLED not in state:
         for exclusions in pooled:
-            masked = masked_digest(segments, exclusions)
+            masked = masked_digest(seen.segments, exclusions)
             if masked.matched == len(exclusions):
-                return NoiseStep({EXCLUSIONS: list(exclusions), PROBES: probes}, digest=masked.digest, adopted=True)
-    if (
-        changed
-        and not first
-        and not validators
-        and SETTLED not in state
-        and probes < MAX_PROBES
-        and segments
-        and token_count(segments) <= MAX_PAGE_TOKENS
-    ):
-        return NoiseStep({SKETCH: sketch(segments), PROBES: probes + 1}, probe=True)
+                # stored as the page's digest form, but this visit is judged
+                # by the rule (its verdict stands) until the page confirms it
+                adopted = {EXCLUSIONS: list(exclusions), ADOPTED: 1, VERSION: seen.digest, PROBES: probes}
+                return NoiseStep(adopted, digest=masked.digest, by_rule=True, adopted=True)
+    if seen.changed and not seen.first and not seen.usable and SETTLED not in state and probes < MAX_PROBES:
+        if _learnable(seen.segments):
+            return NoiseStep(_sketched(state, seen.segments or [], seen, probes), probe=True)
     return NoiseStep(state if sketched is not None else None)
 
 
-def needs_text(
-    state: dict[str, Any] | None, *, changed: bool, first: bool, validators: bool, pooled: bool = False
-) -> bool:
+def _masked(
+    state: dict[str, Any], exclusions: list[Exclusion], seen: Seen, probes: int, *, restored: bool
+) -> NoiseStep:
+    """A visit of a page with a mask: digest it without its noise, unless the
+    mask would hide a difference it must not."""
+    segments = seen.segments or []
+    masked = masked_digest(segments, exclusions)
+    adopted = bool(state.get(ADOPTED))
+    if masked.edited:
+        # the line that holds the noise was edited: a change, and the mask follows the edit
+        followed = {**state, EXCLUSIONS: follow_edits(exclusions, masked.edited)}
+        if adopted:
+            followed[VERSION] = seen.digest
+        return NoiseStep(followed, digest=masked.digest, verdict=ChangeState.CHANGED)
+    hides = masked.digest == seen.previous_digest and not seen.same_payload
+    if hides and not state.get(PER_FETCH) and validators_moved(seen.previous, seen.validators):
+        return NoiseStep(_without_mask(state), verdict=ChangeState.CHANGED, dropped=DROPPED_VALIDATORS)
+    if adopted:
+        if hides:
+            # the sibling's mask would hide this difference: held back until
+            # a probe shows the masked parts move on this page too
+            if probes < MAX_PROBES and _learnable(segments):
+                sketched = {**_sketched(state, segments, seen, probes), TRIGGER: sketch(segments)}
+                return NoiseStep(sketched, digest=masked.digest, probe=True)
+            return _unconfirmed(state, seen, DROPPED_UNVERIFIABLE)
+        if masked.digest != seen.previous_digest:  # a change the mask does not touch: the new version
+            return NoiseStep({**state, VERSION: seen.digest}, digest=masked.digest)
+    moved = masked.matched < len(exclusions)
+    if moved and probes < MAX_PROBES and not seen.usable and _learnable(segments):
+        # the template moved: learn again from this fetch and two probes
+        return NoiseStep(_sketched(_without_mask(state), segments, seen, probes), digest=masked.digest, probe=True)
+    return NoiseStep(state if restored else None, digest=masked.digest)
+
+
+def _probed(
+    state: dict[str, Any],
+    sketched: list[str],
+    sketch_validators: Sequence[str | None] | None,
+    seen: Seen,
+    probes: int,
+) -> NoiseStep:
+    """A probe of a sketched fetch: the first pair, the second, or a sibling's mask's test."""
+    segments = seen.segments or []
+    diff = differences(sketched, segments)
+    moved = validators_moved(sketch_validators, seen.validators)
+    first_pair = state.pop(FIRST_PAIR, None)
+    first_moved = bool(state.pop(FIRST_MOVED, None))
+    trigger = state.pop(TRIGGER, None) or sketched
+    if state.get(ADOPTED):
+        return _confirm(state, diff, seen, trigger)
+    if diff is None:
+        changed = first_pair is not None and changed_since(trigger, segments, {})
+        return NoiseStep(
+            {SETTLED: "hard", PROBES: probes}, verdict=_verdict(changed) if first_pair is not None else None
+        )
+    if first_pair is None:
+        if not diff:
+            if seen.changed:  # only the markup moved: the page is judged by its text
+                masked = masked_digest(segments, [])
+                return NoiseStep(
+                    {EXCLUSIONS: [], PROBES: probes}, digest=masked.digest, verdict=ChangeState.UNCHANGED, learned=True
+                )
+            return NoiseStep({SETTLED: "clean", PROBES: probes})
+        if probes >= MAX_PROBES or not _learnable(segments):
+            return NoiseStep({PROBES: probes})
+        # held back until the second pair tells whether what moved moves at every fetch
+        second = {
+            **_sketched(state, segments, seen, probes),
+            FIRST_PAIR: {str(j): w for j, w in diff.items()},
+            FIRST_MOVED: int(moved),
+            TRIGGER: sketched,
+        }
+        return NoiseStep(second, verdict=ChangeState.UNCHANGED, probe=True)
+    both = {j: sorted(set(w) & set(first_pair.get(str(j), ()))) for j, w in diff.items()}
+    noise = with_dates(segments, {j: w for j, w in both.items() if w})
+    changed = changed_since(trigger, segments, noise)
+    if not noise:  # nothing moved twice: what moved was edits
+        return NoiseStep({SETTLED: "clean", PROBES: probes}, verdict=_verdict(changed))
+    exclusions = exclusions_of(segments, noise)
+    if exclusions is None:
+        return NoiseStep({SETTLED: "hard", PROBES: probes}, verdict=_verdict(changed))
+    learned: dict[str, Any] = {EXCLUSIONS: exclusions, PROBES: probes}
+    if moved and first_moved:
+        learned[PER_FETCH] = 1
+    masked = masked_digest(segments, exclusions)
+    return NoiseStep(learned, digest=masked.digest, verdict=_verdict(changed), learned=True)
+
+
+def _confirm(state: dict[str, Any], diff: dict[int, list[int]] | None, seen: Seen, trigger: list[str]) -> NoiseStep:
+    """A sibling's mask's probe: every token it hides moved over the pair
+    (or is the date beside a clock that moved), or the mask goes."""
+    segments = seen.segments or []
+    exclusions = state[EXCLUSIONS]
+    if diff is None:
+        return _unconfirmed({**state, SETTLED: "hard"}, seen, DROPPED_UNCONFIRMED)
+    found, _ = _place(segments, exclusions)
+    noise: dict[int, list[int]] = {}
+    for i, index in found.items():
+        hidden = set(exclusions[index][2])
+        moving = set(diff.get(i, ())) & hidden
+        if not hidden <= moving | _date_of_clock(segments[i], sorted(moving)):
+            return _unconfirmed(state, seen, DROPPED_UNCONFIRMED, changed=True)
+        noise[i] = sorted(hidden)
+    if len(set(found.values())) < len(exclusions):
+        return _unconfirmed(state, seen, DROPPED_UNCONFIRMED, changed=True)
+    confirmed = {k: v for k, v in state.items() if k not in (ADOPTED, VERSION)}
+    changed = changed_since(trigger, segments, noise)
+    return NoiseStep(
+        confirmed, digest=masked_digest(segments, exclusions).digest, verdict=_verdict(changed), confirmed=True
+    )
+
+
+def needs_text(state: dict[str, Any] | None, *, changed: bool, first: bool, usable: bool, pooled: bool = False) -> bool:
     """Whether :func:`step` needs this visit's segments (parsing is spared on
     the many visits it would change nothing for); *pooled*: siblings have
     exclusions to offer."""
     state = state or {}
     if SKETCH in state or EXCLUSIONS in state:
         return True
-    if pooled and not validators and SETTLED not in state:
+    if pooled and not usable and SETTLED not in state:
         return True
-    return (
-        changed and not first and not validators and SETTLED not in state and int(state.get(PROBES) or 0) < MAX_PROBES
-    )
+    return changed and not first and not usable and SETTLED not in state and int(state.get(PROBES) or 0) < MAX_PROBES
+
+
+def probing(state: Any) -> bool:
+    """True if a URL's noise state waits for a probe: the probe must be a
+    full download (a 304 or an aborted fetch would show nothing)."""
+    return isinstance(state, dict) and SKETCH in state
 
 
 # -- siblings share a template -----------------------------------------------------

@@ -79,20 +79,20 @@ def test_raw_detection_sees_noise_pages_change_every_time() -> None:
     assert guarded.noise_fetches_per_day is not None and guarded.noise_fetches_per_day < 0.5
 
 
-def test_learned_detection_probes_once_then_sees_noise_pages_as_their_content() -> None:
+def test_learned_detection_probes_twice_then_sees_noise_pages_as_their_content() -> None:
     spec = preset("noise", scale=0.01, days=40.0, seed=2)
     spec.mix = {"poisson": 0.5, "noise": 0.5}
     world = build_world(spec)
     ctx = LabContext(world, world.total_rate(), min_wait=6 * 3600.0)
     runs = {d: simulate(world, POLICIES["proportional"](ctx), RunConfig(detection=d)) for d in DETECTIONS}
     noise = {d: r.by_kind["noise"] for d, r in runs.items()}
-    # half the pages are noise: raw detection gives them 81 % of the revisits
-    # (recall 0.30 in all), learning 61 % (0.40), an operator's rule 45 % (0.46)
+    # half the pages are noise: raw detection gives them 79 % of the revisits
+    # (recall 0.36 in all), learning 62 % (0.45), an operator's rule 46 % (0.47)
     assert runs["learned"].recall > runs["raw"].recall + 0.05
     assert noise["learned"]["revisit_share"] < noise["raw"]["revisit_share"] - 0.1
     assert noise["learned"]["precision"] > noise["raw"]["precision"]
-    # the probes: at most one revisit per page more than with an operator's rule
-    assert runs["learned"].revisits <= runs["normalised"].revisits + len(world.pages)
+    # the probes: at most two revisits per page more than with an operator's rule
+    assert runs["learned"].revisits <= runs["normalised"].revisits + 2 * len(world.pages)
     with pytest.raises(ValueError, match="detection must be one of"):
         simulate(world, POLICIES["proportional"](ctx), RunConfig(detection="fuzzy"))
 

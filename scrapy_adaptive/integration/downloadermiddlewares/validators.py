@@ -16,6 +16,8 @@ For a frontier URL whose record has an ETag or a Last-Modified:
   digested nor handed to a callback as content.
 * A predicted *change* is never trusted alone: the body is downloaded and its
   digest decides.
+* A **noise probe** (:mod:`scrapy_adaptive.change.noise`) is always a full
+  download: it is compared with the fetch before it.
 * **Trust per host and class of URLs** (:mod:`scrapy_adaptive.change.trust`):
   until a class (host, directory, extension) has been right
   ``ADAPTIVE_TRUST_WARMUP`` times, and then now and then (down to
@@ -40,6 +42,7 @@ from scrapy.exceptions import StopDownload
 from scrapy.http import Headers, Response
 
 from ... import meta
+from ...change import noise
 from ...change.prediction import Prediction, predict, request_validators
 from ...config.table import DEFAULTS
 from ..wiring import FRONTIER_OPENED, crawl_config
@@ -105,6 +108,10 @@ class ValidatorsMiddleware:
         record = request.meta.get(meta.RECORD) or {}
         if not (record.get("etag") or record.get("last_modified")):
             return None  # nothing to validate against: a plain fetch
+        if noise.probing(record.get("noise")):
+            # a noise probe compares two bodies: a 304 or an aborted fetch would show nothing
+            self.stats.inc_value("adaptive/validators/probe_full_fetches")
+            return None
         if self.services.verify(request):
             request.meta[meta.VALIDATION] = "verified"
             self.stats.inc_value("adaptive/validators/verifications")

@@ -199,44 +199,59 @@ class VisitMiddleware:
         state = record.get("noise")
         changed = visit.change is ChangeState.CHANGED
         first = record.get("digest") is None
-        validators = visit.etag is not None or usable_last_modified(visit.last_modified, self.clock())
+        now = self.clock()
+        usable = visit.etag is not None or usable_last_modified(visit.last_modified, now)
         # siblings' exclusions are for pages without validators (step() ignores them otherwise)
-        pooled = [] if validators else self.noise_pool.offer(response.url)
+        pooled = [] if usable else self.noise_pool.offer(response.url)
         if visit.digest is None or not noise.needs_text(
-            state, changed=changed, first=first, validators=validators, pooled=bool(pooled)
+            state, changed=changed, first=first, usable=usable, pooled=bool(pooled)
         ):
             return
-        fetched = record.get("fetched")
-        result = noise.step(
-            state,
+        seen = noise.Seen(
             noise.segments_of(response),
             changed=changed,
             first=first,
-            validators=validators,
-            elapsed=None if fetched is None else self.clock() - fetched,
-            window=self.probe_window,
-            pooled=pooled,
+            usable=usable,
+            now=now,
+            validators=(visit.etag, visit.last_modified),
+            previous=(record.get("etag"), record.get("last_modified")),
+            digest=visit.digest,
+            previous_digest=record.get("digest"),
+            same_payload=same_payload(record, visit),
         )
+        result = noise.step(state, seen, window=self.probe_window, pooled=pooled)
         if result.state is not None:
             visit.noise = result.state
         current = state if result.state is None else result.state
         exclusions = (current or {}).get(noise.EXCLUSIONS)
-        if exclusions:
-            self.noise_pool.add(response.url, exclusions)
-        if result.adopted:
-            visit.annotations.append("noiseAdopted")
-            self.stats.inc_value("adaptive/noise/adopted")
+        if exclusions and not (current or {}).get(noise.ADOPTED):
+            self.noise_pool.add(response.url, exclusions)  # only a mask the page showed right is offered on
         if result.digest is not None:
             visit.digest = result.digest
-            unchanged = result.unchanged or same_payload(record, visit)
+        if result.verdict is not None:
+            visit.change = result.verdict
+        elif result.digest is not None and not result.by_rule:
+            unchanged = seen.same_payload
             visit.change = ChangeState.UNCHANGED if unchanged else compare(record.get("digest"), result.digest)
+        for flag, annotation, stat in (
+            (result.adopted, "noiseAdopted", "adopted"),
+            (result.probe, "noiseProbe", "probes"),
+            (result.learned, noise.NOISE_LEARNED, "learned"),
+            (result.confirmed, "noiseConfirmed", "confirmed"),
+            (result.dropped is not None, "noiseDropped", "dropped"),
+        ):
+            if flag:
+                visit.annotations.append(annotation)
+                self.stats.inc_value(f"adaptive/noise/{stat}")
         if result.probe:
             visit.probe = 0.0  # due now: the frontier's politeness spaces it
-            visit.annotations.append("noiseProbe")
-            self.stats.inc_value("adaptive/noise/probes")
-        if result.learned:
-            visit.annotations.append(noise.NOISE_LEARNED)
-            self.stats.inc_value("adaptive/noise/learned")
+        if result.dropped is not None:
+            logger.info(
+                "Learned noise of %s dropped: %s; the visit is judged %s.",
+                response.url,
+                result.dropped,
+                visit.change.value,
+            )
 
     def _signal(self, request: Request, response: Response, record: dict[str, Any], visit: Visit) -> None:
         """A sitemap or feed is read before its verdict, so one that fails

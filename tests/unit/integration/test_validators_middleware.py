@@ -133,3 +133,15 @@ def test_no_abort_when_switched_off_or_on_a_verification() -> None:
     verifying.process_request(request)
     verifying._on_headers_received(Headers({"ETag": ETAG}), 5000, request, None)  # type: ignore[arg-type]
     assert meta.ABORT_LENGTH not in request.meta
+
+
+def test_a_noise_probe_is_a_full_download() -> None:
+    """Issue 36: the probe of a page whose Last-Modified was too fresh to
+    trust went out conditional and was answered 304, which showed nothing;
+    the learner then compared a later fetch with the stale sketch."""
+    mw, services = middleware()
+    request = issued({"etag": ETAG, "last_modified": LM, "size": 10, "noise": {"b": ["abcd"], "t": 1.0, "r": 1}})
+    mw.process_request(request)
+    assert b"If-None-Match" not in request.headers and b"If-Modified-Since" not in request.headers
+    assert meta.VALIDATION not in request.meta and services.asked == []  # no abort either
+    mw._on_headers_received(Headers({"ETag": ETAG}), 10, request, None)  # type: ignore[arg-type]

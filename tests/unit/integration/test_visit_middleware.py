@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import pytest
 from scrapy import Request
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.test import get_crawler
@@ -176,3 +178,34 @@ def test_the_same_redirect_as_last_time_is_unchanged_another_says_nothing() -> N
     assert not same_redirect(last, 302, "redirect to http://example.com/new")
     assert not same_redirect(last, 301, "redirect to http://example.com/newer")
     assert not same_redirect({}, 301, "redirect to http://example.com/new")
+
+
+def test_a_learned_mask_contradicted_by_moved_validators_is_dropped_and_said_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A page learned its clock as noise; later its ETag moves while only the
+    masked part differs: that is an edit the mask must not hide."""
+    url = "http://example.com/q/a.html"
+    page = "<html><body><p>Price {} EUR</p><p>Server time {} UTC</p></body></html>"
+    segments = [noise.segments_of(html(url, page.format("19.99", t))) for t in ("10:00:01", "10:00:02")]
+    learned = noise.learn(noise.sketch(segments[0]), segments[1]).exclusions
+    assert learned
+    commits = Commits()
+    mw = VisitMiddleware(get_crawler().stats, commits)  # type: ignore[arg-type]
+    before = HtmlResponse(
+        url, body=page.format("19.99", "10:00:02").encode(), headers={"ETag": '"1"'}, request=Request(url)
+    )
+    digest = noise.masked_digest(noise.segments_of(before), learned).digest
+    record = {"digest": digest, "payload_digest": "sha1:X", "etag": '"1"', "noise": {"x": learned, "r": 2}, "visits": 3}
+    for etag, expected in (('"1"', ChangeState.UNCHANGED), ('"2"', ChangeState.CHANGED)):
+        again = HtmlResponse(
+            url, body=page.format("19.99", "11:00:00").encode(), headers={"ETag": etag}, request=Request(url)
+        )
+        again.request.meta.update({meta.FP: b"fp", meta.RECORD: record})  # type: ignore[union-attr]
+        with caplog.at_level(logging.INFO):
+            mw.process_spider_input(again)
+        assert commits.visits[-1].change is expected
+    dropped = commits.visits[-1]
+    assert "noiseDropped" in dropped.annotations and dropped.noise == {"r": 2}
+    said = [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()]
+    assert said == [f"Learned noise of {url} dropped: {noise.DROPPED_VALIDATORS}; the visit is judged changed."]
