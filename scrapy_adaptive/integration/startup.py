@@ -4,7 +4,9 @@ Said once, when the scheduler is built (so they reach ``LOG_FILE`` too):
 misspelt ``ADAPTIVE_*`` names (with the closest valid one), components that
 undo revisiting (scrapy-deltafetch), answer revisits from
 a stale copy (HttpCache), or stack a second politeness on the frontier's
-(AutoThrottle, a lower per-domain concurrency).
+(AutoThrottle, a lower per-domain concurrency), and Scrapy's queue settings
+the frontier replaces (:data:`REPLACED_BY_FRONTIER`), which would otherwise
+be ignored without a word.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import logging
 import os
 import struct
 from typing import TYPE_CHECKING
+
+from scrapy.settings import SETTINGS_PRIORITIES
 
 from ..addon import DELTAFETCH_MESSAGE, TOOK_OVER_SETTING, is_deltafetch
 from ..config.settings import unknown_settings
@@ -27,6 +31,20 @@ if TYPE_CHECKING:
     from ..config.settings import AdaptiveConfig
 
 logger = logging.getLogger(__name__)
+
+#: Scrapy's scheduler settings the frontier takes the place of: set by the
+#: project, each is named at start (the frontier's queues and duplicate
+#: check are its own, so a value there changes nothing)
+REPLACED_BY_FRONTIER = {
+    "DEPTH_PRIORITY": "each host's queue is ordered by the time of next visit, not by depth "
+    "(ADAPTIVE_WAIT_DEPTH_FACTOR spaces first visits by depth instead)",
+    "SCHEDULER_DISK_QUEUE": "the frontier keeps every URL in its own store (LevelDB or Redis)",
+    "SCHEDULER_MEMORY_QUEUE": "the frontier keeps every URL in its own store (LevelDB or Redis)",
+    "SCHEDULER_PRIORITY_QUEUE": "the frontier keeps one queue per host (ADAPTIVE_POLITENESS_KEY), "
+    "ordered by the time of next visit",
+    "DUPEFILTER_CLASS": "the frontier knows every URL by its request fingerprint (ADAPTIVE_CANONICAL) "
+    "and revisits it, where a duplicate filter would drop it",
+}
 
 
 def settings_warnings(settings: BaseSettings, config: AdaptiveConfig) -> list[str]:
@@ -46,6 +64,11 @@ def settings_warnings(settings: BaseSettings, config: AdaptiveConfig) -> list[st
             "seen until the copy expires, and its conditional requests fight scrapy-adaptive's. Disable it for "
             "adaptive crawls."
         )
+    messages += [
+        f"{name}: ignored by scrapy-adaptive's scheduler: {why}. Remove it from your settings to silence this."
+        for name, why in REPLACED_BY_FRONTIER.items()
+        if (settings.getpriority(name) or 0) > SETTINGS_PRIORITIES["default"]
+    ]
     if settings.getbool("AUTOTHROTTLE_ENABLED"):
         messages.append(
             "AUTOTHROTTLE_ENABLED: AutoThrottle's delays apply in the downloader on top of the frontier's "

@@ -53,3 +53,39 @@ def test_an_empty_or_damaged_queue_says_nothing(tmp_path: Path, caplog: pytest.L
     with caplog.at_level(logging.WARNING, logger="scrapy_adaptive.integration.startup"):
         note_scrapy_queue(str(tmp_path))
     assert caplog.records == []
+
+
+def test_scrapy_queue_settings_the_frontier_replaces_are_named_once_each_when_set() -> None:
+    """Set by the project (above the default priority), each is said once,
+    naming the setting; left at Scrapy's default, none is."""
+    from scrapy.settings import Settings
+
+    from scrapy_adaptive.config.settings import AdaptiveConfig
+    from scrapy_adaptive.integration.startup import settings_warnings
+
+    replaced = [
+        "DEPTH_PRIORITY",
+        "SCHEDULER_DISK_QUEUE",
+        "SCHEDULER_MEMORY_QUEUE",
+        "SCHEDULER_PRIORITY_QUEUE",
+        "DUPEFILTER_CLASS",
+    ]
+    quiet = Settings()
+    assert not [m for m in settings_warnings(quiet, AdaptiveConfig.from_settings(quiet)) if m.split(":")[0] in replaced]
+    project = Settings()
+    project.setdict(
+        {
+            "DEPTH_PRIORITY": 1,
+            "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
+            "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+            "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.DownloaderAwarePriorityQueue",
+            "DUPEFILTER_CLASS": "scrapy.dupefilters.BaseDupeFilter",
+        },
+        priority="project",
+    )
+    messages = settings_warnings(project, AdaptiveConfig.from_settings(project))
+    named = [m.split(":")[0] for m in messages]
+    assert sorted(n for n in named if n in replaced) == sorted(replaced)
+    for message in messages:
+        if message.split(":")[0] in replaced:
+            assert "\n" not in message and "ignored" in message, message
