@@ -43,6 +43,11 @@ DOWNLOADER_MIDDLEWARES = {FetchErrorMiddleware: 10, ValidatorsMiddleware: 580, R
 WARC_MIDDLEWARE = {WarcMiddleware: 610}
 #: the sitemaps middleware reads its responses after the visit was judged
 SPIDER_MIDDLEWARES = {VisitMiddleware: 10, SitemapsMiddleware: 20}
+#: what the scheduler cannot record a visit without, by setting: the verdicts
+#: on responses and on failed fetches, conditional requests, and the WARC
+#: writer when ``ADAPTIVE_WARC_DIR`` asks for captures; a crawl without one
+#: of them is refused at start (it would crawl and keep nothing)
+VERDICT_COMPONENTS = {"DOWNLOADER_MIDDLEWARES": tuple(DOWNLOADER_MIDDLEWARES), "SPIDER_MIDDLEWARES": (VisitMiddleware,)}
 #: Scrapy's robots.txt middleware, replaced by one whose copies age
 SCRAPY_ROBOTS = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 

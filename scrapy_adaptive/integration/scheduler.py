@@ -64,7 +64,13 @@ from .runtime import Runtime, assemble
 from .serialization import RequestNotStorable, request_from_data, request_to_data
 from .sinkfail import SINK_FAILED, SinkError
 from .spidermiddlewares.judging import same_redirect
-from .startup import note_scrapy_queue, remove_empty_spider_state, require_extras, warn_about_settings
+from .startup import (
+    note_scrapy_queue,
+    remove_empty_spider_state,
+    require_components,
+    require_extras,
+    warn_about_settings,
+)
 from .stopgrace import StopGrace
 from .tasks import ShareBudget, Tick, build_tick
 from .verdicts import Verdicts
@@ -153,6 +159,7 @@ class AdaptiveScheduler(BaseScheduler):
             # built again by the visit middleware at open: checked here, so a
             # bad rule is refused before anything of the JOBDIR is opened
             DigestRules.from_settings(config.digest_rules, config.digest_default, config.digest_max_size)
+            require_components(settings, config)
             require_extras(config)
         except ConfigError as exc:
             # raised here, Scrapy would fail to close the engine (traceback

@@ -7,6 +7,10 @@ a stale copy (HttpCache), or stack a second politeness on the frontier's
 (AutoThrottle, a lower per-domain concurrency), and Scrapy's queue settings
 the frontier replaces (:data:`REPLACED_BY_FRONTIER`), which would otherwise
 be ignored without a word.
+
+Refused, by :func:`require_components` and :func:`require_extras`: a
+scheduler without the components its verdicts need (``SCHEDULER`` set
+without the add-on), and a WARC folder without warcio.
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ import struct
 from typing import TYPE_CHECKING
 
 from scrapy.settings import SETTINGS_PRIORITIES
+from scrapy.utils.conf import build_component_list
+from scrapy.utils.misc import load_object
 
-from ..addon import DELTAFETCH_MESSAGE, TOOK_OVER_SETTING, is_deltafetch
+from ..addon import DELTAFETCH_MESSAGE, TOOK_OVER_SETTING, VERDICT_COMPONENTS, WARC_MIDDLEWARE, is_deltafetch
 from ..config.settings import unknown_settings
 from ..config.spec import ConfigError
 from ..warc.writer import EXTRA_MESSAGE
@@ -166,6 +172,45 @@ def note_scrapy_queue(jobdir: str | None) -> None:
         SCRAPY_QUEUE_DIR,
         os.path.join(jobdir, SCRAPY_QUEUE_DIR),
     )
+
+
+def enabled_components(settings: BaseSettings, name: str) -> list[type]:
+    """The classes *name* (``DOWNLOADER_MIDDLEWARES``, ...) enables, its
+    ``_BASE`` included; a path that does not load is left to Scrapy to say."""
+    classes = []
+    for component in build_component_list(settings.getwithbase(name)):
+        try:
+            loaded = load_object(component) if isinstance(component, str) else component
+        except (ImportError, AttributeError, NameError, ValueError):
+            continue
+        if isinstance(loaded, type):
+            classes.append(loaded)
+    return classes
+
+
+def require_components(settings: BaseSettings, config: AdaptiveConfig) -> None:
+    """Refuse a crawl whose scheduler would record nothing: ``SCHEDULER``
+    set without the add-on, or one of the add-on's verdict components set
+    to None (:data:`~..addon.VERDICT_COMPONENTS`).  Such a crawl fetches and
+    scrapes as usual but keeps no visit, no version and no crawl log, which
+    nobody notices until the history is needed.  A subclass counts as the
+    component."""
+    needed = dict(VERDICT_COMPONENTS)
+    if config.warc_dir is not None:
+        needed["DOWNLOADER_MIDDLEWARES"] += tuple(WARC_MIDDLEWARE)
+    missing = []
+    for name, components in needed.items():
+        enabled = enabled_components(settings, name)
+        lacking = [c.__name__ for c in components if not any(issubclass(e, c) for e in enabled)]
+        if lacking:
+            missing.append(f"{', '.join(lacking)} ({name})")
+    if missing:
+        raise ConfigError(
+            f"SCHEDULER is scrapy-adaptive's AdaptiveScheduler, but components its verdicts need are not enabled: "
+            f"{'; '.join(missing)}, so no visit would be recorded. Enable them with "
+            "ADDONS = {'scrapy_adaptive.Addon': 0} in settings.py instead of setting SCHEDULER alone, and do not "
+            'set them to None (or list them yourself: docs/politeness.md, "Without the add-on").'
+        )
 
 
 def require_extras(config: AdaptiveConfig) -> None:

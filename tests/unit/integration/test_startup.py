@@ -89,3 +89,39 @@ def test_scrapy_queue_settings_the_frontier_replaces_are_named_once_each_when_se
     for message in messages:
         if message.split(":")[0] in replaced:
             assert "\n" not in message and "ignored" in message, message
+
+
+def test_components_listed_by_hand_or_subclassed_satisfy_the_scheduler_and_a_missing_one_is_named() -> None:
+    from scrapy.settings import Settings
+
+    from scrapy_adaptive.addon import Addon
+    from scrapy_adaptive.config.settings import AdaptiveConfig
+    from scrapy_adaptive.config.spec import ConfigError
+    from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware
+    from scrapy_adaptive.integration.startup import require_components
+
+    class MyVisits(VisitMiddleware):
+        pass
+
+    package = "scrapy_adaptive.integration"
+    by_hand = Settings()
+    by_hand.setdict(
+        {
+            "DOWNLOADER_MIDDLEWARES": {
+                f"{package}.downloadermiddlewares.errors.FetchErrorMiddleware": 10,
+                f"{package}.downloadermiddlewares.validators.ValidatorsMiddleware": 580,
+                f"{package}.downloadermiddlewares.errors.RedirectGuardMiddleware": 605,
+            },
+            "SPIDER_MIDDLEWARES": {MyVisits: 10},
+        },
+        priority="project",
+    )
+    require_components(by_hand, AdaptiveConfig.from_settings(by_hand))
+    with pytest.raises(ConfigError, match=r"WarcMiddleware \(DOWNLOADER_MIDDLEWARES\)") as refused:
+        warc = by_hand.copy()
+        warc.set("ADAPTIVE_WARC_DIR", "warc", "project")
+        require_components(warc, AdaptiveConfig.from_settings(warc))
+    assert "VisitMiddleware" not in str(refused.value)
+    with_addon = Settings()
+    Addon().update_settings(with_addon)
+    require_components(with_addon, AdaptiveConfig.from_settings(with_addon))
