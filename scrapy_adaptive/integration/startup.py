@@ -4,7 +4,8 @@ Said once, when the scheduler is built (so they reach ``LOG_FILE`` too):
 misspelt ``ADAPTIVE_*`` names (with the closest valid one), components that
 undo revisiting (scrapy-deltafetch), answer revisits from
 a stale copy (HttpCache), or stack a second politeness on the frontier's
-(AutoThrottle, a lower per-domain concurrency), and Scrapy's queue settings
+(AutoThrottle, a lower per-domain concurrency), unpickle the job folder
+(Scrapy's SpiderState, enabled by the project), and Scrapy's queue settings
 the frontier replaces (:data:`REPLACED_BY_FRONTIER`), which would otherwise
 be ignored without a word.
 
@@ -21,6 +22,7 @@ import os
 import struct
 from typing import TYPE_CHECKING
 
+from scrapy.extensions.spiderstate import SpiderState
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.conf import build_component_list
 from scrapy.utils.misc import load_object
@@ -75,6 +77,12 @@ def settings_warnings(settings: BaseSettings, config: AdaptiveConfig) -> list[st
         for name, why in REPLACED_BY_FRONTIER.items()
         if (settings.getpriority(name) or 0) > SETTINGS_PRIORITIES["default"]
     ]
+    if any(issubclass(c, SpiderState) for c in enabled_components(settings, "EXTENSIONS")):
+        messages.append(
+            "EXTENSIONS: Scrapy's SpiderState is enabled: it unpickles JOBDIR/spider.state at every start, so "
+            "whoever can write the job folder runs code in this crawl (the file is refused while it exists). "
+            "Remove SpiderState from EXTENSIONS: with the add-on, spider.state is kept as JSON in the state folder."
+        )
     if settings.getbool("AUTOTHROTTLE_ENABLED"):
         messages.append(
             "AUTOTHROTTLE_ENABLED: AutoThrottle's delays apply in the downloader on top of the frontier's "
@@ -95,31 +103,6 @@ def settings_warnings(settings: BaseSettings, config: AdaptiveConfig) -> list[st
 def warn_about_settings(settings: BaseSettings, config: AdaptiveConfig) -> None:
     for message in settings_warnings(settings, config):
         logger.warning("%s", message)
-
-
-def remove_empty_spider_state(jobdir: str | None) -> None:
-    """Removes an empty ``JOBDIR/spider.state``, saying so.
-
-    Scrapy's SpiderState extension cannot read an empty file (EOFError at
-    every start) and then fails to save the state at close, truncating the
-    file again: the JOBDIR stays broken for good.  Refused starts of earlier
-    versions left such files.  Removed, the spider starts with an empty
-    state, as on a new JOBDIR, and the file is written whole at close.
-    """
-    if not jobdir:
-        return
-    path = os.path.join(jobdir, "spider.state")
-    try:
-        if os.path.getsize(path) != 0:
-            return
-        os.unlink(path)
-    except OSError:
-        return
-    logger.warning(
-        "%s was empty (an interrupted write, or a refused start of an earlier scrapy-adaptive): removed, so the "
-        "spider starts with an empty state instead of failing to read it.",
-        path,
-    )
 
 
 #: where Scrapy's own scheduler keeps its pending requests in a JOBDIR
