@@ -11,7 +11,8 @@ be ignored without a word.
 
 Refused, by :func:`require_components` and :func:`require_extras`: a
 scheduler without the components its verdicts need (``SCHEDULER`` set
-without the add-on), and a WARC folder without warcio.
+without the add-on), a LevelDB state without plyvel, and a WARC folder
+without warcio.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from scrapy.utils.misc import load_object
 from ..addon import DELTAFETCH_MESSAGE, TOOK_OVER_SETTING, VERDICT_COMPONENTS, WARC_MIDDLEWARE, is_deltafetch
 from ..config.settings import unknown_settings
 from ..config.spec import ConfigError
+from ..store.leveldb import PLYVEL_MISSING
 from ..warc.writer import EXTRA_MESSAGE
 from .feedfile import feed_warnings
 
@@ -197,9 +199,12 @@ def require_components(settings: BaseSettings, config: AdaptiveConfig) -> None:
 
 
 def require_extras(config: AdaptiveConfig) -> None:
-    """Refuse a crawl whose WARC output cannot be written (warcio missing)
-    before anything of the state folder is opened or created: refused once
-    the frontier is open, the crawl had already made its state folder."""
+    """Refuse a crawl whose state or WARC output cannot be written (plyvel
+    for LevelDB, warcio missing) before anything of the state folder is
+    opened or created: refused once the frontier is open, the crawl had
+    already made its state folder."""
+    if PLYVEL_MISSING and (config.store_url is None or config.warc_dir is not None):
+        raise ConfigError(PLYVEL_MISSING)
     if config.warc_dir is None:
         return
     try:

@@ -130,12 +130,15 @@ def make_jobdir(jobdir: str) -> None:
     try:
         os.makedirs(jobdir, mode=0o700, exist_ok=True)
     except OSError as exc:
-        if os.path.exists(jobdir) and not os.path.isdir(jobdir):
-            raise StateDirError(
-                f"JOBDIR {jobdir} is not a folder (a file of that name exists): "
-                "give JOBDIR a folder, new or kept from an earlier crawl."
-            ) from exc
-        raise StateDirError(f"JOBDIR {jobdir} cannot be created: {exc}") from exc
+        blocker = os.path.abspath(jobdir)
+        while not os.path.lexists(blocker) and os.path.dirname(blocker) != blocker:
+            blocker = os.path.dirname(blocker)  # up to the part that exists
+        give = "give JOBDIR a folder, new or kept from an earlier crawl."
+        if os.path.isdir(blocker):
+            raise StateDirError(f"JOBDIR {jobdir} cannot be created: {exc}") from exc
+        if blocker == os.path.abspath(jobdir):
+            raise StateDirError(f"JOBDIR {jobdir} is not a folder (a file of that name exists): {give}") from exc
+        raise StateDirError(f"JOBDIR {jobdir} cannot be created: {blocker} is a file, not a folder; {give}") from exc
 
 
 def _claim_folder(state: StateDir) -> None:

@@ -54,3 +54,34 @@ def test_the_add_on_with_its_visit_middleware_disabled_is_refused(
     result = run_crawl(CASES, settings, timeout=60, args=["-a", f"start_urls={start}"])
     line = refused_in_one_line(result)
     assert "VisitMiddleware (SPIDER_MIDDLEWARES)" in line and "FetchErrorMiddleware" not in line, line
+
+
+def test_a_jobdir_under_a_regular_file_is_one_line_naming_the_file(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_path: Path
+) -> None:
+    """Scrapy's ``job_dir()`` ended this start in a 25-line NotADirectoryError."""
+    afile = tmp_path / "afile"
+    afile.write_text("a regular file")
+    settings = {k: v for k, v in adaptive_settings.items() if k != "ADAPTIVE_STATE_DIR"}
+    settings |= {"JOBDIR": str(afile / "job"), "CLOSESPIDER_TIMEOUT": 3}
+    result = run_crawl(CASES, settings, timeout=60, args=["-a", f"start_urls={clean_log.page_url('/page/jf')}"])
+    line = refused_in_one_line(result)
+    assert f"JOBDIR {afile / 'job'}" in line and f"{afile} is a file" in line, line
+    assert afile.read_text() == "a regular file"
+
+
+def test_a_missing_plyvel_is_one_line_on_scrapy_crawl(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_path: Path
+) -> None:
+    """plyvel (LevelDB) not importable: a 30-line ImportError traceback, while
+    ``scrapy frontier`` said it in one line."""
+    broken = tmp_path / "site"
+    broken.mkdir()
+    (broken / "plyvel.py").write_text("raise ImportError(\"No module named 'plyvel' (a test stands in for it)\")\n")
+    settings = {**adaptive_settings, "CLOSESPIDER_TIMEOUT": 3}
+    start = clean_log.page_url("/page/no-plyvel")
+    result = run_crawl(CASES, settings, timeout=60, env={"PYTHONPATH": str(broken)}, args=["-a", f"start_urls={start}"])
+    line = refused_in_one_line(result)
+    assert "plyvel" in line and "pip install plyvel" in line, line
+    assert "Traceback" not in result.stderr
+    assert clean_log.log(path_prefix="/page/no-plyvel") == []
