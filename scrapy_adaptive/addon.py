@@ -10,6 +10,11 @@ unchanged pages is its job done better, so the add-on switches DeltaFetch off
 and says so; its ``deltafetch_key`` (the identity of a page) and
 ``deltafetch_enabled=False`` (no skipping for that request) meta keys are
 honoured by the scheduler and the visit middleware.
+
+Scrapy's ``SpiderState`` extension unpickles ``JOBDIR/spider.state`` at
+every start, so whoever can write the job folder could run code in the
+crawl; the add-on puts :class:`~.integration.spiderstate.JsonSpiderState`
+in its place (``spider.state`` as JSON in the state folder).
 """
 
 from __future__ import annotations
@@ -25,12 +30,18 @@ from .integration.downloadermiddlewares.validators import ValidatorsMiddleware
 from .integration.feedfile import DURABLE_FILE_STORAGE
 from .integration.spidermiddlewares.sitemaps import SitemapsMiddleware
 from .integration.spidermiddlewares.visit import VisitMiddleware
+from .integration.spiderstate import JsonSpiderState
 from .integration.stopgrace import wrap_download_handlers
+from .store.statedir import StateDirError, make_jobdir
 from .warc.middleware import WarcMiddleware
 
 SCHEDULER = "scrapy_adaptive.integration.scheduler.AdaptiveScheduler"
 #: internal flag the add-on leaves for the scheduler's start-up messages
 TOOK_OVER_SETTING = "SCRAPY_ADAPTIVE_TOOK_OVER_DELTAFETCH"
+#: internal: why the add-on found the crawl cannot start, refused by the
+#: scheduler in one line (raised from ``update_settings`` it would be a
+#: traceback)
+REFUSAL_SETTING = "SCRAPY_ADAPTIVE_REFUSAL"
 
 #: the evaluators that must see final outcomes sit outermost, below every
 #: Scrapy built-in (the lowest is 50); the validators sit among the
@@ -43,8 +54,15 @@ DOWNLOADER_MIDDLEWARES = {FetchErrorMiddleware: 10, ValidatorsMiddleware: 580, R
 WARC_MIDDLEWARE = {WarcMiddleware: 610}
 #: the sitemaps middleware reads its responses after the visit was judged
 SPIDER_MIDDLEWARES = {VisitMiddleware: 10, SitemapsMiddleware: 20}
+#: what the scheduler cannot record a visit without, by setting: the verdicts
+#: on responses and on failed fetches, conditional requests, and the WARC
+#: writer when ``ADAPTIVE_WARC_DIR`` asks for captures; a crawl without one
+#: of them is refused at start (it would crawl and keep nothing)
+VERDICT_COMPONENTS = {"DOWNLOADER_MIDDLEWARES": tuple(DOWNLOADER_MIDDLEWARES), "SPIDER_MIDDLEWARES": (VisitMiddleware,)}
 #: Scrapy's robots.txt middleware, replaced by one whose copies age
 SCRAPY_ROBOTS = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
+#: Scrapy's extension that unpickles ``JOBDIR/spider.state``, replaced by one keeping JSON in the state folder
+SCRAPY_SPIDER_STATE = "scrapy.extensions.spiderstate.SpiderState"
 
 
 def is_deltafetch(component: Any) -> bool:
@@ -57,17 +75,21 @@ def is_deltafetch(component: Any) -> bool:
     )
 
 
-def replace_scrapy_component(settings: BaseSettings, path: str, name: str, ours: type, order: int) -> None:
-    """Put *ours* in the place of Scrapy's downloader middleware *path* (at
-    its order in ``DOWNLOADER_MIDDLEWARES_BASE``), unless the project placed
+def replace_scrapy_component(
+    settings: BaseSettings, path: str, name: str, ours: type, order: int, setting: str = "DOWNLOADER_MIDDLEWARES"
+) -> None:
+    """Put *ours* in the place of Scrapy's component *path* in *setting*
+    (at its order in the setting's ``_BASE``), unless the project placed
     Scrapy's (by path or class, named *name*) or ours itself."""
-    mws = settings.getdict("DOWNLOADER_MIDDLEWARES")
-    if any(key in mws for key in (path, ours)) or any(isinstance(key, type) and key.__name__ == name for key in mws):
+    components = settings.getdict(setting)
+    if any(key in components for key in (path, ours)) or any(
+        isinstance(key, type) and key.__name__ == name for key in components
+    ):
         return
-    mws[path] = None
-    mws[ours] = settings.getdict("DOWNLOADER_MIDDLEWARES_BASE").get(path, order)
-    priority = max(settings.getpriority("DOWNLOADER_MIDDLEWARES") or 0, SETTINGS_PRIORITIES["addon"])
-    settings.set("DOWNLOADER_MIDDLEWARES", mws, priority)
+    components[path] = None
+    components[ours] = settings.getdict(f"{setting}_BASE").get(path, order)
+    priority = max(settings.getpriority(setting) or 0, SETTINGS_PRIORITIES["addon"])
+    settings.set(setting, components, priority)
 
 
 class Addon:
@@ -90,6 +112,26 @@ class Addon:
         self._durable_file_feeds(settings)
         self._refreshing_robots(settings)
         self._decompression_verdicts(settings)
+        self._json_spider_state(settings)
+        self._private_jobdir(settings)
+
+    @staticmethod
+    def _private_jobdir(settings: BaseSettings) -> None:
+        """Make a missing JOBDIR ``0700`` before any Scrapy component makes
+        it ``0755``; one that cannot be made is refused by the scheduler."""
+        jobdir = settings.get("JOBDIR")
+        if not jobdir:
+            return
+        try:
+            make_jobdir(jobdir)
+        except StateDirError as exc:
+            settings.set(REFUSAL_SETTING, str(exc), "addon")
+
+    @staticmethod
+    def _json_spider_state(settings: BaseSettings) -> None:
+        """:class:`JsonSpiderState` in the place of Scrapy's ``SpiderState``:
+        nothing of the job folder is unpickled."""
+        replace_scrapy_component(settings, SCRAPY_SPIDER_STATE, "SpiderState", JsonSpiderState, 0, "EXTENSIONS")
 
     @staticmethod
     def _refreshing_robots(settings: BaseSettings) -> None:

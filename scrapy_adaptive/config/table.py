@@ -75,6 +75,14 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "the garbage collector's sight (`gc.freeze()`): a crawl that runs for months then spends its collections "
         "on what it allocates per page only.",
     ),
+    bool_spec(
+        "ADAPTIVE_MIGRATE_SPIDER_STATE",
+        GROUP_STATE,
+        False,
+        "move a `JOBDIR/spider.state` pickled by Scrapy's SpiderState (a run without the add-on) into the state "
+        "folder as JSON, once; the old file is renamed `spider.state.migrated`. Off, such a file refuses the start: "
+        "unpickling it would run any code it holds. Set it only for a file you trust, for one start.",
+    ),
     seconds_spec(
         "ADAPTIVE_STOP_GRACE",
         GROUP_STATE,

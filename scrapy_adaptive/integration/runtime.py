@@ -47,6 +47,7 @@ from ..store.statedir import (
 )
 from .delivery import Delivery
 from .issued import IssuedRequests
+from .spiderstate import Legacy, SpiderStateFile
 from .verdicts import Verdicts
 
 if TYPE_CHECKING:
@@ -74,6 +75,8 @@ class Runtime:
     crawl_log: CrawlLog | None
     #: where the policies' aggregates are saved (a worker of a shared frontier has its own)
     policy_key: str
+    #: ``spider.state``, kept in the state folder as JSON
+    spider_state: SpiderStateFile
 
     def checkpoint(self, *, clean: bool) -> None:
         """Record the counts that only ever grow in the state folder's marker."""
@@ -165,8 +168,10 @@ def assemble(
     on_change: Callable[[], None],
     identity: Callable[[str], tuple[str, bytes]],
     seeder: Callable[[list[str]], list[dict[str, Any]]],
+    legacy_state: Legacy | None = None,
 ) -> Runtime:
-    """Open the state folder and build the crawl's runtime on it.
+    """Open the state folder and build the crawl's runtime on it
+    (*legacy_state*: Scrapy's pickled spider state, to migrate into it).
 
     Raises :class:`StateDirError` or :class:`StoreError` when the folder or
     its store must be refused; nothing is left open then.
@@ -182,6 +187,7 @@ def assemble(
         shared=remote,
     )
     try:  # a damaged database found while building on it: refused, nothing left open
+        spider_state = SpiderStateFile.open(state, legacy_state)
         checkpoints = Checkpoints(state)
         sharing = None if remote is None else Sharing(store, worker_name(state.path), remote.lease)  # type: ignore[arg-type]
         frontier = Frontier(
@@ -242,6 +248,7 @@ def assemble(
             reporter=reporter,
             crawl_log=crawl_log,
             policy_key=policy_key,
+            spider_state=spider_state,
         )
     except BaseException:
         store.close()

@@ -42,6 +42,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.python import global_object_name
 
 from .. import meta
+from ..addon import REFUSAL_SETTING
 from ..change.rules import DigestRules
 from ..config.settings import AdaptiveConfig
 from ..config.spec import ConfigError
@@ -64,7 +65,8 @@ from .runtime import Runtime, assemble
 from .serialization import RequestNotStorable, request_from_data, request_to_data
 from .sinkfail import SINK_FAILED, SinkError
 from .spidermiddlewares.judging import same_redirect
-from .startup import note_scrapy_queue, remove_empty_spider_state, require_extras, warn_about_settings
+from .spiderstate import Legacy, take_legacy
+from .startup import note_scrapy_queue, require_components, require_extras, warn_about_settings
 from .stopgrace import StopGrace
 from .tasks import ShareBudget, Tick, build_tick
 from .verdicts import Verdicts
@@ -102,6 +104,7 @@ class AdaptiveScheduler(BaseScheduler):
         robots_agent: str | None = None,
         crawler: Crawler | None = None,
         delivery: Delivery | None = None,
+        legacy_state: Legacy | None = None,
     ) -> None:
         self.config = config
         self.policy = policy
@@ -117,6 +120,8 @@ class AdaptiveScheduler(BaseScheduler):
         self.waker = EngineWaker(crawler)
         #: at-least-once delivery of versions (None: ADAPTIVE_DELIVERY off)
         self.delivery = delivery
+        #: Scrapy's pickled spider state, unpickled on request to be migrated at open
+        self.legacy_state = legacy_state
         # built by open(): the crawl's state folder and what works on it
         self.spider: Spider | None = None
         self.runtime: Runtime | None = None
@@ -146,6 +151,8 @@ class AdaptiveScheduler(BaseScheduler):
     def from_crawler(cls, crawler: Crawler) -> AdaptiveScheduler | RefusingScheduler:
         settings = crawler.settings
         try:
+            if refused := settings.get(REFUSAL_SETTING):  # found by the add-on
+                raise StateDirError(refused)
             config = crawl_config(crawler, strict=True)
             assert config is not None
             policy = load_wait_policy(config)
@@ -153,8 +160,10 @@ class AdaptiveScheduler(BaseScheduler):
             # built again by the visit middleware at open: checked here, so a
             # bad rule is refused before anything of the JOBDIR is opened
             DigestRules.from_settings(config.digest_rules, config.digest_default, config.digest_max_size)
+            require_components(settings, config)
             require_extras(config)
-        except ConfigError as exc:
+            legacy = take_legacy(settings.get("JOBDIR"), migrate=config.migrate_spider_state)
+        except (ConfigError, StateDirError) as exc:
             # raised here, Scrapy would fail to close the engine (traceback
             # wall); the refusal is said once, at open
             return RefusingScheduler(str(exc), crawler)
@@ -168,9 +177,9 @@ class AdaptiveScheduler(BaseScheduler):
             robots_agent=settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT"),
             crawler=crawler,
             delivery=Delivery.connected(crawler.stats, crawler.signals) if config.delivery else None,  # type: ignore[arg-type]
+            legacy_state=legacy,
         )
         warn_about_settings(settings, config)
-        remove_empty_spider_state(settings.get("JOBDIR"))
         note_scrapy_queue(settings.get("JOBDIR"))
         crawler.signals.connect(scheduler._on_reached_downloader, signals.request_reached_downloader)
         crawler.signals.connect(scheduler._on_left_downloader, signals.request_left_downloader)
@@ -198,6 +207,7 @@ class AdaptiveScheduler(BaseScheduler):
                 on_change=self._arm_wake,
                 identity=self._where,
                 seeder=self._seed,
+                legacy_state=self.legacy_state,
             )
         except (StateDirError, StoreError) as exc:
             self.refusal.refuse(str(exc))
@@ -215,7 +225,9 @@ class AdaptiveScheduler(BaseScheduler):
         if not runtime.state.temporary and self.crawler is not None:  # a crawl, with a running reactor
             self._control = control.serve(runtime.state.path, runtime.console.answer)
         if self.crawler is not None:  # the components that hand verdicts to the frontier
-            self.crawler.signals.send_catch_log(FRONTIER_OPENED, services=runtime.verdicts, console=runtime.console)
+            self.crawler.signals.send_catch_log(
+                FRONTIER_OPENED, services=runtime.verdicts, console=runtime.console, spider_state=runtime.spider_state
+            )
         shape = runtime.frontier.shape(due_limit=0)
         logger.info(
             "Adaptive frontier opened in %.2fs: %d URLs in %d queues (state: %s)",

@@ -4,7 +4,15 @@ Said once, when the scheduler is built (so they reach ``LOG_FILE`` too):
 misspelt ``ADAPTIVE_*`` names (with the closest valid one), components that
 undo revisiting (scrapy-deltafetch), answer revisits from
 a stale copy (HttpCache), or stack a second politeness on the frontier's
-(AutoThrottle, a lower per-domain concurrency).
+(AutoThrottle, a lower per-domain concurrency), unpickle the job folder
+(Scrapy's SpiderState, enabled by the project), and Scrapy's queue settings
+the frontier replaces (:data:`REPLACED_BY_FRONTIER`), which would otherwise
+be ignored without a word.
+
+Refused, by :func:`require_components` and :func:`require_extras`: a
+scheduler without the components its verdicts need (``SCHEDULER`` set
+without the add-on), a LevelDB state without plyvel, and a WARC folder
+without warcio.
 """
 
 from __future__ import annotations
@@ -15,9 +23,15 @@ import os
 import struct
 from typing import TYPE_CHECKING
 
-from ..addon import DELTAFETCH_MESSAGE, TOOK_OVER_SETTING, is_deltafetch
+from scrapy.extensions.spiderstate import SpiderState
+from scrapy.settings import SETTINGS_PRIORITIES
+from scrapy.utils.conf import build_component_list
+from scrapy.utils.misc import load_object
+
+from ..addon import DELTAFETCH_MESSAGE, TOOK_OVER_SETTING, VERDICT_COMPONENTS, WARC_MIDDLEWARE, is_deltafetch
 from ..config.settings import unknown_settings
 from ..config.spec import ConfigError
+from ..store.leveldb import PLYVEL_MISSING
 from ..warc.writer import EXTRA_MESSAGE
 from .feedfile import feed_warnings
 
@@ -27,6 +41,20 @@ if TYPE_CHECKING:
     from ..config.settings import AdaptiveConfig
 
 logger = logging.getLogger(__name__)
+
+#: Scrapy's scheduler settings the frontier takes the place of: set by the
+#: project, each is named at start (the frontier's queues and duplicate
+#: check are its own, so a value there changes nothing)
+REPLACED_BY_FRONTIER = {
+    "DEPTH_PRIORITY": "each host's queue is ordered by the time of next visit, not by depth "
+    "(ADAPTIVE_WAIT_DEPTH_FACTOR spaces first visits by depth instead)",
+    "SCHEDULER_DISK_QUEUE": "the frontier keeps every URL in its own store (LevelDB or Redis)",
+    "SCHEDULER_MEMORY_QUEUE": "the frontier keeps every URL in its own store (LevelDB or Redis)",
+    "SCHEDULER_PRIORITY_QUEUE": "the frontier keeps one queue per host (ADAPTIVE_POLITENESS_KEY), "
+    "ordered by the time of next visit",
+    "DUPEFILTER_CLASS": "the frontier knows every URL by its request fingerprint (ADAPTIVE_CANONICAL) "
+    "and revisits it, where a duplicate filter would drop it",
+}
 
 
 def settings_warnings(settings: BaseSettings, config: AdaptiveConfig) -> list[str]:
@@ -45,6 +73,17 @@ def settings_warnings(settings: BaseSettings, config: AdaptiveConfig) -> list[st
             "HTTPCACHE_ENABLED: Scrapy's HTTP cache answers revisits from its stored copy, so changes are not "
             "seen until the copy expires, and its conditional requests fight scrapy-adaptive's. Disable it for "
             "adaptive crawls."
+        )
+    messages += [
+        f"{name}: ignored by scrapy-adaptive's scheduler: {why}. Remove it from your settings to silence this."
+        for name, why in REPLACED_BY_FRONTIER.items()
+        if (settings.getpriority(name) or 0) > SETTINGS_PRIORITIES["default"]
+    ]
+    if any(issubclass(c, SpiderState) for c in enabled_components(settings, "EXTENSIONS")):
+        messages.append(
+            "EXTENSIONS: Scrapy's SpiderState is enabled: it unpickles JOBDIR/spider.state at every start, so "
+            "whoever can write the job folder runs code in this crawl (the file is refused while it exists). "
+            "Remove SpiderState from EXTENSIONS: with the add-on, spider.state is kept as JSON in the state folder."
         )
     if settings.getbool("AUTOTHROTTLE_ENABLED"):
         messages.append(
@@ -66,31 +105,6 @@ def settings_warnings(settings: BaseSettings, config: AdaptiveConfig) -> list[st
 def warn_about_settings(settings: BaseSettings, config: AdaptiveConfig) -> None:
     for message in settings_warnings(settings, config):
         logger.warning("%s", message)
-
-
-def remove_empty_spider_state(jobdir: str | None) -> None:
-    """Removes an empty ``JOBDIR/spider.state``, saying so.
-
-    Scrapy's SpiderState extension cannot read an empty file (EOFError at
-    every start) and then fails to save the state at close, truncating the
-    file again: the JOBDIR stays broken for good.  Refused starts of earlier
-    versions left such files.  Removed, the spider starts with an empty
-    state, as on a new JOBDIR, and the file is written whole at close.
-    """
-    if not jobdir:
-        return
-    path = os.path.join(jobdir, "spider.state")
-    try:
-        if os.path.getsize(path) != 0:
-            return
-        os.unlink(path)
-    except OSError:
-        return
-    logger.warning(
-        "%s was empty (an interrupted write, or a refused start of an earlier scrapy-adaptive): removed, so the "
-        "spider starts with an empty state instead of failing to read it.",
-        path,
-    )
 
 
 #: where Scrapy's own scheduler keeps its pending requests in a JOBDIR
@@ -145,10 +159,52 @@ def note_scrapy_queue(jobdir: str | None) -> None:
     )
 
 
+def enabled_components(settings: BaseSettings, name: str) -> list[type]:
+    """The classes *name* (``DOWNLOADER_MIDDLEWARES``, ...) enables, its
+    ``_BASE`` included; a path that does not load is left to Scrapy to say."""
+    classes = []
+    for component in build_component_list(settings.getwithbase(name)):
+        try:
+            loaded = load_object(component) if isinstance(component, str) else component
+        except (ImportError, AttributeError, NameError, ValueError):
+            continue
+        if isinstance(loaded, type):
+            classes.append(loaded)
+    return classes
+
+
+def require_components(settings: BaseSettings, config: AdaptiveConfig) -> None:
+    """Refuse a crawl whose scheduler would record nothing: ``SCHEDULER``
+    set without the add-on, or one of the add-on's verdict components set
+    to None (:data:`~..addon.VERDICT_COMPONENTS`).  Such a crawl fetches and
+    scrapes as usual but keeps no visit, no version and no crawl log, which
+    nobody notices until the history is needed.  A subclass counts as the
+    component."""
+    needed = dict(VERDICT_COMPONENTS)
+    if config.warc_dir is not None:
+        needed["DOWNLOADER_MIDDLEWARES"] += tuple(WARC_MIDDLEWARE)
+    missing = []
+    for name, components in needed.items():
+        enabled = enabled_components(settings, name)
+        lacking = [c.__name__ for c in components if not any(issubclass(e, c) for e in enabled)]
+        if lacking:
+            missing.append(f"{', '.join(lacking)} ({name})")
+    if missing:
+        raise ConfigError(
+            f"SCHEDULER is scrapy-adaptive's AdaptiveScheduler, but components its verdicts need are not enabled: "
+            f"{'; '.join(missing)}, so no visit would be recorded. Enable them with "
+            "ADDONS = {'scrapy_adaptive.Addon': 0} in settings.py instead of setting SCHEDULER alone, and do not "
+            'set them to None (or list them yourself: docs/politeness.md, "Without the add-on").'
+        )
+
+
 def require_extras(config: AdaptiveConfig) -> None:
-    """Refuse a crawl whose WARC output cannot be written (warcio missing)
-    before anything of the state folder is opened or created: refused once
-    the frontier is open, the crawl had already made its state folder."""
+    """Refuse a crawl whose state or WARC output cannot be written (plyvel
+    for LevelDB, warcio missing) before anything of the state folder is
+    opened or created: refused once the frontier is open, the crawl had
+    already made its state folder."""
+    if PLYVEL_MISSING and (config.store_url is None or config.warc_dir is not None):
+        raise ConfigError(PLYVEL_MISSING)
     if config.warc_dir is None:
         return
     try:

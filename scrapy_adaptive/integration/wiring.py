@@ -22,10 +22,11 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 #: sent by the scheduler once its frontier is open, with ``services`` (the
-#: :class:`~.verdicts.FrontierServices` verdicts go to) and ``console`` (the
+#: :class:`~.verdicts.FrontierServices` verdicts go to), ``console`` (the
 #: :class:`~..ops.console.api.FrontierConsole`, whose report a component may
-#: add a section to); never sent when the start is refused, so the
-#: components stay out of the way then
+#: add a section to) and ``spider_state`` (the state folder's
+#: :class:`~.spiderstate.SpiderStateFile`); never sent when the start is
+#: refused, so the components stay out of the way then
 FRONTIER_OPENED = object()
 
 _CONFIGS: WeakKeyDictionary[Crawler, AdaptiveConfig | ConfigError] = WeakKeyDictionary()

@@ -18,13 +18,23 @@ import os
 from collections.abc import Collection, Iterable, Iterator
 from typing import TypeVar
 
-import plyvel
-
 from ..config.table import DEFAULTS
 from . import keys
 from .base import Batch, Conflict, Store, StoreCorrupt, StoreError, StoreInUse, in_queues
 
 logger = logging.getLogger(__name__)
+
+try:  # a declared dependency; missing (a failed build), the crawl is refused in one line
+    import plyvel
+except ImportError as exc:
+    plyvel = None  # type: ignore[assignment]
+    #: why LevelDB cannot be used, said by the start-up check and by every open
+    PLYVEL_MISSING: str | None = (
+        f"plyvel cannot be imported ({exc}), and scrapy-adaptive keeps its state in LevelDB through it: "
+        "pip install plyvel (where no wheel exists for this platform, install libleveldb-dev first)."
+    )
+else:
+    PLYVEL_MISSING = None
 
 T = TypeVar("T")
 
@@ -118,6 +128,8 @@ class LevelDBStore(Store):
         self.path = path
         self._sync = sync
         self.cache_mb = cache_mb
+        if PLYVEL_MISSING:
+            raise StoreError(PLYVEL_MISSING)
         try:
             self._db = plyvel.DB(
                 path,

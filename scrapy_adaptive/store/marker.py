@@ -83,7 +83,7 @@ def check_marker(where: str, marker: dict, expected: dict) -> None:
         )
 
 
-def _written(path: str, data: dict) -> str:
+def _written(path: str, data: object) -> str:
     """*data* in a new file beside *path*, synced; its name (one per process:
     two first starts never write into the same temporary file)."""
     tmp = f"{path}.{os.getpid()}.tmp"
@@ -99,9 +99,10 @@ def _written(path: str, data: dict) -> str:
     return tmp
 
 
-def write_marker(path: str, data: dict) -> None:
-    """Replace the marker at *path* whole (a write that fails leaves no
-    temporary file behind)."""
+def write_marker(path: str, data: object) -> None:
+    """Replace the marker at *path* whole, or any JSON file the state folder
+    keeps whole (the spider's state): written ``0600`` beside it, synced,
+    renamed over it; a write that fails leaves no temporary file behind."""
     tmp = _written(path, data)
     try:
         os.replace(tmp, path)

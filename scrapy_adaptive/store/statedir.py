@@ -7,6 +7,7 @@ Layout of ``ADAPTIVE_STATE_DIR``::
     frontier.ldb/         the LevelDB database (records, queues, counters)
     crawl.log             one line per visit (rotated), when enabled
     validators-report.json  the hosts' validator track records
+    spider-state.json     ``spider.state``, as JSON (:mod:`..integration.spiderstate`)
 
 The folder is checked before anything is written: a folder of another
 spider, another request fingerprinter, a newer format, or one that is not a
@@ -26,8 +27,8 @@ the other being told the folder is in use.  A folder an older version's
 killed first start left (an empty ``frontier.ldb/``, no marker) is taken
 as half-made too.
 
-**Permissions.**  A new folder is created ``0700`` (its database folder too)
-and the files we write ourselves ``0600``: stored requests may carry
+**Permissions.**  A new folder is created ``0700`` (its database folder, and
+a JOBDIR the crawl makes, too) and the files we write ourselves ``0600``: stored requests may carry
 cookies.  LevelDB creates its own files with the process umask; inside a
 ``0700`` folder nobody else can reach them, and the ones present at open
 are set to ``0600``.  An existing folder that others can read is *not*
@@ -122,18 +123,33 @@ def resolve(state_dir: str | None, jobdir: str | None) -> StateDir:
     return StateDir(path, temporary=True)
 
 
+def make_jobdir(jobdir: str) -> None:
+    """Create a missing JOBDIR ``0700`` (Scrapy's ``job_dir()`` makes it
+    ``0755``); an existing one is left as it is.  :class:`StateDirError`,
+    naming JOBDIR, when it cannot be made."""
+    try:
+        os.makedirs(jobdir, mode=0o700, exist_ok=True)
+    except OSError as exc:
+        blocker = os.path.abspath(jobdir)
+        while not os.path.lexists(blocker) and os.path.dirname(blocker) != blocker:
+            blocker = os.path.dirname(blocker)  # up to the part that exists
+        give = "give JOBDIR a folder, new or kept from an earlier crawl."
+        if os.path.isdir(blocker):
+            raise StateDirError(f"JOBDIR {jobdir} cannot be created: {exc}") from exc
+        if blocker == os.path.abspath(jobdir):
+            raise StateDirError(f"JOBDIR {jobdir} is not a folder (a file of that name exists): {give}") from exc
+        raise StateDirError(f"JOBDIR {jobdir} cannot be created: {blocker} is a file, not a folder; {give}") from exc
+
+
 def _claim_folder(state: StateDir) -> None:
-    """Create the folder ``0700``, or warn if an existing one is open to others."""
+    """Create the folder ``0700`` (and the JOBDIR holding it), or warn if an
+    existing one is open to others."""
+    if state.source.startswith("JOBDIR"):
+        make_jobdir(os.path.dirname(state.path))
     try:
         os.makedirs(state.path, mode=0o700, exist_ok=True)
         mode = os.stat(state.path).st_mode & 0o777
     except OSError as exc:
-        if state.source.startswith("JOBDIR") and os.path.exists(os.path.dirname(state.path)):
-            if not os.path.isdir(os.path.dirname(state.path)):
-                raise StateDirError(
-                    f"{state.source} is not a folder (a file of that name exists): "
-                    "give JOBDIR a folder, new or kept from an earlier crawl."
-                ) from exc
         raise StateDirError(f"The state folder {state.path} ({state.source}) cannot be created: {exc}") from exc
     if mode & 0o077:
         logger.warning(

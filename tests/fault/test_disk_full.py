@@ -158,3 +158,25 @@ def test_a_full_warc_disk_stops_the_crawl_and_the_pages_are_archived_at_the_resu
             assert record.payload_digest in archived[url], url  # every counted version is archived
     visited = {r["h"]["WARC-Target-URI"] for r in records if r["type"] in ("response", "revisit")}
     assert {url for url, record in state.items() if record.visits} <= visited  # no visit left out
+
+
+def test_a_full_disk_at_close_keeps_the_spider_state_saved_before_in_one_line(
+    adaptive_settings: dict[str, object], small_disk: Path
+) -> None:
+    """Scrapy's SpiderState ended such a crawl with an OSError traceback."""
+    stateful = Path(__file__).parents[1] / "spiders" / "stateful.py"
+    jobdir = small_disk / "job"
+    settings = {k: v for k, v in adaptive_settings.items() if k != "ADAPTIVE_STATE_DIR"}
+    settings |= {"JOBDIR": str(jobdir), "CLOSESPIDER_TIMEOUT": 1, "LOG_LEVEL": "INFO"}
+    run_crawl(stateful, settings, timeout=60).assert_ok()
+    saved = jobdir / "adaptive" / "spider-state.json"
+    assert json.loads(saved.read_text()) == {"n": 1}
+    filler = fill(small_disk, 48000)
+    full = run_crawl(stateful, settings, timeout=60, args=["-a", "blob=200000"])  # a state bigger than the room left
+    assert "Traceback" not in full.text, full.text[-3000:]
+    said = [line for line in full.error_lines() if "spider's state could not be saved" in line]
+    assert len(said) == 1 and "No space left on device" in said[0], full.error_lines()
+    assert str(saved) in said[0]
+    assert json.loads(saved.read_text()) == {"n": 1}  # the state saved before, whole
+    assert [p.name for p in saved.parent.iterdir() if p.name.endswith(".tmp")] == []
+    filler.unlink()

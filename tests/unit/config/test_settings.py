@@ -113,6 +113,27 @@ def test_addon_adds_the_warc_middleware_only_when_a_warc_folder_is_set() -> None
     assert archiving.getdict("DOWNLOADER_MIDDLEWARES")[WarcMiddleware] == 610
 
 
+def test_addon_puts_the_json_spider_state_in_the_place_of_scrapys_and_warns_if_the_project_keeps_it() -> None:
+    """Scrapy's SpiderState unpickles JOBDIR/spider.state at every start."""
+    from scrapy.extensions.spiderstate import SpiderState
+
+    from scrapy_adaptive.addon import SCRAPY_SPIDER_STATE
+    from scrapy_adaptive.integration.spiderstate import JsonSpiderState
+    from scrapy_adaptive.integration.startup import enabled_components, settings_warnings
+
+    settings = Settings()
+    Addon().update_settings(settings)
+    extensions = enabled_components(settings, "EXTENSIONS")
+    assert JsonSpiderState in extensions and SpiderState not in extensions
+    assert not [m for m in settings_warnings(settings, AdaptiveConfig.from_settings(settings)) if "SpiderState" in m]
+    user = Settings()
+    user.set("EXTENSIONS", {SCRAPY_SPIDER_STATE: 0}, "project")
+    Addon().update_settings(user)
+    assert SpiderState in enabled_components(user, "EXTENSIONS")
+    [said] = [m for m in settings_warnings(user, AdaptiveConfig.from_settings(user)) if "SpiderState" in m]
+    assert "unpickles JOBDIR/spider.state" in said
+
+
 def test_addon_puts_the_refreshing_robots_middleware_in_the_place_of_scrapys() -> None:
     from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 

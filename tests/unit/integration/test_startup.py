@@ -53,3 +53,75 @@ def test_an_empty_or_damaged_queue_says_nothing(tmp_path: Path, caplog: pytest.L
     with caplog.at_level(logging.WARNING, logger="scrapy_adaptive.integration.startup"):
         note_scrapy_queue(str(tmp_path))
     assert caplog.records == []
+
+
+def test_scrapy_queue_settings_the_frontier_replaces_are_named_once_each_when_set() -> None:
+    """Set by the project (above the default priority), each is said once,
+    naming the setting; left at Scrapy's default, none is."""
+    from scrapy.settings import Settings
+
+    from scrapy_adaptive.config.settings import AdaptiveConfig
+    from scrapy_adaptive.integration.startup import settings_warnings
+
+    replaced = [
+        "DEPTH_PRIORITY",
+        "SCHEDULER_DISK_QUEUE",
+        "SCHEDULER_MEMORY_QUEUE",
+        "SCHEDULER_PRIORITY_QUEUE",
+        "DUPEFILTER_CLASS",
+    ]
+    quiet = Settings()
+    assert not [m for m in settings_warnings(quiet, AdaptiveConfig.from_settings(quiet)) if m.split(":")[0] in replaced]
+    project = Settings()
+    project.setdict(
+        {
+            "DEPTH_PRIORITY": 1,
+            "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
+            "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+            "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.DownloaderAwarePriorityQueue",
+            "DUPEFILTER_CLASS": "scrapy.dupefilters.BaseDupeFilter",
+        },
+        priority="project",
+    )
+    messages = settings_warnings(project, AdaptiveConfig.from_settings(project))
+    named = [m.split(":")[0] for m in messages]
+    assert sorted(n for n in named if n in replaced) == sorted(replaced)
+    for message in messages:
+        if message.split(":")[0] in replaced:
+            assert "\n" not in message and "ignored" in message, message
+
+
+def test_components_listed_by_hand_or_subclassed_satisfy_the_scheduler_and_a_missing_one_is_named() -> None:
+    from scrapy.settings import Settings
+
+    from scrapy_adaptive.addon import Addon
+    from scrapy_adaptive.config.settings import AdaptiveConfig
+    from scrapy_adaptive.config.spec import ConfigError
+    from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware
+    from scrapy_adaptive.integration.startup import require_components
+
+    class MyVisits(VisitMiddleware):
+        pass
+
+    package = "scrapy_adaptive.integration"
+    by_hand = Settings()
+    by_hand.setdict(
+        {
+            "DOWNLOADER_MIDDLEWARES": {
+                f"{package}.downloadermiddlewares.errors.FetchErrorMiddleware": 10,
+                f"{package}.downloadermiddlewares.validators.ValidatorsMiddleware": 580,
+                f"{package}.downloadermiddlewares.errors.RedirectGuardMiddleware": 605,
+            },
+            "SPIDER_MIDDLEWARES": {MyVisits: 10},
+        },
+        priority="project",
+    )
+    require_components(by_hand, AdaptiveConfig.from_settings(by_hand))
+    with pytest.raises(ConfigError, match=r"WarcMiddleware \(DOWNLOADER_MIDDLEWARES\)") as refused:
+        warc = by_hand.copy()
+        warc.set("ADAPTIVE_WARC_DIR", "warc", "project")
+        require_components(warc, AdaptiveConfig.from_settings(warc))
+    assert "VisitMiddleware" not in str(refused.value)
+    with_addon = Settings()
+    Addon().update_settings(with_addon)
+    require_components(with_addon, AdaptiveConfig.from_settings(with_addon))

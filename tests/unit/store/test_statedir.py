@@ -141,3 +141,21 @@ def test_a_format_no_version_writes_is_refused_as_edited(tmp_path: Path, found: 
     (tmp_path / "s" / MARKER).write_text(json.dumps({"format": found, "spider": "a", "fingerprinter": FP}))
     with pytest.raises(StateDirError, match="has no state format this or any scrapy-adaptive writes"):
         open_store(state, spider="a", fingerprinter=FP, sync=False)
+
+
+def test_a_new_jobdir_is_private_an_existing_one_kept_and_one_under_a_file_names_the_file(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    from scrapy_adaptive.store.statedir import make_jobdir
+
+    make_jobdir(str(tmp_path / "jobs" / "run1"))
+    assert stat.S_IMODE((tmp_path / "jobs" / "run1").stat().st_mode) == 0o700
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o755)
+    make_jobdir(str(shared))
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o755  # not changed behind the user's back
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(StateDirError, match=rf"cannot be created: {tmp_path / 'afile'} is a file, not a folder"):
+        make_jobdir(str(tmp_path / "afile" / "a" / "b"))
