@@ -16,6 +16,15 @@ crawler has no ``spider`` once its crawl is over.  :func:`exit_with_error`
 takes the second route once the spider is closed, so the crawl still
 closes cleanly; the e2e tests of refusals (``tests/e2e/test_guards.py``) pin
 the exit code.
+
+Nor can a component tell Scrapy to log a download error without its
+traceback: a fetch that failed and that no errback handled is logged by
+Scrapy's scraper (the logger ``scrapy.core.scraper``) with the traceback of
+Scrapy's download machinery, some sixty lines for a timeout.
+:func:`say_in_one_line` notes the reason on such an exception (a network
+failure, a body the server got wrong) and puts a logging filter on that
+logger: a record whose exception carries the note loses its traceback and
+says the reason instead.  ``tests/e2e/test_guards.py`` pins it.
 """
 
 from __future__ import annotations
@@ -32,6 +41,11 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
+
+#: the logger Scrapy logs a failed download with ("Error downloading <GET ...>")
+SCRAPER_LOGGER = "scrapy.core.scraper"
+#: how the note :func:`say_in_one_line` adds to an exception starts
+DOWNLOAD_ERROR_NOTE = "scrapy-adaptive: "
 
 
 class EngineWaker:
@@ -109,3 +123,31 @@ def exit_with_error(crawler: Crawler) -> None:
         crawler.spider = None
 
     crawler.signals.connect(clear_spider, signals.spider_closed, weak=False)
+
+
+class _OneLineDownloadErrors(logging.Filter):
+    """Drops the traceback of a network failure and says its reason instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exception = record.exc_info[1] if record.exc_info else None
+        notes = getattr(exception, "__notes__", None) or ()
+        reason = next((n[len(DOWNLOAD_ERROR_NOTE) :] for n in notes if n.startswith(DOWNLOAD_ERROR_NOTE)), None)
+        if reason is not None:
+            record.msg, record.args = f"{record.getMessage()}: {reason}", ()
+            record.exc_info = record.exc_text = None
+        return True
+
+
+_ONE_LINE = _OneLineDownloadErrors()
+
+
+def say_in_one_line(exception: BaseException, reason: str) -> None:
+    """If Scrapy logs the failed download *exception*, it says *reason* in one line.
+
+    For failures that are the server's or the network's doing, where a
+    traceback shows only Scrapy's download machinery.  The reason travels
+    as a note on the exception (an errback that prints the traceback shows
+    it too); the filter holds no state and stays for the life of the process.
+    """
+    exception.add_note(f"{DOWNLOAD_ERROR_NOTE}{reason}")
+    logging.getLogger(SCRAPER_LOGGER).addFilter(_ONE_LINE)
