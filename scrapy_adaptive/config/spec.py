@@ -204,6 +204,21 @@ def duration_seconds(text: str) -> float | None:
     return float(found.group(1)) * _UNITS[found.group(2)] if found else None
 
 
+def read_seconds(raw: Any, name: str, *, positive: bool = False) -> float:
+    """A duration that is not a setting of its own (a schedule's ``every``, a
+    console option) read as every duration setting is: a number, its
+    string, or ``90s``, ``15m``, ``1h``, ``2d``; finite, >= 0 (> 0 if
+    *positive*), at most :data:`MAX_SECONDS`.  One :class:`ConfigError`
+    naming *name* and the value as written, so "30s" means the same
+    wherever a user writes it."""
+    spec = seconds_spec(name, "", None, "", positive=positive)
+    value = parse_value(spec, raw)
+    problem = requirement(spec, value)
+    if problem is not None:
+        raise ConfigError(f"{name} ({raw!r}) must be {problem}.")
+    return float(value)
+
+
 def _parse_number(spec: SettingSpec, raw: Any) -> float | int:
     integer = spec.kind is Kind.INTEGER
     if isinstance(raw, bool):
