@@ -329,6 +329,14 @@ MAX_SECONDS = 10 * 365 * 86_400.0
 #: sanity limit of a size in bytes (1 TiB): 1e20 is a typo, and a file never
 #: rotated fills the disk
 MAX_BYTES = 2**40
+#: The upper limit of ``ADAPTIVE_HISTORY_SIZE``.  Each kept visit is about
+#: 33 bytes of the URL's record, which is read and rewritten whole at every
+#: visit and copied into the request's meta (``adaptive_record``): a
+#: thousand visits (years of daily revisits) make a 33 KB record, already
+#: more to rewrite than many pages weigh; 1e11 would make the first record
+#: that reaches it exhaust the memory.  Every visit is also a line of the
+#: crawl log (``ADAPTIVE_CRAWL_LOG``), the place for a longer history.
+MAX_HISTORY = 1000
 #: sanity limit of ``ADAPTIVE_EMBED_HOPS``
 MAX_EMBED_HOPS = 10
 #: The upper limit of every multiplying factor: a factor of 1000 already
