@@ -34,6 +34,7 @@ STORE_KEY = "schedules"
 #: the frontier meta key of the visits each schedule forced (written by the crawl)
 FORCED_KEY = "schedules-forced"
 
+
 def stored_entries(store: Store) -> list[dict[str, Any]]:
     """The schedules given on the console, as entries (each has its name).
 
