@@ -27,6 +27,7 @@ from .integration.downloadermiddlewares.compression import SCRAPY_COMPRESSION, D
 from .integration.downloadermiddlewares.errors import FetchErrorMiddleware, RedirectGuardMiddleware
 from .integration.downloadermiddlewares.robots import RobotsRefreshMiddleware
 from .integration.downloadermiddlewares.validators import ValidatorsMiddleware
+from .integration.engine import redact_overridden_settings
 from .integration.feedfile import DURABLE_FILE_STORAGE
 from .integration.spidermiddlewares.sitemaps import SitemapsMiddleware
 from .integration.spidermiddlewares.visit import VisitMiddleware
@@ -112,6 +113,8 @@ class Addon:
         self._durable_file_feeds(settings)
         self._refreshing_robots(settings)
         self._decompression_verdicts(settings)
+        # Scrapy logs the overridden settings after the add-ons: no password in clear
+        redact_overridden_settings(settings)
         self._json_spider_state(settings)
         self._private_jobdir(settings)
 

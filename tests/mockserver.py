@@ -80,7 +80,9 @@ request counters, so tests are reproducible):
 ``/hostile/<case>/<anything>``
     A server misbehaving on purpose: ``huge-headers`` (one 1 MB header
     line), ``endless`` (a chunked body that never ends, 64 KB every 10 ms,
-    until the client hangs up), ``bad-gzip`` (``Content-Encoding: gzip`` over
+    until the client hangs up), ``drip?every=S`` (a chunked body of one
+    byte every S seconds, 0.2 by default, until the client hangs up: a slow
+    answer that never stalls long enough for a read timeout), ``bad-gzip`` (``Content-Encoding: gzip`` over
     bytes that are not gzip), ``never`` (reads the request, never answers),
     ``binary`` (random-looking bytes labelled ``text/html``), ``links?n=N``
     (a page of N distinct links), ``long-link?kb=N`` (a page linking to a URL
@@ -552,7 +554,9 @@ def _build_resource(state: _State) -> Any:
                 request.setHeader(b"X-Huge", b"h" * 1_048_576)
                 return self.page(request, "/hostile/huge-headers")
             if case == "endless":
-                return _endless(request)
+                return _paced(request, b"<p>" + b"e" * 65_530 + b"</p>", 0.01)
+            if case == "drip":
+                return _paced(request, b"d", max(float(_arg(request, "every", "0.2") or 0.2), 0.01))
             if case == "bad-gzip":
                 request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
                 request.setHeader(b"Content-Encoding", b"gzip")
@@ -592,21 +596,21 @@ def _gzip_bomb(mb: int) -> bytes:
     return b"".join(parts)
 
 
-def _endless(request: Request) -> int:
-    """A chunked body that never ends (until the client hangs up)."""
+def _paced(request: Request, chunk: bytes, every: float) -> int:
+    """A chunked body of *chunk* every *every* seconds that never ends (until
+    the client hangs up)."""
     from twisted.internet import reactor as _reactor
     from twisted.web import server
 
     reactor: Any = _reactor
     request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
-    chunk = b"<p>" + b"e" * 65_530 + b"</p>"
     gone: list[bool] = []
     request.notifyFinish().addBoth(lambda _: gone.append(True))
 
     def more() -> None:
         if not gone:
             request.write(chunk)
-            reactor.callLater(0.01, more)
+            reactor.callLater(every, more)
 
     more()
     return server.NOT_DONE_YET

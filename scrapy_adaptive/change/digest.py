@@ -31,6 +31,8 @@ from ..config.matching import media_type
 if TYPE_CHECKING:
     from scrapy.http import Response
 
+    from ..config.patterns import UserPattern
+
 
 def text_of(response: Response) -> str | None:
     """The decoded text of a text response, None for a binary one.
@@ -75,21 +77,26 @@ class Digester:
 class RegexDigester(Digester):
     name = "regex"
 
-    def __init__(self, patterns: Sequence[re.Pattern[str]], max_size: int) -> None:
+    def __init__(self, patterns: Sequence[UserPattern], max_size: int) -> None:
         self.patterns = tuple(patterns)
         self.max_size = max_size
 
     def digest(self, response: Response) -> str | None:
+        """The digest of the text once every pattern's matches are blanked;
+        of the whole body (``exact``) past ``max_size`` or when a pattern
+        runs out of time on this page (:mod:`..config.patterns`)."""
         body = response.body
         if not body:
             return None
         if len(body) > self.max_size:
             return sha1_digest("exact", body)
-        text = text_of(response)
+        text: str | None = text_of(response)
         if text is None:
             text = body.decode("latin-1")
         for pattern in self.patterns:
-            text = pattern.sub(" ", text)
+            text = pattern.sub(" ", text, on=response.url, fallback="pages it cannot finish on are digested exactly")
+            if text is None:
+                return sha1_digest("exact", body)
         return sha1_digest("regex", text.encode("utf-8"))
 
 

@@ -11,11 +11,11 @@ bad regex or an unknown rule name stops the crawl with the setting named.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from ..config.matching import MATCH_KEYS, Matcher, check_entries
+from ..config.patterns import UserPattern
 from ..config.spec import ConfigError
 from .digest import DIGESTERS, Digester, ItemsDigester, RegexDigester, TextDigester
 
@@ -53,12 +53,7 @@ def build_digester(spec: dict[str, Any] | str, where: str, default_max_size: int
         # a lone string is refused too: "a|b" and ["a", "b"] mean the same,
         # but a string where a list belongs is most often a mistake
         raise ConfigError(f"{where}: the regex rule needs 'patterns', a list of regular expressions, not {patterns!r}.")
-    compiled = []
-    for pattern in patterns:
-        try:
-            compiled.append(re.compile(pattern))
-        except (re.error, TypeError) as exc:
-            raise ConfigError(f"{where}: pattern {pattern!r} is not a valid regular expression: {exc}") from None
+    compiled = [UserPattern(pattern, f"{where}: pattern {pattern!r}") for pattern in patterns]
     max_size = spec.get("max_size", default_max_size)
     if not isinstance(max_size, int) or max_size <= 0:
         raise ConfigError(f"{where}: 'max_size' ({max_size!r}) must be a positive number of bytes.")

@@ -12,11 +12,11 @@ entry applies when *all* the criteria it names match:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
+from .patterns import UserPattern
 from .spec import ConfigError
 
 MATCH_KEYS = ("content_type", "hosts", "url")
@@ -41,7 +41,7 @@ class Matcher:
 
     content_types: tuple[str, ...] = ()
     hosts: tuple[str, ...] = ()
-    url: re.Pattern[str] | None = None
+    url: UserPattern | None = None
 
     @classmethod
     def parse(cls, entry: dict[str, Any], where: str, *, required: bool = True, catch_all: str = "") -> Matcher:
@@ -53,12 +53,7 @@ class Matcher:
         if "url" in entry:
             if not isinstance(entry["url"], str):
                 raise ConfigError(f"{where}: 'url' ({entry['url']!r}) must be a regular expression, as a string.")
-            try:
-                url = re.compile(entry["url"])
-            except (re.error, TypeError) as exc:
-                raise ConfigError(
-                    f"{where}: 'url' ({entry['url']!r}) is not a valid regular expression: {exc}"
-                ) from None
+            url = UserPattern(entry["url"], f"{where}: 'url' ({entry['url']!r})")
         if required and not (content_types or hosts or url):
             hint = f"; {catch_all} apply to everything else" if catch_all else ""
             raise ConfigError(f"{where} names none of {', '.join(MATCH_KEYS)}: it would match everything{hint}.")
@@ -71,7 +66,9 @@ class Matcher:
                 return False
         if self.hosts and not any(fnmatchcase(host.lower(), g) for g in self.hosts):
             return False
-        return not (self.url is not None and not self.url.search(url))
+        if self.url is None:
+            return True
+        return bool(self.url.search(url, on=url, fallback="URLs it cannot finish on are taken as not matching"))
 
 
 def check_entries(value: Any, setting: str) -> list[dict[str, Any]]:

@@ -204,6 +204,21 @@ def duration_seconds(text: str) -> float | None:
     return float(found.group(1)) * _UNITS[found.group(2)] if found else None
 
 
+def read_seconds(raw: Any, name: str, *, positive: bool = False) -> float:
+    """A duration that is not a setting of its own (a schedule's ``every``, a
+    console option) read as every duration setting is: a number, its
+    string, or ``90s``, ``15m``, ``1h``, ``2d``; finite, >= 0 (> 0 if
+    *positive*), at most :data:`MAX_SECONDS`.  One :class:`ConfigError`
+    naming *name* and the value as written, so "30s" means the same
+    wherever a user writes it."""
+    spec = seconds_spec(name, "", None, "", positive=positive)
+    value = parse_value(spec, raw)
+    problem = requirement(spec, value)
+    if problem is not None:
+        raise ConfigError(f"{name} ({raw!r}) must be {problem}.")
+    return float(value)
+
+
 def _parse_number(spec: SettingSpec, raw: Any) -> float | int:
     integer = spec.kind is Kind.INTEGER
     if isinstance(raw, bool):
@@ -314,6 +329,14 @@ MAX_SECONDS = 10 * 365 * 86_400.0
 #: sanity limit of a size in bytes (1 TiB): 1e20 is a typo, and a file never
 #: rotated fills the disk
 MAX_BYTES = 2**40
+#: The upper limit of ``ADAPTIVE_HISTORY_SIZE``.  Each kept visit is about
+#: 33 bytes of the URL's record, which is read and rewritten whole at every
+#: visit and copied into the request's meta (``adaptive_record``): a
+#: thousand visits (years of daily revisits) make a 33 KB record, already
+#: more to rewrite than many pages weigh; 1e11 would make the first record
+#: that reaches it exhaust the memory.  Every visit is also a line of the
+#: crawl log (``ADAPTIVE_CRAWL_LOG``), the place for a longer history.
+MAX_HISTORY = 1000
 #: sanity limit of ``ADAPTIVE_EMBED_HOPS``
 MAX_EMBED_HOPS = 10
 #: The upper limit of every multiplying factor: a factor of 1000 already

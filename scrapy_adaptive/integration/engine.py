@@ -16,22 +16,57 @@ crawler has no ``spider`` once its crawl is over.  :func:`exit_with_error`
 takes the second route once the spider is closed, so the crawl still
 closes cleanly; the e2e tests of refusals (``tests/e2e/test_guards.py``) pin
 the exit code.
+
+Nor can a component tell Scrapy to log a download error without its
+traceback: a fetch that failed and that no errback handled is logged by
+Scrapy's scraper (the logger ``scrapy.core.scraper``) with the traceback of
+Scrapy's download machinery, some sixty lines for a timeout.
+:func:`say_in_one_line` notes the reason on such an exception (a network
+failure, a body the server got wrong) and puts a logging filter on that
+logger: a record whose exception carries the note loses its traceback and
+says the reason instead.  ``tests/e2e/test_guards.py`` pins it.
+
+Nor can an add-on keep Scrapy from printing secrets: once the add-ons have
+run, the crawler logs every setting that differs from Scrapy's defaults
+("Overridden settings", logger ``scrapy.crawler``), ``HTTPAUTH_PASS``,
+``AWS_SECRET_ACCESS_KEY`` and the other passwords and tokens in clear.
+:func:`redact_overridden_settings` (called by the add-on) puts a filter on
+that logger that rewrites this one record with those values shown as
+``REDACTED``; ``tests/e2e/test_secrets.py`` pins it.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import pprint
+import re
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from scrapy import signals
+from scrapy.settings import overridden_settings
 from scrapy.utils.asyncio import CallLaterResult, call_later
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
 
 logger = logging.getLogger(__name__)
+
+#: the logger Scrapy logs a failed download with ("Error downloading <GET ...>")
+SCRAPER_LOGGER = "scrapy.core.scraper"
+#: how the note :func:`say_in_one_line` adds to an exception starts
+DOWNLOAD_ERROR_NOTE = "scrapy-adaptive: "
+#: the logger and the message of Scrapy's "Overridden settings" line
+CRAWLER_LOGGER = "scrapy.crawler"
+OVERRIDDEN_MESSAGE = "Overridden settings:\n%(settings)s"
+#: a setting whose value is a secret, by a word of its name: HTTPAUTH_PASS,
+#: FTP_PASSWORD, MAIL_PASS, TELNETCONSOLE_PASSWORD, AWS_SECRET_ACCESS_KEY,
+#: AWS_SESSION_TOKEN (not FTP_PASSIVE_MODE)
+SECRET_SETTING = re.compile(r"(?:^|_)(?:PASS|PASSWORD|SECRET|TOKEN)(?:_|$)")
+REDACTED = "REDACTED"
 
 
 class EngineWaker:
@@ -109,3 +144,57 @@ def exit_with_error(crawler: Crawler) -> None:
         crawler.spider = None
 
     crawler.signals.connect(clear_spider, signals.spider_closed, weak=False)
+
+
+class _OneLineDownloadErrors(logging.Filter):
+    """Drops the traceback of a network failure and says its reason instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exception = record.exc_info[1] if record.exc_info else None
+        notes = getattr(exception, "__notes__", None) or ()
+        reason = next((n[len(DOWNLOAD_ERROR_NOTE) :] for n in notes if n.startswith(DOWNLOAD_ERROR_NOTE)), None)
+        if reason is not None:
+            record.msg, record.args = f"{record.getMessage()}: {reason}", ()
+            record.exc_info = record.exc_text = None
+        return True
+
+
+_ONE_LINE = _OneLineDownloadErrors()
+
+
+def say_in_one_line(exception: BaseException, reason: str) -> None:
+    """If Scrapy logs the failed download *exception*, it says *reason* in one line.
+
+    For failures that are the server's or the network's doing, where a
+    traceback shows only Scrapy's download machinery.  The reason travels
+    as a note on the exception (an errback that prints the traceback shows
+    it too); the filter holds no state and stays for the life of the process.
+    """
+    exception.add_note(f"{DOWNLOAD_ERROR_NOTE}{reason}")
+    logging.getLogger(SCRAPER_LOGGER).addFilter(_ONE_LINE)
+
+
+class _RedactedOverriddenSettings(logging.Filter):
+    """Rewrites the "Overridden settings" record of one crawler's *settings*."""
+
+    def __init__(self, settings: BaseSettings) -> None:
+        super().__init__()
+        self.settings = settings
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg != OVERRIDDEN_MESSAGE or not isinstance(record.args, Mapping):
+            return True
+        shown = dict(overridden_settings(self.settings))
+        if record.args.get("settings") != pprint.pformat(shown):
+            return True  # another crawler's line (several crawlers in one process)
+        redacted = {name: REDACTED if value and SECRET_SETTING.search(name) else value for name, value in shown.items()}
+        record.args = {"settings": pprint.pformat(redacted)}
+        logging.getLogger(CRAWLER_LOGGER).removeFilter(self)
+        return True
+
+
+def redact_overridden_settings(settings: BaseSettings) -> None:
+    """Have the crawler of *settings* log its overridden settings with every
+    password, secret key and token as ``REDACTED`` (once; call it while the
+    add-ons run, before the crawler logs them)."""
+    logging.getLogger(CRAWLER_LOGGER).addFilter(_RedactedOverriddenSettings(settings))

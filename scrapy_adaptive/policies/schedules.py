@@ -1,7 +1,8 @@
 """Curated schedules: a time window inside which a URL's wait is bounded.
 
 An ``ADAPTIVE_WAIT_POLICIES`` entry that carries ``"from"``, ``"until"``
-(ISO 8601 dates or datetimes, either open) or ``"every"`` (seconds) is a
+(ISO 8601 dates or datetimes, either open) or ``"every"`` (a duration:
+seconds, or ``90s``, ``15m``, ``1h``, ``2d``, as every duration) is a
 *schedule*, not a policy: "revisit these pages at least hourly during the
 election, then let the policy decide again".  It is an overlay.  The URL's
 wait is still decided by the policy that would apply without it, so the
@@ -23,7 +24,6 @@ Pure: no Scrapy, no Twisted; the wait policy stack applies it.
 from __future__ import annotations
 
 import logging
-import math
 import re
 import time
 from collections.abc import Iterable, Mapping
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config.matching import MATCH_KEYS, Matcher
-from ..config.spec import ConfigError
+from ..config.spec import ConfigError, read_seconds
 from ..dates import parse_time
 from ..hosts.hints import Hint
 from ..model import Visit
@@ -64,16 +64,7 @@ def _moment(value: Any, where: str, key: str) -> float | None:
 
 
 def _seconds(value: Any, where: str, key: str, *, positive: bool) -> float | None:
-    if value is None:
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: {key!r} ({value!r}) must be a number of seconds.") from None
-    if not math.isfinite(number) or number < 0 or (positive and number == 0):
-        sign = "> 0" if positive else ">= 0"
-        raise ConfigError(f"{where}: {key!r} ({value!r}) must be a finite number of seconds {sign}.")
-    return number
+    return None if value is None else read_seconds(value, f"{where}: {key!r}", positive=positive)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import plyvel
 import pytest
 
 from scrapy_adaptive.model import UrlRecord
+from tests.conftest import read_records
 from tests.crawlrunner import CrawlResult, run_crawl
 from tests.mockserver import MockServer
 
@@ -192,3 +193,28 @@ def test_without_jobdir_the_temporary_state_folder_is_removed_at_close(
     result.assert_ok()
     assert "the frontier lives in the temporary folder" in result.log
     assert not [p.name for p in temp.iterdir() if p.name.startswith("scrapy-adaptive-")]
+
+
+def test_a_catastrophic_digest_pattern_costs_a_bounded_time_per_page(
+    clean_log: MockServer, adaptive_settings: dict[str, object]
+) -> None:
+    """``(x+)+$`` on a page holding a run of 100,000 x's backtracks
+    without end in Python's ``re`` (the crawl would hang on its first page):
+    the page is digested exactly after the bound, said once in one line, and
+    the crawl goes on to close by itself."""
+    server = clean_log
+    start = server.page_url("/page/redos-index", size=100_000, links=["/page/redos-a?size=100000"])
+    rules = [{"url": "/page/redos-", "rule": "regex", "patterns": [r"\d+", "(x+)+$"]}]
+    settings = {**adaptive_settings, "ADAPTIVE_DIGEST_RULES": rules, "CLOSESPIDER_TIMEOUT": 5}
+    result = run_crawl(CASES, settings, timeout=40, args=["-a", f"start_urls={start}"])
+    result.assert_ok()
+    assert result.stats["finish_reason"] == "closespider_timeout"
+    records = read_records(Path(str(settings["ADAPTIVE_STATE_DIR"])))
+    pages = [r for url, r in records.items() if "/page/redos-" in url]
+    assert len(pages) == 2 and all(str(r.digest).startswith("exact:") for r in pages), pages
+    # the same fallback at every visit: a revisit of the unchanged page is unchanged
+    assert all(change == "unchanged" for r in pages for _, change, _ in r.history[1:]), pages
+    warned = [line for line in result.log.splitlines() if "WARNING" in line and "(x+)+$" in line]
+    assert len(warned) == 1, warned
+    assert "ADAPTIVE_DIGEST_RULES[0]: pattern '(x+)+$' ran past 1 s on http://" in warned[0]
+    assert traceback_lines(result) == []

@@ -99,3 +99,37 @@ def test_export_and_html_report_are_created_private(
     assert start in export.read_text()
     assert mode(export) == 0o600 and mode(page) == 0o600
     assert mode(state / "report.html") == 0o600
+
+
+def test_scrapys_overridden_settings_line_shows_no_secret(
+    clean_log: MockServer, adaptive_settings: dict[str, object]
+) -> None:
+    """Scrapy logs every overridden setting at start, after the add-ons ran;
+    the passwords, secret keys and tokens among them are shown as REDACTED."""
+    start = clean_log.page_url("/page/overridden-index")
+    secrets = {
+        "HTTPAUTH_PASS": "s3cret-http",
+        "FTP_PASSWORD": "s3cret-ftp",
+        "MAIL_PASS": "s3cret-mail",
+        "AWS_SECRET_ACCESS_KEY": "s3cret-aws",
+        "AWS_SESSION_TOKEN": "s3cret-token",
+        "TELNETCONSOLE_PASSWORD": "s3cret-telnet",
+    }
+    settings = {
+        **adaptive_settings,
+        **secrets,
+        "HTTPAUTH_USER": "alice",
+        "HTTPAUTH_DOMAIN": clean_log.netloc(),
+        "LOG_LEVEL": "INFO",
+        # Scrapy reopens LOG_FILE once the crawler's settings are applied: appending keeps the first lines
+        "LOG_FILE_APPEND": True,
+        "CLOSESPIDER_TIMEOUT": 2,
+    }
+    result = run_crawl(CASES, settings, timeout=60, args=["-a", f"start_urls={start}"])
+    result.assert_ok()
+    assert "Overridden settings:" in result.log
+    assert "s3cret" not in result.text
+    overridden = result.log[result.log.index("Overridden settings:") :].split("\n20")[0]
+    for name in secrets:
+        assert f"'{name}': 'REDACTED'" in overridden, overridden
+    assert "'HTTPAUTH_USER': 'alice'" in overridden and "'CLOSESPIDER_TIMEOUT': '2'" in overridden

@@ -134,3 +134,21 @@ def test_record_json_is_the_encoders() -> None:
     )
     assert head == expected.encode("utf-8")
     assert request == b'{"meta":{"x":[1,2]}}'
+
+
+def test_a_record_at_the_longest_history_stays_a_few_tens_of_kb() -> None:
+    """ADAPTIVE_HISTORY_SIZE's limit bounds the record rewritten at every visit."""
+    from scrapy_adaptive.config.spec import MAX_HISTORY
+    from scrapy_adaptive.frontier.verdict import fold_visit
+    from scrapy_adaptive.model import ChangeState, Outcome, Visit
+
+    record = UrlRecord(
+        url="http://example.com/a", queue="example.com", request={"url": "http://example.com/a"}, next_ms=0
+    )
+    start = 1_800_000_000.123
+    for i in range(MAX_HISTORY + 50):
+        fold_visit(
+            record, Visit(Outcome.VISITED, change=ChangeState.UNCHANGED, status=200), start + i * 86_400, MAX_HISTORY
+        )
+    assert len(record.history) == MAX_HISTORY
+    assert len(record.to_bytes()) < 40_000

@@ -18,14 +18,15 @@ limit or the encoding.  The add-on puts it in place of Scrapy's (same order,
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
 
 from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
 from scrapy.exceptions import IgnoreRequest
 
 from ...model import Outcome, Visit
+from ..engine import say_in_one_line
 from ..wiring import FRONTIER_OPENED
+from .errors import over_maxsize
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
     from scrapy.http import Response
 
     from ..verdicts import FrontierServices
-
-logger = logging.getLogger(__name__)
 
 #: Scrapy's own, which this one replaces
 SCRAPY_COMPRESSION = "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware"
@@ -64,13 +63,13 @@ class DecompressionVerdictMiddleware(HttpCompressionMiddleware):
         except IgnoreRequest:
             # the only IgnoreRequest raised here: the inflated body passed DOWNLOAD_MAXSIZE
             limit = request.meta.get("download_maxsize", self._max_size)
-            self._verdict(request, f"decompressed body exceeds DOWNLOAD_MAXSIZE ({limit} B)", "too_large")
+            self._verdict(request, over_maxsize(limit, "decompressed body"), "too_large")
             raise
         except Exception as exc:
             encoding = b",".join(response.headers.getlist("Content-Encoding")).decode("latin-1")
             reason = f"body is not valid {encoding} ({type(exc).__name__}: {exc})".replace(" ()", "")
             self._verdict(request, reason, "undecodable")
-            logger.warning("%s: %s; counted as a retry.", response.url, reason)
+            say_in_one_line(exc, reason)
             raise
 
     def _verdict(self, request: Request, reason: str, kind: str) -> None:

@@ -7,6 +7,15 @@ only what the other middlewares gave up on: robots.txt and offsite
 quick retries are spent (the frontier then retries after
 ``ADAPTIVE_RETRY_DELAY``, up to ``ADAPTIVE_MAX_RETRIES``).  It only returns a
 verdict; the user's errback still runs.
+
+A download a setting ended gets a reason naming it: a body cut at
+``DOWNLOAD_MAXSIZE``, an answer still incomplete at ``DOWNLOAD_TIMEOUT``.
+A network failure (Scrapy's ``RETRY_EXCEPTIONS``, a timeout, a cut body) is
+the server's doing, not a bug: Scrapy would log it with a traceback of some
+sixty lines through its own download machinery.  The middleware notes the
+reason on the exception and the crawl's log says it in one line
+(:func:`..engine.say_in_one_line`); any other exception keeps its
+traceback, which is where a bug in a middleware shows.
 """
 
 from __future__ import annotations
@@ -16,18 +25,23 @@ from typing import TYPE_CHECKING
 from urllib.parse import urljoin
 
 from scrapy import Request
+from scrapy import exceptions as scrapy_errors
 from scrapy.exceptions import IgnoreRequest, NotSupported
 from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
+from scrapy.utils.misc import load_object
+from twisted.internet import defer
 from twisted.internet import error as net
 from w3lib.url import safe_url_string
 
 from ...model import Outcome, Visit
+from ..engine import say_in_one_line
 from ..stopgrace import AbandonedDownload
 from ..wiring import FRONTIER_OPENED
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
 
     from ..verdicts import FrontierServices
 
@@ -43,9 +57,57 @@ HOST_LEVEL_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-def classify(exception: BaseException) -> Visit:
-    """The verdict for a fetch that raised *exception* (thesis 6.2 outcomes)."""
-    reason = f"{type(exception).__name__}: {exception}".rstrip(": ")
+def _scrapy_errors(*names: str) -> tuple[type[BaseException], ...]:
+    """Scrapy's own download exceptions (its handlers raise them since 2.15;
+    earlier ones raise Twisted's)."""
+    return tuple(getattr(scrapy_errors, name) for name in names if hasattr(scrapy_errors, name))
+
+
+#: a download that ran past DOWNLOAD_TIMEOUT
+TIMEOUTS: tuple[type[BaseException], ...] = (
+    net.TimeoutError,
+    defer.TimeoutError,
+    *_scrapy_errors("DownloadTimeoutError"),
+)
+#: a download the handler cancelled: Scrapy's HTTP handlers cancel one only
+#: when its body passes DOWNLOAD_MAXSIZE (an abandoned one is AbandonedDownload)
+CANCELLED: tuple[type[BaseException], ...] = (defer.CancelledError, *_scrapy_errors("DownloadCancelledError"))
+
+
+def over_maxsize(limit: int, what: str = "body") -> str:
+    """The reason of a body refused at ``DOWNLOAD_MAXSIZE`` (on the wire or inflated)."""
+    return f"{what} exceeds DOWNLOAD_MAXSIZE ({limit} B)"
+
+
+def limit_reason(exception: BaseException, timeout: float, maxsize: int) -> str | None:
+    """The setting that ended the download, in words (None: none did).
+
+    *timeout* and *maxsize* are the request's limits (its ``download_timeout``
+    / ``download_maxsize`` meta, else the settings).
+    """
+    if isinstance(exception, TIMEOUTS) and timeout:
+        return f"no complete answer within DOWNLOAD_TIMEOUT ({timeout:g} s)"
+    if isinstance(exception, CANCELLED) and maxsize:
+        return over_maxsize(maxsize)
+    return None
+
+
+def network_errors(settings: BaseSettings) -> tuple[type[BaseException], ...]:
+    """The exceptions that are the network's or the server's doing: the ones
+    Scrapy retries (``RETRY_EXCEPTIONS``), timeouts and cut bodies."""
+    retried = tuple(load_object(e) if isinstance(e, str) else e for e in settings.getlist("RETRY_EXCEPTIONS"))
+    return (*retried, *TIMEOUTS, *CANCELLED)
+
+
+def describe(exception: BaseException) -> str:
+    """An exception in the words of a stored reason."""
+    return f"{type(exception).__name__}: {exception}".rstrip(": ")
+
+
+def classify(exception: BaseException, reason: str | None = None) -> Visit:
+    """The verdict for a fetch that raised *exception* (thesis 6.2 outcomes);
+    *reason* replaces the exception's words (a setting that ended it)."""
+    reason = reason or describe(exception)
     if isinstance(exception, IgnoreRequest):
         return Visit(Outcome.DISREGARDED, reason=reason)
     if isinstance(exception, NotSupported):
@@ -56,13 +118,16 @@ def classify(exception: BaseException) -> Visit:
 class FetchErrorMiddleware:
     """Reports failed fetches of frontier-issued requests to the frontier."""
 
-    def __init__(self, services: FrontierServices | None = None) -> None:
+    def __init__(self, services: FrontierServices | None = None, *, settings: BaseSettings | None = None) -> None:
         #: bound by the scheduler at open (None: not an adaptive crawl)
         self.services = services
+        self.timeout = settings.getfloat("DOWNLOAD_TIMEOUT") if settings is not None else 0.0
+        self.maxsize = settings.getint("DOWNLOAD_MAXSIZE") if settings is not None else 0
+        self.network = network_errors(settings) if settings is not None else (*TIMEOUTS, *CANCELLED)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FetchErrorMiddleware:
-        mw = cls()
+        mw = cls(settings=crawler.settings)
         crawler.signals.connect(mw.frontier_opened, FRONTIER_OPENED)
         return mw
 
@@ -71,10 +136,15 @@ class FetchErrorMiddleware:
         self.services = services
 
     def process_exception(self, request: Request, exception: Exception) -> None:
+        timeout = request.meta.get("download_timeout", self.timeout)
+        maxsize = request.meta.get("download_maxsize", self.maxsize)
+        reason = limit_reason(exception, timeout, maxsize) or describe(exception)
+        if isinstance(exception, self.network) and not isinstance(exception, IgnoreRequest):
+            say_in_one_line(exception, reason)
         # an abandoned download (a stop ran out of ADAPTIVE_STOP_GRACE) has
         # no verdict: the URL keeps its record and is due on restart
         if self.services is not None and not isinstance(exception, AbandonedDownload):
-            self.services.commit(request, classify(exception))
+            self.services.commit(request, classify(exception, reason))
         return None
 
 

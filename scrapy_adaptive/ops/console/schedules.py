@@ -16,11 +16,10 @@ more fetches a day than its politeness allows at its measured fetch time
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ...config.spec import ConfigError, clause, duration_seconds
+from ...config.spec import ConfigError, clause, read_seconds
 from ...frontier import Frontier, Politeness
 from ...hosts.crawltime import DEFAULT_FETCH_TIME, capacity
 from ...model import RecordError, UrlRecord
@@ -34,16 +33,6 @@ from .api import FrontierConsole
 STORE_KEY = "schedules"
 #: the frontier meta key of the visits each schedule forced (written by the crawl)
 FORCED_KEY = "schedules-forced"
-
-_SECONDS = re.compile(r"^\s*\d+(?:\.\d+)?\s*$")
-
-
-def duration(text: str, option: str) -> float:
-    """``90``, ``90s``, ``15m``, ``1h``, ``2d`` in seconds; ValueError naming *option*."""
-    seconds = float(text) if _SECONDS.match(str(text)) else duration_seconds(str(text))
-    if seconds is None:
-        raise ValueError(f"{option} {text!r} is not a duration (e.g. 3600, 90s, 15m, 1h, 2d).")
-    return seconds
 
 
 def stored_entries(store: Store) -> list[dict[str, Any]]:
@@ -261,7 +250,7 @@ def schedule_request(opts: Any) -> dict[str, Any]:
     entry: dict[str, Any] = {"url": opts.match}
     for key, value in (("every", opts.every), ("min", opts.min_wait), ("max", opts.max_wait)):
         if value is not None:
-            entry[key] = duration(value, f"--{key}")
+            entry[key] = read_seconds(value, f"--{key}", positive=key != "min")
     for key, value in (("from", opts.from_), ("until", opts.until), ("name", opts.name)):
         if value is not None:
             entry[key] = value

@@ -8,6 +8,7 @@ from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy_adaptive.change import DigestRules, items_digest, payload_digest
 from scrapy_adaptive.change.digest import Digester, ItemsDigester, RegexDigester, TextDigester, visible_text
 from scrapy_adaptive.change.rules import build_digester
+from scrapy_adaptive.config.patterns import UserPattern
 from scrapy_adaptive.config.spec import ConfigError
 
 
@@ -31,7 +32,7 @@ def test_regex_digest_blanks_the_operator_patterns() -> None:
 
 
 def test_regex_digest_falls_back_to_exact_over_the_size_limit() -> None:
-    d = RegexDigester([__import__("re").compile("x")], max_size=10)
+    d = RegexDigester([UserPattern("x", "pattern")], max_size=10)
     digest = d.digest(html("<p>" + "y" * 20 + "</p>"))
     assert digest is not None and digest.startswith("exact:")
 

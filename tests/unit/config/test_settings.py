@@ -270,6 +270,10 @@ def test_every_bound_itself_is_allowed_when_inclusive(spec: SettingSpec) -> None
             "ADAPTIVE_CRAWL_LOG_MAX_BYTES (100000000000000000000) must be an integer from 1 to 1099511627776.",
         ),
         ({"ADAPTIVE_EMBED_HOPS": "1e3"}, "ADAPTIVE_EMBED_HOPS (1000) must be an integer from 0 to 10."),
+        (
+            {"ADAPTIVE_HISTORY_SIZE": 100000000000},
+            "ADAPTIVE_HISTORY_SIZE (100000000000) must be an integer from 1 to 1000.",
+        ),
     ],
 )
 def test_bad_types_and_absurd_magnitudes_are_refused(values: dict[str, object], message: str) -> None:

@@ -13,7 +13,6 @@ from scrapy_adaptive.ops.console.html import render
 from scrapy_adaptive.ops.console.run import report_lines
 from scrapy_adaptive.ops.console.schedules import (
     ScheduleConsole,
-    duration,
     load_stored,
     schedule_lines,
     schedule_request,
@@ -82,9 +81,8 @@ def test_list_report_and_remove() -> None:
 def test_the_command_line_options() -> None:
     base = dict(list=False, remove=None, match=None, every=None, min_wait=None, max_wait=None)
     base.update(from_=None, until=None, name=None, force=False)
-    assert duration("1h", "--every") == 3600 and duration("90", "--every") == 90 and duration("2d", "-") == 172_800
-    with pytest.raises(ValueError, match="--every 'hourly' is not a duration"):
-        duration("hourly", "--every")
+    with pytest.raises(ValueError, match=r"--every \('hourly'\) must be a number of seconds \(or 90s, 15m, 1h, 2d\)"):
+        schedule_request(Namespace(**{**base, "match": "/n/", "every": "hourly"}))
     request = schedule_request(
         Namespace(**{**base, "match": "/n/", "every": "15m", "from": None, "until": "2026-12-01"})
     )

@@ -3,17 +3,25 @@ over the policy that decides (which keeps its memory)."""
 
 from __future__ import annotations
 
+import json
+from argparse import Namespace
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scrapy.settings import Settings
 
 from scrapy_adaptive.config.settings import AdaptiveConfig
 from scrapy_adaptive.config.spec import ConfigError
 from scrapy_adaptive.dates import parse_time
 from scrapy_adaptive.model import ChangeState, Outcome, Visit
+from scrapy_adaptive.ops.console.schedules import STORE_KEY, load_stored, schedule_request
 from scrapy_adaptive.policies import load_wait_policy
+from scrapy_adaptive.policies.base import PARAM_KEYS, WaitParams
 from scrapy_adaptive.policies.schedules import CLOSED, OPEN, PENDING, Schedule, Schedules, schedules_of
+from scrapy_adaptive.store.base import Batch, MemoryStore
+from tests.hypo import examples
 
 START = parse_time("2026-11-01T00:00:00Z")
 END = parse_time("2026-11-08")
@@ -46,7 +54,7 @@ def test_window_parsing_dates_datetimes_and_open_ends() -> None:
         ({"url": "/a", "from": "next tuesday", "every": 60}, r"\[1\]: 'from' \('next tuesday'\) is not an ISO 8601"),
         ({"url": "/a", "from": "2026-11-08", "until": "2026-11-01", "every": 60}, "'until'.*later than 'from'"),
         ({"url": "/a", "from": "2026-11-01"}, "must bound the wait with 'every', 'min' or 'max'"),
-        ({"url": "/a", "every": 0}, "'every' \\(0\\) must be a finite number of seconds > 0"),
+        ({"url": "/a", "every": 0}, "'every' \\(0\\) must be a finite number > 0"),
         ({"url": "/a", "every": 60, "initial": 5}, "unknown key\\(s\\) initial"),
         ({"every": 60}, "names none of"),
         ({"url": "/a", "every": 60, "min": 120}, "'every' \\(60\\) must not be lower than 'min'"),
@@ -130,3 +138,87 @@ def test_a_settings_schedule_whose_window_has_closed_is_warned_about(caplog: pyt
         "ADAPTIVE_WAIT_POLICIES[0]: its window closed at 2020-01-08, so it bounds no wait; "
         "remove it or move its 'until'."
     ]
+
+
+# -- durations: one reading in every kind of entry ------------------------------------------------
+
+#: every key that holds a duration, in every kind of entry that has one (a
+#: request's ``adaptive_wait_policy`` is read as a policy entry is)
+DURATION_KEYS = [
+    ("settings", "ADAPTIVE_WAIT_MIN"),
+    ("settings", "ADAPTIVE_WAIT_INITIAL"),
+    *(("policy entry", key) for key in ("initial", "default", "min", "max")),
+    *((kind, key) for kind in ("schedule", "stored schedule", "console option") for key in ("every", "min", "max")),
+]
+UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+#: a duration as written, and its seconds (at most 3000 days: under the 10-year limit)
+DURATIONS = st.one_of(
+    st.tuples(st.integers(1, 3000), st.sampled_from(sorted(UNITS))).map(
+        lambda t: (f"{t[0]}{t[1]}", t[0] * UNITS[t[1]])
+    ),
+    st.tuples(st.integers(1, 999), st.sampled_from(sorted(UNITS))).map(
+        lambda t: (f"{t[0]}.5{t[1]}", (t[0] + 0.5) * UNITS[t[1]])
+    ),
+    st.integers(1, 10**8).map(lambda n: (str(n), n)),
+    st.integers(1, 10**8).map(lambda n: (n, n)),
+    st.floats(0.5, 1e8).map(lambda x: (x, x)),
+)
+
+
+def read_duration(kind: str, key: str, raw: Any) -> float:
+    """*raw* written as *key* in an entry of *kind*, as the crawl or the console reads it."""
+    wide = 10 * 365 * 86_400  # the other bound opened wide, so any value passes min <= max
+    if kind == "settings":
+        values = {key: raw, "ADAPTIVE_WAIT_MAX": wide}
+        return getattr(AdaptiveConfig.from_settings(Settings(values)), key.removeprefix("ADAPTIVE_").lower())
+    if kind == "policy entry":
+        other = {"min": {"max": wide}, "max": {"min": 0}}.get(key, {})
+        return getattr(WaitParams().updated({key: raw, **other}, "ADAPTIVE_WAIT_POLICIES[0]"), PARAM_KEYS[key])
+    attribute = {"every": "every", "min": "minimum", "max": "maximum"}[key]
+    if kind == "schedule":
+        entry = {"url": "p1[0-2]", "from": "2026-01-01", key: raw}
+        return getattr(load_wait_policy(config(entry)).schedules.items[0], attribute)
+    if kind == "stored schedule":
+        store = MemoryStore()
+        store.write(Batch(meta={STORE_KEY: json.dumps([{"name": "s1", "url": "/a", key: raw}]).encode()}))
+        schedules = Schedules()
+        for problem in load_stored(store, schedules):  # said at start, the entry skipped
+            raise ConfigError(problem)
+        return getattr(schedules.items[0], attribute)
+    if kind == "console option":
+        options = {"every": None, "min_wait": None, "max_wait": None, "from_": None, "until": None, "name": None}
+        options[{"every": "every", "min": "min_wait", "max": "max_wait"}[key]] = str(raw)
+        opts = Namespace(list=False, remove=None, match="/a", force=False, **options)
+        return schedule_request(opts)["entry"][key]
+    raise AssertionError(kind)
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(written=DURATIONS)
+@pytest.mark.parametrize(("kind", "key"), DURATION_KEYS)
+def test_every_duration_key_reads_a_duration_the_same_way(kind: str, key: str, written: tuple[Any, float]) -> None:
+    raw, seconds = written
+    assert read_duration(kind, key, raw) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize(("kind", "key"), DURATION_KEYS)
+def test_every_duration_key_refuses_what_is_not_one_in_the_same_words(kind: str, key: str) -> None:
+    name = {"settings": key, "console option": f"--{key}"}.get(kind, f"{key!r}")
+    for raw, problem in [
+        ("soon", "a number of seconds (or 90s, 15m, 1h, 2d)"),
+        ("1y", "a number of seconds (or 90s, 15m, 1h, 2d)"),
+        ("3651d", "at most 315360000 seconds (10 years)"),
+    ]:
+        with pytest.raises(ConfigError) as info:
+            read_duration(kind, key, raw)
+        message = str(info.value)
+        assert message.count("\n") == 0 and name in message and f"must be {problem}" in message, message
+        assert f"({raw!r})" in message or kind == "settings", message  # a setting's range: its value in seconds
+
+
+def test_the_issue_s_entries_read_30s_as_30_seconds() -> None:
+    every = load_wait_policy(config({"url": "p1[0-2]", "from": "2026-01-01", "every": "30s"})).schedules.items[0]
+    assert every.every == 30
+    floor = load_wait_policy(config({"url": "p1[0-2]", "from": "2026-01-01", "min": "30s"})).schedules.items[0]
+    assert floor.minimum == 30
+    assert WaitParams().updated({"min": "30s"}, "ADAPTIVE_WAIT_POLICIES[0]").minimum == 30

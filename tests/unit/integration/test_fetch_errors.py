@@ -1,0 +1,146 @@
+"""A failed fetch: its stored reason names the setting that ended it, and a
+network failure is logged in one line, without Scrapy's traceback."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from scrapy import Request
+from scrapy.exceptions import (
+    DownloadCancelledError,
+    DownloadConnectionRefusedError,
+    DownloadTimeoutError,
+    IgnoreRequest,
+)
+from scrapy.utils.test import get_crawler
+from twisted.internet import error as net
+
+from scrapy_adaptive.integration.downloadermiddlewares.errors import FetchErrorMiddleware, limit_reason
+from scrapy_adaptive.integration.engine import SCRAPER_LOGGER, say_in_one_line
+from scrapy_adaptive.model import Outcome
+
+
+class Commits:
+    def __init__(self) -> None:
+        self.visits: list[Any] = []
+
+    def commit(self, request: Request, visit: Any) -> None:
+        self.visits.append(visit)
+
+
+def middleware(**settings: Any) -> tuple[FetchErrorMiddleware, Commits]:
+    mw = FetchErrorMiddleware.from_crawler(get_crawler(settings_dict=settings))
+    commits = Commits()
+    mw.frontier_opened(commits)  # type: ignore[arg-type]
+    return mw, commits
+
+
+@pytest.mark.parametrize(
+    ("exception", "reason"),
+    [
+        (
+            DownloadTimeoutError("Getting x took longer than 1.5 seconds."),
+            "no complete answer within DOWNLOAD_TIMEOUT (1.5 s)",
+        ),
+        (net.TimeoutError(), "no complete answer within DOWNLOAD_TIMEOUT (1.5 s)"),
+        (DownloadCancelledError(), "body exceeds DOWNLOAD_MAXSIZE (1048576 B)"),
+        (DownloadConnectionRefusedError("refused"), None),
+    ],
+)
+def test_the_reason_names_the_setting_that_ended_the_download(exception: Exception, reason: str | None) -> None:
+    assert limit_reason(exception, 1.5, 1_048_576) == reason
+
+
+def test_a_cancelled_download_without_a_size_limit_is_said_as_it_is() -> None:
+    assert limit_reason(DownloadCancelledError(), 180.0, 0) is None
+    mw, commits = middleware(DOWNLOAD_MAXSIZE=0)
+    mw.process_exception(Request("http://127.0.0.1/a"), DownloadCancelledError())
+    assert commits.visits[0].reason == "DownloadCancelledError"
+
+
+def test_the_request_limits_come_before_the_settings() -> None:
+    mw, commits = middleware(DOWNLOAD_MAXSIZE=5_000, DOWNLOAD_TIMEOUT=30)
+    request = Request("http://127.0.0.1/a", meta={"download_maxsize": 1_000, "download_timeout": 2.5})
+    mw.process_exception(request, DownloadCancelledError())
+    mw.process_exception(request, DownloadTimeoutError("late"))
+    mw.process_exception(Request("http://127.0.0.1/b"), DownloadCancelledError())
+    assert [(v.outcome, v.reason) for v in commits.visits] == [
+        (Outcome.RETRY, "body exceeds DOWNLOAD_MAXSIZE (1000 B)"),
+        (Outcome.RETRY, "no complete answer within DOWNLOAD_TIMEOUT (2.5 s)"),
+        (Outcome.RETRY, "body exceeds DOWNLOAD_MAXSIZE (5000 B)"),
+    ]
+
+
+class Keep(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def log_raised(exception: BaseException, name: str, *args: Any) -> logging.LogRecord:
+    """The record of *exception* logged with its traceback by the logger *name*."""
+    logger = logging.getLogger(name)
+    keep = Keep()
+    logger.addHandler(keep)
+    try:
+        try:
+            raise exception
+        except BaseException:
+            logger.error(*args, exc_info=True)
+    finally:
+        logger.removeHandler(keep)
+    [record] = keep.records
+    return record
+
+
+def log_download_error(exception: BaseException) -> logging.LogRecord:
+    """What Scrapy's scraper does for a failed download no errback handled."""
+    return log_raised(
+        exception, SCRAPER_LOGGER, "Error downloading %(request)s", {"request": "<GET http://127.0.0.1/a>"}
+    )
+
+
+def test_a_network_failure_is_logged_in_one_line_with_its_reason() -> None:
+    mw, _ = middleware(DOWNLOAD_TIMEOUT=1.5)
+    timeout = DownloadTimeoutError("Getting http://127.0.0.1/a took longer than 1.5 seconds.")
+    mw.process_exception(Request("http://127.0.0.1/a"), timeout)
+    record = log_download_error(timeout)
+    assert record.exc_info is None and record.levelno == logging.ERROR
+    assert record.getMessage() == (
+        "Error downloading <GET http://127.0.0.1/a>: no complete answer within DOWNLOAD_TIMEOUT (1.5 s)"
+    )
+    # a refused connection says what it is, in one line too
+    refused = DownloadConnectionRefusedError("Connection was refused by other side")
+    mw.process_exception(Request("http://127.0.0.1/a"), refused)
+    record = log_download_error(refused)
+    assert record.exc_info is None and record.getMessage().endswith(
+        ": DownloadConnectionRefusedError: Connection was refused by other side"
+    )
+
+
+def test_a_bug_keeps_its_traceback() -> None:
+    """An exception that is no network failure (a middleware's bug) is logged as Scrapy logs it."""
+    mw, commits = middleware()
+    bug = KeyError("missing")
+    mw.process_exception(Request("http://127.0.0.1/a"), bug)
+    assert commits.visits[0].outcome is Outcome.RETRY  # the URL still gets its verdict
+    record = log_download_error(bug)
+    assert record.exc_info is not None and record.getMessage() == "Error downloading <GET http://127.0.0.1/a>"
+    # nor does an IgnoreRequest (robots.txt, offsite) get a note: Scrapy does not log it
+    ignored = IgnoreRequest("Forbidden by robots.txt")
+    mw.process_exception(Request("http://127.0.0.1/b"), ignored)
+    assert not getattr(ignored, "__notes__", None)
+
+
+def test_only_the_scraper_logger_drops_tracebacks() -> None:
+    """A user's own logging of the same exception keeps its traceback and shows the reason as a note."""
+    noted = DownloadTimeoutError("late")
+    say_in_one_line(noted, "no complete answer within DOWNLOAD_TIMEOUT (1 s)")
+    record = log_raised(noted, "tests.user", "my errback saw it")
+    assert record.exc_info is not None
+    assert "scrapy-adaptive: no complete answer within DOWNLOAD_TIMEOUT (1 s)" in logging.Formatter().format(record)
