@@ -30,7 +30,7 @@ from .console.api import FrontierConsole, human, human_bytes
 from .console.html import render
 from .pace import PRECISION, Pace, budget_words, next_due
 from .progress import META_KEY as PROGRESS_KEY
-from .progress import Progress
+from .progress import MIN_SPAN, Progress
 
 if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
@@ -169,7 +169,15 @@ class Reporter:
         when = next_due(self.frontier, now, pace)
         rates = self.progress.rates()
         if rates is None:
-            logger.info("Progress: %d due; next URL due %s (rates from the next summary on)", shape["due"], when)
+            observed = self.progress.observed()
+            logger.info(
+                "Progress: %d due; next URL due %s (%s)",
+                shape["due"],
+                when,
+                f"too short to rate: {human(observed)} of this run observed, rates from {human(MIN_SPAN)} on"
+                if observed
+                else f"rates from {human(MIN_SPAN)} of this run on",
+            )
             return
         for name in ("visits", "versions", "bytes_saved"):
             self.stats.set_value(f"adaptive/per_hour/{name}", round(rates[name], 1))
