@@ -20,7 +20,6 @@ the three operations over them and answers for them to the crawl.
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -79,8 +78,6 @@ class Frontier:
         self.clock = clock
         #: mean fetch duration per queue, for host capacities and crawl times
         self.fetch_times = FetchTimes()
-        #: recent overdue times (seconds) of issued URLs, for percentiles
-        self.overdue_samples: deque[float] = deque(maxlen=2000)
         self.book = QueueBook(store, self.politeness, sharing)
         self.leases = Leases(self.book, clock, self.fetch_times)
         self.pending = PendingVersions(self.book, self.leases, clock)
@@ -265,7 +262,6 @@ class Frontier:
             overdue = max(0.0, now - next_ms / 1000)
             q.take_slot(fp, now)
             self.leases.lend(fp, Lease(name, now, now + self.politeness.lease, overdue, record))
-            self.overdue_samples.append(overdue)
             book.refresh_head(q, q.head)
             book.schedule(q)
             return Issued(fp, record, overdue)

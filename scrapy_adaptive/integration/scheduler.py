@@ -44,7 +44,7 @@ from scrapy.utils.python import global_object_name
 from .. import meta
 from ..change.rules import DigestRules
 from ..config.settings import AdaptiveConfig
-from ..config.spec import ConfigError
+from ..config.spec import ConfigError, counted
 from ..frontier import AddResult, ChangeState, Frontier, Outcome, UrlRecord, Visit
 from ..frontier.canonical import Canonical
 from ..hosts.capacity import HostCapacity
@@ -218,10 +218,10 @@ class AdaptiveScheduler(BaseScheduler):
             self.crawler.signals.send_catch_log(FRONTIER_OPENED, services=runtime.verdicts, console=runtime.console)
         shape = runtime.frontier.shape(due_limit=0)
         logger.info(
-            "Adaptive frontier opened in %.2fs: %d URLs in %d queues (state: %s)",
+            "Adaptive frontier opened in %.2fs: %s in %s (state: %s)",
             time.monotonic() - started,
-            shape["urls"],
-            shape["queues"],
+            counted(shape["urls"], "URL"),
+            counted(shape["queues"], "queue"),
             runtime.state.path,
         )
         self.tick = tick = build_tick(

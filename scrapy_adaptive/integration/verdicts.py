@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .. import meta
 from ..change.trust import HEADER_LIED, HEADER_PACE
 from ..config.matching import media_type
+from ..config.spec import counted
 from ..frontier import ChangeState, Frontier, Outcome, UrlRecord, Visit
 from ..model import VALIDATOR_LIE
 from ..store.base import StoreError
@@ -192,7 +193,9 @@ class Verdicts:
                     record.queue,
                 )
             else:
-                logger.debug("%s: the validators lied again (%d lies); it stays on full downloads.", request.url, lies)
+                logger.debug(
+                    "%s: the validators lied again (%s); it stays on full downloads.", request.url, counted(lies, "lie")
+                )
         if self.crawl_log is not None:
             # a version awaiting delivery is counted at its confirmation; the
             # line says what this visit found, so it counts it already

@@ -109,7 +109,7 @@ def test_on_a_stopped_crawl_report_url_export_forget_seed(site: DemoSiteProcess,
     assert "Progress over the last" not in log
     report = frontier(job, "report")
     assert report.returncode == 0, report.stderr
-    assert re.search(r"Frontier at .*: \d+ URLs in 1 hosts", report.stdout) and "wait intervals" in report.stdout
+    assert re.search(r"Frontier at .*: \d+ URLs in 1 host", report.stdout) and "wait intervals" in report.stdout
     data = json.loads(frontier(job, "report", "--json").stdout)["report"]
     urls = data["totals"]["urls"]
     assert urls >= 20 and data["hosts"][0]["host"] == "127.0.0.1" and data["sampled"] == urls
@@ -162,7 +162,7 @@ def test_on_a_running_crawl_seed_is_fetched_and_forget_stops_visits(site: DemoSi
         assert len(visits_of(job, seeded)) >= 2
         assert len(frontier(job, "export").stdout.splitlines()) > 10
         forget = frontier(job, "forget", seeded)
-        assert "1 URLs forgotten" in forget.stdout, forget.stdout + forget.stderr
+        assert "1 URL forgotten" in forget.stdout, forget.stdout + forget.stderr
         seen = len(visits_of(job, seeded))
         time.sleep(4)
         assert len(visits_of(job, seeded)) <= seen + 1  # at most the fetch running at the forget

@@ -56,7 +56,7 @@ def test_schedule_on_a_stopped_crawl_is_kept_costed_applied_at_start_and_removed
     assert "its politeness allows" in refused.stderr and "nothing was kept" in refused.stderr
     added = frontier(job, "schedule", "--match", "/news/$", "--every", "1s", "--name", "news")
     assert added.returncode == 0, added.stderr
-    assert "added schedule news: 1 URLs on 1 hosts, up to 86400 fetches a day" in added.stdout, added.stdout
+    assert "added schedule news: 1 URL on 1 host, up to 86400 fetches a day" in added.stdout, added.stdout
     # the next crawl loads it and brings /news/ forward: about every second, not in 600 s
     done = run_demo_crawl(site, job, "CLOSESPIDER_TIMEOUT=6", *SLOW, timeout=60)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -394,6 +394,25 @@ def test_shape_counts_due_urls_and_overdue(store: Store) -> None:
     assert f.shape()["overdue_p50"] == pytest.approx(7.0)
 
 
+def test_overdue_percentiles_are_those_of_the_urls_due_now(store: Store) -> None:
+    """The summary said "0 due now; overdue p50 601.7s": the lateness of
+    visits already made.  The percentiles are the due URLs' own, or none."""
+    clock = Clock()
+    f = make(store, clock)
+    for host in ("a", "b", "c"):
+        add(f, f"http://{host}/")
+    clock.t += 600
+    for _ in range(3):  # each visited 600 s late, due again in 1000 s
+        issued = f.next()
+        assert issued is not None and issued.overdue == pytest.approx(600.0)
+        f.update(issued.fp, visited(wait=1000.0))
+    shape = f.shape()
+    assert shape["due"] == 0 and shape["overdue_p50"] is None and shape["overdue_p95"] is None
+    clock.t += 1005
+    shape = f.shape()
+    assert shape["due"] == 3 and shape["overdue_p50"] == pytest.approx(5.0) and shape["overdue_p95"] == pytest.approx(5.0)
+
+
 def test_never_is_infinite_time() -> None:
     from scrapy_adaptive.store.keys import ms_to_time, time_to_ms
 

@@ -111,7 +111,7 @@ def test_report_url_export_and_forget_by_regex(any_store: Store) -> None:
     answer = console.url("http://h/a.html")
     assert answer is not None and answer["record"]["url"] == "http://h/a.html"
     text = "\n".join(answer["lines"])
-    assert "1 visits, 1 versions" in text and "status 200, changed" in text
+    assert "1 visit, 1 version" in text and "status 200, changed" in text
     assert re.search(r"next visit: .* \(in 1\.\dm\); wait 1\.\dm chosen by the wait policy", text), text
     assert console.url("http://h/nothing") is None
     exported = list(console.export())
@@ -359,7 +359,7 @@ def test_the_policys_memory_of_a_url_is_said_in_words_or_left_out() -> None:
     record.policy = {"o": [[181, 3], [200, 1]], "e": 1 / 86_400, "lm": [3, 1], "al": [4, "h", 0.1], "pp": [1, 0, 2]}
     text = "\n".join(describe(record, 0.0))
     assert "estimated change rate: 1 per day (about one change every 1.0d)" in text
-    assert "the last 2 intervals" in text and "Last-Modified agreed with the content 3 times, disagreed 1 times" in text
+    assert "the last 2 intervals" in text and "Last-Modified agreed with the content 3 times, disagreed 1 time" in text
     assert "o=" not in text and "al=" not in text and "pp=" not in text and "[[" not in text
     # before any revisit the stored rate is the crawl's prior (here its time
     # scale: a change a second), not a reading of the page: it is not shown
