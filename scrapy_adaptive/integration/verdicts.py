@@ -99,6 +99,10 @@ class Verdicts:
             visit.fetched = self.clock()
         if visit.overdue is None:
             visit.overdue = request.meta.get(meta.OVERDUE)
+        if visit.content_type is None and visit.digest is None:
+            # a 304 or a fetch stopped before its body says no type: the URL
+            # is what it last was, for the policy that waits it and the stats
+            visit.content_type = (request.meta.get(meta.RECORD) or {}).get("content_type")
         if visit.outcome is Outcome.VISITED:
             self._soft_404(fp, visit)
             validation = request.meta.get(meta.VALIDATION)
