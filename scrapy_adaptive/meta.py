@@ -57,6 +57,9 @@ ARCHIVE_NOTE = "_adaptive_archive_note"
 PENDING_VISIT = "_adaptive_visit"
 #: embed hops from the last page (``ADAPTIVE_EMBED_HOPS``)
 EMBED_HOPS = "_adaptive_embed_hops"
+#: on an embed of a changed page (``ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE``): when
+#: the page was fetched before, the time since which it changed
+PAGE_CHANGED = "_adaptive_page_changed"
 #: a sitemap or feed read before its verdict (a ``sitemaps.SignalRead``)
 SIGNAL_READ = "_adaptive_signal_read"
 #: a changed visit's :class:`~scrapy_adaptive.integration.delivery.Ticket`: its items on their way to the user's store
@@ -76,6 +79,7 @@ PRIVATE = (
     ARCHIVE_NOTE,
     PENDING_VISIT,
     EMBED_HOPS,
+    PAGE_CHANGED,
     DELIVERY,
     SIGNAL_READ,
 )

@@ -74,7 +74,8 @@ ADAPTIVE_DIGEST_RULES = [
 ]
 
 # Fetch a changed page's images again right away, so a page and the images it
-# shows are captured together.
+# shows are captured together (those that may have changed with it: a
+# stylesheet every page shares and that never changes keeps its own wait).
 ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE = True
 
 # Log the frontier summary (queued / due / visited / changed) every 10 s so

@@ -90,7 +90,8 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         "ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE",
         GROUP_CHANGE,
         False,
-        "a changed page's embedded resources are made due at once.",
+        "a changed page's embedded resources that may have changed with it are made due at once: not one "
+        "fetched since the page's previous visit, nor one that stayed the same when last revisited.",
     ),
     SettingSpec(
         "ADAPTIVE_UNCHANGED",

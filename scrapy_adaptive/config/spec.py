@@ -156,9 +156,19 @@ def number_text(value: float) -> str:
     return str(int(value)) if float(value).is_integer() and abs(value) < 1e16 else repr(value)
 
 
-def plural(n: float, word: str) -> str:
-    """*word* as it goes after the number *n*: ``1 host``, ``2 hosts``."""
-    return word if n == 1 else f"{word}s"
+def plural(n: float, word: str, many: str | None = None) -> str:
+    """*word* as it goes after the number *n*: ``1 host``, ``2 hosts``
+    (*many*: the plural when it is not *word* + s, ``entries``)."""
+    return word if n == 1 else many or f"{word}s"
+
+
+def counted(n: float, word: str, many: str | None = None) -> str:
+    """*n* and its noun: ``1 request``, ``3 requests``, ``0 URLs``.
+
+    Messages say counts with it rather than a fixed plural after ``%d``
+    ("holds 1 requests"); a test holds the package to that.
+    """
+    return f"{n} {plural(n, word, many)}"
 
 
 def duration_text(seconds: float) -> str:

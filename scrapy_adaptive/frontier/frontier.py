@@ -20,7 +20,6 @@ the three operations over them and answers for them to the crawl.
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -42,6 +41,26 @@ from .removal import forget, quarantine
 from .shape import frontier_shape
 from .sharing import SharedHosts, Sharing
 from .verdict import count_visit, fold_visit, judge, measure
+
+
+def refetch_embed(record: UrlRecord, page_changed: float) -> bool:
+    """Whether an embed of a page that changed since *page_changed* is
+    fetched again now, with the page (``ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE``).
+
+    Only if it may have changed too: it was not fetched since the page's
+    previous visit (a stylesheet many pages share is fetched once for a
+    round of their changes, not once per page), and it is not known to stay
+    the same (it has not been revisited yet, or it changed at a revisit its
+    history still holds).  A resource that never changes keeps its own
+    wait, which backs off; one that changes with its pages comes with them.
+    """
+    if record.fetched is not None and record.fetched >= page_changed:
+        return False
+    if record.visits < 2:
+        return True
+    history = record.history
+    revisits = history[1:] if len(history) >= record.visits else history  # the first visit found it new
+    return any(change == ChangeState.CHANGED.value for _, change, *_ in revisits)
 
 
 class AddResult(StrEnum):
@@ -79,8 +98,6 @@ class Frontier:
         self.clock = clock
         #: mean fetch duration per queue, for host capacities and crawl times
         self.fetch_times = FetchTimes()
-        #: recent overdue times (seconds) of issued URLs, for percentiles
-        self.overdue_samples: deque[float] = deque(maxlen=2000)
         self.book = QueueBook(store, self.politeness, sharing)
         self.leases = Leases(self.book, clock, self.fetch_times)
         self.pending = PendingVersions(self.book, self.leases, clock)
@@ -154,19 +171,22 @@ class Frontier:
         *,
         directive: int = 0,
         force: bool = False,
+        page_changed: float | None = None,
     ) -> AddResult:
         """Make a URL known.
 
         A new URL is due now.  A known URL keeps its record; its time moves
-        earlier only if *force* (``dont_filter``) or if *directive* is
-        higher than its own (a preferred URL is wanted now).  *request* may
-        be a callable, called only for a new URL: most adds in a crawl are
+        earlier only if *force* (``dont_filter``), if *directive* is
+        higher than its own (a preferred URL is wanted now), or if it is an
+        embed of a page that changed since *page_changed* and may have
+        changed with it (:func:`refetch_embed`).  *request* may be a
+        callable, called only for a new URL: most adds in a crawl are
         duplicates, and serialising them would be wasted work.
         """
         raw = self.store.get_record(queue, fp)
         if raw is None:
             return self._add_new(fp, url, queue, request() if callable(request) else request, directive)
-        if not force and directive == 0:
+        if not force and directive == 0 and page_changed is None:
             return AddResult.DUPLICATE
         try:
             record = UrlRecord.from_bytes(raw)
@@ -174,6 +194,8 @@ class Frontier:
             # Left for next() to quarantine when its entry comes up: only
             # the entry says which queue position to remove.
             return AddResult.DUPLICATE
+        if page_changed is not None and refetch_embed(record, page_changed):
+            force = True
         return self._pull_forward(fp, record, directive, force)
 
     def _add_new(self, fp: bytes, url: str, queue: str, request: dict[str, Any], directive: int) -> AddResult:
@@ -265,7 +287,6 @@ class Frontier:
             overdue = max(0.0, now - next_ms / 1000)
             q.take_slot(fp, now)
             self.leases.lend(fp, Lease(name, now, now + self.politeness.lease, overdue, record))
-            self.overdue_samples.append(overdue)
             book.refresh_head(q, q.head)
             book.schedule(q)
             return Issued(fp, record, overdue)

@@ -1,7 +1,10 @@
 """The frontier at a glance: queue states, URLs due, overdue percentiles.
 
 Read by the periodic summary (:mod:`scrapy_adaptive.ops.reporting`) and at
-open; counting due URLs costs one bounded scan per ready queue.
+open; counting due URLs costs one bounded scan per ready queue.  The overdue
+percentiles are those of the URLs due now, read in the same scan: a summary
+that said "0 due now; overdue p50 601.7s" (how late past visits had been)
+described a backlog that was no longer there.
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ class Counted(Protocol):
 
     store: Store
     clock: Callable[[], float]
-    overdue_samples: Any
 
     def queues(self) -> Iterator[HostQueue]: ...
 
@@ -37,21 +39,36 @@ class Counted(Protocol):
     def quarantined_count(self) -> int: ...
 
 
+#: due URLs whose lateness is read for the overdue percentiles (each
+#: queue's most overdue first); beyond them the due URLs are only counted
+OVERDUE_SAMPLE = 10_000
+
+
 def frontier_shape(frontier: Counted, *, due_limit: int = 200_000) -> dict[str, Any]:
-    """The frontier's figures; due URLs are counted up to *due_limit*."""
+    """The frontier's figures; due URLs are counted up to *due_limit*, and
+    how late they are (percentiles, None when none is due) read from up to
+    :data:`OVERDUE_SAMPLE` of them."""
     now = frontier.clock()
     queues = list(frontier.queues())
     states = {s: 0 for s in QueueState}
     for q in queues:
         states[q.state(now)] += 1
     due = 0
+    late: list[float] = []
     now_ms = time_to_ms(now)
     for q in queues:
         if due >= due_limit:
             break
-        if q.head_time() <= now:
+        if q.head_time() > now:
+            continue
+        limit = min(due_limit - due, OVERDUE_SAMPLE - len(late))
+        times = frontier.store.due_times(q.name, now_ms, limit=limit) if limit > 0 else []
+        late.extend(max(0.0, now - ms / 1000) for ms in times)
+        if len(times) < limit:
+            due += len(times)
+        else:  # the sample is full: count the rest
             due += frontier.store.count_due(q.name, now_ms, limit=due_limit - due)
-    samples = sorted(frontier.overdue_samples)
+    samples = sorted(late)
     return {
         "urls": frontier.url_count,
         "never": frontier.never_count,

@@ -40,6 +40,8 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+from ..config.spec import counted
+
 if TYPE_CHECKING:
     from .book import QueueBook
     from .pending import PendingVersions
@@ -207,9 +209,9 @@ class SharedHosts:
         if count:
             self.redelivered += count
             logger.info(
-                "%d URLs had versions captured by a stopped worker and never confirmed delivered; "
+                "%s had versions captured by a stopped worker and never confirmed delivered; "
                 "they are fetched again now so their items are produced again.",
-                count,
+                counted(count, "URL"),
             )
 
     def _take(self, name: str, now: float) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..config.spec import counted
 from ..model import Outcome, UrlRecord, Visit
 from ..store.keys import PROBE_DIRECTIVE, time_to_ms
 
@@ -39,7 +40,7 @@ def judge(record: UrlRecord, visit: Visit, max_retries: int) -> Outcome:
     outcome = visit.outcome
     if outcome is Outcome.RETRY and record.failures + 1 > max_retries:
         outcome = Outcome.FAILED
-        visit.reason = f"{visit.reason or 'error'} (gave up after {max_retries} retries)"
+        visit.reason = f"{visit.reason or 'error'} (gave up after {counted(max_retries, 'retry', 'retries')})"
     record.outcome = outcome.value
     record.reason = visit.reason
     record.directive = 0  # a preference holds for one issue, not for ever

@@ -12,6 +12,7 @@ from typing import IO, TYPE_CHECKING, Any
 from scrapy.exporters import CsvItemExporter, JsonLinesItemExporter
 from scrapy.extensions.feedexport import FileFeedStorage
 
+from ..config.spec import counted
 from .delivery import SINK_CLOSED, SINK_OPENED
 from .sinkfail import SINK_FAILED, GuardedFile, sink_error
 
@@ -89,7 +90,9 @@ def drop_partial_line(path: str) -> None:
                 cut = tail.rfind(b"\n")
                 if cut != -1 or start == 0:
                     file.truncate(start + cut + 1)
-                    logger.warning("Cut a half-written last line (%d bytes) off %s.", size - start - cut - 1, path)
+                    logger.warning(
+                        "Cut a half-written last line (%s) off %s.", counted(size - start - cut - 1, "byte"), path
+                    )
                     return
                 start = max(0, start - 65536)
     except FileNotFoundError:

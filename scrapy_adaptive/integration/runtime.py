@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..change.trust import TrustParams
 from ..config.settings import AdaptiveConfig
-from ..config.spec import clause, plural
+from ..config.spec import clause, counted, plural
 from ..frontier import Frontier, Politeness
 from ..frontier.advance import rebound
 from ..frontier.sharing import Sharing
@@ -203,9 +203,9 @@ def assemble(
         _rebound(frontier, config)
         if frontier.redelivered and frontier.sharing is None:  # a shared frontier logs its own (sharing.py)
             logger.info(
-                "%d URLs had versions not confirmed delivered when the last crawl stopped; they are fetched "
+                "%s had versions not confirmed delivered when the last crawl stopped; they are fetched "
                 "again now so their items are produced again.",
-                frontier.redelivered,
+                counted(frontier.redelivered, "URL"),
             )
             stats.set_value("adaptive/delivery/redelivered", frontier.redelivered)
         if delivery is not None:

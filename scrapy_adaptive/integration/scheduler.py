@@ -45,7 +45,7 @@ from .. import meta
 from ..addon import REFUSAL_SETTING
 from ..change.rules import DigestRules
 from ..config.settings import AdaptiveConfig
-from ..config.spec import ConfigError
+from ..config.spec import ConfigError, counted
 from ..frontier import AddResult, ChangeState, Frontier, Outcome, UrlRecord, Visit
 from ..frontier.canonical import Canonical
 from ..hosts.capacity import HostCapacity
@@ -230,10 +230,10 @@ class AdaptiveScheduler(BaseScheduler):
             )
         shape = runtime.frontier.shape(due_limit=0)
         logger.info(
-            "Adaptive frontier opened in %.2fs: %d URLs in %d queues (state: %s)",
+            "Adaptive frontier opened in %.2fs: %s in %s (state: %s)",
             time.monotonic() - started,
-            shape["urls"],
-            shape["queues"],
+            counted(shape["urls"], "URL"),
+            counted(shape["queues"], "queue"),
             runtime.state.path,
         )
         self.tick = tick = build_tick(
@@ -332,6 +332,7 @@ class AdaptiveScheduler(BaseScheduler):
         spider = self.spider
         hops = request.meta.get(meta.EMBED_HOPS) or 0
         directive = 1 if 0 < hops <= self.config.embed_hops else 0
+        page_changed = request.meta.get(meta.PAGE_CHANGED)
         try:
             result = self.frontier.add(
                 fp,
@@ -341,6 +342,7 @@ class AdaptiveScheduler(BaseScheduler):
                 lambda: request_to_data(request, spider, credentials=self.config.store_credentials),
                 directive=directive,
                 force=request.dont_filter if force is None else force,
+                page_changed=float(page_changed) if type(page_changed) in (int, float) else None,
             )
         except RequestNotStorable as exc:
             logger.error("%s; the request is dropped, the crawl goes on.", exc)

@@ -21,7 +21,7 @@ import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..config.spec import ConfigError, clause
+from ..config.spec import ConfigError, clause, counted
 from ..frontier.advance import bring_forward
 from ..model import UrlRecord
 from ..ops.console.schedules import FORCED_KEY, forced_counts, stored_entries
@@ -99,9 +99,9 @@ class OpenSchedules:
             moved = bring_forward(self.frontier, spread_plan(schedule, now)) if schedule.ceiling else 0
             self.stats.inc_value("adaptive/schedules/opened")
             logger.info(
-                "Schedule %s is open: %d URLs brought forward to within %gs.",
+                "Schedule %s is open: %s brought forward to within %gs.",
                 schedule.name,
-                moved,
+                counted(moved, "URL"),
                 schedule.ceiling or 0,
             )
             if moved:

@@ -30,7 +30,7 @@ from scrapy.utils.misc import load_object
 
 from ..addon import DELTAFETCH_MESSAGE, TOOK_OVER_SETTING, VERDICT_COMPONENTS, WARC_MIDDLEWARE, is_deltafetch
 from ..config.settings import unknown_settings
-from ..config.spec import ConfigError
+from ..config.spec import ConfigError, counted
 from ..store.leveldb import PLYVEL_MISSING
 from ..warc.writer import EXTRA_MESSAGE
 from .feedfile import feed_warnings
@@ -147,13 +147,13 @@ def note_scrapy_queue(jobdir: str | None) -> None:
     if pending <= 0:
         return
     logger.warning(
-        "%s holds %d requests pending in Scrapy's own scheduler queue (%s, from a run without scrapy-adaptive). "
+        "%s holds %s pending in Scrapy's own scheduler queue (%s, from a run without scrapy-adaptive). "
         "scrapy-adaptive does not read that queue: its requests are pickled, and reading a state folder must not "
         "run code. The start requests and every link the spider follows are crawled as usual; a pending URL the "
         "crawl does not find again can be added with `scrapy frontier seed URL`. The queue is left as it was "
         "(delete %s to silence this).",
         jobdir,
-        pending,
+        counted(pending, "request"),
         SCRAPY_QUEUE_DIR,
         os.path.join(jobdir, SCRAPY_QUEUE_DIR),
     )

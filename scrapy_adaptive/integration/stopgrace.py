@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.misc import build_from_crawler, load_object
 
+from ..config.spec import counted
+
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
@@ -168,9 +170,8 @@ class StopGrace:
         count = sum(r for _, r in results if isinstance(r, int))
         if count:
             logger.warning(
-                "Abandoned %d download(s) still running %.0fs after the stop (ADAPTIVE_STOP_GRACE); "
-                "they are due again on restart.",
-                count,
+                "Abandoned %s still running %.0fs after the stop (ADAPTIVE_STOP_GRACE); they are due again on restart.",
+                counted(count, "download"),
                 self.grace,
             )
         return count

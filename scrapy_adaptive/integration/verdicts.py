@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .. import meta
 from ..change.trust import HEADER_LIED, HEADER_PACE
 from ..config.matching import media_type
+from ..config.spec import counted
 from ..frontier import ChangeState, Frontier, Outcome, UrlRecord, Visit
 from ..model import VALIDATOR_LIE
 from ..store.base import StoreError
@@ -98,6 +99,10 @@ class Verdicts:
             visit.fetched = self.clock()
         if visit.overdue is None:
             visit.overdue = request.meta.get(meta.OVERDUE)
+        if visit.content_type is None and visit.digest is None:
+            # a 304 or a fetch stopped before its body says no type: the URL
+            # is what it last was, for the policy that waits it and the stats
+            visit.content_type = (request.meta.get(meta.RECORD) or {}).get("content_type")
         if visit.outcome is Outcome.VISITED:
             self._soft_404(fp, visit)
             validation = request.meta.get(meta.VALIDATION)
@@ -192,7 +197,9 @@ class Verdicts:
                     record.queue,
                 )
             else:
-                logger.debug("%s: the validators lied again (%d lies); it stays on full downloads.", request.url, lies)
+                logger.debug(
+                    "%s: the validators lied again (%s); it stays on full downloads.", request.url, counted(lies, "lie")
+                )
         if self.crawl_log is not None:
             # a version awaiting delivery is counted at its confirmation; the
             # line says what this visit found, so it counts it already

@@ -11,7 +11,9 @@ due.  :class:`Progress` keeps both views, small and bounded:
   :data:`MAX_HOURS` hours.  Saved in the frontier's meta (``progress``)
   at every summary, so the HTML report's "per hour" charts span restarts.
 * ``samples``: the summaries of the last hour (in memory), for the rates
-  the periodic summary logs.
+  the periodic summary logs, once they span :data:`MIN_SPAN`: a rate per
+  hour drawn from a few seconds (the first summaries after a restart) says
+  more about when the summaries fell than about the crawl.
 
 Pure: no Scrapy; the reporter feeds it cumulative counters.
 """
@@ -30,6 +32,8 @@ META_KEY = "progress"
 HOUR = 3600.0
 #: hours kept (two weeks)
 MAX_HOURS = 24 * 14
+#: the shortest span of this process's samples rated per hour
+MIN_SPAN = 60.0
 #: columns of an hourly bucket
 VISITS, VERSIONS, BYTES_SAVED, DUE, BUDGET, SECONDS = range(6)
 COLUMNS = 6
@@ -83,15 +87,18 @@ class Progress:
         for hour in sorted(self.hours)[:-MAX_HOURS]:
             del self.hours[hour]
 
+    def observed(self) -> float:
+        """Seconds the recent samples span (0 before two samples)."""
+        return self.samples[-1][0] - self.samples[0][0] if len(self.samples) > 1 else 0.0
+
     def rates(self) -> dict[str, Any] | None:
         """Per hour over the recent samples (up to the last hour), and the
-        backlog's change over the same span; None before two samples."""
-        if len(self.samples) < 2:
+        backlog's change over the same span; None while they span less than
+        :data:`MIN_SPAN`."""
+        span = self.observed()
+        if span < MIN_SPAN:
             return None
         first, last = self.samples[0], self.samples[-1]
-        span = last[0] - first[0]
-        if span <= 0:
-            return None
         per_hour = HOUR / span
 
         def rate(i: int) -> float:

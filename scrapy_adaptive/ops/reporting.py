@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..change.trust import Trust, TrustBook
-from ..config.spec import plural
+from ..config.spec import counted
 from ..frontier import Frontier
 from ..hosts.crawltime import estimate_hosts
 from ..store.base import Batch, StoreError
@@ -30,7 +30,7 @@ from .console.api import FrontierConsole, human, human_bytes
 from .console.html import render
 from .pace import PRECISION, Pace, budget_words, next_due
 from .progress import META_KEY as PROGRESS_KEY
-from .progress import Progress
+from .progress import MIN_SPAN, Progress
 
 if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
@@ -44,10 +44,6 @@ BYTES_SAVED_STAT = "adaptive/validators/bytes_avoided"
 
 #: the frontier shape figures copied to ``adaptive/frontier/*`` stats
 SHAPE_STATS = ("urls", "queues", "ready", "snoozed", "busy", "out", "due", "visits", "versions", "never")
-
-
-def _seconds(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}s"
 
 
 class Reporter:
@@ -110,23 +106,24 @@ class Reporter:
             self.stats.set_value("adaptive/quarantined", shape["quarantined"])
         sharing = self.frontier.sharing
         logger.info(
-            "%s%s: %d URLs (%d never) in %d queues: %d ready, %d snoozed, %d busy; %d out; %s%d due now; "
-            "overdue p50 %s p95 %s; %d visits, %d versions%s",
+            "%s%s: %s (%d never) in %s: %d ready, %d snoozed, %d busy; %d out; %s%d due now%s; %s, %s%s",
             "Frontier" if sharing is None else "Fleet's frontier, as this worker last read it,",
             " at close" if final else "",
-            shape["urls"],
+            counted(shape["urls"], "URL"),
             shape["never"],
-            shape["queues"],
+            counted(shape["queues"], "queue"),
             shape["ready"],
             shape["snoozed"],
             shape["busy"],
             shape["out"],
             ">" if shape["due_capped"] else "",
             shape["due"],
-            _seconds(shape["overdue_p50"]),
-            _seconds(shape["overdue_p95"]),
-            shape["visits"],
-            shape["versions"],
+            # how late the URLs due now are (none due: nothing to say)
+            ""
+            if shape["overdue_p50"] is None
+            else f"; overdue p50 {shape['overdue_p50']:.1f}s p95 {shape['overdue_p95']:.1f}s",
+            counted(shape["visits"], "visit"),
+            counted(shape["versions"], "version"),
             f"; {shape['quarantined']} quarantined" if shape["quarantined"] else "",
         )
         if sharing is not None:
@@ -138,14 +135,14 @@ class Reporter:
         with the others' (as last read): say this worker's own apart."""
         mine = [q for q in self.frontier.queues() if q.name in held]
         logger.info(
-            "This worker (one of %d) holds %d of the fleet's %d hosts: %d URLs, %d visits, %d versions "
+            "This worker (one of %d) holds %d of the fleet's %s: %s, %s, %s "
             "(scrapy frontier report gives the whole fleet's, up to date)",
             workers,
             len(mine),
-            hosts,
-            sum(q.urls for q in mine),
-            sum(q.visits for q in mine),
-            sum(q.versions for q in mine),
+            counted(hosts, "host"),
+            counted(sum(q.urls for q in mine), "URL"),
+            counted(sum(q.visits for q in mine), "visit"),
+            counted(sum(q.versions for q in mine), "version"),
         )
 
     def rates(self, shape: dict[str, Any]) -> None:
@@ -169,7 +166,15 @@ class Reporter:
         when = next_due(self.frontier, now, pace)
         rates = self.progress.rates()
         if rates is None:
-            logger.info("Progress: %d due; next URL due %s (rates from the next summary on)", shape["due"], when)
+            observed = self.progress.observed()
+            logger.info(
+                "Progress: %d due; next URL due %s (%s)",
+                shape["due"],
+                when,
+                f"too short to rate: {human(observed)} of this run observed, rates from {human(MIN_SPAN)} on"
+                if observed
+                else f"rates from {human(MIN_SPAN)} of this run on",
+            )
             return
         for name in ("visits", "versions", "bytes_saved"):
             self.stats.set_value(f"adaptive/per_hour/{name}", round(rates[name], 1))
@@ -215,12 +220,11 @@ class Reporter:
         self.stats.set_value("adaptive/budget/capped_hosts", len(capped))
         worst = sorted(capped.items(), key=lambda kv: -kv[1])[:5]
         logger.info(
-            "Budget: %s%s; %s; %d %s chronically overdue (politeness caps their visits)%s",
+            "Budget: %s%s; %s; %s chronically overdue (politeness caps their visits)%s",
             budget_words(pace),
             "; ADAPTIVE_TARGET_PRECISION holds revisits below it" if pace.precision_binds else "",
             "spending not measured yet" if realised is None else f"spending {realised * 86_400:.0f}/day",
-            len(capped),
-            plural(len(capped), "host"),
+            counted(len(capped), "host"),
             (": " + ", ".join(f"{h} ({r:.1f}x too rare)" for h, r in worst)) if worst else "",
         )
 
@@ -292,13 +296,11 @@ class Reporter:
             classes = [t for book in books.values() for t in book.classes().values()]
             trusted = sum(1 for t in classes if t.verify_rate(params) < 1)
             logger.info(
-                "Validators: %d %s scored, %d of their %d classes of URLs trusted, %d %s counted against the hosts' "
+                "Validators: %s scored, %d of their %s of URLs trusted, %s counted against the hosts' "
                 "trust (every lie a URL told: the adaptive/validators/lies stat; per host: %s)",
-                len(report),
-                plural(len(report), "host"),
+                counted(len(report), "host"),
                 trusted,
-                len(classes),
-                lies,
-                plural(lies, "lie"),
+                counted(len(classes), "class", "classes"),
+                counted(lies, "lie"),
                 path,
             )

@@ -151,6 +151,12 @@ class Store(ABC):
         """How many entries of *queue* have ``next_ms <= now_ms`` (up to *limit*)."""
 
     @abstractmethod
+    def due_times(self, queue: str, now_ms: int, *, limit: int) -> list[int]:
+        """The ``next_ms`` of the first *limit* entries of *queue* that are
+        due at *now_ms*, in the queue's order (each directive level's most
+        overdue first): how late the URLs due now are."""
+
+    @abstractmethod
     def hosts(self) -> Iterator[tuple[str, bytes]]:
         """Every queue's counters: what a restart reads (grows with hosts)."""
 
@@ -215,6 +221,9 @@ class MemoryStore(Store):
 
     def count_due(self, queue: str, now_ms: int, *, limit: int) -> int:
         return min(limit, sum(1 for _, next_ms, _ in self._queues.get(queue, []) if next_ms <= now_ms))
+
+    def due_times(self, queue: str, now_ms: int, *, limit: int) -> list[int]:
+        return [next_ms for _, next_ms, _ in self._queues.get(queue, []) if next_ms <= now_ms][:limit]
 
     def hosts(self) -> Iterator[tuple[str, bytes]]:
         yield from list(self._hosts.items())

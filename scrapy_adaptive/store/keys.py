@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import struct
 
+from ..config.spec import counted
 from ..model import NEVER_MS
 
 MAX_DIRECTIVE = 255
@@ -96,7 +97,8 @@ def entry_at(key: bytes, offset: int) -> tuple[int, int, bytes]:
     bytes long (a scan of one queue measures its prefix once)."""
     if len(key) - offset <= 1 + _TIME.size:
         raise MalformedKey(
-            f"a queue entry needs {2 + _TIME.size} bytes after its queue, this one has {max(0, len(key) - offset)}"
+            f"a queue entry needs {counted(2 + _TIME.size, 'byte')} after its queue, "
+            f"this one has {max(0, len(key) - offset)}"
         )
     return MAX_DIRECTIVE - key[offset], _TIME.unpack_from(key, offset + 1)[0], key[offset + 1 + _TIME.size :]
 

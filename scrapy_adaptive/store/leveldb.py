@@ -205,10 +205,15 @@ class LevelDBStore(Store):
                 raise self._corrupt(exc) from exc
 
     def count_due(self, queue: str, now_ms: int, *, limit: int) -> int:
-        # Entries sort by directive, then time: count the due head of each
+        return len(self.due_times(queue, now_ms, limit=limit))
+
+    def due_times(self, queue: str, now_ms: int, *, limit: int) -> list[int]:
+        # Entries sort by directive, then time: read the due head of each
         # directive level and seek past the rest of that level.
         prefix = keys.queue_prefix(queue)
-        count = 0
+        times: list[int] = []
+        if limit <= 0:
+            return times
         try:
             it = self._db.iterator(prefix=prefix, include_value=False, verify_checksums=True)
         except plyvel.Error as exc:
@@ -221,8 +226,8 @@ class LevelDBStore(Store):
                     continue
                 directive, next_ms, _ = entry
                 if next_ms <= now_ms:
-                    count += 1
-                    if count >= limit:
+                    times.append(next_ms)
+                    if len(times) >= limit:
                         break
                 elif directive == 0:
                     break
@@ -230,7 +235,7 @@ class LevelDBStore(Store):
                     it.seek(prefix + bytes((keys.MAX_DIRECTIVE - directive + 1,)))
         finally:
             it.close()
-        return count
+        return times
 
     def hosts(self) -> Iterator[tuple[str, bytes]]:
         for key, value in self._scan(self._hosts):

@@ -189,12 +189,28 @@ class RedisStore(Store):
             yield _decode_member(member)
 
     def count_due(self, queue: str, now_ms: int, *, limit: int) -> int:
-        # Members sort by inverted directive, then time: for each directive
-        # level present, count its members up to now with one ZLEXCOUNT.
-        key = self._queue_key(queue)
         count = 0
+        for bounds in self._due(queue, now_ms):  # one ZLEXCOUNT per directive level present
+            if count >= limit:
+                break
+            count += self._call("Reading from", self._redis.zlexcount, *bounds)
+        return min(count, limit)
+
+    def due_times(self, queue: str, now_ms: int, *, limit: int) -> list[int]:
+        times: list[int] = []
+        for bounds in self._due(queue, now_ms):
+            if len(times) >= limit:
+                break
+            members = self._call("Reading from", self._redis.zrangebylex, *bounds, start=0, num=limit - len(times))
+            times.extend(_decode_member(m)[1] for m in members)
+        return times
+
+    def _due(self, queue: str, now_ms: int) -> Iterator[tuple[bytes, bytes, bytes]]:
+        """(key, min, max) lex ranges of the due members, one per directive
+        level present: members sort by inverted directive, then time."""
+        key = self._queue_key(queue)
         level = 0
-        while level <= keys.MAX_DIRECTIVE and count < limit:
+        while level <= keys.MAX_DIRECTIVE:
             first = self._call(
                 "Reading from", self._redis.zrangebylex, key, b"[" + bytes((level,)), b"+", start=0, num=1
             )
@@ -203,9 +219,8 @@ class RedisStore(Store):
             level = first[0][0]
             head = bytes((level,))
             upto = head + keys._TIME.pack(min(now_ms, keys.NEVER_MS)) + b"\xff" * 64
-            count += self._call("Reading from", self._redis.zlexcount, key, b"[" + head, b"[" + upto)
+            yield key, b"[" + head, b"[" + upto
             level += 1
-        return min(count, limit)
 
     def hosts(self) -> Iterator[tuple[str, bytes]]:
         """Every queue's counters; each row read becomes this worker's baseline."""

@@ -60,6 +60,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..config.spec import counted
 from .base import Batch, Store, StoreError, StoreInUse
 from .keys import FORGOTTEN_KEY, QUARANTINED_KEY, URLS_KEY, VISITS_KEY
 from .leveldb import CACHE_MB, LevelDBStore
@@ -406,19 +407,20 @@ def _check_checkpoint(state: StateDir, marker: dict, *, urls: int, visits: int, 
     how = "at a clean close" if clean else "while the crawl ran"
     if urls < known or visits < seen:
         raise StateDirError(
-            f"The state database in {state.database} has rolled back: it holds {urls} URLs and {visits} visits, "
-            f"but {known} URLs and {seen} visits were recorded {how} ({point.get('at')}). Writes were lost (a cut "
-            "write-ahead log, an older copy restored, or a power loss without ADAPTIVE_STATE_SYNC). Nothing was "
-            f"changed. Restore the folder from a backup; or, to go on from what is left, delete the "
+            f"The state database in {state.database} has rolled back: it holds {counted(urls, 'URL')} and "
+            f"{counted(visits, 'visit')}, but {counted(known, 'URL')} and {counted(seen, 'visit')} were recorded "
+            f"{how} ({point.get('at')}). Writes were lost (a cut write-ahead log, an older copy restored, or a power "
+            "loss without ADAPTIVE_STATE_SYNC). Nothing was changed. Restore the folder from a backup; or, to go on "
+            "from what is left, delete the "
             f'"{CHECKPOINT}" entry from {state.marker}.'
         )
     if clean and not shared and (urls, visits) != (known, seen):
         logger.warning(
-            "The state database in %s was written after its last clean close (%d URLs and %d visits then, %d and %d "
+            "The state database in %s was written after its last clean close (%s and %s then, %d and %d "
             "now): another program wrote to it. Going on with what it holds.",
             state.database,
-            known,
-            seen,
+            counted(known, "URL"),
+            counted(seen, "visit"),
             urls,
             visits,
         )

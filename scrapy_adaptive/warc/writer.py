@@ -70,7 +70,7 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from ..change.digest import payload_digest
-from ..config.spec import ConfigError
+from ..config.spec import ConfigError, counted
 from ..integration.sinkfail import SinkError, sink_error
 from ..store.marker import private_opener
 from .capture import Capture, HttpExchange, updated_by_304
@@ -226,7 +226,9 @@ class WarcWriter:
                     file.truncate(end)
                     os.fsync(file.fileno())
                     logger.warning(
-                        "Cut a record left half-written by a stopped crawl (%d bytes) off %s.", size - end, path
+                        "Cut a record left half-written by a stopped crawl (%s) off %s.",
+                        counted(size - end, "byte"),
+                        path,
                     )
         except FileNotFoundError:
             pass

@@ -74,6 +74,10 @@ def test_count_due_counts_every_directive_level(store: Store) -> None:
     assert store.count_due("h", 1_000, limit=2) == 2
     assert store.count_due("h", 99, limit=100) == 0
     assert store.count_due("h", NEVER_MS, limit=100) == 6
+    # how late they are: each level's most overdue first
+    assert store.due_times("h", 1_000, limit=100) == [500, 900, 100, 1_000]
+    assert store.due_times("h", 1_000, limit=3) == [500, 900, 100]
+    assert store.due_times("h", 99, limit=100) == []
 
 
 def test_deletes_apply_before_puts_and_quarantine_moves_bytes(store: Store) -> None:
@@ -105,6 +109,7 @@ def test_every_store_answers_like_the_reference(store: Store, batches: list) -> 
         assert list(store.queue_entries(queue, limit=100)) == list(reference.queue_entries(queue, limit=100))
         for now in (0, 5_000, 10_000):
             assert store.count_due(queue, now, limit=100) == reference.count_due(queue, now, limit=100)
+            assert store.due_times(queue, now, limit=7) == reference.due_times(queue, now, limit=7)
     # the store is shared across examples: clean it for the next one
     store.write(
         Batch(

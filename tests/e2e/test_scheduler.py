@@ -273,7 +273,7 @@ def test_a_crawl_resumes_after_a_stop_or_a_kill_without_losing_anything(
     server.clear_log()
     resumed = run_crawl(FOLLOW, {**settings, "CLOSESPIDER_TIMEOUT": 3}, timeout=60, args=["-a", f"start_urls={start}"])
     resumed.assert_ok()
-    assert "Adaptive frontier opened" in resumed.log and "13 URLs in 1 queues" in resumed.log
+    assert "Adaptive frontier opened" in resumed.log and "13 URLs in 1 queue" in resumed.log
     after = read_records(tmp_state / "adaptive")
     assert set(after) == set(before)
     for url, record in after.items():
@@ -351,7 +351,7 @@ def test_a_full_disk_stops_the_crawl_and_loses_nothing(
         args=["-a", f"start_urls={start}"],
     )
     resumed.assert_ok()
-    assert f"{len(records)} URLs in 1 queues" in resumed.log
+    assert f"{len(records)} URLs in 1 queue" in resumed.log
 
 
 def test_a_budgeted_policy_runs_in_a_crawl_and_reports_its_budget(

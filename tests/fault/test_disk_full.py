@@ -68,7 +68,7 @@ def test_a_full_disk_stops_the_crawl_with_an_error_and_the_crawl_resumes_after(
         CASES, {**settings, "CLOSESPIDER_TIMEOUT": 3}, timeout=60, args=["-a", f"start_urls={start}", "-a", "pad=20000"]
     )
     resumed.assert_ok()
-    assert "Adaptive frontier opened in" in resumed.log and f": {len(before)} URLs in 1 queues" in resumed.log
+    assert "Adaptive frontier opened in" in resumed.log and f": {len(before)} URLs in 1 queue" in resumed.log
     after = read_records(state)
     assert before.keys() <= after.keys()  # no URL lost
     assert all(after[url].visits >= record.visits for url, record in before.items())  # no visit undone

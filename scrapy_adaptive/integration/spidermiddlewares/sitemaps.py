@@ -50,6 +50,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 
 from ... import meta
+from ...config.spec import counted
 from ..wiring import crawl_config
 from .visit import skip_unchanged
 
@@ -84,7 +85,7 @@ def sitemap_body(body: bytes, url: str, max_size: int) -> bytes:
     try:
         return gunzip(body, max_size=max_size)
     except ValueError:  # Scrapy's (private) "max size exceeded" error is a ValueError
-        raise SignalBodyError(f"sitemap {url} is larger than {max_size} bytes once gunzipped") from None
+        raise SignalBodyError(f"sitemap {url} is larger than {counted(max_size, 'byte')} once gunzipped") from None
     except (OSError, EOFError, struct.error) as exc:
         raise SignalBodyError(f"sitemap {url} is not valid gzip ({exc})") from None
 
@@ -95,7 +96,7 @@ def sitemap_entries(body: bytes, url: str) -> tuple[str, list[dict[str, Any]]]:
         sitemap = Sitemap(body)
         entries = list(sitemap)
     except StopIteration:  # lxml's recover mode found no element at all
-        raise SignalBodyError(f"sitemap {url} is not XML (no element in its {len(body)} bytes)") from None
+        raise SignalBodyError(f"sitemap {url} is not XML (no element in its {counted(len(body), 'byte')})") from None
     except Exception as exc:  # lxml's recover mode still fails on an empty body
         detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         raise SignalBodyError(f"sitemap {url} is not XML ({detail})") from None
@@ -140,7 +141,10 @@ def read_signal(response: Response, kind: str, max_size: int) -> SignalRead:
         else:
             requests.append(hinted(loc, entry.get("lastmod") or None, SITEMAP))
     if CLOSED.search(body[-256:]) is None:
-        return SignalRead(requests, f"sitemap {url} is cut short (no closing </{root}>; {len(requests)} entries read)")
+        return SignalRead(
+            requests,
+            f"sitemap {url} is cut short (no closing </{root}>; {counted(len(requests), 'entry', 'entries')} read)",
+        )
     return SignalRead(requests)
 
 

@@ -32,8 +32,11 @@ after it, and dropped when they did not change.
 
 On the way out it marks embedded resources (images, stylesheets, scripts)
 with their embed-hop count (``ADAPTIVE_EMBED_HOPS``) and, with
-``ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE``, makes the embeds of a changed page due
-at once so the page and its resources are captured together (thesis ch. 8).
+``ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE``, marks the embeds of a changed page so
+that those that may have changed too are due at once, and the page and its
+resources are captured together (thesis ch. 8); the frontier decides which
+(:meth:`~..frontier.Frontier.add`): a stylesheet every page shares and that
+never changes is not fetched again at each change of each page.
 """
 
 from __future__ import annotations
@@ -416,7 +419,11 @@ class VisitMiddleware:
                 obj.meta[meta.EMBED_HOPS] = (parent_meta.get(meta.EMBED_HOPS) or 0) + 1
             else:
                 obj.meta.pop(meta.EMBED_HOPS, None)
-        if embed and self.revisit_embeds and response.request is not None:
-            if response.request.meta.get(meta.CHANGE) == ChangeState.CHANGED.value:
-                obj.dont_filter = True  # due now: capture it with the changed page
+        if self.revisit_embeds:
+            page = response.request.meta if response.request is not None else {}
+            if embed and page.get(meta.CHANGE) == ChangeState.CHANGED.value:
+                # due now if it may have changed too (Frontier.add decides)
+                obj.meta[meta.PAGE_CHANGED] = (page.get(meta.RECORD) or {}).get("fetched") or 0.0
+            else:  # a copied parent meta must not make another request an embed of a change
+                obj.meta.pop(meta.PAGE_CHANGED, None)
         return obj

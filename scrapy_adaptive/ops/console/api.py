@@ -23,9 +23,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ...change.trust import TrustBook
-from ...config.spec import plural
+from ...config.spec import counted, plural
 from ...frontier import Frontier, UrlRecord
-from ...frontier.shape import percentile
 from ...model import RecordError
 from ...policies import memory
 from ...policies.estimator import CHANGED, EXACT
@@ -207,14 +206,11 @@ class FrontierConsole:
         by_host: dict[str, Counter[str]] = {}
         rate_by_type: dict[str, Counter[str]] = {}
         rate_by_host: dict[str, Counter[str]] = {}
-        overdue: list[float] = []
         changing: list[tuple[int, int, str]] = []
         steady: list[tuple[int, str]] = []
         sampled = 0
         for _, record in self.records(self.sample_limit):
             sampled += 1
-            if record.overdue is not None:
-                overdue.append(record.overdue)
             wait = class_label(record.wait, WAIT_EDGES, human)
             rate = class_label(change_rate(record), RATE_EDGES, lambda v: f"{v:g}/day")
             kind = (record.content_type or "unknown").split(";")[0].strip() or "unknown"
@@ -232,10 +228,6 @@ class FrontierConsole:
         steady.sort(key=lambda t: (-t[0], t[1]))
         rates_now = self._rates()
         spent = None if rates_now is None else rates_now["visits"] * 24
-        if shape["overdue_p50"] is None and overdue:
-            # a stopped crawl has no recent issues: the sampled records' last visits
-            overdue.sort()
-            shape["overdue_p50"], shape["overdue_p95"] = percentile(overdue, 0.5), percentile(overdue, 0.95)
         return {
             "generated": now,
             "totals": {**shape, "forgotten": frontier.forgotten_count, "hosts": len(hosts)},
@@ -363,7 +355,7 @@ def policy_in_words(policy: dict[str, Any]) -> list[str]:
     agreement = policy.get(memory.LAST_MODIFIED_AGREEMENT)
     if isinstance(agreement, list) and len(agreement) == 2:
         good, bad = agreement
-        lines.append(f"Last-Modified agreed with the content {good} times, disagreed {bad} times")
+        lines.append(f"Last-Modified agreed with the content {counted(good, 'time')}, disagreed {counted(bad, 'time')}")
     if policy.get(memory.AGE_UNCHECKED) is not None:
         lines.append("the first visit's Last-Modified is not checked yet: its fetches are verified")
     return lines
@@ -374,12 +366,13 @@ def describe(record: UrlRecord, now: float) -> list[str]:
     lines = [
         f"URL {record.url}",
         f"host queue {record.queue}; discovered {when(record.discovered)}",
-        f"{record.visits} visits, {record.versions} versions, {record.failures} failures in a row",
+        f"{counted(record.visits, 'visit')}, {counted(record.versions, 'version')}, "
+        f"{counted(record.failures, 'failure')} in a row",
     ]
     if record.fetched is not None:
         lines.append(
             f"last fetched {when(record.fetched)}: status {record.status}, {record.content_type or 'no type'}, "
-            f"{record.size if record.size is not None else '?'} bytes, took {human(record.duration)}"
+            f"{'? bytes' if record.size is None else counted(record.size, 'byte')}, took {human(record.duration)}"
             + (f", {human(record.overdue)} overdue" if record.overdue else "")
         )
     validators = [f"ETag {record.etag}"] if record.etag else []
@@ -387,7 +380,7 @@ def describe(record: UrlRecord, now: float) -> list[str]:
         validators.append(f"Last-Modified {record.last_modified}")
     lines.append("validators: " + (", ".join(validators) if validators else "none"))
     if record.history:
-        lines.append(f"last {len(record.history)} visits:")
+        lines.append(f"last {counted(len(record.history), 'visit')}:")
         previous = None
         for t, change, status in record.history:
             gap = f" ({human(t - previous)} after the one before)" if previous is not None else ""

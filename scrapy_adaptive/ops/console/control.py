@@ -29,6 +29,8 @@ import socket
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ...config.spec import counted
+
 logger = logging.getLogger(__name__)
 
 SOCKET = "control.sock"
@@ -63,9 +65,9 @@ def serve(state_path: str, handler: Handler) -> Any:
     path = socket_path(state_path)
     if len(path.encode()) > MAX_PATH:
         logger.warning(
-            "The state folder's path is too long for a control socket (%d bytes, at most %d): `scrapy frontier` "
+            "The state folder's path is too long for a control socket (%s, at most %d): `scrapy frontier` "
             "cannot reach this running crawl. Use a shorter ADAPTIVE_STATE_DIR.",
-            len(path.encode()),
+            counted(len(path.encode()), "byte"),
             MAX_PATH,
         )
         return None

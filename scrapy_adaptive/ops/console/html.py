@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ...config.spec import counted
 from .api import human, human_bytes, when
 from .hinttrack import PRECISION_MEANS, html_rows
 from .payloads import TITLE, payload_rows
@@ -151,7 +152,7 @@ def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
     sections = [
         f"<h1>{_esc(title)}</h1>",
         f'<p class="muted">Generated {_esc(when(report["generated"]))}; distributions from '
-        f"{report['sampled']} records.</p>",
+        f"{counted(report['sampled'], 'record')}.</p>",
         '<table class="figs">'
         + "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in row) + "</tr>" for row in figures)
         + "</table>",
@@ -167,7 +168,7 @@ def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
         + "</h2>"
         + hourly(labels, col(0), "No revisit", line=budget_line)
         + (
-            f'<p class="muted">last hour: {col(0)[-1]:.0f} revisits, budget {budget_line[-1]:.0f}</p>'
+            f'<p class="muted">last hour: {counted(round(col(0)[-1]), "revisit")}, budget {budget_line[-1]:.0f}</p>'
             if hours and budget_line
             else ""
         )

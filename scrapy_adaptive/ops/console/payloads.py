@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...config.spec import counted, plural
+
 TITLE = "same payload under several URLs (candidates for canonicalisation)"
 
 
@@ -27,10 +29,10 @@ def payload_lines(section: dict[str, Any] | None) -> list[str]:
     ]
     if not section["groups"]:
         return lines + ["  none: every archived URL holds a body of its own"]
-    lines.append(f"  {section['duplicates']} URLs hold a body archived under another URL")
+    lines.append(f"  {counted(section['duplicates'], 'URL')} hold a body archived under another URL")
     for group in section["groups"]:
         more = group["urls"] - len(group["examples"])
-        lines.append(f"  {group['urls']:>5} URLs  {group['digest']}")
+        lines.append(f"  {group['urls']:>5} {plural(group['urls'], 'URL'):<4}  {group['digest']}")
         lines += [f"         {url}" for url in group["examples"]]
         if more > 0:
             lines.append(f"         ... and {more} more")

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...config.matching import check_entries
 from ...config.settings import AdaptiveConfig
-from ...config.spec import ConfigError
+from ...config.spec import ConfigError, counted, plural
 from ...frontier import Frontier, Politeness
 from ...policies.schedules import schedules_of
 from ...store.base import StoreError
@@ -194,7 +194,7 @@ def main(action: str, args: list[str], opts: argparse.Namespace, settings: BaseS
         done = ""
         if action == "export":
             where = f" to {opts.output}{PARTIAL}; {opts.output} is unchanged" if to_file and shown else ""
-            done = f" ({shown} records exported{where}, from before and after the damage)"
+            done = f" ({counted(shown, 'record')} exported{where}, from before and after the damage)"
         print(f"scrapy frontier {action}: {exc}{done}", file=sys.stderr)
         return 1
     return 0
@@ -275,7 +275,7 @@ def show(action: str, answer: dict[str, Any], opts: argparse.Namespace, out: Any
     elif action == "forget":
         for url in answer["forgotten"]:
             out.write(f"forgotten: {url}\n")
-        out.write(f"{len(answer['forgotten'])} URLs forgotten\n")
+        out.write(f"{counted(len(answer['forgotten']), 'URL')} forgotten\n")
     elif action == "schedule":
         out.write("\n".join(schedule_lines(answer)) + "\n")
     if action == "report" and opts.html:
@@ -289,10 +289,15 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     t = report["totals"]
     budget = report["budget"]
     lines = [
-        f"Frontier at {when(report['generated'])}: {t['urls']} URLs in {t['hosts']} hosts, {t['visits']} visits, "
-        f"{t['versions']} versions; {t['due']} due now, {t['never']} never again, {t['forgotten']} forgotten",
-        f"queues: {t['ready']} ready, {t['snoozed']} snoozed, {t['busy']} busy, {t['empty']} empty; "
-        f"overdue p50 {human(t['overdue_p50'])}, p95 {human(t['overdue_p95'])}",
+        f"Frontier at {when(report['generated'])}: {counted(t['urls'], 'URL')} in {counted(t['hosts'], 'host')}, "
+        f"{counted(t['visits'], 'visit')}, {counted(t['versions'], 'version')}; {t['due']} due now, "
+        f"{t['never']} never again, {t['forgotten']} forgotten",
+        f"queues: {t['ready']} ready, {t['snoozed']} snoozed, {t['busy']} busy, {t['empty']} empty"
+        + (
+            ""
+            if t["overdue_p50"] is None
+            else f"; overdue p50 {human(t['overdue_p50'])}, p95 {human(t['overdue_p95'])}"
+        ),
         "budget: "
         + (budget.get("source") or ("not set" if budget["set_per_day"] is None else f"{budget['set_per_day']:.0f}"))
         + ", spent "
@@ -311,7 +316,7 @@ def report_lines(report: dict[str, Any]) -> list[str]:
 
     def dist(title: str, classes: list[str], counts: dict[str, int]) -> None:
         lines.append("")
-        lines.append(f"{title} (of {report['sampled']} records):")
+        lines.append(f"{title} (of {counted(report['sampled'], 'record')}):")
         for c in classes:
             if counts.get(c):
                 lines.append(f"  {c:<14} {counts[c]:>7}")
@@ -324,9 +329,13 @@ def report_lines(report: dict[str, Any]) -> list[str]:
         lines.append(f"  {kind}: " + ", ".join(f"{c} {counts[c]}" for c in report["rate_classes"] if counts.get(c)))
     lines.append("")
     lines.append("most changing URLs:" + ("" if report["top_changing"] else " none revisited yet"))
-    lines += [f"  {r['versions']:>4} versions in {r['visits']:>4} visits  {r['url']}" for r in report["top_changing"]]
+    lines += [
+        f"  {r['versions']:>4} {plural(r['versions'], 'version'):<8} in "
+        f"{r['visits']:>4} {plural(r['visits'], 'visit'):<6}  {r['url']}"
+        for r in report["top_changing"]
+    ]
     lines.append("never changing URLs:" + ("" if report["never_changing"] else " none revisited yet"))
-    lines += [f"  {r['visits']:>4} visits  {r['url']}" for r in report["never_changing"]]
+    lines += [f"  {r['visits']:>4} {plural(r['visits'], 'visit'):<6}  {r['url']}" for r in report["never_changing"]]
     if "hints" in report:  # a running crawl of an older version answers without them
         lines += ["", *report_words(report["hints"])]
     if report.get("schedules"):

@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ...config.spec import ConfigError, clause, read_seconds
+from ...config.spec import ConfigError, clause, counted, read_seconds
 from ...frontier import Frontier, Politeness
 from ...hosts.crawltime import DEFAULT_FETCH_TIME, capacity
 from ...model import RecordError, UrlRecord
@@ -130,12 +130,16 @@ def cost(
 
 
 def cost_words(name: str, c: dict[str, Any]) -> str:
-    words = f"schedule {name}: {c['matched']} URLs on {c['hosts']} hosts, up to {c['per_day']:.0f} fetches a day"
+    words = (
+        f"schedule {name}: {counted(c['matched'], 'URL')} on {counted(c['hosts'], 'host')}, "
+        f"up to {counted(round(c['per_day']), 'fetch', 'fetches')} a day"
+    )
     if c["budget_share"] is not None:
         words += f" ({c['budget_share']:.0%} of ADAPTIVE_BUDGET, {c['budget_per_day']:.0f}/day)"
     for h in c["hosts_over"]:
         words += (
-            f"; host {h['host']}: {h['urls']} URLs need {h['per_day']:.0f} fetches a day, "
+            f"; host {h['host']}: {counted(h['urls'], 'URL')} need "
+            f"{counted(round(h['per_day']), 'fetch', 'fetches')} a day, "
             f"its politeness allows {h['capacity_per_day']:.0f}"
         )
     return words
@@ -276,6 +280,7 @@ def schedule_lines(answer: dict[str, Any]) -> list[str]:
         about = "~" if row.get("matched_in_sample") else ""
         lines.append(
             f"  {row['name']:<24} {row['state']:<8} {window}  {bounds}  {match}  "
-            f"{about}{row.get('matched', '-')} URLs, {row['forced']} revisits forced ({row['source']})"
+            f"{about}{'- URLs' if row.get('matched') is None else counted(row['matched'], 'URL')}, "
+            f"{counted(row['forced'], 'revisit')} forced ({row['source']})"
         )
     return lines

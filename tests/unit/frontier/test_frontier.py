@@ -21,7 +21,7 @@ from scrapy_adaptive.frontier import (
     Visit,
 )
 from scrapy_adaptive.store.base import Batch, StoreError
-from scrapy_adaptive.store.keys import NEVER_MS
+from scrapy_adaptive.store.keys import NEVER_MS, time_to_ms
 from scrapy_adaptive.store.leveldb import LevelDBStore
 
 
@@ -394,8 +394,69 @@ def test_shape_counts_due_urls_and_overdue(store: Store) -> None:
     assert f.shape()["overdue_p50"] == pytest.approx(7.0)
 
 
+def test_overdue_percentiles_are_those_of_the_urls_due_now(store: Store) -> None:
+    """The summary said "0 due now; overdue p50 601.7s": the lateness of
+    visits already made.  The percentiles are the due URLs' own, or none."""
+    clock = Clock()
+    f = make(store, clock)
+    for host in ("a", "b", "c"):
+        add(f, f"http://{host}/")
+    clock.t += 600
+    for _ in range(3):  # each visited 600 s late, due again in 1000 s
+        issued = f.next()
+        assert issued is not None and issued.overdue == pytest.approx(600.0)
+        f.update(issued.fp, visited(wait=1000.0))
+    shape = f.shape()
+    assert shape["due"] == 0 and shape["overdue_p50"] is None and shape["overdue_p95"] is None
+    clock.t += 1005
+    shape = f.shape()
+    assert shape["due"] == 3
+    assert shape["overdue_p50"] == pytest.approx(5.0) and shape["overdue_p95"] == pytest.approx(5.0)
+
+
+def test_an_embed_of_a_changed_page_comes_with_it_only_if_it_may_have_changed(store: Store) -> None:
+    """ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE made a stylesheet every page shares
+    due at each change of each page: the demo's most fetched URL was
+    static/site.css, which never changes.  An embed comes with a changed page
+    only if it was not fetched since the page's previous visit and is not
+    known to stay the same."""
+    clock = Clock()
+    f = make(store, clock, min_delay=0.0, max_delay=0.0, delay_factor=0.0)
+
+    def visit(url: str, change: ChangeState) -> None:
+        add(f, url, force=True)
+        issued = f.next()
+        assert issued is not None and issued.fp == fp(url)
+        f.update(issued.fp, visited(wait=10_000.0, change=change))
+
+    css, photo = "http://a/site.css", "http://a/photo.png"
+    visit(css, ChangeState.CHANGED)  # first visits: new
+    visit(photo, ChangeState.CHANGED)
+    clock.t += 50
+    page_before = clock.t  # the page's previous visit, after theirs
+    clock.t += 50
+    # never revisited: it may have changed with the page
+    assert add(f, css, page_changed=page_before) is AddResult.RESCHEDULED
+    visit(css, ChangeState.UNCHANGED)
+    assert add(f, photo, page_changed=page_before) is AddResult.RESCHEDULED
+    visit(photo, ChangeState.CHANGED)  # it did change
+    # another page changed since its previous visit, before these fetches:
+    # fetched since, they are not fetched again for it
+    assert add(f, css, page_changed=page_before) is AddResult.DUPLICATE
+    assert add(f, photo, page_changed=page_before) is AddResult.DUPLICATE
+    clock.t += 50
+    later = clock.t  # the next page's previous visit, after these fetches
+    clock.t += 50
+    # a later change: the photo changed at its revisit, so it comes again;
+    # the stylesheet was revisited and found the same: it keeps its own wait
+    assert add(f, photo, page_changed=later) is AddResult.RESCHEDULED
+    assert add(f, css, page_changed=later) is AddResult.DUPLICATE
+    record = f.get_record("a", fp(css))
+    assert record is not None and record.next_ms > time_to_ms(clock.t)
+
+
 def test_never_is_infinite_time() -> None:
-    from scrapy_adaptive.store.keys import ms_to_time, time_to_ms
+    from scrapy_adaptive.store.keys import ms_to_time
 
     assert time_to_ms(math.inf) == NEVER_MS
     assert ms_to_time(NEVER_MS) == math.inf

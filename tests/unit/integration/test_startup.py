@@ -44,6 +44,14 @@ def test_a_jobdir_with_scrapys_queue_is_named_once_with_its_count(
     assert (tmp_path / "requests.queue" / "s-1" / "0").stat().st_size > 4  # left as it was
 
 
+def test_one_pending_request_is_one_request(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    (tmp_path / "requests.queue" / "s-1").mkdir(parents=True)
+    fill(LifoDiskQueue(tmp_path / "requests.queue" / "s-1" / "0"), 1)
+    with caplog.at_level(logging.WARNING, logger="scrapy_adaptive.integration.startup"):
+        note_scrapy_queue(str(tmp_path))
+    assert f"{tmp_path} holds 1 request pending in Scrapy's own scheduler queue" in caplog.text
+
+
 def test_an_empty_or_damaged_queue_says_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     (tmp_path / "requests.queue" / "s-1").mkdir(parents=True)
     fill(LifoDiskQueue(tmp_path / "requests.queue" / "s-1" / "0"), 0)

@@ -16,7 +16,7 @@ from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Store
 from scrapy_adaptive.ops.console.api import FrontierConsole
 from scrapy_adaptive.ops.console.html import render
 from scrapy_adaptive.ops.console.seeds import file_seeder, take_seeds
-from scrapy_adaptive.ops.progress import HOUR, Progress
+from scrapy_adaptive.ops.progress import HOUR, MIN_SPAN, Progress
 from scrapy_adaptive.ops.reporting import Reporter
 from scrapy_adaptive.store.leveldb import LevelDBStore
 from scrapy_adaptive.store.statedir import StateDir, open_store, stored_counts, write_checkpoint
@@ -111,7 +111,7 @@ def test_report_url_export_and_forget_by_regex(any_store: Store) -> None:
     answer = console.url("http://h/a.html")
     assert answer is not None and answer["record"]["url"] == "http://h/a.html"
     text = "\n".join(answer["lines"])
-    assert "1 visits, 1 versions" in text and "status 200, changed" in text
+    assert "1 visit, 1 version" in text and "status 200, changed" in text
     assert re.search(r"next visit: .* \(in 1\.\dm\); wait 1\.\dm chosen by the wait policy", text), text
     assert console.url("http://h/nothing") is None
     exported = list(console.export())
@@ -166,6 +166,56 @@ def test_a_stopped_crawls_rates_count_the_time_it_ran_not_whole_hours() -> None:
     assert rates["visits"] == pytest.approx(12_000.0) and rates["versions"] == pytest.approx(1_200.0)
 
 
+def test_a_few_seconds_are_too_short_to_rate() -> None:
+    """Right after a restart two summaries a few seconds apart gave "17401
+    visits/h" from 6 s: rates wait for MIN_SPAN of samples."""
+    p = Progress()
+    t0 = 100 * HOUR
+    p.observe(t0, visits=1000, versions=100, bytes_saved=0, due=9)
+    assert p.rates() is None and p.observed() == 0.0
+    p.observe(t0 + 6, visits=1029, versions=104, bytes_saved=12_000, due=9)
+    assert p.rates() is None and p.observed() == 6.0
+    p.observe(t0 + MIN_SPAN, visits=1100, versions=110, bytes_saved=30_000, due=7)
+    rates = p.rates()
+    assert rates is not None and rates["span"] == MIN_SPAN and rates["visits"] == pytest.approx(6000.0)
+
+
+def summarising(tmp_path: Path, *, interval: float, console: bool = False) -> tuple[MemoryStore, Clock, Reporter]:
+    """A reporter on :func:`crawled`'s frontier, in a fresh crawler's stats."""
+    store = MemoryStore()
+    clock = Clock()
+    f = crawled(store, clock)
+    crawler = get_crawler()
+    crawler.stats.open_spider()
+    return (
+        store,
+        clock,
+        Reporter(
+            f,
+            crawler.stats,
+            allocator=None,
+            state_path=str(tmp_path),
+            interval=interval,
+            console=FrontierConsole(f) if console else None,
+            clock=clock,
+        ),
+    )
+
+
+def test_the_summary_says_too_short_to_rate_after_a_restart(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    _, clock, reporter = summarising(tmp_path, interval=10.0)
+    with caplog.at_level(logging.INFO, logger="scrapy_adaptive.ops.reporting"):
+        reporter.summary()
+        assert "(rates from 1.0m of this run on)" in caplog.text
+        clock.t += 6
+        reporter.summary()
+        assert "(too short to rate: 6.0s of this run observed, rates from 1.0m on)" in caplog.text
+        assert "Progress over" not in caplog.text and reporter.stats.get_value("adaptive/per_hour/visits") is None
+        clock.t += 60
+        reporter.summary()
+    assert "Progress over the last 1.1m: 0 visits/h" in caplog.text
+
+
 def test_the_html_report_is_self_contained() -> None:
     f = crawled(MemoryStore(), Clock())
     p = Progress()
@@ -202,22 +252,15 @@ def test_the_crawl_time_warning_ignores_hosts_not_measured_since_the_restart(
 
 
 def test_the_summary_logs_rates_and_saves_the_hourly_series(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    store = MemoryStore()
-    clock = Clock()
-    f = crawled(store, clock)
-    crawler = get_crawler()
-    crawler.stats.open_spider()
-    console = FrontierConsole(f)
-    reporter = Reporter(
-        f, crawler.stats, allocator=None, state_path=str(tmp_path), interval=60.0, console=console, clock=clock
-    )
+    store, clock, reporter = summarising(tmp_path, interval=60.0, console=True)
+    f, stats = reporter.frontier, reporter.stats
     with caplog.at_level(logging.INFO, logger="scrapy_adaptive.ops.reporting"):
         reporter.summary()
         clock.t += 1000
         issued = f.next()
         assert issued is not None
         f.update(issued.fp, visited())
-        crawler.stats.set_value("adaptive/validators/bytes_avoided", 5000)
+        stats.set_value("adaptive/validators/bytes_avoided", 5000)
         clock.t += 800
         reporter.summary()
     assert re.search(r"Progress over the last 30m: 2 visits/h, 2 versions/h, 10\.0 kB saved/h", caplog.text)
@@ -316,7 +359,7 @@ def test_the_policys_memory_of_a_url_is_said_in_words_or_left_out() -> None:
     record.policy = {"o": [[181, 3], [200, 1]], "e": 1 / 86_400, "lm": [3, 1], "al": [4, "h", 0.1], "pp": [1, 0, 2]}
     text = "\n".join(describe(record, 0.0))
     assert "estimated change rate: 1 per day (about one change every 1.0d)" in text
-    assert "the last 2 intervals" in text and "Last-Modified agreed with the content 3 times, disagreed 1 times" in text
+    assert "the last 2 intervals" in text and "Last-Modified agreed with the content 3 times, disagreed 1 time" in text
     assert "o=" not in text and "al=" not in text and "pp=" not in text and "[[" not in text
     # before any revisit the stored rate is the crawl's prior (here its time
     # scale: a change a second), not a reading of the page: it is not shown
