@@ -176,10 +176,13 @@ class Frontier:
         """Make a URL known.
 
         A new URL is due now.  A known URL keeps its record; its time moves
-        earlier only if *force* (``dont_filter``), if *directive* is
-        higher than its own (a preferred URL is wanted now), or if it is an
-        embed of a page that changed since *page_changed* and may have
-        changed with it (:func:`refetch_embed`).  *request* may be a
+        earlier only if *force* (``dont_filter``) or if it is an embed of a
+        page that changed since *page_changed* and may have changed with it
+        (:func:`refetch_embed`).  A higher *directive* puts a URL that is
+        already due ahead of its queue's other due URLs; it never makes one
+        due (a preferred URL sorting first while not due would block its
+        queue, and one pulled forward by every page that shows it would be
+        fetched at every page visit).  *request* may be a
         callable, called only for a new URL: most adds in a crawl are
         duplicates, and serialising them would be wasted work.
         """
@@ -224,9 +227,11 @@ class Frontier:
         """A known URL asked for again: earlier (``dont_filter``) or preferred."""
         now_ms = time_to_ms(self.clock())
         new_directive = max(record.directive, directive)
-        new_ms = record.next_ms
-        if force or new_directive > record.directive:
-            new_ms = min(record.next_ms, now_ms)
+        if not force and record.next_ms > now_ms:
+            # a preference orders due URLs; it never makes a URL due (an
+            # embed asked for by every page that shows it keeps its own wait)
+            new_directive = record.directive
+        new_ms = min(record.next_ms, now_ms) if force else record.next_ms
         if (new_directive, new_ms) == (record.directive, record.next_ms):
             return AddResult.DUPLICATE
         book = self.book

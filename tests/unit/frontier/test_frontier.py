@@ -316,8 +316,10 @@ def test_raised_directive_goes_first_and_is_reset_after_the_visit(store: Store) 
     assert record is not None and record.directive == 0
 
 
-def test_raising_the_directive_of_a_known_url_pulls_it_forward(store: Store) -> None:
-    """A preferred URL must never block its queue by sorting first while not due."""
+def test_a_raised_directive_orders_due_urls_and_never_makes_one_due(store: Store) -> None:
+    """An embed asked for again by every page that shows it keeps its own wait
+    (with ADAPTIVE_EMBED_HOPS it was fetched at every page visit); a preferred
+    URL must never block its queue by sorting first while not due."""
     clock = Clock()
     f = make(store, clock, min_delay=0, max_delay=0, delay_factor=0)
     add(f, "http://a/img.png")
@@ -325,9 +327,15 @@ def test_raising_the_directive_of_a_known_url_pulls_it_forward(store: Store) -> 
     assert issued
     f.update(issued.fp, visited(wait=1000))
     add(f, "http://a/other")
-    assert add(f, "http://a/img.png", directive=1) is AddResult.RESCHEDULED
+    assert add(f, "http://a/img.png", directive=1) is AddResult.DUPLICATE
     nxt = f.next()
-    assert nxt is not None and nxt.record.url == "http://a/img.png"
+    assert nxt is not None and nxt.record.url == "http://a/other"
+    f.update(nxt.fp, visited(wait=10))
+    clock.t += 1000  # both due: the preferred one first
+    add(f, "http://a/img.png", directive=1)
+    clock.t += 20
+    first = f.next()
+    assert first is not None and first.record.url == "http://a/img.png"
 
 
 def test_restart_rebuilds_queues_and_counts_and_returns_out_urls(
