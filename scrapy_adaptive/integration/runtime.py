@@ -76,7 +76,8 @@ class Runtime:
     policy_key: str
 
     def checkpoint(self, *, clean: bool) -> None:
-        """Record the counts that only ever grow in the state folder's marker."""
+        """Record the counts that only ever grow in the state folder's marker
+        (written only when one moved: :class:`Checkpoints`)."""
         frontier = self.frontier
         if frontier.sharing is not None:
             # other workers count too: the store's sums, not this worker's view
@@ -86,7 +87,7 @@ class Runtime:
                 logger.warning("Cannot read the counts for the checkpoint: %s", exc)
             return
         urls = frontier.url_count + frontier.quarantined_count + frontier.forgotten_count
-        self.checkpoints.write(urls=urls, visits=frontier.visit_count, clean=clean)
+        self.checkpoints.write(urls=urls, visits=frontier.visit_count, writes=frontier.store.writes, clean=clean)
 
     def close(self, crawl: CrawlWide) -> None:
         """The last summary, the policies' aggregates saved, the host leases

@@ -178,6 +178,14 @@ class Store(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
+    @property
+    def writes(self) -> int | None:
+        """How many batches the store has applied, counted inside it with each
+        batch: the state folder's checkpoint records it, and a database that
+        later holds fewer has lost writes (:mod:`.statedir`).  None where it
+        is not counted (a shared store, which many workers write)."""
+        return None
+
     def records(self) -> Iterator[tuple[bytes, bytes]]:
         """Every record (for tools and tests; the crawl never scans)."""
         raise NotImplementedError

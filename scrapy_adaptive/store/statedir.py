@@ -33,17 +33,22 @@ cookies.  LevelDB creates its own files with the process umask; inside a
 are set to ``0600``.  An existing folder that others can read is *not*
 changed behind the user's back: a warning names it and the ``chmod`` to run.
 
-**Checkpoint: detecting a rollback.**  A write-ahead log cut at a record
-boundary looks exactly like a crash while writing (LevelDB drops the tail
-and opens, silently older), so the marker keeps a *checkpoint*: the URLs
-known (quarantined and forgotten included) and the visits recorded, counts
-that only ever grow, summed from the per-queue counter rows every batch
-writes atomically, and whether it was written at a clean close.  It is
-written at open, every :data:`CHECKPOINT_INTERVAL` seconds while the counts
-move, and at a clean close, never after a failed write.  At open, the
-database's counts below the checkpoint's are a rollback, refused with how
-to accept the loss (a ``kill -9`` cannot cause it: every counted write had
-reached the OS first); above it is normal after an unclean stop.
+**Checkpoint: detecting a rollback.**  A write-ahead log cut short, at a
+record boundary or inside a record, looks exactly like a crash while
+writing (LevelDB drops the tail and opens, silently older), so the marker
+keeps a *checkpoint*: the count of batches the database has applied
+(:attr:`.base.Store.writes`, which every batch writes with itself), the
+URLs known (quarantined and forgotten included) and the visits recorded,
+counts that only ever grow, and whether it was written at a clean close.
+It is written at open, at every tick of the crawl (once a second) when a
+count moved, after that tick's delivered versions were confirmed, and at a
+clean close, never after a failed write.  At open, a database holding
+fewer writes, URLs or visits than the checkpoint has rolled back: refused,
+saying what is missing and how to accept the loss.  A ``kill -9`` cannot
+cause it: every write a checkpoint counts had reached the OS before the
+checkpoint was written.  More is normal after an unclean stop.  A cut
+that takes only the writes of the last second before a stop, after the
+last checkpoint, is not seen (docs/reliability.md).
 docs/state-folder.md has the whole rule.
 """
 
@@ -59,6 +64,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..config.spec import plural
 from .base import Batch, Store, StoreError, StoreInUse
 from .keys import FORGOTTEN_KEY, QUARANTINED_KEY, URLS_KEY, VISITS_KEY
 from .leveldb import CACHE_MB, LevelDBStore
@@ -86,8 +92,6 @@ DATABASE = "frontier.ldb"
 CHECKPOINT = "checkpoint"
 #: the meta entry of a shared store that plays the marker's part (spider, fingerprinter, format)
 IDENTITY = "identity"
-#: seconds between two checkpoints while the counts move (an fsync each)
-CHECKPOINT_INTERVAL = 10.0
 
 
 @dataclass(frozen=True)
@@ -246,7 +250,7 @@ def open_store(
         if creating:  # the database is open: the first start is done
             write_marker(state.marker, {k: v for k, v in marker.items() if k != CREATING})
         else:
-            _check_checkpoint(state, marker, **stored_counts(store))
+            _check_checkpoint(state, marker, **stored_counts(store), writes=store.writes)
     except OSError as exc:
         store.close()
         raise StateDirError(f"Cannot write {state.marker}: {exc}") from exc
@@ -372,7 +376,9 @@ def stored_counts(store: Store) -> dict[str, int]:
     return {"urls": urls, "visits": visits}
 
 
-def _check_checkpoint(state: StateDir, marker: dict, *, urls: int, visits: int, shared: bool = False) -> None:
+def _check_checkpoint(
+    state: StateDir, marker: dict, *, urls: int, visits: int, writes: int | None = None, shared: bool = False
+) -> None:
     """Refuse a database that holds less than its last checkpoint (see the module's docstring).
 
     A *shared* store grows while this worker is stopped (other workers
@@ -383,15 +389,18 @@ def _check_checkpoint(state: StateDir, marker: dict, *, urls: int, visits: int, 
         return
     try:
         known, seen, clean = int(point["urls"]), int(point["visits"]), bool(point["clean"])
+        written = None if point.get("writes") is None else int(point["writes"])
     except (KeyError, TypeError, ValueError) as exc:
         raise StateDirError(
             f"{state.marker} has an unreadable {CHECKPOINT!r} entry ({exc}); refusing to guess."
         ) from exc
     how = "at a clean close" if clean else "while the crawl ran"
-    if urls < known or visits < seen:
+    lost = written - writes if writes is not None and written is not None and writes < written else 0
+    if urls < known or visits < seen or lost:
+        missing = f"{lost} {plural(lost, 'write')} lost" if lost else "writes were lost"
         raise StateDirError(
             f"The state database in {state.database} has rolled back: it holds {urls} URLs and {visits} visits, "
-            f"but {known} URLs and {seen} visits were recorded {how} ({point.get('at')}). Writes were lost (a cut "
+            f"but {known} URLs and {seen} visits were recorded {how} ({point.get('at')}); {missing} (a cut "
             "write-ahead log, an older copy restored, or a power loss without ADAPTIVE_STATE_SYNC). Nothing was "
             f"changed. Restore the folder from a backup; or, to go on from what is left, delete the "
             f'"{CHECKPOINT}" entry from {state.marker}.'
@@ -408,14 +417,18 @@ def _check_checkpoint(state: StateDir, marker: dict, *, urls: int, visits: int, 
         )
 
 
-def write_checkpoint(state: StateDir, *, urls: int, visits: int, clean: bool) -> bool:
+def write_checkpoint(state: StateDir, *, urls: int, visits: int, clean: bool, writes: int | None = None) -> bool:
     """Record the counts the database durably holds; False (and a warning) if the marker cannot be written.
 
-    Call only with counts whose writes have all succeeded.
+    Call only with counts whose writes have all succeeded.  *writes* is the
+    store's count of batches (None: not counted, a shared store).
     """
+    point: dict[str, object] = {"urls": urls, "visits": visits, "clean": clean, "at": _now()}
+    if writes is not None:
+        point["writes"] = writes
     try:
         marker = read_marker(state.marker) or {}
-        marker[CHECKPOINT] = {"urls": urls, "visits": visits, "clean": clean, "at": _now()}
+        marker[CHECKPOINT] = point
         write_marker(state.marker, marker)
     except (OSError, StateDirError) as exc:
         logger.warning("Cannot write the checkpoint to %s: %s", state.marker, exc)
@@ -426,25 +439,20 @@ def write_checkpoint(state: StateDir, *, urls: int, visits: int, clean: bool) ->
 class Checkpoints:
     """Keeps the marker's checkpoint current for a running crawl.
 
-    Written at most every :data:`CHECKPOINT_INTERVAL` seconds and only when
-    the counts moved; never again once a store write has failed (the
-    in-memory counts may then exceed what the database holds).
+    Written when a count moved, at most once per call (the crawl calls at
+    every tick, once a second); never again once a store write has failed
+    (the in-memory counts may then exceed what the database holds).
     """
 
     def __init__(self, state: StateDir) -> None:
         self.state = state
-        self._at = 0.0
-        self._last: tuple[int, int, bool] | None = None
+        self._last: tuple[int, int, int | None, bool] | None = None
         self._stopped = False
 
-    def due(self) -> bool:
-        return time.monotonic() - self._at >= CHECKPOINT_INTERVAL
-
-    def write(self, *, urls: int, visits: int, clean: bool) -> None:
-        self._at = time.monotonic()
-        point = (urls, visits, clean)
+    def write(self, *, urls: int, visits: int, clean: bool, writes: int | None = None) -> None:
+        point = (urls, visits, writes, clean)
         if not self._stopped and point != self._last:
-            write_checkpoint(self.state, urls=urls, visits=visits, clean=clean)
+            write_checkpoint(self.state, urls=urls, visits=visits, clean=clean, writes=writes)
             self._last = point
 
     def stop(self) -> None:

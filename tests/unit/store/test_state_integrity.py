@@ -21,6 +21,7 @@ import pytest
 from scrapy import Request
 
 from scrapy_adaptive.integration.scheduler import AdaptiveScheduler
+from scrapy_adaptive.store.base import Batch
 from scrapy_adaptive.store.keys import record_key
 from scrapy_adaptive.store.statedir import CHECKPOINT, MARKER, StateDirError, open_store, resolve
 from tests.conftest import tmpfs
@@ -117,6 +118,29 @@ def test_a_cut_write_ahead_log_is_reported_as_a_rollback(tmp_path: Path) -> None
     accepted = reopen(tmp_path)
     assert accepted.frontier is not None and accepted.frontier.visit_count < 30
     accepted.close("finished")
+
+
+@in_loop
+def test_a_log_cut_of_writes_that_moved_no_count_is_refused(tmp_path: Path) -> None:
+    """Issue 36 item 3: the checkpoint compared URLs and visits only, so a
+    cut taking a write that moved neither (a confirmation of delivery, the
+    policies' aggregates, a schedule) went unseen; each batch now carries the
+    store's count of writes, and the checkpoint records it."""
+    scheduler = crawled(tmp_path, visits=10)
+    assert scheduler.frontier is not None
+    store = scheduler.frontier.store
+    db = tmp_path / "adaptive" / "frontier.ldb"
+    (log,) = db.glob("*.log")
+    size = log.stat().st_size
+    store.write(Batch(meta={"schedules": b"[]"}))  # one write, no count moved
+    scheduler.runtime.checkpoint(clean=False)  # the tick's checkpoint
+    point = json.loads((tmp_path / "adaptive" / MARKER).read_text())[CHECKPOINT]
+    assert point["writes"] == store.writes
+    store.close()  # the process dies: no clean close
+    os.truncate(log, size)  # exactly that last batch cut off
+    message = refusal(tmp_path)
+    assert message.startswith(f"The state database in {db} has rolled back: it holds {len(URLS)} URLs and 10 visits")
+    assert "; 1 write lost (a cut write-ahead log" in message
 
 
 @in_loop
