@@ -69,13 +69,16 @@ from .base import Batch, Store, StoreError, StoreInUse
 from .keys import FORGOTTEN_KEY, QUARANTINED_KEY, URLS_KEY, VISITS_KEY
 from .leveldb import CACHE_MB, LevelDBStore
 from .marker import (
+    CHECKPOINT,
     CREATING,
     FORMAT,
     MARKER,
+    Checkpoint,
     StateDirError,
     check_marker,
     create_marker,
     private_opener,
+    read_checkpoint,
     read_marker,
     write_marker,
 )
@@ -84,12 +87,11 @@ if TYPE_CHECKING:
     from ..config.settings import AdaptiveConfig
     from .redis import RedisStore
 
-__all__ = ["FORMAT", "MARKER", "StateDirError", "private_opener"]  # kept here for their users
+__all__ = ["CHECKPOINT", "FORMAT", "MARKER", "StateDirError", "private_opener"]  # kept here for their users
 
 logger = logging.getLogger(__name__)
 
 DATABASE = "frontier.ldb"
-CHECKPOINT = "checkpoint"
 #: the meta entry of a shared store that plays the marker's part (spider, fingerprinter, format)
 IDENTITY = "identity"
 
@@ -384,34 +386,28 @@ def _check_checkpoint(
     A *shared* store grows while this worker is stopped (other workers
     write): only a loss is reported, never growth.
     """
-    point = marker.get(CHECKPOINT)
-    if not isinstance(point, dict):
+    point = read_checkpoint(state.marker, marker)
+    if point is None:
         return
-    try:
-        known, seen, clean = int(point["urls"]), int(point["visits"]), bool(point["clean"])
-        written = None if point.get("writes") is None else int(point["writes"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise StateDirError(
-            f"{state.marker} has an unreadable {CHECKPOINT!r} entry ({exc}); refusing to guess."
-        ) from exc
-    how = "at a clean close" if clean else "while the crawl ran"
+    how = "at a clean close" if point.clean else "while the crawl ran"
+    written = point.writes
     lost = written - writes if writes is not None and written is not None and writes < written else 0
-    if urls < known or visits < seen or lost:
+    if urls < point.urls or visits < point.visits or lost:
         missing = f"{lost} {plural(lost, 'write')} lost" if lost else "writes were lost"
         raise StateDirError(
             f"The state database in {state.database} has rolled back: it holds {urls} URLs and {visits} visits, "
-            f"but {known} URLs and {seen} visits were recorded {how} ({point.get('at')}); {missing} (a cut "
+            f"but {point.urls} URLs and {point.visits} visits were recorded {how} ({point.at}); {missing} (a cut "
             "write-ahead log, an older copy restored, or a power loss without ADAPTIVE_STATE_SYNC). Nothing was "
             f"changed. Restore the folder from a backup; or, to go on from what is left, delete the "
             f'"{CHECKPOINT}" entry from {state.marker}.'
         )
-    if clean and not shared and (urls, visits) != (known, seen):
+    if point.clean and not shared and (urls, visits) != (point.urls, point.visits):
         logger.warning(
             "The state database in %s was written after its last clean close (%d URLs and %d visits then, %d and %d "
             "now): another program wrote to it. Going on with what it holds.",
             state.database,
-            known,
-            seen,
+            point.urls,
+            point.visits,
             urls,
             visits,
         )
@@ -423,12 +419,10 @@ def write_checkpoint(state: StateDir, *, urls: int, visits: int, clean: bool, wr
     Call only with counts whose writes have all succeeded.  *writes* is the
     store's count of batches (None: not counted, a shared store).
     """
-    point: dict[str, object] = {"urls": urls, "visits": visits, "clean": clean, "at": _now()}
-    if writes is not None:
-        point["writes"] = writes
+    point = Checkpoint(urls, visits, clean, _now(), writes)
     try:
         marker = read_marker(state.marker) or {}
-        marker[CHECKPOINT] = point
+        marker[CHECKPOINT] = point.entry()
         write_marker(state.marker, marker)
     except (OSError, StateDirError) as exc:
         logger.warning("Cannot write the checkpoint to %s: %s", state.marker, exc)
