@@ -22,6 +22,7 @@ from pathlib import Path
 import plyvel
 import pytest
 
+from scrapy_adaptive.store.marker import MARKER, StateDirError, read_marker
 from tests.conftest import ADDON
 from tests.crawlrunner import CrawlResult, run_crawl
 from tests.mockserver import MockServer
@@ -145,6 +146,22 @@ def test_a_garbled_block_stops_the_crawl_and_export_gives_what_it_can(
     stopped_with_one_critical(result, str(state / "frontier.ldb"), f"block checksum mismatch, in {ldb})", REPAIR)
     assert "Spider closed (adaptive_state_error)" in result.log
     assert ldb.read_bytes() == damaged  # left as it is, for the repair
+
+
+def test_the_console_refuses_a_damaged_marker_in_one_line_as_the_crawl_does(
+    crawled: tuple[Path, dict[str, object]],
+) -> None:
+    """Issue 36 item 5: ``scrapy frontier report`` ended in a traceback (the
+    other damaged markers: tests/unit/ops/test_console.py)."""
+    state, _ = crawled
+    marker = state / MARKER
+    marker.write_bytes(b"{not json")
+    with pytest.raises(StateDirError) as refused:  # what the crawl says (its open reads the marker so)
+        read_marker(str(marker))
+    done = frontier(state, "report")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr == f"scrapy frontier report: {refused.value}\n"
+    assert marker.read_bytes() == b"{not json"
 
 
 def garble_a_record_block(state: Path) -> None:
