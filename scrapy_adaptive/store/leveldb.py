@@ -26,7 +26,7 @@ import plyvel
 
 from ..config.table import DEFAULTS
 from . import keys
-from .base import Batch, Conflict, Store, StoreCorrupt, StoreError, StoreInUse, in_queues
+from .base import Batch, Conflict, Store, StoreCorrupt, StoreError, StoreInUse, access_denied, in_queues
 
 logger = logging.getLogger(__name__)
 
@@ -82,10 +82,7 @@ def _open_error(path: str, exc: BaseException) -> StoreError:
             "mount it read-write, or give this crawl another ADAPTIVE_STATE_DIR / JOBDIR."
         )
     if "permission denied" in low:
-        return StoreError(
-            f"The state folder {path} is not writable by this user ({reason}). Fix its owner or "
-            "permissions, or give this crawl another ADAPTIVE_STATE_DIR / JOBDIR."
-        )
+        return StoreError(access_denied(f"The state database in {path}", path, "readable and writable", reason))
     if "no space left" in low:
         return StoreError(f"The disk holding the state folder {path} is full ({reason}). Free space and restart.")
     if "already held" in low or "temporarily unavailable" in low:
@@ -165,7 +162,12 @@ class LevelDBStore(Store):
     def writes(self) -> int:
         return self._writes
 
-    def _corrupt(self, exc: BaseException) -> StoreCorrupt:
+    def _corrupt(self, exc: BaseException) -> StoreError:
+        """A failed read as the one message it stands for: a file this user
+        may not read (not damage: no repair), else a damaged table."""
+        reason = _reason(exc)
+        if "permission denied" in reason.lower():
+            return StoreError(access_denied(f"The state database in {self.path}", self.path, "readable", reason))
         return StoreCorrupt(damaged(self.path, exc, "Nothing in it was changed"))
 
     def _reading(self, items: Iterable[T]) -> Iterator[T]:

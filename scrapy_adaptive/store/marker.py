@@ -20,6 +20,8 @@ import json
 import os
 from dataclasses import dataclass
 
+from .base import access_denied
+
 FORMAT = 1
 MARKER = "ADAPTIVE_STATE.json"
 #: the marker's flag while its first start has not opened the database yet
@@ -47,6 +49,9 @@ def read_marker(path: str) -> dict | None:
             data = json.load(f)
     except FileNotFoundError:
         return None
+    except PermissionError as exc:  # the file, or its folder: not damage
+        folder = os.path.dirname(path)
+        raise StateDirError(access_denied(path, folder, "readable", exc)) from exc
     except (OSError, ValueError) as exc:
         raise StateDirError(f"{path} is unreadable or corrupt ({exc}); refusing to guess.") from exc
     if not isinstance(data, dict):
