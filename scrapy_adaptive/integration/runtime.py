@@ -75,19 +75,22 @@ class Runtime:
     #: where the policies' aggregates are saved (a worker of a shared frontier has its own)
     policy_key: str
 
-    def checkpoint(self, *, clean: bool) -> None:
+    def checkpoint(self, *, clean: bool, required: bool = False) -> None:
         """Record the counts that only ever grow in the state folder's marker
-        (written only when one moved: :class:`Checkpoints`)."""
+        (written only when one moved; *required* at open: :class:`Checkpoints`)."""
         frontier = self.frontier
         if frontier.sharing is not None:
             # other workers count too: the store's sums, not this worker's view
             try:
-                self.checkpoints.write(**stored_counts(frontier.store), clean=clean)
+                counts = stored_counts(frontier.store)
             except StateDirError as exc:
                 logger.warning("Cannot read the counts for the checkpoint: %s", exc)
+                return
+            self.checkpoints.write(**counts, clean=clean, required=required)
             return
         urls = frontier.url_count + frontier.quarantined_count + frontier.forgotten_count
-        self.checkpoints.write(urls=urls, visits=frontier.visit_count, writes=frontier.store.writes, clean=clean)
+        writes = frontier.store.writes
+        self.checkpoints.write(urls=urls, visits=frontier.visit_count, writes=writes, clean=clean, required=required)
 
     def close(self, crawl: CrawlWide) -> None:
         """The last summary, the policies' aggregates saved, the host leases
@@ -244,10 +247,10 @@ def assemble(
             crawl_log=crawl_log,
             policy_key=policy_key,
         )
+        runtime.checkpoint(clean=False, required=True)  # a folder that cannot take it is refused
     except BaseException:
         store.close()
         raise
-    runtime.checkpoint(clean=False)
     return runtime
 
 

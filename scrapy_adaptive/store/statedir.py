@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..config.spec import plural
-from .base import Batch, Store, StoreError, StoreInUse
+from .base import Batch, Store, StoreError, StoreInUse, access_denied
 from .keys import FORGOTTEN_KEY, QUARANTINED_KEY, URLS_KEY, VISITS_KEY
 from .leveldb import CACHE_MB, LevelDBStore
 from .marker import (
@@ -235,7 +235,7 @@ def open_store(
         if creating:
             os.makedirs(state.database, mode=0o700, exist_ok=True)
     except OSError as exc:
-        raise StateDirError(f"The state folder {state.path} ({state.source}) cannot be written: {exc}") from exc
+        raise unwritable(state, exc) from exc
     if not os.path.isdir(state.database):
         what = "is a file, not a folder" if os.path.lexists(state.database) else "is missing"
         raise StateDirError(
@@ -255,7 +255,7 @@ def open_store(
             _check_checkpoint(state, marker, **stored_counts(store), writes=store.writes)
     except OSError as exc:
         store.close()
-        raise StateDirError(f"Cannot write {state.marker}: {exc}") from exc
+        raise unwritable(state, exc) from exc
     except BaseException:
         store.close()
         raise
@@ -277,7 +277,7 @@ def _first_marker(state: StateDir, expected: dict) -> dict:
         if create_marker(state.marker, data):
             return data
     except OSError as exc:
-        raise StateDirError(f"ADAPTIVE_STATE_DIR {state.path} cannot be written: {exc}") from exc
+        raise unwritable(state, exc) from exc
     return read_marker(state.marker) or data
 
 
@@ -403,8 +403,9 @@ def _check_checkpoint(
         )
     if point.clean and not shared and (urls, visits) != (point.urls, point.visits):
         logger.warning(
-            "The state database in %s was written after its last clean close (%d URLs and %d visits then, %d and %d "
-            "now): another program wrote to it. Going on with what it holds.",
+            "The state database in %s holds more than at its last recorded clean close (%d URLs and %d visits then, "
+            "%d and %d now): another program wrote to it, or a crawl could not write its checkpoint (its log says "
+            "so). Going on with what it holds.",
             state.database,
             point.urls,
             point.visits,
@@ -413,21 +414,29 @@ def _check_checkpoint(
         )
 
 
-def write_checkpoint(state: StateDir, *, urls: int, visits: int, clean: bool, writes: int | None = None) -> bool:
-    """Record the counts the database durably holds; False (and a warning) if the marker cannot be written.
+def unwritable(state: StateDir, exc: OSError) -> StateDirError:
+    """The state folder cannot be written: a permission (the fix is its
+    owner and permissions) or what the OS says."""
+    if isinstance(exc, PermissionError):
+        why = f"{exc} (a crawl writes its checkpoint, control socket and report there)"
+        return StateDirError(access_denied(f"The state folder {state.path}", state.path, "writable", why))
+    return StateDirError(f"The state folder {state.path} ({state.source}) cannot be written: {exc}")
+
+
+def write_checkpoint(state: StateDir, *, urls: int, visits: int, clean: bool, writes: int | None = None) -> None:
+    """Record the counts the database durably holds; :class:`StateDirError`
+    (naming the folder and why) if the marker cannot be written.
 
     Call only with counts whose writes have all succeeded.  *writes* is the
     store's count of batches (None: not counted, a shared store).
     """
     point = Checkpoint(urls, visits, clean, _now(), writes)
+    marker = read_marker(state.marker) or {}
+    marker[CHECKPOINT] = point.entry()
     try:
-        marker = read_marker(state.marker) or {}
-        marker[CHECKPOINT] = point.entry()
         write_marker(state.marker, marker)
-    except (OSError, StateDirError) as exc:
-        logger.warning("Cannot write the checkpoint to %s: %s", state.marker, exc)
-        return False
-    return True
+    except OSError as exc:
+        raise unwritable(state, exc) from exc
 
 
 class Checkpoints:
@@ -435,19 +444,36 @@ class Checkpoints:
 
     Written when a count moved, at most once per call (the crawl calls at
     every tick, once a second); never again once a store write has failed
-    (the in-memory counts may then exceed what the database holds).
+    (the in-memory counts may then exceed what the database holds).  The
+    first, at open, is *required*: a folder that cannot take it refuses the
+    crawl, which would otherwise run with its checkpoint, control socket and
+    report off.  A later failure is a warning, said once until a checkpoint
+    is written again.
     """
 
     def __init__(self, state: StateDir) -> None:
         self.state = state
         self._last: tuple[int, int, int | None, bool] | None = None
         self._stopped = False
+        self._failing = False
 
-    def write(self, *, urls: int, visits: int, clean: bool, writes: int | None = None) -> None:
+    def write(self, *, urls: int, visits: int, clean: bool, writes: int | None = None, required: bool = False) -> None:
         point = (urls, visits, writes, clean)
-        if not self._stopped and point != self._last:
+        if self._stopped or point == self._last:
+            return
+        try:
             write_checkpoint(self.state, urls=urls, visits=visits, clean=clean, writes=writes)
-            self._last = point
+        except StateDirError as exc:
+            if required:
+                raise
+            if not self._failing:
+                logger.warning("Cannot write the checkpoint: %s", exc)
+            self._failing = True
+            return
+        if self._failing:
+            logger.info("The checkpoint is written again to %s.", self.state.marker)
+        self._failing = False
+        self._last = point
 
     def stop(self) -> None:
         """A store write failed: no checkpoint may be written any more."""

@@ -204,6 +204,26 @@ def test_a_state_folder_this_user_cannot_read_is_said_so_not_called_empty(
         assert all(word in said for word in words) and "no crawl ran there" not in said, said
 
 
+def test_a_state_folder_this_user_cannot_write_is_refused_at_start(
+    crawled: tuple[Path, dict[str, object]], clean_log: MockServer, as_user: bool
+) -> None:
+    """Issue 36 item 6: with ``chmod 500`` on the state folder the crawl ran
+    with its checkpoint, control socket and report silently off, warning at
+    every summary; the console then blamed "another program"."""
+    state, settings = crawled
+    marker = (state / MARKER).read_bytes()
+    state.chmod(0o500)
+    try:
+        result = crawl(clean_log, settings, as_user=as_user)
+        report = frontier(state, "report", as_user=as_user)  # reading needs no write there
+    finally:
+        state.chmod(0o700)
+    stopped_with_one_critical(result, f"The state folder {state} is not writable by this user", "Permission denied")
+    assert "Adaptive frontier opened" not in result.log
+    assert (state / MARKER).read_bytes() == marker
+    assert report.returncode == 0 and "another program" not in report.stderr, report.stderr
+
+
 def garble_a_record_block(state: Path) -> None:
     ldb = table(state)
     with open(ldb, "r+b") as f:  # a block of records, in the middle of the table (not the counters, read at open)

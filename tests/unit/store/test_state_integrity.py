@@ -220,6 +220,30 @@ def test_an_unclean_stop_is_not_taken_for_a_rollback(tmp_path: Path) -> None:
     resumed.close("finished")
 
 
+@in_loop
+def test_a_checkpoint_that_cannot_be_written_mid_crawl_is_said_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 36 item 6: a marker that could not be written warned at every
+    summary; now the first checkpoint (at open) refuses the crawl
+    (tests/e2e/test_damaged_state.py), and a later failure is said once."""
+    scheduler = crawled(tmp_path, visits=2)
+    blocker = Path(f"{tmp_path / 'adaptive' / MARKER}.{os.getpid()}.tmp")
+    blocker.mkdir()  # the marker's temporary file cannot be made: a real OS error, even for root
+    with caplog.at_level(logging.INFO):
+        for _ in range(3):
+            for request in drain(scheduler, limit=1):
+                scheduler.verdicts.commit(request, visited())  # type: ignore[union-attr]
+            scheduler.runtime.checkpoint(clean=False)  # the tick's
+    assert caplog.text.count("Cannot write the checkpoint: The state folder") == 1, caplog.text
+    blocker.rmdir()
+    with caplog.at_level(logging.INFO):
+        scheduler.runtime.checkpoint(clean=False)
+    assert "The checkpoint is written again" in caplog.text
+    assert json.loads((tmp_path / "adaptive" / MARKER).read_text())[CHECKPOINT]["visits"] == 5
+    scheduler.close("finished")
+
+
 def test_a_read_only_state_folder_is_not_called_in_use(tmp_path: Path) -> None:
     """Issue 10 item 9: LevelDB's ``LOCK: Read-only file system`` was matched as "lock"."""
     with tmpfs(tmp_path / "ro", "size=4m") as mount:
