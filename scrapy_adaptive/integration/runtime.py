@@ -35,6 +35,7 @@ from ..ops.reporting import Reporter
 from ..policies import PolicyStack, persist
 from ..store.base import Store, StoreCorrupt, StoreError
 from ..store.statedir import (
+    SHARED_CHECKPOINT_INTERVAL,
     Checkpoints,
     StateDir,
     StateDirError,
@@ -80,7 +81,9 @@ class Runtime:
         (written only when one moved; *required* at open: :class:`Checkpoints`)."""
         frontier = self.frontier
         if frontier.sharing is not None:
-            # other workers count too: the store's sums, not this worker's view
+            # other workers count too: the store's sums, not this worker's view, read every so often
+            if not (clean or required or self.checkpoints.due(SHARED_CHECKPOINT_INTERVAL)):
+                return
             try:
                 counts = stored_counts(frontier.store)
             except StateDirError as exc:

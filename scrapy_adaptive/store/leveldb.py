@@ -173,7 +173,8 @@ class LevelDBStore(Store):
     def _reading(self, items: Iterable[T]) -> Iterator[T]:
         """*items*, a plyvel iterator, with a damaged table (a garbled block,
         a file cut short: ``CorruptionError`` or ``IOError``) raised as the
-        one :class:`StoreCorrupt` that names the folder and the recovery."""
+        one :class:`StoreCorrupt` that names the folder and the recovery (a
+        table this user may not read: the :class:`StoreError` saying so)."""
         try:
             yield from items
         except plyvel.Error as exc:

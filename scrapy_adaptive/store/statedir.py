@@ -94,6 +94,9 @@ logger = logging.getLogger(__name__)
 DATABASE = "frontier.ldb"
 #: the meta entry of a shared store that plays the marker's part (spider, fingerprinter, format)
 IDENTITY = "identity"
+#: seconds between two checkpoints of a worker of a shared store while it
+#: runs: each sums every queue's counters read from the store
+SHARED_CHECKPOINT_INTERVAL = 10.0
 
 
 @dataclass(frozen=True)
@@ -235,7 +238,7 @@ def open_store(
         if creating:
             os.makedirs(state.database, mode=0o700, exist_ok=True)
     except OSError as exc:
-        raise unwritable(state, exc) from exc
+        raise _unwritable(state, exc) from exc
     if not os.path.isdir(state.database):
         what = "is a file, not a folder" if os.path.lexists(state.database) else "is missing"
         raise StateDirError(
@@ -255,7 +258,7 @@ def open_store(
             _check_checkpoint(state, marker, **stored_counts(store), writes=store.writes)
     except OSError as exc:
         store.close()
-        raise unwritable(state, exc) from exc
+        raise _unwritable(state, exc) from exc
     except BaseException:
         store.close()
         raise
@@ -277,7 +280,7 @@ def _first_marker(state: StateDir, expected: dict) -> dict:
         if create_marker(state.marker, data):
             return data
     except OSError as exc:
-        raise unwritable(state, exc) from exc
+        raise _unwritable(state, exc) from exc
     return read_marker(state.marker) or data
 
 
@@ -414,7 +417,7 @@ def _check_checkpoint(
         )
 
 
-def unwritable(state: StateDir, exc: OSError) -> StateDirError:
+def _unwritable(state: StateDir, exc: OSError) -> StateDirError:
     """The state folder cannot be written: a permission (the fix is its
     owner and permissions) or what the OS says."""
     if isinstance(exc, PermissionError):
@@ -436,7 +439,7 @@ def write_checkpoint(state: StateDir, *, urls: int, visits: int, clean: bool, wr
     try:
         write_marker(state.marker, marker)
     except OSError as exc:
-        raise unwritable(state, exc) from exc
+        raise _unwritable(state, exc) from exc
 
 
 class Checkpoints:
@@ -456,8 +459,19 @@ class Checkpoints:
         self._last: tuple[int, int, int | None, bool] | None = None
         self._stopped = False
         self._failing = False
+        self._at = 0.0
+
+    def due(self, interval: float) -> bool:
+        """Have *interval* seconds passed since the last checkpoint was tried?
+        (True starts the next interval: a failing try is not repeated at once.)"""
+        now = time.monotonic()
+        if now - self._at < interval:
+            return False
+        self._at = now
+        return True
 
     def write(self, *, urls: int, visits: int, clean: bool, writes: int | None = None, required: bool = False) -> None:
+        self._at = time.monotonic()
         point = (urls, visits, writes, clean)
         if self._stopped or point == self._last:
             return
