@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -144,6 +145,23 @@ def tmpfs(mount: Path, options: str) -> Iterator[Path]:
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture(scope="session")
+def as_user(tmp_path_factory: pytest.TempPathFactory) -> bool:
+    """Whether a child started with :func:`tests.crawlrunner.without_file_override`
+    is refused a file it may not read (skips the test where it is not)."""
+    probe = tmp_path_factory.mktemp("as-user") / "locked"
+    probe.write_text("x")
+    probe.chmod(0)
+    done = subprocess.run(
+        [sys.executable, "-c", f"open({str(probe)!r}).read()"],
+        capture_output=True,
+        preexec_fn=crawlrunner.without_file_override,
+    )
+    if done.returncode == 0:
+        pytest.skip("a child process here still reads any file (it keeps CAP_DAC_OVERRIDE)")
+    return True
 
 
 @pytest.fixture(scope="session")

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import ast
 import atexit
+import ctypes
 import datetime as dt
 import json
 import os
@@ -333,6 +334,7 @@ def start_crawl(
     workdir: Path | None = None,
     dump_stats: bool = True,
     collect_items: bool = False,
+    as_user: bool = False,
 ) -> CrawlProcess:
     """Start ``python -m scrapy runspider <spider_file> -s K=V ... <args>``; don't wait.
 
@@ -341,7 +343,8 @@ def start_crawl(
     extra CLI arguments, e.g. ``["-a", "start_urls=http://..."]``. ``env`` is
     merged over ``os.environ`` (minus proxies/Scrapy project variables). ``cwd``
     defaults to the work directory. ``collect_items`` adds ``-O items.jsonl``
-    (note: that replaces any ``FEEDS`` setting).
+    (note: that replaces any ``FEEDS`` setting).  ``as_user`` runs it without
+    root's override of file permissions (:func:`without_file_override`).
     """
     spider_path = Path(spider_file).resolve()
     if not spider_path.is_file():
@@ -388,6 +391,7 @@ def start_crawl(
             stdout=out,
             stderr=err,
             start_new_session=True,
+            preexec_fn=without_file_override if as_user else None,
         )
     proc.workdir = workdir
     proc.log_file = log_file
@@ -398,6 +402,23 @@ def start_crawl(
     proc.started = time.monotonic()
     _live.add(proc)
     return proc
+
+
+#: prctl(2): drop a capability from the bounding set (gone from the process after its exec)
+_PR_CAPBSET_DROP = 24
+#: capabilities(7): CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+_FILE_OVERRIDES = (1, 2)
+
+
+def without_file_override() -> None:
+    """A ``preexec_fn``: the child runs without root's power to read, write and
+    search any file, so permissions bind it as they bind a user (``chmod 000``
+    gives ``EACCES``); tests run as root here, and a user's uid could not run
+    the venv's Python, which lives under ``/root``.  A process without the
+    capabilities (not root) has nothing to drop and is left as it is."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in _FILE_OVERRIDES:
+        libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
 
 
 def _with_stats_extension(base: object) -> dict[str, object]:
@@ -460,6 +481,7 @@ def run_crawl(
     workdir: Path | None = None,
     dump_stats: bool = True,
     collect_items: bool = False,
+    as_user: bool = False,
 ) -> CrawlResult:
     """Run a crawl to completion (hard ``timeout``) and return its :class:`CrawlResult`.
 
@@ -475,6 +497,7 @@ def run_crawl(
         workdir=workdir,
         dump_stats=dump_stats,
         collect_items=collect_items,
+        as_user=as_user,
     )
     with proc:
         return finish_crawl(proc, timeout)

@@ -35,6 +35,7 @@ from ..ops.reporting import Reporter
 from ..policies import PolicyStack, persist
 from ..store.base import Store, StoreCorrupt, StoreError
 from ..store.statedir import (
+    SHARED_CHECKPOINT_INTERVAL,
     Checkpoints,
     StateDir,
     StateDirError,
@@ -78,18 +79,24 @@ class Runtime:
     #: ``spider.state``, kept in the state folder as JSON
     spider_state: SpiderStateFile
 
-    def checkpoint(self, *, clean: bool) -> None:
-        """Record the counts that only ever grow in the state folder's marker."""
+    def checkpoint(self, *, clean: bool, required: bool = False) -> None:
+        """Record the counts that only ever grow in the state folder's marker
+        (written only when one moved; *required* at open: :class:`Checkpoints`)."""
         frontier = self.frontier
         if frontier.sharing is not None:
-            # other workers count too: the store's sums, not this worker's view
+            # other workers count too: the store's sums, not this worker's view, read every so often
+            if not (clean or required or self.checkpoints.due(SHARED_CHECKPOINT_INTERVAL)):
+                return
             try:
-                self.checkpoints.write(**stored_counts(frontier.store), clean=clean)
+                counts = stored_counts(frontier.store)
             except StateDirError as exc:
                 logger.warning("Cannot read the counts for the checkpoint: %s", exc)
+                return
+            self.checkpoints.write(**counts, clean=clean, required=required)
             return
         urls = frontier.url_count + frontier.quarantined_count + frontier.forgotten_count
-        self.checkpoints.write(urls=urls, visits=frontier.visit_count, clean=clean)
+        writes = frontier.store.writes
+        self.checkpoints.write(urls=urls, visits=frontier.visit_count, writes=writes, clean=clean, required=required)
 
     def close(self, crawl: CrawlWide) -> None:
         """The last summary, the policies' aggregates saved, the host leases
@@ -250,10 +257,10 @@ def assemble(
             policy_key=policy_key,
             spider_state=spider_state,
         )
+        runtime.checkpoint(clean=False, required=True)  # a folder that cannot take it is refused
     except BaseException:
         store.close()
         raise
-    runtime.checkpoint(clean=False)
     return runtime
 
 

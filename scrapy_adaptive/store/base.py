@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import bisect
 import json
+import os
+import pwd
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
@@ -114,6 +116,31 @@ class StoreError(RuntimeError):
     """The store could not be opened or written; the message says why."""
 
 
+def access_denied(what: str, path: str, access: str, reason: object) -> str:
+    """The one message for state this process may not read or write
+    (``Permission denied``): *what* is not *access* by this user, the OS's
+    *reason*, who owns *path*, and the fix: its owner and permissions.  It
+    is not damage: a repair run by such a user would drop what it cannot read.
+    """
+    user = _user_name(os.geteuid())
+    try:
+        owner = f"; {path} belongs to {_user_name(os.stat(path).st_uid)}"
+    except OSError:
+        owner = ""
+    return (
+        f"{what} is not {access} by this user ({user}{owner}): {reason}. Nothing was changed and nothing is "
+        f"damaged: let the user who runs the crawl own it and read and write it (chown -R {user} {path} && "
+        f"chmod -R u+rwX {path}), or run the crawl as its owner."
+    )
+
+
+def _user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
 class Conflict(StoreError):
     """A batch's :attr:`Batch.absent` record exists: nothing was written."""
 
@@ -183,6 +210,14 @@ class Store(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+    @property
+    def writes(self) -> int | None:
+        """How many batches the store has applied, counted inside it with each
+        batch: the state folder's checkpoint records it, and a database that
+        later holds fewer has lost writes (:mod:`.statedir`).  None where it
+        is not counted (a shared store, which many workers write)."""
+        return None
 
     def records(self) -> Iterator[tuple[bytes, bytes]]:
         """Every record (for tools and tests; the crawl never scans)."""

@@ -118,6 +118,11 @@ def meta_key(name: str) -> bytes:
     return META_PREFIX + name.encode("utf-8")
 
 
+#: the state-wide fact ``m/writes``: how many batches a LevelDB store has
+#: applied, written with each batch (see :attr:`.base.Store.writes`)
+WRITES_META = "writes"
+
+
 #: the stored keys of a queue's persisted counters (``h/`` rows): short, so a
 #: row per host stays small; change neither side lightly
 URLS_KEY = "u"  #: URLs in the queue

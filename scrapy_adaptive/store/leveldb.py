@@ -8,7 +8,11 @@ versions captured but not yet delivered.
 Durability: every :meth:`LevelDBStore.write` is one ``WriteBatch`` applied
 atomically (``transaction=True``).  LevelDB appends it to its log before
 returning, so a ``kill -9`` loses nothing; ``sync=True`` (the
-``ADAPTIVE_STATE_SYNC`` setting) also survives power loss, at a cost.
+``ADAPTIVE_STATE_SYNC`` setting) also survives power loss, at a cost.  Each
+batch also carries the store's count of batches (``m/writes``): a log cut
+short looks to LevelDB like a crash while writing and opens silently older,
+but its count is then lower than the one the state folder's checkpoint
+recorded (:mod:`.statedir`).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import TypeVar
 
 from ..config.table import DEFAULTS
 from . import keys
-from .base import Batch, Conflict, Store, StoreCorrupt, StoreError, StoreInUse, in_queues
+from .base import Batch, Conflict, Store, StoreCorrupt, StoreError, StoreInUse, access_denied, in_queues
 
 logger = logging.getLogger(__name__)
 
@@ -88,10 +92,7 @@ def _open_error(path: str, exc: BaseException) -> StoreError:
             "mount it read-write, or give this crawl another ADAPTIVE_STATE_DIR / JOBDIR."
         )
     if "permission denied" in low:
-        return StoreError(
-            f"The state folder {path} is not writable by this user ({reason}). Fix its owner or "
-            "permissions, or give this crawl another ADAPTIVE_STATE_DIR / JOBDIR."
-        )
+        return StoreError(access_denied(f"The state database in {path}", path, "readable and writable", reason))
     if "no space left" in low:
         return StoreError(f"The disk holding the state folder {path} is full ({reason}). Free space and restart.")
     if "already held" in low or "temporarily unavailable" in low:
@@ -119,10 +120,14 @@ class LevelDBStore(Store):
     ``paranoid_checks`` makes a damaged log or manifest fail the open
     instead of being skipped, and every read verifies block checksums, so a
     garbled table is reported at its first read instead of returning
-    garbage.  Neither can see a log cut at a record boundary (LevelDB reads
-    that as a crash while writing): the state folder's checkpoint does
-    (see :mod:`scrapy_adaptive.store.statedir`).
+    garbage.  Neither can see a log cut short, at a record boundary or
+    inside a record (LevelDB reads both as a crash while writing and drops
+    the tail): the count of writes every batch carries (:attr:`writes`),
+    compared with the state folder's checkpoint, does (see
+    :mod:`scrapy_adaptive.store.statedir`).
     """
+
+    _WRITES_KEY = keys.meta_key(keys.WRITES_META)
 
     def __init__(self, path: str, *, sync: bool = False, cache_mb: int = CACHE_MB, create: bool = True) -> None:
         self.path = path
@@ -147,14 +152,41 @@ class LevelDBStore(Store):
         self._meta = self._db.prefixed_db(keys.META_PREFIX)
         self._quarantine = self._db.prefixed_db(keys.QUARANTINE_PREFIX)
         self._pending = self._db.prefixed_db(keys.PENDING_PREFIX)
+        try:
+            self._writes = self._stored_writes()
+        except BaseException:
+            self._db.close()
+            raise
 
-    def _corrupt(self, exc: BaseException) -> StoreCorrupt:
+    def _stored_writes(self) -> int:
+        """The count of batches the database holds (0: none written yet)."""
+        raw = self.get_meta(keys.WRITES_META)
+        if raw is None:
+            return 0
+        if not raw.isdigit():
+            raise StoreCorrupt(
+                f"The state database in {self.path} holds an unreadable count of writes (m/{keys.WRITES_META} is "
+                f"{raw[:20]!r}): another program wrote to it. Nothing was changed; restore the folder from a backup."
+            )
+        return int(raw)
+
+    @property
+    def writes(self) -> int:
+        return self._writes
+
+    def _corrupt(self, exc: BaseException) -> StoreError:
+        """A failed read as the one message it stands for: a file this user
+        may not read (not damage: no repair), else a damaged table."""
+        reason = _reason(exc)
+        if "permission denied" in reason.lower():
+            return StoreError(access_denied(f"The state database in {self.path}", self.path, "readable", reason))
         return StoreCorrupt(damaged(self.path, exc, "Nothing in it was changed"))
 
     def _reading(self, items: Iterable[T]) -> Iterator[T]:
         """*items*, a plyvel iterator, with a damaged table (a garbled block,
         a file cut short: ``CorruptionError`` or ``IOError``) raised as the
-        one :class:`StoreCorrupt` that names the folder and the recovery."""
+        one :class:`StoreCorrupt` that names the folder and the recovery (a
+        table this user may not read: the :class:`StoreError` saying so)."""
         try:
             yield from items
         except plyvel.Error as exc:
@@ -270,8 +302,10 @@ class LevelDBStore(Store):
         # one process owns the database: a check before the batch is enough
         if batch.absent and any(self.get_record(queue, fp) is not None for queue, fp in batch.absent):
             raise Conflict(f"a record that must be new exists in {self.path}")
+        writes = self._writes + 1
         try:
             with self._db.write_batch(transaction=True, sync=self._sync) as wb:
+                wb.put(self._WRITES_KEY, b"%d" % writes)
                 for queue, directive, next_ms, fp in batch.entries_deleted:
                     wb.delete(keys.queue_entry_key(queue, directive, next_ms, fp))
                 for queue, directive, next_ms, fp in batch.entries_put:
@@ -303,6 +337,7 @@ class LevelDBStore(Store):
                     "crawl again: it resumes from the last write that succeeded"
                 ) from exc
             raise StoreError(f"Writing to the state database in {self.path} failed: {reason}") from exc
+        self._writes = writes
         for key, exc in (aside or {}).items():
             logger.error(
                 "The state database in %s holds a malformed key %r (%s); it is moved aside under x/ and the crawl "

@@ -2,7 +2,8 @@
 
 It names the format, the spider, the request fingerprinter (and, for a
 worker of a shared frontier, the store) and keeps the checkpoint
-(:mod:`.statedir`).  It is only ever replaced whole (a temporary file, then
+(:mod:`.statedir`), each of its fields checked for what a crawl writes
+(:func:`read_checkpoint`).  It is only ever replaced whole (a temporary file, then
 a rename), and the first one is *created* without replacing anything
 (:func:`create_marker`): of two first starts, exactly one makes it.
 
@@ -17,11 +18,19 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from dataclasses import dataclass
+
+from .base import access_denied
 
 FORMAT = 1
 MARKER = "ADAPTIVE_STATE.json"
 #: the marker's flag while its first start has not opened the database yet
 CREATING = "creating"
+#: the marker's entry that records what the database held (:mod:`.statedir`)
+CHECKPOINT = "checkpoint"
+#: the largest count a checkpoint may hold: a crawl writing a thousand
+#: batches a second for thirty years stays a thousand times below it
+MAX_COUNT = 10**15
 
 
 class StateDirError(RuntimeError):
@@ -40,6 +49,9 @@ def read_marker(path: str) -> dict | None:
             data = json.load(f)
     except FileNotFoundError:
         return None
+    except PermissionError as exc:  # the file, or its folder: not damage
+        folder = os.path.dirname(path)
+        raise StateDirError(access_denied(path, folder, "readable", exc)) from exc
     except (OSError, ValueError) as exc:
         raise StateDirError(f"{path} is unreadable or corrupt ({exc}); refusing to guess.") from exc
     if not isinstance(data, dict):
@@ -81,6 +93,70 @@ def check_marker(where: str, marker: dict, expected: dict) -> None:
             f"this crawl uses {expected['fingerprinter']!r}: every stored URL would be orphaned. Restore the "
             "setting, or start a new state folder."
         )
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """What the database held when the checkpoint was written (see :mod:`.statedir`)."""
+
+    urls: int
+    visits: int
+    clean: bool
+    at: str
+    #: the database's count of writes (None: a shared store, or a marker of an older version)
+    writes: int | None = None
+
+    def entry(self) -> dict:
+        """The marker's entry for it."""
+        point: dict[str, object] = {"urls": self.urls, "visits": self.visits, "clean": self.clean, "at": self.at}
+        if self.writes is not None:
+            point["writes"] = self.writes
+        return point
+
+
+def read_checkpoint(path: str, marker: dict) -> Checkpoint | None:
+    """The checkpoint of *marker*, the one at *path* (None: none recorded yet).
+
+    Each field must be what a crawl writes, exact types included: a count
+    that is negative, fractional, a string or past :data:`MAX_COUNT` was
+    not written by a crawl, and is refused as an edit instead of being read
+    as a rollback.
+    """
+    if CHECKPOINT not in marker:
+        return None
+    point = marker[CHECKPOINT]
+    problem = _checkpoint_problem(point)
+    if problem is not None:
+        raise StateDirError(
+            f"{path} has an invalid {CHECKPOINT!r} entry ({problem}): the marker was edited or written by other "
+            f"code. Restore it from a backup; or, to go on from what the database holds, delete the "
+            f'"{CHECKPOINT}" entry.'
+        )
+    writes = point.get("writes")
+    return Checkpoint(point["urls"], point["visits"], point["clean"], point["at"], writes)
+
+
+def _checkpoint_problem(point: object) -> str | None:
+    """What is wrong with a checkpoint entry, in words (None: nothing)."""
+    if type(point) is not dict:
+        return f"{_shown(point)} is not an object"
+    for name in ("urls", "visits", "writes"):
+        if name == "writes" and name not in point:  # written by an older version
+            continue
+        value = point.get(name)
+        if type(value) is not int or not 0 <= value <= MAX_COUNT:
+            return f"{name} is {_shown(value)}, not a whole number from 0 to {MAX_COUNT:.0e}"
+    if type(point.get("clean")) is not bool:
+        return f"clean is {_shown(point.get('clean'))}, not true or false"
+    if type(point.get("at")) is not str:
+        return f"at is {_shown(point.get('at'))}, not a time"
+    return None
+
+
+def _shown(value: object) -> str:
+    """*value* for a message: its repr, cut short if long (a 400-digit number)."""
+    text = repr(value)
+    return text if len(text) <= 24 else f"{text[:12]}… ({len(text)} characters)"
 
 
 def _written(path: str, data: object) -> str:

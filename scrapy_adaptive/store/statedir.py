@@ -34,17 +34,22 @@ cookies.  LevelDB creates its own files with the process umask; inside a
 are set to ``0600``.  An existing folder that others can read is *not*
 changed behind the user's back: a warning names it and the ``chmod`` to run.
 
-**Checkpoint: detecting a rollback.**  A write-ahead log cut at a record
-boundary looks exactly like a crash while writing (LevelDB drops the tail
-and opens, silently older), so the marker keeps a *checkpoint*: the URLs
-known (quarantined and forgotten included) and the visits recorded, counts
-that only ever grow, summed from the per-queue counter rows every batch
-writes atomically, and whether it was written at a clean close.  It is
-written at open, every :data:`CHECKPOINT_INTERVAL` seconds while the counts
-move, and at a clean close, never after a failed write.  At open, the
-database's counts below the checkpoint's are a rollback, refused with how
-to accept the loss (a ``kill -9`` cannot cause it: every counted write had
-reached the OS first); above it is normal after an unclean stop.
+**Checkpoint: detecting a rollback.**  A write-ahead log cut short, at a
+record boundary or inside a record, looks exactly like a crash while
+writing (LevelDB drops the tail and opens, silently older), so the marker
+keeps a *checkpoint*: the count of batches the database has applied
+(:attr:`.base.Store.writes`, which every batch writes with itself), the
+URLs known (quarantined and forgotten included) and the visits recorded,
+counts that only ever grow, and whether it was written at a clean close.
+It is written at open, at every tick of the crawl (once a second) when a
+count moved, after that tick's delivered versions were confirmed, and at a
+clean close, never after a failed write.  At open, a database holding
+fewer writes, URLs or visits than the checkpoint has rolled back: refused,
+saying what is missing and how to accept the loss.  A ``kill -9`` cannot
+cause it: every write a checkpoint counts had reached the OS before the
+checkpoint was written.  More is normal after an unclean stop.  A cut
+that takes only the writes of the last second before a stop, after the
+last checkpoint, is not seen (docs/reliability.md).
 docs/state-folder.md has the whole rule.
 """
 
@@ -61,17 +66,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..config.spec import counted
-from .base import Batch, Store, StoreError, StoreInUse
+from .base import Batch, Store, StoreError, StoreInUse, access_denied
 from .keys import FORGOTTEN_KEY, QUARANTINED_KEY, URLS_KEY, VISITS_KEY
 from .leveldb import CACHE_MB, LevelDBStore
 from .marker import (
+    CHECKPOINT,
     CREATING,
     FORMAT,
     MARKER,
+    Checkpoint,
     StateDirError,
     check_marker,
     create_marker,
     private_opener,
+    read_checkpoint,
     read_marker,
     write_marker,
 )
@@ -80,16 +88,16 @@ if TYPE_CHECKING:
     from ..config.settings import AdaptiveConfig
     from .redis import RedisStore
 
-__all__ = ["FORMAT", "MARKER", "StateDirError", "private_opener"]  # kept here for their users
+__all__ = ["CHECKPOINT", "FORMAT", "MARKER", "StateDirError", "private_opener"]  # kept here for their users
 
 logger = logging.getLogger(__name__)
 
 DATABASE = "frontier.ldb"
-CHECKPOINT = "checkpoint"
 #: the meta entry of a shared store that plays the marker's part (spider, fingerprinter, format)
 IDENTITY = "identity"
-#: seconds between two checkpoints while the counts move (an fsync each)
-CHECKPOINT_INTERVAL = 10.0
+#: seconds between two checkpoints of a worker of a shared store while it
+#: runs: each sums every queue's counters read from the store
+SHARED_CHECKPOINT_INTERVAL = 10.0
 
 
 @dataclass(frozen=True)
@@ -246,7 +254,7 @@ def open_store(
         if creating:
             os.makedirs(state.database, mode=0o700, exist_ok=True)
     except OSError as exc:
-        raise StateDirError(f"The state folder {state.path} ({state.source}) cannot be written: {exc}") from exc
+        raise _unwritable(state, exc) from exc
     if not os.path.isdir(state.database):
         what = "is a file, not a folder" if os.path.lexists(state.database) else "is missing"
         raise StateDirError(
@@ -263,10 +271,10 @@ def open_store(
         if creating:  # the database is open: the first start is done
             write_marker(state.marker, {k: v for k, v in marker.items() if k != CREATING})
         else:
-            _check_checkpoint(state, marker, **stored_counts(store))
+            _check_checkpoint(state, marker, **stored_counts(store), writes=store.writes)
     except OSError as exc:
         store.close()
-        raise StateDirError(f"Cannot write {state.marker}: {exc}") from exc
+        raise _unwritable(state, exc) from exc
     except BaseException:
         store.close()
         raise
@@ -288,7 +296,7 @@ def _first_marker(state: StateDir, expected: dict) -> dict:
         if create_marker(state.marker, data):
             return data
     except OSError as exc:
-        raise StateDirError(f"ADAPTIVE_STATE_DIR {state.path} cannot be written: {exc}") from exc
+        raise _unwritable(state, exc) from exc
     return read_marker(state.marker) or data
 
 
@@ -389,81 +397,114 @@ def stored_counts(store: Store) -> dict[str, int]:
     return {"urls": urls, "visits": visits}
 
 
-def _check_checkpoint(state: StateDir, marker: dict, *, urls: int, visits: int, shared: bool = False) -> None:
+def _check_checkpoint(
+    state: StateDir, marker: dict, *, urls: int, visits: int, writes: int | None = None, shared: bool = False
+) -> None:
     """Refuse a database that holds less than its last checkpoint (see the module's docstring).
 
     A *shared* store grows while this worker is stopped (other workers
     write): only a loss is reported, never growth.
     """
-    point = marker.get(CHECKPOINT)
-    if not isinstance(point, dict):
+    point = read_checkpoint(state.marker, marker)
+    if point is None:
         return
-    try:
-        known, seen, clean = int(point["urls"]), int(point["visits"]), bool(point["clean"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise StateDirError(
-            f"{state.marker} has an unreadable {CHECKPOINT!r} entry ({exc}); refusing to guess."
-        ) from exc
-    how = "at a clean close" if clean else "while the crawl ran"
-    if urls < known or visits < seen:
+    how = "at a clean close" if point.clean else "while the crawl ran"
+    written = point.writes
+    lost = written - writes if writes is not None and written is not None and writes < written else 0
+    if urls < point.urls or visits < point.visits or lost:
+        missing = f"{counted(lost, 'write')} lost" if lost else "writes were lost"
         raise StateDirError(
             f"The state database in {state.database} has rolled back: it holds {counted(urls, 'URL')} and "
-            f"{counted(visits, 'visit')}, but {counted(known, 'URL')} and {counted(seen, 'visit')} were recorded "
-            f"{how} ({point.get('at')}). Writes were lost (a cut write-ahead log, an older copy restored, or a power "
-            "loss without ADAPTIVE_STATE_SYNC). Nothing was changed. Restore the folder from a backup; or, to go on "
-            "from what is left, delete the "
+            f"{counted(visits, 'visit')}, but {counted(point.urls, 'URL')} and {counted(point.visits, 'visit')} were "
+            f"recorded {how} ({point.at}); {missing} (a cut write-ahead log, an older copy restored, or a power loss "
+            "without ADAPTIVE_STATE_SYNC). Nothing was changed. Restore the folder from a backup; or, to go on from "
+            "what is left, delete the "
             f'"{CHECKPOINT}" entry from {state.marker}.'
         )
-    if clean and not shared and (urls, visits) != (known, seen):
+    if point.clean and not shared and (urls, visits) != (point.urls, point.visits):
         logger.warning(
-            "The state database in %s was written after its last clean close (%s and %s then, %d and %d "
-            "now): another program wrote to it. Going on with what it holds.",
+            "The state database in %s holds more than at its last recorded clean close (%s and %s then, "
+            "%d and %d now): another program wrote to it, or a crawl could not write its checkpoint (its log says "
+            "so). Going on with what it holds.",
             state.database,
-            counted(known, "URL"),
-            counted(seen, "visit"),
+            counted(point.urls, "URL"),
+            counted(point.visits, "visit"),
             urls,
             visits,
         )
 
 
-def write_checkpoint(state: StateDir, *, urls: int, visits: int, clean: bool) -> bool:
-    """Record the counts the database durably holds; False (and a warning) if the marker cannot be written.
+def _unwritable(state: StateDir, exc: OSError) -> StateDirError:
+    """The state folder cannot be written: a permission (the fix is its
+    owner and permissions) or what the OS says."""
+    if isinstance(exc, PermissionError):
+        why = f"{exc} (a crawl writes its checkpoint, control socket and report there)"
+        return StateDirError(access_denied(f"The state folder {state.path}", state.path, "writable", why))
+    return StateDirError(f"The state folder {state.path} ({state.source}) cannot be written: {exc}")
 
-    Call only with counts whose writes have all succeeded.
+
+def write_checkpoint(state: StateDir, *, urls: int, visits: int, clean: bool, writes: int | None = None) -> None:
+    """Record the counts the database durably holds; :class:`StateDirError`
+    (naming the folder and why) if the marker cannot be written.
+
+    Call only with counts whose writes have all succeeded.  *writes* is the
+    store's count of batches (None: not counted, a shared store).
     """
+    point = Checkpoint(urls, visits, clean, _now(), writes)
+    marker = read_marker(state.marker) or {}
+    marker[CHECKPOINT] = point.entry()
     try:
-        marker = read_marker(state.marker) or {}
-        marker[CHECKPOINT] = {"urls": urls, "visits": visits, "clean": clean, "at": _now()}
         write_marker(state.marker, marker)
-    except (OSError, StateDirError) as exc:
-        logger.warning("Cannot write the checkpoint to %s: %s", state.marker, exc)
-        return False
-    return True
+    except OSError as exc:
+        raise _unwritable(state, exc) from exc
 
 
 class Checkpoints:
     """Keeps the marker's checkpoint current for a running crawl.
 
-    Written at most every :data:`CHECKPOINT_INTERVAL` seconds and only when
-    the counts moved; never again once a store write has failed (the
-    in-memory counts may then exceed what the database holds).
+    Written when a count moved, at most once per call (the crawl calls at
+    every tick, once a second); never again once a store write has failed
+    (the in-memory counts may then exceed what the database holds).  The
+    first, at open, is *required*: a folder that cannot take it refuses the
+    crawl, which would otherwise run with its checkpoint, control socket and
+    report off.  A later failure is a warning, said once until a checkpoint
+    is written again.
     """
 
     def __init__(self, state: StateDir) -> None:
         self.state = state
-        self._at = 0.0
-        self._last: tuple[int, int, bool] | None = None
+        self._last: tuple[int, int, int | None, bool] | None = None
         self._stopped = False
+        self._failing = False
+        self._at = 0.0
 
-    def due(self) -> bool:
-        return time.monotonic() - self._at >= CHECKPOINT_INTERVAL
+    def due(self, interval: float) -> bool:
+        """Have *interval* seconds passed since the last checkpoint was tried?
+        (True starts the next interval: a failing try is not repeated at once.)"""
+        now = time.monotonic()
+        if now - self._at < interval:
+            return False
+        self._at = now
+        return True
 
-    def write(self, *, urls: int, visits: int, clean: bool) -> None:
+    def write(self, *, urls: int, visits: int, clean: bool, writes: int | None = None, required: bool = False) -> None:
         self._at = time.monotonic()
-        point = (urls, visits, clean)
-        if not self._stopped and point != self._last:
-            write_checkpoint(self.state, urls=urls, visits=visits, clean=clean)
-            self._last = point
+        point = (urls, visits, writes, clean)
+        if self._stopped or point == self._last:
+            return
+        try:
+            write_checkpoint(self.state, urls=urls, visits=visits, clean=clean, writes=writes)
+        except StateDirError as exc:
+            if required:
+                raise
+            if not self._failing:
+                logger.warning("Cannot write the checkpoint: %s", exc)
+            self._failing = True
+            return
+        if self._failing:
+            logger.info("The checkpoint is written again to %s.", self.state.marker)
+        self._failing = False
+        self._last = point
 
     def stop(self) -> None:
         """A store write failed: no checkpoint may be written any more."""

@@ -22,8 +22,9 @@ from pathlib import Path
 import plyvel
 import pytest
 
+from scrapy_adaptive.store.marker import MARKER, StateDirError, read_marker
 from tests.conftest import ADDON
-from tests.crawlrunner import CrawlResult, run_crawl
+from tests.crawlrunner import CrawlResult, run_crawl, without_file_override
 from tests.mockserver import MockServer
 
 pytestmark = pytest.mark.e2e
@@ -34,10 +35,11 @@ REPO = Path(__file__).parents[2]
 RING = 26
 
 
-def crawl(server: MockServer, settings: dict[str, object], **extra: object) -> CrawlResult:
+def crawl(server: MockServer, settings: dict[str, object], as_user: bool = False, **extra: object) -> CrawlResult:
     start = server.url(f"/ring/{RING}/0?fanout=2&size=3000")
     # 2 KB of meta per stored request: the records fill several table blocks
-    return run_crawl(CASES, {**settings, **extra}, timeout=60, args=["-a", f"start_urls={start}", "-a", "pad=2000"])
+    args = ["-a", f"start_urls={start}", "-a", "pad=2000"]
+    return run_crawl(CASES, {**settings, **extra}, timeout=60, args=args, as_user=as_user)
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +74,9 @@ def crawled(crawled_once: tuple[Path, dict[str, object]], tmp_path: Path) -> tup
     return state, {**crawled_once[1], "ADAPTIVE_STATE_DIR": str(state)}
 
 
-def frontier(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``scrapy frontier ARGS --state-dir STATE`` in the sample project, as a user types it."""
+def frontier(state: Path, *args: str, as_user: bool = False) -> subprocess.CompletedProcess[str]:
+    """``scrapy frontier ARGS --state-dir STATE`` in the sample project, as a user types it
+    (*as_user*: without root's override of file permissions)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(
         [sys.executable, "-m", "scrapy", "frontier", *args, "--state-dir", str(state)],
@@ -82,6 +85,7 @@ def frontier(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=60,
+        preexec_fn=without_file_override if as_user else None,
     )
 
 
@@ -145,6 +149,79 @@ def test_a_garbled_block_stops_the_crawl_and_export_gives_what_it_can(
     stopped_with_one_critical(result, str(state / "frontier.ldb"), f"block checksum mismatch, in {ldb})", REPAIR)
     assert "Spider closed (adaptive_state_error)" in result.log
     assert ldb.read_bytes() == damaged  # left as it is, for the repair
+
+
+def test_the_console_refuses_a_damaged_marker_in_one_line_as_the_crawl_does(
+    crawled: tuple[Path, dict[str, object]],
+) -> None:
+    """Issue 36 item 5: ``scrapy frontier report`` ended in a traceback (the
+    other damaged markers: tests/unit/ops/test_console.py)."""
+    state, _ = crawled
+    marker = state / MARKER
+    marker.write_bytes(b"{not json")
+    with pytest.raises(StateDirError) as refused:  # what the crawl says (its open reads the marker so)
+        read_marker(str(marker))
+    done = frontier(state, "report")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr == f"scrapy frontier report: {refused.value}\n"
+    assert marker.read_bytes() == b"{not json"
+
+
+def test_a_table_this_user_cannot_read_is_said_so_not_called_damaged(
+    crawled: tuple[Path, dict[str, object]], clean_log: MockServer, as_user: bool
+) -> None:
+    """Issue 36 item 4: ``chmod 000`` on a table was "damaged" with the
+    plyvel.repair_db advice, which run by that user would drop the table."""
+    state, settings = crawled
+    ldb = table(state)
+    ldb.chmod(0)
+    db = state / "frontier.ldb"
+    words = (f"The state database in {db} is not readable by this user", str(ldb), f"chmod -R u+rwX {db}")
+    line = stopped_with_one_critical(crawl(clean_log, settings, as_user=as_user), *words)
+    done = frontier(state, "report", as_user=as_user)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    for said in (line, done.stderr):
+        assert all(word in said for word in words) and REPAIR not in said and " is damaged (" not in said, said
+    assert ldb.stat().st_mode & 0o777 == 0  # nothing was changed
+
+
+def test_a_state_folder_this_user_cannot_read_is_said_so_not_called_empty(
+    crawled: tuple[Path, dict[str, object]], clean_log: MockServer, as_user: bool
+) -> None:
+    """Issue 36 item 4: the console said "not a scrapy-adaptive state folder
+    … no crawl ran there" of an ``adaptive/`` folder it could not read."""
+    state, settings = crawled
+    state.chmod(0)
+    try:
+        done = frontier(state, "report", as_user=as_user)
+        result = crawl(clean_log, settings, as_user=as_user)
+    finally:
+        state.chmod(0o700)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    words = (f"{state / MARKER} is not readable by this user", f"chmod -R u+rwX {state}")
+    line = stopped_with_one_critical(result, *words)
+    for said in (line, done.stderr):
+        assert all(word in said for word in words) and "no crawl ran there" not in said, said
+
+
+def test_a_state_folder_this_user_cannot_write_is_refused_at_start(
+    crawled: tuple[Path, dict[str, object]], clean_log: MockServer, as_user: bool
+) -> None:
+    """Issue 36 item 6: with ``chmod 500`` on the state folder the crawl ran
+    with its checkpoint, control socket and report silently off, warning at
+    every summary; the console then blamed "another program"."""
+    state, settings = crawled
+    marker = (state / MARKER).read_bytes()
+    state.chmod(0o500)
+    try:
+        result = crawl(clean_log, settings, as_user=as_user)
+        report = frontier(state, "report", as_user=as_user)  # reading needs no write there
+    finally:
+        state.chmod(0o700)
+    stopped_with_one_critical(result, f"The state folder {state} is not writable by this user", "Permission denied")
+    assert "Adaptive frontier opened" not in result.log
+    assert (state / MARKER).read_bytes() == marker
+    assert report.returncode == 0 and "another program" not in report.stderr, report.stderr
 
 
 def garble_a_record_block(state: Path) -> None:

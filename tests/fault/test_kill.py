@@ -24,7 +24,10 @@ stopped cleanly.  After every kill and at the end:
 from __future__ import annotations
 
 import json
+import os
 import random
+import re
+import shutil
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -217,3 +220,44 @@ def test_politeness_holds_across_kills(
     assert len(across) >= 2
     too_close = [g for g in within + across if g[1] < min_delay - SLACK]
     assert not too_close, too_close
+
+
+def test_a_write_ahead_log_cut_after_a_kill_is_refused_and_a_plain_kill_is_not(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_state: Path, tmp_path: Path
+) -> None:
+    """Issue 36 item 3: a crawl killed a few seconds in (the checkpoint was
+    written every 10 s), its write-ahead log cut to two thirds: visit counts
+    went backwards and the restart said nothing.  The same folder left as the
+    kill left it resumes as usual."""
+    starts = site(clean_log, "kc")
+    feed = tmp_path / "items.jsonl"
+    settings = {**adaptive_settings, "LOG_LEVEL": "INFO", "ADAPTIVE_MIN_DELAY": 0.1, "ADAPTIVE_MAX_DELAY": 0.1}
+    state = tmp_state / "adaptive"
+    proc = start(settings, starts, feed)
+    with proc:
+        wait_for_log(proc, r"Adaptive frontier opened", timeout=30)
+        time.sleep(4.5)
+        proc.kill_group()
+    cut, probe = tmp_path / "cut", tmp_path / "probe"
+    shutil.copytree(state, cut, ignore=shutil.ignore_patterns("control.sock"))  # as the kill left it
+    before, _ = read_state(state)
+    (log,) = (cut / "frontier.ldb").glob("*.log")
+    os.truncate(log, log.stat().st_size * 2 // 3)
+    shutil.copytree(cut, probe)
+    after, _ = read_state(probe)
+    assert sum(r.visits for r in after.values()) < sum(r.visits for r in before.values())  # the cut lost visits
+
+    refused = finish_crawl(
+        start({**settings, "ADAPTIVE_STATE_DIR": str(cut), "CLOSESPIDER_TIMEOUT": 3}, starts, feed), 60
+    )
+    critical = [line for line in refused.text.splitlines() if "] CRITICAL:" in line]
+    assert refused.returncode == 1 and len(critical) == 1 and "Traceback" not in refused.text, refused.text[-3000:]
+    assert f"The state database in {cut / 'frontier.ldb'} has rolled back" in critical[0]
+    assert re.search(r"; \d+ writes lost \(a cut write-ahead log", critical[0]), critical[0]
+    assert f'delete the "checkpoint" entry from {cut}' in critical[0]
+    assert read_state(cut)[0] == after  # nothing was changed
+
+    resumed = finish_crawl(start({**settings, "CLOSESPIDER_TIMEOUT": 2}, starts, feed), timeout=60)
+    resumed.assert_ok()
+    again, _ = read_state(state)
+    assert all(again[url].visits >= record.visits for url, record in before.items())

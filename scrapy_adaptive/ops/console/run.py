@@ -32,6 +32,7 @@ from ...config.spec import ConfigError, counted, plural
 from ...frontier import Frontier, Politeness
 from ...policies.schedules import schedules_of
 from ...store.base import StoreError
+from ...store.marker import read_marker
 from ...store.statedir import (
     MARKER,
     SharedStore,
@@ -74,9 +75,20 @@ def state_folder(opts: argparse.Namespace, settings: BaseSettings, config: Adapt
             )
         path = os.path.join(jobdir, "adaptive")
     state = StateDir(os.path.abspath(os.path.expanduser(str(path))), temporary=False)
-    if not os.path.isfile(state.marker):
-        raise ConsoleError(f"{state.path} is not a scrapy-adaptive state folder (no {MARKER}): no crawl ran there.")
+    state_marker(state)
     return state
+
+
+def state_marker(state: StateDir) -> dict[str, Any]:
+    """The folder's marker, read and refused as a crawl's start reads and
+    refuses it (:func:`~scrapy_adaptive.store.marker.read_marker`)."""
+    try:
+        marker = read_marker(state.marker)
+    except StateDirError as exc:
+        raise ConsoleError(str(exc)) from exc
+    if marker is None:
+        raise ConsoleError(f"{state.path} is not a scrapy-adaptive state folder (no {MARKER}): no crawl ran there.")
+    return marker
 
 
 def answers(state: StateDir, config: AdaptiveConfig, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -88,8 +100,7 @@ def answers(state: StateDir, config: AdaptiveConfig, request: dict[str, Any]) ->
         pass
     except OSError as exc:
         raise ConsoleError(f"The crawl running on {state.path} did not answer ({exc}).") from exc
-    with open(state.marker, encoding="utf-8") as f:
-        marker = json.load(f)
+    marker = state_marker(state)
     shared = marker_store(state, marker, config)
     try:
         store = open_store(

@@ -19,7 +19,7 @@ from scrapy_adaptive.ops.console.seeds import file_seeder, take_seeds
 from scrapy_adaptive.ops.progress import HOUR, MIN_SPAN, Progress
 from scrapy_adaptive.ops.reporting import Reporter
 from scrapy_adaptive.store.leveldb import LevelDBStore
-from scrapy_adaptive.store.statedir import StateDir, open_store, stored_counts, write_checkpoint
+from scrapy_adaptive.store.statedir import StateDir, StateDirError, open_store, stored_counts, write_checkpoint
 from tests.unit.frontier.test_frontier import Clock, add, fp, make, visited
 
 
@@ -421,3 +421,29 @@ def test_a_seeds_file_that_cannot_be_read_is_left_as_it_is_with_one_error(
     assert taken == ["http://h/a"] and not seeds.exists()
     assert (tmp_path / REJECTED_SEEDS_FILE).read_text() == 'not json\n{"no": "url"}\n'
     assert "2 lines of" in caplog.text and "are not a seed" in caplog.text
+
+
+@pytest.mark.parametrize("content", [b"{not json", b"", b"[1, 2, 3]", b"\xff\xfe"])
+def test_a_damaged_marker_is_refused_in_one_line_as_the_crawl_refuses_it(
+    tmp_path: Path, content: bytes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36 item 5: ``scrapy frontier report`` on these markers ended in a
+    traceback while ``scrapy crawl`` refused them in one line: the console
+    reads the marker with the crawl's own reader now."""
+    import argparse
+
+    from scrapy.settings import Settings
+
+    from scrapy_adaptive.ops.console.run import main
+
+    state = StateDir(str(tmp_path / "job" / "adaptive"), temporary=False)
+    open_store(state, spider="s", fingerprinter="fp", sync=False).close()
+    Path(state.marker).write_bytes(content)
+    with pytest.raises(StateDirError) as crawl_says:  # the crawl's open
+        open_store(state, spider="s", fingerprinter="fp", sync=False)
+    opts = argparse.Namespace(jobdir=None, state_dir=state.path, json=False, html=None, output=None)
+    for action in ("report", "export", "url"):
+        assert main(action, ["http://h/a.html"] if action == "url" else [], opts, Settings()) == 1
+        out, err = capsys.readouterr()
+        assert out == "" and err == f"scrapy frontier {action}: {crawl_says.value}\n"
+    assert Path(state.marker).read_bytes() == content

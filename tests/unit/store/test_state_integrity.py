@@ -21,6 +21,7 @@ import pytest
 from scrapy import Request
 
 from scrapy_adaptive.integration.scheduler import AdaptiveScheduler
+from scrapy_adaptive.store.base import Batch
 from scrapy_adaptive.store.keys import record_key
 from scrapy_adaptive.store.statedir import CHECKPOINT, MARKER, StateDirError, open_store, resolve
 from tests.conftest import tmpfs
@@ -120,6 +121,29 @@ def test_a_cut_write_ahead_log_is_reported_as_a_rollback(tmp_path: Path) -> None
 
 
 @in_loop
+def test_a_log_cut_of_writes_that_moved_no_count_is_refused(tmp_path: Path) -> None:
+    """Issue 36 item 3: the checkpoint compared URLs and visits only, so a
+    cut taking a write that moved neither (a confirmation of delivery, the
+    policies' aggregates, a schedule) went unseen; each batch now carries the
+    store's count of writes, and the checkpoint records it."""
+    scheduler = crawled(tmp_path, visits=10)
+    assert scheduler.frontier is not None
+    store = scheduler.frontier.store
+    db = tmp_path / "adaptive" / "frontier.ldb"
+    (log,) = db.glob("*.log")
+    size = log.stat().st_size
+    store.write(Batch(meta={"schedules": b"[]"}))  # one write, no count moved
+    scheduler.runtime.checkpoint(clean=False)  # the tick's checkpoint
+    point = json.loads((tmp_path / "adaptive" / MARKER).read_text())[CHECKPOINT]
+    assert point["writes"] == store.writes
+    store.close()  # the process dies: no clean close
+    os.truncate(log, size)  # exactly that last batch cut off
+    message = refusal(tmp_path)
+    assert message.startswith(f"The state database in {db} has rolled back: it holds {len(URLS)} URLs and 10 visits")
+    assert "; 1 write lost (a cut write-ahead log" in message
+
+
+@in_loop
 def test_a_garbled_table_is_reported_at_its_first_read(tmp_path: Path) -> None:
     crawled(tmp_path).close("finished")
     reopen(tmp_path).close("finished")  # the reopen turns the log into a table
@@ -194,6 +218,30 @@ def test_an_unclean_stop_is_not_taken_for_a_rollback(tmp_path: Path) -> None:
     resumed = reopen(tmp_path)
     assert resumed.frontier is not None and resumed.frontier.visit_count > 5
     resumed.close("finished")
+
+
+@in_loop
+def test_a_checkpoint_that_cannot_be_written_mid_crawl_is_said_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 36 item 6: a marker that could not be written warned at every
+    summary; now the first checkpoint (at open) refuses the crawl
+    (tests/e2e/test_damaged_state.py), and a later failure is said once."""
+    scheduler = crawled(tmp_path, visits=2)
+    blocker = Path(f"{tmp_path / 'adaptive' / MARKER}.{os.getpid()}.tmp")
+    blocker.mkdir()  # the marker's temporary file cannot be made: a real OS error, even for root
+    with caplog.at_level(logging.INFO):
+        for _ in range(3):
+            for request in drain(scheduler, limit=1):
+                scheduler.verdicts.commit(request, visited())  # type: ignore[union-attr]
+            scheduler.runtime.checkpoint(clean=False)  # the tick's
+    assert caplog.text.count("Cannot write the checkpoint: The state folder") == 1, caplog.text
+    blocker.rmdir()
+    with caplog.at_level(logging.INFO):
+        scheduler.runtime.checkpoint(clean=False)
+    assert "The checkpoint is written again" in caplog.text
+    assert json.loads((tmp_path / "adaptive" / MARKER).read_text())[CHECKPOINT]["visits"] == 5
+    scheduler.close("finished")
 
 
 def test_a_read_only_state_folder_is_not_called_in_use(tmp_path: Path) -> None:

@@ -159,3 +159,45 @@ def test_a_new_jobdir_is_private_an_existing_one_kept_and_one_under_a_file_names
     (tmp_path / "afile").write_text("x")
     with pytest.raises(StateDirError, match=rf"cannot be created: {tmp_path / 'afile'} is a file, not a folder"):
         make_jobdir(str(tmp_path / "afile" / "a" / "b"))
+
+
+GOOD_POINT = {"urls": 3, "visits": 5, "writes": 9, "clean": False, "at": "2026-11-27T10:00:00Z"}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "shown"),
+    [
+        ("urls", -5, "urls is -5"),
+        ("visits", 1e308, "visits is 1e+308"),
+        ("visits", 10**400, "visits is 100000000000… (401 characters)"),
+        ("writes", 2.0, "writes is 2.0"),
+        ("urls", "3", "urls is '3'"),
+        ("visits", True, "visits is True"),
+        ("urls", None, "urls is None"),
+        ("clean", 1, "clean is 1, not true or false"),
+        ("at", 5, "at is 5, not a time"),
+        (None, [1, 2], "[1, 2] is not an object"),
+    ],
+)
+def test_an_impossible_checkpoint_is_called_edited_not_a_rollback(
+    tmp_path: Path, field: str | None, value: object, shown: str
+) -> None:
+    """Issue 36 item 7: urls -5 or visits 1e308 was read as a rollback and
+    printed with a 309-digit number."""
+    state = resolve(str(tmp_path / "s"), None)
+    open_store(state, spider="a", fingerprinter=FP, sync=False).close()
+    marker = json.loads((tmp_path / "s" / MARKER).read_text())
+    marker["checkpoint"] = value if field is None else {**GOOD_POINT, field: value}
+    (tmp_path / "s" / MARKER).write_text(json.dumps(marker))
+    with pytest.raises(StateDirError) as info:
+        open_store(state, spider="a", fingerprinter=FP, sync=False)
+    message = str(info.value)
+    assert message.startswith(f"{tmp_path / 's' / MARKER} has an invalid 'checkpoint' entry ({shown}")
+    assert "the marker was edited or written by other code" in message and "rolled back" not in message
+    assert len(message) < 400
+    # a missing writes count is a marker of an older version: read, not refused
+    del marker["checkpoint"]
+    marker["checkpoint"] = {k: v for k, v in GOOD_POINT.items() if k != "writes"}
+    (tmp_path / "s" / MARKER).write_text(json.dumps(marker))
+    with pytest.raises(StateDirError, match="has rolled back"):
+        open_store(state, spider="a", fingerprinter=FP, sync=False)
