@@ -175,18 +175,26 @@ def test_on_a_running_crawl_seed_is_fetched_and_forget_stops_visits(site: DemoSi
     assert "Traceback" not in err, err[-3000:]
 
 
-def test_other_scrapy_commands_work_when_the_package_cannot_be_imported(tmp_path: Path) -> None:
-    (tmp_path / "plyvel.py").write_text('raise ImportError("plyvel is broken here")\n')
-    broken = {"PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+def test_other_scrapy_commands_work_when_plyvel_cannot_be_imported(tmp_path: Path) -> None:
+    from scrapy_adaptive.store.statedir import open_store, resolve
+
+    job = tmp_path / "job"
+    open_store(
+        resolve(None, str(job)), spider="demo", fingerprinter="scrapy.utils.request.RequestFingerprinter", sync=False
+    ).close()
+    broken_dir = tmp_path / "broken"
+    broken_dir.mkdir()
+    (broken_dir / "plyvel.py").write_text('raise ImportError("plyvel is broken here")\n')
+    broken = {"PYTHONPATH": f"{broken_dir}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     listed = subprocess.run(
         [sys.executable, "-m", "scrapy", "list"], cwd=SAMPLE, env=_env(**broken), capture_output=True, text=True
     )
     assert listed.returncode == 0 and listed.stdout.split() == ["demo"], listed.stderr
-    report = frontier(tmp_path, "report", **broken)
-    assert report.returncode == 1
-    assert report.stdout.strip() == (
-        "scrapy frontier: scrapy-adaptive cannot be loaded (ImportError: plyvel is broken here)"
-    )
+    report = frontier(job, "report", **broken)
+    assert report.returncode == 1 and "Traceback" not in report.stderr + report.stdout
+    said = (report.stdout + report.stderr).strip().splitlines()
+    assert len(said) == 1 and "plyvel cannot be imported (plyvel is broken here)" in said[0], said
+    assert "pip install plyvel" in said[0]
 
 
 def chromium() -> str:

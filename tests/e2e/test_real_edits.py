@@ -181,7 +181,7 @@ def test_small_real_edits_are_changes_with_and_without_validators(
             "ROBOTSTXT_OBEY": False,
             "ADAPTIVE_WAIT_DEFAULT": 1.0,
             "ADAPTIVE_HISTORY_SIZE": 200,
-            "CLOSESPIDER_TIMEOUT": 20,
+            "CLOSESPIDER_TIMEOUT": 14,
         },
         timeout=90,
         args=["-a", "urls=" + " ".join(urls)],
