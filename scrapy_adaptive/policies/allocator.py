@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
+from ..config.table import DEFAULTS
 from .cells import FALLBACK_BIN as _FALLBACK_BIN
 from .cells import ZERO_BIN as _ZERO_BIN
 from .cells import cells_rate, log_bracket, solve_ratio
@@ -51,7 +52,7 @@ class RateAllocator:
         budget: float | None,
         *,
         target_ratio: float = math.log(2.0),
-        min_wait: float = 3_600.0,
+        min_wait: float = DEFAULTS["ADAPTIVE_WAIT_MIN"],
         max_wait: float = 28 * DAY,
         host_caps: Mapping[str, float] | None = None,
         bins_per_octave: int = 8,

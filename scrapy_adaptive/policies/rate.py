@@ -26,6 +26,7 @@ from typing import Any
 
 from ..change.noise import NOISE_LEARNED
 from ..change.trust import HEADER_LIED, HEADER_PACE
+from ..config.table import DEFAULTS
 from ..hosts.hints import Hint
 from ..model import ChangeState, Visit
 from .allocator import RateAllocator
@@ -82,7 +83,7 @@ class _RatePolicy(WaitPolicy):
         *,
         estimator: RateEstimator | None = None,
         prior: PopulationPrior | None = None,
-        min_wait: float = 3_600.0,
+        min_wait: float = DEFAULTS["ADAPTIVE_WAIT_MIN"],
         max_wait: float = 28 * DAY,
         noise_run: int = 8,
         noise: NoiseDetector | None = None,
@@ -362,7 +363,7 @@ class PrecisionWaitPolicy(_RatePolicy):
         self,
         precision: float = 0.5,
         *,
-        min_wait: float = 3_600.0,
+        min_wait: float = DEFAULTS["ADAPTIVE_WAIT_MIN"],
         max_wait: float = 28 * DAY,
         estimator: RateEstimator | None = None,
         prior: PopulationPrior | None = None,

@@ -47,6 +47,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ..config.table import DEFAULTS
 from ..model import ChangeState, Visit
 from .allocator import RateAllocator
 from .base import WaitParams, WaitPolicy
@@ -235,7 +236,7 @@ class SnapBackWaitPolicy(WaitPolicy):
         self,
         pace: BudgetPace | None = None,
         *,
-        minimum: float = 3_600.0,
+        minimum: float = DEFAULTS["ADAPTIVE_WAIT_MIN"],
         maximum: float = 365 * DAY,
         initial: float = DAY,
         floor: float | None = None,
