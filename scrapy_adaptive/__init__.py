@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .version import __version__ as __version__
+
 if TYPE_CHECKING:
     from .addon import Addon
 
 __all__ = ["Addon"]
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:

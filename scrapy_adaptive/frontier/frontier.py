@@ -13,7 +13,7 @@ queues and totals (:class:`~.book.QueueBook`), what is out
 (:class:`~.leases.Leases`), versions awaiting delivery
 (:class:`~.pending.PendingVersions`), per-host facts
 (:class:`~scrapy_adaptive.hosts.facts.HostFacts`) and, with a shared
-store, the host leases (:class:`~.sharing.SharedHosts`).  This class runs
+store, the host leases (:class:`~.sharedhosts.SharedHosts`).  This class runs
 the three operations over them and answers for them to the crawl.
 """
 
@@ -39,7 +39,8 @@ from .leases import Lease, Leases
 from .pending import PendingVersions, pending_mark
 from .removal import forget, quarantine
 from .shape import frontier_shape
-from .sharing import SharedHosts, Sharing
+from .sharedhosts import SharedHosts
+from .sharing import Sharing
 from .verdict import count_visit, fold_visit, judge, measure
 
 
@@ -392,7 +393,11 @@ class Frontier:
 
     def forget(self, urls: list[tuple[str, bytes]]) -> list[UrlRecord]:
         """Delete these URLs for good (:func:`.removal.forget`); the records deleted."""
-        return forget(self, urls)
+        found = [
+            (fp, record) for queue, fp in dict.fromkeys(urls) if (record := self.get_record(queue, fp)) is not None
+        ]
+        rest = self.politeness.max_delay
+        return forget(found, self.book, self.pending, self.leases, rest=rest, now=self.clock())
 
     # -- the parts' operations, as the crawl calls them ---------------------------
 

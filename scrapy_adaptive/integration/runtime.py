@@ -25,9 +25,10 @@ from ..frontier import Frontier, Politeness
 from ..frontier.advance import rebound
 from ..frontier.sharing import Sharing
 from ..hosts.capacity import HostCapacity
-from ..ops.console.api import FrontierConsole, human
+from ..ops.console.api import FrontierConsole
 from ..ops.console.schedules import ScheduleConsole, load_stored
 from ..ops.crawllog import CrawlLog
+from ..ops.humanize import human
 from ..ops.pace import CAPACITY, CONFIGURED, PRECISION, Pace
 from ..ops.progress import META_KEY as PROGRESS_KEY
 from ..ops.progress import Progress

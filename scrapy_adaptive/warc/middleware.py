@@ -130,7 +130,7 @@ class WarcMiddleware:
         settings = crawler.settings
         if not settings.get("ADAPTIVE_WARC_DIR"):
             raise NotConfigured("ADAPTIVE_WARC_DIR is not set")
-        from .. import __version__
+        from ..version import __version__
 
         info = {
             "software": f"scrapy-adaptive/{__version__}",

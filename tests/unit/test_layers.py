@@ -35,7 +35,6 @@ KNOWN_UPWARDS: set[tuple[str, str]] = {
     ("scrapy_adaptive.hosts.facts", "scrapy_adaptive.frontier.leases"),
     ("scrapy_adaptive.integration.scheduler", "scrapy_adaptive.addon"),
     ("scrapy_adaptive.integration.startup", "scrapy_adaptive.addon"),
-    ("scrapy_adaptive.warc.middleware", "scrapy_adaptive"),
     ("scrapy_adaptive.warc.middleware", "scrapy_adaptive.integration.delivery"),
     ("scrapy_adaptive.warc.middleware", "scrapy_adaptive.integration.refusal"),
     ("scrapy_adaptive.warc.middleware", "scrapy_adaptive.integration.sinkfail"),
@@ -46,19 +45,7 @@ KNOWN_UPWARDS: set[tuple[str, str]] = {
     ("scrapy_adaptive.warc.writer", "scrapy_adaptive.integration.sinkfail"),
 }
 #: circles between modules that issue 38 has still to cut, each as its sorted modules
-KNOWN_CIRCLES: set[tuple[str, ...]] = {
-    ("scrapy_adaptive", "scrapy_adaptive.addon", "scrapy_adaptive.warc.middleware"),
-    (
-        "scrapy_adaptive.frontier.book",
-        "scrapy_adaptive.frontier.leases",
-        "scrapy_adaptive.frontier.pending",
-        "scrapy_adaptive.frontier.sharing",
-    ),
-    ("scrapy_adaptive.frontier.frontier", "scrapy_adaptive.frontier.removal"),
-    ("scrapy_adaptive.integration.spidermiddlewares.sitemaps", "scrapy_adaptive.integration.spidermiddlewares.visit"),
-    ("scrapy_adaptive.ops.console.api", "scrapy_adaptive.ops.console.hinttrack"),
-    ("scrapy_adaptive.warc.digests", "scrapy_adaptive.warc.writer"),
-}
+KNOWN_CIRCLES: set[tuple[str, ...]] = set()
 
 
 def declared_layers() -> list[set[str]]:

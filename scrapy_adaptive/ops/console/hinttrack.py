@@ -18,6 +18,7 @@ from typing import Any
 from ...hosts import hints
 from ...hosts.hints import Hint
 from ...policies.hint_decisions import precision
+from ..humanize import when
 
 #: what the report's precision means, said once wherever it is shown
 PRECISION_MEANS = "precision: the share of its hints believed right, which decides whether its next hints are acted on"
@@ -88,8 +89,6 @@ def pending_hint(raw: dict[str, Any]) -> dict[str, Any]:
 
 def url_words(raw_hint: dict[str, Any] | None, host: str, sources: list[dict[str, Any]]) -> list[str]:
     """``frontier url``: the hint waiting for the visit, and the host's sources."""
-    from .api import when  # api builds on this module
-
     lines = []
     if raw_hint:
         hint = pending_hint(raw_hint)

@@ -43,11 +43,12 @@ from ...store.statedir import (
     shared_store,
 )
 from ...warc.digests import shared_payloads_in
+from ..humanize import human, when
 from ..pace import CAPACITY, CONFIGURED, PRECISION, Pace
 from ..progress import BUDGET, Progress
 from ..progress import META_KEY as PROGRESS_KEY
 from . import control
-from .api import compile_regex, human, when
+from .api import compile_regex
 from .hinttrack import report_words
 from .html import render
 from .payloads import payload_lines
