@@ -12,7 +12,7 @@ The frontier is composed of parts, each the one holder of its state: the
 queues and totals (:class:`~.book.QueueBook`), what is out
 (:class:`~.leases.Leases`), versions awaiting delivery
 (:class:`~.pending.PendingVersions`), per-host facts
-(:class:`~scrapy_adaptive.hosts.facts.HostFacts`) and, with a shared
+(:class:`~scrapy_adaptive.frontier.hostfacts.HostFacts`) and, with a shared
 store, the host leases (:class:`~.sharedhosts.SharedHosts`).  This class runs
 the three operations over them and answers for them to the crawl.
 """
@@ -26,14 +26,14 @@ from enum import StrEnum
 from typing import Any
 
 from ..change.trust import TrustParams
-from ..hosts.crawltime import FetchTimes
-from ..hosts.facts import HostFacts
-from ..hosts.hints import Hint, HintResult
 from ..model import ChangeState, Outcome, RecordError, UrlRecord, Visit
 from ..store.base import Batch, Conflict, Store
 from ..store.keys import NEVER_MS, time_to_ms
 from . import urgency
 from .book import QueueBook
+from .crawltime import FetchTimes
+from .hints import Hint, HintResult
+from .hostfacts import HostFacts
 from .hostqueue import HostQueue, Politeness, QueueState, order
 from .leases import Lease, Leases
 from .pending import PendingVersions, pending_mark

@@ -23,8 +23,8 @@ from ..config.settings import AdaptiveConfig
 from ..config.spec import clause, counted, plural
 from ..frontier import Frontier, Politeness
 from ..frontier.advance import rebound
+from ..frontier.capacity import HostCapacity
 from ..frontier.sharing import Sharing
-from ..hosts.capacity import HostCapacity
 from ..ops.console.api import FrontierConsole
 from ..ops.console.schedules import ScheduleConsole, load_stored
 from ..ops.crawllog import CrawlLog

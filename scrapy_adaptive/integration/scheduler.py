@@ -48,7 +48,7 @@ from ..config.settings import AdaptiveConfig
 from ..config.spec import ConfigError, counted
 from ..frontier import AddResult, ChangeState, Frontier, Outcome, UrlRecord, Visit
 from ..frontier.canonical import Canonical
-from ..hosts.capacity import HostCapacity
+from ..frontier.capacity import HostCapacity
 from ..ops.console import control
 from ..ops.console.seeds import take_seeds
 from ..policies import PolicyStack, load_wait_policy

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..change.trust import Trust, TrustBook
 from ..config.spec import counted
 from ..frontier import Frontier
-from ..hosts.crawltime import estimate_hosts
+from ..frontier.crawltime import estimate_hosts
 from ..store.base import Batch, StoreError
 from ..store.statedir import private_opener
 from .console.api import FrontierConsole

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..config.spec import ConfigError, Kind, parse_value, requirement
 from ..config.table import DEFAULTS, SPECS_BY_NAME
-from ..hosts.hints import Hint
+from ..frontier.hints import Hint
 from ..model import Visit
 from .crawlwide import CrawlWide
 
@@ -124,7 +124,7 @@ class WaitPolicy(ABC):
 
         *hint* says the site announced a change (a sitemap ``lastmod``, a
         feed entry); it carries its receipt time and its source's track
-        record on this host (:class:`~scrapy_adaptive.hosts.hints.Hint`).
+        record on this host (:class:`~scrapy_adaptive.frontier.hints.Hint`).
         The frontier applies the answer only if it is earlier than the
         planned visit.  The default ignores hints, so a policy that has not
         thought about how an early visit enters its estimates and budget is

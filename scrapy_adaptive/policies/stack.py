@@ -25,7 +25,7 @@ from typing import Any
 from ..config.matching import MATCH_KEYS, Matcher, check_entries
 from ..config.settings import AdaptiveConfig
 from ..config.spec import ConfigError, clause
-from ..hosts.hints import Hint
+from ..frontier.hints import Hint
 from ..model import Outcome, Visit
 from .base import PARAM_KEYS, WaitParams, WaitPolicy
 from .history import url_host

@@ -23,16 +23,6 @@ FRONT_DOOR = "scrapy_adaptive"
 #: imports upwards that issue 38 has still to remove (importer, imported):
 #: the list may only shrink, and names exactly what is left
 KNOWN_UPWARDS: set[tuple[str, str]] = {
-    ("scrapy_adaptive.frontier.frontier", "scrapy_adaptive.hosts.crawltime"),
-    ("scrapy_adaptive.frontier.frontier", "scrapy_adaptive.hosts.facts"),
-    ("scrapy_adaptive.frontier.frontier", "scrapy_adaptive.hosts.hints"),
-    ("scrapy_adaptive.frontier.hostqueue", "scrapy_adaptive.hosts.hints"),
-    ("scrapy_adaptive.frontier.leases", "scrapy_adaptive.hosts.crawltime"),
-    ("scrapy_adaptive.hosts.capacity", "scrapy_adaptive.frontier"),
-    ("scrapy_adaptive.hosts.crawltime", "scrapy_adaptive.frontier.hostqueue"),
-    ("scrapy_adaptive.hosts.facts", "scrapy_adaptive.frontier.book"),
-    ("scrapy_adaptive.hosts.facts", "scrapy_adaptive.frontier.hostqueue"),
-    ("scrapy_adaptive.hosts.facts", "scrapy_adaptive.frontier.leases"),
     ("scrapy_adaptive.integration.scheduler", "scrapy_adaptive.addon"),
     ("scrapy_adaptive.integration.startup", "scrapy_adaptive.addon"),
     ("scrapy_adaptive.warc.middleware", "scrapy_adaptive.integration.delivery"),

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit
-from scrapy_adaptive.hosts.hints import CONFIRMED, REFUTED, TRUST_MEMORY, Hint, HintResult, observe
+from scrapy_adaptive.frontier.hints import CONFIRMED, REFUTED, TRUST_MEMORY, Hint, HintResult, observe
 from scrapy_adaptive.integration.request_hints import HintError, hint_from_meta, parse_time
 from scrapy_adaptive.policies import (
     BurstWaitPolicy,
