@@ -146,19 +146,26 @@ class WaitPolicy(ABC):
         return None
 
 
-class DefaultWaitPolicy(WaitPolicy):
-    """Every visit waits the default wait, clamped to [min, max].
+class ConstantWaitPolicy(WaitPolicy):
+    """Every visit waits the configured default wait (``ADAPTIVE_WAIT_DEFAULT``,
+    an entry's ``default``), clamped to [min, max].
 
     The thesis's wait for a page whose change state is unknown; a baseline
-    that ignores change.
+    that ignores change.  It is not the crawl's default policy (that is
+    :class:`~.union.UnionWaitPolicy`): it waits the *default wait*.
     """
 
     def __init__(self, params: WaitParams) -> None:
         self.wait = params.clamp(params.default)
 
     @classmethod
-    def from_params(cls, params: WaitParams) -> DefaultWaitPolicy:
+    def from_params(cls, params: WaitParams) -> ConstantWaitPolicy:
         return cls(params)
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
         return self.wait
+
+
+#: the name :class:`ConstantWaitPolicy` had before: settings, stored request
+#: overrides and subclasses naming it keep working
+DefaultWaitPolicy = ConstantWaitPolicy

@@ -120,7 +120,7 @@ def test_first_listed_open_schedule_decides_and_names_must_be_unique() -> None:
 
 
 def test_a_request_s_own_numbers_are_bounded_by_an_open_window_too() -> None:
-    stack = load_wait_policy(config(ELECTION, ADAPTIVE_WAIT_POLICY="scrapy_adaptive.policies.DefaultWaitPolicy"))
+    stack = load_wait_policy(config(ELECTION, ADAPTIVE_WAIT_POLICY="scrapy_adaptive.policies.ConstantWaitPolicy"))
     own = stack.with_overrides({"default": 50_000})
     assert own is not stack and own is stack.with_overrides({"default": 50_000})  # cached
     assert own.next_wait({"visits": 2}, visit("http://e/news/1", START + 5)) == 3600
