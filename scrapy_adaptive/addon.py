@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
+from scrapy.utils.misc import load_object
 
 from .integration.downloadermiddlewares.compression import SCRAPY_COMPRESSION, DecompressionVerdictMiddleware
 from .integration.downloadermiddlewares.errors import FetchErrorMiddleware, RedirectGuardMiddleware
@@ -76,15 +77,28 @@ def is_deltafetch(component: Any) -> bool:
     )
 
 
+def loads(key: Any, cls: type) -> bool:
+    """Is component *key* (a class or an import path) *cls*?  A path that
+    does not load is not; Scrapy says so when it builds the list."""
+    if not isinstance(key, str):
+        return key is cls
+    try:
+        return load_object(key) is cls
+    except (ImportError, AttributeError, NameError, ValueError):
+        return False
+
+
 def replace_scrapy_component(
     settings: BaseSettings, path: str, name: str, ours: type, order: int, setting: str = "DOWNLOADER_MIDDLEWARES"
 ) -> None:
     """Put *ours* in the place of Scrapy's component *path* in *setting*
     (at its order in the setting's ``_BASE``), unless the project placed
-    Scrapy's (by path or class, named *name*) or ours itself."""
+    Scrapy's (by path or class, named *name*) or ours itself (by class, or
+    by any path that loads it: ``scrapy_adaptive.RobotsRefreshMiddleware``
+    as well as the long one, as Scrapy's own ``setdefault`` compares)."""
     components = settings.getdict(setting)
-    if any(key in components for key in (path, ours)) or any(
-        isinstance(key, type) and key.__name__ == name for key in components
+    if path in components or any(
+        (isinstance(key, type) and key.__name__ == name) or loads(key, ours) for key in components
     ):
         return
     components[path] = None
