@@ -20,18 +20,18 @@ from .version import __version__ as __version__
 
 if TYPE_CHECKING:
     from .addon import Addon
-    from .integration.delivery import SINK_CLOSED, SINK_OPENED
     from .integration.downloadermiddlewares.compression import DecompressionVerdictMiddleware
     from .integration.downloadermiddlewares.errors import FetchErrorMiddleware, RedirectGuardMiddleware
     from .integration.downloadermiddlewares.robots import RobotsRefreshMiddleware
     from .integration.downloadermiddlewares.validators import ValidatorsMiddleware
+    from .integration.downloadermiddlewares.warc import WarcMiddleware
     from .integration.feedfile import DurableFileFeedStorage
     from .integration.scheduler import AdaptiveScheduler
-    from .integration.sinkfail import SINK_FAILED, SinkError
     from .integration.spidermiddlewares.sitemaps import SitemapsMiddleware
     from .integration.spidermiddlewares.visit import VisitMiddleware
     from .integration.spiderstate import JsonSpiderState
-    from .warc.middleware import WarcMiddleware
+    from .runtime.delivery import SINK_CLOSED, SINK_OPENED
+    from .runtime.sinkfail import SINK_FAILED, SinkError
 
 #: the public names, each by the module that defines it (imported when named)
 _HOMES = {
@@ -42,16 +42,16 @@ _HOMES = {
     "ValidatorsMiddleware": ".integration.downloadermiddlewares.validators",
     "RobotsRefreshMiddleware": ".integration.downloadermiddlewares.robots",
     "DecompressionVerdictMiddleware": ".integration.downloadermiddlewares.compression",
-    "WarcMiddleware": ".warc.middleware",
+    "WarcMiddleware": ".integration.downloadermiddlewares.warc",
     "VisitMiddleware": ".integration.spidermiddlewares.visit",
     "SitemapsMiddleware": ".integration.spidermiddlewares.sitemaps",
     "DurableFileFeedStorage": ".integration.feedfile",
     "JsonSpiderState": ".integration.spiderstate",
     # the signals a durable sink of the user's sends (docs/delivery.md)
-    "SINK_OPENED": ".integration.delivery",
-    "SINK_CLOSED": ".integration.delivery",
-    "SINK_FAILED": ".integration.sinkfail",
-    "SinkError": ".integration.sinkfail",
+    "SINK_OPENED": ".runtime.delivery",
+    "SINK_CLOSED": ".runtime.delivery",
+    "SINK_FAILED": ".runtime.sinkfail",
+    "SinkError": ".runtime.sinkfail",
 }
 
 __all__ = [

@@ -41,7 +41,7 @@ from .removal import forget, quarantine
 from .shape import frontier_shape
 from .sharedhosts import SharedHosts
 from .sharing import Sharing
-from .verdict import count_visit, fold_visit, judge, measure
+from .update_steps import count_visit, fold_visit, judge, measure
 
 
 def refetch_embed(record: UrlRecord, page_changed: float) -> bool:

@@ -51,7 +51,7 @@ from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 
 from ... import meta
 from ...config.spec import counted
-from ..wiring import crawl_config
+from ...runtime.wiring import crawl_config
 from .judging import skip_unchanged
 
 if TYPE_CHECKING:

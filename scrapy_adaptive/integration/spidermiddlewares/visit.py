@@ -58,8 +58,8 @@ from ...change.rules import DigestRules, build_digester
 from ...config.spec import UNCHANGED_MODES, ConfigError, clause
 from ...config.table import DEFAULTS
 from ...model import ChangeState, Visit
-from ..delivery import Ticket, ticket_of
-from ..wiring import FRONTIER_OPENED, crawl_config
+from ...runtime.delivery import Ticket, ticket_of
+from ...runtime.wiring import FRONTIER_OPENED, crawl_config
 from .judging import (
     base_visit,
     compare,
@@ -77,7 +77,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
-    from ..verdicts import FrontierServices
+    from ...runtime.verdicts import FrontierServices
 
 logger = logging.getLogger(__name__)
 

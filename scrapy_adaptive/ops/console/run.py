@@ -52,7 +52,7 @@ from .api import compile_regex
 from .hinttrack import report_words
 from .html import render
 from .payloads import payload_lines
-from .schedules import ScheduleConsole, load_stored, schedule_lines, schedule_request
+from .schedule_command import ScheduleConsole, load_stored, schedule_lines, schedule_request
 from .seeds import file_seeder, seed_problem
 
 if TYPE_CHECKING:

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit
 from scrapy_adaptive.frontier.hints import CONFIRMED, REFUTED, TRUST_MEMORY, Hint, HintResult, observe
-from scrapy_adaptive.integration.request_hints import HintError, hint_from_meta, parse_time
 from scrapy_adaptive.policies import (
     BurstWaitPolicy,
     ConstantWaitPolicy,
@@ -27,6 +26,7 @@ from scrapy_adaptive.policies import (
 )
 from scrapy_adaptive.policies.hint_decisions import accept, evidence, marginal_value, precision
 from scrapy_adaptive.policies.history import elapsed, visit_time
+from scrapy_adaptive.runtime.request_hints import HintError, hint_from_meta, parse_time
 from tests.hypo import examples
 
 T0 = 1_700_000_000.0

@@ -255,7 +255,7 @@ def test_an_override_names_only_a_declared_or_built_in_policy(
 def test_overrides_ignored_are_counted_per_request() -> None:
     from scrapy import Request
 
-    from scrapy_adaptive.integration.verdicts import Verdicts
+    from scrapy_adaptive.runtime.verdicts import Verdicts
 
     class Stats:
         def __init__(self) -> None:

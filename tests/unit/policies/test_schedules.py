@@ -16,7 +16,7 @@ from scrapy_adaptive.config.settings import AdaptiveConfig
 from scrapy_adaptive.config.spec import ConfigError
 from scrapy_adaptive.dates import parse_time
 from scrapy_adaptive.model import ChangeState, Outcome, Visit
-from scrapy_adaptive.ops.console.schedules import STORE_KEY, load_stored, schedule_request
+from scrapy_adaptive.ops.console.schedule_command import STORE_KEY, load_stored, schedule_request
 from scrapy_adaptive.policies import load_wait_policy
 from scrapy_adaptive.policies.base import PARAM_KEYS, WaitParams
 from scrapy_adaptive.policies.schedules import CLOSED, OPEN, PENDING, Schedule, Schedules, schedules_of
