@@ -11,7 +11,7 @@ draining) it takes a *sample*:
   its queue: anything visited from now on is due later, so it queues behind
   them);
 * the crawl-time estimate for |S| URLs from the scheduler's mean fetch
-  time for the host (:mod:`scrapy_adaptive.hosts.crawltime`), both under
+  time for the host (:mod:`scrapy_adaptive.frontier.crawltime`), both under
   our politeness model and with the paper's own delay (the politeness wait
   taken as the spacing of fetch starts);
 * then, from ``request_left_downloader``, when the last URL of S has been
@@ -34,7 +34,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
 from scrapy_adaptive import meta
-from scrapy_adaptive.hosts.crawltime import crawl_time, estimate
+from scrapy_adaptive.frontier.crawltime import crawl_time, estimate
 from scrapy_adaptive.store.keys import time_to_ms
 
 #: due URLs read per host per sample at most (bounds each probe's work)

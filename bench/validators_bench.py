@@ -70,7 +70,7 @@ def crawl(ports: dict[str, int], pages: int, rounds: int, extra: dict[str, objec
         "ADAPTIVE_MIN_DELAY": 0,
         "ADAPTIVE_MAX_DELAY": 0,
         "ADAPTIVE_DELAY_FACTOR": 0,
-        "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.DefaultWaitPolicy",
+        "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.ConstantWaitPolicy",
         "ADAPTIVE_WAIT_POLICIES": [],
         "ADAPTIVE_WAIT_DEFAULT": 0.5,
         "ADAPTIVE_WAIT_MIN": 0,

@@ -22,58 +22,37 @@ from __future__ import annotations
 from typing import Any
 
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
+from scrapy.utils.misc import load_object
 
+from .integration.components import (
+    DOWNLOADER_MIDDLEWARES,
+    REFUSAL_SETTING,
+    SCHEDULER,
+    SCRAPY_ROBOTS,
+    SCRAPY_SPIDER_STATE,
+    SPIDER_MIDDLEWARES,
+    TOOK_OVER_SETTING,
+    WARC_MIDDLEWARE,
+    is_deltafetch,
+)
 from .integration.downloadermiddlewares.compression import SCRAPY_COMPRESSION, DecompressionVerdictMiddleware
-from .integration.downloadermiddlewares.errors import FetchErrorMiddleware, RedirectGuardMiddleware
 from .integration.downloadermiddlewares.robots import RobotsRefreshMiddleware
-from .integration.downloadermiddlewares.validators import ValidatorsMiddleware
 from .integration.engine import redact_overridden_settings
 from .integration.feedfile import DURABLE_FILE_STORAGE
-from .integration.spidermiddlewares.sitemaps import SitemapsMiddleware
-from .integration.spidermiddlewares.visit import VisitMiddleware
 from .integration.spiderstate import JsonSpiderState
-from .integration.stopgrace import wrap_download_handlers
+from .runtime.stopgrace import wrap_download_handlers
 from .store.statedir import StateDirError, make_jobdir
-from .warc.middleware import WarcMiddleware
-
-SCHEDULER = "scrapy_adaptive.integration.scheduler.AdaptiveScheduler"
-#: internal flag the add-on leaves for the scheduler's start-up messages
-TOOK_OVER_SETTING = "SCRAPY_ADAPTIVE_TOOK_OVER_DELTAFETCH"
-#: internal: why the add-on found the crawl cannot start, refused by the
-#: scheduler in one line (raised from ``update_settings`` it would be a
-#: traceback)
-REFUSAL_SETTING = "SCRAPY_ADAPTIVE_REFUSAL"
-
-#: the evaluators that must see final outcomes sit outermost, below every
-#: Scrapy built-in (the lowest is 50); the validators sit among the
-#: downloader's own (next to HttpCompressionMiddleware, 590); the WARC
-#: writer (off unless ADAPTIVE_WARC_DIR) sees bodies as sent and redirect
-#: hops (between RedirectMiddleware, 600, and CookiesMiddleware, 700); the
-#: redirect guard sees a 3xx just before RedirectMiddleware does
-DOWNLOADER_MIDDLEWARES = {FetchErrorMiddleware: 10, ValidatorsMiddleware: 580, RedirectGuardMiddleware: 605}
-#: added only with ``ADAPTIVE_WARC_DIR``: a default is not worth a "disabled" warning at every start
-WARC_MIDDLEWARE = {WarcMiddleware: 610}
-#: the sitemaps middleware reads its responses after the visit was judged
-SPIDER_MIDDLEWARES = {VisitMiddleware: 10, SitemapsMiddleware: 20}
-#: what the scheduler cannot record a visit without, by setting: the verdicts
-#: on responses and on failed fetches, conditional requests, and the WARC
-#: writer when ``ADAPTIVE_WARC_DIR`` asks for captures; a crawl without one
-#: of them is refused at start (it would crawl and keep nothing)
-VERDICT_COMPONENTS = {"DOWNLOADER_MIDDLEWARES": tuple(DOWNLOADER_MIDDLEWARES), "SPIDER_MIDDLEWARES": (VisitMiddleware,)}
-#: Scrapy's robots.txt middleware, replaced by one whose copies age
-SCRAPY_ROBOTS = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
-#: Scrapy's extension that unpickles ``JOBDIR/spider.state``, replaced by one keeping JSON in the state folder
-SCRAPY_SPIDER_STATE = "scrapy.extensions.spiderstate.SpiderState"
 
 
-def is_deltafetch(component: Any) -> bool:
-    """True for scrapy-deltafetch's middleware, as a class or an import path
-    (checked by name, so the package need not be importable)."""
-    if isinstance(component, str):
-        return component.startswith("scrapy_deltafetch.") and component.rsplit(".", 1)[-1] == "DeltaFetch"
-    return getattr(component, "__module__", "").startswith("scrapy_deltafetch") and (
-        getattr(component, "__name__", "") == "DeltaFetch"
-    )
+def loads(key: Any, cls: type) -> bool:
+    """Is component *key* (a class or an import path) *cls*?  A path that
+    does not load is not; Scrapy says so when it builds the list."""
+    if not isinstance(key, str):
+        return key is cls
+    try:
+        return load_object(key) is cls
+    except (ImportError, AttributeError, NameError, ValueError):
+        return False
 
 
 def replace_scrapy_component(
@@ -81,10 +60,12 @@ def replace_scrapy_component(
 ) -> None:
     """Put *ours* in the place of Scrapy's component *path* in *setting*
     (at its order in the setting's ``_BASE``), unless the project placed
-    Scrapy's (by path or class, named *name*) or ours itself."""
+    Scrapy's (by path or class, named *name*) or ours itself (by class, or
+    by any path that loads it: ``scrapy_adaptive.RobotsRefreshMiddleware``
+    as well as the long one, as Scrapy's own ``setdefault`` compares)."""
     components = settings.getdict(setting)
-    if any(key in components for key in (path, ours)) or any(
-        isinstance(key, type) and key.__name__ == name for key in components
+    if path in components or any(
+        (isinstance(key, type) and key.__name__ == name) or loads(key, ours) for key in components
     ):
         return
     components[path] = None
@@ -171,11 +152,3 @@ class Addon:
         settings.set("SPIDER_MIDDLEWARES", spider_mws, settings.getpriority("SPIDER_MIDDLEWARES") or 0)
         # said by the scheduler at start-up, once logging goes to LOG_FILE too
         settings.set(TOOK_OVER_SETTING, True, "addon")
-
-
-DELTAFETCH_MESSAGE = (
-    "scrapy-adaptive takes over scrapy-deltafetch's role: DeltaFetch is disabled, because it would drop "
-    "every revisit of a page that produced items. Unchanged pages are kept from your callbacks instead "
-    "(ADAPTIVE_UNCHANGED); the deltafetch_key and deltafetch_enabled meta keys are honoured. Remove "
-    "DeltaFetch from SPIDER_MIDDLEWARES to silence this message."
-)

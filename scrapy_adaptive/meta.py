@@ -62,7 +62,7 @@ EMBED_HOPS = "_adaptive_embed_hops"
 PAGE_CHANGED = "_adaptive_page_changed"
 #: a sitemap or feed read before its verdict (a ``sitemaps.SignalRead``)
 SIGNAL_READ = "_adaptive_signal_read"
-#: a changed visit's :class:`~scrapy_adaptive.integration.delivery.Ticket`: its items on their way to the user's store
+#: a changed visit's :class:`~scrapy_adaptive.runtime.delivery.Ticket`: its items on their way to the user's store
 DELIVERY = "_adaptive_delivery"
 
 #: the public keys, as documented in README

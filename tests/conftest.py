@@ -104,7 +104,7 @@ def adaptive_settings(tmp_state: Path) -> dict[str, object]:
         "ADAPTIVE_DELAY_FACTOR": 1.0,
         "ADAPTIVE_WAIT_DEFAULT": 1.0,
         "ADAPTIVE_WAIT_MIN": 0.1,
-        "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.DefaultWaitPolicy",
+        "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.ConstantWaitPolicy",
         "ADAPTIVE_WAIT_POLICIES": [],
         "ADAPTIVE_LOG_INTERVAL": 1.0,
         "ROBOTSTXT_OBEY": True,

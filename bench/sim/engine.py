@@ -37,7 +37,7 @@ from typing import Any
 
 from scrapy_adaptive.change.noise import NOISE_LEARNED
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit
-from scrapy_adaptive.hosts.hints import CONFIRMED, REFUTED, Hint
+from scrapy_adaptive.frontier.hints import CONFIRMED, REFUTED, Hint
 from scrapy_adaptive.policies.base import WaitPolicy
 
 from .metrics import Metrics, RunResult

@@ -1,37 +1,24 @@
-"""The frontier: URL records and per-queue priority queues, storage-agnostic.
+"""The frontier: URL records, per-host queues and what the crawl knows of each host.
 
-The names below are loaded on first use, so a module of ``hosts`` or
-``store`` may import ``frontier.hostqueue`` without pulling in the whole
-frontier (which imports them back).
+Storage-agnostic (it works over a :class:`~scrapy_adaptive.store.base.Store`)
+and pure: no Scrapy, no Twisted.  Besides the queues, leases and pending
+versions it owns the host facts:
+
+* :mod:`.hostfacts`: robots.txt ``Crawl-delay``, validator trust, soft-404s and
+  parked pages, hint track records, stored with the host's counters;
+* :mod:`.hints`: change hints (sitemap ``lastmod``, feed entries) and the
+  arithmetic of their sources' track records;
+* :mod:`.crawltime`: how long a host takes to crawl once (per-host capacity);
+* :mod:`.capacity`: how often politeness lets each host be fetched, for a
+  budgeted policy.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ..model import ChangeState, Outcome, UrlRecord, Visit
-    from ..store.base import Batch, MemoryStore, Store, StoreError
-    from .frontier import AddResult, Frontier, Issued
-    from .hostqueue import HostQueue, Politeness, QueueState
-
-_HOMES = {
-    "AddResult": ".frontier",
-    "Frontier": ".frontier",
-    "Issued": ".frontier",
-    "HostQueue": ".hostqueue",
-    "Politeness": ".hostqueue",
-    "QueueState": ".hostqueue",
-    "ChangeState": "..model",
-    "Outcome": "..model",
-    "UrlRecord": "..model",
-    "Visit": "..model",
-    "Batch": "..store.base",
-    "MemoryStore": "..store.base",
-    "Store": "..store.base",
-    "StoreError": "..store.base",
-}
+from ..model import ChangeState, Outcome, UrlRecord, Visit
+from ..store.base import Batch, MemoryStore, Store, StoreError
+from .frontier import AddResult, Frontier, Issued
+from .hostqueue import HostQueue, Politeness, QueueState
 
 __all__ = [
     "AddResult",
@@ -49,10 +36,3 @@ __all__ = [
     "UrlRecord",
     "Visit",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(home, __name__), name)

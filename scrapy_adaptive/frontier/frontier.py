@@ -12,8 +12,8 @@ The frontier is composed of parts, each the one holder of its state: the
 queues and totals (:class:`~.book.QueueBook`), what is out
 (:class:`~.leases.Leases`), versions awaiting delivery
 (:class:`~.pending.PendingVersions`), per-host facts
-(:class:`~scrapy_adaptive.hosts.facts.HostFacts`) and, with a shared
-store, the host leases (:class:`~.sharing.SharedHosts`).  This class runs
+(:class:`~scrapy_adaptive.frontier.hostfacts.HostFacts`) and, with a shared
+store, the host leases (:class:`~.sharedhosts.SharedHosts`).  This class runs
 the three operations over them and answers for them to the crawl.
 """
 
@@ -26,21 +26,22 @@ from enum import StrEnum
 from typing import Any
 
 from ..change.trust import TrustParams
-from ..hosts.crawltime import FetchTimes
-from ..hosts.facts import HostFacts
-from ..hosts.hints import Hint, HintResult
 from ..model import ChangeState, Outcome, RecordError, UrlRecord, Visit
 from ..store.base import Batch, Conflict, Store
 from ..store.keys import NEVER_MS, time_to_ms
 from . import urgency
 from .book import QueueBook
+from .crawltime import FetchTimes
+from .hints import Hint, HintResult
+from .hostfacts import HostFacts
 from .hostqueue import HostQueue, Politeness, QueueState, order
 from .leases import Lease, Leases
 from .pending import PendingVersions, pending_mark
 from .removal import forget, quarantine
 from .shape import frontier_shape
-from .sharing import SharedHosts, Sharing
-from .verdict import count_visit, fold_visit, judge, measure
+from .sharedhosts import SharedHosts
+from .sharing import Sharing
+from .update_steps import count_visit, fold_visit, judge, measure
 
 
 def refetch_embed(record: UrlRecord, page_changed: float) -> bool:
@@ -392,7 +393,11 @@ class Frontier:
 
     def forget(self, urls: list[tuple[str, bytes]]) -> list[UrlRecord]:
         """Delete these URLs for good (:func:`.removal.forget`); the records deleted."""
-        return forget(self, urls)
+        found = [
+            (fp, record) for queue, fp in dict.fromkeys(urls) if (record := self.get_record(queue, fp)) is not None
+        ]
+        rest = self.politeness.max_delay
+        return forget(found, self.book, self.pending, self.leases, rest=rest, now=self.clock())
 
     # -- the parts' operations, as the crawl calls them ---------------------------
 

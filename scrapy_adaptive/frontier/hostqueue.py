@@ -28,7 +28,6 @@ from typing import Any
 
 from ..change.trust import normalise as normalise_trust
 from ..config.table import DEFAULTS
-from ..hosts.hints import counts
 from ..store.keys import (
     CRAWL_DELAY_KEY,
     FORGOTTEN_KEY,
@@ -42,6 +41,7 @@ from ..store.keys import (
     VERSIONS_KEY,
     VISITS_KEY,
 )
+from .hints import counts
 
 IN_USE = -1.0
 

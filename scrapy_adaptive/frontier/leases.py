@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..hosts.crawltime import FetchTimes
 from ..model import UrlRecord
 from .book import QueueBook
+from .crawltime import FetchTimes
 
 
 @dataclass

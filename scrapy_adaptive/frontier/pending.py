@@ -1,5 +1,5 @@
 """Versions captured but not yet delivered: the frontier's half of
-at-least-once delivery (:mod:`scrapy_adaptive.integration.delivery` is the crawl's).
+at-least-once delivery (:mod:`scrapy_adaptive.runtime.delivery` is the crawl's).
 
 A changed visit committed with ``deliver=True`` leaves a ``p/<fp>`` mark
 (the digest last delivered, the versions waiting) in the same atomic write

@@ -16,8 +16,9 @@ from ..store.keys import NEVER_MS
 
 if TYPE_CHECKING:
     from .book import QueueBook
-    from .frontier import Frontier
     from .hostqueue import HostQueue
+    from .leases import Leases
+    from .pending import PendingVersions
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +52,15 @@ def quarantine(book: QueueBook, q: HostQueue, entry: tuple[int, int, bytes], raw
     )
 
 
-def forget(frontier: Frontier, urls: list[tuple[str, bytes]]) -> list[UrlRecord]:
+def forget(
+    found: list[tuple[bytes, UrlRecord]],
+    book: QueueBook,
+    pending: PendingVersions,
+    leases: Leases,
+    *,
+    rest: float,
+    now: float,
+) -> list[UrlRecord]:
     """Delete these URLs for good: record, queue entry, pending-delivery
     mark and lease, with their queues' counters, in one atomic write.
 
@@ -60,18 +69,14 @@ def forget(frontier: Frontier, urls: list[tuple[str, bytes]]) -> list[UrlRecord]
     folder's checkpoint compares never goes down (a forget is not a
     rollback); visits and versions keep counting what happened.  A URL
     out for download is dropped from its lease: its verdict, when it
-    comes, finds no record and is ignored.  *urls* are ``(queue, fp)``
-    pairs.  Returns the records deleted.
+    comes, finds no record and is ignored, and its slot rests *rest*
+    seconds.  *found* are the ``(fp, record)`` pairs read by the frontier.
+    Returns the records deleted.
     """
-    now = frontier.clock()
-    book = frontier.book
     batch = Batch()
     gone: list[UrlRecord] = []
     touched: dict[str, HostQueue] = {}
-    for queue, fp in dict.fromkeys(urls):
-        record = frontier.get_record(queue, fp)
-        if record is None:
-            continue
+    for fp, record in found:
         q = book.get(record.queue)
         batch.records_deleted.append((record.queue, fp))
         batch.entries_deleted.append((record.queue, record.directive, record.next_ms, fp))
@@ -93,10 +98,10 @@ def forget(frontier: Frontier, urls: list[tuple[str, bytes]]) -> list[UrlRecord]
         book.totals.forgotten += 1
         if not record.never:
             book.totals.schedulable -= 1
-        frontier.pending.drop(fp)
-        if frontier.leases.take(fp) is not None:
+        pending.drop(fp)
+        if leases.take(fp) is not None:
             # its download may still run: the slot rests the longest wait
-            q.release_slot(fp, now + frontier.politeness.max_delay)
+            q.release_slot(fp, now + rest)
         q.out.pop(fp, None)
     for q in touched.values():
         book.refresh_head(q)

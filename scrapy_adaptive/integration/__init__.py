@@ -1,8 +1,10 @@
-"""The layer that meets Scrapy: scheduler, middlewares, verdicts, delivery.
+"""The Scrapy adapter: the scheduler, the middlewares, feed storage, request
+serialization, the engine adapter and the start-up checks.
 
-Everything below this package (``model``, ``config``, ``store``,
-``frontier``, ``hosts``, ``change``, ``policies``) is plain Python and is
-tested without a crawler; everything here adapts it to Scrapy's components,
-signals and settings.  :mod:`.engine` is the one module that touches a
-private part of Scrapy.
+The scheduler assembles the crawl's runtime at open (:mod:`.assembly`) and
+runs its once-a-second tasks (:mod:`.tasks`); the verdicts, delivery and
+stop grace it hands requests to are :mod:`scrapy_adaptive.runtime`'s.
+Below :mod:`scrapy_adaptive.runtime` everything is plain Python, tested
+without a crawler.  :mod:`.engine` is the one module that touches a private
+part of Scrapy.
 """

@@ -13,8 +13,8 @@ from scrapy.exporters import CsvItemExporter, JsonLinesItemExporter
 from scrapy.extensions.feedexport import FileFeedStorage
 
 from ..config.spec import counted
-from .delivery import SINK_CLOSED, SINK_OPENED
-from .sinkfail import SINK_FAILED, GuardedFile, sink_error
+from ..runtime.delivery import SINK_CLOSED, SINK_OPENED
+from ..runtime.sinkfail import SINK_FAILED, GuardedFile, sink_error
 
 if TYPE_CHECKING:
     from scrapy import Spider

@@ -42,35 +42,35 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.python import global_object_name
 
 from .. import meta
-from ..addon import REFUSAL_SETTING
 from ..change.rules import DigestRules
 from ..config.settings import AdaptiveConfig
 from ..config.spec import ConfigError, counted
 from ..frontier import AddResult, ChangeState, Frontier, Outcome, UrlRecord, Visit
 from ..frontier.canonical import Canonical
-from ..hosts.capacity import HostCapacity
+from ..frontier.capacity import HostCapacity
 from ..ops.console import control
 from ..ops.console.seeds import take_seeds
 from ..policies import PolicyStack, load_wait_policy
+from ..runtime.delivery import Delivery
+from ..runtime.issued import IssuedRequests, url_identity
+from ..runtime.request_hints import take_hint
+from ..runtime.sinkfail import SINK_FAILED, SinkError
+from ..runtime.stopgrace import StopGrace
+from ..runtime.verdicts import Verdicts
+from ..runtime.wiring import FRONTIER_OPENED, crawl_config
 from ..store.base import StoreCorrupt, StoreError
 from ..store.statedir import StateDirError
-from .delivery import Delivery
+from .assembly import Runtime, assemble
+from .components import REFUSAL_SETTING
 from .engine import EngineWaker, exit_with_error
-from .issued import IssuedRequests, url_identity
 from .metacheck import MetaCheck
 from .politeness import QueueKeyer, parse_crawl_delay
 from .refusal import Refusal, RefusingScheduler
-from .request_hints import take_hint
-from .runtime import Runtime, assemble
 from .serialization import RequestNotStorable, request_from_data, request_to_data
-from .sinkfail import SINK_FAILED, SinkError
 from .spidermiddlewares.judging import same_redirect
 from .spiderstate import Legacy, take_legacy
 from .startup import note_scrapy_queue, require_components, require_extras, warn_about_settings
-from .stopgrace import StopGrace
 from .tasks import ShareBudget, Tick, build_tick
-from .verdicts import Verdicts
-from .wiring import FRONTIER_OPENED, crawl_config
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Spider, signals
 
+from ..runtime.wiring import FRONTIER_OPENED
 from ..store.marker import write_marker
 from ..store.statedir import StateDir, StateDirError
-from .wiring import FRONTIER_OPENED
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

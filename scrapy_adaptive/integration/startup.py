@@ -28,11 +28,11 @@ from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.conf import build_component_list
 from scrapy.utils.misc import load_object
 
-from ..addon import DELTAFETCH_MESSAGE, TOOK_OVER_SETTING, VERDICT_COMPONENTS, WARC_MIDDLEWARE, is_deltafetch
 from ..config.settings import unknown_settings
 from ..config.spec import ConfigError, counted
 from ..store.leveldb import PLYVEL_MISSING
 from ..warc.writer import EXTRA_MESSAGE
+from .components import DELTAFETCH_MESSAGE, TOOK_OVER_SETTING, VERDICT_COMPONENTS, WARC_MIDDLEWARE, is_deltafetch
 from .feedfile import feed_warnings
 
 if TYPE_CHECKING:
@@ -176,7 +176,7 @@ def enabled_components(settings: BaseSettings, name: str) -> list[type]:
 def require_components(settings: BaseSettings, config: AdaptiveConfig) -> None:
     """Refuse a crawl whose scheduler would record nothing: ``SCHEDULER``
     set without the add-on, or one of the add-on's verdict components set
-    to None (:data:`~..addon.VERDICT_COMPONENTS`).  Such a crawl fetches and
+    to None (:data:`~.components.VERDICT_COMPONENTS`).  Such a crawl fetches and
     scrapes as usual but keeps no visit, no version and no crawl log, which
     nobody notices until the history is needed.  A subclass counts as the
     component."""

@@ -18,7 +18,7 @@ from ..model import Outcome, Visit
 from ..policies import persist
 from ..policies.history import DAY
 from ..store.base import StoreError
-from .schedules import OpenSchedules
+from .schedule_opening import OpenSchedules
 
 if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
@@ -27,10 +27,10 @@ if TYPE_CHECKING:
     from ..policies.allocator import RateAllocator
     from ..policies.crawlwide import CrawlWide
     from ..policies.schedules import Schedules
-    from .delivery import Delivery
-    from .issued import IssuedRequests
-    from .runtime import Runtime
-    from .stopgrace import StopGrace
+    from ..runtime.delivery import Delivery
+    from ..runtime.issued import IssuedRequests
+    from ..runtime.stopgrace import StopGrace
+    from .assembly import Runtime
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,10 @@
-"""Running a crawl for months: reports, progress, crawl log and the console.
+"""Running a crawl for months: reports, progress and the console.
 
 * :mod:`.reporting`: the periodic summary and ``report.html``;
 * :mod:`.progress`: hourly series kept in the frontier's meta;
-* :mod:`.crawllog`: the Heritrix-style crawl log, one line per visit;
-* :mod:`.console`: ``scrapy frontier report|url|seed|forget|export``.
+* :mod:`.pace`, :mod:`.humanize`: where the revisit budget comes from, and
+  the report's words for durations, sizes and times;
+* :mod:`.console`: ``scrapy frontier report|url|seed|forget|export|schedule``.
+
+The crawl log, written with each verdict, is :mod:`scrapy_adaptive.runtime.crawllog`.
 """

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..frontier import Frontier
 from ..model import Outcome
+from .humanize import human
 
 #: a wait within this share of a bound was cut to it
 BOUND_TOLERANCE = 0.01
@@ -77,8 +78,6 @@ def next_due(frontier: Frontier, now: float, pace: Pace) -> str:
     (``ADAPTIVE_RETRY_DELAY``), or was planned by the budget or the target
     precision (:meth:`Pace.deciding`).
     """
-    from .console.api import human  # (the console reports pace too: imported when used)
-
     head = None
     for queue in frontier.queues():
         if queue.head is not None and (head is None or queue.head_time() < head[0]):

@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, Any
 from ..change.trust import Trust, TrustBook
 from ..config.spec import counted
 from ..frontier import Frontier
-from ..hosts.crawltime import estimate_hosts
+from ..frontier.crawltime import estimate_hosts
 from ..store.base import Batch, StoreError
 from ..store.statedir import private_opener
-from .console.api import FrontierConsole, human, human_bytes
+from .console.api import FrontierConsole
 from .console.html import render
+from .humanize import human, human_bytes
 from .pace import PRECISION, Pace, budget_words, next_due
 from .progress import META_KEY as PROGRESS_KEY
 from .progress import MIN_SPAN, Progress

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..config.spec import ConfigError, Kind, parse_value, requirement
 from ..config.table import DEFAULTS, SPECS_BY_NAME
-from ..hosts.hints import Hint
+from ..frontier.hints import Hint
 from ..model import Visit
 from .crawlwide import CrawlWide
 
@@ -124,7 +124,7 @@ class WaitPolicy(ABC):
 
         *hint* says the site announced a change (a sitemap ``lastmod``, a
         feed entry); it carries its receipt time and its source's track
-        record on this host (:class:`~scrapy_adaptive.hosts.hints.Hint`).
+        record on this host (:class:`~scrapy_adaptive.frontier.hints.Hint`).
         The frontier applies the answer only if it is earlier than the
         planned visit.  The default ignores hints, so a policy that has not
         thought about how an early visit enters its estimates and budget is
@@ -146,19 +146,26 @@ class WaitPolicy(ABC):
         return None
 
 
-class DefaultWaitPolicy(WaitPolicy):
-    """Every visit waits the default wait, clamped to [min, max].
+class ConstantWaitPolicy(WaitPolicy):
+    """Every visit waits the configured default wait (``ADAPTIVE_WAIT_DEFAULT``,
+    an entry's ``default``), clamped to [min, max].
 
     The thesis's wait for a page whose change state is unknown; a baseline
-    that ignores change.
+    that ignores change.  It is not the crawl's default policy (that is
+    :class:`~.union.UnionWaitPolicy`): it waits the *default wait*.
     """
 
     def __init__(self, params: WaitParams) -> None:
         self.wait = params.clamp(params.default)
 
     @classmethod
-    def from_params(cls, params: WaitParams) -> DefaultWaitPolicy:
+    def from_params(cls, params: WaitParams) -> ConstantWaitPolicy:
         return cls(params)
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
         return self.wait
+
+
+#: the name :class:`ConstantWaitPolicy` had before: settings, stored request
+#: overrides and subclasses naming it keep working
+DefaultWaitPolicy = ConstantWaitPolicy

@@ -1,6 +1,6 @@
 """Whether to act on a change hint: learned precision against a fetch's worth.
 
-A hint (:mod:`scrapy_adaptive.hosts.hints`) costs one fetch if acted on,
+A hint (:mod:`scrapy_adaptive.frontier.hints`) costs one fetch if acted on,
 and that fetch captures a new version with probability *p*, the source's
 precision.  Under a budget the fetch is taken from the schedule, where the
 last fetch is worth φ(r) = 1 − (1 + r)e^{−r} captured versions (the
@@ -45,7 +45,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from ..hosts.hints import Hint
+from ..frontier.hints import Hint
 from ..model import ChangeState, Visit
 
 #: at most this many pseudo-hints of prior taken from the source's record on other hosts

@@ -27,7 +27,7 @@ from typing import Any
 from ..change.noise import NOISE_LEARNED
 from ..change.trust import HEADER_LIED, HEADER_PACE
 from ..config.table import DEFAULTS
-from ..hosts.hints import Hint
+from ..frontier.hints import Hint
 from ..model import ChangeState, Visit
 from .allocator import RateAllocator
 from .base import WaitParams, WaitPolicy
@@ -262,7 +262,7 @@ class ProportionalWaitPolicy(_RatePolicy):
         changes per visit), which is the allocation a budget of Λ/r would
         buy, without having to know Λ.  A crawl without ``ADAPTIVE_BUDGET``
         gives the allocator a budget from its politeness capacity as a
-        ceiling, with that ratio as the floor (:mod:`..hosts.capacity`).
+        ceiling, with that ratio as the floor (:mod:`..frontier.capacity`).
         """
         allocator = params.crawl.allocator
         if allocator is None:

@@ -33,7 +33,7 @@ from typing import Any
 from ..config.matching import MATCH_KEYS, Matcher
 from ..config.spec import ConfigError, read_seconds
 from ..dates import parse_time
-from ..hosts.hints import Hint
+from ..frontier.hints import Hint
 from ..model import Visit
 from .base import WaitPolicy
 from .history import url_host

@@ -25,7 +25,7 @@ from typing import Any
 from ..config.matching import MATCH_KEYS, Matcher, check_entries
 from ..config.settings import AdaptiveConfig
 from ..config.spec import ConfigError, clause
-from ..hosts.hints import Hint
+from ..frontier.hints import Hint
 from ..model import Outcome, Visit
 from .base import PARAM_KEYS, WaitParams, WaitPolicy
 from .history import url_host
@@ -123,8 +123,9 @@ def override_table(declared: Mapping[str, type[WaitPolicy]]) -> dict[str, type[W
     for cls in classes.values():
         table.setdefault(class_path(cls), cls)
     short: dict[str, set[type[WaitPolicy]]] = {}
-    for cls in classes.values():
+    for path, cls in classes.items():  # a class's name, and an old name it is exported under
         short.setdefault(cls.__name__, set()).add(cls)
+        short.setdefault(path.rsplit(".", 1)[-1], set()).add(cls)
     for name, found in short.items():
         if len(found) == 1:
             table.setdefault(name, next(iter(found)))

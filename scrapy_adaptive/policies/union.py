@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..hosts.hints import Hint
+from ..frontier.hints import Hint
 from ..model import Visit
 from .base import WaitParams, WaitPolicy
 from .belief import HeaderBelief

@@ -131,7 +131,7 @@ VISITS_KEY = "vi"
 VERSIONS_KEY = "ve"
 CRAWL_DELAY_KEY = "cd"  #: robots.txt Crawl-delay, seconds
 TRUST_KEY = "tr"  #: validator track record (scrapy_adaptive/change/trust.py)
-HINT_TRUST_KEY = "hn"  #: change-hint sources' track records (scrapy_adaptive/hosts/hints.py)
+HINT_TRUST_KEY = "hn"  #: change-hint sources' track records (scrapy_adaptive/frontier/hints.py)
 QUARANTINED_KEY = "x"  #: unreadable records moved aside (keys ``x/<fp>``)
 FORGOTTEN_KEY = "fg"  #: URLs deleted by ``scrapy frontier forget``
 #: wall-clock ms until which every slot rests (politeness kept across a restart)

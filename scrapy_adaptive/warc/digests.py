@@ -31,6 +31,8 @@ from typing import Any
 
 from .capture import Capture
 
+#: the capture index, inside ADAPTIVE_WARC_DIR
+INDEX = ".adaptive-warc.ldb"
 DIGEST_PREFIX = b"d/"
 ORDER_PREFIX = b"o/"
 COUNTER_KEY = b"dn"
@@ -148,8 +150,6 @@ def shared_payloads_in(folder: str) -> dict[str, Any]:
     import os
 
     import plyvel
-
-    from .writer import INDEX
 
     path = os.path.join(folder, INDEX)
     if not os.path.isdir(path):

@@ -71,18 +71,16 @@ from typing import TYPE_CHECKING, Any
 
 from ..change.digest import payload_digest
 from ..config.spec import ConfigError, counted
-from ..integration.sinkfail import SinkError, sink_error
+from ..runtime.sinkfail import SinkError, sink_error
 from ..store.marker import private_opener
 from .capture import Capture, HttpExchange, updated_by_304
-from .digests import DigestIndex
+from .digests import INDEX, DigestIndex
 
 if TYPE_CHECKING:
     from .fleetdigests import FleetDigestIndex
 
 logger = logging.getLogger(__name__)
 
-#: the capture index, inside ADAPTIVE_WARC_DIR
-INDEX = ".adaptive-warc.ldb"
 NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 IDENTICAL_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 #: stored headers the archive must not keep (see the module docstring)

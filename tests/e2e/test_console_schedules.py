@@ -23,7 +23,7 @@ from testsite.demo import DemoSiteProcess
 pytestmark = pytest.mark.e2e
 
 SLOW = (
-    "ADAPTIVE_WAIT_POLICY=scrapy_adaptive.policies.DefaultWaitPolicy",
+    "ADAPTIVE_WAIT_POLICY=scrapy_adaptive.policies.ConstantWaitPolicy",
     "ADAPTIVE_WAIT_POLICIES=[]",
     "ADAPTIVE_WAIT_DEFAULT=600",
     "ADAPTIVE_WAIT_MAX=600",

@@ -49,7 +49,7 @@ def crawled_once(mockserver: MockServer, tmp_path_factory: pytest.TempPathFactor
     settings = {
         "ADDONS": ADDON,
         "ADAPTIVE_STATE_DIR": str(state),
-        "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.DefaultWaitPolicy",
+        "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.ConstantWaitPolicy",
         "ADAPTIVE_WAIT_POLICIES": [],
         "ADAPTIVE_LOG_INTERVAL": 1.0,
         "LOG_LEVEL": "INFO",

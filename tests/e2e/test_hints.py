@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from scrapy_adaptive.frontier import Frontier
-from scrapy_adaptive.hosts.hints import Hint
+from scrapy_adaptive.frontier.hints import Hint
 from scrapy_adaptive.policies.hint_decisions import precision
 from scrapy_adaptive.store.leveldb import LevelDBStore
 from tests.crawlrunner import SPIDERS_DIR, run_crawl

@@ -24,7 +24,7 @@ ANNOUNCED_AT = 4  #: the feed announces its news page's change at this hit
 #: sitemaps and feeds read every half second, pages left alone for ten minutes
 SIGNALS_OFTEN = {
     "url": "/(sitemap|sitemapindex|feed)/",
-    "policy": "scrapy_adaptive.policies.DefaultWaitPolicy",
+    "policy": "scrapy_adaptive.policies.ConstantWaitPolicy",
     "initial": 0.5,
     "default": 0.5,
     "min": 0.1,

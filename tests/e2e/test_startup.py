@@ -17,7 +17,7 @@ from tests.mockserver import MockServer
 pytestmark = pytest.mark.e2e
 
 CASES = Path(__file__).parents[1] / "spiders" / "cases.py"
-SCHEDULER = "scrapy_adaptive.integration.scheduler.AdaptiveScheduler"
+SCHEDULER = "scrapy_adaptive.AdaptiveScheduler"
 
 
 def refused_in_one_line(result: CrawlResult) -> str:
@@ -43,6 +43,31 @@ def test_the_scheduler_without_the_add_on_refuses_naming_the_missing_components(
     assert "ADDONS = {'scrapy_adaptive.Addon': 0}" in line, line
     assert clean_log.log(path_prefix="/page/no-addon") == []  # nothing fetched to be forgotten
     assert not (tmp_state / "adaptive").exists()  # refused before the state folder was made
+
+
+def test_the_short_names_listed_without_the_add_on_make_an_adaptive_crawl(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_state: Path
+) -> None:
+    """README's components by their short names (``scrapy_adaptive.X``),
+    listed by hand at the add-on's orders: the crawl starts and records."""
+    start = clean_log.page_url("/page/short-index", links=["/page/short-a"])
+    settings = {
+        **adaptive_settings,
+        "ADDONS": {},
+        "SCHEDULER": SCHEDULER,
+        "DOWNLOADER_MIDDLEWARES": {
+            "scrapy_adaptive.FetchErrorMiddleware": 10,
+            "scrapy_adaptive.ValidatorsMiddleware": 580,
+            "scrapy_adaptive.RedirectGuardMiddleware": 605,
+        },
+        "SPIDER_MIDDLEWARES": {"scrapy_adaptive.VisitMiddleware": 10, "scrapy_adaptive.SitemapsMiddleware": 20},
+        "CLOSESPIDER_TIMEOUT": 3,
+    }
+    result = run_crawl(CASES, settings, timeout=60, args=["-a", f"start_urls={start}"])
+    assert result.returncode == 0 and "Traceback" not in result.text, result.text[-3000:]
+    fetched = {entry["path"] for entry in clean_log.log(path_prefix="/page/short")}
+    assert fetched == {"/page/short-index", "/page/short-a"}
+    assert result.stats["adaptive/issued"] >= 2
 
 
 def test_the_add_on_with_its_visit_middleware_disabled_is_refused(

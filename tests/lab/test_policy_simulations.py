@@ -12,7 +12,7 @@ from bench.sim.engine import RunConfig, simulate
 from bench.sim.lab import run_policy
 from bench.sim.lineup import POLICIES, LabContext
 from bench.sim.world import build_world, preset
-from scrapy_adaptive.hosts.hints import CONFIRMED, REFUTED
+from scrapy_adaptive.frontier.hints import CONFIRMED, REFUTED
 from scrapy_adaptive.policies.allocator import RateAllocator
 from scrapy_adaptive.policies.burst import BurstWaitPolicy
 from scrapy_adaptive.policies.rate import ProportionalWaitPolicy

@@ -27,7 +27,7 @@ class SitemapHintsSpider(scrapy.Spider):
         self.every = float(every)
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
-        revisit = {"policy": "scrapy_adaptive.policies.DefaultWaitPolicy", "default": self.every, "min": 0.1}
+        revisit = {"policy": "scrapy_adaptive.policies.ConstantWaitPolicy", "default": self.every, "min": 0.1}
         for url, source in self.sitemaps:
             yield scrapy.Request(
                 url, self.parse_sitemap, cb_kwargs={"source": source}, meta={"adaptive_wait_policy": revisit}

@@ -139,7 +139,7 @@ def test_record_json_is_the_encoders() -> None:
 def test_a_record_at_the_longest_history_stays_a_few_tens_of_kb() -> None:
     """ADAPTIVE_HISTORY_SIZE's limit bounds the record rewritten at every visit."""
     from scrapy_adaptive.config.spec import MAX_HISTORY
-    from scrapy_adaptive.frontier.verdict import fold_visit
+    from scrapy_adaptive.frontier.update_steps import fold_visit
     from scrapy_adaptive.model import ChangeState, Outcome, Visit
 
     record = UrlRecord(

@@ -24,8 +24,8 @@ from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddlewa
 from scrapy.exceptions import IgnoreRequest
 
 from ...model import Outcome, Visit
+from ...runtime.wiring import FRONTIER_OPENED
 from ..engine import say_in_one_line
-from ..wiring import FRONTIER_OPENED
 from .errors import over_maxsize
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-    from ..verdicts import FrontierServices
+    from ...runtime.verdicts import FrontierServices
 
 #: Scrapy's own, which this one replaces
 SCRAPY_COMPRESSION = "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware"

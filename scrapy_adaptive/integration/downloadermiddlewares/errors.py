@@ -35,15 +35,15 @@ from twisted.internet import error as net
 from w3lib.url import safe_url_string
 
 from ...model import Outcome, Visit
+from ...runtime.stopgrace import AbandonedDownload
+from ...runtime.wiring import FRONTIER_OPENED
 from ..engine import say_in_one_line
-from ..stopgrace import AbandonedDownload
-from ..wiring import FRONTIER_OPENED
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
-    from ..verdicts import FrontierServices
+    from ...runtime.verdicts import FrontierServices
 
 logger = logging.getLogger(__name__)
 

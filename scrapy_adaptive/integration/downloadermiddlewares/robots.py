@@ -36,7 +36,7 @@ from twisted.internet.defer import Deferred
 
 from ...config.spec import clause
 from ...config.table import DEFAULTS
-from ..wiring import crawl_config
+from ...runtime.wiring import crawl_config
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -27,7 +27,7 @@ For a frontier URL whose record has an ETag or a Last-Modified:
 
 This middleware only sets request headers and private ``meta`` verdicts
 (:mod:`scrapy_adaptive.meta`); the visit middleware and
-:class:`~scrapy_adaptive.integration.verdicts.Verdicts` fold them into the record.  It
+:class:`~scrapy_adaptive.runtime.verdicts.Verdicts` fold them into the record.  It
 asks the frontier one thing, through the services the scheduler binds at
 open: whether this fetch verifies the host's validators.
 """
@@ -45,13 +45,13 @@ from ... import meta
 from ...change import noise
 from ...change.prediction import Prediction, predict, request_validators
 from ...config.table import DEFAULTS
-from ..wiring import FRONTIER_OPENED, crawl_config
+from ...runtime.wiring import FRONTIER_OPENED, crawl_config
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
-    from ..verdicts import FrontierServices
+    from ...runtime.verdicts import FrontierServices
 
 logger = logging.getLogger(__name__)
 

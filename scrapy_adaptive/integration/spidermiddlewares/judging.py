@@ -131,3 +131,8 @@ def usable_last_modified(value: str | None, now: float) -> bool:
 def not_content(visit: Visit) -> bool:
     """True for a soft 404 or a parked page (the frontier's judgement at commit)."""
     return SOFT_404 in visit.annotations or PARKED in visit.annotations
+
+
+def skip_unchanged(response: Response, **kwargs: Any) -> tuple[()]:
+    """Stands in for the callback of an unchanged page: nothing to do."""
+    return ()

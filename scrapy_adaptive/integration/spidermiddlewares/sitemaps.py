@@ -51,8 +51,8 @@ from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 
 from ... import meta
 from ...config.spec import counted
-from ..wiring import crawl_config
-from .visit import skip_unchanged
+from ...runtime.wiring import crawl_config
+from .judging import skip_unchanged
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -58,8 +58,8 @@ from ...change.rules import DigestRules, build_digester
 from ...config.spec import UNCHANGED_MODES, ConfigError, clause
 from ...config.table import DEFAULTS
 from ...model import ChangeState, Visit
-from ..delivery import Ticket, ticket_of
-from ..wiring import FRONTIER_OPENED, crawl_config
+from ...runtime.delivery import Ticket, ticket_of
+from ...runtime.wiring import FRONTIER_OPENED, crawl_config
 from .judging import (
     base_visit,
     compare,
@@ -68,21 +68,18 @@ from .judging import (
     is_embed,
     not_content,
     same_payload,
+    skip_unchanged,
     usable_last_modified,
 )
+from .sitemaps import read_signal
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
-    from ..verdicts import FrontierServices
+    from ...runtime.verdicts import FrontierServices
 
 logger = logging.getLogger(__name__)
-
-
-def skip_unchanged(response: Response, **kwargs: Any) -> tuple[()]:
-    """Stands in for the callback of an unchanged page: nothing to do."""
-    return ()
 
 
 class VisitMiddleware:
@@ -260,8 +257,6 @@ class VisitMiddleware:
         """A sitemap or feed is read before its verdict, so one that fails
         waits twice as long as the last time (a failure in a row backs off
         further), not the short wait of a page that keeps changing."""
-        from .sitemaps import read_signal  # the sitemaps middleware uses this module
-
         kind = str(request.meta[meta.SIGNAL])
         if response.status < 400 and (visit.change is ChangeState.UNCHANGED or visit.size is None):
             # the bytes read last time, or no body (a 304, an aborted fetch):

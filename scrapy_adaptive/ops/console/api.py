@@ -17,7 +17,6 @@ No Scrapy import.
 from __future__ import annotations
 
 import re
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -29,6 +28,7 @@ from ...model import RecordError
 from ...policies import memory
 from ...policies.estimator import CHANGED, EXACT
 from ...store.keys import time_to_ms
+from ..humanize import human, when
 from ..progress import Progress
 from .hinttrack import pending_hint, track_record, url_words
 from .seeds import Seeder, seed_problem
@@ -40,38 +40,6 @@ RATE_EDGES = (0.1, 1.0, 10.0, 100.0)
 TOP = 10
 #: URLs due counted per host at most (a bounded scan of its queue index)
 DUE_LIMIT = 100_000
-
-
-def human(seconds: float | None) -> str:
-    """A duration in the largest unit that fits: ``45s``, ``12m``, ``3.5h``, ``2.0d``."""
-    if seconds is None:
-        return "-"
-    s = abs(seconds)
-    sign = "-" if seconds < 0 else ""
-    if s < 1:
-        return f"{sign}{s * 1000:.0f}ms"
-    if s < 60:
-        return f"{sign}{s:.0f}s" if s >= 10 else f"{sign}{s:.1f}s"
-    if s < 3600:
-        return f"{sign}{s / 60:.1f}m" if s < 600 else f"{sign}{s / 60:.0f}m"
-    if s < 86_400:
-        return f"{sign}{s / 3600:.1f}h"
-    return f"{sign}{s / 86_400:.1f}d"
-
-
-def human_bytes(n: float | None) -> str:
-    """A byte count in the largest decimal unit that fits: ``512 B``, ``3.2 MB``."""
-    if n is None:
-        return "-"
-    for unit in ("B", "kB", "MB", "GB"):
-        if abs(n) < 1000:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} TB"
-
-
-def when(t: float | None) -> str:
-    return "-" if t is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
 
 
 def class_label(value: float | None, edges: tuple[float, ...], fmt: Callable[[float], str]) -> str:

@@ -1,7 +1,7 @@
 """What each change-hint source (a sitemap, a feed) has earned, in words.
 
 The frontier keeps, per host and source, ``[confirmed, refuted, Σq]``
-(:mod:`scrapy_adaptive.hosts.hints`) and the wait policy acts on a source's
+(:mod:`scrapy_adaptive.frontier.hints`) and the wait policy acts on a source's
 hints by the precision those counts give it
 (:func:`~scrapy_adaptive.policies.hint_decisions.precision`).  The counts
 alone were only in the stats, so a user could not tell why a sitemap's
@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...hosts import hints
-from ...hosts.hints import Hint
+from ...frontier import hints
+from ...frontier.hints import Hint
 from ...policies.hint_decisions import precision
+from ..humanize import when
 
 #: what the report's precision means, said once wherever it is shown
 PRECISION_MEANS = "precision: the share of its hints believed right, which decides whether its next hints are acted on"
@@ -88,8 +89,6 @@ def pending_hint(raw: dict[str, Any]) -> dict[str, Any]:
 
 def url_words(raw_hint: dict[str, Any] | None, host: str, sources: list[dict[str, Any]]) -> list[str]:
     """``frontier url``: the hint waiting for the visit, and the host's sources."""
-    from .api import when  # api builds on this module
-
     lines = []
     if raw_hint:
         hint = pending_hint(raw_hint)

@@ -43,15 +43,16 @@ from ...store.statedir import (
     shared_store,
 )
 from ...warc.digests import shared_payloads_in
+from ..humanize import human, when
 from ..pace import CAPACITY, CONFIGURED, PRECISION, Pace
 from ..progress import BUDGET, Progress
 from ..progress import META_KEY as PROGRESS_KEY
 from . import control
-from .api import compile_regex, human, when
+from .api import compile_regex
 from .hinttrack import report_words
 from .html import render
 from .payloads import payload_lines
-from .schedules import ScheduleConsole, load_stored, schedule_lines, schedule_request
+from .schedule_command import ScheduleConsole, load_stored, schedule_lines, schedule_request
 from .seeds import file_seeder, seed_problem
 
 if TYPE_CHECKING:

@@ -117,7 +117,7 @@ def test_addon_puts_the_json_spider_state_in_the_place_of_scrapys_and_warns_if_t
     """Scrapy's SpiderState unpickles JOBDIR/spider.state at every start."""
     from scrapy.extensions.spiderstate import SpiderState
 
-    from scrapy_adaptive.addon import SCRAPY_SPIDER_STATE
+    from scrapy_adaptive.integration.components import SCRAPY_SPIDER_STATE
     from scrapy_adaptive.integration.spiderstate import JsonSpiderState
     from scrapy_adaptive.integration.startup import enabled_components, settings_warnings
 
@@ -137,7 +137,7 @@ def test_addon_puts_the_json_spider_state_in_the_place_of_scrapys_and_warns_if_t
 def test_addon_puts_the_refreshing_robots_middleware_in_the_place_of_scrapys() -> None:
     from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 
-    from scrapy_adaptive.addon import SCRAPY_ROBOTS
+    from scrapy_adaptive.integration.components import SCRAPY_ROBOTS
     from scrapy_adaptive.integration.downloadermiddlewares.robots import RobotsRefreshMiddleware
 
     settings = Settings()

@@ -22,10 +22,10 @@ from scrapy_adaptive import meta
 from scrapy_adaptive.config.settings import AdaptiveConfig
 from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
 from scrapy_adaptive.frontier.canonical import Canonical
-from scrapy_adaptive.integration.issued import url_identity
 from scrapy_adaptive.integration.scheduler import AdaptiveScheduler
 from scrapy_adaptive.integration.startup import settings_warnings
 from scrapy_adaptive.policies import load_wait_policy
+from scrapy_adaptive.runtime.issued import url_identity
 
 
 class Pages(Spider):

@@ -19,7 +19,6 @@ from scrapy_adaptive import meta
 from scrapy_adaptive.config.spec import ConfigError, parse_value
 from scrapy_adaptive.config.table import SPECS_BY_NAME
 from scrapy_adaptive.dates import parse_time
-from scrapy_adaptive.integration.request_hints import hint_from_meta
 from scrapy_adaptive.integration.spidermiddlewares.sitemaps import (
     FEED,
     SITEMAP,
@@ -30,6 +29,7 @@ from scrapy_adaptive.integration.spidermiddlewares.sitemaps import (
     sitemap_entries,
 )
 from scrapy_adaptive.integration.spidermiddlewares.visit import skip_unchanged
+from scrapy_adaptive.runtime.request_hints import hint_from_meta
 
 URL = "http://127.0.0.1/sitemap.xml"
 

@@ -370,7 +370,7 @@ def test_the_policys_memory_of_a_url_is_said_in_words_or_left_out() -> None:
 
 
 def test_a_waiting_hint_and_the_hosts_sources_in_words() -> None:
-    from scrapy_adaptive.hosts import hints
+    from scrapy_adaptive.frontier import hints
     from scrapy_adaptive.ops.console.hinttrack import pending_hint, report_words, track_record, url_words
 
     by_host = {"h": {"sitemap": [3.0, 1.0, 0.5], "liar": [0.0, 9.0, 0.0]}, "g": {"sitemap": [1.0, 0.0, 0.0]}}

@@ -11,7 +11,7 @@ import pytest
 from scrapy_adaptive.frontier import MemoryStore
 from scrapy_adaptive.ops.console.html import render
 from scrapy_adaptive.ops.console.run import report_lines
-from scrapy_adaptive.ops.console.schedules import (
+from scrapy_adaptive.ops.console.schedule_command import (
     ScheduleConsole,
     load_stored,
     schedule_lines,
@@ -99,7 +99,7 @@ def test_the_command_line_options() -> None:
 
 @pytest.mark.parametrize("raw", [b"{garbled", b'{"name": "a"}', b'[{"url": "x", "every": 60}]'])
 def test_unreadable_stored_schedules_are_said_and_never_overwritten(raw: bytes) -> None:
-    from scrapy_adaptive.ops.console.schedules import STORE_KEY
+    from scrapy_adaptive.ops.console.schedule_command import STORE_KEY
     from scrapy_adaptive.store.base import Batch
 
     c = console()

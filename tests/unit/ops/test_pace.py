@@ -11,7 +11,7 @@ from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive.frontier import MemoryStore
 from scrapy_adaptive.ops.console.run import report_lines
-from scrapy_adaptive.ops.console.schedules import ScheduleConsole
+from scrapy_adaptive.ops.console.schedule_command import ScheduleConsole
 from scrapy_adaptive.ops.pace import CAPACITY, CONFIGURED, PRECISION, Pace, next_due, wait_setting
 from scrapy_adaptive.ops.reporting import Reporter
 from scrapy_adaptive.policies.schedules import Schedules

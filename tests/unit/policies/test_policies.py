@@ -17,6 +17,7 @@ from scrapy_adaptive.config.spec import ConfigError
 from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
 from scrapy_adaptive.policies import (
     BurstWaitPolicy,
+    ConstantWaitPolicy,
     DefaultWaitPolicy,
     FixedWaitPolicy,
     HeritrixWaitPolicy,
@@ -239,7 +240,9 @@ def test_an_override_names_only_a_declared_or_built_in_policy(
     for name, cls in [
         ("scrapy_adaptive.policies.HeritrixWaitPolicy", HeritrixWaitPolicy),  # ADAPTIVE_WAIT_POLICY
         ("scrapy_adaptive.policies.burst.BurstWaitPolicy", BurstWaitPolicy),  # an entry's
-        ("DefaultWaitPolicy", DefaultWaitPolicy),
+        ("ConstantWaitPolicy", ConstantWaitPolicy),
+        ("DefaultWaitPolicy", ConstantWaitPolicy),  # its old name, in a request stored before the rename
+        ("scrapy_adaptive.policies.DefaultWaitPolicy", ConstantWaitPolicy),
         ("scrapy_adaptive.policies.FixedWaitPolicy", FixedWaitPolicy),
         ("scrapy_adaptive.policies.fixed.FixedWaitPolicy", FixedWaitPolicy),
     ]:
@@ -252,7 +255,7 @@ def test_an_override_names_only_a_declared_or_built_in_policy(
 def test_overrides_ignored_are_counted_per_request() -> None:
     from scrapy import Request
 
-    from scrapy_adaptive.integration.verdicts import Verdicts
+    from scrapy_adaptive.runtime.verdicts import Verdicts
 
     class Stats:
         def __init__(self) -> None:

@@ -16,7 +16,7 @@ from scrapy_adaptive.config.settings import AdaptiveConfig
 from scrapy_adaptive.config.spec import ConfigError
 from scrapy_adaptive.dates import parse_time
 from scrapy_adaptive.model import ChangeState, Outcome, Visit
-from scrapy_adaptive.ops.console.schedules import STORE_KEY, load_stored, schedule_request
+from scrapy_adaptive.ops.console.schedule_command import STORE_KEY, load_stored, schedule_request
 from scrapy_adaptive.policies import load_wait_policy
 from scrapy_adaptive.policies.base import PARAM_KEYS, WaitParams
 from scrapy_adaptive.policies.schedules import CLOSED, OPEN, PENDING, Schedule, Schedules, schedules_of
@@ -120,7 +120,7 @@ def test_first_listed_open_schedule_decides_and_names_must_be_unique() -> None:
 
 
 def test_a_request_s_own_numbers_are_bounded_by_an_open_window_too() -> None:
-    stack = load_wait_policy(config(ELECTION, ADAPTIVE_WAIT_POLICY="scrapy_adaptive.policies.DefaultWaitPolicy"))
+    stack = load_wait_policy(config(ELECTION, ADAPTIVE_WAIT_POLICY="scrapy_adaptive.policies.ConstantWaitPolicy"))
     own = stack.with_overrides({"default": 50_000})
     assert own is not stack and own is stack.with_overrides({"default": 50_000})  # cached
     assert own.next_wait({"visits": 2}, visit("http://e/news/1", START + 5)) == 3600

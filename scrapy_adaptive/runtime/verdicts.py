@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.statscollectors import StatsCollector
 
-    from ..ops.crawllog import CrawlLog
     from ..policies import PolicyStack
+    from .crawllog import CrawlLog
     from .delivery import Delivery
     from .issued import IssuedRequests
 

@@ -7,7 +7,7 @@ import heapq
 import pytest
 
 from scrapy_adaptive.frontier import Frontier, HostQueue, MemoryStore, Outcome, Politeness, Visit
-from scrapy_adaptive.hosts.crawltime import (
+from scrapy_adaptive.frontier.crawltime import (
     DEFAULT_FETCH_TIME,
     FetchTimes,
     crawl_time,

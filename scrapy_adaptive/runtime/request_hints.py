@@ -16,7 +16,7 @@ no time).  ``source`` names where the hint comes from (default
 The scheduler's enqueue path calls :func:`take_hint`: a new URL is simply
 added (it is due now anyway), a known one goes to :meth:`Frontier.hint
 <scrapy_adaptive.frontier.Frontier.hint>` with the wait policy's
-``hint_wait`` (the design is in :mod:`scrapy_adaptive.hosts.hints` and
+``hint_wait`` (the design is in :mod:`scrapy_adaptive.frontier.hints` and
 :mod:`scrapy_adaptive.policies.hint_decisions`).  A bad value is logged (a warning)
 with the meta key and the URL, the hint dropped, the request kept: a sitemap
 with one malformed ``lastmod`` must not stop a crawl.
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config.spec import clause
 from ..dates import parse_time
-from ..hosts.hints import CONFIRMED, PENDING_SOURCE, REFUTED, Hint, HintResult
+from ..frontier.hints import CONFIRMED, PENDING_SOURCE, REFUTED, Hint, HintResult
 from ..meta import HINT as META_HINT
 
 if TYPE_CHECKING:

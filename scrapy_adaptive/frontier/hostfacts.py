@@ -24,16 +24,16 @@ from typing import TYPE_CHECKING, Any
 from ..change.noise import pool_key
 from ..change.trust import HEADER_UNCHECKED, HOST, TrustBook, TrustParams, observe_url, url_trusted
 from ..config.matching import media_type
-from ..frontier.hostqueue import MAX_SHARED_DIGESTS, Entry, HostQueue
 from ..model import PARKED, SOFT_404, VALIDATOR_LIE, ChangeState, Outcome, RecordError, UrlRecord, Visit
 from ..store.base import Batch, Store
 from ..store.keys import time_to_ms
 from . import hints
 from .hints import Hint, HintResult
+from .hostqueue import MAX_SHARED_DIGESTS, Entry, HostQueue
 
 if TYPE_CHECKING:
-    from ..frontier.book import QueueBook
-    from ..frontier.leases import Leases
+    from .book import QueueBook
+    from .leases import Leases
 
 #: the media types soft-404 and parked pages are served as
 WEB_PAGES = frozenset(("text/html", "application/xhtml+xml"))

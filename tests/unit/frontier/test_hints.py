@@ -14,11 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit
-from scrapy_adaptive.hosts.hints import CONFIRMED, REFUTED, TRUST_MEMORY, Hint, HintResult, observe
-from scrapy_adaptive.integration.request_hints import HintError, hint_from_meta, parse_time
+from scrapy_adaptive.frontier.hints import CONFIRMED, REFUTED, TRUST_MEMORY, Hint, HintResult, observe
 from scrapy_adaptive.policies import (
     BurstWaitPolicy,
-    DefaultWaitPolicy,
+    ConstantWaitPolicy,
     PolicyStack,
     PrecisionWaitPolicy,
     ProportionalWaitPolicy,
@@ -27,6 +26,7 @@ from scrapy_adaptive.policies import (
 )
 from scrapy_adaptive.policies.hint_decisions import accept, evidence, marginal_value, precision
 from scrapy_adaptive.policies.history import elapsed, visit_time
+from scrapy_adaptive.runtime.request_hints import HintError, hint_from_meta, parse_time
 from tests.hypo import examples
 
 T0 = 1_700_000_000.0
@@ -259,7 +259,7 @@ def test_only_policies_that_account_for_hints_act_on_them() -> None:
             return 60.0
 
     assert OwnNextWait(allocator).hint_wait({}, trusted()) is None  # has not said how it accounts for them
-    assert DefaultWaitPolicy(WaitParams()).hint_wait({}, trusted()) is None
+    assert ConstantWaitPolicy(WaitParams()).hint_wait({}, trusted()) is None
     stack = PolicyStack([], ProportionalWaitPolicy(allocator), WaitParams(), ProportionalWaitPolicy)
     assert stack.hint_wait({"content_type": "text/html"}, trusted()) == 0.0
 

@@ -39,7 +39,7 @@ from ..store.base import Store
 from ..store.keys import time_to_ms
 
 if TYPE_CHECKING:
-    from ..frontier.hostqueue import HostQueue
+    from .hostqueue import HostQueue
 
 #: the paper's default download time for a host never fetched from (seconds)
 DEFAULT_FETCH_TIME = 2.0

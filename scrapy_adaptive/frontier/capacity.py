@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..frontier import Frontier
 from .crawltime import capacity
+from .frontier import Frontier
 
 #: a derived budget is given to the policy again only when it moved by more
 #: than this share: every new budget makes the allocator solve its plan again

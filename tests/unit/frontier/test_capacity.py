@@ -15,7 +15,7 @@ from scrapy.settings import Settings
 
 from scrapy_adaptive.config.settings import AdaptiveConfig
 from scrapy_adaptive.frontier import Frontier, MemoryStore, Politeness
-from scrapy_adaptive.hosts.capacity import HostCapacity, capacity_budget
+from scrapy_adaptive.frontier.capacity import HostCapacity, capacity_budget
 from scrapy_adaptive.policies import load_wait_policy
 from scrapy_adaptive.policies.allocator import RateAllocator
 from scrapy_adaptive.policies.crawlwide import CrawlWide

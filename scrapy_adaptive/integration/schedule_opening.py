@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from ..config.spec import ConfigError, clause, counted
 from ..frontier.advance import bring_forward
 from ..model import UrlRecord
-from ..ops.console.schedules import FORCED_KEY, forced_counts, stored_entries
+from ..ops.console.schedule_command import FORCED_KEY, forced_counts, stored_entries
 from ..policies.history import url_host
 from ..policies.schedules import OPEN, Schedule, Schedules
 from ..store.base import Batch

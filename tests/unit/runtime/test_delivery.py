@@ -21,8 +21,8 @@ from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive import meta
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Store, Visit
-from scrapy_adaptive.integration.delivery import SINK_CLOSED, SINK_OPENED, Delivery, ticket_of
 from scrapy_adaptive.integration.feedfile import DurableFileFeedStorage, feed_warnings
+from scrapy_adaptive.runtime.delivery import SINK_CLOSED, SINK_OPENED, Delivery, ticket_of
 from scrapy_adaptive.store.base import StoreError
 from scrapy_adaptive.store.leveldb import LevelDBStore
 from tests.unit.frontier.test_frontier import FullDisk
@@ -326,7 +326,7 @@ def test_the_file_feed_storage_is_a_durable_sink(tmp_path: Path) -> None:
 
 
 def test_a_feed_that_cannot_be_written_says_so_once_and_delivery_stops_confirming(tmp_path: Path) -> None:
-    from scrapy_adaptive.integration.sinkfail import SINK_FAILED, SinkError
+    from scrapy_adaptive.runtime.sinkfail import SINK_FAILED, SinkError
 
     signals = SignalManager()
     failures: list[SinkError] = []
@@ -474,8 +474,8 @@ def test_the_visit_middleware_counts_the_items_a_changed_page_yields(tmp_path: P
 
 
 def test_the_crawl_log_counts_the_version_a_changed_visit_found_before_its_confirmation(tmp_path: Path) -> None:
-    from scrapy_adaptive.integration.verdicts import Verdicts
-    from scrapy_adaptive.ops.crawllog import CrawlLog
+    from scrapy_adaptive.runtime.crawllog import CrawlLog
+    from scrapy_adaptive.runtime.verdicts import Verdicts
 
     class Issued:
         def fp_of(self, request: Request) -> bytes:
@@ -522,8 +522,8 @@ def test_a_stored_policy_memory_the_policy_cannot_read_starts_afresh_with_a_verd
     from scrapy.settings import Settings
 
     from scrapy_adaptive.config.settings import AdaptiveConfig
-    from scrapy_adaptive.integration.verdicts import Verdicts
     from scrapy_adaptive.policies import load_wait_policy
+    from scrapy_adaptive.runtime.verdicts import Verdicts
 
     class Issued:
         def fp_of(self, request: Request) -> bytes:

@@ -7,7 +7,7 @@ it at once (its tick brings the matched URLs forward when the window is
 open).  Before one is kept its cost is shown, and it is refused (unless
 forced) when politeness cannot honour it: a host whose matched URLs need
 more fetches a day than its politeness allows at its measured fetch time
-(:func:`~..hosts.crawltime.capacity`), the figures in the refusal.
+(:func:`~...frontier.crawltime.capacity`), the figures in the refusal.
 
 :class:`ScheduleConsole` is the :class:`~.api.FrontierConsole` with the
 ``schedule`` request and the schedules in the report.  No Scrapy import.
@@ -21,7 +21,7 @@ from typing import Any
 
 from ...config.spec import ConfigError, clause, counted, read_seconds
 from ...frontier import Frontier, Politeness
-from ...hosts.crawltime import DEFAULT_FETCH_TIME, capacity
+from ...frontier.crawltime import DEFAULT_FETCH_TIME, capacity
 from ...model import RecordError, UrlRecord
 from ...policies.history import DAY, url_host
 from ...policies.schedules import CLOSED, Schedule, Schedules, check_name

@@ -12,8 +12,8 @@ from scrapy.utils.test import get_crawler
 from scrapy_adaptive import meta
 from scrapy_adaptive.config.settings import AdaptiveConfig
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit
-from scrapy_adaptive.integration.verdicts import Verdicts
 from scrapy_adaptive.policies import load_wait_policy
+from scrapy_adaptive.runtime.verdicts import Verdicts
 
 URL = "http://a.example/logo.png"
 FP = hashlib.sha1(URL.encode()).digest()

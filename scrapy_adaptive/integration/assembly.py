@@ -23,16 +23,20 @@ from ..config.settings import AdaptiveConfig
 from ..config.spec import clause, counted, plural
 from ..frontier import Frontier, Politeness
 from ..frontier.advance import rebound
+from ..frontier.capacity import HostCapacity
 from ..frontier.sharing import Sharing
-from ..hosts.capacity import HostCapacity
-from ..ops.console.api import FrontierConsole, human
-from ..ops.console.schedules import ScheduleConsole, load_stored
-from ..ops.crawllog import CrawlLog
+from ..ops.console.api import FrontierConsole
+from ..ops.console.schedule_command import ScheduleConsole, load_stored
+from ..ops.humanize import human
 from ..ops.pace import CAPACITY, CONFIGURED, PRECISION, Pace
 from ..ops.progress import META_KEY as PROGRESS_KEY
 from ..ops.progress import Progress
 from ..ops.reporting import Reporter
 from ..policies import PolicyStack, persist
+from ..runtime.crawllog import CrawlLog
+from ..runtime.delivery import Delivery
+from ..runtime.issued import IssuedRequests
+from ..runtime.verdicts import Verdicts
 from ..store.base import Store, StoreCorrupt, StoreError
 from ..store.statedir import (
     SHARED_CHECKPOINT_INTERVAL,
@@ -46,10 +50,7 @@ from ..store.statedir import (
     worker_home,
     worker_name,
 )
-from .delivery import Delivery
-from .issued import IssuedRequests
 from .spiderstate import Legacy, SpiderStateFile
-from .verdicts import Verdicts
 
 if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector

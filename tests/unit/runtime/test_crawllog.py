@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from scrapy_adaptive.frontier import ChangeState, Outcome, UrlRecord, Visit
-from scrapy_adaptive.ops.crawllog import CrawlLog, duration_text, format_line
+from scrapy_adaptive.runtime.crawllog import CrawlLog, duration_text, format_line
 
 NOW = 1_795_000_000.25
 

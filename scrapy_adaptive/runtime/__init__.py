@@ -1,0 +1,13 @@
+"""The crawl's runtime: what carries a visit's verdict to the frontier and
+the user's items to durable storage, below the Scrapy adapter.
+
+* :mod:`.verdicts`: a visit's verdict completed and recorded, the one path
+  from the middlewares to the frontier (:class:`~.verdicts.FrontierServices`);
+* :mod:`.delivery`, :mod:`.sinkfail`: versions confirmed once their items
+  are durable, and a sink that cannot write;
+* :mod:`.issued`, :mod:`.request_hints`: the requests out for download, and
+  the change hints they carry;
+* :mod:`.stopgrace`: how long a stop waits for a hung download;
+* :mod:`.wiring`: how a component gets its settings and the frontier;
+* :mod:`.crawllog`: one line per visit.
+"""
