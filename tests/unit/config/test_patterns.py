@@ -38,7 +38,9 @@ def test_a_catastrophic_pattern_gives_up_after_its_bound_and_says_so_once(caplog
     with caplog.at_level(logging.WARNING, logger="scrapy_adaptive.config.patterns"):
         for _ in range(2):
             assert pattern.sub(" ", PAGE, on="http://127.0.0.1/p", fallback="digested exactly") is None
-    assert time.monotonic() - started < 2 * 3 * 0.2  # the regex module may overshoot its bound up to about twice
+    # unbounded, the pattern would run for ages; the bound itself is the regex module's (a loaded machine
+    # overshoots it, so only a hang is caught here)
+    assert time.monotonic() - started < 30
     assert pattern.timeouts == 2
     [warning] = [r.getMessage() for r in caplog.records]
     assert warning.startswith(
@@ -51,7 +53,7 @@ def test_the_issue_s_nested_pattern_runs_in_bounded_time_on_a_long_page() -> Non
     digester = rules.select("http://127.0.0.1/p", "127.0.0.1", "text/html")
     started = time.monotonic()
     digest = digester.digest(page())
-    assert time.monotonic() - started < 3.0
+    assert time.monotonic() - started < 30  # a hang, not a figure: the bound is the regex module's
     assert digest is not None and digest.startswith("exact:")  # the page a pattern gave up on: every byte counts
     assert digester.digest(HtmlResponse("http://127.0.0.1/p", body=b"<p>1</p>aaa")) == digester.digest(
         HtmlResponse("http://127.0.0.1/p", body=b"<p>1</p>aaaa")
