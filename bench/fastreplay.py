@@ -51,7 +51,7 @@ from scrapy_adaptive.policies.base import WaitPolicy
 
 from .replay import DEFAULT_POLICY, MAX_WAIT, best_of, fmt_delay, world_from_docs
 from .sim.lineup import BUDGETED, FITTED_PEERS, HELD_PEERS, POLICIES, LabContext, with_scale
-from .sim.metrics import capture_delay, median_hours
+from .sim.metrics import capture_delay, median_delay
 from .sim.world import HOUR, World
 
 SPLIT_SEED = 20261126
@@ -185,8 +185,8 @@ def simulate(
         records[i] = rec
         heapq.heappush(heap, (now + max(wait, 1.0), seq, i))
         seq += 1
-    median = median_hours(delays)
-    return Run(revisits, captured, math.nan if median is None else median)
+    median = median_delay(delays)
+    return Run(revisits, captured, math.nan if median is None else median / 3_600)
 
 
 def run_once(name: str, world: World, rho: float, knob: float) -> Run:

@@ -17,7 +17,7 @@ first visit, "revisits" all fetches but the first of each URL):
   (the mean, ``capture_delay_h``, and the median,
   ``median_capture_delay_h``: the median time from a version's
   appearance to its capture, the figure printed beside recall in every
-  replay table; :func:`capture_delay` and :func:`median_hours`, shared by
+  replay table; :func:`capture_delay` and :func:`median_delay`, shared by
   the replays);
 * **violations** – two fetches of one host closer than its politeness
   floor (``min_delay`` or its Crawl-delay).
@@ -61,9 +61,14 @@ def capture_delay(changes: Sequence[float], k: int, j: int, now: float) -> float
     return now - changes[j - 1] if j > k else None
 
 
-def median_hours(delays: Sequence[float]) -> float | None:
-    """The median of *delays* (seconds) in hours; None when there is none (no version captured)."""
-    return statistics.median(delays) / 3_600 if delays else None
+def median_delay(delays: Sequence[float]) -> float | None:
+    """The median of capture *delays* (in their unit); None when there is none (no version captured).
+
+    The median, not the mean: a few versions found months late (a quiet
+    document's rare change) would make the mean say little about the
+    typical wait an archive's user sees.
+    """
+    return statistics.median(delays) if delays else None
 
 
 @dataclass
@@ -189,6 +194,7 @@ class Metrics:
         revisits = sum(self.revisits_by_page)
         captured = sum(self.captured_by_page)
         days = w.duration / DAY
+        median = median_delay(self.delays)
         r = RunResult(
             world=w.spec.name,
             urls=len(w.pages),
@@ -203,7 +209,7 @@ class Metrics:
             freshness=1.0 - stale / observed if observed else 1.0,
             mean_age_h=age / observed / 3_600 if observed else 0.0,
             capture_delay_h=sum(self.delays) / captured / 3_600 if captured else 0.0,
-            median_capture_delay_h=median_hours(self.delays),
+            median_capture_delay_h=None if median is None else median / 3_600,
             gigabytes=self.bytes / 1e9,
             revisits_per_day=revisits / days,
             violations=self.violations,
