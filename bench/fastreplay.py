@@ -244,6 +244,7 @@ def equal_fetch(
     exact = a is not b or abs(a.revisits - target) <= tol * target
     out = {
         "recall": captured / changes,
+        "changes": changes,
         "delay_h": _finite(a.delay_h + w * (b.delay_h - a.delay_h)),
         "exact": exact,
         "fetch_ratio": (a.revisits + w * (b.revisits - a.revisits)) / target,
@@ -336,11 +337,31 @@ def source_label(trace: str, half: str) -> str:
     return base if half not in ("A", "B") else f"{base}, half {half}"
 
 
+def pooled(report: dict[str, Any], k: str) -> dict[str, dict]:
+    """Every policy's recall over all the sources at K = *k*: Σ captured ÷ Σ changes (each source at its own
+    equal fetches); exact only if exact in every source.  No delay: medians do not pool."""
+    rows = [r[k] for r in report["sources"].values() if k in r]
+    out: dict[str, dict] = {}
+    for name in report["policies"]:
+        cells = [row[name] for row in rows if name in row and "changes" in row[name]]
+        if len(cells) != len(rows) or not cells:
+            continue
+        changes = sum(c["changes"] for c in cells)
+        out[name] = {
+            "recall": sum(c["recall"] * c["changes"] for c in cells) / changes,
+            "exact": all(c["exact"] for c in cells),
+        }
+    return out
+
+
 def tables(report: dict[str, Any]) -> str:
     """The Markdown tables: the default against the best held and the best fitted peer, then every policy.
 
     Each cell is recall at equal fetches and, after "·", the median capture
-    delay; ÷ is the default's recall over the peer's.
+    delay; ÷ is the default's recall over the peer's.  The best peer is the
+    best of those that reached the fetch count; where none did, the best of
+    the others, marked "(i, x×)", x its revisits ÷ the target's.  The last rows
+    pool the sources (:func:`pooled`).
     """
     default, held, fitted = report["default"], report["held"], report["fitted"]
     names = [default] + [p for p in held + fitted if p in report["policies"] and p != default]
@@ -351,8 +372,13 @@ def tables(report: dict[str, Any]) -> str:
         if name is None or name not in row:
             return "–"
         c = row[name]
-        mark = "" if c["exact"] else " (i)"
-        return f"{c['recall']:.3f} · {fmt_delay(c['delay_h'])}{mark}"
+        ratio = f", {c['fetch_ratio']:.2f}×" if "fetch_ratio" in c else ""
+        mark = "" if c["exact"] else f" (i{ratio})"
+        delay = f" · {fmt_delay(c['delay_h'])}" if "delay_h" in c else ""
+        return f"{c['recall']:.3f}{delay}{mark}"
+
+    def best(row: dict[str, dict], peers: list[str]) -> str | None:
+        return best_of(row, peers) or max((p for p in peers if p in row), key=lambda p: row[p]["recall"], default=None)
 
     def ratio(row: dict[str, dict], peer: str | None) -> str:
         if peer is None or default not in row or not row[peer]["recall"]:
@@ -360,19 +386,21 @@ def tables(report: dict[str, Any]) -> str:
         x = row[default]["recall"] / row[peer]["recall"]
         return f"**{x:.2f}**" if x >= 1.0 else f"{x:.2f}"
 
+    factors = list(next(iter(report["sources"].values())))
+    sections = [*report["sources"].items(), ("pooled", {k: pooled(report, k) for k in factors})]
     out = [
         f"| source | K | default ({default}) | best peer held to the budget | ÷ | best peer, fitted | ÷ |",
         "|---|---|---|---|---|---|---|",
     ]
-    for source, rows in report["sources"].items():
+    for source, rows in sections:
         for n, (k, row) in enumerate(rows.items()):
-            bh, bf = best_of(row, held), best_of(row, fitted)
+            bh, bf = best(row, held), best(row, fitted)
             out.append(
                 f"| {source if n == 0 else ''} | {k}× | {show(row, default)} | "
                 f"{show(row, bh)} ({bh or '–'}) | {ratio(row, bh)} | {show(row, bf)} ({bf or '–'}) | {ratio(row, bf)} |"
             )
     out += ["", "| source | K | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
-    for source, rows in report["sources"].items():
+    for source, rows in sections:
         for n, (k, row) in enumerate(rows.items()):
             out.append(f"| {source if n == 0 else ''} | {k}× | " + " | ".join(show(row, p) for p in names) + " |")
     return "\n".join(out)
