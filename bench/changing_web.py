@@ -25,7 +25,10 @@ Why it is built this way (docs/changing-web.md has the whole design):
 * **Scores from the server and the items**: a version is *captured* when
   the crawler's items hold its id (read from the received bytes) and the
   server's log shows it was served to that crawler in the window; recall =
-  captured ÷ versions live in the window; precision = fetches that brought
+  captured ÷ versions live in the window; beside it the median capture
+  delay (seconds from a version's appearance to the request that captured
+  it, over the versions born in the window: one live at its start was
+  never seen to appear); precision = fetches that brought
   a version not held before ÷ fetches; requests, body bytes and politeness
   (two requests to one host at once, or arrivals closer than the delay)
   from the server's access log; all per class too.
@@ -63,6 +66,7 @@ from bench.e2e_bench import _env
 from bench.replay import hindsight_optimum
 from bench.sim import world as simworld
 from bench.sim.intensity import CONSTANT
+from bench.sim.metrics import median_delay
 from bench.sim.svg import line_chart
 from testsite.process import REPO_ROOT, SiteProcess
 
@@ -262,6 +266,9 @@ def score(
         captured: set[tuple[int, int]] = set()
         per: dict[str, defaultdict[str, float]] = {k: defaultdict(float) for k in KINDS}
         fetched: set[int] = set()
+        # seconds from a version's appearance to its capture, for the versions born in the window
+        delays: list[float] = []
+        delays_of: dict[str, list[float]] = {k: [] for k in KINDS}
         first_pass_done: float | None = None
         revisit_times: list[float] = []
         for r in rows:
@@ -281,6 +288,9 @@ def score(
             if r[5] == 200 and key in received and key in born and key not in captured:
                 captured.add(key)
                 k["new"] += 1
+                if key[1] != live[u.index].start:  # born in the window: its appearance was there to see
+                    delays.append(r[0] - origin - u.started(key[1]))
+                    delays_of[u.kind].append(delays[-1])
         fetches = sum(k["fetches"] for k in per.values())
         n = len(world.urls)
         best = hindsight_optimum(sim, fetches - n, min_interval=delay) if fetches >= n else None
@@ -299,6 +309,7 @@ def score(
                 "versions": existed[kind],
                 "captured": int(k["new"]),
                 "recall": k["new"] / existed[kind] if existed[kind] else None,
+                "median_capture_delay_s": median_delay(delays_of[kind]),
                 "fetches": int(k["fetches"]),
                 "precision": k["new"] / k["fetches"] if k["fetches"] else None,
                 "not_modified": int(k["not_modified"]),
@@ -316,6 +327,7 @@ def score(
             "versions": total,
             "captured": len(captured),
             "recall": len(captured) / total,
+            "median_capture_delay_s": median_delay(delays),
             "precision": len(captured) / fetches if fetches else 0.0,
             "requests": len(rows),
             "fetches": int(fetches),
@@ -427,11 +439,15 @@ def _f2(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
+def _f1(value: float | None, unit: str = "") -> str:
+    return "-" if value is None else f"{value:.1f}{unit}"
+
+
 def _class_table(res: dict[str, Any], cell: Callable[[dict[str, Any]], str]) -> list[str]:
     """One row per page class, one column per crawler."""
-    lines = [f"{'class':<9}" + "".join(f"{name:>28}" for name in res)]
+    lines = [f"{'class':<9}" + "".join(f"{name:>34}" for name in res)]
     for kind in KINDS:
-        lines.append(f"{kind:<9}" + "".join(cell(r["by_kind"][kind]).rjust(28) for r in res.values()))
+        lines.append(f"{kind:<9}" + "".join(cell(r["by_kind"][kind]).rjust(34) for r in res.values()))
     return lines
 
 
@@ -447,13 +463,15 @@ def report(result: dict[str, Any]) -> str:
         + "/".join(f"{x:.2f}" for x in result["loadavg_end"])
         + f" on {os.cpu_count()} CPUs",
         "",
-        f"{'crawler':<15}{'recall':>8}{'optimum':>9}{'of opt':>8}{'precision':>10}{'requests':>10}{'304s':>6}"
+        f"{'crawler':<15}{'recall':>8}{'delay s':>8}{'optimum':>9}{'of opt':>8}{'precision':>10}{'requests':>10}"
+        f"{'304s':>6}"
         f"{'body MB':>9}{'req/s':>7}{'impolite':>9}{'min gap':>8}{'runs':>6}",
     ]
     for name, r in res.items():
         n304 = sum(k["not_modified"] for k in r["by_kind"].values())
         lines.append(
-            f"{name:<15}{r['recall']:>8.3f}{r['optimum']:>9.3f}{r['of_optimum'] or 0:>8.3f}{r['precision']:>10.3f}"
+            f"{name:<15}{r['recall']:>8.3f}{_f1(r.get('median_capture_delay_s')):>8}{r['optimum']:>9.3f}"
+            f"{r['of_optimum'] or 0:>8.3f}{r['precision']:>10.3f}"
             f"{r['requests']:>10}{n304:>6}{r['body_bytes'] / 1e6:>9.1f}{r['requests'] / p['seconds']:>7.2f}"
             f"{r['politeness']['violations']:>9}{r['politeness']['min_gap_s'] or 0:>8.2f}{r['runs']:>6}"
         )
@@ -465,8 +483,9 @@ def report(result: dict[str, Any]) -> str:
         "consistency: items whose version the server never served to that crawler: "
         + ", ".join(f"{name} {r['items_not_served']}" for name, r in res.items())
     )
-    lines += ["", "by class: captured/versions (recall), fetches, precision"]
-    lines += _class_table(res, lambda k: f"{k['captured']}/{k['versions']} ({_f2(k['recall'])}) {k['fetches']} "
+    lines += ["", "by class: captured/versions (recall), median capture delay s, fetches, precision"]
+    lines += _class_table(res, lambda k: f"{k['captured']}/{k['versions']} ({_f2(k['recall'])}) "
+                          f"{_f1(k.get('median_capture_delay_s'), 's')} {k['fetches']} "
                           f"{_f2(k['precision'])}")  # fmt: skip
     lines += ["", "where the revisits went: the crawler's (recall) against the hindsight optimum's at its fetches"]
     lines += _class_table(res, lambda k: f"{k['revisits']} ({_f2(k['recall'])}) / {k['optimum_revisits']:.0f} "

@@ -332,20 +332,8 @@ register("union-free", _union_free)
 register("union-free-min", lambda ctx: _union_free(ctx, from_floor=True))
 
 
-# -- the peers' rules held to the budget as the product holds StormCrawler's -------------------
-from .peers.paced import PacedRule as _Paced
-from .sim.lineup import POLICIES as _POLICIES
-
-
-def _paced(peer: str):
-    def make(ctx: LabContext):
-        return _Paced(_POLICIES[peer](ctx), _BudgetPace(ctx.budget), minimum=ctx.min_wait, maximum=ctx.max_wait)
-
-    return make
-
-
-for _peer in ("heritrix", "nutch", "stormcrawler"):
-    register(f"paced-{_peer}", _paced(_peer), budgeted=True)
+# (the peers' rules held to the budget, paced-heritrix, paced-nutch, paced-stormcrawler, are in
+# the line-up itself: bench.sim.lineup.HELD_PEERS)
 
 
 # -- the snap-back plan only right after a change (lab, 2026-11-26) -------------------------------

@@ -41,7 +41,7 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +49,7 @@ from scrapy_adaptive.policies.base import WaitPolicy
 
 from .sim.engine import RunConfig, simulate
 from .sim.intensity import CONSTANT
-from .sim.lineup import BUDGETED, POLICIES, LabContext, with_scale
+from .sim.lineup import BUDGETED, FITTED_PEERS, HELD_PEERS, POLICIES, LabContext, with_scale
 from .sim.metrics import RunResult
 from .sim.world import DAY, HOUR, Host, Page, World, WorldSpec
 from .traces.stats import read_trace
@@ -75,6 +75,8 @@ REPLAY_POLICIES = [
     "proportional",
     "burst",
     "snapback",
+    "paced-heritrix",
+    "paced-nutch",
     "union",
     "oracle-rate",
 ]
@@ -294,8 +296,11 @@ def equal_fetch_run(
 
     captured = mix(a.captured, b.captured)
     revisits = target if a is not b else a.revisits
+    delays = (a.median_capture_delay_h, b.median_capture_delay_h)
     return {
         "recall": captured / a.changes if a.changes else 1.0,
+        # the median capture delay at the target, interpolated as the captures are
+        "delay_h": None if None in delays else mix(*delays),
         "precision": captured / revisits if revisits else 0.0,
         "captured": captured,
         "revisits": revisits,
@@ -347,6 +352,7 @@ def replay(
         ref = best if run["exact"] else hindsight_optimum(world, run["revisits"])
         report["policies"][name] = {
             "recall": run["recall"],
+            "median_capture_delay_h": run["delay_h"],
             "precision": run["precision"],
             "efficiency": run["recall"] / ref.recall if ref.recall else 0.0,
             "fetches": run["revisits"] + docs,
@@ -357,18 +363,40 @@ def replay(
     return report
 
 
+def fmt_delay(hours: float | None) -> str:
+    """A median capture delay for a table: hours below two days, days above."""
+    if hours is None:
+        return "–"
+    return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} d"
+
+
+def best_of(row: dict[str, dict[str, Any]], peers: Sequence[str]) -> str | None:
+    """The peer of *peers* with the highest recall among those that reached the fetch count
+    (a rule whose knob could not reach it bought its recall with other fetches)."""
+    eligible = [p for p in peers if p in row and row[p]["exact"]]
+    return max(eligible, key=lambda p: row[p]["recall"]) if eligible else None
+
+
 def format_report(report: dict[str, Any]) -> str:
     lines = [
         f"trace {report['trace']}: {report['documents']} documents, {report['versions']} versions; "
         f"budget {report['budget_factor']}× = {report['fetches']:.0f} fetches; "
         f"hindsight periodic optimum recall {report['hindsight']['recall']:.3f}",
-        f"{'policy':<14} {'recall':>7} {'prec':>7} {'eff':>7} {'fetches':>9}",
+        f"{'policy':<16} {'recall':>7} {'delay':>8} {'prec':>7} {'eff':>7} {'fetches':>9}   "
+        "(delay: median time from a version's appearance to its capture)",
     ]
-    for name, r in report["policies"].items():
+    rows = report["policies"]
+    for name, r in rows.items():
         flag = "" if r["exact"] else "  (budget not reachable: efficiency at its own fetch count)"
         lines.append(
-            f"{name:<14} {r['recall']:>7.3f} {r['precision']:>7.3f} {r['efficiency']:>7.1%} {r['fetches']:>9.0f}{flag}"
+            f"{name:<16} {r['recall']:>7.3f} {fmt_delay(r.get('median_capture_delay_h')):>8} {r['precision']:>7.3f} "
+            f"{r['efficiency']:>7.1%} {r['fetches']:>9.0f}{flag}"
         )
+    default = rows.get(report["default_policy"])
+    for kind, peers in (("held to the budget", HELD_PEERS), ("fitted with hindsight", FITTED_PEERS)):
+        best = best_of(rows, peers)
+        if default is not None and best is not None and rows[best]["recall"] > 0:
+            lines.append(f"default ÷ best peer {kind} ({best}): {default['recall'] / rows[best]['recall']:.3f}")
     return "\n".join(lines)
 
 
@@ -377,7 +405,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trace", required=True, help="JSON-lines trace file")
     parser.add_argument("--budget-factor", type=float, default=1.0, help="fetches = K × versions (default 1)")
     parser.add_argument("--json", help="write the report here")
-    parser.add_argument("--policies", help="comma-separated subset of: " + ", ".join(REPLAY_POLICIES))
+    parser.add_argument(
+        "--policies",
+        help="comma-separated subset of: "
+        + ", ".join(REPLAY_POLICIES)
+        + " (held to the budget: "
+        + ", ".join(HELD_PEERS)
+        + "; fitted with hindsight: "
+        + ", ".join(FITTED_PEERS)
+        + ")",
+    )
     parser.add_argument(
         "--default", default=DEFAULT_POLICY, help=f"the default policy, always run (default {DEFAULT_POLICY})"
     )

@@ -8,15 +8,18 @@ real change histories; this runs each source of the committed corpus
 (``bench/traces/*.jsonl.gz``, see ``bench/traces/SOURCES.md``) and the
 held-out corpus' dev half (``--dev``, referenced by path, never copied) at
 each budget factor K, for the peers' rules (uniform, Heritrix, Nutch,
-StormCrawler and Umbrich's fix, dyn, window, state1, state2), the default
+StormCrawler and Umbrich's fix, dyn, window, state1, state2, fitted with
+hindsight; and held to the budget: snapback, paced-heritrix, paced-nutch), the default
 (``--default``, ``union`` today) and the hindsight periodic optimum, all
 exactly as :mod:`bench.replay` defines them: F = K × versions fetches, each
 policy's knob searched until its realised fetches are within 1 % of F and
 the figures interpolated to exactly F.
 
 **Per source** the table gives, at each K, every policy's recall (changes
-captured ÷ changes) at equal fetches, the optimum's, the default's recall
-÷ the best peer's, and the best peer's name.  A rule whose knob cannot
+captured ÷ changes) at equal fetches and its median capture delay (a
+version's appearance to its capture), the optimum's recall, the default's
+recall ÷ the best peer's held to the budget and ÷ the best fitted peer's,
+and those peers' names.  A rule whose knob cannot
 bring it to F (multiplicative rules plateau) is marked ``*`` with its
 realised fetches ÷ F in the notes; it is not eligible as the best peer,
 since its recall was bought with a different number of fetches.
@@ -61,14 +64,16 @@ from multiprocessing import get_context
 from typing import Any
 
 from .replay import (
+    best_of,
     doc_time,
     equal_fetch_run,
+    fmt_delay,
     hindsight_optimum,
     versions_in,
     world_from_docs,
 )
 from .sim.engine import RunConfig
-from .sim.lineup import BUDGETED, POLICIES
+from .sim.lineup import BUDGETED, FITTED_PEERS, HELD_PEERS, POLICIES
 from .sim.world import World
 from .traces.stats import read_trace
 
@@ -77,8 +82,8 @@ TRACES = os.path.join(HERE, "traces")
 #: the shared development half of the Open Terms Archive histories, beside the checkout
 DEV_TRACE = os.path.join(os.path.dirname(os.path.dirname(HERE)), "shared", "traces", "opentermsarchive-dev.jsonl")
 DEFAULT = "union"
-#: the peers' rules: what the default must beat
-PEERS = ["uniform", "heritrix", "nutch", "stormcrawler", "fix", "dyn", "window", "state1", "state2"]
+#: the peers: their rules fitted with hindsight (the reference) and held to the budget (the floor)
+PEERS = ["uniform", *FITTED_PEERS, *HELD_PEERS]
 HINDSIGHT = "optimum"
 
 
@@ -163,6 +168,7 @@ def run_cell(task: tuple[str, str, str, tuple[float, ...], int, int, int, bool])
         knob, previous = run["knob"], factor
         cell = {
             "recall": run["recall"],
+            "delay_h": run["delay_h"],
             "captured": run["captured"],
             "changes": changes,
             "fetches": run["revisits"] + len(world.pages),
@@ -220,6 +226,8 @@ def summarise(row: dict[str, Any], default: str, peers: list[str]) -> dict[str, 
     best = max(exact, key=lambda p: exact[p]) if exact else None
     d = row.get(default)
     ratio = d["recall"] / exact[best] if d and best and exact[best] > 0 else None
+    held = best_of(row, [p for p in peers if p in HELD_PEERS])
+    fitted = best_of(row, [p for p in peers if p in FITTED_PEERS])
     eff = {p: row[p]["efficiency"] for p in peers if p in row and "efficiency" in row[p]}
     best_eff = max(eff, key=lambda p: eff[p]) if eff else None
     eff_ratio = d["efficiency"] / eff[best_eff] if d and "efficiency" in d and best_eff and eff[best_eff] > 0 else None
@@ -227,6 +235,12 @@ def summarise(row: dict[str, Any], default: str, peers: list[str]) -> dict[str, 
         "best_peer": best,
         "best_peer_recall": exact.get(best) if best else None,
         "default_over_best": ratio,
+        "best_held": held,
+        "default_over_best_held": d["recall"] / row[held]["recall"] if d and held and row[held]["recall"] else None,
+        "best_fitted": fitted,
+        "default_over_best_fitted": (
+            d["recall"] / row[fitted]["recall"] if d and fitted and row[fitted]["recall"] else None
+        ),
         "best_peer_by_efficiency": best_eff,
         "default_over_best_efficiency": eff_ratio,
     }
@@ -331,10 +345,10 @@ def _fmt_row(label: str, row: dict[str, Any], names: list[str]) -> tuple[str, li
     for name in names:
         cell = row.get(name)
         if cell is None:
-            cols.append(f"{'-':>7}")
+            cols.append(f"{'-':>15}")
             continue
         mark = "" if cell["exact"] else "*"
-        cols.append(f"{cell['recall']:>6.3f}{mark or ' '}")
+        cols.append(f"{cell['recall']:>6.3f}{mark or ' '}{fmt_delay(cell.get('delay_h')):>8}")
         if not cell["exact"] and "fetch_ratio" in cell:
             notes.append(
                 f"{name} at {label}: fetches {cell['fetch_ratio']:.2f}× F, knob {cell['knob']:.3g}"
@@ -346,7 +360,8 @@ def _fmt_row(label: str, row: dict[str, Any], names: list[str]) -> tuple[str, li
     def ratio(x: float | None) -> str:
         return f"{x:>6.3f}" if x is not None else f"{'n/a':>6}"
 
-    cols.append(f"{ratio(summary['default_over_best'])} {summary['best_peer'] or '-':<12}")
+    cols.append(f"{ratio(summary.get('default_over_best_held'))} {summary.get('best_held') or '-':<14}")
+    cols.append(f"{ratio(summary.get('default_over_best_fitted'))} {summary.get('best_fitted') or '-':<12}")
     cols.append(f"{ratio(summary['default_over_best_efficiency'])} {summary['best_peer_by_efficiency'] or '-'}")
     return f"{label:<5}" + " ".join(cols), notes
 
@@ -356,13 +371,15 @@ def format_report(report: dict[str, Any]) -> str:
     names = [default] + [p for p in report["peers"] if p != default] + [HINDSIGHT]
     header = (
         f"{'K':<5}"
-        + " ".join(f"{n[:7]:>7}" for n in names)
-        + f" {'d/bp':>6} {'best peer':<12} {'eff d/b':>6} best by eff"
+        + " ".join(f"{n[:15]:>15}" for n in names)
+        + f" {'d/held':>6} {'best held':<14} {'d/fit':>6} {'best fitted':<12} {'eff d/b':>6} best by eff"
     )
     lines = [
-        f"recall at equal fetches (F = K × versions); default {default}; * = the knob could not bring the rule "
-        "to F (its recall is at its own fetches, see the notes)",
-        f"d/bp = {default}'s recall ÷ the best peer's among those at F; eff d/b = {default}'s efficiency ÷ the best "
+        f"recall at equal fetches (F = K × versions), then the median capture delay (a version's appearance to "
+        f"its capture); default {default}; * = the knob could not bring the rule to F (its recall is at its own "
+        "fetches, see the notes)",
+        f"d/held, d/fit = {default}'s recall ÷ the best peer's held to the budget ({', '.join(HELD_PEERS)}), fitted "
+        f"with hindsight ({', '.join(FITTED_PEERS)}), among those at F; eff d/b = {default}'s efficiency ÷ the best "
         "peer's, efficiency = recall ÷ the hindsight optimum's at the same fetches (every peer eligible)",
     ]
     notes: list[str] = []
@@ -388,22 +405,30 @@ def format_report(report: dict[str, Any]) -> str:
 
 
 def format_markdown(report: dict[str, Any]) -> str:
-    """The tables as Markdown, for docs/lab: recall per policy, the optimum, the two default-versus-peer ratios."""
+    """The tables as Markdown, for docs/lab: recall · median capture delay per policy, the optimum's recall,
+    the default ÷ the best held and the best fitted peer, and the efficiency ratio."""
     default = report["default_policy"]
     names = [default] + [p for p in report["peers"] if p != default] + [HINDSIGHT]
-    head = "| K | " + " | ".join(names) + " | d/bp | best peer | eff d/b | best by eff |"
-    rule = "|" + "---|" * (len(names) + 5)
+    head = "| K | " + " | ".join(names) + " | d/held | best held | d/fit | best fitted | eff d/b | best by eff |"
+    rule = "|" + "---|" * (len(names) + 7)
+
+    def num(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:.3f}"
 
     def row(label: str, r: dict[str, Any]) -> str:
         cols = []
         for n in names:
             c = r.get(n)
-            cols.append("–" if c is None else f"{c['recall']:.3f}{'' if c['exact'] else '*'}")
+            delay = "" if c is None or c.get("delay_h") is None else f" · {fmt_delay(c['delay_h'])}"
+            cols.append("–" if c is None else f"{c['recall']:.3f}{'' if c['exact'] else '*'}{delay}")
         s = r["_summary"]
-        ratio = "n/a" if s["default_over_best"] is None else f"{s['default_over_best']:.3f}"
-        eff = "n/a" if s["default_over_best_efficiency"] is None else f"{s['default_over_best_efficiency']:.3f}"
-        best, best_eff = s["best_peer"] or "–", s["best_peer_by_efficiency"] or "–"
-        return f"| {label} | " + " | ".join(cols) + f" | {ratio} | {best} | {eff} | {best_eff} |"
+        return (
+            f"| {label} | "
+            + " | ".join(cols)
+            + f" | {num(s.get('default_over_best_held'))} | {s.get('best_held') or '–'}"
+            + f" | {num(s.get('default_over_best_fitted'))} | {s.get('best_fitted') or '–'}"
+            + f" | {num(s['default_over_best_efficiency'])} | {s['best_peer_by_efficiency'] or '–'} |"
+        )
 
     out: list[str] = []
     for name, src in report["sources"].items():

@@ -131,6 +131,7 @@ def run_policy(
 COLUMNS = [
     ("policy", "name", "{:<14}"),
     ("recall", "recall", "{:>6.3f}"),
+    ("med_dl_h", "median_capture_delay_h", "{:>8.1f}"),
     ("prec", "precision", "{:>6.3f}"),
     ("opt", "optimum", "{:>6.3f}"),
     ("eff", "efficiency", "{:>6.1%}"),

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench.peers.nutch import NutchWaitPolicy
+from bench.peers.paced import PacedRule
 from bench.peers.stormcrawler import StormCrawlerWaitPolicy
 from bench.peers.umbrich import DynWaitPolicy, FixWaitPolicy, State1WaitPolicy, State2WaitPolicy, WindowWaitPolicy
 from scrapy_adaptive.model import Visit
@@ -214,6 +215,16 @@ def _union(ctx: LabContext) -> WaitPolicy:
     return UnionWaitPolicy(_burst(ctx), _snapback(ctx))  # type: ignore[arg-type]
 
 
+def _paced(peer: str) -> Callable[[LabContext], WaitPolicy]:
+    """*peer*'s rule held to the run's budget as the snap-back policy holds StormCrawler's."""
+
+    def make(ctx: LabContext) -> WaitPolicy:
+        rule = POLICIES[peer](replace(ctx, time_scale=1.0))
+        return PacedRule(rule, BudgetPace(ctx.budget), minimum=ctx.min_wait, maximum=ctx.max_wait)
+
+    return make
+
+
 def _prior_oracle(ctx: LabContext) -> WaitPolicy:
     """Proportional allocation told the population's true rate distribution.
 
@@ -251,6 +262,9 @@ POLICIES: dict[str, Callable[[LabContext], WaitPolicy]] = {
     "proportional": _proportional,
     "burst": _burst,
     "snapback": _snapback,
+    "paced-heritrix": _paced("heritrix"),
+    "paced-nutch": _paced("nutch"),
+    "paced-stormcrawler": _paced("stormcrawler"),
     "union": _union,
     "prior-oracle": _prior_oracle,
     "oracle-rate": _oracle_rate,
@@ -258,7 +272,29 @@ POLICIES: dict[str, Callable[[LabContext], WaitPolicy]] = {
 }
 
 #: policies that honour the budget themselves (no calibration needed)
-BUDGETED = {"uniform", "proportional", "burst", "snapback", "union", "prior-oracle", "oracle-rate", "oracle-hazard"}
+BUDGETED = {
+    "uniform",
+    "proportional",
+    "burst",
+    "snapback",
+    "paced-heritrix",
+    "paced-nutch",
+    "paced-stormcrawler",
+    "union",
+    "prior-oracle",
+    "oracle-rate",
+    "oracle-hazard",
+}
+
+#: the peers held to the budget, the floor the default must clear (issue 37): each
+#: peer's rule made budget-aware the way the default holds StormCrawler's
+#: (``snapback`` is :class:`SnapBackWaitPolicy`; Heritrix's and Nutch's rules in
+#: normalised time, one crawl-wide scale from the budget) -- the peer a crawler
+#: given a daily budget can actually run
+HELD_PEERS = ("snapback", "paced-heritrix", "paced-nutch")
+#: the peers' rules fitted with hindsight: one time scale over the whole history,
+#: searched to spend the budget (the reference to approach, not a floor)
+FITTED_PEERS = ("stormcrawler", "heritrix", "nutch", "fix", "dyn", "window", "state1", "state2")
 
 
 def register(name: str, factory: Callable[[LabContext], WaitPolicy], *, budgeted: bool = False) -> None:

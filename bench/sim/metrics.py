@@ -13,7 +13,12 @@ first visit, "revisits" all fetches but the first of each URL):
   and periodic visits);
 * **freshness** – share of time the archived copy equalled the live page;
   **mean age** – time-average of (now − first uncaptured change), zero
-  while fresh; **capture delay** – captured version's age when fetched;
+  while fresh; **capture delay** – captured version's age when fetched
+  (the mean, ``capture_delay_h``, and the median,
+  ``median_capture_delay_h``: the median time from a version's
+  appearance to its capture, the figure printed beside recall in every
+  replay table; :func:`capture_delay` and :func:`median_delay`, shared by
+  the replays);
 * **violations** – two fetches of one host closer than its politeness
   floor (``min_delay`` or its Crawl-delay).
 
@@ -24,7 +29,9 @@ reported (``first_visits``) but left out of precision and efficiency.
 from __future__ import annotations
 
 import math
+import statistics
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -39,6 +46,29 @@ def optimum_recall(changes: float, revisits: float) -> float:
         return 0.0
     x = changes / revisits
     return -math.expm1(-x) / x
+
+
+def capture_delay(changes: Sequence[float], k: int, j: int, now: float) -> float | None:
+    """Seconds from the appearance of the version a fetch at *now* captures to *now*; None: nothing captured.
+
+    ``changes[k:j]`` are a page's changes since its previous visit (``j``
+    from ``bisect_right(changes, now)``).  The fetch captures the version
+    live at *now*, the one the last of them made; the earlier ones were
+    overwritten unseen and count against recall, not here.  The one
+    definition of the replays (:mod:`bench.replay`, :mod:`bench.fastreplay`)
+    and the simulator, so their delays mean the same thing.
+    """
+    return now - changes[j - 1] if j > k else None
+
+
+def median_delay(delays: Sequence[float]) -> float | None:
+    """The median of capture *delays* (in their unit); None when there is none (no version captured).
+
+    The median, not the mean: a few versions found months late (a quiet
+    document's rare change) would make the mean say little about the
+    typical wait an archive's user sees.
+    """
+    return statistics.median(delays) if delays else None
 
 
 @dataclass
@@ -59,6 +89,8 @@ class RunResult:
     freshness: float = 0.0
     mean_age_h: float = 0.0
     capture_delay_h: float = 0.0
+    #: the median time from a captured version's appearance to its capture (None: nothing captured)
+    median_capture_delay_h: float | None = None
     gigabytes: float = 0.0
     revisits_per_day: float = 0.0
     budget_per_day: float | None = None
@@ -95,7 +127,7 @@ class Metrics:
         self.captured_by_page = [0] * n
         self.stale = 0.0
         self.age = 0.0
-        self.delay = 0.0
+        self.delays: list[float] = []
         self.bytes = 0
         bins = int(math.ceil(world.duration / self.bin))
         self.bin_revisits = [0] * bins
@@ -122,13 +154,14 @@ class Metrics:
         i = page.index
         self.revisits_by_page[i] += 1
         self.bin_revisits[self._bin(now)] += 1
-        if j > k:
+        delay = capture_delay(changes, k, j, now)
+        if delay is not None:
             self.captured_by_page[i] += 1
             self.bin_captured[self._bin(now)] += 1
             first = changes[k]
             self.stale += now - first
             self.age += (now - first) ** 2 / 2
-            self.delay += now - changes[j - 1]
+            self.delays.append(delay)
 
     def finish(self, ptr: list[int], seen: list[bool]) -> RunResult:
         w = self.world
@@ -161,6 +194,7 @@ class Metrics:
         revisits = sum(self.revisits_by_page)
         captured = sum(self.captured_by_page)
         days = w.duration / DAY
+        median = median_delay(self.delays)
         r = RunResult(
             world=w.spec.name,
             urls=len(w.pages),
@@ -174,7 +208,8 @@ class Metrics:
             optimum=optimum_recall(total_changes, revisits),
             freshness=1.0 - stale / observed if observed else 1.0,
             mean_age_h=age / observed / 3_600 if observed else 0.0,
-            capture_delay_h=self.delay / captured / 3_600 if captured else 0.0,
+            capture_delay_h=sum(self.delays) / captured / 3_600 if captured else 0.0,
+            median_capture_delay_h=None if median is None else median / 3_600,
             gigabytes=self.bytes / 1e9,
             revisits_per_day=revisits / days,
             violations=self.violations,

@@ -85,23 +85,30 @@ def test_corpus_replay_reports_every_cell_at_equal_fetches(tmp_path: Path) -> No
     out = tmp_path / "report.json"
     code = replay_corpus.main(
         [
-            "--sources", "endoflife-releases", "--dev", "", "--peers", "uniform", "--factors", "1,2",
+            "--sources", "endoflife-releases", "--dev", "", "--peers", "uniform,snapback", "--factors", "1,2",
             "--max-docs", "4", "--max-versions", "80", "--json", str(out),
         ]
     )  # fmt: skip
     assert code == 0
     report = json.loads(out.read_text())
-    assert report["default_policy"] == "union" and report["peers"] == ["uniform"]
+    assert report["default_policy"] == "union" and report["peers"] == ["uniform", "snapback"]
     source = report["sources"]["endoflife-releases"]
     assert source["docs"] <= 4
     for factor in ("1", "2"):
         row = source["factors"][factor]
-        for name in ("union", "uniform", "optimum"):
+        for name in ("union", "uniform", "snapback", "optimum"):
             assert 0.0 <= row[name]["recall"] <= 1.0
         fetches = int(factor) * source["versions"]
-        for name in ("union", "uniform"):
+        for name in ("union", "uniform", "snapback"):
             assert row[name]["exact"]
             assert abs(row[name]["fetches"] - fetches) <= 0.01 * fetches + 1
-        assert row["_summary"]["best_peer"] == "uniform"
+            assert row[name]["delay_h"] is not None and row[name]["delay_h"] >= 0
+        summary = row["_summary"]
+        assert summary["best_peer"] in ("uniform", "snapback")
+        # the floor: the held peer (snapback); uniform is neither held nor fitted, and no fitted peer ran
+        assert summary["best_held"] == "snapback" and summary["best_fitted"] is None
+        assert summary["default_over_best_held"] == pytest.approx(row["union"]["recall"] / row["snapback"]["recall"])
         pooled = report["pooled"][factor]["micro"]
         assert pooled["union"]["recall"] == pytest.approx(row["union"]["recall"])
+    table = replay_corpus.format_markdown(replay_corpus.summarise_report(report))
+    assert "| d/held | best held | d/fit | best fitted |" in table and " · " in table

@@ -133,3 +133,22 @@ def test_the_oneline_crawler_sets_the_add_on_and_the_minimum_wait_only(tmp_path:
     assert changing_web.code_dir("adaptive-oneline", args) == changing_web.REPO_ROOT
     with pytest.raises(SystemExit):
         changing_web.code_dir("adaptive-oneline@other", args)
+
+
+def test_score_gives_the_median_delay_from_a_version_s_appearance_to_its_capture(world: World) -> None:
+    """Versions born in the window count (1 s and 3 s here: median 2 s); the one live at its start does not."""
+    origin, window = 1000.0, (1000.0, 1060.0)
+    url = next(u for u in world.urls if u.kind == "poisson" and len(u.changes) > 1 and u.changes[1] < 50)
+    host = copy_addresses(1, world.hosts)[0][url.host]
+    t1, t2 = origin + url.changes[0] + 1, origin + url.changes[1] + 3
+    log = [
+        [origin + 5, origin + 5.1, 0, url.host, url.index, 200, 100, 0],  # live at the start: no delay counted
+        [t1, t1 + 0.1, 0, url.host, url.index, 200, 100, 1],
+        [t2, t2 + 0.1, 0, url.host, url.index, 200, 100, 2],
+    ]
+    items = [{"url": f"http://{host}:8080{url.path}", "version": v} for v in (0, 1, 2)]
+    r = score(world, origin, window, log, {0: items}, {0: copy_addresses(1, world.hosts)[0]}, 1.0, 3)[0]
+    assert r["captured"] == 3
+    assert r["median_capture_delay_s"] == pytest.approx(2.0)
+    assert r["by_kind"]["poisson"]["median_capture_delay_s"] == pytest.approx(2.0)
+    assert r["by_kind"]["static"]["median_capture_delay_s"] is None

@@ -130,3 +130,66 @@ def test_replay_cli_writes_the_schema(tmp_path: Path, capsys: pytest.CaptureFixt
         assert 0 <= r["recall"] <= 1 and 0 <= r["precision"] <= 1
         assert math.isfinite(r["efficiency"])
     assert "recall" in capsys.readouterr().out
+
+
+def test_median_capture_delay_of_a_hand_made_trace(tmp_path: Path) -> None:
+    """Two documents visited every 24 h; each revisit captures the version live then:
+    A: 14 h (10 h version at 24 h), 22 h (the 26 h version at 48 h; 25 h overwritten, 70 h never fetched);
+    B: 23 h (1 h at 24 h), 1 h (47 h at 48 h).  Median 18 h, mean 15 h, in both replays."""
+    from bench.fastreplay import as_world, read_docs
+    from bench.fastreplay import simulate as fast_simulate
+    from scrapy_adaptive.policies.fixed import FixedWaitPolicy
+
+    h = 3600
+    trace = tmp_path / "delays.jsonl"
+    docs = [
+        {"doc": "A", "service": "a", "versions": [0, 10 * h, 25 * h, 26 * h, 70 * h]},
+        {"doc": "B", "service": "b", "versions": [0, 1 * h, 47 * h]},
+    ]
+    trace.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    fast = fast_simulate(as_world(read_docs(str(trace))), FixedWaitPolicy(24 * h))
+    assert (fast.revisits, fast.captured) == (4, 4)
+    assert fast.delay_h == pytest.approx(18.0)
+    full = simulate(load_trace(str(trace)), FixedWaitPolicy(24 * h), RunConfig())
+    assert (full.revisits, full.captured, full.changes) == (4, 4, 6)
+    assert full.median_capture_delay_h == pytest.approx(18.0, abs=0.01)
+    assert full.capture_delay_h == pytest.approx(15.0, abs=0.01)
+
+
+def test_replay_takes_the_held_peers_by_name_and_prints_delays_and_both_floors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace, out = tmp_path / "t.jsonl", tmp_path / "out.json"
+    write_trace(trace)
+    args = ["--trace", str(trace), "--budget-factor", "2", "--json", str(out), "--default", "union"]
+    assert replay_main(args + ["--policies", "snapback,paced-heritrix,paced-nutch,stormcrawler"]) == 0
+    report = json.loads(out.read_text())
+    assert set(report["policies"]) == {"union", "snapback", "paced-heritrix", "paced-nutch", "stormcrawler"}
+    for name, r in report["policies"].items():
+        delay = r["median_capture_delay_h"]
+        assert delay is not None and 0 <= delay <= 50 * 24, name
+    text = capsys.readouterr().out
+    assert "default ÷ best peer held to the budget" in text and "default ÷ best peer fitted with hindsight" in text
+
+
+def test_fast_replay_tables_divide_the_default_by_the_best_held_and_fitted_peer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench.fastreplay import main as fast_main
+
+    trace, out = tmp_path / "t.jsonl", tmp_path / "out.json"
+    write_trace(trace)
+    policies = "union,snapback,paced-heritrix,stormcrawler,heritrix"
+    assert fast_main(["--trace", str(trace), "--budget-factor", "2", "--policies", policies, "--procs", "1",
+                      "--json", str(out)]) == 0  # fmt: skip
+    report = json.loads(out.read_text())
+    assert report["held"] == ["snapback", "paced-heritrix"] and report["fitted"] == ["stormcrawler", "heritrix"]
+    row = report["sources"]["t"]["2"]
+    assert all(row[p]["delay_h"] is not None for p in policies.split(","))
+    capsys.readouterr()
+    assert fast_main(["--render", str(out)]) == 0
+    table = capsys.readouterr().out.splitlines()
+    held = max(("snapback", "paced-heritrix"), key=lambda p: row[p]["recall"] if row[p]["exact"] else -1)
+    cells = [c.strip() for c in table[2].split("|")]
+    assert cells[1:3] == ["t", "2×"] and cells[4].endswith(f"({held})")
+    assert cells[5].strip("*") == f"{row['union']['recall'] / row[held]['recall']:.2f}"
