@@ -1,0 +1,171 @@
+"""The steps of the frontier's update, each on one record: measure the fetch,
+judge the outcome, count the visit, fold what it saw and plan the next time."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_adaptive.frontier.book import Totals
+from scrapy_adaptive.frontier.hostqueue import HostQueue
+from scrapy_adaptive.frontier.leases import Lease
+from scrapy_adaptive.frontier.update_steps import SEEN_FIELDS, count_visit, fold_visit, judge, measure
+from scrapy_adaptive.model import ChangeState, Outcome, UrlRecord, Visit
+from scrapy_adaptive.store.keys import PROBE_DIRECTIVE, time_to_ms
+from tests.hypo import examples
+
+NOW = 1_800_000_000.0
+
+
+def record(**fields: object) -> UrlRecord:
+    return UrlRecord(url="http://a/1", queue="a", request={}, next_ms=0, **fields)  # type: ignore[arg-type]
+
+
+def lease(**fields: object) -> Lease:
+    return Lease("a", NOW - 10, NOW + 50, 0.0, record(), **fields)  # type: ignore[arg-type]
+
+
+# -- measure -----------------------------------------------------------------------
+
+
+def test_measure_prefers_the_verdicts_own_duration() -> None:
+    visit = Visit(Outcome.VISITED, duration=0.25)
+    measure(visit, lease(duration=3.0, fetch_started=NOW - 5), NOW)
+    assert visit.duration == 0.25
+
+
+def test_measure_takes_the_downloaders_duration_then_the_time_since_it_started() -> None:
+    visit = Visit(Outcome.VISITED)
+    measure(visit, lease(duration=3.0, fetch_started=NOW - 5), NOW)
+    assert visit.duration == 3.0
+    visit = Visit(Outcome.VISITED)
+    measure(visit, lease(fetch_started=NOW - 5), NOW)
+    assert visit.duration == 5.0
+    visit = Visit(Outcome.VISITED)
+    measure(visit, lease(fetch_started=NOW + 1), NOW)  # a clock step back: never negative
+    assert visit.duration == 0.0
+
+
+def test_measure_without_a_lease_or_signal_leaves_no_duration() -> None:
+    visit = Visit(Outcome.VISITED)
+    measure(visit, None, NOW)
+    assert visit.duration is None
+    measure(visit, lease(), NOW)
+    assert visit.duration is None
+
+
+# -- judge -------------------------------------------------------------------------
+
+
+def test_a_retry_within_the_limit_stays_a_retry() -> None:
+    r = record(failures=1, directive=3)
+    visit = Visit(Outcome.RETRY, reason="timeout")
+    assert judge(r, visit, max_retries=2) is Outcome.RETRY
+    assert (r.outcome, r.reason, r.directive) == ("retry", "timeout", 0)
+
+
+def test_a_retry_past_the_limit_is_a_failure_that_says_why() -> None:
+    r = record(failures=2)
+    visit = Visit(Outcome.RETRY, reason="timeout")
+    assert judge(r, visit, max_retries=2) is Outcome.FAILED
+    assert r.outcome == "failed"
+    assert r.reason == visit.reason == "timeout (gave up after 2 retries)"
+    visit = Visit(Outcome.RETRY)
+    assert judge(record(failures=1), visit, max_retries=1) is Outcome.FAILED
+    assert visit.reason == "error (gave up after 1 retry)"
+
+
+def test_other_outcomes_are_kept_and_the_preference_ends() -> None:
+    for outcome in (Outcome.VISITED, Outcome.FAILED, Outcome.DISREGARDED):
+        r = record(failures=9, directive=1)
+        assert judge(r, Visit(outcome), max_retries=0) is outcome
+        assert r.outcome == outcome.value and r.directive == 0
+
+
+# -- count_visit ---------------------------------------------------------------------
+
+
+@settings(max_examples=examples(60))
+@given(st.lists(st.booleans(), max_size=30))
+def test_a_visit_is_counted_alike_in_the_record_its_queue_and_the_totals(versions: list[bool]) -> None:
+    r = record(failures=2)
+    q = HostQueue("a", 1)
+    totals = Totals()
+    for counted in versions:
+        count_visit(q, totals, r, counted=counted)
+        assert r.failures == 0
+    assert r.visits == q.visits == totals.visits == len(versions)
+    assert r.versions == q.versions == totals.versions == sum(versions)
+
+
+# -- fold_visit ------------------------------------------------------------------------
+
+
+def seen() -> dict[str, object]:
+    return {
+        "content_type": "text/html",
+        "size": 10,
+        "digest": "sha1:a",
+        "payload_digest": "sha1:b",
+        "etag": '"e"',
+        "last_modified": "Mon, 01 Jan 2024 00:00:00 GMT",
+    }
+
+
+def test_a_digested_body_replaces_everything_seen_even_with_none() -> None:
+    r = record(**seen())
+    fold_visit(r, Visit(Outcome.VISITED, status=200, digest="sha1:new", wait=60.0), NOW, 16)
+    assert r.digest == "sha1:new"
+    assert all(getattr(r, name) is None for name in SEEN_FIELDS if name != "digest")  # the page no longer sends them
+
+
+def test_without_a_body_only_what_was_seen_replaces_what_is_known() -> None:
+    r = record(**seen())
+    fold_visit(r, Visit(Outcome.VISITED, status=304, etag='"f"', wait=60.0), NOW, 16)
+    expected = {**seen(), "etag": '"f"'}
+    assert {name: getattr(r, name) for name in SEEN_FIELDS} == expected
+    assert r.status == 304
+
+
+def test_the_next_time_is_the_policys_wait_after_now() -> None:
+    r = record(directive=0)
+    fold_visit(r, Visit(Outcome.VISITED, status=200, wait=120.0, duration=0.5), NOW, 16)
+    assert r.next_ms == time_to_ms(NOW + 120.0)
+    assert (r.wait, r.fetched, r.duration, r.directive) == (120.0, NOW, 0.5, 0)
+    r = record()
+    fold_visit(r, Visit(Outcome.VISITED, status=200), NOW, 16)  # no wait: due at once
+    assert r.next_ms == time_to_ms(NOW) and r.wait == 0.0
+
+
+def test_a_probe_comes_within_seconds_ahead_of_its_queue_and_keeps_the_wait() -> None:
+    r = record()
+    fold_visit(r, Visit(Outcome.VISITED, status=200, wait=3600.0, probe=5.0), NOW, 16)
+    assert r.next_ms == time_to_ms(NOW + 5.0)
+    assert r.directive == PROBE_DIRECTIVE
+    assert r.wait == 3600.0
+    r = record()
+    fold_visit(r, Visit(Outcome.VISITED, status=200, wait=2.0, probe=5.0), NOW, 16)  # the wait is sooner
+    assert r.next_ms == time_to_ms(NOW + 2.0)
+
+
+def test_policy_state_and_noise_are_replaced_only_when_given() -> None:
+    r = record(policy={"k": 1}, noise={"n": 1})
+    fold_visit(r, Visit(Outcome.VISITED, status=200), NOW, 16)
+    assert (r.policy, r.noise) == ({"k": 1}, {"n": 1})
+    fold_visit(r, Visit(Outcome.VISITED, status=200, policy_state={"k": 2}, noise={}), NOW, 16)
+    assert r.policy == {"k": 2}
+    assert r.noise is None  # an empty noise clears what was learned
+
+
+@settings(max_examples=examples(60))
+@given(
+    changes=st.lists(st.sampled_from(list(ChangeState)), max_size=40),
+    size=st.integers(1, 20),
+)
+def test_the_history_keeps_the_last_visits_in_order(changes: list[ChangeState], size: int) -> None:
+    r = record()
+    for i, change in enumerate(changes):
+        fold_visit(r, Visit(Outcome.VISITED, status=200 + i, change=change), NOW + i, size)
+    assert len(r.history) == min(size, len(changes))
+    expected = [[round(NOW + i, 3), c.value, 200 + i] for i, c in enumerate(changes)][-size:] if changes else []
+    assert r.history == expected
