@@ -71,6 +71,16 @@ def visited(
     )
 
 
+def visit_once(f: Frontier, url: str, visit: Visit | None = None) -> bytes:
+    """Add *url*, issue it (it must be the one due) and commit *visit*
+    (:func:`visited` by default); its fingerprint."""
+    add(f, url)
+    issued = f.next()
+    assert issued is not None and issued.fp == fp(url)
+    f.update(issued.fp, visit or visited())
+    return issued.fp
+
+
 def test_add_is_the_duplicate_filter(store: Store) -> None:
     clock = Clock()
     f = make(store, clock)

@@ -1,0 +1,185 @@
+"""Versions captured but not yet delivered: each is confirmed exactly once, the
+marks follow in the store, and a restart makes every unconfirmed one due again
+judged against what was delivered."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Store, Visit
+from scrapy_adaptive.frontier.pending import PendingVersions, pending_mark
+from scrapy_adaptive.frontier.sharing import Sharing
+from scrapy_adaptive.store.base import Batch
+from scrapy_adaptive.store.keys import NEVER_MS
+from tests.hypo import examples
+from tests.unit.frontier.test_frontier import Clock, add, fp, make
+
+URL = "http://a/1"
+
+
+def changed(digest: str, etag: str | None = None) -> Visit:
+    return Visit(Outcome.VISITED, wait=10_000.0, status=200, change=ChangeState.CHANGED, digest=digest, etag=etag)
+
+
+def capture(f: Frontier, clock: Clock, digest: str, url: str = URL, etag: str | None = None) -> bytes:
+    """Issue *url* (due at once) and commit a changed visit pending delivery."""
+    add(f, url, force=True)
+    clock.t += 10
+    issued = f.next()
+    assert issued is not None and issued.fp == fp(url)
+    f.update(issued.fp, changed(digest, etag), deliver=True)
+    return issued.fp
+
+
+def out_again(f: Frontier, clock: Clock) -> bytes:
+    """:data:`URL` with a version pending delivery, issued again (out)."""
+    key = capture(f, clock, "sha1:v1")
+    add(f, URL, force=True)
+    clock.t += 200
+    assert f.next() is not None
+    return key
+
+
+def marks(store: Store) -> dict[bytes, dict[str, object]]:
+    return {key: json.loads(mark) for key, mark in store.pending()}
+
+
+def test_a_mark_names_the_queue_the_delivered_digest_and_the_versions_waiting() -> None:
+    assert json.loads(pending_mark("a", "sha1:x", 2)) == {"q": "a", "d": "sha1:x", "n": 2}
+    sharing = Sharing(board=None, worker="w1", ttl=5.0)  # type: ignore[arg-type]
+    assert json.loads(pending_mark("a", None, 1, sharing)) == {"q": "a", "d": None, "n": 1, "w": "w1"}
+
+
+def test_staged_counts_one_more_version_keeping_what_was_delivered(store: Store) -> None:
+    f = make(store, Clock())
+    pending = f.pending
+    assert pending.staged(b"k", "a", "sha1:old") == ("a", "sha1:old", 1)
+    pending.settle(b"k", ("a", "sha1:old", 1))
+    assert pending.staged(b"k", "a", "sha1:newer") == ("a", "sha1:old", 2)
+    assert pending.pending_count == 1
+    pending.drop(b"k")
+    assert pending.pending_count == 0
+
+
+def test_a_version_is_confirmed_exactly_once(store: Store) -> None:
+    clock = Clock()
+    f = make(store, clock)
+    key = capture(f, clock, "sha1:v1")
+    assert f.version_count == 0 and f.pending.pending_count == 1
+    assert marks(store) == {key: {"q": "a", "d": None, "n": 1}}
+    assert f.confirm([(key, "sha1:v1")]) == 1
+    assert f.confirm([(key, "sha1:v1")]) == 0  # already counted
+    assert f.version_count == 1 and f.pending.pending_count == 0
+    assert marks(store) == {}
+    record = f.get_record("a", key)
+    assert record is not None and record.versions == 1
+    again = make(store, clock)
+    again.load()
+    assert again.version_count == 1 and again.redelivered == 0
+
+
+def test_two_pending_versions_keep_the_last_confirmed_as_delivered(store: Store) -> None:
+    clock = Clock()
+    f = make(store, clock)
+    key = capture(f, clock, "sha1:v1")
+    capture(f, clock, "sha1:v2")
+    assert marks(store)[key]["n"] == 2
+    assert f.confirm([(key, "sha1:v1")]) == 1
+    assert marks(store)[key] == {"q": "a", "d": "sha1:v1", "n": 1}
+    assert f.confirm([(key, "sha1:v2")]) == 1
+    assert marks(store) == {} and f.version_count == 2
+
+
+def test_a_pair_never_pending_counts_nothing(store: Store) -> None:
+    clock = Clock()
+    f = make(store, clock)
+    add(f, URL)
+    assert f.confirm([(fp(URL), "sha1:x"), (b"unknown", None)]) == 0
+    assert f.version_count == 0
+
+
+def test_a_restart_makes_an_unconfirmed_version_due_again_against_the_delivered_one(store: Store) -> None:
+    clock = Clock()
+    f = make(store, clock)
+    key = capture(f, clock, "sha1:v1", etag='"1"')
+    assert f.confirm([(key, "sha1:v1")]) == 1
+    capture(f, clock, "sha1:v2", etag='"2"')
+    clock.t += 5
+    before = f.get_record("a", key)
+    assert before is not None and before.next_ms > clock.t * 1000
+    pending = PendingVersions(f.book, f.leases, clock)  # a restart's: nothing in memory
+    assert pending.redeliver() == (1, set())
+    record = f.get_record("a", key)
+    assert record is not None
+    assert record.digest == "sha1:v1"  # judged against what was delivered
+    assert (record.etag, record.last_modified, record.payload_digest) == (None, None, None)
+    assert record.next_ms <= clock.t * 1000  # due now
+    assert (record.visits, record.versions) == (before.visits, before.versions)  # counts untouched
+    assert marks(store) == {}
+    assert [e[2] for e in store.queue_entries("a", limit=5)] == [key]  # its entry moved, not doubled
+
+
+def test_a_url_out_keeps_its_mark_for_a_later_look(store: Store) -> None:
+    clock = Clock()
+    f = make(store, clock)
+    key = out_again(f, clock)
+    assert f.pending.redeliver() == (0, {"a"})
+    assert key in marks(store)
+
+
+def test_a_never_url_is_not_made_due_by_a_redelivery(store: Store) -> None:
+    clock = Clock()
+    f = make(store, clock)
+    key = out_again(f, clock)
+    f.update(key, Visit(Outcome.DISREGARDED, reason="robots.txt"))
+    assert f.pending.redeliver()[0] == 1
+    record = f.get_record("a", key)
+    assert record is not None and record.next_ms == NEVER_MS and record.digest is None
+
+
+def test_a_garbled_mark_is_redelivered_said_once_and_removed(store: Store, caplog: pytest.LogCaptureFixture) -> None:
+    clock = Clock()
+    f = make(store, clock)
+    add(f, URL)
+    key = fp(URL)
+    store.write(Batch(pending={("a", key): b"\x00garbled"}))
+    with caplog.at_level(logging.ERROR, logger="scrapy_adaptive.frontier.pending"):
+        assert f.pending.redeliver() == (1, set())
+    assert [r.getMessage() for r in caplog.records if key.hex() in r.getMessage()]
+    assert marks(store) == {}
+
+
+@settings(max_examples=examples(60))
+@given(
+    visits=st.lists(st.integers(0, 2), min_size=1, max_size=12),
+    chunk=st.integers(1, 5),
+    data=st.data(),
+)
+def test_every_pending_version_is_counted_once_however_the_confirmations_are_grouped(
+    visits: list[int], chunk: int, data: st.DataObject
+) -> None:
+    clock = Clock()
+    store = MemoryStore()
+    f = make(store, clock)
+    delivered: list[tuple[bytes, str | None]] = []
+    for i, n in enumerate(visits):
+        digest = f"sha1:{i}"
+        delivered.append((capture(f, clock, digest, url=f"http://a/{n}"), digest))
+    # a URL's versions are delivered in order; URLs interleave freely
+    order = data.draw(st.permutations(range(len(delivered))))
+    by_url: dict[bytes, list[tuple[bytes, str | None]]] = {}
+    for pair in delivered:
+        by_url.setdefault(pair[0], []).append(pair)
+    sequence = [by_url[delivered[i][0]].pop(0) for i in order]
+    counted = sum(f.confirm(sequence[i : i + chunk]) for i in range(0, len(sequence), chunk))
+    assert counted == len(visits) == f.version_count
+    assert f.confirm(sequence) == 0
+    assert f.pending.pending_count == 0 and marks(store) == {}
+    assert f.book.get("a").versions == len(visits)
+    stored = {key: f.get_record("a", key) for key in by_url}
+    assert sum(r.versions for r in stored.values() if r is not None) == len(visits)
