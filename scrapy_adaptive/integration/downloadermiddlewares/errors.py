@@ -157,11 +157,13 @@ def unusable_redirect(request: Request, location: bytes) -> bool:
     a bare ``mailto:``): Scrapy's RedirectMiddleware, which returns a redirect
     to a scheme other than http(s) as the response, raises building the
     request for such a one, and the fetch then ended in an error no
-    downloader middleware sees."""
-    text = safe_url_string(location)
-    if location.startswith(b"//"):
-        text = f"{urlparse_cached(request).scheme}://{text.lstrip('/')}"
+    downloader middleware sees; so is a host or port no URL parser accepts
+    (``http://[::1``, a port of 99999), on which w3lib's ``safe_url_string``
+    raises, in Scrapy's middleware as here."""
     try:
+        text = safe_url_string(location)
+        if location.startswith(b"//"):
+            text = f"{urlparse_cached(request).scheme}://{text.lstrip('/')}"
         Request(urljoin(request.url, text))
     except ValueError:
         return True

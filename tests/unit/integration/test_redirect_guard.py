@@ -17,7 +17,18 @@ def redirect(location: bytes, status: int = 302) -> tuple[Request, Response]:
     return request, Response(request.url, status=status, headers={"Location": location}, request=request)
 
 
-@pytest.mark.parametrize("location", [b"javascript:alert(1)", b"mailto:someone"])
+@pytest.mark.parametrize(
+    "location",
+    [
+        b"javascript:alert(1)",
+        b"mailto:someone",
+        # a host or port no URL parser accepts: w3lib's safe_url_string raises on them
+        b"http://[::1",
+        b"http://[zz]/",
+        b"http://a.example:99999/",
+        b"http://a.example:abc/",
+    ],
+)
 def test_an_unusable_location_reaches_the_spider_as_the_3xx(location: bytes) -> None:
     crawler = get_crawler()
     scrapy_redirect = RedirectMiddleware.from_crawler(crawler)
