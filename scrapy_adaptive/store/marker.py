@@ -43,11 +43,12 @@ def private_opener(path: str, flags: int) -> int:
 
 
 def read_marker(path: str) -> dict | None:
-    """The marker at *path* (None: there is none)."""
+    """The marker at *path* (None: there is none, also where a regular file
+    stands in its path: no crawl can have run there, and nothing is damaged)."""
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except PermissionError as exc:  # the file, or its folder: not damage
         folder = os.path.dirname(path)

@@ -136,18 +136,26 @@ def make_jobdir(jobdir: str) -> None:
     """Create a missing JOBDIR ``0700`` (Scrapy's ``job_dir()`` makes it
     ``0755``); an existing one is left as it is.  :class:`StateDirError`,
     naming JOBDIR, when it cannot be made."""
+    _make_folder(jobdir, f"JOBDIR {jobdir}", "JOBDIR")
+
+
+def _make_folder(path: str, name: str, setting: str) -> None:
+    """Create *path* ``0700`` if missing.  When it cannot be, the
+    :class:`StateDirError` starts with *name* and, where a regular file is in
+    the way, names that file and what to give *setting* instead of an errno."""
     try:
-        os.makedirs(jobdir, mode=0o700, exist_ok=True)
+        os.makedirs(path, mode=0o700, exist_ok=True)
     except OSError as exc:
-        blocker = os.path.abspath(jobdir)
+        blocker = os.path.abspath(path)
         while not os.path.lexists(blocker) and os.path.dirname(blocker) != blocker:
             blocker = os.path.dirname(blocker)  # up to the part that exists
-        give = "give JOBDIR a folder, new or kept from an earlier crawl."
+        give = f"give {setting} a folder, new or kept from an earlier crawl."
         if os.path.isdir(blocker):
-            raise StateDirError(f"JOBDIR {jobdir} cannot be created: {exc}") from exc
-        if blocker == os.path.abspath(jobdir):
-            raise StateDirError(f"JOBDIR {jobdir} is not a folder (a file of that name exists): {give}") from exc
-        raise StateDirError(f"JOBDIR {jobdir} cannot be created: {blocker} is a file, not a folder; {give}") from exc
+            raise StateDirError(f"{name} cannot be created: {exc}") from exc
+        if blocker == os.path.abspath(path):
+            said = f"{name} is not a folder (a file of that name exists): move the file away, or {give}"
+            raise StateDirError(said) from exc
+        raise StateDirError(f"{name} cannot be created: {blocker} is a file, not a folder; {give}") from exc
 
 
 def _claim_folder(state: StateDir) -> None:
@@ -155,11 +163,11 @@ def _claim_folder(state: StateDir) -> None:
     existing one is open to others."""
     if state.source.startswith("JOBDIR"):
         make_jobdir(os.path.dirname(state.path))
+    _make_folder(state.path, f"The state folder {state.path} ({state.source})", state.source.split()[0])
     try:
-        os.makedirs(state.path, mode=0o700, exist_ok=True)
         mode = os.stat(state.path).st_mode & 0o777
     except OSError as exc:
-        raise StateDirError(f"The state folder {state.path} ({state.source}) cannot be created: {exc}") from exc
+        raise StateDirError(f"The state folder {state.path} ({state.source}) cannot be read: {exc}") from exc
     if mode & 0o077:
         logger.warning(
             "The state folder %s can be read by other users (mode %o) and its stored requests may carry cookies "

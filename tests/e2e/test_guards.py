@@ -167,7 +167,7 @@ def test_a_body_past_the_download_limits_is_one_line_naming_the_setting(
             "ADAPTIVE_WAIT_POLICIES[0] names none of content_type, hosts, url",
         ),
         ({"ADAPTIVE_MIN_DELAY": "soon"}, "ADAPTIVE_MIN_DELAY ('soon') must be"),
-        ({"ADAPTIVE_STATE_DIR": "{state_file}"}, "cannot be created"),
+        ({"ADAPTIVE_STATE_DIR": "{state_file}"}, "(ADAPTIVE_STATE_DIR) is not a folder (a file of that name exists)"),
     ],
 )
 def test_a_refused_start_is_one_message_and_exit_code_1(

@@ -447,3 +447,27 @@ def test_a_damaged_marker_is_refused_in_one_line_as_the_crawl_refuses_it(
         out, err = capsys.readouterr()
         assert out == "" and err == f"scrapy frontier {action}: {crawl_says.value}\n"
     assert Path(state.marker).read_bytes() == content
+
+
+@pytest.mark.parametrize("where", ["job", "job/adaptive"])
+def test_a_jobdir_that_is_a_file_is_no_state_folder_not_a_corrupt_marker(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    """``scrapy frontier report --jobdir FILE`` (or a state folder under a
+    regular file) called the marker "unreadable or corrupt": nothing there
+    is damaged, no crawl can have run there."""
+    import argparse
+
+    from scrapy.settings import Settings
+
+    from scrapy_adaptive.ops.console.run import main
+
+    (tmp_path / "job").write_text("a regular file\n")
+    opts = argparse.Namespace(
+        jobdir=None, state_dir=str(tmp_path / where), json=False, html=None, output=None, regex=None
+    )
+    assert main("report", [], opts, Settings()) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    assert "is not a scrapy-adaptive state folder" in err and "corrupt" not in err, err
+    assert (tmp_path / "job").read_text() == "a regular file\n"

@@ -161,6 +161,25 @@ def test_a_new_jobdir_is_private_an_existing_one_kept_and_one_under_a_file_names
         make_jobdir(str(tmp_path / "afile" / "a" / "b"))
 
 
+@pytest.mark.parametrize("under", [False, True])
+def test_a_state_dir_that_is_a_file_or_under_one_names_the_file_as_jobdir_does(tmp_path: Path, under: bool) -> None:
+    """``ADAPTIVE_STATE_DIR`` on or under a regular file said "[Errno 17] File
+    exists" / "[Errno 20] Not a directory", where the same JOBDIR names the
+    file and what to do."""
+    (tmp_path / "afile").write_text("x")
+    path = tmp_path / "afile" / "s" if under else tmp_path / "afile"
+    with pytest.raises(StateDirError) as caught:
+        open_store(resolve(str(path), None), spider="a", fingerprinter=FP, sync=False)
+    said = str(caught.value)
+    assert said.startswith(f"The state folder {path} (ADAPTIVE_STATE_DIR) "), said
+    if under:
+        assert f"cannot be created: {tmp_path / 'afile'} is a file, not a folder" in said, said
+    else:
+        assert "is not a folder (a file of that name exists)" in said, said
+    assert "give ADAPTIVE_STATE_DIR a folder" in said and "Errno" not in said, said
+    assert (tmp_path / "afile").read_text() == "x"
+
+
 GOOD_POINT = {"urls": 3, "visits": 5, "writes": 9, "clean": False, "at": "2026-11-27T10:00:00Z"}
 
 
