@@ -17,8 +17,9 @@ unpickled:
   refused at start in one line, unless ``ADAPTIVE_MIGRATE_SPIDER_STATE``
   asks to migrate it: it is unpickled that once, its JSON written, and the
   old file renamed to ``spider.state.migrated``, which is never read.  An
-  empty one (what refused starts of earlier versions left) holds nothing:
-  it is removed, and said.
+  empty one (what refused starts of earlier versions left), or one holding
+  ``{}`` as SpiderState pickles it for a spider that never used its state
+  (recognised by its bytes), holds nothing: it is removed, and said.
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ LEGACY_FILE = "spider.state"
 MIGRATED_FILE = "spider.state.migrated"
 #: the setting that asks for it (config.table)
 MIGRATE_SETTING = "ADAPTIVE_MIGRATE_SPIDER_STATE"
+#: ``{}`` pickled at every protocol: what SpiderState leaves for a spider that
+#: never uses its state (protocol 4 in Scrapy today).  Recognised by its bytes,
+#: never unpickled: such a file holds nothing to refuse or migrate.
+EMPTY_PICKLES = frozenset(pickle.dumps({}, protocol=protocol) for protocol in range(pickle.HIGHEST_PROTOCOL + 1))
 
 
 @dataclass(frozen=True)
@@ -74,13 +79,10 @@ def take_legacy(jobdir: str | None, *, migrate: bool) -> Legacy | None:
     except OSError:
         return None
     if size == 0:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-            logger.warning(
-                "%s was empty (an interrupted write, or a refused start of an earlier scrapy-adaptive): removed; "
-                "the spider's state is kept in the state folder, as JSON.",
-                path,
-            )
+        _remove_empty(path, "was empty (an interrupted write, or a refused start of an earlier scrapy-adaptive)")
+        return None
+    if size <= max(map(len, EMPTY_PICKLES)) and _read_bytes(path) in EMPTY_PICKLES:
+        _remove_empty(path, "held an empty state ({} pickled by Scrapy's SpiderState, read as bytes, not unpickled)")
         return None
     if not migrate:
         raise StateDirError(
@@ -97,6 +99,21 @@ def take_legacy(jobdir: str | None, *, migrate: bool) -> Legacy | None:
             "backup, or delete it to start the spider with an empty state."
         ) from None
     return Legacy(path, value)
+
+
+def _read_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None  # the refusal that follows names the file
+
+
+def _remove_empty(path: str, why: str) -> None:
+    """Remove *path*, which holds nothing, and say so once."""
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+        logger.warning("%s %s: removed; the spider's state is kept in the state folder, as JSON.", path, why)
 
 
 class SpiderStateFile:
