@@ -369,6 +369,37 @@ def test_the_policys_memory_of_a_url_is_said_in_words_or_left_out() -> None:
     assert "estimated change rate: none yet (no revisit has yet told" in text and "per day" not in text
 
 
+@pytest.mark.parametrize(
+    ("noise", "words"),
+    [
+        ({"s": "clean", "r": 1}, "learned noise: none (its probe found nothing but real changes; 1 probe spent)"),
+        (
+            {"s": "hard", "r": 2},
+            "learned noise: none learnable (its fetches differ too much to tell noise from edits; 2 probes spent)",
+        ),
+        ({"x": [[1, 2], [3]], "r": 2}, "learned noise: 2 parts of the page left out of its digest (2 probes spent)"),
+        (
+            {"x": [[1]], "a": 1, "d": "sha1:x", "r": 0},
+            "learned noise: 1 part of the page left out of its digest, adopted from a page like it and not yet "
+            "confirmed on this one (0 probes spent)",
+        ),
+        ({"b": ["h"], "t": 5.0, "v": [None, None], "r": 0}, "learned noise: being learned (a probe is due)"),
+        ({"x": [], "r": 1}, "learned noise: only its markup moves: judged by its visible text (1 probe spent)"),
+        ({"r": 6}, "learned noise: none learned (6 probes spent)"),
+    ],
+)
+def test_learned_noise_is_said_in_words(noise: dict[str, object], words: str) -> None:
+    """``scrapy frontier url`` printed the noise learner's raw state
+    (``learned noise: {'s': 'clean', 'r': 1}``)."""
+    from scrapy_adaptive.model import UrlRecord
+    from scrapy_adaptive.ops.console.api import describe
+
+    record = UrlRecord("http://h/a", "h", {}, 0, visits=3, versions=2)
+    record.noise = noise
+    lines = [line for line in describe(record, 0.0) if line.startswith("learned noise")]
+    assert lines == [words]
+
+
 def test_a_waiting_hint_and_the_hosts_sources_in_words() -> None:
     from scrapy_adaptive.frontier import hints
     from scrapy_adaptive.ops.console.hinttrack import pending_hint, report_words, track_record, url_words
