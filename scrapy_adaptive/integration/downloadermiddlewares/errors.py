@@ -100,7 +100,14 @@ def network_errors(settings: BaseSettings) -> tuple[type[BaseException], ...]:
 
 
 def describe(exception: BaseException) -> str:
-    """An exception in the words of a stored reason."""
+    """An exception in the words of a stored reason.  One that wraps Twisted's
+    list of failures (``ResponseFailed``, which Scrapy's ``DownloadFailedError``
+    carries as its cause and as its words, a list of reprs) is said by what
+    each failure was."""
+    reasons = getattr(exception, "reasons", None) or getattr(exception.__cause__, "reasons", None)
+    if isinstance(reasons, list) and reasons:
+        causes = "; ".join(describe(getattr(reason, "value", reason)) for reason in reasons)
+        return f"{type(exception).__name__}: {causes}"
     return f"{type(exception).__name__}: {exception}".rstrip(": ")
 
 

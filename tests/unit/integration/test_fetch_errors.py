@@ -11,6 +11,7 @@ from scrapy import Request
 from scrapy.exceptions import (
     DownloadCancelledError,
     DownloadConnectionRefusedError,
+    DownloadFailedError,
     DownloadTimeoutError,
     IgnoreRequest,
 )
@@ -121,6 +122,27 @@ def test_a_network_failure_is_logged_in_one_line_with_its_reason() -> None:
     assert record.exc_info is None and record.getMessage().endswith(
         ": DownloadConnectionRefusedError: Connection was refused by other side"
     )
+
+
+def test_a_connection_closed_mid_answer_is_said_by_its_causes_not_twisteds_repr() -> None:
+    """A server whose 1 MB header line Twisted refuses closes the connection:
+    Scrapy raises ``DownloadFailedError(str(ResponseFailed))``, whose words
+    were ``[<twisted.python.failure.Failure twisted.internet.error.ConnectionDone:
+    Connection was closed cleanly.>]``, in the log line and the stored reason."""
+    from twisted.python.failure import Failure
+    from twisted.web._newclient import ResponseFailed
+
+    mw, commits = middleware()
+    cause = ResponseFailed([Failure(net.ConnectionDone())])
+    try:
+        raise DownloadFailedError(str(cause)) from cause
+    except DownloadFailedError as exc:
+        failed = exc
+    mw.process_exception(Request("http://127.0.0.1/a"), failed)
+    said = "DownloadFailedError: ConnectionDone: Connection was closed cleanly."
+    assert commits.visits[0].reason == said
+    record = log_download_error(failed)
+    assert record.exc_info is None and record.getMessage() == f"Error downloading <GET http://127.0.0.1/a>: {said}"
 
 
 def test_a_bug_keeps_its_traceback() -> None:
