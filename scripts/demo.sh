@@ -7,8 +7,9 @@
 #
 # Extra arguments go to `scrapy crawl demo`.  Environment: DEMO_PORT (8731),
 # DEMO_SPEED (1; e.g. 10 makes pages change ten times faster), DEMO_SEED (0).
-# The crawl state lives in sample_project/crawls/demo: run the script again
-# to resume where the last run stopped; delete that folder to start afresh.
+# The crawl state lives in sample_project/crawls/demo (crawls/demo-PORT for
+# another DEMO_PORT): run the script again to resume where the last run
+# stopped; delete that folder to start afresh.
 set -euo pipefail
 
 # Creates/activates .venv and installs the package on first use; sets $_sa_root.
@@ -19,6 +20,12 @@ cd "$_sa_root"
 DEMO_HOST=127.0.0.1
 DEMO_PORT=${DEMO_PORT:-8731}
 DEMO_URL="http://$DEMO_HOST:$DEMO_PORT/"
+# The demo's URLs carry the port: a crawl resumed on another port would spend
+# its time on the first port's URLs, all refused.  Each port keeps its own.
+DEMO_JOBDIR=crawls/demo
+if [ "$DEMO_PORT" != 8731 ]; then
+  DEMO_JOBDIR="crawls/demo-$DEMO_PORT"
+fi
 STARTUP_TIMEOUT=10
 
 # Everything here talks to 127.0.0.1 only: never let an http_proxy from the
@@ -79,7 +86,7 @@ print("demo.sh: the demo site serves", len(pages), "URLs; crawling until Ctrl-C"
 
 cd sample_project
 set +e
-scrapy crawl demo -s JOBDIR=crawls/demo -s "DEMO_SITE_URL=$DEMO_URL" "$@"
+scrapy crawl demo -s "JOBDIR=$DEMO_JOBDIR" -s "DEMO_SITE_URL=$DEMO_URL" "$@"
 status=$?
 set -e
 exit "$status"
