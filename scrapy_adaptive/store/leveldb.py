@@ -166,7 +166,7 @@ class LevelDBStore(Store):
         if not raw.isdigit():
             raise StoreCorrupt(
                 f"The state database in {self.path} holds an unreadable count of writes (m/{keys.WRITES_META} is "
-                f"{raw[:20]!r}): another program wrote to it. Nothing was changed; restore the folder from a backup."
+                f"{raw[:20]!r}): another program wrote to it. No record was changed; restore the folder from a backup."
             )
         return int(raw)
 
@@ -180,7 +180,7 @@ class LevelDBStore(Store):
         reason = _reason(exc)
         if "permission denied" in reason.lower():
             return StoreError(access_denied(f"The state database in {self.path}", self.path, "readable", reason))
-        return StoreCorrupt(damaged(self.path, exc, "Nothing in it was changed"))
+        return StoreCorrupt(damaged(self.path, exc, "No record in it was changed"))
 
     def _reading(self, items: Iterable[T]) -> Iterator[T]:
         """*items*, a plyvel iterator, with a damaged table (a garbled block,

@@ -400,7 +400,7 @@ def stored_counts(store: Store) -> dict[str, int]:
         except (ValueError, TypeError, AttributeError) as exc:
             raise StateDirError(
                 f"The state database in {_where(store)} has an unreadable counters row for queue {queue!r} ({exc}). "
-                "Nothing was changed; restore the folder from a backup."
+                "No record was changed; restore the folder from a backup."
             ) from exc
     return {"urls": urls, "visits": visits}
 
@@ -425,7 +425,7 @@ def _check_checkpoint(
             f"The state database in {state.database} has rolled back: it holds {counted(urls, 'URL')} and "
             f"{counted(visits, 'visit')}, but {counted(point.urls, 'URL')} and {counted(point.visits, 'visit')} were "
             f"recorded {how} ({point.at}); {missing} (a cut write-ahead log, an older copy restored, or a power loss "
-            "without ADAPTIVE_STATE_SYNC). Nothing was changed. Restore the folder from a backup; or, to go on from "
+            "without ADAPTIVE_STATE_SYNC). No record was changed. Restore the folder from a backup; or, to go on from "
             "what is left, delete the "
             f'"{CHECKPOINT}" entry from {state.marker}.'
         )

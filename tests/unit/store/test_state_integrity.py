@@ -156,7 +156,7 @@ def test_a_garbled_table_is_reported_at_its_first_read(tmp_path: Path) -> None:
     message = refusal(tmp_path)
     assert table.read_bytes() == garbled  # left as it is, for a repair
     assert message == (
-        f"The state database in {db} is damaged (Corruption: block checksum mismatch). Nothing in it was changed. "
+        f"The state database in {db} is damaged (Corruption: block checksum mismatch). No record in it was changed. "
         "To recover, restore the folder from a backup, or stop every crawl on it, keep a copy and repair it in place "
         f"with: python -c \"import plyvel; plyvel.repair_db('{db}')\" (what the damaged part held is lost; "
         "docs/state-folder.md)"
