@@ -109,6 +109,8 @@ class Runtime:
         """
         frontier = self.frontier
         damaged: StoreCorrupt | None = None
+        # stopped for a state fault already said (a full disk): what cannot be written now repeats it
+        self.reporter.after_fault = self.checkpoints.stopped
         try:
             self.summary(final=True)
         except StoreCorrupt as exc:
@@ -117,7 +119,7 @@ class Runtime:
         except StoreError as exc:  # a store gone at the stop: what it acknowledged is kept
             if not self.checkpoints.stopped:
                 logger.error("The final frontier summary could not be read: %s", exc)
-        persist.save(frontier.store, crawl.persisted(), self.policy_key)
+        persist.save(frontier.store, crawl.persisted(), self.policy_key, after_fault=self.checkpoints.stopped)
         try:
             frontier.leave()
         except StoreError as exc:  # the leases lapse by themselves

@@ -13,6 +13,7 @@ figure (the hourly series is saved with it, in its meta).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -77,6 +78,26 @@ class Reporter:
         self.progress = progress if progress is not None else Progress()
         #: builds the HTML report (None: no report file)
         self.console = console
+        #: the crawl is stopping for a state fault it has said already (a full
+        #: disk): what cannot be written now is that fault again, not news
+        self.after_fault = False
+
+    def _unsaved(self, message: str, *args: Any) -> None:
+        """A report or series that could not be written: a warning, or a
+        debug line when it only repeats the fault the crawl stopped for."""
+        (logger.debug if self.after_fault else logger.warning)(message, *args)
+
+    def _write(self, path: str, text: str) -> None:
+        """Replace the report file *path* whole (a temporary file, renamed);
+        one that cannot be written leaves no temporary file behind."""
+        try:
+            with open(path + ".tmp", "w", encoding="utf-8", opener=private_opener) as f:
+                f.write(text)
+            os.replace(path + ".tmp", path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(path + ".tmp")
+            self._unsaved("Cannot write %s: %s", path, exc)
 
     def _planned(self) -> Pace:
         """Without a description of the crawl's budget: what the allocator plans."""
@@ -163,7 +184,7 @@ class Reporter:
         try:
             self.frontier.store.write(Batch(meta={PROGRESS_KEY: self.progress.to_bytes()}))
         except StoreError as exc:  # the crawl is being stopped for it already; a report is not worth a traceback
-            logger.warning("The hourly progress series was not saved: %s", exc)
+            self._unsaved("The hourly progress series was not saved: %s", exc)
         when = next_due(self.frontier, now, pace)
         rates = self.progress.rates()
         if rates is None:
@@ -196,13 +217,8 @@ class Reporter:
         if self.console is None:
             return
         path = os.path.join(self.state_path, REPORT_HTML)
-        try:
-            page = render(self.console.report(), title=f"Frontier report: {self.state_path}")
-            with open(path + ".tmp", "w", encoding="utf-8", opener=private_opener) as f:
-                f.write(page)
-            os.replace(path + ".tmp", path)
-        except OSError as exc:
-            logger.warning("Cannot write %s: %s", path, exc)
+        page = render(self.console.report(), title=f"Frontier report: {self.state_path}")
+        self._write(path, page)
 
     def budget(self) -> None:
         """With a budgeted policy: the budget, what is spent, and the hosts
@@ -286,12 +302,7 @@ class Reporter:
         if not report:
             return
         path = os.path.join(self.state_path, "validators-report.json")
-        try:
-            with open(path + ".tmp", "w", encoding="utf-8", opener=private_opener) as f:
-                json.dump(report, f, indent=1, sort_keys=True)
-            os.replace(path + ".tmp", path)
-        except OSError as exc:
-            logger.warning("Cannot write %s: %s", path, exc)
+        self._write(path, json.dumps(report, indent=1, sort_keys=True))
         if final:
             lies = sum(t.lies for t in trusts.values())
             classes = [t for book in books.values() for t in book.classes().values()]

@@ -118,8 +118,12 @@ def restore(store: Store, shared: MutableMapping[str, Any], key: str = META_KEY)
         logger.info("Policy state restored: %s", ", ".join(restored))
 
 
-def save(store: Store, shared: Mapping[str, Any], key: str = META_KEY) -> None:
-    """Store the shared aggregates with the frontier (one atomic meta write)."""
+def save(store: Store, shared: Mapping[str, Any], key: str = META_KEY, *, after_fault: bool = False) -> None:
+    """Store the shared aggregates with the frontier (one atomic meta write).
+
+    *after_fault*: the crawl is stopping for a state fault it has said
+    already, so a failure here is that fault again (a debug line).
+    """
     raw = dump_shared(shared)
     if raw is None:
         return
@@ -127,4 +131,6 @@ def save(store: Store, shared: Mapping[str, Any], key: str = META_KEY) -> None:
         store.write(Batch(meta={key: raw}))
     except StoreError as exc:
         # the records are intact; only the aggregates are older on restart
-        logger.error("Cannot save the policy state (%s): a restart will relearn it.", exc)
+        (logger.debug if after_fault else logger.error)(
+            "Cannot save the policy state (%s): a restart will relearn it.", exc
+        )

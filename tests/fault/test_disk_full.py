@@ -57,6 +57,14 @@ def test_a_full_disk_stops_the_crawl_with_an_error_and_the_crawl_resumes_after(
     )
     assert len(message.findall(full.log)) == 1, full.log[-3000:]
     assert len(full.error_lines()) == 1  # that line and nothing else: no traceback, no second complaint
+    # ...nor a warning repeating it (the hourly series, the reports, the policy state written at close)
+    repeated = [
+        line
+        for line in full.log.splitlines()
+        if "No space left" in line and re.search(r"\] (DEBUG|INFO|WARNING|ERROR):", line)
+    ]
+    assert not repeated, repeated
+    assert not list(state.glob("*.tmp")), list(state.glob("*.tmp"))
     assert "Spider closed (adaptive_state_error)" in full.log
     assert full.returncode == 1
 
