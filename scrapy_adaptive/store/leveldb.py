@@ -152,8 +152,14 @@ class LevelDBStore(Store):
         self._meta = self._db.prefixed_db(keys.META_PREFIX)
         self._quarantine = self._db.prefixed_db(keys.QUARANTINE_PREFIX)
         self._pending = self._db.prefixed_db(keys.PENDING_PREFIX)
+        #: a count that could not be read (a damaged block): said by the
+        #: first write or check that needs it, so an export can still read
+        #: the records past the damage
+        self._writes_error: StoreCorrupt | None = None
         try:
             self._writes = self._stored_writes()
+        except StoreCorrupt as exc:
+            self._writes, self._writes_error = 0, exc
         except BaseException:
             self._db.close()
             raise
@@ -172,6 +178,8 @@ class LevelDBStore(Store):
 
     @property
     def writes(self) -> int:
+        if self._writes_error is not None:
+            raise self._writes_error
         return self._writes
 
     def _corrupt(self, exc: BaseException) -> StoreError:
@@ -302,7 +310,7 @@ class LevelDBStore(Store):
         # one process owns the database: a check before the batch is enough
         if batch.absent and any(self.get_record(queue, fp) is not None for queue, fp in batch.absent):
             raise Conflict(f"a record that must be new exists in {self.path}")
-        writes = self._writes + 1
+        writes = self.writes + 1
         try:
             with self._db.write_batch(transaction=True, sync=self._sync) as wb:
                 wb.put(self._WRITES_KEY, b"%d" % writes)

@@ -243,11 +243,15 @@ def open_store(
     sync: bool,
     cache_mb: int = CACHE_MB,
     shared: SharedStore | None = None,
+    check: bool = True,
 ) -> Store:
     """Check the folder, open (or create) its database, and claim it.
 
     With *shared*, the frontier is in Redis and the folder keeps this
-    worker's marker (naming the store), checkpoint and crawl log.
+    worker's marker (naming the store), checkpoint and crawl log.  *check*
+    False leaves the database's counts unchecked against the checkpoint
+    (:func:`check_counts`): an export salvaging what a damaged or
+    rolled-back database still holds checks them after.
     """
     _claim_folder(state)
     expected = {"format": FORMAT, "spider": spider, "fingerprinter": fingerprinter}
@@ -278,8 +282,8 @@ def open_store(
     try:
         if creating:  # the database is open: the first start is done
             write_marker(state.marker, {k: v for k, v in marker.items() if k != CREATING})
-        else:
-            _check_checkpoint(state, marker, **stored_counts(store), writes=store.writes)
+        elif check:
+            check_counts(state, marker, store)
     except OSError as exc:
         store.close()
         raise _unwritable(state, exc) from exc
@@ -287,6 +291,12 @@ def open_store(
         store.close()
         raise
     return store
+
+
+def check_counts(state: StateDir, marker: dict, store: Store) -> None:
+    """Refuse a database that holds less than its checkpoint recorded
+    (:class:`StateDirError`), or whose counters cannot be read (:class:`StoreError`)."""
+    _check_checkpoint(state, marker, **stored_counts(store), writes=store.writes)
 
 
 def _first_marker(state: StateDir, expected: dict) -> dict:

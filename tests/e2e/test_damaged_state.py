@@ -11,6 +11,7 @@ goes on.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -222,6 +223,27 @@ def test_a_state_folder_this_user_cannot_write_is_refused_at_start(
     assert "Adaptive frontier opened" not in result.log
     assert (state / MARKER).read_bytes() == marker
     assert report.returncode == 0 and "another program" not in report.stderr, report.stderr
+
+
+def test_export_salvages_the_records_when_the_queues_rows_are_damaged(
+    crawled: tuple[Path, dict[str, object]],
+) -> None:
+    """The tester's finding: 64 garbled bytes in the table's first block (the
+    queues' rows, read when the frontier opens) made export give 0 records,
+    although every record could still be read past the damaged block."""
+    state, _ = crawled
+    ldb = table(state)
+    with open(ldb, "r+b") as f:  # the first block: the queues' counters (h/ sorts first)
+        f.seek(64)
+        f.write(b"\x5a" * 64)
+    export = frontier(state, "export")
+    assert export.returncode == 1 and export.stderr.count("\n") == 1 and "Traceback" not in export.stderr
+    assert REPAIR in export.stderr and "from before and after the damage" in export.stderr
+    exported = export.stdout.splitlines()
+    assert len(exported) == RING and all(json.loads(line)["url"] for line in exported)
+    assert f"({RING} records exported" in export.stderr
+    report = frontier(state, "report")  # only export salvages; the rest is refused as before
+    assert report.returncode == 1 and report.stderr.count("\n") == 1 and REPAIR in report.stderr
 
 
 def garble_a_record_block(state: Path) -> None:

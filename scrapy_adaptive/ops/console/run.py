@@ -38,6 +38,7 @@ from ...store.statedir import (
     SharedStore,
     StateDir,
     StateDirError,
+    check_counts,
     open_store,
     private_opener,
     shared_store,
@@ -48,7 +49,7 @@ from ..pace import CAPACITY, CONFIGURED, PRECISION, Pace
 from ..progress import BUDGET, Progress
 from ..progress import META_KEY as PROGRESS_KEY
 from . import control
-from .api import compile_regex
+from .api import FrontierConsole, compile_regex
 from .hinttrack import report_words
 from .html import render
 from .payloads import payload_lines
@@ -103,9 +104,17 @@ def answers(state: StateDir, config: AdaptiveConfig, request: dict[str, Any]) ->
         raise ConsoleError(f"The crawl running on {state.path} did not answer ({exc}).") from exc
     marker = state_marker(state)
     shared = marker_store(state, marker, config)
+    # an export salvages what a damaged or rolled-back database still holds,
+    # record by record, and says what is wrong after it
+    salvage = request.get("op") == "export" and shared is None
     try:
         store = open_store(
-            state, spider=marker.get("spider"), fingerprinter=marker.get("fingerprinter"), sync=False, shared=shared
+            state,
+            spider=marker.get("spider"),
+            fingerprinter=marker.get("fingerprinter"),
+            sync=False,
+            shared=shared,
+            check=not salvage,
         )
     except (StateDirError, StoreError) as exc:
         if "in use by another crawl" in str(exc):
@@ -114,9 +123,20 @@ def answers(state: StateDir, config: AdaptiveConfig, request: dict[str, Any]) ->
                 "stopping, or its state folder path is too long for a socket). Try again in a moment."
             ) from exc
         raise ConsoleError(str(exc)) from exc
+    damage: Exception | None = None
     try:
         frontier = Frontier(store)
-        frontier.load(redeliver=False)
+        try:
+            if salvage:
+                check_counts(state, marker, store)
+            frontier.load(redeliver=False)
+        except (StateDirError, StoreError) as exc:
+            if not salvage:
+                raise
+            damage = exc  # the queues' rows or the counts: the records are still read one by one
+        if damage is not None:  # an export needs nothing but the records
+            yield from FrontierConsole(frontier).answer(request)
+            raise ConsoleError(str(damage)) if isinstance(damage, StateDirError) else damage
         setting = "ADAPTIVE_WAIT_POLICIES"
         schedules = schedules_of(check_entries(config.wait_policies, setting), setting)
         load_stored(store, schedules)
@@ -182,6 +202,7 @@ def marker_store(state: StateDir, marker: dict[str, Any], config: AdaptiveConfig
 
 def main(action: str, args: list[str], opts: argparse.Namespace, settings: BaseSettings) -> int:
     shown = 0
+    to_file = False
     try:
         config = AdaptiveConfig.from_settings(settings)
         request = build_request(action, args, opts)
@@ -199,12 +220,10 @@ def main(action: str, args: list[str], opts: argparse.Namespace, settings: BaseS
     except OSError as exc:
         print(f"scrapy frontier {action}: {exc}", file=sys.stderr)
         return 1
-    except (ConsoleError, ConfigError) as exc:
-        print(f"scrapy frontier {action}: {exc}", file=sys.stderr)
-        return 1
-    except StoreError as exc:  # a damaged database: what could be read was shown, then this one line
+    except (ConsoleError, ConfigError, StoreError) as exc:
+        # a damaged or rolled-back database: what an export could read was written, then this one line
         done = ""
-        if action == "export":
+        if action == "export" and (shown or isinstance(exc, StoreError)):
             where = f" to {opts.output}{PARTIAL}; {opts.output} is unchanged" if to_file and shown else ""
             done = f" ({counted(shown, 'record')} exported{where}, from before and after the damage)"
         print(f"scrapy frontier {action}: {exc}{done}", file=sys.stderr)
