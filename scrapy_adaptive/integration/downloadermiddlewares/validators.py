@@ -42,7 +42,7 @@ from scrapy.exceptions import StopDownload
 from scrapy.http import Headers, Response
 
 from ... import meta
-from ...change import noise
+from ...change import noise_learner
 from ...change.prediction import Prediction, predict, request_validators
 from ...config.table import DEFAULTS
 from ...runtime.wiring import FRONTIER_OPENED, crawl_config
@@ -108,7 +108,7 @@ class ValidatorsMiddleware:
         record = request.meta.get(meta.RECORD) or {}
         if not (record.get("etag") or record.get("last_modified")):
             return None  # nothing to validate against: a plain fetch
-        if noise.probing(record.get("noise")):
+        if noise_learner.probing(record.get("noise")):
             # a noise probe compares two bodies: a 304 or an aborted fetch would show nothing
             self.stats.inc_value("adaptive/validators/probe_full_fetches")
             return None

@@ -52,7 +52,7 @@ from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 
 from ... import meta
-from ...change import noise
+from ...change import noise, noise_learner
 from ...change.digest import Digester, ItemsDigester, RegexDigester, items_digest, payload_digest
 from ...change.rules import DigestRules, build_digester
 from ...config.spec import UNCHANGED_MODES, ConfigError, clause
@@ -203,11 +203,11 @@ class VisitMiddleware:
         usable = visit.etag is not None or usable_last_modified(visit.last_modified, now)
         # siblings' exclusions are for pages without validators (step() ignores them otherwise)
         pooled = [] if usable else self.noise_pool.offer(response.url)
-        if visit.digest is None or not noise.needs_text(
+        if visit.digest is None or not noise_learner.needs_text(
             state, changed=changed, first=first, usable=usable, pooled=bool(pooled)
         ):
             return
-        seen = noise.Seen(
+        seen = noise_learner.Seen(
             noise.segments_of(response),
             changed=changed,
             first=first,
@@ -219,12 +219,12 @@ class VisitMiddleware:
             previous_digest=record.get("digest"),
             same_payload=same_payload(record, visit),
         )
-        result = noise.step(state, seen, window=self.probe_window, pooled=pooled)
+        result = noise_learner.step(state, seen, window=self.probe_window, pooled=pooled)
         if result.state is not None:
             visit.noise = result.state
         current = state if result.state is None else result.state
-        exclusions = (current or {}).get(noise.EXCLUSIONS)
-        if exclusions and not (current or {}).get(noise.ADOPTED):
+        exclusions = (current or {}).get(noise_learner.EXCLUSIONS)
+        if exclusions and not (current or {}).get(noise_learner.ADOPTED):
             self.noise_pool.add(response.url, exclusions)  # only a mask the page showed right is offered on
         if result.digest is not None:
             visit.digest = result.digest

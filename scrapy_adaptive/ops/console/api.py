@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ...change import noise
+from ...change import noise_learner
 from ...change.trust import TrustBook
 from ...config.spec import counted, plural
 from ...frontier import Frontier, UrlRecord
@@ -373,24 +373,24 @@ def describe(record: UrlRecord, now: float) -> list[str]:
 def noise_in_words(state: dict[str, Any]) -> str:
     """What the noise learner holds for a URL (:mod:`~scrapy_adaptive.change.noise`'s
     short keys), said as a reader can act on it."""
-    probes = state.get(noise.PROBES)
+    probes = state.get(noise_learner.PROBES)
     spent = f" ({counted(int(probes), 'probe')} spent)" if isinstance(probes, int) else ""
     spent_too = f"; {spent[2:-1]}" if spent else ""
-    if noise.SKETCH in state:
+    if noise_learner.SKETCH in state:
         return "being learned (a probe is due)"
-    settled = state.get(noise.SETTLED)
+    settled = state.get(noise_learner.SETTLED)
     if settled == "clean":
         return f"none (its probe found nothing but real changes{spent_too})"
     if settled == "hard":
         return f"none learnable (its fetches differ too much to tell noise from edits{spent_too})"
-    exclusions = state.get(noise.EXCLUSIONS)
+    exclusions = state.get(noise_learner.EXCLUSIONS)
     if not isinstance(exclusions, list):
         return f"none learned{spent}"
     if not exclusions:
         return f"only its markup moves: judged by its visible text{spent}"
     words = f"{counted(len(exclusions), 'part')} of the page left out of its digest"
-    if state.get(noise.PER_FETCH):
+    if state.get(noise_learner.PER_FETCH):
         words += ", its validators moving at every fetch"
-    if state.get(noise.ADOPTED):
+    if state.get(noise_learner.ADOPTED):
         words += ", adopted from a page like it and not yet confirmed on this one"
     return words + spent

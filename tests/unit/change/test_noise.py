@@ -1,4 +1,4 @@
-"""Learned noise (change/noise.py): the segment learner, the per-URL state
+"""Learned noise (change/noise.py, change/noise_learner.py): the segment learner, the per-URL state
 machine, the visit middleware's use of it and the frontier's probe."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive.change import noise
+from scrapy_adaptive.change import noise_learner as learner
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit
 from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware, evaluate
 from scrapy_adaptive.model import UrlRecord
@@ -107,13 +108,13 @@ PROBED = [("Title",), ("Clock:", "2", "UTC"), ("Body", "text")]
 PROBED2 = [("Title",), ("Clock:", "3", "UTC"), ("Body", "text")]
 
 
-def seen(segments: list | None, now: float, **kw: object) -> noise.Seen:
+def seen(segments: list | None, now: float, **kw: object) -> learner.Seen:
     args: dict = {"changed": True, "first": False, "usable": False, **kw}
-    return noise.Seen(segments, now=now, **args)
+    return learner.Seen(segments, now=now, **args)
 
 
-def step(state: dict | None, segments: list | None, now: float = 3.0, **kw: object) -> noise.NoiseStep:
-    return noise.step(state, seen(segments, now, **kw), window=30.0)
+def step(state: dict | None, segments: list | None, now: float = 3.0, **kw: object) -> learner.NoiseStep:
+    return learner.step(state, seen(segments, now, **kw), window=30.0)
 
 
 def learned_state() -> dict:
@@ -128,11 +129,11 @@ def learned_state() -> dict:
 def test_a_changed_revisit_without_validators_asks_for_a_probe() -> None:
     result = step(None, CLOCKED, 5.0)
     assert result.probe and result.state is not None
-    assert result.state[noise.SKETCH] == noise.sketch(CLOCKED) and result.state[noise.SKETCHED_AT] == 5.0
+    assert result.state[learner.SKETCH] == noise.sketch(CLOCKED) and result.state[learner.SKETCHED_AT] == 5.0
     assert not step(None, CLOCKED, usable=True).probe
     assert not step(None, CLOCKED, first=True).probe
     assert not step(None, CLOCKED, changed=False).probe
-    assert not step({noise.SETTLED: "clean", noise.PROBES: 1}, CLOCKED).probe
+    assert not step({learner.SETTLED: "clean", learner.PROBES: 1}, CLOCKED).probe
 
 
 def test_noise_is_what_moved_over_two_pairs_and_the_first_probe_is_held_back() -> None:
@@ -141,7 +142,7 @@ def test_noise_is_what_moved_over_two_pairs_and_the_first_probe_is_held_back() -
     assert second.probe and second.verdict is ChangeState.UNCHANGED and not second.learned  # held back
     third = step(second.state, PROBED2, 2.0)
     assert third.learned and third.verdict is ChangeState.UNCHANGED and third.digest is not None
-    assert third.state == {noise.EXCLUSIONS: third.state[noise.EXCLUSIONS], noise.PROBES: 2}
+    assert third.state == {learner.EXCLUSIONS: third.state[learner.EXCLUSIONS], learner.PROBES: 2}
     later = step(
         third.state, [("Title",), ("Clock:", "9", "UTC"), ("Body", "text")], 3600.0, previous_digest=third.digest
     )
@@ -160,8 +161,8 @@ def test_an_edit_inside_one_probe_window_is_not_learned_and_is_delivered() -> No
     decided = step(held.state, price("21.99", "10:00:02"), 2.0)
     assert decided.learned and decided.verdict is ChangeState.CHANGED  # the edit, against the fetch that started it
     state = decided.state
-    assert state is not None and [e[2] for e in state[noise.EXCLUSIONS]] == [[2]]  # the clock only
-    later = noise.masked_digest(price("22.99", "11:00:00"), state[noise.EXCLUSIONS])
+    assert state is not None and [e[2] for e in state[learner.EXCLUSIONS]] == [[2]]  # the clock only
+    later = noise.masked_digest(price("22.99", "11:00:00"), state[learner.EXCLUSIONS])
     assert later.digest != decided.digest  # the next price edit is a change
 
 
@@ -170,7 +171,7 @@ def test_a_difference_that_moved_once_settles_clean_and_the_edit_is_delivered() 
     edited = [("Title",), ("Clock:", "1", "UTC"), ("Body", "edited")]
     held = step(first.state, edited, 1.0)
     decided = step(held.state, edited, 2.0, changed=False)
-    assert decided.state == {noise.SETTLED: "clean", noise.PROBES: 2}
+    assert decided.state == {learner.SETTLED: "clean", learner.PROBES: 2}
     assert decided.verdict is ChangeState.CHANGED and not decided.learned
 
 
@@ -180,41 +181,41 @@ def test_a_late_or_bodiless_probe_learns_nothing() -> None:
     sketch.  The probe is timed from the sketched fetch itself."""
     pending = step(None, CLOCKED, 0.0).state
     no_text = step(pending, None, 1.0)
-    assert no_text.state is not None and noise.SKETCH not in no_text.state
+    assert no_text.state is not None and learner.SKETCH not in no_text.state
     late = step(pending, PROBED, 31.0)  # not a probe: this fetch is probed instead
     assert not late.learned and late.digest is None and late.probe
-    assert late.state is not None and late.state[noise.SKETCHED_AT] == 31.0 and late.state[noise.PROBES] == 2
-    assert step(pending, PROBED, 31.0, changed=False).state == {noise.PROBES: 1}
+    assert late.state is not None and late.state[learner.SKETCHED_AT] == 31.0 and late.state[learner.PROBES] == 2
+    assert step(pending, PROBED, 31.0, changed=False).state == {learner.PROBES: 1}
     clean = step(pending, CLOCKED, 1.0, changed=False)
-    assert clean.state == {noise.SETTLED: "clean", noise.PROBES: 1} and not clean.probe
+    assert clean.state == {learner.SETTLED: "clean", learner.PROBES: 1} and not clean.probe
     hard = step(pending, [*PROBED, ("ad",)], 1.0)
-    assert hard.state == {noise.SETTLED: "hard", noise.PROBES: 1} and hard.digest is None
+    assert hard.state == {learner.SETTLED: "hard", learner.PROBES: 1} and hard.digest is None
 
 
 def test_validators_that_move_over_both_pairs_move_at_every_fetch() -> None:
     first = step(None, CLOCKED, 0.0, validators=(None, "Mon, 01 Jan 2024 00:00:00 GMT"))
     second = step(first.state, PROBED, 1.0, validators=(None, "Mon, 01 Jan 2024 00:00:01 GMT"))
     third = step(second.state, PROBED2, 2.0, validators=(None, "Mon, 01 Jan 2024 00:00:02 GMT"))
-    assert third.learned and third.state is not None and third.state[noise.PER_FETCH] == 1
+    assert third.learned and third.state is not None and third.state[learner.PER_FETCH] == 1
     once = step(
         step(step(None, CLOCKED, 0.0, validators=(None, "A")).state, PROBED, 1.0, validators=(None, "B")).state,
         PROBED2,
         2.0,
         validators=(None, "B"),
     )
-    assert once.learned and once.state is not None and noise.PER_FETCH not in once.state
+    assert once.learned and once.state is not None and learner.PER_FETCH not in once.state
 
 
 def test_a_mask_never_hides_the_only_difference_between_fetches_whose_validators_differ() -> None:
     state = learned_state()
-    masked = noise.masked_digest(PROBED2, state[noise.EXCLUSIONS]).digest
+    masked = noise.masked_digest(PROBED2, state[learner.EXCLUSIONS]).digest
     again = [("Title",), ("Clock:", "7", "UTC"), ("Body", "text")]
     moved = step(state, again, 99.0, previous_digest=masked, validators=('"v2"', None), previous=('"v1"', None))
-    assert moved.verdict is ChangeState.CHANGED and moved.dropped == noise.DROPPED_VALIDATORS
-    assert moved.state is not None and noise.EXCLUSIONS not in moved.state
+    assert moved.verdict is ChangeState.CHANGED and moved.dropped == learner.DROPPED_VALIDATORS
+    assert moved.state is not None and learner.EXCLUSIONS not in moved.state
     still = step(state, again, 99.0, previous_digest=masked, validators=('"v1"', None), previous=('"v1"', None))
     assert still.verdict is None and still.digest == masked and still.dropped is None
-    per_fetch = {**state, noise.PER_FETCH: 1}
+    per_fetch = {**state, learner.PER_FETCH: 1}
     assert (
         step(per_fetch, again, 99.0, previous_digest=masked, validators=('"v2"', None), previous=('"v1"', None)).dropped
         is None
@@ -227,7 +228,7 @@ def test_an_edit_of_the_line_that_holds_the_clock_is_a_change_and_the_mask_follo
 
     learned = noise.learn(noise.sketch(page("19.99", "10:00:01")), page("19.99", "10:00:02"))
     assert learned.exclusions is not None
-    state = {noise.EXCLUSIONS: learned.exclusions, noise.PROBES: 2}
+    state = {learner.EXCLUSIONS: learned.exclusions, learner.PROBES: 2}
     digest = noise.masked_digest(page("19.99", "10:00:02"), learned.exclusions).digest
     edit = step(state, page("24.99", "10:05:00"), 300.0, previous_digest=digest)
     assert edit.verdict is ChangeState.CHANGED and not edit.probe and edit.state is not None
@@ -253,13 +254,13 @@ def test_a_moved_template_is_learned_again_at_most_max_probes_times() -> None:
     def template(value: str) -> list[noise.Segment]:  # another shape at each move
         return [("Title",), ("Now",) * width + (value,), ("Body", "text")]
 
-    while state is not None and state[noise.PROBES] + 2 <= noise.MAX_PROBES:
+    while state is not None and state[learner.PROBES] + 2 <= learner.MAX_PROBES:
         result = step(state, template("5"), now)
         assert result.probe, state
         held = step(result.state, template("6"), now + 1)
         state = step(held.state, template("7"), now + 2).state
         now, width = now + 100, width + 1
-    assert state is not None and state[noise.PROBES] == noise.MAX_PROBES
+    assert state is not None and state[learner.PROBES] == learner.MAX_PROBES
     assert not step(state, template("5"), now).probe
 
 
@@ -333,7 +334,7 @@ def test_frontier_issues_a_probe_now_keeps_the_policy_wait_and_stores_the_state(
     issued = frontier.next()
     assert issued is not None
     frontier.leases.fetch_ended(issued.fp, 0.0)
-    state = {noise.SKETCH: ["abcd"], noise.PROBES: 1}
+    state = {learner.SKETCH: ["abcd"], learner.PROBES: 1}
     visit = Visit(Outcome.VISITED, wait=500.0, status=200, change=ChangeState.CHANGED, digest="x", noise=state)
     visit.probe = 0.0
     record = frontier.update(issued.fp, visit)
@@ -413,18 +414,23 @@ def test_a_sibling_adopts_pooled_exclusions_but_judges_nothing_until_its_probe_c
     offer = pool.offer("https://h.example/p/7.html")
     assert offer == [learned] and pool.offer("https://h.example/q/7.html") == []
 
-    def visit(state: dict | None, segments: list, now: float, **kw: object) -> noise.NoiseStep:
-        return noise.step(state, seen(segments, now, **kw), window=30.0, pooled=offer)
+    def visit(state: dict | None, segments: list, now: float, **kw: object) -> learner.NoiseStep:
+        return learner.step(state, seen(segments, now, **kw), window=30.0, pooled=offer)
 
     first = visit(None, _template("b", 3), 0.0, first=True, digest="exact:1")
     assert first.adopted and first.by_rule and not first.probe  # the rule's verdict stands
-    assert first.state == {noise.EXCLUSIONS: learned, noise.ADOPTED: 1, noise.VERSION: "exact:1", noise.PROBES: 0}
+    assert first.state == {
+        learner.EXCLUSIONS: learned,
+        learner.ADOPTED: 1,
+        learner.VERSION: "exact:1",
+        learner.PROBES: 0,
+    }
     # the mask would hide a difference: held back, and the page probed
     held = visit(first.state, _template("b", 9), 600.0, digest="exact:2", previous_digest=first.digest)
     assert held.probe and held.digest == first.digest and held.verdict is None
     confirmed = visit(held.state, _template("b", 10), 601.0, digest="exact:3", previous_digest=held.digest)
     assert confirmed.confirmed and confirmed.verdict is ChangeState.UNCHANGED and not confirmed.learned
-    assert confirmed.state == {noise.EXCLUSIONS: learned, noise.PROBES: 1}
+    assert confirmed.state == {learner.EXCLUSIONS: learned, learner.PROBES: 1}
     edited = visit(confirmed.state, _template("c", 11), 900.0, previous_digest=confirmed.digest)
     assert edited.digest != confirmed.digest  # a real edit is still a change
 
@@ -436,32 +442,32 @@ def test_a_siblings_mask_that_holds_still_on_the_page_is_dropped_and_the_change_
     learned = noise.learn(noise.sketch(_template("a", 1)), _template("a", 2)).exclusions
     assert learned is not None
 
-    def visit(state: dict | None, segments: list, now: float, **kw: object) -> noise.NoiseStep:
-        return noise.step(state, seen(segments, now, **kw), window=30.0, pooled=[learned])
+    def visit(state: dict | None, segments: list, now: float, **kw: object) -> learner.NoiseStep:
+        return learner.step(state, seen(segments, now, **kw), window=30.0, pooled=[learned])
 
     first = visit(None, _template("b", 3), 0.0, first=True, digest="exact:1")
     held = visit(first.state, _template("b", 9), 600.0, digest="exact:2", previous_digest=first.digest)
     assert held.probe
     still = visit(held.state, _template("b", 9), 601.0, digest="exact:2", previous_digest=held.digest, changed=False)
-    assert still.verdict is ChangeState.CHANGED and still.dropped == noise.DROPPED_UNCONFIRMED
-    assert still.state is not None and noise.EXCLUSIONS not in still.state
+    assert still.verdict is ChangeState.CHANGED and still.dropped == learner.DROPPED_UNCONFIRMED
+    assert still.state is not None and learner.EXCLUSIONS not in still.state
     # a probe that never came: the mask goes at the next visit, judged against the version it last let through
     late = visit(held.state, _template("b", 9), 700.0, digest="exact:2", previous_digest=held.digest)
-    assert late.verdict is ChangeState.CHANGED and late.dropped == noise.DROPPED_UNVERIFIABLE
+    assert late.verdict is ChangeState.CHANGED and late.dropped == learner.DROPPED_UNVERIFIABLE
 
 
 def test_a_page_of_another_template_does_not_adopt() -> None:
     learned = noise.learn(noise.sketch(_template("a", 1)), _template("a", 2)).exclusions
     assert learned is not None
     plain = _template("b", 3, clock=False)
-    result = noise.step(None, seen(plain, 0.0, first=True), window=30.0, pooled=[learned])
+    result = learner.step(None, seen(plain, 0.0, first=True), window=30.0, pooled=[learned])
     assert not result.adopted and result.digest is None and result.state is None
-    with_validators = noise.step(
+    with_validators = learner.step(
         None, seen(_template("b", 3), 0.0, first=True, usable=True), window=30.0, pooled=[learned]
     )
     assert not with_validators.adopted  # conditional requests deal with such a page
-    assert noise.needs_text(None, changed=False, first=True, usable=False, pooled=True)
-    assert not noise.needs_text({noise.SETTLED: "clean"}, changed=False, first=False, usable=False, pooled=True)
+    assert learner.needs_text(None, changed=False, first=True, usable=False, pooled=True)
+    assert not learner.needs_text({learner.SETTLED: "clean"}, changed=False, first=False, usable=False, pooled=True)
 
 
 def test_the_pool_is_bounded() -> None:
@@ -541,4 +547,4 @@ def test_a_watched_value_downstream_is_never_left_stale(
             now += 1.0
         fetch += 1
     if not validators:  # (a server with validators answers such revisits 304: not modelled here)
-        assert false_versions <= noise.MAX_PROBES
+        assert false_versions <= learner.MAX_PROBES

@@ -11,7 +11,7 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive import meta
-from scrapy_adaptive.change import noise
+from scrapy_adaptive.change import noise, noise_learner
 from scrapy_adaptive.change.rules import DigestRules
 from scrapy_adaptive.frontier import ChangeState, Outcome
 from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware, evaluate, is_embed
@@ -208,4 +208,4 @@ def test_a_learned_mask_contradicted_by_moved_validators_is_dropped_and_said_onc
     dropped = commits.visits[-1]
     assert "noiseDropped" in dropped.annotations and dropped.noise == {"r": 2}
     said = [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()]
-    assert said == [f"Learned noise of {url} dropped: {noise.DROPPED_VALIDATORS}; the visit is judged changed."]
+    assert said == [f"Learned noise of {url} dropped: {noise_learner.DROPPED_VALIDATORS}; the visit is judged changed."]
