@@ -83,8 +83,8 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         "ADAPTIVE_NOISE_LEARNING",
         GROUP_CHANGE,
         True,
-        "a page without usable validators found changed on a revisit is probed at once, and what changed "
-        "between the two fetches is left out of its digest from then on (see Change detection).",
+        "a page without usable validators found changed on a revisit is probed twice at once, and what "
+        "moved over both pairs of fetches is left out of its digest from then on (see Change detection).",
     ),
     bool_spec(
         "ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE",

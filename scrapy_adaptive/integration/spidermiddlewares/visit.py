@@ -11,10 +11,10 @@ visit (thesis 6.2).  For each one it
    last digest is kept;
 2. compares with the last digest from the record snapshot the scheduler put
    in ``meta["adaptive_record"]``: changed / unchanged / unknown (no body);
-   a page without validators that changed on a revisit is probed (fetched
-   again as soon as politeness allows) and, if the probe differs too, the
-   segments that changed are learned as noise and left out of its digest
-   from then on (:mod:`..change.noise`);
+   a page without validators that changed on a revisit is probed twice
+   (fetched again as soon as politeness allows) and what moved over both
+   pairs of fetches is learned as noise and left out of its digest from
+   then on (:mod:`..change.noise_learner`);
 3. hands the verdict to the frontier's services (bound by the scheduler
    at open): the wait policy decides the wait and the frontier records it,
    in one atomic write;
