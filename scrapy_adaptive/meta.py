@@ -30,7 +30,9 @@ SIGNAL = "adaptive_signal"
 
 # -- public: set by scrapy-adaptive, for your callbacks and middlewares ---------
 
-#: read-only snapshot of the URL's record (``UrlRecord.snapshot()``)
+#: a read-only view of the URL's record (:class:`~.model.RecordView`): as
+#: issued before the verdict, as the visit left it after; scrapy-adaptive's
+#: own components ask the frontier, never this key
 RECORD = "adaptive_record"
 #: what this visit found: ``"changed"``, ``"unchanged"`` or ``"unknown"``
 CHANGE = "adaptive_change"
@@ -39,17 +41,8 @@ CHANGE = "adaptive_change"
 
 #: hex fingerprint of the URL an issued request is for
 FP = "_adaptive_fp"
-#: seconds the URL was overdue when issued
-OVERDUE = "_adaptive_overdue"
-#: the validators middleware's decision: ``"verified"`` or ``"trusted"``
-VALIDATION = "_adaptive_validation"
-#: on a verification fetch, what the headers predicted
-PREDICTION = "_adaptive_prediction"
-#: True when conditional headers were added to this fetch
-VALIDATORS_SENT = "_adaptive_validators_sent"
-#: body length (or the last size) of a download stopped after its headers
-ABORT_LENGTH = "_adaptive_abort_length"
-#: the downloader's own verdict (a 304, an aborted fetch): ``{"change", "annotation"}``
+#: the downloader's :class:`~.model.FetchResult`: how validators were used,
+#: what the headers predicted, and its own verdict (a 304, an aborted fetch)
 FETCH = "_adaptive_fetch"
 #: the WARC writer's crawl-log annotation for this fetch (a cross-URL duplicate)
 ARCHIVE_NOTE = "_adaptive_archive_note"
@@ -57,8 +50,8 @@ ARCHIVE_NOTE = "_adaptive_archive_note"
 PENDING_VISIT = "_adaptive_visit"
 #: embed hops from the last page (``ADAPTIVE_EMBED_HOPS``)
 EMBED_HOPS = "_adaptive_embed_hops"
-#: on an embed of a changed page (``ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE``): when
-#: the page was fetched before, the time since which it changed
+#: on a changed page and its embeds (``ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE``):
+#: when the page was fetched before, the time since which it changed
 PAGE_CHANGED = "_adaptive_page_changed"
 #: a sitemap or feed read before its verdict (a ``sitemaps.SignalRead``)
 SIGNAL_READ = "_adaptive_signal_read"
@@ -70,11 +63,6 @@ PUBLIC = (UNCHANGED, DIGEST_RULE, WAIT_POLICY, HINT, EMBED, SIGNAL, RECORD, CHAN
 #: the private keys
 PRIVATE = (
     FP,
-    OVERDUE,
-    VALIDATION,
-    PREDICTION,
-    VALIDATORS_SENT,
-    ABORT_LENGTH,
     FETCH,
     ARCHIVE_NOTE,
     PENDING_VISIT,

@@ -15,7 +15,7 @@ import json
 import json.encoder
 import json.scanner
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -31,6 +31,9 @@ VALIDATOR_LIE = "validatorLie"
 #: crawl-log annotations (and visit kinds) of pages that are not the URL's content
 SOFT_404 = "soft404"
 PARKED = "parked"
+#: crawl-log annotation of a sitemap or feed that could not be read (the
+#: policy stack backs its wait off)
+SIGNAL_UNREADABLE = "signalUnreadable"
 
 
 class Outcome(StrEnum):
@@ -121,6 +124,46 @@ class Visit:
     #: a noise probe: visit again within this many seconds whatever the
     #: wait (the frontier's politeness still spaces it); None: no probe
     probe: float | None = None
+
+
+@dataclass
+class FetchResult:
+    """What the downloader's middlewares found on one fetch, before any body
+    is judged: filled by the validators middleware over the fetch's life
+    (request, headers, response) and read once by change detection.
+
+    ``validation`` says how validators were used (``"verified"``: a full
+    download to check them; ``"trusted"``: their "no change" may be acted
+    on); ``prediction`` is what the headers predicted on a verification;
+    ``change`` and ``annotation`` are the downloader's own verdict when it
+    decided without a body (a 304, a download stopped after its headers).
+    """
+
+    validation: str | None = None
+    validators_sent: bool = False
+    #: the body length (or the last size) of a download stopped after its headers
+    abort_length: int | None = None
+    prediction: str | None = None
+    change: ChangeState | None = None
+    annotation: str | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the wait policy decided after a visit: its part of the verdict.
+
+    The policy reads the record and the visit and returns this; the runtime
+    puts it beside the visit, and the frontier records both in one write.
+    ``memory`` is the policy's new per-URL memory (None: keep the record's),
+    ``hint_base`` what a hint-brought visit would have been credited without
+    the hint, ``notes`` the crawl-log words the policy adds (a first-visit
+    Last-Modified caught lying, the pace that moved).
+    """
+
+    wait: float
+    memory: dict[str, Any] | None = None
+    hint_base: float | None = None
+    notes: tuple[str, ...] = ()
 
 
 _NUMBERS = frozenset({int, float})
@@ -247,6 +290,10 @@ class UrlRecord:
         "noise": "nz",
     }
 
+    #: what the frontier concluded at its last update of this record, beyond
+    #: the verdict (a caught validator lie, a hint confirmed or refuted), for
+    #: the crawl log and the stats; not saved
+    notes: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
     #: the request's stored bytes and the dict they were read into (not saved)
     _request_raw: bytes | None = field(default=None, init=False, repr=False, compare=False)
     _request_obj: object = field(default=None, init=False, repr=False, compare=False)
@@ -315,32 +362,72 @@ class UrlRecord:
         return record
 
     def snapshot(self) -> dict[str, Any]:
-        """What evaluators may read (via ``request.meta["adaptive_record"]``).
+        """What evaluators may read, as a plain dict copy: changing it cannot
+        change the record.  :meth:`view` reads the same without copying."""
+        return dict(RecordView(self))
 
-        A plain dict copy: changing it cannot change the record.
-        """
-        return {
-            "url": self.url,
-            "queue": self.queue,
-            "visits": self.visits,
-            "versions": self.versions,
-            "failures": self.failures,
-            "status": self.status,
-            "content_type": self.content_type,
-            "size": self.size,
-            "fetched": self.fetched,
-            "digest": self.digest,
-            "payload_digest": self.payload_digest,
-            "etag": self.etag,
-            "last_modified": self.last_modified,
-            "wait": self.wait,
-            "reason": self.reason,
-            "discovered": self.discovered,
-            "history": [list(h) for h in self.history],
-            "policy": dict(self.policy),
-            "hint": dict(self.hint) if self.hint else None,
-            "noise": self.noise,
-        }
+    def view(self) -> RecordView:
+        """The record, read-only, as the mapping evaluators and policies read
+        (``response.meta["adaptive_record"]``): nothing is copied until read."""
+        return RecordView(self)
+
+
+class RecordView(Mapping[str, Any]):
+    """A read-only mapping over a :class:`UrlRecord` (its public fields).
+
+    Each read answers from the record as it is: the view given with a
+    response shows the record as this visit left it.  Lists and dicts are
+    copied as they are read, so changing what was read cannot change the
+    record.
+    """
+
+    __slots__ = ("_record",)
+
+    KEYS = (
+        "url",
+        "queue",
+        "visits",
+        "versions",
+        "failures",
+        "status",
+        "content_type",
+        "size",
+        "fetched",
+        "digest",
+        "payload_digest",
+        "etag",
+        "last_modified",
+        "wait",
+        "reason",
+        "discovered",
+        "history",
+        "policy",
+        "hint",
+        "noise",
+    )
+    _KEYSET = frozenset(KEYS)
+
+    def __init__(self, record: UrlRecord) -> None:
+        self._record = record
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._KEYSET:
+            raise KeyError(key)
+        value = getattr(self._record, key)
+        if key == "history":
+            return [list(h) for h in value]
+        if key in ("policy", "hint") and value is not None:
+            return dict(value)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.KEYS)
+
+    def __len__(self) -> int:
+        return len(self.KEYS)
+
+    def __repr__(self) -> str:
+        return f"RecordView({self._record.url!r})"
 
 
 #: the record's fields but the request, with their stored keys

@@ -326,8 +326,8 @@ class Frontier:
         q = book.get(record.queue)
         old = (record.queue, record.directive, record.next_ms, fp)
         was_never = record.never
-        measure(visit, out, now)
-        slot_free_at = now + book.rest_after(q, visit.duration or 0.0)
+        duration = measure(visit, out, now)
+        slot_free_at = now + book.rest_after(q, duration or 0.0)
         undo = self._undo_update(q, fp, out, record)
         q.urgency_waits.pop(fp, None)  # the verdict plans a new wait
         outcome = judge(record, visit, self.politeness.max_retries)
@@ -344,10 +344,13 @@ class Frontier:
             count_visit(q, self.book.totals, record, counted=counted)
             if visit.change is ChangeState.CHANGED and deliver:
                 mark = self.pending.staged(fp, record.queue, record.digest)
-            fold_visit(record, visit, now, self.history_size)
-        if outcome is Outcome.VISITED:
-            self.hosts.observe_validation(q, visit, record)
-        self.hosts.settle_hint(q, record, visit)
+            fold_visit(record, visit, now, self.history_size, duration=duration)
+        notes = []
+        if outcome is Outcome.VISITED and (lie := self.hosts.observe_validation(q, visit, record)):
+            notes.append(lie)
+        if settled := self.hosts.settle_hint(q, record, visit):
+            notes.append(settled)
+        record.notes = notes
         self.hosts.track_unchecked(fp, record)
         batch = Batch(records={(record.queue, fp): record.to_bytes()})
         if mark is not None:
@@ -409,6 +412,11 @@ class Frontier:
 
     def leave(self) -> None:
         self.shared.leave()
+
+    def lent(self, fp: bytes) -> Lease | None:
+        """What is out for *fp*: its queue, how overdue it was issued, and
+        its record as issued (the one copy; requests carry the fingerprint)."""
+        return self.leases.get(fp)
 
     def page_kind(self, fp: bytes, visit: Visit) -> str | None:
         return self.hosts.page_kind(fp, visit)

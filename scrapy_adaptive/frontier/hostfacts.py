@@ -140,22 +140,21 @@ class HostFacts:
         q = self.book.get(out.queue)
         return TrustBook(q.trust).decide(out.record.url, self.trust_params)
 
-    def observe_validation(self, q: HostQueue, visit: Visit, record: UrlRecord) -> None:
+    def observe_validation(self, q: HostQueue, visit: Visit, record: UrlRecord) -> str | None:
         """Fold a verification fetch into the URL's, its class's and its
-        host's trust records; a caught lie is annotated on the visit
-        (``validatorLie``)."""
+        host's trust records; a caught lie is said (``validatorLie``)."""
         if visit.validation != "verified" or visit.change is ChangeState.UNKNOWN:
-            return
+            return None
         known_liar = not url_trusted(record.validator_lies, self.trust_params)
         record.validator_lies = observe_url(record.validator_lies, visit.prediction, visit.change.value)
         if known_liar:
             # verified because of the URL's own record: its lies are not news
             # about the host, whose other URLs keep their trust
-            if record.validator_lies and record.validator_lies[1] == 0:
-                visit.annotations.append(VALIDATOR_LIE)
-            return
+            lied = bool(record.validator_lies) and record.validator_lies[1] == 0  # type: ignore[index]
+            return VALIDATOR_LIE if lied else None
         if TrustBook(q.trust).observe_verified(record.url, visit.prediction, visit.change.value):
-            visit.annotations.append(VALIDATOR_LIE)
+            return VALIDATOR_LIE
+        return None
 
     def trust_report(self, *, classes: bool = False) -> dict[str, dict[str, Any]]:
         """Every queue's host-wide validator track record, for reports; with
@@ -318,14 +317,15 @@ class HostFacts:
         self.book.schedule(q)
         return HintResult.ACTED
 
-    def settle_hint(self, q: HostQueue, record: UrlRecord, visit: Visit) -> None:
-        """Score an acted-on hint by the visit it caused, per host and source."""
+    def settle_hint(self, q: HostQueue, record: UrlRecord, visit: Visit) -> str | None:
+        """Score an acted-on hint by the visit it caused, per host and source;
+        say whether the visit confirmed or refuted it."""
         if record.hint is None or visit.outcome is Outcome.RETRY:
-            return  # a retry is not the visit yet
+            return None  # a retry is not the visit yet
         source = str(record.hint.get(hints.PENDING_SOURCE))
         record.hint = None
         if visit.outcome is not Outcome.VISITED or visit.change is ChangeState.UNKNOWN:
-            return
+            return None
         confirmed = visit.change is ChangeState.CHANGED
         old = hints.counts(q.hint_trust.get(source))
         new = hints.observe(old, confirmed, visit.hint_base or 0.0)
@@ -333,7 +333,7 @@ class HostFacts:
         pooled = self._hint_pooled.setdefault(source, [0.0, 0.0, 0.0])
         hints.pool(pooled, old, -1)
         hints.pool(pooled, new)
-        visit.annotations.append(hints.CONFIRMED if confirmed else hints.REFUTED)
+        return hints.CONFIRMED if confirmed else hints.REFUTED
 
     def hint_report(self) -> dict[str, dict[str, list[float]]]:
         """Every queue's hint track record (source -> [confirmed, refuted, Σq])."""

@@ -26,23 +26,25 @@ if TYPE_CHECKING:
 SEEN_FIELDS = ("content_type", "size", "digest", "payload_digest", "etag", "last_modified")
 
 
-def measure(visit: Visit, out: Lease | None, now: float) -> None:
-    """The fetch's duration, from the downloader's signals if the verdict has none."""
-    if visit.duration is None and out is not None:
-        if out.duration is not None:
-            visit.duration = out.duration
-        elif out.fetch_started is not None:
-            visit.duration = max(0.0, now - out.fetch_started)
+def measure(visit: Visit, out: Lease | None, now: float) -> float | None:
+    """The fetch's duration: the verdict's, else from the downloader's signals."""
+    if visit.duration is not None or out is None:
+        return visit.duration
+    if out.duration is not None:
+        return out.duration
+    return max(0.0, now - out.fetch_started) if out.fetch_started is not None else None
 
 
 def judge(record: UrlRecord, visit: Visit, max_retries: int) -> Outcome:
-    """The visit's outcome, a retry past *max_retries* made a failure."""
+    """The visit's outcome, a retry past *max_retries* made a failure (the
+    record's reason says so; the verdict itself is left as it came)."""
     outcome = visit.outcome
+    reason = visit.reason
     if outcome is Outcome.RETRY and record.failures + 1 > max_retries:
         outcome = Outcome.FAILED
-        visit.reason = f"{visit.reason or 'error'} (gave up after {counted(max_retries, 'retry', 'retries')})"
+        reason = f"{reason or 'error'} (gave up after {counted(max_retries, 'retry', 'retries')})"
     record.outcome = outcome.value
-    record.reason = visit.reason
+    record.reason = reason
     record.directive = 0  # a preference holds for one issue, not for ever
     return outcome
 
@@ -60,7 +62,9 @@ def count_visit(q: HostQueue, totals: Totals, record: UrlRecord, *, counted: boo
         totals.versions += 1
 
 
-def fold_visit(record: UrlRecord, visit: Visit, now: float, history_size: int) -> None:
+def fold_visit(
+    record: UrlRecord, visit: Visit, now: float, history_size: int, *, duration: float | None = None
+) -> None:
     """What the visit saw, into the record; its next time from the policy's wait.
 
     A digested body describes the page completely; without one (304, abort,
@@ -70,7 +74,7 @@ def fold_visit(record: UrlRecord, visit: Visit, now: float, history_size: int) -
     """
     record.status = visit.status
     record.fetched = now
-    record.duration = visit.duration
+    record.duration = visit.duration if duration is None else duration
     body_seen = visit.digest is not None
     for name in SEEN_FIELDS:
         value = getattr(visit, name)

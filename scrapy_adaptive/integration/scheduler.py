@@ -373,13 +373,12 @@ class AdaptiveScheduler(BaseScheduler):
         reasons = request.meta.get("redirect_reasons") or []
         status = reasons[-1] if reasons and isinstance(reasons[-1], int) else None
         reason = f"redirect to {request.url}"
-        visit = Visit(Outcome.VISITED, status=status, reason=reason)
         # the same redirect as last time is a visit that found no change (the
         # policy backs off); another target, or the first, says nothing of the
         # page's own content, which the record keeps the digest of
-        if same_redirect(issued.meta.get(meta.RECORD) or {}, status, reason):
-            visit.change = ChangeState.UNCHANGED
-        self.verdicts.commit(issued, visit)
+        same = same_redirect(self.verdicts.record(issued) or {}, status, reason)
+        change = ChangeState.UNCHANGED if same else ChangeState.UNKNOWN
+        self.verdicts.commit(issued, Visit(Outcome.VISITED, status=status, reason=reason, change=change))
         self.stats.inc_value("adaptive/redirects")
 
     # -- next ---------------------------------------------------------------------
@@ -396,8 +395,8 @@ class AdaptiveScheduler(BaseScheduler):
                 request = self.issued.take_resend(out.fp) or self._rebuild(out.fp, out.record)
                 if request is None:
                     continue
-                request.meta[meta.RECORD] = out.record.snapshot()
-                request.meta[meta.OVERDUE] = out.overdue
+                # the public read-only view (for the user's middlewares); ours ask the frontier
+                request.meta[meta.RECORD] = out.record.view()
                 if self.config.politeness_key == "slot":
                     request.meta["download_slot"] = out.record.queue
                 self.issued.add(out.fp, request)
@@ -412,7 +411,7 @@ class AdaptiveScheduler(BaseScheduler):
         return None
 
     def _rebuild(self, fp: bytes, record: UrlRecord) -> Request | None:
-        assert self.spider is not None and self.frontier is not None
+        assert self.spider is not None and self.verdicts is not None
         try:
             return request_from_data(record.request, self.spider)
         except Exception as exc:
@@ -423,7 +422,7 @@ class AdaptiveScheduler(BaseScheduler):
                 exc,
             )
             self.stats.inc_value("adaptive/errors/unloadable")
-            self.frontier.update(fp, Visit(Outcome.RETRY, reason=f"unloadable: {exc}", queue=record.queue))
+            self.verdicts.settle(fp, Visit(Outcome.RETRY, reason=f"unloadable: {exc}", queue=record.queue))
             return None
 
     # -- signals ----------------------------------------------------------------------

@@ -31,6 +31,7 @@ from scrapy import Request, Spider
 from scrapy.utils.request import request_from_dict
 
 from .. import meta as meta_keys
+from ..model import FetchResult
 
 #: meta keys that describe one fetch, not the URL (Scrapy's and our public
 #: ones; private ``_`` keys are dropped whoever set them)
@@ -149,7 +150,8 @@ def request_to_data(request: Request, spider: Spider, *, credentials: bool = Fal
     except ValueError as exc:  # e.g. a lambda or a function from another object
         raise RequestNotStorable(f"{request!r} cannot be stored: {exc}") from None
     meta = data.get("meta") or {}
-    if meta.get(meta_keys.VALIDATORS_SENT):
+    fetch = meta.get(meta_keys.FETCH)
+    if isinstance(fetch, FetchResult) and fetch.validators_sent:
         # our conditional headers belong to that fetch, not to the request
         # (RedirectMiddleware copies them into the redirect's target)
         conditional = {b"if-none-match", b"if-modified-since"}

@@ -119,7 +119,6 @@ class LapsedLeases:
         grace: StopGrace,
         stats: StatsCollector,
         lease: float,
-        wake: Callable[[], None],
     ) -> None:
         self.frontier = runtime.frontier
         self.verdicts = runtime.verdicts
@@ -127,7 +126,6 @@ class LapsedLeases:
         self.grace = grace
         self.stats = stats
         self.lease = lease
-        self.wake = wake
 
     def run(self) -> None:
         if self.grace.stop_seen is not None:
@@ -141,12 +139,8 @@ class LapsedLeases:
         reason = f"no verdict within ADAPTIVE_LEASE ({self.lease:g}s)"
         logger.warning("%s: %s; counted as a retry.", url, reason)
         self.stats.inc_value("adaptive/leases_expired")
-        visit = Visit(Outcome.RETRY, reason=reason, queue=self.frontier.leases.out_queue(fp))
-        if request is not None:
-            self.verdicts.commit(request, visit)
-        else:  # the frontier lent it, the request object is gone
-            self.frontier.update(fp, visit)
-            self.wake()
+        # the request object may be gone (the frontier lent the URL all the same)
+        self.verdicts.settle(fp, Visit(Outcome.RETRY, reason=reason), request)
 
 
 class Checkpoint:
@@ -210,7 +204,7 @@ def build_tick(
         tasks.append(FlushDelivery(delivery))
     tasks += [
         AbandonOnStop(grace, stats),
-        LapsedLeases(runtime, issued, grace, stats, config.lease, wake),
+        LapsedLeases(runtime, issued, grace, stats, config.lease),
     ]
     if schedules is not None:
         tasks.append(OpenSchedules(runtime.frontier, schedules, stats, wake))

@@ -10,7 +10,7 @@ from typing import Any
 from ..config.spec import ConfigError, Kind, parse_value, requirement
 from ..config.table import DEFAULTS, SPECS_BY_NAME
 from ..frontier.hints import Hint
-from ..model import Visit
+from ..model import Plan, Visit
 from .crawlwide import CrawlWide
 
 #: the lower-case keys an ``ADAPTIVE_WAIT_POLICIES`` entry (or the
@@ -103,8 +103,11 @@ class WaitPolicy(ABC):
     ``visit`` is this visit's verdict: ``change`` (changed / unchanged /
     unknown), ``status``, ``content_type``, ``size``, ``last_modified``,
     ``url``, ``depth``, ``overdue`` (seconds late).  A policy that keeps
-    per-URL memory sets ``visit.policy_state`` to a small JSON-safe dict; the
-    frontier stores it with the record in the same atomic write.
+    per-URL memory sets ``visit.policy_state`` to a small JSON-safe dict in
+    :meth:`next_wait`; the crawl asks :meth:`plan`, which hands the policy a
+    copy of the verdict and returns the wait and the memory as a
+    :class:`~scrapy_adaptive.model.Plan`, which the frontier stores with the
+    record in the same atomic write.  The verdict itself is never changed.
 
     Policies are pure: no I/O and no clock of their own (times come from the
     history), so the crawler and the simulator run the very same classes.
@@ -118,6 +121,17 @@ class WaitPolicy(ABC):
     @abstractmethod
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
         """Seconds until the next visit."""
+
+    def plan(self, history: Mapping[str, Any], visit: Visit) -> Plan:
+        """The policy's part of the verdict on *visit*, leaving *visit* as it came.
+
+        :meth:`next_wait` works on a copy of the verdict of its own, so what
+        it writes there (its memory, the words it adds) comes back in the
+        plan, and the judging layers' object stays theirs.
+        """
+        own = replace(visit, annotations=list(visit.annotations), policy_state=None, hint_base=None)
+        wait = self.next_wait(history, own)
+        return Plan(wait, own.policy_state, own.hint_base, tuple(own.annotations[len(visit.annotations) :]))
 
     def hint_wait(self, history: Mapping[str, Any], hint: Hint) -> float | None:
         """Seconds from the hint's receipt until a visit, or None to ignore it.

@@ -26,7 +26,7 @@ from ..config.matching import MATCH_KEYS, Matcher, check_entries
 from ..config.settings import AdaptiveConfig
 from ..config.spec import ConfigError, clause
 from ..frontier.hints import Hint
-from ..model import Outcome, Visit
+from ..model import SIGNAL_UNREADABLE, Outcome, Plan, Visit
 from .base import PARAM_KEYS, WaitParams, WaitPolicy
 from .history import url_host
 from .schedules import Scheduled, Schedules, is_schedule, schedules_of
@@ -279,6 +279,22 @@ class PolicyStack(WaitPolicy):
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
         return self.schedules.bound_visit(self.select(visit).next_wait(history, visit), visit)
+
+    def plan(self, history: Mapping[str, Any], visit: Visit, *, override: WaitPolicy | None = None) -> Plan:
+        """The plan after *visit*: *override* (a request's own policy) or the
+        stack decides, except for a sitemap or feed that could not be read.
+
+        A broken sitemap waits twice as long as the last time, from at least
+        the default wait, within the catch-all's bounds: a policy that
+        re-reads sitemaps often must not re-read a broken one as often, and a
+        failure in a row backs off further.  Its memory is left as it was:
+        a failed read says nothing of how often the sitemap changes.
+        """
+        if SIGNAL_UNREADABLE in visit.annotations:
+            last = history.get("wait")
+            last = float(last) if type(last) in (int, float) else 0.0
+            return Plan(self.params.clamp(2 * max(last, self.params.default)))
+        return super().plan(history, visit) if override is None or override is self else override.plan(history, visit)
 
     def hint_wait(self, history: Mapping[str, Any], hint: Hint) -> float | None:
         """Asks the policy that will judge the URL's next visit (matched on

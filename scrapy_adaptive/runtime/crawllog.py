@@ -71,6 +71,9 @@ def format_line(record: UrlRecord, visit: Visit, now: float, pending: int = 0) -
         notes.append(f"ov:{duration_text(visit.overdue)}")
     annotations = [visit.change.value] if record.outcome == "visited" else [str(record.outcome)]
     annotations += visit.annotations
+    annotations += record.notes
+    # the fetch's duration as the frontier measured it, if the verdict had none
+    duration = record.duration if visit.duration is None and record.outcome == "visited" else visit.duration
     if record.outcome != "visited" and visit.reason:
         annotations.append(visit.reason.replace(" ", "_")[:120])
     return " ".join(
@@ -81,7 +84,7 @@ def format_line(record: UrlRecord, visit: Visit, now: float, pending: int = 0) -
             record.url,
             media_type(visit.content_type) or "-",
             visit.digest or "-",
-            duration_text(visit.duration),
+            duration_text(duration),
             ",".join(notes),
             ",".join(annotations),
         ]

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.statscollectors import StatsCollector
 
-    from ..frontier import Frontier, Visit
+    from ..frontier import Frontier
 
 logger = logging.getLogger(__name__)
 
@@ -110,10 +110,11 @@ def take_hint(
     return result
 
 
-def count_settled(stats: StatsCollector, record: Mapping[str, Any] | None, visit: Visit) -> None:
-    """Count what the visit that followed an acted-on hint found."""
+def count_settled(stats: StatsCollector, hint: Mapping[str, Any] | None, notes: list[str]) -> None:
+    """Count what the visit that followed an acted-on *hint* found (the
+    frontier's *notes* on the update say)."""
     for word, name in ((CONFIRMED, "confirmed"), (REFUTED, "refuted")):
-        if word in visit.annotations:
-            source = ((record or {}).get("hint") or {}).get(PENDING_SOURCE) or DEFAULT_SOURCE
+        if word in notes:
+            source = (hint or {}).get(PENDING_SOURCE) or DEFAULT_SOURCE
             stats.inc_value(f"adaptive/hints/{name}")
             stats.inc_value(f"adaptive/hints/{name}/{source}")

@@ -1,15 +1,23 @@
 """The one path from a verdict to a URL's record.
 
-The middlewares judge a fetch (validators, change detection, errors) and
-hand their :class:`~.frontier.Visit` verdict here, through the small
-:class:`FrontierServices` interface the scheduler gives them at start-up.
-:meth:`Verdicts.commit` completes the verdict with what only the crawl knows
-(which URL and queue the request was for, when, how overdue), asks the wait
-policy for the wait, and has the frontier fold it into the record in one
-atomic write; then it counts the visit in the stats and the crawl log.
+The downloader's middlewares leave a fetch result, change detection (the
+visit middleware) judges it into a :class:`~.frontier.Visit`, and hands it
+here through the small :class:`FrontierServices` interface the scheduler
+gives them at start-up.  Verdicts without a response (a lapsed lease, a
+stored request that cannot be rebuilt) come here too, through
+:meth:`Verdicts.settle`: nothing else calls :meth:`Frontier.update`.
 
-Nothing here keeps state of its own: the frontier owns the records and the
-hosts' trust, :class:`~.issued.IssuedRequests` the request objects.
+:meth:`Verdicts.settle` completes the verdict with what only the crawl
+knows (which URL and queue, when, how overdue, whether the frontier knows
+the page as the host's error page), asks the policy stack for its
+:class:`~.model.Plan`, and has the frontier record the three in one atomic
+write; then it counts the visit in the stats and the crawl log.  Each step
+builds a new object from the last: the judging layers' verdict is never
+changed after them, and they get back the verdict as recorded.
+
+Nothing here keeps state of its own: the frontier owns the records (the
+record as issued is in its lease; requests carry the fingerprint only) and
+the hosts' trust, :class:`~.issued.IssuedRequests` the request objects.
 """
 
 from __future__ import annotations
@@ -17,7 +25,8 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import meta
@@ -25,7 +34,7 @@ from ..change.trust import HEADER_LIED, HEADER_PACE
 from ..config.matching import media_type
 from ..config.spec import counted
 from ..frontier import ChangeState, Frontier, Outcome, UrlRecord, Visit
-from ..model import VALIDATOR_LIE
+from ..model import VALIDATOR_LIE, Plan
 from ..store.base import StoreError
 from .request_hints import count_settled
 
@@ -34,6 +43,7 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
     from ..policies import PolicyStack
+    from ..policies.base import WaitPolicy
     from .crawllog import CrawlLog
     from .delivery import Delivery
     from .issued import IssuedRequests
@@ -41,18 +51,29 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """A verdict as the frontier recorded it, and the record it made."""
+
+    visit: Visit
+    record: UrlRecord
+
+
 class FrontierServices(Protocol):
     """What the middlewares may ask of the frontier, and nothing more."""
 
-    def commit(self, request: Request, visit: Visit) -> UrlRecord | None:
+    def commit(self, request: Request, visit: Visit) -> Recorded | None:
         """Record the verdict on an issued request (None: not ours)."""
 
     def verify(self, request: Request) -> bool:
         """Whether this fetch verifies its host's validators (True) or acts on them."""
 
+    def record(self, request: Request) -> Mapping[str, Any] | None:
+        """The URL's record as issued, read-only (None: not ours)."""
+
 
 class Verdicts:
-    """Folds verdicts on issued requests into the frontier (a :class:`FrontierServices`)."""
+    """Folds verdicts on issued URLs into the frontier (a :class:`FrontierServices`)."""
 
     def __init__(
         self,
@@ -82,70 +103,105 @@ class Verdicts:
         fp = self.issued.fp_of(request)
         return True if fp is None else self.frontier.hosts.verify_validators(fp)
 
-    def commit(self, request: Request, visit: Visit) -> UrlRecord | None:
-        """Fold a verdict on an issued request into its URL's record.
+    def record(self, request: Request) -> Mapping[str, Any] | None:
+        fp = self.issued.fp_of(request)
+        out = self.frontier.lent(fp) if fp is not None else None
+        return out.record.view() if out is not None else None
 
-        The wait policy fills in ``visit.wait`` when the verdict has none.
-        Returns the updated record, or None if the request was not ours.
-        """
+    def commit(self, request: Request, visit: Visit) -> Recorded | None:
+        """Record a verdict on an issued request (see :meth:`settle`);
+        None if the request is not ours."""
         fp = self.issued.fp_of(request)
         if fp is None:
             return None
+        return self.settle(fp, visit, request)
+
+    def settle(self, fp: bytes, visit: Visit, request: Request | None = None) -> Recorded | None:
+        """Record *visit* as the verdict on the URL *fp*: the one way into the
+        frontier's update.  *request* is the issued request, if one is left
+        (a lapsed lease's may be gone, a stored request that cannot be
+        rebuilt never had one).  The policy plans the wait unless the
+        verdict brings one.  Returns the verdict and record as recorded, or
+        None for a URL the frontier does not know (or a write that failed)."""
         self.issued.pop(fp)
-        visit.queue = self.frontier.leases.out_queue(fp) or (request.meta.get(meta.RECORD) or {}).get("queue")
-        if visit.url is None:
-            visit.url = request.url
-        if visit.fetched is None:
-            visit.fetched = self.clock()
-        if visit.overdue is None:
-            visit.overdue = request.meta.get(meta.OVERDUE)
-        if visit.content_type is None and visit.digest is None:
-            # a 304 or a fetch stopped before its body says no type: the URL
-            # is what it last was, for the policy that waits it and the stats
-            visit.content_type = (request.meta.get(meta.RECORD) or {}).get("content_type")
-        if visit.outcome is Outcome.VISITED:
-            self._soft_404(fp, visit)
-            validation = request.meta.get(meta.VALIDATION)
-            if validation in ("verified", "trusted"):
-                visit.validation = validation
-                visit.prediction = request.meta.get(meta.PREDICTION)
-            if visit.wait is None:
-                visit.wait = self._next_wait(request, visit)
+        out = self.frontier.lent(fp)
+        issued = out.record if out is not None else None
+        completed = self._complete(fp, visit, request, out.queue if out else None, issued, out.overdue if out else None)
+        hint = issued.hint if issued is not None else None
+        if completed.outcome is Outcome.VISITED and completed.wait is None:
+            plan = self._plan(request, issued, completed)
+            completed = replace(
+                completed,
+                wait=plan.wait,
+                policy_state=plan.memory,
+                hint_base=plan.hint_base,
+                annotations=[*completed.annotations, *plan.notes],
+            )
         # a changed visit is a version only once its items are durable
-        deliver = self.delivery is not None and visit.outcome is Outcome.VISITED and visit.change is ChangeState.CHANGED
+        deliver = self.delivery is not None and completed.outcome is Outcome.VISITED
+        deliver = deliver and completed.change is ChangeState.CHANGED
         try:
-            record = self.frontier.update(fp, visit, deliver=deliver)
+            record = self.frontier.update(fp, completed, deliver=deliver)
         except StoreError as exc:
             self.on_store_error(exc)
             return None
-        if deliver and record is not None and self.delivery is not None:
-            self.delivery.open(request, fp, visit.digest)
-        if record is not None and (HEADER_LIED in visit.annotations or HEADER_PACE in visit.annotations):
-            self._replan_siblings(record, lie=HEADER_LIED in visit.annotations)
-        if record is not None:
-            self._report(request, record, visit, pending=int(deliver))
+        if record is None:
+            return None
+        if deliver and request is not None and self.delivery is not None:
+            self.delivery.open(request, fp, completed.digest)
+        if HEADER_LIED in completed.annotations or HEADER_PACE in completed.annotations:
+            self._replan_siblings(record, lie=HEADER_LIED in completed.annotations)
+        self._report(record, completed, hint, pending=int(deliver))
         self.on_change()
-        return record
+        return Recorded(completed, record)
 
-    def _next_wait(self, request: Request, visit: Visit) -> float:
-        """The wait policy's next wait; a URL whose stored policy memory the
+    def _complete(
+        self,
+        fp: bytes,
+        visit: Visit,
+        request: Request | None,
+        queue: str | None,
+        issued: UrlRecord | None,
+        overdue: float | None,
+    ) -> Visit:
+        """The verdict with what only the crawl knows, as a new object."""
+        context: dict[str, Any] = {"queue": queue or visit.queue or (issued.queue if issued else None)}
+        if visit.url is None:
+            context["url"] = request.url if request is not None else issued.url if issued is not None else None
+        if visit.fetched is None:
+            context["fetched"] = self.clock()
+        if visit.overdue is None:
+            context["overdue"] = overdue
+        if visit.content_type is None and visit.digest is None and issued is not None:
+            # a 304 or a fetch stopped before its body says no type: the URL
+            # is what it last was, for the policy that waits it and the stats
+            context["content_type"] = issued.content_type
+        completed = replace(visit, annotations=list(visit.annotations), **context)
+        if completed.outcome is Outcome.VISITED:
+            kind = self._soft_404(fp, completed)
+            if kind is not None:
+                change = ChangeState.UNKNOWN if completed.change is ChangeState.CHANGED else completed.change
+                completed = replace(completed, change=change, annotations=[*completed.annotations, kind])
+        return completed
+
+    def _plan(self, request: Request | None, issued: UrlRecord | None, visit: Visit) -> Plan:
+        """The policy stack's plan; a URL whose stored policy memory the
         policy cannot read (a state folder tampered with, or written by other
         code) starts it afresh, with one warning, instead of crashing the
         visit and leaving the URL without a verdict."""
-        policy = self._policy_for(request)
-        history = request.meta.get(meta.RECORD) or {}
+        override = self._policy_for(request, visit)
+        history = issued.view() if issued is not None else {}
         try:
-            return policy.next_wait(history, visit)
+            return self.policy.plan(history, visit, override=override)
         except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
             logger.warning(
                 "The stored wait-policy memory of %s cannot be read (%s: %s); it starts afresh.",
-                request.url,
+                visit.url,
                 type(exc).__name__,
                 exc,
             )
             self.stats.inc_value("adaptive/errors/policy_memory")
-            visit.policy_state = None
-            return policy.next_wait({**history, "policy": {}}, visit)
+            return self.policy.plan({**history, "policy": {}}, visit, override=override)
 
     def _replan_siblings(self, record: UrlRecord, *, lie: bool) -> None:
         """A first-visit Last-Modified caught lying raised the odds that its
@@ -159,30 +215,29 @@ class Verdicts:
         if moved:
             self.stats.inc_value("adaptive/validators/age_checks_replanned", moved)
 
-    def _soft_404(self, fp: bytes, visit: Visit) -> None:
-        """A soft 404 or a parked page is recorded as such, never as a new
-        version: the frontier knows the host's error and placeholder pages."""
+    def _soft_404(self, fp: bytes, visit: Visit) -> str | None:
+        """The kind of page the frontier knows this one as (a soft 404 or a
+        parked page: the host's error or placeholder page), counted; such a
+        visit is recorded as such, never as a new version."""
         kind = self.frontier.page_kind(fp, visit)
-        if kind is None:
-            return
-        visit.annotations.append(kind)
-        if visit.change is ChangeState.CHANGED:
-            visit.change = ChangeState.UNKNOWN
-        self.stats.inc_value(f"adaptive/soft404/{kind}")
+        if kind is not None:
+            self.stats.inc_value(f"adaptive/soft404/{kind}")
+        return kind
 
-    def _policy_for(self, request: Request) -> Any:
-        overrides = request.meta.get(meta.WAIT_POLICY)
+    def _policy_for(self, request: Request | None, visit: Visit) -> WaitPolicy | None:
+        """The request's own policy (``meta["adaptive_wait_policy"]``), or None: the stack's."""
+        overrides = request.meta.get(meta.WAIT_POLICY) if request is not None else None
         if not isinstance(overrides, dict):
-            return self.policy
-        policy = self.policy.with_overrides(overrides, request.url)
+            return None
+        policy = self.policy.with_overrides(overrides, visit.url or "")
         if policy is self.policy:  # ignored (said once per policy or override), counted per request
             self.stats.inc_value("adaptive/wait_policy/overrides_ignored")
         return policy
 
-    def _report(self, request: Request, record: UrlRecord, visit: Visit, *, pending: int = 0) -> None:
+    def _report(self, record: UrlRecord, visit: Visit, hint: Mapping[str, Any] | None, *, pending: int = 0) -> None:
         self._count(record, visit)
-        count_settled(self.stats, request.meta.get(meta.RECORD), visit)
-        if VALIDATOR_LIE in visit.annotations:
+        count_settled(self.stats, hint, record.notes)
+        if VALIDATOR_LIE in record.notes:
             self.stats.inc_value("adaptive/validators/lies")
             lies = record.validator_lies[0] if record.validator_lies else 1
             # the first lie of a URL is news (its host's trust is reset); a
@@ -193,12 +248,12 @@ class Verdicts:
                     "%s: the validators said 'no change' but the content changed; %s is back to full "
                     "downloads until it proves reliable again (this URL's further lies: debug log, "
                     "adaptive/validators/lies).",
-                    request.url,
+                    record.url,
                     record.queue,
                 )
             else:
                 logger.debug(
-                    "%s: the validators lied again (%s); it stays on full downloads.", request.url, counted(lies, "lie")
+                    "%s: the validators lied again (%s); it stays on full downloads.", record.url, counted(lies, "lie")
                 )
         if self.crawl_log is not None:
             # a version awaiting delivery is counted at its confirmation; the

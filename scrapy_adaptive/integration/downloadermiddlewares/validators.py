@@ -25,11 +25,12 @@ For a frontier URL whose record has an ETag or a Last-Modified:
   no abort, the headers' prediction compared with the digest.  One lie sends
   the class, and the URL, back to full downloads.
 
-This middleware only sets request headers and private ``meta`` verdicts
-(:mod:`scrapy_adaptive.meta`); the visit middleware and
-:class:`~scrapy_adaptive.runtime.verdicts.Verdicts` fold them into the record.  It
-asks the frontier one thing, through the services the scheduler binds at
-open: whether this fetch verifies the host's validators.
+This middleware only sets request headers and the fetch's
+:class:`~scrapy_adaptive.model.FetchResult` (the private ``meta`` key
+``_adaptive_fetch``), which the visit middleware reads into its verdict.  It
+asks the frontier two things, through the services the scheduler binds at
+open: the URL's record as issued, and whether this fetch verifies the
+host's validators.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from ... import meta
 from ...change import noise_learner
 from ...change.prediction import Prediction, predict, request_validators
 from ...config.table import DEFAULTS
+from ...model import ChangeState, FetchResult
 from ...runtime.wiring import FRONTIER_OPENED, crawl_config
 
 if TYPE_CHECKING:
@@ -54,6 +56,12 @@ if TYPE_CHECKING:
     from ...runtime.verdicts import FrontierServices
 
 logger = logging.getLogger(__name__)
+
+
+def fetch_result(request: Request) -> FetchResult | None:
+    """The fetch result this middleware keeps on *request*, if any."""
+    fetch = request.meta.get(meta.FETCH)
+    return fetch if isinstance(fetch, FetchResult) else None
 
 
 def body_length_of(value: Any) -> int | None:
@@ -105,35 +113,37 @@ class ValidatorsMiddleware:
     def process_request(self, request: Request) -> None:
         if self.services is None or meta.FP not in request.meta or not (self.conditional or self.abort):
             return None
-        record = request.meta.get(meta.RECORD) or {}
-        if not (record.get("etag") or record.get("last_modified")):
-            return None  # nothing to validate against: a plain fetch
+        record = self.services.record(request)
+        if record is None or not (record.get("etag") or record.get("last_modified")):
+            return None  # not an issued URL, or nothing to validate against: a plain fetch
         if noise_learner.probing(record.get("noise")):
             # a noise probe compares two bodies: a 304 or an aborted fetch would show nothing
             self.stats.inc_value("adaptive/validators/probe_full_fetches")
             return None
+        fetch = request.meta[meta.FETCH] = FetchResult()
         if self.services.verify(request):
-            request.meta[meta.VALIDATION] = "verified"
+            fetch.validation = "verified"
             self.stats.inc_value("adaptive/validators/verifications")
             return None
-        request.meta[meta.VALIDATION] = "trusted"
+        fetch.validation = "trusted"
         if self.conditional:
             headers = request_validators(record.get("etag"), record.get("last_modified"))
             if headers:
                 for name, value in headers.items():
                     request.headers[name] = value
-                request.meta[meta.VALIDATORS_SENT] = True
+                fetch.validators_sent = True
                 self.stats.inc_value("adaptive/validators/conditional_sent")
         return None
 
     def _on_headers_received(self, headers: Headers, body_length: Any, request: Request, spider: Spider) -> None:
         """Abort a download whose headers say nothing changed (synchronous)."""
-        if not self.abort or request.meta.get(meta.VALIDATION) != "trusted":
+        fetch = fetch_result(request)
+        if not self.abort or fetch is None or fetch.validation != "trusted" or self.services is None:
             return
         length = body_length_of(body_length)
         if length == 0:
             return  # nothing to save (a 304 among others)
-        record = request.meta.get(meta.RECORD) or {}
+        record = self.services.record(request) or {}
         prediction = predict(
             self.scheme,
             old_etag=record.get("etag"),
@@ -142,27 +152,32 @@ class ValidatorsMiddleware:
             last_modified=headers.getlist("Last-Modified"),
         )
         if prediction is Prediction.UNCHANGED:
-            request.meta[meta.ABORT_LENGTH] = length if length is not None else record.get("size")
+            fetch.abort_length = length if length is not None else record.get("size")
             raise StopDownload(fail=False)
 
     def process_response(self, request: Request, response: Response) -> Response:
-        if meta.FP not in request.meta:
+        if meta.FP not in request.meta or self.services is None:
             return response
-        record = request.meta.get(meta.RECORD) or {}
+        fetch = fetch_result(request)
         if response.status == 304:
-            if request.meta.get(meta.VALIDATORS_SENT):
-                request.meta[meta.FETCH] = {"change": "unchanged", "annotation": "notModified"}
+            if fetch is None:
+                fetch = request.meta[meta.FETCH] = FetchResult()
+            if fetch.validators_sent:
+                fetch.change, fetch.annotation = ChangeState.UNCHANGED, "notModified"
                 self.stats.inc_value("adaptive/validators/not_modified")
-                self._avoided(record.get("size"))
+                self._avoided((self.services.record(request) or {}).get("size"))
             else:
-                request.meta[meta.FETCH] = {"change": "unknown", "annotation": "unexpected304"}
+                fetch.change, fetch.annotation = ChangeState.UNKNOWN, "unexpected304"
                 self.stats.inc_value("adaptive/validators/unexpected_304")
-        elif meta.ABORT_LENGTH in request.meta and "download_stopped" in response.flags:
-            request.meta[meta.FETCH] = {"change": "unchanged", "annotation": "midFetchAbort"}
+        elif fetch is None:
+            pass
+        elif fetch.abort_length is not None and "download_stopped" in response.flags:
+            fetch.change, fetch.annotation = ChangeState.UNCHANGED, "midFetchAbort"
             self.stats.inc_value("adaptive/validators/aborted")
-            self._avoided(request.meta.get(meta.ABORT_LENGTH))
-        elif request.meta.get(meta.VALIDATION) == "verified":
-            request.meta[meta.PREDICTION] = predict(
+            self._avoided(fetch.abort_length)
+        elif fetch.validation == "verified":
+            record = self.services.record(request) or {}
+            fetch.prediction = predict(
                 self.scheme,
                 old_etag=record.get("etag"),
                 old_last_modified=record.get("last_modified"),

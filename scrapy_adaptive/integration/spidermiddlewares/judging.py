@@ -17,7 +17,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from ... import meta
 from ...change.digest import Digester, payload_digest
 from ...dates import parse_http_date
-from ...model import PARKED, SOFT_404, ChangeState, Outcome, Visit
+from ...model import PARKED, SOFT_404, ChangeState, FetchResult, Outcome, Visit
 
 #: path endings of resources a page embeds rather than links to
 EMBED_EXTENSIONS = frozenset(
@@ -71,6 +71,8 @@ def base_visit(response: Response) -> Visit:
     """What any response tells, before its content is judged."""
     depth = response.meta.get("depth") if response.request is not None else None
     note = response.meta.get(meta.ARCHIVE_NOTE) if response.request is not None else None
+    fetch = response.meta.get(meta.FETCH) if response.request is not None else None
+    validation = fetch.validation if isinstance(fetch, FetchResult) else None
     return Visit(
         Outcome.VISITED,
         status=response.status,
@@ -81,6 +83,8 @@ def base_visit(response: Response) -> Visit:
         url=response.url,
         depth=depth if isinstance(depth, int) else None,
         annotations=[note] if isinstance(note, str) else [],
+        validation=validation,
+        prediction=fetch.prediction if validation is not None else None,  # type: ignore[union-attr]
     )
 
 

@@ -9,15 +9,16 @@ visit (thesis 6.2).  For each one it
    downloader middleware already decided the state (a 304, an aborted fetch:
    a private ``meta`` verdict), in which case that state stands and the
    last digest is kept;
-2. compares with the last digest from the record snapshot the scheduler put
-   in ``meta["adaptive_record"]``: changed / unchanged / unknown (no body);
+2. compares with the last digest of the URL's record as issued (asked of
+   the frontier's services): changed / unchanged / unknown (no body);
    a page without validators that changed on a revisit is probed twice
    (fetched again as soon as politeness allows) and what moved over both
    pairs of fetches is learned as noise and left out of its digest from
    then on (:mod:`..change.noise_learner`);
 3. hands the verdict to the frontier's services (bound by the scheduler
-   at open): the wait policy decides the wait and the frontier records it,
-   in one atomic write;
+   at open): the policy stack plans the wait and the frontier records both,
+   in one atomic write; what comes back is the verdict as recorded (a page
+   the frontier knows as the host's error page is not a version);
 4. keeps an unchanged page away from the callback (``ADAPTIVE_UNCHANGED =
    "skip"``, the default): no links re-extracted, no items re-emitted.  With
    ``"deliver"`` (or ``meta["adaptive_unchanged"] = "deliver"``) the callback
@@ -43,7 +44,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import is_item
@@ -57,7 +58,7 @@ from ...change.digest import Digester, ItemsDigester, RegexDigester, items_diges
 from ...change.rules import DigestRules, build_digester
 from ...config.spec import UNCHANGED_MODES, ConfigError, clause
 from ...config.table import DEFAULTS
-from ...model import ChangeState, Visit
+from ...model import SIGNAL_UNREADABLE, ChangeState, FetchResult, Visit
 from ...runtime.delivery import Ticket, ticket_of
 from ...runtime.wiring import FRONTIER_OPENED, crawl_config
 from .judging import (
@@ -77,7 +78,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
-    from ...runtime.verdicts import FrontierServices
+    from ...runtime.verdicts import FrontierServices, Recorded
 
 logger = logging.getLogger(__name__)
 
@@ -98,9 +99,6 @@ class VisitMiddleware:
         probe_window: float = 30.0,
         noise_learning: bool = DEFAULTS["ADAPTIVE_NOISE_LEARNING"],
         signal_max_size: int = 0,
-        wait_default: float = DEFAULTS["ADAPTIVE_WAIT_DEFAULT"],
-        wait_min: float = DEFAULTS["ADAPTIVE_WAIT_MIN"],
-        wait_max: float = DEFAULTS["ADAPTIVE_WAIT_MAX"],
         clock: Any = time.time,
     ) -> None:
         self.stats = stats
@@ -119,12 +117,6 @@ class VisitMiddleware:
         self.noise_pool = noise.NoisePool()
         #: DOWNLOAD_MAXSIZE: the most a gzip sitemap may inflate to (0: no limit)
         self.signal_max_size = signal_max_size
-        #: a failing sitemap's wait doubles from the default, within the
-        #: catch-all bounds (a policy that re-reads sitemaps often must not
-        #: re-read a broken one as often)
-        self.wait_default = wait_default
-        self.wait_min = wait_min
-        self.wait_max = wait_max
         self.clock = clock
 
     @classmethod
@@ -153,9 +145,6 @@ class VisitMiddleware:
                 probe_window=max(30.0, 10 * config.min_delay),
                 noise_learning=config.noise_learning,
                 signal_max_size=crawler.settings.getint("DOWNLOAD_MAXSIZE"),
-                wait_default=config.wait_default,
-                wait_min=config.wait_min,
-                wait_max=config.wait_max,
             )
         crawler.signals.connect(mw.frontier_opened, FRONTIER_OPENED)
         return mw
@@ -170,14 +159,16 @@ class VisitMiddleware:
         request = response.request
         if request is None or self.services is None or meta.FP not in request.meta:
             return
-        record = request.meta.get(meta.RECORD) or {}
+        record = self.services.record(request)
+        if record is None:
+            return  # not an issued URL (a child request that copied the tag)
         fetch = request.meta.get(meta.FETCH)
-        if isinstance(fetch, dict) and fetch.get("change"):
+        if isinstance(fetch, FetchResult) and fetch.change is not None:
             # the downloader decided (304, aborted fetch): no body to digest;
             # the record keeps its last digest and size
             visit = base_visit(response)
-            visit.change = ChangeState(fetch["change"])
-            visit.annotations += [a for a in (fetch.get("annotation"),) if a]
+            visit.change = fetch.change
+            visit.annotations += [a for a in (fetch.annotation,) if a]
             visit.size = None
         else:
             digester = self._digester(request, response)
@@ -190,11 +181,11 @@ class VisitMiddleware:
             if self.noise_learning and digester.name != RegexDigester.name:
                 self._noise(response, record, visit)
         if request.meta.get(meta.SIGNAL) in ("sitemap", "feed"):
-            self._signal(request, response, record, visit)
-        self.services.commit(request, visit)
-        self._after_verdict(request, visit)
+            self._signal(request, response, visit)
+        since = record.get("fetched")  # read before the record takes this visit
+        self._after_verdict(request, visit, self.services.commit(request, visit), since)
 
-    def _noise(self, response: Response, record: dict[str, Any], visit: Visit) -> None:
+    def _noise(self, response: Response, record: Mapping[str, Any], visit: Visit) -> None:
         """Learned noise: probe, learn, or digest the page without its noise."""
         state = record.get("noise")
         changed = visit.change is ChangeState.CHANGED
@@ -253,10 +244,11 @@ class VisitMiddleware:
                 visit.change.value,
             )
 
-    def _signal(self, request: Request, response: Response, record: dict[str, Any], visit: Visit) -> None:
-        """A sitemap or feed is read before its verdict, so one that fails
-        waits twice as long as the last time (a failure in a row backs off
-        further), not the short wait of a page that keeps changing."""
+    def _signal(self, request: Request, response: Response, visit: Visit) -> None:
+        """A sitemap or feed is read before its verdict, so that one that
+        fails is said so (``signalUnreadable``): the policy stack backs its
+        wait off rather than give it the short wait of a page that keeps
+        changing."""
         kind = str(request.meta[meta.SIGNAL])
         if response.status < 400 and (visit.change is ChangeState.UNCHANGED or visit.size is None):
             # the bytes read last time, or no body (a 304, an aborted fetch):
@@ -267,12 +259,22 @@ class VisitMiddleware:
         if read.problem is None:
             return
         self.stats.inc_value(f"adaptive/signals/{kind}/unreadable")
-        visit.annotations.append("signalUnreadable")
-        doubled = 2 * max(record.get("wait") or 0.0, self.wait_default)
-        visit.wait = min(self.wait_max, max(self.wait_min, doubled))
+        visit.annotations.append(SIGNAL_UNREADABLE)
 
-    def _after_verdict(self, request: Request, visit: Visit) -> None:
+    def _after_verdict(self, request: Request, judged: Visit, recorded: Recorded | None, since: Any) -> None:
+        """What the callback and the requests it yields see of the verdict as
+        recorded (*judged*, this middleware's own, if nothing was recorded:
+        the URL was forgotten meanwhile, or the state cannot be written);
+        *since*: when the page was fetched before."""
+        visit = judged if recorded is None else recorded.visit
         request.meta[meta.CHANGE] = visit.change.value
+        if recorded is not None:
+            request.meta[meta.RECORD] = recorded.record.view()
+        if self.revisit_embeds and visit.change is ChangeState.CHANGED:
+            # the page changed since its last fetch: its embeds may have too
+            request.meta[meta.PAGE_CHANGED] = since or 0.0
+        else:
+            request.meta.pop(meta.PAGE_CHANGED, None)
         if visit.change is ChangeState.UNCHANGED and self._skips(request):
             request.callback = skip_unchanged
             self.stats.inc_value("adaptive/unchanged/skipped")
@@ -371,16 +373,16 @@ class VisitMiddleware:
             ticket.callback_failed()
 
     @staticmethod
-    def _pop_pending(response: Response) -> tuple[Visit, ItemsDigester, dict[str, Any]] | None:
+    def _pop_pending(response: Response) -> tuple[Visit, ItemsDigester, Mapping[str, Any]] | None:
         request = response.request
         return request.meta.pop(meta.PENDING_VISIT, None) if request is not None else None
 
     def _callback_failed(self, response: Response, pending: tuple[Visit, Any, Any] | None) -> None:
-        if pending is not None and response.request is not None:
-            self._commit(response.request, pending[0])  # unknown: the callback failed
+        if pending is not None and response.request is not None and self.services is not None:
+            self.services.commit(response.request, pending[0])  # unknown: the callback failed
 
     def _finish_items(
-        self, response: Response, pending: tuple[Visit, ItemsDigester, dict[str, Any]] | None, items: list[Any]
+        self, response: Response, pending: tuple[Visit, ItemsDigester, Mapping[str, Any]] | None, items: list[Any]
     ) -> Iterator[Any]:
         """Items mode: judge the page by its items, commit, and let the items
         through only if they changed."""
@@ -393,16 +395,15 @@ class VisitMiddleware:
             visit.payload_digest = payload_digest(response.body)
             same = same_payload(record, visit)
             visit.change = ChangeState.UNCHANGED if same else compare(record.get("digest"), visit.digest)
-        self._commit(request, visit)
+        recorded = self.services.commit(request, visit) if self.services is not None else None
+        if recorded is not None:
+            visit = recorded.visit
+            request.meta[meta.RECORD] = recorded.record.view()
         request.meta[meta.CHANGE] = visit.change.value
         if (visit.change is ChangeState.UNCHANGED or not_content(visit)) and self._skips(request):
             self.stats.inc_value("adaptive/unchanged/items_dropped", len(items))
             return
         yield from items
-
-    def _commit(self, request: Request, visit: Visit) -> None:
-        if self.services is not None:
-            self.services.commit(request, visit)
 
     def _child(self, obj: Any, response: Response) -> Any:
         if not isinstance(obj, Request) or (self.embed_hops <= 0 and not self.revisit_embeds):
@@ -416,9 +417,9 @@ class VisitMiddleware:
                 obj.meta.pop(meta.EMBED_HOPS, None)
         if self.revisit_embeds:
             page = response.request.meta if response.request is not None else {}
-            if embed and page.get(meta.CHANGE) == ChangeState.CHANGED.value:
+            if embed and meta.PAGE_CHANGED in page:
                 # due now if it may have changed too (Frontier.add decides)
-                obj.meta[meta.PAGE_CHANGED] = (page.get(meta.RECORD) or {}).get("fetched") or 0.0
+                obj.meta[meta.PAGE_CHANGED] = page[meta.PAGE_CHANGED]
             else:  # a copied parent meta must not make another request an embed of a change
                 obj.meta.pop(meta.PAGE_CHANGED, None)
         return obj

@@ -166,7 +166,7 @@ def test_hint_moves_a_known_url_forward_and_its_visit_settles_it() -> None:
     visit.hint_base = 0.25
     record = frontier.update(issued.fp, visit)
     assert record is not None and record.hint is None
-    assert CONFIRMED in visit.annotations
+    assert record.notes == [CONFIRMED] and CONFIRMED not in visit.annotations  # the frontier's, not the verdict's
     assert frontier.hosts.hint_report() == {"a.example": {"s": [1.0, 0.0, 0.25]}}
 
     # the counts are persisted with the queue and pooled over hosts at load
@@ -190,8 +190,8 @@ def test_an_unchanged_visit_refutes_and_a_retry_keeps_the_hint() -> None:
     issued = frontier.next()
     assert issued is not None and issued.record.hint is not None
     visit = Visit(Outcome.VISITED, status=200, change=ChangeState.UNCHANGED, wait=86_400, fetched=clock.t)
-    frontier.update(issued.fp, visit)
-    assert REFUTED in visit.annotations
+    record = frontier.update(issued.fp, visit)
+    assert record is not None and record.notes == [REFUTED]
     assert frontier.hosts.hint_report()["a.example"]["feed"] == [0.0, 1.0, 0.0]
 
 

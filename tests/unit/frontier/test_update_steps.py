@@ -30,28 +30,21 @@ def lease(**fields: object) -> Lease:
 
 def test_measure_prefers_the_verdicts_own_duration() -> None:
     visit = Visit(Outcome.VISITED, duration=0.25)
-    measure(visit, lease(duration=3.0, fetch_started=NOW - 5), NOW)
-    assert visit.duration == 0.25
+    assert measure(visit, lease(duration=3.0, fetch_started=NOW - 5), NOW) == 0.25
 
 
 def test_measure_takes_the_downloaders_duration_then_the_time_since_it_started() -> None:
     visit = Visit(Outcome.VISITED)
-    measure(visit, lease(duration=3.0, fetch_started=NOW - 5), NOW)
-    assert visit.duration == 3.0
-    visit = Visit(Outcome.VISITED)
-    measure(visit, lease(fetch_started=NOW - 5), NOW)
-    assert visit.duration == 5.0
-    visit = Visit(Outcome.VISITED)
-    measure(visit, lease(fetch_started=NOW + 1), NOW)  # a clock step back: never negative
-    assert visit.duration == 0.0
+    assert measure(visit, lease(duration=3.0, fetch_started=NOW - 5), NOW) == 3.0
+    assert measure(visit, lease(fetch_started=NOW - 5), NOW) == 5.0
+    assert measure(visit, lease(fetch_started=NOW + 1), NOW) == 0.0  # a clock step back: never negative
+    assert visit.duration is None  # the verdict is left as it came
 
 
 def test_measure_without_a_lease_or_signal_leaves_no_duration() -> None:
     visit = Visit(Outcome.VISITED)
-    measure(visit, None, NOW)
-    assert visit.duration is None
-    measure(visit, lease(), NOW)
-    assert visit.duration is None
+    assert measure(visit, None, NOW) is None
+    assert measure(visit, lease(), NOW) is None
 
 
 # -- judge -------------------------------------------------------------------------
@@ -69,10 +62,11 @@ def test_a_retry_past_the_limit_is_a_failure_that_says_why() -> None:
     visit = Visit(Outcome.RETRY, reason="timeout")
     assert judge(r, visit, max_retries=2) is Outcome.FAILED
     assert r.outcome == "failed"
-    assert r.reason == visit.reason == "timeout (gave up after 2 retries)"
+    assert r.reason == "timeout (gave up after 2 retries)"
     visit = Visit(Outcome.RETRY)
-    assert judge(record(failures=1), visit, max_retries=1) is Outcome.FAILED
-    assert visit.reason == "error (gave up after 1 retry)"
+    r = record(failures=1)
+    assert judge(r, visit, max_retries=1) is Outcome.FAILED
+    assert r.reason == "error (gave up after 1 retry)" and visit.reason is None  # the verdict is left as it came
 
 
 def test_other_outcomes_are_kept_and_the_preference_ends() -> None:

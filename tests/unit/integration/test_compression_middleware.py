@@ -13,21 +13,14 @@ from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive.integration.downloadermiddlewares.compression import DecompressionVerdictMiddleware
 from scrapy_adaptive.model import Outcome
+from tests.standins import Services
 
 
-class Commits:
-    def __init__(self) -> None:
-        self.visits: list[Any] = []
-
-    def commit(self, request: Request, visit: Any) -> None:
-        self.visits.append(visit)
-
-
-def middleware(**settings: Any) -> tuple[DecompressionVerdictMiddleware, Commits, Any]:
+def middleware(**settings: Any) -> tuple[DecompressionVerdictMiddleware, Services, Any]:
     crawler = get_crawler(settings_dict=settings)
     crawler.stats.open_spider()  # type: ignore[union-attr, call-arg]
     mw = DecompressionVerdictMiddleware.from_crawler(crawler)
-    commits = Commits()
+    commits = Services()
     mw.frontier_opened(commits)  # type: ignore[arg-type]
     return mw, commits, crawler.stats
 

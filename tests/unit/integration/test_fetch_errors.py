@@ -21,19 +21,12 @@ from twisted.internet import error as net
 from scrapy_adaptive.integration.downloadermiddlewares.errors import FetchErrorMiddleware, limit_reason
 from scrapy_adaptive.integration.engine import SCRAPER_LOGGER, say_in_one_line
 from scrapy_adaptive.model import Outcome
+from tests.standins import Services
 
 
-class Commits:
-    def __init__(self) -> None:
-        self.visits: list[Any] = []
-
-    def commit(self, request: Request, visit: Any) -> None:
-        self.visits.append(visit)
-
-
-def middleware(**settings: Any) -> tuple[FetchErrorMiddleware, Commits]:
+def middleware(**settings: Any) -> tuple[FetchErrorMiddleware, Services]:
     mw = FetchErrorMiddleware.from_crawler(get_crawler(settings_dict=settings))
-    commits = Commits()
+    commits = Services()
     mw.frontier_opened(commits)  # type: ignore[arg-type]
     return mw, commits
 

@@ -113,8 +113,10 @@ def test_a_verdict_goes_through_the_policy_to_the_record(tmp_path: Path) -> None
     scheduler.open(Pages())
     scheduler.enqueue_request(Request("http://a.example/x"))
     (request,) = drain(scheduler)
-    record = scheduler.verdicts.commit(request, visited())  # type: ignore[union-attr]
-    assert record is not None and record.visits == 1 and record.wait is not None and record.wait > 0
+    recorded = scheduler.verdicts.commit(request, visited())  # type: ignore[union-attr]
+    assert recorded is not None
+    record = recorded.record
+    assert record.visits == 1 and record.wait is not None and record.wait > 0
     assert record.queue == "a.example"
     # a second verdict on the same request is not ours any more
     assert scheduler.verdicts.commit(request, visited()) is None  # type: ignore[union-attr]
@@ -207,10 +209,9 @@ def test_validator_trust_is_the_frontiers(tmp_path: Path) -> None:
     scheduler.enqueue_request(Request("http://a.example/v"))
     (request,) = drain(scheduler)
     assert verdicts.verify(request) is True  # nothing trusted yet
-    request.meta[meta.VALIDATION] = "verified"
-    request.meta[meta.PREDICTION] = "unchanged"
-    record = verdicts.commit(request, visited(ChangeState.CHANGED))
-    assert record is not None
+    # a verification fetch whose headers said "unchanged" over a changed body
+    recorded = verdicts.commit(request, visited(ChangeState.CHANGED, validation="verified", prediction="unchanged"))
+    assert recorded is not None and recorded.record.notes == ["validatorLie"]
     trust = scheduler.frontier.hosts.trust_report()["a.example"]
     assert trust["lies"] == 1 and trust["said_unchanged"] == 1
     assert scheduler.stats.get_value("adaptive/validators/lies") == 1
@@ -270,8 +271,10 @@ def test_a_caught_lie_replans_the_unchecked_siblings_through_the_verdict_path(tm
         for _ in batch:
             (request,) = drain(scheduler, 1)
             old = "/p/" in request.url
-            record = verdicts.commit(request, visited(last_modified=week_old if old else None))
-            assert record is not None and ("ua" in record.policy) is old
+            recorded = verdicts.commit(request, visited(last_modified=week_old if old else None))
+            assert recorded is not None
+            record = recorded.record
+            assert ("ua" in record.policy) is old
             planned[request.url] = record.next_ms
     belief = verdicts.policy.select(Visit(Outcome.VISITED, url=urls[0])).header_belief  # type: ignore[attr-defined]
     for _ in range(4):  # checks elsewhere in the class caught its old headers lying

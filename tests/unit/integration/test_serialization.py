@@ -80,6 +80,25 @@ def test_per_fetch_meta_is_not_carried_to_the_next_visit() -> None:
     assert strip_per_fetch(meta) == {"depth": 2, "proxy": "http://127.0.0.1:3128"}
 
 
+def test_our_conditional_headers_are_not_stored_with_a_redirect_target() -> None:
+    """RedirectMiddleware copies the issued request's headers and meta into the
+    target: the validators we sent belong to that fetch, the user's own stay."""
+    from scrapy_adaptive import meta
+    from scrapy_adaptive.model import FetchResult, UrlRecord
+
+    ours = {"If-None-Match": '"v1"', "If-Modified-Since": "Tue, 10 Nov 2026 08:00:00 GMT", "X-Mine": "1"}
+    record = UrlRecord("http://example.com/a", "example.com", {}, 0)
+    sent = Request(
+        "http://example.com/b",
+        headers=ours,
+        meta={meta.FETCH: FetchResult("trusted", validators_sent=True), meta.RECORD: record.view()},
+    )
+    stored = roundtrip(sent, MySpider())  # the view and the fetch result are per fetch: never stored
+    assert set(stored.headers) == {b"X-Mine"} and stored.meta == {}
+    mine = roundtrip(Request("http://example.com/b", headers=ours), MySpider())
+    assert len(mine.headers) == 3  # set by the user, not by us: kept
+
+
 def test_a_lambda_callback_is_refused_with_the_request_named() -> None:
     with pytest.raises(RequestNotStorable, match=r"<GET http://example.com/l> cannot be stored"):
         request_to_data(Request("http://example.com/l", callback=lambda r: None), MySpider())

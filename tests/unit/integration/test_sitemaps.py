@@ -30,6 +30,7 @@ from scrapy_adaptive.integration.spidermiddlewares.sitemaps import (
 )
 from scrapy_adaptive.integration.spidermiddlewares.visit import skip_unchanged
 from scrapy_adaptive.runtime.request_hints import hint_from_meta
+from tests.standins import Services
 
 URL = "http://127.0.0.1/sitemap.xml"
 
@@ -177,52 +178,52 @@ def test_a_failing_sitemap_is_one_warning_naming_it_and_counted_at_every_read(
     assert stats.get_value("adaptive/signals/sitemap/unreadable") == 2  # type: ignore[union-attr]
 
 
-def test_a_failing_sitemaps_wait_doubles_at_each_failure() -> None:
+def test_a_failing_sitemap_is_said_unreadable_and_the_policy_stack_backs_its_wait_off() -> None:
+    """The middleware says the sitemap could not be read; the wait is the
+    policy stack's: twice the last, from the default, within the bounds."""
+    from scrapy.settings import Settings
+
+    from scrapy_adaptive.config.settings import AdaptiveConfig
     from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware
-
-    class Commits:
-        def __init__(self) -> None:
-            self.visits: list[object] = []
-
-        def commit(self, request: Request, visit: object) -> None:
-            self.visits.append(visit)
+    from scrapy_adaptive.policies import load_wait_policy
 
     stats = get_crawler().stats
     stats.open_spider()  # type: ignore[union-attr, call-arg]
-    commits = Commits()
-    visits = VisitMiddleware(stats, commits, wait_default=10.0, wait_min=1.0, wait_max=1000.0)  # type: ignore[arg-type]
+    services = Services()
+    visits = VisitMiddleware(stats, services)  # type: ignore[arg-type]
+    limits = {"ADAPTIVE_WAIT_DEFAULT": 10.0, "ADAPTIVE_WAIT_MIN": 1.0, "ADAPTIVE_WAIT_MAX": 1000.0}
+    policy = load_wait_policy(AdaptiveConfig.from_settings(Settings(limits)))
     waits = []
     for wait in (None, 20.0, 800.0):
-        request = Request(URL, meta={meta.SIGNAL: SITEMAP, meta.FP: b"fp", meta.RECORD: {"wait": wait}})
+        request = services.issue(Request(URL, meta={meta.SIGNAL: SITEMAP}), {"wait": wait})
         visits.process_spider_input(
             XmlResponse(URL, body=f"<h1>gone {wait}</h1>".encode(), status=404, request=request)
         )
-        waits.append(commits.visits[-1].wait)  # type: ignore[attr-defined]
-        assert "signalUnreadable" in commits.visits[-1].annotations  # type: ignore[attr-defined]
+        visit = services.visits[-1]
+        assert "signalUnreadable" in visit.annotations and visit.wait is None  # the middleware plans nothing
+        plan = policy.plan({"wait": wait, "policy": {"kept": 1}}, visit)
+        assert plan.memory is None  # a failed read says nothing of how often it changes
+        waits.append(plan.wait)
     assert waits == [20.0, 40.0, 1000.0]
     assert stats.get_value("adaptive/signals/sitemap/unreadable") == 3  # type: ignore[union-attr]
-    ok = Request(URL, meta={meta.SIGNAL: SITEMAP, meta.FP: b"fp", meta.RECORD: {"wait": 20.0}})
+    ok = services.issue(Request(URL, meta={meta.SIGNAL: SITEMAP}), {"wait": 20.0})
     visits.process_spider_input(XmlResponse(URL, body=urlset(("http://127.0.0.1/a", None)), request=ok))
-    assert commits.visits[-1].wait is None  # type: ignore[attr-defined]  # a sitemap that reads: the policy's wait
+    assert "signalUnreadable" not in services.visits[-1].annotations  # a sitemap that reads: the policy's own wait
 
 
 def test_a_sitemap_answering_304_to_its_validators_is_not_a_failure() -> None:
     from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware
-
-    class Commits:
-        def __init__(self) -> None:
-            self.visits: list[object] = []
-
-        def commit(self, request: Request, visit: object) -> None:
-            self.visits.append(visit)
+    from scrapy_adaptive.model import ChangeState, FetchResult
 
     stats = get_crawler().stats
     stats.open_spider()  # type: ignore[union-attr, call-arg]
-    commits = Commits()
-    visits = VisitMiddleware(stats, commits)  # type: ignore[arg-type]
-    fetch = {"change": "unchanged", "annotation": "notModified"}
-    request = Request(URL, meta={meta.SIGNAL: SITEMAP, meta.FP: b"fp", meta.RECORD: {"wait": 20.0}, meta.FETCH: fetch})
+    services = Services()
+    visits = VisitMiddleware(stats, services)  # type: ignore[arg-type]
+    fetch = FetchResult(
+        validation="trusted", validators_sent=True, change=ChangeState.UNCHANGED, annotation="notModified"
+    )
+    request = services.issue(Request(URL, meta={meta.SIGNAL: SITEMAP, meta.FETCH: fetch}), {"wait": 20.0})
     visits.process_spider_input(XmlResponse(URL, body=b"", status=304, request=request))
-    [visit] = commits.visits
-    assert visit.wait is None and "signalUnreadable" not in visit.annotations  # type: ignore[attr-defined]
+    [visit] = services.visits
+    assert visit.wait is None and "signalUnreadable" not in visit.annotations
     assert stats.get_value("adaptive/signals/sitemap/unreadable") is None  # type: ignore[union-attr]

@@ -71,7 +71,8 @@ def test_any_other_failure_is_logged_and_the_next_tick_runs_again(caplog: pytest
 def lapse_task(scheduler: AdaptiveScheduler, wake: list[bool], grace: StopGrace | None = None) -> LapsedLeases:
     assert scheduler.runtime is not None
     grace = grace or StopGrace(1.0, None)
-    return LapsedLeases(scheduler.runtime, scheduler.issued, grace, scheduler.stats, LEASE, lambda: wake.append(True))
+    scheduler.runtime.verdicts.on_change = lambda: wake.append(True)  # the engine is woken after each verdict
+    return LapsedLeases(scheduler.runtime, scheduler.issued, grace, scheduler.stats, LEASE)
 
 
 @contextmanager
@@ -112,7 +113,7 @@ def test_a_lapsed_lease_is_a_retry_counted_and_due_again(tmp_path: Path, caplog:
 
 
 @in_loop
-def test_a_lapsed_lease_whose_request_is_gone_is_committed_by_the_frontier(tmp_path: Path) -> None:
+def test_a_lapsed_lease_whose_request_is_gone_is_settled_by_the_verdict_path(tmp_path: Path) -> None:
     with one_url_out(tmp_path) as (scheduler, request):
         fp = scheduler.issued.fp_of(request)
         assert fp is not None

@@ -12,8 +12,9 @@ from scrapy.http import Headers, Response
 from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive import meta
-from scrapy_adaptive.frontier import UrlRecord, Visit
+from scrapy_adaptive.frontier import ChangeState, UrlRecord, Visit
 from scrapy_adaptive.integration.downloadermiddlewares.validators import ValidatorsMiddleware
+from scrapy_adaptive.model import FetchResult
 
 ETAG = '"v1"'
 LM = "Tue, 10 Nov 2026 08:00:00 GMT"
@@ -33,6 +34,13 @@ class Services:
     def commit(self, request: Request, visit: Visit) -> UrlRecord | None:
         raise AssertionError("the validators middleware never commits")
 
+    def record(self, request: Request) -> dict[str, Any] | None:
+        return ISSUED.get(id(request))
+
+
+#: the record each issued request was issued with (the frontier's leases, standing in)
+ISSUED: dict[int, dict[str, Any]] = {}
+
 
 def middleware(verify: bool = False, **options: Any) -> tuple[ValidatorsMiddleware, Services]:
     services = Services(verify)
@@ -41,7 +49,15 @@ def middleware(verify: bool = False, **options: Any) -> tuple[ValidatorsMiddlewa
 
 def issued(record: dict[str, Any] | None = None) -> Request:
     snapshot = {"etag": ETAG, "last_modified": LM, "size": 1234} if record is None else record
-    return Request("http://example.com/p", meta={meta.FP: "00", meta.RECORD: snapshot})
+    request = Request("http://example.com/p", meta={meta.FP: "00"})
+    ISSUED[id(request)] = snapshot
+    return request
+
+
+def fetch(request: Request) -> FetchResult:
+    result = request.meta[meta.FETCH]
+    assert isinstance(result, FetchResult)
+    return result
 
 
 def test_a_trusted_fetch_sends_the_stored_validators_verbatim() -> None:
@@ -50,7 +66,7 @@ def test_a_trusted_fetch_sends_the_stored_validators_verbatim() -> None:
     mw.process_request(request)
     assert request.headers[b"If-None-Match"] == ETAG.encode()
     assert request.headers[b"If-Modified-Since"] == LM.encode()
-    assert request.meta[meta.VALIDATION] == "trusted" and request.meta[meta.VALIDATORS_SENT] is True
+    assert fetch(request).validation == "trusted" and fetch(request).validators_sent is True
     assert services.asked == [request.url]
 
 
@@ -58,17 +74,17 @@ def test_a_verification_fetch_sends_nothing_and_records_the_prediction() -> None
     mw, _ = middleware(verify=True)
     request = issued()
     mw.process_request(request)
-    assert b"If-None-Match" not in request.headers and request.meta[meta.VALIDATION] == "verified"
+    assert b"If-None-Match" not in request.headers and fetch(request).validation == "verified"
     response = Response(request.url, headers={"ETag": ETAG, "Last-Modified": LM}, request=request)
     mw.process_response(request, response)
-    assert request.meta[meta.PREDICTION] == "unchanged"
+    assert fetch(request).prediction == "unchanged"
 
 
 def test_nothing_to_validate_against_is_a_plain_fetch() -> None:
     mw, services = middleware()
     request = issued({})
     mw.process_request(request)
-    assert meta.VALIDATION not in request.meta and not services.asked
+    assert meta.FETCH not in request.meta and not services.asked
 
 
 def test_requests_the_frontier_did_not_issue_are_left_alone() -> None:
@@ -82,7 +98,7 @@ def test_unbound_it_stays_out_of_the_way() -> None:
     mw = ValidatorsMiddleware(get_crawler().stats)  # type: ignore[arg-type]
     request = issued()
     mw.process_request(request)
-    assert not request.headers and meta.VALIDATION not in request.meta
+    assert not request.headers and meta.FETCH not in request.meta
 
 
 def test_a_304_to_our_validators_is_unchanged() -> None:
@@ -90,7 +106,7 @@ def test_a_304_to_our_validators_is_unchanged() -> None:
     request = issued()
     mw.process_request(request)
     mw.process_response(request, Response(request.url, status=304, request=request))
-    assert request.meta[meta.FETCH] == {"change": "unchanged", "annotation": "notModified"}
+    assert (fetch(request).change, fetch(request).annotation) == (ChangeState.UNCHANGED, "notModified")
     assert mw.stats.get_value("adaptive/validators/bytes_avoided") == 1234
 
 
@@ -99,7 +115,7 @@ def test_a_304_without_validators_is_unknown() -> None:
     request = issued()
     mw.process_request(request)
     mw.process_response(request, Response(request.url, status=304, request=request))
-    assert request.meta[meta.FETCH] == {"change": "unknown", "annotation": "unexpected304"}
+    assert (fetch(request).change, fetch(request).annotation) == (ChangeState.UNKNOWN, "unexpected304")
 
 
 @pytest.mark.parametrize(
@@ -114,13 +130,13 @@ def test_headers_that_predict_no_change_abort_the_download(etag: str, aborts: bo
     if aborts:
         with pytest.raises(StopDownload):
             mw._on_headers_received(headers, 5000, request, None)  # type: ignore[arg-type]
-        assert request.meta[meta.ABORT_LENGTH] == 5000
+        assert fetch(request).abort_length == 5000
         stopped = Response(request.url, request=request, flags=["download_stopped"])
         mw.process_response(request, stopped)
-        assert request.meta[meta.FETCH]["annotation"] == "midFetchAbort"
+        assert fetch(request).annotation == "midFetchAbort"
     else:
         mw._on_headers_received(headers, 5000, request, None)  # type: ignore[arg-type]
-        assert meta.ABORT_LENGTH not in request.meta
+        assert fetch(request).abort_length is None
 
 
 def test_no_abort_when_switched_off_or_on_a_verification() -> None:
@@ -132,7 +148,7 @@ def test_no_abort_when_switched_off_or_on_a_verification() -> None:
     request = issued()
     verifying.process_request(request)
     verifying._on_headers_received(Headers({"ETag": ETAG}), 5000, request, None)  # type: ignore[arg-type]
-    assert meta.ABORT_LENGTH not in request.meta
+    assert meta.FETCH not in request.meta or fetch(request).abort_length is None
 
 
 def test_a_noise_probe_is_a_full_download() -> None:
@@ -143,5 +159,5 @@ def test_a_noise_probe_is_a_full_download() -> None:
     request = issued({"etag": ETAG, "last_modified": LM, "size": 10, "noise": {"b": ["abcd"], "t": 1.0, "r": 1}})
     mw.process_request(request)
     assert b"If-None-Match" not in request.headers and b"If-Modified-Since" not in request.headers
-    assert meta.VALIDATION not in request.meta and services.asked == []  # no abort either
+    assert meta.FETCH not in request.meta and services.asked == []  # no abort either
     mw._on_headers_received(Headers({"ETag": ETAG}), 10, request, None)  # type: ignore[arg-type]

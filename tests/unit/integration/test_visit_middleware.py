@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import pytest
 from scrapy import Request
@@ -15,6 +14,7 @@ from scrapy_adaptive.change import noise, noise_learner
 from scrapy_adaptive.change.rules import DigestRules
 from scrapy_adaptive.frontier import ChangeState, Outcome
 from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware, evaluate, is_embed
+from tests.standins import Services
 
 
 def response(body: bytes = b"<html>x</html>", status: int = 200, **headers: str) -> Response:
@@ -67,25 +67,12 @@ def test_embed_hops_off_leaves_requests_alone() -> None:
     assert meta.EMBED_HOPS not in request.meta
 
 
-class Commits:
-    """The frontier services the middleware talks to, keeping the verdicts."""
-
-    def __init__(self) -> None:
-        self.visits: list[Any] = []
-
-    def commit(self, request: Request, visit: Any) -> None:
-        self.visits.append(visit)
-
-    def verify(self, request: Request) -> bool:
-        return True
-
-
 def test_a_hand_written_regex_rule_is_never_replaced_by_learned_noise() -> None:
     clock_page = "<html><body><p>Server time {} UTC</p><p>Story</p></body></html>"
     rules = DigestRules.from_settings(
         [{"url": r"/lab/regex", "rule": "regex", "patterns": [r"Server time \d+"]}], "exact", 1_048_576
     )
-    commits = Commits()
+    commits = Services()
     mw = VisitMiddleware(get_crawler().stats, commits, rules=rules)  # type: ignore[arg-type]
     # a sibling page (same host, folder, extension) learned the clock line
     learned = noise.learn(
@@ -95,13 +82,13 @@ def test_a_hand_written_regex_rule_is_never_replaced_by_learned_noise() -> None:
     assert learned
     mw.noise_pool.add("http://example.com/lab/exact.html", learned)
     page = html("http://example.com/lab/regex.html", clock_page.format(3))
-    page.request.meta[meta.FP] = b"fp"  # type: ignore[union-attr]
+    commits.issue(page.request)  # type: ignore[arg-type]
     mw.process_spider_input(page)
     [visit] = commits.visits
     assert visit.digest.startswith("regex:sha1:") and visit.noise is None  # the user's rule, as written
     # a page under the default rule adopts the sibling's exclusions
     other = html("http://example.com/lab/other.html", clock_page.format(4))
-    other.request.meta[meta.FP] = b"fp2"  # type: ignore[union-attr]
+    commits.issue(other.request, fp=b"fp2")  # type: ignore[arg-type]
     mw.process_spider_input(other)
     assert commits.visits[1].digest.startswith("noise:")
 
@@ -110,10 +97,10 @@ def html(url: str, body: str) -> HtmlResponse:
     return HtmlResponse(url, body=body.encode(), request=Request(url))
 
 
-def with_learned_noise(url: str, clock_page: str) -> tuple[VisitMiddleware, Commits]:
+def with_learned_noise(url: str, clock_page: str) -> tuple[VisitMiddleware, Services]:
     """A visit middleware whose noise pool holds what *url* learned: two
     fetches of *clock_page* differing only in its clock."""
-    commits = Commits()
+    commits = Services()
     mw = VisitMiddleware(get_crawler().stats, commits)  # type: ignore[arg-type]
     learned = noise.learn(
         noise.sketch(noise.segments_of(html(url, clock_page.format(1)))),
@@ -133,7 +120,7 @@ def test_same_bytes_under_a_new_digest_rule_are_unchanged_and_skip_the_callback(
     first = evaluate(html("http://example.com/lab/b.html", body), {})
     record = {"digest": first.digest, "payload_digest": first.payload_digest, "fetched": 0.0, "visits": 2}
     page = html("http://example.com/lab/b.html", body)
-    page.request.meta.update({meta.FP: b"fp", meta.RECORD: record})  # type: ignore[union-attr]
+    commits.issue(page.request, record)  # type: ignore[arg-type]
     mw.process_spider_input(page)
     [visit] = commits.visits
     assert "noiseAdopted" in visit.annotations and visit.digest.startswith("noise:")  # the rule switched
@@ -156,7 +143,7 @@ def test_a_static_sibling_the_learned_noise_does_not_fit_gets_its_verdict() -> N
     mw, commits = with_learned_noise("http://example.com/p/a.html", clock_page)
     for body in ("<html><body><h1>Other</h1><p>static</p></body></html>", "<html><body></body></html>"):
         page = html("http://example.com/p/b.html", body)
-        page.request.meta[meta.FP] = b"fp"  # type: ignore[union-attr]
+        commits.issue(page.request)  # type: ignore[arg-type]
         mw.process_spider_input(page)
     assert [v.change for v in commits.visits] == [ChangeState.CHANGED, ChangeState.CHANGED]
 
@@ -190,7 +177,7 @@ def test_a_learned_mask_contradicted_by_moved_validators_is_dropped_and_said_onc
     segments = [noise.segments_of(html(url, page.format("19.99", t))) for t in ("10:00:01", "10:00:02")]
     learned = noise.learn(noise.sketch(segments[0]), segments[1]).exclusions
     assert learned
-    commits = Commits()
+    commits = Services()
     mw = VisitMiddleware(get_crawler().stats, commits)  # type: ignore[arg-type]
     before = HtmlResponse(
         url, body=page.format("19.99", "10:00:02").encode(), headers={"ETag": '"1"'}, request=Request(url)
@@ -201,7 +188,7 @@ def test_a_learned_mask_contradicted_by_moved_validators_is_dropped_and_said_onc
         again = HtmlResponse(
             url, body=page.format("19.99", "11:00:00").encode(), headers={"ETag": etag}, request=Request(url)
         )
-        again.request.meta.update({meta.FP: b"fp", meta.RECORD: record})  # type: ignore[union-attr]
+        commits.issue(again.request, record)  # type: ignore[arg-type]
         with caplog.at_level(logging.INFO):
             mw.process_spider_input(again)
         assert commits.visits[-1].change is expected

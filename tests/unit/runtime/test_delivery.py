@@ -538,12 +538,16 @@ def test_a_stored_policy_memory_the_policy_cannot_read_starts_afresh_with_a_verd
     stats = MemoryStatsCollector(get_crawler())
     policy = load_wait_policy(AdaptiveConfig.from_settings(Settings()))
     verdicts = Verdicts(f, policy, Issued(), stats, on_store_error=lambda exc: None, clock=clock)  # type: ignore[arg-type]
-    assert f.next() is not None
-    tampered = {"url": URL, "queue": "a.example", "visits": 1, "fetched": clock.t - 100, "wait": 100.0,
-                "policy": {"o": 5, "su": "x"}}  # fmt: skip
+    issued = f.next()
+    assert issued is not None
+    # the record as issued holds a memory the policy cannot read (a state folder tampered with)
+    issued.record.visits, issued.record.fetched, issued.record.wait = 1, clock.t - 100, 100.0
+    issued.record.policy = {"o": 5, "su": "x"}
     visit = changed("text:sha1:9")
     visit.wait = None
     with caplog.at_level("WARNING"):
-        record = verdicts.commit(Request(URL, meta={meta.RECORD: tampered}), visit)
-    assert record is not None and record.wait is not None and record.wait > 0
+        recorded = verdicts.commit(Request(URL), visit)
+    assert recorded is not None
+    record = recorded.record
+    assert record.wait is not None and record.wait > 0
     assert "policy memory of" in caplog.text and stats.get_value("adaptive/errors/policy_memory") == 1

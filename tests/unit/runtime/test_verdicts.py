@@ -9,7 +9,6 @@ from scrapy.settings import Settings
 from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.test import get_crawler
 
-from scrapy_adaptive import meta
 from scrapy_adaptive.config.settings import AdaptiveConfig
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit
 from scrapy_adaptive.policies import load_wait_policy
@@ -47,14 +46,17 @@ def test_a_304_counts_and_waits_as_the_urls_last_known_type() -> None:
 
     assert f.next() is not None
     image = Visit(Outcome.VISITED, status=200, content_type="image/png", change=ChangeState.CHANGED, digest="sha1:1")
-    record = verdicts.commit(Request(URL, meta={meta.RECORD: {"url": URL, "queue": "a.example"}}), image)
-    assert record is not None and record.wait is not None and record.wait >= DAY
+    recorded = verdicts.commit(Request(URL), image)
+    assert recorded is not None and recorded.record.wait is not None and recorded.record.wait >= DAY
 
-    clock[0] += record.wait
+    clock[0] += recorded.record.wait
     assert f.next() is not None
     not_modified = Visit(Outcome.VISITED, status=304, change=ChangeState.UNCHANGED)
-    record = verdicts.commit(Request(URL, meta={meta.RECORD: record.snapshot()}), not_modified)
-    assert record is not None and record.wait is not None and record.wait >= DAY  # the image entry's wait
+    recorded = verdicts.commit(Request(URL), not_modified)
+    assert recorded is not None
+    record = recorded.record
+    assert record.wait is not None and record.wait >= DAY  # the image entry's wait
+    assert recorded.visit.content_type == "image/png" and not_modified.content_type is None  # a new object
     assert record.content_type == "image/png"
     assert stats.get_value("adaptive/visits/image") == 2 and stats.get_value("adaptive/visits/other") is None
     assert stats.get_value("adaptive/change/unchanged/image") == 1
