@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .integration.spidermiddlewares.sitemaps import SitemapsMiddleware
     from .integration.spidermiddlewares.visit import VisitMiddleware
     from .integration.spiderstate import JsonSpiderState
+    from .runtime.changes import CHANGE_EVENT
     from .runtime.delivery import SINK_CLOSED, SINK_OPENED
     from .runtime.sinkfail import SINK_FAILED, SinkError
 
@@ -52,9 +53,12 @@ _HOMES = {
     "SINK_CLOSED": ".runtime.delivery",
     "SINK_FAILED": ".runtime.sinkfail",
     "SinkError": ".runtime.sinkfail",
+    # sent once per change event (docs/changes.md)
+    "CHANGE_EVENT": ".runtime.changes",
 }
 
 __all__ = [
+    "CHANGE_EVENT",
     "AdaptiveScheduler",
     "Addon",
     "DecompressionVerdictMiddleware",

@@ -31,6 +31,8 @@ VALIDATOR_LIE = "validatorLie"
 #: crawl-log annotations (and visit kinds) of pages that are not the URL's content
 SOFT_404 = "soft404"
 PARKED = "parked"
+#: the annotations of a page that is the host's error or placeholder page, not the URL's content
+NOT_CONTENT = frozenset({SOFT_404, PARKED})
 #: crawl-log annotation of a sitemap or feed that could not be read (the
 #: policy stack backs its wait off)
 SIGNAL_UNREADABLE = "signalUnreadable"
@@ -124,6 +126,8 @@ class Visit:
     #: a noise probe: visit again within this many seconds whatever the
     #: wait (the frontier's politeness still spaces it); None: no probe
     probe: float | None = None
+    #: a redirect's target (the URL it sent the visit to)
+    location: str | None = None
 
 
 @dataclass
@@ -200,6 +204,7 @@ _FIELD_TYPES: dict[str, frozenset[type]] = {
     "hn": _DICT | {_NONE},
     "vl": _LIST | {_NONE},
     "nz": _DICT | {_NONE},
+    "pr": _LIST | {_NONE},
 }
 
 
@@ -210,9 +215,10 @@ def _wrong_fields(data: dict[str, Any]) -> list[str]:
         if type(entry) is not list or len(entry) != 3 or type(entry[0]) not in _NUMBERS or type(entry[1]) is not str:
             wrong.append("hi")
             break
-    lies = data.get("vl")
-    if type(lies) is list and any(type(x) is not int for x in lies):
-        wrong.append("vl")
+    for key in ("vl", "pr"):
+        ints = data.get(key)
+        if type(ints) is list and any(type(x) is not int for x in ints):
+            wrong.append(key)
     return wrong
 
 
@@ -258,6 +264,9 @@ class UrlRecord:
     #: ``spidermiddlewares/visit.py``): a fetch's sketch awaiting its probe,
     #: the learned exclusions, or why there are none
     noise: dict[str, Any] | None = None
+    #: whether the URL is there, for its change events (:mod:`..change.events`):
+    #: ``[content seen, gone answers in a row, gone said]``; None: not judged yet
+    presence: list[int] | None = None
 
     # field name -> stored key; one table so encoding and decoding agree
     _KEYS = {
@@ -288,6 +297,7 @@ class UrlRecord:
         "hint": "hn",
         "validator_lies": "vl",
         "noise": "nz",
+        "presence": "pr",
     }
 
     #: what the frontier concluded at its last update of this record, beyond
@@ -404,6 +414,7 @@ class RecordView(Mapping[str, Any]):
         "policy",
         "hint",
         "noise",
+        "presence",
     )
     _KEYSET = frozenset(KEYS)
 
@@ -418,6 +429,8 @@ class RecordView(Mapping[str, Any]):
             return [list(h) for h in value]
         if key in ("policy", "hint") and value is not None:
             return dict(value)
+        if key == "presence" and value is not None:
+            return list(value)
         return value
 
     def __iter__(self) -> Iterator[str]:

@@ -147,6 +147,24 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         "not a new version, like a page equal to the host's 404 page (see Soft-404s); 0: only the latter.",
         at_least=0,
     ),
+    SettingSpec(
+        "ADAPTIVE_CHANGES_FEED",
+        GROUP_RECORD,
+        Kind.TEXT,
+        None,
+        "write every change event (`new`, `changed`, `gone`, `back`, `moved`) to this file, one JSON object per "
+        "line (`.csv`: CSV), at least once: flushed and fsynced before the events leave the state (see "
+        "[docs/changes.md](docs/changes.md)).",
+        optional=True,
+        default_doc="unset: no changes feed",
+    ),
+    bool_spec(
+        "ADAPTIVE_CHANGE_EVENTS",
+        GROUP_RECORD,
+        False,
+        "send every change event as the `scrapy_adaptive.CHANGE_EVENT` signal, for pipelines and extensions; on "
+        "whenever `ADAPTIVE_CHANGES_FEED` is set.",
+    ),
     bool_spec("ADAPTIVE_CRAWL_LOG", GROUP_RECORD, True, "write `crawl.log` in the state folder."),
     integer_spec(
         "ADAPTIVE_CRAWL_LOG_BACKUPS",
@@ -162,6 +180,15 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         "rotate the crawl log at this size (50 MiB).",
         at_least=1,
         at_most=MAX_BYTES,
+    ),
+    integer_spec(
+        "ADAPTIVE_GONE_CONFIRMATIONS",
+        GROUP_RECORD,
+        2,
+        "a page is said `gone` (404, 410, a soft 404, a permanent redirect to the home page or a folder above it) "
+        "after this many such answers in a row; a 5xx or a timeout neither confirms nor breaks the row.",
+        at_least=1,
+        at_most=100,
     ),
     integer_spec(
         "ADAPTIVE_HISTORY_SIZE",

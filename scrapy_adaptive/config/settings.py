@@ -127,9 +127,12 @@ class AdaptiveConfig:
     sitemaps: tuple[str, ...]
     sitemaps_from_robots: bool
     soft404_urls: int
+    changes_feed: str | None
+    change_events: bool
     crawl_log: bool
     crawl_log_backups: int
     crawl_log_max_bytes: int
+    gone_confirmations: int
     history_size: int
     log_interval: float
     warc_dir: str | None

@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from ..change.events import event_row
 from ..change.trust import TrustParams
 from ..model import ChangeState, Outcome, RecordError, UrlRecord, Visit
 from ..store.base import Batch, Conflict, Store
-from ..store.keys import NEVER_MS, time_to_ms
+from ..store.keys import NEVER_MS, event_key, time_to_ms
 from . import urgency
 from .book import QueueBook
 from .crawltime import FetchTimes
@@ -298,7 +299,15 @@ class Frontier:
             return Issued(fp, record, overdue)
         return None
 
-    def update(self, fp: bytes, visit: Visit, *, deliver: bool = False) -> UrlRecord | None:
+    def update(
+        self,
+        fp: bytes,
+        visit: Visit,
+        *,
+        deliver: bool = False,
+        presence: list[int] | None = None,
+        event: str | None = None,
+    ) -> UrlRecord | None:
         """Fold *visit* into the URL's record and move it to its next time.
 
         A URL not out (a verdict after a restart) is found in
@@ -308,6 +317,11 @@ class Frontier:
         counted by :meth:`confirm`, not here, and re-delivered after a
         restart until then.  Returns the updated record, or None for an
         unknown fingerprint.
+
+        *presence* is the URL's presence after the visit (see
+        :mod:`..change.events`; None keeps the record's), and *event* the
+        change event it makes: written to the outbox in the same write,
+        with the URL's version count and the capture before this visit.
 
         The steps: take the lease back, judge the outcome (a retry past
         ``max_retries`` fails), fold the visit into the record, let the host
@@ -339,6 +353,7 @@ class Frontier:
         elif outcome is not Outcome.VISITED:
             record.next_ms = NEVER_MS
         mark = None
+        previous = (record.fetched, record.digest)
         if outcome is Outcome.VISITED:
             counted = visit.change is ChangeState.CHANGED and not deliver
             count_visit(q, self.book.totals, record, counted=counted)
@@ -351,10 +366,27 @@ class Frontier:
         if settled := self.hosts.settle_hint(q, record, visit):
             notes.append(settled)
         record.notes = notes
+        if presence is not None:
+            record.presence = presence
         self.hosts.track_unchecked(fp, record)
         batch = Batch(records={(record.queue, fp): record.to_bytes()})
         if mark is not None:
             batch.pending[record.queue, fp] = pending_mark(*mark, self.sharing)
+        if event is not None:
+            waiting = mark[2] if mark is not None else self.pending.waiting(fp)
+            row = event_row(
+                event,
+                record.url,
+                now,
+                version=record.versions + waiting,
+                status=visit.status,
+                reason=visit.reason,
+                digest=record.digest,
+                previous_time=previous[0],
+                previous_digest=previous[1],
+                location=visit.location,
+            )
+            batch.events[record.queue, event_key(time_to_ms(now), fp)] = row
         batch.move_entry(old, (record.queue, record.directive, record.next_ms, fp))
         if record.never != was_never:
             q.never += 1 if record.never else -1
@@ -403,6 +435,18 @@ class Frontier:
         return forget(found, self.book, self.pending, self.leases, rest=rest, now=self.clock())
 
     # -- the parts' operations, as the crawl calls them ---------------------------
+
+    def events(self, limit: int = 1000) -> list[tuple[str, bytes, bytes]]:
+        """The oldest change events not yet delivered, ``(queue, key, row)``:
+        in a shared frontier, those of the queues held here (a stopped
+        worker's are delivered by whoever takes its queues)."""
+        queues = sorted(self.sharing.held) if self.sharing is not None else None
+        return self.store.events(queues, limit)
+
+    def events_delivered(self, delivered: list[tuple[str, bytes]]) -> None:
+        """Take delivered events out of the outbox (one write): ``(queue, key)`` pairs."""
+        if delivered:
+            self.store.write(Batch(events=dict.fromkeys(delivered)))
 
     def confirm(self, delivered: list[tuple[bytes, str | None]]) -> int:
         return self.pending.confirm(delivered)

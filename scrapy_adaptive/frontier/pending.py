@@ -62,6 +62,11 @@ class PendingVersions:
         """Hold *mark* for *fp*: its write has reached the store."""
         self._pending[fp] = mark
 
+    def waiting(self, fp: bytes) -> int:
+        """Versions of *fp* captured and not yet confirmed delivered."""
+        mark = self._pending.get(fp)
+        return mark[2] if mark is not None else 0
+
     def drop(self, fp: bytes) -> None:
         self._pending.pop(fp, None)
 

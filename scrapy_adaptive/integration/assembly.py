@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..change.trust import TrustParams
 from ..config.settings import AdaptiveConfig
-from ..config.spec import clause, counted, plural
+from ..config.spec import ConfigError, clause, counted, plural
 from ..frontier import Frontier, Politeness
 from ..frontier.advance import rebound
 from ..frontier.capacity import HostCapacity
@@ -33,6 +33,7 @@ from ..ops.progress import META_KEY as PROGRESS_KEY
 from ..ops.progress import Progress
 from ..ops.reporting import Reporter
 from ..policies import PolicyStack, persist
+from ..runtime.changes import ChangeEvents, ChangesFeed
 from ..runtime.crawllog import CrawlLog
 from ..runtime.delivery import Delivery
 from ..runtime.issued import IssuedRequests
@@ -53,6 +54,7 @@ from ..store.statedir import (
 from .spiderstate import Legacy, SpiderStateFile
 
 if TYPE_CHECKING:
+    from scrapy.signalmanager import SignalManager
     from scrapy.statscollectors import StatsCollector
 
     from ..policies.allocator import RateAllocator
@@ -79,6 +81,8 @@ class Runtime:
     policy_key: str
     #: ``spider.state``, kept in the state folder as JSON
     spider_state: SpiderStateFile
+    #: takes change events out of the outbox (None: ``ADAPTIVE_CHANGE_EVENTS`` off, no feed)
+    changes: ChangeEvents | None = None
 
     def checkpoint(self, *, clean: bool, required: bool = False) -> None:
         """Record the counts that only ever grow in the state folder's marker
@@ -109,6 +113,12 @@ class Runtime:
         """
         frontier = self.frontier
         damaged: StoreCorrupt | None = None
+        if self.changes is not None:
+            try:
+                self.changes.close()  # what the outbox holds now, out before the stop
+            except StoreError as exc:
+                if not self.checkpoints.stopped:
+                    logger.error("The last change events could not be delivered (%s); they are at the next start.", exc)
         # stopped for a state fault already said (a full disk): what cannot be written now repeats it
         self.reporter.after_fault = self.checkpoints.stopped
         try:
@@ -179,9 +189,11 @@ def assemble(
     identity: Callable[[str], tuple[str, bytes]],
     seeder: Callable[[list[str]], list[dict[str, Any]]],
     legacy_state: Legacy | None = None,
+    signals: SignalManager | None = None,
 ) -> Runtime:
     """Open the state folder and build the crawl's runtime on it
-    (*legacy_state*: Scrapy's pickled spider state, to migrate into it).
+    (*legacy_state*: Scrapy's pickled spider state, to migrate into it;
+    *signals*: where change events are sent, with ``ADAPTIVE_CHANGE_EVENTS``).
 
     Raises :class:`StateDirError` or :class:`StoreError` when the folder or
     its store must be refused; nothing is left open then.
@@ -196,6 +208,7 @@ def assemble(
         cache_mb=config.state_cache_mb,
         shared=remote,
     )
+    changes: ChangeEvents | None = None
     try:  # a damaged database found while building on it: refused, nothing left open
         spider_state = SpiderStateFile.open(state, legacy_state)
         checkpoints = Checkpoints(state)
@@ -233,6 +246,13 @@ def assemble(
         if config.crawl_log:
             path = os.path.join(state.path, "crawl.log")
             crawl_log = CrawlLog(path, config.crawl_log_max_bytes, config.crawl_log_backups)
+        events_on = config.change_events or config.changes_feed is not None
+        if events_on:
+            try:
+                feed = None if config.changes_feed is None else ChangesFeed(config.changes_feed)
+            except ConfigError as exc:
+                raise StateDirError(str(exc)) from None
+            changes = ChangeEvents(frontier, feed, signals, stats, on_error=on_store_error)
         verdicts = Verdicts(
             frontier,
             policy,
@@ -242,6 +262,8 @@ def assemble(
             delivery=delivery,
             on_store_error=on_store_error,
             on_change=on_change,
+            events=events_on,
+            gone_confirmations=config.gone_confirmations,
         )
         pace = pace_of(config, capacity, allocator)
         console, reporter = _operations(
@@ -259,10 +281,13 @@ def assemble(
             crawl_log=crawl_log,
             policy_key=policy_key,
             spider_state=spider_state,
+            changes=changes,
         )
         runtime.checkpoint(clean=False, required=True)  # a folder that cannot take it is refused
     except BaseException:
         store.close()
+        if changes is not None and changes.feed is not None:
+            changes.feed.close()
         raise
     return runtime
 

@@ -12,9 +12,8 @@ from typing import IO, TYPE_CHECKING, Any
 from scrapy.exporters import CsvItemExporter, JsonLinesItemExporter
 from scrapy.extensions.feedexport import FileFeedStorage
 
-from ..config.spec import counted
 from ..runtime.delivery import SINK_CLOSED, SINK_OPENED
-from ..runtime.sinkfail import SINK_FAILED, GuardedFile, sink_error
+from ..runtime.sinkfail import SINK_FAILED, GuardedFile, drop_partial_line, sink_error
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -66,37 +65,6 @@ def line_kind(feed_format: Any, exporters: Mapping[str, Any] | None = None) -> s
     if issubclass(exporter, JsonLinesItemExporter):
         return LINES
     return None
-
-
-def drop_partial_line(path: str) -> None:
-    """Cut a half-written last line off a feed file before appending to it.
-
-    A killed crawl can leave one: its buffer was written out by the OS
-    mid-item.  Everything after the last durable point is the items of
-    versions not confirmed, which are delivered again; the half line would
-    otherwise swallow the first item appended after it.
-    """
-    try:
-        with open(path, "r+b") as file:
-            size = file.seek(0, os.SEEK_END)
-            if size == 0:
-                return
-            start = max(0, size - 65536)
-            while True:
-                file.seek(start)
-                tail = file.read(size - start)
-                if tail.endswith(b"\n"):
-                    return
-                cut = tail.rfind(b"\n")
-                if cut != -1 or start == 0:
-                    file.truncate(start + cut + 1)
-                    logger.warning(
-                        "Cut a half-written last line (%s) off %s.", counted(size - start - cut - 1, "byte"), path
-                    )
-                    return
-                start = max(0, start - 65536)
-    except FileNotFoundError:
-        return
 
 
 class DurableFileFeedStorage(FileFeedStorage):

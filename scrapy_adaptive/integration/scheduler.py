@@ -51,6 +51,7 @@ from ..frontier.capacity import HostCapacity
 from ..ops.console import control
 from ..ops.console.seeds import take_seeds
 from ..policies import PolicyStack, load_wait_policy
+from ..runtime.changes import feed_format
 from ..runtime.delivery import Delivery
 from ..runtime.issued import IssuedRequests, url_identity
 from ..runtime.request_hints import take_hint
@@ -160,6 +161,8 @@ class AdaptiveScheduler(BaseScheduler):
             # built again by the visit middleware at open: checked here, so a
             # bad rule is refused before anything of the JOBDIR is opened
             DigestRules.from_settings(config.digest_rules, config.digest_default, config.digest_max_size)
+            if config.changes_feed is not None:
+                feed_format(config.changes_feed)  # one that cannot be appended to is refused before the JOBDIR opens
             require_components(settings, config)
             require_extras(config)
             legacy = take_legacy(settings.get("JOBDIR"), migrate=config.migrate_spider_state)
@@ -208,6 +211,7 @@ class AdaptiveScheduler(BaseScheduler):
                 identity=self._where,
                 seeder=self._seed,
                 legacy_state=self.legacy_state,
+                signals=self.crawler.signals if self.crawler is not None else None,
             )
         except (StateDirError, StoreError) as exc:
             self.refusal.refuse(str(exc))
@@ -378,7 +382,8 @@ class AdaptiveScheduler(BaseScheduler):
         # page's own content, which the record keeps the digest of
         same = same_redirect(self.verdicts.record(issued) or {}, status, reason)
         change = ChangeState.UNCHANGED if same else ChangeState.UNKNOWN
-        self.verdicts.commit(issued, Visit(Outcome.VISITED, status=status, reason=reason, change=change))
+        visit = Visit(Outcome.VISITED, status=status, reason=reason, change=change, location=request.url)
+        self.verdicts.commit(issued, visit)
         self.stats.inc_value("adaptive/redirects")
 
     # -- next ---------------------------------------------------------------------

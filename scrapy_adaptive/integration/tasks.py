@@ -202,6 +202,8 @@ def build_tick(
     tasks: list[Task] = [Rebalance(runtime, stats, wake), ShareBudget(runtime, allocator, config.budget)]
     if delivery is not None:
         tasks.append(FlushDelivery(delivery))
+    if runtime.changes is not None:  # change events out of the outbox, to the feed and the signal
+        tasks.append(runtime.changes)
     tasks += [
         AbandonOnStop(grace, stats),
         LapsedLeases(runtime, issued, grace, stats, config.lease),

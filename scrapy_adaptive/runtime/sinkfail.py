@@ -15,9 +15,14 @@ from __future__ import annotations
 
 import errno
 import io
+import logging
+import os
 from collections.abc import Callable
 
+from ..config.spec import counted
 from ..store.base import StoreError
+
+logger = logging.getLogger(__name__)
 
 #: signal sent by a durable sink that cannot write any more (``sink``, ``error``)
 SINK_FAILED = object()
@@ -88,3 +93,34 @@ class GuardedFile(io.BufferedWriter):
             self.raw.close()  # the buffer is dropped: its versions are delivered again
         else:
             super().close()
+
+
+def drop_partial_line(path: str) -> None:
+    """Cut a half-written last line off a feed file before appending to it.
+
+    A killed crawl can leave one: its buffer was written out by the OS
+    mid-item.  Everything after the last durable point is the items of
+    versions not confirmed, which are delivered again; the half line would
+    otherwise swallow the first item appended after it.
+    """
+    try:
+        with open(path, "r+b") as file:
+            size = file.seek(0, os.SEEK_END)
+            if size == 0:
+                return
+            start = max(0, size - 65536)
+            while True:
+                file.seek(start)
+                tail = file.read(size - start)
+                if tail.endswith(b"\n"):
+                    return
+                cut = tail.rfind(b"\n")
+                if cut != -1 or start == 0:
+                    file.truncate(start + cut + 1)
+                    logger.warning(
+                        "Cut a half-written last line (%s) off %s.", counted(size - start - cut - 1, "byte"), path
+                    )
+                    return
+                start = max(0, start - 65536)
+    except FileNotFoundError:
+        return

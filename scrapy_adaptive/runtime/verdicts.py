@@ -30,9 +30,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import meta
+from ..change import events as change_events
 from ..change.trust import HEADER_LIED, HEADER_PACE
 from ..config.matching import media_type
 from ..config.spec import counted
+from ..config.table import DEFAULTS
 from ..frontier import ChangeState, Frontier, Outcome, UrlRecord, Visit
 from ..model import VALIDATOR_LIE, Plan
 from ..store.base import StoreError
@@ -87,6 +89,8 @@ class Verdicts:
         on_store_error: Callable[[StoreError], None],
         on_change: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.time,
+        events: bool = False,
+        gone_confirmations: int = DEFAULTS["ADAPTIVE_GONE_CONFIRMATIONS"],
     ) -> None:
         self.frontier = frontier
         self.policy = policy
@@ -98,6 +102,9 @@ class Verdicts:
         self.on_store_error = on_store_error
         self.on_change = on_change
         self.clock = clock
+        #: change events go to the outbox (a feed or a signal takes them)
+        self.events = events
+        self.gone_confirmations = gone_confirmations
 
     def verify(self, request: Request) -> bool:
         fp = self.issued.fp_of(request)
@@ -140,8 +147,14 @@ class Verdicts:
         # a changed visit is a version only once its items are durable
         deliver = self.delivery is not None and completed.outcome is Outcome.VISITED
         deliver = deliver and completed.change is ChangeState.CHANGED
+        # the URL's presence is kept whether events are on or not, so that
+        # turning them on later knows which pages had content
+        # (a verdict on a URL not out, after a restart, keeps the record's)
+        transition = None if issued is None else change_events.judge(issued.view(), completed, self.gone_confirmations)
+        presence = None if transition is None else transition.presence
+        event = transition.kind if transition is not None and self.events else None
         try:
-            record = self.frontier.update(fp, completed, deliver=deliver)
+            record = self.frontier.update(fp, completed, deliver=deliver, presence=presence, event=event)
         except StoreError as exc:
             self.on_store_error(exc)
             return None
@@ -149,6 +162,8 @@ class Verdicts:
             return None
         if deliver and request is not None and self.delivery is not None:
             self.delivery.open(request, fp, completed.digest)
+        if event is not None:
+            self.stats.inc_value(f"adaptive/events/{event}")
         if HEADER_LIED in completed.annotations or HEADER_PACE in completed.annotations:
             self._replan_siblings(record, lie=HEADER_LIED in completed.annotations)
         self._report(record, completed, hint, pending=int(deliver))

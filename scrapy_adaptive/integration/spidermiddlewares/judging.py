@@ -17,7 +17,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from ... import meta
 from ...change.digest import Digester, payload_digest
 from ...dates import parse_http_date
-from ...model import PARKED, SOFT_404, ChangeState, FetchResult, Outcome, Visit
+from ...model import NOT_CONTENT, ChangeState, FetchResult, Outcome, Visit
 
 #: path endings of resources a page embeds rather than links to
 EMBED_EXTENSIONS = frozenset(
@@ -134,7 +134,7 @@ def usable_last_modified(value: str | None, now: float) -> bool:
 
 def not_content(visit: Visit) -> bool:
     """True for a soft 404 or a parked page (the frontier's judgement at commit)."""
-    return SOFT_404 in visit.annotations or PARKED in visit.annotations
+    return not NOT_CONTENT.isdisjoint(visit.annotations)
 
 
 def skip_unchanged(response: Response, **kwargs: Any) -> tuple[()]:

@@ -1,0 +1,153 @@
+"""Change events end to end (issue 39): a real crawl of a local site whose
+pages change one field, disappear (404, 410, a redirect to the home page),
+come back, move, and fail once with a 503.
+
+Each path answers a script, one entry per request (the last one repeated),
+so what the crawl must say is known whatever the timing: every real
+transition exactly once in a clean run, none from a single 5xx, and the
+same events in the changes feed, in the signal (the sample project's
+SQLite example, real SQLite) and in the stats.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.crawlrunner import run_crawl
+
+pytestmark = pytest.mark.e2e
+
+PAGES = Path(__file__).parents[1] / "spiders" / "pages.py"
+SAMPLE = Path(__file__).parents[2] / "sample_project"
+
+
+def page(text: str) -> tuple[int, str]:
+    return 200, f"<html><body><h1>Shop</h1><p>{text}</p></body></html>"
+
+
+#: path -> the answers to its requests in turn: (status, body or a redirect's Location)
+SCRIPTS: dict[str, list[tuple[int, str]]] = {
+    "/p/price.html": [page("Price 10 EUR")] * 2 + [page("Price 11 EUR")] * 2 + [page("Price 12 EUR")],
+    "/p/gone404.html": [page("Kettle")] * 2 + [(404, "Not found")] * 3 + [page("Kettle, back")],
+    "/p/gone410.html": [page("Toaster")] + [(410, "Gone")],
+    "/p/home.html": [page("Mixer")] + [(301, "/")],
+    "/p/moved.html": [page("Blender")] + [(301, "/new/blender.html")],
+    "/p/flaky.html": [page("Fridge")] + [(503, "Busy")] + [page("Fridge")],
+    "/": [page("Home")],
+    "/new/blender.html": [page("Blender, new home")],
+}
+
+#: the events each URL must make, in order (confirmations: 2)
+EXPECTED = {
+    "/p/price.html": ["new", "changed", "changed"],
+    "/p/gone404.html": ["new", "gone", "back"],
+    "/p/gone410.html": ["new", "gone"],
+    "/p/home.html": ["new", "gone"],
+    "/p/moved.html": ["new", "moved"],
+    "/p/flaky.html": ["new"],
+    "/": ["new"],
+    "/new/blender.html": ["new"],
+}
+
+
+class ScriptedSite:
+    def __init__(self) -> None:
+        self.requests: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def answer(self, path: str) -> tuple[int, str]:
+        with self.lock:
+            n = self.requests.get(path, 0)
+            self.requests[path] = n + 1
+        script = SCRIPTS.get(path, [(404, "Not found")])
+        return script[min(n, len(script) - 1)]
+
+    def handler(self) -> type[http.server.BaseHTTPRequestHandler]:
+        site = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                status, text = site.answer(self.path)
+                body = b"" if status in (301, 308) else text.encode()
+                self.send_response(status)
+                if status in (301, 308):
+                    self.send_header("Location", text)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        return Handler
+
+
+@pytest.fixture
+def site() -> Iterator[tuple[ScriptedSite, str]]:
+    scripted = ScriptedSite()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), scripted.handler())
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    try:
+        yield scripted, f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_every_transition_is_said_once_in_the_feed_and_the_signal(
+    site: tuple[ScriptedSite, str], adaptive_settings: dict[str, object], tmp_state: Path
+) -> None:
+    scripted, base = site
+    feed = tmp_state / "changes.jsonl"
+    database = tmp_state / "changes.sqlite3"
+    urls = [base + path for path in SCRIPTS if path.startswith("/p/")]
+    result = run_crawl(
+        PAGES,
+        {
+            **adaptive_settings,
+            "ROBOTSTXT_OBEY": False,
+            "RETRY_ENABLED": False,
+            "ADAPTIVE_WAIT_DEFAULT": 0.6,
+            "ADAPTIVE_CHANGES_FEED": str(feed),
+            "EXTENSIONS": {"demo_project.changes_sqlite.ChangesToSQLite": 500},
+            "CHANGES_SQLITE": str(database),
+            "CLOSESPIDER_TIMEOUT": 9,
+        },
+        timeout=60,
+        env={"PYTHONPATH": os.pathsep.join([str(SAMPLE), os.environ.get("PYTHONPATH", "")])},
+        args=["-a", "urls=" + " ".join(urls)],
+    )
+    result.assert_ok()
+    for path, script in SCRIPTS.items():  # every answer of every script was served
+        assert scripted.requests.get(path, 0) >= len(script) + 1, (path, scripted.requests)
+    events = [json.loads(line) for line in feed.read_text().splitlines()]
+    said: dict[str, list[str]] = {}
+    for event in events:
+        said.setdefault(event["url"].removeprefix(base), []).append(event["kind"])
+    assert said == EXPECTED
+    by_kind = {kind: sum(k == kind for kinds in EXPECTED.values() for k in kinds) for kind in ("new", "gone")}
+    assert result.stats["adaptive/events/new"] == by_kind["new"] and result.stats["adaptive/events/gone"] == 3
+    assert result.stats["adaptive/events/delivered"] == len(events)
+    gone = next(e for e in events if e["kind"] == "gone" and e["url"].endswith("/gone404.html"))
+    assert gone["status"] == 404 and gone["version"] == 1 and gone["previous_time"] < gone["time"]
+    moved = next(e for e in events if e["kind"] == "moved")
+    assert moved["location"] == base + "/new/blender.html" and moved["status"] == 301
+    # the signal's consumer: the sample project's SQLite example
+    with sqlite3.connect(database) as db:
+        assert db.execute("SELECT count(*) FROM changes").fetchone()[0] == len(events)
+        state = {url.removeprefix(base): (gone, moved_to) for url, gone, moved_to in db.execute(
+            "SELECT url, gone, moved_to FROM pages")}  # fmt: skip
+    assert state["/p/gone410.html"] == (1, None) and state["/p/home.html"] == (1, None)
+    assert state["/p/gone404.html"] == (0, None)  # back
+    assert state["/p/moved.html"] == (0, base + "/new/blender.html")
