@@ -64,6 +64,10 @@ def forget(
     """Delete these URLs for good: record, queue entry, pending-delivery
     mark and lease, with their queues' counters, in one atomic write.
 
+    Their change events not yet delivered stay in the outbox
+    (``Batch.events``): each reports a verdict that was recorded, and was
+    promised at least once; the drain delivers and deletes them as any other.
+
     A forgotten URL rediscovered later starts a new record.  Each queue's
     ``forgotten`` counter rises as ``urls`` falls, so the sum the state
     folder's checkpoint compares never goes down (a forget is not a

@@ -45,6 +45,11 @@ def in_queues(mark: bytes, queues: Collection[str] | None) -> bool:
     return fields is not None and fields.get("q") in queues
 
 
+def wanted(queue: str, queues: Collection[str] | None) -> bool:
+    """Is *queue* one of *queues* (None: every queue)?"""
+    return queues is None or queue in queues
+
+
 @dataclass
 class Batch:
     """Writes that must happen together or not at all.
@@ -72,6 +77,11 @@ class Batch:
     absent: list[tuple[str, bytes]] = field(default_factory=list)
     #: records deleted for good (``scrapy frontier forget``): (queue, fp)
     records_deleted: list[tuple[str, bytes]] = field(default_factory=list)
+    #: the outbox: (queue, :func:`~.keys.event_key`) -> a change event's bytes
+    #: (None deletes it, once delivered).  Written in the batch that updates
+    #: the URL's record, under the record's queue: the event exists if and
+    #: only if the verdict it reports was recorded
+    events: dict[tuple[str, bytes], bytes | None] = field(default_factory=dict)
 
     def move_entry(self, old: tuple[str, int, int, bytes] | None, new: tuple[str, int, int, bytes]) -> None:
         """Re-key a URL in its queue: ``(queue, directive, next_ms, fp)``."""
@@ -105,6 +115,8 @@ def split_by_queue(batch: Batch) -> list[Batch]:
         part(where[0]).absent.append(where)
     for where in batch.records_deleted:
         part(where[0]).records_deleted.append(where)
+    for where, event in batch.events.items():
+        part(where[0]).events[where] = event
     for queue, raw in batch.hosts.items():
         part(queue).hosts[queue] = raw
     if batch.meta:
@@ -204,6 +216,32 @@ class Store(ABC):
         URL), as are quarantined records."""
 
     @abstractmethod
+    def events(self, queues: Collection[str] | None = None, limit: int = 1000) -> list[tuple[str, bytes, bytes]]:
+        """The oldest *limit* change events of the outbox, ``(queue, key,
+        event)``, oldest key first over every queue read (keys begin with the
+        event's time: :func:`~.keys.event_key`), or those of *queues* only.
+
+        What a drain reads, delivers, then deletes (``Batch.events[queue,
+        key] = None``): an event stays until deleted, so a drain stopped at
+        any point reads it again (at least once).  LevelDB reads its outbox
+        from the oldest key on; Redis asks every queue read for its oldest
+        *limit* (one pipelined round trip per 500 queues: the queues of
+        :meth:`hosts` when *queues* is None, so a shared frontier's worker
+        passes the queues it holds).  As for :meth:`pending`, events are
+        those of queues whose counters were written."""
+
+    @abstractmethod
+    def event_count(self, queues: Collection[str] | None = None) -> int:
+        """How many events the outbox holds (of *queues* only, if given).
+
+        Counted when asked, not kept with the batches: a kept count would be
+        one more fact to keep in step with the events (a delete repeated
+        after a crash must not count twice, and on a Redis Cluster the count
+        would sit in another slot than the events).  LevelDB steps over the
+        outbox's keys (it grows with the events not yet delivered, not with
+        URLs); Redis asks each queue (``ZCARD``, pipelined as :meth:`events`)."""
+
+    @abstractmethod
     def write(self, batch: Batch) -> None:
         """Apply *batch* atomically; raise :class:`StoreError` on failure,
         :class:`Conflict` (nothing written) if a record of ``batch.absent`` exists."""
@@ -238,6 +276,8 @@ class MemoryStore(Store):
         self._meta: dict[str, bytes] = {}
         self._quarantined: dict[bytes, bytes] = {}
         self._pending: dict[bytes, bytes] = {}
+        #: event key -> (its queue, the event); keyed like LevelDB's, by the key alone
+        self._events: dict[bytes, tuple[str, bytes]] = {}
 
     @staticmethod
     def _sort_key(directive: int, next_ms: int, fp: bytes) -> tuple[int, int, bytes]:
@@ -272,6 +312,13 @@ class MemoryStore(Store):
     def pending(self, queues: Collection[str] | None = None) -> Iterator[tuple[bytes, bytes]]:
         yield from [(fp, mark) for fp, mark in self._pending.items() if in_queues(mark, queues)]
 
+    def events(self, queues: Collection[str] | None = None, limit: int = 1000) -> list[tuple[str, bytes, bytes]]:
+        found = sorted((key, queue, event) for key, (queue, event) in self._events.items() if wanted(queue, queues))
+        return [(queue, key, event) for key, queue, event in found[: max(0, limit)]]
+
+    def event_count(self, queues: Collection[str] | None = None) -> int:
+        return sum(1 for queue, _ in self._events.values() if wanted(queue, queues))
+
     def write(self, batch: Batch) -> None:
         if any(fp in self._records for _, fp in batch.absent):
             raise Conflict("a record that must be new exists")
@@ -300,6 +347,11 @@ class MemoryStore(Store):
                 self._pending.pop(fp, None)
             else:
                 self._pending[fp] = mark
+        for (queue, key), event in batch.events.items():
+            if event is None:
+                self._events.pop(key, None)
+            else:
+                self._events[key] = (queue, event)
 
     def close(self) -> None:
         pass

@@ -35,6 +35,8 @@ META_PREFIX = b"m/"
 #: records that could not be read, moved aside with their raw bytes (never deleted)
 QUARANTINE_PREFIX = b"x/"
 PENDING_PREFIX = b"p/"
+#: the outbox: change events written with their URL's record, deleted once delivered
+EVENT_PREFIX = b"e/"
 
 _TIME = struct.Struct(">Q")
 
@@ -111,6 +113,37 @@ def host_key(queue: str) -> bytes:
 def pending_key(fp: bytes) -> bytes:
     """Key of a URL's versions captured but not yet delivered (see :mod:`.delivery`)."""
     return PENDING_PREFIX + fp
+
+
+#: the largest :func:`event_key` sequence number (one byte)
+MAX_EVENT_SEQ = 255
+
+
+def event_key(time_ms: int, fp: bytes, seq: int = 0) -> bytes:
+    """Key of one change event in the outbox, the same in every store
+    (LevelDB stores it under :data:`EVENT_PREFIX`): the event's time first,
+    big-endian, so keys sort oldest first; the URL's fingerprint, so two
+    URLs' events of one millisecond never collide; a one-byte *seq* for a
+    URL's second event within one millisecond.
+
+    >>> old, new = event_key(1_000, b"\\xff" * 20), event_key(2_000, b"\\x00" * 20)
+    >>> sorted([new, old]) == [old, new]
+    True
+    >>> decode_event_key(event_key(1_000, b"\\x01" * 20, 3)) == (1_000, b"\\x01" * 20, 3)
+    True
+    """
+    if not 0 <= seq <= MAX_EVENT_SEQ:
+        raise ValueError(f"an event's sequence number is 0 to {MAX_EVENT_SEQ}, not {seq}")
+    return _TIME.pack(time_ms) + fp + bytes((seq,))
+
+
+def decode_event_key(key: bytes) -> tuple[int, bytes, int]:
+    """``(time_ms, fp, seq)`` from a key made by :func:`event_key` (without
+    the LevelDB prefix); :class:`MalformedKey` for one too short to hold a
+    time, a fingerprint and a sequence number."""
+    if len(key) <= _TIME.size + 1:
+        raise MalformedKey(f"an event key needs more than {counted(_TIME.size + 1, 'byte')}, this one has {len(key)}")
+    return _TIME.unpack_from(key)[0], key[_TIME.size : -1], key[-1]
 
 
 def meta_key(name: str) -> bytes:

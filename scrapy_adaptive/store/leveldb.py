@@ -3,7 +3,9 @@
 Layout inside the database (see :mod:`.keys`): ``u/<fp>`` records,
 ``q/<queue>\\0<directive><time><fp>`` queue entries (empty values),
 ``h/<queue>`` per-queue counters, ``m/<name>`` state-wide facts, ``p/<fp>``
-versions captured but not yet delivered.
+versions captured but not yet delivered, ``e/<time><fp><seq>`` change
+events not yet delivered (the outbox; the value is the queue, NUL, the
+event: one keyspace in time order, whatever the queue).
 
 Durability: every :meth:`LevelDBStore.write` is one ``WriteBatch`` applied
 atomically (``transaction=True``).  LevelDB appends it to its log before
@@ -24,7 +26,7 @@ from typing import TypeVar
 
 from ..config.table import DEFAULTS
 from . import keys
-from .base import Batch, Conflict, Store, StoreCorrupt, StoreError, StoreInUse, access_denied, in_queues
+from .base import Batch, Conflict, Store, StoreCorrupt, StoreError, StoreInUse, access_denied, in_queues, wanted
 
 logger = logging.getLogger(__name__)
 
@@ -152,6 +154,7 @@ class LevelDBStore(Store):
         self._meta = self._db.prefixed_db(keys.META_PREFIX)
         self._quarantine = self._db.prefixed_db(keys.QUARANTINE_PREFIX)
         self._pending = self._db.prefixed_db(keys.PENDING_PREFIX)
+        self._events = self._db.prefixed_db(keys.EVENT_PREFIX)
         #: a count that could not be read (a damaged block): said by the
         #: first write or check that needs it, so an export can still read
         #: the records past the damage
@@ -215,7 +218,7 @@ class LevelDBStore(Store):
         try:
             return keys.entry_at(key, offset)
         except keys.MalformedKey as exc:
-            self.write(Batch(), aside={key: exc})
+            self.write(Batch(), aside={key: (b"", exc)})
             return None
 
     def queue_entries(
@@ -305,8 +308,38 @@ class LevelDBStore(Store):
     def pending(self, queues: Collection[str] | None = None) -> Iterator[tuple[bytes, bytes]]:
         yield from ((fp, mark) for fp, mark in self._scan(self._pending) if in_queues(mark, queues))
 
-    def write(self, batch: Batch, aside: dict[bytes, Exception] | None = None) -> None:
-        """Apply *batch*; *aside* moves malformed keys under ``x/`` in the same write."""
+    def events(self, queues: Collection[str] | None = None, limit: int = 1000) -> list[tuple[str, bytes, bytes]]:
+        found: list[tuple[str, bytes, bytes]] = []
+        if limit <= 0:
+            return found
+        for key, value in self._scan(self._events):
+            event = self._event(key, value)
+            if event is not None and wanted(event[0], queues):
+                found.append(event)
+                if len(found) >= limit:
+                    break
+        return found
+
+    def event_count(self, queues: Collection[str] | None = None) -> int:
+        events = (self._event(key, value) for key, value in self._scan(self._events))
+        return sum(1 for event in events if event is not None and wanted(event[0], queues))
+
+    def _event(self, key: bytes, value: bytes) -> tuple[str, bytes, bytes] | None:
+        """``(queue, key, event)`` of an outbox row; one whose value names no
+        queue (a write by another program, a damaged table) is moved aside
+        with its bytes under ``x/e/<key>``, with one error line."""
+        queue, sep, event = value.partition(b"\x00")
+        try:
+            if not sep:
+                raise ValueError("its value names no queue")
+            return queue.decode("utf-8"), key, event
+        except ValueError as exc:
+            self.write(Batch(), aside={keys.EVENT_PREFIX + key: (value, exc)})
+            return None
+
+    def write(self, batch: Batch, aside: dict[bytes, tuple[bytes, Exception]] | None = None) -> None:
+        """Apply *batch*; *aside* moves malformed keys under ``x/`` in the
+        same write (key -> its value, kept, and what is wrong with it)."""
         # one process owns the database: a check before the batch is enough
         if batch.absent and any(self.get_record(queue, fp) is not None for queue, fp in batch.absent):
             raise Conflict(f"a record that must be new exists in {self.path}")
@@ -334,8 +367,13 @@ class LevelDBStore(Store):
                         wb.delete(keys.pending_key(fp))
                     else:
                         wb.put(keys.pending_key(fp), mark)
-                for key in aside or ():
-                    wb.put(keys.QUARANTINE_PREFIX + key, b"")
+                for (queue, key), event in batch.events.items():
+                    if event is None:
+                        wb.delete(keys.EVENT_PREFIX + key)
+                    else:
+                        wb.put(keys.EVENT_PREFIX + key, queue.encode("utf-8") + b"\x00" + event)
+                for key, (value, _) in (aside or {}).items():
+                    wb.put(keys.QUARANTINE_PREFIX + key, value)
                     wb.delete(key)
         except plyvel.Error as exc:
             reason = _reason(exc)
@@ -346,7 +384,7 @@ class LevelDBStore(Store):
                 ) from exc
             raise StoreError(f"Writing to the state database in {self.path} failed: {reason}") from exc
         self._writes = writes
-        for key, exc in (aside or {}).items():
+        for key, (_, exc) in (aside or {}).items():
             logger.error(
                 "The state database in %s holds a malformed key %r (%s); it is moved aside under x/ and the crawl "
                 "goes on.",

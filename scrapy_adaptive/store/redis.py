@@ -7,10 +7,11 @@ docs/shared-frontier.md gives the key layout and the fleet's rules.
 
 * Every key of one queue carries the queue as a Cluster *hash tag*, so what
   the frontier writes about one URL (record, entry, mark, its queue's
-  counters) is one ``MULTI``/``EXEC`` in one slot.  On a Cluster a batch
-  about several queues is split by queue (:func:`split_by_queue`), each
-  part complete on its own: a forget cut short can be run again, a
-  confirmation cut short is delivered again (at least once, as promised).
+  counters, its change events) is one ``MULTI``/``EXEC`` in one slot.  On
+  a Cluster a batch about several queues is split by queue
+  (:func:`split_by_queue`), each part complete on its own: a forget cut
+  short can be run again, a confirmation cut short is delivered again (at
+  least once, as promised).
   A new queue's name enters the host index before its first transaction,
   so a queue never goes missing.
 * Counters are shared by workers: the store writes the *difference*
@@ -30,6 +31,7 @@ Values are bytes in, bytes out: nothing is pickled or unpickled, ever.
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Callable, Collection, Iterator
 from typing import Any
@@ -284,6 +286,45 @@ class RedisStore(Store):
         """Every queue's marks, or *queues*' (one pipelined ``HGETALL`` per queue)."""
         yield from self._queue_hashes("p", queues)
 
+    def events(self, queues: Collection[str] | None = None, limit: int = 1000) -> list[tuple[str, bytes, bytes]]:
+        """The oldest *limit* of each queue read (pipelined ``ZRANGEBYLEX``),
+        merged: the oldest *limit* of them all, whose events are then read
+        (one ``HMGET`` per queue, pipelined).  An event another worker deleted
+        in between is left out."""
+        if limit <= 0:
+            return []
+        oldest: list[tuple[bytes, str]] = []
+        for chunk in self._chunks(self.host_names() if queues is None else iter(sorted(queues))):
+            pipe = self._redis.pipeline(transaction=False)
+            for name in chunk:
+                pipe.zrangebylex(self._queue_key(name, "e"), b"-", b"+", start=0, num=limit)
+            for name, found in zip(chunk, self._call("Reading from", pipe.execute), strict=True):
+                oldest.extend((key, name) for key in found)
+            oldest = heapq.nsmallest(limit, oldest)
+        if not oldest:
+            return []
+        by_queue: dict[str, list[bytes]] = {}
+        for key, name in oldest:
+            by_queue.setdefault(name, []).append(key)
+        pipe = self._redis.pipeline(transaction=False)
+        for name, found in by_queue.items():
+            pipe.hmget(self._queue_key(name, "ev"), found)
+        values = {
+            (name, key): value
+            for (name, found), read in zip(by_queue.items(), self._call("Reading from", pipe.execute), strict=True)
+            for key, value in zip(found, read, strict=True)
+        }
+        return [(name, key, value) for key, name in oldest if (value := values[name, key]) is not None]
+
+    def event_count(self, queues: Collection[str] | None = None) -> int:
+        count = 0
+        for chunk in self._chunks(self.host_names() if queues is None else iter(sorted(queues))):
+            pipe = self._redis.pipeline(transaction=False)
+            for name in chunk:
+                pipe.zcard(self._queue_key(name, "e"))
+            count += sum(self._call("Reading from", pipe.execute))
+        return count
+
     def records(self) -> Iterator[tuple[bytes, bytes]]:
         """Every record, by ``SCAN`` (of every primary node on a Cluster)."""
         prefix = f"{self.namespace}:{{".encode()
@@ -373,6 +414,13 @@ class RedisStore(Store):
                 pipe.hdel(self._queue_key(queue, "p"), fp)
             else:
                 pipe.hset(self._queue_key(queue, "p"), fp, mark)
+        for (queue, key), event in batch.events.items():
+            if event is None:
+                pipe.zrem(self._queue_key(queue, "e"), key)
+                pipe.hdel(self._queue_key(queue, "ev"), key)
+            else:
+                pipe.zadd(self._queue_key(queue, "e"), {key: 0})
+                pipe.hset(self._queue_key(queue, "ev"), key, event)
 
     def _write_row(self, pipe: Any, queue: str, row: dict[str, Any]) -> None:
         """Queue the difference between *row* and this worker's baseline (see the module docstring)."""

@@ -9,6 +9,10 @@ across directive levels, deletes before puts, atomic batches.
 from __future__ import annotations
 
 import json
+import logging
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,8 +21,9 @@ from hypothesis import strategies as st
 from redis.crc import key_slot
 
 from scrapy_adaptive.frontier import AddResult, Frontier
-from scrapy_adaptive.store.base import Batch, Conflict, MemoryStore, Store, StoreError
-from scrapy_adaptive.store.keys import NEVER_MS
+from scrapy_adaptive.store.base import Batch, Conflict, MemoryStore, Store, StoreError, split_by_queue
+from scrapy_adaptive.store.keys import EVENT_PREFIX, NEVER_MS, event_key
+from scrapy_adaptive.store.leveldb import LevelDBStore
 from scrapy_adaptive.store.redis import RedisStore
 from tests.hypo import examples
 from testsite.redisserver import RedisClusterServers, RedisServer
@@ -238,7 +243,8 @@ def test_a_batch_about_several_queues_and_facts_is_applied(store: Store) -> None
 
 
 def test_every_key_of_a_queue_is_in_its_hash_slot(redis_cluster_url: str, redis_cluster: RedisClusterServers) -> None:
-    """On a Cluster a URL's record, mark and entry share its queue's slot: the reason a batch is one transaction."""
+    """On a Cluster a URL's record, mark, entry and events share its queue's slot: the reason a batch is one
+    transaction."""
     store = RedisStore(redis_cluster_url, namespace="slots")
     store.write(
         Batch(
@@ -246,6 +252,7 @@ def test_every_key_of_a_queue_is_in_its_hash_slot(redis_cluster_url: str, redis_
             entries_put=[("h.example", 0, 1, fp(5))],
             hosts={"h.example": b'{"u":1}'},
             pending={("h.example", fp(5)): b"m"},
+            events={("h.example", event_key(1, fp(5))): b"e"},
         )
     )
     store.close()
@@ -254,7 +261,7 @@ def test_every_key_of_a_queue_is_in_its_hash_slot(redis_cluster_url: str, redis_
         client = server.client()
         found.update(dict.fromkeys(client.keys(b"slots:{h.example}*"), n))
         client.close()
-    assert len(found) == 4  # record, entries, counters, marks
+    assert len(found) == 6  # record, entries, counters, marks, events (order and bytes)
     assert len({key_slot(k) for k in found}) == 1 and len(set(found.values())) == 1
 
 
@@ -271,3 +278,120 @@ def test_pending_marks_of_some_queues_only(store: Store) -> None:
     assert dict(store.pending(["b.example"])) == {fp(2): marks["b.example"]}
     assert dict(store.pending([])) == {}
     assert dict(store.pending()) == {fp(1): marks["a.example"], fp(2): marks["b.example"]}
+
+
+def event(n: int, at: int, seq: int = 0) -> bytes:
+    return event_key(at, fp(n), seq)
+
+
+def test_events_are_written_with_their_record_and_read_oldest_first(store: Store) -> None:
+    """The outbox: events in the record's batch, read back oldest key first over
+    every queue (by time, whatever the queue), a limit, a queues filter, deletes."""
+    hosts = {q: b'{"u":1}' for q in ("a.example", "b.example", "x{y}:z")}
+    store.write(
+        Batch(
+            records={("a.example", fp(1)): b"r1", ("b.example", fp(2)): b"r2", ("x{y}:z", fp(3)): b"r3"},
+            hosts=hosts,
+            events={
+                ("a.example", event(1, 3_000)): b"a-late",
+                ("a.example", event(1, 1_000)): b"a-early",
+                ("a.example", event(1, 1_000, 1)): b"a-early-second",  # two of one URL in one ms
+                ("b.example", event(2, 2_000)): b"b",
+                ("x{y}:z", event(3, 500)): bytes(range(256)),  # bytes in, bytes out
+            },
+        )
+    )
+    oldest = [
+        ("x{y}:z", event(3, 500), bytes(range(256))),
+        ("a.example", event(1, 1_000), b"a-early"),
+        ("a.example", event(1, 1_000, 1), b"a-early-second"),
+        ("b.example", event(2, 2_000), b"b"),
+        ("a.example", event(1, 3_000), b"a-late"),
+    ]
+    assert store.events() == oldest
+    assert store.events(limit=2) == oldest[:2]
+    assert store.events(limit=0) == []
+    assert store.events(["a.example", "b.example"], limit=3) == oldest[1:4]
+    assert store.events(["b.example", "nothing.example"]) == [oldest[3]]
+    assert store.events([]) == []
+    assert (store.event_count(), store.event_count(["a.example"]), store.event_count([])) == (5, 3, 0)
+    # delivered: deleted (a delete of one already gone, a repeat after a crash, is harmless)
+    store.write(Batch(events={("a.example", event(1, 1_000)): None, ("x{y}:z", event(3, 500)): None}))
+    store.write(Batch(events={("a.example", event(1, 1_000)): None}))
+    assert store.events() == [oldest[2], oldest[3], oldest[4]]
+    assert store.event_count() == 3
+    assert store.get_record("a.example", fp(1)) == b"r1"  # the records are untouched
+
+
+def test_a_batch_that_conflicts_writes_no_event(store: Store) -> None:
+    """An event is atomic with its record: a new URL's batch refused (its record exists) leaves no event."""
+    store.write(Batch(records={("h", fp(1)): b"first"}, absent=[("h", fp(1))], hosts={"h": b'{"u":1}'}))
+    with pytest.raises(Conflict):
+        store.write(
+            Batch(
+                records={("h", fp(1)): b"second"},
+                absent=[("h", fp(1))],
+                events={("h", event(1, 1_000)): b"new"},
+            )
+        )
+    assert store.events() == [] and store.event_count() == 0
+
+
+def test_a_batch_about_several_queues_writes_each_event_in_its_queues_part() -> None:
+    """On a Cluster each queue's part is one transaction in its slot: an event travels with its record."""
+    batch = Batch(
+        records={("a", fp(1)): b"ra", ("b", fp(2)): b"rb"},
+        events={("a", event(1, 1)): b"ea", ("b", event(2, 1)): None},
+        meta={"fact": b"1"},
+    )
+    parts = {frozenset(q for q, _ in [*part.records, *part.events]): part for part in split_by_queue(batch)}
+    assert set(parts) == {frozenset("a"), frozenset("b"), frozenset()}
+    assert parts[frozenset("a")].events == {("a", event(1, 1)): b"ea"}
+    assert parts[frozenset("a")].records == {("a", fp(1)): b"ra"}
+    assert parts[frozenset("b")].events == {("b", event(2, 1)): None}
+    assert parts[frozenset()].meta == {"fact": b"1"} and not parts[frozenset()].events
+
+
+def test_events_survive_a_kill_and_a_reopen_of_leveldb(tmp_path: Path) -> None:
+    """A process killed (SIGKILL) right after its write: the events are there
+    when the database is opened again; so are they after a clean close."""
+    path = str(tmp_path / "db")
+    child = (
+        "import os, signal\n"
+        "from scrapy_adaptive.store.base import Batch\n"
+        "from scrapy_adaptive.store.keys import event_key\n"
+        "from scrapy_adaptive.store.leveldb import LevelDBStore\n"
+        f"store = LevelDBStore({path!r})\n"
+        "fp = (1).to_bytes(20, 'big')\n"
+        "store.write(Batch(records={('h', fp): b'r'}, hosts={'h': b'{}'}, events={('h', event_key(7, fp)): b'e'}))\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, timeout=60)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    store = LevelDBStore(path)
+    assert store.events() == [("h", event(1, 7), b"e")]
+    store.write(Batch(events={("h", event(1, 9)): b"f"}))
+    store.close()
+    again = LevelDBStore(path)
+    try:
+        assert again.events() == [("h", event(1, 7), b"e"), ("h", event(1, 9), b"f")]
+    finally:
+        again.close()
+
+
+def test_an_outbox_row_naming_no_queue_is_moved_aside_with_its_bytes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A row another program wrote under ``e/`` (no queue before its NUL) is kept
+    under ``x/`` with one error line; the outbox goes on."""
+    store = LevelDBStore(str(tmp_path / "db"))
+    try:
+        store.write(Batch(events={("h", event(1, 5)): b"good"}))
+        store._db.put(EVENT_PREFIX + event(2, 1), b"no queue here")
+        with caplog.at_level(logging.ERROR, logger="scrapy_adaptive.store.leveldb"):
+            assert store.events() == [("h", event(1, 5), b"good")]
+        assert "malformed key" in caplog.text and "names no queue" in caplog.text
+        assert dict(store.quarantined()) == {EVENT_PREFIX + event(2, 1): b"no queue here"}
+        assert store.event_count() == 1
+    finally:
+        store.close()

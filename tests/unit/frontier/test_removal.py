@@ -14,6 +14,8 @@ import pytest
 from scrapy_adaptive.frontier import Frontier, Outcome, Store, Visit
 from scrapy_adaptive.frontier.removal import forget, quarantine
 from scrapy_adaptive.model import RecordError
+from scrapy_adaptive.store.base import Batch
+from scrapy_adaptive.store.keys import EVENT_PREFIX, event_key
 from scrapy_adaptive.store.leveldb import LevelDBStore
 from tests.unit.frontier.test_frontier import Clock, add, fp, make, visit_once, visited
 from tests.unit.frontier.test_pending import out_again
@@ -99,10 +101,25 @@ def test_forget_leaves_no_key_of_the_url_in_leveldb(tmp_path: Path) -> None:
     store.close()
     db = plyvel.DB(path)
     try:
-        left = [k for k, _ in db.iterator() if key in k]
+        # its undelivered change events excepted: they were promised (see the next test)
+        left = [k for k, _ in db.iterator() if key in k and not k.startswith(EVENT_PREFIX)]
     finally:
         db.close()
     assert left == []
+
+
+def test_forget_leaves_the_urls_undelivered_change_events(store: Store) -> None:
+    """An event reports a verdict that was recorded and is promised at least once: forget keeps it for the drain."""
+    clock = Clock()
+    f = make(store, clock)
+    key = visit_once(f, "http://a/1")
+    add(f, "http://a/2")
+    other = fp("http://a/2")
+    # as a verdict writes them: with the URL's record, in its queue
+    store.write(Batch(events={("a", event_key(1_000, key)): b"gone", ("a", event_key(2_000, other)): b"changed"}))
+    f.forget([("a", key)])
+    assert store.get_record("a", key) is None
+    assert store.events() == [("a", event_key(1_000, key), b"gone"), ("a", event_key(2_000, other), b"changed")]
 
 
 def test_quarantine_moves_the_bytes_aside_and_the_queue_goes_on(store: Store, caplog: pytest.LogCaptureFixture) -> None:
