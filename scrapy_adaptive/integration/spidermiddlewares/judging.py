@@ -8,6 +8,7 @@ a response before any digest rule runs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from scrapy import Request
@@ -88,9 +89,26 @@ def base_visit(response: Response) -> Visit:
     )
 
 
-def evaluate(response: Response, record: dict[str, Any], digester: Digester | None = None) -> Visit:
-    """The verdict on *response* given the URL's record snapshot."""
+#: answers that say the server could not serve the page now, nothing about
+#: the page itself: a 5xx, and 429 (too many requests)
+TRANSIENT = 429
+
+
+def transient(status: int) -> bool:
+    """True for an answer that says nothing about the page's content."""
+    return status >= 500 or status == TRANSIENT
+
+
+def evaluate(response: Response, record: Mapping[str, Any], digester: Digester | None = None) -> Visit:
+    """The verdict on *response* given the URL's record as issued.
+
+    A server error (a 5xx, a 429) is a visit whose change is unknown and
+    whose body, type and validators are not the page's: the record keeps
+    its last capture, so the page answering again is not a new version."""
     visit = base_visit(response)
+    if transient(response.status):
+        visit.size = visit.content_type = visit.etag = visit.last_modified = None
+        return visit  # change unknown, no digest
     digest = (digester or Digester()).digest(response)
     if digest is not None:
         visit.digest = digest

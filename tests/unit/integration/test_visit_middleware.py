@@ -196,3 +196,18 @@ def test_a_learned_mask_contradicted_by_moved_validators_is_dropped_and_said_onc
     assert "noiseDropped" in dropped.annotations and dropped.noise == {"r": 2}
     said = [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()]
     assert said == [f"Learned noise of {url} dropped: {noise_learner.DROPPED_VALIDATORS}; the visit is judged changed."]
+
+
+def test_a_server_error_says_nothing_of_the_page_and_its_recovery_is_no_new_version() -> None:
+    """A 503 (or a 429) between two fetches of the same page: its body is not
+    the page's, so it does not replace the capture, and the page answering
+    again is unchanged (its items are not delivered twice)."""
+    content = response(b"<html><body><p>Fridge</p></body></html>")
+    first = evaluate(content, {})
+    record = {"digest": first.digest, "payload_digest": first.payload_digest, "size": first.size}
+    for status in (503, 500, 429):
+        busy = evaluate(response(b"<html>Busy</html>", status, ETag='"busy"'), record)
+        assert busy.change is ChangeState.UNKNOWN and busy.digest is None and busy.payload_digest is None
+        assert (busy.size, busy.etag, busy.content_type) == (None, None, None)  # the record keeps its capture's
+    again = evaluate(response(b"<html><body><p>Fridge</p></body></html>"), record)
+    assert again.change is ChangeState.UNCHANGED
