@@ -11,6 +11,7 @@ code).  Short keys keep a million records small on disk.
 
 from __future__ import annotations
 
+import copy
 import json
 import json.encoder
 import json.scanner
@@ -128,6 +129,11 @@ class Visit:
     probe: float | None = None
     #: a redirect's target (the URL it sent the visit to)
     location: str | None = None
+    #: items mode: the per-field summary of the page's items (the record's
+    #: ``fields``, :mod:`..change.fields`; None keeps the record's), and what
+    #: changed field by field since the last one (for the change event)
+    fields: dict[str, Any] | None = None
+    field_changes: dict[str, Any] | None = None
 
 
 @dataclass
@@ -205,6 +211,7 @@ _FIELD_TYPES: dict[str, frozenset[type]] = {
     "vl": _LIST | {_NONE},
     "nz": _DICT | {_NONE},
     "pr": _LIST | {_NONE},
+    "fd": _DICT | {_NONE},
 }
 
 
@@ -267,6 +274,8 @@ class UrlRecord:
     #: whether the URL is there, for its change events (:mod:`..change.events`):
     #: ``[content seen, gone answers in a row, gone said]``; None: not judged yet
     presence: list[int] | None = None
+    #: items mode: the per-field summary of the page's last items (:mod:`..change.fields`)
+    fields: dict[str, Any] | None = None
 
     # field name -> stored key; one table so encoding and decoding agree
     _KEYS = {
@@ -298,6 +307,7 @@ class UrlRecord:
         "validator_lies": "vl",
         "noise": "nz",
         "presence": "pr",
+        "fields": "fd",
     }
 
     #: what the frontier concluded at its last update of this record, beyond
@@ -415,6 +425,7 @@ class RecordView(Mapping[str, Any]):
         "hint",
         "noise",
         "presence",
+        "fields",
     )
     _KEYSET = frozenset(KEYS)
 
@@ -431,6 +442,8 @@ class RecordView(Mapping[str, Any]):
             return dict(value)
         if key == "presence" and value is not None:
             return list(value)
+        if key == "fields" and value is not None:
+            return copy.deepcopy(value)
         return value
 
     def __iter__(self) -> Iterator[str]:

@@ -157,8 +157,12 @@ class ItemsDigester(Digester):
 
     name = "items"
 
-    def __init__(self, fields: Sequence[str] = ()) -> None:
+    def __init__(self, fields: Sequence[str] = (), key: str | None = None, values: Sequence[str] = ()) -> None:
         self.fields = tuple(fields)
+        #: the field that identifies an item across versions (None: its position)
+        self.key = key
+        #: fields whose old and new values a change event carries
+        self.values = tuple(values)
 
     def digest(self, response: Response) -> str | None:  # pragma: no cover - not used for items
         raise TypeError("the items rule digests items, not responses: use items_digest()")

@@ -125,6 +125,7 @@ FIELDS = (
     "previous_time",
     "previous_digest",
     "location",
+    "fields",
 )
 
 
@@ -140,11 +141,13 @@ def event_row(
     previous_time: float | None,
     previous_digest: str | None,
     location: str | None = None,
+    fields: dict[str, Any] | None = None,
 ) -> bytes:
     """One event as the outbox keeps it and the feed writes it: a JSON
     object of :data:`FIELDS` (``version``: the URL's versions captured so
     far, this one included; ``previous_*``: the capture before this visit,
-    None for a first visit; ``location``: a redirect's target)."""
+    None for a first visit; ``location``: a redirect's target; ``fields``:
+    items mode, which fields of which items changed, :func:`.fields.diff`)."""
     event = {
         "kind": kind,
         "url": url,
@@ -156,6 +159,7 @@ def event_row(
         "previous_time": None if previous_time is None else round(previous_time, 3),
         "previous_digest": previous_digest,
         "location": location,
+        "fields": fields,
     }
     return json.dumps(event, separators=(",", ":")).encode()
 

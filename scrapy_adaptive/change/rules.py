@@ -3,7 +3,8 @@
 Each entry names its criteria (see :mod:`scrapy_adaptive.config.matching`) and a
 ``rule``: ``exact``, ``regex`` (with ``patterns``, a list of regular
 expressions, and an optional ``max_size`` in bytes), ``text``, or ``items``
-(with optional ``fields``).  The first matching entry wins; otherwise
+(with optional ``fields``, the ``key`` field that matches items across
+versions and the ``values`` a change event carries, :mod:`.fields`).  The first matching entry wins; otherwise
 ``ADAPTIVE_DIGEST_DEFAULT`` applies.  Everything is checked at start-up; a
 bad regex or an unknown rule name stops the crawl with the setting named.
 """
@@ -19,7 +20,7 @@ from ..config.patterns import UserPattern
 from ..config.spec import ConfigError
 from .digest import DIGESTERS, Digester, ItemsDigester, RegexDigester, TextDigester
 
-RULE_KEYS = {"rule", "patterns", "max_size", "fields"}
+RULE_KEYS = {"rule", "patterns", "max_size", "fields", "key", "values"}
 
 
 def build_digester(spec: dict[str, Any] | str, where: str, default_max_size: int) -> Digester:
@@ -44,10 +45,16 @@ def build_digester(spec: dict[str, Any] | str, where: str, default_max_size: int
     if name == "text":
         return TextDigester()
     if name == "items":
-        fields = spec.get("fields") or ()
-        if isinstance(fields, str) or not all(isinstance(f, str) for f in fields):
-            raise ConfigError(f"{where}: 'fields' must be a list of field names, not {fields!r}.")
-        return ItemsDigester(tuple(fields))
+        names = {}
+        for option in ("fields", "values"):
+            given = spec.get(option) or ()
+            if isinstance(given, str) or not all(isinstance(f, str) for f in given):
+                raise ConfigError(f"{where}: {option!r} must be a list of field names, not {given!r}.")
+            names[option] = tuple(given)
+        key = spec.get("key")
+        if key is not None and (not isinstance(key, str) or not key):
+            raise ConfigError(f"{where}: 'key' must be a field name, not {key!r}.")
+        return ItemsDigester(names["fields"], key, names["values"])
     patterns = spec.get("patterns")
     if not patterns or not isinstance(patterns, (list, tuple)):
         # a lone string is refused too: "a|b" and ["a", "b"] mean the same,

@@ -142,6 +142,11 @@ class AdaptiveConfig:
     warc_prefix: str
     warc_keep_credentials: bool
 
+    @property
+    def events_on(self) -> bool:
+        """Change events are made (``ADAPTIVE_CHANGE_EVENTS``, or a changes feed)."""
+        return self.change_events or self.changes_feed is not None
+
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> AdaptiveConfig:
         """Parse and validate; raise :class:`ConfigError` naming the setting.

@@ -385,6 +385,7 @@ class Frontier:
                 previous_time=previous[0],
                 previous_digest=previous[1],
                 location=visit.location,
+                fields=visit.field_changes,
             )
             batch.events[record.queue, event_key(time_to_ms(now), fp)] = row
         batch.move_entry(old, (record.queue, record.directive, record.next_ms, fp))

@@ -84,6 +84,8 @@ def fold_visit(
         record.policy = visit.policy_state
     if visit.noise is not None:
         record.noise = visit.noise or None
+    if visit.fields is not None:
+        record.fields = visit.fields
     wait = visit.wait if visit.wait is not None else 0.0
     record.wait = wait
     if visit.probe is None:

@@ -246,7 +246,7 @@ def assemble(
         if config.crawl_log:
             path = os.path.join(state.path, "crawl.log")
             crawl_log = CrawlLog(path, config.crawl_log_max_bytes, config.crawl_log_backups)
-        events_on = config.change_events or config.changes_feed is not None
+        events_on = config.events_on
         if events_on:
             try:
                 feed = None if config.changes_feed is None else ChangesFeed(config.changes_feed)

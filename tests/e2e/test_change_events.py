@@ -152,3 +152,48 @@ def test_every_transition_is_said_once_in_the_feed_and_the_signal(
     assert state["/p/gone410.html"] == (1, None) and state["/p/home.html"] == (1, None)
     assert state["/p/gone404.html"] == (0, None)  # back
     assert state["/p/moved.html"] == (0, base + "/new/blender.html")
+
+
+def product(name: str, price: str) -> tuple[int, str]:
+    return 200, f'<html><body><h1>{name}</h1><span itemprop="price" content="{price}"></span></body></html>'
+
+
+def test_a_changed_event_names_the_fields_that_changed(
+    site: tuple[ScriptedSite, str], adaptive_settings: dict[str, object], tmp_state: Path
+) -> None:
+    """Items mode: the event names the field that changed, with its old and
+    new values for a field the rule lists in ``values``."""
+    scripted, base = site
+    SCRIPTS["/items/kettle.html"] = (
+        [product("Kettle", "10.00")] * 2 + [product("Kettle", "11.50")] * 2 + [product("Blue kettle", "11.50")]
+    )
+    feed = tmp_state / "changes.jsonl"
+    rule = {"url": "/items/", "rule": "items", "fields": ["name", "price"], "key": "url", "values": ["price"]}
+    try:
+        result = run_crawl(
+            PAGES,
+            {
+                **adaptive_settings,
+                "ROBOTSTXT_OBEY": False,
+                "ADAPTIVE_WAIT_DEFAULT": 0.5,
+                "ADAPTIVE_CHANGES_FEED": str(feed),
+                "ADAPTIVE_DIGEST_RULES": [rule],
+                "CLOSESPIDER_TIMEOUT": 6,
+            },
+            timeout=60,
+            args=["-a", f"urls={base}/items/kettle.html"],
+        )
+    finally:
+        del SCRIPTS["/items/kettle.html"]
+    result.assert_ok()
+    events = [json.loads(line) for line in feed.read_text().splitlines()]
+    assert [e["kind"] for e in events] == ["new", "changed", "changed"]
+    url = base + "/items/kettle.html"
+    assert events[0]["fields"] is None  # nothing to compare with
+    assert events[1]["fields"] == {
+        "changed": [{"item": "#" + events[1]["fields"]["changed"][0]["item"][1:], "fields": ["price"],
+                     "values": {"price": ["10.00", "11.50"]}}],
+        "added": [],
+        "removed": [],
+    }  # fmt: skip
+    assert events[2]["fields"]["changed"][0]["fields"] == ["name"] and events[2]["url"] == url

@@ -53,7 +53,7 @@ from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 
 from ... import meta
-from ...change import noise, noise_learner
+from ...change import fields, noise, noise_learner
 from ...change.digest import Digester, ItemsDigester, RegexDigester, items_digest, payload_digest
 from ...change.rules import DigestRules, build_digester
 from ...config.spec import UNCHANGED_MODES, ConfigError, clause
@@ -99,6 +99,7 @@ class VisitMiddleware:
         probe_window: float = 30.0,
         noise_learning: bool = DEFAULTS["ADAPTIVE_NOISE_LEARNING"],
         signal_max_size: int = 0,
+        field_diffs: bool = False,
         clock: Any = time.time,
     ) -> None:
         self.stats = stats
@@ -117,6 +118,10 @@ class VisitMiddleware:
         self.noise_pool = noise.NoisePool()
         #: DOWNLOAD_MAXSIZE: the most a gzip sitemap may inflate to (0: no limit)
         self.signal_max_size = signal_max_size
+        #: items mode: say which fields changed (change events are on)
+        self.field_diffs = field_diffs
+        #: item keys found missing (each said once)
+        self._missing_keys: set[str | None] = set()
         self.clock = clock
 
     @classmethod
@@ -145,6 +150,7 @@ class VisitMiddleware:
                 probe_window=max(30.0, 10 * config.min_delay),
                 noise_learning=config.noise_learning,
                 signal_max_size=crawler.settings.getint("DOWNLOAD_MAXSIZE"),
+                field_diffs=config.events_on,
             )
         crawler.signals.connect(mw.frontier_opened, FRONTIER_OPENED)
         return mw
@@ -395,6 +401,8 @@ class VisitMiddleware:
             visit.payload_digest = payload_digest(response.body)
             same = same_payload(record, visit)
             visit.change = ChangeState.UNCHANGED if same else compare(record.get("digest"), visit.digest)
+            if self.field_diffs:
+                self._fields(response, visit, digester, record, items)
         recorded = self.services.commit(request, visit) if self.services is not None else None
         if recorded is not None:
             visit = recorded.visit
@@ -404,6 +412,29 @@ class VisitMiddleware:
             self.stats.inc_value("adaptive/unchanged/items_dropped", len(items))
             return
         yield from items
+
+    def _fields(
+        self, response: Response, visit: Visit, digester: ItemsDigester, record: Mapping[str, Any], items: list[Any]
+    ) -> None:
+        """The items' per-field summary for the record, and on a change what
+        changed field by field (the change event says it)."""
+        key = digester.key
+        try:
+            summary = fields.item_fields(items, digester.fields, key, digester.values)
+        except fields.MissingKey as exc:
+            if key not in self._missing_keys:
+                self._missing_keys.add(key)
+                logger.warning(
+                    "ADAPTIVE_DIGEST_RULES: %s of %s; items without it are matched by their position on the page "
+                    "(said once per key).",
+                    exc,
+                    response.url,
+                )
+            self.stats.inc_value("adaptive/fields/missing_key")
+            summary = fields.item_fields(items, digester.fields, None, digester.values)
+        visit.fields = summary
+        if visit.change is ChangeState.CHANGED:
+            visit.field_changes = fields.diff(record.get("fields"), summary)
 
     def _child(self, obj: Any, response: Response) -> Any:
         if not isinstance(obj, Request) or (self.embed_hops <= 0 and not self.revisit_embeds):
