@@ -134,6 +134,15 @@ class Visit:
     #: changed field by field since the last one (for the change event)
     fields: dict[str, Any] | None = None
     field_changes: dict[str, Any] | None = None
+    #: the lifetime the response's caching headers grant (``Cache-Control:
+    #: max-age``, or ``Expires`` minus ``Date``; seconds), rate evidence on a
+    #: URL's first visit (:mod:`~.change.freshness`); None: none granted
+    freshness: float | None = None
+    #: when the site says the content was last modified outside HTTP (a
+    #: sitemap ``<lastmod>`` or a feed's date on the request that found the
+    #: URL; seconds since the epoch), rate evidence on a first visit without
+    #: ``Last-Modified``; never a validator; None: not said
+    claimed_modified: float | None = None
 
 
 @dataclass

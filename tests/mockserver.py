@@ -53,9 +53,10 @@ request counters, so tests are reproducible):
     (as ``/changes``), with no validators, and per-request noise in its
     visible text: a server clock (microseconds) and a random token, each in
     its own paragraph (a "noise page" for learned-noise tests).
-``/validators/<key>?etag=abc&lm=<epoch seconds or HTTP-date>``
+``/validators/<key>?etag=abc&lm=<epoch seconds or HTTP-date>&cc=max-age%3D60&expires=<HTTP-date>``
     200 page with the given ETag (quoted unless already quoted / weak) and/or
-    Last-Modified; 304 when If-None-Match matches (takes precedence) or when
+    Last-Modified, and ``cc`` / ``expires`` sent as they are as ``Cache-Control``
+    / ``Expires``; 304 when If-None-Match matches (takes precedence) or when
     If-Modified-Since is not older than Last-Modified.
 ``/sitemap/<key>?urls=/page/a,/page/b&fresh_from=N&lie=1&bad=/page/x``
     An XML sitemap (``urlset``) listing the given paths on the requested host.
@@ -545,6 +546,10 @@ def _build_resource(state: _State) -> Any:
                 request.setHeader(b"ETag", etag.encode())
             if lm_header:
                 request.setHeader(b"Last-Modified", lm_header.encode())
+            for name, arg in ((b"Cache-Control", "cc"), (b"Expires", "expires")):
+                value = _arg(request, arg)
+                if value is not None:
+                    request.setHeader(name, value.encode("latin-1"))
             if not_modified(request, etag, lm_epoch):
                 return answer_not_modified(request)
             return self.page(request, path, extra=f"etag={etag} lm={lm_header}")

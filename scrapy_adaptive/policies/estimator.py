@@ -30,8 +30,12 @@ from .memory import ESTIMATE, LAST_MODIFIED_AGREEMENT, OBSERVATIONS
 _BIG = 700.0
 
 #: observation kinds stored in the per-URL memory; AGE is the first visit's
-#: Last-Modified age, an EXACT observation unless the URL's own visits refute it
-UNCHANGED, CHANGED, EXACT, AGE = 0, 1, 2, 3
+#: Last-Modified age, an EXACT observation unless the URL's own visits refute
+#: it; FRESH the lifetime its caching headers granted, an UNCHANGED interval
+#: on the same terms (both are the first answer's evidence, :data:`FIRST_ANSWER`)
+UNCHANGED, CHANGED, EXACT, AGE, FRESH = 0, 1, 2, 3, 4
+#: the kinds that are a first answer's evidence, not the URL's own intervals
+FIRST_ANSWER = frozenset({AGE, FRESH})
 #: the first visit's age is set aside when the URL's own visits give an age
 #: at least this old less than this probability (:meth:`RateEstimator.posterior`)
 AGE_OUTLIER = 0.05
@@ -112,27 +116,42 @@ class RateEstimator:
         return True
 
     def observe_age(self, memory: dict[str, Any], visit: Visit, now: float | None, floor: float) -> bool:
-        """On a URL's first visit: its Last-Modified age as rate evidence.
+        """On a URL's first visit: what its first answer says of its rate,
+        as prior observations its own visits then update.
 
-        For a Poisson page the age of the content at a visit is exponential
-        with the page's rate, so an age *a* is the likelihood λe^(−λa), an
-        :data:`EXACT` observation of *a* seconds: a page last modified three
-        years ago starts slow, one modified seconds ago fast, before any
-        revisit.  Ages under *floor* (the minimum wait) are ignored: a
-        server that stamps every response with the current time says
-        nothing, and the policy could not visit faster anyway.  The header
-        is not checked yet: :meth:`observe` turns the age into "a change
-        within that time" if a later visit shows it inconsistent, and
-        :meth:`posterior` sets it aside once the URL's own visits make it
-        implausibly old.
+        * Its content's age: for a Poisson page the age at a visit is
+          exponential with the page's rate, so an age *a* is the likelihood
+          λe^(−λa), an :data:`AGE` observation of *a* seconds: a page last
+          modified three years ago starts slow, one modified seconds ago
+          fast, before any revisit.  The age is the ``Last-Modified``'s or,
+          without one, the date the site gave elsewhere (a sitemap
+          ``<lastmod>``, ``visit.claimed_modified``).
+        * The lifetime its caching headers grant (``visit.freshness``): the
+          server expects no change within it, the likelihood e^(−λF) of an
+          unchanged interval of F seconds (:data:`FRESH`).
+
+        Either under *floor* (the minimum wait) is ignored: a server that
+        stamps every response with the current time, or lets nothing be
+        reused, says nothing the policy could act on.  Neither is checked
+        yet: :meth:`observe` turns a Last-Modified age into "a change within
+        that time" if a later visit shows the header inconsistent, and
+        :meth:`posterior` sets either aside once the URL's own visits make
+        it implausible, and lets it fade as they span more time.
         """
-        if not self.trust_last_modified or not visit.last_modified or now is None:
+        if now is None:
             return False
-        modified = parse_http_date(visit.last_modified)
-        if modified is None or now - modified < max(floor, 1.0):
+        found: list[list[int]] = []
+        if self.trust_last_modified:
+            modified = parse_http_date(visit.last_modified) if visit.last_modified else visit.claimed_modified
+            if modified is not None and math.isfinite(modified) and now - modified >= max(floor, 1.0):
+                found.append([round(now - modified), AGE])
+        lifetime = visit.freshness
+        if lifetime is not None and math.isfinite(lifetime) and lifetime >= max(floor, 1.0):
+            found.append([round(lifetime), FRESH])
+        if not found:
             return False
         obs = [list(o) for o in memory.get(OBSERVATIONS, [])]
-        obs.append([round(now - modified), AGE])
+        obs.extend(found)
         memory[OBSERVATIONS] = obs[-self.window :]
         return True
 
@@ -169,31 +188,35 @@ class RateEstimator:
         exposure = 0.0
         exact = 0.0
         age = 0.0
-        first: tuple[float, float] | None = None  # (seconds, weight) of the first visit's age
+        # (seconds, weight, kind) of the first answer's evidence
+        first: list[tuple[float, float, int]] = []
+        watched = 0.0  # the URL's own intervals since its first visit
         decay = math.log(2.0) / self.half_life if self.half_life else 0.0
         for entry in reversed(memory.get(OBSERVATIONS, [])):
             seconds, kind = float(entry[0]), entry[1]
-            w = math.exp(-decay * age) if decay else 1.0
+            w = math.exp(-decay * watched) if decay else 1.0
+            if kind in FIRST_ANSWER:
+                first.append((seconds, w * seconds / (seconds + watched), kind))
+                continue
             age += seconds
+            watched = age
             if kind == CHANGED:
                 changed.append(seconds)
                 weights.append(w)
-            elif kind == AGE:
-                watched = age - seconds  # the URL's own intervals since its first visit
-                first = (seconds, w * seconds / (seconds + watched))
             else:
                 exposure += w * seconds
                 exact += w * (kind == EXACT)
         start = memory.get(ESTIMATE)
-        if first is not None and (changed or exact):
+        if first and (changed or exact):
             mode, variance = posterior_log_rate(
                 changed, exposure, exact, prior[0], prior[1], start=start, weights=weights
             )
-            if age_tail(first[0], mode, variance) < AGE_OUTLIER:
-                return mode, variance
-        if first is not None:
-            exposure += first[1] * first[0]
-            exact += first[1]
+            # P(this long without a change) under the URL's own visits: an
+            # age and a granted lifetime are both quiet spells
+            first = [f for f in first if age_tail(f[0], mode, variance) >= AGE_OUTLIER]
+        for seconds, weight, kind in first:
+            exposure += weight * seconds
+            exact += weight * (kind == AGE)
         return posterior_log_rate(changed, exposure, exact, prior[0], prior[1], start=start, weights=weights)
 
 

@@ -21,7 +21,7 @@ from types import MappingProxyType
 from ..change.trust import HEADER_UNCHECKED
 
 #: RateEstimator (estimator.py): the last observations, each ``[seconds,
-#: kind]`` (kind: ``estimator.UNCHANGED`` / ``CHANGED`` / ``EXACT`` / ``AGE``), with a
+#: kind]`` (kind: ``estimator.UNCHANGED`` / ``CHANGED`` / ``EXACT`` / ``AGE`` / ``FRESH``), with a
 #: third slot in BurstWaitPolicy: the burst state the interval started from
 OBSERVATIONS = "o"
 #: RateEstimator: how often Last-Modified agreed with the digest, ``[good, bad]``

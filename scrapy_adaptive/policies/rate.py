@@ -32,7 +32,7 @@ from ..model import ChangeState, Visit
 from .allocator import RateAllocator
 from .base import WaitParams, WaitPolicy
 from .belief import HeaderBelief, unchanged_evidence
-from .estimator import AGE, RateEstimator
+from .estimator import FIRST_ANSWER, RateEstimator
 from .hint_decisions import accept, base_probability, confirmed_hint, hinted_visit, marginal_value
 from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, record_queue, visit_queue, visit_time
 from .memory import AGE_UNCHECKED, ESTIMATE, LAST_MODIFIED_AGREEMENT, OBSERVATIONS
@@ -130,7 +130,7 @@ class _RatePolicy(WaitPolicy):
             self.prior.update(memory, log_rate, variance)
         # what the URL's own revisits taught of its class's pace: the rate a
         # lying header of the class would hide until a liar of it is caught
-        revisited = any(int(o[1]) != AGE for o in memory.get(OBSERVATIONS) or ())
+        revisited = any(int(o[1]) not in FIRST_ANSWER for o in memory.get(OBSERVATIONS) or ())
         sibling = log_rate if revisited and not memory.get(AGE_UNCHECKED) else None
         if self.header_belief.note_sibling(memory, visit.url, sibling, self.typical_rate()):
             visit.annotations.append(HEADER_PACE)  # the frontier asks recheck_wait

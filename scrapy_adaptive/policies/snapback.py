@@ -44,7 +44,7 @@ Per-URL memory: ``{"su": u}`` plus the noise guard's few numbers (JSON-safe).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..config.table import DEFAULTS
@@ -257,6 +257,10 @@ class SnapBackWaitPolicy(WaitPolicy):
         self.decrement = decrement
         self.increment = increment
         self.noise = noise
+        #: how many times ``initial`` a URL's first normalised wait is, from
+        #: what its first answer said (None: always ``initial``); the union
+        #: sets it from its rate part's reading of the first answer
+        self.first_answer: Callable[[Mapping[str, Any], Visit], float] | None = None
 
     @classmethod
     def from_params(cls, params: WaitParams) -> SnapBackWaitPolicy:
@@ -308,9 +312,18 @@ class SnapBackWaitPolicy(WaitPolicy):
         return clamp(u, self.floor, self.maximum / least if least > 0 else self.maximum)
 
     def normalised(self, history: Mapping[str, Any], visit: Visit, memory: dict[str, Any], old: float | None) -> float:
-        """The URL's next wait at scale 1 (normalised seconds)."""
+        """The URL's next wait at scale 1 (normalised seconds).
+
+        A first visit starts at ``initial``, times what the first answer
+        says (:attr:`first_answer`): a page whose headers say it is slow
+        starts further off, and the rule takes it from there (a change
+        snaps it back as from any other wait)."""
         if is_first_visit(history) or old is None:
-            return self.initial
+            factor = self.first_answer(memory, visit) if self.first_answer is not None else 1.0
+            if not (factor > 0 and math.isfinite(factor)):
+                factor = 1.0
+            least = self.least_scale()
+            return clamp(self.initial * factor, self.floor, self.maximum / least if least > 0 else self.maximum)
         return self.step(old, visit.change)
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:

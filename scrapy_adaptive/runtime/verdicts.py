@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import meta
 from ..change import events as change_events
+from ..change.freshness import PROBLEMS as HEADER_PROBLEMS
 from ..change.trust import HEADER_LIED, HEADER_PACE
 from ..config.matching import media_type
 from ..config.spec import counted
@@ -293,6 +294,9 @@ class Verdicts:
         kind = kind if kind in ("text", "image") else "other"
         for key in _visit_stats(kind, visit.change):
             inc(key)
+        for word in visit.annotations:
+            if word in HEADER_PROBLEMS:  # caching headers read and ignored (change/freshness.py)
+                inc(f"adaptive/headers/{word}")
 
 
 @functools.cache

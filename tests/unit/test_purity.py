@@ -43,6 +43,7 @@ PURE = (
     "scrapy_adaptive.change.noise_learner",
     "scrapy_adaptive.change.trust",
     "scrapy_adaptive.change.prediction",
+    "scrapy_adaptive.change.freshness",
     "scrapy_adaptive.policies",
     "scrapy_adaptive.policies.persist",
     "scrapy_adaptive.ops",

@@ -8,6 +8,8 @@ a response before any digest rule runs.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,7 +19,8 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from ... import meta
 from ...change.digest import Digester, payload_digest
-from ...dates import parse_http_date
+from ...change.freshness import FUTURE_LAST_MODIFIED, freshness, future_last_modified
+from ...dates import parse_http_date, parse_time
 from ...model import NOT_CONTENT, ChangeState, FetchResult, Outcome, Visit
 
 #: path endings of resources a page embeds rather than links to
@@ -68,25 +71,63 @@ def same_payload(record: dict[str, Any], visit: Visit) -> bool:
     return last is not None and visit.payload_digest == last
 
 
-def base_visit(response: Response) -> Visit:
-    """What any response tells, before its content is judged."""
+def base_visit(response: Response, now: float | None = None) -> Visit:
+    """What any response tells, before its content is judged.
+
+    With its caching headers read (:mod:`~...change.freshness`: the lifetime
+    they grant, the problems met, as annotations) and the site's own date
+    of the content from the request that found it (a sitemap ``<lastmod>``),
+    both rate evidence for a first visit's wait.  *now*: when the response
+    arrived (default: the clock), standing in for a missing ``Date``.
+    """
     depth = response.meta.get("depth") if response.request is not None else None
     note = response.meta.get(meta.ARCHIVE_NOTE) if response.request is not None else None
     fetch = response.meta.get(meta.FETCH) if response.request is not None else None
     validation = fetch.validation if isinstance(fetch, FetchResult) else None
+    arrived = time.time() if now is None else now
+    last_modified = header(response, "Last-Modified")
+    date = header(response, "Date")
+    fresh = freshness(joined_header(response, "Cache-Control"), header(response, "Expires"), date, arrived)
+    problems = list(fresh.problems)
+    if future_last_modified(last_modified, date, arrived):
+        problems.append(FUTURE_LAST_MODIFIED)
     return Visit(
         Outcome.VISITED,
         status=response.status,
         content_type=header(response, "Content-Type"),
         size=len(response.body),
         etag=header(response, "ETag"),
-        last_modified=header(response, "Last-Modified"),
+        last_modified=last_modified,
         url=response.url,
         depth=depth if isinstance(depth, int) else None,
-        annotations=[note] if isinstance(note, str) else [],
+        annotations=([note] if isinstance(note, str) else []) + problems,
         validation=validation,
         prediction=fetch.prediction if validation is not None else None,  # type: ignore[union-attr]
+        freshness=fresh.lifetime,
+        claimed_modified=hinted_modified(response),
     )
+
+
+def joined_header(response: Response, name: str) -> str | None:
+    """Every line of a list-valued header, joined by commas as HTTP allows."""
+    values = response.headers.getlist(name)
+    return ", ".join(v.decode("latin-1") for v in values) if values else None
+
+
+def hinted_modified(response: Response) -> float | None:
+    """The content date the request's ``adaptive_hint`` claims (a sitemap's
+    ``<lastmod>``), or None: no hint, no date, or one that cannot be read
+    (the scheduler already warned about it when the request came in)."""
+    if response.request is None:
+        return None
+    hint = response.meta.get(meta.HINT)
+    if not isinstance(hint, dict):
+        return None
+    try:
+        modified = parse_time(hint.get("modified"))
+    except (ValueError, OverflowError, OSError, TypeError):
+        return None
+    return modified if modified is not None and math.isfinite(modified) else None
 
 
 #: answers that say the server could not serve the page now, nothing about

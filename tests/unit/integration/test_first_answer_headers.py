@@ -1,0 +1,48 @@
+"""What base_visit reads of a response's first answer: caching headers, a
+future Last-Modified and the sitemap date the request carried."""
+
+from __future__ import annotations
+
+from email.utils import formatdate
+
+from scrapy import Request
+from scrapy.http import HtmlResponse
+
+from scrapy_adaptive.integration.spidermiddlewares.judging import base_visit
+
+NOW = 1_700_000_000.0
+
+
+def response(headers: dict[str, object], meta: dict[str, object] | None = None) -> HtmlResponse:
+    request = Request("https://a.example/p", meta=meta or {})
+    return HtmlResponse(request.url, body=b"<html></html>", headers=headers, request=request)
+
+
+def test_cache_control_lines_are_read_together() -> None:
+    visit = base_visit(response({"Cache-Control": ["public", "max-age=600"]}), NOW)
+    assert visit.freshness == 600.0 and visit.annotations == []
+
+
+def test_expires_is_read_against_the_servers_date() -> None:
+    headers = {"Expires": formatdate(NOW + 7200, usegmt=True), "Date": formatdate(NOW + 3600, usegmt=True)}
+    assert base_visit(response(headers), NOW).freshness == 3600.0
+
+
+def test_broken_headers_are_named_and_ignored() -> None:
+    headers = {
+        "Cache-Control": "max-age=forever",
+        "Expires": "soon",
+        "Last-Modified": formatdate(NOW + 86_400, usegmt=True),
+        "Date": formatdate(NOW, usegmt=True),
+    }
+    visit = base_visit(response(headers), NOW)
+    assert visit.freshness is None
+    assert visit.annotations == ["badCacheControl", "badExpires", "futureLastModified"]
+    assert visit.last_modified == headers["Last-Modified"]  # still a validator for conditional requests
+
+
+def test_the_sitemap_date_on_the_request_is_the_claimed_modification() -> None:
+    hint = {"adaptive_hint": {"modified": "2020-01-02", "source": "sitemap"}}
+    assert base_visit(response({}, hint), NOW).claimed_modified == 1_577_923_200.0
+    for bad in ({"adaptive_hint": {"modified": "garbage"}}, {"adaptive_hint": "x"}, {}):
+        assert base_visit(response({}, bad), NOW).claimed_modified is None
