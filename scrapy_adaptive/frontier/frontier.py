@@ -14,7 +14,12 @@ queues and totals (:class:`~.book.QueueBook`), what is out
 (:class:`~.pending.PendingVersions`), per-host facts
 (:class:`~scrapy_adaptive.frontier.hostfacts.HostFacts`) and, with a shared
 store, the host leases (:class:`~.sharedhosts.SharedHosts`).  This class runs
-the three operations over them and answers for them to the crawl.
+the three operations over them and answers for them to the crawl: the
+parts and the store are this package's own, and every caller outside it
+asks the frontier's methods (a download's life, host facts, delivery, the
+crawl's small state kept beside its URLs, counts and scans), so no write
+goes behind the back of the parts that keep the store and the memory in
+step (``tests/unit/test_frontier_face.py``).
 """
 
 from __future__ import annotations
@@ -25,12 +30,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from ..change.trust import TrustParams
+from ..change.trust import TrustBook, TrustParams
 from ..model import ChangeState, Outcome, RecordError, UrlRecord, Visit
 from ..store.base import Batch, Conflict, Store
 from ..store.keys import NEVER_MS, time_to_ms
 from . import urgency
-from .book import QueueBook
+from .book import Counts, QueueBook
 from .crawltime import FetchTimes
 from .hints import Hint, HintResult
 from .hostfacts import HostFacts
@@ -97,28 +102,19 @@ class Frontier:
         self.politeness = politeness or Politeness()
         self.history_size = history_size
         self.clock = clock
+        #: with a shared store: this worker's host leases (:mod:`.sharing`)
+        self.sharing = sharing
+        #: how far validators must prove right to be trusted (for reports: :meth:`.Trust.verify_rate`)
+        self.trust_params = trust or TrustParams()
         #: mean fetch duration per queue, for host capacities and crawl times
         self.fetch_times = FetchTimes()
         self.book = QueueBook(store, self.politeness, sharing)
         self.leases = Leases(self.book, clock, self.fetch_times)
         self.pending = PendingVersions(self.book, self.leases, clock)
-        self.hosts = HostFacts(self.book, self.leases, clock, trust or TrustParams(), soft404_urls)
+        self.hosts = HostFacts(self.book, self.leases, clock, self.trust_params, soft404_urls)
         self.shared = SharedHosts(self.book, self.pending, clock)
         #: URLs whose undelivered versions load() made due again
         self._redelivered_at_load = 0
-
-    @property
-    def sharing(self) -> Sharing | None:
-        """With a shared store: this worker's host leases (:mod:`.sharing`)."""
-        return self.book.sharing
-
-    @property
-    def trust_params(self) -> TrustParams:
-        return self.hosts.trust_params
-
-    @property
-    def soft404_urls(self) -> int:
-        return self.hosts.soft404_urls
 
     @property
     def redelivered(self) -> int:
@@ -156,10 +152,6 @@ class Frontier:
             self.hosts.pool_hints(q)
             book.refresh_head(q)
             book.schedule(q)
-
-    def next_ready_time(self) -> float | None:
-        """When the next queue becomes ready (None: none will by itself)."""
-        return self.book.next_ready_time()
 
     # -- add / next / update -------------------------------------------------
 
@@ -285,7 +277,7 @@ class Frontier:
             try:
                 record = UrlRecord.from_bytes(raw)
             except RecordError as exc:
-                self._quarantine(q, q.head, raw, exc)
+                quarantine(book, q, q.head, raw, exc)
                 book.refresh_head(q, q.head)
                 book.schedule(q)
                 continue
@@ -391,9 +383,6 @@ class Frontier:
 
         return undo
 
-    def _quarantine(self, q: HostQueue, entry: tuple[int, int, bytes], raw: bytes, exc: RecordError) -> None:
-        quarantine(self.book, q, entry, raw, exc)
-
     def forget(self, urls: list[tuple[str, bytes]]) -> list[UrlRecord]:
         """Delete these URLs for good (:func:`.removal.forget`); the records deleted."""
         found = [
@@ -402,34 +391,104 @@ class Frontier:
         rest = self.politeness.max_delay
         return forget(found, self.book, self.pending, self.leases, rest=rest, now=self.clock())
 
-    # -- the parts' operations, as the crawl calls them ---------------------------
+    # -- a download's life, between next() and update() ----------------------
 
-    def confirm(self, delivered: list[tuple[bytes, str | None]]) -> int:
-        return self.pending.confirm(delivered)
+    def fetch_started(self, fp: bytes) -> None:
+        """The downloader took out URL *fp*: its fetch time counts from now,
+        and its lease cannot lapse while the download runs."""
+        self.leases.fetch_started(fp)
 
-    def rebalance(self) -> list[str]:
-        return self.shared.rebalance()
+    def request_sent(self, fp: bytes, latency: float) -> None:
+        """*fp*'s response headers came *latency* seconds after its request
+        went out: its fetch time counts from then (:meth:`.Leases.request_sent`)."""
+        self.leases.request_sent(fp, latency)
 
-    def leave(self) -> None:
-        self.shared.leave()
+    def fetch_ended(self, fp: bytes) -> None:
+        """The download of *fp* is over, before its verdict: its host's
+        politeness wait starts now."""
+        self.leases.fetch_ended(fp)
+
+    def requeue(self, fp: bytes) -> bool:
+        """Give out URL *fp* back to its queue unchanged (a quick retry
+        re-sends it): due again at once, after the politeness wait.  False
+        if it was not out."""
+        return self.leases.requeue(fp)
+
+    def lapsed(self) -> list[bytes]:
+        """The URLs out for longer than the lease and not being downloaded:
+        the crawl gives each its verdict (a retry)."""
+        return self.leases.lapsed_leases()
 
     def lent(self, fp: bytes) -> Lease | None:
         """What is out for *fp*: its queue, how overdue it was issued, and
         its record as issued (the one copy; requests carry the fingerprint)."""
         return self.leases.get(fp)
 
+    # -- what the crawl learns of hosts (:mod:`.hostfacts`) --------------------
+
+    def set_crawl_delay(self, queue: str, seconds: float | None) -> None:
+        """Honour (or, with None, stop honouring) a robots.txt ``Crawl-delay``
+        for *queue*; kept with the host's counters."""
+        self.hosts.set_crawl_delay(queue, seconds)
+
+    def verify_validators(self, fp: bytes) -> bool:
+        """Whether the fetch of out URL *fp* downloads in full to verify its
+        host's validators, rather than act on them (:meth:`.HostFacts.verify_validators`)."""
+        return self.hosts.verify_validators(fp)
+
     def page_kind(self, fp: bytes, visit: Visit) -> str | None:
+        """``"soft404"``, ``"parked"`` or None for the page out URL *fp* got; learns."""
         return self.hosts.page_kind(fp, visit)
 
     def replan_unchecked(
         self, queue: str, url: str, decide: Callable[[Mapping[str, Any]], float | None], *, lie: bool = True
     ) -> int:
+        """Replan the URLs of *queue* planned on validators a lie of *url*
+        put in doubt (:meth:`.HostFacts.replan_unchecked`); how many moved."""
         return self.hosts.replan_unchecked(queue, url, decide, lie=lie)
 
     def hint(
         self, queue: str, fp: bytes, hint: Hint, decide: Callable[[Mapping[str, Any], Hint], float | None] | None = None
     ) -> HintResult:
+        """A change hint (sitemap ``lastmod``, a feed entry) for a known URL
+        (:meth:`.HostFacts.hint`)."""
         return self.hosts.hint(queue, fp, hint, decide)
+
+    def trust_report(self) -> dict[str, TrustBook]:
+        """Every host's validator track record, by host: the host-wide
+        record and each URL class's, over a copy (for reports)."""
+        return {host: TrustBook(data) for host, data in sorted(self.hosts.trust_report(classes=True).items())}
+
+    def hint_report(self) -> dict[str, dict[str, list[float]]]:
+        """Every host's hint track record (source -> [confirmed, refuted, Σq])."""
+        return self.hosts.hint_report()
+
+    # -- delivery and a fleet's share -------------------------------------------
+
+    def confirm(self, delivered: list[tuple[bytes, str | None]]) -> int:
+        """Count the versions now delivered (:meth:`.PendingVersions.confirm`): one write."""
+        return self.pending.confirm(delivered)
+
+    def rebalance(self) -> list[str]:
+        """A worker of a shared frontier takes and gives back hosts (:meth:`.SharedHosts.rebalance`)."""
+        return self.shared.rebalance()
+
+    def leave(self) -> None:
+        """A worker of a shared frontier stops: its host leases are given back."""
+        self.shared.leave()
+
+    # -- the crawl's own small state, kept beside its URLs ------------------------
+
+    def meta(self, key: str) -> bytes | None:
+        """What the crawl keeps under *key* beside its URLs (the hourly
+        progress, the schedules given on the console and the visits they
+        forced); None if never written."""
+        return self.store.get_meta(key)
+
+    def write_meta(self, key: str, value: bytes) -> None:
+        """Keep *value* under *key* (one atomic write; :class:`.StoreError`
+        if it cannot be written, as for any write of the frontier)."""
+        self.store.write(Batch(meta={key: value}))
 
     # -- questions ---------------------------------------------------------------
 
@@ -437,6 +496,10 @@ class Frontier:
         """True while any URL will be due some day, or is out.  A worker of
         a shared frontier always has: other workers may add URLs any time."""
         return self.book.totals.schedulable > 0 or bool(self.leases) or self.sharing is not None
+
+    def next_ready_time(self) -> float | None:
+        """When the next queue becomes ready (None: none will by itself)."""
+        return self.book.next_ready_time()
 
     def queues(self) -> Iterator[HostQueue]:
         return iter(self.book)
@@ -452,36 +515,36 @@ class Frontier:
         except RecordError:
             return None
 
-    @property
-    def url_count(self) -> int:
-        return self.book.totals.urls
+    def records(self) -> Iterator[tuple[bytes, UrlRecord]]:
+        """Every readable record with its fingerprint, in key order: a
+        uniform sample when cut short, as fingerprints are hashes.  For
+        tools and reports (the crawl itself never scans).  Unreadable ones
+        are skipped; a damaged database gives what it still holds, then its
+        :class:`.StoreCorrupt`."""
+        store = self.store
+        for fp, raw in getattr(store, "readable_records", store.records)():
+            try:
+                yield fp, UrlRecord.from_bytes(raw)
+            except RecordError:
+                continue
 
-    @property
-    def never_count(self) -> int:
-        """URLs that will not be visited again (failed, disregarded)."""
-        return self.book.totals.urls - self.book.totals.schedulable
+    def count_due(self, queue: str, by: float, *, limit: int) -> int:
+        """How many URLs of *queue* are due by *by* (epoch seconds), counted
+        up to *limit*: a bounded scan of its index."""
+        return self.store.count_due(queue, time_to_ms(by), limit=limit)
 
-    @property
-    def out_count(self) -> int:
-        return len(self.leases)
-
-    @property
-    def visit_count(self) -> int:
-        return self.book.totals.visits
-
-    @property
-    def version_count(self) -> int:
-        return self.book.totals.versions
-
-    @property
-    def quarantined_count(self) -> int:
-        """Unreadable records moved aside (``x/`` keys), over the crawl's life."""
-        return self.book.totals.quarantined
-
-    @property
-    def forgotten_count(self) -> int:
-        """URLs deleted on request (:meth:`forget`), over the crawl's life."""
-        return self.book.totals.forgotten
+    def counts(self) -> Counts:
+        """The crawl's counts now (exact, kept with every write; no scan)."""
+        totals = self.book.totals
+        return Counts(
+            urls=totals.urls,
+            never=totals.urls - totals.schedulable,
+            out=len(self.leases),
+            visits=totals.visits,
+            versions=totals.versions,
+            quarantined=totals.quarantined,
+            forgotten=totals.forgotten,
+        )
 
     def shape(self, *, due_limit: int = 200_000) -> dict[str, Any]:
         """The frontier at a glance, for the periodic log line and stats."""
