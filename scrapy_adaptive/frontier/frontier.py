@@ -14,12 +14,10 @@ queues and totals (:class:`~.book.QueueBook`), what is out
 (:class:`~.pending.PendingVersions`), per-host facts
 (:class:`~scrapy_adaptive.frontier.hostfacts.HostFacts`) and, with a shared
 store, the host leases (:class:`~.sharedhosts.SharedHosts`).  This class runs
-the three operations over them and answers for them to the crawl: the
-parts and the store are this package's own, and every caller outside it
-asks the frontier's methods (a download's life, host facts, delivery, the
-crawl's small state kept beside its URLs, counts and scans), so no write
-goes behind the back of the parts that keep the store and the memory in
-step (``tests/unit/test_frontier_face.py``).
+the three operations over them and answers for them: the parts and the
+store are this package's own, every caller outside asks the methods, so
+nothing writes behind the back of the parts that keep store and memory
+in step (``tests/unit/test_frontier_face.py``).
 """
 
 from __future__ import annotations
@@ -27,52 +25,26 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from ..change.trust import TrustBook, TrustParams
 from ..model import ChangeState, Outcome, RecordError, UrlRecord, Visit
-from ..store.base import Batch, Conflict, Store
+from ..store.base import Batch, Store
 from ..store.keys import NEVER_MS, time_to_ms
 from . import urgency
+from .adding import AddResult, add_new, pull_forward, refetch_embed
 from .book import Counts, QueueBook
 from .crawltime import FetchTimes
 from .hints import Hint, HintResult
 from .hostfacts import HostFacts
-from .hostqueue import HostQueue, Politeness, QueueState, order
+from .hostqueue import HostQueue, Politeness, QueueState
 from .leases import Lease, Leases
 from .pending import PendingVersions, pending_mark
 from .removal import forget, quarantine
 from .shape import frontier_shape
 from .sharedhosts import SharedHosts
 from .sharing import Sharing
-from .update_steps import count_visit, fold_visit, judge, measure
-
-
-def refetch_embed(record: UrlRecord, page_changed: float) -> bool:
-    """Whether an embed of a page that changed since *page_changed* is
-    fetched again now, with the page (``ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE``).
-
-    Only if it may have changed too: it was not fetched since the page's
-    previous visit (a stylesheet many pages share is fetched once for a
-    round of their changes, not once per page), and it is not known to stay
-    the same (it has not been revisited yet, or it changed at a revisit its
-    history still holds).  A resource that never changes keeps its own
-    wait, which backs off; one that changes with its pages comes with them.
-    """
-    if record.fetched is not None and record.fetched >= page_changed:
-        return False
-    if record.visits < 2:
-        return True
-    history = record.history
-    revisits = history[1:] if len(history) >= record.visits else history  # the first visit found it new
-    return any(change == ChangeState.CHANGED.value for _, change, *_ in revisits)
-
-
-class AddResult(StrEnum):
-    NEW = "new"  #: first time this fingerprint is seen
-    DUPLICATE = "duplicate"  #: known; nothing changed
-    RESCHEDULED = "rescheduled"  #: known; pulled forward or directive raised
+from .update_steps import count_visit, fold_visit, judge, measure, undo_update
 
 
 @dataclass
@@ -171,7 +143,7 @@ class Frontier:
         A new URL is due now.  A known URL keeps its record; its time moves
         earlier only if *force* (``dont_filter``) or if it is an embed of a
         page that changed since *page_changed* and may have changed with it
-        (:func:`refetch_embed`).  A higher *directive* puts a URL that is
+        (:func:`.refetch_embed`).  A higher *directive* puts a URL that is
         already due ahead of its queue's other due URLs; it never makes one
         due (a preferred URL sorting first while not due would block its
         queue, and one pulled forward by every page that shows it would be
@@ -181,7 +153,8 @@ class Frontier:
         """
         raw = self.store.get_record(queue, fp)
         if raw is None:
-            return self._add_new(fp, url, queue, request() if callable(request) else request, directive)
+            data = request() if callable(request) else request
+            return add_new(self.book, self.clock(), fp, url, queue, data, directive)
         if not force and directive == 0 and page_changed is None:
             return AddResult.DUPLICATE
         try:
@@ -192,63 +165,7 @@ class Frontier:
             return AddResult.DUPLICATE
         if page_changed is not None and refetch_embed(record, page_changed):
             force = True
-        return self._pull_forward(fp, record, directive, force)
-
-    def _add_new(self, fp: bytes, url: str, queue: str, request: dict[str, Any], directive: int) -> AddResult:
-        now = self.clock()
-        now_ms = time_to_ms(now)
-        book = self.book
-        q = book.get(queue)
-        record = UrlRecord(url=url, queue=queue, request=request, next_ms=now_ms, directive=directive, discovered=now)
-        undo = book.keep(q)
-        q.urls += 1
-        book.totals.urls += 1
-        book.totals.schedulable += 1
-        batch = Batch(records={(queue, fp): record.to_bytes()}, hosts={queue: book.counters(q)}, absent=[(queue, fp)])
-        batch.entries_put.append((queue, directive, now_ms, fp))
-        try:
-            book.write(batch, q, undo)
-        except Conflict:
-            return AddResult.DUPLICATE  # another worker added it a moment ago
-        entry = (directive, now_ms, fp)
-        if q.head is None or order(entry) < order(q.head):
-            q.head = entry
-            book.schedule(q)
-        return AddResult.NEW
-
-    def _pull_forward(self, fp: bytes, record: UrlRecord, directive: int, force: bool) -> AddResult:
-        """A known URL asked for again: earlier (``dont_filter``) or preferred."""
-        now_ms = time_to_ms(self.clock())
-        new_directive = max(record.directive, directive)
-        if not force and record.next_ms > now_ms:
-            # a preference orders due URLs; it never makes a URL due (an
-            # embed asked for by every page that shows it keeps its own wait)
-            new_directive = record.directive
-        new_ms = min(record.next_ms, now_ms) if force else record.next_ms
-        if (new_directive, new_ms) == (record.directive, record.next_ms):
-            return AddResult.DUPLICATE
-        book = self.book
-        q = book.get(record.queue)
-        old_entry = (record.directive, record.next_ms, fp)
-        batch = Batch()
-        batch.move_entry(
-            (record.queue, record.directive, record.next_ms, fp), (record.queue, new_directive, new_ms, fp)
-        )
-        undo = book.keep(q)
-        if record.never:
-            q.never -= 1
-            book.totals.schedulable += 1
-            record.failures = 0
-            batch.hosts[record.queue] = book.counters(q)
-        record.directive, record.next_ms = new_directive, new_ms
-        batch.records[record.queue, fp] = record.to_bytes()
-        book.write(batch, q, undo)
-        out = self.leases.get(fp)
-        if out is not None:
-            out.record = record
-        book.moved(q, old_entry, (new_directive, new_ms, fp))
-        book.schedule(q)
-        return AddResult.RESCHEDULED
+        return pull_forward(self.book, self.leases, self.clock(), fp, record, directive, force)
 
     def next(self) -> Issued | None:
         """Issue a due URL of the queue that has been ready the longest: its
@@ -320,7 +237,7 @@ class Frontier:
         was_never = record.never
         duration = measure(visit, out, now)
         slot_free_at = now + book.rest_after(q, duration or 0.0)
-        undo = self._undo_update(q, fp, out, record)
+        undo = undo_update(book, self.leases, q, fp, out, record)
         q.urgency_waits.pop(fp, None)  # the verdict plans a new wait
         outcome = judge(record, visit, self.politeness.max_retries)
         if out is not None:
@@ -367,22 +284,6 @@ class Frontier:
         book.schedule(q)
         return record
 
-    def _undo_update(self, q: HostQueue, fp: bytes, out: Lease | None, record: UrlRecord) -> Callable[[], None]:
-        """What a failed write of a verdict puts back: the queue's counts and
-        slots, the totals, and the lease with its record as stored."""
-        keep = self.book.keep(q)
-
-        def undo() -> None:
-            keep()
-            if out is not None:
-                # the record object was changed in place: take the stored one
-                raw = self.store.get_record(record.queue, fp)
-                if raw is not None:
-                    out.record = UrlRecord.from_bytes(raw)
-                self.leases.lend(fp, out)
-
-        return undo
-
     def forget(self, urls: list[tuple[str, bytes]]) -> list[UrlRecord]:
         """Delete these URLs for good (:func:`.removal.forget`); the records deleted."""
         found = [
@@ -404,14 +305,12 @@ class Frontier:
         self.leases.request_sent(fp, latency)
 
     def fetch_ended(self, fp: bytes) -> None:
-        """The download of *fp* is over, before its verdict: its host's
-        politeness wait starts now."""
+        """The download of *fp* is over: its host's politeness wait starts now, not at the verdict."""
         self.leases.fetch_ended(fp)
 
     def requeue(self, fp: bytes) -> bool:
-        """Give out URL *fp* back to its queue unchanged (a quick retry
-        re-sends it): due again at once, after the politeness wait.  False
-        if it was not out."""
+        """Give out URL *fp* back unchanged (a quick retry re-sends it): due
+        again after the politeness wait.  False if it was not out."""
         return self.leases.requeue(fp)
 
     def lapsed(self) -> list[bytes]:
@@ -486,8 +385,7 @@ class Frontier:
         return self.store.get_meta(key)
 
     def write_meta(self, key: str, value: bytes) -> None:
-        """Keep *value* under *key* (one atomic write; :class:`.StoreError`
-        if it cannot be written, as for any write of the frontier)."""
+        """Keep *value* under *key*: one atomic write (:class:`.StoreError` if it fails)."""
         self.store.write(Batch(meta={key: value}))
 
     # -- questions ---------------------------------------------------------------
