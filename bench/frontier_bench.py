@@ -481,7 +481,7 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
     res["frontier_rss_after_load_mb"] = res["rss_after_load_mb"] - before_open
     res["rss_split_after_load_mb"] = rss_split_mb()
     res["peak_rss_after_load_mb"] = peak_rss_mb()
-    res["url_count"] = frontier.url_count
+    res["url_count"] = frontier.counts().urls
     res["leveldb_after_load"] = leveldb_stats(store)
     if args.mixed_seconds > 0:
         _log(f"adaptive: mixed workload for {args.mixed_seconds:.0f} s right after the load")
@@ -648,7 +648,7 @@ def phase_adaptive_restart(args: argparse.Namespace, state_dir: str) -> dict[str
         first_next_s=t3 - t2,
         restart_s=t3 - t0,
         first_next_found=issued is not None,
-        url_count=frontier.url_count,
+        url_count=frontier.counts().urls,
         queues=sum(1 for _ in frontier.queues()),
         rss_mb=rss_mb(),
     )

@@ -107,7 +107,7 @@ def simulate(
             grew = True
         for host, delay in list(delays.items()):
             if any(q.name == host for q in frontier.queues()):
-                frontier.hosts.set_crawl_delay(host, delay)
+                frontier.set_crawl_delay(host, delay)
                 del delays[host]
         if grew and on_discover is not None:
             on_discover(known)

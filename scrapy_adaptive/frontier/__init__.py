@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from ..model import ChangeState, Outcome, UrlRecord, Visit
 from ..store.base import Batch, MemoryStore, Store, StoreError
-from .frontier import AddResult, Frontier, Issued
+from .adding import AddResult
+from .frontier import Frontier, Issued
 from .hostqueue import HostQueue, Politeness, QueueState
 
 __all__ = [

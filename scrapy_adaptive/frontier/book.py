@@ -52,6 +52,23 @@ class Totals:
         self.forgotten += sign * other.forgotten
 
 
+@dataclass(frozen=True)
+class Counts:
+    """The crawl's counts at one moment (:meth:`.Frontier.counts`)."""
+
+    urls: int
+    #: URLs that will not be visited again (failed, disregarded)
+    never: int
+    #: URLs issued and awaiting their verdict
+    out: int
+    visits: int
+    versions: int
+    #: unreadable records moved aside (``x/`` keys), over the crawl's life
+    quarantined: int
+    #: URLs deleted on request (:meth:`.Frontier.forget`), over the crawl's life
+    forgotten: int
+
+
 class QueueBook:
     """Every host queue of one frontier, the heap of ready queues, the totals."""
 

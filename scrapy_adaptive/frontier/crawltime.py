@@ -33,10 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
-
-from ..store.base import Store
-from ..store.keys import time_to_ms
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from .hostqueue import HostQueue
@@ -169,9 +166,15 @@ def estimate(
     )
 
 
+class CountDue(Protocol):
+    """How many URLs of a queue are due by a time, up to a limit (:meth:`.Frontier.count_due`)."""
+
+    def __call__(self, queue: str, by: float, *, limit: int) -> int: ...
+
+
 def estimate_hosts(
     queues: Iterable[HostQueue],
-    store: Store,
+    count_due: CountDue,
     fetch_times: FetchTimes,
     *,
     now: float,
@@ -190,7 +193,6 @@ def estimate_hosts(
     this process is assumed to take the paper's 2 s per fetch, and its row
     says it was not measured.
     """
-    until_ms = time_to_ms(now + horizon)
     until = now + horizon
     rows = []
     left = limit
@@ -199,7 +201,7 @@ def estimate_hosts(
             break
         if q.head_time() > until:
             continue
-        docs = store.count_due(q.name, until_ms, limit=left)
+        docs = count_due(q.name, until, limit=left)
         if docs <= 0:
             continue
         left -= docs

@@ -14,7 +14,10 @@ queues and totals (:class:`~.book.QueueBook`), what is out
 (:class:`~.pending.PendingVersions`), per-host facts
 (:class:`~scrapy_adaptive.frontier.hostfacts.HostFacts`) and, with a shared
 store, the host leases (:class:`~.sharedhosts.SharedHosts`).  This class runs
-the three operations over them and answers for them to the crawl.
+the three operations over them and answers for them: the parts and the
+store are this package's own, every caller outside asks the methods, so
+nothing writes behind the back of the parts that keep store and memory
+in step (``tests/unit/test_frontier_face.py``).
 """
 
 from __future__ import annotations
@@ -22,53 +25,27 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from ..change.events import event_row
-from ..change.trust import TrustParams
+from ..change.trust import TrustBook, TrustParams
 from ..model import ChangeState, Outcome, RecordError, UrlRecord, Visit
-from ..store.base import Batch, Conflict, Store
+from ..store.base import Batch, Store
 from ..store.keys import NEVER_MS, event_key, time_to_ms
 from . import urgency
-from .book import QueueBook
+from .adding import AddResult, add_new, pull_forward, refetch_embed
+from .book import Counts, QueueBook
 from .crawltime import FetchTimes
 from .hints import Hint, HintResult
 from .hostfacts import HostFacts
-from .hostqueue import HostQueue, Politeness, QueueState, order
+from .hostqueue import HostQueue, Politeness, QueueState
 from .leases import Lease, Leases
 from .pending import PendingVersions, pending_mark
 from .removal import forget, quarantine
 from .shape import frontier_shape
 from .sharedhosts import SharedHosts
 from .sharing import Sharing
-from .update_steps import count_visit, fold_visit, judge, measure
-
-
-def refetch_embed(record: UrlRecord, page_changed: float) -> bool:
-    """Whether an embed of a page that changed since *page_changed* is
-    fetched again now, with the page (``ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE``).
-
-    Only if it may have changed too: it was not fetched since the page's
-    previous visit (a stylesheet many pages share is fetched once for a
-    round of their changes, not once per page), and it is not known to stay
-    the same (it has not been revisited yet, or it changed at a revisit its
-    history still holds).  A resource that never changes keeps its own
-    wait, which backs off; one that changes with its pages comes with them.
-    """
-    if record.fetched is not None and record.fetched >= page_changed:
-        return False
-    if record.visits < 2:
-        return True
-    history = record.history
-    revisits = history[1:] if len(history) >= record.visits else history  # the first visit found it new
-    return any(change == ChangeState.CHANGED.value for _, change, *_ in revisits)
-
-
-class AddResult(StrEnum):
-    NEW = "new"  #: first time this fingerprint is seen
-    DUPLICATE = "duplicate"  #: known; nothing changed
-    RESCHEDULED = "rescheduled"  #: known; pulled forward or directive raised
+from .update_steps import count_visit, fold_visit, judge, measure, undo_update
 
 
 @dataclass
@@ -98,28 +75,19 @@ class Frontier:
         self.politeness = politeness or Politeness()
         self.history_size = history_size
         self.clock = clock
+        #: with a shared store: this worker's host leases (:mod:`.sharing`)
+        self.sharing = sharing
+        #: how far validators must prove right to be trusted (for reports: :meth:`.Trust.verify_rate`)
+        self.trust_params = trust or TrustParams()
         #: mean fetch duration per queue, for host capacities and crawl times
         self.fetch_times = FetchTimes()
         self.book = QueueBook(store, self.politeness, sharing)
         self.leases = Leases(self.book, clock, self.fetch_times)
         self.pending = PendingVersions(self.book, self.leases, clock)
-        self.hosts = HostFacts(self.book, self.leases, clock, trust or TrustParams(), soft404_urls)
+        self.hosts = HostFacts(self.book, self.leases, clock, self.trust_params, soft404_urls)
         self.shared = SharedHosts(self.book, self.pending, clock)
         #: URLs whose undelivered versions load() made due again
         self._redelivered_at_load = 0
-
-    @property
-    def sharing(self) -> Sharing | None:
-        """With a shared store: this worker's host leases (:mod:`.sharing`)."""
-        return self.book.sharing
-
-    @property
-    def trust_params(self) -> TrustParams:
-        return self.hosts.trust_params
-
-    @property
-    def soft404_urls(self) -> int:
-        return self.hosts.soft404_urls
 
     @property
     def redelivered(self) -> int:
@@ -158,10 +126,6 @@ class Frontier:
             book.refresh_head(q)
             book.schedule(q)
 
-    def next_ready_time(self) -> float | None:
-        """When the next queue becomes ready (None: none will by itself)."""
-        return self.book.next_ready_time()
-
     # -- add / next / update -------------------------------------------------
 
     def add(
@@ -180,7 +144,7 @@ class Frontier:
         A new URL is due now.  A known URL keeps its record; its time moves
         earlier only if *force* (``dont_filter``) or if it is an embed of a
         page that changed since *page_changed* and may have changed with it
-        (:func:`refetch_embed`).  A higher *directive* puts a URL that is
+        (:func:`.refetch_embed`).  A higher *directive* puts a URL that is
         already due ahead of its queue's other due URLs; it never makes one
         due (a preferred URL sorting first while not due would block its
         queue, and one pulled forward by every page that shows it would be
@@ -190,7 +154,8 @@ class Frontier:
         """
         raw = self.store.get_record(queue, fp)
         if raw is None:
-            return self._add_new(fp, url, queue, request() if callable(request) else request, directive)
+            data = request() if callable(request) else request
+            return add_new(self.book, self.clock(), fp, url, queue, data, directive)
         if not force and directive == 0 and page_changed is None:
             return AddResult.DUPLICATE
         try:
@@ -201,63 +166,7 @@ class Frontier:
             return AddResult.DUPLICATE
         if page_changed is not None and refetch_embed(record, page_changed):
             force = True
-        return self._pull_forward(fp, record, directive, force)
-
-    def _add_new(self, fp: bytes, url: str, queue: str, request: dict[str, Any], directive: int) -> AddResult:
-        now = self.clock()
-        now_ms = time_to_ms(now)
-        book = self.book
-        q = book.get(queue)
-        record = UrlRecord(url=url, queue=queue, request=request, next_ms=now_ms, directive=directive, discovered=now)
-        undo = book.keep(q)
-        q.urls += 1
-        book.totals.urls += 1
-        book.totals.schedulable += 1
-        batch = Batch(records={(queue, fp): record.to_bytes()}, hosts={queue: book.counters(q)}, absent=[(queue, fp)])
-        batch.entries_put.append((queue, directive, now_ms, fp))
-        try:
-            book.write(batch, q, undo)
-        except Conflict:
-            return AddResult.DUPLICATE  # another worker added it a moment ago
-        entry = (directive, now_ms, fp)
-        if q.head is None or order(entry) < order(q.head):
-            q.head = entry
-            book.schedule(q)
-        return AddResult.NEW
-
-    def _pull_forward(self, fp: bytes, record: UrlRecord, directive: int, force: bool) -> AddResult:
-        """A known URL asked for again: earlier (``dont_filter``) or preferred."""
-        now_ms = time_to_ms(self.clock())
-        new_directive = max(record.directive, directive)
-        if not force and record.next_ms > now_ms:
-            # a preference orders due URLs; it never makes a URL due (an
-            # embed asked for by every page that shows it keeps its own wait)
-            new_directive = record.directive
-        new_ms = min(record.next_ms, now_ms) if force else record.next_ms
-        if (new_directive, new_ms) == (record.directive, record.next_ms):
-            return AddResult.DUPLICATE
-        book = self.book
-        q = book.get(record.queue)
-        old_entry = (record.directive, record.next_ms, fp)
-        batch = Batch()
-        batch.move_entry(
-            (record.queue, record.directive, record.next_ms, fp), (record.queue, new_directive, new_ms, fp)
-        )
-        undo = book.keep(q)
-        if record.never:
-            q.never -= 1
-            book.totals.schedulable += 1
-            record.failures = 0
-            batch.hosts[record.queue] = book.counters(q)
-        record.directive, record.next_ms = new_directive, new_ms
-        batch.records[record.queue, fp] = record.to_bytes()
-        book.write(batch, q, undo)
-        out = self.leases.get(fp)
-        if out is not None:
-            out.record = record
-        book.moved(q, old_entry, (new_directive, new_ms, fp))
-        book.schedule(q)
-        return AddResult.RESCHEDULED
+        return pull_forward(self.book, self.leases, self.clock(), fp, record, directive, force)
 
     def next(self) -> Issued | None:
         """Issue a due URL of the queue that has been ready the longest: its
@@ -286,7 +195,7 @@ class Frontier:
             try:
                 record = UrlRecord.from_bytes(raw)
             except RecordError as exc:
-                self._quarantine(q, q.head, raw, exc)
+                quarantine(book, q, q.head, raw, exc)
                 book.refresh_head(q, q.head)
                 book.schedule(q)
                 continue
@@ -342,7 +251,7 @@ class Frontier:
         was_never = record.never
         duration = measure(visit, out, now)
         slot_free_at = now + book.rest_after(q, duration or 0.0)
-        undo = self._undo_update(q, fp, out, record)
+        undo = undo_update(book, self.leases, q, fp, out, record)
         q.urgency_waits.pop(fp, None)  # the verdict plans a new wait
         outcome = judge(record, visit, self.politeness.max_retries)
         if out is not None:
@@ -408,25 +317,6 @@ class Frontier:
         book.schedule(q)
         return record
 
-    def _undo_update(self, q: HostQueue, fp: bytes, out: Lease | None, record: UrlRecord) -> Callable[[], None]:
-        """What a failed write of a verdict puts back: the queue's counts and
-        slots, the totals, and the lease with its record as stored."""
-        keep = self.book.keep(q)
-
-        def undo() -> None:
-            keep()
-            if out is not None:
-                # the record object was changed in place: take the stored one
-                raw = self.store.get_record(record.queue, fp)
-                if raw is not None:
-                    out.record = UrlRecord.from_bytes(raw)
-                self.leases.lend(fp, out)
-
-        return undo
-
-    def _quarantine(self, q: HostQueue, entry: tuple[int, int, bytes], raw: bytes, exc: RecordError) -> None:
-        quarantine(self.book, q, entry, raw, exc)
-
     def forget(self, urls: list[tuple[str, bytes]]) -> list[UrlRecord]:
         """Delete these URLs for good (:func:`.removal.forget`); the records deleted."""
         found = [
@@ -435,7 +325,77 @@ class Frontier:
         rest = self.politeness.max_delay
         return forget(found, self.book, self.pending, self.leases, rest=rest, now=self.clock())
 
-    # -- the parts' operations, as the crawl calls them ---------------------------
+    # -- a download's life, between next() and update() ----------------------
+
+    def fetch_started(self, fp: bytes) -> None:
+        """The downloader took out URL *fp*: its fetch time counts from now,
+        and its lease cannot lapse while the download runs."""
+        self.leases.fetch_started(fp)
+
+    def request_sent(self, fp: bytes, latency: float) -> None:
+        """*fp*'s response headers came *latency* seconds after its request
+        went out: its fetch time counts from then (:meth:`.Leases.request_sent`)."""
+        self.leases.request_sent(fp, latency)
+
+    def fetch_ended(self, fp: bytes) -> None:
+        """The download of *fp* is over: its host's politeness wait starts now, not at the verdict."""
+        self.leases.fetch_ended(fp)
+
+    def requeue(self, fp: bytes) -> bool:
+        """Give out URL *fp* back unchanged (a quick retry re-sends it): due
+        again after the politeness wait.  False if it was not out."""
+        return self.leases.requeue(fp)
+
+    def lapsed(self) -> list[bytes]:
+        """The URLs out for longer than the lease and not being downloaded:
+        the crawl gives each its verdict (a retry)."""
+        return self.leases.lapsed_leases()
+
+    def lent(self, fp: bytes) -> Lease | None:
+        """What is out for *fp*: its queue, how overdue it was issued, and
+        its record as issued (the one copy; requests carry the fingerprint)."""
+        return self.leases.get(fp)
+
+    # -- what the crawl learns of hosts (:mod:`.hostfacts`) --------------------
+
+    def set_crawl_delay(self, queue: str, seconds: float | None) -> None:
+        """Honour (or, with None, stop honouring) a robots.txt ``Crawl-delay``
+        for *queue*; kept with the host's counters."""
+        self.hosts.set_crawl_delay(queue, seconds)
+
+    def verify_validators(self, fp: bytes) -> bool:
+        """Whether the fetch of out URL *fp* downloads in full to verify its
+        host's validators, rather than act on them (:meth:`.HostFacts.verify_validators`)."""
+        return self.hosts.verify_validators(fp)
+
+    def page_kind(self, fp: bytes, visit: Visit) -> str | None:
+        """``"soft404"``, ``"parked"`` or None for the page out URL *fp* got; learns."""
+        return self.hosts.page_kind(fp, visit)
+
+    def replan_unchecked(
+        self, queue: str, url: str, decide: Callable[[Mapping[str, Any]], float | None], *, lie: bool = True
+    ) -> int:
+        """Replan the URLs of *queue* planned on validators a lie of *url*
+        put in doubt (:meth:`.HostFacts.replan_unchecked`); how many moved."""
+        return self.hosts.replan_unchecked(queue, url, decide, lie=lie)
+
+    def hint(
+        self, queue: str, fp: bytes, hint: Hint, decide: Callable[[Mapping[str, Any], Hint], float | None] | None = None
+    ) -> HintResult:
+        """A change hint (sitemap ``lastmod``, a feed entry) for a known URL
+        (:meth:`.HostFacts.hint`)."""
+        return self.hosts.hint(queue, fp, hint, decide)
+
+    def trust_report(self) -> dict[str, TrustBook]:
+        """Every host's validator track record, by host: the host-wide
+        record and each URL class's, over a copy (for reports)."""
+        return {host: TrustBook(data) for host, data in sorted(self.hosts.trust_report(classes=True).items())}
+
+    def hint_report(self) -> dict[str, dict[str, list[float]]]:
+        """Every host's hint track record (source -> [confirmed, refuted, Σq])."""
+        return self.hosts.hint_report()
+
+    # -- delivery and a fleet's share -------------------------------------------
 
     def events(self, limit: int = 1000) -> list[tuple[str, bytes, bytes]]:
         """The oldest change events not yet delivered, ``(queue, key, row)``:
@@ -450,31 +410,28 @@ class Frontier:
             self.store.write(Batch(events=dict.fromkeys(delivered)))
 
     def confirm(self, delivered: list[tuple[bytes, str | None]]) -> int:
+        """Count the versions now delivered (:meth:`.PendingVersions.confirm`): one write."""
         return self.pending.confirm(delivered)
 
     def rebalance(self) -> list[str]:
+        """A worker of a shared frontier takes and gives back hosts (:meth:`.SharedHosts.rebalance`)."""
         return self.shared.rebalance()
 
     def leave(self) -> None:
+        """A worker of a shared frontier stops: its host leases are given back."""
         self.shared.leave()
 
-    def lent(self, fp: bytes) -> Lease | None:
-        """What is out for *fp*: its queue, how overdue it was issued, and
-        its record as issued (the one copy; requests carry the fingerprint)."""
-        return self.leases.get(fp)
+    # -- the crawl's own small state, kept beside its URLs ------------------------
 
-    def page_kind(self, fp: bytes, visit: Visit) -> str | None:
-        return self.hosts.page_kind(fp, visit)
+    def meta(self, key: str) -> bytes | None:
+        """What the crawl keeps under *key* beside its URLs (the hourly
+        progress, the schedules given on the console and the visits they
+        forced); None if never written."""
+        return self.store.get_meta(key)
 
-    def replan_unchecked(
-        self, queue: str, url: str, decide: Callable[[Mapping[str, Any]], float | None], *, lie: bool = True
-    ) -> int:
-        return self.hosts.replan_unchecked(queue, url, decide, lie=lie)
-
-    def hint(
-        self, queue: str, fp: bytes, hint: Hint, decide: Callable[[Mapping[str, Any], Hint], float | None] | None = None
-    ) -> HintResult:
-        return self.hosts.hint(queue, fp, hint, decide)
+    def write_meta(self, key: str, value: bytes) -> None:
+        """Keep *value* under *key*: one atomic write (:class:`.StoreError` if it fails)."""
+        self.store.write(Batch(meta={key: value}))
 
     # -- questions ---------------------------------------------------------------
 
@@ -482,6 +439,10 @@ class Frontier:
         """True while any URL will be due some day, or is out.  A worker of
         a shared frontier always has: other workers may add URLs any time."""
         return self.book.totals.schedulable > 0 or bool(self.leases) or self.sharing is not None
+
+    def next_ready_time(self) -> float | None:
+        """When the next queue becomes ready (None: none will by itself)."""
+        return self.book.next_ready_time()
 
     def queues(self) -> Iterator[HostQueue]:
         return iter(self.book)
@@ -497,36 +458,36 @@ class Frontier:
         except RecordError:
             return None
 
-    @property
-    def url_count(self) -> int:
-        return self.book.totals.urls
+    def records(self) -> Iterator[tuple[bytes, UrlRecord]]:
+        """Every readable record with its fingerprint, in key order: a
+        uniform sample when cut short, as fingerprints are hashes.  For
+        tools and reports (the crawl itself never scans).  Unreadable ones
+        are skipped; a damaged database gives what it still holds, then its
+        :class:`.StoreCorrupt`."""
+        store = self.store
+        for fp, raw in getattr(store, "readable_records", store.records)():
+            try:
+                yield fp, UrlRecord.from_bytes(raw)
+            except RecordError:
+                continue
 
-    @property
-    def never_count(self) -> int:
-        """URLs that will not be visited again (failed, disregarded)."""
-        return self.book.totals.urls - self.book.totals.schedulable
+    def count_due(self, queue: str, by: float, *, limit: int) -> int:
+        """How many URLs of *queue* are due by *by* (epoch seconds), counted
+        up to *limit*: a bounded scan of its index."""
+        return self.store.count_due(queue, time_to_ms(by), limit=limit)
 
-    @property
-    def out_count(self) -> int:
-        return len(self.leases)
-
-    @property
-    def visit_count(self) -> int:
-        return self.book.totals.visits
-
-    @property
-    def version_count(self) -> int:
-        return self.book.totals.versions
-
-    @property
-    def quarantined_count(self) -> int:
-        """Unreadable records moved aside (``x/`` keys), over the crawl's life."""
-        return self.book.totals.quarantined
-
-    @property
-    def forgotten_count(self) -> int:
-        """URLs deleted on request (:meth:`forget`), over the crawl's life."""
-        return self.book.totals.forgotten
+    def counts(self) -> Counts:
+        """The crawl's counts now (exact, kept with every write; no scan)."""
+        totals = self.book.totals
+        return Counts(
+            urls=totals.urls,
+            never=totals.urls - totals.schedulable,
+            out=len(self.leases),
+            visits=totals.visits,
+            versions=totals.versions,
+            quarantined=totals.quarantined,
+            forgotten=totals.forgotten,
+        )
 
     def shape(self, *, due_limit: int = 200_000) -> dict[str, Any]:
         """The frontier at a glance, for the periodic log line and stats."""

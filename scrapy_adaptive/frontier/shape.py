@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from ..store.base import Store
 from ..store.keys import time_to_ms
+from .book import Counts
 from .hostqueue import HostQueue, QueueState
 
 
@@ -25,18 +26,7 @@ class Counted(Protocol):
 
     def queues(self) -> Iterator[HostQueue]: ...
 
-    @property
-    def url_count(self) -> int: ...
-    @property
-    def never_count(self) -> int: ...
-    @property
-    def out_count(self) -> int: ...
-    @property
-    def visit_count(self) -> int: ...
-    @property
-    def version_count(self) -> int: ...
-    @property
-    def quarantined_count(self) -> int: ...
+    def counts(self) -> Counts: ...
 
 
 #: due URLs whose lateness is read for the overdue percentiles (each
@@ -69,22 +59,23 @@ def frontier_shape(frontier: Counted, *, due_limit: int = 200_000) -> dict[str, 
         else:  # the sample is full: count the rest
             due += frontier.store.count_due(q.name, now_ms, limit=due_limit - due)
     samples = sorted(late)
+    counts = frontier.counts()
     return {
-        "urls": frontier.url_count,
-        "never": frontier.never_count,
+        "urls": counts.urls,
+        "never": counts.never,
         "queues": len(queues),
         "ready": states[QueueState.READY],
         "snoozed": states[QueueState.SNOOZED],
         "busy": states[QueueState.BUSY],
         "empty": states[QueueState.EMPTY],
-        "out": frontier.out_count,
+        "out": counts.out,
         "due": due,
         "due_capped": due >= due_limit,
         "overdue_p50": percentile(samples, 0.5),
         "overdue_p95": percentile(samples, 0.95),
-        "visits": frontier.visit_count,
-        "versions": frontier.version_count,
-        "quarantined": frontier.quarantined_count,
+        "visits": counts.visits,
+        "versions": counts.versions,
+        "quarantined": counts.quarantined,
     }
 
 

@@ -5,11 +5,12 @@ it needs, so the update reads as the list of its steps and each step is
 tested alone: :func:`measure` the fetch, :func:`judge` the outcome,
 :func:`count_visit` in the record, its queue and the totals, and
 :func:`fold_visit` what the visit saw into the record and plan its next
-time.
+time; :func:`undo_update` is what a failed write puts back.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..config.spec import counted
@@ -17,9 +18,9 @@ from ..model import Outcome, UrlRecord, Visit
 from ..store.keys import PROBE_DIRECTIVE, time_to_ms
 
 if TYPE_CHECKING:
-    from .book import Totals
+    from .book import QueueBook, Totals
     from .hostqueue import HostQueue
-    from .leases import Lease
+    from .leases import Lease, Leases
 
 #: what a visit with a digested body replaces in the record, even with None
 #: (a validator the page no longer sends is gone)
@@ -95,3 +96,22 @@ def fold_visit(
         record.directive = PROBE_DIRECTIVE
     record.history.append([round(now, 3), visit.change.value, visit.status])
     del record.history[:-history_size]
+
+
+def undo_update(
+    book: QueueBook, leases: Leases, q: HostQueue, fp: bytes, out: Lease | None, record: UrlRecord
+) -> Callable[[], None]:
+    """What a failed write of a verdict puts back: the queue's counts and
+    slots, the totals, and the lease with its record as stored."""
+    keep = book.keep(q)
+
+    def undo() -> None:
+        keep()
+        if out is not None:
+            # the record object was changed in place: take the stored one
+            raw = book.store.get_record(record.queue, fp)
+            if raw is not None:
+                out.record = UrlRecord.from_bytes(raw)
+            leases.lend(fp, out)
+
+    return undo

@@ -69,6 +69,9 @@ class Runtime:
     """What one crawl works with, from open to close."""
 
     state: StateDir
+    #: the state folder's database, opened and closed here: the frontier's
+    #: URLs and the policies' aggregates are kept in it, and the checkpoint
+    #: counts its writes
     store: Store
     frontier: Frontier
     checkpoints: Checkpoints
@@ -93,15 +96,15 @@ class Runtime:
             if not (clean or required or self.checkpoints.due(SHARED_CHECKPOINT_INTERVAL)):
                 return
             try:
-                counts = stored_counts(frontier.store)
+                counts = stored_counts(self.store)
             except StateDirError as exc:
                 logger.warning("Cannot read the counts for the checkpoint: %s", exc)
                 return
             self.checkpoints.write(**counts, clean=clean, required=required)
             return
-        urls = frontier.url_count + frontier.quarantined_count + frontier.forgotten_count
-        writes = frontier.store.writes
-        self.checkpoints.write(urls=urls, visits=frontier.visit_count, writes=writes, clean=clean, required=required)
+        now = frontier.counts()
+        urls = now.urls + now.quarantined + now.forgotten
+        self.checkpoints.write(urls=urls, visits=now.visits, writes=self.store.writes, clean=clean, required=required)
 
     def close(self, crawl: CrawlWide) -> None:
         """The last summary, the policies' aggregates saved, the host leases
@@ -129,7 +132,7 @@ class Runtime:
         except StoreError as exc:  # a store gone at the stop: what it acknowledged is kept
             if not self.checkpoints.stopped:
                 logger.error("The final frontier summary could not be read: %s", exc)
-        persist.save(frontier.store, crawl.persisted(), self.policy_key, after_fault=self.checkpoints.stopped)
+        persist.save(self.store, crawl.persisted(), self.policy_key, after_fault=self.checkpoints.stopped)
         try:
             frontier.leave()
         except StoreError as exc:  # the leases lapse by themselves
@@ -137,7 +140,7 @@ class Runtime:
         shared = frontier.sharing is not None
         if shared:  # the store's sums are read: while it is open
             self.checkpoint(clean=True)
-        frontier.store.close()
+        self.store.close()
         if not shared:  # "clean" once the database is closed (synced)
             self.checkpoint(clean=True)
         if self.crawl_log is not None:
@@ -236,7 +239,7 @@ def assemble(
         # each worker's aggregates are its own (docs/shared-frontier.md)
         policy_key = persist.META_KEY if remote is None else f"{persist.META_KEY}/{worker_home(state.path)}"
         persist.restore(store, policy.params.crawl.persisted(), policy_key)
-        for problem in load_stored(store, policy.schedules):  # given on the console (scrapy frontier schedule)
+        for problem in load_stored(frontier, policy.schedules):  # given on the console (scrapy frontier schedule)
             logger.error("%s; this schedule is not applied.", clause(problem))
         allocator: RateAllocator | None = policy.params.crawl.allocator
         share = None if config.budget is not None else config.capacity_share
@@ -347,7 +350,7 @@ def _operations(
     schedules: Schedules,
 ) -> tuple[FrontierConsole, Reporter]:
     """What `scrapy frontier` talks to, and the periodic summary."""
-    progress = Progress.from_bytes(frontier.store.get_meta(PROGRESS_KEY))
+    progress = Progress.from_bytes(frontier.meta(PROGRESS_KEY))
     console = ScheduleConsole(
         frontier,
         schedules=schedules,

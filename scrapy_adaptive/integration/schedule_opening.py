@@ -15,7 +15,6 @@ of a fleet.
 
 from __future__ import annotations
 
-import json
 import logging
 import zlib
 from collections.abc import Callable
@@ -24,10 +23,9 @@ from typing import TYPE_CHECKING
 from ..config.spec import ConfigError, clause, counted
 from ..frontier.advance import bring_forward
 from ..model import UrlRecord
-from ..ops.console.schedule_command import FORCED_KEY, forced_counts, stored_entries
+from ..ops.console.schedule_command import add_forced, forced_counts, stored_entries
 from ..policies.history import url_host
 from ..policies.schedules import OPEN, Schedule, Schedules
-from ..store.base import Batch
 from ..store.keys import time_to_ms
 
 if TYPE_CHECKING:
@@ -75,10 +73,10 @@ class OpenSchedules:
         self.wake = wake
         #: names of the schedules seen open (a window opening is acted on once)
         self.opened: set[str] = set()
-        schedules.restore_forced(forced_counts(frontier.store))
+        schedules.restore_forced(forced_counts(frontier))
         self._saved = dict(schedules.forced)
         #: the names of the state folder's schedules this worker applies
-        self.stored = {e["name"] for e in stored_entries(frontier.store)}
+        self.stored = {e["name"] for e in stored_entries(frontier)}
         self._ticks = 0
 
     def run(self) -> None:
@@ -115,7 +113,7 @@ class OpenSchedules:
         crawl it asked; in a fleet sharing one store the other workers see
         the change here, within :data:`SYNC_TICKS` seconds.
         """
-        entries = {e["name"]: e for e in stored_entries(self.frontier.store)}
+        entries = {e["name"]: e for e in stored_entries(self.frontier)}
         for name in self.stored - entries.keys():
             self.schedules.remove(name)
         for name, entry in entries.items():
@@ -137,8 +135,5 @@ class OpenSchedules:
             return
         for name, count in forced.items():
             self.stats.set_value(f"adaptive/schedules/forced/{name}", count)
-        stored = forced_counts(self.frontier.store)
-        for name, count in forced.items():
-            stored[name] = stored.get(name, 0) + count - self._saved.get(name, 0)
-        self.frontier.store.write(Batch(meta={FORCED_KEY: json.dumps(stored, sort_keys=True).encode()}))
+        add_forced(self.frontier, {name: count - self._saved.get(name, 0) for name, count in forced.items()})
         self._saved = dict(forced)

@@ -366,7 +366,7 @@ class AdaptiveScheduler(BaseScheduler):
         """The issued request came back unchanged (a quick retry): re-issue it."""
         assert self.frontier is not None
         self.issued.resend(fp, request)
-        self.frontier.leases.requeue(fp)
+        self.frontier.requeue(fp)
         self.stats.inc_value("adaptive/resent")
         self._arm_wake()
         return True
@@ -434,7 +434,7 @@ class AdaptiveScheduler(BaseScheduler):
 
     def _on_reached_downloader(self, request: Request, spider: Spider) -> None:
         if (fp := self.issued.fp_of(request)) is not None and self.frontier is not None:
-            self.frontier.leases.fetch_started(fp)
+            self.frontier.fetch_started(fp)
 
     def _on_headers_received(self, headers: Any, body_length: Any, request: Request, spider: Spider) -> None:
         """Time the fetch from when its request went out: Scrapy's HTTP handlers
@@ -443,11 +443,11 @@ class AdaptiveScheduler(BaseScheduler):
         latency = request.meta.get("download_latency")
         if isinstance(latency, (int, float)) and self.frontier is not None:
             if (fp := self.issued.fp_of(request)) is not None:
-                self.frontier.leases.request_sent(fp, float(latency))
+                self.frontier.request_sent(fp, float(latency))
 
     def _on_left_downloader(self, request: Request, spider: Spider) -> None:
         if (fp := self.issued.fp_of(request)) is not None and self.frontier is not None:
-            self.frontier.leases.fetch_ended(fp)
+            self.frontier.fetch_ended(fp)
             self._arm_wake()
 
     def _on_response_received(self, response: Response, request: Request, spider: Spider) -> None:
@@ -459,9 +459,9 @@ class AdaptiveScheduler(BaseScheduler):
         delay = parse_crawl_delay(response.body, self.robots_agent)
         queue = self.keyer.key(request)
         if delay is None:  # none, or no longer (robots.txt is fetched again: ADAPTIVE_ROBOTS_REFRESH)
-            self.frontier.hosts.set_crawl_delay(queue, None)
+            self.frontier.set_crawl_delay(queue, None)
         elif self.capacity is not None:
-            self.frontier.hosts.set_crawl_delay(queue, delay)
+            self.frontier.set_crawl_delay(queue, delay)
             self.capacity.nominal(queue, delay)
             logger.info("Honouring robots.txt Crawl-delay of %.1fs for %s", delay, urlparse_cached(request).netloc)
 

@@ -130,7 +130,7 @@ class LapsedLeases:
     def run(self) -> None:
         if self.grace.stop_seen is not None:
             return
-        for fp in self.frontier.leases.lapsed_leases():
+        for fp in self.frontier.lapsed():
             self.lapsed(fp)
 
     def lapsed(self, fp: bytes) -> None:

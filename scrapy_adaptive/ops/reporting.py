@@ -21,11 +21,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..change.trust import Trust, TrustBook
+from ..change.trust import Trust
 from ..config.spec import counted
 from ..frontier import Frontier
 from ..frontier.crawltime import estimate_hosts
-from ..store.base import Batch, StoreError
+from ..store.base import StoreError
 from ..store.statedir import private_opener
 from .console.api import FrontierConsole
 from .console.html import render
@@ -182,7 +182,7 @@ class Reporter:
             budget_per_hour=None if pace.per_day is None else pace.per_day / 24,
         )
         try:
-            self.frontier.store.write(Batch(meta={PROGRESS_KEY: self.progress.to_bytes()}))
+            self.frontier.write_meta(PROGRESS_KEY, self.progress.to_bytes())
         except StoreError as exc:  # the crawl is being stopped for it already; a report is not worth a traceback
             self._unsaved("The hourly progress series was not saved: %s", exc)
         when = next_due(self.frontier, now, pace)
@@ -252,7 +252,7 @@ class Reporter:
         politeness = self.frontier.politeness
         rows = estimate_hosts(
             self.frontier.queues(),
-            self.frontier.store,
+            self.frontier.count_due,
             self.frontier.fetch_times,
             now=self.clock(),
             horizon=self.interval,
@@ -285,7 +285,7 @@ class Reporter:
         reliability and usefulness), in ``validators-report.json`` in the
         state folder; a summary line in the log at close."""
         params = self.frontier.trust_params
-        books = {host: TrustBook(data) for host, data in sorted(self.frontier.hosts.trust_report(classes=True).items())}
+        books = self.frontier.trust_report()
         trusts = {host: book.host() for host, book in books.items()}
 
         def scored(trust: Trust) -> dict[str, Any]:

@@ -39,7 +39,7 @@ def test_a_worker_with_another_jobdir_resumes_the_shared_frontier(tmp_path: Path
 
     second = worker(tmp_path / "b", redis_url)
     second.open(Pages())
-    assert second.frontier is not None and second.frontier.url_count == len(URLS)
+    assert second.frontier is not None and second.frontier.counts().urls == len(URLS)
     assert all(second.enqueue_request(Request(url)) for url in URLS)
     assert second.stats.get_value("adaptive/enqueued/duplicate") == len(URLS)
     record = second.frontier.get_record(*second._where(issued[0].url))
@@ -186,8 +186,8 @@ def test_redis_restarted_mid_crawl_loses_nothing_acknowledged(
     first.close("finished")
     second = worker(tmp_path / "a", redis_url)
     second.open(Pages())  # the marker's checkpoint holds: nothing went back
-    assert second.frontier is not None and second.frontier.url_count == len(URLS) + 1
-    assert second.frontier.visit_count == len(issued)
+    assert second.frontier is not None and second.frontier.counts().urls == len(URLS) + 1
+    assert second.frontier.counts().visits == len(issued)
     second.close("finished")
 
 

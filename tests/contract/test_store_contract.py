@@ -185,7 +185,7 @@ def test_two_workers_adding_one_new_url_at_once_make_one_record_and_one_entry(re
     url = "http://race.example/page"
     assert first.add(fp(7), url, "race.example", {"url": url}) is AddResult.NEW
     assert second.add(fp(7), url, "race.example", {"url": url}) is AddResult.DUPLICATE
-    assert second.url_count == 0
+    assert second.counts().urls == 0
     assert len(list(first.store.queue_entries("race.example", limit=5))) == 1
     assert dict(first.store.counter_rows())["race.example"]["u"] == 1  # type: ignore[attr-defined]
 

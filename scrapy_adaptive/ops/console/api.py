@@ -19,16 +19,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
 from typing import Any
 
 from ...change import noise_learner
-from ...change.trust import TrustBook
 from ...config.spec import counted, plural
 from ...frontier import Frontier, UrlRecord
-from ...model import RecordError
 from ...policies import memory
 from ...policies.estimator import CHANGED, EXACT
-from ...store.keys import time_to_ms
 from ..humanize import human, when
 from ..progress import Progress
 from .hinttrack import pending_hint, track_record, url_words
@@ -115,18 +113,6 @@ class FrontierConsole:
 
     # -- reading ---------------------------------------------------------
 
-    def records(self, limit: int | None = None) -> Iterator[tuple[bytes, UrlRecord]]:
-        """Readable records in key order (unreadable ones are skipped; a
-        damaged database gives what it still holds, then its error)."""
-        store = self.frontier.store
-        for n, (fp, raw) in enumerate(getattr(store, "readable_records", store.records)()):
-            if limit is not None and n >= limit:
-                return
-            try:
-                yield fp, UrlRecord.from_bytes(raw)
-            except RecordError:
-                continue
-
     def find(self, url: str) -> list[tuple[str, bytes]]:
         """The ``(queue, fp)`` of *url*: by its identity if known, else a scan."""
         if self.identity is not None:
@@ -134,14 +120,13 @@ class FrontierConsole:
             record = self.frontier.get_record(queue, fp)
             if record is not None and record.url == url:
                 return [(queue, fp)]
-        return [(record.queue, fp) for fp, record in self.records() if record.url == url]
+        return [(record.queue, fp) for fp, record in self.frontier.records() if record.url == url]
 
     def report(self) -> dict[str, Any]:
         frontier = self.frontier
         now = frontier.clock()
-        now_ms = time_to_ms(now)
         shape = frontier.shape()
-        books = {name: TrustBook(data) for name, data in frontier.hosts.trust_report(classes=True).items()}
+        books = frontier.trust_report()
         hosts = []
         for q in frontier.queues():
             row: dict[str, Any] = {
@@ -151,7 +136,7 @@ class FrontierConsole:
                 "never": q.never,
                 "visits": q.visits,
                 "versions": q.versions,
-                "due": frontier.store.count_due(q.name, now_ms, limit=DUE_LIMIT) if q.head_time() <= now else 0,
+                "due": frontier.count_due(q.name, now, limit=DUE_LIMIT) if q.head_time() <= now else 0,
                 "next_due": None if q.head_time() == float("inf") else q.head_time(),
                 "crawl_delay": q.crawl_delay,
                 "fetch_time": frontier.fetch_times.mean(q.name),
@@ -178,7 +163,7 @@ class FrontierConsole:
         changing: list[tuple[int, int, str]] = []
         steady: list[tuple[int, str]] = []
         sampled = 0
-        for _, record in self.records(self.sample_limit):
+        for _, record in islice(frontier.records(), self.sample_limit):
             sampled += 1
             wait = class_label(record.wait, WAIT_EDGES, human)
             rate = class_label(change_rate(record), RATE_EDGES, lambda v: f"{v:g}/day")
@@ -199,7 +184,7 @@ class FrontierConsole:
         spent = None if rates_now is None else rates_now["visits"] * 24
         return {
             "generated": now,
-            "totals": {**shape, "forgotten": frontier.forgotten_count, "hosts": len(hosts)},
+            "totals": {**shape, "forgotten": frontier.counts().forgotten, "hosts": len(hosts)},
             "hosts": hosts,
             "sampled": sampled,
             "wait_classes": class_order(WAIT_EDGES, human),
@@ -215,7 +200,7 @@ class FrontierConsole:
             "budget": {"set_per_day": self.budget_per_day, "spent_per_day": spent},
             "rates": rates_now,
             "hours": [[h, v] for h, v in self.progress.series()] if self.progress is not None else [],
-            "hints": track_record(frontier.hosts.hint_report()),
+            "hints": track_record(frontier.hint_report()),
             **{name: provider() for name, provider in self.sections.items()},
         }
 
@@ -236,7 +221,7 @@ class FrontierConsole:
         record = self.frontier.get_record(queue, fp)
         if record is None:
             return None
-        sources = track_record(self.frontier.hosts.hint_report())["by_host"]
+        sources = track_record(self.frontier.hint_report())["by_host"]
         lines = describe(record, self.frontier.clock()) + url_words(record.hint, record.queue, sources)
         return {"record": record_dict(fp, record, sources), "lines": lines}
 
@@ -249,13 +234,13 @@ class FrontierConsole:
             found += self.find(url)
         if regex is not None:
             pattern = compile_regex(regex)
-            found += [(record.queue, fp) for fp, record in self.records() if pattern.search(record.url)]
+            found += [(record.queue, fp) for fp, record in self.frontier.records() if pattern.search(record.url)]
         return [record.url for record in self.frontier.forget(found)]
 
     def export(self) -> Iterator[dict[str, Any]]:
         """Every readable record, one dict each (``export --format jsonl``)."""
-        sources = track_record(self.frontier.hosts.hint_report())["by_host"]
-        for fp, record in self.records():
+        sources = track_record(self.frontier.hint_report())["by_host"]
+        for fp, record in self.frontier.records():
             yield record_dict(fp, record, sources)
 
     def seed(self, urls: list[str]) -> list[dict[str, Any]]:

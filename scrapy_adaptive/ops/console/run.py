@@ -139,12 +139,12 @@ def answers(state: StateDir, config: AdaptiveConfig, request: dict[str, Any]) ->
             raise ConsoleError(str(damage)) if isinstance(damage, StateDirError) else damage
         setting = "ADAPTIVE_WAIT_POLICIES"
         schedules = schedules_of(check_entries(config.wait_policies, setting), setting)
-        load_stored(store, schedules)
+        load_stored(frontier, schedules)
         console = ScheduleConsole(
             frontier,
             schedules=schedules,
             politeness=Politeness(config.delay_factor, config.min_delay, config.max_delay, config.host_valence),
-            progress=Progress.from_bytes(store.get_meta(PROGRESS_KEY)),
+            progress=Progress.from_bytes(frontier.meta(PROGRESS_KEY)),
             budget_per_day=config.budget,
             seeder=file_seeder(state.path),
             pace=lambda: stopped_pace(config, store),

@@ -22,10 +22,8 @@ from typing import Any
 from ...config.spec import ConfigError, clause, counted, read_seconds
 from ...frontier import Frontier, Politeness
 from ...frontier.crawltime import DEFAULT_FETCH_TIME, capacity
-from ...model import RecordError, UrlRecord
 from ...policies.history import DAY, url_host
 from ...policies.schedules import CLOSED, Schedule, Schedules, check_name
-from ...store.base import Batch, Store
 from ..pace import Pace, budget_words, next_due
 from .api import FrontierConsole
 
@@ -35,14 +33,14 @@ STORE_KEY = "schedules"
 FORCED_KEY = "schedules-forced"
 
 
-def stored_entries(store: Store) -> list[dict[str, Any]]:
+def stored_entries(frontier: Frontier) -> list[dict[str, Any]]:
     """The schedules given on the console, as entries (each has its name).
 
     ValueError, naming the key, when they cannot be read: the console then
     refuses to write them (a new schedule would replace the unreadable ones
     and lose them) until the key is repaired or removed.
     """
-    raw = store.get_meta(STORE_KEY)
+    raw = frontier.meta(STORE_KEY)
     try:
         doc = json.loads(raw) if raw else []
     except ValueError as exc:
@@ -52,13 +50,18 @@ def stored_entries(store: Store) -> list[dict[str, Any]]:
     return doc
 
 
-def load_stored(store: Store, schedules: Schedules) -> list[str]:
+def store_entries(frontier: Frontier, entries: list[dict[str, Any]]) -> None:
+    """Keep *entries* as the schedules given on the console (one write)."""
+    frontier.write_meta(STORE_KEY, json.dumps(entries).encode())
+
+
+def load_stored(frontier: Frontier, schedules: Schedules) -> list[str]:
     """Add the state folder's schedules to *schedules*; the problems, in words
     (an entry written by another version that no longer parses is skipped;
     unreadable ones are all skipped, and left as they are)."""
     problems = []
     try:
-        entries = stored_entries(store)
+        entries = stored_entries(frontier)
     except ValueError as exc:
         return [f"{clause(exc)}; they are left as they are, for a repair"]
     for entry in entries:
@@ -69,13 +72,25 @@ def load_stored(store: Store, schedules: Schedules) -> list[str]:
     return problems
 
 
-def forced_counts(store: Store) -> dict[str, int]:
-    raw = store.get_meta(FORCED_KEY)
+def forced_counts(frontier: Frontier) -> dict[str, int]:
+    """The visits each schedule forced, summed over a fleet's workers
+    (written by the crawl: :func:`add_forced`)."""
+    raw = frontier.meta(FORCED_KEY)
     try:
         doc = json.loads(raw) if raw else {}
     except ValueError:
         return {}
     return {k: v for k, v in doc.items() if isinstance(v, int)} if isinstance(doc, dict) else {}
+
+
+def add_forced(frontier: Frontier, added: dict[str, int]) -> None:
+    """Add *added* (schedule name -> visits forced since the last call) to
+    the stored counts, so the workers of a fleet sharing one store sum
+    theirs (one small write)."""
+    stored = forced_counts(frontier)
+    for name, count in added.items():
+        stored[name] = stored.get(name, 0) + count
+    frontier.write_meta(FORCED_KEY, json.dumps(stored, sort_keys=True).encode())
 
 
 def cost(
@@ -92,14 +107,10 @@ def cost(
     ceiling), against the budget and each host's politeness capacity."""
     per_host: dict[str, list[float]] = {}
     scanned = 0
-    for _, raw in frontier.store.records():
+    for _, record in frontier.records():
         scanned += 1
         if limit is not None and scanned > limit:
             break
-        try:
-            record = UrlRecord.from_bytes(raw)
-        except RecordError:
-            continue
         if not record.never and schedule.matches(record.url, url_host(record.url), record.content_type):
             per_host.setdefault(record.queue, []).append(record.duration or 0.0)
     matched = sum(len(d) for d in per_host.values())
@@ -197,10 +208,10 @@ class ScheduleConsole(FrontierConsole):
         """Every schedule in words: window, bounds, state, URLs matched, revisits forced."""
         now = self.frontier.clock()
         try:
-            stored = {e["name"] for e in stored_entries(self.frontier.store)}
+            stored = {e["name"] for e in stored_entries(self.frontier)}
         except ValueError:  # said at start; the list still shows the settings' schedules
             stored = set()
-        stored_forced, live = forced_counts(self.frontier.store), self.schedules.forced
+        stored_forced, live = forced_counts(self.frontier), self.schedules.forced
         # the store sums a fleet's workers; a running crawl's own count is up to a second ahead of it
         forced = {n: max(stored_forced.get(n, 0), live.get(n, 0)) for n in {*stored_forced, *live}}
         rows = []
@@ -225,20 +236,19 @@ class ScheduleConsole(FrontierConsole):
         words = cost_words(name, found)
         if found["hosts_over"] and not force:
             raise ValueError(f"{words}. Politeness cannot honour it: nothing was kept (--force to apply anyway).")
-        entries = [*stored_entries(self.frontier.store), entry]
-        self.frontier.store.write(Batch(meta={STORE_KEY: json.dumps(entries).encode()}))
+        store_entries(self.frontier, [*stored_entries(self.frontier), entry])
         self.schedules.add(schedule)
         warning = "politeness cannot honour it on every host (applied with --force)" if found["hosts_over"] else None
         return {"added": name, "cost": found, "words": words, "warning": warning}
 
     def remove(self, name: str) -> dict[str, Any]:
-        entries = stored_entries(self.frontier.store)
+        entries = stored_entries(self.frontier)
         kept = [e for e in entries if e["name"] != name]
         if len(kept) == len(entries):
             settings = self.schedules.get(name) is not None
             where = "is set in ADAPTIVE_WAIT_POLICIES: remove it there" if settings else "does not exist"
             raise ValueError(f"schedule {name!r} {where}.")
-        self.frontier.store.write(Batch(meta={STORE_KEY: json.dumps(kept).encode()}))
+        store_entries(self.frontier, kept)
         self.schedules.remove(name)
         return {"removed": name}
 

@@ -240,7 +240,7 @@ def run(f: Frontier, clock: Clock, steps: list[tuple[str, str, int, str]]) -> It
 def check_totals(f: Frontier, store: Store, clock: Clock) -> None:
     assert f.book.totals == summed(f.book)
     urls = sum(1 for _ in store.records())
-    assert f.url_count == urls
+    assert f.counts().urls == urls
     # a new book loaded from the store finds the same totals
     again = make(store, clock)
     again.load(redeliver=False)

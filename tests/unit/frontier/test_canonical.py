@@ -82,7 +82,7 @@ def test_every_spelling_is_one_record_and_a_redirect_to_another_spelling_is_the_
     scheduler.open(Pages())
     for url in ("http://www.a.example/p/", "http://a.example/p", "http://a.example/p/"):
         assert scheduler.enqueue_request(Request(url))
-    assert scheduler.frontier is not None and scheduler.frontier.url_count == 1
+    assert scheduler.frontier is not None and scheduler.frontier.counts().urls == 1
     (issued,) = drain(scheduler)
     assert issued.url == "http://www.a.example/p/"  # the first spelling is fetched
     # the site redirects www. to the bare host: the same URL, fetched as this visit
@@ -92,5 +92,5 @@ def test_every_spelling_is_one_record_and_a_redirect_to_another_spelling_is_the_
     assert scheduler.enqueue_request(target)
     assert scheduler.stats.get_value("adaptive/redirects") is None
     (again,) = drain(scheduler)
-    assert again is target and scheduler.frontier.url_count == 1
+    assert again is target and scheduler.frontier.counts().urls == 1
     scheduler.close("finished")

@@ -154,18 +154,18 @@ def test_hosts_are_listed_with_their_due_urls_worst_load_first() -> None:
     times = FetchTimes()
     times.add("slow", 1.0)
     times.add("fast", 0.01)
-    rows = estimate_hosts(f.queues(), f.store, times, now=clock.t, horizon=60.0, **politeness)
+    rows = estimate_hosts(f.queues(), f.count_due, times, now=clock.t, horizon=60.0, **politeness)
     assert [r.queue for r in rows] == ["slow", "fast"]
     slow, fast = rows
     assert slow.docs == 40 and slow.overdue and slow.load == pytest.approx(slow.crawl_time / 60)
     assert slow.crawl_time == pytest.approx(40 * 2.0 - 1.0)  # each cycle: 1 s fetch + 1 s wait
     assert fast.docs == 3 and not fast.overdue
     # within a longer horizon the later URL counts too; never fetched: the paper's 2 s default
-    rows = estimate_hosts(f.queues(), f.store, FetchTimes(), now=clock.t, horizon=200.0, **politeness)
+    rows = estimate_hosts(f.queues(), f.count_due, FetchTimes(), now=clock.t, horizon=200.0, **politeness)
     assert {r.queue: r.docs for r in rows} == {"slow": 40, "fast": 3, "later": 1}
     assert all(r.fetch_time == DEFAULT_FETCH_TIME for r in rows)
     # the scan is bounded: the hosts counted last are lower bounds
-    rows = estimate_hosts(f.queues(), f.store, times, now=clock.t, horizon=60.0, limit=10, **politeness)
+    rows = estimate_hosts(f.queues(), f.count_due, times, now=clock.t, horizon=60.0, limit=10, **politeness)
     assert sum(r.docs for r in rows) == 10
 
 

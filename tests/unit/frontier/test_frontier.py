@@ -86,7 +86,7 @@ def test_add_is_the_duplicate_filter(store: Store) -> None:
     f = make(store, clock)
     assert add(f, "http://a/1") is AddResult.NEW
     assert add(f, "http://a/1") is AddResult.DUPLICATE
-    assert f.url_count == 1
+    assert f.counts().urls == 1
 
 
 def test_next_issues_due_urls_in_time_order_and_holds_them_out(store: Store) -> None:
@@ -519,7 +519,7 @@ def test_a_failed_write_leaves_the_stored_state_as_it_was() -> None:
     with pytest.raises(StoreError):
         add(f, "http://a/2")
     assert (dict(store.records()), list(store.queue_entries("a", limit=10))) == before
-    assert f.url_count == 1  # the failed add was not counted
+    assert f.counts().urls == 1  # the failed add was not counted
     # a restart from what was stored finds the URL, due as before
     store.full = False
     g = make(store, clock)
@@ -604,14 +604,14 @@ def test_a_failed_write_counts_nothing_and_keeps_the_url_out() -> None:
     with pytest.raises(StoreError):
         f.update(issued.fp, visited())
     after = f.shape()
-    assert (f.visit_count, f.version_count) == (0, 0)
+    assert (f.counts().visits, f.counts().versions) == (0, 0)
     assert {k: after[k] for k in ("urls", "never", "out")} == {k: before[k] for k in ("urls", "never", "out")}
     assert f.leases.is_out(issued.fp)
     record = f.get_record(issued.record.queue, issued.fp)
     assert record is not None and record.visits == 0
     store.full = False
     updated = f.update(issued.fp, visited())
-    assert updated is not None and updated.visits == 1 and f.visit_count == 1
+    assert updated is not None and updated.visits == 1 and f.counts().visits == 1
 
 
 def test_an_unreadable_record_is_quarantined_and_its_host_goes_on(
@@ -629,7 +629,7 @@ def test_an_unreadable_record_is_quarantined_and_its_host_goes_on(
     with caplog.at_level("ERROR"):
         issued = f.next()
     assert issued is not None and issued.record.url == urls[1]  # the host went on
-    assert f.quarantined_count == 1 and f.url_count == 2
+    assert f.counts().quarantined == 1 and f.counts().urls == 2
     assert list(store.quarantined()) == [(fp(urls[0]), garbage)]  # bytes kept, under x/
     assert store.get_record("a", fp(urls[0])) is None
     (line,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
@@ -641,8 +641,8 @@ def test_an_unreadable_record_is_quarantined_and_its_host_goes_on(
     # restored from the counters after a restart; a rediscovered URL starts anew
     reopened = make(store, clock)
     reopened.load()
-    assert (reopened.url_count, reopened.quarantined_count) == (2, 1)
-    assert add(reopened, urls[0]) is AddResult.NEW and reopened.url_count == 3
+    assert (reopened.counts().urls, reopened.counts().quarantined) == (2, 1)
+    assert add(reopened, urls[0]) is AddResult.NEW and reopened.counts().urls == 3
 
 
 def test_a_record_of_the_wrong_shape_is_unreadable_too(store: Store) -> None:
@@ -651,7 +651,7 @@ def test_a_record_of_the_wrong_shape_is_unreadable_too(store: Store) -> None:
     add(f, "http://a/1")
     store.write(Batch(records={("a", fp("http://a/1")): b'{"u":"http://a/1","q":"a","n":"soon"}\n{}'}))
     assert f.get_record("a", fp("http://a/1")) is None
-    assert f.next() is None and f.quarantined_count == 1
+    assert f.next() is None and f.counts().quarantined == 1
     assert not f.has_pending()
 
 

@@ -64,7 +64,7 @@ def test_a_lapsed_lease_makes_its_url_due_again(store: Store) -> None:
     assert again is not None and again.fp == key
     # the record was not touched: no visit counted, the same time
     record = f.get_record("a", key)
-    assert record is not None and record.visits == 0 and f.visit_count == 0
+    assert record is not None and record.visits == 0 and f.counts().visits == 0
 
 
 def test_a_download_in_flight_never_lapses_and_its_time_does_not_count(store: Store) -> None:

@@ -70,17 +70,17 @@ def test_a_version_is_confirmed_exactly_once(store: Store) -> None:
     clock = Clock()
     f = make(store, clock)
     key = capture(f, clock, "sha1:v1")
-    assert f.version_count == 0 and f.pending.pending_count == 1
+    assert f.counts().versions == 0 and f.pending.pending_count == 1
     assert marks(store) == {key: {"q": "a", "d": None, "n": 1}}
     assert f.confirm([(key, "sha1:v1")]) == 1
     assert f.confirm([(key, "sha1:v1")]) == 0  # already counted
-    assert f.version_count == 1 and f.pending.pending_count == 0
+    assert f.counts().versions == 1 and f.pending.pending_count == 0
     assert marks(store) == {}
     record = f.get_record("a", key)
     assert record is not None and record.versions == 1
     again = make(store, clock)
     again.load()
-    assert again.version_count == 1 and again.redelivered == 0
+    assert again.counts().versions == 1 and again.redelivered == 0
 
 
 def test_two_pending_versions_keep_the_last_confirmed_as_delivered(store: Store) -> None:
@@ -92,7 +92,7 @@ def test_two_pending_versions_keep_the_last_confirmed_as_delivered(store: Store)
     assert f.confirm([(key, "sha1:v1")]) == 1
     assert marks(store)[key] == {"q": "a", "d": "sha1:v1", "n": 1}
     assert f.confirm([(key, "sha1:v2")]) == 1
-    assert marks(store) == {} and f.version_count == 2
+    assert marks(store) == {} and f.counts().versions == 2
 
 
 def test_a_pair_never_pending_counts_nothing(store: Store) -> None:
@@ -100,7 +100,7 @@ def test_a_pair_never_pending_counts_nothing(store: Store) -> None:
     f = make(store, clock)
     add(f, URL)
     assert f.confirm([(fp(URL), "sha1:x"), (b"unknown", None)]) == 0
-    assert f.version_count == 0
+    assert f.counts().versions == 0
 
 
 def test_a_restart_makes_an_unconfirmed_version_due_again_against_the_delivered_one(store: Store) -> None:
@@ -177,7 +177,7 @@ def test_every_pending_version_is_counted_once_however_the_confirmations_are_gro
         by_url.setdefault(pair[0], []).append(pair)
     sequence = [by_url[delivered[i][0]].pop(0) for i in order]
     counted = sum(f.confirm(sequence[i : i + chunk]) for i in range(0, len(sequence), chunk))
-    assert counted == len(visits) == f.version_count
+    assert counted == len(visits) == f.counts().versions
     assert f.confirm(sequence) == 0
     assert f.pending.pending_count == 0 and marks(store) == {}
     assert f.book.get("a").versions == len(visits)

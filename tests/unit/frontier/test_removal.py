@@ -23,7 +23,7 @@ from tests.unit.frontier.test_pending import out_again
 
 def kept(f: Frontier) -> int:
     """What the state folder's checkpoint compares: it never goes down."""
-    return f.url_count + f.quarantined_count + f.forgotten_count
+    return f.counts().urls + f.counts().quarantined + f.counts().forgotten
 
 
 def test_forget_deletes_the_record_entry_mark_and_lease(store: Store) -> None:
@@ -38,7 +38,7 @@ def test_forget_deletes_the_record_entry_mark_and_lease(store: Store) -> None:
     assert key not in [e[2] for e in store.queue_entries("a", limit=10)]
     assert key not in dict(store.pending())
     assert not f.leases.is_out(key) and f.pending.pending_count == 0
-    assert (f.url_count, f.forgotten_count, kept(f)) == (1, 1, before)
+    assert (f.counts().urls, f.counts().forgotten, kept(f)) == (1, 1, before)
     q = f.book.get("a")
     assert (q.urls, q.forgotten) == (1, 1)
     # its verdict, when it comes, finds no record and is ignored
@@ -46,7 +46,7 @@ def test_forget_deletes_the_record_entry_mark_and_lease(store: Store) -> None:
     # the stored counters say the same after a restart
     again = make(store, clock)
     again.load()
-    assert (again.url_count, again.forgotten_count, again.visit_count) == (1, 1, 1)
+    assert (again.counts().urls, again.counts().forgotten, again.counts().visits) == (1, 1, 1)
 
 
 def test_a_forgotten_out_url_rests_its_slot_the_longest_wait(store: Store) -> None:
@@ -72,9 +72,9 @@ def test_forgetting_a_never_url_keeps_the_schedulable_count(store: Store) -> Non
     f = make(store, clock)
     add(f, "http://a/2")
     key = visit_once(f, "http://a/1", Visit(Outcome.FAILED, reason="gone"))
-    assert f.never_count == 1
+    assert f.counts().never == 1
     f.forget([("a", key)])
-    assert (f.never_count, f.book.totals.schedulable, f.book.get("a").never) == (0, 1, 0)
+    assert (f.counts().never, f.book.totals.schedulable, f.book.get("a").never) == (0, 1, 0)
     assert f.has_pending()
 
 
@@ -138,7 +138,7 @@ def test_quarantine_moves_the_bytes_aside_and_the_queue_goes_on(store: Store, ca
     assert dict(store.quarantined()) == {entry[2]: raw}
     assert store.get_record("a", entry[2]) is None
     assert entry[2] not in [e[2] for e in store.queue_entries("a", limit=10)]
-    assert (f.url_count, f.quarantined_count, kept(f)) == (1, 1, before)
+    assert (f.counts().urls, f.counts().quarantined, kept(f)) == (1, 1, before)
     assert (q.urls, q.quarantined) == (1, 1)
     assert f.book.totals.schedulable == 1
     assert any(entry[2].hex() in r.getMessage() and "quarantined" in r.getMessage() for r in caplog.records)

@@ -178,7 +178,7 @@ class RestartingFrontier(RuleBasedStateMachine):
         self.store.close()
         self.store = LevelDBStore(self.path, create=False)
         self.frontier = self._frontier()
-        assert self.frontier.out_count == 0
+        assert self.frontier.counts().out == 0
         self.out.clear()
         self.fetching.clear()
         # what was only in memory is gone; the recorded waits are kept, and
@@ -216,13 +216,13 @@ class RestartingFrontier(RuleBasedStateMachine):
             assert self.store.get_record(self.host[fp], fp) == GARBAGE
         for fp in self.moved - self.next_ms.keys():
             assert quarantined[fp] == GARBAGE and self.store.get_record(self.host[fp], fp) is None
-        assert self.frontier.url_count == len(self.next_ms) + len(self.garbled)
-        assert self.frontier.quarantined_count == len(self.moved)
-        assert self.frontier.visit_count == self.total_visits  # host counters keep quarantined URLs' visits
+        assert self.frontier.counts().urls == len(self.next_ms) + len(self.garbled)
+        assert self.frontier.counts().quarantined == len(self.moved)
+        assert self.frontier.counts().visits == self.total_visits  # host counters keep quarantined URLs' visits
 
     @invariant()
     def nothing_out_but_what_was_issued(self) -> None:
-        assert self.frontier.out_count == len(self.out)
+        assert self.frontier.counts().out == len(self.out)
 
 
 TestRestartingFrontier = RestartingFrontier.TestCase

@@ -91,10 +91,10 @@ def test_forced_revisits_are_saved_and_restored(store: Store) -> None:
     task = OpenSchedules(f, schedules, Stats(), lambda: None)  # type: ignore[arg-type]
     schedules.apply("http://a/n/1", "a", None, 3600, clock.t)
     task.run()
-    assert forced_counts(store) == {"n": 1}
+    assert forced_counts(f) == {"n": 1}
     schedules.apply("http://a/n/1", "a", None, 3600, clock.t)
     task.run()
-    assert forced_counts(store) == {"n": 2}  # what this worker added since, not its total again
+    assert forced_counts(f) == {"n": 2}  # what this worker added since, not its total again
     # a restart, or a second worker on the same store: starts from the stored count, the sum grows
     again = Schedules([Schedule.parse({"url": "/n/", "every": 60, "name": "n"}, "e")])
     second = OpenSchedules(f, again, Stats(), lambda: None)  # type: ignore[arg-type]
@@ -103,7 +103,7 @@ def test_forced_revisits_are_saved_and_restored(store: Store) -> None:
     second.run()
     schedules.apply("http://a/n/1", "a", None, 3600, clock.t)
     task.run()
-    assert forced_counts(store) == {"n": 4} and store.get_meta(FORCED_KEY) is not None
+    assert forced_counts(f) == {"n": 4} and f.meta(FORCED_KEY) is not None
 
 
 def test_a_schedule_removed_and_added_again_opens_again(store: Store) -> None:

@@ -95,7 +95,7 @@ def test_fill_close_reopen(tmp_path: Path) -> None:
 
     reopened = build(tmp_path)
     reopened.open(Pages())
-    assert reopened.frontier is not None and reopened.frontier.url_count == len(URLS)
+    assert reopened.frontier is not None and reopened.frontier.counts().urls == len(URLS)
     # known URLs are duplicates, not new
     assert all(reopened.enqueue_request(Request(url)) for url in URLS)
     assert reopened.stats.get_value("adaptive/enqueued/duplicate") == len(URLS)
@@ -167,7 +167,7 @@ def test_a_redirect_is_the_visit_and_its_target_a_new_url(tmp_path: Path) -> Non
     assert scheduler.frontier is not None
     old = scheduler.frontier.get_record(*scheduler._where(request.url))
     assert old is not None and (old.visits, old.status) == (1, 301)
-    assert scheduler.frontier.url_count == 2
+    assert scheduler.frontier.counts().urls == 2
     scheduler.close("finished")
 
 

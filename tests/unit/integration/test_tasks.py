@@ -96,11 +96,11 @@ def test_a_lapsed_lease_is_a_retry_counted_and_due_again(tmp_path: Path, caplog:
         wake: list[bool] = []
         task = lapse_task(scheduler, wake)
         task.run()
-        assert frontier.out_count == 1  # not lapsed yet
+        assert frontier.counts().out == 1  # not lapsed yet
         time.sleep(LEASE * 2)
         with caplog.at_level(logging.WARNING, logger="scrapy_adaptive.integration.tasks"):
             task.run()
-        assert frontier.out_count == 0
+        assert frontier.counts().out == 0
         assert scheduler.stats.get_value("adaptive/leases_expired") == 1
         assert any(
             "http://a.example/x" in r.getMessage() and "ADAPTIVE_LEASE" in r.getMessage() for r in caplog.records
@@ -132,7 +132,7 @@ def test_once_the_engine_stops_nothing_lapses(tmp_path: Path) -> None:
         grace.stop_seen = time.monotonic()
         time.sleep(LEASE * 2)
         lapse_task(scheduler, [], grace).run()
-        assert scheduler.frontier is not None and scheduler.frontier.out_count == 1
+        assert scheduler.frontier is not None and scheduler.frontier.counts().out == 1
         assert scheduler.stats.get_value("adaptive/leases_expired") is None
         AbandonOnStop(grace, scheduler.stats).run()  # no engine: nothing abandoned, nothing counted
         assert scheduler.stats.get_value("adaptive/abandoned") is None

@@ -60,11 +60,11 @@ def test_forget_removes_record_entry_and_mark_and_keeps_the_counts_that_never_fa
     assert all(store.get_record(*v) is None for v in victims)
     assert not dict(store.pending())
     assert [e[2] for e in store.queue_entries("h", limit=10)] == [fp("http://h/c.png")]
-    assert (f.url_count, f.forgotten_count, f.visit_count) == (1, 2, 4)
+    assert (f.counts().urls, f.counts().forgotten, f.counts().visits) == (1, 2, 4)
     # a reopened frontier agrees, and issues only what is left
     again = make(store, clock)
     again.load()
-    assert (again.url_count, again.forgotten_count, again.visit_count) == (1, 2, 4)
+    assert (again.counts().urls, again.counts().forgotten, again.counts().visits) == (1, 2, 4)
     clock.t += 1000
     issued = again.next()
     assert issued is not None and issued.record.url == "http://h/c.png"
@@ -81,7 +81,7 @@ def test_forget_of_a_url_out_for_download_ignores_its_late_verdict() -> None:
     assert issued is not None
     f.forget([("h", issued.fp)])
     assert f.update(issued.fp, visited()) is None
-    assert f.get_record("h", issued.fp) is None and f.out_count == 0 and not f.has_pending()
+    assert f.get_record("h", issued.fp) is None and f.counts().out == 0 and not f.has_pending()
 
 
 def test_a_forget_is_not_a_rollback_for_the_state_folder(tmp_path: Path) -> None:
@@ -89,7 +89,7 @@ def test_a_forget_is_not_a_rollback_for_the_state_folder(tmp_path: Path) -> None
     store = open_store(state, spider="s", fingerprinter="fp", sync=False)
     clock = Clock()
     f = crawled(store, clock)
-    write_checkpoint(state, urls=f.url_count, visits=f.visit_count, clean=True)
+    write_checkpoint(state, urls=f.counts().urls, visits=f.counts().visits, clean=True)
     before = stored_counts(store)
     f.forget([("h", fp("http://h/a.html"))])
     assert stored_counts(store) == before

@@ -41,7 +41,7 @@ def test_add_is_costed_refused_when_politeness_cannot_and_kept_when_it_can() -> 
     # 10 URLs a second apart on host a, each every 5 s: 172,800 fetches a day against ~43,000
     refused = ask(c, action="add", entry={"url": "/news/", "every": 5})
     assert "host a: 10 URLs need 172800 fetches a day, its politeness allows" in refused["error"]
-    assert "nothing was kept" in refused["error"] and not stored_entries(c.frontier.store) and not live
+    assert "nothing was kept" in refused["error"] and not stored_entries(c.frontier) and not live
     added = ask(c, action="add", entry={"url": "/news/", "every": 3600})
     assert added["added"] == "s1" and added["warning"] is None
     assert added["cost"]["matched"] == 11 and added["cost"]["per_day"] == 11 * 24
@@ -52,7 +52,7 @@ def test_add_is_costed_refused_when_politeness_cannot_and_kept_when_it_can() -> 
     forced = ask(c, action="add", entry={"url": ".", "every": 1, "name": "all"}, force=True)
     assert forced["added"] == "all" and "politeness cannot honour it" in forced["warning"]
     again = Schedules()
-    assert load_stored(c.frontier.store, again) == [] and [s.name for s in again] == ["s1", "all"]
+    assert load_stored(c.frontier, again) == [] and [s.name for s in again] == ["s1", "all"]
     closed = ask(c, action="add", entry={"url": "x", "every": 60, "until": "1970-01-02"})
     assert closed["error"] == "schedule 's2': its window closed at 1970-01-02; nothing was kept."
     assert "already named 's1'" in ask(c, action="add", entry={"url": "x", "every": 60, "name": "s1"})["error"]
@@ -100,13 +100,12 @@ def test_the_command_line_options() -> None:
 @pytest.mark.parametrize("raw", [b"{garbled", b'{"name": "a"}', b'[{"url": "x", "every": 60}]'])
 def test_unreadable_stored_schedules_are_said_and_never_overwritten(raw: bytes) -> None:
     from scrapy_adaptive.ops.console.schedule_command import STORE_KEY
-    from scrapy_adaptive.store.base import Batch
 
     c = console()
-    c.frontier.store.write(Batch(meta={STORE_KEY: raw}))
-    (problem,) = load_stored(c.frontier.store, Schedules())
+    c.frontier.write_meta(STORE_KEY, raw)
+    (problem,) = load_stored(c.frontier, Schedules())
     assert f"key m/{STORE_KEY}" in problem and "left as they are" in problem
     refused = ask(c, action="add", entry={"url": "/news/", "every": 3600})
     assert f"key m/{STORE_KEY}" in refused["error"]
-    assert c.frontier.store.get_meta(STORE_KEY) == raw  # the operator's schedules, kept for a repair
+    assert c.frontier.meta(STORE_KEY) == raw  # the operator's schedules, kept for a repair
     assert ask(c, action="list")["schedules"] == []

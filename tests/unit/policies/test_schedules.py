@@ -15,12 +15,13 @@ from scrapy.settings import Settings
 from scrapy_adaptive.config.settings import AdaptiveConfig
 from scrapy_adaptive.config.spec import ConfigError
 from scrapy_adaptive.dates import parse_time
+from scrapy_adaptive.frontier import Frontier
 from scrapy_adaptive.model import ChangeState, Outcome, Visit
 from scrapy_adaptive.ops.console.schedule_command import STORE_KEY, load_stored, schedule_request
 from scrapy_adaptive.policies import load_wait_policy
 from scrapy_adaptive.policies.base import PARAM_KEYS, WaitParams
 from scrapy_adaptive.policies.schedules import CLOSED, OPEN, PENDING, Schedule, Schedules, schedules_of
-from scrapy_adaptive.store.base import Batch, MemoryStore
+from scrapy_adaptive.store.base import MemoryStore
 from tests.hypo import examples
 
 START = parse_time("2026-11-01T00:00:00Z")
@@ -179,10 +180,10 @@ def read_duration(kind: str, key: str, raw: Any) -> float:
         entry = {"url": "p1[0-2]", "from": "2026-01-01", key: raw}
         return getattr(load_wait_policy(config(entry)).schedules.items[0], attribute)
     if kind == "stored schedule":
-        store = MemoryStore()
-        store.write(Batch(meta={STORE_KEY: json.dumps([{"name": "s1", "url": "/a", key: raw}]).encode()}))
+        frontier = Frontier(MemoryStore())
+        frontier.write_meta(STORE_KEY, json.dumps([{"name": "s1", "url": "/a", key: raw}]).encode())
         schedules = Schedules()
-        for problem in load_stored(store, schedules):  # said at start, the entry skipped
+        for problem in load_stored(frontier, schedules):  # said at start, the entry skipped
             raise ConfigError(problem)
         return getattr(schedules.items[0], attribute)
     if kind == "console option":

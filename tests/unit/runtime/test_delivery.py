@@ -63,12 +63,12 @@ def test_a_changed_visit_counts_as_a_version_only_once_confirmed(store: Store) -
     visit(f, clock, changed("text:sha1:1"))
     record = f.get_record("a.example", FP)
     assert record is not None and (record.visits, record.versions, record.digest) == (1, 0, "text:sha1:1")
-    assert f.pending.pending_count == 1 and f.version_count == 0
+    assert f.pending.pending_count == 1 and f.counts().versions == 0
     assert json.loads(dict(store.pending())[FP]) == {"q": "a.example", "d": None, "n": 1}
     assert f.confirm([(FP, "text:sha1:1")]) == 1
     record = f.get_record("a.example", FP)
     assert record is not None and record.versions == 1
-    assert f.pending.pending_count == 0 and f.version_count == 1 and dict(store.pending()) == {}
+    assert f.pending.pending_count == 0 and f.counts().versions == 1 and dict(store.pending()) == {}
     # a confirmation for nothing pending counts nothing
     assert f.confirm([(FP, "text:sha1:1")]) == 0
 
@@ -112,7 +112,7 @@ def test_a_restart_fetches_an_undelivered_version_again_judged_against_the_deliv
     assert record is not None and (record.visits, record.versions) == (3, 2)
     f2.store.close()
     f3 = frontier(LevelDBStore(path), clock)
-    assert f3.redelivered == 0 and f3.version_count == 2
+    assert f3.redelivered == 0 and f3.counts().versions == 2
     f3.store.close()
 
 
@@ -155,8 +155,8 @@ def test_a_failed_confirmation_changes_nothing() -> None:
     with pytest.raises(StoreError):
         f.confirm([(FP, "d:1")])
     store.full = False
-    assert f.pending.pending_count == 1 and f.version_count == 0
-    assert f.confirm([(FP, "d:1")]) == 1 and f.version_count == 1
+    assert f.pending.pending_count == 1 and f.counts().versions == 0
+    assert f.confirm([(FP, "d:1")]) == 1 and f.counts().versions == 1
 
 
 # -- the tracker ------------------------------------------------------------------
@@ -203,7 +203,7 @@ def test_a_version_is_confirmed_after_its_items_passed_and_the_sinks_are_durable
     signals.send_catch_log(scrapy_signals.item_scraped, item={}, response=response, spider=None)
     assert delivery.flush() == 0 and sink.calls == []  # one item still in the pipelines
     signals.send_catch_log(scrapy_signals.item_dropped, item={}, response=response, exception=None, spider=None)
-    assert delivery.flush() == 1 and sink.calls == ["durable"] and f.version_count == 1
+    assert delivery.flush() == 1 and sink.calls == ["durable"] and f.counts().versions == 1
     signals.send_catch_log(SINK_CLOSED, sink=sink)
     assert delivery.sinks == []
 
@@ -214,9 +214,9 @@ def test_a_sink_that_cannot_be_made_durable_holds_confirmations(tmp_path: Path) 
     signals.send_catch_log(SINK_OPENED, sink=sink)
     ticket = delivery.open(Request(URL), FP, "d:1")
     ticket.output_done()
-    assert delivery.flush() == 0 and f.version_count == 0 and delivery.waiting == 1
+    assert delivery.flush() == 0 and f.counts().versions == 0 and delivery.waiting == 1
     signals.send_catch_log(SINK_CLOSED, sink=sink)
-    assert delivery.flush() == 1 and f.version_count == 1
+    assert delivery.flush() == 1 and f.counts().versions == 1
 
 
 def test_an_item_failing_in_a_pipeline_leaves_its_version_pending(tmp_path: Path) -> None:
@@ -268,7 +268,7 @@ def test_a_callback_that_raises_leaves_its_version_pending(tmp_path: Path, async
         else:
             out.extend(mw.process_spider_output(response, callback()))
     assert ticket.yielded == 1 and ticket.failed == "callback"
-    assert delivery.flush() == 0 and f.pending.pending_count == 1 and f.version_count == 0
+    assert delivery.flush() == 0 and f.pending.pending_count == 1 and f.counts().versions == 0
     assert delivery.stats.get_value("adaptive/delivery/failed/callback") == 1
 
 
@@ -298,7 +298,7 @@ def test_a_ticket_waiting_for_its_confirmation_does_not_keep_its_request_alive(t
     finally:
         gc.enable()
     assert ticket.request is None and ticket.url == URL
-    assert delivery.flush() == 1 and f.version_count == 1
+    assert delivery.flush() == 1 and f.counts().versions == 1
 
 
 # -- the durable feed storage -------------------------------------------------------

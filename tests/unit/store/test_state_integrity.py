@@ -82,8 +82,8 @@ def test_a_lost_current_file_is_refused_not_reset(tmp_path: Path) -> None:
     # and a repair on a copy gets everything back
     plyvel.repair_db(str(db))
     repaired = reopen(tmp_path)
-    assert repaired.frontier is not None and repaired.frontier.url_count == len(URLS)
-    assert repaired.frontier.visit_count == 30
+    assert repaired.frontier is not None and repaired.frontier.counts().urls == len(URLS)
+    assert repaired.frontier.counts().visits == 30
     repaired.close("finished")
 
 
@@ -116,7 +116,7 @@ def test_a_cut_write_ahead_log_is_reported_as_a_rollback(tmp_path: Path) -> None
     del marker[CHECKPOINT]
     (tmp_path / "adaptive" / MARKER).write_text(json.dumps(marker))
     accepted = reopen(tmp_path)
-    assert accepted.frontier is not None and accepted.frontier.visit_count < 30
+    assert accepted.frontier is not None and accepted.frontier.counts().visits < 30
     accepted.close("finished")
 
 
@@ -216,7 +216,7 @@ def test_an_unclean_stop_is_not_taken_for_a_rollback(tmp_path: Path) -> None:
     point = json.loads((tmp_path / "adaptive" / MARKER).read_text())[CHECKPOINT]
     assert point["clean"] is False and point["visits"] == 5
     resumed = reopen(tmp_path)
-    assert resumed.frontier is not None and resumed.frontier.visit_count > 5
+    assert resumed.frontier is not None and resumed.frontier.counts().visits > 5
     resumed.close("finished")
 
 
