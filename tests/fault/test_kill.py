@@ -15,6 +15,9 @@ stopped cleanly.  After every kill and at the end:
   line;
 * at the end nothing is stuck out (every URL visited in the last run) and
   nothing is left pending;
+* every version counted has its change event (``new`` or ``changed``,
+  with its version number) in the changes feed at the end (at least once
+  across the kills), and the feed has no broken line;
 * politeness: within a run, per host, each fetch starts at least
   ``ADAPTIVE_MIN_DELAY`` after the previous one ended.  Across restarts
   (the first fetch of a run against the last of the run before) is its
@@ -141,9 +144,11 @@ def test_kill_9_loop_loses_no_url_no_history_and_no_version(
     rng = random.Random(SEED)
     starts = site(server, "kl")
     feed = tmp_path / "items.jsonl"
+    changes = tmp_path / "changes.jsonl"
     min_delay = 0.25
     settings = {
         **adaptive_settings,
+        "ADAPTIVE_CHANGES_FEED": str(changes),
         "LOG_LEVEL": "INFO",
         "ADAPTIVE_MIN_DELAY": min_delay,
         "ADAPTIVE_MAX_DELAY": min_delay,
@@ -178,6 +183,14 @@ def test_kill_9_loop_loses_no_url_no_history_and_no_version(
     delivered = read_feed(feed)
     check_state(known, after, pending, delivered)
     assert pending == set(), f"left pending after a clean stop: {sorted(pending)}"
+    # every version counted was said, at least once, whatever the kills cut
+    said: dict[str, set[int]] = defaultdict(set)
+    for line in changes.read_text(encoding="utf-8").splitlines():
+        event = json.loads(line)  # a broken line fails here
+        if event["kind"] in ("new", "changed"):
+            said[event["url"]].add(event["version"])
+    unsaid = {url: r.versions for url, r in after.items() if not set(range(1, r.versions + 1)) <= said[url]}
+    assert not unsaid, (unsaid, {url: sorted(said[url]) for url in unsaid})
     # each host's pages, its index as a start URL (with links) and as a link
     assert len(after) == len(HOSTS) * (len(PERIODS) + 2)
     assert {u.split("?")[0].split("/", 3)[3] for u in after} >= {p.lstrip("/") for p in served_paths(server, "kl")}
