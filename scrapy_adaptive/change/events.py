@@ -163,9 +163,13 @@ def event_row(
 def read_event(raw: bytes) -> dict[str, Any] | None:
     """An outbox row's event, or None if it is not one (garbled bytes)."""
     try:
-        event = json.loads(raw)
+        return event_of(json.loads(raw))
     except ValueError:
         return None
-    if not isinstance(event, dict) or event.get("kind") not in KINDS or not isinstance(event.get("url"), str):
+
+
+def event_of(data: Any) -> dict[str, Any] | None:
+    """The event's :data:`FIELDS` out of decoded JSON, or None if it is not an event."""
+    if not isinstance(data, dict) or data.get("kind") not in KINDS or not isinstance(data.get("url"), str):
         return None
-    return {name: event.get(name) for name in FIELDS}
+    return {name: data.get(name) for name in FIELDS}

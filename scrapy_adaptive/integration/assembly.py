@@ -33,6 +33,7 @@ from ..ops.progress import META_KEY as PROGRESS_KEY
 from ..ops.progress import Progress
 from ..ops.reporting import Reporter
 from ..policies import PolicyStack, persist
+from ..runtime.changelog import ChangesLog
 from ..runtime.changes import ChangeEvents, ChangesFeed
 from ..runtime.crawllog import CrawlLog
 from ..runtime.delivery import Delivery
@@ -249,10 +250,14 @@ def assemble(
         events_on = config.change_events or config.changes_feed is not None
         if events_on:
             try:
+                history = ChangesLog(state.path, config.changes_log_max_bytes, config.changes_log_backups)
+            except OSError as exc:
+                raise StateDirError(f"The changes log in {state.path} cannot be written: {exc}.") from None
+            try:
                 feed = None if config.changes_feed is None else ChangesFeed(config.changes_feed)
             except ConfigError as exc:
                 raise StateDirError(str(exc)) from None
-            changes = ChangeEvents(frontier, feed, signals, stats, on_error=on_store_error)
+            changes = ChangeEvents(frontier, feed, signals, stats, on_error=on_store_error, history=history)
         verdicts = Verdicts(
             frontier,
             policy,
@@ -286,8 +291,10 @@ def assemble(
         runtime.checkpoint(clean=False, required=True)  # a folder that cannot take it is refused
     except BaseException:
         store.close()
-        if changes is not None and changes.feed is not None:
-            changes.feed.close()
+        if changes is not None:
+            for sink in (changes.feed, changes.history):
+                if sink is not None:
+                    sink.close()
         raise
     return runtime
 
