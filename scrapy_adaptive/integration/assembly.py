@@ -363,6 +363,7 @@ def _operations(
         identity=identity,
         seeder=seeder,
         pace=pace,
+        state_path=state_path,
     )
     reporter = Reporter(
         frontier,

@@ -15,7 +15,7 @@ events leave with the oldest file (the changes feed keeps them all).
 
 :func:`read_history` reads it newest first, a block at a time from the end
 of each file, so the newest events cost a read of the file's end, not of
-the whole history; it stops at a delivery time the caller names.
+the whole history, and :func:`history_start` tells how far back it reaches.
 ``delivered`` rises line after line (events leave the outbox in order, and
 an event's time is never after its delivery), which is what lets a reader
 stop early without missing an event.
@@ -103,11 +103,9 @@ def reversed_lines(path: str) -> Iterator[bytes]:
             yield rest
 
 
-def read_history(
-    state_path: str, *, delivered_from: float | None = None, url: str | None = None
-) -> Iterator[dict[str, Any]]:
+def read_history(state_path: str, *, url: str | None = None) -> Iterator[dict[str, Any]]:
     """The events of the history, the last delivered first, each with its
-    ``delivered`` time; stops at the first delivered before *delivered_from*.
+    ``delivered`` time (a reader stops where it has read far enough back).
     With *url*, only that URL's.  Lines that are not events are skipped."""
     needle = None if url is None else url_needle(url)
     for path in rotated_files(history_path(state_path)):
@@ -122,9 +120,25 @@ def read_history(
             delivered = data.get("delivered") if isinstance(data, dict) else None
             if event is None or not isinstance(delivered, (int, float)):
                 continue
-            if delivered_from is not None and delivered < delivered_from:
-                return
             if url is not None and event["url"] != url:
                 continue
             event["delivered"] = delivered
             yield event
+
+
+def history_start(state_path: str) -> float | None:
+    """When the oldest event the history still holds was delivered (None: no history)."""
+    files = rotated_files(history_path(state_path))
+    for path in reversed(files):
+        try:
+            with open(path, "rb") as file:
+                for line in file:
+                    try:
+                        delivered = json.loads(line).get("delivered")
+                    except (ValueError, AttributeError):
+                        continue
+                    if isinstance(delivered, (int, float)):
+                        return float(delivered)
+        except FileNotFoundError:  # rotated away since it was listed
+            continue
+    return None

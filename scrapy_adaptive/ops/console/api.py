@@ -31,6 +31,7 @@ from ...policies.estimator import CHANGED, EXACT
 from ...store.keys import time_to_ms
 from ..humanize import human, when
 from ..progress import Progress
+from .changes_command import DEFAULT_LIMIT, URL_EVENTS, event_words, find_changes, kinds_of, limit_of, url_pattern
 from .hinttrack import pending_hint, track_record, url_words
 from .seeds import Seeder, seed_problem
 
@@ -102,8 +103,11 @@ class FrontierConsole:
         identity: Callable[[str], tuple[str, bytes]] | None = None,
         seeder: Seeder | None = None,
         sample_limit: int = 20_000,
+        state_path: str | None = None,
     ) -> None:
         self.frontier = frontier
+        #: the state folder, where the history of change events is (None: not known here)
+        self.state_path = state_path
         self.progress = progress
         self.budget_per_day = budget_per_day
         #: a URL's queue and fingerprint as the crawl computes them (None: found by a scan)
@@ -237,8 +241,27 @@ class FrontierConsole:
         if record is None:
             return None
         sources = track_record(self.frontier.hosts.hint_report())["by_host"]
-        lines = describe(record, self.frontier.clock()) + url_words(record.hint, record.queue, sources)
-        return {"record": record_dict(fp, record, sources), "lines": lines}
+        now = self.frontier.clock()
+        lines = describe(record, now) + url_words(record.hint, record.queue, sources)
+        found = find_changes(self.state_path, self.frontier, now=now, url=record.url, limit=URL_EVENTS)
+        if found["events"]:
+            lines.append(f"change events, newest first{' (the latest)' if found['more'] else ''}:")
+            lines += ["  " + event_words(event, with_url=False) for event in found["events"]]
+        elif found["history_from"] is not None:
+            lines.append(f"change events: none since {when(found['history_from'])}")
+        return {"record": record_dict(fp, record, sources), "lines": lines, "events": found["events"]}
+
+    def changes(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The change events a ``changes`` request asks for (:func:`.changes_command.find_changes`)."""
+        return find_changes(
+            self.state_path,
+            self.frontier,
+            now=self.frontier.clock(),
+            since=request.get("since"),
+            pattern=url_pattern(request.get("url")),
+            kinds=kinds_of(request.get("kinds")),
+            limit=limit_of(request.get("limit", DEFAULT_LIMIT)),
+        )
 
     # -- steering --------------------------------------------------------
 
@@ -276,6 +299,8 @@ class FrontierConsole:
             yield {"report": self.report()}
         elif op == "url":
             yield {"url": self.url(str(request["url"]))}
+        elif op == "changes":
+            yield {"changes": self.changes(request)}
         elif op == "seed":
             yield {"seeded": self.seed([str(u) for u in request.get("urls", [])])}
         elif op == "forget":

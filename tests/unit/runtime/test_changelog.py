@@ -14,7 +14,7 @@ from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive.frontier import Frontier
-from scrapy_adaptive.runtime.changelog import CHANGES_LOG, ChangesLog, read_history, reversed_lines
+from scrapy_adaptive.runtime.changelog import CHANGES_LOG, ChangesLog, history_start, read_history, reversed_lines
 from scrapy_adaptive.runtime.changes import ChangeEvents, ChangesFeed
 from scrapy_adaptive.runtime.rotation import rotated_files
 from scrapy_adaptive.runtime.sinkfail import SinkError
@@ -90,9 +90,8 @@ def test_the_history_rotates_within_its_bound_and_reads_newest_first_across_file
     assert all(os.path.getsize(p) <= 600 for p in files)
     versions = [e["version"] for e in read_history(str(tmp_path))]
     assert versions == sorted(versions, reverse=True) and versions[0] == 40 and len(versions) < 40
-    # a reader stops at the first event delivered before the time it names
-    recent = [e["version"] for e in read_history(str(tmp_path), delivered_from=1_700_000_036.0)]
-    assert recent == [40, 39, 38, 37]
+    assert history_start(str(tmp_path)) == 1_700_000_000.5 + 40 - len(versions)
+    assert history_start(str(tmp_path / "elsewhere")) is None
 
 
 def test_one_urls_events_are_found_by_its_bytes_whatever_its_characters(tmp_path: Path) -> None:
