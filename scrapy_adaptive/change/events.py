@@ -67,6 +67,11 @@ def presence_of(record: Mapping[str, Any]) -> list[int]:
     return [seen, 0, 0]
 
 
+def said_gone(presence: list[int] | None) -> bool:
+    """Whether a record's *presence* says its page is gone (said, and not back)."""
+    return presence is not None and len(presence) == 3 and presence[2] == 1
+
+
 def removal_redirect(url: str | None, target: str | None) -> bool:
     """True when a redirect from *url* to *target* takes the page away
     rather than giving it a new home: the target is the home page of a

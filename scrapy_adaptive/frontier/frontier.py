@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from ..change.events import event_row
+from ..change.events import event_row, said_gone
 from ..change.trust import TrustParams
 from ..model import ChangeState, Outcome, RecordError, UrlRecord, Visit
 from ..store.base import Batch, Conflict, Store
@@ -367,6 +367,7 @@ class Frontier:
             notes.append(settled)
         record.notes = notes
         if presence is not None:
+            q.gone += said_gone(presence) - said_gone(record.presence)
             record.presence = presence
         self.hosts.track_unchecked(fp, record)
         batch = Batch(records={(record.queue, fp): record.to_bytes()})

@@ -9,7 +9,9 @@ Distributions (waits, change rates, top URLs) are read from at most
 ``sample_limit`` records: records are keyed by fingerprint, a hash, so the
 first records in key order are a uniform sample, and a report costs a
 bounded scan however large the frontier.  Counts (URLs, visits, versions,
-URLs due) come from the per-queue counters and queue indexes: exact.
+gone pages, URLs due) come from the per-queue counters and queue indexes:
+exact.  The latest change events are read from the end of the state
+folder's history (:mod:`.changes_command`).
 
 No Scrapy import.
 """
@@ -42,6 +44,8 @@ RATE_EDGES = (0.1, 1.0, 10.0, 100.0)
 TOP = 10
 #: URLs due counted per host at most (a bounded scan of its queue index)
 DUE_LIMIT = 100_000
+#: the latest change events a report lists
+LATEST_CHANGES = 20
 
 
 def class_label(value: float | None, edges: tuple[float, ...], fmt: Callable[[float], str]) -> str:
@@ -155,6 +159,7 @@ class FrontierConsole:
                 "never": q.never,
                 "visits": q.visits,
                 "versions": q.versions,
+                "gone": q.gone,
                 "due": frontier.store.count_due(q.name, now_ms, limit=DUE_LIMIT) if q.head_time() <= now else 0,
                 "next_due": None if q.head_time() == float("inf") else q.head_time(),
                 "crawl_delay": q.crawl_delay,
@@ -203,7 +208,12 @@ class FrontierConsole:
         spent = None if rates_now is None else rates_now["visits"] * 24
         return {
             "generated": now,
-            "totals": {**shape, "forgotten": frontier.forgotten_count, "hosts": len(hosts)},
+            "totals": {
+                **shape,
+                "forgotten": frontier.forgotten_count,
+                "hosts": len(hosts),
+                "gone": sum(row["gone"] for row in hosts),
+            },
             "hosts": hosts,
             "sampled": sampled,
             "wait_classes": class_order(WAIT_EDGES, human),
@@ -220,8 +230,16 @@ class FrontierConsole:
             "rates": rates_now,
             "hours": [[h, v] for h, v in self.progress.series()] if self.progress is not None else [],
             "hints": track_record(frontier.hosts.hint_report()),
+            "changes": self._latest_changes(now),
             **{name: provider() for name, provider in self.sections.items()},
         }
+
+    def _latest_changes(self, now: float) -> dict[str, Any]:
+        """The latest change events (the history's end and the outbox) and the
+        gone pages per host (the queues' counters: no record is read)."""
+        latest = find_changes(self.state_path, self.frontier, now=now, limit=LATEST_CHANGES)
+        gone = sorted(((q.name, q.gone) for q in self.frontier.queues() if q.gone), key=lambda t: (-t[1], t[0]))
+        return {**latest, "gone_by_host": [{"host": host, "gone": n} for host, n in gone]}
 
     def _rates(self) -> dict[str, Any] | None:
         """Per hour: the recent rates in a running crawl, else those of the

@@ -173,6 +173,18 @@ def event_words(event: dict[str, Any], *, with_url: bool = True) -> str:
     return words
 
 
+def change_report_lines(section: dict[str, Any] | None) -> list[str]:
+    """The report's latest change events and gone pages per host, for a terminal."""
+    if section is None:  # a running crawl of an older version answers without them
+        return []
+    lines = ["", "latest change events:" + ("" if section["events"] else " none recorded")]
+    lines += ["  " + event_words(event) for event in section["events"][:10]]
+    gone = section["gone_by_host"]
+    lines.append("gone pages per host:" + ("" if gone else " none"))
+    lines += [f"  {row['gone']:>7}  {row['host']}" for row in gone[:30]]
+    return lines
+
+
 def changes_lines(answer: dict[str, Any], request: dict[str, Any]) -> list[str]:
     """A ``changes`` answer for a terminal."""
     events = answer["events"]

@@ -50,7 +50,7 @@ from ..progress import BUDGET, Progress
 from ..progress import META_KEY as PROGRESS_KEY
 from . import control
 from .api import FrontierConsole, compile_regex
-from .changes_command import changes_lines, changes_request
+from .changes_command import change_report_lines, changes_lines, changes_request
 from .hinttrack import report_words
 from .html import render
 from .payloads import payload_lines
@@ -384,6 +384,7 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     ]
     lines.append("never changing URLs:" + ("" if report["never_changing"] else " none revisited yet"))
     lines += [f"  {r['visits']:>4} {plural(r['visits'], 'visit'):<6}  {r['url']}" for r in report["never_changing"]]
+    lines += change_report_lines(report.get("changes"))
     if "hints" in report:  # a running crawl of an older version answers without them
         lines += ["", *report_words(report["hints"])]
     if report.get("schedules"):

@@ -187,3 +187,37 @@ def test_url_lists_the_urls_events_and_the_control_channel_answers_changes(tmp_p
     assert "gone" in lines[at + 2] and "410" in lines[at + 2] and A not in lines[at + 2]
     (reply,) = console.answer({"op": "changes", "kinds": ["gone"], "since": 86_400, "url": None, "limit": 10})
     assert [e["url"] for e in reply["changes"]["events"]] == [A]
+
+
+def test_the_report_lists_the_latest_changes_and_the_gone_pages_per_host(tmp_path: Path) -> None:
+    from scrapy_adaptive.ops.console.html import render
+    from scrapy_adaptive.ops.console.run import report_lines
+
+    clock = Clock(NOW)
+    f: Frontier = make(MemoryStore(), clock, min_delay=0.0, max_delay=0.0, delay_factor=0.0)
+    f.load()
+    for url in (A, B, "http://other.example/x"):
+        add(f, url)
+    said: dict[str, int] = {}
+    for presence, event_kind in (([1, 0, 0], "new"), ([1, 2, 1], "gone"), ([1, 2, 1], "gone")):
+        clock.t += 1
+        issued = f.next()
+        assert issued is not None
+        f.update(issued.fp, visited(), presence=presence, event=event_kind)
+        host = issued.record.queue
+        said[host] = said.get(host, 0) + (event_kind == "gone")
+    history = ChangesLog(str(tmp_path), 1 << 20, 0)
+    history.write([event("moved", A, 600, status=301, location="http://shop.example/new/a")], NOW - 500)
+    history.close()
+    report = FrontierConsole(f, state_path=str(tmp_path)).report()
+    section = report["changes"]
+    assert report["totals"]["gone"] == 2 and sum(h["gone"] for h in report["hosts"]) == 2
+    assert {r["host"]: r["gone"] for r in section["gone_by_host"]} == {h: n for h, n in said.items() if n}
+    assert [e["kind"] for e in section["events"]] == ["gone", "gone", "new", "moved"]  # three not delivered yet
+    page = render(report)
+    assert "<h2>Latest changes</h2>" in page and "<h2>Gone pages per host</h2>" in page
+    host, n = max(said.items(), key=lambda kv: kv[1])
+    assert f"<td>{host}</td><td>{n}</td>" in page and "http://shop.example/new/a" in page
+    assert "gone (not delivered yet)" in page
+    text = "\n".join(report_lines(report))
+    assert "latest change events:" in text and "gone pages per host:" in text
