@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from ..change.events import event_of
@@ -49,8 +49,8 @@ def json_line(data: dict[str, Any]) -> bytes:
 
 
 def url_needle(url: str) -> bytes:
-    """The bytes every history line of *url* holds: lines of other URLs are
-    skipped without being decoded."""
+    """The bytes every history line of *url* holds (:func:`json_line`
+    writes them so): lines of other URLs are skipped without being decoded."""
     return b'"url":' + json.dumps(url, ensure_ascii=False).encode("utf-8") + b","
 
 
@@ -103,14 +103,21 @@ def reversed_lines(path: str) -> Iterator[bytes]:
             yield rest
 
 
-def read_history(state_path: str, *, url: str | None = None) -> Iterator[dict[str, Any]]:
+def read_history(
+    state_path: str, *, url: str | None = None, kinds: Collection[str] | None = None
+) -> Iterator[dict[str, Any]]:
     """The events of the history, the last delivered first, each with its
     ``delivered`` time (a reader stops where it has read far enough back).
-    With *url*, only that URL's.  Lines that are not events are skipped."""
+    With *url*, only that URL's; with *kinds*, only those kinds (the lines
+    of others are skipped without being decoded).  Lines that are not
+    events are skipped."""
     needle = None if url is None else url_needle(url)
+    kind_needles = None if kinds is None else [b'"kind":' + json.dumps(kind).encode() for kind in kinds]
     for path in rotated_files(history_path(state_path)):
         for line in reversed_lines(path):
             if needle is not None and needle not in line:
+                continue
+            if kind_needles is not None and not any(k in line for k in kind_needles):
                 continue
             try:
                 data = json.loads(line)

@@ -135,7 +135,8 @@ def find_changes(
                 heapq.heapreplace(top, (moment, -order, event))
 
     if state_path is not None:
-        for event in read_history(state_path, url=url):
+        narrow = None if wanted_kinds == frozenset(KINDS) else wanted_kinds
+        for event in read_history(state_path, url=url, kinds=narrow):
             delivered = event["delivered"]
             if cutoff is not None and delivered < cutoff:
                 break  # every event before it is older than --since
