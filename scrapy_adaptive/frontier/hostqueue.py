@@ -131,8 +131,9 @@ class HostQueue:
     #: URLs of this queue deleted on request (``Frontier.forget``)
     forgotten: int = 0
     #: URLs of this queue said ``gone`` and not back since (their record's
-    #: ``presence``): counted as verdicts change it, so a report need not read
-    #: every record
+    #: ``presence``): counted as verdicts and forgets change it, so a report
+    #: need not read every record (a gone URL whose record is found
+    #: unreadable and quarantined stays counted: its presence cannot be read)
     gone: int = 0
     crawl_delay: float | None = None
     #: how far this host's validators can be believed, host-wide and per

@@ -146,10 +146,10 @@ def find_changes(
     pending = 0
     if frontier is not None:
         for _, _, raw in frontier.events(PENDING_LIMIT):
-            event = read_event(raw)
-            if event is not None:
+            waiting = read_event(raw)
+            if waiting is not None:
                 pending += 1
-                consider({**event, "delivered": None})
+                consider({**waiting, "delivered": None})
     events = [event for _, _, event in sorted(top, key=lambda t: (t[0], t[1]), reverse=True)]
     return {
         "events": events,
