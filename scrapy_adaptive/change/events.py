@@ -67,6 +67,11 @@ def presence_of(record: Mapping[str, Any]) -> list[int]:
     return [seen, 0, 0]
 
 
+def said_gone(presence: list[int] | None) -> bool:
+    """Whether a record's *presence* says its page is gone (said, and not back)."""
+    return presence is not None and len(presence) == 3 and presence[2] == 1
+
+
 def removal_redirect(url: str | None, target: str | None) -> bool:
     """True when a redirect from *url* to *target* takes the page away
     rather than giving it a new home: the target is the home page of a
@@ -167,9 +172,13 @@ def event_row(
 def read_event(raw: bytes) -> dict[str, Any] | None:
     """An outbox row's event, or None if it is not one (garbled bytes)."""
     try:
-        event = json.loads(raw)
+        return event_of(json.loads(raw))
     except ValueError:
         return None
-    if not isinstance(event, dict) or event.get("kind") not in KINDS or not isinstance(event.get("url"), str):
+
+
+def event_of(data: Any) -> dict[str, Any] | None:
+    """The event's :data:`FIELDS` out of decoded JSON, or None if it is not an event."""
+    if not isinstance(data, dict) or data.get("kind") not in KINDS or not isinstance(data.get("url"), str):
         return None
-    return {name: event.get(name) for name in FIELDS}
+    return {name: data.get(name) for name in FIELDS}

@@ -158,6 +158,22 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         optional=True,
         default_doc="unset: no changes feed",
     ),
+    integer_spec(
+        "ADAPTIVE_CHANGES_LOG_BACKUPS",
+        GROUP_RECORD,
+        3,
+        "old changes logs kept when `changes.log` (the history of change events `scrapy frontier changes` reads, in "
+        "the state folder) is rotated.",
+        at_least=0,
+    ),
+    integer_spec(
+        "ADAPTIVE_CHANGES_LOG_MAX_BYTES",
+        GROUP_RECORD,
+        16 * 2**20,
+        "rotate `changes.log` at this size (16 MiB, about 50,000 events).",
+        at_least=1,
+        at_most=MAX_BYTES,
+    ),
     bool_spec(
         "ADAPTIVE_CHANGE_EVENTS",
         GROUP_RECORD,

@@ -128,6 +128,8 @@ class AdaptiveConfig:
     sitemaps_from_robots: bool
     soft404_urls: int
     changes_feed: str | None
+    changes_log_backups: int
+    changes_log_max_bytes: int
     change_events: bool
     crawl_log: bool
     crawl_log_backups: int

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..change.events import event_row
+from ..change.events import event_row, said_gone
 from ..change.trust import TrustBook, TrustParams
 from ..model import ChangeState, Outcome, RecordError, UrlRecord, Visit
 from ..store.base import Batch, Store
@@ -276,6 +276,7 @@ class Frontier:
             notes.append(settled)
         record.notes = notes
         if presence is not None:
+            q.gone += said_gone(presence) - said_gone(record.presence)
             record.presence = presence
         self.hosts.track_unchecked(fp, record)
         batch = Batch(records={(record.queue, fp): record.to_bytes()})

@@ -31,6 +31,7 @@ from ..config.table import DEFAULTS
 from ..store.keys import (
     CRAWL_DELAY_KEY,
     FORGOTTEN_KEY,
+    GONE_KEY,
     HINT_TRUST_KEY,
     NEVER_KEY,
     NEVER_MS,
@@ -56,6 +57,7 @@ COUNTER_KEYS = {
     "hint_trust": HINT_TRUST_KEY,
     "quarantined": QUARANTINED_KEY,
     "forgotten": FORGOTTEN_KEY,
+    "gone": GONE_KEY,
     "next_fetch_ms": NEXT_FETCH_KEY,
 }
 
@@ -128,6 +130,11 @@ class HostQueue:
     quarantined: int = 0
     #: URLs of this queue deleted on request (``Frontier.forget``)
     forgotten: int = 0
+    #: URLs of this queue said ``gone`` and not back since (their record's
+    #: ``presence``): counted as verdicts and forgets change it, so a report
+    #: need not read every record (a gone URL whose record is found
+    #: unreadable and quarantined stays counted: its presence cannot be read)
+    gone: int = 0
     crawl_delay: float | None = None
     #: how far this host's validators can be believed, host-wide and per
     #: sibling class (a ``TrustBook``'s data, see change/trust.py)
@@ -246,6 +253,8 @@ class HostQueue:
             data[QUARANTINED_KEY] = self.quarantined
         if self.forgotten:
             data[FORGOTTEN_KEY] = self.forgotten
+        if self.gone:
+            data[GONE_KEY] = self.gone
         rested = self.next_fetch_ms
         if rested:
             data[NEXT_FETCH_KEY] = rested
@@ -271,6 +280,8 @@ class HostQueue:
             text += f',"{QUARANTINED_KEY}":{self.quarantined}'
         if self.forgotten:
             text += f',"{FORGOTTEN_KEY}":{self.forgotten}'
+        if self.gone:
+            text += f',"{GONE_KEY}":{self.gone}'
         rested = self.next_fetch_ms
         if rested:
             text += f',"{NEXT_FETCH_KEY}":{rested}'
@@ -282,6 +293,7 @@ class HostQueue:
         self.visits, self.versions = int(data.get(VISITS_KEY, 0)), int(data.get(VERSIONS_KEY, 0))
         self.quarantined = int(data.get(QUARANTINED_KEY, 0))
         self.forgotten = int(data.get(FORGOTTEN_KEY, 0))
+        self.gone = int(data.get(GONE_KEY, 0))
         rested = int(data.get(NEXT_FETCH_KEY, 0)) / 1000
         self.slots = [max(t, rested) for t in self.slots]
         self.crawl_delay = data.get(CRAWL_DELAY_KEY)

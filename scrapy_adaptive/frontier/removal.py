@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from ..change.events import said_gone
 from ..model import RecordError, UrlRecord
 from ..store.base import Batch
 from ..store.keys import NEVER_MS
@@ -89,6 +90,8 @@ def forget(
         q.forgotten += 1
         if record.never:
             q.never -= 1
+        if said_gone(record.presence):
+            q.gone -= 1
         touched[q.name] = q
         gone.append(record)
     if not gone:

@@ -33,6 +33,7 @@ from ..ops.progress import META_KEY as PROGRESS_KEY
 from ..ops.progress import Progress
 from ..ops.reporting import Reporter
 from ..policies import PolicyStack, persist
+from ..runtime.changelog import ChangesLog
 from ..runtime.changes import ChangeEvents, ChangesFeed
 from ..runtime.crawllog import CrawlLog
 from ..runtime.delivery import Delivery
@@ -252,10 +253,14 @@ def assemble(
         events_on = config.events_on
         if events_on:
             try:
+                history = ChangesLog(state.path, config.changes_log_max_bytes, config.changes_log_backups)
+            except OSError as exc:
+                raise StateDirError(f"The changes log in {state.path} cannot be written: {exc}.") from None
+            try:
                 feed = None if config.changes_feed is None else ChangesFeed(config.changes_feed)
             except ConfigError as exc:
                 raise StateDirError(str(exc)) from None
-            changes = ChangeEvents(frontier, feed, signals, stats, on_error=on_store_error)
+            changes = ChangeEvents(frontier, feed, signals, stats, on_error=on_store_error, history=history)
         verdicts = Verdicts(
             frontier,
             policy,
@@ -289,8 +294,10 @@ def assemble(
         runtime.checkpoint(clean=False, required=True)  # a folder that cannot take it is refused
     except BaseException:
         store.close()
-        if changes is not None and changes.feed is not None:
-            changes.feed.close()
+        if changes is not None:
+            for sink in (changes.feed, changes.history):
+                if sink is not None:
+                    sink.close()
         raise
     return runtime
 
@@ -359,6 +366,7 @@ def _operations(
         identity=identity,
         seeder=seeder,
         pace=pace,
+        state_path=state_path,
     )
     reporter = Reporter(
         frontier,

@@ -3,12 +3,14 @@
 The frontier writes each change event (:mod:`..change.events`) to its
 outbox in the same atomic write as the visit that made it.  Once a second
 :class:`ChangeEvents` takes the oldest ones out: it appends them to the
-changes feed (``ADAPTIVE_CHANGES_FEED``), flushes and fsyncs it, sends each
+state folder's history (``changes.log``, :mod:`.changelog`, which the
+console reads) and to the changes feed (``ADAPTIVE_CHANGES_FEED``),
+flushes and fsyncs both, sends each
 as the :data:`CHANGE_EVENT` signal, and only then deletes them from the
 outbox, in one write.  A kill at any moment loses none: what was not
 deleted is delivered again at the next start (at least once; a consumer
-that must not see one twice keys it by URL, kind and time).  A feed that
-cannot be written (a full disk) stops the crawl like a full state store
+that must not see one twice keys it by URL, kind and time).  A feed or a
+history that cannot be written (a full disk) stops the crawl like a full state store
 (:mod:`.sinkfail`), and the events wait in the outbox.
 """
 
@@ -16,14 +18,15 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import logging
 import os
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..change.events import FIELDS, read_event
 from ..config.spec import ConfigError
+from .changelog import ChangesLog, json_line
 from .sinkfail import drop_partial_line, sink_error
 
 if TYPE_CHECKING:
@@ -89,7 +92,7 @@ class ChangesFeed:
         if self.format == "csv":
             data = self._csv([[_cell(event[name]) for name in FIELDS] for event in events])
         else:
-            data = b"".join(_json_line(event) for event in events)
+            data = b"".join(json_line(event) for event in events)
         try:
             self._file.write(data)
             self._file.flush()
@@ -102,10 +105,6 @@ class ChangesFeed:
             self._file.close()
         except OSError:
             pass  # what was not made durable is still in the outbox
-
-
-def _json_line(event: dict[str, Any]) -> bytes:
-    return json.dumps(event, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
 
 
 def _cell(value: Any) -> Any:
@@ -124,9 +123,14 @@ class ChangeEvents:
         *,
         on_error: Callable[[StoreError], None],
         limit: int = DRAIN_LIMIT,
+        history: ChangesLog | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.frontier = frontier
         self.feed = feed
+        #: the state folder's ``changes.log``, which the console reads
+        self.history = history
+        self.clock = clock
         self.signals = signals
         self.stats = stats
         self.on_error = on_error
@@ -154,13 +158,15 @@ class ChangeEvents:
                 )
             else:
                 events.append(event)
-        if events and self.feed is not None:
-            try:
+        try:  # the history, then the feed: both durable before the outbox lets go
+            if events and self.history is not None:
+                self.history.write(events, self.clock())
+            if events and self.feed is not None:
                 self.feed.write(events)
-            except Exception as exc:  # a SinkError: said once, the crawl stops, the events wait
-                self.stopped = True
-                self.on_error(exc)  # type: ignore[arg-type]
-                return 0
+        except Exception as exc:  # a SinkError: said once, the crawl stops, the events wait
+            self.stopped = True
+            self.on_error(exc)  # type: ignore[arg-type]
+            return 0
         if self.signals is not None:
             for event in events:
                 self.signals.send_catch_log(CHANGE_EVENT, event=event)
@@ -179,3 +185,5 @@ class ChangeEvents:
         finally:
             if self.feed is not None:
                 self.feed.close()
+            if self.history is not None:
+                self.history.close()

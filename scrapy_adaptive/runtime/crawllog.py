@@ -26,13 +26,11 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import time
-from typing import TextIO
 
 from ..config.matching import media_type
 from ..model import UrlRecord, Visit
-from ..store.statedir import private_opener
+from .rotation import RotatingFile
 
 logger = logging.getLogger(__name__)
 
@@ -92,14 +90,11 @@ def format_line(record: UrlRecord, visit: Visit, now: float, pending: int = 0) -
 
 
 class CrawlLog:
-    """Appends visit lines to a size-rotated file."""
+    """Appends visit lines to a size-rotated file (:class:`~.rotation.RotatingFile`)."""
 
     def __init__(self, path: str, max_bytes: int, backups: int) -> None:
         self.path = path
-        self.max_bytes = max_bytes
-        self.backups = backups
-        self._file: TextIO | None = None
-        self._size = 0
+        self._file = RotatingFile(path, max_bytes, backups)
         self._broken = False
 
     def write(self, record: UrlRecord, visit: Visit, now: float | None = None, *, pending: int = 0) -> None:
@@ -107,32 +102,13 @@ class CrawlLog:
             return
         line = format_line(record, visit, time.time() if now is None else now, pending) + "\n"
         try:
-            if self._file is None:
-                self._file = open(self.path, "a", encoding="utf-8", buffering=1, opener=private_opener)  # noqa: SIM115
-                self._size = self._file.tell()
-            if self._size + len(line) > self.max_bytes and self._size > 0:
-                self._rotate()
-            self._file.write(line)
-            self._size += len(line.encode("utf-8"))
+            self._file.append(line.encode("utf-8"))
         except OSError as exc:
             self._broken = True
             logger.error("The crawl log %s cannot be written (%s); it is skipped from now on.", self.path, exc)
 
-    def _rotate(self) -> None:
-        assert self._file is not None
-        self._file.close()
-        if self.backups > 0:
-            for i in range(self.backups - 1, 0, -1):
-                older = f"{self.path}.{i}"
-                if os.path.exists(older):
-                    os.replace(older, f"{self.path}.{i + 1}")
-            os.replace(self.path, f"{self.path}.1")
-        else:
-            os.remove(self.path)
-        self._file = open(self.path, "a", encoding="utf-8", buffering=1, opener=private_opener)  # noqa: SIM115
-        self._size = 0
-
     def close(self) -> None:
-        if self._file is not None:
+        try:
             self._file.close()
-            self._file = None
+        except OSError:
+            pass  # each line was written through as it came

@@ -167,5 +167,6 @@ TRUST_KEY = "tr"  #: validator track record (scrapy_adaptive/change/trust.py)
 HINT_TRUST_KEY = "hn"  #: change-hint sources' track records (scrapy_adaptive/frontier/hints.py)
 QUARANTINED_KEY = "x"  #: unreadable records moved aside (keys ``x/<fp>``)
 FORGOTTEN_KEY = "fg"  #: URLs deleted by ``scrapy frontier forget``
+GONE_KEY = "gn"  #: URLs said ``gone`` and not back (scrapy_adaptive/change/events.py)
 #: wall-clock ms until which every slot rests (politeness kept across a restart)
 NEXT_FETCH_KEY = "nf"

@@ -39,7 +39,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from . import keys
 from .base import Batch, Conflict, Store, StoreError, split_by_queue
-from .keys import FORGOTTEN_KEY, NEVER_KEY, QUARANTINED_KEY, URLS_KEY, VERSIONS_KEY, VISITS_KEY
+from .keys import FORGOTTEN_KEY, GONE_KEY, NEVER_KEY, QUARANTINED_KEY, URLS_KEY, VERSIONS_KEY, VISITS_KEY
 
 try:  # the optional extra
     import redis
@@ -51,7 +51,7 @@ _RENEW = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPI
 #: give a lease up only if it is still ours
 _RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
 #: the counter keys written as increments: every worker's counts add up
-ADDITIVE = frozenset((URLS_KEY, NEVER_KEY, VISITS_KEY, VERSIONS_KEY, QUARANTINED_KEY, FORGOTTEN_KEY))
+ADDITIVE = frozenset((URLS_KEY, NEVER_KEY, VISITS_KEY, VERSIONS_KEY, QUARANTINED_KEY, FORGOTTEN_KEY, GONE_KEY))
 #: host names read per pipelined round trip
 _CHUNK = 500
 

@@ -6,6 +6,7 @@ Layout of ``ADAPTIVE_STATE_DIR``::
                           and the last checkpoint (see below)
     frontier.ldb/         the LevelDB database (records, queues, counters)
     crawl.log             one line per visit (rotated), when enabled
+    changes.log           the change events delivered (rotated), when events are on
     validators-report.json  the hosts' validator track records
     spider-state.json     ``spider.state``, as JSON (:mod:`..integration.spiderstate`)
 

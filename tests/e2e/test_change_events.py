@@ -17,6 +17,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,8 @@ EXPECTED = {
 
 
 class ScriptedSite:
-    def __init__(self) -> None:
+    def __init__(self, scripts: dict[str, list[tuple[int, str]]] | None = None) -> None:
+        self.scripts = SCRIPTS if scripts is None else scripts
         self.requests: dict[str, int] = {}
         self.lock = threading.Lock()
 
@@ -68,7 +70,7 @@ class ScriptedSite:
         with self.lock:
             n = self.requests.get(path, 0)
             self.requests[path] = n + 1
-        script = SCRIPTS.get(path, [(404, "Not found")])
+        script = self.scripts.get(path, [(404, "Not found")])
         return script[min(n, len(script) - 1)]
 
     def handler(self) -> type[http.server.BaseHTTPRequestHandler]:
@@ -92,17 +94,24 @@ class ScriptedSite:
         return Handler
 
 
-@pytest.fixture
-def site() -> Iterator[tuple[ScriptedSite, str]]:
-    scripted = ScriptedSite()
+@contextmanager
+def serving(scripted: ScriptedSite) -> Iterator[str]:
+    """*scripted* served on a free loopback port: its base URL."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), scripted.handler())
-    serving = threading.Thread(target=server.serve_forever, daemon=True)
-    serving.start()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
     try:
-        yield scripted, f"http://127.0.0.1:{server.server_address[1]}"
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def site() -> Iterator[tuple[ScriptedSite, str]]:
+    scripted = ScriptedSite()
+    with serving(scripted) as base:
+        yield scripted, base
 
 
 def test_every_transition_is_said_once_in_the_feed_and_the_signal(

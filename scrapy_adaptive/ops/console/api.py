@@ -9,7 +9,9 @@ Distributions (waits, change rates, top URLs) are read from at most
 ``sample_limit`` records: records are keyed by fingerprint, a hash, so the
 first records in key order are a uniform sample, and a report costs a
 bounded scan however large the frontier.  Counts (URLs, visits, versions,
-URLs due) come from the per-queue counters and queue indexes: exact.
+gone pages, URLs due) come from the per-queue counters and queue indexes:
+exact.  The latest change events are read from the end of the state
+folder's history (:mod:`.changes_command`).
 
 No Scrapy import.
 """
@@ -29,6 +31,7 @@ from ...policies import memory
 from ...policies.estimator import CHANGED, EXACT
 from ..humanize import human, when
 from ..progress import Progress
+from .changes_command import DEFAULT_LIMIT, URL_EVENTS, event_words, find_changes, kinds_of, limit_of, url_pattern
 from .hinttrack import pending_hint, track_record, url_words
 from .seeds import Seeder, seed_problem
 
@@ -39,6 +42,8 @@ RATE_EDGES = (0.1, 1.0, 10.0, 100.0)
 TOP = 10
 #: URLs due counted per host at most (a bounded scan of its queue index)
 DUE_LIMIT = 100_000
+#: the latest change events a report lists
+LATEST_CHANGES = 20
 
 
 def class_label(value: float | None, edges: tuple[float, ...], fmt: Callable[[float], str]) -> str:
@@ -100,8 +105,11 @@ class FrontierConsole:
         identity: Callable[[str], tuple[str, bytes]] | None = None,
         seeder: Seeder | None = None,
         sample_limit: int = 20_000,
+        state_path: str | None = None,
     ) -> None:
         self.frontier = frontier
+        #: the state folder, where the history of change events is (None: not known here)
+        self.state_path = state_path
         self.progress = progress
         self.budget_per_day = budget_per_day
         #: a URL's queue and fingerprint as the crawl computes them (None: found by a scan)
@@ -136,6 +144,7 @@ class FrontierConsole:
                 "never": q.never,
                 "visits": q.visits,
                 "versions": q.versions,
+                "gone": q.gone,
                 "due": frontier.count_due(q.name, now, limit=DUE_LIMIT) if q.head_time() <= now else 0,
                 "next_due": None if q.head_time() == float("inf") else q.head_time(),
                 "crawl_delay": q.crawl_delay,
@@ -184,7 +193,12 @@ class FrontierConsole:
         spent = None if rates_now is None else rates_now["visits"] * 24
         return {
             "generated": now,
-            "totals": {**shape, "forgotten": frontier.counts().forgotten, "hosts": len(hosts)},
+            "totals": {
+                **shape,
+                "forgotten": frontier.counts().forgotten,
+                "hosts": len(hosts),
+                "gone": sum(row["gone"] for row in hosts),
+            },
             "hosts": hosts,
             "sampled": sampled,
             "wait_classes": class_order(WAIT_EDGES, human),
@@ -201,8 +215,16 @@ class FrontierConsole:
             "rates": rates_now,
             "hours": [[h, v] for h, v in self.progress.series()] if self.progress is not None else [],
             "hints": track_record(frontier.hint_report()),
+            "changes": self._latest_changes(now),
             **{name: provider() for name, provider in self.sections.items()},
         }
+
+    def _latest_changes(self, now: float) -> dict[str, Any]:
+        """The latest change events (the history's end and the outbox) and the
+        gone pages per host (the queues' counters: no record is read)."""
+        latest = find_changes(self.state_path, self.frontier, now=now, limit=LATEST_CHANGES)
+        gone = sorted(((q.name, q.gone) for q in self.frontier.queues() if q.gone), key=lambda t: (-t[1], t[0]))
+        return {**latest, "gone_by_host": [{"host": host, "gone": n} for host, n in gone]}
 
     def _rates(self) -> dict[str, Any] | None:
         """Per hour: the recent rates in a running crawl, else those of the
@@ -222,8 +244,27 @@ class FrontierConsole:
         if record is None:
             return None
         sources = track_record(self.frontier.hint_report())["by_host"]
-        lines = describe(record, self.frontier.clock()) + url_words(record.hint, record.queue, sources)
-        return {"record": record_dict(fp, record, sources), "lines": lines}
+        now = self.frontier.clock()
+        lines = describe(record, now) + url_words(record.hint, record.queue, sources)
+        found = find_changes(self.state_path, self.frontier, now=now, url=record.url, limit=URL_EVENTS)
+        if found["events"]:
+            lines.append(f"change events, newest first{' (the latest)' if found['more'] else ''}:")
+            lines += ["  " + event_words(event, with_url=False) for event in found["events"]]
+        elif found["history_from"] is not None:
+            lines.append(f"change events: none since {when(found['history_from'])}")
+        return {"record": record_dict(fp, record, sources), "lines": lines, "events": found["events"]}
+
+    def changes(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The change events a ``changes`` request asks for (:func:`.changes_command.find_changes`)."""
+        return find_changes(
+            self.state_path,
+            self.frontier,
+            now=self.frontier.clock(),
+            since=request.get("since"),
+            pattern=url_pattern(request.get("url")),
+            kinds=kinds_of(request.get("kinds")),
+            limit=limit_of(request.get("limit", DEFAULT_LIMIT)),
+        )
 
     # -- steering --------------------------------------------------------
 
@@ -261,6 +302,8 @@ class FrontierConsole:
             yield {"report": self.report()}
         elif op == "url":
             yield {"url": self.url(str(request["url"]))}
+        elif op == "changes":
+            yield {"changes": self.changes(request)}
         elif op == "seed":
             yield {"seeded": self.seed([str(u) for u in request.get("urls", [])])}
         elif op == "forget":

@@ -16,7 +16,7 @@ from scrapy.commands import ScrapyCommand
 if TYPE_CHECKING:
     import argparse
 
-ACTIONS = ("report", "url", "seed", "forget", "export", "schedule")
+ACTIONS = ("report", "url", "changes", "seed", "forget", "export", "schedule")
 
 
 class Command(ScrapyCommand):
@@ -26,7 +26,8 @@ class Command(ScrapyCommand):
 
     def syntax(self) -> str:
         return (
-            "report [--html FILE] [--json] | url URL | seed URL... | forget (URL... | --regex R) | export | "
+            "report [--html FILE] [--json] | url URL | changes [--since T] [--url R] [--kind K] [--limit N] | "
+            "seed URL... | forget (URL... | --regex R) | export | "
             "schedule (--match R --every 1h [--from D] [--until D] [--min S] [--max S] [--name N] [--force] "
             "| --list | --remove N)"
         )
@@ -39,8 +40,10 @@ class Command(ScrapyCommand):
             "Reads the state folder of a stopped crawl (JOBDIR/adaptive, or ADAPTIVE_STATE_DIR) directly, or asks "
             "the running crawl over its control socket in that folder. Actions: report (hosts, queues, due URLs, "
             "wait and change-rate distributions, validators' trust, budget), url URL (the record and its visits "
-            "in words), seed URL..., forget URL... or --regex R, export (every record as JSON lines), schedule (a "
-            "curated revisit schedule with a time window: add, --list, --remove)."
+            "in words, and its change events), changes (the change events, newest first, of the last --since T, of "
+            "URLs matching --url R, of --kind new,changed,gone,back,moved), seed URL..., forget URL... or "
+            "--regex R, export (every record as JSON lines), schedule (a curated revisit schedule with a time "
+            "window: add, --list, --remove)."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -48,10 +51,17 @@ class Command(ScrapyCommand):
         parser.add_argument("--jobdir", metavar="DIR", help="the crawl's JOBDIR (default: the JOBDIR setting)")
         parser.add_argument("--state-dir", metavar="DIR", help="the state folder (default: ADAPTIVE_STATE_DIR)")
         parser.add_argument("--html", metavar="FILE", help="report: also write the HTML report to FILE")
-        parser.add_argument("--json", action="store_true", help="report, url: print JSON instead of text")
+        parser.add_argument("--json", action="store_true", help="report, url, changes: print JSON instead of text")
         parser.add_argument("--regex", metavar="R", help="forget: every URL this regular expression matches")
         parser.add_argument("--format", default="jsonl", choices=["jsonl"], help="export: the format (jsonl)")
         parser.add_argument("--output", "-O", metavar="FILE", help="export: write to FILE instead of stdout")
+        changes = parser.add_argument_group("changes")
+        changes.add_argument("--since", metavar="T", help="changes: those of the last T (90s, 15m, 1h, 2d)")
+        changes.add_argument("--url", metavar="R", help="changes: those of URLs this regular expression matches")
+        changes.add_argument(
+            "--kind", action="append", metavar="K", help="changes: those of kind K (new, changed, gone, back, moved)"
+        )
+        changes.add_argument("--limit", metavar="N", help="changes: list the newest N (default 50)")
         schedule = parser.add_argument_group("schedule")
         schedule.add_argument("--match", metavar="R", help="schedule: the URLs this regular expression matches")
         schedule.add_argument("--every", metavar="T", help="schedule: revisit at least this often (3600, 15m, 1h, 2d)")

@@ -12,7 +12,8 @@ the crawl's own user; no network port is opened and no token is needed.
 Protocol: the client sends one JSON line, ``{"op": ..., ...}``; the crawl
 answers JSON lines and closes the connection.  A ``{"error": "..."}`` line
 says what went wrong.  Ops: ``report``, ``url`` (``url``), ``seed``
-(``urls``), ``forget`` (``urls``, ``regex``), ``export``.
+(``urls``), ``forget`` (``urls``, ``regex``), ``export``, ``changes``
+(``since``, ``url``, ``kinds``, ``limit``), ``schedule``.
 
 A report or an export scans records in the reactor thread: the crawl pauses
 for it (about a second per 100,000 records exported; a report reads a

@@ -132,6 +132,7 @@ def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
         ["URLs", totals["urls"], "hosts", totals["hosts"]],
         ["visits", totals["visits"], "versions", totals["versions"]],
         ["due now", totals["due"], "never again", totals["never"]],
+        ["gone pages", totals.get("gone", "-"), "forgotten", totals["forgotten"]],
         ["overdue p50", human(totals["overdue_p50"]), "overdue p95", human(totals["overdue_p95"])],
         [
             "revisit budget",
@@ -194,6 +195,7 @@ def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
         "</div><div><h2>Never changing URLs</h2>",
         _table(["URL", "visits"], [[r["url"], r["visits"]] for r in report["never_changing"]]),
         "</div></div>",
+        *_changes_section(report.get("changes")),
         *_hint_section(report.get("hints")),
         *_payload_section(report.get("shared_payloads")),
         *_schedule_section(report.get("schedules")),
@@ -202,6 +204,41 @@ def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{_esc(title)}</title><style>{_STYLE}</style></head><body>" + "".join(sections) + "</body></html>"
     )
+
+
+def _changes_section(section: dict[str, Any] | None) -> list[str]:
+    """The latest change events, and the pages said gone per host."""
+    if section is None:
+        return []
+    events = section["events"]
+    rows = [
+        [
+            when(e["time"]),
+            e["kind"] + ("" if e.get("delivered", 0) is not None else " (not delivered yet)"),
+            "-" if e.get("status") is None else e["status"],
+            "-" if e.get("version") is None else e["version"],
+            e["url"] + (f" -> {e['location']}" if e.get("location") else ""),
+        ]
+        for e in events
+    ]
+    latest = (
+        _table(["time", "event", "status", "version", "URL"], rows)
+        if rows
+        else '<p class="muted">No change event recorded (ADAPTIVE_CHANGE_EVENTS or ADAPTIVE_CHANGES_FEED).</p>'
+    )
+    gone = section["gone_by_host"]
+    by_host = (
+        _table(["host", "gone pages"], [[r["host"], r["gone"]] for r in gone[:30]])
+        if gone
+        else '<p class="muted">No page is gone.</p>'
+    )
+    return [
+        '<div class="grid"><div><h2>Latest changes</h2>',
+        latest,
+        "</div><div><h2>Gone pages per host</h2>",
+        by_host,
+        "</div></div>",
+    ]
 
 
 def _schedule_section(rows: list[dict[str, Any]] | None) -> list[str]:

@@ -50,6 +50,7 @@ from ..progress import BUDGET, Progress
 from ..progress import META_KEY as PROGRESS_KEY
 from . import control
 from .api import FrontierConsole, compile_regex
+from .changes_command import change_report_lines, changes_lines, changes_request
 from .hinttrack import report_words
 from .html import render
 from .payloads import payload_lines
@@ -64,6 +65,11 @@ if TYPE_CHECKING:
 
 class ConsoleError(Exception):
     """Why the command cannot go on: printed as is."""
+
+
+class UsageError(ConsoleError):
+    """The command's arguments are wrong: printed as is, exit code 2 (as for
+    an unknown action), nothing read or changed."""
 
 
 def state_folder(opts: argparse.Namespace, settings: BaseSettings, config: AdaptiveConfig) -> StateDir:
@@ -148,6 +154,7 @@ def answers(state: StateDir, config: AdaptiveConfig, request: dict[str, Any]) ->
             budget_per_day=config.budget,
             seeder=file_seeder(state.path),
             pace=lambda: stopped_pace(config, store),
+            state_path=state.path,
         )
         if config.warc_dir:  # the crawl's WARC folder, closed with it
             console.sections["shared_payloads"] = lambda: shared_payloads_in(str(config.warc_dir))
@@ -212,7 +219,7 @@ def main(action: str, args: list[str], opts: argparse.Namespace, settings: BaseS
             for answer in answers(state, config, request):
                 if "error" in answer:
                     raise ConsoleError(str(answer["error"]))
-                show(action, answer, opts, out, state)
+                show(action, answer, opts, out, state, request)
                 shown += 1
     except BrokenPipeError:  # `scrapy frontier export | head`
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (Python flushes stdout at exit)
@@ -227,11 +234,23 @@ def main(action: str, args: list[str], opts: argparse.Namespace, settings: BaseS
             where = f" to {opts.output}{PARTIAL}; {opts.output} is unchanged" if to_file and shown else ""
             done = f" ({counted(shown, 'record')} exported{where}, from before and after the damage)"
         print(f"scrapy frontier {action}: {exc}{done}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(exc, UsageError) else 1
     return 0
 
 
 def build_request(action: str, args: list[str], opts: argparse.Namespace) -> dict[str, Any]:
+    """The request *action* sends; a :class:`UsageError` for arguments it cannot take."""
+    try:
+        return _request(action, args, opts)
+    except (ValueError, ConsoleError) as exc:  # ConfigError too: a bad --since, --url, --every
+        raise UsageError(str(exc)) from None
+
+
+def _request(action: str, args: list[str], opts: argparse.Namespace) -> dict[str, Any]:
+    if action == "changes":
+        if args:
+            raise ConsoleError(f"changes takes options, not {args[0]!r}: scrapy frontier changes [--since T] ...")
+        return changes_request(opts)
     if action == "url":
         if len(args) != 1:
             raise ConsoleError("give one URL: scrapy frontier url URL")
@@ -247,16 +266,10 @@ def build_request(action: str, args: list[str], opts: argparse.Namespace) -> dic
         if not args and not opts.regex:
             raise ConsoleError("give the URLs to forget, or --regex R")
         if opts.regex is not None:
-            try:
-                compile_regex(opts.regex)  # refused before anything is read or deleted
-            except ValueError as exc:
-                raise ConsoleError(str(exc)) from None
+            compile_regex(opts.regex)  # refused before anything is read or deleted
         return {"op": "forget", "urls": args, "regex": opts.regex}
     if action == "schedule":
-        try:
-            return schedule_request(opts)
-        except ValueError as exc:
-            raise ConsoleError(str(exc)) from None
+        return schedule_request(opts)
     return {"op": action}
 
 
@@ -288,7 +301,9 @@ def _output_file(path: str) -> Iterator[Any]:
     os.replace(tmp, path)
 
 
-def show(action: str, answer: dict[str, Any], opts: argparse.Namespace, out: Any, state: StateDir) -> None:
+def show(
+    action: str, answer: dict[str, Any], opts: argparse.Namespace, out: Any, state: StateDir, request: dict[str, Any]
+) -> None:
     if action == "export":
         out.write(json.dumps(answer["record"], ensure_ascii=False) + "\n")
         return
@@ -309,6 +324,8 @@ def show(action: str, answer: dict[str, Any], opts: argparse.Namespace, out: Any
         out.write(f"{counted(len(answer['forgotten']), 'URL')} forgotten\n")
     elif action == "schedule":
         out.write("\n".join(schedule_lines(answer)) + "\n")
+    elif action == "changes":
+        out.write("\n".join(changes_lines(answer["changes"], request)) + "\n")
     if action == "report" and opts.html:
         with open(opts.html, "w", encoding="utf-8", opener=private_opener) as f:
             f.write(render(answer["report"], title=f"Frontier report: {state.path}"))
@@ -367,6 +384,7 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     ]
     lines.append("never changing URLs:" + ("" if report["never_changing"] else " none revisited yet"))
     lines += [f"  {r['visits']:>4} {plural(r['visits'], 'visit'):<6}  {r['url']}" for r in report["never_changing"]]
+    lines += change_report_lines(report.get("changes"))
     if "hints" in report:  # a running crawl of an older version answers without them
         lines += ["", *report_words(report["hints"])]
     if report.get("schedules"):

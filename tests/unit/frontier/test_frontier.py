@@ -561,7 +561,7 @@ def test_queue_counters_round_trip_with_their_stored_keys() -> None:
     from scrapy_adaptive.frontier.hostqueue import COUNTER_KEYS, HostQueue
 
     q = HostQueue(
-        name="h", valence=1, urls=3, never=1, visits=7, versions=2, quarantined=1, forgotten=2, crawl_delay=0.0
+        name="h", valence=1, urls=3, never=1, visits=7, versions=2, quarantined=1, forgotten=2, gone=1, crawl_delay=0.0
     )
     q.slots = [1_700_000_000.5]
     q.trust = {"": {"right": 4}, "h/img/*.jpg": {"right": 2, "streak": 2}}

@@ -298,8 +298,8 @@ def test_a_budget_is_drawn_to_scale_and_only_when_set() -> None:
 def test_a_seed_that_is_not_an_http_url_is_refused_at_once(
     tmp_path: Path, bad: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``scrapy frontier seed notaurl`` on a stopped crawl: exit code 1 and one
-    line naming the URL, and nothing left for the next start."""
+    """``scrapy frontier seed notaurl`` on a stopped crawl: exit code 2 (a
+    usage error) and one line naming the URL, and nothing left for the next start."""
     import argparse
 
     from scrapy.settings import Settings
@@ -310,7 +310,7 @@ def test_a_seed_that_is_not_an_http_url_is_refused_at_once(
     state = StateDir(str(tmp_path / "job" / "adaptive"), temporary=False)
     open_store(state, spider="s", fingerprinter="fp", sync=False).close()
     opts = argparse.Namespace(jobdir=str(tmp_path / "job"), state_dir=None, json=False, html=None, output=None)
-    assert main("seed", ["http://h/good", bad], opts, Settings()) == 1
+    assert main("seed", ["http://h/good", bad], opts, Settings()) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1, err
     assert err.startswith(f"scrapy frontier seed: {bad!r} is not a URL to seed") and "Nothing was seeded" in err
@@ -327,7 +327,7 @@ def test_a_seed_that_is_not_an_http_url_is_refused_at_once(
 def test_forget_by_a_regex_that_does_not_compile_is_refused_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``scrapy frontier forget --regex '('``: exit code 1, one line naming the
+    """``scrapy frontier forget --regex '('``: exit code 2, one line naming the
     regex, no traceback, nothing deleted; the console refuses it too."""
     import argparse
 
@@ -340,7 +340,7 @@ def test_forget_by_a_regex_that_does_not_compile_is_refused_in_one_line(
     opts = argparse.Namespace(
         jobdir=str(tmp_path / "job"), state_dir=None, json=False, html=None, output=None, regex="("
     )
-    assert main("forget", [], opts, Settings()) == 1
+    assert main("forget", [], opts, Settings()) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1, err
     assert err.startswith("scrapy frontier forget: --regex '(' is not a valid regular expression")

@@ -156,3 +156,55 @@ def test_a_feed_that_cannot_be_appended_to_is_refused_in_one_line(tmp_path: Path
         ChangesFeed(str(tmp_path / "changes.json"))
     with pytest.raises(ConfigError, match="does not exist"):
         ChangesFeed(str(tmp_path / "nowhere" / "changes.jsonl"))
+
+
+def test_each_queue_counts_its_gone_pages_as_verdicts_forgets_and_failed_writes_change_them() -> None:
+    """The report's gone pages per host come from the queue's counters, kept
+    with each verdict in the same write: no record is read to count them."""
+    f, clock = frontier()
+    other = "http://shop.example/p/43"
+    other_fp = hashlib.sha1(other.encode()).digest()
+    f.add(other_fp, other, "shop.example", {"url": other})
+
+    def answer(status: int, presence: list[int], event: str | None) -> None:
+        clock.t += 60
+        issued = f.next()
+        assert issued is not None
+        f.update(issued.fp, visit(status, ChangeState.CHANGED, f"d{status}"), presence=presence, event=event)
+
+    answer(200, [1, 0, 0], "new")
+    answer(200, [1, 0, 0], "new")
+    answer(404, [1, 1, 1], "gone")
+    answer(410, [1, 1, 1], "gone")
+    q = f.book.get("shop.example")
+    assert q.gone == 2
+    reopened = Frontier(f.store, f.politeness, clock=clock)
+    reopened.load()
+    assert reopened.book.get("shop.example").gone == 2  # kept with the queue's counters
+    answer(200, [1, 0, 0], "back")
+    assert q.gone == 1
+    gone_fp = next(fp for fp in (FP, other_fp) if is_gone(f, fp))
+    # a verdict whose write fails leaves the count as the store has it
+    clock.t += 60
+    issued = f.next()
+    assert issued is not None and issued.fp == gone_fp
+    write = f.store.write
+
+    def refuse(batch: Batch) -> None:
+        raise OSError("disk full")
+
+    f.store.write = refuse  # type: ignore[method-assign]
+    with pytest.raises(OSError):
+        f.update(issued.fp, visit(200, ChangeState.CHANGED, "d3"), presence=[1, 0, 0], event="back")
+    f.store.write = write  # type: ignore[method-assign]
+    assert q.gone == 1
+    f.forget([("shop.example", gone_fp)])
+    assert q.gone == 0
+    reopened = Frontier(f.store, f.politeness, clock=clock)
+    reopened.load()
+    assert reopened.book.get("shop.example").gone == 0
+
+
+def is_gone(f: Frontier, fp: bytes) -> bool:
+    record = f.get_record("shop.example", fp)
+    return record is not None and record.presence == [1, 1, 1]
