@@ -224,9 +224,9 @@ def simulate(
             visit.probe = 0.0
         if not (visit.wait >= 0 and math.isfinite(visit.wait)):
             raise ValueError(f"{type(policy).__name__} returned an invalid wait {visit.wait!r} for {page.url}")
-        frontier.update(issued.fp, visit)
-        for word in (CONFIRMED, REFUTED):
-            if word in visit.annotations:
+        record = frontier.update(issued.fp, visit)
+        for word in (CONFIRMED, REFUTED):  # what the frontier concluded of the hint
+            if record is not None and word in record.notes:
                 hint_counts[word] = hint_counts.get(word, 0) + 1
 
     result = metrics.finish(ptr, seen)
