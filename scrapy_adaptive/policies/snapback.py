@@ -56,8 +56,6 @@ from .noise_guard import NoiseDetector, probe_wait
 
 #: the policy-memory key of the URL's normalised last wait
 WAIT = "su"
-#: where :meth:`SnapBackWaitPolicy.from_params` keeps the crawl's :class:`BudgetPace`
-PACE_KEY = "snapback_pace"
 #: revisits the budget is held over when no window is configured: about three
 #: weeks at 240 revisits a day.  Within it spending follows the rule (a burst
 #: is followed, not cut to the daily mean); over it the budget is spent.  A
