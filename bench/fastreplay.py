@@ -456,7 +456,6 @@ def main(argv: list[str] | None = None) -> int:
                     if str(d.get("service", "")) in keep:
                         out.write(json.dumps(d) + "\n")
         return 0
-    import bench.policy_lineup  # noqa: F401, PLC0415  (registers the exploratory variants)
 
     policies = args.policies.split(",")
     unknown = [p for p in policies + [args.default] if p not in POLICIES]

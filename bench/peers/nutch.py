@@ -14,7 +14,8 @@ scheduled unmodified pages into the past, and the rate policies of
 from __future__ import annotations
 
 from scrapy_adaptive.policies.base import WaitParams, WaitPolicy
-from scrapy_adaptive.policies.history import IntervalRule
+
+from .interval import IntervalRule
 
 YEAR = 365 * 86_400.0
 

@@ -9,7 +9,8 @@ min 60 minutes, max 14 days.
 from __future__ import annotations
 
 from scrapy_adaptive.policies.base import WaitParams, WaitPolicy
-from scrapy_adaptive.policies.history import IntervalRule
+
+from .interval import IntervalRule
 
 
 class StormCrawlerWaitPolicy(IntervalRule, WaitPolicy):

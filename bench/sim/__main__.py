@@ -43,7 +43,6 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--json", help="write every result here")
     p.add_argument("--svg-dir", help="write learning-curve and budget SVG charts here")
     args = p.parse_args(argv)
-    import bench.policy_lineup  # noqa: F401, PLC0415  (registers the exploratory variants, as bench.fastreplay does)
 
     unknown = [n for n in args.policies.split(",") if n not in POLICIES]
     if unknown:

@@ -7,4 +7,6 @@ version, stamped with the commit time.  :mod:`bench.traces.derive` turns a
 fetched repository into a trace (the format :mod:`bench.replay` reads);
 ``SOURCES.md`` and ``manifest.json`` say where each committed trace came
 from.  Only timestamps are committed, never the repositories' content.
+``lab/`` holds the JSON reports of the replay runs that ``docs/lab/`` quotes
+(``--render`` prints their tables again).
 """

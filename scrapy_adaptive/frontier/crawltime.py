@@ -22,8 +22,8 @@ t / d)`` never exceeds the valence.  With one slot the formula is then exact:
 crawl delay, misjudges it both ways: with one slot it leaves the fetch time
 out of every cycle and underestimates by ``(docs − 1) × t``; with several
 slots that rest side by side it sees one fetch per ``w`` (``threads = t/w <
-1``) and overestimates, up to valence-fold.  The budget benchmark measured
-a median error of −6 % for ours and +30 % for the paper's delay (valence 2).
+1``) and overestimates, up to valence-fold (both errors on real fetches:
+``docs/benchmarks.md``, "Crawl budget and crawl-time estimates").
 
 No Scrapy import: the scheduler feeds it fetch durations and asks it about
 the frontier's queues; tests drive it directly.

@@ -110,8 +110,8 @@ class RateAllocator:
         Unless configured, the time the budget takes to buy
         :data:`WINDOW_REVISITS` revisits: enough to measure a rate, and on
         the crawl's own time scale (3 days at 240 revisits a day, 4 minutes
-        at 250,000 a day), so a compressed world's loop acts within minutes
-        and a real crawl's is not jumpy.
+        at 250,000 a day), so the loop of a crawl compressed into minutes
+        acts within minutes and a real crawl's is not jumpy.
         """
         if self.window is not None:
             return self.window

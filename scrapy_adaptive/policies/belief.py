@@ -29,9 +29,9 @@ enough are caught, towards the class's own pace (the rates its revisited
 URLs showed: a header that never moves stands in front of the pages its
 template serves), and that towards the crawl's caught liars and the
 population's typical rate λ₀ (what a URL nothing is known of would get).
-Before this, λ_lie started at λ₀, which the crawl's static pages and images
-pull down: the changing web's lying pages, among pages changing every few
-minutes, had their first checks timed near the end of a 20-minute run.
+λ₀ alone would not do: the crawl's static pages and images pull it down, so
+a lying page among pages changing every few minutes would have its first
+check timed far too late (``docs/lab/changing-web-runs.md``, "Runs 19–24").
 Where old headers keep
 proving honest q falls as 1/n and first revisits spread out accordingly;
 where they are caught lying q stays high and the next old page is checked
@@ -40,9 +40,9 @@ at its first revisit (timed by the mixture, so about at λ̂ where q is
 small): a class believed without checks could never learn that it had
 started to lie.  A *young* claim (a rate at or above λ₀) is not checked:
 believed, it costs fetches if it lies, not versions, and counted, its
-honest checks swamped the old claims' (the changing web's fresh pages and
-images made a class of pages whose only old headers lied look honest,
-and those liars waited twice the population's interval for a first check).
+honest checks would swamp the old claims' (a class's fresh pages and images
+would make its lying old headers look honest, and delay their checks:
+``docs/lab/changing-web-runs.md``, "Runs 12–15").
 Nothing here is a time constant: λ₀ is the crawl's own, and q a ratio of
 counts.
 
@@ -204,10 +204,10 @@ class HeaderBelief:
 
         A lying header stands in front of the pages its template serves, so
         its pages change like their class's, not like the whole crawl's
-        typical URL (on the changing web λ₀ fell to a 663-second interval as
-        the slow images and static pages were learned, while the lying pages
-        changed every 270 seconds or so: mixed at λ₀ they waited for checks
-        past the end of the run, and an unchanged check held them for hours)."""
+        typical URL: λ₀ falls as the crawl learns its slow images and static
+        pages, while the pages behind a lying template keep their own pace,
+        so mixed at λ₀ they would wait far too long for their checks
+        (``docs/lab/changing-web-runs.md``, "Runs 19–24")."""
         return math.exp(self._log_lie_rate(typical, None if url is None else pool_key(url)))
 
     def _log_lie_rate(self, typical: float, key: str | None) -> float:

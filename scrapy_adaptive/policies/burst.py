@@ -23,11 +23,9 @@ so the policy reacts from a URL's first burst on.  On Poisson pages the
 offsets are learned near 0 and the policy is
 :class:`~.rate.ProportionalWaitPolicy`.
 
-How it compares with plain proportional allocation and Heritrix's rule in
-the simulated worlds, and the variants tried and dropped (five states,
-quiet pages visited more or less often than equal hazard asks), is measured
-in ``docs/lab/policy-lab.md`` ("The burst policy", "Figures"), next to the
-commands that produce the figures.
+Why three states, why a quiet page is visited just as equal hazard asks,
+and how the policy compares with plain proportional allocation and
+Heritrix's rule: ``docs/lab/policy-lab.md``, "The burst policy".
 
 The next wait is r_h/λ_s for the current state s, so every interval carries
 about the same expected number of changes, and the page is fetched about
@@ -96,8 +94,8 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
 
         The URL's own δ_s (MAP over the intervals filed under s, around the
         population offset) is only evidence for the population: a URL sees
-        too few bursts for it to time the wait (tried and lost in the lab:
-        ``docs/lab/policy-lab.md``, "The burst policy").
+        too few bursts for it to time the wait (``docs/lab/policy-lab.md``,
+        "The burst policy").
         Every state is redone at each observation: offsets are relative to
         λ̄, which just moved.
         """

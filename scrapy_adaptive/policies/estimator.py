@@ -9,9 +9,9 @@ prior is learned from the population (:class:`~.prior.PopulationPrior`), and
 keeps the estimate finite and sensible after one or two visits, which is
 where a budget-driven crawler spends most of its early fetches.
 
-The classical estimators this one is checked against (naive, bias-reduced,
-interval MLE, Last-Modified X/T) live with the lab, in
-``bench/sim/estimators.py``.
+The classical estimators (naive, bias-reduced, interval MLE, Last-Modified
+X/T) are not used here; they are the references this one is tested against
+(``docs/lab/policy-lab.md``, "Derivations checked").
 """
 
 from __future__ import annotations
@@ -60,8 +60,7 @@ class RateEstimator:
     window: int = 24
     #: seconds after which an observation counts half (None: no discount).
     #: Rates drift over years; on stationary pages the window already bounds
-    #: the memory (measured on the replay and the simulated worlds:
-    #: ``docs/lab/policy-lab.md``, "Forgetting")
+    #: the memory (``docs/lab/policy-lab.md``, "The estimator")
     half_life: float | None = 60 * DAY
     trust_last_modified: bool = True
 
@@ -88,8 +87,8 @@ class RateEstimator:
                         # the Last-Modified was believed until now: the exact
                         # ages it gave (the first visit's, changed intervals)
                         # fall back to "a change within that time" (a frozen
-                        # one said "a week old" and held a changing page at
-                        # the slowest rate)
+                        # one saying "a week old" would hold a changing page
+                        # at the slowest rate)
                         obs = [[o[0], CHANGED, *o[2:]] if o[1] in (EXACT, AGE) else o for o in obs]
                     bad += 1
                 memory[LAST_MODIFIED_AGREEMENT] = [good, bad]
@@ -177,11 +176,12 @@ class RateEstimator:
         URL has seen a change of its own, it counts only while the URL's
         own posterior finds an age at least that old plausible (predictive
         probability ≥ :data:`AGE_OUTLIER`).  Counted in full for ever, a
-        first age of eight minutes still held a page changing about every
-        70 s at two thirds of its rate after six changed revisits, and a
-        static page whose files were all written when the site was
-        deployed, minutes before the crawl, kept looking like a page
-        changing every few minutes.
+        short first age would hold a fast page below its rate long after
+        its own changes said otherwise, and a static page whose files were
+        all written when the site was deployed, minutes before the crawl,
+        would keep looking like a page changing every few minutes
+        (``docs/lab/policy-lab.md``, "Issue 13, continued: how long a first
+        visit's Last-Modified age counts").
         """
         changed: list[float] = []
         weights: list[float] = []

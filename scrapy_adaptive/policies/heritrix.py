@@ -13,10 +13,8 @@
   settings, off when constructed directly): under raw-byte comparison a
   page that differs at every fetch drives the rule to the minimum wait, and
   the guard holds it at the maximum instead once short probes have shown
-  it (what that saves in the lab's noise world: ``docs/lab/policy-lab.md``,
-  "The noise guard").  With normalised detection the guard has nothing to
-  do.  The lab's line stays the thesis's rule (constructed directly, no
-  guard).
+  it (``docs/lab/policy-lab.md``, "The noise guard").  With normalised
+  detection the guard has nothing to do.
 
 A multiplicative rule settles where P(change per visit) =
 ln a / (ln a + ln b): one change in two visits with the 1.5/1.5 defaults.

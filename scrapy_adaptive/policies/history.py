@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..model import ChangeState, Visit
+from ..model import Visit
 
 DAY = 86_400.0
 
@@ -88,35 +88,3 @@ def clamp(value: float, low: float, high: float) -> float:
 def policy_memory(history: Mapping[str, Any]) -> dict[str, Any]:
     """A private copy of the policy's per-URL memory from the record."""
     return dict(history.get("policy") or {})
-
-
-class IntervalRule:
-    """The skeleton of the interval-update rules (Nutch, StormCrawler).
-
-    First visit: ``initial``; unknown change: ``default``; otherwise the
-    subclass's ``changed`` / ``unchanged`` update of the last wait; always
-    clamped to [``minimum``, ``maximum``].  Mixed into a ``WaitPolicy``.
-    """
-
-    def __init__(self, initial: float, minimum: float, maximum: float, default: float | None) -> None:
-        self.initial = initial
-        self.minimum = minimum
-        self.maximum = maximum
-        self.default = initial if default is None else default
-
-    def changed(self, wait: float) -> float:
-        raise NotImplementedError
-
-    def unchanged(self, wait: float) -> float:
-        raise NotImplementedError
-
-    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
-        if is_first_visit(history):
-            wait = self.initial
-        elif visit.change is ChangeState.UNKNOWN:
-            wait = self.default
-        elif visit.change is ChangeState.CHANGED:
-            wait = self.changed(float(history["wait"]))
-        else:
-            wait = self.unchanged(float(history["wait"]))
-        return clamp(wait, self.minimum, self.maximum)

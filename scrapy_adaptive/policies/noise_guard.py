@@ -2,7 +2,7 @@
 
 A page that embeds a timestamp, a session token or a rotating ad "changes"
 at every fetch when change detection compares raw bytes (the ``exact``
-digest rule; ``--detection raw`` in the simulator).  To a rate estimator
+digest rule).  To a rate estimator
 such a page looks like the fastest page of the crawl, and to a
 multiplicative rule like a page to visit at the minimum wait: either way it
 absorbs budget that real changes elsewhere would have earned.
@@ -55,9 +55,8 @@ probe finds a change with p₀ = 1 − e^(−½) = 0.39 and adds 0.93 nats;
   costs 1 + 1/``retest_every`` fetches per maximum wait (1.5), against the
   one of the minimum visit rate.
 
-How often real pages were flagged, held and probed in the lab's worlds,
-and what the probes cost, is measured in ``docs/lab/policy-lab.md`` ("The
-noise guard").
+How often pages are flagged, held and probed, and what the probes cost:
+``docs/lab/policy-lab.md``, "The noise guard".
 
 Pure logic like the policies: the times are the intervals the policy reads
 from the record, the state is six numbers in the URL's policy memory.
@@ -187,7 +186,8 @@ class NoiseDetector:
         A budget-driven policy at a low budget times visits to see about two
         changes each (r ≈ 2 at 0.5Λ), so 86 % of genuine visits "change" and
         a fixed run of 8 starts a test on many pages, whose probes cost
-        efficiency (measured in ``docs/lab/policy-lab.md``, "The noise guard").
+        fetches the budget would have spent on changes
+        (``docs/lab/policy-lab.md``, "The noise guard").
         A run a genuine page makes with probability ``run_alpha`` (7 at
         r = ln 2, 10 at r = 1, 32 at r = 2) keeps probes rare at any budget.
         """

@@ -26,8 +26,8 @@ class PopulationPrior:
     The Laplace variance misses the long right tail of a URL that changed
     at each of its few visits, so σ comes out narrower than the truth;
     with the posterior *mode* setting the wait, that extra shrinkage of
-    sparse histories pays (exact moments by quadrature did worse: the
-    figures are in ``docs/lab/policy-lab.md``, "The estimator").
+    sparse histories pays, so the Laplace moments are kept over exact ones
+    (``docs/lab/policy-lab.md``, "The estimator").
 
     Aggregate state only (three sums).  A URL keeps its last contribution in
     its memory (under *key*, ``[epoch, m, v]``, see :mod:`.keys`) so that a

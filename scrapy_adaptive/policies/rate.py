@@ -40,8 +40,8 @@ from .noise_guard import NoiseDetector, NoiseVerdict, probe_wait
 from .prior import PopulationPrior
 
 #: a rate estimate's half-life in maximum waits: 60 days at the 28-day
-#: default (measured best on the Open Terms Archive replay, ``docs/lab/policy-lab.md``,
-#: "Forgetting"); even the slowest page keeps about two intervals in mind
+#: default, so even the slowest page keeps about two intervals in mind
+#: (``docs/lab/policy-lab.md``, "The estimator")
 HALF_LIFE_MAX_WAITS = 60 / 28
 #: the most of a wait taken back for the lateness of the visit it follows
 #: (:func:`keep_cadence`): a visit days late after a restart must not make
@@ -67,7 +67,7 @@ def keep_cadence(wait: float, overdue: float | None, min_wait: float) -> float:
 
 def scaled_estimator(params: WaitParams) -> RateEstimator:
     """The estimator of a policy built from settings: forgetting on the
-    crawl's time scale, so a world compressed into minutes (``max`` 300 s:
+    crawl's time scale, so a crawl compressed into minutes (``max`` 300 s:
     an 11-minute half-life) forgets as a real one does over 60 days."""
     return RateEstimator(half_life=HALF_LIFE_MAX_WAITS * params.maximum)
 
@@ -191,8 +191,9 @@ class _RatePolicy(WaitPolicy):
 
         Only the timing: the URL's budget share stays at *rate*, since the
         mixture stands for a few checks, not a steady rate (registered, it
-        overstated the plan's demand and left a tenth more of the budget
-        unspent in the changing-web smoke run)."""
+        would overstate the plan's demand and leave budget unspent:
+        ``docs/lab/policy-lab.md``, "Issue 13, continued: how far a first
+        visit's Last-Modified is believed")."""
         evidence = memory.get(AGE_UNCHECKED)
         if not evidence:
             return rate

@@ -8,8 +8,8 @@ moves halfway down to a short floor, ``(I + m)/2``; after a quiet visit it
 grows by half, ``1.5·I``.  It forgets in a few visits, so it is back near
 the floor within a visit or two of a burst starting and far from the page
 within a few of it ending, where a rate estimate with a long memory plans
-past the follow-ups (a short-memory Bayesian rate estimate was tried and did
-no better at equal fetches).
+past the follow-ups (the rate estimates compared with it:
+``docs/lab/policy-real-traces.md``, "What was tried").
 
 What the rule lacks is a budget: its pace is set by its constants (the
 floor, the first wait, the bounds), so it spends whatever they imply.  This
@@ -29,8 +29,8 @@ time constant of a multiplicative rule is how a rule is held to a number of
 fetches, so the policy is the rule at whatever budget it is given.  Within
 the horizon spending follows the rule's bursts; over it the budget is spent.
 A rule at a fixed scale may spend unevenly over months, which a budget does
-not allow, and on some real histories that costs recall.  Without a budget
-s = 1 and the policy is StormCrawler's rule with the configured numbers.
+not allow.  Without a budget s = 1 and the policy is StormCrawler's rule
+with the configured numbers.
 Under a ceiling (a crawl without ``ADAPTIVE_BUDGET`` is given its
 politeness capacity) the pace sets s, never below :meth:`~SnapBackWaitPolicy.least_scale`.
 
@@ -56,14 +56,12 @@ from .noise_guard import NoiseDetector, probe_wait
 
 #: the policy-memory key of the URL's normalised last wait
 WAIT = "su"
-#: where :meth:`SnapBackWaitPolicy.from_params` keeps the crawl's :class:`BudgetPace`
-PACE_KEY = "snapback_pace"
 #: revisits the budget is held over when no window is configured: about three
 #: weeks at 240 revisits a day.  Within it spending follows the rule (a burst
 #: is followed, not cut to the daily mean); over it the budget is spent.  A
-#: longer horizon gains recall on clustered histories but lets the crawl
-#: spend well under (or over) its budget for months; the trade-off is
-#: measured in docs/lab/policy-real-traces.md
+#: longer horizon follows longer bursts but lets the crawl spend well under
+#: (or over) its budget for months (the trade-off:
+#: ``docs/lab/policy-real-traces.md``, "What was tried")
 HORIZON_REVISITS = 5_000.0
 #: how many times per horizon the correction may move by the whole measured ratio
 CORRECTIONS = 10.0

@@ -11,12 +11,12 @@ same budget), so taking the sooner changes little there; on a page that has
 just changed after a quiet spell the snap-back rule's wait is far shorter
 than the long-run rate's, and the follow-up changes are caught.
 
-A per-URL switch judged on the URL's own visits (each family's planned wait
-scored, interval-censored, on the real intervals) was tried first and did
-worse than either family alone: the real intervals are set by the family in
-charge, so the other's record is read through them, and the snap-back rule
-fed intervals it did not choose drifts.  Taking the sooner wait needs no
-score at all, and each rule still sees every verdict.
+The sooner wait, not a per-URL switch judged on the URL's own visits: the
+real intervals are set by the family in charge, so the other's record could
+only be read through them, and the snap-back rule fed intervals it did not
+choose drifts.  Taking the sooner wait needs no score at all, and each rule
+still sees every verdict (the switch's figures:
+``docs/lab/policy-real-traces.md``, "Per-URL switch").
 
 Both families spend the crawl's one budget: the burst allocator and the
 snap-back pace are each sized to it, and one loop, the allocator's,
@@ -87,10 +87,10 @@ class UnionWaitPolicy(WaitPolicy):
         have proved honest, and the URL's own visits update it from there.
         A first answer that says "fast" shortens nothing here: the burst
         part's wait already carries it, and the sooner wait is taken.  A URL
-        whose first answer said nothing starts at ``initial`` as before
-        (starting every URL at the burst part's wait, the population prior's
-        where nothing is known, lost 3–4 % on real histories without
-        headers: ``docs/lab/policy-real-traces.md``)."""
+        whose first answer said nothing starts at ``initial``, not at the
+        burst part's wait: where nothing is known that wait is only the
+        population prior's (``docs/lab/policy-real-traces.md``, "The
+        snap-back part started from the burst part's first wait")."""
         observations = memory.get(OBSERVATIONS) or ()
         rate = memory.get(ESTIMATE)
         if not rate or not any(len(o) > 1 and o[1] in FIRST_ANSWER for o in observations):

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from bench.peers.stormcrawler import StormCrawlerWaitPolicy
 from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
 from scrapy_adaptive.policies.base import WaitParams
-from scrapy_adaptive.policies.snapback import PACE_KEY, WAIT, BudgetPace, SnapBackWaitPolicy
+from scrapy_adaptive.policies.snapback import WAIT, BudgetPace, SnapBackWaitPolicy
 from tests.hypo import examples
 
 CHANGED, UNCHANGED, UNKNOWN = ChangeState.CHANGED, ChangeState.UNCHANGED, ChangeState.UNKNOWN
@@ -92,7 +92,7 @@ def test_memory_is_small_and_json_safe() -> None:
 def test_from_params_shares_one_pace_and_reads_the_numbers() -> None:
     params = WaitParams(initial=2 * DAY, minimum=HOUR, maximum=30 * DAY, budget=500.0)
     a, b = SnapBackWaitPolicy.from_params(params), SnapBackWaitPolicy.from_params(params)
-    assert a.pace is b.pace and params.crawl.pace is a.pace and params.crawl.persisted()[PACE_KEY] is a.pace
+    assert a.pace is b.pace and params.crawl.pace is a.pace and params.crawl.persisted()["snapback_pace"] is a.pace
     assert a.pace.budget == pytest.approx(500.0 / DAY)
     assert (a.minimum, a.maximum, a.initial, a.floor) == (HOUR, 30 * DAY, 2 * DAY, HOUR)
     free = SnapBackWaitPolicy.from_params(WaitParams())
