@@ -7,7 +7,7 @@ years.  A crawler given a daily budget has no such hindsight; the fair peer
 for it is the rule made budget-aware the same way the product makes
 StormCrawler's (:class:`~scrapy_adaptive.policies.snapback.SnapBackWaitPolicy`):
 the rule runs in normalised time and one crawl-wide scale from a
-:class:`~scrapy_adaptive.policies.snapback.BudgetPace` turns its waits into
+:class:`~scrapy_adaptive.policies.budget_pace.BudgetPace` turns its waits into
 seconds.  Lab only.
 """
 
@@ -18,8 +18,8 @@ from typing import Any
 
 from scrapy_adaptive.model import Visit
 from scrapy_adaptive.policies.base import WaitPolicy
+from scrapy_adaptive.policies.budget_pace import BudgetPace
 from scrapy_adaptive.policies.history import clamp, is_first_visit, policy_memory, visit_time
-from scrapy_adaptive.policies.snapback import BudgetPace
 
 #: the policy-memory key of the rule's last wait in normalised seconds
 WAIT = "pu"

@@ -32,6 +32,7 @@ from bench.peers.umbrich import DynWaitPolicy, FixWaitPolicy, State1WaitPolicy, 
 from scrapy_adaptive.model import Visit
 from scrapy_adaptive.policies.allocator import RateAllocator
 from scrapy_adaptive.policies.base import WaitParams, WaitPolicy
+from scrapy_adaptive.policies.budget_pace import BudgetPace
 from scrapy_adaptive.policies.burst import BurstWaitPolicy
 from scrapy_adaptive.policies.fixed import FixedWaitPolicy
 from scrapy_adaptive.policies.heritrix import HeritrixWaitPolicy
@@ -39,7 +40,7 @@ from scrapy_adaptive.policies.history import clamp, is_first_visit, policy_memor
 from scrapy_adaptive.policies.memory import ALLOCATION
 from scrapy_adaptive.policies.prior import PopulationPrior
 from scrapy_adaptive.policies.rate import PrecisionWaitPolicy, ProportionalWaitPolicy
-from scrapy_adaptive.policies.snapback import BudgetPace, SnapBackWaitPolicy
+from scrapy_adaptive.policies.snapback import SnapBackWaitPolicy
 from scrapy_adaptive.policies.union import UnionWaitPolicy
 
 from .world import DAY, HOUR, World

@@ -3,23 +3,40 @@
 A crawl has one revisit budget and learns a few things from all its URLs at
 once: the rate allocator that spends the budget, how far first-visit
 ``Last-Modified`` ages are believed (:class:`~.belief.HeaderBelief`), and the
-burst policy's offset priors.  Every policy built from one stack's
-parameters gets the same :class:`CrawlWide` (``WaitParams.crawl``): the
-first policy that needs a part creates it, the others take it.  The
-scheduler reads the allocator from here and saves and restores the parts
-that learn (:mod:`.persist`), under the names :meth:`CrawlWide.persisted`
-gives them.
+burst policy's offset priors.  The policy stack builds one
+:class:`CrawlWide` and hands it to every policy in its parameters
+(``WaitParams.crawl``); the budget's spenders, the rate allocator and the
+snap-back pace, are made here, once, from the crawl's numbers
+(:meth:`CrawlWide.allocator_for`, :meth:`CrawlWide.pace_for`), and every
+policy that spends the budget takes the same one.  The scheduler reads the
+allocator from here, tells both the budget the politeness capacity allows,
+and saves and restores the parts that learn (:mod:`.persist`), under the
+names :meth:`CrawlWide.persisted` gives them.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .allocator import RateAllocator
+from .budget_pace import BudgetPace
+from .history import DAY
 
 if TYPE_CHECKING:
-    from .allocator import RateAllocator
     from .belief import HeaderBelief
     from .prior import PopulationPrior
+
+
+class BudgetNumbers(Protocol):
+    """The numbers the budget's spenders are made from (a :class:`~.base.WaitParams`)."""
+
+    budget: float | None
+    budget_window: float | None
+    target_precision: float
+    minimum: float
+    maximum: float
 
 
 @dataclass(eq=False)
@@ -32,8 +49,8 @@ class CrawlWide:
     header_belief: HeaderBelief | None = None
     #: the burst policy's population priors of each state's offset
     burst_offsets: list[PopulationPrior] | None = None
-    #: the snap-back policy's budget pace (:class:`~.snapback.BudgetPace`)
-    pace: Any = None
+    #: the snap-back policy's budget pace
+    pace: BudgetPace | None = None
 
     def budgeted(self) -> bool:
         """True when a policy of the stack spends a budget (an allocator or a pace)."""
@@ -51,6 +68,27 @@ class CrawlWide:
             self.allocator.set_budget(budget, ceiling=ceiling)
         if self.pace is not None:
             self.pace.set_budget(budget, ceiling=ceiling)
+
+    def allocator_for(self, params: BudgetNumbers) -> RateAllocator:
+        """The crawl's rate allocator, made from the first *params* that ask:
+        the budget (``ADAPTIVE_BUDGET``, revisits a day; None: the target
+        precision decides), its control window and the catch-all bounds."""
+        if self.allocator is None:
+            self.allocator = RateAllocator(
+                None if params.budget is None else params.budget / DAY,
+                target_ratio=-math.log1p(-params.target_precision),
+                min_wait=params.minimum,
+                max_wait=params.maximum,
+                control_window=params.budget_window,
+            )
+        return self.allocator
+
+    def pace_for(self, params: BudgetNumbers) -> BudgetPace:
+        """The crawl's snap-back pace, made from the first *params* that ask."""
+        if self.pace is None:
+            budget = None if params.budget is None else params.budget / DAY
+            self.pace = BudgetPace(budget, horizon=params.budget_window)
+        return self.pace
 
     def belief(self, fresh: HeaderBelief) -> HeaderBelief:
         """The crawl's header belief; *fresh* becomes it if there is none yet."""

@@ -265,16 +265,7 @@ class ProportionalWaitPolicy(_RatePolicy):
         gives the allocator a budget from its politeness capacity as a
         ceiling, with that ratio as the floor (:mod:`..frontier.capacity`).
         """
-        allocator = params.crawl.allocator
-        if allocator is None:
-            allocator = RateAllocator(
-                None if params.budget is None else params.budget / DAY,
-                target_ratio=-math.log1p(-params.target_precision),
-                min_wait=params.minimum,
-                max_wait=params.maximum,
-                control_window=params.budget_window,
-            )
-            params.crawl.allocator = allocator  # one budget for the whole stack
+        allocator = params.crawl.allocator_for(params)  # one budget for the whole stack
         policy = cls(allocator, estimator=scaled_estimator(params), min_wait=params.minimum, max_wait=params.maximum)
         policy.initial = params.initial
         policy.header_belief = params.crawl.belief(policy.header_belief)

@@ -28,6 +28,7 @@ from ..config.spec import ConfigError, clause
 from ..frontier.hints import Hint
 from ..model import SIGNAL_UNREADABLE, Outcome, Plan, Visit
 from .base import PARAM_KEYS, WaitParams, WaitPolicy
+from .crawlwide import CrawlWide
 from .history import url_host
 from .schedules import Scheduled, Schedules, is_schedule, schedules_of
 
@@ -175,6 +176,8 @@ class PolicyStack(WaitPolicy):
             budget=config.budget,
             budget_window=config.budget_window,
             target_precision=config.target_precision,
+            # what the stack's policies share: one budget and its spenders, built here, once
+            crawl=CrawlWide(),
         )
         params.check("ADAPTIVE_WAIT_*")
         raw = config.wait_policies

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from bench.peers.stormcrawler import StormCrawlerWaitPolicy
 from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
 from scrapy_adaptive.policies.base import WaitParams
-from scrapy_adaptive.policies.snapback import WAIT, BudgetPace, SnapBackWaitPolicy
+from scrapy_adaptive.policies.budget_pace import BudgetPace
+from scrapy_adaptive.policies.snapback import WAIT, SnapBackWaitPolicy
 from tests.hypo import examples
 
 CHANGED, UNCHANGED, UNKNOWN = ChangeState.CHANGED, ChangeState.UNCHANGED, ChangeState.UNKNOWN
