@@ -185,33 +185,58 @@ class PairPulls(_Companion):
 
 
 class BurstEvidence(_Companion):
-    """(c) The group's change as evidence: each sibling's planned wait shortened by it, no forced visit."""
+    """(c) The group's change as evidence: each sibling's planned wait shortened by it, no forced visit.
 
-    def __init__(self, world: World) -> None:
+    q, what a sibling's change adds to a document's chance of a new version,
+    is learnt from the moved visits: the share that found a change *less*
+    what the documents' own rates would have found over the same elapsed
+    times (their p* × elapsed ÷ planned wait), since a moved visit of a
+    document that changes often finds a change with no help from its
+    siblings.  ``raw=True`` leaves that out (the share as it is): the first
+    form tried, kept for the record of docs/lab/co-change.md.
+    """
+
+    def __init__(self, world: World, raw: bool = False) -> None:
         super().__init__(world)
+        self.raw = raw
         #: per document: its revisits by the policy's own plan, and those that found a change
         self.own = [[0, 0] for _ in world.pages]
+        #: per document: the wait the policy planned at its last visit (None: not seen yet)
+        self.planned: list[float | None] = [None] * len(world.pages)
+        #: per service: the changes the moved visits would have found without any sibling
+        self.expected: dict[str, float] = defaultdict(float)
 
     def hit_rate(self, page: int) -> float:
         """p*: the share of the document's own planned revisits that found a change (Beta(1, 1) prior)."""
         n, h = self.own[page]
         return (h + 1.0) / (n + 2.0)
 
+    def excess(self, service: str) -> float:
+        """q: the share of the service's moved visits that found a change, less their own rates' share."""
+        if self.raw:
+            return self.rate(service)
+        return max(0.0, (self.moved_hits[service] - self.expected[service] + 1.0) / (self.moved[service] + 2.0))
+
     def visited(self, page: int, now: float, changed: bool, moved: bool) -> list[tuple[int, float]]:
         self.learn(page, changed, moved)
-        if not moved:
+        planned, seen = self.planned[page], self.last[page]
+        if moved:
+            share = 1.0 if not planned or seen is None else min(1.0, (now - seen) / planned)
+            self.expected[self.service[page]] += self.hit_rate(page) * share
+        else:
             self.own[page][0] += 1
             self.own[page][1] += changed
+        self.planned[page] = self.due[page] - now
         if not self.trigger(page, changed, moved):
             return []
-        q = self.rate(self.service[page])
+        q = self.excess(self.service[page])
         out = []
         for j in self.candidates(page, now):
             seen = self.last[j]
             assert seen is not None
             due = self.due[j]
             wait = due - seen
-            if wait <= 0:
+            if wait <= 0 or q <= 0:
                 continue
             to_come = self.hit_rate(j) * (due - now) / wait  # the chance still to accumulate before the plan's visit
             if q >= to_come:
@@ -221,7 +246,14 @@ class BurstEvidence(_Companion):
         return out
 
 
-COMPANIONS.update({"pulls": SiblingPulls, "pairs": PairPulls, "evidence": BurstEvidence})
+COMPANIONS.update(
+    {
+        "pulls": SiblingPulls,
+        "pairs": PairPulls,
+        "evidence": BurstEvidence,
+        "evidence-raw": lambda world: BurstEvidence(world, raw=True),
+    }
+)
 DESIGNS = ("pulls", "pairs", "evidence")
 
 
@@ -275,6 +307,10 @@ def lift(path: str, window: float) -> tuple[float, float, int]:
     return (hits / n, chance / n, n) if n else (math.nan, math.nan, 0)
 
 
+def _times(x: float) -> str:
+    return f"{x:.0f} ×" if x >= 10 else f"{x:.1f} ×"
+
+
 def lift_table(paths: Sequence[str]) -> str:
     out = [
         "| source | pairs × changes | within 1 h: after a change / at random | lift | within 1 day: lift |",
@@ -287,8 +323,8 @@ def lift_table(paths: Sequence[str]) -> str:
             continue
         day_after, day_any, _ = lift(path, DAY)
         out.append(
-            f"| {source_label(path, 'all')} | {n:,} | {after:.3f} / {anytime:.3f} | {after / anytime:.0f} × | "
-            f"{day_after / day_any:.1f} × |"
+            f"| {source_label(path, 'all')} | {n:,} | {after:.3f} / {anytime:.3f} | {_times(after / anytime)} | "
+            f"{_times(day_after / day_any)} |"
         )
     return "\n".join(out)
 

@@ -109,8 +109,9 @@ class Companion(Protocol):
     """What may move a known document's next visit earlier, told of every revisit (:mod:`bench.cochange`).
 
     :func:`simulate` gives it, once, the live arrays *due* (each document's
-    next planned visit) and *last* (its last fetch, None before its first);
-    after each revisit it returns ``(document, time)`` pairs, and a pair
+    next planned visit, the revisit's new plan already in) and *last* (its
+    last fetch, None before its first; the revisit's own document's still
+    the previous one); after each revisit it returns ``(document, time)`` pairs, and a pair
     whose time is before the document's planned visit replaces that visit.
     A moved visit is an ordinary visit: the policy sees it and plans the next.
     """
@@ -219,17 +220,16 @@ def simulate(
         live[i] = seq
         heapq.heappush(heap, (due[i], seq, i))
         seq += 1
-        first, last[i] = last[i] is None, now
-        if companion is None or first:
-            continue
-        pulled, was_moved[i] = was_moved[i], False
-        moved += pulled
-        moved_hits += pulled and change is ChangeState.CHANGED
-        for j, t in companion.visited(i, now, change is ChangeState.CHANGED, pulled):
-            if last[j] is not None and now <= t < due[j]:
-                due[j], live[j], was_moved[j] = t, seq, True
-                heapq.heappush(heap, (t, seq, j))
-                seq += 1
+        if companion is not None and last[i] is not None:
+            pulled, was_moved[i] = was_moved[i], False
+            moved += pulled
+            moved_hits += pulled and change is ChangeState.CHANGED
+            for j, t in companion.visited(i, now, change is ChangeState.CHANGED, pulled):
+                if last[j] is not None and now <= t < due[j]:
+                    due[j], live[j], was_moved[j] = t, seq, True
+                    heapq.heappush(heap, (t, seq, j))
+                    seq += 1
+        last[i] = now
     median = median_delay(delays)
     return Run(revisits, captured, math.nan if median is None else median / 3_600, moved, moved_hits)
 

@@ -92,16 +92,22 @@ def test_pairs_keep_pulling_the_sibling_that_changed_with_it_and_drop_the_other(
 
 def test_evidence_shortens_a_sibling_s_plan_by_what_the_group_s_change_adds(tmp_path: Path) -> None:
     """Sibling B was fetched at 0 and is planned at 100 h; at 50 h half its p* (½, no visit of its
-    own yet) is still to come: 0.25.  With q = ½ (nothing learnt) it is visited 10 min later; after
-    three moved visits that found nothing (q = ⅕) the rest of its wait shrinks by ⅕ ÷ ¼: to 10 h."""
+    own yet) is still to come: 0.25.  With nothing learnt (q = ½) it is visited 10 min later.
+    Three moved visits of B that found nothing: the first form (q their raw share, ⅕) shrinks the
+    rest of the wait by ⅕ ÷ ¼, to 10 h; the form that takes off what B's own rate would have found
+    (½ a visit, a whole planned wait each: 1.5) has q = 0 and leaves the plan alone.  Three that
+    all found a change give it q = (3 − 1.5 + 1) ÷ 5 = ½: B is pulled."""
     world = as_world(read_docs(_trace(tmp_path / "t.jsonl", [("A", "s", [0.0, DAY]), ("B", "s", [0.0, DAY])])))
-    evidence = cochange.BurstEvidence(world)
-    _bound(evidence, 2)
-    assert evidence.visited(0, 50 * HOUR, True, False) == [(1, 50 * HOUR + cochange.PULL_AFTER)]
-    for _ in range(3):
-        evidence.visited(1, 50 * HOUR, False, True)
-    ((page, when),) = evidence.visited(0, 50 * HOUR, True, False)
+    raw, net, hits = (cochange.BurstEvidence(world, raw) for raw in (True, False, False))
+    for evidence in (raw, net, hits):
+        _bound(evidence, 2)
+        assert evidence.visited(0, 50 * HOUR, True, False) == [(1, 50 * HOUR + cochange.PULL_AFTER)]
+        for _ in range(3):
+            evidence.visited(1, 50 * HOUR, evidence is hits, True)
+    ((page, when),) = raw.visited(0, 50 * HOUR, True, False)
     assert page == 1 and when == pytest.approx(60 * HOUR)
+    assert net.visited(0, 50 * HOUR, True, False) == []
+    assert hits.visited(0, 50 * HOUR, True, False) == [(1, 50 * HOUR + cochange.PULL_AFTER)]
 
 
 def test_the_sample_by_service_keeps_every_sibling() -> None:
