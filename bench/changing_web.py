@@ -447,7 +447,8 @@ def _class_table(res: dict[str, Any], cell: Callable[[dict[str, Any]], str]) -> 
     """One row per page class, one column per crawler."""
     lines = [f"{'class':<9}" + "".join(f"{name:>34}" for name in res)]
     for kind in KINDS:
-        lines.append(f"{kind:<9}" + "".join(cell(r["by_kind"][kind]).rjust(34) for r in res.values()))
+        if any(r["by_kind"][kind]["fetches"] or r["by_kind"][kind]["versions"] for r in res.values()):
+            lines.append(f"{kind:<9}" + "".join(cell(r["by_kind"][kind]).rjust(34) for r in res.values()))
     return lines
 
 
@@ -537,6 +538,12 @@ def _parser() -> argparse.ArgumentParser:
         help="ADAPTIVE_BUDGET per day (default: the plain recrawl's request rate, see default_budget)",
     )
     p.add_argument("--wait-min", type=float, default=None, help="ADAPTIVE_WAIT_MIN (default 3 × delay)")
+    p.add_argument(
+        "--grouped",
+        type=float,
+        default=0.0,
+        help="share of each host's pages replaying one real service's documents together (taken from poisson; 0)",
+    )
     p.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated, of " + ", ".join(CONFIGS))
     p.add_argument("--code", action="append", metavar="LABEL=DIR",
                    help="run the configs named CONFIG@LABEL on the checkout in DIR (e.g. main=../main), "
@@ -563,7 +570,9 @@ def _defaults(args: argparse.Namespace) -> None:
     args.wait_min = args.wait_min if args.wait_min is not None else 3 * args.delay
 
     if args.budget is None:
-        args.budget_per_day = default_budget(World(args.hosts, args.pages, args.images, args.delay, 1.0, args.seed))
+        args.budget_per_day = default_budget(
+            World(args.hosts, args.pages, args.images, args.delay, 1.0, args.seed, args.grouped)
+        )
     else:
         args.budget_per_day = args.budget
 
@@ -590,6 +599,7 @@ def crawl_all(args: argparse.Namespace, configs: list[str], workdir: Path) -> di
     site_args = [
         "--copies", str(len(configs)), "--hosts", str(args.hosts), "--pages", str(args.pages),
         "--images", str(args.images), "--delay", str(args.delay), "--horizon", str(horizon), "--seed", str(args.seed),
+        "--grouped", str(args.grouped),
     ]  # fmt: skip
     site = SiteProcess("bench.changing_web_site", site_args, startup_timeout=60.0, max_seconds=args.seconds + 300)
     site.start()
@@ -633,7 +643,7 @@ def evaluate(raw: dict[str, Any], workdir: Path) -> dict[str, Any]:
     """Scores, targets and the learning curves of a run, from its raw record and the items in *workdir*."""
     p = argparse.Namespace(**raw["params"])
     configs = raw["configs"]
-    world = World(p.hosts, p.pages, p.images, p.delay, p.seconds + 600, p.seed)
+    world = World(p.hosts, p.pages, p.images, p.delay, p.seconds + 600, p.seed, getattr(p, "grouped", 0.0))
     addresses = copy_addresses(len(configs), p.hosts)
     copies = {c: addresses[c] for c in range(len(configs))}
     items = {c: read_items(workdir / config) for c, config in enumerate(configs)}

@@ -125,9 +125,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--delay", type=float, default=3.0)
     p.add_argument("--horizon", type=float, default=3600.0, help="seconds of timeline to build")
     p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--grouped", type=float, default=0.0, help="share of pages replaying one service together")
     add_serving_arguments(p, max_seconds=7200.0)
     args = p.parse_args(argv)
-    world = World(args.hosts, args.pages, args.images, args.delay, args.horizon, args.seed)
+    world = World(args.hosts, args.pages, args.images, args.delay, args.horizon, args.seed, args.grouped)
     site, ready = build_site(world, args.copies)
     addresses = [a for row in copy_addresses(args.copies, args.hosts) for a in row]
     sys.exit(

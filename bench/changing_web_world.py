@@ -17,7 +17,10 @@ Why it is built this way:
   ``traced`` (a real change history from the git-scraping corpus in
   ``bench/traces``, its gaps replayed in order and compressed so that its
   mean interval is drawn as a ``poisson`` page's: real clustering, at the
-  world's time scale), ``static``, ``noise`` (a server clock and a random token in the visible
+  world's time scale), ``grouped`` (off unless ``grouped`` > 0: the documents of one real
+  service replayed together on one host, from one shared moment, at one
+  time scale, so that what changes together in the history changes
+  together here; see :func:`_grouped`), ``static``, ``noise`` (a server clock and a random token in the visible
   text of every response, no validators, the real content changing about
   every 12 passes), ``liar`` (Poisson like ``poisson``, but ETag and
   Last-Modified never move and a conditional GET gets a 304 on a host
@@ -44,13 +47,20 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-KINDS = ("poisson", "traced", "bursty", "static", "noise", "liar", "image", "index")
+KINDS = ("poisson", "traced", "grouped", "bursty", "static", "noise", "liar", "image", "index")
 #: shares of the HTML pages of a host (the index comes on top, the images apart)
 PAGE_MIX = {"poisson": 0.3, "traced": 0.15, "bursty": 0.15, "static": 0.2, "noise": 0.1, "liar": 0.1}
 #: the corpus sources a ``traced`` page replays (``bench/traces/SOURCE.jsonl.gz``)
 TRACE_SOURCES = ("endoflife-releases", "help-scraper", "rss-feeds", "tosback2")
 #: a document needs this many versions to be replayed (its gaps carry its clustering)
 TRACE_MIN_VERSIONS = 12
+#: the histories a ``grouped`` host replays one service of: the Open Terms Archive development
+#: trace beside the checkout (documents of online services), else the committed tosback2 source
+#: (the same kind of documents, crawled by EFF)
+GROUP_TRACES = (
+    Path(__file__).resolve().parents[2] / "shared" / "traces" / "opentermsarchive-dev.jsonl",
+    Path(__file__).resolve().parent / "traces" / "tosback2.jsonl.gz",
+)
 #: mean change intervals in passes
 POISSON_MEDIAN = 1.0
 POISSON_SIGMA = 1.0
@@ -162,18 +172,74 @@ def _traced(rng: random.Random, mean: float, end: float) -> list[float]:
     return out
 
 
+@lru_cache(maxsize=1)
+def _services() -> tuple[tuple[tuple[float, ...], ...], ...]:
+    """The services with two documents or more of the first of :data:`GROUP_TRACES` that exists:
+    each one's documents' versions (seconds), in the file's order."""
+    path = next((p for p in GROUP_TRACES if p.exists()), None)
+    if path is None:
+        raise RuntimeError("no trace for grouped pages: " + ", ".join(map(str, GROUP_TRACES)))
+    groups: dict[str, list[tuple[float, ...]]] = {}
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:  # type: ignore[operator]
+        for line in fh:
+            if line.strip():
+                row = json.loads(line)
+                versions = tuple(sorted({float(v) for v in row["versions"]}))
+                if len(versions) >= 2:
+                    groups.setdefault(str(row.get("service", "")), []).append(versions)
+    return tuple(tuple(docs) for _, docs in sorted(groups.items()) if len(docs) >= 2)
+
+
+def _grouped(rng: random.Random, count: int, unit: float, end: float) -> list[list[float]]:
+    """The change instants of *count* pages replaying real services' documents together.
+
+    A service with two documents or more is drawn, then one shared moment
+    in its history; a page per document replays it from that moment on, all
+    at one time scale, chosen so that the service's mean interval between a
+    document's versions is drawn as a ``poisson`` page's (*unit*: one pass),
+    and the history repeats itself after its end.  The documents' changes
+    keep their real order and coincidences: what one commit of the history
+    changed together changes at one instant here.  While pages remain, the
+    next service is drawn (another group on the same host, from its own moment).
+    """
+    services = list(_services())
+    out: list[list[float]] = []
+    while len(out) < count:
+        docs = services.pop(rng.randrange(len(services))) if services else _services()[0]
+        mean = POISSON_MEDIAN * unit * math.exp(POISSON_SIGMA * rng.gauss(0.0, 1.0))
+        first, last = min(d[0] for d in docs), max(d[-1] for d in docs)
+        raw_mean = sum(d[-1] - d[0] for d in docs) / sum(len(d) - 1 for d in docs)
+        scale, period = mean / raw_mean, last - first + raw_mean
+        moment = rng.uniform(first, last)
+        for versions in docs[: count - len(out)]:
+            changes = [
+                t
+                for cycle in range(int(end / scale / period) + 2)
+                for v in versions
+                if 0.0 < (t := (v + cycle * period - moment) * scale) <= end
+            ]
+            out.append(sorted(changes))
+    return out
+
+
 class World:
     """Every URL of one copy of the site, with its class, size and change instants.
 
     *delay* is the politeness delay every crawler uses; *horizon* how many
     seconds after the origin the timeline must cover (the run plus margin).
+    *grouped* is the share of each host's pages that replay one real
+    service's documents together (:func:`_grouped`), taken from the
+    ``poisson`` share; 0 (the default) leaves the world as it was without it.
     """
 
-    def __init__(self, hosts: int, pages: int, images: int, delay: float, horizon: float, seed: int = 13) -> None:
-        if hosts < 1 or pages < 5 or images < 0 or delay <= 0 or horizon <= 0:
-            raise ValueError("need hosts >= 1, pages >= 5, images >= 0, delay > 0 and horizon > 0")
+    def __init__(
+        self, hosts: int, pages: int, images: int, delay: float, horizon: float, seed: int = 13, grouped: float = 0.0
+    ) -> None:
+        if hosts < 1 or pages < 5 or images < 0 or delay <= 0 or horizon <= 0 or not 0.0 <= grouped <= 1.0:
+            raise ValueError("need hosts >= 1, pages >= 5, images >= 0, delay > 0, horizon > 0 and 0 <= grouped <= 1")
         self.hosts, self.pages, self.images = hosts, pages, images
-        self.delay, self.horizon, self.seed = delay, horizon, seed
+        self.delay, self.horizon, self.seed, self.grouped = delay, horizon, seed, grouped
         self.per_host = 1 + pages + images
         #: one polite pass over a host, seconds: the time unit of every rate
         self.pass_seconds = self.per_host * delay
@@ -188,12 +254,18 @@ class World:
         latency = round(rng.uniform(0.02, 0.2) * self.delay / 3.0, 4)
         counts = {k: int(round(share * self.pages)) for k, share in PAGE_MIX.items()}
         counts["poisson"] += self.pages - sum(counts.values())
+        if self.grouped:
+            counts["grouped"] = min(counts["poisson"], int(round(self.grouped * self.pages)))
+            counts["poisson"] -= counts["grouped"]
         kinds = [k for k, n in counts.items() for _ in range(n)]
         rng.shuffle(kinds)
+        unit = self.pass_seconds
+        group: list[list[float]] = []
+        if counts.get("grouped"):
+            group = _grouped(random.Random(f"{self.seed}|group|{host}"), counts["grouped"], unit, self.horizon)
         specs = [("/", "index")]
         specs += [(f"/p/{n}.html", kind) for n, kind in enumerate(kinds)]
         specs += [(f"/img/{n}.jpg", "image") for n in range(self.images)]
-        unit = self.pass_seconds
         for path, kind in specs:
             r = random.Random(f"{self.seed}|{host}|{path}")
             if kind == "image":
@@ -203,6 +275,8 @@ class World:
             if kind in ("poisson", "liar"):
                 mean = POISSON_MEDIAN * unit * math.exp(POISSON_SIGMA * r.gauss(0.0, 1.0))
                 changes = _poisson(r, mean, self.horizon)
+            elif kind == "grouped":
+                changes = group.pop()
             elif kind == "traced":
                 mean = POISSON_MEDIAN * unit * math.exp(POISSON_SIGMA * r.gauss(0.0, 1.0))
                 changes = _traced(r, mean, self.horizon)

@@ -100,23 +100,32 @@ def corpus_sources(traces_dir: str = TRACES, dev: str | None = DEV_TRACE) -> dic
     return sources
 
 
-def subsample(rows: list[dict[str, Any]], max_docs: int, max_versions: int, seed: int) -> list[dict[str, Any]]:
+def subsample(
+    rows: list[dict[str, Any]], max_docs: int, max_versions: int, seed: int, by: str | None = None
+) -> list[dict[str, Any]]:
     """A seeded sample of *rows*: at most *max_docs* documents, stopping once *max_versions* are held.
 
     The documents are shuffled by ``random.Random(seed)`` (from their sorted
     names, so the file's order does not matter) and taken in that order; the
     document that crosses *max_versions* is kept, so no document is cut and
     heavy documents are as likely to be drawn as light ones.  0 means no cap.
+    With *by* (a row key, e.g. ``"service"``) whole groups of rows are drawn
+    the same way, so that a sample keeps every sibling of a document it holds
+    (what a study of documents changing together needs); *max_docs* then
+    counts documents still, and the group crossing a cap is kept whole.
     """
-    order = sorted(rows, key=lambda r: r["doc"])
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in sorted(rows, key=lambda r: r["doc"]):
+        groups.setdefault(str(row[by]) if by else row["doc"], []).append(row)
+    order = [groups[k] for k in sorted(groups)]
     random.Random(seed).shuffle(order)
     chosen: list[dict[str, Any]] = []
     held = 0
-    for row in order:
+    for group in order:
         if (max_docs and len(chosen) >= max_docs) or (max_versions and held >= max_versions):
             break
-        chosen.append(row)
-        held += len(row["versions"])
+        chosen.extend(group)
+        held += sum(len(row["versions"]) for row in group)
     return sorted(chosen, key=lambda r: r["doc"])
 
 

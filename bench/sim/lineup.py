@@ -298,6 +298,11 @@ HELD_PEERS = ("snapback", "paced-heritrix", "paced-nutch")
 FITTED_PEERS = ("stormcrawler", "heritrix", "nutch", "fix", "dyn", "window", "state1", "state2")
 
 
+#: what may ride on a policy in :func:`bench.fastreplay.simulate` (``POLICY+NAME``), by name: a
+#: factory from the world to a :class:`bench.fastreplay.Companion` (:mod:`bench.cochange` registers them)
+COMPANIONS: dict[str, Callable[[World], Any]] = {}
+
+
 def register(name: str, factory: Callable[[LabContext], WaitPolicy], *, budgeted: bool = False) -> None:
     """Add a policy to the line-up (used by later policy modules)."""
     POLICIES[name] = factory

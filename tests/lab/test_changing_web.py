@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ def test_the_world_is_a_function_of_its_parameters(world: World) -> None:
     other = World(hosts=2, pages=20, images=4, delay=1.0, horizon=600.0, seed=6)
     assert [(u.path, u.kind, u.changes) for u in world.urls] == [(u.path, u.kind, u.changes) for u in again.urls]
     assert [u.changes for u in world.urls] != [u.changes for u in other.urls]
-    assert {u.kind for u in world.urls} == set(KINDS)
+    assert {u.kind for u in world.urls} == set(KINDS) - {"grouped"}  # off unless asked for
     assert world.pass_seconds == 25.0  # (1 index + 20 pages + 4 images) × 1 s
 
 
@@ -62,6 +63,33 @@ def test_traced_pages_replay_real_clustered_histories() -> None:
     cvs = sorted(cv(u.changes) for u in traced)
     assert cvs[len(cvs) // 2] > 1.0
     assert all(b > a for u in traced for a, b in zip(u.changes, u.changes[1:]))
+
+
+def test_grouped_pages_replay_one_service_s_documents_together() -> None:
+    """With ``grouped``, a share of each host's pages (taken from the Poisson
+    pages) replays the documents of real services from one shared moment:
+    what one commit changed together changes at one instant on one host,
+    which independent pages never do; without it the world is unchanged."""
+    args = {"hosts": 4, "pages": 20, "images": 0, "delay": 1.0, "horizon": 20_000.0, "seed": 5}
+    plain, off, on = World(**args), World(**args, grouped=0.0), World(**args, grouped=0.3)
+    assert [(u.path, u.kind, u.changes) for u in off.urls] == [(u.path, u.kind, u.changes) for u in plain.urls]
+    kinds, before = Counter(u.kind for u in on.urls), Counter(u.kind for u in plain.urls)
+    assert kinds["grouped"] == 4 * 6 and kinds["poisson"] == before["poisson"] - 4 * 6
+    assert all(kinds[k] == before[k] for k in KINDS if k not in ("grouped", "poisson"))
+
+    def shared(kind: str, host: int) -> int:
+        """Instants at which two pages of *kind* on *host* change at once."""
+        seen = Counter(t for u in on.urls if u.host == host and u.kind == kind for t in set(u.changes))
+        return sum(1 for n in seen.values() if n > 1)
+
+    assert sum(shared("grouped", h) for h in range(4)) >= 10
+    assert sum(shared("poisson", h) for h in range(4)) == 0
+    grouped = [u for u in on.urls if u.kind == "grouped"]
+    assert all(0.0 < t <= 20_000.0 for u in grouped for t in u.changes)
+    assert all(list(u.changes) == sorted(u.changes) for u in grouped)
+    assert sum(len(u.changes) for u in grouped) > 100
+    with pytest.raises(ValueError):
+        World(**args, grouped=1.5)
 
 
 def test_sizes_are_real_sizes(world: World) -> None:
