@@ -50,9 +50,10 @@ def test_every_accepted_form_gives_the_same_second(moment: datetime) -> None:
         moment.astimezone(timezone(timedelta(hours=-5))).isoformat(),
         expected,
         int(expected),
-        str(int(expected)),
         moment,
     ]
+    if len(str(int(expected))) != 8:  # eight digits are an ISO 8601 basic date (before 1973-03-03 as seconds)
+        forms.append(str(int(expected)))
     for form in forms:
         assert parse_time(form) == pytest.approx(expected), form
 
