@@ -242,7 +242,13 @@ def _masked(
                 sketched = {**_sketched(state, segments, seen, probes), TRIGGER: sketch(segments)}
                 return NoiseStep(sketched, digest=masked.digest, probe=True)
             return _unconfirmed(state, seen, DROPPED_UNVERIFIABLE)
-        if masked.digest != seen.previous_digest:  # a change the mask does not touch: the new version
+        if masked.digest != seen.previous_digest:
+            # a change the sibling's mask does not touch: either an edit or
+            # noise of the page's own that the sibling does not have (a
+            # random token beside the clock); the page learns its own, as a
+            # page without a mask does, instead of being "changed" at every visit
+            if probes < MAX_PROBES and not seen.usable and _learnable(segments):
+                return NoiseStep(_sketched(_without_mask(state), segments, seen, probes), probe=True)
             return NoiseStep({**state, VERSION: seen.digest}, digest=masked.digest)
     moved = masked.matched < len(exclusions)
     if moved and probes < MAX_PROBES and not seen.usable and _learnable(segments):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 from scrapy import Request
@@ -211,3 +212,30 @@ def test_a_server_error_says_nothing_of_the_page_and_its_recovery_is_no_new_vers
         assert (busy.size, busy.etag, busy.content_type) == (None, None, None)  # the record keeps its capture's
     again = evaluate(response(b"<html><body><p>Fridge</p></body></html>"), record)
     assert again.change is ChangeState.UNCHANGED
+
+
+def test_a_page_whose_own_noise_a_siblings_mask_misses_learns_its_own_instead_of_changing_at_every_visit() -> None:
+    """A sibling's mask covers the clock; this page also has a random token.
+    It used to be "changed" at every visit, never probed (a false version a
+    visit); now a change the adopted mask does not explain is probed, and
+    the page learns its own noise."""
+    clock_page = "<html><body><p>Server time {} UTC</p><p>Story</p></body></html>"
+    mw, commits = with_learned_noise("http://example.com/s/a.html", clock_page)
+    own = "<html><body><p>Server time {} UTC</p><p>Story</p><p>token {}</p></body></html>"
+    url = "http://example.com/s/b.html"
+    record: dict[str, Any] = {}
+    for n, token in enumerate(("a1f3", "9c0d")):
+        page = html(url, own.format(10 + n, token))
+        commits.issue(page.request, dict(record), fp=b"b")  # type: ignore[arg-type]
+        mw.process_spider_input(page)
+        visit = commits.visits[-1]
+        record = {
+            "digest": visit.digest,
+            "payload_digest": visit.payload_digest,
+            "noise": visit.noise if visit.noise is not None else record.get("noise"),
+            "visits": n + 1,
+            "fetched": float(n),
+        }
+    first, second = commits.visits
+    assert "noiseAdopted" in first.annotations  # the sibling's mask fits the clock line
+    assert "noiseProbe" in second.annotations and second.probe == 0.0  # learnt here, not changed for ever
