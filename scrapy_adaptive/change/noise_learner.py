@@ -248,7 +248,10 @@ def _masked(
             # random token beside the clock); the page learns its own, as a
             # page without a mask does, instead of being "changed" at every visit
             if probes < MAX_PROBES and not seen.usable and _learnable(segments):
-                return NoiseStep(_sketched(_without_mask(state), segments, seen, probes), probe=True)
+                # changed under the mask it was judged by last time (the
+                # digests' forms differ: the rule cannot say it)
+                sketched = _sketched(_without_mask(state), segments, seen, probes)
+                return NoiseStep(sketched, verdict=ChangeState.CHANGED, probe=True)
             return NoiseStep({**state, VERSION: seen.digest}, digest=masked.digest)
     moved = masked.matched < len(exclusions)
     if moved and probes < MAX_PROBES and not seen.usable and _learnable(segments):

@@ -239,3 +239,4 @@ def test_a_page_whose_own_noise_a_siblings_mask_misses_learns_its_own_instead_of
     first, second = commits.visits
     assert "noiseAdopted" in first.annotations  # the sibling's mask fits the clock line
     assert "noiseProbe" in second.annotations and second.probe == 0.0  # learnt here, not changed for ever
+    assert second.change is ChangeState.CHANGED  # a version, as any page's first change before its probes
