@@ -192,13 +192,13 @@ class Verdicts:
             # a 304 or a fetch stopped before its body says no type: the URL
             # is what it last was, for the policy that waits it and the stats
             context["content_type"] = issued.content_type
-        completed = replace(visit, annotations=list(visit.annotations), **context)
-        if completed.outcome is Outcome.VISITED:
-            kind = self._soft_404(fp, completed)
-            if kind is not None:
-                change = ChangeState.UNKNOWN if completed.change is ChangeState.CHANGED else completed.change
-                completed = replace(completed, change=change, annotations=[*completed.annotations, kind])
-        return completed
+        annotations = list(visit.annotations)
+        # the host's error or placeholder page (judged on what the response itself said)
+        if visit.outcome is Outcome.VISITED and (kind := self._soft_404(fp, visit)) is not None:
+            annotations.append(kind)
+            if visit.change is ChangeState.CHANGED:
+                context["change"] = ChangeState.UNKNOWN
+        return replace(visit, annotations=annotations, **context)
 
     def _plan(self, request: Request | None, issued: UrlRecord | None, visit: Visit) -> Plan:
         """The policy stack's plan; a URL whose stored policy memory the
