@@ -9,8 +9,9 @@ forces on it: which issued request object is which URL
 host's politeness wait counts from its end), and waking the engine when the
 next URL falls due (:class:`~.engine.EngineWaker`).
 
-At open it has the runtime assembled (:mod:`.runtime`), sends the middlewares their one interface
-(:data:`~.wiring.FRONTIER_OPENED`) and starts the once-a-second tasks (:mod:`.tasks`).
+At open it has the runtime assembled (:mod:`..runtime.assembly`), sends the middlewares their one
+interface (:data:`~..runtime.wiring.FRONTIER_OPENED`) and starts the once-a-second tasks
+(:mod:`..runtime.tasks`).
 
 Requests that come back through ``enqueue_request`` are told apart by the
 fingerprint tag issued requests carry:
@@ -48,20 +49,23 @@ from ..config.spec import ConfigError, counted
 from ..frontier import AddResult, ChangeState, Frontier, Outcome, UrlRecord, Visit
 from ..frontier.canonical import Canonical
 from ..frontier.capacity import HostCapacity
+from ..ops.assembly import Operations
 from ..ops.console import control
 from ..ops.console.seeds import take_seeds
 from ..policies import PolicyStack, load_wait_policy
+from ..runtime.assembly import Runtime, assemble
 from ..runtime.changes import feed_format
 from ..runtime.delivery import Delivery
 from ..runtime.issued import IssuedRequests, url_identity
 from ..runtime.request_hints import take_hint
 from ..runtime.sinkfail import SINK_FAILED, SinkError
+from ..runtime.spiderstate import Legacy, take_legacy
 from ..runtime.stopgrace import StopGrace
+from ..runtime.tasks import ShareBudget, Tick, build_tick
 from ..runtime.verdicts import Verdicts
 from ..runtime.wiring import FRONTIER_OPENED, crawl_config
 from ..store.base import StoreCorrupt, StoreError
 from ..store.statedir import StateDirError
-from .assembly import Runtime, assemble
 from .components import REFUSAL_SETTING
 from .engine import EngineWaker, exit_with_error
 from .metacheck import MetaCheck
@@ -69,9 +73,7 @@ from .politeness import QueueKeyer, parse_crawl_delay
 from .refusal import Refusal, RefusingScheduler
 from .serialization import RequestNotStorable, request_from_data, request_to_data
 from .spidermiddlewares.judging import same_redirect
-from .spiderstate import Legacy, take_legacy
 from .startup import note_scrapy_queue, require_components, require_extras, warn_about_settings
-from .tasks import ShareBudget, Tick, build_tick
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -208,8 +210,7 @@ class AdaptiveScheduler(BaseScheduler):
                 delivery=self.delivery,
                 on_store_error=self._fatal,
                 on_change=self._arm_wake,
-                identity=self._where,
-                seeder=self._seed,
+                operations=Operations(self.config, self.stats, self.policy.schedules, self._where, self._seed),
                 legacy_state=self.legacy_state,
                 signals=self.crawler.signals if self.crawler is not None else None,
             )

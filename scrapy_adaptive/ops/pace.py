@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..frontier import Frontier
+from ..humanize import human
 from ..model import Outcome
-from .humanize import human
 
 #: a wait within this share of a bound was cut to it
 BOUND_TOLERANCE = 0.01

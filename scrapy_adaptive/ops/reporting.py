@@ -25,11 +25,11 @@ from ..change.trust import Trust
 from ..config.spec import counted
 from ..frontier import Frontier
 from ..frontier.crawltime import estimate_hosts
+from ..humanize import human, human_bytes
 from ..store.base import StoreError
 from ..store.statedir import private_opener
 from .console.api import FrontierConsole
 from .console.html import render
-from .humanize import human, human_bytes
 from .pace import PRECISION, Pace, budget_words, next_due
 from .progress import META_KEY as PROGRESS_KEY
 from .progress import MIN_SPAN, Progress

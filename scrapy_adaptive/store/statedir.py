@@ -8,7 +8,7 @@ Layout of ``ADAPTIVE_STATE_DIR``::
     crawl.log             one line per visit (rotated), when enabled
     changes.log           the change events delivered (rotated), when events are on
     validators-report.json  the hosts' validator track records
-    spider-state.json     ``spider.state``, as JSON (:mod:`..integration.spiderstate`)
+    spider-state.json     ``spider.state``, as JSON (:mod:`..runtime.spiderstate`)
 
 The folder is checked before anything is written: a folder of another
 spider, another request fingerprinter, a newer format, or one that is not a

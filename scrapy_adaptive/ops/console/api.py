@@ -27,9 +27,9 @@ from typing import Any
 from ...change import noise_learner
 from ...config.spec import counted, plural
 from ...frontier import Frontier, UrlRecord
+from ...humanize import human, when
 from ...policies import memory
 from ...policies.estimator import CHANGED, EXACT
-from ..humanize import human, when
 from ..progress import Progress
 from .changes_command import DEFAULT_LIMIT, URL_EVENTS, event_words, find_changes, kinds_of, limit_of, url_pattern
 from .hinttrack import pending_hint, track_record, url_words

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 from ...change.events import KINDS, MOVED, read_event
 from ...config.patterns import UserPattern
 from ...config.spec import counted, read_seconds
+from ...humanize import human, when
 from ...runtime.changelog import history_start, read_history
-from ..humanize import human, when
 
 if TYPE_CHECKING:
     from ...frontier import Frontier

@@ -17,8 +17,8 @@ from typing import Any
 
 from ...frontier import hints
 from ...frontier.hints import Hint
+from ...humanize import when
 from ...policies.hint_decisions import precision
-from ..humanize import when
 
 #: what the report's precision means, said once wherever it is shown
 PRECISION_MEANS = "precision: the share of its hints believed right, which decides whether its next hints are acted on"

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...config.spec import counted
-from ..humanize import human, human_bytes, when
+from ...humanize import human, human_bytes, when
 from .hinttrack import PRECISION_MEANS, html_rows
 from .payloads import TITLE, payload_rows
 

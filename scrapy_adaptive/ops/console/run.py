@@ -30,7 +30,9 @@ from ...config.matching import check_entries
 from ...config.settings import AdaptiveConfig
 from ...config.spec import ConfigError, counted, plural
 from ...frontier import Frontier, Politeness
+from ...humanize import human, when
 from ...policies.schedules import schedules_of
+from ...runtime.schedule_entries import load_stored
 from ...store.base import StoreError
 from ...store.marker import read_marker
 from ...store.statedir import (
@@ -44,7 +46,6 @@ from ...store.statedir import (
     shared_store,
 )
 from ...warc.digests import shared_payloads_in
-from ..humanize import human, when
 from ..pace import CAPACITY, CONFIGURED, PRECISION, Pace
 from ..progress import BUDGET, Progress
 from ..progress import META_KEY as PROGRESS_KEY
@@ -54,7 +55,7 @@ from .changes_command import change_report_lines, changes_lines, changes_request
 from .hinttrack import report_words
 from .html import render
 from .payloads import payload_lines
-from .schedule_command import ScheduleConsole, load_stored, schedule_lines, schedule_request
+from .schedule_command import ScheduleConsole, schedule_lines, schedule_request
 from .seeds import file_seeder, seed_problem
 
 if TYPE_CHECKING:

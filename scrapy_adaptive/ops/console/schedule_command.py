@@ -15,82 +15,17 @@ more fetches a day than its politeness allows at its measured fetch time
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ...config.spec import ConfigError, clause, counted, read_seconds
+from ...config.spec import ConfigError, counted, read_seconds
 from ...frontier import Frontier, Politeness
 from ...frontier.crawltime import DEFAULT_FETCH_TIME, capacity
 from ...policies.history import DAY, url_host
 from ...policies.schedules import CLOSED, Schedule, Schedules, check_name
+from ...runtime.schedule_entries import forced_counts, store_entries, stored_entries
 from ..pace import Pace, budget_words, next_due
 from .api import FrontierConsole
-
-#: the frontier meta key of the schedules given on the console
-STORE_KEY = "schedules"
-#: the frontier meta key of the visits each schedule forced (written by the crawl)
-FORCED_KEY = "schedules-forced"
-
-
-def stored_entries(frontier: Frontier) -> list[dict[str, Any]]:
-    """The schedules given on the console, as entries (each has its name).
-
-    ValueError, naming the key, when they cannot be read: the console then
-    refuses to write them (a new schedule would replace the unreadable ones
-    and lose them) until the key is repaired or removed.
-    """
-    raw = frontier.meta(STORE_KEY)
-    try:
-        doc = json.loads(raw) if raw else []
-    except ValueError as exc:
-        raise ValueError(f"the state folder's schedules (key m/{STORE_KEY}) are unreadable: {exc}") from None
-    if not isinstance(doc, list) or not all(isinstance(e, dict) and isinstance(e.get("name"), str) for e in doc):
-        raise ValueError(f"the state folder's schedules (key m/{STORE_KEY}) are not a list of named schedules")
-    return doc
-
-
-def store_entries(frontier: Frontier, entries: list[dict[str, Any]]) -> None:
-    """Keep *entries* as the schedules given on the console (one write)."""
-    frontier.write_meta(STORE_KEY, json.dumps(entries).encode())
-
-
-def load_stored(frontier: Frontier, schedules: Schedules) -> list[str]:
-    """Add the state folder's schedules to *schedules*; the problems, in words
-    (an entry written by another version that no longer parses is skipped;
-    unreadable ones are all skipped, and left as they are)."""
-    problems = []
-    try:
-        entries = stored_entries(frontier)
-    except ValueError as exc:
-        return [f"{clause(exc)}; they are left as they are, for a repair"]
-    for entry in entries:
-        try:
-            schedules.add(Schedule.parse(entry, f"schedule {entry['name']!r} (state folder)"))
-        except ConfigError as exc:
-            problems.append(str(exc))
-    return problems
-
-
-def forced_counts(frontier: Frontier) -> dict[str, int]:
-    """The visits each schedule forced, summed over a fleet's workers
-    (written by the crawl: :func:`add_forced`)."""
-    raw = frontier.meta(FORCED_KEY)
-    try:
-        doc = json.loads(raw) if raw else {}
-    except ValueError:
-        return {}
-    return {k: v for k, v in doc.items() if isinstance(v, int)} if isinstance(doc, dict) else {}
-
-
-def add_forced(frontier: Frontier, added: dict[str, int]) -> None:
-    """Add *added* (schedule name -> visits forced since the last call) to
-    the stored counts, so the workers of a fleet sharing one store sum
-    theirs (one small write)."""
-    stored = forced_counts(frontier)
-    for name, count in added.items():
-        stored[name] = stored.get(name, 0) + count
-    frontier.write_meta(FORCED_KEY, json.dumps(stored, sort_keys=True).encode())
 
 
 def cost(

@@ -7,7 +7,7 @@ from scrapy_adaptive.frontier import Store
 from scrapy_adaptive.frontier.advance import BOUNDS_KEY, rebound
 from scrapy_adaptive.store.base import Batch
 from tests.unit.frontier.test_frontier import Clock, make
-from tests.unit.integration.test_open_schedules import DAY, crawled, planned
+from tests.unit.runtime.test_open_schedules import DAY, crawled, planned
 
 
 def test_a_lower_minimum_brings_forward_the_urls_it_held_and_only_those(store: Store) -> None:

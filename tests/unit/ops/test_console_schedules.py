@@ -13,14 +13,13 @@ from scrapy_adaptive.ops.console.html import render
 from scrapy_adaptive.ops.console.run import report_lines
 from scrapy_adaptive.ops.console.schedule_command import (
     ScheduleConsole,
-    load_stored,
     schedule_lines,
     schedule_request,
-    stored_entries,
 )
 from scrapy_adaptive.policies.schedules import Schedule, Schedules
+from scrapy_adaptive.runtime.schedule_entries import load_stored, stored_entries
 from tests.unit.frontier.test_frontier import Clock, make
-from tests.unit.integration.test_open_schedules import crawled
+from tests.unit.runtime.test_open_schedules import crawled
 
 
 def console(schedules: Schedules | None = None, budget: float | None = None) -> ScheduleConsole:
@@ -99,7 +98,7 @@ def test_the_command_line_options() -> None:
 
 @pytest.mark.parametrize("raw", [b"{garbled", b'{"name": "a"}', b'[{"url": "x", "every": 60}]'])
 def test_unreadable_stored_schedules_are_said_and_never_overwritten(raw: bytes) -> None:
-    from scrapy_adaptive.ops.console.schedule_command import STORE_KEY
+    from scrapy_adaptive.runtime.schedule_entries import STORE_KEY
 
     c = console()
     c.frontier.write_meta(STORE_KEY, raw)

@@ -17,10 +17,11 @@ from scrapy_adaptive.config.spec import ConfigError
 from scrapy_adaptive.dates import parse_time
 from scrapy_adaptive.frontier import Frontier
 from scrapy_adaptive.model import ChangeState, Outcome, Visit
-from scrapy_adaptive.ops.console.schedule_command import STORE_KEY, load_stored, schedule_request
+from scrapy_adaptive.ops.console.schedule_command import schedule_request
 from scrapy_adaptive.policies import load_wait_policy
 from scrapy_adaptive.policies.base import PARAM_KEYS, WaitParams
 from scrapy_adaptive.policies.schedules import CLOSED, OPEN, PENDING, Schedule, Schedules, schedules_of
+from scrapy_adaptive.runtime.schedule_entries import STORE_KEY, load_stored
 from scrapy_adaptive.store.base import MemoryStore
 from tests.hypo import examples
 

@@ -7,9 +7,10 @@ from typing import Any
 
 from scrapy_adaptive.frontier import Frontier, Store
 from scrapy_adaptive.frontier.advance import bring_forward
-from scrapy_adaptive.integration.schedule_opening import SYNC_TICKS, OpenSchedules
-from scrapy_adaptive.ops.console.schedule_command import FORCED_KEY, ScheduleConsole, forced_counts
+from scrapy_adaptive.ops.console.schedule_command import ScheduleConsole
 from scrapy_adaptive.policies.schedules import Schedule, Schedules
+from scrapy_adaptive.runtime.schedule_entries import FORCED_KEY, forced_counts
+from scrapy_adaptive.runtime.schedule_opening import SYNC_TICKS, OpenSchedules
 from scrapy_adaptive.store.keys import time_to_ms
 from tests.unit.frontier.test_frontier import Clock, add, fp, make, visited
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_adaptive.integration.spiderstate import take_legacy
+from scrapy_adaptive.runtime.spiderstate import take_legacy
 from scrapy_adaptive.store.statedir import StateDirError
 
 

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING
 from ..config.spec import ConfigError, clause, counted
 from ..frontier.advance import bring_forward
 from ..model import UrlRecord
-from ..ops.console.schedule_command import add_forced, forced_counts, stored_entries
 from ..policies.history import url_host
 from ..policies.schedules import OPEN, Schedule, Schedules
 from ..store.keys import time_to_ms
+from .schedule_entries import add_forced, forced_counts, stored_entries
 
 if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector

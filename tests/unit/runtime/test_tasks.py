@@ -16,10 +16,10 @@ from scrapy import Request
 from scrapy_adaptive.frontier import Frontier, Outcome
 from scrapy_adaptive.frontier.sharing import Sharing
 from scrapy_adaptive.integration.scheduler import AdaptiveScheduler
-from scrapy_adaptive.integration.tasks import AbandonOnStop, LapsedLeases, ShareBudget, Tick
 from scrapy_adaptive.policies.allocator import RateAllocator
 from scrapy_adaptive.policies.history import DAY
 from scrapy_adaptive.runtime.stopgrace import StopGrace
+from scrapy_adaptive.runtime.tasks import AbandonOnStop, LapsedLeases, ShareBudget, Tick
 from scrapy_adaptive.store.base import StoreError
 from tests.unit.frontier.test_frontier import Clock
 from tests.unit.frontier.test_sharedhosts import BoardStore
@@ -61,7 +61,7 @@ def test_any_other_failure_is_logged_and_the_next_tick_runs_again(caplog: pytest
     ran: list[str] = []
     failures: list[StoreError] = []
     tick = Tick([Step("a", ran, ValueError("boom")), Step("b", ran)], on_store_error=failures.append)
-    with caplog.at_level(logging.ERROR, logger="scrapy_adaptive.integration.tasks"):
+    with caplog.at_level(logging.ERROR, logger="scrapy_adaptive.runtime.tasks"):
         tick()
         tick()
     assert ran == ["a", "a"] and failures == []
@@ -98,7 +98,7 @@ def test_a_lapsed_lease_is_a_retry_counted_and_due_again(tmp_path: Path, caplog:
         task.run()
         assert frontier.counts().out == 1  # not lapsed yet
         time.sleep(LEASE * 2)
-        with caplog.at_level(logging.WARNING, logger="scrapy_adaptive.integration.tasks"):
+        with caplog.at_level(logging.WARNING, logger="scrapy_adaptive.runtime.tasks"):
             task.run()
         assert frontier.counts().out == 0
         assert scheduler.stats.get_value("adaptive/leases_expired") == 1

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from scrapy_adaptive.ops.humanize import human, human_bytes, when
+from scrapy_adaptive.humanize import human, human_bytes, when
 
 
 @pytest.mark.parametrize(

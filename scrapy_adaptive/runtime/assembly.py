@@ -1,12 +1,17 @@
 """The crawl's runtime: everything built on a state folder, assembled in one place.
 
 :func:`assemble` opens the state folder and its store, builds the frontier
-and what works on it (host capacities, the crawl log, the verdict path, the
-console and the reporter) and restores the policies' saved aggregates.  The
+and what works on it (host capacities, the crawl log, the verdict path,
+the change events) and restores the policies' saved aggregates.  The
 scheduler calls it once, at open, and hands requests to what it returns;
 the periodic tasks (:mod:`.tasks`) and the close read the same object.  Each
 collaborator is built here and nowhere else, so a feature that needs one
 more part adds a line here, not a branch in the scheduler.
+
+What an operator sees (the console, the periodic summary) sits on a floor
+above: the scheduler hands in a builder for them (:class:`OperationsBuilder`,
+made by :mod:`..ops.assembly`), called once the frontier stands, so the
+runtime holds them without importing them.
 """
 
 from __future__ import annotations
@@ -14,9 +19,9 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..change.trust import TrustParams
 from ..config.settings import AdaptiveConfig
@@ -25,20 +30,8 @@ from ..frontier import Frontier, Politeness
 from ..frontier.advance import rebound
 from ..frontier.capacity import HostCapacity
 from ..frontier.sharing import Sharing
-from ..ops.console.api import FrontierConsole
-from ..ops.console.schedule_command import ScheduleConsole, load_stored
-from ..ops.humanize import human
-from ..ops.pace import CAPACITY, CONFIGURED, PRECISION, Pace
-from ..ops.progress import META_KEY as PROGRESS_KEY
-from ..ops.progress import Progress
-from ..ops.reporting import Reporter
+from ..humanize import human
 from ..policies import PolicyStack, persist
-from ..runtime.changelog import ChangesLog
-from ..runtime.changes import ChangeEvents, ChangesFeed
-from ..runtime.crawllog import CrawlLog
-from ..runtime.delivery import Delivery
-from ..runtime.issued import IssuedRequests
-from ..runtime.verdicts import Verdicts
 from ..store.base import Store, StoreCorrupt, StoreError
 from ..store.statedir import (
     SHARED_CHECKPOINT_INTERVAL,
@@ -52,7 +45,14 @@ from ..store.statedir import (
     worker_home,
     worker_name,
 )
+from .changelog import ChangesLog
+from .changes import ChangeEvents, ChangesFeed
+from .crawllog import CrawlLog
+from .delivery import Delivery
+from .issued import IssuedRequests
+from .schedule_entries import load_stored
 from .spiderstate import Legacy, SpiderStateFile
+from .verdicts import Verdicts
 
 if TYPE_CHECKING:
     from scrapy.signalmanager import SignalManager
@@ -60,9 +60,34 @@ if TYPE_CHECKING:
 
     from ..policies.allocator import RateAllocator
     from ..policies.crawlwide import CrawlWide
-    from ..policies.schedules import Schedules
 
 logger = logging.getLogger(__name__)
+
+
+class Console(Protocol):
+    """What ``scrapy frontier`` talks to (:class:`~..ops.console.api.FrontierConsole`)."""
+
+    def answer(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]: ...
+
+
+class Reports(Protocol):
+    """The periodic summary (:class:`~..ops.reporting.Reporter`)."""
+
+    #: set at a stop for a state fault already said: what cannot be written then is not said again
+    after_fault: bool
+
+    def due(self) -> bool: ...
+
+    def summary(self, *, final: bool = False) -> None: ...
+
+
+class OperationsBuilder(Protocol):
+    """Builds the console and the summary once the frontier stands
+    (:class:`~..ops.assembly.Operations`)."""
+
+    def __call__(
+        self, frontier: Frontier, capacity: HostCapacity, allocator: RateAllocator | None, state_path: str
+    ) -> tuple[Console, Reports]: ...
 
 
 @dataclass
@@ -78,8 +103,8 @@ class Runtime:
     checkpoints: Checkpoints
     capacity: HostCapacity
     verdicts: Verdicts
-    console: FrontierConsole
-    reporter: Reporter
+    console: Console
+    reporter: Reports
     crawl_log: CrawlLog | None
     #: where the policies' aggregates are saved (a worker of a shared frontier has its own)
     policy_key: str
@@ -190,14 +215,14 @@ def assemble(
     delivery: Delivery | None,
     on_store_error: Callable[[StoreError], None],
     on_change: Callable[[], None],
-    identity: Callable[[str], tuple[str, bytes]],
-    seeder: Callable[[list[str]], list[dict[str, Any]]],
+    operations: OperationsBuilder,
     legacy_state: Legacy | None = None,
     signals: SignalManager | None = None,
 ) -> Runtime:
     """Open the state folder and build the crawl's runtime on it
     (*legacy_state*: Scrapy's pickled spider state, to migrate into it;
-    *signals*: where change events are sent, with ``ADAPTIVE_CHANGE_EVENTS``).
+    *signals*: where change events are sent, with ``ADAPTIVE_CHANGE_EVENTS``;
+    *operations*: builds the console and the summary on the frontier).
 
     Raises :class:`StateDirError` or :class:`StoreError` when the folder or
     its store must be refused; nothing is left open then.
@@ -273,10 +298,7 @@ def assemble(
             events=events_on,
             gone_confirmations=config.gone_confirmations,
         )
-        pace = pace_of(config, capacity, allocator)
-        console, reporter = _operations(
-            config, frontier, stats, allocator, pace, state.path, identity, seeder, policy.schedules
-        )
+        console, reporter = operations(frontier, capacity, allocator, state.path)
         runtime = Runtime(
             state=state,
             store=store,
@@ -316,66 +338,3 @@ def _rebound(frontier: Frontier, config: AdaptiveConfig) -> None:
         moved,
         plural(moved, "visit"),
     )
-
-
-def pace_of(config: AdaptiveConfig, capacity: HostCapacity, allocator: RateAllocator | None) -> Callable[[], Pace]:
-    """Where the crawl's revisit budget comes from, asked at every summary:
-    ``ADAPTIVE_BUDGET``, a share of the politeness capacity, or (a policy
-    without a budget) the target precision."""
-    day = 86_400.0
-
-    def pace() -> Pace:
-        low, high = config.wait_min, config.wait_max
-        if config.budget is not None:  # a worker of a fleet spends its share (tasks.ShareBudget)
-            budget = allocator.budget * day if allocator is not None and allocator.budget else config.budget
-            return Pace(budget, CONFIGURED, wait_min=low, wait_max=high)
-        if capacity.derived and capacity.budget is not None:
-            return Pace(
-                capacity.budget * day,
-                CAPACITY,
-                capacity_per_day=capacity.total() * day,
-                share=capacity.share,
-                precision_binds=allocator is not None and allocator.floor_binds(),
-                wait_min=low,
-                wait_max=high,
-            )
-        planned = None if allocator is None else allocator.planned_rate() * day
-        return Pace(planned, PRECISION, wait_min=low, wait_max=high)
-
-    return pace
-
-
-def _operations(
-    config: AdaptiveConfig,
-    frontier: Frontier,
-    stats: StatsCollector,
-    allocator: RateAllocator | None,
-    pace: Callable[[], Pace],
-    state_path: str,
-    identity: Callable[[str], tuple[str, bytes]],
-    seeder: Callable[[list[str]], list[dict[str, Any]]],
-    schedules: Schedules,
-) -> tuple[FrontierConsole, Reporter]:
-    """What `scrapy frontier` talks to, and the periodic summary."""
-    progress = Progress.from_bytes(frontier.meta(PROGRESS_KEY))
-    console = ScheduleConsole(
-        frontier,
-        schedules=schedules,
-        progress=progress,
-        budget_per_day=config.budget,
-        identity=identity,
-        seeder=seeder,
-        pace=pace,
-        state_path=state_path,
-    )
-    reporter = Reporter(
-        frontier,
-        stats,
-        allocator=allocator,
-        state_path=state_path,
-        interval=config.log_interval,
-        progress=progress,
-        console=console,
-        pace=pace,
-    )
-    return console, reporter
