@@ -36,6 +36,7 @@ from ..store.base import Store, StoreCorrupt, StoreError
 from ..store.statedir import (
     SHARED_CHECKPOINT_INTERVAL,
     Checkpoints,
+    SharedStore,
     StateDir,
     StateDirError,
     open_store,
@@ -227,46 +228,18 @@ def assemble(
     Raises :class:`StateDirError` or :class:`StoreError` when the folder or
     its store must be refused; nothing is left open then.
     """
-    state = resolve(config.state_dir, jobdir)
-    remote = shared_store(config, spider_name)
-    store = open_store(
-        state,
-        spider=spider_name,
-        fingerprinter=fingerprinter,
-        sync=config.state_sync,
-        cache_mb=config.state_cache_mb,
-        shared=remote,
-    )
+    state, remote, store = open_state(config, jobdir, spider_name, fingerprinter)
     changes: ChangeEvents | None = None
     try:  # a damaged database found while building on it: refused, nothing left open
         spider_state = SpiderStateFile.open(state, legacy_state)
         checkpoints = Checkpoints(state)
         sharing = None if remote is None else Sharing(store, worker_name(state.path), remote.lease)  # type: ignore[arg-type]
-        frontier = Frontier(
-            store,
-            politeness_of(config),
-            history_size=config.history_size,
-            trust=TrustParams(config.trust_warmup, config.trust_min_rate),
-            soft404_urls=config.soft404_urls,
-            sharing=sharing,
-        )
-        frontier.load()
-        frontier.rebalance()  # a worker of a shared frontier takes its share of hosts
-        _rebound(frontier, config)
-        if frontier.redelivered and frontier.sharing is None:  # a shared frontier logs its own (sharing.py)
-            logger.info(
-                "%s had versions not confirmed delivered when the last crawl stopped; they are fetched "
-                "again now so their items are produced again.",
-                counted(frontier.redelivered, "URL"),
-            )
-            stats.set_value("adaptive/delivery/redelivered", frontier.redelivered)
+        frontier = open_frontier(store, config, stats, sharing)
         if delivery is not None:
             delivery.bind(frontier)
         # each worker's aggregates are its own (docs/shared-frontier.md)
         policy_key = persist.META_KEY if remote is None else f"{persist.META_KEY}/{worker_home(state.path)}"
-        persist.restore(store, policy.params.crawl.persisted(), policy_key)
-        for problem in load_stored(frontier, policy.schedules):  # given on the console (scrapy frontier schedule)
-            logger.error("%s; this schedule is not applied.", clause(problem))
+        restore_policies(store, frontier, policy, policy_key)
         allocator: RateAllocator | None = policy.params.crawl.allocator
         share = None if config.budget is not None else config.capacity_share
         capacity = HostCapacity(frontier, allocator, crawl=policy.params.crawl, share=share)
@@ -275,17 +248,8 @@ def assemble(
         if config.crawl_log:
             path = os.path.join(state.path, "crawl.log")
             crawl_log = CrawlLog(path, config.crawl_log_max_bytes, config.crawl_log_backups)
-        events_on = config.events_on
-        if events_on:
-            try:
-                history = ChangesLog(state.path, config.changes_log_max_bytes, config.changes_log_backups)
-            except OSError as exc:
-                raise StateDirError(f"The changes log in {state.path} cannot be written: {exc}.") from None
-            try:
-                feed = None if config.changes_feed is None else ChangesFeed(config.changes_feed)
-            except ConfigError as exc:
-                raise StateDirError(str(exc)) from None
-            changes = ChangeEvents(frontier, feed, signals, stats, on_error=on_store_error, history=history)
+        if config.events_on:
+            changes = change_events(config, state.path, frontier, signals, stats, on_store_error)
         verdicts = Verdicts(
             frontier,
             policy,
@@ -295,7 +259,7 @@ def assemble(
             delivery=delivery,
             on_store_error=on_store_error,
             on_change=on_change,
-            events=events_on,
+            events=config.events_on,
             gone_confirmations=config.gone_confirmations,
         )
         console, reporter = operations(frontier, capacity, allocator, state.path)
@@ -317,11 +281,81 @@ def assemble(
     except BaseException:
         store.close()
         if changes is not None:
-            for sink in (changes.feed, changes.history):
-                if sink is not None:
-                    sink.close()
+            changes.close_sinks()
         raise
     return runtime
+
+
+def open_state(
+    config: AdaptiveConfig, jobdir: str | None, spider_name: str, fingerprinter: str
+) -> tuple[StateDir, SharedStore | None, Store]:
+    """The state folder, the shared store's settings (None: the folder's own
+    LevelDB) and the store opened on them."""
+    state = resolve(config.state_dir, jobdir)
+    remote = shared_store(config, spider_name)
+    store = open_store(
+        state,
+        spider=spider_name,
+        fingerprinter=fingerprinter,
+        sync=config.state_sync,
+        cache_mb=config.state_cache_mb,
+        shared=remote,
+    )
+    return state, remote, store
+
+
+def restore_policies(store: Store, frontier: Frontier, policy: PolicyStack, policy_key: str) -> None:
+    """The policies' saved aggregates, and the schedules given on the console
+    (``scrapy frontier schedule``; one that no longer parses is said, not applied)."""
+    persist.restore(store, policy.params.crawl.persisted(), policy_key)
+    for problem in load_stored(frontier, policy.schedules):
+        logger.error("%s; this schedule is not applied.", clause(problem))
+
+
+def open_frontier(store: Store, config: AdaptiveConfig, stats: StatsCollector, sharing: Sharing | None) -> Frontier:
+    """The frontier on *store*, loaded, with this worker's share of hosts,
+    its plans within this run's wait bounds, and what a stop left unconfirmed said."""
+    frontier = Frontier(
+        store,
+        politeness_of(config),
+        history_size=config.history_size,
+        trust=TrustParams(config.trust_warmup, config.trust_min_rate),
+        soft404_urls=config.soft404_urls,
+        sharing=sharing,
+    )
+    frontier.load()
+    frontier.rebalance()  # a worker of a shared frontier takes its share of hosts
+    _rebound(frontier, config)
+    if frontier.redelivered and frontier.sharing is None:  # a shared frontier logs its own (sharing.py)
+        logger.info(
+            "%s had versions not confirmed delivered when the last crawl stopped; they are fetched "
+            "again now so their items are produced again.",
+            counted(frontier.redelivered, "URL"),
+        )
+        stats.set_value("adaptive/delivery/redelivered", frontier.redelivered)
+    return frontier
+
+
+def change_events(
+    config: AdaptiveConfig,
+    state_path: str,
+    frontier: Frontier,
+    signals: SignalManager | None,
+    stats: StatsCollector,
+    on_store_error: Callable[[StoreError], None],
+) -> ChangeEvents:
+    """The outbox's drain, with its history and the user's feed opened
+    (either one unwritable refuses the start, in one line)."""
+    try:
+        history = ChangesLog(state_path, config.changes_log_max_bytes, config.changes_log_backups)
+    except OSError as exc:
+        raise StateDirError(f"The changes log in {state_path} cannot be written: {exc}.") from None
+    try:
+        feed = None if config.changes_feed is None else ChangesFeed(config.changes_feed)
+    except ConfigError as exc:
+        history.close()
+        raise StateDirError(str(exc)) from None
+    return ChangeEvents(frontier, feed, signals, stats, on_error=on_store_error, history=history)
 
 
 def _rebound(frontier: Frontier, config: AdaptiveConfig) -> None:

@@ -183,7 +183,10 @@ class ChangeEvents:
                 if self.drain() < self.limit:
                     break
         finally:
-            if self.feed is not None:
-                self.feed.close()
-            if self.history is not None:
-                self.history.close()
+            self.close_sinks()
+
+    def close_sinks(self) -> None:
+        """Close the feed and the history without delivering (a start refused after they opened)."""
+        for sink in (self.feed, self.history):
+            if sink is not None:
+                sink.close()
