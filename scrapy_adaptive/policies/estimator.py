@@ -308,6 +308,18 @@ def posterior_log_rate(
         v -= max(-2.0, min(2.0, step))
         if abs(step) < tol:
             return v, -1.0 / slope
+    u, slope = _bracketed_root(score_and_slope, u, tol)
+    # the slope of the last Newton step: within tol of the mode, as good as
+    # the slope at the mode for a variance (and one evaluation fewer)
+    return u, -1.0 / slope if slope < 0 else prior_log_sd * prior_log_sd
+
+
+def _bracketed_root(
+    score_and_slope: Callable[[float], tuple[float, float]], u: float, tol: float
+) -> tuple[float, float]:
+    """The root of a strictly decreasing score from a poor start *u*: Newton
+    steps kept inside a bracket, bisection whenever a step leaves it; the
+    root and the slope there."""
     lo, hi = _bracket(score_and_slope, u)
     slope = 0.0
     if lo != hi:
@@ -328,6 +340,4 @@ def posterior_log_rate(
     if slope >= 0 or lo == hi:
         u = lo if lo == hi else u
         _, slope = score_and_slope(u)
-    # the slope of the last Newton step: within tol of the mode, as good as
-    # the slope at the mode for a variance (and one evaluation fewer)
-    return u, -1.0 / slope if slope < 0 else prior_log_sd * prior_log_sd
+    return u, slope

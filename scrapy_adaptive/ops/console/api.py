@@ -133,7 +133,30 @@ class FrontierConsole:
     def report(self) -> dict[str, Any]:
         frontier = self.frontier
         now = frontier.clock()
-        shape = frontier.shape()
+        hosts = self._host_rows(now)
+        rates_now = self._rates()
+        spent = None if rates_now is None else rates_now["visits"] * 24
+        return {
+            "generated": now,
+            "totals": {
+                **frontier.shape(),
+                "forgotten": frontier.counts().forgotten,
+                "hosts": len(hosts),
+                "gone": sum(row["gone"] for row in hosts),
+            },
+            "hosts": hosts,
+            **self._record_classes(),
+            "budget": {"set_per_day": self.budget_per_day, "spent_per_day": spent},
+            "rates": rates_now,
+            "hours": [[h, v] for h, v in self.progress.series()] if self.progress is not None else [],
+            "hints": track_record(frontier.hint_report()),
+            "changes": self._latest_changes(now),
+            **{name: provider() for name, provider in self.sections.items()},
+        }
+
+    def _host_rows(self, now: float) -> list[dict[str, Any]]:
+        """One row per host queue, busiest first, with its validator trust where it has a book."""
+        frontier = self.frontier
         books = frontier.trust_report()
         hosts = []
         for q in frontier.queues():
@@ -162,7 +185,11 @@ class FrontierConsole:
                 }
             hosts.append(row)
         hosts.sort(key=lambda r: (-r["visits"], r["host"]))
+        return hosts
 
+    def _record_classes(self) -> dict[str, Any]:
+        """Waits and change rates in classes (all, by content type, by host),
+        and the most and least changing URLs, over a sample of the records."""
         waits: Counter[str] = Counter()
         rates: Counter[str] = Counter()
         by_type: dict[str, Counter[str]] = {}
@@ -172,7 +199,7 @@ class FrontierConsole:
         changing: list[tuple[int, int, str]] = []
         steady: list[tuple[int, str]] = []
         sampled = 0
-        for _, record in islice(frontier.records(), self.sample_limit):
+        for _, record in islice(self.frontier.records(), self.sample_limit):
             sampled += 1
             wait = class_label(record.wait, WAIT_EDGES, human)
             rate = class_label(change_rate(record), RATE_EDGES, lambda v: f"{v:g}/day")
@@ -189,17 +216,7 @@ class FrontierConsole:
                 steady.append((record.visits, record.url))
         changing.sort(key=lambda t: (-t[0], t[2]))
         steady.sort(key=lambda t: (-t[0], t[1]))
-        rates_now = self._rates()
-        spent = None if rates_now is None else rates_now["visits"] * 24
         return {
-            "generated": now,
-            "totals": {
-                **shape,
-                "forgotten": frontier.counts().forgotten,
-                "hosts": len(hosts),
-                "gone": sum(row["gone"] for row in hosts),
-            },
-            "hosts": hosts,
             "sampled": sampled,
             "wait_classes": class_order(WAIT_EDGES, human),
             "rate_classes": class_order(RATE_EDGES, lambda v: f"{v:g}/day"),
@@ -211,12 +228,6 @@ class FrontierConsole:
             "change_rates_by_host": {k: dict(v) for k, v in sorted(rate_by_host.items())},
             "top_changing": [{"url": u, "versions": ve, "visits": vi} for ve, vi, u in changing[:TOP]],
             "never_changing": [{"url": u, "visits": vi} for vi, u in steady[:TOP]],
-            "budget": {"set_per_day": self.budget_per_day, "spent_per_day": spent},
-            "rates": rates_now,
-            "hours": [[h, v] for h, v in self.progress.series()] if self.progress is not None else [],
-            "hints": track_record(frontier.hint_report()),
-            "changes": self._latest_changes(now),
-            **{name: provider() for name, provider in self.sections.items()},
         }
 
     def _latest_changes(self, now: float) -> dict[str, Any]:

@@ -117,18 +117,40 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
 
 def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
     """The whole report page."""
-    totals = report["totals"]
-    hours = report["hours"]
-    labels = [time.strftime("%d %Hh", time.localtime(h * 3600)) for h, _ in hours]
-    col = lambda i: [float(v[i]) for _, v in hours]  # noqa: E731
-    budget = report["budget"]
-    # the hours record the pace the crawl planned even without a budget:
-    # a budget line is drawn only for a budget the user set
-    budget_line = None
-    if budget["set_per_day"]:
-        budget_line = col(4) if any(col(4)) else [budget["set_per_day"] / 24] * len(hours)
+    sections = [
+        f"<h1>{_esc(title)}</h1>",
+        f'<p class="muted">Generated {_esc(when(report["generated"]))}; distributions from '
+        f"{counted(report['sampled'], 'record')}.</p>",
+        '<table class="figs">'
+        + "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in row) + "</tr>" for row in _figures(report))
+        + "</table>",
+        *_charts(report),
+        "<h2>Top hosts</h2>",
+        _table(
+            ["host", "state", "URLs", "due", "visits", "versions", "validators' reliability", "fetch"],
+            _host_rows(report["hosts"][:15]),
+        ),
+        '<div class="grid"><div><h2>Most changing URLs</h2>',
+        _table(["URL", "versions", "visits"], [[r["url"], r["versions"], r["visits"]] for r in report["top_changing"]]),
+        "</div><div><h2>Never changing URLs</h2>",
+        _table(["URL", "visits"], [[r["url"], r["visits"]] for r in report["never_changing"]]),
+        "</div></div>",
+        *_changes_section(report.get("changes")),
+        *_hint_section(report.get("hints")),
+        *_payload_section(report.get("shared_payloads")),
+        *_schedule_section(report.get("schedules")),
+    ]
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{_esc(title)}</title><style>{_STYLE}</style></head><body>" + "".join(sections) + "</body></html>"
+    )
+
+
+def _figures(report: dict[str, Any]) -> list[list[Any]]:
+    """The headline figures, two to a row."""
+    totals, budget = report["totals"], report["budget"]
     rates = report.get("rates") or {}
-    figures = [
+    return [
         ["URLs", totals["urls"], "hosts", totals["hosts"]],
         ["visits", totals["visits"], "versions", totals["versions"]],
         ["due now", totals["due"], "never again", totals["never"]],
@@ -148,15 +170,21 @@ def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
             human_bytes(rates["bytes_saved"]) if rates else "-",
         ],
     ]
+
+
+def _charts(report: dict[str, Any]) -> list[str]:
+    """The grid of charts: waits, the hourly series, the observed change rates."""
+    hours = report["hours"]
+    labels = [time.strftime("%d %Hh", time.localtime(h * 3600)) for h, _ in hours]
+    col = lambda i: [float(v[i]) for _, v in hours]  # noqa: E731
+    budget = report["budget"]
+    # the hours record the pace the crawl planned even without a budget:
+    # a budget line is drawn only for a budget the user set
+    budget_line = None
+    if budget["set_per_day"]:
+        budget_line = col(4) if any(col(4)) else [budget["set_per_day"] / 24] * len(hours)
     wait_classes = report["wait_classes"]
-    host_rows = _host_rows(report["hosts"][:15])
-    sections = [
-        f"<h1>{_esc(title)}</h1>",
-        f'<p class="muted">Generated {_esc(when(report["generated"]))}; distributions from '
-        f"{counted(report['sampled'], 'record')}.</p>",
-        '<table class="figs">'
-        + "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in row) + "</tr>" for row in figures)
-        + "</table>",
+    return [
         '<div class="grid">',
         "<div><h2>Wait intervals (URLs)</h2>"
         + bar_chart(wait_classes, [float(report["waits"].get(c, 0)) for c in wait_classes])
@@ -188,22 +216,7 @@ def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
         )
         + "</div>",
         "</div>",
-        "<h2>Top hosts</h2>",
-        _table(["host", "state", "URLs", "due", "visits", "versions", "validators' reliability", "fetch"], host_rows),
-        '<div class="grid"><div><h2>Most changing URLs</h2>',
-        _table(["URL", "versions", "visits"], [[r["url"], r["versions"], r["visits"]] for r in report["top_changing"]]),
-        "</div><div><h2>Never changing URLs</h2>",
-        _table(["URL", "visits"], [[r["url"], r["visits"]] for r in report["never_changing"]]),
-        "</div></div>",
-        *_changes_section(report.get("changes")),
-        *_hint_section(report.get("hints")),
-        *_payload_section(report.get("shared_payloads")),
-        *_schedule_section(report.get("schedules")),
     ]
-    return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{_esc(title)}</title><style>{_STYLE}</style></head><body>" + "".join(sections) + "</body></html>"
-    )
 
 
 def _changes_section(section: dict[str, Any] | None) -> list[str]:
