@@ -35,22 +35,9 @@ cookies.  LevelDB creates its own files with the process umask; inside a
 are set to ``0600``.  An existing folder that others can read is *not*
 changed behind the user's back: a warning names it and the ``chmod`` to run.
 
-**Checkpoint: detecting a rollback.**  A write-ahead log cut short, at a
-record boundary or inside a record, looks exactly like a crash while
-writing (LevelDB drops the tail and opens, silently older), so the marker
-keeps a *checkpoint*: the count of batches the database has applied
-(:attr:`.base.Store.writes`, which every batch writes with itself), the
-URLs known (quarantined and forgotten included) and the visits recorded,
-counts that only ever grow, and whether it was written at a clean close.
-It is written at open, at every tick of the crawl (once a second) when a
-count moved, after that tick's delivered versions were confirmed, and at a
-clean close, never after a failed write.  At open, a database holding
-fewer writes, URLs or visits than the checkpoint has rolled back: refused,
-saying what is missing and how to accept the loss.  A ``kill -9`` cannot
-cause it: every write a checkpoint counts had reached the OS before the
-checkpoint was written.  More is normal after an unclean stop.  A cut
-that takes only the writes of the last second before a stop, after the
-last checkpoint, is not seen (docs/reliability.md).
+**Checkpoint: detecting a rollback.**  The marker also keeps counts that only
+ever grow, so a database that rolled back is refused at open
+(:mod:`.checkpoint`).
 docs/state-folder.md has the whole rule.
 """
 
@@ -62,25 +49,22 @@ import os
 import re
 import socket
 import tempfile
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..config.spec import counted
-from .base import Batch, Store, StoreError, StoreInUse, access_denied
-from .keys import FORGOTTEN_KEY, QUARANTINED_KEY, URLS_KEY, VISITS_KEY
+from .base import Batch, Store, StoreError, StoreInUse
+from .checkpoint import Checkpoints, check_checkpoint, check_counts, stored_counts, write_checkpoint
+from .folder import DATABASE, StateDir, unwritable, utc_now
 from .leveldb import CACHE_MB, LevelDBStore
 from .marker import (
     CHECKPOINT,
     CREATING,
     FORMAT,
     MARKER,
-    Checkpoint,
     StateDirError,
     check_marker,
     create_marker,
     private_opener,
-    read_checkpoint,
     read_marker,
     write_marker,
 )
@@ -89,33 +73,28 @@ if TYPE_CHECKING:
     from ..config.settings import AdaptiveConfig
     from .redis import RedisStore
 
-__all__ = ["CHECKPOINT", "FORMAT", "MARKER", "StateDirError", "private_opener"]  # kept here for their users
+#: kept here for their users: the state folder's whole face in one module
+__all__ = [
+    "CHECKPOINT",
+    "DATABASE",
+    "FORMAT",
+    "MARKER",
+    "Checkpoints",
+    "StateDir",
+    "StateDirError",
+    "check_counts",
+    "private_opener",
+    "stored_counts",
+    "write_checkpoint",
+]
 
 logger = logging.getLogger(__name__)
 
-DATABASE = "frontier.ldb"
 #: the meta entry of a shared store that plays the marker's part (spider, fingerprinter, format)
 IDENTITY = "identity"
 #: seconds between two checkpoints of a worker of a shared store while it
 #: runs: each sums every queue's counters read from the store
 SHARED_CHECKPOINT_INTERVAL = 10.0
-
-
-@dataclass(frozen=True)
-class StateDir:
-    path: str
-    temporary: bool
-    #: what the folder was given by, for messages: ``ADAPTIVE_STATE_DIR``,
-    #: ``JOBDIR <folder>`` (the state is its ``adaptive`` subfolder), or none
-    source: str = "ADAPTIVE_STATE_DIR"
-
-    @property
-    def database(self) -> str:
-        return os.path.join(self.path, DATABASE)
-
-    @property
-    def marker(self) -> str:
-        return os.path.join(self.path, MARKER)
 
 
 def resolve(state_dir: str | None, jobdir: str | None) -> StateDir:
@@ -267,7 +246,7 @@ def open_store(
         if creating:
             os.makedirs(state.database, mode=0o700, exist_ok=True)
     except OSError as exc:
-        raise _unwritable(state, exc) from exc
+        raise unwritable(state, exc) from exc
     if not os.path.isdir(state.database):
         what = "is a file, not a folder" if os.path.lexists(state.database) else "is missing"
         raise StateDirError(
@@ -287,17 +266,11 @@ def open_store(
             check_counts(state, marker, store)
     except OSError as exc:
         store.close()
-        raise _unwritable(state, exc) from exc
+        raise unwritable(state, exc) from exc
     except BaseException:
         store.close()
         raise
     return store
-
-
-def check_counts(state: StateDir, marker: dict, store: Store) -> None:
-    """Refuse a database that holds less than its checkpoint recorded
-    (:class:`StateDirError`), or whose counters cannot be read (:class:`StoreError`)."""
-    _check_checkpoint(state, marker, **stored_counts(store), writes=store.writes)
 
 
 def _first_marker(state: StateDir, expected: dict) -> dict:
@@ -310,12 +283,12 @@ def _first_marker(state: StateDir, expected: dict) -> dict:
             f"{state.path} is not a scrapy-adaptive state folder (it holds {', '.join(sorted(leftovers)[:5])} "
             f"but no {MARKER}). Refusing to write into it: choose an empty or new ADAPTIVE_STATE_DIR."
         )
-    data = {**expected, "created": _now(), CREATING: True}
+    data = {**expected, "created": utc_now(), CREATING: True}
     try:
         if create_marker(state.marker, data):
             return data
     except OSError as exc:
-        raise _unwritable(state, exc) from exc
+        raise unwritable(state, exc) from exc
     return read_marker(state.marker) or data
 
 
@@ -371,9 +344,9 @@ def _open_shared(state: StateDir, expected: dict, shared: SharedStore) -> Store:
                 )
             check_marker(f"The Redis store {store.url} (namespace {shared.namespace})", stored, expected)
         if marker is not None:
-            _check_checkpoint(state, marker, **stored_counts(store), shared=True)
+            check_checkpoint(state, marker, **stored_counts(store), shared=True)
         else:
-            write_marker(state.marker, {**expected, **where, "created": _now()})
+            write_marker(state.marker, {**expected, **where, "created": utc_now()})
     except (OSError, StoreError) as exc:
         store.close()
         raise StateDirError(str(exc)) from exc
@@ -381,155 +354,3 @@ def _open_shared(state: StateDir, expected: dict, shared: SharedStore) -> Store:
         store.close()
         raise
     return store
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def _where(store: Store) -> str:
-    """A store's folder or (password-free) URL, for messages."""
-    return str(getattr(store, "path", None) or getattr(store, "url", "") or type(store).__name__)
-
-
-def stored_counts(store: Store) -> dict[str, int]:
-    """What a checkpoint compares: URLs known (quarantined and forgotten included) and visits,
-    summed over the per-queue counter rows (one small row per host)."""
-    urls = visits = 0
-    # a shared store reads its rows without taking them as this worker's own
-    read = getattr(store, "counter_rows", None) or store.hosts
-    try:
-        rows = list(read())
-    except StoreError as exc:
-        raise StateDirError(str(exc)) from exc
-    for queue, raw in rows:
-        try:
-            row = raw if isinstance(raw, dict) else json.loads(raw)
-            # a URL moved aside or forgotten on request still counts: the sum never falls
-            urls += int(row.get(URLS_KEY, 0)) + int(row.get(QUARANTINED_KEY, 0)) + int(row.get(FORGOTTEN_KEY, 0))
-            visits += int(row.get(VISITS_KEY, 0))
-        except (ValueError, TypeError, AttributeError) as exc:
-            raise StateDirError(
-                f"The state database in {_where(store)} has an unreadable counters row for queue {queue!r} ({exc}). "
-                "No record was changed; restore the folder from a backup."
-            ) from exc
-    return {"urls": urls, "visits": visits}
-
-
-def _check_checkpoint(
-    state: StateDir, marker: dict, *, urls: int, visits: int, writes: int | None = None, shared: bool = False
-) -> None:
-    """Refuse a database that holds less than its last checkpoint (see the module's docstring).
-
-    A *shared* store grows while this worker is stopped (other workers
-    write): only a loss is reported, never growth.
-    """
-    point = read_checkpoint(state.marker, marker)
-    if point is None:
-        return
-    how = "at a clean close" if point.clean else "while the crawl ran"
-    written = point.writes
-    lost = written - writes if writes is not None and written is not None and writes < written else 0
-    if urls < point.urls or visits < point.visits or lost:
-        missing = f"{counted(lost, 'write')} lost" if lost else "writes were lost"
-        raise StateDirError(
-            f"The state database in {state.database} has rolled back: it holds {counted(urls, 'URL')} and "
-            f"{counted(visits, 'visit')}, but {counted(point.urls, 'URL')} and {counted(point.visits, 'visit')} were "
-            f"recorded {how} ({point.at}); {missing} (a cut write-ahead log, an older copy restored, or a power loss "
-            "without ADAPTIVE_STATE_SYNC). No record was changed. Restore the folder from a backup; or, to go on from "
-            "what is left, delete the "
-            f'"{CHECKPOINT}" entry from {state.marker}.'
-        )
-    if point.clean and not shared and (urls, visits) != (point.urls, point.visits):
-        logger.warning(
-            "The state database in %s holds more than at its last recorded clean close (%s and %s then, "
-            "%d and %d now): another program wrote to it, or a crawl could not write its checkpoint (its log says "
-            "so). Going on with what it holds.",
-            state.database,
-            counted(point.urls, "URL"),
-            counted(point.visits, "visit"),
-            urls,
-            visits,
-        )
-
-
-def _unwritable(state: StateDir, exc: OSError) -> StateDirError:
-    """The state folder cannot be written: a permission (the fix is its
-    owner and permissions) or what the OS says."""
-    if isinstance(exc, PermissionError):
-        why = f"{exc} (a crawl writes its checkpoint, control socket and report there)"
-        return StateDirError(access_denied(f"The state folder {state.path}", state.path, "writable", why))
-    return StateDirError(f"The state folder {state.path} ({state.source}) cannot be written: {exc}")
-
-
-def write_checkpoint(state: StateDir, *, urls: int, visits: int, clean: bool, writes: int | None = None) -> None:
-    """Record the counts the database durably holds; :class:`StateDirError`
-    (naming the folder and why) if the marker cannot be written.
-
-    Call only with counts whose writes have all succeeded.  *writes* is the
-    store's count of batches (None: not counted, a shared store).
-    """
-    point = Checkpoint(urls, visits, clean, _now(), writes)
-    marker = read_marker(state.marker) or {}
-    marker[CHECKPOINT] = point.entry()
-    try:
-        write_marker(state.marker, marker)
-    except OSError as exc:
-        raise _unwritable(state, exc) from exc
-
-
-class Checkpoints:
-    """Keeps the marker's checkpoint current for a running crawl.
-
-    Written when a count moved, at most once per call (the crawl calls at
-    every tick, once a second); never again once a store write has failed
-    (the in-memory counts may then exceed what the database holds).  The
-    first, at open, is *required*: a folder that cannot take it refuses the
-    crawl, which would otherwise run with its checkpoint, control socket and
-    report off.  A later failure is a warning, said once until a checkpoint
-    is written again.
-    """
-
-    def __init__(self, state: StateDir) -> None:
-        self.state = state
-        self._last: tuple[int, int, int | None, bool] | None = None
-        self._stopped = False
-        self._failing = False
-        self._at = 0.0
-
-    def due(self, interval: float) -> bool:
-        """Have *interval* seconds passed since the last checkpoint was tried?
-        (True starts the next interval: a failing try is not repeated at once.)"""
-        now = time.monotonic()
-        if now - self._at < interval:
-            return False
-        self._at = now
-        return True
-
-    def write(self, *, urls: int, visits: int, clean: bool, writes: int | None = None, required: bool = False) -> None:
-        self._at = time.monotonic()
-        point = (urls, visits, writes, clean)
-        if self._stopped or point == self._last:
-            return
-        try:
-            write_checkpoint(self.state, urls=urls, visits=visits, clean=clean, writes=writes)
-        except StateDirError as exc:
-            if required:
-                raise
-            if not self._failing:
-                logger.warning("Cannot write the checkpoint: %s", exc)
-            self._failing = True
-            return
-        if self._failing:
-            logger.info("The checkpoint is written again to %s.", self.state.marker)
-        self._failing = False
-        self._last = point
-
-    def stop(self) -> None:
-        """A store write failed: no checkpoint may be written any more."""
-        self._stopped = True
-
-    @property
-    def stopped(self) -> bool:
-        """Was the crawl stopped for a store failure (reported then)?"""
-        return self._stopped

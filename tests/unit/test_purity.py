@@ -32,6 +32,8 @@ PURE = (
     "scrapy_adaptive.store.keys",
     "scrapy_adaptive.store.leveldb",
     "scrapy_adaptive.store.statedir",
+    "scrapy_adaptive.store.checkpoint",
+    "scrapy_adaptive.store.folder",
     "scrapy_adaptive.frontier",
     "scrapy_adaptive.frontier.canonical",
     "scrapy_adaptive.frontier.hostfacts",
