@@ -35,16 +35,13 @@ import heapq
 import json
 from collections.abc import Callable, Collection, Iterator
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from . import keys
-from .base import Batch, Conflict, Store, StoreError, split_by_queue
+from .base import Batch, Conflict, Store, split_by_queue
 from .keys import FORGOTTEN_KEY, GONE_KEY, NEVER_KEY, QUARANTINED_KEY, URLS_KEY, VERSIONS_KEY, VISITS_KEY
+from .redis_client import close_client, connect, redacted, redis, store_error
 
-try:  # the optional extra
-    import redis
-except ImportError:  # pragma: no cover - exercised by the refusal message
-    redis = None  # type: ignore[assignment]
+__all__ = ["ADDITIVE", "RedisStore", "close_client", "redacted"]
 
 #: renew a lease only if it is still ours, in one step
 _RENEW = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0"
@@ -54,26 +51,6 @@ _RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL
 ADDITIVE = frozenset((URLS_KEY, NEVER_KEY, VISITS_KEY, VERSIONS_KEY, QUARANTINED_KEY, FORGOTTEN_KEY, GONE_KEY))
 #: host names read per pipelined round trip
 _CHUNK = 500
-
-
-def redacted(url: str) -> str:
-    """*url* without its password, for messages and logs.
-
-    >>> redacted("redis://:s3cret@127.0.0.1:6379/0")
-    'redis://:***@127.0.0.1:6379/0'
-    >>> redacted("rediss://user:pw@example.org/2")
-    'rediss://user:***@example.org/2'
-    >>> redacted("redis://127.0.0.1:6379/0")
-    'redis://127.0.0.1:6379/0'
-    """
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, f"{user}:***@{host}", parts.path, parts.query, parts.fragment))
 
 
 def _member(directive: int, next_ms: int, fp: bytes) -> bytes:
@@ -105,61 +82,18 @@ class RedisStore(Store):
         tls_key: str | None = None,
         timeout: float = 10.0,
     ) -> None:
-        if redis is None:
-            raise StoreError(
-                f"ADAPTIVE_STORE_URL is {redacted(url)} but redis-py is not installed: "
-                "pip install 'scrapy-adaptive[redis]'"
-            )
-        scheme = urlsplit(url).scheme
-        if scheme not in ("redis", "rediss", "redis+cluster", "rediss+cluster"):
-            raise StoreError(
-                f"ADAPTIVE_STORE_URL ({redacted(url)!r}) must start with redis:// or rediss:// "
-                "(redis+cluster:// or rediss+cluster:// for a Redis Cluster)"
-            )
-        #: a Redis Cluster: batches are split by hash slot (see the module docstring)
-        self.cluster = scheme.endswith("+cluster")
-        scheme = scheme.removesuffix("+cluster")
         self.url = redacted(url)
         self.namespace = namespace
-        options: dict[str, object] = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
-        if password is not None:
-            options["password"] = password
-        if scheme == "rediss":
-            options.update(
-                {k: v for k, v in (("ssl_ca_certs", tls_ca), ("ssl_certfile", tls_cert), ("ssl_keyfile", tls_key)) if v}
-            )
-        try:
-            if self.cluster:
-                # redis-py finds every node from the one named
-                plain = urlunsplit((scheme, *urlsplit(url)[1:]))
-                self._redis = redis.RedisCluster.from_url(plain, **options)  # type: ignore[arg-type]
-            else:
-                self._redis = redis.Redis.from_url(url, **options)  # type: ignore[arg-type]
-            self._redis.ping()
-        except (redis.RedisError, ValueError, OSError) as exc:
-            raise self._error("Connecting to", exc) from exc
+        #: a Redis Cluster: batches are split by hash slot (see the module docstring)
+        self.cluster, self._redis = connect(
+            url, password=password, tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key, timeout=timeout
+        )
         ns = namespace
         self._hosts_key = f"{ns}:hosts"
         self._workers_key = f"{ns}:workers"
         self._meta_key = f"{ns}:m"
         #: queue -> the counters row this worker last read or wrote (see the module docstring)
         self._baseline: dict[str, dict[str, Any]] = {}
-
-    def _error(self, doing: str, exc: BaseException) -> StoreError:
-        if (
-            redis is not None
-            and isinstance(exc, redis.AuthenticationError | redis.ResponseError)
-            and ("auth" in str(exc).lower() or "password" in str(exc).lower())
-        ):
-            return StoreError(
-                f"Redis at {self.url} refused the password ({exc}): set the password in ADAPTIVE_STORE_URL "
-                "(redis://:password@host:port/db) or ADAPTIVE_STORE_PASSWORD"
-            )
-        return StoreError(
-            f"{doing} the Redis store at {self.url} failed ({type(exc).__name__}: {exc}). Nothing was half-written: "
-            "start Redis (or fix ADAPTIVE_STORE_URL) and run the crawl again; it resumes from the last write "
-            "Redis acknowledged"
-        )
 
     def _queue_key(self, queue: str, kind: str = "q") -> bytes:
         # the hash tag: one queue's keys in one Cluster slot
@@ -173,7 +107,7 @@ class RedisStore(Store):
         try:
             return fn(*args, **kwargs)
         except redis.RedisError as exc:
-            raise self._error(doing, exc) from exc
+            raise store_error(self.url, doing, exc) from exc
 
     # -- reads -----------------------------------------------------------------
 
@@ -390,7 +324,7 @@ class RedisStore(Store):
         except redis.WatchError as exc:
             raise Conflict(f"another worker wrote a new record first in {self.url}") from exc
         except redis.RedisError as exc:
-            raise self._error("Writing to", exc) from exc
+            raise store_error(self.url, "Writing to", exc) from exc
         self._baseline.update(rows)
 
     def _queue_writes(self, pipe: Any, batch: Batch, rows: dict[str, dict[str, Any]]) -> None:
@@ -494,18 +428,3 @@ def _ms(seconds: float) -> int:
 
 def _row_bytes(row: dict[str, Any]) -> bytes:
     return json.dumps(row, separators=(",", ":")).encode()
-
-
-def close_client(client: Any) -> None:
-    """Close a redis-py client and every socket it opened.
-
-    A Redis Cluster client's ``close`` leaves its nodes' connection pools
-    open (their sockets are closed only when collected): they are
-    disconnected here, so a closed store holds no socket.
-    """
-    nodes = getattr(getattr(client, "nodes_manager", None), "nodes_cache", None) or {}
-    for node in list(nodes.values()):
-        connection = getattr(node, "redis_connection", None)
-        if connection is not None:
-            connection.connection_pool.disconnect()
-    client.close()

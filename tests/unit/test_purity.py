@@ -34,6 +34,7 @@ PURE = (
     "scrapy_adaptive.store.statedir",
     "scrapy_adaptive.store.checkpoint",
     "scrapy_adaptive.store.folder",
+    "scrapy_adaptive.store.redis_client",
     "scrapy_adaptive.frontier",
     "scrapy_adaptive.frontier.canonical",
     "scrapy_adaptive.frontier.hostfacts",
