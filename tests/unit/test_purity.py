@@ -31,6 +31,7 @@ PURE = (
     "scrapy_adaptive.store.base",
     "scrapy_adaptive.store.keys",
     "scrapy_adaptive.store.leveldb",
+    "scrapy_adaptive.store.leveldb_errors",
     "scrapy_adaptive.store.statedir",
     "scrapy_adaptive.store.checkpoint",
     "scrapy_adaptive.store.folder",
