@@ -35,26 +35,22 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from scrapy import Request, Spider, signals
+from scrapy import Request, Spider
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.defer import deferred_from_coro
-from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.python import global_object_name
 
 from .. import meta
-from ..change.rules import DigestRules
 from ..config.settings import AdaptiveConfig
 from ..config.spec import ConfigError, counted
 from ..frontier import AddResult, ChangeState, Frontier, Outcome, UrlRecord, Visit
-from ..frontier.canonical import Canonical
 from ..frontier.capacity import HostCapacity
 from ..ops.assembly import Operations
 from ..ops.console import control
 from ..ops.console.seeds import take_seeds
-from ..policies import PolicyStack, load_wait_policy
+from ..policies import PolicyStack
 from ..runtime.assembly import Runtime, assemble
-from ..runtime.changes import feed_format
 from ..runtime.delivery import Delivery
 from ..runtime.issued import IssuedRequests, url_identity
 from ..runtime.request_hints import take_hint
@@ -63,21 +59,21 @@ from ..runtime.spiderstate import Legacy, take_legacy
 from ..runtime.stopgrace import StopGrace
 from ..runtime.tasks import ShareBudget, Tick, build_tick
 from ..runtime.verdicts import Verdicts
-from ..runtime.wiring import FRONTIER_OPENED, crawl_config
+from ..runtime.wiring import FRONTIER_OPENED
 from ..store.base import StoreCorrupt, StoreError
 from ..store.statedir import StateDirError
 from .components import REFUSAL_SETTING
+from .download_signals import DownloadSignals
 from .engine import EngineWaker, exit_with_error
 from .metacheck import MetaCheck
-from .politeness import QueueKeyer, parse_crawl_delay
+from .politeness import QueueKeyer
 from .refusal import Refusal, RefusingScheduler
 from .serialization import RequestNotStorable, request_from_data, request_to_data
 from .spidermiddlewares.judging import same_redirect
-from .startup import note_scrapy_queue, require_components, require_extras, warn_about_settings
+from .startup import checked_settings, note_scrapy_queue, warn_about_settings
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-    from scrapy.http import Response
     from scrapy.statscollectors import StatsCollector
     from twisted.internet.defer import Deferred
 
@@ -114,10 +110,13 @@ class AdaptiveScheduler(BaseScheduler):
         self.stats = stats
         self.jobdir = jobdir
         self.fingerprinter = fingerprinter
-        self.robots_agent = robots_agent
         self.crawler = crawler
         self.keyer = QueueKeyer(config.politeness_key)
         self.issued = IssuedRequests(identity)
+        #: what Scrapy's download signals tell the frontier (fetch times, Crawl-delay)
+        self.download_signals = DownloadSignals(
+            self.issued, self.keyer, robots_agent, lambda: self.runtime, self._arm_wake
+        )
         #: public meta values of the wrong kind are removed as requests enter
         self.check_meta = MetaCheck(stats)
         self.waker = EngineWaker(crawler)
@@ -156,17 +155,7 @@ class AdaptiveScheduler(BaseScheduler):
         try:
             if refused := settings.get(REFUSAL_SETTING):  # found by the add-on
                 raise StateDirError(refused)
-            config = crawl_config(crawler, strict=True)
-            assert config is not None
-            policy = load_wait_policy(config)
-            canonical = Canonical.from_setting(config.canonical)
-            # built again by the visit middleware at open: checked here, so a
-            # bad rule is refused before anything of the JOBDIR is opened
-            DigestRules.from_settings(config.digest_rules, config.digest_default, config.digest_max_size)
-            if config.changes_feed is not None:
-                feed_format(config.changes_feed)  # one that cannot be appended to is refused before the JOBDIR opens
-            require_components(settings, config)
-            require_extras(config)
+            config, policy, canonical = checked_settings(crawler)
             legacy = take_legacy(settings.get("JOBDIR"), migrate=config.migrate_spider_state)
         except (ConfigError, StateDirError) as exc:
             # raised here, Scrapy would fail to close the engine (traceback
@@ -186,10 +175,7 @@ class AdaptiveScheduler(BaseScheduler):
         )
         warn_about_settings(settings, config)
         note_scrapy_queue(settings.get("JOBDIR"))
-        crawler.signals.connect(scheduler._on_reached_downloader, signals.request_reached_downloader)
-        crawler.signals.connect(scheduler._on_left_downloader, signals.request_left_downloader)
-        crawler.signals.connect(scheduler._on_headers_received, signals.headers_received)
-        crawler.signals.connect(scheduler._on_response_received, signals.response_received)
+        scheduler.download_signals.connect(crawler.signals)
         crawler.signals.connect(lambda sink, error: scheduler._fatal(error), SINK_FAILED, weak=False)  # stop at once
         return scheduler
 
@@ -430,41 +416,6 @@ class AdaptiveScheduler(BaseScheduler):
             self.stats.inc_value("adaptive/errors/unloadable")
             self.verdicts.settle(fp, Visit(Outcome.RETRY, reason=f"unloadable: {exc}", queue=record.queue))
             return None
-
-    # -- signals ----------------------------------------------------------------------
-
-    def _on_reached_downloader(self, request: Request, spider: Spider) -> None:
-        if (fp := self.issued.fp_of(request)) is not None and self.frontier is not None:
-            self.frontier.fetch_started(fp)
-
-    def _on_headers_received(self, headers: Any, body_length: Any, request: Request, spider: Spider) -> None:
-        """Time the fetch from when its request went out: Scrapy's HTTP handlers
-        set ``download_latency`` (request sent to headers received) just before
-        this signal."""
-        latency = request.meta.get("download_latency")
-        if isinstance(latency, (int, float)) and self.frontier is not None:
-            if (fp := self.issued.fp_of(request)) is not None:
-                self.frontier.request_sent(fp, float(latency))
-
-    def _on_left_downloader(self, request: Request, spider: Spider) -> None:
-        if (fp := self.issued.fp_of(request)) is not None and self.frontier is not None:
-            self.frontier.fetch_ended(fp)
-            self._arm_wake()
-
-    def _on_response_received(self, response: Response, request: Request, spider: Spider) -> None:
-        """Honour a robots.txt ``Crawl-delay`` (persisted with the host)."""
-        if self.frontier is None or not request.meta.get("dont_obey_robotstxt"):
-            return
-        if urlparse_cached(request).path != "/robots.txt" or response.status != 200:
-            return
-        delay = parse_crawl_delay(response.body, self.robots_agent)
-        queue = self.keyer.key(request)
-        if delay is None:  # none, or no longer (robots.txt is fetched again: ADAPTIVE_ROBOTS_REFRESH)
-            self.frontier.set_crawl_delay(queue, None)
-        elif self.capacity is not None:
-            self.frontier.set_crawl_delay(queue, delay)
-            self.capacity.nominal(queue, delay)
-            logger.info("Honouring robots.txt Crawl-delay of %.1fs for %s", delay, urlparse_cached(request).netloc)
 
     # -- timers ------------------------------------------------------------------------
 

@@ -28,14 +28,20 @@ from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.conf import build_component_list
 from scrapy.utils.misc import load_object
 
+from ..change.rules import DigestRules
 from ..config.settings import unknown_settings
 from ..config.spec import ConfigError, counted
+from ..frontier.canonical import Canonical
+from ..policies import PolicyStack, load_wait_policy
+from ..runtime.changes import feed_format
+from ..runtime.wiring import crawl_config
 from ..store.leveldb import PLYVEL_MISSING
 from ..warc.writer import EXTRA_MESSAGE
 from .components import DELTAFETCH_MESSAGE, TOOK_OVER_SETTING, VERDICT_COMPONENTS, WARC_MIDDLEWARE, is_deltafetch
 from .feedfile import feed_warnings
 
 if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
     from ..config.settings import AdaptiveConfig
@@ -211,3 +217,20 @@ def require_extras(config: AdaptiveConfig) -> None:
         import warcio  # noqa: F401
     except ImportError:
         raise ConfigError(EXTRA_MESSAGE) from None
+
+
+def checked_settings(crawler: Crawler) -> tuple[AdaptiveConfig, PolicyStack, Canonical]:
+    """The crawl's settings parsed, its wait policies and URL canonicalisation
+    built, and everything else a bad setting could break checked, before
+    anything of the JOBDIR is opened (:class:`ConfigError`, one line)."""
+    config = crawl_config(crawler, strict=True)
+    assert config is not None
+    policy = load_wait_policy(config)
+    canonical = Canonical.from_setting(config.canonical)
+    # built again by the visit middleware at open: checked here, so a bad rule is refused first
+    DigestRules.from_settings(config.digest_rules, config.digest_default, config.digest_max_size)
+    if config.changes_feed is not None:
+        feed_format(config.changes_feed)  # one that cannot be appended to
+    require_components(crawler.settings, config)
+    require_extras(config)
+    return config, policy, canonical

@@ -237,7 +237,9 @@ def test_a_crawl_delay_removed_from_a_refreshed_robots_txt_is_cleared(tmp_path: 
     robots = Request("http://a.example/robots.txt", meta={"dont_obey_robotstxt": True})
 
     def robots_say(text: bytes) -> float | None:
-        scheduler._on_response_received(TextResponse(robots.url, body=text, request=robots), robots, Pages())
+        scheduler.download_signals.response_received(
+            TextResponse(robots.url, body=text, request=robots), robots, Pages()
+        )
         [queue] = scheduler.frontier.queues()  # type: ignore[union-attr]
         return queue.crawl_delay
 
