@@ -53,7 +53,7 @@ from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 
 from ... import meta
-from ...change import fields, noise, noise_learner
+from ...change import fields, noise
 from ...change.digest import Digester, ItemsDigester, RegexDigester, items_digest, payload_digest
 from ...change.rules import DigestRules, build_digester
 from ...config.spec import UNCHANGED_MODES, ConfigError, clause
@@ -70,8 +70,8 @@ from .judging import (
     not_content,
     same_payload,
     skip_unchanged,
-    usable_last_modified,
 )
+from .noise_step import learn_noise
 from .sitemaps import read_signal
 
 if TYPE_CHECKING:
@@ -193,62 +193,9 @@ class VisitMiddleware:
 
     def _noise(self, response: Response, record: Mapping[str, Any], visit: Visit) -> None:
         """Learned noise: probe, learn, or digest the page without its noise."""
-        state = record.get("noise")
-        changed = visit.change is ChangeState.CHANGED
-        first = record.get("digest") is None
-        now = self.clock()
-        usable = visit.etag is not None or usable_last_modified(visit.last_modified, now)
-        # siblings' exclusions are for pages without validators (step() ignores them otherwise)
-        pooled = [] if usable else self.noise_pool.offer(response.url)
-        if visit.digest is None or not noise_learner.needs_text(
-            state, changed=changed, first=first, usable=usable, pooled=bool(pooled)
-        ):
-            return
-        seen = noise_learner.Seen(
-            noise.segments_of(response),
-            changed=changed,
-            first=first,
-            usable=usable,
-            now=now,
-            validators=(visit.etag, visit.last_modified),
-            previous=(record.get("etag"), record.get("last_modified")),
-            digest=visit.digest,
-            previous_digest=record.get("digest"),
-            same_payload=same_payload(record, visit),
+        learn_noise(
+            response, record, visit, pool=self.noise_pool, window=self.probe_window, now=self.clock(), stats=self.stats
         )
-        result = noise_learner.step(state, seen, window=self.probe_window, pooled=pooled)
-        if result.state is not None:
-            visit.noise = result.state
-        current = state if result.state is None else result.state
-        exclusions = (current or {}).get(noise_learner.EXCLUSIONS)
-        if exclusions and not (current or {}).get(noise_learner.ADOPTED):
-            self.noise_pool.add(response.url, exclusions)  # only a mask the page showed right is offered on
-        if result.digest is not None:
-            visit.digest = result.digest
-        if result.verdict is not None:
-            visit.change = result.verdict
-        elif result.digest is not None and not result.by_rule:
-            unchanged = seen.same_payload
-            visit.change = ChangeState.UNCHANGED if unchanged else compare(record.get("digest"), result.digest)
-        for flag, annotation, stat in (
-            (result.adopted, "noiseAdopted", "adopted"),
-            (result.probe, "noiseProbe", "probes"),
-            (result.learned, noise.NOISE_LEARNED, "learned"),
-            (result.confirmed, "noiseConfirmed", "confirmed"),
-            (result.dropped is not None, "noiseDropped", "dropped"),
-        ):
-            if flag:
-                visit.annotations.append(annotation)
-                self.stats.inc_value(f"adaptive/noise/{stat}")
-        if result.probe:
-            visit.probe = 0.0  # due now: the frontier's politeness spaces it
-        if result.dropped is not None:
-            logger.info(
-                "Learned noise of %s dropped: %s; the visit is judged %s.",
-                response.url,
-                result.dropped,
-                visit.change.value,
-            )
 
     def _signal(self, request: Request, response: Response, visit: Visit) -> None:
         """A sitemap or feed is read before its verdict, so that one that
