@@ -80,6 +80,10 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
     ) -> None:
         super().__init__(allocator, estimator=estimator, **kwargs)
         self.offsets = offsets or offset_priors(allocator.epoch)
+        #: the verdict-history states (the last one: every further quiet visit) and the
+        #: state of the interval after a URL's first visit
+        self.states: tuple[int, ...] = STATES
+        self.first = FIRST
 
     @classmethod
     def from_params(cls, params: WaitParams) -> BurstWaitPolicy:
@@ -100,9 +104,9 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
         λ̄, which just moved.
         """
         centre = math.log(max(overall, 1e-300))
-        changed: dict[int, list[float]] = {s: [] for s in STATES}
-        exposure = dict.fromkeys(STATES, 0.0)
-        exact = dict.fromkeys(STATES, 0)
+        changed: dict[int, list[float]] = {s: [] for s in self.states}
+        exposure = dict.fromkeys(self.states, 0.0)
+        exact = dict.fromkeys(self.states, 0)
         for entry in memory.get(OBSERVATIONS, []):
             if len(entry) < 3 or entry[2] not in exposure:
                 continue
@@ -112,7 +116,7 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
                 exact[state] += kind == EXACT
             else:
                 changed[state].append(seconds)
-        for state in STATES:
+        for state in self.states:
             prior = self.offsets[state]
             if not changed[state] and not exposure[state]:
                 prior.update(memory, None)
@@ -125,14 +129,14 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
 
     def state_rate(self, state: int, overall: float) -> float:
         """λ_s = λ̄·e^(δ_s), δ_s the population offset (0 before the first visit's verdict)."""
-        if state not in STATES:
+        if state not in self.states:
             return overall
         return overall * math.exp(self.offsets[state].get()[0])
 
     def schedule_rate(self, memory: dict[str, Any], visit: Visit, rate: float, *, first: bool, observed: bool) -> float:
         """File the new observation under the state it started from, move to
         the next state, learn the offsets; the rate of the state now entered."""
-        state = FIRST if first else int(memory.get(BURST_STATE, FIRST))
+        state = self.first if first else int(memory.get(BURST_STATE, self.first))
         if observed:
             last = memory[OBSERVATIONS][-1]
             memory[OBSERVATIONS][-1] = [last[0], last[1], state]
@@ -140,7 +144,8 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
         if not first and visit.change is ChangeState.CHANGED:
             memory[BURST_STATE] = 0
         elif not first and visit.change is ChangeState.UNCHANGED:
-            memory[BURST_STATE] = 2 if state in (1, 2, FIRST) else 1
+            quiet = self.states[-1]
+            memory[BURST_STATE] = quiet if state == self.first else min(state + 1, quiet)
         else:
-            memory.setdefault(BURST_STATE, FIRST)
+            memory.setdefault(BURST_STATE, self.first)
         return self.state_rate(int(memory[BURST_STATE]), rate)

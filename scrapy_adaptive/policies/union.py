@@ -114,11 +114,16 @@ class UnionWaitPolicy(WaitPolicy):
         visit.policy_state = memory
         return w_burst, w_snap, memory
 
-    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
+    def decide(self, history: Mapping[str, Any], visit: Visit) -> tuple[float, str]:
+        """The next wait and the family that set it (``"burst"`` or ``"snap"``),
+        so a replay can tell whose plans its revisits follow."""
         w_burst, w_snap, memory = self.waits(history, visit)
-        if self.burst.is_noise(memory):
-            return w_burst
-        return min(w_burst, w_snap)
+        if self.burst.is_noise(memory) or w_burst <= w_snap:
+            return w_burst, "burst"
+        return w_snap, "snap"
+
+    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
+        return self.decide(history, visit)[0]
 
     def hint_wait(self, history: Mapping[str, Any], hint: Hint) -> float | None:
         """Hints are decided as the burst policy decides them (its allocator's price)."""

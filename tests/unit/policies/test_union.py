@@ -68,6 +68,29 @@ def test_the_wait_is_the_sooner_of_the_two_families(seed: int) -> None:
     assert snap_bound  # the snap-back rule does bind somewhere on a bursty page
 
 
+@pytest.mark.parametrize("seed", [1, 2])
+def test_decide_names_the_family_whose_wait_was_taken(seed: int) -> None:
+    """A replay reads whose plan each revisit followed (``bench.floor_diag``): the
+    family named is the one with the sooner wait, and the wait is the union's."""
+    policy = UnionWaitPolicy.from_params(params())
+    burst = Page(BurstWaitPolicy.from_params(params()))
+    alone = SnapBackWaitPolicy.from_params(params())
+    alone.noise = None
+    snap = Page(alone)
+    record: dict[str, Any] = {"visits": 0, "fetched": None, "wait": None, "policy": {}, "history": []}
+    families = set()
+    for now, change in timeline(seed):
+        w_burst, w_snap = burst.visit(now, change), snap.visit(now, change)
+        url, queue = "https://a.example/p", "a.example"
+        verdict = Visit(Outcome.VISITED, status=200, change=change, url=url, queue=queue, fetched=now)
+        wait, family = policy.decide(dict(record), verdict)
+        record.update(visits=record["visits"] + 1, fetched=now, wait=wait, policy=verdict.policy_state)
+        assert wait == pytest.approx(min(w_burst, w_snap))
+        assert family == ("snap" if w_snap < w_burst else "burst")
+        families.add(family)
+    assert families == {"burst", "snap"}
+
+
 def test_memory_holds_both_rules_and_is_json_safe() -> None:
     page = Page(UnionWaitPolicy.from_params(params()))
     for now, change in timeline(4, 20):
