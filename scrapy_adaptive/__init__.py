@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .integration.spiderstate import JsonSpiderState
     from .runtime.changes import CHANGE_EVENT
     from .runtime.delivery import SINK_CLOSED, SINK_OPENED
-    from .runtime.sinkfail import SINK_FAILED, SinkError
+    from .runtime.sink_failure import SINK_FAILED, SinkError
 
 #: the public names, each by the module that defines it (imported when named)
 _HOMES = {
@@ -51,8 +51,8 @@ _HOMES = {
     # the signals a durable sink of the user's sends (docs/delivery.md)
     "SINK_OPENED": ".runtime.delivery",
     "SINK_CLOSED": ".runtime.delivery",
-    "SINK_FAILED": ".runtime.sinkfail",
-    "SinkError": ".runtime.sinkfail",
+    "SINK_FAILED": ".runtime.sink_failure",
+    "SinkError": ".runtime.sink_failure",
     # sent once per change event (docs/changes.md)
     "CHANGE_EVENT": ".runtime.changes",
 }

@@ -40,7 +40,7 @@ from .integration.downloadermiddlewares.robots import RobotsRefreshMiddleware
 from .integration.engine import redact_overridden_settings
 from .integration.feedfile import DURABLE_FILE_STORAGE
 from .integration.spiderstate import JsonSpiderState
-from .runtime.stopgrace import wrap_download_handlers
+from .runtime.stop_grace import wrap_download_handlers
 from .store.statedir import StateDirError, make_jobdir
 
 

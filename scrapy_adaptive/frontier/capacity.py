@@ -47,7 +47,7 @@ class HostCapacity:
         self.frontier = frontier
         #: the policies' shared rate allocator (None: no policy plans by rates)
         self.allocator = allocator
-        #: the policies' crawl-wide state (:class:`~.policies.crawlwide.CrawlWide`), told the derived budget
+        #: the policies' crawl-wide state (:class:`~.policies.crawl_state.CrawlWide`), told the derived budget
         self.crawl = crawl
         #: the share of the capacity revisits may use (None: ``ADAPTIVE_BUDGET`` is set)
         self.share = share if crawl is not None and crawl.budgeted() else None

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from scrapy.signalmanager import SignalManager
 
     from ..runtime.assembly import Runtime
-    from ..runtime.issued import IssuedRequests
+    from ..runtime.issued_requests import IssuedRequests
 
 logger = logging.getLogger(__name__)
 

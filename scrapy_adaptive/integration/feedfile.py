@@ -13,7 +13,7 @@ from scrapy.exporters import CsvItemExporter, JsonLinesItemExporter
 from scrapy.extensions.feedexport import FileFeedStorage
 
 from ..runtime.delivery import SINK_CLOSED, SINK_OPENED
-from ..runtime.sinkfail import SINK_FAILED, GuardedFile, drop_partial_line, sink_error
+from ..runtime.sink_failure import SINK_FAILED, GuardedFile, drop_partial_line, sink_error
 
 if TYPE_CHECKING:
     from scrapy import Spider

@@ -5,7 +5,7 @@ Scrapy asks a scheduler three things: take this request
 left (``has_pending_requests``).  This class answers them from the
 :class:`~scrapy_adaptive.frontier.Frontier`, and does the bookkeeping Scrapy
 forces on it: which issued request object is which URL
-(:class:`~.issued.IssuedRequests`), when a download starts and ends (the
+(:class:`~.issued_requests.IssuedRequests`), when a download starts and ends (the
 host's politeness wait counts from its end), and waking the engine when the
 next URL falls due (:class:`~.engine.EngineWaker`).
 
@@ -52,11 +52,11 @@ from ..ops.console.seeds import take_seeds
 from ..policies import PolicyStack
 from ..runtime.assembly import Runtime, assemble
 from ..runtime.delivery import Delivery
-from ..runtime.issued import IssuedRequests, url_identity
+from ..runtime.issued_requests import IssuedRequests, url_identity
 from ..runtime.request_hints import take_hint
-from ..runtime.sinkfail import SINK_FAILED, SinkError
+from ..runtime.sink_failure import SINK_FAILED, SinkError
 from ..runtime.spiderstate import Legacy, take_legacy
-from ..runtime.stopgrace import StopGrace
+from ..runtime.stop_grace import StopGrace
 from ..runtime.tasks import ShareBudget, Tick, build_tick
 from ..runtime.verdicts import Verdicts
 from ..runtime.wiring import FRONTIER_OPENED
@@ -67,7 +67,7 @@ from .download_signals import DownloadSignals
 from .engine import EngineWaker, exit_with_error
 from .metacheck import MetaCheck
 from .politeness import QueueKeyer
-from .refusal import Refusal, RefusingScheduler
+from .refused_start import Refusal, RefusingScheduler
 from .serialization import RequestNotStorable, request_from_data, request_to_data
 from .spidermiddlewares.judging import same_redirect
 from .startup import checked_settings, note_scrapy_queue, warn_about_settings

@@ -20,12 +20,12 @@ from functools import partial
 from typing import Any
 
 from ..config.table import DEFAULTS
-from .cells import FALLBACK_BIN as _FALLBACK_BIN
-from .cells import ZERO_BIN as _ZERO_BIN
-from .cells import cells_rate, log_bracket, solve_ratio
 from .history import DAY, clamp
 from .memory import ALLOCATION
 from .prior import PopulationPrior
+from .rate_histogram import FALLBACK_BIN as _FALLBACK_BIN
+from .rate_histogram import ZERO_BIN as _ZERO_BIN
+from .rate_histogram import cells_rate, log_bracket, solve_ratio
 
 #: revisits an unconfigured budget window holds (3 days at 240 revisits a day)
 WINDOW_REVISITS = 720.0

@@ -11,7 +11,7 @@ from ..config.spec import ConfigError, Kind, parse_value, requirement
 from ..config.table import DEFAULTS, SPECS_BY_NAME
 from ..frontier.hints import Hint
 from ..model import Plan, Visit
-from .crawlwide import CrawlWide
+from .crawl_state import CrawlWide
 
 #: the lower-case keys an ``ADAPTIVE_WAIT_POLICIES`` entry (or the
 #: ``adaptive_wait_policy`` meta key) may set, mapped to WaitParams fields

@@ -4,7 +4,7 @@ The snap-back rule plans each URL's wait as a normalised wait times one
 crawl-wide scale; :class:`BudgetPace` moves that scale so that the revisits
 the waits ask for add up to the crawl's budget (``ADAPTIVE_BUDGET``, or the
 share of the politeness capacity).  One pace serves a whole crawl: it is
-owned by :class:`~.crawlwide.CrawlWide`, which builds it once.
+owned by :class:`~.crawl_state.CrawlWide`, which builds it once.
 """
 
 from __future__ import annotations

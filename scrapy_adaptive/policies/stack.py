@@ -28,7 +28,7 @@ from ..config.spec import ConfigError, clause
 from ..frontier.hints import Hint
 from ..model import SIGNAL_UNREADABLE, Outcome, Plan, Visit
 from .base import PARAM_KEYS, WaitParams, WaitPolicy
-from .crawlwide import CrawlWide
+from .crawl_state import CrawlWide
 from .history import url_host
 from .schedules import Scheduled, Schedules, is_schedule, schedules_of
 

@@ -7,11 +7,11 @@ the user's items to durable storage, below the Scrapy adapter.
   the state folder; :mod:`.spiderstate`: ``spider.state`` as JSON there;
 * :mod:`.verdicts`: a visit's verdict completed and recorded, the one path
   from the middlewares to the frontier (:class:`~.verdicts.FrontierServices`);
-* :mod:`.delivery`, :mod:`.sinkfail`: versions confirmed once their items
+* :mod:`.delivery`, :mod:`.sink_failure`: versions confirmed once their items
   are durable, and a sink that cannot write;
-* :mod:`.issued`, :mod:`.request_hints`: the requests out for download, and
+* :mod:`.issued_requests`, :mod:`.request_hints`: the requests out for download, and
   the change hints they carry;
-* :mod:`.stopgrace`: how long a stop waits for a hung download;
+* :mod:`.stop_grace`: how long a stop waits for a hung download;
 * :mod:`.wiring`: how a component gets its settings and the frontier;
 * :mod:`.crawllog`: one line per visit; :mod:`.changes`, :mod:`.changelog`:
   change events out of the outbox, and their history.

@@ -50,7 +50,7 @@ from .changelog import ChangesLog
 from .changes import ChangeEvents, ChangesFeed
 from .crawllog import CrawlLog
 from .delivery import Delivery
-from .issued import IssuedRequests
+from .issued_requests import IssuedRequests
 from .schedule_entries import load_stored
 from .spiderstate import Legacy, SpiderStateFile
 from .verdicts import Verdicts
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
     from ..policies.allocator import RateAllocator
-    from ..policies.crawlwide import CrawlWide
+    from ..policies.crawl_state import CrawlWide
 
 logger = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..change.events import event_of
 from .rotation import RotatingFile, rotated_files
-from .sinkfail import drop_partial_line, sink_error
+from .sink_failure import drop_partial_line, sink_error
 
 #: the history's file name in the state folder
 CHANGES_LOG = "changes.log"
@@ -63,7 +63,7 @@ class ChangesLog:
         self._file = RotatingFile(self.path, max_bytes, backups)
 
     def write(self, events: list[dict[str, Any]], delivered: float) -> None:
-        """Append *events* and make them durable; a :class:`~.sinkfail.SinkError`
+        """Append *events* and make them durable; a :class:`~.sink_failure.SinkError`
         naming the file when it cannot (the events then stay in the outbox)."""
         stamp = round(delivered, 3)
         data = b"".join(json_line({**event, "delivered": stamp}) for event in events)

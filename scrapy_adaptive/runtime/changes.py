@@ -11,7 +11,7 @@ outbox, in one write.  A kill at any moment loses none: what was not
 deleted is delivered again at the next start (at least once; a consumer
 that must not see one twice keys it by URL, kind and time).  A feed or a
 history that cannot be written (a full disk) stops the crawl like a full state store
-(:mod:`.sinkfail`), and the events wait in the outbox.
+(:mod:`.sink_failure`), and the events wait in the outbox.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..change.events import FIELDS, read_event
 from ..config.spec import ConfigError
 from .changelog import ChangesLog, json_line
-from .sinkfail import drop_partial_line, sink_error
+from .sink_failure import drop_partial_line, sink_error
 
 if TYPE_CHECKING:
     from scrapy.signalmanager import SignalManager
@@ -88,7 +88,7 @@ class ChangesFeed:
 
     def write(self, events: list[dict[str, Any]]) -> None:
         """Append *events* and make them durable (flush and fsync): raises
-        a :class:`~.sinkfail.SinkError` naming the file when it cannot."""
+        a :class:`~.sink_failure.SinkError` naming the file when it cannot."""
         if self.format == "csv":
             data = self._csv([[_cell(event[name]) for name in FIELDS] for event in events])
         else:

@@ -32,8 +32,8 @@ signals.  :class:`~.feedfile.DurableFileFeedStorage` (installed by the
 add-on for ``-o file`` feeds) is one; a WARC writer or a pipeline that batches its
 writes is another: send ``crawler.signals.send_catch_log(SINK_OPENED,
 sink=self)`` when it opens and :data:`SINK_CLOSED` after its last write is
-durable.  A sink that cannot write sends :data:`~.sinkfail.SINK_FAILED`:
-nothing more is confirmed and the crawl stops (:mod:`.sinkfail`).
+durable.  A sink that cannot write sends :data:`~.sink_failure.SINK_FAILED`:
+nothing more is confirmed and the crawl stops (:mod:`.sink_failure`).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ import weakref
 from typing import TYPE_CHECKING, Protocol
 
 from .. import meta
-from .sinkfail import SINK_FAILED, SinkError
+from .sink_failure import SINK_FAILED, SinkError
 
 if TYPE_CHECKING:
     from scrapy import Request

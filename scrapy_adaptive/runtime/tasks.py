@@ -25,11 +25,11 @@ if TYPE_CHECKING:
 
     from ..config.settings import AdaptiveConfig
     from ..policies.allocator import RateAllocator
-    from ..policies.crawlwide import CrawlWide
+    from ..policies.crawl_state import CrawlWide
     from ..policies.schedules import Schedules
     from ..runtime.delivery import Delivery
-    from ..runtime.issued import IssuedRequests
-    from ..runtime.stopgrace import StopGrace
+    from ..runtime.issued_requests import IssuedRequests
+    from ..runtime.stop_grace import StopGrace
     from .assembly import Runtime
 
 logger = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ changed after them, and they get back the verdict as recorded.
 
 Nothing here keeps state of its own: the frontier owns the records (the
 record as issued is in its lease; requests carry the fingerprint only) and
-the hosts' trust, :class:`~.issued.IssuedRequests` the request objects.
+the hosts' trust, :class:`~.issued_requests.IssuedRequests` the request objects.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from ..policies.base import WaitPolicy
     from .crawllog import CrawlLog
     from .delivery import Delivery
-    from .issued import IssuedRequests
+    from .issued_requests import IssuedRequests
 
 logger = logging.getLogger(__name__)
 

@@ -71,7 +71,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..change.digest import payload_digest
 from ..config.spec import ConfigError, counted
-from ..runtime.sinkfail import SinkError, sink_error
+from ..runtime.sink_failure import SinkError, sink_error
 from ..store.marker import private_opener
 from .capture import Capture, HttpExchange, updated_by_304
 from .digests import INDEX, DigestIndex

@@ -35,7 +35,7 @@ from twisted.internet import error as net
 from w3lib.url import safe_url_string
 
 from ...model import Outcome, Visit
-from ...runtime.stopgrace import AbandonedDownload
+from ...runtime.stop_grace import AbandonedDownload
 from ...runtime.wiring import FRONTIER_OPENED
 from ..engine import say_in_one_line
 

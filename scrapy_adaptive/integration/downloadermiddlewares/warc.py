@@ -22,8 +22,8 @@ from scrapy.exceptions import NotConfigured
 from ... import meta
 from ...config.spec import ConfigError
 from ...runtime.delivery import SINK_CLOSED, SINK_OPENED
-from ...runtime.sinkfail import SINK_FAILED, SinkError
-from ...runtime.stopgrace import AbandonedDownload
+from ...runtime.sink_failure import SINK_FAILED, SinkError
+from ...runtime.stop_grace import AbandonedDownload
 from ...runtime.wiring import FRONTIER_OPENED, crawl_config
 from ...store.base import StoreError
 from ...warc.digests import shared_payloads
@@ -36,7 +36,7 @@ from ...warc.writer import (
     WarcError,
     WarcWriter,
 )
-from ..refusal import Refusal
+from ..refused_start import Refusal
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider

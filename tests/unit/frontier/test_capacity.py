@@ -18,7 +18,7 @@ from scrapy_adaptive.frontier import Frontier, MemoryStore, Politeness
 from scrapy_adaptive.frontier.capacity import HostCapacity, capacity_budget
 from scrapy_adaptive.policies import load_wait_policy
 from scrapy_adaptive.policies.allocator import RateAllocator
-from scrapy_adaptive.policies.crawlwide import CrawlWide
+from scrapy_adaptive.policies.crawl_state import CrawlWide
 from tests.unit.frontier.test_frontier import Clock, fp
 
 

@@ -25,7 +25,7 @@ from scrapy_adaptive.frontier.canonical import Canonical
 from scrapy_adaptive.integration.scheduler import AdaptiveScheduler
 from scrapy_adaptive.integration.startup import settings_warnings
 from scrapy_adaptive.policies import load_wait_policy
-from scrapy_adaptive.runtime.issued import url_identity
+from scrapy_adaptive.runtime.issued_requests import url_identity
 
 
 class Pages(Spider):

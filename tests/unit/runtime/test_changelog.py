@@ -17,7 +17,7 @@ from scrapy_adaptive.frontier import Frontier
 from scrapy_adaptive.runtime.changelog import CHANGES_LOG, ChangesLog, history_start, read_history, reversed_lines
 from scrapy_adaptive.runtime.changes import ChangeEvents, ChangesFeed
 from scrapy_adaptive.runtime.rotation import rotated_files
-from scrapy_adaptive.runtime.sinkfail import SinkError
+from scrapy_adaptive.runtime.sink_failure import SinkError
 from tests.unit.runtime.test_changes import URL, frontier, put
 
 

@@ -17,7 +17,7 @@ from scrapy.utils.test import get_crawler
 from scrapy_adaptive.config.spec import ConfigError
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit
 from scrapy_adaptive.runtime.changes import CHANGE_EVENT, ChangeEvents, ChangesFeed
-from scrapy_adaptive.runtime.sinkfail import SinkError
+from scrapy_adaptive.runtime.sink_failure import SinkError
 from scrapy_adaptive.store.base import Batch
 from scrapy_adaptive.store.keys import event_key
 

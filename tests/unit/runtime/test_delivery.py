@@ -326,7 +326,7 @@ def test_the_file_feed_storage_is_a_durable_sink(tmp_path: Path) -> None:
 
 
 def test_a_feed_that_cannot_be_written_says_so_once_and_delivery_stops_confirming(tmp_path: Path) -> None:
-    from scrapy_adaptive.runtime.sinkfail import SINK_FAILED, SinkError
+    from scrapy_adaptive.runtime.sink_failure import SINK_FAILED, SinkError
 
     signals = SignalManager()
     failures: list[SinkError] = []

@@ -18,7 +18,7 @@ from scrapy_adaptive.frontier.sharing import Sharing
 from scrapy_adaptive.integration.scheduler import AdaptiveScheduler
 from scrapy_adaptive.policies.allocator import RateAllocator
 from scrapy_adaptive.policies.history import DAY
-from scrapy_adaptive.runtime.stopgrace import StopGrace
+from scrapy_adaptive.runtime.stop_grace import StopGrace
 from scrapy_adaptive.runtime.tasks import AbandonOnStop, LapsedLeases, ShareBudget, Tick
 from scrapy_adaptive.store.base import StoreError
 from tests.unit.frontier.test_frontier import Clock

@@ -263,7 +263,7 @@ def test_a_capture_indexed_before_headers_were_kept_still_reads_and_a_304_of_it_
 
 
 def test_a_folder_that_cannot_be_written_fails_once_and_confirms_nothing(writer: WarcWriter) -> None:
-    from scrapy_adaptive.runtime.sinkfail import SinkError
+    from scrapy_adaptive.runtime.sink_failure import SinkError
 
     told: list[SinkError] = []
     writer.on_failure = told.append

@@ -15,7 +15,7 @@ from scrapy.exceptions import CloseSpider
 from scrapy.utils.test import get_crawler
 from twisted.python.failure import Failure
 
-from scrapy_adaptive.integration.refusal import Refusal, RefusingScheduler
+from scrapy_adaptive.integration.refused_start import Refusal, RefusingScheduler
 from tests.unit.integration.test_scheduler import Pages
 
 MESSAGE = "ADAPTIVE_WAIT_MIN must be a number of seconds, got 'soon'"
@@ -23,7 +23,7 @@ MESSAGE = "ADAPTIVE_WAIT_MIN must be a number of seconds, got 'soon'"
 
 def test_the_stand_in_scheduler_says_why_once_and_holds_nothing(caplog: pytest.LogCaptureFixture) -> None:
     scheduler = RefusingScheduler(MESSAGE)
-    with caplog.at_level(logging.CRITICAL, logger="scrapy_adaptive.integration.refusal"):
+    with caplog.at_level(logging.CRITICAL, logger="scrapy_adaptive.integration.refused_start"):
         assert scheduler.open(Pages()) is None
     assert [r.getMessage() for r in caplog.records] == [f"scrapy-adaptive cannot start: {MESSAGE}"]
     assert scheduler.refusal.message == MESSAGE

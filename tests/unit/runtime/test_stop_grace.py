@@ -7,7 +7,7 @@ import asyncio
 from scrapy import Request
 from scrapy.settings import Settings
 
-from scrapy_adaptive.runtime.stopgrace import (
+from scrapy_adaptive.runtime.stop_grace import (
     INNER_HANDLERS_SETTING,
     AbandonedDownload,
     GraceHttpHandler,

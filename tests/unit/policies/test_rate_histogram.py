@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from scrapy_adaptive.policies.cells import FALLBACK_BIN, ZERO_BIN, cells_rate, log_bracket, solve_ratio
+from scrapy_adaptive.policies.rate_histogram import FALLBACK_BIN, ZERO_BIN, cells_rate, log_bracket, solve_ratio
 from tests.hypo import examples
 
 F_MIN, F_MAX = 1 / 86_400, 1 / 60
