@@ -5,7 +5,8 @@ set through ``visit.policy_state``): a small JSON dict written at every
 visit, so its keys are short.  This table says what each key holds and
 which code owns it; the code uses the named constants below, never the
 letters.  The stored keys are part of the state folder's format: a saved
-memory must stay readable, so a key is never renamed here, only its name.
+memory must stay readable, so a key that must change (one that read as
+another state's) is read from its old letters once and moved.
 
 >>> len(set(MEMORY_KEYS.values())) == len(MEMORY_KEYS)  # one meaning per key
 True
@@ -44,8 +45,11 @@ BURST_STATE = "s"
 #: BurstWaitPolicy: the URL's contribution to each state's offset prior (a
 #: PopulationPrior each, laid out as PRIOR_CONTRIBUTION), in state order
 BURST_OFFSETS = ("b0", "b1", "b2")
-#: NoiseDetector (noise.py): ``[mode, run, trigger, evidence, holds, resume]``
-NOISE = "nz"
+#: NoiseDetector (noise_guard.py): ``[mode, run, trigger, evidence, holds, resume]``
+NOISE_GUARD = "ng"
+#: where memories written before 0.1.0 kept it (read once, moved to
+#: :data:`NOISE_GUARD`): the record's own ``"nz"`` is the learned noise mask
+NOISE_GUARD_BEFORE = "nz"
 #: FixWaitPolicy / DynWaitPolicy (umbrich.py): change bits at the current interval
 FIX_BITS = "b"
 #: WindowWaitPolicy (umbrich.py): the last change bits ...
@@ -69,7 +73,7 @@ MEMORY_KEYS: Mapping[str, str] = MappingProxyType(
         "allocation": ALLOCATION,
         "burst_state": BURST_STATE,
         **{f"burst_offset_{state}": key for state, key in enumerate(BURST_OFFSETS)},
-        "noise": NOISE,
+        "noise_guard": NOISE_GUARD,
         "fix_bits": FIX_BITS,
         "window_bits": WINDOW_BITS,
         "window_seen": WINDOW_SEEN,

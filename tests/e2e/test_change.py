@@ -116,9 +116,9 @@ def test_waits_shrink_on_change_grow_without_and_are_clamped(
     assert steady.visits >= 3 and steady.wait == pytest.approx(min(2.0, 0.6 * 1.5 ** (steady.visits - 1)))
     # changed every time: 0.6 / 1.5 / 1.5 ... down to the 0.3 s minimum; after 8 changes the
     # noise guard probes (at the minimum) and, five changed probes later, holds it at the maximum
-    held = busy.policy.get("nz", [0])[0] == 2
+    held = busy.policy.get("ng", [0])[0] == 2
     assert busy.visits > steady.visits and busy.wait == pytest.approx(2.0 if held else 0.3)
-    assert held or busy.visits < 15 or busy.policy["nz"][0] == 3  # flagged: held, or re-tested
+    assert held or busy.visits < 15 or busy.policy["ng"][0] == 3  # flagged: held, or re-tested
     assert [h[1] for h in steady.history] == ["changed"] + ["unchanged"] * (steady.visits - 1)
     assert all(h[1] == "changed" for h in busy.history)
     # one crawl-log line per visit, with the wait, counters and change state

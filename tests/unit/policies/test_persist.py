@@ -160,7 +160,7 @@ def test_the_stored_memory_keys_stay_readable() -> None:
         "burst_offset_0": "b0",
         "burst_offset_1": "b1",
         "burst_offset_2": "b2",
-        "noise": "nz",
+        "noise_guard": "ng",
         "fix_bits": "b",
         "window_bits": "w",
         "window_seen": "n",
