@@ -62,16 +62,15 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import posixpath
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from ..config.matching import media_type
 from .digest import sha1_digest, text_of, visible_root
+from .url_class import url_class
 
 if TYPE_CHECKING:
     from scrapy.http import Response
@@ -401,19 +400,6 @@ POOL_SETS = 4
 POOL_KEYS = 10_000
 
 
-def pool_key(url: str) -> str:
-    """Where siblings likely share a template: host, directory, extension.
-
-    >>> pool_key("https://news.example/p/12.html")
-    'news.example/p/*.html'
-    >>> pool_key("https://news.example/story?id=3")
-    'news.example/*'
-    """
-    parts = urlsplit(url)
-    directory, name = posixpath.split(parts.path or "/")
-    return f"{(parts.hostname or '').lower()}{directory.rstrip('/')}/*{posixpath.splitext(name)[1]}"
-
-
 class NoisePool:
     """Exclusions learned on one page, offered to its siblings.
 
@@ -436,13 +422,13 @@ class NoisePool:
 
     def offer(self, url: str) -> list[list[Exclusion]]:
         """The exclusion sets learned on *url*'s siblings (newest first)."""
-        return list(self._sets.get(pool_key(url), ()))
+        return list(self._sets.get(url_class(url), ()))
 
     def add(self, url: str, exclusions: list[Exclusion]) -> None:
         """Remember the exclusions *url* learned or adopted."""
         if not exclusions:
             return
-        key = pool_key(url)
+        key = url_class(url)
         sets = [s for s in self._sets.pop(key, []) if s != exclusions]
         self._sets[key] = [exclusions, *sets][:POOL_SETS]
         while len(self._sets) > POOL_KEYS:

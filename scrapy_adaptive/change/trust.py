@@ -21,7 +21,7 @@ predictions that were right; *usefulness*, the share of unchanged pages the
 headers predicted as unchanged.
 
 Per host *and per sibling class* (host, directory and extension, the
-:func:`~.noise.pool_key` learned noise is pooled by): a host's pages and
+:func:`~.url_class.url_class` learned noise is pooled by): a host's pages and
 its images usually come from different software, and on a host whose pages
 lie a host-wide record was reset by each lying page's first lie, so its
 honest images were downloaded in full again and again.  Each class keeps its
@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from ..config.table import DEFAULTS
-from .noise import pool_key
+from .url_class import url_class
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,7 @@ class TrustBook:
         """The record deciding for *url*: its class's; for a class not seen
         yet, a new record on the host's schedule (its streak), with no
         counts of its own."""
-        key = pool_key(url)
+        key = url_class(url)
         if key in self.data:
             return Trust.from_dict(self.data[key])
         return Trust(streak=self.host().streak)
@@ -158,7 +158,7 @@ class TrustBook:
         """Decide for the next fetch of *url* with validators (see :meth:`Trust.decide`)."""
         trust = self.of(url)
         verify = trust.decide(params)
-        self._put(pool_key(url), trust)
+        self._put(url_class(url), trust)
         return verify
 
     def observe_verified(self, url: str, prediction: str | None, change: str) -> bool:
@@ -166,7 +166,7 @@ class TrustBook:
         records; True if it caught its class's validators lying."""
         trust = self.of(url)
         lie = trust.observe_verified(prediction, change)
-        self._put(pool_key(url), trust)
+        self._put(url_class(url), trust)
         host = self.host()
         host.observe_verified(prediction, change)
         self.data[HOST] = host.to_dict()

@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..change.noise import pool_key
 from ..change.trust import HEADER_UNCHECKED, HOST, TrustBook, TrustParams, observe_url, url_trusted
+from ..change.url_class import url_class
 from ..config.matching import media_type
 from ..model import PARKED, SOFT_404, VALIDATOR_LIE, ChangeState, Outcome, RecordError, UrlRecord, Visit
 from ..store.base import Batch, Store
@@ -187,7 +187,7 @@ class HostFacts:
         unchecked = record.policy.get(HEADER_UNCHECKED) and not record.never
         if not unchecked and not self._unchecked:
             return
-        key = (record.queue, pool_key(record.url))
+        key = (record.queue, url_class(record.url))
         fps = self._unchecked.get(key)
         if unchecked:
             if fps is None:
@@ -225,7 +225,7 @@ class HostFacts:
         False the policy asks because the pace a lie would hide rose (it
         asks once per doubling, ``HEADER_PACE``): no lie is counted.
         """
-        key = (queue, pool_key(url))
+        key = (queue, url_class(url))
         fps = self._unchecked.get(key)
         q = self.book.find(queue)
         if lie:

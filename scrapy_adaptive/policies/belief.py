@@ -13,7 +13,7 @@ The population says how far to believe it: how many URLs whose first visit
 claimed an *old* age (a rate below the population's typical one) turned
 out, at their first full revisit, to have a consistent Last-Modified, and
 how many did not, counted per politeness queue and, within it, per sibling
-class (directory and extension, :func:`~..change.noise.pool_key`): a
+class (directory and extension, :func:`~..change.url_class.url_class`): a
 header that lies comes from one generator (a CMS template stamping a fixed
 date) while the same host's files keep true dates, so a host's images do
 not pay for its lying pages.  With q the probability that such a header
@@ -68,7 +68,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..change.noise import pool_key
+from ..change.url_class import url_class
 from .memory import SIBLING_CONTRIBUTION
 
 #: weight, in checks, of the wider share (class: its host's; host: the
@@ -125,7 +125,7 @@ class HeaderBelief:
         host = self.counts.get(queue, (0, 0))
         if url is None:
             return _shrunk(host, crawl)
-        own = self.classes.get(pool_key(url), (0, 0))
+        own = self.classes.get(url_class(url), (0, 0))
         # the class shrunk towards the host's *other* classes: a host of one
         # class is counted once, as it was before classes were counted
         rest = (max(0, host[0] - own[0]), max(0, host[1] - own[1]))
@@ -136,7 +136,7 @@ class HeaderBelief:
         self.counts.setdefault(queue, [0, 0])[lied] += 1
         self.total[lied] += 1
         if url is not None:
-            key = pool_key(url)
+            key = url_class(url)
             counts = self.classes.get(key, [0, 0])
             counts[lied] += 1
             _keep_recent(self.classes, key, counts)
@@ -145,7 +145,7 @@ class HeaderBelief:
         """Fold in the rate estimated for a URL just caught lying."""
         if not (rate > 0 and math.isfinite(rate)):
             return
-        key = pool_key(url)
+        key = url_class(url)
         sums = self.liar_rates.get(key, [0.0, 0.0])
         for target in (sums, self.liar_total):
             target[0] += 1.0
@@ -166,7 +166,7 @@ class HeaderBelief:
         revisit."""
         if url is None:
             return False
-        key = pool_key(url)
+        key = url_class(url)
         planned = self.planned_pace.get(key)
         if planned is None:
             planned = self._log_lie_rate(typical, key)
@@ -208,7 +208,7 @@ class HeaderBelief:
         pages, while the pages behind a lying template keep their own pace,
         so mixed at λ₀ they would wait far too long for their checks
         (``docs/lab/changing-web-runs.md``, "Runs 19–24")."""
-        return math.exp(self._log_lie_rate(typical, None if url is None else pool_key(url)))
+        return math.exp(self._log_lie_rate(typical, None if url is None else url_class(url)))
 
     def _log_lie_rate(self, typical: float, key: str | None) -> float:
         """ln :meth:`lie_rate` for sibling class *key* (None: the crawl's)."""

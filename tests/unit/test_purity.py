@@ -44,6 +44,7 @@ PURE = (
     "scrapy_adaptive.frontier.capacity",
     "scrapy_adaptive.change",
     "scrapy_adaptive.change.noise",
+    "scrapy_adaptive.change.url_class",
     "scrapy_adaptive.change.noise_learner",
     "scrapy_adaptive.change.trust",
     "scrapy_adaptive.change.prediction",
