@@ -260,7 +260,15 @@ def assemble(
                 feed = None if config.changes_feed is None else ChangesFeed(config.changes_feed)
             except ConfigError as exc:
                 raise StateDirError(str(exc)) from None
-            changes = ChangeEvents(frontier, feed, signals, stats, on_error=on_store_error, history=history)
+            changes = ChangeEvents(
+                frontier,
+                feed,
+                signals,
+                stats,
+                on_error=on_store_error,
+                history=history,
+                as_items=config.changes_as_items,
+            )
         verdicts = Verdicts(
             frontier,
             policy,

@@ -70,7 +70,13 @@ from .refusal import Refusal, RefusingScheduler
 from .serialization import RequestNotStorable, request_from_data, request_to_data
 from .spidermiddlewares.judging import same_redirect
 from .spiderstate import Legacy, take_legacy
-from .startup import note_scrapy_queue, require_components, require_extras, warn_about_settings
+from .startup import (
+    note_scrapy_queue,
+    require_components,
+    require_extras,
+    require_item_processor,
+    warn_about_settings,
+)
 from .tasks import ShareBudget, Tick, build_tick
 
 if TYPE_CHECKING:
@@ -164,6 +170,7 @@ class AdaptiveScheduler(BaseScheduler):
             if config.changes_feed is not None:
                 feed_format(config.changes_feed)  # one that cannot be appended to is refused before the JOBDIR opens
             require_components(settings, config)
+            require_item_processor(settings, config)
             require_extras(config)
             legacy = take_legacy(settings.get("JOBDIR"), migrate=config.migrate_spider_state)
         except (ConfigError, StateDirError) as exc:
@@ -230,7 +237,11 @@ class AdaptiveScheduler(BaseScheduler):
             self._control = control.serve(runtime.state.path, runtime.console.answer)
         if self.crawler is not None:  # the components that hand verdicts to the frontier
             self.crawler.signals.send_catch_log(
-                FRONTIER_OPENED, services=runtime.verdicts, console=runtime.console, spider_state=runtime.spider_state
+                FRONTIER_OPENED,
+                services=runtime.verdicts,
+                console=runtime.console,
+                spider_state=runtime.spider_state,
+                changes=runtime.changes,
             )
         shape = runtime.frontier.shape(due_limit=0)
         logger.info(

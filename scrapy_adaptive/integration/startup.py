@@ -33,6 +33,7 @@ from ..config.spec import ConfigError, counted
 from ..store.leveldb import PLYVEL_MISSING
 from ..warc.writer import EXTRA_MESSAGE
 from .components import DELTAFETCH_MESSAGE, TOOK_OVER_SETTING, VERDICT_COMPONENTS, WARC_MIDDLEWARE, is_deltafetch
+from .engine import EVENT_ITEM_PROCESSOR, ChangeEventProcessor
 from .feedfile import feed_warnings
 
 if TYPE_CHECKING:
@@ -195,6 +196,27 @@ def require_components(settings: BaseSettings, config: AdaptiveConfig) -> None:
             f"{'; '.join(missing)}, so no visit would be recorded. Enable them with "
             "ADDONS = {'scrapy_adaptive.Addon': 0} in settings.py instead of setting SCHEDULER alone, and do not "
             'set them to None (or list them yourself: docs/politeness.md, "Without the add-on").'
+        )
+
+
+def require_item_processor(settings: BaseSettings, config: AdaptiveConfig) -> None:
+    """Refuse ``ADAPTIVE_CHANGES_AS_ITEMS`` when Scrapy's item processor
+    cannot take the events: the add-on sets ``ITEM_PROCESSOR`` to
+    :class:`~.engine.ChangeEventProcessor`, but a project that set its own
+    (or runs without the add-on) would see the events pile up in the state
+    and never reach its pipelines.  A subclass counts."""
+    if not config.changes_as_items:
+        return
+    named = settings.get("ITEM_PROCESSOR")
+    try:
+        processor = load_object(named) if isinstance(named, str) else named
+    except (ImportError, AttributeError, NameError, ValueError):
+        processor = None  # Scrapy says why when it builds it
+    if not (isinstance(processor, type) and issubclass(processor, ChangeEventProcessor)):
+        raise ConfigError(
+            f"ADAPTIVE_CHANGES_AS_ITEMS needs ITEM_PROCESSOR = {EVENT_ITEM_PROCESSOR!r} (or a subclass of it), "
+            f"but it is {named!r}, so no change event would reach the item pipelines. Remove ITEM_PROCESSOR from "
+            "the settings (the add-on sets it), or make your processor a subclass of ChangeEventProcessor."
         )
 
 
