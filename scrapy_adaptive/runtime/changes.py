@@ -44,7 +44,7 @@ from scrapy.exceptions import DropItem
 from ..change.events import FIELDS, ChangeEvent, read_event
 from ..config.spec import ConfigError
 from .changelog import ChangesLog, json_line
-from .sinkfail import drop_partial_line, sink_error
+from .sinkfail import EVENTS_AGAIN, drop_partial_line, sink_error
 
 if TYPE_CHECKING:
     from scrapy.signalmanager import SignalManager
@@ -115,7 +115,7 @@ class ChangesFeed:
             self._file.flush()
             os.fsync(self._file.fileno())
         except OSError as exc:
-            raise sink_error("changes feed", self.path, exc) from None
+            raise sink_error("changes feed", self.path, exc, EVENTS_AGAIN) from None
 
     def close(self) -> None:
         try:
