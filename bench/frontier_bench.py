@@ -435,6 +435,13 @@ def run_mixed(
     }
 
 
+def _url_count(frontier: Any) -> int:
+    """The frontier's URLs (``url_count`` before the frontier had ``counts()``:
+    this file measures earlier commits too)."""
+    counts = getattr(frontier, "counts", None)
+    return int(counts().urls if counts is not None else frontier.url_count)
+
+
 def _event_drain(frontier: Any, state_dir: str) -> Any:
     """The crawl's drain of change events: the history and a feed file in
     the state folder (both fsynced per drain), no signal receivers."""
@@ -512,7 +519,7 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
     res["frontier_rss_after_load_mb"] = res["rss_after_load_mb"] - before_open
     res["rss_split_after_load_mb"] = rss_split_mb()
     res["peak_rss_after_load_mb"] = peak_rss_mb()
-    res["url_count"] = frontier.counts().urls
+    res["url_count"] = _url_count(frontier)
     res["leveldb_after_load"] = leveldb_stats(store)
     if args.mixed_seconds > 0:
         _log(f"adaptive: mixed workload for {args.mixed_seconds:.0f} s right after the load")
@@ -702,7 +709,7 @@ def phase_adaptive_restart(args: argparse.Namespace, state_dir: str) -> dict[str
         first_next_s=t3 - t2,
         restart_s=t3 - t0,
         first_next_found=issued is not None,
-        url_count=frontier.counts().urls,
+        url_count=_url_count(frontier),
         queues=sum(1 for _ in frontier.queues()),
         rss_mb=rss_mb(),
     )
