@@ -255,14 +255,15 @@ def test_pywb_replays_a_gone_pages_404_from_the_time_it_was_captured_and_the_pag
     from tests.e2e.test_change_events import PAGES, ScriptedSite, page, serving
 
     warc_dir = tmp_path / "warc"
-    scripted = ScriptedSite({"/p/kettle.html": [page("Kettle 10 EUR")] * 2 + [(404, "No such kettle")]})
+    scripted = ScriptedSite({"/p/kettle.html": [page("Kettle 10 EUR"), (404, "No such kettle")]})
     settings = {
         **adaptive_settings,
         "ROBOTSTXT_OBEY": False,
         "ADAPTIVE_WARC_DIR": str(warc_dir),
         "ADAPTIVE_CHANGE_EVENTS": True,
+        "ADAPTIVE_GONE_CONFIRMATIONS": 1,
         "ADAPTIVE_WAIT_DEFAULT": 1.1,  # one capture a second: each date names one
-        "CLOSESPIDER_TIMEOUT": 5,
+        "CLOSESPIDER_TIMEOUT": 3,
     }
     with serving(scripted) as base:
         url = base + "/p/kettle.html"
