@@ -6,6 +6,7 @@ Run::
     python -m bench.frontier_bench --urls 20000 --hosts 200 # smoke run
     python -m bench.frontier_bench --json out.json --profile
     python -m bench.frontier_bench --store redis://127.0.0.1:6379/0  # + Redis, same run
+    python -m bench.frontier_bench --events alternate       # change events off / on, deciles alternated
 
 Why it is built this way:
 
@@ -27,6 +28,14 @@ Why it is built this way:
   code and LevelDB, not of waiting.
 * **Every loop is bounded** in count (``--urls``, ``--dups``, ``--cycles``)
   and in time (``--max-seconds`` per loop); a truncated loop says so.
+* **Change events** (``--events``): ``off`` is a crawl without them, whose
+  verdicts still give each visit the URL's presence (passed to ``update``
+  where the frontier takes it, so the same command runs on code from before
+  the events); ``on`` makes every cycle's visit write a ``changed`` event
+  (the worst case, one event a visit) and drains the outbox as a crawl does
+  (the history and a feed file, fsynced, then the delete) every 1,000
+  cycles, inside the timed loop; ``alternate`` runs the cycles' deciles
+  off, on, off, ... in the same process and reports the CPU of each.
 
 ``main(argv)`` returns the figures as a dict (the smoke test uses it).
 """
@@ -37,6 +46,7 @@ import argparse
 import array
 import cProfile
 import hashlib
+import inspect
 import io
 import json
 import os
@@ -425,6 +435,34 @@ def run_mixed(
     }
 
 
+def _url_count(frontier: Any) -> int:
+    """The frontier's URLs (``url_count`` before the frontier had ``counts()``:
+    this file measures earlier commits too)."""
+    counts = getattr(frontier, "counts", None)
+    return int(counts().urls if counts is not None else frontier.url_count)
+
+
+def _event_drain(frontier: Any, state_dir: str) -> Any:
+    """The crawl's drain of change events: the history and a feed file in
+    the state folder (both fsynced per drain), no signal receivers."""
+    from scrapy.statscollectors import MemoryStatsCollector
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_adaptive.runtime.changelog import ChangesLog
+    from scrapy_adaptive.runtime.changes import ChangeEvents, ChangesFeed
+
+    folder = os.path.dirname(state_dir)
+    os.makedirs(folder, exist_ok=True)
+    history = ChangesLog(folder, 16 * 2**20, 3)
+    feed = ChangesFeed(os.path.join(folder, "changes.jsonl"))
+
+    def refuse(exc: Exception) -> None:
+        raise exc
+
+    stats = MemoryStatsCollector(get_crawler())
+    return ChangeEvents(frontier, feed, None, stats, on_error=refuse, history=history)
+
+
 def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
     """Load N URLs into a fresh LevelDB frontier; time adds, duplicates, cycles."""
     from scrapy import Request
@@ -481,7 +519,7 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
     res["frontier_rss_after_load_mb"] = res["rss_after_load_mb"] - before_open
     res["rss_split_after_load_mb"] = rss_split_mb()
     res["peak_rss_after_load_mb"] = peak_rss_mb()
-    res["url_count"] = frontier.counts().urls
+    res["url_count"] = _url_count(frontier)
     res["leveldb_after_load"] = leveldb_stats(store)
     if args.mixed_seconds > 0:
         _log(f"adaptive: mixed workload for {args.mixed_seconds:.0f} s right after the load")
@@ -536,14 +574,20 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
 
     # 3. next + fetch_ended + update cycles
     cycles = min(args.cycles, added)
-    _log(f"adaptive: {cycles} next+update cycles")
+    _log(f"adaptive: {cycles} next+update cycles (change events {args.events})")
     cpu0 = time.thread_time()
     digest = "sha1:" + "0" * 40
+    # what a crawl's verdicts give update(): the presence always, the event with events on
+    takes_presence = "presence" in inspect.signature(frontier.update).parameters
+    drain = _event_drain(frontier, state_dir) if args.events != "off" else None
 
-    def run_cycles(limit: int, deadline: float) -> tuple[int, float, int, bool]:
+    def run_cycles(limit: int, deadline: float, events: bool = False) -> tuple[int, float, int, bool]:
         """(cycles done, seconds, next() calls that found nothing, stopped by the deadline)."""
         nxt, ended, update = frontier.next, frontier.leases.fetch_ended, frontier.update
         visited, unchanged = Outcome.VISITED, ChangeState.UNCHANGED
+        extra: dict[str, Any] = {"presence": [1, 0, 0]} if takes_presence else {}
+        if events:
+            extra["event"] = "changed"
         empty = 0
         done = 0
         t0 = perf()
@@ -559,23 +603,35 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
             update(
                 issued.fp,
                 Visit(visited, wait=86400.0, status=200, change=unchanged, size=1000, digest=digest),
+                **extra,
             )
             clock.now += 0.001
             done += 1
+            if events and not done % 1000:
+                drain.drain()  # type: ignore[union-attr]
             if not done & _CHECK_MASK and perf() > deadline:
-                return done, perf() - t0, empty, True
-        return done, perf() - t0, empty, False
+                break
+        if events:
+            while drain.drain():  # type: ignore[union-attr]  # the chunk pays for all its events
+                pass
+        return done, perf() - t0, empty, done < limit and empty <= 1000
 
     deadline = perf() + args.max_seconds
     done = empty = 0
     secs = 0.0
     out_of_time = False
     cycle_chunks: list[float] = []
+    by_mode = {"off": [0, 0.0], "on": [0, 0.0]}  # cycles, thread CPU seconds
     bounds = [cycles * k // 10 for k in range(11)]
-    for lo, hi in zip(bounds, bounds[1:], strict=False):
+    for k, (lo, hi) in enumerate(zip(bounds, bounds[1:], strict=False)):
         if hi <= lo:
             continue
-        n, t, e, out_of_time = run_cycles(hi - lo, deadline)
+        events = args.events == "on" or (args.events == "alternate" and k % 2 == 1)
+        chunk_cpu = time.thread_time()
+        n, t, e, out_of_time = run_cycles(hi - lo, deadline, events)
+        mode = by_mode["on" if events else "off"]
+        mode[0] += n
+        mode[1] += time.thread_time() - chunk_cpu
         done, secs, empty = done + n, secs + t, empty + e
         cycle_chunks.append(_rate(n, t))
         if n < hi - lo:
@@ -588,7 +644,12 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
         "per_s_by_decile": cycle_chunks,
         "empty_next_calls": empty,
         "truncated": out_of_time,
+        "events": args.events,
+        "thread_cpu_us_by_events": {mode: cpu / n * 1e6 for mode, (n, cpu) in by_mode.items() if n},
     }
+    if drain is not None:
+        res["cycles"]["events_delivered"] = drain.stats.get_value("adaptive/events/delivered", 0)
+        drain.close()
     res["rss_end_mb"] = rss_mb()
     res["frontier_rss_end_mb"] = res["rss_end_mb"] - before_open
     res["rss_split_end_mb"] = rss_split_mb()
@@ -648,7 +709,7 @@ def phase_adaptive_restart(args: argparse.Namespace, state_dir: str) -> dict[str
         first_next_s=t3 - t2,
         restart_s=t3 - t0,
         first_next_found=issued is not None,
-        url_count=frontier.counts().urls,
+        url_count=_url_count(frontier),
         queues=sum(1 for _ in frontier.queues()),
         rss_mb=rss_mb(),
     )
@@ -899,6 +960,13 @@ def _parser() -> argparse.ArgumentParser:
         f"{BENCH_NAMESPACE}:*, emptied first",
     )
     p.add_argument("--phase-store", default=None, help=argparse.SUPPRESS)
+    p.add_argument(
+        "--events",
+        choices=("off", "on", "alternate"),
+        default="off",
+        help="change events in the cycles: off, on (one event a cycle, drained every 1,000), or the deciles "
+        "alternated off/on in one process (default off)",
+    )
     return p
 
 
@@ -914,6 +982,7 @@ _FORWARDED = (
     "profile_ops",
     "mixed_seconds",
     "mixed_chunk",
+    "events",
 )
 
 
@@ -1194,6 +1263,11 @@ def format_notes(r: dict[str, Any]) -> str:
         notes.append(
             "adaptive next+update cycles/s by decile: " + ", ".join(f"{x:,.0f}" for x in a["cycles"]["per_s_by_decile"])
         )
+        by_events = a["cycles"].get("thread_cpu_us_by_events") or {}
+        if by_events:
+            said = ", ".join(f"events {mode} {us:.1f}" for mode, us in by_events.items())
+            ratio = f"; on ÷ off {by_events['on'] / by_events['off']:.3f}" if len(by_events) == 2 else ""
+            notes.append(f"cycle main-thread CPU, µs: {said}{ratio} ({a['cycles'].get('events')})")
     if s.get("enqueue"):
         notes.append("scrapy enqueue/s by decile: " + ", ".join(f"{x:,.0f}" for x in s["enqueue"]["per_s_by_decile"]))
         notes.append(f"scrapy priority queue: {s.get('priority_queue')}; {s.get('queue_dirs', '?')} slot queue folders")

@@ -20,6 +20,7 @@ from .version import __version__ as __version__
 
 if TYPE_CHECKING:
     from .addon import Addon
+    from .change.events import ChangeEvent
     from .integration.downloadermiddlewares.compression import DecompressionVerdictMiddleware
     from .integration.downloadermiddlewares.errors import FetchErrorMiddleware, RedirectGuardMiddleware
     from .integration.downloadermiddlewares.robots import RobotsRefreshMiddleware
@@ -53,14 +54,16 @@ _HOMES = {
     "SINK_CLOSED": ".runtime.delivery",
     "SINK_FAILED": ".runtime.sink_failure",
     "SinkError": ".runtime.sink_failure",
-    # sent once per change event (docs/changes.md)
+    # sent once per change event; the item the pipelines get with ADAPTIVE_CHANGES_AS_ITEMS (docs/changes.md)
     "CHANGE_EVENT": ".runtime.changes",
+    "ChangeEvent": ".change.events",
 }
 
 __all__ = [
     "CHANGE_EVENT",
     "AdaptiveScheduler",
     "Addon",
+    "ChangeEvent",
     "DecompressionVerdictMiddleware",
     "DurableFileFeedStorage",
     "FetchErrorMiddleware",

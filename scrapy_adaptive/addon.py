@@ -37,7 +37,7 @@ from .integration.components import (
 )
 from .integration.downloadermiddlewares.compression import SCRAPY_COMPRESSION, DecompressionVerdictMiddleware
 from .integration.downloadermiddlewares.robots import RobotsRefreshMiddleware
-from .integration.engine import redact_overridden_settings
+from .integration.engine import EVENT_ITEM_PROCESSOR, SCRAPY_ITEM_PROCESSOR, redact_overridden_settings
 from .integration.feedfile import DURABLE_FILE_STORAGE
 from .integration.spiderstate import JsonSpiderState
 from .runtime.stop_grace import wrap_download_handlers
@@ -98,6 +98,7 @@ class Addon:
         redact_overridden_settings(settings)
         self._json_spider_state(settings)
         self._private_jobdir(settings)
+        self._events_as_items(settings)
 
     @staticmethod
     def _private_jobdir(settings: BaseSettings) -> None:
@@ -110,6 +111,19 @@ class Addon:
             make_jobdir(jobdir)
         except StateDirError as exc:
             settings.set(REFUSAL_SETTING, str(exc), "addon")
+
+    @staticmethod
+    def _events_as_items(settings: BaseSettings) -> None:
+        """With ``ADAPTIVE_CHANGES_AS_ITEMS``, Scrapy's item processor is
+        one that also takes change events; a processor the project set
+        stays (the scheduler refuses it unless it is a subclass of ours)."""
+        try:
+            wanted = settings.getbool("ADAPTIVE_CHANGES_AS_ITEMS")
+        except ValueError:
+            return  # refused in one line by the scheduler
+        if wanted and settings.get("ITEM_PROCESSOR") == SCRAPY_ITEM_PROCESSOR:
+            priority = max(settings.getpriority("ITEM_PROCESSOR") or 0, SETTINGS_PRIORITIES["addon"])
+            settings.set("ITEM_PROCESSOR", EVENT_ITEM_PROCESSOR, priority)
 
     @staticmethod
     def _json_spider_state(settings: BaseSettings) -> None:

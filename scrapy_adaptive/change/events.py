@@ -25,6 +25,7 @@ visit in the same write.  Pure: no clock, no I/O.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -118,20 +119,28 @@ def judge(record: Mapping[str, Any], visit: Visit, confirmations: int) -> Transi
     return Transition(None, [seen, row, said])  # 403, 5xx, a temporary redirect: neither confirms nor breaks
 
 
+@dataclass
+class ChangeEvent:
+    """A change event as an item: what the spider's own item pipelines get
+    with ``ADAPTIVE_CHANGES_AS_ITEMS`` (``isinstance(item, ChangeEvent)``
+    tells it from the spider's items; ``itemadapter`` reads it as any
+    dataclass).  Its fields are the feed's, in the feed's order."""
+
+    kind: str
+    url: str
+    time: float
+    version: int | None = None
+    status: int | None = None
+    reason: str | None = None
+    digest: str | None = None
+    previous_time: float | None = None
+    previous_digest: str | None = None
+    location: str | None = None
+    fields: dict[str, Any] | None = None
+
+
 #: an event's fields, in the order a feed writes them
-FIELDS = (
-    "kind",
-    "url",
-    "time",
-    "version",
-    "status",
-    "reason",
-    "digest",
-    "previous_time",
-    "previous_digest",
-    "location",
-    "fields",
-)
+FIELDS = tuple(field.name for field in dataclasses.fields(ChangeEvent))
 
 
 def event_row(

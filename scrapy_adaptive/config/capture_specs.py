@@ -147,6 +147,14 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         "not a new version, like a page equal to the host's 404 page (see Soft-404s); 0: only the latter.",
         at_least=0,
     ),
+    bool_spec(
+        "ADAPTIVE_CHANGES_AS_ITEMS",
+        GROUP_RECORD,
+        False,
+        "also hand every change event to the project's `ITEM_PIPELINES` as a `scrapy_adaptive.ChangeEvent` item, at "
+        "least once: out of the state only once the pipelines are done with it (not exported to `FEEDS`, not counted "
+        "as scraped; see [docs/changes.md](docs/changes.md)); makes change events like `ADAPTIVE_CHANGE_EVENTS`.",
+    ),
     SettingSpec(
         "ADAPTIVE_CHANGES_FEED",
         GROUP_RECORD,
@@ -179,7 +187,7 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         GROUP_RECORD,
         False,
         "send every change event as the `scrapy_adaptive.CHANGE_EVENT` signal, for pipelines and extensions; on "
-        "whenever `ADAPTIVE_CHANGES_FEED` is set.",
+        "whenever `ADAPTIVE_CHANGES_FEED` or `ADAPTIVE_CHANGES_AS_ITEMS` is set.",
     ),
     bool_spec("ADAPTIVE_CRAWL_LOG", GROUP_RECORD, True, "write `crawl.log` in the state folder."),
     integer_spec(

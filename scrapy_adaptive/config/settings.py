@@ -127,6 +127,7 @@ class AdaptiveConfig:
     sitemaps: tuple[str, ...]
     sitemaps_from_robots: bool
     soft404_urls: int
+    changes_as_items: bool
     changes_feed: str | None
     changes_log_backups: int
     changes_log_max_bytes: int
@@ -146,8 +147,8 @@ class AdaptiveConfig:
 
     @property
     def events_on(self) -> bool:
-        """Change events are made (``ADAPTIVE_CHANGE_EVENTS``, or a changes feed)."""
-        return self.change_events or self.changes_feed is not None
+        """Change events are made (``ADAPTIVE_CHANGE_EVENTS``, a changes feed, or events as items)."""
+        return self.change_events or self.changes_feed is not None or self.changes_as_items
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> AdaptiveConfig:

@@ -33,6 +33,19 @@ run, the crawler logs every setting that differs from Scrapy's defaults
 :func:`redact_overridden_settings` (called by the add-on) puts a filter on
 that logger that rewrites this one record with those values shown as
 ``REDACTED``; ``tests/e2e/test_secrets.py`` pins it.
+
+Nor can a component hand an item to the item pipelines from outside a
+callback (a change event with ``ADAPTIVE_CHANGES_AS_ITEMS``): the pipelines
+belong to the scraper's item processor, and the pipelines close before the
+scheduler does.  Scrapy builds that processor from its ``ITEM_PROCESSOR``
+setting, so the add-on sets it to :class:`ChangeEventProcessor`, Scrapy's
+``ItemPipelineManager`` that also takes the events: it is given the drain
+(:class:`~..runtime.changes.ChangeEvents`) with ``FRONTIER_OPENED``, joins
+it once its pipelines are open, and hands the last events over before they
+close.  ``tests/e2e/test_engine_adapter.py`` pins the order it relies on
+(the scheduler opens before the item processor, which closes before the
+scheduler) and that a processor built from ``ITEM_PROCESSOR`` is the one
+the spider's items go through.
 """
 
 from __future__ import annotations
@@ -46,12 +59,23 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from scrapy import signals
+from scrapy.pipelines import ItemPipelineManager
 from scrapy.settings import overridden_settings
 from scrapy.utils.asyncio import CallLaterResult, call_later
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+
+from ..runtime.wiring import FRONTIER_OPENED
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Self
+
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
+    from twisted.internet.defer import Deferred
+
+    from ..change.events import ChangeEvent
+    from ..runtime.changes import ChangeEvents, PipelineOutcome
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +91,11 @@ OVERRIDDEN_MESSAGE = "Overridden settings:\n%(settings)s"
 #: AWS_SESSION_TOKEN (not FTP_PASSIVE_MODE)
 SECRET_SETTING = re.compile(r"(?:^|_)(?:PASS|PASSWORD|SECRET|TOKEN)(?:_|$)")
 REDACTED = "REDACTED"
+#: Scrapy's item processor, and ours (the add-on sets ``ITEM_PROCESSOR`` to it with ``ADAPTIVE_CHANGES_AS_ITEMS``)
+SCRAPY_ITEM_PROCESSOR = "scrapy.pipelines.ItemPipelineManager"
+EVENT_ITEM_PROCESSOR = "scrapy_adaptive.integration.engine.ChangeEventProcessor"
+#: batches handed to the pipelines when they close, at most (the drain's limit each)
+LAST_BATCHES = 100
 
 
 class EngineWaker:
@@ -198,3 +227,70 @@ def redact_overridden_settings(settings: BaseSettings) -> None:
     password, secret key and token as ``REDACTED`` (once; call it while the
     add-ons run, before the crawler logs them)."""
     logging.getLogger(CRAWLER_LOGGER).addFilter(_RedactedOverriddenSettings(settings))
+
+
+class ChangeEventProcessor(ItemPipelineManager):
+    """Scrapy's item pipelines, which also take the crawl's change events.
+
+    The spider's items go through as with Scrapy's own manager.  Change
+    events go through the same pipelines (``process_item``, in order), one
+    batch at a time, outside Scrapy's item path: no ``item_scraped`` signal,
+    so they are neither exported to ``FEEDS`` nor counted in
+    ``item_scraped_count``, and Scrapy logs neither "Scraped from" nor
+    "Dropped" for them (the drain counts them, ``adaptive/events/items/``).
+    """
+
+    def __init__(self, *middlewares: object, crawler: Crawler | None = None) -> None:
+        super().__init__(*middlewares, crawler=crawler)
+        self._changes: ChangeEvents | None = None
+        self._batch: Deferred[None] | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        processor = super().from_crawler(crawler)
+        crawler.signals.connect(processor._frontier_opened, FRONTIER_OPENED)
+        return processor
+
+    def _frontier_opened(self, changes: ChangeEvents | None = None) -> None:
+        self._changes = changes if changes is not None and changes.as_items else None
+
+    async def open_spider_async(self) -> None:
+        await super().open_spider_async()
+        if self._changes is not None:
+            self._changes.attach(self)
+
+    async def close_spider_async(self) -> None:
+        """The last events through the pipelines (a bounded number of
+        batches; the rest wait in the state), then close them."""
+        changes = self._changes
+        try:
+            if changes is not None and changes.pipelines is self:
+                for _ in range(LAST_BATCHES):
+                    await self._batch_through()
+                    if changes.drain() < changes.limit:
+                        break
+                await self._batch_through()
+        finally:
+            if changes is not None:
+                changes.detach()
+            await super().close_spider_async()
+
+    def process(self, events: list[ChangeEvent], done: Callable[[list[PipelineOutcome]], None]) -> None:
+        """Hand *events* to the pipelines (see :class:`~..runtime.changes.EventPipelines`)."""
+        self._batch = deferred_from_coro(self._process(events, done))
+
+    async def _process(self, events: list[ChangeEvent], done: Callable[[list[PipelineOutcome]], None]) -> None:
+        outcomes: list[PipelineOutcome] = []
+        for event in events:
+            try:
+                await self.process_item_async(event)
+            except Exception as exc:  # DropItem too: the drain tells them apart
+                outcomes.append(exc)
+            else:
+                outcomes.append(None)
+        done(outcomes)
+
+    async def _batch_through(self) -> None:
+        batch, self._batch = self._batch, None
+        if batch is not None:
+            await maybe_deferred_to_future(batch)

@@ -217,7 +217,11 @@ class AdaptiveScheduler(BaseScheduler):
             self._control = control.serve(runtime.state.path, runtime.console.answer)
         if self.crawler is not None:  # the components that hand verdicts to the frontier
             self.crawler.signals.send_catch_log(
-                FRONTIER_OPENED, services=runtime.verdicts, console=runtime.console, spider_state=runtime.spider_state
+                FRONTIER_OPENED,
+                services=runtime.verdicts,
+                console=runtime.console,
+                spider_state=runtime.spider_state,
+                changes=runtime.changes,
             )
         shape = runtime.frontier.shape(due_limit=0)
         logger.info(

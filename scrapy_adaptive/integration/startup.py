@@ -38,6 +38,7 @@ from ..runtime.wiring import crawl_config
 from ..store.leveldb import PLYVEL_MISSING
 from ..warc.writer import EXTRA_MESSAGE
 from .components import DELTAFETCH_MESSAGE, TOOK_OVER_SETTING, VERDICT_COMPONENTS, WARC_MIDDLEWARE, is_deltafetch
+from .engine import EVENT_ITEM_PROCESSOR, ChangeEventProcessor
 from .feedfile import feed_warnings
 
 if TYPE_CHECKING:
@@ -204,6 +205,27 @@ def require_components(settings: BaseSettings, config: AdaptiveConfig) -> None:
         )
 
 
+def require_item_processor(settings: BaseSettings, config: AdaptiveConfig) -> None:
+    """Refuse ``ADAPTIVE_CHANGES_AS_ITEMS`` when Scrapy's item processor
+    cannot take the events: the add-on sets ``ITEM_PROCESSOR`` to
+    :class:`~.engine.ChangeEventProcessor`, but a project that set its own
+    (or runs without the add-on) would see the events pile up in the state
+    and never reach its pipelines.  A subclass counts."""
+    if not config.changes_as_items:
+        return
+    named = settings.get("ITEM_PROCESSOR")
+    try:
+        processor = load_object(named) if isinstance(named, str) else named
+    except (ImportError, AttributeError, NameError, ValueError):
+        processor = None  # Scrapy says why when it builds it
+    if not (isinstance(processor, type) and issubclass(processor, ChangeEventProcessor)):
+        raise ConfigError(
+            f"ADAPTIVE_CHANGES_AS_ITEMS needs ITEM_PROCESSOR = {EVENT_ITEM_PROCESSOR!r} (or a subclass of it), "
+            f"but it is {named!r}, so no change event would reach the item pipelines. Remove ITEM_PROCESSOR from "
+            "the settings (the add-on sets it), or make your processor a subclass of ChangeEventProcessor."
+        )
+
+
 def require_extras(config: AdaptiveConfig) -> None:
     """Refuse a crawl whose state or WARC output cannot be written (plyvel
     for LevelDB, warcio missing) before anything of the state folder is
@@ -232,5 +254,6 @@ def checked_settings(crawler: Crawler) -> tuple[AdaptiveConfig, PolicyStack, Can
     if config.changes_feed is not None:
         feed_format(config.changes_feed)  # one that cannot be appended to
     require_components(crawler.settings, config)
+    require_item_processor(crawler.settings, config)
     require_extras(config)
     return config, policy, canonical

@@ -355,7 +355,9 @@ def change_events(
     except ConfigError as exc:
         history.close()
         raise StateDirError(str(exc)) from None
-    return ChangeEvents(frontier, feed, signals, stats, on_error=on_store_error, history=history)
+    return ChangeEvents(
+        frontier, feed, signals, stats, on_error=on_store_error, history=history, as_items=config.changes_as_items
+    )
 
 
 def _rebound(frontier: Frontier, config: AdaptiveConfig) -> None:

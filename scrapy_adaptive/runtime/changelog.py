@@ -30,7 +30,7 @@ from typing import Any
 
 from ..change.events import event_of
 from .rotation import RotatingFile, rotated_files
-from .sink_failure import drop_partial_line, sink_error
+from .sink_failure import EVENTS_AGAIN, drop_partial_line, sink_error
 
 #: the history's file name in the state folder
 CHANGES_LOG = "changes.log"
@@ -71,7 +71,7 @@ class ChangesLog:
             self._file.append(data)
             self._file.sync()
         except OSError as exc:
-            raise sink_error("changes log", self.path, exc) from None
+            raise sink_error("changes log", self.path, exc, EVENTS_AGAIN) from None
 
     def close(self) -> None:
         try:

@@ -1,4 +1,4 @@
-"""Change events leave the state: to the changes feed and as a signal.
+"""Change events leave the state: to the changes feed, as a signal, as items.
 
 The frontier writes each change event (:mod:`..change.events`) to its
 outbox in the same atomic write as the visit that made it.  Once a second
@@ -12,6 +12,20 @@ deleted is delivered again at the next start (at least once; a consumer
 that must not see one twice keys it by URL, kind and time).  A feed or a
 history that cannot be written (a full disk) stops the crawl like a full state store
 (:mod:`.sink_failure`), and the events wait in the outbox.
+
+With ``ADAPTIVE_CHANGES_AS_ITEMS`` each event also goes through the
+project's item pipelines as a :class:`~..change.events.ChangeEvent` (the
+engine adapter hands them over: Scrapy has no public way to feed the
+pipelines from outside a callback), after the signal and before the delete:
+the outbox lets an event go only once the pipelines are done with it.  A
+``DropItem`` is done with it.  Any other exception is said in one line and
+the event stays in the outbox, set aside for the rest of the run (a pipeline
+that fails on it would fail again a second later, and it must not hold up
+the events behind it), and is delivered again at the next start, to the
+history, the feed and the signal too: what happens to a version whose item
+a pipeline failed on (it stays pending, :mod:`.delivery`).  The pipelines
+open after the scheduler and close before it, so events wait until the
+pipelines are attached, and those left when they close wait for the next start.
 """
 
 from __future__ import annotations
@@ -21,13 +35,16 @@ import io
 import logging
 import os
 import time
+import traceback
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..change.events import FIELDS, read_event
+from scrapy.exceptions import DropItem
+
+from ..change.events import FIELDS, ChangeEvent, read_event
 from ..config.spec import ConfigError
 from .changelog import ChangesLog, json_line
-from .sink_failure import drop_partial_line, sink_error
+from .sink_failure import EVENTS_AGAIN, drop_partial_line, sink_error
 
 if TYPE_CHECKING:
     from scrapy.signalmanager import SignalManager
@@ -98,7 +115,7 @@ class ChangesFeed:
             self._file.flush()
             os.fsync(self._file.fileno())
         except OSError as exc:
-            raise sink_error("changes feed", self.path, exc) from None
+            raise sink_error("changes feed", self.path, exc, EVENTS_AGAIN) from None
 
     def close(self) -> None:
         try:
@@ -109,6 +126,31 @@ class ChangesFeed:
 
 def _cell(value: Any) -> Any:
     return "" if value is None else value
+
+
+#: what the pipelines did with one event: None (passed it on), the
+#: ``DropItem`` or the exception a pipeline raised
+PipelineOutcome = BaseException | None
+
+
+class EventPipelines(Protocol):
+    """The project's item pipelines, as the drain sees them
+    (:class:`~..integration.engine.ChangeEventProcessor`)."""
+
+    def process(self, events: list[ChangeEvent], done: Callable[[list[PipelineOutcome]], None]) -> None:
+        """Hand *events* to the pipelines one after the other; once the last
+        is through, call *done* with each one's :data:`PipelineOutcome`, in order."""
+
+
+def where_raised(exc: BaseException) -> str:
+    """``ValueError: no price, at pipelines.py:12 in process_item``: the
+    exception and the innermost line that raised it, for a one-line error."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    said = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if not frames:
+        return said
+    frame = frames[-1]
+    return f"{said}, at {os.path.basename(frame.filename)}:{frame.lineno} in {frame.name}"
 
 
 class ChangeEvents:
@@ -125,6 +167,7 @@ class ChangeEvents:
         limit: int = DRAIN_LIMIT,
         history: ChangesLog | None = None,
         clock: Callable[[], float] = time.time,
+        as_items: bool = False,
     ) -> None:
         self.frontier = frontier
         self.feed = feed
@@ -137,15 +180,34 @@ class ChangeEvents:
         self.limit = limit
         #: the feed failed: nothing more leaves the outbox in this run
         self.stopped = False
+        #: ``ADAPTIVE_CHANGES_AS_ITEMS``: nothing leaves the outbox but through the pipelines
+        self.as_items = as_items
+        #: the item pipelines, while they are open (:meth:`attach`)
+        self.pipelines: EventPipelines | None = None
+        #: a batch is in the pipelines: no other is read until it is through
+        self.busy = False
+        #: events a pipeline failed on, kept in the outbox for the next start: ``(queue, key)``
+        self.held: set[tuple[str, bytes]] = set()
+
+    def attach(self, pipelines: EventPipelines) -> None:
+        """The item pipelines are open: events go through them from now on."""
+        self.pipelines = pipelines
+
+    def detach(self) -> None:
+        """The item pipelines close: what is left waits for the next start."""
+        self.pipelines = None
 
     def run(self) -> None:
         self.drain()
 
     def drain(self) -> int:
-        """Deliver the oldest events; returns how many left the outbox."""
-        if self.stopped:
+        """Deliver the oldest events; returns how many left the outbox (or,
+        as items, went into the pipelines)."""
+        if self.stopped or self.busy or (self.as_items and self.pipelines is None):
             return 0
-        rows = self.frontier.events(self.limit)
+        rows = self.frontier.events(self.limit + len(self.held))
+        if self.held:
+            rows = [row for row in rows if (row[0], row[1]) not in self.held][: self.limit]
         if not rows:
             return 0
         events, garbled = [], []
@@ -157,27 +219,68 @@ class ChangeEvents:
                     "A change event in the outbox is garbled (%r); it cannot be delivered and is removed.", raw[:64]
                 )
             else:
-                events.append(event)
+                events.append((queue, key, event))
+        said = [event for _, _, event in events]
         try:  # the history, then the feed: both durable before the outbox lets go
-            if events and self.history is not None:
-                self.history.write(events, self.clock())
-            if events and self.feed is not None:
-                self.feed.write(events)
+            if said and self.history is not None:
+                self.history.write(said, self.clock())
+            if said and self.feed is not None:
+                self.feed.write(said)
         except Exception as exc:  # a SinkError: said once, the crawl stops, the events wait
             self.stopped = True
             self.on_error(exc)  # type: ignore[arg-type]
             return 0
         if self.signals is not None:
-            for event in events:
+            for event in said:
                 self.signals.send_catch_log(CHANGE_EVENT, event=event)
-        self.frontier.events_delivered([(queue, key) for queue, key, _ in rows])
-        self.stats.inc_value("adaptive/events/delivered", len(events))
         if garbled:
             self.stats.inc_value("adaptive/events/garbled", len(garbled))
+        if self.pipelines is None:
+            self._delivered([(queue, key) for queue, key, _ in rows], len(said))
+            return len(rows)
+        self.busy = True
+        items = [ChangeEvent(**event) for event in said]
+        self.pipelines.process(items, lambda outcomes: self._through_pipelines(events, garbled, outcomes))
         return len(rows)
 
+    def _through_pipelines(
+        self,
+        events: list[tuple[str, bytes, dict[str, Any]]],
+        garbled: list[tuple[str, bytes]],
+        outcomes: list[PipelineOutcome],
+    ) -> None:
+        """The pipelines are done with a batch: the events they passed on or
+        dropped leave the outbox, those they failed on stay for the next start."""
+        self.busy = False
+        done = list(garbled)
+        for (queue, key, event), outcome in zip(events, outcomes, strict=True):
+            if outcome is None or isinstance(outcome, DropItem):
+                done.append((queue, key))
+                self.stats.inc_value("adaptive/events/items/" + ("passed" if outcome is None else "dropped"))
+                continue
+            self.held.add((queue, key))
+            self.stats.inc_value("adaptive/events/items/failed")
+            logger.error(
+                "An item pipeline failed on the change event %s of %s (%s); the event stays in the state and is "
+                "delivered again at the next start.",
+                event["kind"],
+                event["url"],
+                where_raised(outcome),
+            )
+        try:
+            self._delivered(done, len(done) - len(garbled))
+        except Exception as exc:  # a StoreError (the tick is not there to catch it): the crawl stops, the events wait
+            self.stopped = True
+            self.on_error(exc)  # type: ignore[arg-type]
+
+    def _delivered(self, keys: list[tuple[str, bytes]], events: int) -> None:
+        self.frontier.events_delivered(keys)
+        self.stats.inc_value("adaptive/events/delivered", events)
+
     def close(self) -> None:
-        """Deliver what is left (bounded), then close the feed."""
+        """Deliver what is left (bounded; as items, nothing: the pipelines
+        closed already and what is left waits for the next start), then
+        close the feed."""
         try:
             for _ in range(100):
                 if self.drain() < self.limit:

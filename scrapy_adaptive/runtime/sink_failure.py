@@ -32,21 +32,23 @@ class SinkError(StoreError):
     """A durable sink cannot write; the message names its file and says why."""
 
 
-def sink_error(what: str, path: str, exc: BaseException) -> SinkError:
+#: what a run after a failed sink delivers again, said by its message
+PAGES_AGAIN = "the pages whose output was not written are delivered again"
+EVENTS_AGAIN = "the change events not written wait in the state and are delivered then"
+
+
+def sink_error(what: str, path: str, exc: BaseException, again: str = PAGES_AGAIN) -> SinkError:
     """The one message for a failed write to *what* (``feed file``, ``WARC
-    file``) at *path*: a full disk says so and how to go on."""
+    file``) at *path*: a full disk says so and how to go on (*again*: what
+    the next run delivers)."""
     first = exc.args[0] if exc.args else None
     # plyvel's errors (the WARC folder's index) carry bytes
     reason = first.decode("utf-8", "replace") if isinstance(first, bytes) else str(exc) or type(exc).__name__
     if getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "no space left" in reason.lower():
         return SinkError(
-            f"The disk holding the {what} {path} is full ({reason}). Free space, then run the crawl again: "
-            "the pages whose output was not written are delivered again"
+            f"The disk holding the {what} {path} is full ({reason}). Free space, then run the crawl again: {again}"
         )
-    return SinkError(
-        f"Writing the {what} {path} failed ({reason}). Fix it, then run the crawl again: the pages whose "
-        "output was not written are delivered again"
-    )
+    return SinkError(f"Writing the {what} {path} failed ({reason}). Fix it, then run the crawl again: {again}")
 
 
 class GuardedFile(io.BufferedWriter):

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 #: sent by the scheduler once its frontier is open, with ``services`` (the
 #: :class:`~.verdicts.FrontierServices` verdicts go to), ``console`` (the
 #: :class:`~..ops.console.api.FrontierConsole`, whose report a component may
-#: add a section to) and ``spider_state`` (the state folder's
-#: :class:`~.spiderstate.SpiderStateFile`); never sent when the start is
+#: add a section to), ``spider_state`` (the state folder's
+#: :class:`~.spiderstate.SpiderStateFile`) and ``changes`` (the
+#: :class:`~.changes.ChangeEvents` drain, None with events off); never sent when the start is
 #: refused, so the components stay out of the way then
 FRONTIER_OPENED = object()
 

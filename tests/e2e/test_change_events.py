@@ -6,7 +6,8 @@ Each path answers a script, one entry per request (the last one repeated),
 so what the crawl must say is known whatever the timing: every real
 transition exactly once in a clean run, none from a single 5xx, and the
 same events in the changes feed, in the signal (the sample project's
-SQLite example, real SQLite) and in the stats.
+SQLite example, real SQLite), in the project's item pipelines
+(``ADAPTIVE_CHANGES_AS_ITEMS``) and in the stats.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from tests.crawlrunner import run_crawl
 pytestmark = pytest.mark.e2e
 
 PAGES = Path(__file__).parents[1] / "spiders" / "pages.py"
+#: writes the change events it gets to EVENTS_PIPELINE_FILE
+EVENTS_PIPELINE = {"tests.spiders.pages.EventsPipeline": 300}
 SAMPLE = Path(__file__).parents[2] / "sample_project"
 
 
@@ -114,12 +117,13 @@ def site() -> Iterator[tuple[ScriptedSite, str]]:
         yield scripted, base
 
 
-def test_every_transition_is_said_once_in_the_feed_and_the_signal(
+def test_every_transition_is_said_once_in_the_feed_the_signal_and_the_pipelines(
     site: tuple[ScriptedSite, str], adaptive_settings: dict[str, object], tmp_state: Path
 ) -> None:
     scripted, base = site
     feed = tmp_state / "changes.jsonl"
     database = tmp_state / "changes.sqlite3"
+    piped = tmp_state / "pipeline.jsonl"
     urls = [base + path for path in SCRIPTS if path.startswith("/p/")]
     result = run_crawl(
         PAGES,
@@ -131,11 +135,15 @@ def test_every_transition_is_said_once_in_the_feed_and_the_signal(
             "ADAPTIVE_CHANGES_FEED": str(feed),
             "EXTENSIONS": {"demo_project.changes_sqlite.ChangesToSQLite": 500},
             "CHANGES_SQLITE": str(database),
+            "ADAPTIVE_CHANGES_AS_ITEMS": True,
+            "ITEM_PIPELINES": EVENTS_PIPELINE,
+            "EVENTS_PIPELINE_FILE": str(piped),
             "CLOSESPIDER_TIMEOUT": 9,
         },
         timeout=60,
         env={"PYTHONPATH": os.pathsep.join([str(SAMPLE), os.environ.get("PYTHONPATH", "")])},
         args=["-a", "urls=" + " ".join(urls)],
+        collect_items=True,
     )
     result.assert_ok()
     for path, script in SCRIPTS.items():  # every answer of every script was served
@@ -148,6 +156,12 @@ def test_every_transition_is_said_once_in_the_feed_and_the_signal(
     by_kind = {kind: sum(k == kind for kinds in EXPECTED.values() for k in kinds) for kind in ("new", "gone")}
     assert result.stats["adaptive/events/new"] == by_kind["new"] and result.stats["adaptive/events/gone"] == 3
     assert result.stats["adaptive/events/delivered"] == len(events)
+    # the pipelines got each event once, as a ChangeEvent, while they were open
+    assert [json.loads(line) for line in piped.read_text().splitlines()] == events
+    assert result.stats["adaptive/events/items/passed"] == len(events)
+    # not the spider's scraped items: not in its feed, not counted as scraped
+    assert result.items and not any("kind" in item for item in result.items)
+    assert result.stats["item_scraped_count"] == len(result.items)
     gone = next(e for e in events if e["kind"] == "gone" and e["url"].endswith("/gone404.html"))
     # the first 404 was a capture of its own (archived as such): version 2
     assert gone["status"] == 404 and gone["version"] == 2 and gone["previous_time"] < gone["time"]
@@ -206,3 +220,47 @@ def test_a_changed_event_names_the_fields_that_changed(
         "removed": [],
     }  # fmt: skip
     assert events[2]["fields"]["changed"][0]["fields"] == ["name"] and events[2]["url"] == url
+
+
+def test_an_event_a_pipeline_fails_on_is_said_in_one_line_and_delivered_again_at_the_next_start(
+    adaptive_settings: dict[str, object], tmp_state: Path
+) -> None:
+    """``ADAPTIVE_CHANGES_AS_ITEMS``: a ``DropItem`` is the pipelines done
+    with the event; an exception leaves it in the state, said once, and the
+    next start delivers it again (to the feed too: at least once)."""
+    scripted = ScriptedSite({f"/p/{name}.html": [page(name)] for name in ("kept", "failed", "dropped")})
+    feed = tmp_state / "changes.jsonl"
+    piped = tmp_state / "pipeline.jsonl"
+    settings = {
+        **adaptive_settings,
+        "ROBOTSTXT_OBEY": False,
+        "ADAPTIVE_WAIT_DEFAULT": 600,  # one visit each: the second run makes no event of its own
+        "ADAPTIVE_CHANGES_FEED": str(feed),
+        "ADAPTIVE_CHANGES_AS_ITEMS": True,
+        "ITEM_PIPELINES": EVENTS_PIPELINE,
+        "EVENTS_PIPELINE_FILE": str(piped),
+        "EVENTS_PIPELINE_DROP": "/dropped.html",
+        "CLOSESPIDER_TIMEOUT": 1.5,
+    }
+    with serving(scripted) as base:
+        args = ["-a", "urls=" + " ".join(base + path for path in scripted.scripts)]
+        first = run_crawl(PAGES, {**settings, "EVENTS_PIPELINE_FAIL": "/failed.html"}, timeout=60, args=args)
+        first.assert_ok(allow_errors=True)
+        errors = [line for line in first.log.splitlines() if " ERROR: " in line]
+        assert len(errors) == 1 and "Traceback" not in first.log, errors
+        assert f"change event new of {base}/p/failed.html (ValueError: no room for new, at pages.py:" in errors[0]
+        assert "delivered again at the next start" in errors[0]
+        stats = first.stats
+        assert (stats["adaptive/events/items/passed"], stats["adaptive/events/items/dropped"]) == (1, 1)
+        assert stats["adaptive/events/items/failed"] == 1 and stats["adaptive/events/delivered"] == 2
+        assert [json.loads(line)["url"] for line in piped.read_text().splitlines()] == [base + "/p/kept.html"]
+        second = run_crawl(PAGES, {**settings, "CLOSESPIDER_TIMEOUT": 0.5}, timeout=60, args=args)
+    second.assert_ok()
+    assert sum(scripted.requests.values()) == 3  # the second run fetched nothing: the event came from the state
+    assert [json.loads(line)["url"] for line in piped.read_text().splitlines()] == [
+        base + "/p/kept.html",
+        base + "/p/failed.html",
+    ]
+    in_feed = [json.loads(line)["url"].removeprefix(base) for line in feed.read_text().splitlines()]
+    assert sorted(in_feed) == ["/p/dropped.html", "/p/failed.html", "/p/failed.html", "/p/kept.html"]
+    assert second.stats["adaptive/events/items/passed"] == 1

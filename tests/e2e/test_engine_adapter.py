@@ -4,8 +4,11 @@
 due is handed out at once rather than on the engine's 5 s heartbeat, and
 ``exit_with_error`` clears ``crawler.spider`` after the spider closed because
 that is what makes Scrapy's crawler process set ``bootstrap_failed`` and
-``scrapy crawl`` exit 1.  If a Scrapy upgrade moves either, these tests fail
-here, by name.
+``scrapy crawl`` exit 1.  ``ChangeEventProcessor`` hands change events to the
+item pipelines (``ADAPTIVE_CHANGES_AS_ITEMS``) as the scraper's item
+processor, built from ``ITEM_PROCESSOR``, opened after the scheduler and
+closed before it (``tests/e2e/test_change_events.py`` runs it in a crawl).
+If a Scrapy upgrade moves any of these, these tests fail here, by name.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import pytest
 from scrapy.core.engine import ExecutionEngine, _Slot
 from scrapy.utils.reactor import CallLaterOnce
 
-from scrapy_adaptive.integration.engine import EngineWaker, exit_with_error
+from scrapy_adaptive.integration.engine import EVENT_ITEM_PROCESSOR, ChangeEventProcessor, EngineWaker, exit_with_error
 from tests.crawlrunner import run_crawl
 from tests.mockserver import MockServer
 
@@ -42,6 +45,27 @@ def test_scrapy_still_fails_a_crawl_whose_spider_is_cleared() -> None:
     for runner in (CrawlerRunner, AsyncCrawlerRunner):
         assert 'bootstrap_failed |= not getattr(crawler, "spider", None)' in inspect.getsource(runner), runner
     assert "bootstrap_failed" in inspect.getsource(Command.run)
+
+
+def test_scrapy_still_builds_the_item_processor_from_its_setting_between_the_schedulers_open_and_close() -> None:
+    """The processor joins the drain once its pipelines are open (the
+    scheduler, which hands it the drain with FRONTIER_OPENED, opens first)
+    and hands over the last events before they close (the scheduler closes
+    after, when its final drain must leave the events to the next start)."""
+    from scrapy import Spider
+    from scrapy.core.scraper import Scraper
+    from scrapy.utils.test import get_crawler
+
+    scraper = Scraper(get_crawler(Spider, {"ITEM_PROCESSOR": EVENT_ITEM_PROCESSOR}))
+    assert isinstance(scraper.itemproc, ChangeEventProcessor)
+    # Scrapy calls the processor's async methods, the ones it overrides
+    assert scraper._itemproc_has_async == {"open_spider": True, "close_spider": True, "process_item": True}
+    opening = inspect.getsource(ExecutionEngine.open_spider_async)
+    assert opening.index("scheduler.open(") < opening.index("self.scraper.open_spider_async()")
+    closing = inspect.getsource(ExecutionEngine.close_spider_async)
+    assert closing.index("self.scraper.close_spider_async()") < closing.index("scheduler.close(reason)")
+    assert "await self.itemproc.close_spider_async()" in inspect.getsource(Scraper.close_spider_async)
+    assert "await self.itemproc.open_spider_async()" in inspect.getsource(Scraper.open_spider_async)
 
 
 def test_exit_with_error_clears_the_spider_only_once_it_closed() -> None:

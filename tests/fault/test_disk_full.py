@@ -3,6 +3,8 @@
 The crawl must stop with one clear message naming the folder and a non-zero
 exit code; once there is room again (the same tmpfs remounted bigger) the
 crawl resumes from exactly what was written, and the checkpoint agrees.
+A full disk under a feed, the changes feed or the WARC folder stops the
+crawl the same way, and what was not written comes at the resume.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from scrapy_adaptive.change.events import KINDS
+from scrapy_adaptive.runtime.sink_failure import EVENTS_AGAIN, PAGES_AGAIN
+from scrapy_adaptive.store.leveldb import LevelDBStore
 from tests.conftest import read_records, read_state, tmpfs
 from tests.crawlrunner import CrawlResult, run_crawl
 from tests.mockserver import MockServer
@@ -102,11 +107,11 @@ def sink_settings(adaptive_settings: dict[str, object]) -> dict[str, object]:
     }
 
 
-def assert_stopped_once(result: CrawlResult, what: str, path: Path) -> None:
+def assert_stopped_once(result: CrawlResult, what: str, path: Path, again: str = PAGES_AGAIN) -> None:
     """One CRITICAL line naming the file, no traceback, exit code 1."""
     message = re.compile(
         rf"CRITICAL: The disk holding the {what} {re.escape(str(path))}\S* is full \(.*No space left on device\)\. "
-        r"Free space, then run the crawl again: the pages whose output was not written are delivered again\. "
+        rf"Free space, then run the crawl again: {again}\. "
         r"Stopping the crawl; the state on disk is consistent and the crawl can resume\."
     )
     assert len(message.findall(result.log)) == 1, result.log[-3000:]
@@ -136,6 +141,51 @@ def test_a_full_feed_disk_stops_the_crawl_and_its_items_come_at_the_resume(
     state, still = read_state(state_dir)
     assert pending & urls and pending <= urls | still  # delivered at the resume, or pending still
     assert all(url in urls for url, record in state.items() if record.versions)  # every counted version
+
+
+def outbox(state_dir: Path) -> list[tuple[str, bytes, bytes]]:
+    """The change events a stopped crawl has not delivered yet."""
+    store = LevelDBStore(str(state_dir / "frontier.ldb"))
+    try:
+        return store.events()
+    finally:
+        store.close()
+
+
+def test_a_full_changes_feed_disk_stops_the_crawl_and_no_event_is_lost(
+    clean_log: MockServer, adaptive_settings: dict[str, object], small_disk: Path
+) -> None:
+    """The events that could not be written wait in the state's outbox and
+    reach the feed at the resume: every event either run made is in it."""
+    feed = small_disk / "changes.jsonl"
+    settings = {
+        **sink_settings(adaptive_settings),
+        "ADAPTIVE_CHANGES_FEED": str(feed),
+        "ADAPTIVE_HOST_VALENCE": 1,
+        "ADAPTIVE_MIN_DELAY": 0.05,  # ~20 events a second: a drain or two written, then the disk is full
+        "ADAPTIVE_MAX_DELAY": 0.05,
+    }
+    filler = fill(small_disk, 12000)
+    start = clean_log.url("/ring/300/0?fanout=4")
+    args = ["-a", f"start_urls={start}"]
+    full = run_crawl(CASES, settings, timeout=60, args=args)
+    assert_stopped_once(full, "changes feed", feed, EVENTS_AGAIN)
+    state_dir = Path(str(settings["ADAPTIVE_STATE_DIR"]))
+    waiting = outbox(state_dir)
+    assert waiting, "the events not written wait in the outbox"
+    filler.unlink()  # room again
+    resumed = run_crawl(CASES, {**settings, "CLOSESPIDER_TIMEOUT": 4}, timeout=60, args=args)
+    resumed.assert_ok()
+    events = [json.loads(line) for line in feed.read_bytes().splitlines()]  # every line whole
+    said = {(e["url"], e["kind"], e["time"]) for e in events}
+    assert {(e["url"], e["kind"], e["time"]) for e in map(json.loads, (raw for _, _, raw in waiting))} <= said
+    made = sum(run.stats.get(f"adaptive/events/{kind}", 0) for run in (full, resumed) for kind in KINDS)
+    assert len(said) == made > len(waiting)  # every event made, at least once
+    assert full.stats.get("adaptive/events/delivered", 0) > 0, "the disk was full before a drain got through"
+    records = read_records(state_dir)
+    captured = {url for url, record in records.items() if record.presence and record.presence[0]}
+    assert captured == {url for url, kind, _ in said if kind == "new"} and len(captured) > 10
+    assert outbox(state_dir) == []
 
 
 def test_a_full_warc_disk_stops_the_crawl_and_the_pages_are_archived_at_the_resume(

@@ -22,6 +22,13 @@ def test_frontier_bench_runs_and_reports_every_figure() -> None:
     assert any("restart" in m for m in metrics)
 
 
+def test_frontier_bench_alternates_change_events_off_and_on_in_one_run() -> None:
+    argv = ["--urls", "2000", "--hosts", "20", "--dups", "200", "--cycles", "1000", "--no-baseline", "--quiet"]
+    cycles = frontier_bench.main([*argv, "--events", "alternate"])["adaptive"]["cycles"]
+    assert cycles["count"] == 1000 and cycles["events_delivered"] == 500  # the odd deciles, every event drained
+    assert set(cycles["thread_cpu_us_by_events"]) == {"off", "on"}
+
+
 def test_frontier_bench_compares_leveldb_and_redis_in_one_run(redis_url: str) -> None:
     argv = ["--urls", "2000", "--hosts", "20", "--dups", "500", "--cycles", "500", "--no-baseline", "--quiet"]
     result = frontier_bench.main([*argv, "--store", redis_url])

@@ -42,3 +42,47 @@ class PagesSpider(scrapy.Spider):
 
     def parse_asset(self, response: Response) -> Iterator[Any]:
         return iter(())
+
+
+class EventsPipeline:
+    """Writes every change event it gets (``scrapy_adaptive.ChangeEvent``)
+    to ``EVENTS_PIPELINE_FILE``, one JSON line each, and passes the spider's
+    items on; the file is open only between ``open_spider`` and
+    ``close_spider``, so an event handed over outside them fails.
+    ``EVENTS_PIPELINE_FAIL``: a URL ending whose events raise ``ValueError``
+    (``EVENTS_PIPELINE_DROP``: are dropped), for the events' at-least-once tests."""
+
+    def __init__(self, path: str, fail: str, drop: str) -> None:
+        self.path, self.fail, self.drop = path, fail, drop
+        self.file: Any = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> EventsPipeline:
+        settings = crawler.settings
+        return cls(
+            settings["EVENTS_PIPELINE_FILE"],
+            settings.get("EVENTS_PIPELINE_FAIL") or "\0",
+            settings.get("EVENTS_PIPELINE_DROP") or "\0",
+        )
+
+    def open_spider(self) -> None:
+        self.file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close_spider
+
+    def close_spider(self) -> None:
+        self.file.close()
+
+    def process_item(self, item: Any) -> Any:
+        from itemadapter import ItemAdapter
+        from scrapy.exceptions import DropItem
+
+        from scrapy_adaptive import ChangeEvent
+
+        if not isinstance(item, ChangeEvent):
+            return item
+        if item.url.endswith(self.fail):
+            raise ValueError(f"no room for {item.kind}")
+        if item.url.endswith(self.drop):
+            raise DropItem("not wanted")
+        self.file.write(json.dumps(ItemAdapter(item).asdict()) + "\n")
+        self.file.flush()
+        return item
