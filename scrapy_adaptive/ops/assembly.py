@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .console.schedule_command import ScheduleConsole
-from .pace import CAPACITY, CONFIGURED, PRECISION, Pace
+from .pace import Pace
 from .progress import META_KEY as PROGRESS_KEY
 from .progress import Progress
 from .reporting import Reporter
@@ -79,21 +79,19 @@ def pace_of(config: AdaptiveConfig, capacity: HostCapacity, allocator: RateAlloc
     without a budget) the target precision."""
 
     def pace() -> Pace:
-        low, high = config.wait_min, config.wait_max
-        if config.budget is not None:  # a worker of a fleet spends its share (tasks.ShareBudget)
-            budget = allocator.budget * DAY if allocator is not None and allocator.budget else config.budget
-            return Pace(budget, CONFIGURED, wait_min=low, wait_max=high)
-        if capacity.derived and capacity.budget is not None:
-            return Pace(
-                capacity.budget * DAY,
-                CAPACITY,
-                capacity_per_day=capacity.total() * DAY,
-                share=capacity.share,
-                precision_binds=allocator is not None and allocator.floor_binds(),
-                wait_min=low,
-                wait_max=high,
-            )
-        planned = None if allocator is None else allocator.planned_rate() * DAY
-        return Pace(planned, PRECISION, wait_min=low, wait_max=high)
+        configured = config.budget  # a worker of a fleet spends its share (tasks.ShareBudget)
+        if configured is not None and allocator is not None and allocator.budget:
+            configured = allocator.budget * DAY
+        derived = capacity.derived and capacity.budget is not None
+        return Pace.chosen(
+            config.wait_min,
+            config.wait_max,
+            configured=configured,
+            capacity=capacity.budget * DAY if derived else None,  # type: ignore[operator]
+            capacity_per_day=capacity.total() * DAY if derived else None,
+            share=capacity.share,
+            precision_binds=allocator is not None and allocator.floor_binds(),
+            planned=None if allocator is None else allocator.planned_rate() * DAY,
+        )
 
     return pace

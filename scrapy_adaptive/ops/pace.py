@@ -43,6 +43,37 @@ class Pace:
     wait_min: float = 0.0
     wait_max: float = float("inf")
 
+    @classmethod
+    def chosen(
+        cls,
+        wait_min: float,
+        wait_max: float,
+        *,
+        configured: float | None = None,
+        capacity: float | None = None,
+        capacity_per_day: float | None = None,
+        share: float | None = None,
+        precision_binds: bool = False,
+        planned: float | None = None,
+    ) -> Pace:
+        """The one rule, whoever knows the figures (a running crawl, a
+        stopped one's state): a *configured* budget first, else a share of
+        the politeness *capacity* (revisits per day) once it is known, else
+        the target precision's *planned* revisits."""
+        if configured is not None:
+            return cls(configured, CONFIGURED, wait_min=wait_min, wait_max=wait_max)
+        if capacity:
+            return cls(
+                capacity,
+                CAPACITY,
+                capacity_per_day=capacity_per_day,
+                share=share,
+                precision_binds=precision_binds,
+                wait_min=wait_min,
+                wait_max=wait_max,
+            )
+        return cls(planned, PRECISION, wait_min=wait_min, wait_max=wait_max)
+
     def deciding(self) -> str:
         """The setting that decides a wait between the bounds."""
         if self.source == CAPACITY and self.precision_binds:

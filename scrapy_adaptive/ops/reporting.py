@@ -30,7 +30,7 @@ from ..store.base import StoreError
 from ..store.statedir import private_opener
 from .console.api import FrontierConsole
 from .console.html import render
-from .pace import PRECISION, Pace, budget_words, next_due
+from .pace import Pace, budget_words, next_due
 from .progress import META_KEY as PROGRESS_KEY
 from .progress import MIN_SPAN, Progress
 
@@ -69,7 +69,7 @@ class Reporter:
         #: the policies' shared rate allocator (None: no budgeted policy)
         self.allocator = allocator
         #: where the revisit budget comes from and the wait bounds, now (:mod:`.pace`)
-        self.pace = pace or self._planned
+        self.pace = pace or Pace  # not told: no budget known
         self.state_path = state_path
         self.interval = interval
         self.clock = clock
@@ -98,14 +98,6 @@ class Reporter:
             with contextlib.suppress(OSError):
                 os.unlink(path + ".tmp")
             self._unsaved("Cannot write %s: %s", path, exc)
-
-    def _planned(self) -> Pace:
-        """Without a description of the crawl's budget: what the allocator plans."""
-        allocator = self.allocator
-        if allocator is None:
-            return Pace()
-        budget = allocator.budget if allocator.budget is not None else allocator.planned_rate()
-        return Pace(budget * 86_400, "ADAPTIVE_BUDGET" if allocator.budget is not None else PRECISION)
 
     def due(self) -> bool:
         """True when a summary is due."""

@@ -46,7 +46,7 @@ from ...store.statedir import (
     shared_store,
 )
 from ...warc.digests import shared_payloads_in
-from ..pace import CAPACITY, CONFIGURED, PRECISION, Pace
+from ..pace import Pace
 from ..progress import BUDGET, Progress
 from ..progress import META_KEY as PROGRESS_KEY
 from . import control
@@ -167,15 +167,17 @@ def answers(state: StateDir, config: AdaptiveConfig, request: dict[str, Any]) ->
 def stopped_pace(config: AdaptiveConfig, store: Any) -> Pace:
     """Where a stopped crawl's budget came from: configured, or the share of
     its politeness capacity it last reported (the hourly series)."""
-    low, high = config.wait_min, config.wait_max
-    if config.budget is not None:
-        return Pace(config.budget, CONFIGURED, wait_min=low, wait_max=high)
     hours = Progress.from_bytes(store.get_meta(PROGRESS_KEY)).hours
     last = hours[max(hours)][BUDGET] * 24 if hours else 0.0
-    if not last:
-        return Pace(None, PRECISION, wait_min=low, wait_max=high)
     share = config.capacity_share
-    return Pace(last, CAPACITY, capacity_per_day=last / share, share=share, wait_min=low, wait_max=high)
+    return Pace.chosen(
+        config.wait_min,
+        config.wait_max,
+        configured=config.budget,
+        capacity=last,
+        capacity_per_day=last / share if share else None,
+        share=share,
+    )
 
 
 def marker_store(state: StateDir, marker: dict[str, Any], config: AdaptiveConfig) -> SharedStore | None:
