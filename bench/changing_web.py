@@ -61,7 +61,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from bench.changing_web_site import copy_addresses
-from bench.changing_web_world import KINDS, World
+from bench.changing_web_world import KINDS, Url, World
 from bench.e2e_bench import _env
 from bench.replay import hindsight_optimum
 from bench.sim import world as simworld
@@ -269,6 +269,8 @@ def score(
         # seconds from a version's appearance to its capture, for the versions born in the window
         delays: list[float] = []
         delays_of: dict[str, list[float]] = {k: [] for k in KINDS}
+        # (seconds after the origin, version) of every body received: the copy the crawler holds
+        copies_of: defaultdict[int, list[tuple[float, int]]] = defaultdict(list)
         first_pass_done: float | None = None
         revisit_times: list[float] = []
         for r in rows:
@@ -285,6 +287,8 @@ def score(
             if first_pass_done is None and len(fetched) == len(world.urls):
                 first_pass_done = r[0]
             key = (u.index, int(r[7]))
+            if r[5] == 200 and key in received:
+                copies_of[u.index].append((r[0] - origin, key[1]))
             if r[5] == 200 and key in received and key in born and key not in captured:
                 captured.add(key)
                 k["new"] += 1
@@ -302,6 +306,12 @@ def score(
                 o[0] += best.per_page[u.index][0]
                 o[1] += best.per_page[u.index][1]
         urls_of = Counter(u.kind for u in world.urls if u.index in fetched)
+        fresh: dict[str, list[float]] = {k: [0.0, 0.0] for k in KINDS}  # seconds current, seconds observed
+        for u in world.urls:
+            if copies_of[u.index]:
+                current, observed = fresh_time(u, copies_of[u.index], hi)
+                fresh[u.kind][0] += current
+                fresh[u.kind][1] += observed
         by_kind = {}
         for kind in KINDS:
             k = per[kind]
@@ -310,6 +320,7 @@ def score(
                 "captured": int(k["new"]),
                 "recall": k["new"] / existed[kind] if existed[kind] else None,
                 "median_capture_delay_s": median_delay(delays_of[kind]),
+                "freshness": fresh[kind][0] / fresh[kind][1] if fresh[kind][1] else None,
                 "fetches": int(k["fetches"]),
                 "precision": k["new"] / k["fetches"] if k["fetches"] else None,
                 "not_modified": int(k["not_modified"]),
@@ -328,6 +339,7 @@ def score(
             "captured": len(captured),
             "recall": len(captured) / total,
             "median_capture_delay_s": median_delay(delays),
+            "freshness": _share(sum(f[0] for f in fresh.values()), sum(f[1] for f in fresh.values())),
             "precision": len(captured) / fetches if fetches else 0.0,
             "requests": len(rows),
             "fetches": int(fetches),
@@ -352,6 +364,31 @@ def score(
             ],  # fmt: skip
         }
     return out
+
+
+def fresh_time(url: Url, copies: list[tuple[float, int]], end: float) -> tuple[float, float]:
+    """Seconds *url*'s copy was the live version, and seconds observed, from
+    its first body received to *end* (the simulator's freshness, measured
+    from the first visit: before it there is no copy to be current).
+    *copies*: (seconds after the origin, version) of each body received, in
+    time order; the copy is the last one received."""
+    start = copies[0][0]
+    if start >= end:
+        return 0.0, 0.0
+    inside = [t for t in url.changes if start < t < end] + [t for t, _ in copies if start < t < end]
+    points = sorted({start, end, *inside})
+    current, held, i = 0.0, copies[0][1], 0
+    for a, b in zip(points, points[1:]):
+        while i < len(copies) and copies[i][0] <= a:
+            held = copies[i][1]
+            i += 1
+        if held == url.version((a + b) / 2):
+            current += b - a
+    return current, end - start
+
+
+def _share(part: float, whole: float) -> float | None:
+    return part / whole if whole else None
 
 
 def politeness(rows: list[list[float]], delay: float) -> dict[str, Any]:
@@ -404,6 +441,11 @@ def targets(
     if cache:
         mine, ref = a["by_kind"]["bursty"]["recall"] or 0.0, cache["by_kind"]["bursty"]["recall"] or 0.0
         add("bursty: recall >= HttpCache's", f"{mine:.3f}", mine >= ref, f"{ref:.3f}")
+    baselines = (("plain", plain), ("HttpCache", cache))
+    refs = [(label, r["freshness"]) for label, r in baselines if r and r.get("freshness")]
+    if refs and a.get("freshness") is not None:
+        add("freshness >= plain recrawl's and HttpCache's", f"{a['freshness']:.3f}",
+            all(a["freshness"] >= f for _, f in refs), ", ".join(f"{label} {f:.3f}" for label, f in refs))  # fmt: skip
     add("politeness violations = 0", a["politeness"]["violations"], a["politeness"]["violations"] == 0,
         f"min gap {a['politeness']['min_gap_s'] or 0:.2f} s")  # fmt: skip
     oneline = base_config(name) == "adaptive-oneline"
@@ -435,6 +477,10 @@ def targets(
     return rows
 
 
+def _f3(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
 def _f2(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
@@ -464,14 +510,15 @@ def report(result: dict[str, Any]) -> str:
         + "/".join(f"{x:.2f}" for x in result["loadavg_end"])
         + f" on {os.cpu_count()} CPUs",
         "",
-        f"{'crawler':<15}{'recall':>8}{'delay s':>8}{'optimum':>9}{'of opt':>8}{'precision':>10}{'requests':>10}"
-        f"{'304s':>6}"
+        f"{'crawler':<15}{'recall':>8}{'delay s':>8}{'fresh':>7}{'optimum':>9}{'of opt':>8}{'precision':>10}"
+        f"{'requests':>10}{'304s':>6}"
         f"{'body MB':>9}{'req/s':>7}{'impolite':>9}{'min gap':>8}{'runs':>6}",
     ]
     for name, r in res.items():
         n304 = sum(k["not_modified"] for k in r["by_kind"].values())
         lines.append(
-            f"{name:<15}{r['recall']:>8.3f}{_f1(r.get('median_capture_delay_s')):>8}{r['optimum']:>9.3f}"
+            f"{name:<15}{r['recall']:>8.3f}{_f1(r.get('median_capture_delay_s')):>8}{_f3(r.get('freshness')):>7}"
+            f"{r['optimum']:>9.3f}"
             f"{r['of_optimum'] or 0:>8.3f}{r['precision']:>10.3f}"
             f"{r['requests']:>10}{n304:>6}{r['body_bytes'] / 1e6:>9.1f}{r['requests'] / p['seconds']:>7.2f}"
             f"{r['politeness']['violations']:>9}{r['politeness']['min_gap_s'] or 0:>8.2f}{r['runs']:>6}"

@@ -180,3 +180,30 @@ def test_score_gives_the_median_delay_from_a_version_s_appearance_to_its_capture
     assert r["median_capture_delay_s"] == pytest.approx(2.0)
     assert r["by_kind"]["poisson"]["median_capture_delay_s"] == pytest.approx(2.0)
     assert r["by_kind"]["static"]["median_capture_delay_s"] is None
+
+
+def test_freshness_is_the_share_of_time_the_copy_was_the_live_version(world: World) -> None:
+    """Observed from the first body received; stale from a change until the body of its version arrives
+    (1 s and 3 s here), whatever the crawler fetched meanwhile."""
+    origin, window = 1000.0, (1000.0, 1060.0)
+    url = next(
+        u
+        for u in world.urls
+        if u.kind == "poisson"
+        and 6 < u.changes[0]
+        and u.changes[0] + 1 < u.changes[1] < 50
+        and (len(u.changes) == 2 or u.changes[2] > 60)
+    )
+    host = copy_addresses(1, world.hosts)[0][url.host]
+    t1, t2 = origin + url.changes[0] + 1, origin + url.changes[1] + 3
+    log = [
+        [origin + 5, origin + 5.1, 0, url.host, url.index, 200, 100, 0],
+        [t1 - 0.5, t1 - 0.4, 0, url.host, url.index, 304, 0, 1],  # a 304 brings no body: the copy stays old
+        [t1, t1 + 0.1, 0, url.host, url.index, 200, 100, 1],
+        [t2, t2 + 0.1, 0, url.host, url.index, 200, 100, 2],
+    ]
+    items = [{"url": f"http://{host}:8080{url.path}", "version": v} for v in (0, 1, 2)]
+    r = score(world, origin, window, log, {0: items}, {0: copy_addresses(1, world.hosts)[0]}, 1.0, 3)[0]
+    assert r["by_kind"]["poisson"]["freshness"] == pytest.approx((55 - 1 - 3) / 55)
+    assert r["freshness"] == pytest.approx((55 - 1 - 3) / 55)  # the only URL with a copy
+    assert r["by_kind"]["static"]["freshness"] is None
