@@ -86,10 +86,19 @@ def test_a_visit_is_counted_alike_in_the_record_its_queue_and_the_totals(version
     q = HostQueue("a", 1)
     totals = Totals()
     for counted in versions:
-        count_visit(q, totals, r, counted=counted)
+        count_visit(q, totals, r, changed=counted)
         assert r.failures == 0
     assert r.visits == q.visits == totals.visits == len(versions)
     assert r.versions == q.versions == totals.versions == sum(versions)
+
+
+def test_a_version_awaiting_delivery_is_in_the_record_only() -> None:
+    r = record()
+    q = HostQueue("a", 1)
+    totals = Totals()
+    count_visit(q, totals, r, changed=True, delivered_later=True)
+    assert (r.visits, r.versions) == (1, 1)
+    assert (q.visits, q.versions, totals.visits, totals.versions) == (1, 0, 1, 0)
 
 
 # -- fold_visit ------------------------------------------------------------------------
