@@ -13,7 +13,8 @@ queues and totals (:class:`~.book.QueueBook`), what is out
 (:class:`~.leases.Leases`), versions awaiting delivery
 (:class:`~.pending.PendingVersions`), per-host facts
 (:class:`~scrapy_adaptive.frontier.hostfacts.HostFacts`) and, with a shared
-store, the host leases (:class:`~.sharedhosts.SharedHosts`).  This class runs
+store, the host leases (:class:`~.sharedhosts.SharedHosts`); a verdict is
+recorded over them by :class:`~.updating.VerdictWriter`.  This class runs
 the three operations over them and answers for them: the parts and the
 store are this package's own, every caller outside asks the methods, so
 nothing writes behind the back of the parts that keep store and memory
@@ -85,8 +86,15 @@ class Frontier:
         self.pending = PendingVersions(self.book, self.leases, clock)
         self.hosts = HostFacts(self.book, self.leases, clock, self.trust_params, soft404_urls)
         self.shared = SharedHosts(self.book, self.pending, clock)
-        self.verdicts = VerdictWriter(
-            self.book, self.leases, self.pending, self.hosts, history_size=history_size, clock=clock, sharing=sharing
+        self.verdict_writer = VerdictWriter(
+            self.book,
+            self.leases,
+            self.pending,
+            self.hosts,
+            history_size=history_size,
+            clock=clock,
+            sharing=sharing,
+            find=self.get_record,
         )
         #: URLs whose undelivered versions load() made due again
         self._redelivered_at_load = 0
@@ -226,8 +234,9 @@ class Frontier:
 
         With *deliver*, a changed visit is a version pending delivery: the
         record counts it now, its queue and the totals when :meth:`confirm`
-        does, and a restart before then takes it back and delivers it again.  Returns the updated record, or None for an
-        unknown fingerprint.
+        does, and a restart before then takes it back and delivers it
+        again.  Returns the updated record, or None for an unknown
+        fingerprint.
 
         *presence* is the URL's presence after the visit (see
         :mod:`..change.events`; None keeps the record's), and *event* the
@@ -238,7 +247,7 @@ class Frontier:
         record, its queue entry, its pending mark, its event and its
         queue's counters.
         """
-        return self.verdicts.write(fp, visit, deliver=deliver, presence=presence, event=event, find=self.get_record)
+        return self.verdict_writer.write(fp, visit, deliver=deliver, presence=presence, event=event)
 
     def forget(self, urls: list[tuple[str, bytes]]) -> list[UrlRecord]:
         """Delete these URLs for good (:func:`.removal.forget`); the records deleted."""

@@ -40,6 +40,7 @@ class VerdictWriter:
         history_size: int,
         clock: Callable[[], float],
         sharing: Sharing | None,
+        find: Callable[[str, bytes], UrlRecord | None],
     ) -> None:
         self.book = book
         self.leases = leases
@@ -49,6 +50,8 @@ class VerdictWriter:
         self.history_size = history_size
         self.clock = clock
         self.sharing = sharing
+        #: reads a record that is not out (a verdict after a restart)
+        self.find = find
 
     def write(
         self,
@@ -58,16 +61,14 @@ class VerdictWriter:
         deliver: bool,
         presence: list[int] | None,
         event: str | None,
-        find: Callable[[str, bytes], UrlRecord | None],
     ) -> UrlRecord | None:
-        """See :meth:`.Frontier.update`; *find* reads a record not out (a
-        verdict after a restart)."""
+        """Record *visit* on URL *fp* (see :meth:`.Frontier.update`)."""
         now = self.clock()
         out = self.leases.take(fp)
         if out is not None:
             record: UrlRecord | None = out.record
         else:
-            record = find(visit.queue, fp) if visit.queue is not None else None
+            record = self.find(visit.queue, fp) if visit.queue is not None else None
         if record is None:
             return None
         book = self.book
