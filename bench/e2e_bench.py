@@ -26,6 +26,12 @@ Why it is built this way:
   shown next to it.
 * **Noise.**  Configurations alternate (a, b, a, b, …) so drift in machine
   load hits both, and the median of the runs is reported.
+* **Two versions of the code in one run.**  ``--against DIR`` adds an
+  ``adaptive@against`` crawl to each round: the same adaptive crawl with
+  the ``scrapy_adaptive`` of the checkout in *DIR* (run from there, so its
+  own package is the one imported), paired with this checkout's in the
+  same round: a change measured against the code before it on one loaded
+  machine.
 * **Bounded.**  Each crawl is killed (its whole process group) after
   ``--crawl-timeout`` seconds; the site stops when its stdin closes.
 
@@ -56,14 +62,16 @@ SPIDER = REPO_ROOT / "bench" / "e2e_spider.py"
 
 #: adaptive pages/s over default pages/s (medians)
 TARGET_RATIO = 0.9
+#: the adaptive crawl with another checkout's code (``--against``)
+AGAINST = "adaptive@against"
 
 
 def _log(msg: str) -> None:
     print(f"[e2e_bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def _env() -> dict[str, str]:
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(REPO_ROOT)])))
+def _env(root: Path = REPO_ROOT) -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(root)])))
 
 
 class Site(SiteProcess):
@@ -137,13 +145,15 @@ def run_crawl(config: str, args: argparse.Namespace, site: Site, run_dir: Path) 
     cmd = [sys.executable, *profile, "-m", "scrapy", "runspider", str(SPIDER), "-a", "start=" + start]
     for key, value in crawl_settings(config, args, run_dir).items():
         cmd += ["-s", f"{key}={value}"]
+    # a crawl imports the package of the folder it runs in: --against's runs there
+    root = Path(args.against).resolve() if config == AGAINST else REPO_ROOT
     site.reset()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     proc = subprocess.Popen(
         cmd,
-        cwd=REPO_ROOT,
-        env=_env(),
+        cwd=root,
+        env=_env(root),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -237,7 +247,8 @@ def summarize(runs: list[dict[str, Any]], configs: Sequence[str], pages: int) ->
             else None
         )
     summary["steady_ratio"] = steady
-    summary["paired"] = {base: paired_ratios(runs, base) for base in ("default", "default+jobdir") if base in configs}
+    bases = ("default", "default+jobdir", AGAINST)
+    summary["paired"] = {base: paired_ratios(runs, base) for base in bases if base in configs}
     summary["target"] = TARGET_RATIO
     summary["verdict"] = None if ratio is None else ("PASS" if ratio >= TARGET_RATIO else "FAIL")
     return summary
@@ -322,7 +333,7 @@ def format_report(runs: list[dict[str, Any]], summary: dict[str, Any], configs: 
         steady = "-" if s["median_steady_pages_per_s"] is None else f"{s['median_steady_pages_per_s']:.1f}"
         cpu = "-" if s["median_cpu_ms_per_page"] is None else f"{s['median_cpu_ms_per_page']:.3f}"
         lines.append(
-            f"{config:<15} median pages/s {med:>8}   steady {steady:>8}   cpu ms/page {cpu:>6}   "
+            f"{config:<16} median pages/s {med:>8}   steady {steady:>8}   cpu ms/page {cpu:>6}   "
             f"ok runs {s['ok_runs']}/{s['runs']}   "
             f"all pages fetched: {s['all_pages_fetched']}   max fetches of one page: {s['max_fetches_per_page']}"
         )
@@ -389,14 +400,25 @@ def _parser() -> argparse.ArgumentParser:
         help="also run an 'adaptive+' configuration: the adaptive one plus these -s settings (repeatable), "
         "e.g. SCHEDULER=mypkg.ExperimentalScheduler",
     )
+    p.add_argument(
+        "--against",
+        default=None,
+        metavar="DIR",
+        help="also run the adaptive crawl with the scrapy_adaptive of the checkout in DIR (e.g. "
+        "'git worktree add --detach /tmp/base main'), in the same rounds, paired with this one's",
+    )
     add_output_arguments(p)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Start the site, run the crawls alternately, print and return the figures."""
-    args = _parser().parse_args(argv)
-    configs = ["default", "adaptive"] + ([] if args.no_jobdir_baseline else ["default+jobdir"])
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.against and not (Path(args.against) / "scrapy_adaptive" / "__init__.py").is_file():
+        parser.error(f"--against {args.against}: no scrapy_adaptive package in that folder (a checkout is needed)")
+    configs = ["default", "adaptive"] + ([AGAINST] if args.against else [])
+    configs += [] if args.no_jobdir_baseline else ["default+jobdir"]
     if args.variant:
         configs.append("adaptive+")
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="e2e-bench-"))

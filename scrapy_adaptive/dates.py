@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
+from functools import lru_cache
 from typing import Any
 
 from dateutil.parser import isoparse
@@ -49,6 +50,13 @@ def parse_http_date(text: str | None) -> float | None:
     """
     if not text:
         return None
+    return _parse_http_date(text)
+
+
+@lru_cache(maxsize=4096)
+def _parse_http_date(text: str) -> float | None:
+    # a response's Date repeats within a second and a page's Last-Modified
+    # at each of its visits: both are read at every visit
     try:
         parsed = parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError, OverflowError):

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from scrapy_adaptive.frontier.pending import delivered_versions
 from scrapy_adaptive.model import UrlRecord
 from scrapy_adaptive.store.base import MemoryStore, Store
 from scrapy_adaptive.store.leveldb import LevelDBStore
@@ -123,11 +124,18 @@ def read_records(state_dir: Path) -> dict[str, UrlRecord]:
 
 
 def read_state(state_dir: Path) -> tuple[dict[str, UrlRecord], set[str]]:
-    """Every record of a stopped crawl by URL, and the URLs pending delivery."""
+    """Every record of a stopped crawl by URL, and the URLs pending delivery.
+
+    A record's versions are those delivered (:func:`.delivered_versions`):
+    a stopped crawl's record also counts the versions its pending mark says
+    are waiting, which its next start takes back and delivers again."""
     store = LevelDBStore(str(state_dir / "frontier.ldb"))
     try:
         records = {fp: UrlRecord.from_bytes(raw) for fp, raw in store.records()}
-        pending = {records[fp].url for fp, _ in store.pending() if fp in records}
+        marks = {fp: mark for fp, mark in store.pending() if fp in records}
+        for fp, mark in marks.items():
+            records[fp].versions = delivered_versions(records[fp], mark)
+        pending = {records[fp].url for fp in marks}
     finally:
         store.close()
     return {r.url: r for r in records.values()}, pending

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ..config.table import DEFAULTS
@@ -65,11 +65,11 @@ class Trust:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> Trust:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: int(v) for k, v in (data or {}).items() if k in names})
+        return cls(**{k: int(v) for k, v in (data or {}).items() if k in _TRUST_FIELDS})
 
     def to_dict(self) -> dict[str, int]:
-        return {k: v for k, v in asdict(self).items() if v}
+        # read at every fetch with validators: the counters, not asdict's deep copy
+        return {k: v for k, v in vars(self).items() if v}
 
     def verify_rate(self, params: TrustParams) -> float:
         """The share of predictions to verify now: 1 until trusted."""
@@ -119,6 +119,8 @@ class Trust:
         return self.right / self.unchanged_seen if self.unchanged_seen else None
 
 
+_TRUST_FIELDS = frozenset(f.name for f in fields(Trust))
+
 #: the host-wide record's key in a :class:`TrustBook`
 HOST = ""
 #: class records kept per host; the least recently used is dropped first
@@ -143,7 +145,9 @@ class TrustBook:
         """The record deciding for *url*: its class's; for a class not seen
         yet, a new record on the host's schedule (its streak), with no
         counts of its own."""
-        key = url_class(url)
+        return self._of(url_class(url))
+
+    def _of(self, key: str) -> Trust:
         if key in self.data:
             return Trust.from_dict(self.data[key])
         return Trust(streak=self.host().streak)
@@ -156,17 +160,19 @@ class TrustBook:
 
     def decide(self, url: str, params: TrustParams) -> bool:
         """Decide for the next fetch of *url* with validators (see :meth:`Trust.decide`)."""
-        trust = self.of(url)
+        key = url_class(url)
+        trust = self._of(key)
         verify = trust.decide(params)
-        self._put(url_class(url), trust)
+        self._put(key, trust)
         return verify
 
     def observe_verified(self, url: str, prediction: str | None, change: str) -> bool:
         """Fold a verification fetch of *url* into its class's and its host's
         records; True if it caught its class's validators lying."""
-        trust = self.of(url)
+        key = url_class(url)
+        trust = self._of(key)
         lie = trust.observe_verified(prediction, change)
-        self._put(url_class(url), trust)
+        self._put(key, trust)
         host = self.host()
         host.observe_verified(prediction, change)
         self.data[HOST] = host.to_dict()

@@ -13,7 +13,8 @@ queues and totals (:class:`~.book.QueueBook`), what is out
 (:class:`~.leases.Leases`), versions awaiting delivery
 (:class:`~.pending.PendingVersions`), per-host facts
 (:class:`~scrapy_adaptive.frontier.hostfacts.HostFacts`) and, with a shared
-store, the host leases (:class:`~.sharedhosts.SharedHosts`).  This class runs
+store, the host leases (:class:`~.sharedhosts.SharedHosts`); a verdict is
+recorded over them by :class:`~.updating.VerdictWriter`.  This class runs
 the three operations over them and answers for them: the parts and the
 store are this package's own, every caller outside asks the methods, so
 nothing writes behind the back of the parts that keep store and memory
@@ -27,11 +28,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..change.events import event_row, said_gone
 from ..change.trust import TrustBook, TrustParams
-from ..model import ChangeState, Outcome, RecordError, UrlRecord, Visit
+from ..model import RecordError, UrlRecord, Visit
 from ..store.base import Batch, Store
-from ..store.keys import NEVER_MS, event_key, time_to_ms
+from ..store.keys import time_to_ms
 from . import urgency
 from .adding import AddResult, add_new, pull_forward, refetch_embed
 from .book import Counts, QueueBook
@@ -40,12 +40,12 @@ from .hints import Hint, HintResult
 from .hostfacts import HostFacts
 from .hostqueue import HostQueue, Politeness, QueueState
 from .leases import Lease, Leases
-from .pending import PendingVersions, pending_mark
+from .pending import PendingVersions
 from .removal import forget, quarantine
 from .shape import frontier_shape
 from .sharedhosts import SharedHosts
 from .sharing import Sharing
-from .update_steps import count_visit, fold_visit, judge, measure, undo_update
+from .updating import VerdictWriter
 
 
 @dataclass
@@ -86,6 +86,16 @@ class Frontier:
         self.pending = PendingVersions(self.book, self.leases, clock)
         self.hosts = HostFacts(self.book, self.leases, clock, self.trust_params, soft404_urls)
         self.shared = SharedHosts(self.book, self.pending, clock)
+        self.verdict_writer = VerdictWriter(
+            self.book,
+            self.leases,
+            self.pending,
+            self.hosts,
+            history_size=history_size,
+            clock=clock,
+            sharing=sharing,
+            find=self.get_record,
+        )
         #: URLs whose undelivered versions load() made due again
         self._redelivered_at_load = 0
 
@@ -222,101 +232,22 @@ class Frontier:
         A URL not out (a verdict after a restart) is found in
         ``visit.queue``, its queue: the store keys records under it.
 
-        With *deliver*, a changed visit is a version pending delivery: it is
-        counted by :meth:`confirm`, not here, and re-delivered after a
-        restart until then.  Returns the updated record, or None for an
-        unknown fingerprint.
+        With *deliver*, a changed visit is a version pending delivery: the
+        record counts it now, its queue and the totals when :meth:`confirm`
+        does, and a restart before then takes it back and delivers it
+        again.  Returns the updated record, or None for an unknown
+        fingerprint.
 
         *presence* is the URL's presence after the visit (see
         :mod:`..change.events`; None keeps the record's), and *event* the
         change event it makes: written to the outbox in the same write,
         with the URL's version count and the capture before this visit.
 
-        The steps: take the lease back, judge the outcome (a retry past
-        ``max_retries`` fails), fold the visit into the record, let the host
-        facts learn from it, then one atomic write of the record, its queue
-        entry, its pending mark and its queue's counters.
+        The steps are :class:`.VerdictWriter`'s: one atomic write of the
+        record, its queue entry, its pending mark, its event and its
+        queue's counters.
         """
-        now = self.clock()
-        out = self.leases.take(fp)
-        if out is not None:
-            record: UrlRecord | None = out.record
-        else:  # a verdict after a restart
-            record = self.get_record(visit.queue, fp) if visit.queue is not None else None
-        if record is None:
-            return None
-        book = self.book
-        q = book.get(record.queue)
-        old = (record.queue, record.directive, record.next_ms, fp)
-        was_never = record.never
-        duration = measure(visit, out, now)
-        slot_free_at = now + book.rest_after(q, duration or 0.0)
-        undo = undo_update(book, self.leases, q, fp, out, record)
-        q.urgency_waits.pop(fp, None)  # the verdict plans a new wait
-        outcome = judge(record, visit, self.politeness.max_retries)
-        if out is not None:
-            record.overdue = round(out.overdue, 3)
-        if outcome is Outcome.RETRY:
-            record.failures += 1
-            record.next_ms = time_to_ms(now + self.politeness.retry_delay)
-        elif outcome is not Outcome.VISITED:
-            record.next_ms = NEVER_MS
-        mark = None
-        previous = (record.fetched, record.digest)
-        if outcome is Outcome.VISITED:
-            counted = visit.change is ChangeState.CHANGED and not deliver
-            count_visit(q, self.book.totals, record, counted=counted)
-            if visit.change is ChangeState.CHANGED and deliver:
-                mark = self.pending.staged(fp, record.queue, record.digest)
-            fold_visit(record, visit, now, self.history_size, duration=duration)
-        notes = []
-        if outcome is Outcome.VISITED and (lie := self.hosts.observe_validation(q, visit, record)):
-            notes.append(lie)
-        if settled := self.hosts.settle_hint(q, record, visit):
-            notes.append(settled)
-        record.notes = notes
-        if presence is not None:
-            q.gone += said_gone(presence) - said_gone(record.presence)
-            record.presence = presence
-        self.hosts.track_unchecked(fp, record)
-        batch = Batch(records={(record.queue, fp): record.to_bytes()})
-        if mark is not None:
-            batch.pending[record.queue, fp] = pending_mark(*mark, self.sharing)
-        if event is not None:
-            waiting = mark[2] if mark is not None else self.pending.waiting(fp)
-            row = event_row(
-                event,
-                record.url,
-                now,
-                version=record.versions + waiting,
-                status=visit.status,
-                reason=visit.reason,
-                digest=record.digest,
-                previous_time=previous[0],
-                previous_digest=previous[1],
-                location=visit.location,
-                fields=visit.field_changes,
-            )
-            batch.events[record.queue, event_key(time_to_ms(now), fp)] = row
-        batch.move_entry(old, (record.queue, record.directive, record.next_ms, fp))
-        if record.never != was_never:
-            q.never += 1 if record.never else -1
-            book.totals.schedulable += -1 if record.never else 1
-        # the slot's wait is settled before the counters are built: they
-        # carry it (next_fetch_ms), so a restart keeps it
-        if q.out.get(fp) is not None:
-            q.release_slot(fp, slot_free_at)
-        q.out.pop(fp, None)
-        if outcome is Outcome.RETRY and visit.host_level:
-            # the host itself is unreachable: every slot rests the retry delay
-            q.snooze_all(now + self.politeness.retry_delay)
-        batch.hosts[record.queue] = book.counters(q)
-        book.write(batch, q, undo)
-        if mark is not None:
-            self.pending.settle(fp, mark)
-        book.moved(q, old[1:], (record.directive, record.next_ms, fp))
-        book.schedule(q)
-        return record
+        return self.verdict_writer.write(fp, visit, deliver=deliver, presence=presence, event=event)
 
     def forget(self, urls: list[tuple[str, bytes]]) -> list[UrlRecord]:
         """Delete these URLs for good (:func:`.removal.forget`); the records deleted."""

@@ -1,11 +1,19 @@
 """Versions captured but not yet delivered: the frontier's half of
 at-least-once delivery (:mod:`scrapy_adaptive.runtime.delivery` is the crawl's).
 
-A changed visit committed with ``deliver=True`` leaves a ``p/<fp>`` mark
-(the digest last delivered, the versions waiting) in the same atomic write
-as the visit; :meth:`PendingVersions.confirm` counts the versions once
-their items are durable and clears the marks; a restart takes every URL
-still marked back to what was delivered (:meth:`PendingVersions._redeliver`).
+A changed visit committed with ``deliver=True`` is counted in its record at
+once (the record is written by the verdict anyway) and leaves a ``p/<fp>``
+mark (the digest and the version count last delivered, the versions waiting)
+in the same atomic write; :meth:`PendingVersions.confirm` moves the marks and
+counts the versions in their queues and the totals once their items are
+durable, without touching the records; a restart takes every URL still
+marked back to what was delivered, its version count included
+(:meth:`PendingVersions.redeliver`), so a version captured again is counted
+once.
+
+A record's ``versions`` thus counts the versions captured, those waiting in
+its mark included; the versions delivered are :func:`delivered_versions`,
+and the queues' and totals' counts are of delivered versions only.
 
 :class:`PendingVersions` is the one holder of the marks in memory; the
 frontier writes a new mark with a verdict (:meth:`PendingVersions.staged`,
@@ -31,14 +39,34 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def pending_mark(queue: str, delivered: str | None, waiting: int, sharing: Sharing | None = None) -> bytes:
+#: a URL's pending mark in memory: its queue, the digest last delivered,
+#: the versions waiting and the version count last delivered
+Mark = tuple[str, str | None, int, int]
+
+
+def pending_mark(
+    queue: str, delivered: str | None, waiting: int, versions: int, sharing: Sharing | None = None
+) -> bytes:
     """A ``p/<fp>`` value: the URL's queue (where its record is), the digest
-    last delivered and the versions waiting; in a shared frontier, the
-    worker whose delivery they wait for (see :meth:`.Sharing.owns`)."""
-    mark: dict[str, object] = {"q": queue, "d": delivered, "n": waiting}
+    last delivered, the versions waiting and the record's version count
+    last delivered (``v``; marks written before versions were counted at
+    the verdict have none, and their records count delivered versions
+    only); in a shared frontier, the worker whose delivery they wait for
+    (see :meth:`.Sharing.owns`)."""
+    mark: dict[str, object] = {"q": queue, "d": delivered, "n": waiting, "v": versions}
     if sharing is not None:
         mark["w"] = sharing.worker
     return json.dumps(mark, separators=(",", ":")).encode()
+
+
+def delivered_versions(record: UrlRecord, mark: bytes | None) -> int:
+    """The versions of *record* confirmed delivered, given its pending
+    mark (None: it has none): the record counts the waiting ones too."""
+    if mark is None:
+        return record.versions
+    fields = read_mark(mark) or {}
+    versions = fields.get("v")
+    return versions if isinstance(versions, int) and 0 <= versions <= record.versions else record.versions
 
 
 class PendingVersions:
@@ -50,22 +78,19 @@ class PendingVersions:
         self.sharing: Sharing | None = book.sharing
         self.leases = leases
         self.clock = clock
-        #: fp -> (its queue, digest last delivered, versions awaiting confirmation)
-        self._pending: dict[bytes, tuple[str, str | None, int]] = {}
+        #: fp -> its mark (:data:`Mark`)
+        self._pending: dict[bytes, Mark] = {}
 
-    def staged(self, fp: bytes, queue: str, digest: str | None) -> tuple[str, str | None, int]:
-        """The mark *fp* gets when one more changed visit awaits delivery."""
-        _, delivered, waiting = self._pending.get(fp, (queue, digest, 0))
-        return (queue, delivered, waiting + 1)
+    def staged(self, fp: bytes, record: UrlRecord) -> Mark:
+        """The mark *fp* gets when one more changed visit awaits delivery;
+        *record* as before the visit (its digest and versions are what was
+        delivered, unless a mark already says so)."""
+        _, delivered, waiting, versions = self._pending.get(fp, (record.queue, record.digest, 0, record.versions))
+        return (record.queue, delivered, waiting + 1, versions)
 
-    def settle(self, fp: bytes, mark: tuple[str, str | None, int]) -> None:
+    def settle(self, fp: bytes, mark: Mark) -> None:
         """Hold *mark* for *fp*: its write has reached the store."""
         self._pending[fp] = mark
-
-    def waiting(self, fp: bytes) -> int:
-        """Versions of *fp* captured and not yet confirmed delivered."""
-        mark = self._pending.get(fp)
-        return mark[2] if mark is not None else 0
 
     def drop(self, fp: bytes) -> None:
         self._pending.pop(fp, None)
@@ -116,6 +141,7 @@ class PendingVersions:
             if record is None:
                 continue
             record.digest = fields.get("d")
+            record.versions = delivered_versions(record, mark)
             record.payload_digest = record.etag = record.last_modified = None
             old = (record.queue, record.directive, record.next_ms, fp)
             if not record.never:
@@ -130,57 +156,44 @@ class PendingVersions:
         """Count versions whose items are durable: ``(fp, digest)`` pairs,
         one per version, from :meth:`update` with ``deliver=True``.
 
-        One atomic write for all of them (group commit): the records'
-        version counts, their queues' counters and the pending marks.
-        Returns how many versions were counted.
+        One atomic write for all of them (group commit): the pending marks
+        and their queues' counters.  The records already count the versions
+        (their verdict did) and are not read or written.  Returns how many
+        versions were counted.
         """
         pending = dict(self._pending)
-        records: dict[bytes, UrlRecord] = {}
-        counts: dict[bytes, int] = {}
+        queues: dict[str, int] = {}
+        confirmed: set[bytes] = set()
         for fp, digest in delivered:
             mark = pending.get(fp)
             if mark is None:
                 continue  # not pending (delivery off when it was captured)
-            record = records.get(fp)
-            if record is None:
-                out = self.leases.get(fp)
-                raw = None if out is not None else self.store.get_record(mark[0], fp)
-                if out is not None:
-                    record = out.record
-                elif raw is not None:
-                    record = UrlRecord.from_bytes(raw)
-                else:
-                    continue
-                records[fp] = record
-            waiting = mark[2] - 1
-            if waiting > 0:
-                pending[fp] = (mark[0], digest, waiting)  # delivered up to this one
+            queue, _, waiting, versions = mark
+            if waiting > 1:
+                pending[fp] = (queue, digest, waiting - 1, versions + 1)  # delivered up to this one
             else:
                 del pending[fp]
-            counts[fp] = counts.get(fp, 0) + 1
-        if not counts:
+            confirmed.add(fp)
+            queues[queue] = queues.get(queue, 0) + 1
+        if not queues:
             return 0
-        queues: dict[str, int] = {}
-        for fp, n in counts.items():
-            records[fp].versions += n
-            queues[records[fp].queue] = queues.get(records[fp].queue, 0) + n
+        batch = Batch()
+        for fp in confirmed:
+            mark = pending.get(fp)
+            queue = self._pending[fp][0]
+            batch.pending[queue, fp] = pending_mark(*mark, self.sharing) if mark is not None else None
         for name, n in queues.items():
-            self.book.get(name).versions += n
-        batch = Batch(records={(record.queue, fp): record.to_bytes() for fp, record in records.items()})
-        for fp in counts:
-            batch.pending[records[fp].queue, fp] = pending_mark(*pending[fp], self.sharing) if fp in pending else None
-        for name in queues:
-            batch.hosts[name] = self.book.counters(self.book.get(name))
+            q = self.book.get(name)
+            q.versions += n
+            batch.hosts[name] = self.book.counters(q)
         try:
             self.store.write(batch)
         except Exception:
-            for fp, n in counts.items():
-                records[fp].versions -= n
             for name, n in queues.items():
                 self.book.get(name).versions -= n
             raise
         self._pending = pending
-        counted = sum(counts.values())
+        counted = sum(queues.values())
         self.book.totals.versions += counted
         return counted
 

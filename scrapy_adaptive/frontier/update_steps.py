@@ -2,10 +2,12 @@
 
 Each step is a plain function of the record, the verdict and the numbers
 it needs, so the update reads as the list of its steps and each step is
-tested alone: :func:`measure` the fetch, :func:`judge` the outcome,
+tested alone: :func:`measure` the fetch, :func:`judge` the outcome and
+:func:`set_outcome_time` (a retry's or a failure's next time),
 :func:`count_visit` in the record, its queue and the totals, and
 :func:`fold_visit` what the visit saw into the record and plan its next
-time; :func:`undo_update` is what a failed write puts back.
+time; :func:`change_event` is the outbox row of the visit's change event,
+and :func:`undo_update` what a failed write puts back.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..change.events import event_row
 from ..config.spec import counted
 from ..model import Outcome, UrlRecord, Visit
-from ..store.keys import PROBE_DIRECTIVE, time_to_ms
+from ..store.keys import NEVER_MS, PROBE_DIRECTIVE, time_to_ms
 
 if TYPE_CHECKING:
     from .book import QueueBook, Totals
@@ -50,17 +53,56 @@ def judge(record: UrlRecord, visit: Visit, max_retries: int) -> Outcome:
     return outcome
 
 
-def count_visit(q: HostQueue, totals: Totals, record: UrlRecord, *, counted: bool) -> None:
-    """A visit in the record, its queue and the totals; a version too if *counted*
-    (a version awaiting delivery is counted when it is confirmed)."""
+def set_outcome_time(record: UrlRecord, outcome: Outcome, out: Lease | None, now: float, retry_delay: float) -> None:
+    """How overdue the URL was issued, and the next time of a visit that
+    did not happen: a retry after *retry_delay*, anything else but a
+    visit never (a visit's next time is its plan's, :func:`fold_visit`)."""
+    if out is not None:
+        record.overdue = round(out.overdue, 3)
+    if outcome is Outcome.RETRY:
+        record.failures += 1
+        record.next_ms = time_to_ms(now + retry_delay)
+    elif outcome is not Outcome.VISITED:
+        record.next_ms = NEVER_MS
+
+
+def count_visit(
+    q: HostQueue, totals: Totals, record: UrlRecord, *, changed: bool, delivered_later: bool = False
+) -> None:
+    """A visit in the record, its queue and the totals; a version too if
+    *changed*: in the record at once, in its queue and the totals only when
+    its items are confirmed delivered if *delivered_later*
+    (:meth:`.PendingVersions.confirm`)."""
     record.visits += 1
     record.failures = 0
     q.visits += 1
     totals.visits += 1
-    if counted:
+    if changed:
         record.versions += 1
-        q.versions += 1
-        totals.versions += 1
+        if not delivered_later:
+            q.versions += 1
+            totals.versions += 1
+
+
+def change_event(
+    event: str, record: UrlRecord, visit: Visit, now: float, previous: tuple[float | None, str | None]
+) -> bytes:
+    """The outbox row of the change *event* the visit made: with the URL's
+    version count (the versions awaiting delivery included) and *previous*,
+    the capture before the visit (its time and digest)."""
+    return event_row(
+        event,
+        record.url,
+        now,
+        version=record.versions,
+        status=visit.status,
+        reason=visit.reason,
+        digest=record.digest,
+        previous_time=previous[0],
+        previous_digest=previous[1],
+        location=visit.location,
+        fields=visit.field_changes,
+    )
 
 
 def fold_visit(

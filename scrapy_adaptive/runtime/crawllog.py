@@ -55,16 +55,13 @@ def _second_stamp(second: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
 
 
-def format_line(record: UrlRecord, visit: Visit, now: float, pending: int = 0) -> str:
-    """One visit's line.
-
-    *pending* is the versions this visit found that are not counted yet (a
-    changed visit awaiting the delivery of its items): the line counts them,
-    so ``changed`` never shows the count from before the change.
-    """
+def format_line(record: UrlRecord, visit: Visit, now: float) -> str:
+    """One visit's line; its version count is the record's, the versions
+    awaiting the delivery of their items included, so ``changed`` never
+    shows the count from before the change."""
     stamp = _second_stamp(int(now)) + f".{int(now % 1 * 1000):03d}Z"
     notes = [f"wt:{duration_text(visit.wait)}" if visit.wait is not None else "wt:-", f"{record.visits}vis"]
-    notes.append(f"{record.versions + pending}ver")
+    notes.append(f"{record.versions}ver")
     if visit.overdue is not None:
         notes.append(f"ov:{duration_text(visit.overdue)}")
     annotations = [visit.change.value] if record.outcome == "visited" else [str(record.outcome)]
@@ -97,10 +94,10 @@ class CrawlLog:
         self._file = RotatingFile(path, max_bytes, backups)
         self._broken = False
 
-    def write(self, record: UrlRecord, visit: Visit, now: float | None = None, *, pending: int = 0) -> None:
+    def write(self, record: UrlRecord, visit: Visit, now: float | None = None) -> None:
         if self._broken:
             return
-        line = format_line(record, visit, time.time() if now is None else now, pending) + "\n"
+        line = format_line(record, visit, time.time() if now is None else now) + "\n"
         try:
             self._file.append(line.encode("utf-8"))
         except OSError as exc:

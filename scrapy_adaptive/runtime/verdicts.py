@@ -167,7 +167,7 @@ class Verdicts:
             self.stats.inc_value(f"adaptive/events/{event}")
         if HEADER_LIED in completed.annotations or HEADER_PACE in completed.annotations:
             self._replan_siblings(record, lie=HEADER_LIED in completed.annotations)
-        self._report(record, completed, hint, pending=int(deliver))
+        self._report(record, completed, hint)
         self.on_change()
         return Recorded(completed, record)
 
@@ -250,7 +250,7 @@ class Verdicts:
             self.stats.inc_value("adaptive/wait_policy/overrides_ignored")
         return policy
 
-    def _report(self, record: UrlRecord, visit: Visit, hint: Mapping[str, Any] | None, *, pending: int = 0) -> None:
+    def _report(self, record: UrlRecord, visit: Visit, hint: Mapping[str, Any] | None) -> None:
         self._count(record, visit)
         count_settled(self.stats, hint, record.notes)
         if VALIDATOR_LIE in record.notes:
@@ -272,9 +272,8 @@ class Verdicts:
                     "%s: the validators lied again (%s); it stays on full downloads.", record.url, counted(lies, "lie")
                 )
         if self.crawl_log is not None:
-            # a version awaiting delivery is counted at its confirmation; the
-            # line says what this visit found, so it counts it already
-            self.crawl_log.write(record, visit, pending=pending)
+            # the record counts a version awaiting delivery already
+            self.crawl_log.write(record, visit)
         if visit.outcome is Outcome.RETRY and record.outcome == Outcome.RETRY.value:
             logger.debug("Will retry %s in %.0fs: %s", record.url, self.frontier.politeness.retry_delay, visit.reason)
         elif record.outcome in (Outcome.FAILED.value, Outcome.DISREGARDED.value):

@@ -6,6 +6,8 @@ figures it promises, so the code behind docs/benchmarks.md does not rot.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bench import fleet_bench, frontier_bench, memory_plateau, validators_bench
@@ -132,6 +134,25 @@ def test_e2e_bench_pairs_each_round_with_its_own_baseline() -> None:
     assert paired["median_pages_per_s"] == 0.9
     assert paired["median_cpu"] == 0.9
     assert paired_ratios(runs, "default")["median_pages_per_s"] is None
+
+
+def test_e2e_bench_pairs_two_versions_of_the_code_and_refuses_a_folder_without_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--against`` pairs this checkout's adaptive crawl with another's in
+    each round; a folder that holds no package is refused in one line."""
+    from bench.e2e_bench import AGAINST, main, paired_ratios
+
+    runs = [
+        {"round": 1, "config": "adaptive", "pages_per_s": 110.0, "cpu_ms_per_page": 9.0},
+        {"round": 1, "config": AGAINST, "pages_per_s": 100.0, "cpu_ms_per_page": 10.0},
+    ]
+    paired = paired_ratios(runs, AGAINST)
+    assert paired["median_pages_per_s"] == 1.1 and paired["median_cpu"] == pytest.approx(10 / 9)
+    with pytest.raises(SystemExit) as exit_:
+        main(["--against", str(tmp_path)])
+    assert exit_.value.code == 2
+    assert f"--against {tmp_path}: no scrapy_adaptive package" in capsys.readouterr().err
 
 
 def test_memory_plateau_bench_runs_and_prints_each_step(capsys: pytest.CaptureFixture[str]) -> None:

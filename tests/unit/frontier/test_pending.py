@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Store, Visit
-from scrapy_adaptive.frontier.pending import PendingVersions, pending_mark
+from scrapy_adaptive.frontier.pending import PendingVersions, delivered_versions, pending_mark
 from scrapy_adaptive.frontier.sharing import Sharing
+from scrapy_adaptive.model import UrlRecord
 from scrapy_adaptive.store.base import Batch
 from scrapy_adaptive.store.keys import NEVER_MS
 from tests.hypo import examples
@@ -49,18 +50,20 @@ def marks(store: Store) -> dict[bytes, dict[str, object]]:
     return {key: json.loads(mark) for key, mark in store.pending()}
 
 
-def test_a_mark_names_the_queue_the_delivered_digest_and_the_versions_waiting() -> None:
-    assert json.loads(pending_mark("a", "sha1:x", 2)) == {"q": "a", "d": "sha1:x", "n": 2}
+def test_a_mark_names_the_queue_what_was_delivered_and_the_versions_waiting() -> None:
+    assert json.loads(pending_mark("a", "sha1:x", 2, 5)) == {"q": "a", "d": "sha1:x", "n": 2, "v": 5}
     sharing = Sharing(board=None, worker="w1", ttl=5.0)  # type: ignore[arg-type]
-    assert json.loads(pending_mark("a", None, 1, sharing)) == {"q": "a", "d": None, "n": 1, "w": "w1"}
+    assert json.loads(pending_mark("a", None, 1, 0, sharing)) == {"q": "a", "d": None, "n": 1, "v": 0, "w": "w1"}
 
 
 def test_staged_counts_one_more_version_keeping_what_was_delivered(store: Store) -> None:
     f = make(store, Clock())
     pending = f.pending
-    assert pending.staged(b"k", "a", "sha1:old") == ("a", "sha1:old", 1)
-    pending.settle(b"k", ("a", "sha1:old", 1))
-    assert pending.staged(b"k", "a", "sha1:newer") == ("a", "sha1:old", 2)
+    old = UrlRecord(url=URL, queue="a", request={}, next_ms=0, discovered=0.0, digest="sha1:old", versions=3)
+    assert pending.staged(b"k", old) == ("a", "sha1:old", 1, 3)
+    pending.settle(b"k", ("a", "sha1:old", 1, 3))
+    newer = UrlRecord(url=URL, queue="a", request={}, next_ms=0, discovered=0.0, digest="sha1:newer", versions=4)
+    assert pending.staged(b"k", newer) == ("a", "sha1:old", 2, 3)
     assert pending.pending_count == 1
     pending.drop(b"k")
     assert pending.pending_count == 0
@@ -71,7 +74,7 @@ def test_a_version_is_confirmed_exactly_once(store: Store) -> None:
     f = make(store, clock)
     key = capture(f, clock, "sha1:v1")
     assert f.counts().versions == 0 and f.pending.pending_count == 1
-    assert marks(store) == {key: {"q": "a", "d": None, "n": 1}}
+    assert marks(store) == {key: {"q": "a", "d": None, "n": 1, "v": 0}}
     assert f.confirm([(key, "sha1:v1")]) == 1
     assert f.confirm([(key, "sha1:v1")]) == 0  # already counted
     assert f.counts().versions == 1 and f.pending.pending_count == 0
@@ -90,7 +93,7 @@ def test_two_pending_versions_keep_the_last_confirmed_as_delivered(store: Store)
     capture(f, clock, "sha1:v2")
     assert marks(store)[key]["n"] == 2
     assert f.confirm([(key, "sha1:v1")]) == 1
-    assert marks(store)[key] == {"q": "a", "d": "sha1:v1", "n": 1}
+    assert marks(store)[key] == {"q": "a", "d": "sha1:v1", "n": 1, "v": 1}
     assert f.confirm([(key, "sha1:v2")]) == 1
     assert marks(store) == {} and f.counts().versions == 2
 
@@ -119,7 +122,7 @@ def test_a_restart_makes_an_unconfirmed_version_due_again_against_the_delivered_
     assert record.digest == "sha1:v1"  # judged against what was delivered
     assert (record.etag, record.last_modified, record.payload_digest) == (None, None, None)
     assert record.next_ms <= clock.t * 1000  # due now
-    assert (record.visits, record.versions) == (before.visits, before.versions)  # counts untouched
+    assert (record.visits, record.versions) == (before.visits, 1)  # back to the versions delivered
     assert marks(store) == {}
     assert [e[2] for e in store.queue_entries("a", limit=5)] == [key]  # its entry moved, not doubled
 
@@ -183,3 +186,82 @@ def test_every_pending_version_is_counted_once_however_the_confirmations_are_gro
     assert f.book.get("a").versions == len(visits)
     stored = {key: f.get_record("a", key) for key in by_url}
     assert sum(r.versions for r in stored.values() if r is not None) == len(visits)
+
+
+class Writes(MemoryStore):
+    """A real memory store that keeps each batch it was given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[Batch] = []
+
+    def write(self, batch: Batch) -> None:
+        super().write(batch)
+        self.batches.append(batch)
+
+
+def test_a_confirmation_writes_marks_and_counters_but_no_record() -> None:
+    """The version is counted in the record by the verdict's own write; the
+    confirmation only moves the mark (a second record write per changed
+    page was most of the delivery's cost)."""
+    clock = Clock()
+    store = Writes()
+    f = make(store, clock)
+    key = capture(f, clock, "sha1:v1")
+    record = f.get_record("a", key)
+    assert record is not None and record.versions == 1  # counted with the verdict...
+    assert f.counts().versions == 0 and f.book.get("a").versions == 0  # ...delivered: not yet
+    store.batches.clear()
+    assert f.confirm([(key, "sha1:v1")]) == 1
+    assert len(store.batches) == 1 and store.batches[0].records == {}
+    assert f.counts().versions == f.book.get("a").versions == 1
+
+
+def one_confirmed_then_pending(f: Frontier, clock: Clock, *digests: str) -> bytes:
+    """:data:`URL` with version ``sha1:v1`` confirmed, then *digests* captured and waiting."""
+    key = capture(f, clock, "sha1:v1")
+    assert f.confirm([(key, "sha1:v1")]) == 1
+    for digest in digests:
+        capture(f, clock, digest)
+    return key
+
+
+def test_a_restart_takes_back_the_unconfirmed_versions_of_the_record() -> None:
+    """Killed between the verdict and the confirmation: the record's count
+    goes back to the versions delivered, so the version captured again is
+    not counted twice; confirmed ones are never taken back."""
+    clock = Clock()
+    store = MemoryStore()
+    f = make(store, clock)
+    key = one_confirmed_then_pending(f, clock, "sha1:v2", "sha1:v3")
+    record = f.get_record("a", key)
+    assert (
+        record is not None and record.versions == 3 and delivered_versions(record, dict(store.pending()).get(key)) == 1
+    )
+    again = make(store, clock)
+    again.load()
+    record = again.get_record("a", key)
+    assert record is not None and record.versions == 1 and again.counts().versions == 1
+    # captured again (changed against v1): one more version, counted once
+    capture(again, clock, "sha1:v3")
+    assert again.confirm([(key, "sha1:v3")]) == 1
+    record = again.get_record("a", key)
+    assert record is not None and record.versions == 2 == again.counts().versions
+
+
+def test_a_mark_written_before_versions_were_counted_at_the_verdict_keeps_the_record_count() -> None:
+    """A state from before: its record counts delivered versions only and
+    its mark carries no count; a restart must not take any back."""
+    clock = Clock()
+    store = MemoryStore()
+    f = make(store, clock)
+    key = one_confirmed_then_pending(f, clock, "sha1:v2")
+    record = f.get_record("a", key)
+    assert record is not None
+    record.versions = 1  # the old shape: the unconfirmed version not in the record
+    store.write(Batch(records={("a", key): record.to_bytes()}, pending={("a", key): b'{"q":"a","d":"sha1:v1","n":1}'}))
+    assert delivered_versions(record, dict(store.pending()).get(key)) == 1
+    again = make(store, clock)
+    again.load()
+    record = again.get_record("a", key)
+    assert record is not None and record.versions == 1 and record.digest == "sha1:v1"

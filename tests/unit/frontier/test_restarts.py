@@ -20,6 +20,7 @@ behind the frontier's back.  After every step:
 from __future__ import annotations
 
 import hashlib
+import math
 import tempfile
 
 from hypothesis import HealthCheck, settings
@@ -77,6 +78,11 @@ class RestartingFrontier(RuleBasedStateMachine):
         frontier.load()
         return frontier
 
+    def _record_rest(self, host: str) -> None:
+        """The host's wait as its counters keep it: in milliseconds, rounded
+        up (never a millisecond early, :attr:`.HostQueue.next_fetch_ms`)."""
+        self.recorded_rest[host] = math.ceil(self.rest[host] * 1000) / 1000
+
     def teardown(self) -> None:
         self.store.close()
         self._tmp.cleanup()
@@ -92,7 +98,7 @@ class RestartingFrontier(RuleBasedStateMachine):
             self.next_ms[fp] = time_to_ms(self.now)
             self.visits[fp] = self.failures[fp] = 0
             self.host[fp] = host
-            self.recorded_rest[host] = self.rest[host]  # every write of a host's counters records its wait
+            self._record_rest(host)  # every write of a host's counters records its wait
 
     @rule(seconds=st.sampled_from([0.3, 1.0, 2.5, 10.0, 60.0]))
     def tick(self, seconds: float) -> None:
@@ -116,7 +122,7 @@ class RestartingFrontier(RuleBasedStateMachine):
         issued = self.frontier.next()
         moved_now = {fp for fp, raw in self.store.quarantined() if fp in self.garbled and raw == GARBAGE}
         for fp in moved_now:
-            self.recorded_rest[self.host[fp]] = self.rest[self.host[fp]]
+            self._record_rest(self.host[fp])
         self.moved |= moved_now
         self.garbled -= moved_now
         if issued is None:
@@ -146,7 +152,7 @@ class RestartingFrontier(RuleBasedStateMachine):
             self.rest[host] = self.now + min(max(duration, MIN_DELAY), MAX_DELAY)
         record = self.frontier.update(fp, Visit(outcome, wait=wait, status=200, queue=host))
         assert record is not None
-        self.recorded_rest[host] = self.rest[host]
+        self._record_rest(host)
         if outcome is Outcome.RETRY and self.failures[fp] + 1 > MAX_RETRIES:
             outcome = Outcome.FAILED
         if outcome is Outcome.VISITED:

@@ -3,15 +3,25 @@ judge the outcome, count the visit, fold what it saw and plan the next time."""
 
 from __future__ import annotations
 
+import json
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_adaptive.frontier.book import Totals
 from scrapy_adaptive.frontier.hostqueue import HostQueue
 from scrapy_adaptive.frontier.leases import Lease
-from scrapy_adaptive.frontier.update_steps import SEEN_FIELDS, count_visit, fold_visit, judge, measure
+from scrapy_adaptive.frontier.update_steps import (
+    SEEN_FIELDS,
+    change_event,
+    count_visit,
+    fold_visit,
+    judge,
+    measure,
+    set_outcome_time,
+)
 from scrapy_adaptive.model import ChangeState, Outcome, UrlRecord, Visit
-from scrapy_adaptive.store.keys import PROBE_DIRECTIVE, time_to_ms
+from scrapy_adaptive.store.keys import NEVER_MS, PROBE_DIRECTIVE, time_to_ms
 from tests.hypo import examples
 
 NOW = 1_800_000_000.0
@@ -86,10 +96,41 @@ def test_a_visit_is_counted_alike_in_the_record_its_queue_and_the_totals(version
     q = HostQueue("a", 1)
     totals = Totals()
     for counted in versions:
-        count_visit(q, totals, r, counted=counted)
+        count_visit(q, totals, r, changed=counted)
         assert r.failures == 0
     assert r.visits == q.visits == totals.visits == len(versions)
     assert r.versions == q.versions == totals.versions == sum(versions)
+
+
+def test_a_version_awaiting_delivery_is_in_the_record_only() -> None:
+    r = record()
+    q = HostQueue("a", 1)
+    totals = Totals()
+    count_visit(q, totals, r, changed=True, delivered_later=True)
+    assert (r.visits, r.versions) == (1, 1)
+    assert (q.visits, q.versions, totals.visits, totals.versions) == (1, 0, 1, 0)
+
+
+# -- set_outcome_time and change_event ------------------------------------------------
+
+
+def test_a_retry_waits_the_retry_delay_and_a_failure_is_never_due_again() -> None:
+    r = record()
+    set_outcome_time(r, Outcome.RETRY, Lease("a", NOW - 10, NOW + 50, 12.3456, record()), NOW, retry_delay=60.0)
+    assert (r.failures, r.next_ms, r.overdue) == (1, time_to_ms(NOW + 60.0), 12.346)
+    set_outcome_time(r, Outcome.FAILED, None, NOW, retry_delay=60.0)
+    assert r.next_ms == NEVER_MS and r.failures == 1
+    visited = record()
+    set_outcome_time(visited, Outcome.VISITED, None, NOW, retry_delay=60.0)
+    assert visited.next_ms == 0  # its plan sets it (fold_visit)
+
+
+def test_a_change_event_carries_the_record_version_count_and_the_capture_before() -> None:
+    r = record(versions=3, digest="sha1:new")
+    visit = Visit(Outcome.VISITED, status=200, change=ChangeState.CHANGED, digest="sha1:new")
+    event = json.loads(change_event("changed", r, visit, NOW, (NOW - 60, "sha1:old")))
+    assert (event["kind"], event["version"], event["digest"]) == ("changed", 3, "sha1:new")
+    assert (event["previous_time"], event["previous_digest"]) == (NOW - 60, "sha1:old")
 
 
 # -- fold_visit ------------------------------------------------------------------------

@@ -1,0 +1,156 @@
+"""Recording a verdict: the path behind :meth:`.Frontier.update`.
+
+:class:`VerdictWriter` takes the URL's lease back, judges the outcome (a
+retry past ``max_retries`` fails), counts and folds the visit into the
+record (:mod:`.update_steps`), lets the host facts learn from it, then
+writes the record, its queue entry, its pending-delivery mark, its change
+event and its queue's counters in one atomic write, and only then moves the
+queue's head and slot.  A version awaiting delivery is counted in the
+record here, in that one write; :meth:`.PendingVersions.confirm` counts it
+in the queue and the totals later, without a second record write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..change.events import said_gone
+from ..model import ChangeState, Outcome, UrlRecord, Visit
+from ..store.base import Batch
+from ..store.keys import event_key, time_to_ms
+from .book import QueueBook
+from .hostfacts import HostFacts
+from .hostqueue import HostQueue, Politeness
+from .leases import Leases
+from .pending import Mark, PendingVersions, pending_mark
+from .sharing import Sharing
+from .update_steps import change_event, count_visit, fold_visit, judge, measure, set_outcome_time, undo_update
+
+
+class VerdictWriter:
+    """Folds verdicts into records and writes each in one atomic batch."""
+
+    def __init__(
+        self,
+        book: QueueBook,
+        leases: Leases,
+        pending: PendingVersions,
+        hosts: HostFacts,
+        *,
+        history_size: int,
+        clock: Callable[[], float],
+        sharing: Sharing | None,
+        find: Callable[[str, bytes], UrlRecord | None],
+    ) -> None:
+        self.book = book
+        self.leases = leases
+        self.pending = pending
+        self.hosts = hosts
+        self.politeness: Politeness = book.politeness
+        self.history_size = history_size
+        self.clock = clock
+        self.sharing = sharing
+        #: reads a record that is not out (a verdict after a restart)
+        self.find = find
+
+    def write(
+        self,
+        fp: bytes,
+        visit: Visit,
+        *,
+        deliver: bool,
+        presence: list[int] | None,
+        event: str | None,
+    ) -> UrlRecord | None:
+        """Record *visit* on URL *fp* (see :meth:`.Frontier.update`)."""
+        now = self.clock()
+        out = self.leases.take(fp)
+        if out is not None:
+            record: UrlRecord | None = out.record
+        else:
+            record = self.find(visit.queue, fp) if visit.queue is not None else None
+        if record is None:
+            return None
+        book = self.book
+        q = book.get(record.queue)
+        old = (record.queue, record.directive, record.next_ms, fp)
+        was_never = record.never
+        duration = measure(visit, out, now)
+        slot_free_at = now + book.rest_after(q, duration or 0.0)
+        undo = undo_update(book, self.leases, q, fp, out, record)
+        q.urgency_waits.pop(fp, None)  # the verdict plans a new wait
+        outcome = judge(record, visit, self.politeness.max_retries)
+        set_outcome_time(record, outcome, out, now, self.politeness.retry_delay)
+        previous = (record.fetched, record.digest)
+        mark = self._fold(fp, q, record, visit, outcome, now, duration, deliver=deliver)
+        self._learn(fp, q, record, visit, outcome, presence)
+        batch = Batch(records={(record.queue, fp): record.to_bytes()})
+        if mark is not None:
+            batch.pending[record.queue, fp] = pending_mark(*mark, self.sharing)
+        if event is not None:
+            row = change_event(event, record, visit, now, previous)
+            batch.events[record.queue, event_key(time_to_ms(now), fp)] = row
+        batch.move_entry(old, (record.queue, record.directive, record.next_ms, fp))
+        if record.never != was_never:
+            q.never += 1 if record.never else -1
+            book.totals.schedulable += -1 if record.never else 1
+        self._free_slot(fp, q, visit, outcome, now, slot_free_at)
+        batch.hosts[record.queue] = book.counters(q)
+        book.write(batch, q, undo)
+        if mark is not None:
+            self.pending.settle(fp, mark)
+        book.moved(q, old[1:], (record.directive, record.next_ms, fp))
+        book.schedule(q)
+        return record
+
+    def _fold(
+        self,
+        fp: bytes,
+        q: HostQueue,
+        record: UrlRecord,
+        visit: Visit,
+        outcome: Outcome,
+        now: float,
+        duration: float | None,
+        *,
+        deliver: bool,
+    ) -> Mark | None:
+        """Count and fold a visit into *record*; the pending mark it makes, if any.
+
+        A changed visit is a version in the record at once; with *deliver*,
+        its queue and the totals count it at its confirmation, and the mark
+        keeps what was delivered before it."""
+        if outcome is not Outcome.VISITED:
+            return None
+        changed = visit.change is ChangeState.CHANGED
+        mark = self.pending.staged(fp, record) if changed and deliver else None
+        count_visit(q, self.book.totals, record, changed=changed, delivered_later=deliver)
+        fold_visit(record, visit, now, self.history_size, duration=duration)
+        return mark
+
+    def _learn(
+        self, fp: bytes, q: HostQueue, record: UrlRecord, visit: Visit, outcome: Outcome, presence: list[int] | None
+    ) -> None:
+        """What the host facts conclude (the record's notes), and the URL's presence."""
+        notes = []
+        if outcome is Outcome.VISITED and (lie := self.hosts.observe_validation(q, visit, record)):
+            notes.append(lie)
+        if settled := self.hosts.settle_hint(q, record, visit):
+            notes.append(settled)
+        record.notes = notes
+        if presence is not None:
+            q.gone += said_gone(presence) - said_gone(record.presence)
+            record.presence = presence
+        self.hosts.track_unchecked(fp, record)
+
+    def _free_slot(self, fp: bytes, q: HostQueue, visit: Visit, outcome: Outcome, now: float, free_at: float) -> None:
+        """Give the fetch's slot back, resting until *free_at*.
+
+        Settled before the counters are built: they carry the wait
+        (``next_fetch_ms``), so a restart keeps it."""
+        if q.out.get(fp) is not None:
+            q.release_slot(fp, free_at)
+        q.out.pop(fp, None)
+        if outcome is Outcome.RETRY and visit.host_level:
+            # the host itself is unreachable: every slot rests the retry delay
+            q.snooze_all(now + self.politeness.retry_delay)
