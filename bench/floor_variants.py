@@ -20,7 +20,8 @@ prices the revisit at a fetch), read with a fetch's marginal price φ(r*)
 (:class:`GatedUnion`) and with each plan's own price, r* expected changes
 (:class:`LaterUnion`: the later of the two waits).  ``union-matched``: the
 later plan's timing within a document at the union's rate per document
-(:class:`MatchedLater`).
+(:class:`MatchedLater`; ``-time``: matched per unit of the URL's time;
+``-snap``, ``-burst``: one family's timing, not run).
 
 Figures: ``docs/lab/policy-real-traces.md``, "Where the held peers win" and
 "A per-revisit test of eagerness".

@@ -85,3 +85,18 @@ def test_the_matched_union_scales_the_later_plan_by_the_urls_sooner_over_later()
         sooner, later = sooner + min(b, s), later + max(b, s)
         assert wait == pytest.approx(max(b, s) * sooner / later)
         assert memory["ms"] == pytest.approx(sooner) and memory["ml"] == pytest.approx(later)
+
+
+def test_the_match_in_time_weighs_each_plan_by_the_interval_it_was_in_force() -> None:
+    """``union-matched-time``: the factor is ⟨1/later⟩ ÷ ⟨1/sooner⟩ over the URL's
+    time, so a burst's many short waits count for the little time they hold."""
+    rate_sooner = rate_later = 0.0
+    previous: tuple[float, float, float] | None = None
+    for wait, b, s, _ in run(build(MatchedLater, in_time=True)):
+        if previous is not None:
+            rate_sooner += previous[2] / previous[0]
+            rate_later += previous[2] / previous[1]
+            assert wait == pytest.approx(max(b, s) * rate_later / rate_sooner)
+        else:
+            assert wait == pytest.approx(min(b, s))  # the union's first wait
+        previous = (min(b, s), max(b, s), wait)
