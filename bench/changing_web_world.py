@@ -54,13 +54,11 @@ PAGE_MIX = {"poisson": 0.3, "traced": 0.15, "bursty": 0.15, "static": 0.2, "nois
 TRACE_SOURCES = ("endoflife-releases", "help-scraper", "rss-feeds", "tosback2")
 #: a document needs this many versions to be replayed (its gaps carry its clustering)
 TRACE_MIN_VERSIONS = 12
-#: the histories a ``grouped`` host replays one service of: the Open Terms Archive development
-#: trace beside the checkout (documents of online services), else the committed tosback2 source
-#: (the same kind of documents, crawled by EFF)
-GROUP_TRACES = (
-    Path(__file__).resolve().parents[2] / "shared" / "traces" / "opentermsarchive-dev.jsonl",
-    Path(__file__).resolve().parent / "traces" / "tosback2.jsonl.gz",
-)
+#: the histories a ``grouped`` host replays one service of: the committed tosback2 source
+#: (terms of online services, crawled by EFF), so the world is the same from any checkout
+#: (a trace looked for beside the checkout made a run and its rescore from another folder
+#: two different worlds)
+GROUP_TRACES = (Path(__file__).resolve().parent / "traces" / "tosback2.jsonl.gz",)
 #: mean change intervals in passes
 POISSON_MEDIAN = 1.0
 POISSON_SIGMA = 1.0
