@@ -1,4 +1,4 @@
-"""Memory of the frontier's head windows (``frontier/ahead.py``).
+"""Memory of the frontier's head windows (``frontier/readahead.py``).
 
 Run::
 

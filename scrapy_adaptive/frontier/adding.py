@@ -19,8 +19,8 @@ from ..store.keys import time_to_ms
 from .hostqueue import order
 
 if TYPE_CHECKING:
-    from .book import QueueBook
     from .leases import Leases
+    from .queues import QueueBook
 
 
 class AddResult(StrEnum):

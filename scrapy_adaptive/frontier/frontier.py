@@ -9,7 +9,7 @@ unreadable record is quarantined, never deleted.  docs/architecture.md
 gives the whole path of a URL and the delivery and recovery rules.
 
 The frontier is composed of parts, each the one holder of its state: the
-queues and totals (:class:`~.book.QueueBook`), what is out
+queues and totals (:class:`~.queues.QueueBook`), what is out
 (:class:`~.leases.Leases`), versions awaiting delivery
 (:class:`~.pending.PendingVersions`), per-host facts
 (:class:`~scrapy_adaptive.frontier.hostfacts.HostFacts`) and, with a shared
@@ -34,15 +34,15 @@ from ..store.base import Batch, Store
 from ..store.keys import time_to_ms
 from . import urgency
 from .adding import AddResult, add_new, pull_forward, refetch_embed
-from .book import Counts, QueueBook
 from .crawltime import FetchTimes
 from .hints import Hint, HintResult
 from .hostfacts import HostFacts
 from .hostqueue import HostQueue, Politeness, QueueState
 from .leases import Lease, Leases
+from .overview import frontier_shape
 from .pending import PendingVersions
+from .queues import Counts, QueueBook
 from .removal import forget, quarantine
-from .shape import frontier_shape
 from .sharedhosts import SharedHosts
 from .sharing import Sharing
 from .updating import VerdictWriter

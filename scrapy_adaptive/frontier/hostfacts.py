@@ -8,7 +8,7 @@ frontier is its only owner, evaluators ask for decisions and hand in
 verdicts.
 
 :class:`HostFacts` is a component of the frontier: it reads the queues from
-the frontier's :class:`~scrapy_adaptive.frontier.book.QueueBook` and what is
+the frontier's :class:`~scrapy_adaptive.frontier.queues.QueueBook` and what is
 out from its :class:`~scrapy_adaptive.frontier.leases.Leases`, and holds the
 crawl-wide parts of these facts (hint sources pooled over hosts, the index
 of unchecked first-visit ages).
@@ -32,8 +32,8 @@ from .hints import Hint, HintResult
 from .hostqueue import MAX_SHARED_DIGESTS, Entry, HostQueue
 
 if TYPE_CHECKING:
-    from .book import QueueBook
     from .leases import Leases
+    from .queues import QueueBook
 
 #: the media types soft-404 and parked pages are served as
 WEB_PAGES = frozenset(("text/html", "application/xhtml+xml"))

@@ -150,7 +150,7 @@ class HostQueue:
     #: consecutive issues weigh mostly the same URLs, so each is read once
     urgency_waits: dict[bytes, float | None] = field(default_factory=dict)
     #: the entries read past the head, kept in step with the frontier's
-    #: writes (ahead.py); with ``window_to_end`` they reach the queue's end
+    #: writes (readahead.py); with ``window_to_end`` they reach the queue's end
     window: list[Entry] = field(default_factory=list)
     window_to_end: bool = False
 

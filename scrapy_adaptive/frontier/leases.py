@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..model import UrlRecord
-from .book import QueueBook
 from .crawltime import FetchTimes
+from .queues import QueueBook
 
 
 @dataclass

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING
 from ..model import RecordError, UrlRecord
 from ..store.base import Batch, read_mark
 from ..store.keys import time_to_ms
-from .book import QueueBook
 from .leases import Leases
+from .queues import QueueBook
 
 if TYPE_CHECKING:
     from .sharing import Sharing

@@ -16,10 +16,10 @@ from ..store.base import Batch
 from ..store.keys import NEVER_MS
 
 if TYPE_CHECKING:
-    from .book import QueueBook
     from .hostqueue import HostQueue
     from .leases import Leases
     from .pending import PendingVersions
+    from .queues import QueueBook
 
 logger = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from ..config.spec import counted
 
 if TYPE_CHECKING:
-    from .book import QueueBook
     from .pending import PendingVersions
+    from .queues import QueueBook
     from .sharing import Sharing
 
 logger = logging.getLogger(__name__)

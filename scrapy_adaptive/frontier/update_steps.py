@@ -21,9 +21,9 @@ from ..model import Outcome, UrlRecord, Visit
 from ..store.keys import NEVER_MS, PROBE_DIRECTIVE, time_to_ms
 
 if TYPE_CHECKING:
-    from .book import QueueBook, Totals
     from .hostqueue import HostQueue
     from .leases import Lease, Leases
+    from .queues import QueueBook, Totals
 
 #: what a visit with a digested body replaces in the record, even with None
 #: (a validator the page no longer sends is gone)

@@ -18,11 +18,11 @@ from ..change.events import said_gone
 from ..model import ChangeState, Outcome, UrlRecord, Visit
 from ..store.base import Batch
 from ..store.keys import event_key, time_to_ms
-from .book import QueueBook
 from .hostfacts import HostFacts
 from .hostqueue import HostQueue, Politeness
 from .leases import Leases
 from .pending import Mark, PendingVersions, pending_mark
+from .queues import QueueBook
 from .sharing import Sharing
 from .update_steps import change_event, count_visit, fold_visit, judge, measure, set_outcome_time, undo_update
 

@@ -27,7 +27,7 @@ from ..change.trust import TrustParams
 from ..config.settings import AdaptiveConfig
 from ..config.spec import ConfigError, clause, counted, plural
 from ..frontier import Frontier, Politeness
-from ..frontier.advance import rebound
+from ..frontier.bring_forward import rebound
 from ..frontier.capacity import HostCapacity
 from ..frontier.sharing import Sharing
 from ..humanize import human

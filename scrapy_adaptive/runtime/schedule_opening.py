@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..config.spec import ConfigError, clause, counted
-from ..frontier.advance import bring_forward
+from ..frontier.bring_forward import bring_forward
 from ..model import UrlRecord
 from ..policies.history import url_host
 from ..policies.schedules import OPEN, Schedule, Schedules

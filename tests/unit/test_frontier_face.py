@@ -9,7 +9,7 @@ frontier (``fetch_ended``, ``lapsed``, ``write_meta``, ...); the parts are
 the frontier's own business.
 
 The reaches are read from the source with :mod:`ast`: an attribute
-``.leases``, ``.hosts``, ``.store`` or ``.book`` of an expression that
+``.leases``, ``.hosts``, ``.store`` or ``.queues`` of an expression that
 holds a frontier, that is one named ``*frontier*`` (``frontier``,
 ``self.frontier``, ``runtime.frontier``), a name annotated ``Frontier``,
 or a name assigned from either; ``getattr(frontier, "store")`` counts too.

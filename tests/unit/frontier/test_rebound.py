@@ -4,7 +4,7 @@ the visits planned under the old bound within the new one."""
 from __future__ import annotations
 
 from scrapy_adaptive.frontier import Store
-from scrapy_adaptive.frontier.advance import BOUNDS_KEY, rebound
+from scrapy_adaptive.frontier.bring_forward import BOUNDS_KEY, rebound
 from scrapy_adaptive.store.base import Batch
 from tests.unit.frontier.test_frontier import Clock, make
 from tests.unit.runtime.test_open_schedules import DAY, crawled, planned

@@ -8,9 +8,9 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_adaptive.frontier.book import Totals
 from scrapy_adaptive.frontier.hostqueue import HostQueue
 from scrapy_adaptive.frontier.leases import Lease
+from scrapy_adaptive.frontier.queues import Totals
 from scrapy_adaptive.frontier.update_steps import (
     SEEN_FIELDS,
     change_event,

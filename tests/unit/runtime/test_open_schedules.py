@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from scrapy_adaptive.frontier import Frontier, Store
-from scrapy_adaptive.frontier.advance import bring_forward
+from scrapy_adaptive.frontier.bring_forward import bring_forward
 from scrapy_adaptive.ops.console.schedule_command import ScheduleConsole
 from scrapy_adaptive.policies.schedules import Schedule, Schedules
 from scrapy_adaptive.runtime.schedule_entries import FORCED_KEY, forced_counts

@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Store, Visit
-from scrapy_adaptive.frontier.book import QueueBook, Totals
 from scrapy_adaptive.frontier.hostqueue import Entry, HostQueue
+from scrapy_adaptive.frontier.queues import QueueBook, Totals
 from scrapy_adaptive.store.base import Batch, StoreError
 from scrapy_adaptive.store.leveldb import LevelDBStore
 from tests.hypo import examples

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..store.base import Batch, Store
-from .ahead import AHEAD, apply, head_from_window, keep_window
 from .hostqueue import Entry, HostQueue, Politeness, QueueHeap, order
+from .readahead import AHEAD, apply, head_from_window, keep_window
 
 if TYPE_CHECKING:
     from .sharing import Sharing
@@ -151,7 +151,7 @@ class QueueBook:
 
     def refresh_head(self, q: HostQueue, *candidates: Entry | None) -> None:
         """Find the first entry of *q* that is not out (one store seek, or
-        none when the queue's window holds it: :mod:`.ahead`).
+        none when the queue's window holds it: :mod:`.readahead`).
 
         The search starts at the lowest of *candidates* (None among them, or
         none given: the queue's start).  Callers pass the old head and any
@@ -209,7 +209,7 @@ class QueueBook:
         """Write *batch*; on failure put memory back as the store still has it.
 
         Every write of queue entries comes here, so the queues' windows
-        (:mod:`.ahead`) follow the store."""
+        (:mod:`.readahead`) follow the store."""
         try:
             self.store.write(batch)
         except Exception:

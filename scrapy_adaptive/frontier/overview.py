@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 from ..store.base import Store
 from ..store.keys import time_to_ms
-from .book import Counts
 from .hostqueue import HostQueue, QueueState
+from .queues import Counts
 
 
 class Counted(Protocol):

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_adaptive.frontier import Store
-from scrapy_adaptive.frontier.shape import frontier_shape, percentile
+from scrapy_adaptive.frontier.overview import frontier_shape, percentile
 from tests.hypo import examples
 from tests.unit.frontier.test_frontier import Clock, add, make, visit_once, visited
 

@@ -10,7 +10,7 @@ read reached it.  The frontier applies each of its own writes to the window
 and the next heads are found in it while they fall inside it.
 
 Only a frontier that is its store's one writer keeps windows: with a shared
-store, other workers write to its queues too (:class:`~.book.QueueBook`
+store, other workers write to its queues too (:class:`~.queues.QueueBook`
 decides).  Memory grows with hosts, not URLs: at most ``1 + AHEAD + GROWTH``
 entries more than the URLs out, per queue that has issued (an entry is about
 180 bytes).

@@ -1,4 +1,4 @@
-"""A queue's window (frontier/ahead.py) stays what the store holds in its range,
+"""A queue's window (frontier/readahead.py) stays what the store holds in its range,
 whatever the frontier writes, so the heads it gives are the store's."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import hashlib
 import random
 
 from scrapy_adaptive.frontier import ChangeState, Frontier, Outcome, Politeness, Visit
-from scrapy_adaptive.frontier.ahead import AHEAD, GROWTH
 from scrapy_adaptive.frontier.hostqueue import HostQueue, order
+from scrapy_adaptive.frontier.readahead import AHEAD, GROWTH
 from scrapy_adaptive.store.base import Store
 
 from .test_frontier import Clock
