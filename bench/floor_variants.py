@@ -21,20 +21,30 @@ prices the revisit at a fetch), read with a fetch's marginal price φ(r*)
 (:class:`LaterUnion`: the later of the two waits).  ``union-matched``: the
 later plan's timing within a document at the union's rate per document
 (:class:`MatchedLater`; ``-time``: matched per unit of the URL's time;
-``-snap``, ``-burst``: one family's timing, not run).
+``-snap``, ``-burst``: one family's timing, not run).  ``union-regular``:
+the union held, on a URL whose observed change gaps are more regular than a
+Poisson process's at 95 % confidence, to no revisit sooner than the URL's
+shortest observed gap after its last change (:class:`RegularUnion`;
+``-resolved``: only gaps with a quiet visit inside count; ``-respend``: the
+revisits the floor saves respent on the same URL after it);
+``union-regular-hazard``: on such URLs, each revisit planned where the
+gaps' own hazard since the last change reaches the allocator's price
+(:class:`HazardRegularUnion`).
 
-Figures: ``docs/lab/policy-real-traces.md``, "Where the held peers win" and
-"A per-revisit test of eagerness".
+Figures: ``docs/lab/policy-real-traces.md``, "Where the held peers win",
+"A per-revisit test of eagerness" and "Timing regular documents by their own gaps".
 """
 
 from __future__ import annotations
 
 import math
+import random
+import statistics
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from scrapy_adaptive.model import Visit
+from scrapy_adaptive.model import ChangeState, Visit
 from scrapy_adaptive.policies.burst import BurstWaitPolicy
 from scrapy_adaptive.policies.history import visit_queue
 from scrapy_adaptive.policies.prior import PopulationPrior
@@ -215,3 +225,190 @@ register("union-matched", _matched("later"), budgeted=True)
 register("union-matched-snap", _matched("snap"), budgeted=True)
 register("union-matched-burst", _matched("burst"), budgeted=True)
 register("union-matched-time", _matched("later", in_time=True), budgeted=True)
+
+
+#: one-sided significance of the regularity test: a Poisson process's gaps
+#: pass it in this share of histories
+REGULAR_ALPHA = 0.05
+#: change detections a URL keeps (so up to one fewer gaps): the test's sample
+REGULAR_KEEP = 9
+#: Monte Carlo draws per sample size for the test's critical values (seeded: one table everywhere)
+REGULAR_DRAWS = 20_000
+
+
+def gaps_cv(gaps: list[float]) -> float:
+    """The gaps' coefficient of variation (population sd ÷ mean), as ``bench.floor_diag`` classes documents."""
+    mean = math.fsum(gaps) / len(gaps)
+    if not mean > 0:
+        return math.inf
+    return math.sqrt(math.fsum((g - mean) ** 2 for g in gaps) / len(gaps)) / mean
+
+
+_CRITICAL: dict[tuple[int, float], float] = {}
+
+
+def regular_cv(n: int, alpha: float = REGULAR_ALPHA) -> float:
+    """The CV below which *n* gaps are more regular than a Poisson process's at 1 − *alpha*.
+
+    Under the null of exponential gaps (the memoryless change process the
+    burst part's rate and every rule's back-off assume) the sample CV of *n*
+    gaps has a distribution free of the rate; its *alpha* quantile, taken from
+    a seeded simulation, is the critical value.  A URL below it has gaps too
+    even for a memoryless process by the URL's own record: a release cadence,
+    a daily digest.
+    """
+    key = (n, alpha)
+    if key not in _CRITICAL:
+        rng = random.Random(n)
+        cvs = sorted(gaps_cv([rng.expovariate(1.0) for _ in range(n)]) for _ in range(REGULAR_DRAWS))
+        _CRITICAL[key] = cvs[int(alpha * REGULAR_DRAWS)]
+    return _CRITICAL[key]
+
+
+def regular_gaps(times: list[float]) -> list[float] | None:
+    """The gaps between a URL's change detections *times*, if they pass the regularity test; else None."""
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    if len(gaps) < 3 or min(gaps) <= 0:
+        return None
+    return gaps if gaps_cv(gaps) < regular_cv(len(gaps)) else None
+
+
+class RegularUnion(UnionWaitPolicy):
+    """The union, timed on regular documents by the URL's own gaps (issue 37, the floor).
+
+    The burst part's states count verdicts; neither part sees how long it has
+    been since the last change against the URL's usual gap.  On a URL whose
+    observed change gaps pass :func:`regular_gaps` (more regular than a
+    Poisson process's at 95 %), no change has, by its own record, come sooner
+    than its shortest observed gap after the one before: a revisit before
+    ``last change + shortest gap`` has an empirical catch probability of
+    zero.  The union's wait is kept when it is at least that; otherwise the
+    revisit moves to it.  Bursty and irregular URLs (and URLs with fewer than
+    three observed gaps) keep the union's waits untouched, as does the noise
+    guard.  The "last change" is the visit that detected it, and detection
+    gaps carry the visit spacing's jitter on top of the change gaps: the
+    shortest detection gap is at most about the shortest change gap, so the
+    floor errs early.
+    """
+
+    def __init__(self, burst: BurstWaitPolicy, snap: Any, *, respend: bool = False, resolved: bool = False) -> None:
+        super().__init__(burst, snap)
+        #: count only gaps the visits resolve (``union-regular-resolved``): a change
+        #: found by the visit right after another change is a gap no longer than
+        #: the polling interval, not a measurement of it, so it restarts the record
+        #: (detections at every visit of a burst would otherwise look regular)
+        self.resolved = resolved
+        #: spend the revisits the floor saves on the same URL, after the floor
+        #: (``union-regular-respend``), rather than leave them to the budget loop
+        self.respend = respend
+
+    def decide(self, history: Mapping[str, Any], visit: Visit) -> tuple[float, str]:
+        wait, family = super().decide(history, visit)
+        memory = visit.policy_state if visit.policy_state is not None else {}
+        if visit.fetched is None:
+            return wait, family
+        now = float(visit.fetched)
+        times = [float(t) for t in memory.get("rg", ())]
+        if visit.change is ChangeState.CHANGED:
+            past = history.get("history") or ()
+            unresolved = self.resolved and past and past[-1][1] == ChangeState.CHANGED.value
+            times = [now] if unresolved else [*times, now][-REGULAR_KEEP:]
+            memory["rg"] = times
+            visit.policy_state = memory
+        gaps = None if self.burst.is_noise(memory) else regular_gaps(times)
+        if gaps is None:
+            return wait, family
+        return self.regular_wait(memory, visit, now - times[-1], gaps, wait, family)
+
+    def regular_wait(
+        self, memory: dict[str, Any], visit: Visit, elapsed: float, gaps: list[float], wait: float, family: str
+    ) -> tuple[float, str]:
+        """The wait on a regular URL, *elapsed* after its last change: the union's *wait* held to the floor."""
+        floor = min(gaps) - elapsed
+        if self.respend:
+            return self._respent(memory, float(visit.fetched or 0.0), wait, family, floor)
+        return (floor, family + "-regular") if wait < floor else (wait, family)
+
+    @staticmethod
+    def _respent(memory: dict[str, Any], now: float, wait: float, family: str, floor: float) -> tuple[float, str]:
+        """The floor, with the URL's revisits kept at the union's count.
+
+        ``ru`` counts the revisits the union's own waits would have made in
+        the URL's regular spells (each interval ÷ the union's wait planned at
+        its start), ``rn`` those made.  Where the floor binds the revisit waits
+        for it; where it does not, a URL behind the union's count has the
+        union's wait shortened by rn ÷ ru, so the fetches the floor saved
+        before the due time are spent after it, in the same document.
+        """
+        last = memory.get("rp")
+        if last is not None and now > last[0] and last[1] > 0:
+            memory["ru"] = float(memory.get("ru", 0.0)) + (now - last[0]) / last[1]
+            memory["rn"] = float(memory.get("rn", 0.0)) + 1.0
+        memory["rp"] = [now, wait]
+        if wait < floor:
+            return floor, family + "-regular"
+        expected, made = float(memory.get("ru", 0.0)), float(memory.get("rn", 0.0))
+        if expected > made > 0:
+            return wait * made / expected, family + "-respent"
+        return wait, family
+
+
+register("union-regular", lambda ctx: RegularUnion(_burst(ctx), _snapback(ctx)), budgeted=True)  # type: ignore[arg-type]
+register(
+    "union-regular-resolved",
+    lambda ctx: RegularUnion(_burst(ctx), _snapback(ctx), resolved=True),  # type: ignore[arg-type]
+    budgeted=True,
+)
+register(
+    "union-regular-respend",
+    lambda ctx: RegularUnion(_burst(ctx), _snapback(ctx), respend=True),  # type: ignore[arg-type]
+    budgeted=True,
+)
+
+
+class HazardRegularUnion(RegularUnion):
+    """On regular URLs, each revisit where the gaps' hazard since the last change reaches the price.
+
+    :class:`RegularUnion`'s floor times the first revisit after a change and
+    loses the fetches it saves to every document (the one budget loop
+    stretches all waits alike).  Here the union's forecast, a constant rate,
+    is replaced on a regular URL by the URL's own gap distribution (a normal
+    with the observed detection gaps' mean and sd), and the wait is where its
+    cumulative hazard since the last change grows by the allocator's r*: the
+    expected changes a scheduled revisit must cover, the same price every
+    other document's wait answers to.  The hazard is near zero early in the
+    gap, so the revisit waits; it climbs once the change is due, so the
+    revisits come closer together then — the fetches the early gap saves are
+    spent in the same document's due window, at the same price.  Past the
+    URL's longest observed gap the cadence is broken and the union decides.
+    """
+
+    def regular_wait(
+        self, memory: dict[str, Any], visit: Visit, elapsed: float, gaps: list[float], wait: float, family: str
+    ) -> tuple[float, str]:
+        if elapsed >= max(gaps):
+            return wait, family
+        planned = hazard_wait(gaps, elapsed, self.allocator.ratio_for(visit_queue(visit)))
+        return (planned, family + "-regular") if planned is not None else (wait, family)
+
+
+def hazard_wait(gaps: list[float], elapsed: float, price: float) -> float | None:
+    """The wait t at which the cumulative hazard of a normal fitted to *gaps*
+    grows by *price* from *elapsed*: S(elapsed + t) = S(elapsed)·e^(−price).
+    None where the fit has no spread or the survival is already nil."""
+    spread = statistics.pstdev(gaps)
+    if not spread > 0 or not price > 0:
+        return None
+    dist = statistics.NormalDist(statistics.fmean(gaps), spread)
+    survival = 1.0 - dist.cdf(elapsed)
+    goal = 1.0 - survival * math.exp(-price)
+    if not survival > 0 or not 0.0 < goal < 1.0:
+        return None
+    return max(dist.inv_cdf(goal) - elapsed, 0.0)
+
+
+register(
+    "union-regular-hazard",
+    lambda ctx: HazardRegularUnion(_burst(ctx), _snapback(ctx)),  # type: ignore[arg-type]
+    budgeted=True,
+)

@@ -1,13 +1,23 @@
-"""The lab's per-revisit tests of the union's eagerness (``bench/floor_variants.py``)."""
+"""The lab's tests of the union's eagerness and of regular documents' timing (``bench/floor_variants.py``)."""
 
 from __future__ import annotations
 
 import math
+import random
 from typing import Any
 
 import pytest
 
-from bench.floor_variants import GatedUnion, LaterUnion, MatchedLater, eager_fraction
+from bench.floor_variants import (
+    GatedUnion,
+    LaterUnion,
+    MatchedLater,
+    RegularUnion,
+    eager_fraction,
+    gaps_cv,
+    regular_cv,
+    regular_gaps,
+)
 from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
 from scrapy_adaptive.policies.base import WaitParams
 from scrapy_adaptive.policies.burst import BurstWaitPolicy
@@ -100,3 +110,78 @@ def test_the_match_in_time_weighs_each_plan_by_the_interval_it_was_in_force() ->
         else:
             assert wait == pytest.approx(min(b, s))  # the union's first wait
         previous = (min(b, s), max(b, s), wait)
+
+
+def test_the_regularity_test_passes_a_poisson_process_one_time_in_twenty() -> None:
+    """``regular_gaps`` flags a URL whose gaps are too even for a memoryless
+    process: exponential gaps pass it in about 5 % of histories (its stated
+    confidence), a weekly cadence with a day's jitter always."""
+    rng = random.Random(2026)
+    trials = 2_000
+    flagged = 0
+    for _ in range(trials):
+        times = [0.0]
+        for _ in range(6):
+            times.append(times[-1] + rng.expovariate(1 / (7 * DAY)))
+        flagged += regular_gaps(times) is not None
+    assert 0.03 < flagged / trials < 0.075
+    weekly = [7 * DAY * k + rng.uniform(-DAY / 2, DAY / 2) for k in range(7)]
+    assert regular_gaps(weekly) is not None
+    assert gaps_cv([b - a for a, b in zip(weekly, weekly[1:], strict=False)]) < regular_cv(6)
+    assert regular_gaps(weekly[:3]) is None  # two gaps: no test
+
+
+def replay_cadence(policy: Any, period: float, horizon: float) -> list[tuple[float, float, float | None]]:
+    """Visit one URL that changes every *period* exactly, each revisit when *policy* asked,
+    until *horizon* (bounded: 400 visits): (visit time, wait, last detected change)."""
+    record: dict[str, Any] = {"visits": 0, "fetched": None, "wait": None, "policy": {}, "history": []}
+    now, seen, detected, out = 0.0, 0, None, []
+    for _ in range(400):
+        if now > horizon:
+            break
+        version = int(now // period)
+        change = ChangeState.CHANGED if version > seen or record["visits"] == 0 else ChangeState.UNCHANGED
+        seen = version
+        detected = now if change is ChangeState.CHANGED else detected
+        visit = Visit(
+            Outcome.VISITED, status=200, change=change, url="https://a.example/r", queue="a.example", fetched=now
+        )
+        wait, _ = policy.decide(dict(record), visit)
+        record.update(visits=record["visits"] + 1, fetched=now, wait=wait, policy=visit.policy_state)
+        record["history"] = [*record["history"], [now, change.value, 200]][-16:]
+        out.append((now, wait, detected))
+        now += wait
+    return out
+
+
+def test_on_a_regular_url_no_revisit_comes_before_its_shortest_gap_after_a_change() -> None:
+    """``union-regular``: once a URL's detected changes pass the regularity test,
+    no revisit is planned sooner than the last change plus its shortest observed
+    gap; the union alone (same parameters) revisits sooner than that."""
+    period, horizon = 5 * DAY, 200 * DAY
+    visits = replay_cadence(build(RegularUnion), period, horizon)
+    detections = sorted({d for _, _, d in visits if d is not None})
+    assert len(detections) >= 8
+    held = 0
+    for now, wait, last in visits:
+        known = [d for d in detections if d <= now][-9:]
+        gaps = regular_gaps(known)
+        if gaps is None or last is None:
+            continue
+        assert now + wait >= last + min(gaps) - 1e-6
+        held += 1
+    assert held >= 10
+    union_visits = replay_cadence(build(UnionWaitPolicy), period, horizon)
+    union_detections = sorted({d for _, _, d in union_visits if d is not None})
+    sooner = 0
+    for now, wait, last in union_visits:
+        gaps = regular_gaps([d for d in union_detections if d <= now][-9:])
+        sooner += gaps is not None and last is not None and now + wait < last + min(gaps) - 1e-6
+    assert sooner  # the rule bites: the union's after-change return comes before the cadence's next change
+
+
+def test_on_an_irregular_url_the_regular_union_is_the_union() -> None:
+    """A quiet spell then a burst is not regular: every wait is the union's."""
+    ours, theirs = run(build(RegularUnion)), run(build(UnionWaitPolicy))
+    assert [w for w, *_ in ours] == pytest.approx([w for w, *_ in theirs])
+    assert len(ours[-1][3]["rg"]) == 8  # its detections were kept and tested
