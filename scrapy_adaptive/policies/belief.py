@@ -31,7 +31,7 @@ template serves), and that towards the crawl's caught liars and the
 population's typical rate λ₀ (what a URL nothing is known of would get).
 λ₀ alone would not do: the crawl's static pages and images pull it down, so
 a lying page among pages changing every few minutes would have its first
-check timed far too late (``docs/lab/changing-web-runs.md``, "Runs 19–24").
+check timed far too late (``docs/lab/changing-web-runs.md``, "Due URLs served by lateness, and the pace a lie would hide").
 Where old headers keep
 proving honest q falls as 1/n and first revisits spread out accordingly;
 where they are caught lying q stays high and the next old page is checked
@@ -42,7 +42,7 @@ started to lie.  A *young* claim (a rate at or above λ₀) is not checked:
 believed, it costs fetches if it lies, not versions, and counted, its
 honest checks would swamp the old claims' (a class's fresh pages and images
 would make its lying old headers look honest, and delay their checks:
-``docs/lab/changing-web-runs.md``, "Runs 12–15").
+``docs/lab/changing-web-runs.md``, "Old claims only").
 Nothing here is a time constant: λ₀ is the crawl's own, and q a ratio of
 counts.
 
@@ -207,7 +207,7 @@ class HeaderBelief:
         typical URL: λ₀ falls as the crawl learns its slow images and static
         pages, while the pages behind a lying template keep their own pace,
         so mixed at λ₀ they would wait far too long for their checks
-        (``docs/lab/changing-web-runs.md``, "Runs 19–24")."""
+        (``docs/lab/changing-web-runs.md``, "Due URLs served by lateness, and the pace a lie would hide")."""
         return math.exp(self._log_lie_rate(typical, None if url is None else url_class(url)))
 
     def _log_lie_rate(self, typical: float, key: str | None) -> float:

@@ -180,8 +180,8 @@ class RateEstimator:
         its own changes said otherwise, and a static page whose files were
         all written when the site was deployed, minutes before the crawl,
         would keep looking like a page changing every few minutes
-        (``docs/lab/policy-lab.md``, "Issue 13, continued: how long a first
-        visit's Last-Modified age counts").
+        (``docs/lab/policy-lab.md``, "How long a first visit's
+        Last-Modified age counts").
         """
         changed: list[float] = []
         weights: list[float] = []

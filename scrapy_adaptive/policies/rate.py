@@ -192,8 +192,8 @@ class _RatePolicy(WaitPolicy):
         Only the timing: the URL's budget share stays at *rate*, since the
         mixture stands for a few checks, not a steady rate (registered, it
         would overstate the plan's demand and leave budget unspent:
-        ``docs/lab/policy-lab.md``, "Issue 13, continued: how far a first
-        visit's Last-Modified is believed")."""
+        ``docs/lab/policy-lab.md``, "How far a first visit's Last-Modified
+        is believed")."""
         evidence = memory.get(AGE_UNCHECKED)
         if not evidence:
             return rate
