@@ -32,6 +32,11 @@ Why it is built this way:
   own package is the one imported), paired with this checkout's in the
   same round: a change measured against the code before it on one loaded
   machine.
+* **Compiled as installed.**  The packages under test are byte-compiled
+  before the first crawl (``compileall``), as ``pip install`` does for a
+  user: a machine with ``PYTHONDONTWRITEBYTECODE`` set would otherwise
+  compile every module of the checkout at each crawl's start, a cost
+  Scrapy's own (installed, compiled) modules never pay.
 * **Bounded.**  Each crawl is killed (its whole process group) after
   ``--crawl-timeout`` seconds; the site stops when its stdin closes.
 
@@ -41,6 +46,7 @@ Why it is built this way:
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import resource
@@ -141,8 +147,11 @@ def run_crawl(config: str, args: argparse.Namespace, site: Site, run_dir: Path) 
     """One crawl in a subprocess; its figures (or why there are none)."""
     run_dir.mkdir(parents=True)
     profile = ["-m", "cProfile", "-o", str(run_dir / "crawl.prof")] if args.profile else []
+    # py-spy samples the running crawl (its own overhead is outside the crawl's process)
+    sampler = [args.sample, "record", "-r", "250", "-f", "raw", "-o", str(run_dir / "samples.txt"), "--"]
     start = ",".join(site.start_urls)
     cmd = [sys.executable, *profile, "-m", "scrapy", "runspider", str(SPIDER), "-a", "start=" + start]
+    cmd = [*sampler, *cmd] if args.sample else cmd
     for key, value in crawl_settings(config, args, run_dir).items():
         cmd += ["-s", f"{key}={value}"]
     # a crawl imports the package of the folder it runs in: --against's runs there
@@ -384,6 +393,13 @@ def add_output_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--profile", action="store_true", help="run each crawl under cProfile (crawl.prof in its run folder; slower)"
     )
+    p.add_argument(
+        "--sample",
+        metavar="PY_SPY",
+        default=None,
+        help="run each crawl under this py-spy executable (samples.txt in its run folder, collapsed stacks): "
+        "time shares with little overhead, native frames left out",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -421,6 +437,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     configs += [] if args.no_jobdir_baseline else ["default+jobdir"]
     if args.variant:
         configs.append("adaptive+")
+    for root in filter(None, (REPO_ROOT, args.against and Path(args.against))):
+        compileall.compile_dir(str(Path(root) / "scrapy_adaptive"), quiet=1)
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="e2e-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     budget = args.repeats * len(configs) * (args.crawl_timeout + 40) + 60
