@@ -209,7 +209,7 @@ class AdaptiveScheduler(BaseScheduler):
             gc.collect()
             gc.freeze()
         crawl = self.policy.params.crawl
-        ShareBudget(runtime, crawl.allocator, self.config.budget, crawl.pace).run()
+        ShareBudget(runtime, crawl, self.config.budget).run()
         if seeded := take_seeds(runtime.state.path, self._seed):
             listed = ", ".join(f"{s['url']} ({s['result']})" for s in seeded)
             logger.info("Seeds given while the crawl was stopped: %s", listed)

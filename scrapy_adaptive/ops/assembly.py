@@ -24,8 +24,7 @@ if TYPE_CHECKING:
 
     from ..config.settings import AdaptiveConfig
     from ..frontier import Frontier
-    from ..frontier.capacity import HostCapacity
-    from ..policies.allocator import RateAllocator
+    from ..policies.crawl_state import CrawlWide
     from ..policies.schedules import Schedules
 
 #: seconds in a day: the budget is said per day
@@ -45,10 +44,9 @@ class Operations:
     #: seeds given on the console, as the spider's requests
     seeder: Callable[[list[str]], list[dict[str, Any]]]
 
-    def __call__(
-        self, frontier: Frontier, capacity: HostCapacity, allocator: RateAllocator | None, state_path: str
-    ) -> tuple[ScheduleConsole, Reporter]:
-        pace = pace_of(self.config, capacity, allocator)
+    def __call__(self, frontier: Frontier, crawl: CrawlWide, state_path: str) -> tuple[ScheduleConsole, Reporter]:
+        allocator = crawl.allocator
+        pace = pace_of(self.config, crawl)
         progress = Progress.from_bytes(frontier.meta(PROGRESS_KEY))
         console = ScheduleConsole(
             frontier,
@@ -73,13 +71,15 @@ class Operations:
         return console, reporter
 
 
-def pace_of(config: AdaptiveConfig, capacity: HostCapacity, allocator: RateAllocator | None) -> Callable[[], Pace]:
-    """Where the crawl's revisit budget comes from, asked at every summary:
-    ``ADAPTIVE_BUDGET``, a share of the politeness capacity, or (a policy
-    without a budget) the target precision."""
+def pace_of(config: AdaptiveConfig, crawl: CrawlWide) -> Callable[[], Pace]:
+    """Where the crawl's revisit budget comes from, asked at every summary of
+    the budget's owner (*crawl*): ``ADAPTIVE_BUDGET``, a share of the
+    politeness capacity, or (a policy without a budget) the target precision."""
+    allocator, capacity = crawl.allocator, crawl.capacity
+    assert capacity is not None, "the crawl's capacity is set when its frontier opens"
 
     def pace() -> Pace:
-        configured = config.budget  # a worker of a fleet spends its share (tasks.ShareBudget)
+        configured = config.budget  # a worker of a fleet spends its share (CrawlWide.share_fleet)
         if configured is not None and allocator is not None and allocator.budget:
             configured = allocator.budget * DAY
         derived = capacity.derived and capacity.budget is not None

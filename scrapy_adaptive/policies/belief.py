@@ -31,8 +31,8 @@ template serves), and that towards the crawl's caught liars and the
 population's typical rate λ₀ (what a URL nothing is known of would get).
 λ₀ alone would not do: the crawl's static pages and images pull it down, so
 a lying page among pages changing every few minutes would have its first
-check timed far too late (``docs/lab/changing-web-runs.md``, "Due URLs served by lateness, and the pace a lie would hide").
-Where old headers keep
+check timed far too late (``docs/lab/changing-web-runs.md``, "Due URLs served
+by lateness, and the pace a lie would hide").  Where old headers keep
 proving honest q falls as 1/n and first revisits spread out accordingly;
 where they are caught lying q stays high and the next old page is checked
 on the population's time scale.  Every old header is still checked once,

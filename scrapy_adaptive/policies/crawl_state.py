@@ -29,6 +29,20 @@ if TYPE_CHECKING:
     from .prior import PopulationPrior
 
 
+class Capacity(Protocol):
+    """The politeness capacity of the crawl's hosts (:class:`~..frontier.capacity.HostCapacity`)."""
+
+    #: the budget derived from it and given to the policies (revisits per second; None: none)
+    budget: float | None
+    #: the share of the capacity revisits may use (None: ``ADAPTIVE_BUDGET`` is set)
+    share: float | None
+
+    @property
+    def derived(self) -> bool: ...
+
+    def total(self) -> float: ...
+
+
 class BudgetNumbers(Protocol):
     """The numbers the budget's spenders are made from (a :class:`~.base.WaitParams`)."""
 
@@ -51,6 +65,9 @@ class CrawlWide:
     burst_offsets: list[PopulationPrior] | None = None
     #: the snap-back policy's budget pace
     pace: BudgetPace | None = None
+    #: how often politeness lets the crawl's hosts be fetched: the budget's
+    #: ceiling when none is configured (set when the crawl opens its frontier)
+    capacity: Capacity | None = None
 
     def budgeted(self) -> bool:
         """True when a policy of the stack spends a budget (an allocator or a pace)."""
@@ -68,6 +85,19 @@ class CrawlWide:
             self.allocator.set_budget(budget, ceiling=ceiling)
         if self.pace is not None:
             self.pace.set_budget(budget, ceiling=ceiling)
+
+    def share_fleet(self, budget_per_day: float | None, workers: int) -> None:
+        """In a fleet, ``ADAPTIVE_BUDGET`` (*budget_per_day*) is the fleet's:
+        this worker spends its share, budget ÷ live *workers*, on the hosts it
+        holds (about that share of the URLs).  Every part that spends the
+        budget is given the same share; a part already at it is left alone
+        (setting a budget restarts its control window)."""
+        if budget_per_day is None or workers < 1:
+            return
+        share = budget_per_day / DAY / workers
+        for part in (self.allocator, self.pace):
+            if part is not None and part.budget != share:
+                part.set_budget(share)
 
     def allocator_for(self, params: BudgetNumbers) -> RateAllocator:
         """The crawl's rate allocator, made from the first *params* that ask:

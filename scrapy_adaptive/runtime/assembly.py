@@ -59,7 +59,6 @@ if TYPE_CHECKING:
     from scrapy.signalmanager import SignalManager
     from scrapy.statscollectors import StatsCollector
 
-    from ..policies.allocator import RateAllocator
     from ..policies.crawl_state import CrawlWide
 
 logger = logging.getLogger(__name__)
@@ -86,9 +85,7 @@ class OperationsBuilder(Protocol):
     """Builds the console and the summary once the frontier stands
     (:class:`~..ops.assembly.Operations`)."""
 
-    def __call__(
-        self, frontier: Frontier, capacity: HostCapacity, allocator: RateAllocator | None, state_path: str
-    ) -> tuple[Console, Reports]: ...
+    def __call__(self, frontier: Frontier, crawl: CrawlWide, state_path: str) -> tuple[Console, Reports]: ...
 
 
 @dataclass
@@ -240,9 +237,9 @@ def assemble(
         # each worker's aggregates are its own (docs/shared-frontier.md)
         policy_key = persist.META_KEY if remote is None else f"{persist.META_KEY}/{worker_home(state.path)}"
         restore_policies(store, frontier, policy, policy_key)
-        allocator: RateAllocator | None = policy.params.crawl.allocator
+        crawl = policy.params.crawl  # the budget's owner, which holds the capacity it is derived from
         share = None if config.budget is not None else config.capacity_share
-        capacity = HostCapacity(frontier, allocator, crawl=policy.params.crawl, share=share)
+        crawl.capacity = capacity = HostCapacity(frontier, crawl.allocator, crawl=crawl, share=share)
         capacity.all_nominal()
         crawl_log = None
         if config.crawl_log:
@@ -262,7 +259,7 @@ def assemble(
             events=config.events_on,
             gone_confirmations=config.gone_confirmations,
         )
-        console, reporter = operations(frontier, capacity, allocator, state.path)
+        console, reporter = operations(frontier, crawl, state.path)
         runtime = Runtime(
             state=state,
             store=store,

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..model import Outcome, Visit
 from ..policies import persist
-from ..policies.history import DAY
 from ..store.base import StoreError
 from .schedule_opening import OpenSchedules
 
@@ -24,7 +23,6 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
     from ..config.settings import AdaptiveConfig
-    from ..policies.allocator import RateAllocator
     from ..policies.crawl_state import CrawlWide
     from ..policies.schedules import Schedules
     from ..runtime.delivery import Delivery
@@ -55,25 +53,18 @@ class Rebalance:
 
 
 class ShareBudget:
-    """In a fleet, ``ADAPTIVE_BUDGET`` is the fleet's: each worker spends
-    its share (budget / live workers) on the hosts it holds, which are about
-    that share of the URLs.  Every crawl-wide part that spends the budget
-    (the rate allocator, the snap-back pace) is given the share."""
+    """In a fleet, each worker spends its share of ``ADAPTIVE_BUDGET``
+    (:meth:`.CrawlWide.share_fleet`): re-read at every tick, as workers come
+    and go."""
 
-    def __init__(
-        self, runtime: Runtime, allocator: RateAllocator | None, budget_per_day: float | None, pace: Any = None
-    ) -> None:
+    def __init__(self, runtime: Runtime, crawl: CrawlWide, budget_per_day: float | None) -> None:
         self.sharing = runtime.frontier.sharing
-        self.parts = [part for part in (allocator, pace) if part is not None]
+        self.crawl = crawl
         self.budget_per_day = budget_per_day
 
     def run(self) -> None:
-        if self.sharing is None or self.budget_per_day is None:
-            return
-        share = self.budget_per_day / DAY / self.sharing.workers
-        for part in self.parts:
-            if part.budget != share:
-                part.set_budget(share)
+        if self.sharing is not None:
+            self.crawl.share_fleet(self.budget_per_day, self.sharing.workers)
 
 
 class FlushDelivery:
@@ -198,8 +189,7 @@ def build_tick(
     schedules: Schedules | None = None,
 ) -> Tick:
     """The tick of one crawl, its tasks in the order they must run."""
-    allocator = policy_crawl.allocator
-    tasks: list[Task] = [Rebalance(runtime, stats, wake), ShareBudget(runtime, allocator, config.budget)]
+    tasks: list[Task] = [Rebalance(runtime, stats, wake), ShareBudget(runtime, policy_crawl, config.budget)]
     if delivery is not None:
         tasks.append(FlushDelivery(delivery))
     if runtime.changes is not None:  # change events out of the outbox, to the feed and the signal

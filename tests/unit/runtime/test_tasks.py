@@ -17,6 +17,8 @@ from scrapy_adaptive.frontier import Frontier, Outcome
 from scrapy_adaptive.frontier.sharing import Sharing
 from scrapy_adaptive.integration.scheduler import AdaptiveScheduler
 from scrapy_adaptive.policies.allocator import RateAllocator
+from scrapy_adaptive.policies.budget_pace import BudgetPace
+from scrapy_adaptive.policies.crawl_state import CrawlWide
 from scrapy_adaptive.policies.history import DAY
 from scrapy_adaptive.runtime.stop_grace import StopGrace
 from scrapy_adaptive.runtime.tasks import AbandonOnStop, LapsedLeases, ShareBudget, Tick
@@ -142,19 +144,24 @@ def test_each_worker_of_a_fleet_spends_its_share_of_the_budget() -> None:
     clock = Clock()
     store = BoardStore(clock)
     frontier = Frontier(store, clock=clock, sharing=Sharing(store, "A", 5.0))
-    allocator = RateAllocator(budget=1.0)
+    crawl = CrawlWide(allocator=RateAllocator(budget=1.0), pace=BudgetPace(1.0))
     budget_per_day = 8_640.0
-    task = ShareBudget(SimpleNamespace(frontier=frontier), allocator, budget_per_day)  # type: ignore[arg-type]
+    task = ShareBudget(SimpleNamespace(frontier=frontier), crawl, budget_per_day)  # type: ignore[arg-type]
     task.run()
-    assert allocator.budget == pytest.approx(budget_per_day / DAY)  # alone: the whole budget
+    # alone: the whole budget, to every part that spends it (the tick's task once left the pace out)
+    assert crawl.allocator is not None and crawl.pace is not None
+    assert crawl.allocator.budget == pytest.approx(budget_per_day / DAY)
+    assert crawl.pace.budget == pytest.approx(budget_per_day / DAY)
     store.heartbeat("B", 5.0)
     assert frontier.sharing is not None and frontier.sharing.beat() is False
     task.run()
-    assert allocator.budget == pytest.approx(budget_per_day / DAY / 2)
+    assert crawl.allocator.budget == pytest.approx(budget_per_day / DAY / 2)
+    assert crawl.pace.budget == pytest.approx(budget_per_day / DAY / 2)
 
 
 def test_without_a_fleet_the_budget_is_left_alone() -> None:
     frontier = Frontier(BoardStore(Clock()))
-    allocator = RateAllocator(budget=1.0)
-    ShareBudget(SimpleNamespace(frontier=frontier), allocator, 8_640.0).run()  # type: ignore[arg-type]
-    assert allocator.budget == 1.0
+    crawl = CrawlWide(allocator=RateAllocator(budget=1.0), pace=BudgetPace(1.0))
+    ShareBudget(SimpleNamespace(frontier=frontier), crawl, 8_640.0).run()  # type: ignore[arg-type]
+    assert crawl.allocator is not None and crawl.allocator.budget == 1.0
+    assert crawl.pace is not None and crawl.pace.budget == 1.0
