@@ -208,6 +208,7 @@ def run_crawl(config: str, args: argparse.Namespace, site: Site, run_dir: Path) 
         cpu_ms_per_page=1000 * timings["cpu_open_to_close_s"] / responses
         if timings.get("cpu_open_to_close_s") and responses
         else None,
+        max_rss_mb=timings.get("max_rss_mb"),
         finish_reason=stats.get("finish_reason"),
         errors=int(stats.get("log_count/ERROR", 0)),
         adaptive={k: v for k, v in stats.items() if k.startswith("adaptive/")},
@@ -229,6 +230,9 @@ def summarize(runs: list[dict[str, Any]], configs: Sequence[str], pages: int) ->
             "median_elapsed_s": statistics.median([r["elapsed_s"] for r in ok]) if ok else None,
             "median_cpu_ms_per_page": statistics.median(cpu)
             if (cpu := [r["cpu_ms_per_page"] for r in ok if r.get("cpu_ms_per_page")])
+            else None,
+            "median_max_rss_mb": statistics.median(rss)
+            if (rss := [r["max_rss_mb"] for r in ok if r.get("max_rss_mb")])
             else None,
             "all_pages_fetched": all(r["responses"] >= pages for r in ok) and bool(ok),
             "max_fetches_per_page": max((r["site"]["max_hits"] for r in ok), default=None),
@@ -341,8 +345,9 @@ def format_report(runs: list[dict[str, Any]], summary: dict[str, Any], configs: 
         med = "-" if s["median_pages_per_s"] is None else f"{s['median_pages_per_s']:.1f}"
         steady = "-" if s["median_steady_pages_per_s"] is None else f"{s['median_steady_pages_per_s']:.1f}"
         cpu = "-" if s["median_cpu_ms_per_page"] is None else f"{s['median_cpu_ms_per_page']:.3f}"
+        rss = "-" if s.get("median_max_rss_mb") is None else f"{s['median_max_rss_mb']:.0f}"
         lines.append(
-            f"{config:<16} median pages/s {med:>8}   steady {steady:>8}   cpu ms/page {cpu:>6}   "
+            f"{config:<16} median pages/s {med:>8}   steady {steady:>8}   cpu ms/page {cpu:>6}   peak MB {rss:>4}   "
             f"ok runs {s['ok_runs']}/{s['runs']}   "
             f"all pages fetched: {s['all_pages_fetched']}   max fetches of one page: {s['max_fetches_per_page']}"
         )

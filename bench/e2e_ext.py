@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import resource
 import time
 from typing import Any
 
@@ -94,6 +95,8 @@ class BenchStats:
             "cpu_open_to_close_s": None
             if self.cpu_opened is None or self.cpu_closed is None
             else self.cpu_closed - self.cpu_opened,
+            # the crawl process's peak resident memory (Linux reports KiB)
+            "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         }
         with open(self.path, "w", encoding="utf-8") as f:
             json.dump({"stats": stats, "timings": timings}, f, indent=1)

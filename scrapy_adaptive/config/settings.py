@@ -76,6 +76,7 @@ class AdaptiveConfig:
     state_sync: bool
     state_cache_mb: int
     gc_freeze: bool
+    gc_threshold: int
     migrate_spider_state: bool
     stop_grace: float
     store_credentials: bool

@@ -29,7 +29,6 @@ fingerprint tag issued requests carry:
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
 from collections.abc import Callable
@@ -50,6 +49,7 @@ from ..ops.assembly import Operations
 from ..ops.console import control
 from ..ops.console.seeds import take_seeds
 from ..policies import PolicyStack
+from ..runtime import collector
 from ..runtime.assembly import Runtime, assemble
 from ..runtime.delivery import Delivery
 from ..runtime.issued_requests import IssuedRequests, url_identity
@@ -203,11 +203,7 @@ class AdaptiveScheduler(BaseScheduler):
         except (StateDirError, StoreError) as exc:
             self.refusal.refuse(str(exc))
             return None
-        if self.config.gc_freeze and not gc.get_freeze_count():
-            # what lives now lives for the crawl: collections scan per-page garbage only
-            # (once per process: a second crawl in it keeps the first's freeze)
-            gc.collect()
-            gc.freeze()
+        collector.tune(freeze=self.config.gc_freeze, threshold=self.config.gc_threshold)
         crawl = self.policy.params.crawl
         ShareBudget(runtime, crawl, self.config.budget).run()
         if seeded := take_seeds(runtime.state.path, self._seed):

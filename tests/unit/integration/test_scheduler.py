@@ -295,21 +295,25 @@ def test_a_caught_lie_replans_the_unchecked_siblings_through_the_verdict_path(tm
 
 
 @in_loop
-def test_opening_freezes_what_lives_for_the_crawl_unless_told_not_to(tmp_path: Path) -> None:
+def test_opening_sets_the_collector_for_the_crawl_unless_told_not_to(tmp_path: Path) -> None:
     import gc
 
+    thresholds = gc.get_threshold()
     gc.unfreeze()
+    gc.set_threshold(700, 10, 10)
     try:
-        off = build(tmp_path / "off", ADAPTIVE_GC_FREEZE=False)
+        off = build(tmp_path / "off", ADAPTIVE_GC_FREEZE=False, ADAPTIVE_GC_THRESHOLD=0)
         off.open(Pages())
-        assert gc.get_freeze_count() == 0
+        assert gc.get_freeze_count() == 0 and gc.get_threshold() == (700, 10, 10)
         off.close("finished")
         on = build(tmp_path / "on")
         on.open(Pages())
         assert gc.get_freeze_count() > 0  # the default: collections skip the crawl's long-lived objects
+        assert gc.get_threshold()[0] == 10_000  # and the youngest generation is scanned less often
         on.close("finished")
     finally:
         gc.unfreeze()
+        gc.set_threshold(*thresholds)
 
 
 @in_loop

@@ -1,0 +1,46 @@
+"""Python's garbage collector set for a crawl that runs for months.
+
+A crawl's process holds two kinds of objects: what lives as long as the
+crawl (Scrapy, the project, the frontier's tables, the policies' aggregates)
+and what one page allocates and drops.  Reference counting frees most of the
+latter; the cyclic collector exists for the rest, and by default it runs a
+young collection every 700 container allocations, a few per page, each
+scanning what survived so far, and full collections that scan everything.
+Measured on a crawl (docs/benchmarks.md, "End to end"), the collector then
+takes a tenth of the process's CPU.  Two settings take most of that away:
+
+* ``ADAPTIVE_GC_FREEZE``: everything alive when the frontier opens is moved
+  out of the collector's sight (``gc.freeze()``), so full collections scan
+  what the crawl allocated since;
+* ``ADAPTIVE_GC_THRESHOLD``: the youngest generation is collected every
+  that many container allocations (a dozen pages or so), not every 700:
+  the same garbage is found, a few pages later, in far fewer scans.
+
+Both act on the whole process (the project's code too), once: a second crawl
+in the same process keeps the first's freeze, and a threshold the project
+set higher is kept.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+
+from ..config.spec import counted
+
+logger = logging.getLogger(__name__)
+
+
+def tune(*, freeze: bool, threshold: int) -> None:
+    """Freeze what lives now (*freeze*) and raise the youngest generation's
+    threshold to *threshold* (0: Python's own is kept)."""
+    if freeze and not gc.get_freeze_count():
+        # what lives now lives for the crawl: collections scan per-page garbage only
+        gc.collect()
+        gc.freeze()
+    young, *older = gc.get_threshold()
+    if threshold and young < threshold:
+        gc.set_threshold(threshold, *older)
+        logger.debug(
+            "The garbage collector's youngest generation is collected every %s.", counted(threshold, "allocation")
+        )
