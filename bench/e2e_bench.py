@@ -23,7 +23,8 @@ Why it is built this way:
   ``downloader/response_count / elapsed_time_seconds`` (start_time to
   finish_time) from the stats, written to a file by :mod:`bench.e2e_ext`;
   the first-to-last-response rate, which leaves out start-up and shutdown, is
-  shown next to it.
+  shown next to it, with the seconds the crawl spent in the garbage
+  collector and its peak resident memory.
 * **Noise.**  Configurations alternate (a, b, a, b, …) so drift in machine
   load hits both, and the median of the runs is reported.
 * **Two versions of the code in one run.**  ``--against DIR`` adds an
@@ -209,6 +210,7 @@ def run_crawl(config: str, args: argparse.Namespace, site: Site, run_dir: Path) 
         if timings.get("cpu_open_to_close_s") and responses
         else None,
         max_rss_mb=timings.get("max_rss_mb"),
+        gc_s=timings.get("gc_s"),
         finish_reason=stats.get("finish_reason"),
         errors=int(stats.get("log_count/ERROR", 0)),
         adaptive={k: v for k, v in stats.items() if k.startswith("adaptive/")},
@@ -230,6 +232,9 @@ def summarize(runs: list[dict[str, Any]], configs: Sequence[str], pages: int) ->
             "median_elapsed_s": statistics.median([r["elapsed_s"] for r in ok]) if ok else None,
             "median_cpu_ms_per_page": statistics.median(cpu)
             if (cpu := [r["cpu_ms_per_page"] for r in ok if r.get("cpu_ms_per_page")])
+            else None,
+            "median_gc_s": statistics.median(gcs)
+            if (gcs := [r["gc_s"] for r in ok if r.get("gc_s") is not None])
             else None,
             "median_max_rss_mb": statistics.median(rss)
             if (rss := [r["max_rss_mb"] for r in ok if r.get("max_rss_mb")])
@@ -346,8 +351,10 @@ def format_report(runs: list[dict[str, Any]], summary: dict[str, Any], configs: 
         steady = "-" if s["median_steady_pages_per_s"] is None else f"{s['median_steady_pages_per_s']:.1f}"
         cpu = "-" if s["median_cpu_ms_per_page"] is None else f"{s['median_cpu_ms_per_page']:.3f}"
         rss = "-" if s.get("median_max_rss_mb") is None else f"{s['median_max_rss_mb']:.0f}"
+        gcs = "-" if s.get("median_gc_s") is None else f"{s['median_gc_s']:.2f}"
         lines.append(
-            f"{config:<16} median pages/s {med:>8}   steady {steady:>8}   cpu ms/page {cpu:>6}   peak MB {rss:>4}   "
+            f"{config:<16} median pages/s {med:>8}   steady {steady:>8}   cpu ms/page {cpu:>6}   gc s {gcs:>5}   "
+            f"peak MB {rss:>4}   "
             f"ok runs {s['ok_runs']}/{s['runs']}   "
             f"all pages fetched: {s['all_pages_fetched']}   max fetches of one page: {s['max_fetches_per_page']}"
         )

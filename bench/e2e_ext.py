@@ -10,12 +10,14 @@ last response arrived and how many there were, so the benchmark can report
 a steady-state rate that leaves out start-up and shutdown, and the CPU
 seconds the crawl process spent from open to close: on a shared machine
 wall-clock rates swing with the neighbours' load, CPU time per page much
-less.
+less.  It also times the garbage collector's runs (``gc.callbacks``): the
+seconds a crawl spends collecting, which a per-page CPU figure hides.
 """
 
 from __future__ import annotations
 
 import datetime
+import gc
 import json
 import resource
 import time
@@ -49,6 +51,19 @@ class BenchStats:
         self.cpu_opened: float | None = None
         self.cpu_closed: float | None = None
         self.reason: str | None = None
+        #: seconds in the garbage collector and collections, by generation
+        self.gc_seconds = [0.0, 0.0, 0.0]
+        self.gc_runs = [0, 0, 0]
+        self._gc_started = 0.0
+        gc.callbacks.append(self._collecting)
+
+    def _collecting(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+            return
+        generation = info["generation"]
+        self.gc_seconds[generation] += time.perf_counter() - self._gc_started
+        self.gc_runs[generation] += 1
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BenchStats:
@@ -95,6 +110,9 @@ class BenchStats:
             "cpu_open_to_close_s": None
             if self.cpu_opened is None or self.cpu_closed is None
             else self.cpu_closed - self.cpu_opened,
+            "gc_s": sum(self.gc_seconds),
+            "gc_s_by_generation": self.gc_seconds,
+            "gc_runs_by_generation": self.gc_runs,
             # the crawl process's peak resident memory (Linux reports KiB)
             "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         }
