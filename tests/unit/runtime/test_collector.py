@@ -4,6 +4,7 @@ generation's threshold, and what the project set kept."""
 from __future__ import annotations
 
 import gc
+import weakref
 from collections.abc import Iterator
 
 import pytest
@@ -59,8 +60,6 @@ def test_the_garbage_is_still_found() -> None:
 
     class Node:
         pass
-
-    import weakref
 
     a, b = Node(), Node()
     a.other, b.other = b, a  # type: ignore[attr-defined]
