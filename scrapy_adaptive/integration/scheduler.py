@@ -61,7 +61,7 @@ from ..runtime.tasks import ShareBudget, Tick, build_tick
 from ..runtime.verdicts import Verdicts
 from ..runtime.wiring import FRONTIER_OPENED
 from ..store.base import StoreCorrupt, StoreError
-from ..store.statedir import StateDirError
+from ..store.statedir import StateDirError, how_it_resumes
 from .components import REFUSAL_SETTING
 from .download_signals import DownloadSignals
 from .engine import EngineWaker, exit_with_error
@@ -221,10 +221,12 @@ class AdaptiveScheduler(BaseScheduler):
             )
         shape = runtime.frontier.shape(due_limit=0)
         logger.info(
-            "Adaptive frontier opened in %.2fs: %s in %s (state: %s)",
+            "Adaptive frontier opened in %.2fs: %s in %s, %s; %s (state: %s)",
             time.monotonic() - started,
             counted(shape["urls"], "URL"),
             counted(shape["queues"], "queue"),
+            counted(shape["visits"], "visit"),
+            how_it_resumes(runtime.previous, shared=runtime.frontier.sharing is not None),
             runtime.state.path,
         )
         self.tick = tick = build_tick(

@@ -39,6 +39,7 @@ from ..store.statedir import (
     SharedStore,
     StateDir,
     StateDirError,
+    last_checkpoint,
     open_store,
     resolve,
     shared_store,
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
     from ..policies.crawl_state import CrawlWide
+    from ..store.marker import Checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -110,6 +112,9 @@ class Runtime:
     spider_state: SpiderStateFile
     #: takes change events out of the outbox (None: ``ADAPTIVE_CHANGE_EVENTS`` off, no feed)
     changes: ChangeEvents | None = None
+    #: the checkpoint the run before this one left (None: a new crawl): how it
+    #: stopped, for the start-up line (:func:`..store.statedir.how_it_resumes`)
+    previous: Checkpoint | None = None
 
     def checkpoint(self, *, clean: bool, required: bool = False) -> None:
         """Record the counts that only ever grow in the state folder's marker
@@ -228,6 +233,7 @@ def assemble(
     state, remote, store = open_state(config, jobdir, spider_name, fingerprinter)
     changes: ChangeEvents | None = None
     try:  # a damaged database found while building on it: refused, nothing left open
+        previous = last_checkpoint(state)  # before this run writes its own
         spider_state = SpiderStateFile.open(state, legacy_state)
         checkpoints = Checkpoints(state)
         sharing = None if remote is None else Sharing(store, worker_name(state.path), remote.lease)  # type: ignore[arg-type]
@@ -273,6 +279,7 @@ def assemble(
             policy_key=policy_key,
             spider_state=spider_state,
             changes=changes,
+            previous=previous,
         )
         runtime.checkpoint(clean=False, required=True)  # a folder that cannot take it is refused
     except BaseException:

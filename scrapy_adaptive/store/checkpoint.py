@@ -122,6 +122,36 @@ def write_checkpoint(state: StateDir, *, urls: int, visits: int, clean: bool, wr
         raise unwritable(state, exc) from exc
 
 
+def last_checkpoint(state: StateDir) -> Checkpoint | None:
+    """The checkpoint the last crawl on *state* left (None: no crawl has
+    written one: a new folder, or a first start killed before its first)."""
+    return read_checkpoint(state.marker, read_marker(state.marker) or {})
+
+
+def how_it_resumes(point: Checkpoint | None, *, shared: bool = False) -> str:
+    """What the start-up line says of the run before this one, from the
+    checkpoint it left (:func:`last_checkpoint`, read before this run writes
+    its own): a new crawl, a resume after a clean close, or a resume after a
+    stop that never closed.  The last is said in so many words because a
+    user who killed a crawl wants to read, at the restart, that nothing was
+    lost and what happens to the fetches that were cut short.
+
+    >>> how_it_resumes(None)
+    'a new crawl'
+    >>> how_it_resumes(Checkpoint(3, 5, True, "2026-11-28T08:54:05Z"))
+    'resuming the crawl that closed cleanly at 2026-11-28T08:54:05Z'
+    """
+    whose = "this worker's last run" if shared else "the crawl"
+    if point is None:
+        return "this worker's first start on the shared frontier" if shared else "a new crawl"
+    if point.clean:
+        return f"resuming {whose} that closed cleanly at {point.at}"
+    return (
+        f"resuming {whose} that stopped without closing (kill -9, a crash or a power cut; last checkpoint "
+        f"{point.at}): every verdict it recorded is kept, and the URLs it was fetching are due again"
+    )
+
+
 class Checkpoints:
     """Keeps the marker's checkpoint current for a running crawl.
 

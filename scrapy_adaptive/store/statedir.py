@@ -53,7 +53,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .base import Batch, Store, StoreError, StoreInUse
-from .checkpoint import Checkpoints, check_checkpoint, check_counts, stored_counts, write_checkpoint
+from .checkpoint import (
+    Checkpoints,
+    check_checkpoint,
+    check_counts,
+    how_it_resumes,
+    last_checkpoint,
+    stored_counts,
+    write_checkpoint,
+)
 from .folder import DATABASE, StateDir, unwritable, utc_now
 from .leveldb import CACHE_MB, LevelDBStore
 from .marker import (
@@ -83,6 +91,8 @@ __all__ = [
     "StateDir",
     "StateDirError",
     "check_counts",
+    "how_it_resumes",
+    "last_checkpoint",
     "private_opener",
     "stored_counts",
     "write_checkpoint",

@@ -46,6 +46,7 @@ def test_a_crawl_on_redis_visits_revisits_and_keeps_politeness(
     settings = {**adaptive_settings, "ADAPTIVE_STORE_URL": redis_url, "CLOSESPIDER_TIMEOUT": 5}
     result = run_crawl(FOLLOW, settings, timeout=60, args=["-a", f"start_urls={start}"])
     result.assert_ok()
+    assert "; this worker's first start on the shared frontier (state: " in result.log
     records = redis_records(redis_url)
     assert set(records) == {start, *pages}
     assert all(r.visits >= 2 for r in records.values()), {u: r.visits for u, r in records.items()}

@@ -274,6 +274,9 @@ def test_a_crawl_resumes_after_a_stop_or_a_kill_without_losing_anything(
     resumed = run_crawl(FOLLOW, {**settings, "CLOSESPIDER_TIMEOUT": 3}, timeout=60, args=["-a", f"start_urls={start}"])
     resumed.assert_ok()
     assert "Adaptive frontier opened" in resumed.log and "13 URLs in 1 queue" in resumed.log
+    # the restart says how the last run ended
+    ended = "stopped without closing (kill -9" if stop is signal.SIGKILL else "closed cleanly at"
+    assert f"; resuming the crawl that {ended}" in resumed.log
     after = read_records(tmp_state / "adaptive")
     assert set(after) == set(before)
     for url, record in after.items():

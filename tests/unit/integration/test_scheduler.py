@@ -324,3 +324,45 @@ def test_the_leveldb_cache_is_bounded_by_the_setting(tmp_path: Path) -> None:
     scheduler.open(Pages())
     assert scheduler.frontier is not None and scheduler.frontier.store.cache_mb == 8
     scheduler.close("finished")
+
+
+@in_loop
+def test_the_start_up_line_says_whether_the_crawl_is_new_resumed_or_resumed_after_a_kill(
+    tmp_path: Path, caplog: Any
+) -> None:
+    """A user who stopped a crawl, or killed it, reads at the restart how the
+    last run ended and that nothing it recorded was lost."""
+
+    def opened() -> str:
+        lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Adaptive frontier opened")]
+        assert len(lines) == 1
+        caplog.clear()
+        return lines[0]
+
+    caplog.set_level("INFO", logger="scrapy_adaptive")
+    first = build(tmp_path)
+    first.open(Pages())
+    assert ": 0 URLs in 0 queues, 0 visits; a new crawl (state: " in opened()
+    assert all(first.enqueue_request(Request(url)) for url in URLS)
+    issued = drain(first)
+    first.verdicts.commit(issued[0], visited())  # type: ignore[union-attr]
+    first.close("shutdown")
+
+    clean = build(tmp_path)
+    clean.open(Pages())
+    line = opened()
+    assert ": 6 URLs in 2 queues, 1 visit; resuming the crawl that closed cleanly at 20" in line
+    assert "without closing" not in line
+    drain(clean)  # URLs out when the process dies
+    # a kill -9: the database is left as the running crawl wrote it, no clean close
+    assert clean.runtime is not None and clean._ticker is not None
+    clean._ticker.stop()
+    clean.runtime.store.close()
+
+    killed = build(tmp_path)
+    killed.open(Pages())
+    line = opened()
+    assert ": 6 URLs in 2 queues, 1 visit; resuming the crawl that stopped without closing (kill -9, " in line
+    assert "every verdict it recorded is kept, and the URLs it was fetching are due again" in line
+    assert len(drain(killed)) == 2  # and they are: one per host (valence 1)
+    killed.close("shutdown")
