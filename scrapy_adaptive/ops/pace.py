@@ -96,7 +96,7 @@ def budget_words(pace: Pace) -> str:
     if pace.source == CAPACITY:
         return (
             f"{pace.per_day:.0f} revisits/day from politeness capacity ({CAPACITY} {pace.share:g} of "
-            f"{pace.capacity_per_day or 0:.0f} fetches/day; set ADAPTIVE_BUDGET to fix it)"
+            f"{pace.capacity_per_day or 0:.0f} fetches/day; ADAPTIVE_BUDGET overrides it)"
         )
     return f"{pace.per_day:.0f} revisits/day planned ({PRECISION}; no ADAPTIVE_BUDGET)"
 

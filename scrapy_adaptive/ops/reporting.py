@@ -185,9 +185,9 @@ class Reporter:
                 "Progress: %d due; next URL due %s (%s)",
                 shape["due"],
                 when,
-                f"too short to rate: {human(observed)} of this run observed, rates from {human(MIN_SPAN)} on"
+                f"too short to rate: {human(observed)} of this run observed, rates after {human(MIN_SPAN)}"
                 if observed
-                else f"rates from {human(MIN_SPAN)} of this run on",
+                else f"rates after the first {human(MIN_SPAN)} of this run",
             )
             return
         for name in ("visits", "versions", "bytes_saved"):
@@ -232,7 +232,7 @@ class Reporter:
             "Budget: %s%s; %s; %s chronically overdue (politeness caps their visits)%s",
             budget_words(pace),
             "; ADAPTIVE_TARGET_PRECISION holds revisits below it" if pace.precision_binds else "",
-            "spending not measured yet" if realised is None else f"spending {realised * 86_400:.0f}/day",
+            f"spending {realised * 86_400:.0f}/day" if realised is not None else unmeasured_spending(allocator),
             counted(len(capped), "host"),
             (": " + ", ".join(f"{h} ({r:.1f}x too rare)" for h, r in worst)) if worst else "",
         )
@@ -308,3 +308,18 @@ class Reporter:
                 counted(lies, "lie"),
                 path,
             )
+
+
+def unmeasured_spending(allocator: Any) -> str:
+    """The budget line's words before the realised revisit rate is known,
+    with how long revisits must run before it is (the allocator's control
+    window, from its first revisit): "not measured yet" alone, repeated for
+    minutes after the start, reads as if something were stuck.
+
+    >>> unmeasured_spending(None)
+    'spending not measured yet'
+    """
+    if allocator is None:
+        return "spending not measured yet"
+    window = human(allocator.control_window)
+    return f"spending not measured yet (needs at least {window} of revisits: ADAPTIVE_BUDGET_WINDOW)"

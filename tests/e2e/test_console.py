@@ -103,7 +103,7 @@ def test_on_a_stopped_crawl_report_url_export_forget_seed(site: DemoSiteProcess,
     # the summary of a crawl that never ends says the backlog and the next URL
     # due; 10 s are too short for rates per hour (the unit tests see those)
     assert re.search(
-        r"Progress: \d+ due; next URL due .*\(too short to rate: [\d.]+s of this run observed, rates from 1\.0m on\)",
+        r"Progress: \d+ due; next URL due .*\(too short to rate: [\d.]+s of this run observed, rates after 1\.0m\)",
         log,
     ), log[-3000:]
     assert "Progress over the last" not in log

@@ -63,7 +63,7 @@ def test_the_add_on_line_and_the_minimum_wait_revisit_changing_pages_more(
     # the summary says where the budget comes from and what decides the next revisit
     assert re.search(
         r"Budget: \d+ revisits/day from politeness capacity \(ADAPTIVE_CAPACITY_SHARE 0\.9 of \d+ fetches/day; "
-        r"set ADAPTIVE_BUDGET to fix it\)",
+        r"ADAPTIVE_BUDGET overrides it\)",
         result.log,
     ), result.log[-3000:]
     decided = re.findall(r"next URL due [^\n]*\((?:revisit, )?([A-Z_]+|a first visit)\)", result.log)

@@ -206,10 +206,10 @@ def test_the_summary_says_too_short_to_rate_after_a_restart(tmp_path: Path, capl
     _, clock, reporter = summarising(tmp_path, interval=10.0)
     with caplog.at_level(logging.INFO, logger="scrapy_adaptive.ops.reporting"):
         reporter.summary()
-        assert "(rates from 1.0m of this run on)" in caplog.text
+        assert "(rates after the first 1.0m of this run)" in caplog.text
         clock.t += 6
         reporter.summary()
-        assert "(too short to rate: 6.0s of this run observed, rates from 1.0m on)" in caplog.text
+        assert "(too short to rate: 6.0s of this run observed, rates after 1.0m)" in caplog.text
         assert "Progress over" not in caplog.text and reporter.stats.get_value("adaptive/per_hour/visits") is None
         clock.t += 60
         reporter.summary()

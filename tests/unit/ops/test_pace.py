@@ -14,6 +14,7 @@ from scrapy_adaptive.ops.console.run import report_lines
 from scrapy_adaptive.ops.console.schedule_command import ScheduleConsole
 from scrapy_adaptive.ops.pace import CAPACITY, CONFIGURED, PRECISION, Pace, next_due, wait_setting
 from scrapy_adaptive.ops.reporting import Reporter
+from scrapy_adaptive.policies.allocator import RateAllocator
 from scrapy_adaptive.policies.schedules import Schedules
 from tests.unit.frontier.test_frontier import Clock, add, make, visited
 
@@ -57,7 +58,7 @@ def test_the_summary_names_the_capacity_budget_and_the_setting_of_the_next_revis
         reporter.summary()
     assert (
         "Budget: 43200 revisits/day from politeness capacity (ADAPTIVE_CAPACITY_SHARE 0.5 of 86400 fetches/day; "
-        "set ADAPTIVE_BUDGET to fix it)" in caplog.text
+        "ADAPTIVE_BUDGET overrides it)" in caplog.text
     )
     assert re.search(r"next URL due in 1\.\dm \(revisit, ADAPTIVE_WAIT_MIN\)", caplog.text), caplog.text
     assert crawler.stats.get_value("adaptive/budget/per_day") == 43_200.0
@@ -66,3 +67,24 @@ def test_the_summary_names_the_capacity_budget_and_the_setting_of_the_next_revis
     lines = report_lines(ScheduleConsole(f, schedules=Schedules(), pace=lambda: CAPACITY_PACE).report())
     budget = next(line for line in lines if line.startswith("budget: "))
     assert "from politeness capacity" in budget and "(revisit, ADAPTIVE_WAIT_MIN)" in budget, budget
+
+
+def test_the_summary_says_how_long_revisits_run_before_the_spending_is_measured(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Until the allocator's control window has passed, the budget line says
+    when the spending will be known, not a bare "not measured yet"."""
+    clock = Clock()
+    f = make(MemoryStore(), clock)
+    # the default ADAPTIVE_BUDGET_WINDOW: the time the budget takes to buy 720 revisits, 24 minutes here
+    allocator = RateAllocator(43_200 / 86_400, control_window=None, epoch="t")
+    crawler = get_crawler()
+    crawler.stats.open_spider()
+    reporter = Reporter(
+        f, crawler.stats, allocator=allocator, state_path=str(tmp_path), interval=60.0, clock=clock,
+        pace=lambda: CAPACITY_PACE,
+    )  # fmt: skip
+    with caplog.at_level(logging.INFO, logger="scrapy_adaptive.ops.reporting"):
+        reporter.summary()
+    words = "; spending not measured yet (needs at least 24m of revisits: ADAPTIVE_BUDGET_WINDOW); 0 hosts"
+    assert words in caplog.text
