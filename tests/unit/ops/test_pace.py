@@ -5,11 +5,13 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+from scrapy.crawler import Crawler
 from scrapy.utils.test import get_crawler
 
-from scrapy_adaptive.frontier import MemoryStore
+from scrapy_adaptive.frontier import Frontier, MemoryStore
 from scrapy_adaptive.ops.console.run import report_lines
 from scrapy_adaptive.ops.console.schedule_command import ScheduleConsole
 from scrapy_adaptive.ops.pace import CAPACITY, CONFIGURED, PRECISION, Pace, next_due, wait_setting
@@ -38,6 +40,21 @@ def test_the_setting_that_decided_a_wait_is_named(wait: float, outcome: str, pac
     assert wait_setting(wait, outcome, pace) == setting
 
 
+def summarised(
+    f: Frontier, clock: Clock, tmp_path: Path, caplog: pytest.LogCaptureFixture, allocator: Any = None
+) -> Crawler:
+    """One summary of *f* under a capacity budget, logged into *caplog*; the crawler holding its stats."""
+    crawler = get_crawler()
+    crawler.stats.open_spider()
+    reporter = Reporter(
+        f, crawler.stats, allocator=allocator, state_path=str(tmp_path), interval=60.0, clock=clock,
+        pace=lambda: CAPACITY_PACE,
+    )  # fmt: skip
+    with caplog.at_level(logging.INFO, logger="scrapy_adaptive.ops.reporting"):
+        reporter.summary()
+    return crawler
+
+
 def test_the_summary_names_the_capacity_budget_and_the_setting_of_the_next_revisit(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -48,14 +65,7 @@ def test_the_summary_names_the_capacity_budget_and_the_setting_of_the_next_revis
     issued = f.next()
     assert issued is not None
     f.update(issued.fp, visited(wait=100.0))  # the policy cut it to ADAPTIVE_WAIT_MIN
-    crawler = get_crawler()
-    crawler.stats.open_spider()
-    reporter = Reporter(
-        f, crawler.stats, allocator=None, state_path=str(tmp_path), interval=60.0, clock=clock,
-        pace=lambda: CAPACITY_PACE,
-    )  # fmt: skip
-    with caplog.at_level(logging.INFO, logger="scrapy_adaptive.ops.reporting"):
-        reporter.summary()
+    crawler = summarised(f, clock, tmp_path, caplog)
     assert (
         "Budget: 43200 revisits/day from politeness capacity (ADAPTIVE_CAPACITY_SHARE 0.5 of 86400 fetches/day; "
         "ADAPTIVE_BUDGET overrides it)" in caplog.text
@@ -75,16 +85,8 @@ def test_the_summary_says_how_long_revisits_run_before_the_spending_is_measured(
     """Until the allocator's control window has passed, the budget line says
     when the spending will be known, not a bare "not measured yet"."""
     clock = Clock()
-    f = make(MemoryStore(), clock)
     # the default ADAPTIVE_BUDGET_WINDOW: the time the budget takes to buy 720 revisits, 24 minutes here
     allocator = RateAllocator(43_200 / 86_400, control_window=None, epoch="t")
-    crawler = get_crawler()
-    crawler.stats.open_spider()
-    reporter = Reporter(
-        f, crawler.stats, allocator=allocator, state_path=str(tmp_path), interval=60.0, clock=clock,
-        pace=lambda: CAPACITY_PACE,
-    )  # fmt: skip
-    with caplog.at_level(logging.INFO, logger="scrapy_adaptive.ops.reporting"):
-        reporter.summary()
+    summarised(make(MemoryStore(), clock), clock, tmp_path, caplog, allocator=allocator)
     words = "; spending not measured yet (needs at least 24m of revisits: ADAPTIVE_BUDGET_WINDOW); 0 hosts"
     assert words in caplog.text
