@@ -116,7 +116,8 @@ def resolve(state_dir: str | None, jobdir: str | None) -> StateDir:
     path = tempfile.mkdtemp(prefix="scrapy-adaptive-")
     logger.warning(
         "Neither JOBDIR nor ADAPTIVE_STATE_DIR is set: the frontier lives in the temporary folder %s and "
-        "nothing will survive this process. Run with -s JOBDIR=<folder> to keep the crawl.",
+        "nothing will survive this process. Run with -s JOBDIR=<folder> to keep the crawl (under Scrapyd, which "
+        "sets no JOBDIR by default: schedule with -d setting=ADAPTIVE_STATE_DIR=<folder>, docs/scrapyd.md).",
         path,
     )
     return StateDir(path, temporary=True)

@@ -22,6 +22,8 @@ def test_no_jobdir_means_a_temporary_folder_and_a_warning(caplog: pytest.LogCapt
     with caplog.at_level(logging.WARNING):
         state = resolve(None, None)
     assert state.temporary and "nothing will survive" in caplog.text
+    # a Scrapyd job (no JOBDIR unless jobs_dir is set) is told the setting it takes
+    assert "under Scrapyd, which sets no JOBDIR by default: schedule with -d setting=ADAPTIVE_STATE_DIR=" in caplog.text
     Path(state.path).rmdir()
 
 
