@@ -121,6 +121,8 @@ def next_due(frontier: Frontier, now: float, pace: Pace) -> str:
     if record is None:
         return when
     if not record.visits:
+        if record.outcome == Outcome.RETRY.value:  # e.g. a site that refused the first fetch
+            return f"{when} (a first visit, retried after a failed fetch: ADAPTIVE_RETRY_DELAY)"
         return f"{when} (a first visit)"
     return f"{when} (revisit, {wait_setting(record.wait, record.outcome, pace)})"
 

@@ -11,7 +11,7 @@ import pytest
 from scrapy.crawler import Crawler
 from scrapy.utils.test import get_crawler
 
-from scrapy_adaptive.frontier import Frontier, MemoryStore
+from scrapy_adaptive.frontier import Frontier, MemoryStore, Outcome, Visit
 from scrapy_adaptive.ops.console.run import report_lines
 from scrapy_adaptive.ops.console.schedule_command import ScheduleConsole
 from scrapy_adaptive.ops.pace import CAPACITY, CONFIGURED, PRECISION, Pace, next_due, wait_setting
@@ -38,6 +38,30 @@ CAPACITY_PACE = Pace(43_200.0, CAPACITY, capacity_per_day=86_400.0, share=0.5, w
 )
 def test_the_setting_that_decided_a_wait_is_named(wait: float, outcome: str, pace: Pace, setting: str) -> None:
     assert wait_setting(wait, outcome, pace) == setting
+
+
+def test_a_first_visit_put_off_by_a_failed_fetch_names_the_retry_delay() -> None:
+    """A site that refused the first fetch: "due in 15m (a first visit)"
+    alone reads as a crawl waiting for nothing; the line says it is a retry."""
+    clock = Clock()
+    f = make(MemoryStore(), clock, retry_delay=900)
+    add(f, "http://h/a.html")
+    issued = f.next()
+    assert issued is not None
+    f.update(issued.fp, Visit(Outcome.RETRY, reason="refused"))
+    assert (
+        next_due(f, clock.t, CAPACITY_PACE)
+        == "in 15m (a first visit, retried after a failed fetch: ADAPTIVE_RETRY_DELAY)"
+    )
+    clock.t += 900  # then visited; a retry of a page visited before is a revisit
+    issued = f.next()
+    assert issued is not None
+    f.update(issued.fp, visited(wait=100.0))
+    clock.t += 100
+    issued = f.next()
+    assert issued is not None
+    f.update(issued.fp, Visit(Outcome.RETRY, reason="refused"))
+    assert next_due(f, clock.t, CAPACITY_PACE) == "in 15m (revisit, ADAPTIVE_RETRY_DELAY)"
 
 
 def summarised(
