@@ -120,7 +120,7 @@ class Reporter:
             self.stats.set_value("adaptive/quarantined", shape["quarantined"])
         sharing = self.frontier.sharing
         logger.info(
-            "%s%s: %s (%d never) in %s: %d ready, %d snoozed, %d busy; %d out; %s%d due now%s; %s, %s%s",
+            "%s%s: %s (%d never again) in %s: %d ready, %d snoozed, %d busy; %d out; %s%d due now%s; %s, %s%s",
             "Frontier" if sharing is None else "Fleet's frontier, as this worker last read it,",
             " at close" if final else "",
             counted(shape["urls"], "URL"),

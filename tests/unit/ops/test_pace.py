@@ -90,6 +90,8 @@ def test_the_summary_names_the_capacity_budget_and_the_setting_of_the_next_revis
     assert issued is not None
     f.update(issued.fp, visited(wait=100.0))  # the policy cut it to ADAPTIVE_WAIT_MIN
     crawler = summarised(f, clock, tmp_path, caplog)
+    # the frontier line counts the URLs never visited again in the report's words
+    assert "Frontier: 1 URL (0 never again) in 1 queue: " in caplog.text
     assert (
         "Budget: 43200 revisits/day from politeness capacity (ADAPTIVE_CAPACITY_SHARE 0.5 of 86400 fetches/day; "
         "ADAPTIVE_BUDGET overrides it)" in caplog.text
