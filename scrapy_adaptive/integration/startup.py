@@ -37,7 +37,14 @@ from ..runtime.changes import feed_format
 from ..runtime.wiring import crawl_config
 from ..store.leveldb import PLYVEL_MISSING
 from ..warc.writer import EXTRA_MESSAGE
-from .components import DELTAFETCH_MESSAGE, TOOK_OVER_SETTING, VERDICT_COMPONENTS, WARC_MIDDLEWARE, is_deltafetch
+from .components import (
+    DELTAFETCH_MESSAGE,
+    SCRAPY_SPIDER_STATE,
+    TOOK_OVER_SETTING,
+    VERDICT_COMPONENTS,
+    WARC_MIDDLEWARE,
+    is_deltafetch,
+)
 from .engine import EVENT_ITEM_PROCESSOR, ChangeEventProcessor
 from .feedfile import feed_warnings
 
@@ -90,7 +97,9 @@ def settings_warnings(settings: BaseSettings, config: AdaptiveConfig) -> list[st
         messages.append(
             "EXTENSIONS: Scrapy's SpiderState is enabled: it unpickles JOBDIR/spider.state at every start, so "
             "whoever can write the job folder runs code in this crawl (the file is refused while it exists). "
-            "Remove SpiderState from EXTENSIONS: with the add-on, spider.state is kept as JSON in the state folder."
+            "Put scrapy_adaptive.JsonSpiderState in its place, which keeps spider.state as JSON in the state folder "
+            "(the add-on does, unless EXTENSIONS names SpiderState): EXTENSIONS = "
+            f'{{"{SCRAPY_SPIDER_STATE}": None, "scrapy_adaptive.JsonSpiderState": 0}}.'
         )
     if settings.getbool("AUTOTHROTTLE_ENABLED"):
         messages.append(

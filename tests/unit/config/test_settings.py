@@ -132,6 +132,17 @@ def test_addon_puts_the_json_spider_state_in_the_place_of_scrapys_and_warns_if_t
     assert SpiderState in enabled_components(user, "EXTENSIONS")
     [said] = [m for m in settings_warnings(user, AdaptiveConfig.from_settings(user)) if "SpiderState" in m]
     assert "unpickles JOBDIR/spider.state" in said
+    # without the add-on, Scrapy's is on by default: the warning gives the setting that swaps it, and it does
+    plain = Settings()
+    [said] = [m for m in settings_warnings(plain, AdaptiveConfig.from_settings(plain)) if "SpiderState" in m]
+    swap = {SCRAPY_SPIDER_STATE: None, "scrapy_adaptive.JsonSpiderState": 0}
+    assert 'EXTENSIONS = {"scrapy.extensions.spiderstate.SpiderState": None, "scrapy_adaptive.JsonSpiderState": 0}' in (
+        said
+    )
+    plain.set("EXTENSIONS", swap, "project")
+    extensions = enabled_components(plain, "EXTENSIONS")
+    assert JsonSpiderState in extensions and SpiderState not in extensions
+    assert not [m for m in settings_warnings(plain, AdaptiveConfig.from_settings(plain)) if "SpiderState" in m]
 
 
 def test_addon_puts_the_refreshing_robots_middleware_in_the_place_of_scrapys() -> None:
