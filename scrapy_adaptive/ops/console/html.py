@@ -160,7 +160,7 @@ def _figures(report: dict[str, Any]) -> list[list[Any]]:
             "revisit budget",
             budget.get("source")
             or ("not set" if budget["set_per_day"] is None else f"{budget['set_per_day']:.0f}/day"),
-            "spent",
+            "visits/day (first visits included)",  # not the revisits the budget counts
             "-" if budget["spent_per_day"] is None else f"{budget['spent_per_day']:.0f}/day",
         ],
         [

@@ -351,8 +351,8 @@ def report_lines(report: dict[str, Any]) -> list[str]:
         ),
         "budget: "
         + (budget.get("source") or ("not set" if budget["set_per_day"] is None else f"{budget['set_per_day']:.0f}"))
-        + ", spent "
-        + ("-" if budget["spent_per_day"] is None else f"{budget['spent_per_day']:.0f}/day")
+        + ", visits "  # all of them, first visits too: not the revisits the budget counts
+        + ("-" if budget["spent_per_day"] is None else f"{budget['spent_per_day']:.0f}/day (first visits included)")
         + (f"; next URL due {budget['next_due']}" if budget.get("next_due") else ""),
         "",
         f"{'host':<32} {'state':<8} {'URLs':>7} {'due':>6} {'visits':>7} {'versions':>8} {'trust':>6} next due",

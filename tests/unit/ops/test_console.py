@@ -15,6 +15,7 @@ from scrapy.utils.test import get_crawler
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Store
 from scrapy_adaptive.ops.console.api import FrontierConsole
 from scrapy_adaptive.ops.console.html import render
+from scrapy_adaptive.ops.console.run import report_lines
 from scrapy_adaptive.ops.console.seeds import file_seeder, take_seeds
 from scrapy_adaptive.ops.progress import HOUR, MIN_SPAN, Progress
 from scrapy_adaptive.ops.reporting import Reporter
@@ -224,6 +225,20 @@ def test_the_html_report_is_self_contained() -> None:
     page = render(FrontierConsole(f, progress=p).report())
     assert page.count("<svg") == 6 and "Top hosts" in page and "<td>h</td>" in page
     assert not re.search(r"<script|<link|src=|href=|@import|url\(", page)
+
+
+def test_the_report_does_not_call_all_visits_the_revisit_budget_spent() -> None:
+    """Next to the revisit budget, the report's visit rate counts first
+    visits too: called "spent", a fresh crawl read as one at its budget."""
+    f = crawled(MemoryStore(), Clock())
+    p = Progress()
+    for i in range(4):
+        p.observe(i * HOUR, visits=10 * i, versions=i, bytes_saved=100 * i, due=3, budget_per_hour=12.0)
+    report = FrontierConsole(f, budget_per_day=240.0, progress=p).report()
+    [budget] = [line for line in report_lines(report) if line.startswith("budget: ")]
+    assert budget.startswith("budget: 240, visits 240/day (first visits included)"), budget
+    page = render(report)
+    assert "spent" not in page and "<td>visits/day (first visits included)</td><td>240/day</td>" in page
 
 
 def test_the_crawl_time_warning_ignores_hosts_not_measured_since_the_restart(
