@@ -135,7 +135,7 @@ class Reporter:
             # how late the URLs due now are (none due: nothing to say)
             ""
             if shape["overdue_p50"] is None
-            else f"; overdue p50 {shape['overdue_p50']:.1f}s p95 {shape['overdue_p95']:.1f}s",
+            else f"; overdue p50 {human(shape['overdue_p50'])} p95 {human(shape['overdue_p95'])}",
             counted(shape["visits"], "visit"),
             counted(shape["versions"], "version"),
             f"; {shape['quarantined']} quarantined" if shape["quarantined"] else "",

@@ -227,6 +227,18 @@ def test_the_html_report_is_self_contained() -> None:
     assert not re.search(r"<script|<link|src=|href=|@import|url\(", page)
 
 
+def test_the_summary_says_how_late_the_due_urls_are_in_readable_units(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The summary said "overdue p50 1085.2s p95 1192.4s", the reader to divide by 60; the
+    report already said "18m"."""
+    _, clock, reporter = summarising(tmp_path, interval=60.0)
+    clock.t += 100 + 1085  # every URL waited 100 s, then 1085 s more
+    with caplog.at_level(logging.INFO, logger="scrapy_adaptive.ops.reporting"):
+        reporter.summary()
+    assert re.search(r"3 due now; overdue p50 1[89]m p95 1[89]m; 3 visits", caplog.text), caplog.text
+
+
 def test_the_report_does_not_call_all_visits_the_revisit_budget_spent() -> None:
     """Next to the revisit budget, the report's visit rate counts first
     visits too: called "spent", a fresh crawl read as one at its budget."""
