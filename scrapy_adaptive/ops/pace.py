@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..config.spec import counted
 from ..frontier import Frontier
 from ..humanize import human
 from ..model import Outcome
@@ -114,7 +115,8 @@ def next_due(frontier: Frontier, now: float, pace: Pace) -> str:
         if queue.head is not None and (head is None or queue.head_time() < head[0]):
             head = (queue.head_time(), queue.name, queue.head[2])
     if head is None or head[0] == float("inf"):
-        return "(none scheduled)"
+        out = frontier.counts().out  # e.g. a crawl's start URL, at its first summary
+        return f"(none scheduled; {counted(out, 'URL')} being fetched)" if out else "(none scheduled)"
     due, name, fp = head
     when = "now" if due <= now else f"in {human(due - now)}"
     record = frontier.get_record(name, fp)

@@ -40,6 +40,17 @@ def test_the_setting_that_decided_a_wait_is_named(wait: float, outcome: str, pac
     assert wait_setting(wait, outcome, pace) == setting
 
 
+def test_nothing_scheduled_while_urls_are_being_fetched_says_so() -> None:
+    """Every crawl's first summary said "next URL due (none scheduled)" while
+    its start URL was being fetched: it read as a crawl with nothing to do."""
+    clock = Clock()
+    f = make(MemoryStore(), clock)
+    assert next_due(f, clock.t, CAPACITY_PACE) == "(none scheduled)"
+    add(f, "http://h/a.html")
+    assert f.next() is not None
+    assert next_due(f, clock.t, CAPACITY_PACE) == "(none scheduled; 1 URL being fetched)"
+
+
 def test_a_first_visit_put_off_by_a_failed_fetch_names_the_retry_delay() -> None:
     """A site that refused the first fetch: "due in 15m (a first visit)"
     alone reads as a crawl waiting for nothing; the line says it is a retry."""
