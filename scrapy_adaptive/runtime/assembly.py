@@ -206,6 +206,14 @@ def politeness_of(config: AdaptiveConfig) -> Politeness:
     )
 
 
+def open_crawl_log(config: AdaptiveConfig, state: StateDir) -> CrawlLog | None:
+    """The crawl log in the state folder, or None with ``ADAPTIVE_CRAWL_LOG`` off."""
+    if not config.crawl_log:
+        return None
+    path = os.path.join(state.path, "crawl.log")
+    return CrawlLog(path, config.crawl_log_max_bytes, config.crawl_log_backups)
+
+
 def assemble(
     config: AdaptiveConfig,
     policy: PolicyStack,
@@ -247,10 +255,7 @@ def assemble(
         share = None if config.budget is not None else config.capacity_share
         crawl.capacity = capacity = HostCapacity(frontier, crawl.allocator, crawl=crawl, share=share)
         capacity.all_nominal()
-        crawl_log = None
-        if config.crawl_log:
-            path = os.path.join(state.path, "crawl.log")
-            crawl_log = CrawlLog(path, config.crawl_log_max_bytes, config.crawl_log_backups)
+        crawl_log = open_crawl_log(config, state)
         if config.events_on:
             changes = change_events(config, state.path, frontier, signals, stats, on_store_error)
         verdicts = Verdicts(
