@@ -48,7 +48,7 @@ def build_digester(spec: dict[str, Any] | str, where: str, default_max_size: int
         names = {}
         for option in ("fields", "values"):
             given = spec.get(option) or ()
-            if isinstance(given, str) or not all(isinstance(f, str) for f in given):
+            if not isinstance(given, (list, tuple)) or not all(isinstance(f, str) for f in given):
                 raise ConfigError(f"{where}: {option!r} must be a list of field names, not {given!r}.")
             names[option] = tuple(given)
         key = spec.get("key")
