@@ -25,6 +25,7 @@ from typing import Any
 from ..config.matching import MATCH_KEYS, Matcher, check_entries
 from ..config.settings import AdaptiveConfig
 from ..config.spec import ConfigError, clause
+from ..config.table import SPECS_BY_NAME
 from ..frontier.hints import Hint
 from ..model import SIGNAL_UNREADABLE, Outcome, Plan, Visit
 from .base import PARAM_KEYS, WaitParams, WaitPolicy
@@ -182,7 +183,12 @@ class PolicyStack(WaitPolicy):
         params.check("ADAPTIVE_WAIT_*")
         raw = config.wait_policies
         if raw is None:
-            raw = [{"content_type": ct, "initial": params.initial * factor} for ct, factor in DEFAULT_STACK]
+            # held to the setting's own limit: a long ADAPTIVE_WAIT_INITIAL the
+            # table allows is not refused under the name of an entry nobody wrote
+            longest = SPECS_BY_NAME["ADAPTIVE_WAIT_INITIAL"].at_most or params.initial
+            raw = [
+                {"content_type": ct, "initial": min(params.initial * factor, longest)} for ct, factor in DEFAULT_STACK
+            ]
         # the catch-all first: what the policies of a stack share for the
         # whole crawl (the rate allocator, with its bounds) is made by the
         # first one built, and must not be made from an entry's numbers
