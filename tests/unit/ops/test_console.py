@@ -121,6 +121,28 @@ def test_report_url_export_and_forget_by_regex(any_store: Store) -> None:
     assert [r["url"] for r in console.export()] == ["http://h/c.png"]
 
 
+def test_an_export_and_a_url_not_found_say_which_records_could_not_be_read(any_store: Store) -> None:
+    """A garbled record was left out of an export without a word (exit code
+    0, a backup short of a URL), and its URL was "not in the frontier":
+    each now ends in one line naming the fingerprints, after what was read."""
+    from scrapy_adaptive.store.base import Batch, StoreCorrupt
+
+    clock = Clock()
+    f = crawled(any_store, clock)
+    garbled = fp("http://h/b.html")
+    any_store.write(Batch(records={("h", garbled): b"\xff\xfe{garbage"}))
+    console = FrontierConsole(f)
+    exported: list[str] = []
+    with pytest.raises(StoreCorrupt, match=rf"1 record of the frontier cannot be read .*fingerprint {garbled.hex()}\)"):
+        for row in console.export():
+            exported.append(row["url"])
+    assert sorted(exported) == ["http://h/a.html", "http://h/c.png"]
+    with pytest.raises(StoreCorrupt, match="this URL is not among the others, it may be one"):
+        console.url("http://h/b.html")
+    answer = console.url("http://h/a.html")
+    assert answer is not None and answer["record"]["url"] == "http://h/a.html"
+
+
 def test_answer_speaks_the_control_protocol(tmp_path: Path) -> None:
     f = crawled(MemoryStore(), Clock())
     console = FrontierConsole(f, seeder=file_seeder(str(tmp_path)))
