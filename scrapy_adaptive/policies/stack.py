@@ -238,11 +238,13 @@ class PolicyStack(WaitPolicy):
         if policy is not None:
             self._overrides.move_to_end(key)
         else:
+            # every refusal names the request's URL, as the other meta keys' do
+            where = f"meta['adaptive_wait_policy'] of {url}" if url else "meta['adaptive_wait_policy']"
             try:
                 unknown = sorted(set(overrides) - set(PARAM_KEYS) - {"policy"})
                 if unknown:
                     raise ConfigError(
-                        f"meta['adaptive_wait_policy'] of {url}: unknown key(s) {', '.join(map(repr, unknown))}; "
+                        f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; "
                         f"use 'policy' and {', '.join(map(repr, PARAM_KEYS))}"
                     )
                 cls = self.cls
@@ -254,7 +256,6 @@ class PolicyStack(WaitPolicy):
                         self._keep(key, self)
                         return self
                     cls = found
-                where = "meta['adaptive_wait_policy']"
                 policy = Scheduled(build_policy(cls, self.params.updated(overrides, where), where), self.schedules)
             except ConfigError as exc:
                 logger.error("%s; using the configured policies instead.", clause(exc))

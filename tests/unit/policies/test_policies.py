@@ -204,6 +204,9 @@ def test_a_request_override_is_held_to_the_settings_bounds(
     stack = load_wait_policy(config())
     assert stack.with_overrides(override) is stack
     assert message in caplog.text
+    # given the request's URL (as the crawl does), the line names it, whatever the fault
+    assert stack.with_overrides({**override, "initial": 7}, "http://h/p") is stack
+    assert f"meta['adaptive_wait_policy'] of http://h/p: {message}" in caplog.text
 
 
 def test_an_override_names_only_a_declared_or_built_in_policy(
