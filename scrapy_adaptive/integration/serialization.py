@@ -79,7 +79,9 @@ def _encode(value: Any, path: str) -> Any:
         if all(isinstance(k, str) and not k.startswith("$") for k in value):
             return {k: _encode(v, f"{path}[{k!r}]") for k, v in value.items()}
         return {"$d": [[_encode(k, f"{path} key"), _encode(v, f"{path}[{k!r}]")] for k, v in value.items()]}
-    raise RequestNotStorable(f"{path} holds a {type(value).__name__} ({value!r:.80}), which cannot be stored as JSON")
+    raise RequestNotStorable(
+        f"{path} holds {value!r:.80} (of type {type(value).__name__}), which cannot be stored as JSON"
+    )
 
 
 def _decode(value: Any) -> Any:
