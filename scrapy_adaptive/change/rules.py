@@ -62,7 +62,7 @@ def build_digester(spec: dict[str, Any] | str, where: str, default_max_size: int
         raise ConfigError(f"{where}: the regex rule needs 'patterns', a list of regular expressions, not {patterns!r}.")
     compiled = [UserPattern(pattern, f"{where}: pattern {pattern!r}") for pattern in patterns]
     max_size = spec.get("max_size", default_max_size)
-    if not isinstance(max_size, int) or max_size <= 0:
+    if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size <= 0:  # True is no size
         raise ConfigError(f"{where}: 'max_size' ({max_size!r}) must be a positive number of bytes.")
     return RegexDigester(compiled, max_size)
 

@@ -106,6 +106,7 @@ def test_rules_first_match_wins_then_the_default() -> None:
         ([{"url": "x", "rule": "items", "fields": 5}], "exact", "'fields' must be a list of field names, not 5"),
         ([{"url": "x", "rule": "items", "fields": {"price": 1}}], "exact", "'fields' must be a list"),
         ([{"url": "x", "rule": "items", "values": 5}], "exact", "'values' must be a list of field names, not 5"),
+        ([{"url": "x", "rule": "regex", "patterns": ["a"], "max_size": True}], "exact", "'max_size' (True) must be"),
         ([{"url": "x", "rule": "text", "colour": 1}], "exact", "unknown key(s) colour"),
         ([], "md5", "ADAPTIVE_DIGEST_DEFAULT: unknown digest rule 'md5'"),
         ('[{"url": "x"', "exact", "ADAPTIVE_DIGEST_RULES is not valid JSON"),
