@@ -68,6 +68,8 @@ def load_policy_class(path: str, where: str) -> type[WaitPolicy]:
         cls = load_class_path(path)
     except (ImportError, NameError, ValueError, AttributeError) as exc:
         raise ConfigError(f"{where} ({path!r}) cannot be imported: {exc}") from None
+    except Exception as exc:  # the project's module itself fails (a SyntaxError, a KeyError at import)
+        raise ConfigError(f"{where} ({path!r}) cannot be imported: {type(exc).__name__}: {exc}") from None
     if not (isinstance(cls, type) and issubclass(cls, WaitPolicy)) or cls is PolicyStack:
         raise ConfigError(f"{where} ({path!r}) must name a WaitPolicy subclass.")
     if inspect.isabstract(cls):
@@ -78,12 +80,13 @@ def load_policy_class(path: str, where: str) -> type[WaitPolicy]:
 def build_policy(cls: type[WaitPolicy], params: WaitParams, where: str) -> WaitPolicy:
     """``cls.from_params(params)``, a :class:`ConfigError` naming *where* if
     the class cannot be built (a subclass whose ``__init__`` wants more than
-    ``from_params`` gives it): refused at start-up, not a traceback."""
+    ``from_params`` gives it, or raises whatever else): refused at start-up,
+    not a traceback."""
     try:
         return cls.from_params(params)
     except ConfigError:
         raise
-    except (TypeError, ValueError) as exc:
+    except Exception as exc:
         raise ConfigError(
             f"{where} ({class_path(cls)!r}) cannot be built from its wait settings: {type(exc).__name__}: {exc}"
         ) from None
