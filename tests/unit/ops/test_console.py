@@ -224,6 +224,26 @@ def summarising(tmp_path: Path, *, interval: float, console: bool = False) -> tu
     )
 
 
+def test_a_report_file_that_cannot_be_written_is_said_once_until_it_is_written_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``report.html`` a folder (or a full disk): a warning at every summary,
+    every minute for the months a crawl runs."""
+    _, _, reporter = summarising(tmp_path, interval=10.0, console=True)
+    (tmp_path / "report.html").mkdir()
+    with caplog.at_level(logging.INFO, logger="scrapy_adaptive.ops.reporting"):
+        for _ in range(3):
+            reporter.html()
+        said = [r.getMessage() for r in caplog.records]
+        assert len(said) == 1 and said[0].startswith(f"Cannot write {tmp_path / 'report.html'}: "), said
+        assert said[0].endswith("(tried again at each summary, said once)")
+        (tmp_path / "report.html").rmdir()
+        reporter.html()
+        reporter.html()
+    assert [r.getMessage() for r in caplog.records][1:] == [f"Wrote {tmp_path / 'report.html'} again."]
+    assert (tmp_path / "report.html").read_text().startswith("<!DOCTYPE html>")
+
+
 def test_the_summary_says_too_short_to_rate_after_a_restart(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     _, clock, reporter = summarising(tmp_path, interval=10.0)
     with caplog.at_level(logging.INFO, logger="scrapy_adaptive.ops.reporting"):
