@@ -24,6 +24,8 @@ from typing import Any
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy.utils.misc import load_object
 
+from .config.spec import ConfigError, parse_value
+from .config.table import SPECS_BY_NAME
 from .integration.components import (
     DOWNLOADER_MIDDLEWARES,
     REFUSAL_SETTING,
@@ -117,10 +119,10 @@ class Addon:
         """With ``ADAPTIVE_CHANGES_AS_ITEMS``, Scrapy's item processor is
         one that also takes change events; a processor the project set
         stays (the scheduler refuses it unless it is a subclass of ours)."""
-        try:
-            wanted = settings.getbool("ADAPTIVE_CHANGES_AS_ITEMS")
-        except ValueError:
-            return  # refused in one line by the scheduler
+        try:  # read as the table reads it: a value of any type is the scheduler's one-line refusal
+            wanted = parse_value(SPECS_BY_NAME["ADAPTIVE_CHANGES_AS_ITEMS"], settings.get("ADAPTIVE_CHANGES_AS_ITEMS"))
+        except ConfigError:
+            return
         if wanted and settings.get("ITEM_PROCESSOR") == SCRAPY_ITEM_PROCESSOR:
             priority = max(settings.getpriority("ITEM_PROCESSOR") or 0, SETTINGS_PRIORITIES["addon"])
             settings.set("ITEM_PROCESSOR", EVENT_ITEM_PROCESSOR, priority)

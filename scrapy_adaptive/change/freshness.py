@@ -44,7 +44,8 @@ from ..dates import parse_http_date
 BAD_CACHE_CONTROL = "badCacheControl"
 BAD_EXPIRES = "badExpires"
 FUTURE_LAST_MODIFIED = "futureLastModified"
-PROBLEMS = (BAD_CACHE_CONTROL, BAD_EXPIRES, FUTURE_LAST_MODIFIED)
+BAD_LAST_MODIFIED = "badLastModified"
+PROBLEMS = (BAD_CACHE_CONTROL, BAD_EXPIRES, FUTURE_LAST_MODIFIED, BAD_LAST_MODIFIED)
 
 #: a Last-Modified up to this many seconds after the Date is a rounding of
 #: the two clocks, not a future date
@@ -157,3 +158,19 @@ def future_last_modified(last_modified: str | None, date: str | None, now: float
     served = parse_http_date(date)
     base = served if served is not None and math.isfinite(served) else now
     return modified > base + CLOCK_SLACK
+
+
+def last_modified_problem(last_modified: str | None, date: str | None, now: float) -> str | None:
+    """What is wrong with a response's ``Last-Modified`` as rate evidence:
+    :data:`BAD_LAST_MODIFIED` when it is not a date (it gives no age, as if
+    absent, but a site that sends one deserves the same word as a bad
+    ``Expires``), :data:`FUTURE_LAST_MODIFIED` past the ``Date``, else None.
+
+    >>> last_modified_problem("yesterday-ish", None, 0.0)
+    'badLastModified'
+    >>> last_modified_problem(None, None, 0.0) is None
+    True
+    """
+    if last_modified is not None and last_modified.strip() and parse_http_date(last_modified.strip()) is None:
+        return BAD_LAST_MODIFIED
+    return FUTURE_LAST_MODIFIED if future_last_modified(last_modified, date, now) else None

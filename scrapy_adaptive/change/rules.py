@@ -48,7 +48,7 @@ def build_digester(spec: dict[str, Any] | str, where: str, default_max_size: int
         names = {}
         for option in ("fields", "values"):
             given = spec.get(option) or ()
-            if isinstance(given, str) or not all(isinstance(f, str) for f in given):
+            if not isinstance(given, (list, tuple)) or not all(isinstance(f, str) for f in given):
                 raise ConfigError(f"{where}: {option!r} must be a list of field names, not {given!r}.")
             names[option] = tuple(given)
         key = spec.get("key")
@@ -62,7 +62,7 @@ def build_digester(spec: dict[str, Any] | str, where: str, default_max_size: int
         raise ConfigError(f"{where}: the regex rule needs 'patterns', a list of regular expressions, not {patterns!r}.")
     compiled = [UserPattern(pattern, f"{where}: pattern {pattern!r}") for pattern in patterns]
     max_size = spec.get("max_size", default_max_size)
-    if not isinstance(max_size, int) or max_size <= 0:
+    if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size <= 0:  # True is no size
         raise ConfigError(f"{where}: 'max_size' ({max_size!r}) must be a positive number of bytes.")
     return RegexDigester(compiled, max_size)
 

@@ -106,8 +106,9 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         GROUP_SIGNALS,
         Kind.OBJECT,
         None,
-        "spellings of one page that share one record: a list of `www`, `case`, `slash`, `index` for every host, "
-        "or a dict from host (glob, `*`) to such a list (see Canonical URLs). Off by default.",
+        "spellings of one page that share one record: a list of `www`, `case`, `slash`, `index` for every host "
+        "(`-s ADAPTIVE_CANONICAL=www,slash` on the command line), or a dict from host (glob, `*`) to such a list "
+        "(see Canonical URLs). Off by default.",
     ),
     SettingSpec(
         "ADAPTIVE_FEEDS",

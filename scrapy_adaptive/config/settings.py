@@ -254,10 +254,18 @@ def unknown_settings(settings: Iterable[str]) -> list[str]:
     for name in sorted(n for n in settings if isinstance(n, str)):
         if not name.upper().startswith("ADAPTIVE_") or name in SPECS_BY_NAME:
             continue
-        # compared without the prefix they all share, which would make any
-        # ADAPTIVE_ name look close to some setting
-        suffixes = [known.removeprefix("ADAPTIVE_") for known in SPECS_BY_NAME]
-        matches = difflib.get_close_matches(name.upper().removeprefix("ADAPTIVE_"), suffixes, n=1)
-        hint = f"; did you mean ADAPTIVE_{matches[0]}?" if matches else "."
+        match = closest_name(name.upper(), SPECS_BY_NAME, "ADAPTIVE_")
+        hint = f"; did you mean {match}?" if match else "."
         warnings.append(f"{name} is not a scrapy-adaptive setting and is ignored{hint}")
     return warnings
+
+
+def closest_name(name: str, known: Iterable[str], prefix: str) -> str | None:
+    """The name of *known* closest to a misspelt *name*, or None.
+
+    Compared without the *prefix* they all share, which would make any
+    name under it look close to some known one.
+    """
+    suffixes = {k.removeprefix(prefix): k for k in known}
+    matches = difflib.get_close_matches(name.removeprefix(prefix), list(suffixes), n=1)
+    return suffixes[matches[0]] if matches else None

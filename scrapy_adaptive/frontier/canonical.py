@@ -43,8 +43,8 @@ INDEX_NAMES = frozenset(
 
 
 def _options(value: Any, where: str) -> frozenset[str]:
-    if isinstance(value, str):
-        value = [value]
+    if isinstance(value, str):  # "www,slash" as Scrapy's lists are written after -s (or spaces)
+        value = value.replace(",", " ").split()
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{where} ({value!r}) must be a list of option names ({', '.join(OPTIONS)}).")
     unknown = [v for v in value if v not in OPTIONS]

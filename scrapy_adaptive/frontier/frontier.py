@@ -390,18 +390,20 @@ class Frontier:
         except RecordError:
             return None
 
-    def records(self) -> Iterator[tuple[bytes, UrlRecord]]:
+    def records(self, on_unreadable: Callable[[bytes], None] | None = None) -> Iterator[tuple[bytes, UrlRecord]]:
         """Every readable record with its fingerprint, in key order: a
         uniform sample when cut short, as fingerprints are hashes.  For
         tools and reports (the crawl itself never scans).  Unreadable ones
-        are skipped; a damaged database gives what it still holds, then its
-        :class:`.StoreCorrupt`."""
+        are skipped, each fingerprint told to *on_unreadable* (an export
+        must say what it left out); a damaged database gives what it still
+        holds, then its :class:`.StoreCorrupt`."""
         store = self.store
         for fp, raw in getattr(store, "readable_records", store.records)():
             try:
                 yield fp, UrlRecord.from_bytes(raw)
             except RecordError:
-                continue
+                if on_unreadable is not None:
+                    on_unreadable(fp)
 
     def count_due(self, queue: str, by: float, *, limit: int) -> int:
         """How many URLs of *queue* are due by *by* (epoch seconds), counted

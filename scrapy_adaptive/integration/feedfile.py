@@ -110,12 +110,20 @@ class DurableFileFeedStorage(FileFeedStorage):
         return cls(uri, feed_options=feed_options, signals=crawler.signals, exporters=exporters)
 
     def open(self, spider: Spider) -> IO[bytes]:
-        if self.write_mode == "ab" and self.line_format:
-            drop_partial_line(self.path)
-        if self.line_kind == CSV:
-            self._header_once()
-        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-        self.file = GuardedFile(self.path, self.write_mode, self._write_failed)
+        try:
+            if self.write_mode == "ab" and self.line_format:
+                drop_partial_line(self.path)
+            if self.line_kind == CSV:
+                self._header_once()
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+            self.file = GuardedFile(self.path, self.write_mode, self._write_failed)
+        except OSError as exc:
+            # a folder of the feed's name, a path under a file, no room: said
+            # once like a failed write (the crawl stops, nothing is confirmed),
+            # not a traceback at every item while versions are counted
+            self._write_failed(exc)
+            self.file = GuardedFile(os.devnull, "wb", self._write_failed)
+            self.file.error = exc  # drops what the exporter writes
         if self.signals is not None:
             self.signals.send_catch_log(SINK_OPENED, sink=self)
         return self.file

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import meta
 from ..change.rules import build_digester
+from ..config.settings import closest_name
 from ..config.spec import UNCHANGED_MODES, ConfigError, clause
 from ..config.table import DEFAULTS
 from .spidermiddlewares.sitemaps import KINDS
@@ -60,6 +61,8 @@ CHECKS: dict[str, Callable[[Any], str | None]] = {
     meta.SIGNAL: _kind(lambda v: v in KINDS, " or ".join(f'"{k}"' for k in KINDS)),
 }
 _KEYS = frozenset(CHECKS)
+#: the public keys' prefix: a key under it that is not one of them is misspelt
+PREFIX = "adaptive_"
 
 
 class MetaCheck:
@@ -71,6 +74,9 @@ class MetaCheck:
 
     def __call__(self, request: Request) -> None:
         request_meta = request.meta
+        for key in request_meta:
+            if isinstance(key, str) and key.startswith(PREFIX) and key not in meta.PUBLIC:
+                self._unknown(key, request.url)
         if _KEYS.isdisjoint(request_meta):
             return
         for key in _KEYS.intersection(request_meta):
@@ -80,6 +86,21 @@ class MetaCheck:
             del request_meta[key]
             self.stats.inc_value("adaptive/meta/ignored")
             self._say(key, value, why, request.url)
+
+    def _unknown(self, key: str, url: str) -> None:
+        """A misspelt key (``adaptive_wait_polcy``) would be ignored without a
+        word, like a misspelt setting: said once per key, with the closest
+        one; left in the request, which may be the project's own."""
+        if (key, "") in self._said or len(self._said) >= SAID_MAX:
+            return
+        self._said.add((key, ""))
+        match = closest_name(key, meta.PUBLIC, PREFIX)
+        logger.warning(
+            "meta[%r] of %s is not a scrapy-adaptive meta key and means nothing to it%s Said once for this key.",
+            key,
+            url,
+            f"; did you mean {match!r}?" if match else ".",
+        )
 
     def _say(self, key: str, value: Any, why: str, url: str) -> None:
         label = repr(value)

@@ -66,6 +66,7 @@ from .components import REFUSAL_SETTING
 from .download_signals import DownloadSignals
 from .engine import EngineWaker, exit_with_error
 from .metacheck import MetaCheck
+from .once import OnceQueue
 from .politeness import QueueKeyer
 from .refused_start import Refusal, RefusingScheduler
 from .serialization import RequestNotStorable, request_from_data, request_to_data
@@ -119,6 +120,8 @@ class AdaptiveScheduler(BaseScheduler):
         )
         #: public meta values of the wrong kind are removed as requests enter
         self.check_meta = MetaCheck(stats)
+        #: requests the frontier cannot store, fetched once (scrapy fetch, parse, shell)
+        self.once = OnceQueue()
         self.waker = EngineWaker(crawler)
         #: at-least-once delivery of versions (None: ADAPTIVE_DELIVERY off)
         self.delivery = delivery
@@ -287,7 +290,7 @@ class AdaptiveScheduler(BaseScheduler):
         return None
 
     def has_pending_requests(self) -> bool:
-        return self.frontier is not None and self.frontier.has_pending()
+        return self.frontier is not None and (bool(self.once) or self.frontier.has_pending())
 
     # -- enqueue ----------------------------------------------------------------
 
@@ -338,9 +341,12 @@ class AdaptiveScheduler(BaseScheduler):
                 page_changed=float(page_changed) if type(page_changed) in (int, float) else None,
             )
         except RequestNotStorable as exc:
-            logger.error("%s; the request is dropped, the crawl goes on.", exc)
             self.stats.inc_value("adaptive/enqueued/refused")
-            return False
+            if not self.once.add(fp, request):
+                return False
+            logger.warning("%s; it is fetched this once, never revisited, and the crawl goes on.", exc)
+            self._arm_wake()
+            return True
         self.stats.inc_value(_ENQUEUED_STATS[result])
         if result is AddResult.NEW and self.capacity is not None:
             self.capacity.met(queue)  # a new host counts in the capacity budget from its first URL
@@ -380,6 +386,9 @@ class AdaptiveScheduler(BaseScheduler):
     def next_request(self) -> Request | None:
         if self.frontier is None or self._stopping:
             return None
+        once = self.once.take()  # not the frontier's: no record, no verdict
+        if once is not None:
+            return once
         try:
             while True:
                 out = self.frontier.next()

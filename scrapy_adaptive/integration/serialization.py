@@ -79,7 +79,9 @@ def _encode(value: Any, path: str) -> Any:
         if all(isinstance(k, str) and not k.startswith("$") for k in value):
             return {k: _encode(v, f"{path}[{k!r}]") for k, v in value.items()}
         return {"$d": [[_encode(k, f"{path} key"), _encode(v, f"{path}[{k!r}]")] for k, v in value.items()]}
-    raise RequestNotStorable(f"{path} holds a {type(value).__name__} ({value!r:.80}), which cannot be stored as JSON")
+    raise RequestNotStorable(
+        f"{path} holds {value!r:.80} (of type {type(value).__name__}), which cannot be stored as JSON"
+    )
 
 
 def _decode(value: Any) -> Any:
@@ -138,6 +140,23 @@ def _to_dict(request: Request, spider: Spider) -> dict[str, Any]:
     return data
 
 
+def _unnamed_method(request: Request, spider: Spider) -> str | None:
+    """Which of the request's callback and errback Scrapy cannot name, in
+    words (None: neither); Scrapy's own words name neither the key nor why."""
+    for key in ("callback", "errback"):
+        func = getattr(request, key)
+        if func is None or isinstance(func, str) or _method_name(spider, func) is not _SLOW:
+            continue
+        try:
+            Request(request.url, **{key: func}).to_dict(spider=spider)
+        except ValueError:
+            return (
+                f"request[{key!r}] ({getattr(func, '__qualname__', func)!s:.80}) is not a method of the spider, "
+                f"and a stored request names its {key} by the spider method's name"
+            )
+    return None
+
+
 def request_to_data(request: Request, spider: Spider, *, credentials: bool = False) -> dict[str, Any]:
     """A JSON-safe dict of *request*, without per-fetch meta.
 
@@ -148,7 +167,7 @@ def request_to_data(request: Request, spider: Spider, *, credentials: bool = Fal
     try:
         data = _to_dict(request, spider)
     except ValueError as exc:  # e.g. a lambda or a function from another object
-        raise RequestNotStorable(f"{request!r} cannot be stored: {exc}") from None
+        raise RequestNotStorable(f"{request!r} cannot be stored: {_unnamed_method(request, spider) or exc}") from None
     meta = data.get("meta") or {}
     fetch = meta.get(meta_keys.FETCH)
     if isinstance(fetch, FetchResult) and fetch.validators_sent:

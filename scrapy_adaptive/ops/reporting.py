@@ -81,6 +81,8 @@ class Reporter:
         #: the crawl is stopping for a state fault it has said already (a full
         #: disk): what cannot be written now is that fault again, not news
         self.after_fault = False
+        #: report files that could not be written, said once each (until written again)
+        self._unwritable: set[str] = set()
 
     def _unsaved(self, message: str, *args: Any) -> None:
         """A report or series that could not be written: a warning, or a
@@ -97,7 +99,14 @@ class Reporter:
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.unlink(path + ".tmp")
-            self._unsaved("Cannot write %s: %s", path, exc)
+            # tried again at every summary of a crawl that runs for months: said once
+            if path not in self._unwritable:
+                self._unwritable.add(path)
+                self._unsaved("Cannot write %s: %s (tried again at each summary, said once)", path, exc)
+            return
+        if path in self._unwritable:
+            self._unwritable.discard(path)
+            logger.info("Wrote %s again.", path)
 
     def due(self) -> bool:
         """True when a summary is due."""

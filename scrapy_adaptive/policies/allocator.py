@@ -30,6 +30,11 @@ from .rate_histogram import cells_rate, log_bracket, solve_ratio
 #: revisits an unconfigured budget window holds (3 days at 240 revisits a day)
 WINDOW_REVISITS = 720.0
 
+#: the shortest wait the allocator plans with: ``ADAPTIVE_WAIT_MIN = 0``
+#: (revisit as soon as politeness allows) still needs a finite fastest
+#: fetch rate for the solve in ln r; a millisecond is no bound in practice
+SHORTEST_WAIT = 0.001
+
 
 class RateAllocator:
     """Turns estimated rates into waits under a fetch budget.
@@ -75,7 +80,7 @@ class RateAllocator:
         self.min_wait = min_wait
         self.max_wait = max_wait
         self.min_fetch_rate = 1.0 / max_wait
-        self.max_fetch_rate = 1.0 / min_wait
+        self.max_fetch_rate = 1.0 / max(min_wait, SHORTEST_WAIT)
         self.bins_per_octave = bins_per_octave
         self.solve_every = solve_every
         #: the configured window; None: :data:`WINDOW_REVISITS` at the budget (:attr:`control_window`)

@@ -25,6 +25,7 @@ from typing import Any
 from ..config.matching import MATCH_KEYS, Matcher, check_entries
 from ..config.settings import AdaptiveConfig
 from ..config.spec import ConfigError, clause
+from ..config.table import SPECS_BY_NAME
 from ..frontier.hints import Hint
 from ..model import SIGNAL_UNREADABLE, Outcome, Plan, Visit
 from .base import PARAM_KEYS, WaitParams, WaitPolicy
@@ -67,6 +68,8 @@ def load_policy_class(path: str, where: str) -> type[WaitPolicy]:
         cls = load_class_path(path)
     except (ImportError, NameError, ValueError, AttributeError) as exc:
         raise ConfigError(f"{where} ({path!r}) cannot be imported: {exc}") from None
+    except Exception as exc:  # the project's module itself fails (a SyntaxError, a KeyError at import)
+        raise ConfigError(f"{where} ({path!r}) cannot be imported: {type(exc).__name__}: {exc}") from None
     if not (isinstance(cls, type) and issubclass(cls, WaitPolicy)) or cls is PolicyStack:
         raise ConfigError(f"{where} ({path!r}) must name a WaitPolicy subclass.")
     if inspect.isabstract(cls):
@@ -77,12 +80,13 @@ def load_policy_class(path: str, where: str) -> type[WaitPolicy]:
 def build_policy(cls: type[WaitPolicy], params: WaitParams, where: str) -> WaitPolicy:
     """``cls.from_params(params)``, a :class:`ConfigError` naming *where* if
     the class cannot be built (a subclass whose ``__init__`` wants more than
-    ``from_params`` gives it): refused at start-up, not a traceback."""
+    ``from_params`` gives it, or raises whatever else): refused at start-up,
+    not a traceback."""
     try:
         return cls.from_params(params)
     except ConfigError:
         raise
-    except (TypeError, ValueError) as exc:
+    except Exception as exc:
         raise ConfigError(
             f"{where} ({class_path(cls)!r}) cannot be built from its wait settings: {type(exc).__name__}: {exc}"
         ) from None
@@ -182,7 +186,12 @@ class PolicyStack(WaitPolicy):
         params.check("ADAPTIVE_WAIT_*")
         raw = config.wait_policies
         if raw is None:
-            raw = [{"content_type": ct, "initial": params.initial * factor} for ct, factor in DEFAULT_STACK]
+            # held to the setting's own limit: a long ADAPTIVE_WAIT_INITIAL the
+            # table allows is not refused under the name of an entry nobody wrote
+            longest = SPECS_BY_NAME["ADAPTIVE_WAIT_INITIAL"].at_most or params.initial
+            raw = [
+                {"content_type": ct, "initial": min(params.initial * factor, longest)} for ct, factor in DEFAULT_STACK
+            ]
         # the catch-all first: what the policies of a stack share for the
         # whole crawl (the rate allocator, with its bounds) is made by the
         # first one built, and must not be made from an entry's numbers
@@ -232,11 +241,13 @@ class PolicyStack(WaitPolicy):
         if policy is not None:
             self._overrides.move_to_end(key)
         else:
+            # every refusal names the request's URL, as the other meta keys' do
+            where = f"meta['adaptive_wait_policy'] of {url}" if url else "meta['adaptive_wait_policy']"
             try:
                 unknown = sorted(set(overrides) - set(PARAM_KEYS) - {"policy"})
                 if unknown:
                     raise ConfigError(
-                        f"meta['adaptive_wait_policy'] of {url}: unknown key(s) {', '.join(map(repr, unknown))}; "
+                        f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; "
                         f"use 'policy' and {', '.join(map(repr, PARAM_KEYS))}"
                     )
                 cls = self.cls
@@ -248,7 +259,6 @@ class PolicyStack(WaitPolicy):
                         self._keep(key, self)
                         return self
                     cls = found
-                where = "meta['adaptive_wait_policy']"
                 policy = Scheduled(build_policy(cls, self.params.updated(overrides, where), where), self.schedules)
             except ConfigError as exc:
                 logger.error("%s; using the configured policies instead.", clause(exc))

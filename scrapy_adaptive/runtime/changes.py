@@ -88,9 +88,10 @@ class ChangesFeed:
         self.format = feed_format(path)
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
-            raise ConfigError(f"ADAPTIVE_CHANGES_FEED ({path!r}): the folder {folder} does not exist.")
-        drop_partial_line(path)  # a kill mid-write: the events in it are still in the outbox
+            missing = "is not a folder" if os.path.exists(folder) else "does not exist"
+            raise ConfigError(f"ADAPTIVE_CHANGES_FEED ({path!r}): the folder {folder} {missing}.")
         try:
+            drop_partial_line(path)  # a kill mid-write: the events in it are still in the outbox
             self._file = open(path, "ab")  # noqa: SIM115 - held open for the crawl, closed by close()
         except OSError as exc:
             raise ConfigError(f"ADAPTIVE_CHANGES_FEED ({path!r}) cannot be opened for writing: {exc}.") from None

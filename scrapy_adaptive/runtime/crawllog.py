@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import time
 
 from ..config.matching import media_type
@@ -49,6 +50,21 @@ def duration_text(seconds: float | None) -> str:
     return f"{hours // 24}d{hours % 24}h"
 
 
+#: whitespace would split a column (a URL Scrapy let through with a space,
+#: an error message with a newline): never written raw
+_WHITESPACE = re.compile(r"\s")
+
+
+def _url_column(url: str) -> str:
+    """*url* as one column: its whitespace percent-encoded, as a URL may carry it."""
+    return _WHITESPACE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode("utf-8")), url)
+
+
+def _word(text: str) -> str:
+    """*text* as one word of a column: whitespace becomes ``_``."""
+    return _WHITESPACE.sub("_", text)
+
+
 @functools.lru_cache(maxsize=4)
 def _second_stamp(second: int) -> str:
     """The UTC stamp of one whole second (a crawl logs many lines a second)."""
@@ -70,14 +86,14 @@ def format_line(record: UrlRecord, visit: Visit, now: float) -> str:
     # the fetch's duration as the frontier measured it, if the verdict had none
     duration = record.duration if visit.duration is None and record.outcome == "visited" else visit.duration
     if record.outcome != "visited" and visit.reason:
-        annotations.append(visit.reason.replace(" ", "_")[:120])
+        annotations.append(_word(visit.reason)[:120])
     return " ".join(
         [
             stamp,
             str(visit.status) if visit.status is not None else "-",
             str(visit.size) if visit.size is not None else "-",
-            record.url,
-            media_type(visit.content_type) or "-",
+            _url_column(record.url),
+            _word(media_type(visit.content_type)) or "-",
             visit.digest or "-",
             duration_text(duration),
             ",".join(notes),

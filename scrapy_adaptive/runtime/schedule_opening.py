@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import zlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..config.spec import ConfigError, clause, counted
 from ..frontier.bring_forward import bring_forward
@@ -75,9 +75,25 @@ class OpenSchedules:
         self.opened: set[str] = set()
         schedules.restore_forced(forced_counts(frontier))
         self._saved = dict(schedules.forced)
+        #: the state folder's schedules cannot be read (said once: by the
+        #: assembly when it loaded them, or here if they became so since)
+        self._unreadable = False
         #: the names of the state folder's schedules this worker applies
-        self.stored = {e["name"] for e in stored_entries(frontier)}
+        self.stored = set(self._entries(said=True))
         self._ticks = 0
+
+    def _entries(self, *, said: bool = False) -> dict[str, dict[str, Any]]:
+        """The state folder's schedules by name; none while they cannot be
+        read (they are left for a repair, the crawl goes on)."""
+        try:
+            entries = {e["name"]: e for e in stored_entries(self.frontier)}
+        except ValueError as exc:
+            if not (said or self._unreadable):
+                logger.error("%s; the schedules kept in the state folder are not applied.", clause(exc))
+            self._unreadable = True
+            return {}
+        self._unreadable = False
+        return entries
 
     def run(self) -> None:
         self._ticks += 1
@@ -113,7 +129,9 @@ class OpenSchedules:
         crawl it asked; in a fleet sharing one store the other workers see
         the change here, within :data:`SYNC_TICKS` seconds.
         """
-        entries = {e["name"]: e for e in stored_entries(self.frontier)}
+        entries = self._entries()
+        if self._unreadable:  # keep what is applied until they can be read again
+            return
         for name in self.stored - entries.keys():
             self.schedules.remove(name)
         for name, entry in entries.items():

@@ -27,6 +27,11 @@ class StateDir:
     source: str = "ADAPTIVE_STATE_DIR"
 
     @property
+    def setting(self) -> str:
+        """The setting that gave the folder: what a message tells the user to change."""
+        return self.source.split()[0]
+
+    @property
     def database(self) -> str:
         return os.path.join(self.path, DATABASE)
 

@@ -154,7 +154,7 @@ def _claim_folder(state: StateDir) -> None:
     existing one is open to others."""
     if state.source.startswith("JOBDIR"):
         make_jobdir(os.path.dirname(state.path))
-    _make_folder(state.path, f"The state folder {state.path} ({state.source})", state.source.split()[0])
+    _make_folder(state.path, f"The state folder {state.path} ({state.source})", state.setting)
     try:
         mode = os.stat(state.path).st_mode & 0o777
     except OSError as exc:
@@ -292,7 +292,7 @@ def _first_marker(state: StateDir, expected: dict) -> dict:
     if leftovers and not _half_made(state, leftovers):
         raise StateDirError(
             f"{state.path} is not a scrapy-adaptive state folder (it holds {', '.join(sorted(leftovers)[:5])} "
-            f"but no {MARKER}). Refusing to write into it: choose an empty or new ADAPTIVE_STATE_DIR."
+            f"but no {MARKER}). Refusing to write into it: choose an empty or new {state.setting}."
         )
     data = {**expected, "created": utc_now(), CREATING: True}
     try:

@@ -60,3 +60,30 @@ def test_the_demo_crawl_revisits_pages_and_obeys_robots(tmp_path: Path) -> None:
     assert len(revisited) >= 3, per_url
     assert "/private/secret.html" in log and "Forbidden by robots.txt" in log
     assert re.search(r"Disregarded http://127\.0\.0\.1:\d+/private/secret\.html", log)
+
+
+def test_scrapys_one_off_commands_work_in_the_project_with_the_add_on() -> None:
+    """``scrapy fetch`` printed nothing and ``scrapy shell URL`` waited for
+    ever: their callbacks are their own functions, which the frontier cannot
+    store, and such a request was dropped; it is now fetched once."""
+    env = {k: v for k, v in os.environ.items() if k not in ("SCRAPY_SETTINGS_MODULE", "SCRAPY_PROJECT")}
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1"
+    with DemoSiteProcess(speed=10.0) as site:
+        fetched = subprocess.run(
+            [sys.executable, "-m", "scrapy", "fetch", "--nolog", site.url],
+            cwd=SAMPLE,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        shell = subprocess.run(
+            [sys.executable, "-m", "scrapy", "shell", "--nolog", site.url, "-c", "response.status"],
+            cwd=SAMPLE,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert fetched.returncode == 0 and "<html" in fetched.stdout.lower(), fetched.stderr[-2000:]
+    assert shell.returncode == 0 and shell.stdout.strip() == "200", shell.stderr[-2000:]

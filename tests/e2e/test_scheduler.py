@@ -227,6 +227,8 @@ def test_an_unstorable_request_is_refused_by_name_and_the_crawl_goes_on(
     assert f"<GET {bad}> cannot be stored" in result.log
     assert result.stats["adaptive/enqueued/refused"] == 1
     assert len(fetch_times(server.log(), "/page/ser-ok")) >= 2
+    # not lost: fetched this once, outside the frontier, and never again
+    assert len(fetch_times(server.log(), "/page/ser-lambda")) == 1
 
 
 def test_a_second_crawl_on_the_same_state_folder_stops_at_start_up(

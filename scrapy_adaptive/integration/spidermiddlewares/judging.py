@@ -19,7 +19,7 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from ... import meta
 from ...change.digest import Digester, payload_digest
-from ...change.freshness import FUTURE_LAST_MODIFIED, freshness, future_last_modified
+from ...change.freshness import freshness, last_modified_problem
 from ...dates import parse_http_date, parse_time
 from ...model import NOT_CONTENT, ChangeState, FetchResult, Outcome, Visit
 
@@ -89,8 +89,8 @@ def base_visit(response: Response, now: float | None = None) -> Visit:
     date = header(response, "Date")
     fresh = freshness(joined_header(response, "Cache-Control"), header(response, "Expires"), date, arrived)
     problems = list(fresh.problems)
-    if future_last_modified(last_modified, date, arrived):
-        problems.append(FUTURE_LAST_MODIFIED)
+    if lm_problem := last_modified_problem(last_modified, date, arrived):
+        problems.append(lm_problem)
     return Visit(
         Outcome.VISITED,
         status=response.status,

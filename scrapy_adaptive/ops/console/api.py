@@ -30,6 +30,7 @@ from ...frontier import Frontier, UrlRecord
 from ...humanize import human, when
 from ...policies import memory
 from ...policies.estimator import CHANGED, EXACT
+from ...store.base import StoreCorrupt
 from ..progress import Progress
 from .changes_command import DEFAULT_LIMIT, URL_EVENTS, event_words, find_changes, kinds_of, limit_of, url_pattern
 from .hinttrack import pending_hint, track_record, url_words
@@ -121,14 +122,17 @@ class FrontierConsole:
 
     # -- reading ---------------------------------------------------------
 
-    def find(self, url: str) -> list[tuple[str, bytes]]:
-        """The ``(queue, fp)`` of *url*: by its identity if known, else a scan."""
+    def find(self, url: str, unreadable: list[bytes] | None = None) -> list[tuple[str, bytes]]:
+        """The ``(queue, fp)`` of *url*: by its identity if known, else a
+        scan (which adds the fingerprints of the records it cannot read to
+        *unreadable*)."""
         if self.identity is not None:
             queue, fp = self.identity(url)
             record = self.frontier.get_record(queue, fp)
             if record is not None and record.url == url:
                 return [(queue, fp)]
-        return [(record.queue, fp) for fp, record in self.frontier.records() if record.url == url]
+        skipped = unreadable.append if unreadable is not None else None
+        return [(record.queue, fp) for fp, record in self.frontier.records(skipped) if record.url == url]
 
     def report(self) -> dict[str, Any]:
         frontier = self.frontier
@@ -247,8 +251,11 @@ class FrontierConsole:
 
     def url(self, url: str) -> dict[str, Any] | None:
         """The record of *url* and its visit history in words (None: unknown)."""
-        fps = self.find(url)
+        unreadable: list[bytes] = []
+        fps = self.find(url, unreadable)
         if not fps:
+            if unreadable:  # it may be one of them: not "not in the frontier"
+                raise StoreCorrupt(unreadable_records(unreadable, "this URL is not among the others, it may be one"))
             return None
         queue, fp = fps[0]
         record = self.frontier.get_record(queue, fp)
@@ -292,8 +299,11 @@ class FrontierConsole:
     def export(self) -> Iterator[dict[str, Any]]:
         """Every readable record, one dict each (``export --format jsonl``)."""
         sources = track_record(self.frontier.hint_report())["by_host"]
-        for fp, record in self.frontier.records():
+        unreadable: list[bytes] = []
+        for fp, record in self.frontier.records(unreadable.append):
             yield record_dict(fp, record, sources)
+        if unreadable:  # said after what could be read, as for a damaged table
+            raise StoreCorrupt(unreadable_records(unreadable, "they are not in the export"))
 
     def seed(self, urls: list[str]) -> list[dict[str, Any]]:
         """Hands *urls* to the seeder, all or none: one that is not an http(s)
@@ -324,6 +334,19 @@ class FrontierConsole:
                 yield {"record": data}
         else:
             raise ValueError(f"unknown op {op!r}")
+
+
+def unreadable_records(fps: Sequence[bytes], what: str) -> str:
+    """The one line for records a scan could not read, naming them by
+    fingerprint, what it means for the answer (*what*), and what the crawl
+    does with them."""
+    named = ", ".join(fp.hex() for fp in fps[:5]) + (", ..." if len(fps) > 5 else "")
+    return (
+        f"{counted(len(fps), 'record')} of the frontier cannot be read (garbled bytes; "
+        f"{plural(len(fps), 'fingerprint')} {named}): "
+        f"{what}. The crawl moves each aside (key x/<fingerprint>, its bytes kept) when its queue reaches it "
+        "and goes on; a URL found again starts a new record."
+    )
 
 
 def policy_in_words(policy: dict[str, Any]) -> list[str]:

@@ -9,6 +9,7 @@ is one message from this command alone.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
@@ -53,7 +54,8 @@ class Command(ScrapyCommand):
         parser.add_argument("--html", metavar="FILE", help="report: also write the HTML report to FILE")
         parser.add_argument("--json", action="store_true", help="report, url, changes: print JSON instead of text")
         parser.add_argument("--regex", metavar="R", help="forget: every URL this regular expression matches")
-        parser.add_argument("--format", default="jsonl", choices=["jsonl"], help="export: the format (jsonl)")
+        # checked by the console (one line, exit code 2), not by argparse's usage block
+        parser.add_argument("--format", default="jsonl", help="export: the format (jsonl)")
         parser.add_argument("--output", "-O", metavar="FILE", help="export: write to FILE instead of stdout")
         changes = parser.add_argument_group("changes")
         changes.add_argument("--since", metavar="T", help="changes: those of the last T (90s, 15m, 1h, 2d)")
@@ -76,7 +78,8 @@ class Command(ScrapyCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if not args or args[0] not in ACTIONS:
-            print(f"Usage: scrapy frontier {self.syntax()}")
+            said = f"unknown action {args[0]!r}" if args else "no action given"
+            print(f"scrapy frontier: {said}; usage: scrapy frontier {self.syntax()}", file=sys.stderr)
             self.exitcode = 2
             return
         try:

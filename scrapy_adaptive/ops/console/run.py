@@ -250,6 +250,11 @@ def build_request(action: str, args: list[str], opts: argparse.Namespace) -> dic
 
 
 def _request(action: str, args: list[str], opts: argparse.Namespace) -> dict[str, Any]:
+    # Scrapy hands on the options it does not know among the arguments:
+    # a misspelt one would otherwise be taken for a URL, or ignored
+    unknown = [arg for arg in args if arg.startswith("-")]
+    if unknown:
+        raise ConsoleError(f"unknown option {unknown[0]!r}: scrapy frontier -h lists them")
     if action == "changes":
         if args:
             raise ConsoleError(f"changes takes options, not {args[0]!r}: scrapy frontier changes [--since T] ...")
@@ -273,6 +278,10 @@ def _request(action: str, args: list[str], opts: argparse.Namespace) -> dict[str
         return {"op": "forget", "urls": args, "regex": opts.regex}
     if action == "schedule":
         return schedule_request(opts)
+    if args:  # report, export
+        raise ConsoleError(f"{action} takes options, not {args[0]!r}")
+    if action == "export" and getattr(opts, "format", "jsonl") != "jsonl":
+        raise ConsoleError(f"--format {opts.format!r} is not a format export writes: use jsonl")
     return {"op": action}
 
 
@@ -291,7 +300,11 @@ def _output_file(path: str) -> Iterator[Any]:
     damaged database, a crawl starting) leaves an earlier export there, the
     backup it may be, and what it wrote, if anything, in ``path.partial``."""
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8", opener=private_opener) as out:
+    try:
+        file = open(tmp, "w", encoding="utf-8", opener=private_opener)  # noqa: SIM115 - closed below
+    except OSError as exc:  # said of the file asked for, not of the temporary one beside it
+        raise OSError(f"{path} cannot be written ({exc.strerror or exc})") from None
+    with file as out:
         try:
             yield out
         except BaseException:
@@ -301,7 +314,15 @@ def _output_file(path: str) -> Iterator[Any]:
             else:
                 os.unlink(tmp)
             raise
-    os.replace(tmp, path)
+    try:
+        os.replace(tmp, path)
+    except OSError as exc:  # a folder of that name: the export is kept beside it, and said where
+        kept = path + PARTIAL
+        try:
+            os.replace(tmp, kept)
+        except OSError:
+            kept = tmp
+        raise OSError(f"{path} cannot be replaced ({exc.strerror or exc}); the whole export is in {kept}") from None
 
 
 def show(

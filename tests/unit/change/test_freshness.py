@@ -17,6 +17,7 @@ from scrapy_adaptive.change.freshness import (
     cache_control_max_age,
     freshness,
     future_last_modified,
+    last_modified_problem,
 )
 from tests.hypo import examples
 
@@ -99,6 +100,21 @@ def test_a_last_modified_after_the_date_is_in_the_future() -> None:
     assert not future_last_modified(http(NOW - 3600), http(NOW), NOW)
     assert not future_last_modified("not a date", http(NOW), NOW)
     assert not future_last_modified(None, http(NOW), NOW)
+
+
+@pytest.mark.parametrize(
+    ("last_modified", "problem"),
+    [
+        ("yesterday-ish", "badLastModified"),
+        ("Mon, 32 Foo 2020 25:61:61 GMT", "badLastModified"),
+        (http(NOW + 3600), "futureLastModified"),
+        (http(NOW - 3600), None),
+        (None, None),
+        ("", None),
+    ],
+)
+def test_a_last_modified_that_is_not_a_date_or_in_the_future_is_named(last_modified: str | None, problem: str) -> None:
+    assert last_modified_problem(last_modified, http(NOW), NOW) == problem
 
 
 def test_max_age_reading_says_what_it_found() -> None:

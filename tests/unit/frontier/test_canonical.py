@@ -61,6 +61,15 @@ def test_a_bad_setting_is_one_message_naming_it(value: object, message: str) -> 
         Canonical.from_setting(value)
 
 
+@pytest.mark.parametrize("given", ["www,slash", "www, slash", "www slash"])
+def test_a_list_written_on_the_command_line_is_read_as_scrapy_lists_are(given: str) -> None:
+    """``-s ADAPTIVE_CANONICAL=www,slash`` was refused as the one unknown
+    option 'www,slash'; a wrong name in it is still named alone."""
+    assert Canonical.from_setting(given) == Canonical.from_setting(["www", "slash"])
+    with pytest.raises(ConfigError, match=r"unknown option\(s\) 'bogus'; use"):
+        Canonical.from_setting(given + ",bogus")
+
+
 paths = st.lists(st.text("abcXYZ-", min_size=1, max_size=5), max_size=4).map("/".join)
 
 

@@ -39,6 +39,10 @@ def test_broken_headers_are_named_and_ignored() -> None:
     assert visit.freshness is None
     assert visit.annotations == ["badCacheControl", "badExpires", "futureLastModified"]
     assert visit.last_modified == headers["Last-Modified"]  # still a validator for conditional requests
+    # one that is not a date at all gives no age either, and is named like a bad Expires
+    unreadable = base_visit(response({**headers, "Last-Modified": "yesterday-ish"}), NOW)
+    assert unreadable.annotations == ["badCacheControl", "badExpires", "badLastModified"]
+    assert base_visit(response({"Date": headers["Date"]}), NOW).annotations == []
 
 
 def test_the_sitemap_date_on_the_request_is_the_claimed_modification() -> None:

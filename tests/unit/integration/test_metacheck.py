@@ -78,3 +78,20 @@ def test_a_digest_rule_that_does_not_build_is_named_with_why(caplog: pytest.LogC
         c(Request("http://example.com/", meta={meta.DIGEST_RULE: {"rule": "regex", "patterns": ["("]}}))
     [record] = caplog.records
     assert "but pattern '(' is not a valid regular expression" in record.getMessage()
+
+
+def test_a_misspelt_key_is_said_once_with_the_closest_one_and_left_alone(caplog: pytest.LogCaptureFixture) -> None:
+    """``adaptive_wait_polcy`` meant nothing and said nothing: the request
+    crawled with the settings' waits and nobody knew why."""
+    c = check()
+    with caplog.at_level(logging.WARNING, logger="scrapy_adaptive.integration.metacheck"):
+        for n in range(3):
+            c(Request(f"http://example.com/{n}", meta={"adaptive_wait_polcy": {"min": 60}, "adaptive_xyzzy": 1}))
+        c(Request("http://example.com/ok", meta={meta.WAIT_POLICY: {"min": 60}, meta.RECORD: {}, "mine": 1}))
+    messages = sorted(r.getMessage() for r in caplog.records)
+    assert len(messages) == 2, messages
+    assert messages[0].startswith("meta['adaptive_wait_polcy'] of http://example.com/0 is not a scrapy-adaptive")
+    assert "did you mean 'adaptive_wait_policy'?" in messages[0]
+    assert messages[1].startswith("meta['adaptive_xyzzy'] of http://example.com/0")
+    assert "did you mean" not in messages[1]
+    assert c.stats.get_value("adaptive/meta/ignored") is None

@@ -366,3 +366,23 @@ def test_the_start_up_line_says_whether_the_crawl_is_new_resumed_or_resumed_afte
     assert "every verdict it recorded is kept, and the URLs it was fetching are due again" in line
     assert len(drain(killed)) == 2  # and they are: one per host (valence 1)
     killed.close("shutdown")
+
+
+@in_loop
+def test_a_request_that_cannot_be_stored_is_fetched_once_outside_the_frontier(tmp_path: Path) -> None:
+    """Dropped, its URL was lost, and ``scrapy fetch``/``parse``/``shell``
+    (whose callbacks are their own functions) did nothing or hung."""
+    scheduler = build(tmp_path)
+    scheduler.open(Pages())
+    one_off = Request("http://a.example/once", callback=lambda response: None)
+    assert scheduler.enqueue_request(one_off) and scheduler.has_pending_requests()
+    assert scheduler.next_request() is one_off and meta.FP not in one_off.meta  # not the frontier's
+    assert not scheduler.has_pending_requests()
+    assert scheduler.verdicts.commit(one_off, visited()) is None  # type: ignore[union-attr]
+    # once per URL, unless the request asks for it again (the shell's do)
+    assert not scheduler.enqueue_request(Request("http://a.example/once", callback=lambda response: None))
+    again = Request("http://a.example/once", callback=lambda response: None, dont_filter=True)
+    assert scheduler.enqueue_request(again) and drain(scheduler) == [again]
+    assert scheduler.frontier is not None and scheduler.frontier.counts().urls == 0
+    assert scheduler.stats.get_value("adaptive/enqueued/refused") == 3
+    scheduler.close("finished")

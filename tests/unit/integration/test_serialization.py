@@ -100,15 +100,28 @@ def test_our_conditional_headers_are_not_stored_with_a_redirect_target() -> None
 
 
 def test_a_lambda_callback_is_refused_with_the_request_named() -> None:
-    with pytest.raises(RequestNotStorable, match=r"<GET http://example.com/l> cannot be stored"):
+    with pytest.raises(RequestNotStorable, match=r"<GET http://example.com/l> cannot be stored") as info:
         request_to_data(Request("http://example.com/l", callback=lambda r: None), MySpider())
+    # the key and why, not Scrapy's "Function <function <lambda> at 0x...> is not an instance method in: <...>"
+    assert (
+        "request['callback'] (test_a_lambda_callback_is_refused_with_the_request_named.<locals>.<lambda>) is not a "
+        "method of the spider" in str(info.value)
+    )
+
+    def elsewhere(failure: object) -> None:
+        pass
+
+    spider = MySpider()
+    with pytest.raises(RequestNotStorable, match=r"request\['errback'\] \(.*elsewhere\) is not a method of the spider"):
+        request_to_data(Request("http://example.com/e", callback=spider.parse, errback=elsewhere), spider)
 
 
 def test_an_unserializable_meta_value_is_refused_with_the_key_named() -> None:
     request = Request("http://example.com/m", meta={"ok": 1, "handle": object()})
     with pytest.raises(RequestNotStorable) as info:
         request_to_data(request, MySpider())
-    assert "request['meta']['handle'] holds a object" in str(info.value)
+    said = str(info.value)
+    assert "request['meta']['handle'] holds <object object at " in said and "(of type object)" in said
     assert "http://example.com/m" in str(info.value)
 
 

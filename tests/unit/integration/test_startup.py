@@ -7,8 +7,13 @@ from pathlib import Path
 
 import pytest
 from queuelib.queue import FifoDiskQueue, LifoDiskQueue
+from scrapy import Spider
+from scrapy.settings import Settings
+from scrapy.utils.test import get_crawler
 
-from scrapy_adaptive.integration.startup import note_scrapy_queue, scrapy_queue_size
+from scrapy_adaptive.config.spec import ConfigError, Kind, SettingSpec
+from scrapy_adaptive.config.table import SETTING_SPECS
+from scrapy_adaptive.integration.startup import checked_settings, note_scrapy_queue, scrapy_queue_size
 
 
 def fill(queue: LifoDiskQueue | FifoDiskQueue, n: int) -> None:
@@ -133,3 +138,49 @@ def test_components_listed_by_hand_or_subclassed_satisfy_the_scheduler_and_a_mis
     with_addon = Settings()
     Addon().update_settings(with_addon)
     require_components(with_addon, AdaptiveConfig.from_settings(with_addon))
+
+
+def _edges(spec: SettingSpec) -> list[float]:
+    """The values at the ends of what *spec* allows."""
+    edges = [bound for bound in (spec.at_least, spec.at_most) if bound is not None]
+    if spec.above is not None:
+        edges.append(spec.above + 1e-6)
+    if spec.below is not None:
+        edges.append(spec.below - 1e-6)
+    return [int(edge) if spec.kind is Kind.INTEGER else edge for edge in edges]
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        (spec.name, edge)
+        for spec in SETTING_SPECS
+        if spec.kind in (Kind.NUMBER, Kind.INTEGER, Kind.SECONDS)
+        for edge in _edges(spec)
+    ],
+)
+def test_every_number_at_the_edge_of_its_range_starts_the_crawl_or_is_refused_in_one_line(
+    name: str, value: float
+) -> None:
+    """A value the table allows builds the policies; one a combination
+    forbids (ADAPTIVE_WAIT_MIN above the default ADAPTIVE_WAIT_MAX) is a
+    :class:`ConfigError`: never another exception, which Scrapy shows as a
+    wall of tracebacks (``ADAPTIVE_WAIT_MIN = 0`` divided by zero)."""
+    crawler = get_crawler(Spider, {"ADDONS": {"scrapy_adaptive.Addon": 0}, name: value})
+    try:
+        checked_settings(crawler)
+    except ConfigError as exc:
+        assert name in str(exc) and "\n" not in str(exc)
+
+
+@pytest.mark.parametrize("spec", SETTING_SPECS, ids=lambda spec: spec.name)
+def test_the_add_on_takes_a_value_of_any_type_and_leaves_the_refusal_to_the_scheduler(spec: SettingSpec) -> None:
+    """The add-on reads a few settings before anything is checked (Scrapy
+    runs it while the crawler is made): a value of the wrong type there
+    must not escape as a traceback (``ADAPTIVE_CHANGES_AS_ITEMS = [1]``
+    raised TypeError), it is refused by name by :func:`checked_settings`."""
+    from scrapy_adaptive.addon import Addon
+
+    for junk in ([1], {"a": 1}, object(), 2.5, "junk"):
+        settings = Settings({spec.name: junk})
+        Addon().update_settings(settings)

@@ -122,6 +122,28 @@ def test_report_url_export_and_forget_by_regex(any_store: Store) -> None:
     assert [r["url"] for r in console.export()] == ["http://h/c.png"]
 
 
+def test_an_export_and_a_url_not_found_say_which_records_could_not_be_read(any_store: Store) -> None:
+    """A garbled record was left out of an export without a word (exit code
+    0, a backup short of a URL), and its URL was "not in the frontier":
+    each now ends in one line naming the fingerprints, after what was read."""
+    from scrapy_adaptive.store.base import Batch, StoreCorrupt
+
+    clock = Clock()
+    f = crawled(any_store, clock)
+    garbled = fp("http://h/b.html")
+    any_store.write(Batch(records={("h", garbled): b"\xff\xfe{garbage"}))
+    console = FrontierConsole(f)
+    exported: list[str] = []
+    with pytest.raises(StoreCorrupt, match=rf"1 record of the frontier cannot be read .*fingerprint {garbled.hex()}\)"):
+        for row in console.export():
+            exported.append(row["url"])
+    assert sorted(exported) == ["http://h/a.html", "http://h/c.png"]
+    with pytest.raises(StoreCorrupt, match="this URL is not among the others, it may be one"):
+        console.url("http://h/b.html")
+    answer = console.url("http://h/a.html")
+    assert answer is not None and answer["record"]["url"] == "http://h/a.html"
+
+
 def test_answer_speaks_the_control_protocol(tmp_path: Path) -> None:
     f = crawled(MemoryStore(), Clock())
     console = FrontierConsole(f, seeder=file_seeder(str(tmp_path)))
@@ -201,6 +223,26 @@ def summarising(tmp_path: Path, *, interval: float, console: bool = False) -> tu
             clock=clock,
         ),
     )
+
+
+def test_a_report_file_that_cannot_be_written_is_said_once_until_it_is_written_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``report.html`` a folder (or a full disk): a warning at every summary,
+    every minute for the months a crawl runs."""
+    _, _, reporter = summarising(tmp_path, interval=10.0, console=True)
+    (tmp_path / "report.html").mkdir()
+    with caplog.at_level(logging.INFO, logger="scrapy_adaptive.ops.reporting"):
+        for _ in range(3):
+            reporter.html()
+        said = [r.getMessage() for r in caplog.records]
+        assert len(said) == 1 and said[0].startswith(f"Cannot write {tmp_path / 'report.html'}: "), said
+        assert said[0].endswith("(tried again at each summary, said once)")
+        (tmp_path / "report.html").rmdir()
+        reporter.html()
+        reporter.html()
+    assert [r.getMessage() for r in caplog.records][1:] == [f"Wrote {tmp_path / 'report.html'} again."]
+    assert (tmp_path / "report.html").read_text().startswith("<!DOCTYPE html>")
 
 
 def test_the_summary_says_too_short_to_rate_after_a_restart(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -529,3 +571,84 @@ def test_a_jobdir_that_is_a_file_is_no_state_folder_not_a_corrupt_marker(
     assert out == "" and err.count("\n") == 1, err
     assert "is not a scrapy-adaptive state folder" in err and "corrupt" not in err, err
     assert (tmp_path / "job").read_text() == "a regular file\n"
+
+
+@pytest.mark.parametrize(
+    ("action", "args", "format_", "said"),
+    [
+        ("report", ["--bogus-option"], "jsonl", "unknown option '--bogus-option': scrapy frontier -h lists them"),
+        ("url", ["http://h/a.html", "--jsn"], "jsonl", "unknown option '--jsn'"),
+        ("seed", ["http://h/new", "--forse"], "jsonl", "unknown option '--forse'"),
+        ("report", ["extra"], "jsonl", "report takes options, not 'extra'"),
+        ("export", [], "xml", "--format 'xml' is not a format export writes: use jsonl"),
+    ],
+)
+def test_arguments_the_console_cannot_take_are_one_line_and_exit_code_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], action: str, args: list[str], format_: str, said: str
+) -> None:
+    """Scrapy hands on options it does not know among the arguments: a
+    misspelt ``--jsn`` was ignored (exit code 0), ``seed URL --forse`` was
+    refused as a URL; ``--format xml`` was argparse's four-line usage block."""
+    import argparse
+
+    from scrapy.settings import Settings
+
+    from scrapy_adaptive.ops.console.run import main
+
+    state = StateDir(str(tmp_path / "job" / "adaptive"), temporary=False)
+    open_store(state, spider="s", fingerprinter="fp", sync=False).close()
+    opts = argparse.Namespace(
+        jobdir=str(tmp_path / "job"), state_dir=None, json=False, html=None, output=None, regex=None, format=format_
+    )
+    assert main(action, args, opts, Settings()) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"scrapy frontier {action}: {said}") and err.count("\n") == 1, err
+
+
+def test_an_export_to_a_folder_says_where_the_export_is(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``-O`` naming a folder said the temporary file's errno and left it
+    behind unnamed; under a regular file it named the temporary file."""
+    import argparse
+
+    from scrapy.settings import Settings
+
+    from scrapy_adaptive.ops.console.run import main
+
+    state = StateDir(str(tmp_path / "job" / "adaptive"), temporary=False)
+    store = open_store(state, spider="s", fingerprinter="fp", sync=False)
+    crawled(store, Clock())
+    store.close()
+    (tmp_path / "out.jsonl").mkdir()
+    (tmp_path / "afile").write_text("")
+    for target, said in [
+        (
+            tmp_path / "out.jsonl",
+            f"{tmp_path / 'out.jsonl'} cannot be replaced (Is a directory); the whole export "
+            f"is in {tmp_path / 'out.jsonl'}.partial",
+        ),
+        (tmp_path / "afile" / "x.jsonl", f"{tmp_path / 'afile' / 'x.jsonl'} cannot be written (Not a directory)"),
+    ]:
+        opts = argparse.Namespace(
+            jobdir=str(tmp_path / "job"), state_dir=None, json=False, html=None, output=str(target)
+        )
+        assert main("export", [], opts, Settings()) == 1
+        out, err = capsys.readouterr()
+        assert out == "" and err == f"scrapy frontier export: {said}\n"
+    assert len((tmp_path / "out.jsonl.partial").read_text().splitlines()) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "job", "out.jsonl", "out.jsonl.partial"]
+
+
+@pytest.mark.parametrize(("args", "said"), [([], "no action given"), (["bogus"], "unknown action 'bogus'")])
+def test_a_missing_or_unknown_action_is_one_line_on_stderr_and_exit_code_2(
+    capsys: pytest.CaptureFixture[str], args: list[str], said: str
+) -> None:
+    """It went to stdout, where a script reading the output took it for one."""
+    import argparse
+
+    from scrapy_adaptive.ops.console.command import Command
+
+    command = Command()
+    command.run(args, argparse.Namespace())
+    out, err = capsys.readouterr()
+    assert command.exitcode == 2 and out == ""
+    assert err.startswith(f"scrapy frontier: {said}; usage: scrapy frontier report ") and err.count("\n") == 1

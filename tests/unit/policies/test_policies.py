@@ -204,6 +204,9 @@ def test_a_request_override_is_held_to_the_settings_bounds(
     stack = load_wait_policy(config())
     assert stack.with_overrides(override) is stack
     assert message in caplog.text
+    # given the request's URL (as the crawl does), the line names it, whatever the fault
+    assert stack.with_overrides({**override, "initial": 7}, "http://h/p") is stack
+    assert f"meta['adaptive_wait_policy'] of http://h/p: {message}" in caplog.text
 
 
 def test_an_override_names_only_a_declared_or_built_in_policy(
@@ -395,3 +398,33 @@ def test_the_policies_import_nothing_from_scrapy() -> None:
             else:
                 continue
             assert not [n for n in names if n == "scrapy" or n.startswith("scrapy.")], path.name
+
+
+class RaisesKeyError(UnionWaitPolicy):
+    """A project's policy that cannot be built from the wait settings alone."""
+
+    @classmethod
+    def from_params(cls, params: Any) -> RaisesKeyError:
+        raise KeyError("my_config")
+
+
+def test_a_projects_policy_that_fails_to_import_or_build_is_refused_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only TypeError and ValueError were refused by name: a KeyError from a
+    project's ``from_params``, or a module that raises as it is imported,
+    left Scrapy's "Engine slot not assigned" wall of tracebacks."""
+    with pytest.raises(ConfigError) as built:
+        load_wait_policy(config(ADAPTIVE_WAIT_POLICY=f"{__name__}.RaisesKeyError"))
+    assert str(built.value) == (
+        f"ADAPTIVE_WAIT_POLICY ('{__name__}.RaisesKeyError') cannot be built from its wait settings: "
+        "KeyError: 'my_config'"
+    )
+    (tmp_path / "broken_policy_module.py").write_text("raise RuntimeError('half-written module')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError) as imported:
+        load_wait_policy(config(ADAPTIVE_WAIT_POLICIES=[{"hosts": "a", "policy": "broken_policy_module.P"}]))
+    assert str(imported.value) == (
+        "ADAPTIVE_WAIT_POLICIES[0]['policy'] ('broken_policy_module.P') cannot be imported: "
+        "RuntimeError: half-written module"
+    )

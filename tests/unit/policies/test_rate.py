@@ -898,3 +898,15 @@ def test_a_faster_sibling_pace_replans_the_unchecked_through_the_verdict() -> No
     assert policy.first_check_rate(old, "h", old_url, old["e"]) > 4 * rate_before
     after = policy.recheck_wait({"url": old_url, "policy": old})
     assert before is not None and after is not None and after < 0.9 * before
+
+
+def test_allocator_with_no_shortest_wait_plans_finite_waits() -> None:
+    """``ADAPTIVE_WAIT_MIN = 0`` (revisit as soon as politeness allows) is
+    allowed: the solve still has a fastest rate and every wait is a number."""
+    alloc = RateAllocator(1000 / DAY, min_wait=0.0, max_wait=10 * DAY, epoch="t")
+    for i in range(100):
+        alloc.register({}, "h", (i + 1) / DAY)
+    alloc.solve()
+    waits = [alloc.wait("h", (i + 1) / DAY, min_wait=0.0) for i in range(100)]
+    assert all(0 <= w <= 10 * DAY for w in waits)
+    assert sum(1 / w for w in waits) == pytest.approx(1000 / DAY, rel=0.05)

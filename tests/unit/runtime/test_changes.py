@@ -156,6 +156,13 @@ def test_a_feed_that_cannot_be_appended_to_is_refused_in_one_line(tmp_path: Path
         ChangesFeed(str(tmp_path / "changes.json"))
     with pytest.raises(ConfigError, match="does not exist"):
         ChangesFeed(str(tmp_path / "nowhere" / "changes.jsonl"))
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(ConfigError, match=r"the folder .*a-file is not a folder"):
+        ChangesFeed(str(tmp_path / "a-file" / "changes.jsonl"))
+    # a folder of the feed's name: one line, not IsADirectoryError from cutting its last line
+    (tmp_path / "folder.jsonl").mkdir()
+    with pytest.raises(ConfigError, match=r"ADAPTIVE_CHANGES_FEED \('.*folder.jsonl'\) cannot be opened for writing"):
+        ChangesFeed(str(tmp_path / "folder.jsonl"))
 
 
 def test_each_queue_counts_its_gone_pages_as_verdicts_forgets_and_failed_writes_change_them() -> None:

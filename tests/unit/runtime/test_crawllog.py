@@ -67,3 +67,14 @@ def test_an_unwritable_log_is_reported_once_and_skipped(tmp_path: Path, caplog) 
     log.write(record(outcome="visited"), visit, NOW)
     log.write(record(outcome="visited"), visit, NOW)
     assert caplog.text.count("cannot be written") == 1
+
+
+def test_whitespace_never_splits_a_column() -> None:
+    """Scrapy lets ``http://exa mple.com/`` through to the downloader; its
+    line had ten columns, and an error message with a newline two lines."""
+    error = Visit(Outcome.RETRY, reason="ValueError: Invalid URI\nsecond\tline", content_type="text/ html")
+    line = format_line(record(url="http://exa mple.com/\u3000x", outcome="retry"), error, NOW)
+    columns = line.split(" ")
+    assert len(columns) == 9 and "\n" not in line and "\t" not in line, line
+    assert columns[3] == "http://exa%20mple.com/%E3%80%80x" and columns[4] == "text/_html"
+    assert columns[8] == "retry,ValueError:_Invalid_URI_second_line"

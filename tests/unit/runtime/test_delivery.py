@@ -346,6 +346,37 @@ def test_a_feed_that_cannot_be_written_says_so_once_and_delivery_stops_confirmin
     assert file.closed and len(failures) == 1
 
 
+@pytest.mark.parametrize("kind", ["folder", "under a file"])
+def test_a_feed_that_cannot_be_opened_says_so_once_and_delivery_stops_confirming(tmp_path: Path, kind: str) -> None:
+    """``-o items.jsonl`` where a folder of that name stands, or under a
+    file: one failure naming the file, as for a failed write, never an
+    exception (Scrapy logged a traceback at every item and the crawl
+    confirmed versions whose items were never written)."""
+    from scrapy_adaptive.runtime.sink_failure import SINK_FAILED, SinkError
+
+    if kind == "folder":
+        path = tmp_path / "items.jsonl"
+        path.mkdir()
+    else:
+        (tmp_path / "a-file").write_text("")
+        path = tmp_path / "a-file" / "items.jsonl"
+    signals = SignalManager()
+    failures: list[SinkError] = []
+    signals.connect(lambda sink, error: failures.append(error), SINK_FAILED, weak=False)
+    delivery = Delivery.connected(MemoryStatsCollector(get_crawler(Spider)), signals)
+    storage = DurableFileFeedStorage(
+        str(path), feed_options={"overwrite": False, "format": "jsonlines"}, signals=signals
+    )
+    file = storage.open(Spider("s"))
+    file.write(b'{"item": 1}\n')
+    assert storage.make_durable() is False and len(failures) == 1
+    assert str(failures[0]).startswith(f"Writing the feed file {path} failed (")
+    with pytest.raises(SinkError):
+        delivery.flush()
+    storage.store(file)
+    assert file.closed and len(failures) == 1
+
+
 def test_feeds_that_lose_items_are_named_at_start() -> None:
     from scrapy.settings import Settings
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from scrapy_adaptive.frontier import Frontier, Store
 from scrapy_adaptive.frontier.bring_forward import bring_forward
 from scrapy_adaptive.ops.console.schedule_command import ScheduleConsole
 from scrapy_adaptive.policies.schedules import Schedule, Schedules
-from scrapy_adaptive.runtime.schedule_entries import FORCED_KEY, forced_counts
+from scrapy_adaptive.runtime.schedule_entries import FORCED_KEY, STORE_KEY, forced_counts
 from scrapy_adaptive.runtime.schedule_opening import SYNC_TICKS, OpenSchedules
 from scrapy_adaptive.store.keys import time_to_ms
 from tests.unit.frontier.test_frontier import Clock, add, fp, make, visited
@@ -138,3 +140,29 @@ def test_schedules_another_worker_s_console_added_or_removed_are_taken(store: St
     for _ in range(SYNC_TICKS):
         task.run()
     assert not schedules.items
+
+
+def test_unreadable_stored_schedules_leave_the_crawl_running_and_applied_ones_kept(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A garbled ``m/schedules`` refused the start with a wall of tracebacks
+    (the task read them again, unguarded, after the assembly had said they
+    are left for a repair); one garbled under a running crawl raised at
+    every sync."""
+    clock = Clock()
+    f = make(store, clock)
+    f.write_meta(STORE_KEY, b"\x00garbage{")
+    OpenSchedules(f, Schedules(), Stats(), lambda: None).run()  # type: ignore[arg-type]  # said by the assembly
+    assert caplog.records == []
+    schedules = Schedules()
+    task = OpenSchedules(f, schedules, Stats(), lambda: None)  # type: ignore[arg-type]
+    f.write_meta(STORE_KEY, b'[{"url": "/n/", "every": 60, "name": "n"}]')
+    for _ in range(SYNC_TICKS):
+        task.run()
+    assert [s.name for s in schedules] == ["n"]
+    f.write_meta(STORE_KEY, b"\x00garbage{")
+    for _ in range(3 * SYNC_TICKS):
+        task.run()
+    assert [s.name for s in schedules] == ["n"]  # kept until they can be read again
+    (said,) = [r.getMessage() for r in caplog.records]
+    assert said.startswith("the state folder's schedules (key m/schedules) are unreadable")

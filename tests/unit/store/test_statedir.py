@@ -72,9 +72,15 @@ def test_a_foreign_folder_is_refused_and_left_untouched(tmp_path: Path) -> None:
     folder = tmp_path / "s"
     folder.mkdir()
     (folder / "notes.txt").write_text("mine")
-    with pytest.raises(StateDirError, match="is not a scrapy-adaptive state folder"):
+    with pytest.raises(StateDirError, match="is not a scrapy-adaptive state folder.*new ADAPTIVE_STATE_DIR"):
         open_store(resolve(str(folder), None), spider="a", fingerprinter=FP, sync=False)
     assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
+    # given by JOBDIR (its adaptive/ subfolder), the message names JOBDIR, the setting the user gave
+    (folder / "adaptive").mkdir()
+    (folder / "adaptive" / "notes.txt").write_text("mine")
+    with pytest.raises(StateDirError, match=r"choose an empty or new JOBDIR\.$"):
+        open_store(resolve(None, str(folder)), spider="a", fingerprinter=FP, sync=False)
+    assert sorted(p.name for p in (folder / "adaptive").iterdir()) == ["notes.txt"]
 
 
 def test_a_corrupt_marker_or_missing_database_is_refused(tmp_path: Path) -> None:

@@ -1,0 +1,51 @@
+"""Requests the frontier cannot keep, fetched once.
+
+The frontier stores every request so it can rebuild it for each revisit;
+one whose callback is not a method of the spider (a lambda, a function of
+another object) or whose ``meta`` holds what JSON cannot cannot be rebuilt.
+Dropped, its URL was lost, and Scrapy's own one-off commands, whose
+callbacks are all their own functions, did nothing in a project with the
+add-on: ``scrapy fetch`` and ``scrapy parse`` printed nothing and ``scrapy
+shell URL`` waited for ever.  Such a request is now fetched this once,
+outside the frontier (no record, no revisit, no verdict), ahead of the
+frontier's due URLs; the scheduler says why it cannot be kept.  A URL is
+fetched once per crawl process unless the request asks for it again
+(``dont_filter``, as the shell's do), so a spider that yields such requests
+in a loop cannot loop.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scrapy import Request
+
+#: fingerprints of one-off URLs remembered (then the oldest are forgotten)
+SEEN_MAX = 100_000
+
+
+class OnceQueue:
+    """The requests to fetch once, in the order they came."""
+
+    def __init__(self) -> None:
+        self._queue: deque[Request] = deque()
+        self._seen: dict[bytes, None] = {}
+
+    def add(self, fp: bytes, request: Request) -> bool:
+        """Queue *request* (URL fingerprint *fp*); False if its URL was
+        already fetched once and the request does not ask for it again."""
+        if fp in self._seen and not request.dont_filter:
+            return False
+        self._seen[fp] = None
+        if len(self._seen) > SEEN_MAX:
+            del self._seen[next(iter(self._seen))]
+        self._queue.append(request)
+        return True
+
+    def take(self) -> Request | None:
+        return self._queue.popleft() if self._queue else None
+
+    def __len__(self) -> int:
+        return len(self._queue)
