@@ -12,10 +12,16 @@ frontier's due URLs; the scheduler says why it cannot be kept.  A URL is
 fetched once per crawl process unless the request asks for it again
 (``dont_filter``, as the shell's do), so a spider that yields such requests
 in a loop cannot loop.
+
+Outside the frontier they are outside its per-host politeness, so they go
+out one at a time, ``ADAPTIVE_MIN_DELAY`` apart whatever their hosts: a
+one-off command's single request goes at once, and a spider that yields
+thousands of them cannot hit a host faster than the frontier would.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -27,11 +33,13 @@ SEEN_MAX = 100_000
 
 
 class OnceQueue:
-    """The requests to fetch once, in the order they came."""
+    """The requests to fetch once, in the order they came, *spacing* seconds apart."""
 
-    def __init__(self) -> None:
+    def __init__(self, spacing: float = 0.0) -> None:
+        self.spacing = spacing
         self._queue: deque[Request] = deque()
         self._seen: dict[bytes, None] = {}
+        self._next_at = -math.inf
 
     def add(self, fp: bytes, request: Request) -> bool:
         """Queue *request* (URL fingerprint *fp*); False if its URL was
@@ -44,8 +52,16 @@ class OnceQueue:
         self._queue.append(request)
         return True
 
-    def take(self) -> Request | None:
-        return self._queue.popleft() if self._queue else None
+    def take(self, now: float) -> Request | None:
+        """The next request, if one waits and the spacing since the last has passed."""
+        if not self._queue or now < self._next_at:
+            return None
+        self._next_at = now + self.spacing
+        return self._queue.popleft()
+
+    def ready_at(self) -> float | None:
+        """When the next request may go (None: none waits)."""
+        return self._next_at if self._queue else None
 
     def __len__(self) -> int:
         return len(self._queue)

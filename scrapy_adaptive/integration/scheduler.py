@@ -42,7 +42,7 @@ from scrapy.utils.python import global_object_name
 
 from .. import meta
 from ..config.settings import AdaptiveConfig
-from ..config.spec import ConfigError, counted
+from ..config.spec import ConfigError
 from ..frontier import AddResult, ChangeState, Frontier, Outcome, UrlRecord, Visit
 from ..frontier.capacity import HostCapacity
 from ..ops.assembly import Operations
@@ -61,7 +61,7 @@ from ..runtime.tasks import ShareBudget, Tick, build_tick
 from ..runtime.verdicts import Verdicts
 from ..runtime.wiring import FRONTIER_OPENED
 from ..store.base import StoreCorrupt, StoreError
-from ..store.statedir import StateDirError, how_it_resumes
+from ..store.statedir import StateDirError
 from .components import REFUSAL_SETTING
 from .download_signals import DownloadSignals
 from .engine import EngineWaker, exit_with_error
@@ -121,7 +121,7 @@ class AdaptiveScheduler(BaseScheduler):
         #: public meta values of the wrong kind are removed as requests enter
         self.check_meta = MetaCheck(stats)
         #: requests the frontier cannot store, fetched once (scrapy fetch, parse, shell)
-        self.once = OnceQueue()
+        self.once = OnceQueue(config.min_delay)
         self.waker = EngineWaker(crawler)
         #: at-least-once delivery of versions (None: ADAPTIVE_DELIVERY off)
         self.delivery = delivery
@@ -222,16 +222,7 @@ class AdaptiveScheduler(BaseScheduler):
                 spider_state=runtime.spider_state,
                 changes=runtime.changes,
             )
-        shape = runtime.frontier.shape(due_limit=0)
-        logger.info(
-            "Adaptive frontier opened in %.2fs: %s in %s, %s; %s (state: %s)",
-            time.monotonic() - started,
-            counted(shape["urls"], "URL"),
-            counted(shape["queues"], "queue"),
-            counted(shape["visits"], "visit"),
-            how_it_resumes(runtime.previous, shared=runtime.frontier.sharing is not None),
-            runtime.state.path,
-        )
+        logger.info("%s", runtime.opening_line(time.monotonic() - started))
         self.tick = tick = build_tick(
             runtime,
             config=self.config,
@@ -386,7 +377,7 @@ class AdaptiveScheduler(BaseScheduler):
     def next_request(self) -> Request | None:
         if self.frontier is None or self._stopping:
             return None
-        once = self.once.take()  # not the frontier's: no record, no verdict
+        once = self.once.take(time.time())  # not the frontier's: no record, no verdict
         if once is not None:
             return once
         try:
@@ -433,7 +424,8 @@ class AdaptiveScheduler(BaseScheduler):
     def _arm_wake(self) -> None:
         """Make sure the engine asks us again when the next queue is ready."""
         if self.frontier is not None and not self._stopping:
-            self.waker.wake_at(self.frontier.next_ready_time())
+            ready = [t for t in (self.frontier.next_ready_time(), self.once.ready_at()) if t is not None]
+            self.waker.wake_at(min(ready, default=None))
 
     def _fatal(self, exc: StoreError, *, closing: bool = False) -> None:
         """The state cannot be written or read: stop rather than lose history (a failed batch was not

@@ -39,6 +39,7 @@ from ..store.statedir import (
     SharedStore,
     StateDir,
     StateDirError,
+    how_it_resumes,
     last_checkpoint,
     open_store,
     resolve,
@@ -115,6 +116,17 @@ class Runtime:
     #: the checkpoint the run before this one left (None: a new crawl): how it
     #: stopped, for the start-up line (:func:`..store.statedir.how_it_resumes`)
     previous: Checkpoint | None = None
+
+    def opening_line(self, seconds: float) -> str:
+        """The start-up line: what the frontier holds and how the run before
+        this one ended (a new crawl, a clean close, or a kill)."""
+        shape = self.frontier.shape(due_limit=0)
+        resumes = how_it_resumes(self.previous, shared=self.frontier.sharing is not None)
+        return (
+            f"Adaptive frontier opened in {seconds:.2f}s: {counted(shape['urls'], 'URL')} in "
+            f"{counted(shape['queues'], 'queue')}, {counted(shape['visits'], 'visit')}; {resumes} "
+            f"(state: {self.state.path})"
+        )
 
     def checkpoint(self, *, clean: bool, required: bool = False) -> None:
         """Record the counts that only ever grow in the state folder's marker

@@ -386,3 +386,19 @@ def test_a_request_that_cannot_be_stored_is_fetched_once_outside_the_frontier(tm
     assert scheduler.frontier is not None and scheduler.frontier.counts().urls == 0
     assert scheduler.stats.get_value("adaptive/enqueued/refused") == 3
     scheduler.close("finished")
+
+
+@in_loop
+def test_requests_fetched_once_are_paced_by_the_minimum_delay(tmp_path: Path) -> None:
+    """They are outside the frontier's per-host politeness, so they go one per
+    ADAPTIVE_MIN_DELAY, and the engine is woken when the next may go."""
+    scheduler = build(tmp_path, ADAPTIVE_MIN_DELAY=30, ADAPTIVE_MAX_DELAY=30)
+    scheduler.open(Pages())
+    first = Request("http://a.example/1", callback=lambda response: None)
+    second = Request("http://a.example/2", callback=lambda response: None)
+    assert scheduler.enqueue_request(first) and scheduler.enqueue_request(second)
+    before = time.time()
+    assert scheduler.next_request() is first
+    assert scheduler.next_request() is None and scheduler.has_pending_requests()
+    assert before + 29 < scheduler.waker._timer_at <= time.time() + 31  # woken for the second
+    scheduler.close("finished")

@@ -422,7 +422,7 @@ def test_forget_by_a_regex_that_does_not_compile_is_refused_in_one_line(
 
 def test_the_policys_memory_of_a_url_is_said_in_words_or_left_out() -> None:
     from scrapy_adaptive.model import UrlRecord
-    from scrapy_adaptive.ops.console.api import describe
+    from scrapy_adaptive.ops.console.record_words import describe
 
     record = UrlRecord("http://h/a", "h", {}, 0, visits=3, versions=2)
     record.policy = {"o": [[181, 3], [200, 1]], "e": 1 / 86_400, "lm": [3, 1], "al": [4, "h", 0.1], "pp": [1, 0, 2]}
@@ -461,7 +461,7 @@ def test_learned_noise_is_said_in_words(noise: dict[str, object], words: str) ->
     """``scrapy frontier url`` printed the noise learner's raw state
     (``learned noise: {'s': 'clean', 'r': 1}``)."""
     from scrapy_adaptive.model import UrlRecord
-    from scrapy_adaptive.ops.console.api import describe
+    from scrapy_adaptive.ops.console.record_words import describe
 
     record = UrlRecord("http://h/a", "h", {}, 0, visits=3, versions=2)
     record.noise = noise
