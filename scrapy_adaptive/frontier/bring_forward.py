@@ -13,6 +13,7 @@ per queue, with the queues' heads kept right as
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -23,6 +24,8 @@ from ..store.keys import time_to_ms
 if TYPE_CHECKING:
     from .frontier import Frontier
     from .hostqueue import Entry
+
+logger = logging.getLogger(__name__)
 
 #: records moved per write: one batch per queue, bounded so that a host
 #: with a million matching URLs is not one huge write
@@ -113,7 +116,13 @@ def rebound(frontier: Frontier, minimum: float, maximum: float) -> tuple[int, tu
     raw = store.get_meta(BOUNDS_KEY)
     try:
         old_min, old_max = (float(x) for x in json.loads(raw)) if raw else (minimum, maximum)
-    except (ValueError, TypeError):  # unreadable: plans follow the new bounds from each URL's next visit
+    except (ValueError, TypeError) as exc:  # plans follow the new bounds from each URL's next visit
+        logger.warning(
+            "The state folder's last wait bounds (key m/%s) cannot be read (%s); nothing is brought forward, "
+            "and every URL's wait follows this run's ADAPTIVE_WAIT_MIN / ADAPTIVE_WAIT_MAX from its next visit.",
+            BOUNDS_KEY,
+            exc,
+        )
         old_min, old_max = minimum, maximum
     moved = 0
     if old_min > minimum or old_max > maximum:

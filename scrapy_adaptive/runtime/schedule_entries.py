@@ -10,6 +10,7 @@ counts in one key.
 from __future__ import annotations
 
 import json
+import logging
 from typing import TYPE_CHECKING, Any
 
 from ..config.spec import ConfigError, clause
@@ -17,6 +18,8 @@ from ..policies.schedules import Schedule, Schedules
 
 if TYPE_CHECKING:
     from ..frontier import Frontier
+
+logger = logging.getLogger(__name__)
 
 #: the frontier meta key of the schedules given on the console
 STORE_KEY = "schedules"
@@ -63,15 +66,26 @@ def load_stored(frontier: Frontier, schedules: Schedules) -> list[str]:
     return problems
 
 
-def forced_counts(frontier: Frontier) -> dict[str, int]:
+def forced_counts(frontier: Frontier, *, said: bool = False) -> dict[str, int]:
     """The visits each schedule forced, summed over a fleet's workers
-    (written by the crawl: :func:`add_forced`)."""
+    (written by the crawl: :func:`add_forced`).  Unreadable, they count
+    from zero again (the next write replaces them); *said*: with one
+    warning, as the crawl opens."""
     raw = frontier.meta(FORCED_KEY)
     try:
         doc = json.loads(raw) if raw else {}
-    except ValueError:
+    except ValueError as exc:
+        doc = exc
+    if not isinstance(doc, dict):
+        if said:
+            logger.warning(
+                "The state folder's counts of visits the schedules forced (key m/%s) cannot be read (%s); "
+                "they count from zero again.",
+                FORCED_KEY,
+                doc if isinstance(doc, ValueError) else f"a JSON {type(doc).__name__}, not an object",
+            )
         return {}
-    return {k: v for k, v in doc.items() if isinstance(v, int)} if isinstance(doc, dict) else {}
+    return {k: v for k, v in doc.items() if isinstance(v, int)}
 
 
 def add_forced(frontier: Frontier, added: dict[str, int]) -> None:

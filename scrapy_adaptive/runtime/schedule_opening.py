@@ -73,7 +73,7 @@ class OpenSchedules:
         self.wake = wake
         #: names of the schedules seen open (a window opening is acted on once)
         self.opened: set[str] = set()
-        schedules.restore_forced(forced_counts(frontier))
+        schedules.restore_forced(forced_counts(frontier, said=True))
         self._saved = dict(schedules.forced)
         #: the state folder's schedules cannot be read (said once: by the
         #: assembly when it loaded them, or here if they became so since)

@@ -3,6 +3,8 @@ the visits planned under the old bound within the new one."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from scrapy_adaptive.frontier import Store
 from scrapy_adaptive.frontier.bring_forward import BOUNDS_KEY, rebound
 from scrapy_adaptive.store.base import Batch
@@ -37,9 +39,12 @@ def test_a_lower_maximum_caps_every_plan_and_raised_bounds_move_nothing(store: S
     assert planned(f, "http://a/busy") == before
 
 
-def test_unreadable_bounds_are_replaced_without_moving_anything(store: Store) -> None:
+def test_unreadable_bounds_are_replaced_without_moving_anything(store: Store, caplog: Any) -> None:
     clock = Clock()
     f = make(store, clock)
     store.write(Batch(meta={BOUNDS_KEY: b"not json"}))
+    caplog.set_level("WARNING", logger="scrapy_adaptive")
     assert rebound(f, 60.0, DAY) == (0, None)
+    [said] = [r.getMessage() for r in caplog.records]
+    assert "m/wait-bounds" in said and "ADAPTIVE_WAIT_MIN" in said  # not silent
     assert store.get_meta(BOUNDS_KEY) == b"[60.0, 86400.0]"

@@ -166,3 +166,23 @@ def test_unreadable_stored_schedules_leave_the_crawl_running_and_applied_ones_ke
     assert [s.name for s in schedules] == ["n"]  # kept until they can be read again
     (said,) = [r.getMessage() for r in caplog.records]
     assert said.startswith("the state folder's schedules (key m/schedules) are unreadable")
+
+
+@pytest.mark.parametrize("raw", [b"not json", b"[1, 2]"])
+def test_unreadable_forced_counts_are_said_once_at_open_and_count_again(store: Store, raw: bytes, caplog: Any) -> None:
+    """A garbled count is not a reason to refuse the crawl, but it is said:
+    the counts the console reports start from zero again."""
+    clock = Clock()
+    f = make(store, clock)
+    f.write_meta(FORCED_KEY, raw)
+    schedules = Schedules([Schedule.parse({"url": "/n/", "every": 60, "name": "n"}, "e")])
+    caplog.set_level("WARNING", logger="scrapy_adaptive")
+    task = OpenSchedules(f, schedules, Stats(), lambda: None)  # type: ignore[arg-type]
+    said = [r.getMessage() for r in caplog.records if "m/schedules-forced" in r.getMessage()]
+    assert len(said) == 1 and "count from zero again" in said[0]
+    assert forced_counts(f) == {}  # read elsewhere (the console, the tick): no more lines
+    schedules.apply("http://a/n/1", "a", None, 3600, clock.t)
+    task.run()
+    assert (
+        forced_counts(f) == {"n": 1} and len([r for r in caplog.records if "m/schedules-forced" in r.getMessage()]) == 1
+    )
