@@ -14,8 +14,9 @@ A network failure (Scrapy's ``RETRY_EXCEPTIONS``, a timeout, a cut body) is
 the server's doing, not a bug: Scrapy would log it with a traceback of some
 sixty lines through its own download machinery.  The middleware notes the
 reason on the exception and the crawl's log says it in one line
-(:func:`..engine.say_in_one_line`); any other exception keeps its
-traceback, which is where a bug in a middleware shows.
+(:func:`..engine.say_in_one_line`), as is a URL the HTTP client refuses
+to send (a space in its host: failed, never retried); any other exception
+keeps its traceback, which is where a bug in a middleware shows.
 """
 
 from __future__ import annotations
@@ -111,13 +112,25 @@ def describe(exception: BaseException) -> str:
     return f"{type(exception).__name__}: {exception}".rstrip(": ")
 
 
+#: how Twisted's HTTP client refuses a URL it cannot send, before any connection
+INVALID_URI = "Invalid URI "
+
+
+def unsendable_url(exception: BaseException) -> bool:
+    """True when the HTTP client refused the URL itself before connecting
+    (Twisted's ``ValueError("Invalid URI ...")``: a space or a control
+    character in the host, say).  The URL's fault, the same at every try:
+    neither the network's (retried) nor a bug (kept with its traceback)."""
+    return type(exception) is ValueError and str(exception).startswith(INVALID_URI)
+
+
 def classify(exception: BaseException, reason: str | None = None) -> Visit:
     """The verdict for a fetch that raised *exception* (thesis 6.2 outcomes);
     *reason* replaces the exception's words (a setting that ended it)."""
     reason = reason or describe(exception)
     if isinstance(exception, IgnoreRequest):
         return Visit(Outcome.DISREGARDED, reason=reason)
-    if isinstance(exception, NotSupported):
+    if isinstance(exception, NotSupported) or unsendable_url(exception):
         return Visit(Outcome.FAILED, reason=reason)
     return Visit(Outcome.RETRY, reason=reason, host_level=isinstance(exception, HOST_LEVEL_ERRORS))
 
@@ -146,7 +159,8 @@ class FetchErrorMiddleware:
         timeout = request.meta.get("download_timeout", self.timeout)
         maxsize = request.meta.get("download_maxsize", self.maxsize)
         reason = limit_reason(exception, timeout, maxsize) or describe(exception)
-        if isinstance(exception, self.network) and not isinstance(exception, IgnoreRequest):
+        network = isinstance(exception, self.network) and not isinstance(exception, IgnoreRequest)
+        if network or unsendable_url(exception):
             say_in_one_line(exception, reason)
         # an abandoned download (a stop ran out of ADAPTIVE_STOP_GRACE) has
         # no verdict: the URL keeps its record and is due on restart

@@ -159,3 +159,21 @@ def test_only_the_scraper_logger_drops_tracebacks() -> None:
     record = log_raised(noted, "tests.user", "my errback saw it")
     assert record.exc_info is not None
     assert "scrapy-adaptive: no complete answer within DOWNLOAD_TIMEOUT (1 s)" in logging.Formatter().format(record)
+
+
+def test_a_url_the_http_client_refuses_is_one_line_and_not_retried() -> None:
+    """A space in the host: Twisted's client refuses the URL before any
+    connection, the same at every try.  It was retried like a network error,
+    each time with a traceback through Scrapy's download machinery."""
+    from twisted.web._newclient import Request as TwistedRequest
+    from twisted.web.http_headers import Headers
+
+    with pytest.raises(ValueError) as raised:  # the words Twisted uses, pinned to the installed version
+        TwistedRequest(b"GET", b"http://exa mple.com/", Headers(), None)
+    refused = raised.value
+    mw, commits = middleware()
+    mw.process_exception(Request("http://127.0.0.1/a"), refused)
+    [visit] = commits.visits
+    assert visit.outcome is Outcome.FAILED and "Invalid URI b'http://exa mple.com/'" in (visit.reason or "")
+    record = log_download_error(refused)
+    assert record.exc_info is None and record.getMessage().endswith(": ValueError: Invalid URI b'http://exa mple.com/'")
