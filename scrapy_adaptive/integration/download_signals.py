@@ -12,12 +12,14 @@ the delay.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
 from scrapy.utils.httpobj import urlparse_cached
 
+from ..humanize import human
 from .politeness import QueueKeyer, parse_crawl_delay
 
 if TYPE_CHECKING:
@@ -41,12 +43,15 @@ class DownloadSignals:
         robots_agent: str | None,
         runtime: Callable[[], Runtime | None],
         wake: Callable[[], None],
+        wait_max: float = math.inf,
     ) -> None:
         self.issued = issued
         self.keyer = keyer
         self.robots_agent = robots_agent
         self.runtime = runtime
         self.wake = wake
+        #: ``ADAPTIVE_WAIT_MAX``: a Crawl-delay beyond it is honoured, and said
+        self.wait_max = wait_max
 
     def connect(self, manager: SignalManager) -> None:
         manager.connect(self.reached_downloader, signals.request_reached_downloader)
@@ -89,4 +94,15 @@ class DownloadSignals:
         else:
             runtime.frontier.set_crawl_delay(queue, delay)
             runtime.capacity.nominal(queue, delay)
-            logger.info("Honouring robots.txt Crawl-delay of %.1fs for %s", delay, urlparse_cached(request).netloc)
+            host = urlparse_cached(request).netloc
+            if delay > self.wait_max:  # e.g. 1e12: honoured literally, the host is as good as never fetched
+                logger.warning(
+                    "%s's robots.txt asks for a Crawl-delay of %s, longer than ADAPTIVE_WAIT_MAX (%s): it is "
+                    "honoured, so the host's URLs are fetched at most once per %s.",
+                    host,
+                    human(delay),
+                    human(self.wait_max),
+                    human(delay),
+                )
+            else:
+                logger.info("Honouring robots.txt Crawl-delay of %.1fs for %s", delay, host)

@@ -116,7 +116,7 @@ class AdaptiveScheduler(BaseScheduler):
         self.issued = IssuedRequests(identity)
         #: what Scrapy's download signals tell the frontier (fetch times, Crawl-delay)
         self.download_signals = DownloadSignals(
-            self.issued, self.keyer, robots_agent, lambda: self.runtime, self._arm_wake
+            self.issued, self.keyer, robots_agent, lambda: self.runtime, self._arm_wake, config.wait_max
         )
         #: public meta values of the wrong kind are removed as requests enter
         self.check_meta = MetaCheck(stats)

@@ -249,6 +249,32 @@ def test_a_crawl_delay_removed_from_a_refreshed_robots_txt_is_cleared(tmp_path: 
 
 
 @in_loop
+def test_a_crawl_delay_beyond_the_longest_wait_is_honoured_and_said(tmp_path: Path, caplog: Any) -> None:
+    """``Crawl-delay: 1e12`` is the site's wish, kept as it stands (no cap), but
+    a host thereby as good as never fetched again is said in a warning, not an
+    INFO line among the others."""
+    from scrapy.http import TextResponse
+
+    scheduler = build(tmp_path / "job", ADAPTIVE_WAIT_MAX=86_400)
+    scheduler.open(Pages())
+    scheduler.capacity.all_nominal()  # type: ignore[union-attr]
+    assert scheduler.enqueue_request(Request("http://a.example/p"))
+    robots = Request("http://a.example/robots.txt", meta={"dont_obey_robotstxt": True})
+    caplog.set_level("INFO", logger="scrapy_adaptive")
+    for text in (b"User-agent: *\nCrawl-delay: 60\n", b"User-agent: *\nCrawl-delay: 1e12\n"):
+        scheduler.download_signals.response_received(
+            TextResponse(robots.url, body=text, request=robots), robots, Pages()
+        )
+    [queue] = scheduler.frontier.queues()  # type: ignore[union-attr]
+    assert queue.crawl_delay == 1e12
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if "Crawl-delay" in r.getMessage()]
+    assert said[0] == ("INFO", "Honouring robots.txt Crawl-delay of 60.0s for a.example")
+    assert said[1][0] == "WARNING" and said[1][1].startswith("a.example's robots.txt asks for a Crawl-delay of ")
+    assert "longer than ADAPTIVE_WAIT_MAX (1.0d)" in said[1][1] and len(said) == 2
+    scheduler.close("finished")
+
+
+@in_loop
 def test_a_caught_lie_replans_the_unchecked_siblings_through_the_verdict_path(tmp_path: Path) -> None:
     """The verdict that catches a first-visit Last-Modified lying (``ageLie``)
     makes the frontier ask the wait policy again for that URL's siblings whose
