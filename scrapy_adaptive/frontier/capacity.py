@@ -43,12 +43,14 @@ class HostCapacity:
     """Keeps a budgeted policy's per-queue caps, and a budget derived from
     them, in step with the frontier."""
 
-    def __init__(self, frontier: Frontier, allocator: Any, *, crawl: Any = None, share: float | None = None) -> None:
+    def __init__(self, frontier: Frontier, crawl: Any = None, *, share: float | None = None) -> None:
         self.frontier = frontier
-        #: the policies' shared rate allocator (None: no policy plans by rates)
-        self.allocator = allocator
-        #: the policies' crawl-wide state (:class:`~.policies.crawl_state.CrawlWide`), told the derived budget
+        #: the budget's owner, the policies' crawl-wide state
+        #: (:class:`~.policies.crawl_state.CrawlWide`): told each queue's cap
+        #: (through its rate allocator) and the budget derived from them
         self.crawl = crawl
+        #: the policies' shared rate allocator (None: no policy plans by rates)
+        self.allocator = getattr(crawl, "allocator", None)
         #: the share of the capacity revisits may use (None: ``ADAPTIVE_BUDGET`` is set)
         self.share = share if crawl is not None and crawl.budgeted() else None
         #: fetches per second each known queue allows

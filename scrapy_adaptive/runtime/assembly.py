@@ -265,7 +265,7 @@ def assemble(
         restore_policies(store, frontier, policy, policy_key)
         crawl = policy.params.crawl  # the budget's owner, which holds the capacity it is derived from
         share = None if config.budget is not None else config.capacity_share
-        crawl.capacity = capacity = HostCapacity(frontier, crawl.allocator, crawl=crawl, share=share)
+        crawl.capacity = capacity = HostCapacity(frontier, crawl, share=share)
         capacity.all_nominal()
         crawl_log = open_crawl_log(config, state)
         if config.events_on:

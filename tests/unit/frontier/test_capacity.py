@@ -32,7 +32,7 @@ def crawl_with(hosts: int, urls: int, *, min_delay: float = 2.0, **settings: obj
     stack = load_wait_policy(cfg)
     frontier = Frontier(MemoryStore(), Politeness(min_delay=min_delay), clock=Clock())  # type: ignore[arg-type]
     share = None if cfg.budget is not None else cfg.capacity_share
-    capacity = HostCapacity(frontier, stack.params.crawl.allocator, crawl=stack.params.crawl, share=share)
+    capacity = HostCapacity(frontier, stack.params.crawl, share=share)
     for h in range(hosts):
         for i in range(urls):
             url = f"http://h{h}/{i}"
