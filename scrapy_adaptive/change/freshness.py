@@ -153,8 +153,10 @@ def future_last_modified(last_modified: str | None, date: str | None, now: float
     True
     """
     modified = parse_http_date(last_modified)
-    if modified is None:
-        return False
+    return modified is not None and _after_served(modified, date, now)
+
+
+def _after_served(modified: float, date: str | None, now: float) -> bool:
     served = parse_http_date(date)
     base = served if served is not None and math.isfinite(served) else now
     return modified > base + CLOCK_SLACK
@@ -171,6 +173,10 @@ def last_modified_problem(last_modified: str | None, date: str | None, now: floa
     >>> last_modified_problem(None, None, 0.0) is None
     True
     """
-    if last_modified is not None and last_modified.strip() and parse_http_date(last_modified.strip()) is None:
+    text = (last_modified or "").strip()
+    if not text:
+        return None
+    modified = parse_http_date(text)  # read once: this runs at every visit
+    if modified is None:
         return BAD_LAST_MODIFIED
-    return FUTURE_LAST_MODIFIED if future_last_modified(last_modified, date, now) else None
+    return FUTURE_LAST_MODIFIED if _after_served(modified, date, now) else None

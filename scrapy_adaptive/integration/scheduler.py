@@ -377,9 +377,10 @@ class AdaptiveScheduler(BaseScheduler):
     def next_request(self) -> Request | None:
         if self.frontier is None or self._stopping:
             return None
-        once = self.once.take(time.time())  # not the frontier's: no record, no verdict
-        if once is not None:
-            return once
+        if self.once:  # not the frontier's: no record, no verdict
+            once = self.once.take(time.time())
+            if once is not None:
+                return once
         try:
             while True:
                 out = self.frontier.next()
@@ -424,8 +425,10 @@ class AdaptiveScheduler(BaseScheduler):
     def _arm_wake(self) -> None:
         """Make sure the engine asks us again when the next queue is ready."""
         if self.frontier is not None and not self._stopping:
-            ready = [t for t in (self.frontier.next_ready_time(), self.once.ready_at()) if t is not None]
-            self.waker.wake_at(min(ready, default=None))
+            ready = self.frontier.next_ready_time()
+            if self.once and (once := self.once.ready_at()) is not None:  # a one-off request may go sooner
+                ready = once if ready is None else min(ready, once)
+            self.waker.wake_at(ready)
 
     def _fatal(self, exc: StoreError, *, closing: bool = False) -> None:
         """The state cannot be written or read: stop rather than lose history (a failed batch was not
