@@ -1,75 +1,64 @@
-"""Learned noise: which parts of a page change at every fetch.
+"""Learned noise, the parts: a page as fields, sketches of it, masks over it.
 
-A page with a server clock or a random token in its text "changes" at every
-fetch under any digest rule short of an operator-written regex.  Fetched
-twice a few seconds apart, it shows which parts those are: real content
-seldom changes within a politeness delay, noise always does.  This module
-compares the two fetches and learns an **exclusion** per URL, from then on
-digesting the page without the excluded parts, so a real change elsewhere
-is still a change (Heritrix needed an operator-written regex for this).
+A page with a server clock, a CSRF token or a visitor counter "changes" at
+every fetch under any digest rule short of an operator-written regex.  To
+learn which parts those are without ever hiding a real edit, a page is
+compared **by its structure**, never by a switch to "visible text only":
 
-**Segments.**  The text is cut into segments (the visible text nodes of an
-HTML page, the lines of any other text) and each segment into
-whitespace-separated tokens.  The earlier fetch is kept only as a
-*sketch*: a 4-hex-digit hash per token, tokens of one segment concatenated
-(a segment of more than :data:`MAX_SEGMENT_TOKENS` tokens is kept as one
-hash and cannot be learned from).
+**Fields.**  An HTML page is cut into fields, each named by its place in
+the document tree (``html/body/table/tr[2]/td[2]``) and what it is there:
+the element's own text (``#t``), one attribute's value (``@content``,
+``@href``, ``@value``), or one value of a JSON script by its key path
+(``$.offers.price`` inside ``<script type="application/ld+json">``).  The
+``<head>`` (title, meta), attributes and scripts are fields like any other,
+so an edit there is a change.  A JSON body is fields by key path, other
+text by line.  Two rows that share a label (``<td>Value</td>``) are two
+places, so a token in one never hides the other.
 
-**Learning.**  The sketch and the later fetch's segments are aligned
-(``difflib``); every segment replaced by one of the same token count is a
-noise segment, and its tokens that differ are *wildcards*.  A token that
-held still over the pair is kept, whatever it holds (a price beside an
-"as of 12:03" line), with one exception: the calendar date written beside a
-clock that moved, which turns with it at midnight.  A segment inserted or
-deleted, or of a different token count, cannot be described that way: the
-page is "not learnable" and the wait policy's noise guard
-(``policies/noise_guard.py``) stays its only defence.
+**Tokens.**  Within a field, the *volatile* tokens (anything holding a
+digit: a price, a count, a time, a hash; a date written with a month's
+name) are kept apart from the rest (the field's *shape*), so a mask can
+hide one token of a field (the clock in a 60-word paragraph, the counter
+beside "Availability: In stock") and still see an edit of the rest.
 
-**What is never noise.**  A real edit can land between the two fetches.
-The probe is a full download (a 304 or an aborted fetch would show
-nothing) and must come within the probe window of the fetch it checks,
-measured from that fetch, not from whatever visit came between.  A
-difference that came with moved validators (another ETag or
-Last-Modified) is an edit, unless a second pair shows the validators move
-at every fetch.  Once learned, a mask that would hide the only difference
-between two fetches whose validators differ is dropped and the visit is a
-change.  A sibling's mask (:class:`NoisePool`) is stored but judges nothing
-until the page's own probe shows the masked parts move there too; if they
-held still, the change it held back is delivered with the probe.
+**Clocks.**  A token that reads as a time of day (``12:03``,
+``12:03:04``), a full date and time, or a Unix time near the fetch is a
+clock candidate: its *offset* from the fetch's time (the ``Date`` header,
+else the arrival) is kept.  A clock shows the same offset at every fetch,
+whatever the gap; a time someone wrote (an opening hour, a "last edited")
+does not.  So a token that moved between two fetches by the time that
+passed between them is noise, proven by those two fetches alone, even when
+it is coarser than a probe's gap (``HH:MM`` two seconds apart).
 
-**An exclusion** identifies its segment by what composes and precedes it,
-not by its value: ``[anchor, n, wildcards, fixed, follower]``: the hash of
-the preceding segment (its text, or which exclusion it matched), the token
-count, the wildcard positions, the hash of the other tokens, and the hash
-of the next segment that is not noise.  A segment with fixed text
-(``Server time * UTC``) matches wherever it is; one that is all wildcards
-(a lone token) only after its anchor or before its follower, so an edit of
-the text on one side of it does not lose it.  A matching segment is left
-out of the digest; a segment in an exclusion's place with its shape but
-other fixed text (a price edited in the line that holds the clock) makes
-the visit a change, and the exclusion takes the new text over.  A lone
-token is told from a stable one-word segment by its place only: in a page
-that repeats the same text around both, the stable one is left out too (a
-repeated navigation bar with a token in one copy).
+**Sketch.**  What is kept of a fetch: per field a hash of its name and of
+its shape, a short hash per volatile token and a clock's offset.  The last
+delivered version's sketch is kept in the record (the learner compares each
+new fetch with it); a fetch waiting for its probe is kept with the fields'
+full names (a varying list is found by where its fields come and go).
 
-When to probe, what two probe pairs teach and when a mask judges a visit
-is :mod:`.noise_learner`'s.
+**Masks.**  What is learned: a field left out whole (``*``, its shape moves
+at every fetch: a rotating ad), some volatile tokens of a field (by their
+order in it), or a *region*: an element whose content comes and goes (a
+related-items list of varying length).  Everything else is compared.
 
-Pure: no Scrapy imports; the response is duck-typed as in :mod:`.digest`.
+When to probe, what counts as proof, and when a difference is delivered is
+:mod:`.noise_learner`'s.  Pure: no Scrapy imports (the response is
+duck-typed, as in :mod:`.digest`).
 """
 
 from __future__ import annotations
 
-import difflib
+import calendar
 import hashlib
+import json
 import re
 from collections import OrderedDict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..config.matching import media_type
-from .digest import sha1_digest, text_of, visible_root
+from .digest import sha1_digest, text_of
 from .url_class import url_class
 
 if TYPE_CHECKING:
@@ -78,358 +67,497 @@ if TYPE_CHECKING:
 #: the digest rule name of a page digested without its learned noise
 RULE = "noise"
 
-#: crawl-log annotation of the probe that learned a page's noise (the wait
-#: policies then retract the change the revisit before it counted)
+#: crawl-log annotation of a visit that learned part of its page's noise
 NOISE_LEARNED = "noiseLearned"
 
-#: a longer segment is sketched as one hash: a token in a long paragraph
-#: cannot be learned (the guard handles such a page)
-MAX_SEGMENT_TOKENS = 48
+#: a page of more fields is not learned from (its sketch would weigh on the
+#: record at every write): it is judged by its rule's digest, said once
+MAX_FIELDS = 4000
 
-#: a page of more tokens is not probed (its sketch would weigh on the record)
-MAX_PAGE_TOKENS = 20_000
+#: a JSON script or body is read to this many values at most
+MAX_JSON_VALUES = 2000
 
-#: at most this many exclusions per URL (more is a page that is mostly noise)
-MAX_EXCLUSIONS = 32
+Field = tuple[str, str]  # (name, value)
+Sketch = dict[str, str]  # name (or its hash) -> field sketch
 
-Segment = tuple[str, ...]
-Exclusion = list[Any]  # [anchor, n, wildcards, fixed, follower], JSON-safe (older ones lack the follower)
+# -- fields ---------------------------------------------------------------------------
 
-#: a time of day in a token (12:03, 12:03:04.5, 2026-11-27T12:03:04Z)
-_CLOCK = re.compile(r"\d{1,2}:\d{2}")
-#: a whole date in one token (2026-11-27, 27.11.2026, 11/27/26)
-_NUMERIC_DATE = re.compile(r"^(\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[./-]\d{1,2}[./-](\d{4}|\d{2}))\b")
-_YEAR = re.compile(r"^(19|20)\d{2}[,;.)]?$")
-_DAY = re.compile(r"^\d{1,2}(st|nd|rd|th)?[,.]?$")
-_MONTHS = frozenset(
-    "jan feb mar apr may jun jul aug sep sept oct nov dec january february march april june july august "
-    "september october november december".split()
-)
-_WEEKDAYS = frozenset(
-    "mon tue tues wed thu thur thurs fri sat sun monday tuesday wednesday thursday friday saturday sunday".split()
-)
-#: tokens a date and its clock are written across ("27 Nov 2026 at 12:03")
-_CONNECTORS = frozenset(["at", "on", "-", "\u2013", "|", "@", ",", "/"])
+_INVISIBLE = frozenset(["script", "style", "noscript", "template", "head"])
+_JSON_TYPES = ("application/ld+json", "application/json")
+_SPACES = re.compile(r"\s+")
+#: characters lxml refuses in text (all controls but tab, newline, carriage return)
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
-def _word(token: str) -> str:
-    return token.lower().strip(".,;:()[]")
-
-
-def _calendar(segment: Segment, k: int) -> bool:
-    """True if token *k* is part of a calendar date (a day of the month only beside a month's name)."""
-    token = segment[k]
-    word = _word(token)
-    if word in _MONTHS or word in _WEEKDAYS or _YEAR.match(token) or _NUMERIC_DATE.match(token):
-        return True
-    if _DAY.match(token):
-        return any(0 <= j < len(segment) and _word(segment[j]) in _MONTHS for j in (k - 1, k + 1))
-    return False
-
-
-def date_of_clock(segment: Segment, changed: Sequence[int]) -> set[int]:
-    """The calendar date written beside a clock that moved.
-
-    It held still over the probe pair only because both fetches fell on one
-    day: it turns with the clock at midnight, so it is the clock's, not the
-    page's.  Nothing else that held still is noise (a price beside an
-    "as of 12:03" is kept).
-    """
-    out: set[int] = set()
-    for k in changed:
-        if not _CLOCK.search(segment[k]):
-            continue
-        for direction in (-1, 1):
-            j = k + direction
-            while 0 <= j < len(segment):
-                if _calendar(segment, j):
-                    out.add(j)
-                elif _word(segment[j]) not in _CONNECTORS and segment[j] not in _CONNECTORS:
-                    break
-                j += direction
-    return out
-
-
-def _token_hash(token: str) -> str:
-    return hashlib.blake2s(token.encode("utf-8"), digest_size=2).hexdigest()
-
-
-def _hash(text: str) -> str:
-    return hashlib.blake2s(text.encode("utf-8"), digest_size=4).hexdigest()
-
-
-def segments_of(response: Response) -> list[Segment] | None:
-    """The page's text segments (tokens each), or None for a binary body."""
+def fields_of(response: Response, *, visible: bool = False) -> list[Field] | None:
+    """The fields of a text response, or None (binary, unparsable, or more
+    than :data:`MAX_FIELDS`: not learnable).  *visible*: only what a reader
+    sees (the ``text`` rule's scope: no head, scripts or attributes)."""
     if not response.body:
         return None
-    text = text_of(response)
-    if text is None:
-        return None
-    content_type = (response.headers.get("Content-Type") or b"text/html").decode("latin-1")
-    return segments_of_text(text, html="html" in media_type(content_type))
-
-
-def segments_of_text(text: str, *, html: bool) -> list[Segment]:
-    """Segments of *text*: visible text nodes of HTML, else lines."""
-    if html:
-        root = visible_root(text)
-        parts: Sequence[str] = list(root.itertext()) if root is not None else text.splitlines()
-    else:
-        parts = text.splitlines()
-    return [tuple(tokens) for tokens in (part.split() for part in parts) if tokens]
-
-
-def sketch(segments: Sequence[Segment]) -> list[str]:
-    """The compact form of a fetch kept in the record until its probe."""
-    out = []
-    for segment in segments:
-        if len(segment) > MAX_SEGMENT_TOKENS:
-            out.append("#" + _hash(" ".join(segment)))
-        else:
-            out.append("".join(_token_hash(t) for t in segment))
-    return out
-
-
-def token_count(segments: Sequence[Segment]) -> int:
-    return sum(len(s) for s in segments)
-
-
-def _fixed(segment: Segment, wildcards: Sequence[int]) -> str:
-    skip = set(wildcards)
-    return _hash(" ".join(t for i, t in enumerate(segment) if i not in skip))
-
-
-@dataclass(frozen=True)
-class Learned:
-    """What two fetches taught: ``exclusions`` (None: not learnable) and
-    whether they differed at all."""
-
-    exclusions: list[Exclusion] | None
-    differed: bool
-
-
-def differences(before: Sequence[str], after: Sequence[Segment]) -> dict[int, list[int]] | None:
-    """The tokens of each segment of *after* that differ from the sketch *before*.
-
-    ``{segment index: [token positions]}`` for the segments that differ
-    (``{}``: none); None if the two cannot be aligned segment by segment
-    (a segment inserted or deleted, another token count, a long segment
-    that changed).  Aligned fetches have the same segments in the same
-    order, so their indices are the same.
-    """
-    now = sketch(after)
-    matcher = difflib.SequenceMatcher(None, list(before), now, autojunk=False)
-    out: dict[int, list[int]] = {}
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        if tag != "replace" or i2 - i1 != j2 - j1:
+    content_type = media_type((response.headers.get("Content-Type") or b"text/html").decode("latin-1"))
+    if "html" in content_type:
+        root = _parsed(response)
+        if root is None:
             return None
-        for old, j in zip(before[i1:i2], range(j1, j2), strict=True):
-            new = now[j]
-            if old.startswith("#") or new.startswith("#") or len(old) != len(new):
-                return None
-            out[j] = [k for k in range(len(after[j])) if old[4 * k : 4 * k + 4] != new[4 * k : 4 * k + 4]]
+        out = html_fields(root, visible=visible)
+    else:
+        text = text_of(response)
+        if text is None:
+            return None
+        if content_type.endswith("json"):
+            try:
+                out = [(f"${path}", value) for path, value in json_values(json.loads(text))]
+            except (ValueError, RecursionError):
+                out = text_fields(text)
+        else:
+            out = text_fields(text)
+    return out if len(out) <= MAX_FIELDS else None
+
+
+def _parsed(response: Response) -> Any:
+    """The page's lxml tree: the spider's own (Scrapy's cached selector, so
+    the callback does not parse the page again) when there is one."""
+    selector = getattr(response, "selector", None)
+    root = getattr(selector, "root", None)
+    if root is not None and hasattr(root, "iter"):
+        return root.getroottree().getroot()
+    text = text_of(response)
+    return None if text is None else html_root(text)
+
+
+def html_root(html: str) -> Any:
+    """*html* parsed, or None."""
+    import lxml.etree
+    import lxml.html
+
+    try:
+        return lxml.html.document_fromstring(_CONTROL.sub(" ", html))
+    except (lxml.etree.ParserError, ValueError):
+        return None
+
+
+def _normal(text: str) -> str:
+    return _SPACES.sub(" ", text).strip()
+
+
+def html_fields(root: Any, *, visible: bool = False) -> list[Field]:
+    """The fields of a parsed page in document order (see the module's docstring)."""
+    out: list[Field] = []
+    stack: list[tuple[Any, str]] = [(root, str(root.tag))]
+    while stack and len(out) <= MAX_FIELDS:
+        element, path = stack.pop()
+        tag = element.tag
+        if not visible:
+            for name, value in element.attrib.items():
+                out.append((f"{path}@{name}", _normal(value)))
+        pieces = [element.text or ""]
+        children = []
+        seen: dict[str, int] = {}
+        for child in element:
+            pieces.append(child.tail or "")
+            if not isinstance(child.tag, str):
+                continue  # a comment or a processing instruction: no data
+            name = child.tag
+            if visible and name in _INVISIBLE:
+                continue
+            n = seen.get(name, 0)
+            seen[name] = n + 1
+            children.append((child, f"{path}/{name}" if n == 0 else f"{path}/{name}[{n}]"))
+        own = _normal(" ".join(pieces))
+        if tag == "script" and (element.get("type") or "").strip().lower() in _JSON_TYPES:
+            try:
+                out.extend((f"{path}${key}", value) for key, value in json_values(json.loads(own or "null")))
+                own = ""
+            except (ValueError, RecursionError):
+                pass  # not JSON after all: its text is one field
+        if own:
+            out.append((f"{path}#t", own))
+        stack.extend(reversed(children))
     return out
 
 
-def exclusions_of(segments: Sequence[Segment], noise: dict[int, list[int]]) -> list[Exclusion] | None:
-    """The exclusions of the *noise* tokens of *segments* (None: too many to be a template's)."""
-    exclusions: list[Exclusion] = []
-    anchor = _hash("")
-    for j, segment in enumerate(segments):
-        if noise.get(j):
-            follower = _follower(segments, j, noise)
-            exclusion = [anchor, len(segment), noise[j], _fixed(segment, noise[j]), follower]
-            if exclusion not in exclusions:  # two lone tokens between the same texts: one rule
-                exclusions.append(exclusion)
-            anchor = _excluded_anchor(exclusions.index(exclusion))
+def json_values(data: Any) -> Iterator[tuple[str, str]]:
+    """``(key path, value)`` of every leaf of *data* (at most :data:`MAX_JSON_VALUES`)."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    count = 0
+    while stack and count < MAX_JSON_VALUES:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((f"{path}.{k}", v) for k, v in reversed(list(value.items())))
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(value))))
         else:
-            anchor = _hash(" ".join(segment))
-    return None if len(exclusions) > MAX_EXCLUSIONS else exclusions
+            count += 1
+            yield path, value if isinstance(value, str) else json.dumps(value)
 
 
-def with_dates(segments: Sequence[Segment], noise: dict[int, list[int]]) -> dict[int, list[int]]:
-    """*noise* with the calendar date beside each moving clock (:func:`_date_of_clock`)."""
-    return {j: sorted(set(w) | date_of_clock(segments[j], w)) for j, w in noise.items() if w}
+def text_fields(text: str) -> list[Field]:
+    """Fields of plain text: its lines."""
+    return [(f"L{i}", line) for i, line in enumerate(_normal(x) for x in text.splitlines()) if line]
 
 
-def learn(before: Sequence[str], after: Sequence[Segment]) -> Learned:
-    """The exclusions one pair of fetches suggests: a sketch (*before*) and a
-    later fetch's segments.  The crawl learns from two pairs in a row
-    (:func:`step`), keeping what moved in both."""
-    diff = differences(before, after)
-    if diff is None:
-        return Learned(None, True)
-    if not diff:
-        return Learned([], False)
-    return Learned(exclusions_of(after, with_dates(after, diff)), True)
+# -- tokens and clocks ----------------------------------------------------------------
+
+_MONTHS = "jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec"
+_MONTH_WORD = rf"(?:{_MONTHS})[a-z]*\.?"
+#: the tokens of a field kept apart from its shape: a date written with a
+#: month's name (one token, so it is masked whole with the clock beside
+#: it), or any run of word characters that holds a digit
+VOLATILE = re.compile(
+    rf"\b\d{{1,2}}\.?\s+{_MONTH_WORD},?\s+\d{{4}}\b"
+    rf"|\b{_MONTH_WORD}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b"
+    r"|[\w.:+/=@-]*\d[\w.:+/=@-]*",
+    re.IGNORECASE,
+)
+_TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::(\d{2}))?(?:[.,]\d+)?(?![\d:])")
+_ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2}))?")
+_EPOCH = re.compile(r"(?<!\d)(\d{10}|\d{13})(?!\d)")
+_DATE = re.compile(
+    rf"^(?:\d{{4}}-\d{{1,2}}-\d{{1,2}}|\d{{1,2}}[./-]\d{{1,2}}[./-]\d{{2,4}}|\d{{1,2}}\.?\s+{_MONTH_WORD},?\s+\d{{4}}"
+    rf"|{_MONTH_WORD}\s+\d{{1,2}}\S*,?\s+\d{{4}}|(?:19|20)\d\d)[,;.)]?$",
+    re.IGNORECASE,
+)
+#: how far two offsets of one clock may differ (its tick plus the fetch's own
+#: spread: the server renders before its Date header is written)
+_SLACK = 3
+_HALF_DAY = 43_200
+#: a Unix time farther than this from the fetch is a stored date, not a clock
+_EPOCH_NEAR = 2 * 86_400
 
 
-def changed_since(before: Sequence[str], after: Sequence[Segment], noise: dict[int, list[int]]) -> bool:
-    """True if *after* differs from the sketch *before* outside the *noise* tokens."""
-    now = sketch(after)
-    if len(now) != len(before):
+def clock_offset(token: str, at: float) -> tuple[str, int] | None:
+    """How a clock token reads against the fetch time *at*: ``(kind, offset)``.
+
+    Kinds: ``s`` / ``m`` a time of day to the second / minute (offset
+    modulo half a day, so 12- and 24-hour clocks are one), ``a`` an
+    absolute time (an ISO date and time, a Unix time in seconds or
+    milliseconds near the fetch).  None: not a clock.
+
+    >>> clock_offset("12:00:05", 43200.0)
+    ('s', 5)
+    >>> clock_offset("price", 0.0) is None
+    True
+    """
+    iso = _ISO.search(token)
+    if iso:
+        y, mo, d, h, mi, s = (int(g) if g else 0 for g in iso.groups())
+        try:
+            stamp = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0))
+        except (ValueError, OverflowError):
+            return None
+        return ("a" if iso.group(6) else "b", int(stamp - at))
+    epoch = _EPOCH.search(token)
+    if epoch:
+        value = int(epoch.group(1)) / (1000 if len(epoch.group(1)) == 13 else 1)
+        if abs(value - at) <= _EPOCH_NEAR:
+            return ("a", int(value - at))
+        return None
+    clock = _TIME.search(token)
+    if clock:
+        h, mi = int(clock.group(1)), int(clock.group(2))
+        if h > 23 or mi > 59:
+            return None
+        s = clock.group(3)
+        value = h * 3600 + mi * 60 + (int(s) if s else 0)
+        return ("s" if s else "m", int(value - at) % _HALF_DAY)
+    return None
+
+
+def _tick(kind: str) -> int:
+    return 60 if kind in "mb" else 1
+
+
+def same_clock(old: str, new: str) -> bool:
+    """True if two sketched tokens are one clock read at two fetches: both
+    clocks of one kind whose offsets agree within the clock's tick."""
+    if "~" not in old or "~" not in new:
+        return False
+    _, kind, offset = old.split("~")
+    _, kind2, offset2 = new.split("~")
+    if kind != kind2:
+        return False
+    delta = int(offset2) - int(offset)
+    if kind in "sm":
+        delta = (delta + _HALF_DAY // 2) % _HALF_DAY - _HALF_DAY // 2
+    return abs(delta) <= _tick(kind) + _SLACK
+
+
+def is_date(token: str) -> bool:
+    """A calendar date with no time in it: it turns with a clock beside it."""
+    return bool(_DATE.match(token))
+
+
+def _h(text: str, size: int) -> str:
+    return hashlib.blake2s(text.encode("utf-8"), digest_size=size).hexdigest()
+
+
+def name_hash(name: str) -> str:
+    """How a field's name is kept in the record's sketch."""
+    return _h(name, 4)
+
+
+def field_sketch(value: str, at: float) -> str:
+    """A field as kept: its shape's hash, then ``|`` and each volatile
+    token's hash (``~kind~offset`` after a clock's)."""
+    tokens = VOLATILE.findall(value)
+    if not tokens:
+        return _h(value, 2)
+    parts = [_h(VOLATILE.sub("\x00", value), 2)]
+    for token in tokens:
+        clock = clock_offset(token, at)
+        parts.append(_h(token, 2) if clock is None else f"{_h(token, 2)}~{clock[0]}~{clock[1]}")
+    return "|".join(parts)
+
+
+# -- masks ----------------------------------------------------------------------------
+
+WHOLE = "*"
+
+
+@dataclass
+class Masks:
+    """What a page's noise is: ``fields`` by name hash (``*`` whole, else
+    the volatile tokens' positions) and ``regions`` (element paths whose
+    content comes and goes).  The record's ``m`` and ``g``."""
+
+    fields: dict[str, Any] = field(default_factory=dict)
+    regions: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, state: Mapping[str, Any]) -> Masks:
+        fields = state.get("m")
+        regions = state.get("g")
+        return cls(
+            dict(fields) if isinstance(fields, dict) else {},
+            [r for r in regions if isinstance(r, str)] if isinstance(regions, list) else [],
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.fields or self.regions)
+
+    def in_region(self, name: str) -> bool:
+        return any(name.startswith(region) and name[len(region) : len(region) + 1] in ("/", "@", "#", "$") for region in self.regions)
+
+    def add_tokens(self, key: str, positions: Sequence[int]) -> None:
+        current = self.fields.get(key)
+        if current == WHOLE or not positions:
+            return
+        self.fields[key] = sorted(set(current or ()) | set(positions))
+
+    def add_whole(self, key: str) -> None:
+        self.fields[key] = WHOLE
+
+    def add_region(self, region: str) -> None:
+        if region not in self.regions:
+            self.regions.append(region)
+
+    def hidden(self, key: str) -> Any:
+        """``*`` (the whole field), its hidden token positions, or ()."""
+        return self.fields.get(key, ())
+
+    def state(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.fields:
+            out["m"] = self.fields
+        if self.regions:
+            out["g"] = self.regions
+        return out
+
+    def covers(self, other: Masks) -> bool:
+        """True if this mask hides at least what *other* hides."""
+        if not set(other.regions) <= set(self.regions):
+            return False
+        for key, hidden in other.fields.items():
+            mine = self.fields.get(key)
+            if mine == WHOLE:
+                continue
+            if hidden == WHOLE or mine is None or not set(hidden) <= set(mine):
+                return False
         return True
-    for j, (old, new) in enumerate(zip(before, now, strict=True)):
-        if old == new:
+
+
+def sketch(fields: Sequence[Field], at: float, masks: Masks, *, names: bool = False) -> Sketch:
+    """The sketch of a fetch made at *at*, without the fields of masked
+    regions; keyed by name hash, or by full name (*names*: a fetch waiting
+    for its probe, whose structure the probe compares)."""
+    out: Sketch = {}
+    for name, value in fields:
+        if masks.regions and masks.in_region(name):
             continue
-        if old.startswith("#") or new.startswith("#") or len(old) != len(new):
-            return True
-        skip = set(noise.get(j, ()))
-        if any(old[4 * k : 4 * k + 4] != new[4 * k : 4 * k + 4] for k in range(len(old) // 4) if k not in skip):
-            return True
-    return False
-
-
-def _excluded_anchor(index: int) -> str:
-    """The anchor after an excluded segment: which exclusion, not its value."""
-    return _hash(f"\x00{index}")
-
-
-#: the follower of a segment that ends the page
-_END = "\x01end"
-
-
-def _follower(segments: Sequence[Segment], j: int, excluded: Any) -> str:
-    """The hash of the first segment after *j* that is not noise (the page's end if none)."""
-    for k in range(j + 1, len(segments)):
-        if k not in excluded:
-            return _hash(" ".join(segments[k]))
-    return _hash(_END)
-
-
-def _excluded(segment: Segment, anchor_hash: str, exclusions: Sequence[Exclusion]) -> int | None:
-    """The index of the exclusion *segment* matches after *anchor_hash*, or None.
-
-    A segment with fixed text (``Server time * UTC``) is recognised by it
-    wherever it is, so a real edit of its neighbour does not hide it; one
-    that is all wildcards (a lone token) only right after its anchor (or,
-    below, right before its follower).
-    """
-    anywhere = None
-    for index, (anchor, n, wildcards, fixed, *_) in enumerate(exclusions):
-        if n == len(segment) and fixed == _fixed(segment, wildcards):
-            if anchor == anchor_hash:
-                return index  # in its place: the exclusion learned there
-            if anywhere is None and n > len(wildcards):
-                anywhere = index
-    return anywhere
-
-
-@dataclass(frozen=True)
-class Masked:
-    """A page digested without its noise.
-
-    ``digest``: the page without the segments its exclusions found;
-    ``matched``: how many exclusions found their segment (fewer than all:
-    the template moved); ``edited``: exclusions whose segment sits in its
-    place with its shape but other fixed text (the line that holds the clock
-    was edited: a change), by index, with the new fixed text's hash.
-    """
-
-    digest: str
-    matched: int
-    edited: dict[int, str]
-
-
-def place(segments: Sequence[Segment], exclusions: Sequence[Exclusion]) -> tuple[dict[int, int], dict[int, int]]:
-    """Which segments the exclusions find ``{segment: exclusion}``, and which
-    sit in an exclusion's place with other fixed text.
-
-    First by anchor (or fixed text anywhere), in page order; then an
-    exclusion not found is looked for right before its follower, so a lone
-    token after a line that was edited is still found, and a segment in its
-    place but with other fixed text is an edit of that line.
-    """
-    found: dict[int, int] = {}
-    anchor = _hash("")
-    for i, segment in enumerate(segments):
-        index = _excluded(segment, anchor, exclusions)
-        if index is not None:
-            found[i] = index
-            anchor = _excluded_anchor(index)
-        else:
-            anchor = _hash(" ".join(segment))
-    edited: dict[int, int] = {}
-    missing = sorted(set(range(len(exclusions))) - set(found.values()))
-    for index in missing:
-        anchor, n, wildcards, fixed, *rest = exclusions[index]
-        follower = rest[0] if rest else None
-        for i, segment in enumerate(segments):
-            if i in found or i in edited or len(segment) != n:
-                continue
-            before = (
-                _hash("")
-                if i == 0
-                else (_excluded_anchor(found[i - 1]) if i - 1 in found else _hash(" ".join(segments[i - 1])))
-            )
-            if before != anchor and (follower is None or _follower(segments, i, found) != follower):
-                continue
-            if _fixed(segment, wildcards) == fixed:
-                found[i] = index
-            elif n > len(wildcards):
-                edited[i] = index
-            break
-    return found, edited
-
-
-def masked_digest(segments: Sequence[Segment], exclusions: Sequence[Exclusion]) -> Masked:
-    """The ``noise`` digest of *segments* without the segments *exclusions* find."""
-    if not exclusions:
-        return Masked(sha1_digest(RULE, "\n".join(" ".join(s) for s in segments).encode("utf-8")), 0, {})
-    found, edited = place(segments, exclusions)
-    kept = [" ".join(segment) for i, segment in enumerate(segments) if i not in found and i not in edited]
-    changes = {index: _fixed(segments[i], exclusions[index][2]) for i, index in edited.items()}
-    return Masked(sha1_digest(RULE, "\n".join(kept).encode("utf-8")), len(set(found.values())), changes)
-
-
-def follow_edits(exclusions: Sequence[Exclusion], edited: dict[int, str]) -> list[Exclusion]:
-    """*exclusions* with the fixed text of the lines edited in place taken over."""
-    out = [list(e) for e in exclusions]
-    for index, fixed in edited.items():
-        out[index][3] = fixed
+        key = name if names else name_hash(name)
+        entry = field_sketch(value, at)
+        out[key] = entry if key not in out else f"{out[key]}+{entry}"  # a name hash shared: kept together
     return out
 
 
-# -- siblings share a template -----------------------------------------------------
+def by_hash(sketched: Mapping[str, str]) -> Sketch:
+    """A sketch keyed by full names, keyed by name hash."""
+    return {name_hash(name): value for name, value in sketched.items()}
 
-#: distinct exclusion sets kept per pool key (templates of one directory)
+
+def masked_digest(fields: Sequence[Field], masks: Masks) -> str:
+    """The ``noise`` digest: the fields without what the masks hide."""
+    lines = []
+    for name, value in fields:
+        if masks.regions and masks.in_region(name):
+            continue
+        hidden = masks.hidden(name_hash(name))
+        if hidden == WHOLE:
+            continue
+        if hidden:
+            skip = set(hidden)
+            counter = iter(range(1 << 30))
+            value = VOLATILE.sub(lambda m: "\x00" if next(counter) in skip else m.group(0), value)
+        lines.append(f"{name}\t{value}")
+    return sha1_digest(RULE, "\n".join(lines).encode("utf-8"))
+
+
+# -- differences ------------------------------------------------------------------------
+
+
+@dataclass
+class Moves:
+    """How one sketch differs from another: ``fields``, per key, what moved
+    (``s`` its shape, ``n`` its number of tokens, else token positions);
+    ``clocks``, per key, the token positions that moved as a clock does;
+    ``added`` / ``removed``: keys in one only."""
+
+    fields: dict[str, set[Any]] = field(default_factory=dict)
+    clocks: dict[str, set[int]] = field(default_factory=dict)
+    added: set[str] = field(default_factory=set)
+    removed: set[str] = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return bool(self.fields or self.added or self.removed)
+
+    def keys(self) -> set[str]:
+        return set(self.fields) | self.added | self.removed
+
+
+def field_moves(old: str, new: str) -> tuple[set[Any], set[int]]:
+    """What moved between two sketches of one field, and which tokens moved as clocks."""
+    if old == new:
+        return set(), set()
+    if "+" in old or "+" in new:
+        return {"s"}, set()
+    shape, *tokens = old.split("|")
+    shape2, *tokens2 = new.split("|")
+    moved: set[Any] = set()
+    clocks: set[int] = set()
+    if shape != shape2:
+        moved.add("s")
+    if len(tokens) != len(tokens2):
+        moved.add("n")
+        return moved, clocks
+    for k, (a, b) in enumerate(zip(tokens, tokens2, strict=True)):
+        if a[:4] != b[:4]:
+            if same_clock(a, b):
+                clocks.add(k)
+            else:
+                moved.add(k)
+    return moved, clocks
+
+
+def compare(old: Mapping[str, str], new: Mapping[str, str], masks: Masks | None = None) -> Moves:
+    """What differs from *old* to *new*, outside *masks* (keys by name hash
+    when masks are given)."""
+    moves = Moves()
+    hidden_of = masks.hidden if masks is not None else (lambda key: ())
+    for key, value in new.items():
+        hidden = hidden_of(key)
+        if hidden == WHOLE:
+            continue
+        before = old.get(key)
+        if before is None:
+            moves.added.add(key)
+            continue
+        moved, clocks = field_moves(before, value)
+        if hidden:
+            moved -= set(hidden)
+            clocks -= set(hidden)
+        if moved:
+            moves.fields[key] = moved
+        if clocks:
+            moves.clocks[key] = clocks
+    for key in old:
+        if key not in new and hidden_of(key) != WHOLE:
+            moves.removed.add(key)
+    return moves
+
+
+def region_of(names: Sequence[str]) -> str | None:
+    """The innermost element that holds every one of *names* (fields that
+    came or went): the region whose content varies, or None if that is the
+    page itself (nothing smaller to hide)."""
+    paths = [re.split(r"[@#$]", name, maxsplit=1)[0].split("/") for name in names]
+    if not paths:
+        return None
+    common: list[str] = []
+    for steps in zip(*paths, strict=False):
+        if len(set(steps)) != 1:
+            break
+        common.append(steps[0])
+    # the element itself of a lone field that came or went is its parent's child: hide the parent's content
+    if all(len(p) == len(common) for p in paths):
+        common = common[:-1]
+    if len(common) < 3 or common[:2] != ["html", "body"]:
+        return None
+    return "/".join(common)
+
+
+def date_beside(fields: Mapping[str, str], name: str, position: int) -> list[int]:
+    """The calendar dates written right beside the clock token at *position*
+    of the field *name* (they turn with it at midnight)."""
+    value = fields.get(name)
+    if value is None:
+        return []
+    tokens = list(VOLATILE.finditer(value))
+    out = []
+    for k in (position - 1, position + 1):
+        if 0 <= k < len(tokens):
+            a, b = sorted((tokens[k], tokens[position]), key=lambda m: m.start())
+            gap = value[a.end() : b.start()].strip(" ,|@-\u2013/").lower()
+            if gap in ("", "at", "on") and is_date(tokens[k].group(0)):
+                out.append(k)
+    return out
+
+
+# -- siblings share a template -----------------------------------------------------------
+
+#: distinct masks kept per pool key (templates of one directory)
 POOL_SETS = 4
 #: pool keys kept (the least recently learned are dropped)
 POOL_KEYS = 10_000
 
 
 class NoisePool:
-    """Exclusions learned on one page, offered to its siblings.
+    """Masks learned on one page, offered to its siblings.
 
-    Pages of one directory of a host are usually made from one template,
-    and a clock or a token in the template is noise on every one of them.
-    Learning it costs a page three fetches (the first, the changed revisit,
-    the probe); a sibling that holds every segment a learned set excludes
-    takes that set instead, from its first visit, and is never probed.  A
-    sibling whose text lacks one of them (another template) learns its own.
-
-    A cache, not state: each URL keeps the exclusions it adopted or learned
-    in its own record (the frontier's), and the pool is refilled from those
-    as the pages are visited, so it needs no saving and a restart only
-    costs the first sibling visits their offer.  Bounded: :data:`POOL_SETS`
-    sets per key, :data:`POOL_KEYS` keys.
+    Pages of one directory of a host are usually made from one template, and
+    a clock or a token in the template is noise on every one of them.  A
+    sibling whose difference lies inside a mask offered here still holds it
+    back and probes (nothing is judged by another page's word), but one
+    probe that shows the same fields moving proves it, where a page on its
+    own needs two.  A cache, not state: each URL keeps its masks in its own
+    record, and the pool is refilled from them as pages are visited.
+    Bounded: :data:`POOL_SETS` masks per key, :data:`POOL_KEYS` keys.
     """
 
     def __init__(self) -> None:
-        self._sets: OrderedDict[str, list[list[Exclusion]]] = OrderedDict()
+        self._sets: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
 
-    def offer(self, url: str) -> list[list[Exclusion]]:
-        """The exclusion sets learned on *url*'s siblings (newest first)."""
-        return list(self._sets.get(url_class(url), ()))
+    def offer(self, url: str) -> list[Masks]:
+        """The masks learned on *url*'s siblings (newest first)."""
+        return [Masks.of(s) for s in self._sets.get(url_class(url), ())]
 
-    def add(self, url: str, exclusions: list[Exclusion]) -> None:
-        """Remember the exclusions *url* learned or adopted."""
-        if not exclusions:
+    def add(self, url: str, masks: Masks) -> None:
+        """Remember the masks *url* learned."""
+        if not masks:
             return
         key = url_class(url)
-        sets = [s for s in self._sets.pop(key, []) if s != exclusions]
-        self._sets[key] = [exclusions, *sets][:POOL_SETS]
+        state = masks.state()
+        sets = [s for s in self._sets.pop(key, []) if s != state]
+        self._sets[key] = [state, *sets][:POOL_SETS]
         while len(self._sets) > POOL_KEYS:
             self._sets.popitem(last=False)

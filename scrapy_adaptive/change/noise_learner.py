@@ -1,356 +1,438 @@
 """The noise learner: what one visit does to a URL's learned-noise state.
 
-:mod:`.noise` cuts a page into segments, compares two fetches and masks
-what it learned; this module decides, visit by visit, when to probe, what
-two probe pairs teach, when a mask judges a visit and when it is dropped.
-The state is the record's ``noise`` (JSON, stored as is).
+:mod:`.noise` cuts a page into fields and compares sketches; this module
+decides, visit by visit, what a difference means.  Its contract:
 
-Noise is what moved over two pairs of fetches in a row, each a probe
-apart: a part that held still over either pair is content, a difference
-that came with moved validators is an edit, a mask never hides the only
-difference between two fetches whose validators differ, and a sibling's
-mask judges nothing until the page's own probe confirms it
-(docs/architecture.md, "Learned noise").
+* **Nothing lost.**  A part of a page is hidden only once it is *proven* to
+  move without an edit: a clock, by moving exactly as the time between two
+  fetches (one pair of fetches suffices, whatever its gap); anything else,
+  by moving over three intervals in a row: from the last version to the
+  fetch that found the difference, and over each of two probes right
+  after it.  A real edit that lands inside a probe window moves once, not
+  three times, so it is never learned as noise; a part that held still
+  over any of the three is content.
+* **No false change.**  The first difference of a page that cannot be
+  explained by what is already learned is *held*: the visit is recorded
+  unchanged and not delivered, and a probe is asked for at once (the
+  host's politeness delay).  The probe settles it: if the difference held
+  still, it was an edit and the probe's response is delivered as the new
+  version (with the edit, one politeness delay late); if it moved again, a
+  second probe decides what is noise.  A part that moved once only in the
+  first interval is an edit and is delivered at the first probe.
+* **Nothing parked by doubt.**  No outcome gives up on a page: a
+  difference the learner cannot prove to be noise is a change, delivered,
+  and the policy's wait follows what was delivered.  A page that cannot be
+  cut into fields (binary, unparsable, more than :data:`.noise.MAX_FIELDS`)
+  is judged by its rule's digest, which cannot lose an edit.
+* **Probes are bounded**: :data:`MAX_PROBES` in a page's life; past them
+  a difference is delivered at once (clocks are still learned, they need
+  no probe).
 
-Pure: no Scrapy imports.
+Siblings (:class:`.noise.NoisePool`): a difference that lies inside a mask
+a sibling learned is held and probed like any other, but one probe that
+shows it moving again proves it.
+
+The state is the record's ``noise`` (JSON, stored as is).  Pure: no Scrapy
+imports.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..model import ChangeState
 from .noise import (
-    MAX_PAGE_TOKENS,
-    Exclusion,
-    Segment,
-    changed_since,
-    date_of_clock,
-    differences,
-    exclusions_of,
-    follow_edits,
+    Field,
+    Masks,
+    Moves,
+    Sketch,
+    by_hash,
+    compare,
+    date_beside,
     masked_digest,
-    place,
+    name_hash,
+    region_of,
     sketch,
-    token_count,
-    with_dates,
 )
 
-#: probes one URL may cost in its life: a learning takes two (two pairs of
-#: fetches), a sibling's mask is confirmed by one; past that the wait
-#: policy's guard alone
-MAX_PROBES = 6
+#: probes one URL may cost in its life (a learning takes one or two, an edit
+#: held back one); past that a difference is delivered at once
+MAX_PROBES = 8
 
 # the state's keys (the record's ``noise``, stored as is)
-SKETCH = "b"  #: a fetch's sketch, waiting for its probe
-SKETCHED_AT = "t"  #: when the sketched fetch was made (the probe must come within the window)
-SKETCH_VALIDATORS = "v"  #: the sketched fetch's [ETag, Last-Modified]
-TRIGGER = "g"  #: the sketch of the fetch that started a learning (the last probe is judged against it)
-FIRST_PAIR = "c"  #: the tokens that moved over the first pair, by segment index
-FIRST_MOVED = "m"  #: the validators moved over the first pair
-EXCLUSIONS = "x"  #: the learned exclusions
-PER_FETCH = "f"  #: the URL's validators moved over both pairs: they move at every fetch
-ADOPTED = "a"  #: the exclusions came from a sibling and the page has not confirmed them yet
-VERSION = "d"  #: while adopted: the rule's digest of the version last judged changed
-SETTLED = "s"  #: "clean" (nothing moved at every fetch) or "hard" (not learnable)
+VERSION = "p"  #: the sketch of the version last delivered (by name hash)
+PENDING = "t"  #: the sketch of a fetch waiting for its probe (by full name)
+PENDING_AT = "tt"  #: when that fetch was made (its probe must come within the window)
+CANDIDATES = "c"  #: what moved in every interval so far, per name hash
+REGION = "cr"  #: the region whose fields came and went in every interval so far
+STAGE = "n"  #: which probe comes next (1 or 2)
+HELD = "hd"  #: the difference is still held back (not delivered)
 PROBES = "r"  #: probes spent so far
+OFFERED = "o"  #: a sibling's mask the held difference lies in
+UNLEARNABLE = "u"  #: the page cannot be cut into fields: judged by its rule
 
-#: why a mask was dropped, as the log says it
-DROPPED_VALIDATORS = "its validators moved with a difference it hid"
-DROPPED_UNCONFIRMED = "what it hides held still on this page"
-DROPPED_UNVERIFIABLE = "its probe did not come in time"
+#: a candidate's move: the field came or went
+CAME_WENT = "c"
 
-Validators = tuple[str | None, str | None]  # (ETag, Last-Modified)
+_PENDING_KEYS = (PENDING, PENDING_AT, CANDIDATES, REGION, STAGE, HELD, OFFERED)
 
-
-def validators_moved(before: Sequence[str | None] | None, after: Sequence[str | None]) -> bool:
-    """True if an ETag or a Last-Modified both fetches sent differs.
-
-    >>> validators_moved(('"a"', None), ('"b"', None))
-    True
-    >>> validators_moved((None, "Tue, 01 Jan 2013 00:00:00 GMT"), ('"b"', "Tue, 01 Jan 2013 00:00:00 GMT"))
-    False
-    """
-    if not before:
-        return False
-    return any(old and new and old != new for old, new in zip(before, after, strict=False))
+#: annotations: a difference held back for a probe, and a probe that
+#: delivers a held difference (the change belongs to the interval before
+#: the held fetch: the wait policies count it there)
+HELD_BACK = "noiseHeld"
+HELD_CHANGE = "heldChange"
+#: annotation of a probe fetch (not a revisit: the wait policies do not
+#: count its few seconds as an interval)
+PROBED = "noiseProbed"
 
 
 @dataclass(frozen=True)
 class Seen:
-    """What one digested visit shows the noise learner.
+    """What one visit shows the noise learner.
 
-    ``changed``: the rule's digest differs from the record's; ``first``: the
-    record has no digest yet; ``usable``: the response has validators that
-    can tell "no change" (an ETag, or a Last-Modified that is a content
-    date), so conditional requests deal with change and nothing is probed
-    or adopted; ``validators`` / ``previous``: this response's and the
-    record's ``(ETag, Last-Modified)``; ``digest``: the rule's digest of this
-    visit; ``previous_digest``: the record's digest; ``same_payload``: the body
-    is byte for byte the last visit's; ``now``: the visit's time.
+    ``fields``: the page's fields (None: not learnable); ``first``: the
+    record has no version yet; ``now``: when the response arrived;
+    ``at``: the server's time of the response (its ``Date``, else *now*),
+    which its clocks are read against; ``digest``: the rule's digest of the
+    response; ``previous_digest``: the record's.
     """
 
-    segments: list[Segment] | None
-    changed: bool
+    fields: list[Field] | None
     first: bool
-    usable: bool
     now: float
-    validators: Validators = (None, None)
-    previous: Validators = (None, None)
+    at: float
     digest: str | None = None
     previous_digest: str | None = None
-    same_payload: bool = False
 
 
 @dataclass(frozen=True)
 class NoiseStep:
     """What one visit does to a URL's noise state.
 
-    ``state``: the new state (None: as it was; ``{}``: forget it);
-    ``digest``: the digest to store instead of the rule's (the page without
-    its noise), and to judge the visit by unless ``verdict`` says otherwise;
-    ``verdict``: the visit's change state, decided here; ``by_rule``: the
-    verdict the rule's digest gave stands (a sibling's mask just adopted
-    judges nothing); ``probe``: fetch again now; ``learned``: exclusions
-    were learned (the change that started the learning was noise);
-    ``confirmed``: a probe showed a sibling's mask right on this page;
-    ``adopted``: a sibling's exclusions were taken (:class:`NoisePool`);
-    ``dropped``: a mask was dropped, and why (said once in the log).
+    ``state``: the new state (None: as it was); ``verdict``: the visit's
+    change state (None: the rule's stands); ``digest``: the digest to store
+    (None: the rule's); ``probe``: fetch again now; ``held``: a difference
+    was held back for a probe; ``released``: a held difference is delivered
+    by this visit; ``learned``: part of the page was proven noise;
+    ``confirmed``: by a sibling's mask and one probe; ``unlearnable``: the
+    page cannot be learned from, said once.
     """
 
     state: dict[str, Any] | None = None
-    digest: str | None = None
     verdict: ChangeState | None = None
-    by_rule: bool = False
+    digest: str | None = None
     probe: bool = False
+    held: bool = False
+    released: bool = False
     learned: bool = False
     confirmed: bool = False
-    adopted: bool = False
-    dropped: str | None = None
+    unlearnable: bool = False
+    probed: bool = False
 
 
-def _verdict(changed: bool) -> ChangeState:
-    return ChangeState.CHANGED if changed else ChangeState.UNCHANGED
+def _names_of(fields: Sequence[Field]) -> dict[str, str]:
+    return {name_hash(name): value for name, value in fields}
 
 
-def _sketched(state: dict[str, Any], segments: list[Segment], seen: Seen, probes: int) -> dict[str, Any]:
-    """*state* waiting for a probe of this fetch."""
-    return {
-        **state,
-        SKETCH: sketch(segments),
-        SKETCHED_AT: seen.now,
-        SKETCH_VALIDATORS: list(seen.validators),
-        PROBES: probes + 1,
-    }
+def _learn_clocks(masks: Masks, moves: Moves, values: Mapping[str, str], hashed: bool) -> bool:
+    """Hide the tokens that moved as clocks (and the dates written beside
+    them); True if that hid anything new."""
+    before = masks.state()
+    for key, positions in moves.clocks.items():
+        name_key = key if hashed else name_hash(key)
+        extra: list[int] = []
+        for position in positions:
+            extra += date_beside(values, name_key, position)
+        masks.add_tokens(name_key, sorted(positions | set(extra)))
+    return masks.state() != before
 
 
-def _learnable(segments: list[Segment] | None) -> bool:
-    return bool(segments) and token_count(segments or ()) <= MAX_PAGE_TOKENS
-
-
-def _without_mask(state: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in state.items() if k not in (EXCLUSIONS, ADOPTED, VERSION, PER_FETCH)}
-
-
-def _unconfirmed(state: dict[str, Any], seen: Seen, reason: str, *, changed: bool | None = None) -> NoiseStep:
-    """Drop a sibling's exclusions the page did not confirm.  The visit is
-    judged against the version last judged changed (or as *changed* says),
-    so a change the mask held back is delivered now."""
-    if changed is None:
-        version = state.get(VERSION)
-        changed = version is None or version != seen.digest
-    return NoiseStep(_without_mask(state), verdict=_verdict(changed), dropped=reason)
+def _hashed(moves: Mapping[str, Any]) -> dict[str, set[Any]]:
+    return {name_hash(name): set(parts) for name, parts in moves.items()}
 
 
 def step(
-    state: dict[str, Any] | None, seen: Seen, *, window: float, pooled: Sequence[list[Exclusion]] = ()
+    state: dict[str, Any] | None, seen: Seen, *, window: float, pooled: Sequence[Masks] = ()
 ) -> NoiseStep:
     """Fold one digested visit into the URL's noise *state*.
 
     *window*: the longest a probe may come after the fetch it checks (a
-    later one could take a real change for noise); *pooled*: exclusions
-    learned on the URL's siblings (:class:`NoisePool`).
-
-    Noise is what moved over two pairs of fetches in a row, each a probe
-    apart (the fetch found changed, two probes): a part that held still
-    over either pair is kept, so an edit that lands inside one probe
-    window is an edit.  Until the second pair tells, the first probe is
-    held back (unchanged), and the second is judged against the fetch that
-    started it all.  Once learned, a mask never hides the only difference
-    between two fetches whose validators differ, unless they moved over
-    both pairs (validators that move at every fetch); a sibling's mask
-    judges nothing until one probe pair on the page shows it moving.
+    later one could take a real change for noise); *pooled*: masks learned
+    on the URL's siblings.
     """
     state = dict(state or {})
-    probes = int(state.get(PROBES) or 0)
-    sketched = state.pop(SKETCH, None)
-    sketched_at = state.pop(SKETCHED_AT, None)
-    sketch_validators = state.pop(SKETCH_VALIDATORS, None)
-    if sketched is not None:
-        in_time = isinstance(sketched_at, (int, float)) and 0 <= seen.now - sketched_at <= window
-        if seen.segments is not None and in_time:
-            return _probed(state, sketched, sketch_validators, seen, probes)
-        # too late (a restart, a long politeness wait, an error between) or
-        # no text: not a probe
-        state.pop(FIRST_PAIR, None)
-        state.pop(FIRST_MOVED, None)
-        state.pop(TRIGGER, None)
-        if state.get(ADOPTED):
-            return _unconfirmed(state, seen, DROPPED_UNVERIFIABLE)
-        state.pop(EXCLUSIONS, None)
-    exclusions = state.get(EXCLUSIONS)
-    if exclusions is not None and seen.segments is not None:
-        return _masked(state, exclusions, seen, probes, restored=sketched is not None)
-    if pooled and seen.segments and not seen.usable and SETTLED not in state:
-        for exclusions in pooled:
-            masked = masked_digest(seen.segments, exclusions)
-            if masked.matched == len(exclusions):
-                # stored as the page's digest form, but this visit is judged
-                # by the rule (its verdict stands) until the page confirms it
-                adopted = {EXCLUSIONS: list(exclusions), ADOPTED: 1, VERSION: seen.digest, PROBES: probes}
-                return NoiseStep(adopted, digest=masked.digest, by_rule=True, adopted=True)
-    if seen.changed and not seen.first and not seen.usable and SETTLED not in state and probes < MAX_PROBES:
-        if _learnable(seen.segments):
-            return NoiseStep(_sketched(state, seen.segments or [], seen, probes), probe=True)
-    return NoiseStep(state if sketched is not None else None)
+    if seen.fields is None:
+        # binary, unparsable or too large: judged by its rule from now on
+        said = bool(state.get(UNLEARNABLE))
+        return NoiseStep({UNLEARNABLE: 1, PROBES: state.get(PROBES, 0)}, unlearnable=not said)
+    state.pop(UNLEARNABLE, None)
+    pending = {k: state.pop(k) for k in _PENDING_KEYS if k in state}
+    masks = Masks.of(state)
+    named = sketch(seen.fields, seen.at, masks, names=True)
+    now = by_hash(named)
+    version = state.get(VERSION)
+    if not isinstance(version, dict):
+        # no version sketched yet (a first visit): this one is; the rule's verdict stands
+        return NoiseStep({**state, VERSION: now})
+    sketched_at = pending.get(PENDING_AT)
+    in_time = isinstance(sketched_at, (int, float)) and 0 <= seen.now - sketched_at <= window
+    if isinstance(pending.get(PENDING), dict) and in_time and pending.get(STAGE) in (1, 2):
+        return replace(_probed(state, pending, masks, named, seen), probed=True)
+    # a visit, or a probe too late to prove anything: the difference is judged now
+    return _visit(state, masks, version, now, seen, pooled, held=bool(pending.get(HELD)))
 
 
-def _masked(
-    state: dict[str, Any], exclusions: list[Exclusion], seen: Seen, probes: int, *, restored: bool
+def _delivered(
+    state: dict[str, Any], masks: Masks, now: Sketch, seen: Seen, *, released: bool = False, learned: bool = False
 ) -> NoiseStep:
-    """A visit of a page with a mask: digest it without its noise, unless the
-    mask would hide a difference it must not."""
-    segments = seen.segments or []
-    masked = masked_digest(segments, exclusions)
-    adopted = bool(state.get(ADOPTED))
-    if masked.edited:
-        # the line that holds the noise was edited: a change, and the mask follows the edit
-        followed = {**state, EXCLUSIONS: follow_edits(exclusions, masked.edited)}
-        if adopted:
-            followed[VERSION] = seen.digest
-        return NoiseStep(followed, digest=masked.digest, verdict=ChangeState.CHANGED)
-    hides = masked.digest == seen.previous_digest and not seen.same_payload
-    if hides and not state.get(PER_FETCH) and validators_moved(seen.previous, seen.validators):
-        return NoiseStep(_without_mask(state), verdict=ChangeState.CHANGED, dropped=DROPPED_VALIDATORS)
-    if adopted:
-        if hides:
-            # the sibling's mask would hide this difference: held back until
-            # a probe shows the masked parts move on this page too
-            if probes < MAX_PROBES and _learnable(segments):
-                sketched = {**_sketched(state, segments, seen, probes), TRIGGER: sketch(segments)}
-                return NoiseStep(sketched, digest=masked.digest, probe=True)
-            return _unconfirmed(state, seen, DROPPED_UNVERIFIABLE)
-        if masked.digest != seen.previous_digest:
-            # a change the sibling's mask does not touch: either an edit or
-            # noise of the page's own that the sibling does not have (a
-            # random token beside the clock); the page learns its own, as a
-            # page without a mask does, instead of being "changed" at every visit
-            if probes < MAX_PROBES and not seen.usable and _learnable(segments):
-                # changed under the mask it was judged by last time (the
-                # digests' forms differ: the rule cannot say it)
-                sketched = _sketched(_without_mask(state), segments, seen, probes)
-                return NoiseStep(sketched, verdict=ChangeState.CHANGED, probe=True)
-            return NoiseStep({**state, VERSION: seen.digest}, digest=masked.digest)
-    moved = masked.matched < len(exclusions)
-    if moved and probes < MAX_PROBES and not seen.usable and _learnable(segments):
-        # the template moved: learn again from this fetch and two probes
-        return NoiseStep(_sketched(_without_mask(state), segments, seen, probes), digest=masked.digest, probe=True)
-    return NoiseStep(state if restored else None, digest=masked.digest)
+    """The visit is a new version: delivered, and the version compared from now on."""
+    out = {**{k: v for k, v in state.items() if k not in ("m", "g")}, **masks.state(), VERSION: now}
+    digest = masked_digest(seen.fields or [], masks) if masks else seen.digest
+    return NoiseStep(out, verdict=ChangeState.CHANGED, digest=digest, released=released, learned=learned)
+
+
+def _unchanged(state: dict[str, Any], masks: Masks, seen: Seen, **flags: Any) -> NoiseStep:
+    """The visit is the version last delivered: its digest stays the record's."""
+    out = {**{k: v for k, v in state.items() if k not in ("m", "g")}, **masks.state()}
+    return NoiseStep(out, verdict=ChangeState.UNCHANGED, digest=seen.previous_digest, **flags)
+
+
+def _visit(
+    state: dict[str, Any],
+    masks: Masks,
+    version: Sketch,
+    now: Sketch,
+    seen: Seen,
+    pooled: Sequence[Masks],
+    *,
+    held: bool,
+) -> NoiseStep:
+    moves = compare(version, now, masks)
+    learned = _learn_clocks(masks, moves, _names_of(seen.fields or []), hashed=True)
+    if not moves:
+        return _unchanged(state, masks, seen, learned=learned)
+    probes = int(state.get(PROBES) or 0)
+    if probes >= MAX_PROBES:
+        return _delivered(state, masks, now, seen, released=held, learned=learned)
+    # held back until a probe shows what moves at every fetch
+    candidates = {key: sorted(parts, key=str) for key, parts in moves.fields.items()}
+    for key in moves.added | moves.removed:
+        candidates[key] = [CAME_WENT]
+    held_state = {
+        **{k: v for k, v in state.items() if k not in ("m", "g")},
+        **masks.state(),
+        PENDING: sketch(seen.fields or [], seen.at, masks, names=True),
+        PENDING_AT: seen.now,
+        CANDIDATES: candidates,
+        STAGE: 1,
+        HELD: 1,
+        PROBES: probes + 1,
+    }
+    if moves.added or moves.removed:
+        held_state[REGION] = "?"  # fields came or went: where, the probes say
+    for offered in pooled:
+        if _inside(moves, offered):
+            held_state[OFFERED] = offered.state()
+            break
+    return NoiseStep(held_state, verdict=ChangeState.UNCHANGED, digest=seen.previous_digest, probe=True, held=True, learned=learned)
+
+
+def _inside(moves: Moves, masks: Masks) -> bool:
+    """True if every difference of *moves* lies inside *masks*."""
+    if moves.added or moves.removed:
+        return False
+    for key, parts in moves.fields.items():
+        hidden = masks.hidden(key)
+        if hidden != "*" and (parts & {"s", "n", CAME_WENT} or not parts <= set(hidden)):
+            return False
+    return True
 
 
 def _probed(
-    state: dict[str, Any],
-    sketched: list[str],
-    sketch_validators: Sequence[str | None] | None,
-    seen: Seen,
-    probes: int,
+    state: dict[str, Any], pending: dict[str, Any], masks: Masks, named: Sketch, seen: Seen
 ) -> NoiseStep:
-    """A probe of a sketched fetch: the first pair, the second, or a sibling's mask's test."""
-    segments = seen.segments or []
-    diff = differences(sketched, segments)
-    moved = validators_moved(sketch_validators, seen.validators)
-    first_pair = state.pop(FIRST_PAIR, None)
-    first_moved = bool(state.pop(FIRST_MOVED, None))
-    trigger = state.pop(TRIGGER, None) or sketched
-    if state.get(ADOPTED):
-        return _confirm(state, diff, seen, trigger)
-    if diff is None:
-        changed = first_pair is not None and changed_since(trigger, segments, {})
-        return NoiseStep(
-            {SETTLED: "hard", PROBES: probes}, verdict=_verdict(changed) if first_pair is not None else None
+    """A probe of a held (or just delivered) difference."""
+    before: Sketch = pending[PENDING]
+    moves = compare(before, named, None)
+    hidden_now = {name for name in named if masks.hidden(name_hash(name)) == "*"}
+    for name in hidden_now:
+        moves.fields.pop(name, None)
+    learned = _learn_clocks(masks, moves, dict(seen.fields or []), hashed=False)
+    moved = _hashed(moves.fields)
+    for name in moves.added | moves.removed:
+        moved[name_hash(name)] = {CAME_WENT}
+    candidates = {key: set(parts) for key, parts in (pending.get(CANDIDATES) or {}).items()}
+    again = {key: parts & moved[key] for key, parts in candidates.items() if key in moved and parts & moved[key]}
+    region = _region_again(pending, before, named, moves, candidates)
+    if region is not None:
+        # what the region explains is not an edit, nor a field's own noise
+        inside = {name_hash(n) for n in (*before, *named) if _under(n, region)}
+        again = {key: parts for key, parts in again.items() if key not in inside}
+        candidates = {key: parts for key, parts in candidates.items() if key not in inside}
+    # the parts that moved before but held still over this pair: edits
+    edits = any(parts - again.get(key, set()) for key, parts in candidates.items())
+    held = bool(pending.get(HELD))
+    version: Sketch = state.get(VERSION) or {}
+    now = by_hash(named)
+    offered = Masks.of(pending.get(OFFERED) or {})
+    if not again and region is None:
+        # nothing moved twice: the held difference was edits
+        return _settle(state, masks, version, now, seen, held=held, learned=learned)
+    if pending.get(STAGE) == 2 or (offered and _all_again(candidates, again)):
+        for key, parts in again.items():
+            if parts & {"s", "n", CAME_WENT}:
+                masks.add_whole(key)
+            else:
+                ints = sorted(p for p in parts if isinstance(p, int))
+                extra: list[int] = []
+                values = _names_of(seen.fields or [])
+                for position in ints:
+                    extra += date_beside(values, key, position)
+                masks.add_tokens(key, sorted(set(ints) | set(extra)))
+        stale: set[str] = set()
+        if region is not None:
+            masks.add_region(region)
+            stale = {name_hash(n) for n in (*before, *named) if masks.in_region(n)}
+        named = sketch(seen.fields or [], seen.at, masks, names=True)
+        now = by_hash(named)
+        version = {k: v for k, v in version.items() if k not in stale}
+        return _settle(
+            state, masks, version, now, seen, held=held, learned=True, confirmed=bool(offered) and pending.get(STAGE) == 1
         )
-    if first_pair is None:
-        if not diff:
-            if seen.changed:  # only the markup moved: the page is judged by its text
-                masked = masked_digest(segments, [])
-                return NoiseStep(
-                    {EXCLUSIONS: [], PROBES: probes}, digest=masked.digest, verdict=ChangeState.UNCHANGED, learned=True
-                )
-            return NoiseStep({SETTLED: "clean", PROBES: probes})
-        if probes >= MAX_PROBES or not _learnable(segments):
-            return NoiseStep({PROBES: probes})
-        # held back until the second pair tells whether what moved moves at every fetch
-        second = {
-            **_sketched(state, segments, seen, probes),
-            FIRST_PAIR: {str(j): w for j, w in diff.items()},
-            FIRST_MOVED: int(moved),
-            TRIGGER: sketched,
-        }
-        return NoiseStep(second, verdict=ChangeState.UNCHANGED, probe=True)
-    both = {j: sorted(set(w) & set(first_pair.get(str(j), ()))) for j, w in diff.items()}
-    noise = with_dates(segments, {j: w for j, w in both.items() if w})
-    changed = changed_since(trigger, segments, noise)
-    if not noise:  # nothing moved twice: what moved was edits
-        return NoiseStep({SETTLED: "clean", PROBES: probes}, verdict=_verdict(changed))
-    exclusions = exclusions_of(segments, noise)
-    if exclusions is None:
-        return NoiseStep({SETTLED: "hard", PROBES: probes}, verdict=_verdict(changed))
-    learned: dict[str, Any] = {EXCLUSIONS: exclusions, PROBES: probes}
-    if moved and first_moved:
-        learned[PER_FETCH] = 1
-    masked = masked_digest(segments, exclusions)
-    return NoiseStep(learned, digest=masked.digest, verdict=_verdict(changed), learned=True)
+    # moved again: a second probe tells; an edit beside it is delivered now
+    out = {
+        **{k: v for k, v in state.items() if k not in ("m", "g")},
+        **masks.state(),
+        PENDING: named,
+        PENDING_AT: seen.now,
+        CANDIDATES: {key: sorted(parts, key=str) for key, parts in again.items()},
+        STAGE: 2,
+        PROBES: int(state.get(PROBES) or 0) + 1,
+    }
+    if region is not None:
+        out[REGION] = region
+    if edits:
+        delivered = _delivered(out, masks, now, seen, released=held, learned=learned)
+        return NoiseStep(
+            delivered.state, verdict=delivered.verdict, digest=delivered.digest, probe=True, released=held, learned=learned
+        )
+    out[HELD] = 1 if held else 0
+    if not held:
+        out.pop(HELD)
+    return NoiseStep(out, verdict=ChangeState.UNCHANGED, digest=seen.previous_digest, probe=True, learned=learned)
 
 
-def _confirm(state: dict[str, Any], diff: dict[int, list[int]] | None, seen: Seen, trigger: list[str]) -> NoiseStep:
-    """A sibling's mask's probe: every token it hides moved over the pair
-    (or is the date beside a clock that moved), or the mask goes."""
-    segments = seen.segments or []
-    exclusions = state[EXCLUSIONS]
-    if diff is None:
-        return _unconfirmed({**state, SETTLED: "hard"}, seen, DROPPED_UNCONFIRMED)
-    found, _ = place(segments, exclusions)
-    noise: dict[int, list[int]] = {}
-    for i, index in found.items():
-        hidden = set(exclusions[index][2])
-        moving = set(diff.get(i, ())) & hidden
-        if not hidden <= moving | date_of_clock(segments[i], sorted(moving)):
-            return _unconfirmed(state, seen, DROPPED_UNCONFIRMED, changed=True)
-        noise[i] = sorted(hidden)
-    if len(set(found.values())) < len(exclusions):
-        return _unconfirmed(state, seen, DROPPED_UNCONFIRMED, changed=True)
-    confirmed = {k: v for k, v in state.items() if k not in (ADOPTED, VERSION)}
-    changed = changed_since(trigger, segments, noise)
-    return NoiseStep(
-        confirmed, digest=masked_digest(segments, exclusions).digest, verdict=_verdict(changed), confirmed=True
-    )
+def _under(name: str, region: str) -> bool:
+    return name.startswith(region) and name[len(region) : len(region) + 1] in ("/", "@", "#", "$")
 
 
-def needs_text(state: dict[str, Any] | None, *, changed: bool, first: bool, usable: bool, pooled: bool = False) -> bool:
-    """Whether :func:`step` needs this visit's segments (parsing is spared on
-    the many visits it would change nothing for); *pooled*: siblings have
-    exclusions to offer."""
+def _region_again(
+    pending: Mapping[str, Any], before: Sketch, named: Sketch, moves: Moves, candidates: Mapping[str, set[Any]]
+) -> str | None:
+    """The region whose fields came and went, if its content moved again over this pair.
+
+    At the first probe the region is found where fields came or went (over
+    this pair, else over the interval before, by the fields the held fetch
+    gained); at the second it must still be moving.  A region is only ever
+    a candidate when fields came or went: a value that moves is a field's
+    own noise, hidden alone.
+    """
+    region = pending.get(REGION)
+    if region is None:
+        return None
+    came_went = sorted(moves.added | moves.removed)
+    if region == "?":
+        structural = {key for key, parts in candidates.items() if parts == {CAME_WENT}}
+        gained = [n for n in before if name_hash(n) in structural]
+        region = region_of(came_went or gained or _named(structural, [*before, *named]))
+        if region is None:
+            return None
+    elif came_went and (here := region_of(came_went)) is not None:
+        region = _common(region, here) or region
+    moved = [*moves.fields, *came_went]
+    return region if any(_under(n, region) for n in moved) else None
+
+
+_STEP = re.compile(r"^(.*/)([a-z][a-z0-9]*)(?:\[(\d+)\])?([@#$].*)$")
+
+
+def _named(hashes: set[str], names: Sequence[str], spread: int = 40) -> list[str]:
+    """The names of fields that went (known only by their hash): looked for
+    among the siblings of the fields still there, as a list's items are
+    (``li[3]`` beside ``li[1]``)."""
+    out = []
+    tried: set[str] = set()
+    for name in names:
+        match = _STEP.match(name)
+        if match is None:
+            continue
+        head, tag, index, tail = match.groups()
+        for k in range(max(0, int(index or 0) - spread), int(index or 0) + spread):
+            guess = f"{head}{tag}{'' if k == 0 else f'[{k}]'}{tail}"
+            if guess in tried:
+                continue
+            tried.add(guess)
+            if name_hash(guess) in hashes:
+                out.append(guess)
+    return out
+
+
+def _all_again(candidates: Mapping[str, set[Any]], again: Mapping[str, set[Any]]) -> bool:
+    return set(candidates) == set(again) and all(candidates[k] == again[k] for k in candidates)
+
+
+def _common(a: str, b: str) -> str | None:
+    """The region holding both *a* and *b* (None: only the page does)."""
+    steps = []
+    for x, y in zip(a.split("/"), b.split("/"), strict=False):
+        if x != y:
+            break
+        steps.append(x)
+    return "/".join(steps) if len(steps) >= 3 else None
+
+
+def _settle(
+    state: dict[str, Any],
+    masks: Masks,
+    version: Sketch,
+    now: Sketch,
+    seen: Seen,
+    *,
+    held: bool,
+    learned: bool,
+    confirmed: bool = False,
+) -> NoiseStep:
+    """The probes are over: the fetch is judged against the version last delivered."""
+    moves = compare(version, now, masks)
+    learned = _learn_clocks(masks, moves, _names_of(seen.fields or []), hashed=True) or learned
+    if moves:
+        step_ = _delivered(state, masks, now, seen, released=held, learned=learned)
+        return NoiseStep(step_.state, step_.verdict, step_.digest, released=held, learned=learned, confirmed=confirmed)
+    out = {**{k: v for k, v in state.items() if k not in ("m", "g")}, **masks.state(), VERSION: version}
+    return NoiseStep(out, verdict=ChangeState.UNCHANGED, digest=seen.previous_digest, learned=learned, confirmed=confirmed)
+
+
+def needs_fields(state: dict[str, Any] | None, *, same_payload: bool) -> bool:
+    """Whether :func:`step` needs this visit's fields: not for a body byte
+    for byte the last fetch's (the many unchanged visits), unless a probe
+    is pending or no version is sketched yet."""
     state = state or {}
-    if SKETCH in state or EXCLUSIONS in state:
+    if PENDING in state:
         return True
-    if pooled and not usable and SETTLED not in state:
-        return True
-    return changed and not first and not usable and SETTLED not in state and int(state.get(PROBES) or 0) < MAX_PROBES
+    if UNLEARNABLE in state:
+        return not same_payload
+    return VERSION not in state or not same_payload
 
 
 def probing(state: Any) -> bool:
     """True if a URL's noise state waits for a probe: the probe must be a
     full download (a 304 or an aborted fetch would show nothing)."""
-    return isinstance(state, dict) and SKETCH in state
+    return isinstance(state, dict) and PENDING in state
+
+
+def held(state: Any) -> bool:
+    """True if a URL holds back a difference for its probe."""
+    return isinstance(state, dict) and bool(state.get(HELD))

@@ -98,19 +98,14 @@ class RateEstimator:
         memory[OBSERVATIONS] = obs[-self.window :]
         return True
 
-    def retract_change(self, memory: dict[str, Any]) -> bool:
-        """The last observation's change was noise: make it an unchanged interval.
-
-        Change detection learns a page's noise from a probe right after
-        the revisit that found it "changed" (:mod:`..change.noise`); that
-        change was the clock and the token, not the content, and counted
-        as one it kept the rate (and the page's share of the budget) up for
-        a half-life.  True if an observation was retracted.
-        """
+    def confirm_change(self, memory: dict[str, Any]) -> bool:
+        """The last observation's "unchanged" was a difference held back for a
+        probe (:mod:`..change.noise_learner`) that the probe showed to be an
+        edit: it becomes a changed interval.  True if one was amended."""
         obs = [list(o) for o in memory.get(OBSERVATIONS, [])]
-        if not obs or obs[-1][1] != CHANGED:
+        if not obs or obs[-1][1] != UNCHANGED:
             return False
-        obs[-1][1] = UNCHANGED
+        obs[-1][1] = CHANGED
         memory[OBSERVATIONS] = obs
         return True
 

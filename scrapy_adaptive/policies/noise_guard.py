@@ -65,15 +65,28 @@ from the record, the state is six numbers in the URL's policy memory.
 from __future__ import annotations
 
 import math
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from enum import Enum
 from typing import Any
 
+from ..change.noise_learner import VERSION
 from ..model import ChangeState
 from .memory import NOISE_GUARD, NOISE_GUARD_BEFORE
 
 #: the policy-memory key holding the detector's state
 KEY = NOISE_GUARD
+
+
+def guarded_change(history: Mapping[str, Any], change: ChangeState) -> ChangeState:
+    """The verdict the guard sees: a page the noise learner judges by its
+    structure (its record holds a sketched version) has its noise learned or
+    its changes proven real, so the guard never holds it: parking such a
+    page would lose the edits it proved.  The guard is for the pages the
+    learner cannot read (binary, unparsable, learning off)."""
+    noise = history.get("noise")
+    if isinstance(noise, dict) and VERSION in noise and change is ChangeState.CHANGED:
+        return ChangeState.UNCHANGED
+    return change
 
 #: the longest wait of a probe (seconds).  Only an interval short next to
 #: the changes a page may really make tells noise from a fast page, so a

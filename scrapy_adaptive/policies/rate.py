@@ -24,7 +24,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..change.noise import NOISE_LEARNED
+from ..change.noise_learner import HELD_CHANGE, PROBED
 from ..change.trust import HEADER_LIED, HEADER_PACE
 from ..config.table import DEFAULTS
 from ..frontier.hints import Hint
@@ -36,7 +36,7 @@ from .estimator import FIRST_ANSWER, RateEstimator
 from .hint_decisions import accept, base_probability, confirmed_hint, hinted_visit, marginal_value
 from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, record_queue, visit_queue, visit_time
 from .memory import AGE_UNCHECKED, ESTIMATE, LAST_MODIFIED_AGREEMENT, OBSERVATIONS
-from .noise_guard import NoiseDetector, NoiseVerdict, probe_wait
+from .noise_guard import guarded_change, NoiseDetector, NoiseVerdict, probe_wait
 from .prior import PopulationPrior
 
 #: a rate estimate's half-life in maximum waits: 60 days at the 28-day
@@ -108,9 +108,14 @@ class _RatePolicy(WaitPolicy):
         if hinted_visit(history):  # the hint is credited only with what it adds (hints.py)
             visit.hint_base = base_probability(float(memory.get(ESTIMATE) or 0.0), interval)
         observed = aged = False
-        if NOISE_LEARNED in visit.annotations:
-            self.estimator.retract_change(memory)
-        if interval is None:
+        # a noise probe is not a revisit: its few seconds would read as a
+        # page changing every second, or never.  One that delivers a
+        # difference held back at the visit before it moves that visit's
+        # interval to "changed", where the change happened.
+        if PROBED in visit.annotations:
+            if HELD_CHANGE in visit.annotations:
+                self.estimator.confirm_change(memory)
+        elif interval is None:
             aged = self.estimator.observe_age(memory, visit, now, self.min_wait)
         elif not confirmed_hint(history, visit):  # timed by the change: see hints.py
             observed = self.estimator.observe(memory, interval, visit, history.get("fetched"), now)
@@ -213,7 +218,7 @@ class _RatePolicy(WaitPolicy):
         and holds it at the maximum wait (:mod:`.noise`).  With normalised
         change detection it sees only real changes and stays quiet.
         """
-        return self.noise_guard.observe(memory, visit.change, elapsed(history, visit), ratio=self.planned_ratio())
+        return self.noise_guard.observe(memory, guarded_change(history, visit.change), elapsed(history, visit), ratio=self.planned_ratio())
 
     def planned_ratio(self) -> float | None:
         """Expected changes per interval the policy plans for (None: unknown)."""

@@ -23,13 +23,23 @@ PAGES = Path(__file__).parents[1] / "spiders" / "pages.py"
 EVERY = 4
 
 
-def expected(visits: int) -> list[str]:
-    """The verdict of hit 1..*visits*: a new page, noise (probed), the first
-    probe (held back), the second (learned: unchanged), then changed exactly
-    at a version step."""
-    verdicts = ["changed", "changed", "unchanged", "unchanged"]
-    for hit in range(5, visits + 1):
-        verdicts.append("changed" if (hit - 1) // EVERY != (hit - 2) // EVERY else "unchanged")
+def expected(visits: int, learning: int = 4) -> list[str]:
+    """The verdict of hit 1..*visits*: a new page; the first difference held
+    back for a probe, and *learning* - 2 probes after it that learn the noise
+    (nothing delivered for noise); then at each version step the fetch that
+    finds the difference is held back and its probe delivers it."""
+    verdicts = ["changed"] + ["unchanged"] * (learning - 1)
+    delivered, holding = 0, False
+    for hit in range(learning + 1, visits + 1):
+        version = (hit - 1) // EVERY
+        if holding:
+            verdicts.append("changed")
+            delivered, holding = version, False
+        elif version != delivered:
+            verdicts.append("unchanged")
+            holding = True
+        else:
+            verdicts.append("unchanged")
     return verdicts[:visits]
 
 
@@ -50,13 +60,16 @@ def test_noise_is_learned_within_four_visits_and_real_changes_still_count(
     hits = [e for e in clean_log.log() if e["path"] == f"/noisy/{EVERY}/shop"]
     assert record.visits == len(hits) >= 9
     assert [h[1] for h in record.history] == expected(record.visits)
-    assert record.versions == 2 + sum(v == "changed" for v in expected(record.visits)[4:])
-    assert record.noise is not None and len(record.noise["x"]) == 2  # the clock line and the token
+    assert record.versions == expected(record.visits).count("changed")  # no version for noise
+    assert record.noise is not None and len(record.noise["m"]) == 2  # the clock (with its date) and the token
     # the probes came right after the second visit (politeness, not the 0.8 s wait)
     assert hits[2]["start"] - hits[1]["end"] < 0.5 and hits[3]["start"] - hits[2]["end"] < 0.5
-    assert result.stats["adaptive/noise/probes"] == 2  # the static page is never probed
-    assert result.stats["adaptive/noise/learned"] == 1
-    assert records[static].noise is None
+    # two probes learn the noise, one settles each real change; the static page is never probed
+    assert result.stats["adaptive/noise/probes"] == 2 + expected(record.visits)[4:].count("changed") + (
+        expected(record.visits)[-1] == "unchanged" and expected(record.visits + 1)[-1] == "changed"
+    )
+    assert result.stats["adaptive/noise/learned"] >= 1
+    assert "m" not in (records[static].noise or {})  # sketched, nothing learned
 
 
 def test_a_sibling_adopts_the_learned_noise_after_one_probe(
@@ -71,24 +84,15 @@ def test_a_sibling_adopts_the_learned_noise_after_one_probe(
     settings = {**adaptive_settings, "ADAPTIVE_WAIT_DEFAULT": 0.8, "ADAPTIVE_HISTORY_SIZE": 64}
     learn = run_crawl(PAGES, {**settings, "CLOSESPIDER_TIMEOUT": 4}, timeout=60, args=["-a", f"urls={first}"])
     learn.assert_ok()
-    assert learn.stats["adaptive/noise/learned"] == 1
+    assert learn.stats["adaptive/noise/learned"] >= 1  # the clock at once, the token by its probes
     result = run_crawl(
         PAGES, {**settings, "CLOSESPIDER_TIMEOUT": 6}, timeout=60, args=["-a", f"urls={first} {sibling}"]
     )
     result.assert_ok()
-    assert result.stats["adaptive/noise/probes"] == 1
-    assert result.stats["adaptive/noise/adopted"] == 1 and result.stats["adaptive/noise/confirmed"] == 1
+    assert result.stats["adaptive/noise/confirmed"] >= 1  # one probe proved the sibling's mask
     record = read_records(tmp_state / "adaptive")[sibling]
-    assert record.noise is not None and len(record.noise["x"]) == 2 and "a" not in record.noise
+    assert record.noise is not None and len(record.noise["m"]) == 2
     hits = [e for e in clean_log.log() if e["path"] == f"/noisy/{EVERY}/sibling"]
-    assert [h[1] for h in record.history][:3] == ["changed", "unchanged", "unchanged"]
-    assert record.visits == len(hits) and record.versions == 1 + sum(v == "changed" for v in expected(len(hits))[4:])
-    verdicts = [h[1] for h in record.history]
-    assert record.visits >= 5
-    # adopted at its first visit (a new page) or its second (then the digest
-    # rule changed: unknown); after that, changed exactly at a version step
-    adopted = 1 if verdicts[1] == "unknown" else 0
-    steps = [
-        "changed" if (hit - 1) // EVERY != (hit - 2) // EVERY else "unchanged" for hit in range(2, record.visits + 1)
-    ]
-    assert verdicts[adopted + 1 :] == steps[adopted:]
+    assert record.visits == len(hits) >= 5
+    # its first difference held back, one probe, then each version step held and delivered by its probe
+    assert [h[1] for h in record.history] == expected(record.visits, learning=3)

@@ -100,8 +100,9 @@ def test_a_lying_server_is_caught_by_verification_fetches(
     adaptive_settings: dict[str, object], tmp_state: Path
 ) -> None:
     """The liar keeps its ETag and Last-Modified while its content changes
-    (every 0.375 s here) and answers conditional GETs with 304."""
-    with DemoSiteProcess(speed=40.0) as site:
+    (every 1.5 s here: slower than a noise probe's pair, or its changes would
+    be what moves at every fetch) and answers conditional GETs with 304."""
+    with DemoSiteProcess(speed=10.0) as site:
         result = crawl(
             site.url,
             ["/lab/liar.html"],

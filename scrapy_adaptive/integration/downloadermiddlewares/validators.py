@@ -117,8 +117,11 @@ class ValidatorsMiddleware:
         if record is None or not (record.get("etag") or record.get("last_modified")):
             return None  # not an issued URL, or nothing to validate against: a plain fetch
         if noise_learner.probing(record.get("noise")):
-            # a noise probe compares two bodies: a 304 or an aborted fetch would show nothing
+            # a noise probe compares two bodies: a 304 or an aborted fetch
+            # would show nothing.  It checks the validators too: the fetch
+            # whose difference it settles left that check to it
             self.stats.inc_value("adaptive/validators/probe_full_fetches")
+            request.meta[meta.FETCH] = FetchResult(validation="verified")
             return None
         fetch = request.meta[meta.FETCH] = FetchResult()
         if self.services.verify(request):

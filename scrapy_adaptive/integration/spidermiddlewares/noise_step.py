@@ -1,11 +1,10 @@
-"""A visit's learned-noise step: probe, learn, or digest the page without its noise.
+"""A visit's learned-noise step: the Scrapy side of :mod:`...change.noise_learner`.
 
-A page without validators whose digest moved on a revisit may hold noise (a
-clock, a token): the learner (:mod:`...change.noise_learner`) asks for
-probes, learns what moved over two probe pairs, and from then on digests the
-page without it.  This step feeds it what the visit saw and folds its answer
-into the visit the middleware is making: the digest, the change state, a
-probe due at once, and one annotation and stat per thing learned.
+Reads what the learner needs off the response (its fields, its server time,
+its validators as two more fields), calls it, and folds its answer into
+the visit the middleware is making: the change state, the digest to store,
+a probe due at once, and one annotation and stat per thing that happened.
+What a difference means is decided in ``change/``, not here.
 """
 
 from __future__ import annotations
@@ -15,14 +14,32 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ...change import noise, noise_learner
-from ...model import ChangeState, Visit
-from .judging import compare, same_payload, usable_last_modified
+from ...change.digest import text_of
+from ...dates import parse_http_date
+from ...model import Visit
+from .judging import header, same_payload
 
 if TYPE_CHECKING:
     from scrapy.http import Response
     from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger(__name__)
+
+#: the validators, compared as two more fields of the page: one that moves
+#: with an edit is a change, one that moves at every fetch is learned as noise
+VALIDATOR_FIELDS = (("<etag>", "ETag"), ("<last-modified>", "Last-Modified"))
+
+
+def page_fields(response: Response, *, visible: bool) -> list[noise.Field] | None:
+    """The page's fields and, unless only the visible text counts, its validators."""
+    fields = noise.fields_of(response, visible=visible)
+    if fields is None or visible:
+        return fields
+    for name, header_name in VALIDATOR_FIELDS:
+        value = header(response, header_name)
+        if value is not None:
+            fields.append((name, value))
+    return fields
 
 
 def learn_noise(
@@ -34,62 +51,57 @@ def learn_noise(
     window: float,
     now: float,
     stats: StatsCollector,
+    visible: bool = False,
 ) -> None:
     """Fold the learner's answer for this response into *visit* (*record*:
-    the URL's record as issued; *pool*: exclusions siblings learned; *window*:
-    the longest a probe may come after the fetch it checks)."""
+    the URL's record as issued; *pool*: masks siblings learned; *window*:
+    the longest a probe may come after the fetch it checks; *visible*: the
+    ``text`` rule, only the visible text is compared)."""
+    if visit.digest is None or text_of(response) is None:
+        return  # no body, or a binary one: its rule's digest judges it
     state = record.get("noise")
-    changed = visit.change is ChangeState.CHANGED
-    first = record.get("digest") is None
-    usable = visit.etag is not None or usable_last_modified(visit.last_modified, now)
-    # siblings' exclusions are for pages without validators (step() ignores them otherwise)
-    pooled = [] if usable else pool.offer(response.url)
-    if visit.digest is None or not noise_learner.needs_text(
-        state, changed=changed, first=first, usable=usable, pooled=bool(pooled)
-    ):
+    if not noise_learner.needs_fields(state, same_payload=same_payload(record, visit)):
         return
+    at = parse_http_date(header(response, "Date"))
     seen = noise_learner.Seen(
-        noise.segments_of(response),
-        changed=changed,
-        first=first,
-        usable=usable,
+        page_fields(response, visible=visible),
+        first=record.get("digest") is None,
         now=now,
-        validators=(visit.etag, visit.last_modified),
-        previous=(record.get("etag"), record.get("last_modified")),
+        at=now if at is None else at,
         digest=visit.digest,
         previous_digest=record.get("digest"),
-        same_payload=same_payload(record, visit),
     )
-    result = noise_learner.step(state, seen, window=window, pooled=pooled)
+    result = noise_learner.step(state, seen, window=window, pooled=pool.offer(response.url))
     if result.state is not None:
         visit.noise = result.state
-    current = state if result.state is None else result.state
-    exclusions = (current or {}).get(noise_learner.EXCLUSIONS)
-    if exclusions and not (current or {}).get(noise_learner.ADOPTED):
-        pool.add(response.url, exclusions)  # only a mask the page showed right is offered on
-    if result.digest is not None:
-        visit.digest = result.digest
+        masks = noise.Masks.of(result.state)
+        if masks:
+            pool.add(response.url, masks)
     if result.verdict is not None:
         visit.change = result.verdict
-    elif result.digest is not None and not result.by_rule:
-        unchanged = seen.same_payload
-        visit.change = ChangeState.UNCHANGED if unchanged else compare(record.get("digest"), result.digest)
+        visit.digest = result.digest if result.digest is not None else visit.digest
     for flag, annotation, stat in (
-        (result.adopted, "noiseAdopted", "adopted"),
+        (result.held, noise_learner.HELD_BACK, "held"),
         (result.probe, "noiseProbe", "probes"),
+        (result.released, noise_learner.HELD_CHANGE, "released"),
         (result.learned, noise.NOISE_LEARNED, "learned"),
         (result.confirmed, "noiseConfirmed", "confirmed"),
-        (result.dropped is not None, "noiseDropped", "dropped"),
     ):
         if flag:
             visit.annotations.append(annotation)
             stats.inc_value(f"adaptive/noise/{stat}")
+    if result.probed:
+        visit.annotations.append(noise_learner.PROBED)
+    if result.held:
+        # whether its validators told the truth is the probe's to say, once it is settled
+        visit.validation = visit.prediction = None
     if result.probe:
         visit.probe = 0.0  # due now: the frontier's politeness spaces it
-    if result.dropped is not None:
+    if result.unlearnable:
+        stats.inc_value("adaptive/noise/unlearnable")
         logger.info(
-            "Learned noise of %s dropped: %s; the visit is judged %s.",
+            "%s cannot be compared by its structure (unparsable, or more fields than %s): "
+            "it is judged by its digest rule, every byte counting (said once per URL).",
             response.url,
-            result.dropped,
-            visit.change.value,
+            f"{noise.MAX_FIELDS:,}",
         )

@@ -185,16 +185,24 @@ class VisitMiddleware:
             # a hand-written regex rule already says what the noise is: learned
             # (or a sibling's) exclusions must not replace the user's rule
             if self.noise_learning and digester.name != RegexDigester.name:
-                self._noise(response, record, visit)
+                self._noise(response, record, visit, visible=digester.name == "text")
         if request.meta.get(meta.SIGNAL) in ("sitemap", "feed"):
             self._signal(request, response, visit)
         since = record.get("fetched")  # read before the record takes this visit
         self._after_verdict(request, visit, self.services.commit(request, visit), since)
 
-    def _noise(self, response: Response, record: Mapping[str, Any], visit: Visit) -> None:
-        """Learned noise: probe, learn, or digest the page without its noise."""
+    def _noise(self, response: Response, record: Mapping[str, Any], visit: Visit, *, visible: bool = False) -> None:
+        """Learned noise: hold a difference for a probe, learn, or judge the
+        page without its noise (*visible*: only its visible text counts)."""
         learn_noise(
-            response, record, visit, pool=self.noise_pool, window=self.probe_window, now=self.clock(), stats=self.stats
+            response,
+            record,
+            visit,
+            pool=self.noise_pool,
+            window=self.probe_window,
+            now=self.clock(),
+            stats=self.stats,
+            visible=visible,
         )
 
     def _signal(self, request: Request, response: Response, visit: Visit) -> None:

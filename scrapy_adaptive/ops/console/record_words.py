@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...change import noise_learner
+from ...change import noise, noise_learner
 from ...config.spec import counted, plural
 from ...frontier import UrlRecord
 from ...humanize import human, when
@@ -102,26 +102,25 @@ def describe(record: UrlRecord, now: float) -> list[str]:
 
 
 def noise_in_words(state: dict[str, Any]) -> str:
-    """What the noise learner holds for a URL (:mod:`~scrapy_adaptive.change.noise`'s
+    """What the noise learner holds for a URL (:mod:`~scrapy_adaptive.change.noise_learner`'s
     short keys), said as a reader can act on it."""
     probes = state.get(noise_learner.PROBES)
-    spent = f" ({counted(int(probes), 'probe')} spent)" if isinstance(probes, int) else ""
-    spent_too = f"; {spent[2:-1]}" if spent else ""
-    if noise_learner.SKETCH in state:
-        return "being learned (a probe is due)"
-    settled = state.get(noise_learner.SETTLED)
-    if settled == "clean":
-        return f"none (its probe found nothing but real changes{spent_too})"
-    if settled == "hard":
-        return f"none learnable (its fetches differ too much to tell noise from edits{spent_too})"
-    exclusions = state.get(noise_learner.EXCLUSIONS)
-    if not isinstance(exclusions, list):
-        return f"none learned{spent}"
-    if not exclusions:
-        return f"only its markup moves: judged by its visible text{spent}"
-    words = f"{counted(len(exclusions), 'part')} of the page left out of its digest"
-    if state.get(noise_learner.PER_FETCH):
-        words += ", its validators moving at every fetch"
-    if state.get(noise_learner.ADOPTED):
-        words += ", adopted from a page like it and not yet confirmed on this one"
-    return words + spent
+    spent = f"; {counted(int(probes), 'probe')} spent" if isinstance(probes, int) and probes else ""
+    if state.get(noise_learner.UNLEARNABLE):
+        return "none: the page cannot be compared by its structure, so every byte counts" + spent
+    if noise_learner.probing(state):
+        held = ", a difference held back until it answers" if noise_learner.held(state) else ""
+        return f"being learned (a probe is due{held}){spent}"
+    masks = noise.Masks.of(state)
+    if not masks:
+        return "none (every part of the page is compared)" + spent
+    parts = []
+    whole = sum(1 for v in masks.fields.values() if v == noise.WHOLE)
+    tokens = sum(len(v) for v in masks.fields.values() if v != noise.WHOLE)
+    if tokens:
+        parts.append(counted(tokens, "token"))
+    if whole:
+        parts.append(counted(whole, "field"))
+    if masks.regions:
+        parts.append(counted(len(masks.regions), "region") + f" ({', '.join(masks.regions)})")
+    return " and ".join(parts) + " left out of the comparison, everything else compared" + spent

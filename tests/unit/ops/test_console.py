@@ -441,20 +441,17 @@ def test_the_policys_memory_of_a_url_is_said_in_words_or_left_out() -> None:
 @pytest.mark.parametrize(
     ("noise", "words"),
     [
-        ({"s": "clean", "r": 1}, "learned noise: none (its probe found nothing but real changes; 1 probe spent)"),
+        ({"p": {}, "r": 1}, "learned noise: none (every part of the page is compared); 1 probe spent"),
+        ({"u": 1}, "learned noise: none: the page cannot be compared by its structure, so every byte counts"),
         (
-            {"s": "hard", "r": 2},
-            "learned noise: none learnable (its fetches differ too much to tell noise from edits; 2 probes spent)",
+            {"p": {}, "m": {"ab": [0], "cd": "*"}, "g": ["html/body/ul"], "r": 2},
+            "learned noise: 1 token and 1 field and 1 region (html/body/ul) left out of the comparison, everything "
+            "else compared; 2 probes spent",
         ),
-        ({"x": [[1, 2], [3]], "r": 2}, "learned noise: 2 parts of the page left out of its digest (2 probes spent)"),
         (
-            {"x": [[1]], "a": 1, "d": "sha1:x", "r": 0},
-            "learned noise: 1 part of the page left out of its digest, adopted from a page like it and not yet "
-            "confirmed on this one (0 probes spent)",
+            {"p": {}, "t": {}, "tt": 5.0, "hd": 1, "r": 1},
+            "learned noise: being learned (a probe is due, a difference held back until it answers); 1 probe spent",
         ),
-        ({"b": ["h"], "t": 5.0, "v": [None, None], "r": 0}, "learned noise: being learned (a probe is due)"),
-        ({"x": [], "r": 1}, "learned noise: only its markup moves: judged by its visible text (1 probe spent)"),
-        ({"r": 6}, "learned noise: none learned (6 probes spent)"),
     ],
 )
 def test_learned_noise_is_said_in_words(noise: dict[str, object], words: str) -> None:

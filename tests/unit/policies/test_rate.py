@@ -442,27 +442,30 @@ def test_the_cadence_credit_is_bounded() -> None:
     assert keep_cadence(100.0, None, 10.0) == 100.0
 
 
-def test_the_change_a_noise_probe_explains_is_retracted() -> None:
-    """Issue 13: the revisit that found a noise page "changed" counted as a
-    change and kept its rate (and budget share) up for a half-life after
-    the probe had learned the noise."""
-    from scrapy_adaptive.change.noise import NOISE_LEARNED
+def test_a_held_change_a_probe_delivers_counts_in_the_interval_before_the_probe() -> None:
+    """Issue 46: the learner holds a page's first difference back (recorded
+    unchanged) until a probe settles it; a probe that shows it was an edit
+    delivers it.  The change belongs to the revisit's interval, not to the
+    probe's second (which would read as a page changing every second)."""
+    from scrapy_adaptive.change.noise_learner import HELD_CHANGE, PROBED
 
-    def estimate(second: ChangeState, learned: bool) -> float:
+    def estimate(second: ChangeState, held: bool) -> float:
         alloc = RateAllocator(100 / DAY, min_wait=1, max_wait=100 * DAY, epoch="t")
         policy = ProportionalWaitPolicy(alloc)
         record: dict[str, Any] = {"visits": 0, "discovered": 1.7e9, "policy": {}}
         now = 1.7e9
-        for change, gap, note in ((ChangeState.CHANGED, 0, []), (second, 3600, []), (ChangeState.UNCHANGED, 2, [])):
+        steps = ((ChangeState.CHANGED, 0, []), (second, 3600, []))
+        if held:
+            steps += ((ChangeState.CHANGED, 2, [PROBED, HELD_CHANGE]),)
+        for change, gap, note in steps:
             now += gap
             v = Visit(Outcome.VISITED, status=200, change=change, url="https://h.example/p", fetched=now)
-            v.annotations += note if not learned or gap != 2 else [NOISE_LEARNED]
+            v.annotations += note
             wait = policy.next_wait(record, v)
             record = {"visits": record["visits"] + 1, "wait": wait, "fetched": now, "policy": v.policy_state}
         return float(record["policy"]["e"])
 
-    assert estimate(ChangeState.CHANGED, learned=True) == pytest.approx(estimate(ChangeState.UNCHANGED, False))
-    assert estimate(ChangeState.CHANGED, learned=False) > 2 * estimate(ChangeState.UNCHANGED, False)
+    assert estimate(ChangeState.UNCHANGED, held=True) == pytest.approx(estimate(ChangeState.CHANGED, False))
 
 
 def test_the_feedback_loop_survives_a_long_pause() -> None:
