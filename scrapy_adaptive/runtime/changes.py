@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import logging
 import os
 import time
@@ -126,7 +127,14 @@ class ChangesFeed:
 
 
 def _cell(value: Any) -> Any:
-    return "" if value is None else value
+    """One CSV cell: a structured value (items mode's ``fields``, any dict or
+    list) as JSON, so a consumer reads it back with ``json.loads`` (the csv
+    module would write its Python repr); None as an empty cell."""
+    if value is None:
+        return ""
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return value
 
 
 #: what the pipelines did with one event: None (passed it on), the
