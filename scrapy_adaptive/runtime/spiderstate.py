@@ -137,9 +137,10 @@ class SpiderStateFile:
             value = json.loads(text)
         except FileNotFoundError:
             return cls(path, {}, _dumps({}))
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # RecursionError: '[' * 100000
+            why = "nested too deep" if isinstance(exc, RecursionError) else exc
             raise StateDirError(
-                f"The spider's state {path} cannot be read ({exc}). Restore it from a backup, or delete it to start "
+                f"The spider's state {path} cannot be read ({why}). Restore it from a backup, or delete it to start "
                 "the spider with an empty state."
             ) from None
         return cls(path, value, _dumps(value))

@@ -346,7 +346,7 @@ def _open_shared(state: StateDir, expected: dict, shared: SharedStore) -> Store:
         else:
             try:
                 stored = json.loads(identity)
-            except ValueError:
+            except (ValueError, RecursionError):
                 stored = None
             if not isinstance(stored, dict):
                 raise StateDirError(

@@ -39,3 +39,32 @@ def test_any_other_pickle_still_refuses_the_start(tmp_path: Path, value: object)
     with pytest.raises(StateDirError, match="is not read: unpickling a file of the job folder"):
         take_legacy(str(tmp_path), migrate=False)
     assert legacy.read_bytes() == pickle.dumps(value, protocol=4)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("[" * 100_000, "nested too deep"),  # a RecursionError traceback
+        ("{not json", "Expecting property name"),
+    ],
+)
+def test_a_garbled_spider_state_file_refuses_the_start_in_one_line(tmp_path: Path, text: str, said: str) -> None:
+    """One nested past the parser is garbled like any other content JSON cannot read."""
+    from scrapy_adaptive.runtime.spiderstate import SpiderStateFile
+    from scrapy_adaptive.store.statedir import StateDir
+
+    path = tmp_path / "spider-state.json"
+    path.write_text(text)
+    with pytest.raises(StateDirError) as caught:
+        SpiderStateFile.open(StateDir(str(tmp_path), temporary=False))
+    message = str(caught.value)
+    assert message.startswith(f"The spider's state {path} cannot be read (") and said in message, message
+    assert "\n" not in message and len(message) < 400 and path.read_text() == text
+
+
+def test_a_spider_state_object_is_read(tmp_path: Path) -> None:
+    from scrapy_adaptive.runtime.spiderstate import SpiderStateFile
+    from scrapy_adaptive.store.statedir import StateDir
+
+    (tmp_path / "spider-state.json").write_text('{"starts": 3}')
+    assert SpiderStateFile.open(StateDir(str(tmp_path), temporary=False)).value == {"starts": 3}

@@ -228,3 +228,19 @@ def test_an_impossible_checkpoint_is_called_edited_not_a_rollback(
     (tmp_path / "s" / MARKER).write_text(json.dumps(marker))
     with pytest.raises(StateDirError, match="has rolled back"):
         open_store(state, spider="a", fingerprinter=FP, sync=False)
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000, "[1, 2, 3]"])
+def test_a_marker_nested_past_the_parser_or_not_an_object_is_refused_in_one_line(tmp_path: Path, text: str) -> None:
+    """``'[' * 100000`` in the marker was a RecursionError traceback (the crawl's and the console's)."""
+    from scrapy_adaptive.store.marker import read_marker
+
+    state = resolve(str(tmp_path / "s"), None)
+    open_store(state, spider="a", fingerprinter=FP, sync=False).close()
+    (tmp_path / "s" / MARKER).write_text(text)
+    with pytest.raises(StateDirError) as caught:
+        open_store(state, spider="a", fingerprinter=FP, sync=False)
+    said = str(caught.value)
+    assert said.startswith(str(tmp_path / "s" / MARKER)) and "refusing to guess" in said and "\n" not in said
+    with pytest.raises(StateDirError, match="refusing to guess"):
+        read_marker(str(tmp_path / "s" / MARKER))
