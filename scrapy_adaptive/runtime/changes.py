@@ -1,7 +1,9 @@
 """Change events leave the state: to the changes feed, as a signal, as items.
 
 The frontier writes each change event (:mod:`..change.events`) to its
-outbox in the same atomic write as the visit that made it.  Once a second
+outbox in the same atomic write as the visit that made it, or, for a
+version awaiting the delivery of its items, in the write that confirms it
+(:meth:`~..frontier.pending.PendingVersions.hold`).  Once a second
 :class:`ChangeEvents` takes the oldest ones out: it appends them to the
 state folder's history (``changes.log``, :mod:`.changelog`, which the
 console reads) and to the changes feed (``ADAPTIVE_CHANGES_FEED``),
