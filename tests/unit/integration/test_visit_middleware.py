@@ -240,3 +240,30 @@ def test_a_page_whose_own_noise_a_siblings_mask_misses_learns_its_own_instead_of
     assert "noiseAdopted" in first.annotations  # the sibling's mask fits the clock line
     assert "noiseProbe" in second.annotations and second.probe == 0.0  # learnt here, not changed for ever
     assert second.change is ChangeState.CHANGED  # a version, as any page's first change before its probes
+
+
+def test_an_items_mode_callback_reads_the_verdict_known_before_its_items() -> None:
+    """Items mode judges the page by the items its callback yields, after
+    the callback: ``response.meta["adaptive_change"]`` was None in the
+    callback.  It reads ``"unchanged"`` for a body byte for byte the last
+    visit's (the verdict then), else ``"unknown"`` (its items decide), and
+    the verdict once the output ends."""
+    from scrapy_adaptive.change.digest import payload_digest
+
+    rules = DigestRules.from_settings([{"url": r"/p", "rule": "items"}], "exact", 1_048_576)
+    body = b"<html><body><p>Story</p></body></html>"
+    for record, before in [
+        ({}, "unknown"),  # a first visit: its items decide
+        ({"digest": "items:sha1:x", "payload_digest": payload_digest(b"other"), "visits": 1}, "unknown"),
+        ({"digest": "items:sha1:x", "payload_digest": payload_digest(body), "visits": 1}, "unchanged"),
+    ]:
+        commits = Services()
+        mw = VisitMiddleware(get_crawler().stats, commits, rules=rules)  # type: ignore[arg-type]
+        page = response(body)
+        commits.issue(page.request, record)  # type: ignore[arg-type]
+        mw.process_spider_input(page)
+        assert commits.visits == [] and page.meta["adaptive_change"] == before, (record, page.meta)
+        out = list(mw.process_spider_output(page, [{"title": "Story"}]))
+        [visit] = commits.visits
+        assert page.meta["adaptive_change"] == visit.change.value
+        assert out == ([] if before == "unchanged" else [{"title": "Story"}])
