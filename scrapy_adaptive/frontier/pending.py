@@ -27,6 +27,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..change.events import presence_of
 from ..model import RecordError, UrlRecord
 from ..store.base import Batch, read_mark
 from ..store.keys import time_to_ms
@@ -42,21 +43,41 @@ logger = logging.getLogger(__name__)
 #: a URL's pending mark in memory: its queue, the digest last delivered,
 #: the versions waiting and the version count last delivered
 Mark = tuple[str, str | None, int, int]
+#: a change event waiting for its version's confirmation: the version, its
+#: outbox key ``(queue, key)`` and row
+HeldEvent = tuple[int, tuple[str, bytes], bytes]
 
 
 def pending_mark(
-    queue: str, delivered: str | None, waiting: int, versions: int, sharing: Sharing | None = None
+    queue: str,
+    delivered: str | None,
+    waiting: int,
+    versions: int,
+    sharing: Sharing | None = None,
+    *,
+    presence: list[int] | None = None,
 ) -> bytes:
     """A ``p/<fp>`` value: the URL's queue (where its record is), the digest
     last delivered, the versions waiting and the record's version count
     last delivered (``v``; marks written before versions were counted at
     the verdict have none, and their records count delivered versions
     only); in a shared frontier, the worker whose delivery they wait for
-    (see :meth:`.Sharing.owns`)."""
+    (see :meth:`.Sharing.owns`); ``s``, when known, the URL's presence as
+    last delivered (:mod:`..change.events`), so that a version taken back
+    is said again as the same kind (``new``, not ``changed``)."""
     mark: dict[str, object] = {"q": queue, "d": delivered, "n": waiting, "v": versions}
     if sharing is not None:
         mark["w"] = sharing.worker
+    if presence is not None:
+        mark["s"] = presence
     return json.dumps(mark, separators=(",", ":")).encode()
+
+
+def _presence(value: object) -> list[int] | None:
+    """A stored presence (three ints), or None."""
+    if isinstance(value, list) and len(value) == 3 and all(type(x) is int for x in value):
+        return list(value)
+    return None
 
 
 def delivered_versions(record: UrlRecord, mark: bytes | None) -> int:
@@ -80,6 +101,11 @@ class PendingVersions:
         self.clock = clock
         #: fp -> its mark (:data:`Mark`)
         self._pending: dict[bytes, Mark] = {}
+        #: fp -> its presence as last delivered, where known (``s`` of its mark)
+        self._before: dict[bytes, list[int]] = {}
+        #: fp -> the change events of its versions awaiting delivery, in
+        #: order: ``(version, (queue, key), row)`` (:meth:`hold`)
+        self._held: dict[bytes, list[HeldEvent]] = {}
 
     def staged(self, fp: bytes, record: UrlRecord) -> Mark:
         """The mark *fp* gets when one more changed visit awaits delivery;
@@ -88,12 +114,40 @@ class PendingVersions:
         _, delivered, waiting, versions = self._pending.get(fp, (record.queue, record.digest, 0, record.versions))
         return (record.queue, delivered, waiting + 1, versions)
 
-    def settle(self, fp: bytes, mark: Mark) -> None:
-        """Hold *mark* for *fp*: its write has reached the store."""
+    def presence_before(self, fp: bytes, record: UrlRecord) -> list[int] | None:
+        """*fp*'s presence as last delivered: *record*'s (as before the
+        visit) unless a version already waits."""
+        if fp in self._pending:
+            return self._before.get(fp)
+        return presence_of(record.view())
+
+    def settle(self, fp: bytes, mark: Mark, presence: list[int] | None = None) -> None:
+        """Hold *mark* for *fp*: its write has reached the store (with
+        *presence*, :meth:`presence_before`)."""
         self._pending[fp] = mark
+        if presence is not None:
+            self._before[fp] = presence
+        else:
+            self._before.pop(fp, None)
+
+    def hold(self, fp: bytes, version: int, where: tuple[str, bytes], row: bytes) -> None:
+        """Keep the change event of *fp*'s version *version*, pending
+        delivery, until :meth:`confirm` counts that version: it goes to the
+        outbox in the confirmation's write.
+
+        Said before, a kill before the confirmation published a version
+        the restart takes back (:meth:`redeliver`): the page captured
+        again got the same number with another digest, and the first event
+        had no item.  Held in memory only: a version not confirmed by the
+        end of this process is taken back at the next start, and its
+        capture again makes its event again.
+        """
+        self._held.setdefault(fp, []).append((version, where, row))
 
     def drop(self, fp: bytes) -> None:
         self._pending.pop(fp, None)
+        self._held.pop(fp, None)
+        self._before.pop(fp, None)
 
     def redeliver(self, queues: list[str] | None = None) -> tuple[int, set[str]]:
         """Make every version captured but never confirmed delivered due again.
@@ -138,10 +192,16 @@ class PendingVersions:
             except RecordError:
                 continue  # left as it is: next() quarantines the record, its mark stays as evidence
             batch.pending[queue, fp] = None
+            self._held.pop(fp, None)  # its versions are taken back, their events with them
             if record is None:
                 continue
             record.digest = fields.get("d")
             record.versions = delivered_versions(record, mark)
+            if (before := _presence(fields.get("s"))) is not None:
+                # content seen and the gone row as delivered; "gone said" as
+                # the record has it (the queue's gone count follows that)
+                said = record.presence[2] if _presence(record.presence) is not None else 0  # type: ignore[index]
+                record.presence = [before[0], before[1], said]
             record.payload_digest = record.etag = record.last_modified = None
             old = (record.queue, record.directive, record.next_ms, fp)
             if not record.never:
@@ -178,10 +238,18 @@ class PendingVersions:
         if not queues:
             return 0
         batch = Batch()
+        held: dict[bytes, list[HeldEvent]] = {}
         for fp in confirmed:
             mark = pending.get(fp)
             queue = self._pending[fp][0]
+            # a part confirmed: the presence after it is not known, and none is restored
             batch.pending[queue, fp] = pending_mark(*mark, self.sharing) if mark is not None else None
+            # the events of the versions now delivered go to the outbox; the later ones wait
+            events = self._held.get(fp, [])
+            said = [e for e in events if mark is None or e[0] <= mark[3]]
+            for _, where, row in said:
+                batch.events[where] = row
+            held[fp] = [e for e in events if e not in said]
         for name, n in queues.items():
             q = self.book.get(name)
             q.versions += n
@@ -193,6 +261,13 @@ class PendingVersions:
                 self.book.get(name).versions -= n
             raise
         self._pending = pending
+        for fp in confirmed:
+            self._before.pop(fp, None)
+        for fp, events in held.items():
+            if events:
+                self._held[fp] = events
+            else:
+                self._held.pop(fp, None)
         counted = sum(queues.values())
         self.book.totals.versions += counted
         return counted

@@ -5,7 +5,10 @@ retry past ``max_retries`` fails), counts and folds the visit into the
 record (:mod:`.update_steps`), lets the host facts learn from it, then
 writes the record, its queue entry, its pending-delivery mark, its change
 event and its queue's counters in one atomic write, and only then moves the
-queue's head and slot.  A version awaiting delivery is counted in the
+queue's head and slot.  The change event of a version awaiting delivery is
+held instead, and written with the version's confirmation
+(:meth:`.PendingVersions.hold`): a version number is said only once it is
+durable, so it names one digest for ever.  A version awaiting delivery is counted in the
 record here, in that one write; :meth:`.PendingVersions.confirm` counts it
 in the queue and the totals later, without a second record write.
 """
@@ -82,14 +85,20 @@ class VerdictWriter:
         outcome = judge(record, visit, self.politeness.max_retries)
         set_outcome_time(record, outcome, out, now, self.politeness.retry_delay)
         previous = (record.fetched, record.digest)
+        before = self.pending.presence_before(fp, record)
         mark = self._fold(fp, q, record, visit, outcome, now, duration, deliver=deliver)
         self._learn(fp, q, record, visit, outcome, presence)
         batch = Batch(records={(record.queue, fp): record.to_bytes()})
         if mark is not None:
-            batch.pending[record.queue, fp] = pending_mark(*mark, self.sharing)
+            batch.pending[record.queue, fp] = pending_mark(*mark, self.sharing, presence=before)
+        held = None
         if event is not None:
             row = change_event(event, record, visit, now, previous)
-            batch.events[record.queue, event_key(time_to_ms(now), fp)] = row
+            where = (record.queue, event_key(time_to_ms(now), fp))
+            if mark is None:
+                batch.events[where] = row
+            else:  # its version is said once confirmed: a restart before then takes the number back
+                held = (record.versions, where, row)
         batch.move_entry(old, (record.queue, record.directive, record.next_ms, fp))
         if record.never != was_never:
             q.never += 1 if record.never else -1
@@ -98,7 +107,9 @@ class VerdictWriter:
         batch.hosts[record.queue] = book.counters(q)
         book.write(batch, q, undo)
         if mark is not None:
-            self.pending.settle(fp, mark)
+            self.pending.settle(fp, mark, before)
+            if held is not None:
+                self.pending.hold(fp, *held)
         book.moved(q, old[1:], (record.directive, record.next_ms, fp))
         book.schedule(q)
         return record

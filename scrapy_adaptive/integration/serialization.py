@@ -219,7 +219,37 @@ def request_from_data(data: dict[str, Any], spider: Spider) -> Request:
     if "_class" in decoded:
         # request_from_dict takes a class object as it is, without importing
         decoded["_class"] = stored_class(decoded["_class"], spider)
+    for key in ("callback", "errback"):
+        if decoded.get(key):
+            check_stored_method(spider, key, decoded[key])
     return request_from_dict(decoded, spider=spider)
+
+
+#: the spider's methods Scrapy calls itself, which no response or failure
+#: is ever handed to: ``start`` (the start requests), ``closed``, ...
+NOT_CALLBACKS = frozenset(
+    {name for name in dir(Spider) if callable(getattr(Spider, name, None))} - {"parse", "_parse"}
+) | {"start_requests", "closed", "set_crawler"}
+
+
+def check_stored_method(spider: Spider, key: str, name: Any) -> None:
+    """Refuse a stored callback or errback name that does not make one.
+
+    Scrapy looks any name up on the spider: a state folder edited to
+    ``"start"`` (a method it has) would have the response handed to the
+    start requests' generator, a spider traceback at each visit.  A usable
+    name is a method of the spider instance that is not one Scrapy calls
+    itself (:data:`NOT_CALLBACKS`); raises :class:`RequestNotStorable`
+    naming the key, which the scheduler says in one line with the URL.
+    """
+    said = f"stored request[{key!r}] {name!r}"
+    if not isinstance(name, str) or not name or name.startswith("__") or name in NOT_CALLBACKS:
+        raise RequestNotStorable(f"{said} is not a {key} method: the spider's Scrapy methods take no response")
+    found = getattr(spider, name, None)
+    if found is None:
+        raise RequestNotStorable(f"{said} is not a method of the spider (renamed or removed since it was stored)")
+    if getattr(found, "__self__", None) is not spider or not callable(found):
+        raise RequestNotStorable(f"{said} is not a {key} method: not a method of the spider instance")
 
 
 def stored_class(class_path: Any, spider: Spider) -> type[Request]:

@@ -1,7 +1,9 @@
 """Change events leave the state: to the changes feed, as a signal, as items.
 
 The frontier writes each change event (:mod:`..change.events`) to its
-outbox in the same atomic write as the visit that made it.  Once a second
+outbox in the same atomic write as the visit that made it, or, for a
+version awaiting the delivery of its items, in the write that confirms it
+(:meth:`~..frontier.pending.PendingVersions.hold`).  Once a second
 :class:`ChangeEvents` takes the oldest ones out: it appends them to the
 state folder's history (``changes.log``, :mod:`.changelog`, which the
 console reads) and to the changes feed (``ADAPTIVE_CHANGES_FEED``),
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import logging
 import os
 import time
@@ -126,7 +129,14 @@ class ChangesFeed:
 
 
 def _cell(value: Any) -> Any:
-    return "" if value is None else value
+    """One CSV cell: a structured value (items mode's ``fields``, any dict or
+    list) as JSON, so a consumer reads it back with ``json.loads`` (the csv
+    module would write its Python repr); None as an empty cell."""
+    if value is None:
+        return ""
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return value
 
 
 #: what the pipelines did with one event: None (passed it on), the

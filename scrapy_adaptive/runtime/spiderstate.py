@@ -8,11 +8,13 @@ unpickled (the extension: :class:`~..integration.spiderstate.JsonSpiderState`):
 
 * the state lives in the state folder as ``spider-state.json`` (``0600``,
   replaced whole: a temporary file, fsync, rename), is read when the
-  frontier opens (a file that is not JSON is refused then, in one line) and
+  frontier opens (a file that is not a JSON object is refused then, in one
+  line) and
   written at close, after the spider's own ``closed()``, only when it
   changed;
 * a value JSON cannot hold is named in one line and left out; every other
-  key is kept.  Tuples come back as lists, keys as strings: what JSON holds;
+  key is kept.  Tuples come back as lists, keys as strings: what JSON holds.
+  A ``spider.state`` that is not a dict is not saved (said in one line);
 * a ``JOBDIR/spider.state`` (from a run without the add-on, or planted) is
   refused at start in one line, unless ``ADAPTIVE_MIGRATE_SPIDER_STATE``
   asks to migrate it: it is unpickled that once, its JSON written, and the
@@ -135,11 +137,14 @@ class SpiderStateFile:
             with open(path, encoding="utf-8") as f:
                 text = f.read()
             value = json.loads(text)
+            if not isinstance(value, dict):  # spider.state is a dict (Scrapy's SpiderState makes it one)
+                raise ValueError(f"it holds a {type(value).__name__}, not a JSON object")
         except FileNotFoundError:
             return cls(path, {}, _dumps({}))
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # RecursionError: '[' * 100000
+            why = "nested too deep" if isinstance(exc, RecursionError) else exc
             raise StateDirError(
-                f"The spider's state {path} cannot be read ({exc}). Restore it from a backup, or delete it to start "
+                f"The spider's state {path} cannot be read ({why}). Restore it from a backup, or delete it to start "
                 "the spider with an empty state."
             ) from None
         return cls(path, value, _dumps(value))
@@ -204,14 +209,11 @@ def _dumps(value: Any) -> str:
 
 def _json_part(value: Any) -> tuple[Any, str]:
     """What of *value* JSON can hold, and what it cannot, named (empty: all
-    of it).  In a dict each key is tried alone, so one bad value costs that
-    key only; anything else is kept whole or not at all (None)."""
+    of it).  Each key is tried alone, so one bad value costs that key only;
+    a value that is not a dict is not kept at all (None): the file holds a
+    JSON object, and one that does not is refused at the next start."""
     if not isinstance(value, dict):
-        try:
-            _dumps(value)
-        except (TypeError, ValueError) as exc:
-            return None, f"spider.state ({exc})"
-        return value, ""
+        return None, f"spider.state (a {type(value).__name__}: it must be a dict)"
     kept, bad = {}, []
     for key, item in value.items():
         try:

@@ -55,6 +55,8 @@ def read_marker(path: str) -> dict | None:
         raise StateDirError(access_denied(path, folder, "readable", exc)) from exc
     except (OSError, ValueError) as exc:
         raise StateDirError(f"{path} is unreadable or corrupt ({exc}); refusing to guess.") from exc
+    except RecursionError:  # '[' * 100000: garbled like any other, not a traceback
+        raise StateDirError(f"{path} is unreadable or corrupt (nested too deep); refusing to guess.") from None
     if not isinstance(data, dict):
         raise StateDirError(f"{path} is not a scrapy-adaptive marker; refusing to guess.")
     return data

@@ -43,6 +43,7 @@ docs/state-folder.md has the whole rule.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -52,7 +53,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .base import Batch, Store, StoreError, StoreInUse
+from .base import Batch, Store, StoreError, StoreInUse, access_denied
 from .checkpoint import (
     Checkpoints,
     check_checkpoint,
@@ -137,16 +138,26 @@ def _make_folder(path: str, name: str, setting: str) -> None:
     try:
         os.makedirs(path, mode=0o700, exist_ok=True)
     except OSError as exc:
-        blocker = os.path.abspath(path)
-        while not os.path.lexists(blocker) and os.path.dirname(blocker) != blocker:
-            blocker = os.path.dirname(blocker)  # up to the part that exists
-        give = f"give {setting} a folder, new or kept from an earlier crawl."
-        if os.path.isdir(blocker):
-            raise StateDirError(f"{name} cannot be created: {exc}") from exc
-        if blocker == os.path.abspath(path):
-            said = f"{name} is not a folder (a file of that name exists): move the file away, or {give}"
-            raise StateDirError(said) from exc
-        raise StateDirError(f"{name} cannot be created: {blocker} is a file, not a folder; {give}") from exc
+        raise StateDirError(folder_refusal(path, name, setting, exc)) from exc
+
+
+def folder_refusal(path: str, name: str, setting: str, exc: OSError) -> str:
+    """Why *path* could not be made, said of the part of it that exists:
+    a regular file in the way, or an existing folder this user may not
+    write in (EACCES, EPERM: not "cannot be created", which reads as if the
+    folder were missing or the disk at fault, but who owns it and the fix)."""
+    blocker = os.path.abspath(path)
+    while not os.path.lexists(blocker) and os.path.dirname(blocker) != blocker:
+        blocker = os.path.dirname(blocker)  # up to the part that exists
+    give = f"give {setting} a folder, new or kept from an earlier crawl."
+    if os.path.isdir(blocker):
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            why = f"{exc.strerror or exc}, so {path} cannot be made in it"
+            return access_denied(f"{name}: the folder {blocker}", blocker, "writable", why)
+        return f"{name} cannot be created: {exc}"
+    if blocker == os.path.abspath(path):
+        return f"{name} is not a folder (a file of that name exists): move the file away, or {give}"
+    return f"{name} cannot be created: {blocker} is a file, not a folder; {give}"
 
 
 def _claim_folder(state: StateDir) -> None:
@@ -346,7 +357,7 @@ def _open_shared(state: StateDir, expected: dict, shared: SharedStore) -> Store:
         else:
             try:
                 stored = json.loads(identity)
-            except ValueError:
+            except (ValueError, RecursionError):
                 stored = None
             if not isinstance(stored, dict):
                 raise StateDirError(

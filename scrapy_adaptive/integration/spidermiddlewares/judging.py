@@ -71,6 +71,20 @@ def same_payload(record: dict[str, Any], visit: Visit) -> bool:
     return last is not None and visit.payload_digest == last
 
 
+def items_verdict_before(record: Mapping[str, Any], response: Response) -> str:
+    """What an items-mode callback reads in ``response.meta["adaptive_change"]``.
+
+    The page is judged by the items the callback yields, so the verdict
+    comes after it: before, the one verdict known is a body byte for byte
+    the last visit's (``"unchanged"``, final: :func:`same_payload`);
+    anything else is ``"unknown"`` until the items are digested (the meta
+    key then holds the verdict, for what runs after the callback)."""
+    last = record.get("payload_digest")
+    if last is not None and payload_digest(response.body) == last:
+        return ChangeState.UNCHANGED.value
+    return ChangeState.UNKNOWN.value
+
+
 def base_visit(response: Response, now: float | None = None) -> Visit:
     """What any response tells, before its content is judged.
 

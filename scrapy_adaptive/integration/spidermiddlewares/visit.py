@@ -67,6 +67,7 @@ from .judging import (
     evaluate,
     header,
     is_embed,
+    items_verdict_before,
     not_content,
     same_payload,
     skip_unchanged,
@@ -180,6 +181,7 @@ class VisitMiddleware:
             digester = self._digester(request, response)
             if isinstance(digester, ItemsDigester):
                 request.meta[meta.PENDING_VISIT] = (base_visit(response), digester, record)
+                request.meta[meta.CHANGE] = items_verdict_before(record, response)
                 return
             visit = evaluate(response, record, digester)
             # a hand-written regex rule already says what the noise is: learned

@@ -282,7 +282,37 @@ def _request(action: str, args: list[str], opts: argparse.Namespace) -> dict[str
         raise ConsoleError(f"{action} takes options, not {args[0]!r}")
     if action == "export" and getattr(opts, "format", "jsonl") != "jsonl":
         raise ConsoleError(f"--format {opts.format!r} is not a format export writes: use jsonl")
+    if action == "export" and getattr(opts, "output", None):
+        check_output(opts.output)
     return {"op": action}
+
+
+def check_output(path: str) -> None:
+    """Refuse an ``-O`` path that is there and is not a regular file, before
+    anything is read.  The export replaces the path with a new file: a
+    device (``/dev/full``, as root), a FIFO or a symlink would be replaced by
+    a regular file, not written to, and a folder cannot be replaced."""
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:  # a new file (or under a regular file: said when it is opened)
+        return
+    if stat.S_ISREG(mode):
+        return
+    kinds = [
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+        (stat.S_ISSOCK, "a socket"),
+    ]
+    kind = next((said for test, said in kinds if test(mode)), "not a regular file")
+    raise ConsoleError(
+        f"-O {path} is {kind}: export writes a new file or replaces a regular one, so it is not replaced; "
+        "nothing was exported"
+    )
 
 
 @contextmanager

@@ -180,3 +180,61 @@ def test_a_request_subclass_of_the_spiders_package_loads() -> None:
 
 class ProjectRequest(Request):
     """A request class of the spider's own package (``tests``)."""
+
+
+class RulesSpider(MySpider):
+    custom_settings: dict = {}
+
+    async def start(self):  # pragma: no cover - only referenced by name
+        yield Request("http://example.com/")
+
+    def closed(self, reason):  # pragma: no cover - only referenced by name
+        pass
+
+    @staticmethod
+    def helper(response):  # pragma: no cover - only referenced by name
+        pass
+
+
+@pytest.mark.parametrize("key", ["callback", "errback"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "start",
+        "start_requests",
+        "closed",
+        "close",
+        "from_crawler",
+        "update_settings",
+        "handles_request",
+        "log",
+        "logger",
+        "name",
+        "custom_settings",
+        "__init__",
+        "_set_crawler",
+        "helper",
+        "missing",
+    ],
+)
+def test_a_stored_callback_that_is_not_a_response_callback_is_refused_by_key(key: str, name: str) -> None:
+    """A stored callback edited to ``"start"`` was restored (the spider has
+    such a method) and called with the response: a spider traceback at each
+    visit.  A name that does not make a response callback is refused like a
+    name the spider lacks, naming the key."""
+    spider = RulesSpider()
+    data = request_to_data(Request("http://example.com/a", callback=spider.parse_item), spider)
+    data[key] = name
+    with pytest.raises(RequestNotStorable) as caught:
+        request_from_data(json.loads(json.dumps(data)), spider)
+    said = str(caught.value)
+    assert said.startswith(f"stored request[{key!r}] {name!r} is not a ") and "\n" not in said, said
+
+
+def test_a_stored_callback_of_the_spiders_own_methods_loads() -> None:
+    spider = RulesSpider()
+    for name in ("parse", "parse_item", "_parse"):
+        data = request_to_data(Request("http://example.com/a"), spider)
+        data["callback"] = data["errback"] = name
+        back = request_from_data(data, spider)
+        assert back.callback == getattr(spider, name) and back.errback == getattr(spider, name)

@@ -130,3 +130,30 @@ def test_a_hand_written_regex_rule_is_never_replaced_by_learned_noise() -> None:
     commits.issue(other.request, fp=b"fp2")  # type: ignore[arg-type]
     mw.process_spider_input(other)
     assert commits.visits[1].noise is not None and noise_learner.VERSION in commits.visits[1].noise
+
+
+def test_an_items_mode_callback_reads_the_verdict_known_before_its_items() -> None:
+    """Items mode judges the page by the items its callback yields, after
+    the callback: ``response.meta["adaptive_change"]`` was None in the
+    callback.  It reads ``"unchanged"`` for a body byte for byte the last
+    visit's (the verdict then), else ``"unknown"`` (its items decide), and
+    the verdict once the output ends."""
+    from scrapy_adaptive.change.digest import payload_digest
+
+    rules = DigestRules.from_settings([{"url": r"/p", "rule": "items"}], "exact", 1_048_576)
+    body = b"<html><body><p>Story</p></body></html>"
+    for record, before in [
+        ({}, "unknown"),  # a first visit: its items decide
+        ({"digest": "items:sha1:x", "payload_digest": payload_digest(b"other"), "visits": 1}, "unknown"),
+        ({"digest": "items:sha1:x", "payload_digest": payload_digest(body), "visits": 1}, "unchanged"),
+    ]:
+        commits = Services()
+        mw = VisitMiddleware(get_crawler().stats, commits, rules=rules)  # type: ignore[arg-type]
+        page = response(body)
+        commits.issue(page.request, record)  # type: ignore[arg-type]
+        mw.process_spider_input(page)
+        assert commits.visits == [] and page.meta["adaptive_change"] == before, (record, page.meta)
+        out = list(mw.process_spider_output(page, [{"title": "Story"}]))
+        [visit] = commits.visits
+        assert page.meta["adaptive_change"] == visit.change.value
+        assert out == ([] if before == "unchanged" else [{"title": "Story"}])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -602,9 +603,8 @@ def test_arguments_the_console_cannot_take_are_one_line_and_exit_code_2(
     assert out == "" and err.startswith(f"scrapy frontier {action}: {said}") and err.count("\n") == 1, err
 
 
-def test_an_export_to_a_folder_says_where_the_export_is(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``-O`` naming a folder said the temporary file's errno and left it
-    behind unnamed; under a regular file it named the temporary file."""
+def test_an_export_under_a_file_says_the_path_asked_for(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``-O`` under a regular file named the temporary file beside it."""
     import argparse
 
     from scrapy.settings import Settings
@@ -615,24 +615,48 @@ def test_an_export_to_a_folder_says_where_the_export_is(tmp_path: Path, capsys: 
     store = open_store(state, spider="s", fingerprinter="fp", sync=False)
     crawled(store, Clock())
     store.close()
-    (tmp_path / "out.jsonl").mkdir()
     (tmp_path / "afile").write_text("")
-    for target, said in [
-        (
-            tmp_path / "out.jsonl",
-            f"{tmp_path / 'out.jsonl'} cannot be replaced (Is a directory); the whole export "
-            f"is in {tmp_path / 'out.jsonl'}.partial",
-        ),
-        (tmp_path / "afile" / "x.jsonl", f"{tmp_path / 'afile' / 'x.jsonl'} cannot be written (Not a directory)"),
-    ]:
-        opts = argparse.Namespace(
-            jobdir=str(tmp_path / "job"), state_dir=None, json=False, html=None, output=str(target)
-        )
-        assert main("export", [], opts, Settings()) == 1
-        out, err = capsys.readouterr()
-        assert out == "" and err == f"scrapy frontier export: {said}\n"
-    assert len((tmp_path / "out.jsonl.partial").read_text().splitlines()) == 3
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "job", "out.jsonl", "out.jsonl.partial"]
+    target = tmp_path / "afile" / "x.jsonl"
+    opts = argparse.Namespace(jobdir=str(tmp_path / "job"), state_dir=None, json=False, html=None, output=str(target))
+    assert main("export", [], opts, Settings()) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"scrapy frontier export: {target} cannot be written (Not a directory)\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "job"]
+
+
+@pytest.mark.parametrize("kind", ["a folder", "a FIFO", "a symbolic link"])
+def test_an_export_never_replaces_what_is_not_a_regular_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    """``-O /dev/full`` as root replaced the device with a regular file
+    (the export is written beside the path, then renamed over it): a path
+    that is there and is not a regular file is refused in one line, exit
+    code 2, and left as it was; a folder was exported to ``.partial``."""
+    import argparse
+
+    from scrapy.settings import Settings
+
+    from scrapy_adaptive.ops.console.run import main
+
+    state = StateDir(str(tmp_path / "job" / "adaptive"), temporary=False)
+    store = open_store(state, spider="s", fingerprinter="fp", sync=False)
+    crawled(store, Clock())
+    store.close()
+    target = tmp_path / "out.jsonl"
+    (tmp_path / "real.jsonl").write_text("kept\n")
+    if kind == "a folder":
+        target.mkdir()
+    elif kind == "a FIFO":
+        os.mkfifo(target)
+    else:
+        target.symlink_to(tmp_path / "real.jsonl")
+    opts = argparse.Namespace(jobdir=str(tmp_path / "job"), state_dir=None, json=False, html=None, output=str(target))
+    assert main("export", [], opts, Settings()) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"scrapy frontier export: -O {target} is {kind}: ") and err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job", "out.jsonl", "real.jsonl"]
+    assert target.is_symlink() == (kind == "a symbolic link") and (tmp_path / "real.jsonl").read_text() == "kept\n"
+    assert target.is_fifo() == (kind == "a FIFO") and target.is_dir() == (kind == "a folder")
 
 
 @pytest.mark.parametrize(("args", "said"), [([], "no action given"), (["bogus"], "unknown action 'bogus'")])

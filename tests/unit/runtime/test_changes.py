@@ -125,6 +125,25 @@ def test_a_torn_last_line_is_cut_and_csv_has_one_header(tmp_path: Path) -> None:
     assert lines[0].startswith("kind,url,time,version") and len(lines) == 5 and lines.count(lines[0]) == 1
 
 
+def test_csv_structured_cells_are_json(tmp_path: Path) -> None:
+    """A CSV cell holding a dict or a list (items mode's ``fields``) is JSON
+    a consumer reads back with json.loads, not a Python repr."""
+    import csv
+
+    f, _ = frontier()
+    fields = {"changed": [{"item": "SKU-1", "fields": ["price"], "note": None, "flag": True}]}
+    event = {"kind": "changed", "url": URL, "time": 1_700_000_000, "version": 2, "fields": fields}
+    f.store.write(Batch(events={("shop.example", event_key(1_700_000_000_000, FP)): json.dumps(event).encode()}))
+    path = tmp_path / "changes.csv"
+    task, errors = drain(f, ChangesFeed(str(path)))
+    task.close()
+    with open(path, newline="", encoding="utf-8") as file:
+        rows = list(csv.DictReader(file))
+    assert errors == [] and len(rows) == 1
+    assert json.loads(rows[0]["fields"]) == fields
+    assert rows[0]["version"] == "2" and rows[0]["digest"] == "" and rows[0]["url"] == URL
+
+
 def test_a_full_disk_is_said_once_and_the_events_wait_in_the_outbox(tmp_path: Path) -> None:
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full on this system")

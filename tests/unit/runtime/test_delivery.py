@@ -65,7 +65,7 @@ def test_a_changed_visit_counts_as_a_version_only_once_confirmed(store: Store) -
     # the record counts it with its verdict; the crawl's counts once it is confirmed
     assert record is not None and (record.visits, record.versions, record.digest) == (1, 1, "text:sha1:1")
     assert f.pending.pending_count == 1 and f.counts().versions == 0
-    assert json.loads(dict(store.pending())[FP]) == {"q": "a.example", "d": None, "n": 1, "v": 0}
+    assert json.loads(dict(store.pending())[FP]) == {"q": "a.example", "d": None, "n": 1, "v": 0, "s": [0, 0, 0]}
     assert f.confirm([(FP, "text:sha1:1")]) == 1
     record = f.get_record("a.example", FP)
     assert record is not None and record.versions == 1
@@ -123,7 +123,7 @@ def test_several_pending_versions_keep_the_last_confirmed_as_delivered(store: St
     f.add(FP, URL, "a.example", {"url": URL})
     visit(f, clock, changed("d:1"))
     visit(f, clock, changed("d:2"))
-    assert json.loads(dict(store.pending())[FP]) == {"q": "a.example", "d": None, "n": 2, "v": 0}
+    assert json.loads(dict(store.pending())[FP]) == {"q": "a.example", "d": None, "n": 2, "v": 0, "s": [0, 0, 0]}
     f.confirm([(FP, "d:1")])
     assert json.loads(dict(store.pending())[FP]) == {"q": "a.example", "d": "d:1", "n": 1, "v": 1}
     # a restart now goes back to d:1, the last version the user has

@@ -228,3 +228,64 @@ def test_an_impossible_checkpoint_is_called_edited_not_a_rollback(
     (tmp_path / "s" / MARKER).write_text(json.dumps(marker))
     with pytest.raises(StateDirError, match="has rolled back"):
         open_store(state, spider="a", fingerprinter=FP, sync=False)
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000, "[1, 2, 3]"])
+def test_a_marker_nested_past_the_parser_or_not_an_object_is_refused_in_one_line(tmp_path: Path, text: str) -> None:
+    """``'[' * 100000`` in the marker was a RecursionError traceback (the crawl's and the console's)."""
+    from scrapy_adaptive.store.marker import read_marker
+
+    state = resolve(str(tmp_path / "s"), None)
+    open_store(state, spider="a", fingerprinter=FP, sync=False).close()
+    (tmp_path / "s" / MARKER).write_text(text)
+    with pytest.raises(StateDirError) as caught:
+        open_store(state, spider="a", fingerprinter=FP, sync=False)
+    said = str(caught.value)
+    assert said.startswith(str(tmp_path / "s" / MARKER)) and "refusing to guess" in said and "\n" not in said
+    with pytest.raises(StateDirError, match="refusing to guess"):
+        read_marker(str(tmp_path / "s" / MARKER))
+
+
+@pytest.mark.parametrize("code", ["EACCES", "EPERM"])
+def test_an_existing_folder_this_user_cannot_write_in_is_said_so_not_cannot_be_created(
+    tmp_path: Path, code: str
+) -> None:
+    """JOBDIR an existing folder this user may not write: the state folder
+    in it "cannot be created: [Errno 13] Permission denied", as if it were
+    missing.  Tests run as root, whom chmod does not stop: the OS's refusal
+    is given to the wording as it would come."""
+    import errno
+    import os
+
+    from scrapy_adaptive.store.statedir import folder_refusal
+
+    jobdir = tmp_path / "job"
+    jobdir.mkdir()
+    path = str(jobdir / "adaptive")
+    code_ = getattr(errno, code)
+    exc = PermissionError(code_, os.strerror(code_), path)
+    said = folder_refusal(path, f"The state folder {path} (JOBDIR {jobdir})", "JOBDIR", exc)
+    assert said.startswith(f"The state folder {path} (JOBDIR {jobdir}): the folder {jobdir} is not writable by ")
+    assert f"{os.strerror(code_)}, so {path} cannot be made in it" in said and "cannot be created" not in said
+    assert "chown -R " in said and "\n" not in said
+    # any other refusal (a full disk) is still said as it comes
+    full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+    assert folder_refusal(path, "JOBDIR x", "JOBDIR", full) == f"JOBDIR x cannot be created: {full}"
+
+
+def test_a_jobdir_this_user_cannot_write_in_is_refused_naming_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through open_store, the refusal the OS gives a user other than root."""
+    import errno
+    import os
+
+    def refuse(path: str, mode: int = 0o777, exist_ok: bool = False) -> None:
+        if not os.path.isdir(path):
+            raise PermissionError(errno.EACCES, "Permission denied", path)
+
+    monkeypatch.setattr(os, "makedirs", refuse)
+    with pytest.raises(StateDirError) as caught:
+        open_store(resolve(None, str(tmp_path)), spider="a", fingerprinter=FP, sync=False)
+    said = str(caught.value)
+    assert f"the folder {tmp_path} is not writable by this user" in said and "cannot be created" not in said, said
