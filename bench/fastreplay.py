@@ -106,7 +106,7 @@ class Run(NamedTuple):
 
 
 class Companion(Protocol):
-    """What may move a known document's next visit earlier, told of every revisit (:mod:`bench.cochange`).
+    """What may move a known document's next visit earlier, told of every revisit (a lab module registers it).
 
     :func:`simulate` gives it, once, the live arrays *due* (each document's
     next planned visit, the revisit's new plan already in) and *last* (its
@@ -236,11 +236,9 @@ def simulate(
 
 def resolve(name: str) -> tuple[str, Callable[[World], Any] | None]:
     """A policy name of the line-up, or ``POLICY+COMPANION`` (``union+pulls``; the companions are
-    :mod:`bench.cochange`'s): (the policy, the companion's factory or None)."""
+    those a lab module registered in ``COMPANIONS``): (the policy, the companion's factory or None)."""
     if name in POLICIES:
         return name, None
-    if not COMPANIONS:
-        import bench.cochange  # noqa: F401, PLC0415  (registers the co-change companions)
     base, _, extra = name.rpartition("+")
     if base in POLICIES and extra in COMPANIONS:
         return base, COMPANIONS[extra]
@@ -495,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--whole-services",
         action="store_true",
-        help="--max-versions draws whole services (every sibling of a document drawn; bench.cochange needs it)",
+        help="--max-versions draws whole services (every sibling of a document drawn, as a companion needs)",
     )
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--json", help="write every cell here")

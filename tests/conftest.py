@@ -30,6 +30,16 @@ settings.register_profile("adaptive", deadline=None)
 settings.load_profile("adaptive")
 
 
+UNIT = Path(__file__).parent / "unit"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every unit test is in the quick subset (``-m quick``); end-to-end tests join it one by one."""
+    for item in items:
+        if item.path.is_relative_to(UNIT):
+            item.add_marker(pytest.mark.quick)
+
+
 @pytest.fixture(scope="session")
 def mockserver() -> Iterator[MockServer]:
     """One mock server for the whole session, on 127.0.0.1, 127.0.0.2 and 127.0.0.3.

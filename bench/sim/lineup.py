@@ -299,7 +299,7 @@ FITTED_PEERS = ("stormcrawler", "heritrix", "nutch", "fix", "dyn", "window", "st
 
 
 #: what may ride on a policy in :func:`bench.fastreplay.simulate` (``POLICY+NAME``), by name: a
-#: factory from the world to a :class:`bench.fastreplay.Companion` (:mod:`bench.cochange` registers them)
+#: factory from the world to a :class:`bench.fastreplay.Companion` (a lab module registers them on import)
 COMPANIONS: dict[str, Callable[[World], Any]] = {}
 
 

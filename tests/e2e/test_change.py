@@ -129,6 +129,7 @@ def test_waits_shrink_on_change_grow_without_and_are_clamped(
     assert " text/html regex:sha1:" in steady_lines[-1]
 
 
+@pytest.mark.quick
 def test_unchanged_pages_never_reach_the_callback(demo_site: object, fast: dict[str, object], tmp_state: Path) -> None:
     result, records = crawl(demo_site, ["/docs/page-01.html", "/lab/conditional.html"], fast, tmp_state)
     calls = Counter(item["url"].rsplit("/", 1)[1] for item in result.items)

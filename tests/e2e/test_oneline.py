@@ -21,7 +21,7 @@ from tests.crawlrunner import run_crawl
 from tests.e2e.test_scheduler import FOLLOW, attempts, fetch_times
 from tests.mockserver import MockServer
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.quick]
 
 CHANGING = [f"/changes/1/oneline-c{i}" for i in range(4)]
 STATIC = [f"/page/oneline-s{i}" for i in range(4)]

@@ -42,6 +42,7 @@ def attempts(times: list[float], within: float = 0.1) -> list[float]:
     return folded
 
 
+@pytest.mark.quick
 def test_every_url_is_revisited_promptly_and_the_crawl_never_ends(
     clean_log: MockServer, adaptive_settings: dict[str, object]
 ) -> None:

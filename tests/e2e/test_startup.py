@@ -29,6 +29,7 @@ def refused_in_one_line(result: CrawlResult) -> str:
     return critical[0]
 
 
+@pytest.mark.quick
 def test_the_scheduler_without_the_add_on_refuses_naming_the_missing_components(
     clean_log: MockServer, adaptive_settings: dict[str, object], tmp_state: Path
 ) -> None:
@@ -45,6 +46,7 @@ def test_the_scheduler_without_the_add_on_refuses_naming_the_missing_components(
     assert not (tmp_state / "adaptive").exists()  # refused before the state folder was made
 
 
+@pytest.mark.quick
 def test_the_short_names_listed_without_the_add_on_make_an_adaptive_crawl(
     clean_log: MockServer, adaptive_settings: dict[str, object], tmp_state: Path
 ) -> None:

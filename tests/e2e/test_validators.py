@@ -51,6 +51,7 @@ def crawl_log(tmp_state: Path) -> list[str]:
     return (tmp_state / "adaptive" / "crawl.log").read_text().splitlines()
 
 
+@pytest.mark.quick
 def test_not_modified_is_an_unchanged_visit_that_keeps_the_digest(
     frozen_site: DemoSiteProcess, settings: dict[str, object], tmp_state: Path
 ) -> None:

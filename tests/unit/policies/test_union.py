@@ -70,7 +70,7 @@ def test_the_wait_is_the_sooner_of_the_two_families(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_decide_names_the_family_whose_wait_was_taken(seed: int) -> None:
-    """A replay reads whose plan each revisit followed (``bench.floor_diag``): the
+    """A replay reads whose plan each revisit followed (as the floor diagnosis did): the
     family named is the one with the sooner wait, and the wait is the union's."""
     policy = UnionWaitPolicy.from_params(params())
     burst = Page(BurstWaitPolicy.from_params(params()))
