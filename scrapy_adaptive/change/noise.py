@@ -78,6 +78,10 @@ MAX_FIELDS = 4000
 MAX_JSON_VALUES = 2000
 
 Field = tuple[str, str]  # (name, value)
+
+#: the validators, compared as two more fields of the page
+ETAG_FIELD = "<etag>"
+LAST_MODIFIED_FIELD = "<last-modified>"
 Sketch = dict[str, str]  # name (or its hash) -> field sketch
 
 # -- fields ---------------------------------------------------------------------------
@@ -201,15 +205,35 @@ def text_fields(text: str) -> list[Field]:
 
 _MONTHS = "jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec"
 _MONTH_WORD = rf"(?:{_MONTHS})[a-z]*\.?"
-#: the tokens of a field kept apart from its shape: a date written with a
-#: month's name (one token, so it is masked whole with the clock beside
-#: it), or any run of word characters that holds a digit
-VOLATILE = re.compile(
+#: the words of a field: a date written with a month's name (one token, so
+#: it is masked whole with the clock beside it), or a run of word characters.
+#: Every alternative starts with a fixed character class and none nests, so
+#: a scan is linear in the field's length whatever the server sent
+_WORDS = re.compile(
     rf"\b\d{{1,2}}\.?\s+{_MONTH_WORD},?\s+\d{{4}}\b"
     rf"|\b{_MONTH_WORD}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b"
-    r"|[\w.:+/=@-]*\d[\w.:+/=@-]*",
+    r"|[\w.:+/=@-]+",
     re.IGNORECASE,
 )
+_DIGIT = re.compile(r"\d")
+
+
+def volatile(value: str) -> list[re.Match[str]]:
+    """The tokens of a field kept apart from its shape: those that hold a digit."""
+    return [m for m in _WORDS.finditer(value) if _DIGIT.search(m.group(0))]
+
+
+def _shape(value: str, tokens: Sequence[re.Match[str]], keep: Any = ()) -> str:
+    """*value* with its volatile *tokens* replaced by a placeholder (but those at positions in *keep*)."""
+    out, last = [], 0
+    for k, match in enumerate(tokens):
+        out.append(value[last : match.start()])
+        out.append(match.group(0) if k in keep else "\x00")
+        last = match.end()
+    out.append(value[last:])
+    return "".join(out)
+
+
 _TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::(\d{2}))?(?:[.,]\d+)?(?![\d:])")
 _ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2}))?")
 _EPOCH = re.compile(r"(?<!\d)(\d{10}|\d{13})(?!\d)")
@@ -300,11 +324,11 @@ def name_hash(name: str) -> str:
 def field_sketch(value: str, at: float) -> str:
     """A field as kept: its shape's hash, then ``|`` and each volatile
     token's hash (``~kind~offset`` after a clock's)."""
-    tokens = VOLATILE.findall(value)
-    if not tokens:
+    matches = volatile(value)
+    if not matches:
         return _h(value, 2)
-    parts = [_h(VOLATILE.sub("\x00", value), 2)]
-    for token in tokens:
+    parts = [_h(_shape(value, matches), 2)]
+    for token in (m.group(0) for m in matches):
         clock = clock_offset(token, at)
         parts.append(_h(token, 2) if clock is None else f"{_h(token, 2)}~{clock[0]}~{clock[1]}")
     return "|".join(parts)
@@ -406,9 +430,8 @@ def masked_digest(fields: Sequence[Field], masks: Masks) -> str:
         if hidden == WHOLE:
             continue
         if hidden:
-            skip = set(hidden)
-            counter = iter(range(1 << 30))
-            value = VOLATILE.sub(lambda m: "\x00" if next(counter) in skip else m.group(0), value)
+            matches = volatile(value)
+            value = _shape(value, matches, keep=set(range(len(matches))) - set(hidden))
         lines.append(f"{name}\t{value}")
     return sha1_digest(RULE, "\n".join(lines).encode("utf-8"))
 
@@ -512,7 +535,7 @@ def date_beside(fields: Mapping[str, str], name: str, position: int) -> list[int
     value = fields.get(name)
     if value is None:
         return []
-    tokens = list(VOLATILE.finditer(value))
+    tokens = volatile(value)
     out = []
     for k in (position - 1, position + 1):
         if 0 <= k < len(tokens):

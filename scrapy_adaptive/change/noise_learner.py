@@ -45,6 +45,8 @@ from typing import Any
 
 from ..model import ChangeState
 from .noise import (
+    ETAG_FIELD,
+    LAST_MODIFIED_FIELD,
     Field,
     Masks,
     Moves,
@@ -73,6 +75,9 @@ HELD = "hd"  #: the difference is still held back (not delivered)
 PROBES = "r"  #: probes spent so far
 OFFERED = "o"  #: a sibling's mask the held difference lies in
 UNLEARNABLE = "u"  #: the page cannot be cut into fields: judged by its rule
+
+#: the validators' fields, by name hash
+_VALIDATORS = frozenset([name_hash(ETAG_FIELD), name_hash(LAST_MODIFIED_FIELD)])
 
 #: a candidate's move: the field came or went
 CAME_WENT = "c"
@@ -215,7 +220,9 @@ def _visit(
     if not moves:
         return _unchanged(state, masks, seen, learned=learned)
     probes = int(state.get(PROBES) or 0)
-    if probes >= MAX_PROBES:
+    if probes >= MAX_PROBES or _VALIDATORS & moves.keys():
+        # the server says so too (another ETag, a Last-Modified that is a
+        # content date, not a clock): an edit, delivered at once
         return _delivered(state, masks, now, seen, released=held, learned=learned)
     # held back until a probe shows what moves at every fetch
     candidates = {key: sorted(parts, key=str) for key, parts in moves.fields.items()}

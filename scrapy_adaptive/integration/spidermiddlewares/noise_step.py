@@ -27,7 +27,7 @@ logger = logging.getLogger(__name__)
 
 #: the validators, compared as two more fields of the page: one that moves
 #: with an edit is a change, one that moves at every fetch is learned as noise
-VALIDATOR_FIELDS = (("<etag>", "ETag"), ("<last-modified>", "Last-Modified"))
+VALIDATOR_FIELDS = ((noise.ETAG_FIELD, "ETag"), (noise.LAST_MODIFIED_FIELD, "Last-Modified"))
 
 
 def page_fields(response: Response, *, visible: bool) -> list[noise.Field] | None:
