@@ -53,6 +53,16 @@ request counters, so tests are reproducible):
     (as ``/changes``), with no validators, and per-request noise in its
     visible text: a server clock (microseconds) and a random token, each in
     its own paragraph (a "noise page" for learned-noise tests).
+``/shape/<kind>/<every>/<key>``
+    A shop page whose data (version ``(hits - 1) // every``) sits where
+    *kind* says and nowhere else: ``jsonld`` (a JSON-LD price), ``meta`` (a
+    meta description), ``title``, ``href`` (a link), ``img`` (an image src),
+    ``label`` (the second of two rows labelled "Value", the first holding a
+    random token), ``counter`` (availability beside a visitor counter),
+    ``coarse`` (a stock count beside an ``HH:MM`` clock), ``list`` (a stock
+    count beside a related-items list of varying length).  Every page also
+    carries per-request noise: a CSRF token and (but ``coarse``) an
+    ``HH:MM:SS`` server clock; no validators.  The learned-noise e2e shapes.
 ``/validators/<key>?etag=abc&lm=<epoch seconds or HTTP-date>&cc=max-age%3D60&expires=<HTTP-date>``
     200 page with the given ETag (quoted unless already quoted / weak) and/or
     Last-Modified, and ``cc`` / ``expires`` sent as they are as ``Cache-Control``
@@ -342,6 +352,8 @@ def _build_resource(state: _State) -> Any:
                 return self.changes(request, path, parts)
             if head == "noisy" and len(parts) >= 3:
                 return self.noisy(request, path, parts)
+            if head == "shape" and len(parts) >= 4:
+                return self.shape(request, parts)
             if head == "validators" and len(parts) >= 2:
                 return self.validators(request, path)
             if head == "sitemap" and len(parts) >= 2:
@@ -468,6 +480,35 @@ def _build_resource(state: _State) -> Any:
             clock = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
             noise = f'<p class="clock">Server time {clock} UTC</p>\n<p class="token">{secrets.token_hex(8)}</p>\n'
             return self.page(request, path, extra=f"version {version}").replace(b"</body>", noise.encode() + b"</body>")
+
+        def shape(self, request: Request, parts: list[str]) -> bytes:
+            kind = parts[1]
+            every = max(1, int(parts[2])) if parts[2].isdigit() else 1
+            hit = state.hit("shape:" + "/".join(parts[1:]))
+            n = Periodic(every).at(hit - 1).version
+            now = datetime.now(UTC)
+            token = secrets.token_hex(12)
+            head = {
+                "jsonld": f'<script type="application/ld+json">{{"offers": {{"price": "{19 + n}.99"}}}}</script>',
+                "meta": f'<meta name="description" content="Fridge, model {n}">',
+            }.get(kind, "")
+            title = f"Fridge mk {n}" if kind == "title" else "Fridge"
+            body = {
+                "href": f'<a href="/page/item-{n}">the item</a>',
+                "img": f'<img src="/img/photo-{n}.jpg">',
+                "label": f"<table><tr><td>Value</td><td>{token[:8]}</td></tr><tr><td>Value</td><td>{17 + n}</td></tr></table>",
+                "counter": f"<p>Visitors: {1000 + hit} · Availability: {'in stock' if n % 2 == 0 else 'sold out'}</p>",
+                "coarse": f"<p>Stock: {40 - n}</p><p>Updated {now:%H:%M}</p>",
+                "list": f"<p>Stock: {40 - n}</p><ul class=related>"
+                + "".join(f"<li>item {secrets.randbelow(100)}</li>" for _ in range(1 + secrets.randbelow(5)))
+                + "</ul>",
+            }.get(kind, "")
+            clock = "" if kind == "coarse" else f"<p>Server time {now:%H:%M:%S} UTC</p>"
+            request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
+            return (
+                f"<!DOCTYPE html><html><head><title>{title}</title>{head}</head><body><h1>Shop</h1>{body}"
+                f'<form><input type="hidden" name="csrf" value="{token}"></form>{clock}</body></html>'
+            ).encode()
 
         def lastmod(self, request: Request, key: str) -> str:
             """The date a sitemap or feed gives its entries at this hit."""

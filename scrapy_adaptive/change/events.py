@@ -33,6 +33,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..model import NOT_CONTENT, ChangeState, Outcome, Visit
+from .noise_learner import HELD_BACK
 
 NEW = "new"
 CHANGED = "changed"
@@ -96,6 +97,9 @@ def judge(record: Mapping[str, Any], visit: Visit, confirmations: int) -> Transi
     status = visit.status
     if visit.outcome is not Outcome.VISITED or status is None:
         return Transition(None, [seen, row, said])  # an error says nothing about the page
+    if HELD_BACK in visit.annotations:
+        # a difference held back for its probe: the probe's verdict says what it was
+        return Transition(None, [seen, row, said])
     error_page = not NOT_CONTENT.isdisjoint(visit.annotations)
     if 200 <= status < 300 and visit.change is not ChangeState.UNKNOWN and not error_page:
         if said:

@@ -49,7 +49,7 @@ duck-typed, as in :mod:`.digest`).
 from __future__ import annotations
 
 import calendar
-import hashlib
+import zlib
 import json
 import re
 from collections import OrderedDict
@@ -263,6 +263,8 @@ def clock_offset(token: str, at: float) -> tuple[str, int] | None:
     >>> clock_offset("price", 0.0) is None
     True
     """
+    if ":" not in token and len(token) < 10:
+        return None  # neither a time nor a Unix time: most tokens (prices, counts, ids)
     iso = _ISO.search(token)
     if iso:
         y, mo, d, h, mi, s = (int(g) if g else 0 for g in iso.groups())
@@ -313,7 +315,12 @@ def is_date(token: str) -> bool:
 
 
 def _h(text: str, size: int) -> str:
-    return hashlib.blake2s(text.encode("utf-8"), digest_size=size).hexdigest()
+    """A short hash of *text*, *size* bytes as hex.  Only *where* a page
+    differs is found by these (a collision can hide one move of one field
+    from the sketch); *whether* it differs is the SHA-1 of
+    :func:`masked_digest`, kept beside the sketch."""
+    crc = zlib.crc32(text.encode("utf-8", "surrogatepass"))
+    return f"{crc:08x}" if size == 4 else f"{crc & 0xFFFF:04x}"
 
 
 def name_hash(name: str) -> str:
@@ -324,6 +331,8 @@ def name_hash(name: str) -> str:
 def field_sketch(value: str, at: float) -> str:
     """A field as kept: its shape's hash, then ``|`` and each volatile
     token's hash (``~kind~offset`` after a clock's)."""
+    if _DIGIT.search(value) is None:
+        return _h(value, 2)  # most fields: no token to keep apart
     matches = volatile(value)
     if not matches:
         return _h(value, 2)
@@ -413,6 +422,21 @@ def sketch(fields: Sequence[Field], at: float, masks: Masks, *, names: bool = Fa
         entry = field_sketch(value, at)
         out[key] = entry if key not in out else f"{out[key]}+{entry}"  # a name hash shared: kept together
     return out
+
+
+def pack(sketched: Mapping[str, str]) -> str:
+    """A sketch keyed by name hash as one string, as the record keeps it
+    (written at every visit: one string costs nothing to encode)."""
+    return ";".join(key + value for key, value in sketched.items())
+
+
+def unpack(packed: Any) -> Sketch | None:
+    """:func:`pack`'s string back as a sketch (None: not one)."""
+    if not isinstance(packed, str):
+        return None
+    if not packed:
+        return {}
+    return {entry[:8]: entry[8:] for entry in packed.split(";") if len(entry) > 8}
 
 
 def by_hash(sketched: Mapping[str, str]) -> Sketch:

@@ -38,6 +38,7 @@ imports.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -47,6 +48,7 @@ from ..model import ChangeState
 from .noise import (
     ETAG_FIELD,
     LAST_MODIFIED_FIELD,
+    RULE,
     Field,
     Masks,
     Moves,
@@ -56,6 +58,8 @@ from .noise import (
     date_beside,
     masked_digest,
     name_hash,
+    pack,
+    unpack,
     region_of,
     sketch,
 )
@@ -75,6 +79,9 @@ HELD = "hd"  #: the difference is still held back (not delivered)
 PROBES = "r"  #: probes spent so far
 OFFERED = "o"  #: a sibling's mask the held difference lies in
 UNLEARNABLE = "u"  #: the page cannot be cut into fields: judged by its rule
+GUARD = "pd"  #: the SHA-1 of the version last delivered without what the masks hide
+GUARD_MASKS = "pm"  #: the masks that SHA-1 was taken under
+DELIVERED = "dg"  #: the digest the record gave the version last delivered
 
 #: the validators' fields, by name hash
 _VALIDATORS = frozenset([name_hash(ETAG_FIELD), name_hash(LAST_MODIFIED_FIELD)])
@@ -178,10 +185,22 @@ def step(
     masks = Masks.of(state)
     named = sketch(seen.fields, seen.at, masks, names=True)
     now = by_hash(named)
-    version = state.get(VERSION)
-    if not isinstance(version, dict):
-        # no version sketched yet (a first visit): this one is; the rule's verdict stands
-        return NoiseStep({**state, VERSION: now})
+    version = unpack(state.get(VERSION))
+    if version is None:
+        # no version sketched yet: this one is.  A first visit is a version
+        # (the rule's verdict stands); after a version was taken back (its
+        # items never confirmed), the masks still say what the page was
+        started = _based({**state, VERSION: pack(now), DELIVERED: seen.digest}, masks, seen)
+        previous = seen.previous_digest
+        if masks and isinstance(previous, str) and previous.startswith(RULE + ":"):
+            digest = started[GUARD]
+            verdict = ChangeState.UNCHANGED if digest == previous else ChangeState.CHANGED
+            if verdict is ChangeState.UNCHANGED:
+                started[DELIVERED] = previous
+            else:
+                started[DELIVERED] = digest
+            return NoiseStep(started, verdict=verdict, digest=digest)
+        return NoiseStep(started)
     sketched_at = pending.get(PENDING_AT)
     in_time = isinstance(sketched_at, (int, float)) and 0 <= seen.now - sketched_at <= window
     if isinstance(pending.get(PENDING), dict) and in_time and pending.get(STAGE) in (1, 2):
@@ -194,15 +213,46 @@ def _delivered(
     state: dict[str, Any], masks: Masks, now: Sketch, seen: Seen, *, released: bool = False, learned: bool = False
 ) -> NoiseStep:
     """The visit is a new version: delivered, and the version compared from now on."""
-    out = {**{k: v for k, v in state.items() if k not in ("m", "g")}, **masks.state(), VERSION: now}
+    out = _based({**{k: v for k, v in state.items() if k not in ("m", "g")}, **masks.state(), VERSION: pack(now)}, masks, seen)
     digest = masked_digest(seen.fields or [], masks) if masks else seen.digest
+    out[DELIVERED] = digest
     return NoiseStep(out, verdict=ChangeState.CHANGED, digest=digest, released=released, learned=learned)
 
 
 def _unchanged(state: dict[str, Any], masks: Masks, seen: Seen, **flags: Any) -> NoiseStep:
     """The visit is the version last delivered: its digest stays the record's."""
     out = {**{k: v for k, v in state.items() if k not in ("m", "g")}, **masks.state()}
-    return NoiseStep(out, verdict=ChangeState.UNCHANGED, digest=seen.previous_digest, **flags)
+    if out.get(GUARD_MASKS) != _masks_key(masks):
+        out = _based(out, masks, seen)  # the masks grew: the guard is taken again under them
+    return NoiseStep(out, verdict=ChangeState.UNCHANGED, digest=_delivered_digest(state, seen), **flags)
+
+
+def _delivered_digest(state: Mapping[str, Any], seen: Seen) -> str | None:
+    """The digest of the version last delivered: an unchanged visit keeps it
+    (whatever answered in between, a 404's body say, is not the page)."""
+    digest = state.get(DELIVERED)
+    return digest if isinstance(digest, str) else seen.previous_digest
+
+
+def _masks_key(masks: Masks) -> str:
+    return name_hash(json.dumps(masks.state(), sort_keys=True))
+
+
+def _based(state: dict[str, Any], masks: Masks, seen: Seen) -> dict[str, Any]:
+    """*state* with the guard taken on this fetch: the SHA-1 of its fields
+    without what the masks hide (the version last delivered, as compared)."""
+    return {**state, GUARD: masked_digest(seen.fields or [], masks), GUARD_MASKS: _masks_key(masks)}
+
+
+def _guard_moved(state: Mapping[str, Any], masks: Masks, seen: Seen) -> bool:
+    """True if the fetch differs from the version last delivered outside the
+    masks by the SHA-1, where the sketch found nothing (a short hash's
+    collision): *whether* a page changed is never left to a short hash."""
+    return (
+        state.get(GUARD_MASKS) == _masks_key(masks)
+        and isinstance(state.get(GUARD), str)
+        and state[GUARD] != masked_digest(seen.fields or [], masks)
+    )
 
 
 def _visit(
@@ -218,6 +268,9 @@ def _visit(
     moves = compare(version, now, masks)
     learned = _learn_clocks(masks, moves, _names_of(seen.fields or []), hashed=True)
     if not moves:
+        if _guard_moved(state, masks, seen):
+            # the sketch's short hashes missed a move the SHA-1 sees: a change
+            return _delivered(state, masks, now, seen, released=held, learned=learned)
         return _unchanged(state, masks, seen, learned=learned)
     probes = int(state.get(PROBES) or 0)
     if probes >= MAX_PROBES or _VALIDATORS & moves.keys():
@@ -244,7 +297,9 @@ def _visit(
         if _inside(moves, offered):
             held_state[OFFERED] = offered.state()
             break
-    return NoiseStep(held_state, verdict=ChangeState.UNCHANGED, digest=seen.previous_digest, probe=True, held=True, learned=learned)
+    return NoiseStep(
+        held_state, verdict=ChangeState.UNCHANGED, digest=_delivered_digest(state, seen), probe=True, held=True, learned=learned
+    )
 
 
 def _inside(moves: Moves, masks: Masks) -> bool:
@@ -276,13 +331,15 @@ def _probed(
     region = _region_again(pending, before, named, moves, candidates)
     if region is not None:
         # what the region explains is not an edit, nor a field's own noise
-        inside = {name_hash(n) for n in (*before, *named) if _under(n, region)}
+        present = [*before, *named]
+        gone = set(candidates) - {name_hash(n) for n in present}
+        inside = {name_hash(n) for n in (*present, *_named(gone, present)) if _under(n, region)}
         again = {key: parts for key, parts in again.items() if key not in inside}
         candidates = {key: parts for key, parts in candidates.items() if key not in inside}
     # the parts that moved before but held still over this pair: edits
     edits = any(parts - again.get(key, set()) for key, parts in candidates.items())
     held = bool(pending.get(HELD))
-    version: Sketch = state.get(VERSION) or {}
+    version: Sketch = unpack(state.get(VERSION)) or {}
     now = by_hash(named)
     offered = Masks.of(pending.get(OFFERED) or {})
     if not again and region is None:
@@ -302,7 +359,11 @@ def _probed(
         stale: set[str] = set()
         if region is not None:
             masks.add_region(region)
-            stale = {name_hash(n) for n in (*before, *named) if masks.in_region(n)}
+            seen_names = [*before, *named]
+            # the version's fields of the region, by name where this pair has them,
+            # else found among their siblings' names (an item gone since)
+            guessed = _named(set(version) - set(by_hash(named)), seen_names)
+            stale = {name_hash(n) for n in (*seen_names, *guessed) if masks.in_region(n)}
         named = sketch(seen.fields or [], seen.at, masks, names=True)
         now = by_hash(named)
         version = {k: v for k, v in version.items() if k not in stale}
@@ -329,7 +390,7 @@ def _probed(
     out[HELD] = 1 if held else 0
     if not held:
         out.pop(HELD)
-    return NoiseStep(out, verdict=ChangeState.UNCHANGED, digest=seen.previous_digest, probe=True, learned=learned)
+    return NoiseStep(out, verdict=ChangeState.UNCHANGED, digest=_delivered_digest(state, seen), probe=True, learned=learned)
 
 
 def _under(name: str, region: str) -> bool:
@@ -418,8 +479,23 @@ def _settle(
     if moves:
         step_ = _delivered(state, masks, now, seen, released=held, learned=learned)
         return NoiseStep(step_.state, step_.verdict, step_.digest, released=held, learned=learned, confirmed=confirmed)
-    out = {**{k: v for k, v in state.items() if k not in ("m", "g")}, **masks.state(), VERSION: version}
-    return NoiseStep(out, verdict=ChangeState.UNCHANGED, digest=seen.previous_digest, learned=learned, confirmed=confirmed)
+    out = {**{k: v for k, v in state.items() if k not in ("m", "g")}, **masks.state(), VERSION: pack(version)}
+    if learned or out.get(GUARD_MASKS) != _masks_key(masks):
+        out = _based(out, masks, seen)
+    return NoiseStep(
+        out, verdict=ChangeState.UNCHANGED, digest=_delivered_digest(state, seen), learned=learned, confirmed=confirmed
+    )
+
+
+def forget_version(state: Any) -> dict[str, Any] | None:
+    """*state* without its sketch of the last version, nor a pending probe:
+    that version was taken back (never confirmed delivered), so the next
+    fetch is compared with the one delivered before, by its digest.  What
+    was learned stays."""
+    if not isinstance(state, dict):
+        return None
+    kept = {k: v for k, v in state.items() if k not in (VERSION, GUARD, GUARD_MASKS, DELIVERED, *_PENDING_KEYS)}
+    return kept or None
 
 
 def needs_fields(state: dict[str, Any] | None, *, same_payload: bool) -> bool:

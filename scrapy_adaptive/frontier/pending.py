@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..change.events import presence_of
+from ..change.noise_learner import forget_version
 from ..model import RecordError, UrlRecord
 from ..store.base import Batch, read_mark
 from ..store.keys import time_to_ms
@@ -203,6 +204,8 @@ class PendingVersions:
                 said = record.presence[2] if _presence(record.presence) is not None else 0  # type: ignore[index]
                 record.presence = [before[0], before[1], said]
             record.payload_digest = record.etag = record.last_modified = None
+            # the noise learner compares with the version delivered, not the one taken back
+            record.noise = forget_version(record.noise)
             old = (record.queue, record.directive, record.next_ms, fp)
             if not record.never:
                 record.next_ms = min(record.next_ms, now_ms)

@@ -57,8 +57,10 @@ def learn_noise(
     the URL's record as issued; *pool*: masks siblings learned; *window*:
     the longest a probe may come after the fetch it checks; *visible*: the
     ``text`` rule, only the visible text is compared)."""
-    if visit.digest is None or text_of(response) is None:
-        return  # no body, or a binary one: its rule's digest judges it
+    if visit.digest is None or not 200 <= response.status < 300 or text_of(response) is None:
+        # no body, a binary one, or not the page (an error page, a redirect's
+        # body): its rule's digest judges it, and the version compared stays
+        return
     state = record.get("noise")
     if not noise_learner.needs_fields(state, same_payload=same_payload(record, visit)):
         return
