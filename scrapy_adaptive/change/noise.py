@@ -49,6 +49,7 @@ duck-typed, as in :mod:`.digest`).
 from __future__ import annotations
 
 import calendar
+import base64
 import zlib
 import json
 import re
@@ -73,6 +74,10 @@ NOISE_LEARNED = "noiseLearned"
 #: a page of more fields is not learned from (its sketch would weigh on the
 #: record at every write): it is judged by its rule's digest, said once
 MAX_FIELDS = 4000
+
+#: a field with more volatile tokens is compared whole (its sketch would
+#: grow with every number in it: an SVG path, a list of figures in one cell)
+MAX_FIELD_TOKENS = 16
 
 #: a JSON script or body is read to this many values at most
 MAX_JSON_VALUES = 2000
@@ -320,7 +325,9 @@ def _h(text: str, size: int) -> str:
     from the sketch); *whether* it differs is the SHA-1 of
     :func:`masked_digest`, kept beside the sketch."""
     crc = zlib.crc32(text.encode("utf-8", "surrogatepass"))
-    return f"{crc:08x}" if size == 4 else f"{crc & 0xFFFF:04x}"
+    if size == 4:
+        return base64.urlsafe_b64encode(crc.to_bytes(4, "big")).decode("ascii")[:6]
+    return base64.urlsafe_b64encode((crc & 0xFFFF).to_bytes(2, "big")).decode("ascii")[:3]
 
 
 def name_hash(name: str) -> str:
@@ -334,7 +341,9 @@ def field_sketch(value: str, at: float) -> str:
     if _DIGIT.search(value) is None:
         return _h(value, 2)  # most fields: no token to keep apart
     matches = volatile(value)
-    if not matches:
+    if not matches or len(matches) > MAX_FIELD_TOKENS:
+        # none to keep apart, or too many (an SVG path, a table in one cell):
+        # the field is compared whole, its tokens are not kept one by one
         return _h(value, 2)
     parts = [_h(_shape(value, matches), 2)]
     for token in (m.group(0) for m in matches):
@@ -436,7 +445,7 @@ def unpack(packed: Any) -> Sketch | None:
         return None
     if not packed:
         return {}
-    return {entry[:8]: entry[8:] for entry in packed.split(";") if len(entry) > 8}
+    return {entry[:6]: entry[6:] for entry in packed.split(";") if len(entry) > 6}
 
 
 def by_hash(sketched: Mapping[str, str]) -> Sketch:
@@ -498,7 +507,7 @@ def field_moves(old: str, new: str) -> tuple[set[Any], set[int]]:
         moved.add("n")
         return moved, clocks
     for k, (a, b) in enumerate(zip(tokens, tokens2, strict=True)):
-        if a[:4] != b[:4]:
+        if a.split("~", 1)[0] != b.split("~", 1)[0]:
             if same_clock(a, b):
                 clocks.add(k)
             else:

@@ -83,8 +83,9 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         "ADAPTIVE_NOISE_LEARNING",
         GROUP_CHANGE,
         True,
-        "a page without usable validators found changed on a revisit is probed twice at once, and what "
-        "moved over both pairs of fetches is left out of its digest from then on (see Change detection).",
+        "pages are compared by structure and what is proven to move at every fetch (a clock, a token) is "
+        "left out of the comparison; a page's first unexplained difference is held back until a probe "
+        "settles it (see Change detection).",
     ),
     bool_spec(
         "ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE",
