@@ -296,7 +296,7 @@ def clock_offset(token: str, at: float) -> tuple[str, int] | None:
 
 
 def _tick(kind: str) -> int:
-    return 60 if kind in "mb" else 1
+    return {"m": 60, "b": 60, "M": 60, "H": 3600, "D": 86_400}.get(kind, 1)
 
 
 def same_clock(old: str, new: str) -> bool:
@@ -309,7 +309,7 @@ def same_clock(old: str, new: str) -> bool:
     if kind != kind2:
         return False
     delta = int(offset2) - int(offset)
-    if kind in "sm":
+    if kind in ("s", "m"):
         delta = (delta + _HALF_DAY // 2) % _HALF_DAY - _HALF_DAY // 2
     return abs(delta) <= _tick(kind) + _SLACK
 
@@ -346,10 +346,31 @@ def field_sketch(value: str, at: float) -> str:
         # the field is compared whole, its tokens are not kept one by one
         return _h(value, 2)
     parts = [_h(_shape(value, matches), 2)]
-    for token in (m.group(0) for m in matches):
-        clock = clock_offset(token, at)
+    for match in matches:
+        token = match.group(0)
+        clock = clock_offset(token, at) or relative_offset(value, match, at)
         parts.append(_h(token, 2) if clock is None else f"{_h(token, 2)}~{clock[0]}~{clock[1]}")
     return "|".join(parts)
+
+
+#: a count of units before "ago" ("5 minutes ago", "3 hrs ago")
+_AGO = re.compile(r"\s*(seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)\.?\s+ago\b", re.IGNORECASE)
+_UNITS = {"s": ("S", 1), "m": ("M", 60), "h": ("H", 3600), "d": ("D", 86_400)}
+
+
+def relative_offset(value: str, match: re.Match[str], at: float) -> tuple[str, int] | None:
+    """A relative time ("posted 5 minutes ago") as a clock: the moment it
+    names, which stays put while the count moves with the fetch time.
+
+    >>> import re
+    >>> relative_offset("posted 5 minutes ago", re.search(r"\\d+", "posted 5 minutes ago"), 1000.0)
+    ('M', 700)
+    """
+    ago = _AGO.match(value, match.end())
+    if ago is None or not match.group(0).isdigit():
+        return None
+    kind, unit = _UNITS[ago.group(1)[0].lower()]
+    return kind, int(at - int(match.group(0)) * unit)
 
 
 # -- masks ----------------------------------------------------------------------------
@@ -466,6 +487,7 @@ def masked_digest(fields: Sequence[Field], masks: Masks) -> str:
             matches = volatile(value)
             value = _shape(value, matches, keep=set(range(len(matches))) - set(hidden))
         lines.append(f"{name}\t{value}")
+    lines.sort()  # by name: the order attributes are written in is no change
     return sha1_digest(RULE, "\n".join(lines).encode("utf-8"))
 
 

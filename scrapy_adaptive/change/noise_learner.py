@@ -82,6 +82,10 @@ UNLEARNABLE = "u"  #: the page cannot be cut into fields: judged by its rule
 GUARD = "pd"  #: the SHA-1 of the version last delivered without what the masks hide
 GUARD_MASKS = "pm"  #: the masks that SHA-1 was taken under
 DELIVERED = "dg"  #: the digest the record gave the version last delivered
+SHORT = "q"  #: per part of a field (``hash:part``), how many probe pairs (seconds apart) it moved over
+
+#: fields whose moves within probe pairs are counted
+MAX_SHORT = 64
 
 #: the validators' fields, by name hash
 _VALIDATORS = frozenset([name_hash(ETAG_FIELD), name_hash(LAST_MODIFIED_FIELD)])
@@ -336,6 +340,25 @@ def _probed(
         inside = {name_hash(n) for n in (*present, *_named(gone, present)) if _under(n, region)}
         again = {key: parts for key, parts in again.items() if key not in inside}
         candidates = {key: parts for key, parts in candidates.items() if key not in inside}
+    # a field seen moving within a probe pair before (seconds apart, in
+    # another learning) and moving again now: it moves far faster than
+    # edits come, even if not at every fetch (a counter of every other hit)
+    short = {k: v for k, v in (state.get(SHORT) or {}).items() if isinstance(v, int)}
+    for key, parts in moved.items():
+        for part in parts:
+            short[f"{key}:{part}"] = min(9, short.get(f"{key}:{part}", 0) + 1)
+    state = {**state, SHORT: dict(sorted(short.items(), key=lambda kv: -kv[1])[:MAX_SHORT])}
+    recurrent = {}
+    for key, parts in candidates.items():
+        fast = {part for part in parts - again.get(key, set()) if short.get(f"{key}:{part}", 0) >= 2}
+        if fast and fast == parts - again.get(key, set()):
+            recurrent[key] = fast  # every part that held still now moved within seconds before
+    if recurrent:
+        for key, parts in recurrent.items():
+            _mask(masks, key, parts, seen)
+        for key, fast in recurrent.items():
+            again[key] = again.get(key, set()) | fast
+        learned = True
     # the parts that moved before but held still over this pair: edits
     edits = any(parts - again.get(key, set()) for key, parts in candidates.items())
     held = bool(pending.get(HELD))
@@ -347,15 +370,7 @@ def _probed(
         return _settle(state, masks, version, now, seen, held=held, learned=learned)
     if pending.get(STAGE) == 2 or (offered and _all_again(candidates, again)):
         for key, parts in again.items():
-            if parts & {"s", "n", CAME_WENT}:
-                masks.add_whole(key)
-            else:
-                ints = sorted(p for p in parts if isinstance(p, int))
-                extra: list[int] = []
-                values = _names_of(seen.fields or [])
-                for position in ints:
-                    extra += date_beside(values, key, position)
-                masks.add_tokens(key, sorted(set(ints) | set(extra)))
+            _mask(masks, key, parts, seen)
         stale: set[str] = set()
         if region is not None:
             masks.add_region(region)
@@ -446,6 +461,21 @@ def _named(hashes: set[str], names: Sequence[str], spread: int = 40) -> list[str
             if name_hash(guess) in hashes:
                 out.append(guess)
     return out
+
+
+def _mask(masks: Masks, key: str, parts: set[Any], seen: Seen) -> None:
+    """Hide what was proven to move in the field *key*: the whole field if
+    its shape or its number of tokens moved, else those tokens (and the
+    dates written beside them)."""
+    if parts & {"s", "n", CAME_WENT}:
+        masks.add_whole(key)
+        return
+    ints = sorted(p for p in parts if isinstance(p, int))
+    extra: list[int] = []
+    values = _names_of(seen.fields or [])
+    for position in ints:
+        extra += date_beside(values, key, position)
+    masks.add_tokens(key, sorted(set(ints) | set(extra)))
 
 
 def _all_again(candidates: Mapping[str, set[Any]], again: Mapping[str, set[Any]]) -> bool:
