@@ -60,7 +60,8 @@ request counters, so tests are reproducible):
     ``label`` (the second of two rows labelled "Value", the first holding a
     random token), ``counter`` (availability beside a visitor counter),
     ``coarse`` (a stock count beside an ``HH:MM`` clock), ``list`` (a stock
-    count beside a related-items list of varying length).  Every page also
+    count beside a related-items list of varying length), ``etag`` (a stock
+    count, an ETag that follows it, 304 to a matching If-None-Match).  Every page also
     carries per-request noise: a CSRF token and (but ``coarse``) an
     ``HH:MM:SS`` server clock; no validators.  The learned-noise e2e shapes.
 ``/validators/<key>?etag=abc&lm=<epoch seconds or HTTP-date>&cc=max-age%3D60&expires=<HTTP-date>``
@@ -505,6 +506,12 @@ def _build_resource(state: _State) -> Any:
             }.get(kind, "")
             clock = "" if kind == "coarse" else f"<p>Server time {now:%H:%M:%S} UTC</p>"
             request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
+            if kind == "etag":  # an honest ETag that follows the data, a clock in the body
+                body = f"<p>Stock: {40 - n}</p>"
+                etag = f'"stock-v{n}"'
+                request.setHeader(b"ETag", etag.encode())
+                if not_modified(request, etag, None):
+                    return answer_not_modified(request)
             return (
                 f"<!DOCTYPE html><html><head><title>{title}</title>{head}</head><body><h1>Shop</h1>{body}"
                 f'<form><input type="hidden" name="csrf" value="{token}"></form>{clock}</body></html>'

@@ -333,6 +333,13 @@ def _probed(
     candidates = {key: set(parts) for key, parts in (pending.get(CANDIDATES) or {}).items()}
     again = {key: parts & moved[key] for key, parts in candidates.items() if key in moved and parts & moved[key]}
     region = _region_again(pending, before, named, moves, candidates)
+    if region is None and (moves.added or moves.removed):
+        # fields came or went where values were already moving at every
+        # fetch (a list whose items rotated, then shrank): that is the region
+        here = region_of(sorted(moves.added | moves.removed))
+        moving = [n for n in (*before, *named) if name_hash(n) in again]
+        if here is not None and any(_under(n, here) for n in moving):
+            region = here
     if region is not None:
         # what the region explains is not an edit, nor a field's own noise
         present = [*before, *named]
