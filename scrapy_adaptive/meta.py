@@ -57,6 +57,9 @@ PAGE_CHANGED = "_adaptive_page_changed"
 SIGNAL_READ = "_adaptive_signal_read"
 #: a changed visit's :class:`~scrapy_adaptive.runtime.delivery.Ticket`: its items on their way to the user's store
 DELIVERY = "_adaptive_delivery"
+#: a request the spider asked for (``dont_filter``) for a URL already known:
+#: fetched as it is and delivered to its own callback, changed or not
+ASKED = "_adaptive_asked"
 
 #: the public keys, as documented in README
 PUBLIC = (UNCHANGED, DIGEST_RULE, WAIT_POLICY, HINT, EMBED, SIGNAL, RECORD, CHANGE)
@@ -70,6 +73,7 @@ PRIVATE = (
     PAGE_CHANGED,
     DELIVERY,
     SIGNAL_READ,
+    ASKED,
 )
 #: public keys that belong to one fetch and are never stored with the request
 PER_FETCH = frozenset({RECORD, CHANGE, HINT})

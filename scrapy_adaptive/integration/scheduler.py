@@ -114,6 +114,9 @@ class AdaptiveScheduler(BaseScheduler):
         self.crawler = crawler
         self.keyer = QueueKeyer(config.politeness_key)
         self.issued = IssuedRequests(identity)
+        #: URLs (and their queues) to pull forward once their fetch out now is
+        #: settled: an asked request waits behind it (:meth:`_asked`)
+        self._reforce: dict[bytes, str] = {}
         #: what Scrapy's download signals tell the frontier (fetch times, Crawl-delay)
         self.download_signals = DownloadSignals(
             self.issued, self.keyer, robots_agent, lambda: self.runtime, self._arm_wake, config.wait_max
@@ -341,12 +344,49 @@ class AdaptiveScheduler(BaseScheduler):
         self.stats.inc_value(_ENQUEUED_STATS[result])
         if result is AddResult.NEW and self.capacity is not None:
             self.capacity.met(queue)  # a new host counts in the capacity budget from its first URL
+        if result is not AddResult.NEW and request.dont_filter and force is not False:
+            self._asked(fp, queue, request)
         if meta.HINT in request.meta:
             take_hint(self.frontier, self.policy.hint_wait, self.stats, queue, fp, request, new=result is AddResult.NEW)
         if result is not AddResult.DUPLICATE:
             self._arm_wake()
         # A known URL is not "dropped": it is in the frontier, just not new.
         return True
+
+    def _asked(self, fp: bytes, queue: str, request: Request) -> None:
+        """The spider asked for a URL it already has (``dont_filter``): the
+        next fetch goes out as *request* itself, to its own callback with its
+        own ``cb_kwargs`` and meta, delivered whatever the page's change
+        state.  The URL's record, and the request stored for its revisits,
+        stay as they are."""
+        assert self.frontier is not None
+        if not self.issued.ask(fp, request):
+            self.stats.inc_value("adaptive/enqueued/asked_over_limit")
+            return
+        self.stats.inc_value("adaptive/enqueued/asked")
+        if self.frontier.lent(fp) is not None:
+            # out now: the verdict's wait would undo the pull forward
+            self._reforce[fp] = queue
+
+    def _force_asked(self) -> None:
+        """Make the URLs due again whose asked requests wait behind a fetch
+        that was out when they came."""
+        assert self.frontier is not None and self.spider is not None
+        for fp, queue in list(self._reforce.items()):
+            if self.frontier.lent(fp) is not None:
+                continue
+            del self._reforce[fp]
+            waiting = self.issued.asked(fp)
+            if waiting is None:
+                continue
+            spider = self.spider
+            self.frontier.add(
+                fp,
+                waiting.url,
+                queue,
+                lambda waiting=waiting: request_to_data(waiting, spider, credentials=self.config.store_credentials),  # type: ignore[misc]
+                force=True,
+            )
 
     def _resent(self, fp: bytes, request: Request) -> bool:
         """The issued request came back unchanged (a quick retry): re-issue it."""
@@ -382,14 +422,22 @@ class AdaptiveScheduler(BaseScheduler):
             if once is not None:
                 return once
         try:
+            if self._reforce:
+                self._force_asked()
             while True:
                 out = self.frontier.next()
                 if out is None:
                     self._arm_wake()
                     return None
-                request = self.issued.take_resend(out.fp) or self._rebuild(out.fp, out.record)
+                request = (
+                    self.issued.take_resend(out.fp)
+                    or self.issued.take_asked(out.fp)
+                    or self._rebuild(out.fp, out.record)
+                )
                 if request is None:
                     continue
+                if self.issued.asked(out.fp) is not None:
+                    self._reforce[out.fp] = out.record.queue  # another asked request waits behind this one
                 # the public read-only view (for the user's middlewares); ours ask the frontier
                 request.meta[meta.RECORD] = out.record.view()
                 if self.config.politeness_key == "slot":

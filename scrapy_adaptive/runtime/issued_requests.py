@@ -12,6 +12,7 @@ one, has the same fingerprint (a retry), or was redirected from it.
 from __future__ import annotations
 
 import hashlib
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -51,6 +52,8 @@ class IssuedRequests:
         self.identity = identity
         self._issued: dict[bytes, Request] = {}
         self._resend: dict[bytes, Request] = {}
+        self._asked: dict[bytes, deque[Request]] = {}
+        self._asked_count = 0
 
     def add(self, fp: bytes, request: Request) -> None:
         """*request* goes out for *fp*: tag it."""
@@ -96,5 +99,38 @@ class IssuedRequests:
     def take_resend(self, fp: bytes) -> Request | None:
         return self._resend.pop(fp, None)
 
+    def ask(self, fp: bytes, request: Request) -> bool:
+        """The spider asked for a known URL with *request* (``dont_filter``):
+        its next fetch goes out as this very object, to its own callback,
+        errback, ``cb_kwargs`` and meta.  False when :data:`MAX_ASKED` such
+        requests already wait (the stored request is fetched instead)."""
+        if self._asked_count >= MAX_ASKED:
+            return False
+        request.meta[meta.ASKED] = True
+        self._asked.setdefault(fp, deque()).append(request)
+        self._asked_count += 1
+        return True
+
+    def take_asked(self, fp: bytes) -> Request | None:
+        """The oldest request asked for *fp*, if one waits."""
+        waiting = self._asked.get(fp)
+        if not waiting:
+            return None
+        request = waiting.popleft()
+        self._asked_count -= 1
+        if not waiting:
+            del self._asked[fp]
+        return request
+
+    def asked(self, fp: bytes) -> Request | None:
+        """The oldest request still asked for *fp* (not taken)."""
+        waiting = self._asked.get(fp)
+        return waiting[0] if waiting else None
+
     def __len__(self) -> int:
         return len(self._issued)
+
+
+#: requests asked for known URLs held in memory at most (each is a live
+#: Request with whatever the spider put in it; past that, the stored one goes)
+MAX_ASKED = 10_000

@@ -250,7 +250,8 @@ class VisitMiddleware:
             request.meta["handle_httpstatus_list"] = [*allowed, 304]
 
     def _skips(self, request: Request) -> bool:
-        if request.meta.get("deltafetch_enabled") is False:
+        if request.meta.get("deltafetch_enabled") is False or request.meta.get(meta.ASKED):
+            # (a request the spider asked for is not a revisit the crawler chose)
             return False
         mode = request.meta.get(meta.UNCHANGED)
         return (mode if mode in UNCHANGED_MODES else self.unchanged) == "skip"
