@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..change.events import event_row
 from ..config.spec import counted
-from ..model import Outcome, UrlRecord, Visit
+from ..model import Outcome, UrlRecord, Visit, answers_with_page
 from ..store.keys import NEVER_MS, PROBE_DIRECTIVE, time_to_ms
 
 if TYPE_CHECKING:
@@ -111,7 +111,11 @@ def fold_visit(
     """What the visit saw, into the record; its next time from the policy's wait.
 
     A digested body describes the page completely; without one (304, abort,
-    no body) only what was seen replaces what is known.  A probe (learning
+    no body) only what was seen replaces what is known.  An answer that is
+    not the page (a redirect, a 4xx, a 5xx) replaces none of it: its body,
+    type and validators are the error page's, and the record keeps the last
+    capture, so the page answering again with that content is no new
+    version (:func:`~..model.delivers_content`).  A probe (learning
     a page's noise) must come within seconds, ahead of its queue's overdue
     URLs, while the record keeps the policy's wait.
     """
@@ -119,10 +123,11 @@ def fold_visit(
     record.fetched = now
     record.duration = visit.duration if duration is None else duration
     body_seen = visit.digest is not None
-    for name in SEEN_FIELDS:
-        value = getattr(visit, name)
-        if value is not None or body_seen:
-            setattr(record, name, value)
+    if visit.status is None or answers_with_page(visit.status):
+        for name in SEEN_FIELDS:
+            value = getattr(visit, name)
+            if value is not None or body_seen:
+                setattr(record, name, value)
     if visit.policy_state is not None:
         record.policy = visit.policy_state
     if visit.noise is not None:

@@ -26,6 +26,8 @@ from .verdict import (
     Outcome,
     Plan,
     Visit,
+    answers_with_page,
+    delivers_content,
 )
 from .view import RecordView
 
@@ -44,4 +46,6 @@ __all__ = [
     "RecordView",
     "UrlRecord",
     "Visit",
+    "answers_with_page",
+    "delivers_content",
 ]

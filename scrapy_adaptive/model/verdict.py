@@ -29,6 +29,25 @@ NOT_CONTENT = frozenset({SOFT_404, PARKED})
 SIGNAL_UNREADABLE = "signalUnreadable"
 
 
+def delivers_content(status: int | None) -> bool:
+    """True for an answer that carries the page's content (a 2xx): the only
+    answer that can be a new version.
+
+    Every other answer says something *about* the page, and the change
+    events say it: a redirect that it moved, a 4xx that it is gone, a 5xx
+    or a 429 that the server could not serve it now, a 304 that it did not
+    change.  The record keeps the last 2xx capture through them, so a page
+    that answers again with the same content is not a new version."""
+    return status is not None and 200 <= status < 300
+
+
+def answers_with_page(status: int | None) -> bool:
+    """True for an answer that shows the page is there as captured: its
+    content (a 2xx), or a 304 confirming it.  Anything else (a redirect, an
+    error) says the URL answers otherwise for now."""
+    return delivers_content(status) or status == 304
+
+
 class Outcome(StrEnum):
     """How one attempt at a URL ended (thesis 6.2)."""
 

@@ -37,7 +37,7 @@ from ..config.matching import media_type
 from ..config.spec import counted
 from ..config.table import DEFAULTS
 from ..frontier import ChangeState, Frontier, Outcome, UrlRecord, Visit
-from ..model import VALIDATOR_LIE, Plan
+from ..model import VALIDATOR_LIE, Plan, delivers_content
 from ..store.base import StoreError
 from .request_hints import count_settled
 
@@ -198,6 +198,10 @@ class Verdicts:
             annotations.append(kind)
             if visit.change is ChangeState.CHANGED:
                 context["change"] = ChangeState.UNKNOWN
+        if visit.change is ChangeState.CHANGED and visit.status is not None and not delivers_content(visit.status):
+            # a version is new content, and only a 2xx carries content,
+            # whichever layer judged the visit
+            context["change"] = ChangeState.UNKNOWN
         return replace(visit, annotations=annotations, **context)
 
     def _plan(self, request: Request | None, issued: UrlRecord | None, visit: Visit) -> Plan:

@@ -46,7 +46,7 @@ from ... import meta
 from ...change import noise_learner
 from ...change.prediction import Prediction, predict, request_validators
 from ...config.table import DEFAULTS
-from ...model import ChangeState, FetchResult
+from ...model import ChangeState, FetchResult, answers_with_page
 from ...runtime.wiring import FRONTIER_OPENED, crawl_config
 
 if TYPE_CHECKING:
@@ -116,6 +116,14 @@ class ValidatorsMiddleware:
         record = self.services.record(request)
         if record is None or not (record.get("etag") or record.get("last_modified")):
             return None  # not an issued URL, or nothing to validate against: a plain fetch
+        status = record.get("status")
+        if isinstance(status, int) and not answers_with_page(status):
+            # the last answer was a redirect or an error: the validators are
+            # the capture's from before it, and a 304 now would have the
+            # archive refer to the error page; the page's body is compared
+            # with its capture instead
+            self.stats.inc_value("adaptive/validators/after_error_full_fetches")
+            return None
         if noise_learner.probing(record.get("noise")):
             # a noise probe compares two bodies: a 304 or an aborted fetch
             # would show nothing.  It checks the validators too: the fetch

@@ -21,7 +21,7 @@ from ... import meta
 from ...change.digest import Digester, payload_digest
 from ...change.freshness import freshness, last_modified_problem
 from ...dates import parse_http_date, parse_time
-from ...model import NOT_CONTENT, ChangeState, FetchResult, Outcome, Visit
+from ...model import NOT_CONTENT, ChangeState, FetchResult, Outcome, Visit, delivers_content
 
 #: path endings of resources a page embeds rather than links to
 EMBED_EXTENSIONS = frozenset(
@@ -157,9 +157,13 @@ def transient(status: int) -> bool:
 def evaluate(response: Response, record: Mapping[str, Any], digester: Digester | None = None) -> Visit:
     """The verdict on *response* given the URL's record as issued.
 
-    A server error (a 5xx, a 429) is a visit whose change is unknown and
-    whose body, type and validators are not the page's: the record keeps
-    its last capture, so the page answering again is not a new version."""
+    Only a 2xx is the page's content, compared with the last 2xx capture
+    (:func:`~...model.delivers_content`).  A server error (a 5xx, a 429) is
+    a visit whose change is unknown and whose body, type and validators are
+    not the page's.  Any other answer (a redirect, a 4xx) is judged as an
+    answer, never as a version (:func:`judge_other_answer`); its body is
+    still digested, for the host's not-found page (soft 404s), but the
+    record keeps its last capture."""
     visit = base_visit(response)
     if transient(response.status):
         visit.size = visit.content_type = visit.etag = visit.last_modified = None
@@ -168,6 +172,9 @@ def evaluate(response: Response, record: Mapping[str, Any], digester: Digester |
     if digest is not None:
         visit.digest = digest
         visit.payload_digest = payload_digest(response.body, exact_digest=digest)
+    if not delivers_content(response.status):
+        judge_other_answer(response, record, visit)
+        return visit
     if same_payload(record, visit) or same_empty_answer(record, visit):
         visit.change = ChangeState.UNCHANGED
     else:
@@ -189,9 +196,28 @@ def same_empty_answer(record: dict[str, Any], visit: Visit) -> bool:
     )
 
 
-def same_redirect(record: dict[str, Any], status: int | None, reason: str) -> bool:
-    """True if the URL redirected to the same place with the same status at its last visit."""
+def same_redirect(record: Mapping[str, Any], status: int | None, reason: str | None) -> bool:
+    """True if the URL answered as at its last visit: the same status, and
+    for a redirect the same target (in *reason*)."""
     return bool(record.get("visits")) and record.get("status") == status and record.get("reason") == reason
+
+
+def judge_other_answer(response: Response, record: Mapping[str, Any], visit: Visit) -> None:
+    """The change of an answer that is not the page's content (a 3xx that
+    reached the spider, a 4xx): never a version, whatever its body.
+
+    The same answer as last time (the same status, for a redirect the same
+    target) found no change, so the wait policy backs off a gone or moved
+    page as it does an unchanged one; a different answer says nothing about
+    the page's content (unknown: no observation for the rate estimator).
+    What happened to the page is the change events' to say (``gone``,
+    ``moved``, ``back``).  A redirect's target is read from its
+    ``Location``, as the scheduler reads a followed one."""
+    if 300 <= response.status < 400 and (location := header(response, "Location")):
+        visit.location = response.urljoin(location)
+        visit.reason = f"redirect to {visit.location}"
+    same = same_redirect(record, visit.status, visit.reason)
+    visit.change = ChangeState.UNCHANGED if same else ChangeState.UNKNOWN
 
 
 #: a Last-Modified this close to the fetch (or later) is a generation time,

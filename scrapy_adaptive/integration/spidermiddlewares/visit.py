@@ -58,7 +58,7 @@ from ...change.digest import Digester, ItemsDigester, RegexDigester, items_diges
 from ...change.rules import DigestRules, build_digester
 from ...config.spec import UNCHANGED_MODES, ConfigError, clause
 from ...config.table import DEFAULTS
-from ...model import SIGNAL_UNREADABLE, ChangeState, FetchResult, Visit
+from ...model import SIGNAL_UNREADABLE, ChangeState, FetchResult, Visit, delivers_content
 from ...runtime.delivery import Ticket, ticket_of
 from ...runtime.wiring import FRONTIER_OPENED, crawl_config
 from .judging import (
@@ -180,9 +180,13 @@ class VisitMiddleware:
         else:
             digester = self._digester(request, response)
             if isinstance(digester, ItemsDigester):
-                request.meta[meta.PENDING_VISIT] = (base_visit(response), digester, record)
-                request.meta[meta.CHANGE] = items_verdict_before(record, response)
-                return
+                if delivers_content(response.status):
+                    request.meta[meta.PENDING_VISIT] = (base_visit(response), digester, record)
+                    request.meta[meta.CHANGE] = items_verdict_before(record, response)
+                    return
+                # a redirect or an error has no items of the page: judged as an
+                # answer now (its body digested as is, for the host's not-found page)
+                digester = Digester()
             visit = evaluate(response, record, digester)
             # a hand-written regex rule already says what the noise is: learned
             # (or a sibling's) exclusions must not replace the user's rule

@@ -26,6 +26,7 @@ from typing import Any
 
 from ...config.spec import counted, plural
 from ...frontier import Frontier, UrlRecord
+from ...model import answers_with_page
 from ...humanize import human, when
 from ...store.base import StoreCorrupt
 from ..progress import Progress
@@ -65,6 +66,19 @@ def change_rate(record: UrlRecord) -> float | None:
         return None
     days = (record.fetched - record.discovered) / 86_400
     return None if days <= 0 else max(record.versions - 1, 0) / days
+
+
+def answers_otherwise(record: UrlRecord) -> bool:
+    """True if the URL's last answer was not its page: a redirect (a meta
+    refresh has no status, only its reason) or an error.  Such a URL is
+    not "never changing", whatever its version count: it moved or is gone
+    (or failing), which a version count does not say (a version is new
+    content of the page, and only a 2xx carries any)."""
+    if not record.visits:
+        return False
+    if record.status is None:
+        return (record.reason or "").startswith("redirect to ")
+    return not answers_with_page(record.status)
 
 
 def record_dict(fp: bytes, record: UrlRecord, hint_sources: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
@@ -191,7 +205,9 @@ class FrontierConsole:
 
     def _record_classes(self) -> dict[str, Any]:
         """Waits and change rates in classes (all, by content type, by host),
-        and the most and least changing URLs, over a sample of the records."""
+        the most and least changing URLs, and those whose last answer was a
+        redirect or an error (moved or gone: never "never changing"), over a
+        sample of the records."""
         waits: Counter[str] = Counter()
         rates: Counter[str] = Counter()
         by_type: dict[str, Counter[str]] = {}
@@ -200,6 +216,8 @@ class FrontierConsole:
         rate_by_host: dict[str, Counter[str]] = {}
         changing: list[tuple[int, int, str]] = []
         steady: list[tuple[int, str]] = []
+        #: last answer a redirect or an error: moved or gone, not "never changing"
+        elsewhere: list[tuple[int, str, int | None, int]] = []
         sampled = 0
         for _, record in islice(self.frontier.records(), self.sample_limit):
             sampled += 1
@@ -212,12 +230,15 @@ class FrontierConsole:
             by_host.setdefault(record.queue, Counter())[wait] += 1
             rate_by_type.setdefault(kind, Counter())[rate] += 1
             rate_by_host.setdefault(record.queue, Counter())[rate] += 1
+            if answers_otherwise(record):
+                elsewhere.append((record.visits, record.url, record.status, record.versions))
             if record.versions > 1:
                 changing.append((record.versions, record.visits, record.url))
-            elif record.visits >= 3:
+            elif record.visits >= 3 and not answers_otherwise(record):
                 steady.append((record.visits, record.url))
         changing.sort(key=lambda t: (-t[0], t[2]))
         steady.sort(key=lambda t: (-t[0], t[1]))
+        elsewhere.sort(key=lambda t: (-t[0], t[1]))
         return {
             "sampled": sampled,
             "wait_classes": class_order(WAIT_EDGES, human),
@@ -230,6 +251,9 @@ class FrontierConsole:
             "change_rates_by_host": {k: dict(v) for k, v in sorted(rate_by_host.items())},
             "top_changing": [{"url": u, "versions": ve, "visits": vi} for ve, vi, u in changing[:TOP]],
             "never_changing": [{"url": u, "visits": vi} for vi, u in steady[:TOP]],
+            "redirect_or_error": [
+                {"url": u, "status": st, "versions": ve, "visits": vi} for vi, u, st, ve in elsewhere[:TOP]
+            ],
         }
 
     def _latest_changes(self, now: float) -> dict[str, Any]:

@@ -135,6 +135,7 @@ def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
         "</div><div><h2>Never changing URLs</h2>",
         _table(["URL", "visits"], [[r["url"], r["visits"]] for r in report["never_changing"]]),
         "</div></div>",
+        *_elsewhere_section(report.get("redirect_or_error")),
         *_changes_section(report.get("changes")),
         *_hint_section(report.get("hints")),
         *_payload_section(report.get("shared_payloads")),
@@ -319,3 +320,17 @@ def _host_rows(hosts: list[dict[str, Any]]) -> list[list[Any]]:
             ]
         )
     return host_rows
+
+
+def _elsewhere_section(rows: list[dict[str, Any]] | None) -> list[str]:
+    """The URLs whose last answer was a redirect or an error: moved or gone,
+    which no version count says (none from a crawl of an older version)."""
+    if not rows:
+        return []
+    return [
+        "<h2>URLs last answering a redirect or an error</h2>",
+        _table(
+            ["URL", "status", "versions", "visits"],
+            [[r["url"], "redirect" if r["status"] is None else r["status"], r["versions"], r["visits"]] for r in rows],
+        ),
+    ]

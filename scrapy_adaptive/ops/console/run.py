@@ -438,9 +438,19 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     ]
     lines.append("never changing URLs:" + ("" if report["never_changing"] else " none revisited yet"))
     lines += [f"  {r['visits']:>4} {plural(r['visits'], 'visit'):<6}  {r['url']}" for r in report["never_changing"]]
+    # a running crawl of an older version answers without them
+    if elsewhere := report.get("redirect_or_error"):
+        lines.append("URLs last answering a redirect or an error (moved or gone, not versions):")
+        lines += [f"  {answer_words(r['status']):>10}  {r['url']}" for r in elsewhere]
     lines += change_report_lines(report.get("changes"))
     if "hints" in report:  # a running crawl of an older version answers without them
         lines += ["", *report_words(report["hints"])]
     if report.get("schedules"):
         lines += ["", *schedule_lines({"schedules": report["schedules"]})]
     return lines + payload_lines(report.get("shared_payloads"))
+
+
+def answer_words(status: int | None) -> str:
+    """A last answer in a report's words: its status, or ``redirect`` for a
+    meta refresh (which has none)."""
+    return "redirect" if status is None else str(status)

@@ -32,8 +32,8 @@ def answer(kind: str) -> Visit:
     if kind == "304":
         return Visit(Outcome.VISITED, status=304, change=ChangeState.UNCHANGED, url=URL)
     if kind in ("404", "410", "500", "403"):
-        change = ChangeState.CHANGED if kind != "500" else ChangeState.UNKNOWN
-        return Visit(Outcome.VISITED, status=int(kind), change=change, url=URL)
+        # an error answer is never a version: its change is unknown (issue 46)
+        return Visit(Outcome.VISITED, status=int(kind), change=ChangeState.UNKNOWN, url=URL)
     if kind == "soft404":
         return Visit(Outcome.VISITED, status=200, change=ChangeState.UNKNOWN, url=URL, annotations=[SOFT_404])
     if kind == "home":

@@ -162,3 +162,21 @@ def test_a_noise_probe_is_a_full_download() -> None:
     # a verification of the validators (the held fetch left that check to it), never aborted
     assert request.meta[meta.FETCH].validation == "verified" and services.asked == []
     mw._on_headers_received(Headers({"ETag": ETAG}), 10, request, None)  # type: ignore[arg-type]
+
+
+def test_after_a_redirect_or_an_error_the_page_is_fetched_in_full() -> None:
+    """The record keeps its capture's validators through a 404 or a
+    redirect (they are not the page's, issue 46): a 304 to them would say
+    "back, unchanged" with the archive's capture of the URL the error page.
+    The page's body is fetched and compared with its capture instead."""
+    mw, services = middleware()
+    for status in (404, 410, 301, 403, 503):
+        request = issued({"etag": ETAG, "last_modified": LM, "size": 1234, "status": status})
+        mw.process_request(request)
+        assert b"If-None-Match" not in request.headers and meta.FETCH not in request.meta, status
+    assert services.asked == []  # no verification counted either
+    for status in (200, 304):
+        request = issued({"etag": ETAG, "last_modified": LM, "size": 1234, "status": status})
+        mw.process_request(request)
+        assert request.headers[b"If-None-Match"] == ETAG.encode()
+    assert mw.stats.get_value("adaptive/validators/after_error_full_fetches") == 5

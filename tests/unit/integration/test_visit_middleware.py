@@ -157,3 +157,41 @@ def test_an_items_mode_callback_reads_the_verdict_known_before_its_items() -> No
         [visit] = commits.visits
         assert page.meta["adaptive_change"] == visit.change.value
         assert out == ([] if before == "unchanged" else [{"title": "Story"}])
+
+
+def test_an_items_mode_error_answer_is_judged_at_once_and_never_by_its_items() -> None:
+    """A 404 or a redirect has no items of the page (issue 46): judged as an
+    answer when it comes, so that a callback allowed to see it
+    (``handle_httpstatus_list``) cannot make its items a version, and one
+    that never runs (``HttpErrorMiddleware``) leaves no verdict waiting."""
+    rules = DigestRules.from_settings([{"url": r"/p", "rule": "items"}], "exact", 1_048_576)
+    for status, record, change in [
+        (404, {"digest": "items:sha1:x", "visits": 1, "status": 200}, ChangeState.UNKNOWN),
+        (404, {"digest": "items:sha1:x", "visits": 2, "status": 404}, ChangeState.UNCHANGED),
+        (410, {}, ChangeState.UNKNOWN),
+    ]:
+        commits = Services()
+        mw = VisitMiddleware(get_crawler().stats, commits, rules=rules)  # type: ignore[arg-type]
+        page = response(b"<html><body>Not found</body></html>", status)
+        commits.issue(page.request, record)  # type: ignore[arg-type]
+        mw.process_spider_input(page)
+        [visit] = commits.visits
+        assert (visit.status, visit.change) == (status, change) and meta.PENDING_VISIT not in page.meta
+        assert page.meta["adaptive_change"] == change.value
+        assert list(mw.process_spider_output(page, [{"title": "Not found"}])) == [{"title": "Not found"}]
+        assert len(commits.visits) == 1  # no second verdict from the items
+
+
+def test_an_error_answer_is_never_a_version_whatever_its_body() -> None:
+    """A 404 whose body differs from the page's capture (and from the last
+    404's) is no version: the same answer as last time is unchanged, another
+    answer unknown; its body is digested all the same (the host's not-found
+    page, for soft 404s) but does not describe the page (issue 46)."""
+    page = evaluate(response(b"<p>Kettle</p>"), {})
+    record = {"visits": 1, "status": 200, "digest": page.digest, "payload_digest": page.payload_digest}
+    first = evaluate(response(b"<p>Not found 1</p>", 404), record)
+    assert first.change is ChangeState.UNKNOWN and first.digest is not None and first.digest != page.digest
+    record = {**record, "visits": 2, "status": 404, "reason": None}
+    assert evaluate(response(b"<p>Not found 2</p>", 404), record).change is ChangeState.UNCHANGED
+    assert evaluate(response(b"<p>Not found 2</p>", 410), record).change is ChangeState.UNKNOWN
+    assert evaluate(response(b"<p>Kettle</p>"), record).change is ChangeState.UNCHANGED  # back, the same

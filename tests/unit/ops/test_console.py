@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from scrapy.utils.test import get_crawler
 
-from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Store
+from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Store, Visit
 from scrapy_adaptive.ops.console.api import FrontierConsole
 from scrapy_adaptive.ops.console.html import render
 from scrapy_adaptive.ops.console.run import report_lines
@@ -673,3 +673,42 @@ def test_a_missing_or_unknown_action_is_one_line_on_stderr_and_exit_code_2(
     out, err = capsys.readouterr()
     assert command.exitcode == 2 and out == ""
     assert err.startswith(f"scrapy frontier: {said}; usage: scrapy frontier report ") and err.count("\n") == 1
+
+
+def test_a_url_last_answering_a_redirect_or_an_error_is_not_never_changing() -> None:
+    """A page that moved or is gone was listed under "Never changing URLs"
+    (it had one version and was revisited): it is listed as what it last
+    answered instead (issue 46)."""
+    clock = Clock()
+    f = make(MemoryStore(), clock)
+    answers = {
+        "http://h/steady.html": [200, 304, 200],
+        "http://h/gone.html": [200, 404, 404],
+        "http://h/moved.html": [200, 301, 301],
+        "http://h/back.html": [200, 404, 200],
+        "http://h/refresh.html": [200, None, None],  # a meta refresh: no status, its reason says
+    }
+    for url in answers:
+        add(f, url)
+    for i in range(3):
+        for _ in answers:
+            clock.t += 1000
+            issued = f.next()
+            assert issued is not None
+            status = answers[issued.record.url][i]
+            change = ChangeState.CHANGED if i == 0 else ChangeState.UNCHANGED
+            reason = "redirect to http://h/x.html" if status is None else None
+            f.update(issued.fp, Visit(Outcome.VISITED, wait=100.0, status=status, change=change, reason=reason))
+    report = FrontierConsole(f).report()
+    assert sorted(r["url"] for r in report["never_changing"]) == ["http://h/back.html", "http://h/steady.html"]
+    elsewhere = {r["url"]: (r["status"], r["versions"]) for r in report["redirect_or_error"]}
+    assert elsewhere == {
+        "http://h/gone.html": (404, 1),
+        "http://h/moved.html": (301, 1),
+        "http://h/refresh.html": (None, 1),
+    }
+    text = "\n".join(report_lines(report))
+    assert "URLs last answering a redirect or an error" in text and re.search(r"404  http://h/gone\.html", text)
+    assert re.search(r"redirect  http://h/refresh\.html", text)
+    page = render(report)
+    assert "<h2>URLs last answering a redirect or an error</h2>" in page and "<td>http://h/moved.html</td>" in page

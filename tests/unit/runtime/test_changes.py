@@ -51,12 +51,13 @@ def test_an_event_is_written_with_its_visit_and_says_the_capture_before() -> Non
     f.update(FP, visit(200, ChangeState.CHANGED, "d1"), presence=[1, 0, 0], event="new")
     clock.t += 60
     assert f.next() is not None
-    record = f.update(FP, visit(410, ChangeState.CHANGED, "d2"), presence=[1, 1, 1], event="gone")
-    assert record is not None and record.presence == [1, 1, 1]
+    # a 410 is no version and its body does not replace the capture (issue 46)
+    record = f.update(FP, visit(410, ChangeState.UNKNOWN, "d2"), presence=[1, 1, 1], event="gone")
+    assert record is not None and record.presence == [1, 1, 1] and record.digest == "d1"
     rows = f.events()
     assert [json.loads(raw)["kind"] for _, _, raw in rows] == ["new", "gone"]
     gone = json.loads(rows[1][2])
-    assert (gone["version"], gone["status"], gone["previous_digest"]) == (2, 410, "d1")
+    assert (gone["version"], gone["status"], gone["previous_digest"], gone["digest"]) == (1, 410, "d1", "d1")
     assert gone["previous_time"] == clock.t - 60 and gone["time"] == clock.t
     f.events_delivered([(queue, key) for queue, key, _ in rows])
     assert f.events() == []
