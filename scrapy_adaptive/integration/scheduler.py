@@ -344,13 +344,19 @@ class AdaptiveScheduler(BaseScheduler):
         self.stats.inc_value(_ENQUEUED_STATS[result])
         if result is AddResult.NEW and self.capacity is not None:
             self.capacity.met(queue)  # a new host counts in the capacity budget from its first URL
-        if result is not AddResult.NEW and request.dont_filter and force is not False:
+        asked = result is not AddResult.NEW and request.dont_filter and force is not False
+        if asked:
             self._asked(fp, queue, request)
         if meta.HINT in request.meta:
             take_hint(self.frontier, self.policy.hint_wait, self.stats, queue, fp, request, new=result is AddResult.NEW)
         if result is not AddResult.DUPLICATE:
             self._arm_wake()
-        # A known URL is not "dropped": it is in the frontier, just not new.
+        if result is AddResult.DUPLICATE and not asked:
+            # merged into its URL's record, fetched at the URL's own time: to
+            # Scrapy a request not scheduled (request_dropped), as its
+            # duplicate filter's would be
+            logger.debug("Merged into the record of its URL, not fetched now: %(request)s", {"request": request})
+            return False
         return True
 
     def _asked(self, fp: bytes, queue: str, request: Request) -> None:

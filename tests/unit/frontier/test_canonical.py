@@ -89,8 +89,10 @@ def test_canonical_is_idempotent_and_ignores_the_spelling(www: str, path: str, t
 def test_every_spelling_is_one_record_and_a_redirect_to_another_spelling_is_the_same_visit(tmp_path: Path) -> None:
     scheduler = build(tmp_path, ADAPTIVE_CANONICAL=["www", "slash"])
     scheduler.open(Pages())
-    for url in ("http://www.a.example/p/", "http://a.example/p", "http://a.example/p/"):
-        assert scheduler.enqueue_request(Request(url))
+    first, *others = ("http://www.a.example/p/", "http://a.example/p", "http://a.example/p/")
+    assert scheduler.enqueue_request(Request(first))
+    for url in others:  # merged into the first spelling's record (request_dropped)
+        assert not scheduler.enqueue_request(Request(url))
     assert scheduler.frontier is not None and scheduler.frontier.counts().urls == 1
     (issued,) = drain(scheduler)
     assert issued.url == "http://www.a.example/p/"  # the first spelling is fetched
