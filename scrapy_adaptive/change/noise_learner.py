@@ -88,7 +88,8 @@ SHORT = "q"  #: per part of a field (``hash:part``), how many probe pairs (secon
 MAX_SHORT = 64
 
 #: the validators' fields, by name hash
-_VALIDATORS = frozenset([name_hash(ETAG_FIELD), name_hash(LAST_MODIFIED_FIELD)])
+_ETAG = name_hash(ETAG_FIELD)
+_LAST_MODIFIED = name_hash(LAST_MODIFIED_FIELD)
 
 #: a candidate's move: the field came or went
 CAME_WENT = "c"
@@ -100,6 +101,8 @@ _PENDING_KEYS = (PENDING, PENDING_AT, CANDIDATES, REGION, STAGE, HELD, OFFERED)
 #: the held fetch: the wait policies count it there)
 HELD_BACK = "noiseHeld"
 HELD_CHANGE = "heldChange"
+#: annotation of a visit that asks for a probe now
+PROBE_ASKED = "noiseProbe"
 #: annotation of a probe fetch (not a revisit: the wait policies do not
 #: count its few seconds as an interval)
 PROBED = "noiseProbed"
@@ -113,7 +116,8 @@ class Seen:
     record has no version yet; ``now``: when the response arrived;
     ``at``: the server's time of the response (its ``Date``, else *now*),
     which its clocks are read against; ``digest``: the rule's digest of the
-    response; ``previous_digest``: the record's.
+    response; ``previous_digest``: the record's; ``content_dated``: its
+    Last-Modified is a content date (not the fetch's own second).
     """
 
     fields: list[Field] | None
@@ -122,6 +126,7 @@ class Seen:
     at: float
     digest: str | None = None
     previous_digest: str | None = None
+    content_dated: bool = False
 
 
 @dataclass(frozen=True)
@@ -277,7 +282,7 @@ def _visit(
             return _delivered(state, masks, now, seen, released=held, learned=learned)
         return _unchanged(state, masks, seen, learned=learned)
     probes = int(state.get(PROBES) or 0)
-    if probes >= MAX_PROBES or _VALIDATORS & moves.keys():
+    if probes >= MAX_PROBES or _ETAG in moves.keys() or (seen.content_dated and _LAST_MODIFIED in moves.keys()):
         # the server says so too (another ETag, a Last-Modified that is a
         # content date, not a clock): an edit, delivered at once
         return _delivered(state, masks, now, seen, released=held, learned=learned)

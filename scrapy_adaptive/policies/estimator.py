@@ -98,17 +98,6 @@ class RateEstimator:
         memory[OBSERVATIONS] = obs[-self.window :]
         return True
 
-    def confirm_change(self, memory: dict[str, Any]) -> bool:
-        """The last observation's "unchanged" was a difference held back for a
-        probe (:mod:`..change.noise_learner`) that the probe showed to be an
-        edit: it becomes a changed interval.  True if one was amended."""
-        obs = [list(o) for o in memory.get(OBSERVATIONS, [])]
-        if not obs or obs[-1][1] != UNCHANGED:
-            return False
-        obs[-1][1] = CHANGED
-        memory[OBSERVATIONS] = obs
-        return True
-
     def observe_age(self, memory: dict[str, Any], visit: Visit, now: float | None, floor: float) -> bool:
         """On a URL's first visit: what its first answer says of its rate,
         as prior observations its own visits then update.

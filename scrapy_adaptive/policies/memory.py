@@ -61,6 +61,10 @@ MARKOV_STATE = "p"
 #: ... and the count tables per interval bucket
 MARKOV_TABLES = "t"
 
+#: a visit whose difference change detection held back for a probe: its
+#: ``[interval, previous fetch, time]``, observed when the probe settles it
+HELD_INTERVAL = "hv"
+
 #: the table: name -> stored key, every key of a policy memory
 MEMORY_KEYS: Mapping[str, str] = MappingProxyType(
     {
@@ -79,5 +83,6 @@ MEMORY_KEYS: Mapping[str, str] = MappingProxyType(
         "window_seen": WINDOW_SEEN,
         "markov_state": MARKOV_STATE,
         "markov_tables": MARKOV_TABLES,
+        "held_interval": HELD_INTERVAL,
     }
 )

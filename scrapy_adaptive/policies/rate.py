@@ -21,10 +21,11 @@ consistent.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from collections.abc import Mapping
 from typing import Any
 
-from ..change.noise_learner import HELD_CHANGE, PROBED
+from ..change.noise_learner import HELD_BACK, HELD_CHANGE, PROBE_ASKED, PROBED
 from ..change.trust import HEADER_LIED, HEADER_PACE
 from ..config.table import DEFAULTS
 from ..frontier.hints import Hint
@@ -35,7 +36,7 @@ from .belief import HeaderBelief, unchanged_evidence
 from .estimator import FIRST_ANSWER, RateEstimator
 from .hint_decisions import accept, base_probability, confirmed_hint, hinted_visit, marginal_value
 from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, record_queue, visit_queue, visit_time
-from .memory import AGE_UNCHECKED, ESTIMATE, LAST_MODIFIED_AGREEMENT, OBSERVATIONS
+from .memory import AGE_UNCHECKED, ESTIMATE, HELD_INTERVAL, LAST_MODIFIED_AGREEMENT, OBSERVATIONS
 from .noise_guard import guarded_change, NoiseDetector, NoiseVerdict, probe_wait
 from .prior import PopulationPrior
 
@@ -108,13 +109,26 @@ class _RatePolicy(WaitPolicy):
         if hinted_visit(history):  # the hint is credited only with what it adds (hints.py)
             visit.hint_base = base_probability(float(memory.get(ESTIMATE) or 0.0), interval)
         observed = aged = False
-        # a noise probe is not a revisit: its few seconds would read as a
-        # page changing every second, or never.  One that delivers a
-        # difference held back at the visit before it moves that visit's
-        # interval to "changed", where the change happened.
-        if PROBED in visit.annotations:
-            if HELD_CHANGE in visit.annotations:
-                self.estimator.confirm_change(memory)
+        held = memory.pop(HELD_INTERVAL, None)
+        if HELD_BACK in visit.annotations and interval is not None:
+            # a difference held back for a probe: what the interval saw is the
+            # probe's to say, so it is observed then (changed or not, and
+            # whether the Last-Modified told the truth about it)
+            memory[HELD_INTERVAL] = [interval, history.get("fetched"), now]
+        elif PROBED in visit.annotations:
+            # a noise probe is not a revisit: its few seconds would read as a
+            # page changing every second, or never.  The one that settles a
+            # held difference observes the held visit's interval, as an edit
+            # (it delivers it) or not (the difference was noise)
+            settles = HELD_CHANGE in visit.annotations or PROBE_ASKED not in visit.annotations
+            if isinstance(held, list) and len(held) == 3 and settles:
+                change = ChangeState.CHANGED if HELD_CHANGE in visit.annotations else ChangeState.UNCHANGED
+                judged = replace(visit, change=change, annotations=list(visit.annotations))
+                observed = self.estimator.observe(memory, float(held[0]), judged, held[1], held[2])
+                self._check_age(memory, judged, float(held[0]))
+                visit.annotations += [a for a in judged.annotations if a not in visit.annotations]
+            elif isinstance(held, list):
+                memory[HELD_INTERVAL] = held  # a second probe settles it
         elif interval is None:
             aged = self.estimator.observe_age(memory, visit, now, self.min_wait)
         elif not confirmed_hint(history, visit):  # timed by the change: see hints.py

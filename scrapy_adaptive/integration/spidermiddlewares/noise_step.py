@@ -17,7 +17,7 @@ from ...change import noise, noise_learner
 from ...change.digest import text_of
 from ...dates import parse_http_date
 from ...model import Visit
-from .judging import header, same_payload
+from .judging import FRESH_LAST_MODIFIED, header, same_payload
 
 if TYPE_CHECKING:
     from scrapy.http import Response
@@ -25,21 +25,40 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: the validators, compared as two more fields of the page: one that moves
-#: with an edit is a change, one that moves at every fetch is learned as noise
-VALIDATOR_FIELDS = ((noise.ETAG_FIELD, "ETag"), (noise.LAST_MODIFIED_FIELD, "Last-Modified"))
 
 
 def page_fields(response: Response, *, visible: bool) -> list[noise.Field] | None:
-    """The page's fields and, unless only the visible text counts, its validators."""
+    """The page's fields and, unless only the visible text counts, its
+    validators: one that moves with an edit says so (the edit is delivered at
+    once), one that moves at every fetch is learned as noise."""
     fields = noise.fields_of(response, visible=visible)
     if fields is None or visible:
         return fields
-    for name, header_name in VALIDATOR_FIELDS:
-        value = header(response, header_name)
-        if value is not None:
-            fields.append((name, value))
+    etag = header(response, "ETag")
+    if etag is not None:
+        fields.append((noise.ETAG_FIELD, etag))
+    last_modified = header(response, "Last-Modified")
+    if last_modified is not None:
+        fields.append((noise.LAST_MODIFIED_FIELD, _as_compared(last_modified)))
     return fields
+
+
+def _as_compared(value: str) -> str:
+    """A Last-Modified as the learner compares it: its instant, in a form no
+    clock reading matches (two fetches a few seconds after two edits read
+    alike against their Date: the header must not be hidden as a clock)."""
+    stamp = parse_http_date(value)
+    return value if stamp is None else f"instant {int(stamp):x}"
+
+
+def content_dated(response: Response) -> bool:
+    """True if the response's Last-Modified is a content date, not the
+    fetch's own second (a page generated for each request)."""
+    stamp = parse_http_date(header(response, "Last-Modified"))
+    if stamp is None:
+        return False
+    date = parse_http_date(header(response, "Date"))
+    return date is None or stamp < date - FRESH_LAST_MODIFIED
 
 
 def learn_noise(
@@ -72,6 +91,7 @@ def learn_noise(
         at=now if at is None else at,
         digest=visit.digest,
         previous_digest=record.get("digest"),
+        content_dated=content_dated(response),
     )
     result = noise_learner.step(state, seen, window=window, pooled=pool.offer(response.url))
     if result.state is not None:
@@ -84,7 +104,7 @@ def learn_noise(
         visit.digest = result.digest if result.digest is not None else visit.digest
     for flag, annotation, stat in (
         (result.held, noise_learner.HELD_BACK, "held"),
-        (result.probe, "noiseProbe", "probes"),
+        (result.probe, noise_learner.PROBE_ASKED, "probes"),
         (result.released, noise_learner.HELD_CHANGE, "released"),
         (result.learned, noise.NOISE_LEARNED, "learned"),
         (result.confirmed, "noiseConfirmed", "confirmed"),

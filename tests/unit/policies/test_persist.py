@@ -166,4 +166,5 @@ def test_the_stored_memory_keys_stay_readable() -> None:
         "window_seen": "n",
         "markov_state": "p",
         "markov_tables": "t",
+        "held_interval": "hv",
     }

@@ -443,20 +443,25 @@ def test_the_cadence_credit_is_bounded() -> None:
 
 
 def test_a_held_change_a_probe_delivers_counts_in_the_interval_before_the_probe() -> None:
-    """Issue 46: the learner holds a page's first difference back (recorded
-    unchanged) until a probe settles it; a probe that shows it was an edit
-    delivers it.  The change belongs to the revisit's interval, not to the
-    probe's second (which would read as a page changing every second)."""
-    from scrapy_adaptive.change.noise_learner import HELD_CHANGE, PROBED
+    """Issue 46: the learner holds a page's first difference back until a
+    probe settles it; a probe that shows it was an edit delivers it.  The
+    change belongs to the held visit's interval, not to the probe's second
+    (which would read as a page changing every second); a held difference
+    that was noise is that interval unchanged."""
+    from scrapy_adaptive.change.noise_learner import HELD_BACK, HELD_CHANGE, PROBED
 
-    def estimate(second: ChangeState, held: bool) -> float:
+    def estimate(second: ChangeState, held: str | None) -> float:
         alloc = RateAllocator(100 / DAY, min_wait=1, max_wait=100 * DAY, epoch="t")
         policy = ProportionalWaitPolicy(alloc)
         record: dict[str, Any] = {"visits": 0, "discovered": 1.7e9, "policy": {}}
         now = 1.7e9
-        steps = ((ChangeState.CHANGED, 0, []), (second, 3600, []))
-        if held:
-            steps += ((ChangeState.CHANGED, 2, [PROBED, HELD_CHANGE]),)
+        steps: tuple[tuple[ChangeState, float, list[str]], ...] = ((ChangeState.CHANGED, 0, []), (second, 3600, []))
+        if held is not None:
+            steps = (
+                (ChangeState.CHANGED, 0, []),
+                (ChangeState.UNCHANGED, 3600, [HELD_BACK]),
+                (ChangeState.CHANGED if held == "edit" else ChangeState.UNCHANGED, 2, [PROBED, *([HELD_CHANGE] if held == "edit" else [])]),
+            )
         for change, gap, note in steps:
             now += gap
             v = Visit(Outcome.VISITED, status=200, change=change, url="https://h.example/p", fetched=now)
@@ -465,7 +470,8 @@ def test_a_held_change_a_probe_delivers_counts_in_the_interval_before_the_probe(
             record = {"visits": record["visits"] + 1, "wait": wait, "fetched": now, "policy": v.policy_state}
         return float(record["policy"]["e"])
 
-    assert estimate(ChangeState.UNCHANGED, held=True) == pytest.approx(estimate(ChangeState.CHANGED, False))
+    assert estimate(ChangeState.UNCHANGED, held="edit") == pytest.approx(estimate(ChangeState.CHANGED, None))
+    assert estimate(ChangeState.UNCHANGED, held="noise") == pytest.approx(estimate(ChangeState.UNCHANGED, None))
 
 
 def test_the_feedback_loop_survives_a_long_pause() -> None:
