@@ -25,7 +25,7 @@ from tests.mockserver import DEFAULT_HOSTS, MockServer
 from testsite.redisserver import RedisClusterServers, RedisServer
 
 # No per-example deadline: tests assert behaviour, never time, and a loaded
-# machine (two test workers per core pair, a crawl beside them) is slow at random.
+# machine (three test workers per core, a crawl beside each) is slow at random.
 settings.register_profile("adaptive", deadline=None)
 settings.load_profile("adaptive")
 

@@ -78,16 +78,18 @@ class RedisServer:
         self.proc: subprocess.Popen[bytes] | None = None
         #: more redis-server arguments (a cluster node's)
         self.extra: list[str] = []
+        #: started once: a restart keeps the port its clients know
+        self.started = False
 
     @property
     def url(self) -> str:
         auth = f":{self.password}@" if self.password else ""
         return f"{'rediss' if self.tls else 'redis'}://{auth}127.0.0.1:{self.port}/0"
 
-    def client(self) -> redis.Redis:
+    def client(self, **options: float) -> redis.Redis:
         if self.tls:
-            return redis.Redis.from_url(self.url, **self.tls_client_options())
-        return redis.Redis.from_url(self.url)
+            return redis.Redis.from_url(self.url, **self.tls_client_options(), **options)
+        return redis.Redis.from_url(self.url, **options)
 
     def tls_client_options(self) -> dict[str, str]:
         return {
@@ -123,23 +125,44 @@ class RedisServer:
                 "--tls-ca-cert-file", str(self.folder / "ca.crt"),
                 "--tls-auth-clients", "yes",
             ]  # fmt: skip
+        for attempt in range(3):
+            if self._launch(args):
+                self.started = True
+                return self
+            if self.started or self.extra or attempt == 2:
+                break
+            # a port picked free was taken before redis-server bound it (by
+            # another test worker's server, or a connection's local end): a
+            # first start may move to another free one; a restart keeps its port
+            port = _free_port()
+            args[args.index(str(self.port))] = str(port)
+            self.port = port
+        raise RuntimeError(f"redis-server did not start on port {self.port} (see {self.folder / 'redis.log'})")
+
+    def _launch(self, args: list[str]) -> bool:
+        """Start redis-server with *args*; True once it answers on this port
+        (itself, not another process's server there), False if it did not."""
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            client = self.client()
+            client = self.client(socket_timeout=2)
             try:
-                if client.ping():
-                    return self
-            except (redis.ConnectionError, redis.BusyLoadingError):
+                if client.ping() and int(client.info("server")["process_id"]) == self.proc.pid:
+                    return True
+                if self.proc.poll() is not None:
+                    break  # another server answers there, ours exited: its log says why
+                time.sleep(0.05)
+            except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError, redis.ResponseError):
+                # not up yet, or what answers there is not a redis-server
                 if self.proc.poll() is not None:
                     break  # it exited: its log says why
                 time.sleep(0.05)
             except redis.AuthenticationError:
-                return self
+                return True
             finally:
                 client.close()
         self.stop()
-        raise RuntimeError(f"redis-server did not start on port {self.port} (see {self.folder / 'redis.log'})")
+        return False
 
     def kill(self) -> None:
         """SIGKILL: no shutdown save, only what the AOF holds survives."""

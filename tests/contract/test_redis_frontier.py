@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import socket
 import time
 from pathlib import Path
 
@@ -315,3 +316,28 @@ def test_a_worker_stopping_while_redis_is_down_says_so_in_one_line(
             scheduler.close("finished")
     lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert any("final frontier summary could not be read" in line and "Redis store" in line for line in lines), lines
+
+
+def test_a_test_redis_whose_free_port_was_taken_moves_to_another(tmp_path: Path, redis_server: RedisServer) -> None:
+    """Test workers pick free ports side by side: one taken between the pick
+    and redis-server's bind, by a listener or by another worker's server
+    (which answers PING too), moves a first start to another free port, never
+    to a client of the other server.  A restart keeps its port."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        first = RedisServer(tmp_path / "a")
+        first.port = taken.getsockname()[1]
+        with first:
+            assert first.port != taken.getsockname()[1]
+            assert first.client().info("server")["process_id"] == first.proc.pid
+    second = RedisServer(tmp_path / "b")
+    second.port = redis_server.port  # another server listens and answers there
+    with second:
+        assert second.port != redis_server.port
+        assert second.client().info("server")["process_id"] == second.proc.pid
+        port = second.port
+        second.restart()
+        assert second.port == port
