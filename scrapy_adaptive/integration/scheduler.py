@@ -84,6 +84,11 @@ logger = logging.getLogger(__name__)
 _ENQUEUED_STATS = {result: f"adaptive/enqueued/{result.value}" for result in AddResult}
 
 
+class EnqueueError(Exception):
+    """A request could not be enqueued (a request fingerprinter that raises,
+    a middleware's request the frontier cannot take); the message names it."""
+
+
 class AdaptiveScheduler(BaseScheduler):
     """A Scrapy scheduler that revisits every URL it knows, for ever.
 
@@ -310,10 +315,14 @@ class AdaptiveScheduler(BaseScheduler):
         except StoreError as exc:
             self._fatal(exc)
             return False
-        except Exception:
-            logger.exception("scrapy-adaptive could not enqueue %r", request)
+        except Exception as exc:
             self.stats.inc_value("adaptive/errors/enqueue")
-            return False
+            logger.debug("Enqueueing %r failed", request, exc_info=True)
+            # as with Scrapy's own scheduler, the error goes back to whatever
+            # enqueued (the engine says "Error while processing requests from
+            # start()", the scraper names the callback): one exception that
+            # names the request, its cause's traceback at the debug level
+            raise EnqueueError(f"{request!r} could not be enqueued: {type(exc).__name__}: {exc}") from None
 
     def _add(self, request: Request, force: bool | None = None) -> bool:
         assert self.frontier is not None and self.spider is not None

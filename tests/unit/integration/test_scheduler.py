@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from scrapy import Request, Spider
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
@@ -428,4 +429,27 @@ def test_requests_fetched_once_are_paced_by_the_minimum_delay(tmp_path: Path) ->
     assert scheduler.next_request() is first
     assert scheduler.next_request() is None and scheduler.has_pending_requests()
     assert before + 29 < scheduler.waker._timer_at <= time.time() + 31  # woken for the second
+    scheduler.close("finished")
+
+
+@in_loop
+def test_an_enqueue_error_goes_back_to_the_caller_in_one_line_naming_the_request(tmp_path: Path) -> None:
+    """Issue 47: a request fingerprinter that raises was logged as "could not
+    enqueue" with a traceback and the request dropped; Scrapy's own scheduler
+    lets the error reach what enqueued (the engine then says "Error while
+    processing requests from start()"). It does now, as one exception that
+    names the request."""
+    from scrapy_adaptive.integration.scheduler import EnqueueError
+
+    scheduler = build(tmp_path)
+    scheduler.open(Pages())
+
+    def broken(request: Request) -> bytes:
+        raise ValueError("no fingerprint today")
+
+    scheduler.issued.identity = broken  # type: ignore[method-assign]
+    with pytest.raises(EnqueueError) as caught:
+        scheduler.enqueue_request(Request("http://a.example/x"))
+    assert str(caught.value) == "<GET http://a.example/x> could not be enqueued: ValueError: no fingerprint today"
+    assert caught.value.__suppress_context__ and scheduler.stats.get_value("adaptive/errors/enqueue") == 1
     scheduler.close("finished")
