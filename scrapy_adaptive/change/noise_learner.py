@@ -158,9 +158,12 @@ def _names_of(fields: Sequence[Field]) -> dict[str, str]:
     return {name_hash(name): value for name, value in fields}
 
 
-def _learn_clocks(masks: Masks, moves: Moves, values: Mapping[str, str], hashed: bool) -> bool:
+def _learn_clocks(masks: Masks, moves: Moves, fields: Sequence[Field], hashed: bool) -> bool:
     """Hide the tokens that moved as clocks (and the dates written beside
     them); True if that hid anything new."""
+    if not moves.clocks:
+        return False
+    values = _names_of(fields)
     before = masks.state()
     for key, positions in moves.clocks.items():
         name_key = key if hashed else name_hash(key)
@@ -275,7 +278,7 @@ def _visit(
     held: bool,
 ) -> NoiseStep:
     moves = compare(version, now, masks)
-    learned = _learn_clocks(masks, moves, _names_of(seen.fields or []), hashed=True)
+    learned = _learn_clocks(masks, moves, seen.fields or [], hashed=True)
     if not moves:
         if _guard_moved(state, masks, seen):
             # the sketch's short hashes missed a move the SHA-1 sees: a change
@@ -331,7 +334,7 @@ def _probed(
     hidden_now = {name for name in named if masks.hidden(name_hash(name)) == "*"}
     for name in hidden_now:
         moves.fields.pop(name, None)
-    learned = _learn_clocks(masks, moves, dict(seen.fields or []), hashed=False)
+    learned = _learn_clocks(masks, moves, seen.fields or [], hashed=False)
     moved = _hashed(moves.fields)
     for name in moves.added | moves.removed:
         moved[name_hash(name)] = {CAME_WENT}
@@ -517,7 +520,7 @@ def _settle(
 ) -> NoiseStep:
     """The probes are over: the fetch is judged against the version last delivered."""
     moves = compare(version, now, masks)
-    learned = _learn_clocks(masks, moves, _names_of(seen.fields or []), hashed=True) or learned
+    learned = _learn_clocks(masks, moves, seen.fields or [], hashed=True) or learned
     if moves:
         step_ = _delivered(state, masks, now, seen, released=held, learned=learned)
         return NoiseStep(step_.state, step_.verdict, step_.digest, released=held, learned=learned, confirmed=confirmed)
