@@ -1,4 +1,5 @@
-"""A stand-in for the frontier's services, as the middlewares see them.
+"""Stand-ins for the frontier's services, as the middlewares see them, and
+for the table of issued requests, as the verdicts see it.
 
 The runtime's :class:`~scrapy_adaptive.runtime.verdicts.Verdicts` answers
 the middlewares from the frontier; a middleware's unit test needs only what
@@ -41,3 +42,17 @@ class Services:
     def commit(self, request: Request, visit: Visit) -> None:
         """Keeps the verdict; records nothing (the middleware goes on with its own)."""
         self.visits.append(visit)
+
+
+class OneIssued:
+    """The table of issued requests with one request out: *fp*'s, whatever
+    request object a verdict comes with (for :class:`~scrapy_adaptive.runtime.verdicts.Verdicts`)."""
+
+    def __init__(self, fp: bytes) -> None:
+        self.fp = fp
+
+    def fp_of(self, request: Request) -> bytes:
+        return self.fp
+
+    def pop(self, fp: bytes) -> None:
+        return None

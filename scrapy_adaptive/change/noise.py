@@ -92,7 +92,6 @@ Sketch = dict[str, str]  # name (or its hash) -> field sketch
 
 _INVISIBLE = frozenset(["script", "style", "noscript", "template", "head"])
 _JSON_TYPES = ("application/ld+json", "application/json")
-_SPACES = re.compile(r"\s+")
 #: characters lxml refuses in text (all controls but tab, newline, carriage return)
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
@@ -379,6 +378,12 @@ def relative_offset(value: str, match: re.Match[str], at: float) -> tuple[str, i
 
 # -- masks ----------------------------------------------------------------------------
 
+
+def under(name: str, region: str) -> bool:
+    """True if the field *name* lies in the element *region* (its own or a descendant's)."""
+    return name.startswith(region) and name[len(region) : len(region) + 1] in ("/", "@", "#", "$")
+
+
 WHOLE = "*"
 
 
@@ -404,7 +409,7 @@ class Masks:
         return bool(self.fields or self.regions)
 
     def in_region(self, name: str) -> bool:
-        return any(name.startswith(region) and name[len(region) : len(region) + 1] in ("/", "@", "#", "$") for region in self.regions)
+        return any(under(name, region) for region in self.regions)
 
     def add_tokens(self, key: str, positions: Sequence[int]) -> None:
         current = self.fields.get(key)
@@ -430,18 +435,6 @@ class Masks:
         if self.regions:
             out["g"] = self.regions
         return out
-
-    def covers(self, other: Masks) -> bool:
-        """True if this mask hides at least what *other* hides."""
-        if not set(other.regions) <= set(self.regions):
-            return False
-        for key, hidden in other.fields.items():
-            mine = self.fields.get(key)
-            if mine == WHOLE:
-                continue
-            if hidden == WHOLE or mine is None or not set(hidden) <= set(mine):
-                return False
-        return True
 
 
 def sketch(fields: Sequence[Field], at: float, masks: Masks, *, names: bool = False) -> Sketch:

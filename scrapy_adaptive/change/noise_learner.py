@@ -59,6 +59,7 @@ from .noise import (
     masked_digest,
     name_hash,
     pack,
+    under,
     unpack,
     region_of,
     sketch,
@@ -112,8 +113,8 @@ PROBED = "noiseProbed"
 class Seen:
     """What one visit shows the noise learner.
 
-    ``fields``: the page's fields (None: not learnable); ``first``: the
-    record has no version yet; ``now``: when the response arrived;
+    ``fields``: the page's fields (None: not learnable); ``now``: when the
+    response arrived;
     ``at``: the server's time of the response (its ``Date``, else *now*),
     which its clocks are read against; ``digest``: the rule's digest of the
     response; ``previous_digest``: the record's; ``content_dated``: its
@@ -121,7 +122,6 @@ class Seen:
     """
 
     fields: list[Field] | None
-    first: bool
     now: float
     at: float
     digest: str | None = None
@@ -196,13 +196,12 @@ def step(
     pending = {k: state.pop(k) for k in _PENDING_KEYS if k in state}
     masks = Masks.of(state)
     named = sketch(seen.fields, seen.at, masks, names=True)
-    now = by_hash(named)
     version = unpack(state.get(VERSION))
     if version is None:
         # no version sketched yet: this one is.  A first visit is a version
         # (the rule's verdict stands); after a version was taken back (its
         # items never confirmed), the masks still say what the page was
-        started = _based({**state, VERSION: pack(now), DELIVERED: seen.digest}, masks, seen)
+        started = _based({**state, VERSION: pack(by_hash(named)), DELIVERED: seen.digest}, masks, seen)
         previous = seen.previous_digest
         if masks and isinstance(previous, str) and previous.startswith(RULE + ":"):
             digest = started[GUARD]
@@ -218,22 +217,27 @@ def step(
     if isinstance(pending.get(PENDING), dict) and in_time and pending.get(STAGE) in (1, 2):
         return replace(_probed(state, pending, masks, named, seen), probed=True)
     # a visit, or a probe too late to prove anything: the difference is judged now
-    return _visit(state, masks, version, now, seen, pooled, held=bool(pending.get(HELD)))
+    return _visit(state, masks, version, named, seen, pooled, held=bool(pending.get(HELD)))
+
+
+def _with_masks(state: Mapping[str, Any], masks: Masks) -> dict[str, Any]:
+    """*state* with *masks* as they are now (the ones it held replaced)."""
+    return {**{k: v for k, v in state.items() if k not in ("m", "g")}, **masks.state()}
 
 
 def _delivered(
     state: dict[str, Any], masks: Masks, now: Sketch, seen: Seen, *, released: bool = False, learned: bool = False
 ) -> NoiseStep:
     """The visit is a new version: delivered, and the version compared from now on."""
-    out = _based({**{k: v for k, v in state.items() if k not in ("m", "g")}, **masks.state(), VERSION: pack(now)}, masks, seen)
-    digest = masked_digest(seen.fields or [], masks) if masks else seen.digest
+    out = _based({**_with_masks(state, masks), VERSION: pack(now)}, masks, seen)
+    digest = out[GUARD] if masks else seen.digest
     out[DELIVERED] = digest
     return NoiseStep(out, verdict=ChangeState.CHANGED, digest=digest, released=released, learned=learned)
 
 
 def _unchanged(state: dict[str, Any], masks: Masks, seen: Seen, **flags: Any) -> NoiseStep:
     """The visit is the version last delivered: its digest stays the record's."""
-    out = {**{k: v for k, v in state.items() if k not in ("m", "g")}, **masks.state()}
+    out = {**_with_masks(state, masks)}
     if out.get(GUARD_MASKS) != _masks_key(masks):
         out = _based(out, masks, seen)  # the masks grew: the guard is taken again under them
     return NoiseStep(out, verdict=ChangeState.UNCHANGED, digest=_delivered_digest(state, seen), **flags)
@@ -271,12 +275,15 @@ def _visit(
     state: dict[str, Any],
     masks: Masks,
     version: Sketch,
-    now: Sketch,
+    named: Sketch,
     seen: Seen,
     pooled: Sequence[Masks],
     *,
     held: bool,
 ) -> NoiseStep:
+    """A visit (or a probe too late to prove anything): unchanged, delivered,
+    or its difference held back for a probe; *named*: its sketch by full name."""
+    now = by_hash(named)
     moves = compare(version, now, masks)
     learned = _learn_clocks(masks, moves, seen.fields or [], hashed=True)
     if not moves:
@@ -296,7 +303,7 @@ def _visit(
     held_state = {
         **{k: v for k, v in state.items() if k not in ("m", "g")},
         **masks.state(),
-        PENDING: sketch(seen.fields or [], seen.at, masks, names=True),
+        PENDING: named,
         PENDING_AT: seen.now,
         CANDIDATES: candidates,
         STAGE: 1,
@@ -346,13 +353,13 @@ def _probed(
         # fetch (a list whose items rotated, then shrank): that is the region
         here = region_of(sorted(moves.added | moves.removed))
         moving = [n for n in (*before, *named) if name_hash(n) in again]
-        if here is not None and any(_under(n, here) for n in moving):
+        if here is not None and any(under(n, here) for n in moving):
             region = here
     if region is not None:
         # what the region explains is not an edit, nor a field's own noise
         present = [*before, *named]
         gone = set(candidates) - {name_hash(n) for n in present}
-        inside = {name_hash(n) for n in (*present, *_named(gone, present)) if _under(n, region)}
+        inside = {name_hash(n) for n in (*present, *_named(gone, present)) if under(n, region)}
         again = {key: parts for key, parts in again.items() if key not in inside}
         candidates = {key: parts for key, parts in candidates.items() if key not in inside}
     # a field seen moving within a probe pair before (seconds apart, in
@@ -413,18 +420,10 @@ def _probed(
     if region is not None:
         out[REGION] = region
     if edits:
-        delivered = _delivered(out, masks, now, seen, released=held, learned=learned)
-        return NoiseStep(
-            delivered.state, verdict=delivered.verdict, digest=delivered.digest, probe=True, released=held, learned=learned
-        )
-    out[HELD] = 1 if held else 0
-    if not held:
-        out.pop(HELD)
+        return replace(_delivered(out, masks, now, seen, released=held, learned=learned), probe=True)
+    if held:
+        out[HELD] = 1
     return NoiseStep(out, verdict=ChangeState.UNCHANGED, digest=_delivered_digest(state, seen), probe=True, learned=learned)
-
-
-def _under(name: str, region: str) -> bool:
-    return name.startswith(region) and name[len(region) : len(region) + 1] in ("/", "@", "#", "$")
 
 
 def _region_again(
@@ -451,7 +450,7 @@ def _region_again(
     elif came_went and (here := region_of(came_went)) is not None:
         region = _common(region, here) or region
     moved = [*moves.fields, *came_went]
-    return region if any(_under(n, region) for n in moved) else None
+    return region if any(under(n, region) for n in moved) else None
 
 
 _STEP = re.compile(r"^(.*/)([a-z][a-z0-9]*)(?:\[(\d+)\])?([@#$].*)$")
@@ -522,9 +521,8 @@ def _settle(
     moves = compare(version, now, masks)
     learned = _learn_clocks(masks, moves, seen.fields or [], hashed=True) or learned
     if moves:
-        step_ = _delivered(state, masks, now, seen, released=held, learned=learned)
-        return NoiseStep(step_.state, step_.verdict, step_.digest, released=held, learned=learned, confirmed=confirmed)
-    out = {**{k: v for k, v in state.items() if k not in ("m", "g")}, **masks.state(), VERSION: pack(version)}
+        return replace(_delivered(state, masks, now, seen, released=held, learned=learned), confirmed=confirmed)
+    out = {**_with_masks(state, masks), VERSION: pack(version)}
     if learned or out.get(GUARD_MASKS) != _masks_key(masks):
         out = _based(out, masks, seen)
     return NoiseStep(

@@ -387,6 +387,7 @@ class AdaptiveScheduler(BaseScheduler):
         """Make the URLs due again whose asked requests wait behind a fetch
         that was out when they came."""
         assert self.frontier is not None and self.spider is not None
+        spider = self.spider
         for fp, queue in list(self._reforce.items()):
             if self.frontier.lent(fp) is not None:
                 continue
@@ -394,7 +395,6 @@ class AdaptiveScheduler(BaseScheduler):
             waiting = self.issued.asked(fp)
             if waiting is None:
                 continue
-            spider = self.spider
             self.frontier.add(
                 fp,
                 waiting.url,

@@ -27,8 +27,8 @@ from typing import Any
 
 from ..model import ChangeState, Visit
 from .base import WaitParams, WaitPolicy
-from .history import elapsed, policy_memory
-from .noise_guard import guarded_change, NoiseDetector, probe_wait
+from .history import policy_memory
+from .noise_guard import NoiseDetector, probe_wait
 
 
 class HeritrixWaitPolicy(WaitPolicy):
@@ -70,6 +70,6 @@ class HeritrixWaitPolicy(WaitPolicy):
         if self.noise is None:
             return params.clamp(wait)
         memory = policy_memory(history)
-        verdict = self.noise.observe(memory, guarded_change(history, visit.change), elapsed(history, visit))
+        verdict = self.noise.observe_visit(memory, history, visit)
         visit.policy_state = memory
         return self.noise.wait(memory, verdict, params.clamp(wait), params.maximum)

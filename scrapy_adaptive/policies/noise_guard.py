@@ -70,23 +70,13 @@ from enum import Enum
 from typing import Any
 
 from ..change.noise_learner import VERSION
-from ..model import ChangeState
+from ..model import ChangeState, Visit
+from .history import elapsed
 from .memory import NOISE_GUARD, NOISE_GUARD_BEFORE
 
 #: the policy-memory key holding the detector's state
 KEY = NOISE_GUARD
 
-
-def guarded_change(history: Mapping[str, Any], change: ChangeState) -> ChangeState:
-    """The verdict the guard sees: a page the noise learner judges by its
-    structure (its record holds a sketched version) has its noise learned or
-    its changes proven real, so the guard never holds it: parking such a
-    page would lose the edits it proved.  The guard is for the pages the
-    learner cannot read (binary, unparsable, learning off)."""
-    noise = history.get("noise")
-    if isinstance(noise, dict) and VERSION in noise and change is ChangeState.CHANGED:
-        return ChangeState.UNCHANGED
-    return change
 
 #: the longest wait of a probe (seconds).  Only an interval short next to
 #: the changes a page may really make tells noise from a fast page, so a
@@ -210,6 +200,26 @@ class NoiseDetector:
         if p >= 1.0:
             return self.max_suspect_run
         return min(self.max_suspect_run, math.ceil(math.log(self.run_alpha) / math.log(p)))
+
+    def observe_visit(
+        self,
+        memory: MutableMapping[str, Any],
+        history: Mapping[str, Any],
+        visit: Visit,
+        *,
+        ratio: float | None = None,
+    ) -> NoiseVerdict:
+        """:meth:`observe` of a visit of the URL whose record (as issued) is
+        *history*.  A page the noise learner judges by its structure (its
+        record holds a sketched version) has its noise learned or its
+        changes proven real, so the guard never holds it: parking such a
+        page would lose the edits it proved.  The guard is for the pages the
+        learner cannot read (binary, unparsable, learning off)."""
+        noise = history.get("noise")
+        change = visit.change
+        if isinstance(noise, dict) and VERSION in noise and change is ChangeState.CHANGED:
+            change = ChangeState.UNCHANGED
+        return self.observe(memory, change, elapsed(history, visit), ratio=ratio)
 
     def observe(
         self,

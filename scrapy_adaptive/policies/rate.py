@@ -21,8 +21,8 @@ consistent.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..change.noise_learner import HELD_BACK, HELD_CHANGE, PROBE_ASKED, PROBED
@@ -37,7 +37,7 @@ from .estimator import FIRST_ANSWER, RateEstimator
 from .hint_decisions import accept, base_probability, confirmed_hint, hinted_visit, marginal_value
 from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, record_queue, visit_queue, visit_time
 from .memory import AGE_UNCHECKED, ESTIMATE, HELD_INTERVAL, LAST_MODIFIED_AGREEMENT, OBSERVATIONS
-from .noise_guard import guarded_change, NoiseDetector, NoiseVerdict, probe_wait
+from .noise_guard import NoiseDetector, NoiseVerdict, probe_wait
 from .prior import PopulationPrior
 
 #: a rate estimate's half-life in maximum waits: 60 days at the 28-day
@@ -232,7 +232,7 @@ class _RatePolicy(WaitPolicy):
         and holds it at the maximum wait (:mod:`.noise`).  With normalised
         change detection it sees only real changes and stays quiet.
         """
-        return self.noise_guard.observe(memory, guarded_change(history, visit.change), elapsed(history, visit), ratio=self.planned_ratio())
+        return self.noise_guard.observe_visit(memory, history, visit, ratio=self.planned_ratio())
 
     def planned_ratio(self) -> float | None:
         """Expected changes per interval the policy plans for (None: unknown)."""

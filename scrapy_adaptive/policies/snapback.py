@@ -51,8 +51,8 @@ from ..config.table import DEFAULTS
 from ..model import ChangeState, Visit
 from .base import WaitParams, WaitPolicy
 from .budget_pace import BudgetPace
-from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, visit_time
-from .noise_guard import guarded_change, NoiseDetector, probe_wait
+from .history import DAY, clamp, is_first_visit, policy_memory, visit_time
+from .noise_guard import NoiseDetector, probe_wait
 
 #: the policy-memory key of the URL's normalised last wait
 WAIT = "su"
@@ -160,7 +160,7 @@ class SnapBackWaitPolicy(WaitPolicy):
         memory[WAIT] = u
         wait = clamp(self.scale() * u, self.minimum, self.maximum)
         if self.noise is not None:
-            verdict = self.noise.observe(memory, guarded_change(history, visit.change), elapsed(history, visit))
+            verdict = self.noise.observe_visit(memory, history, visit)
             wait = self.noise.wait(memory, verdict, wait, self.maximum)
         visit.policy_state = memory
         return wait

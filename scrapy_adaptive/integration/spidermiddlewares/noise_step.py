@@ -17,7 +17,7 @@ from ...change import noise, noise_learner
 from ...change.digest import text_of
 from ...dates import parse_http_date
 from ...model import Visit
-from .judging import FRESH_LAST_MODIFIED, header, same_payload
+from .judging import header, same_payload, usable_last_modified
 
 if TYPE_CHECKING:
     from scrapy.http import Response
@@ -51,16 +51,6 @@ def _as_compared(value: str) -> str:
     return value if stamp is None else f"instant {int(stamp):x}"
 
 
-def content_dated(response: Response) -> bool:
-    """True if the response's Last-Modified is a content date, not the
-    fetch's own second (a page generated for each request)."""
-    stamp = parse_http_date(header(response, "Last-Modified"))
-    if stamp is None:
-        return False
-    date = parse_http_date(header(response, "Date"))
-    return date is None or stamp < date - FRESH_LAST_MODIFIED
-
-
 def learn_noise(
     response: Response,
     record: Mapping[str, Any],
@@ -83,15 +73,16 @@ def learn_noise(
     state = record.get("noise")
     if not noise_learner.needs_fields(state, same_payload=same_payload(record, visit)):
         return
-    at = parse_http_date(header(response, "Date"))
+    date = parse_http_date(header(response, "Date"))
+    at = now if date is None else date
     seen = noise_learner.Seen(
         page_fields(response, visible=visible),
-        first=record.get("digest") is None,
         now=now,
-        at=now if at is None else at,
+        at=at,
         digest=visit.digest,
         previous_digest=record.get("digest"),
-        content_dated=content_dated(response),
+        # a content date, not the fetch's own second (a page generated per request)
+        content_dated=usable_last_modified(visit.last_modified, at),
     )
     result = noise_learner.step(state, seen, window=window, pooled=pool.offer(response.url))
     if result.state is not None:

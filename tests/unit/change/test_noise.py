@@ -43,6 +43,7 @@ from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware
 from scrapy_adaptive.policies import load_wait_policy
 from scrapy_adaptive.runtime.verdicts import Verdicts
 from tests.hypo import examples
+from tests.standins import OneIssued
 
 T0 = 1_764_403_200.0  # 2025-11-29 08:00:00 UTC
 WAIT_MAX = 28 * 86_400
@@ -99,14 +100,6 @@ URL = "http://shop.example/p/1.html"
 FP = hashlib.sha1(URL.encode()).digest()
 
 
-class _Issued:
-    def fp_of(self, request: Request) -> bytes:
-        return FP
-
-    def pop(self, fp: bytes) -> None:
-        return None
-
-
 class Chain:
     """One URL crawled by the real parts, on a simulated clock: the frontier
     issues it (its waits, probes and politeness), *site(t, fetch)* answers
@@ -126,7 +119,7 @@ class Chain:
             Settings({"ADAPTIVE_WAIT_MIN": wait_min, "ADAPTIVE_WAIT_INITIAL": 30, "ADAPTIVE_WAIT_DEFAULT": 30})
         )
         policy = load_wait_policy(config)
-        self.verdicts = Verdicts(self.frontier, policy, _Issued(), self.stats, on_store_error=lambda exc: None, clock=now)  # type: ignore[arg-type]
+        self.verdicts = Verdicts(self.frontier, policy, OneIssued(FP), self.stats, on_store_error=lambda exc: None, clock=now)  # type: ignore[arg-type]
         self.mw = VisitMiddleware(self.stats, self.verdicts, probe_window=max(30.0, 10 * politeness))  # type: ignore[arg-type]
         self.mw.clock = now
         self.delivered: list[Any] = []  # the value of each visit delivered as changed

@@ -25,6 +25,7 @@ from scrapy_adaptive.integration.feedfile import DurableFileFeedStorage, feed_wa
 from scrapy_adaptive.runtime.delivery import SINK_CLOSED, SINK_OPENED, Delivery, ticket_of
 from scrapy_adaptive.store.base import StoreError
 from scrapy_adaptive.store.leveldb import LevelDBStore
+from tests.standins import OneIssued
 from tests.unit.frontier.test_frontier import FullDisk
 
 URL = "http://a.example/page"
@@ -509,13 +510,6 @@ def test_the_crawl_log_counts_the_version_a_changed_visit_found_before_its_confi
     from scrapy_adaptive.runtime.crawllog import CrawlLog
     from scrapy_adaptive.runtime.verdicts import Verdicts
 
-    class Issued:
-        def fp_of(self, request: Request) -> bytes:
-            return FP
-
-        def pop(self, fp: bytes) -> None:
-            return None
-
     class Tickets:
         def open(self, request: Request, fp: bytes, digest: str | None) -> None:
             return None
@@ -527,7 +521,7 @@ def test_the_crawl_log_counts_the_version_a_changed_visit_found_before_its_confi
     verdicts = Verdicts(
         f,
         None,  # type: ignore[arg-type]  # every verdict below carries its wait
-        Issued(),  # type: ignore[arg-type]
+        OneIssued(FP),  # type: ignore[arg-type]
         MemoryStatsCollector(get_crawler()),
         crawl_log=log,
         delivery=Tickets(),  # type: ignore[arg-type]
@@ -557,19 +551,12 @@ def test_a_stored_policy_memory_the_policy_cannot_read_starts_afresh_with_a_verd
     from scrapy_adaptive.policies import load_wait_policy
     from scrapy_adaptive.runtime.verdicts import Verdicts
 
-    class Issued:
-        def fp_of(self, request: Request) -> bytes:
-            return FP
-
-        def pop(self, fp: bytes) -> None:
-            return None
-
     clock = Clock()
     f = frontier(MemoryStore(), clock)
     f.add(FP, URL, "a.example", {"url": URL})
     stats = MemoryStatsCollector(get_crawler())
     policy = load_wait_policy(AdaptiveConfig.from_settings(Settings()))
-    verdicts = Verdicts(f, policy, Issued(), stats, on_store_error=lambda exc: None, clock=clock)  # type: ignore[arg-type]
+    verdicts = Verdicts(f, policy, OneIssued(FP), stats, on_store_error=lambda exc: None, clock=clock)  # type: ignore[arg-type]
     issued = f.next()
     assert issued is not None
     # the record as issued holds a memory the policy cannot read (a state folder tampered with)

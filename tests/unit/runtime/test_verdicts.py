@@ -13,20 +13,11 @@ from scrapy_adaptive.config.settings import AdaptiveConfig
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit
 from scrapy_adaptive.policies import load_wait_policy
 from scrapy_adaptive.runtime.verdicts import Verdicts
+from tests.standins import OneIssued
 
 URL = "http://a.example/logo.png"
 FP = hashlib.sha1(URL.encode()).digest()
 DAY = 86_400.0
-
-
-class Issued:
-    """The one request out: this URL's."""
-
-    def fp_of(self, request: Request) -> bytes:
-        return FP
-
-    def pop(self, fp: bytes) -> None:
-        return None
 
 
 def test_a_304_counts_and_waits_as_the_urls_last_known_type() -> None:
@@ -42,7 +33,7 @@ def test_a_304_counts_and_waits_as_the_urls_last_known_type() -> None:
     entries = [{"content_type": "image/*", "initial": DAY, "min": DAY, "max": 30 * DAY}]
     settings = Settings({"ADAPTIVE_WAIT_POLICIES": entries, "ADAPTIVE_WAIT_MAX": 3600})
     policy = load_wait_policy(AdaptiveConfig.from_settings(settings))
-    verdicts = Verdicts(f, policy, Issued(), stats, on_store_error=lambda exc: None, clock=lambda: clock[0])  # type: ignore[arg-type]
+    verdicts = Verdicts(f, policy, OneIssued(FP), stats, on_store_error=lambda exc: None, clock=lambda: clock[0])  # type: ignore[arg-type]
 
     assert f.next() is not None
     image = Visit(Outcome.VISITED, status=200, content_type="image/png", change=ChangeState.CHANGED, digest="sha1:1")

@@ -24,21 +24,12 @@ from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome
 from scrapy_adaptive.integration.spidermiddlewares.judging import evaluate
 from scrapy_adaptive.policies import load_wait_policy
 from scrapy_adaptive.runtime.verdicts import Recorded, Verdicts
+from tests.standins import OneIssued
 
 URL = "http://shop.example/p/42"
 FP = hashlib.sha1(URL.encode()).digest()
 KETTLE = b"<html><body><h1>Kettle</h1><p>10.00</p></body></html>"
 BLUE_KETTLE = b"<html><body><h1>Blue kettle</h1><p>11.50</p></body></html>"
-
-
-class Issued:
-    """The one request out: this URL's."""
-
-    def fp_of(self, request: Request) -> bytes:
-        return FP
-
-    def pop(self, fp: bytes) -> None:
-        return None
 
 
 class Crawl:
@@ -56,7 +47,7 @@ class Crawl:
         self.verdicts = Verdicts(
             self.frontier,
             policy,
-            Issued(),  # type: ignore[arg-type]
+            OneIssued(FP),  # type: ignore[arg-type]
             self.stats,
             on_store_error=lambda exc: None,
             clock=lambda: self.t,
