@@ -17,10 +17,11 @@ from ..model import ChangeState, UrlRecord
 from ..store.base import Batch, Conflict
 from ..store.keys import time_to_ms
 from .hostqueue import order
+from .priority import directive_of
 
 if TYPE_CHECKING:
     from .leases import Leases
-    from .queues import QueueBook
+from .queues import QueueBook
 
 
 class AddResult(StrEnum):
@@ -50,13 +51,33 @@ def refetch_embed(record: UrlRecord, page_changed: float) -> bool:
 
 
 def add_new(
-    book: QueueBook, now: float, fp: bytes, url: str, queue: str, request: dict[str, Any], directive: int
+    book: QueueBook,
+    now: float,
+    fp: bytes,
+    url: str,
+    queue: str,
+    request: dict[str, Any],
+    directive: int,
+    priority: int = 0,
 ) -> AddResult:
-    """A URL not seen before: due *now*, first of its queue if its entry sorts first."""
-    now_ms = time_to_ms(now)
+    """A URL not seen before: due *now* (at a time of its own, so that URLs
+    added together keep their order), first of its queue if its entry sorts
+    first; in its *priority*'s band if its queue uses priorities
+    (:mod:`.priority`)."""
     q = book.get(queue)
+    now_ms = q.arrival_ms(time_to_ms(now))
+    if priority or q.prioritized:
+        directive = max(directive, directive_of(priority))
     record = UrlRecord(url=url, queue=queue, request=request, next_ms=now_ms, directive=directive, discovered=now)
     undo = book.keep(q)
+    if priority:
+        q.prioritized += 1
+        undo_counts = undo
+
+        def undo() -> None:
+            undo_counts()
+            q.prioritized -= 1
+
     q.urls += 1
     book.totals.urls += 1
     book.totals.schedulable += 1

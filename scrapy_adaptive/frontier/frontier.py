@@ -41,6 +41,7 @@ from .hostqueue import HostQueue, Politeness, QueueState
 from .leases import Lease, Leases
 from .overview import frontier_shape
 from .pending import PendingVersions
+from .priority import directive_of, promote_due
 from .queues import Counts, QueueBook
 from .removal import forget, quarantine
 from .sharedhosts import SharedHosts
@@ -148,6 +149,7 @@ class Frontier:
         directive: int = 0,
         force: bool = False,
         page_changed: float | None = None,
+        priority: int = 0,
     ) -> AddResult:
         """Make a URL known.
 
@@ -161,11 +163,16 @@ class Frontier:
         fetched at every page visit).  *request* may be a
         callable, called only for a new URL: most adds in a crawl are
         duplicates, and serialising them would be wasted work.
+
+        *priority* (``Request.priority``) orders the URL among its queue's
+        due URLs (:mod:`.priority`): a new URL's, and a known URL's when
+        *force* makes it due.  A known URL's revisits keep the priority of
+        the request stored first.
         """
         raw = self.store.get_record(queue, fp)
         if raw is None:
             data = request() if callable(request) else request
-            return add_new(self.book, self.clock(), fp, url, queue, data, directive)
+            return add_new(self.book, self.clock(), fp, url, queue, data, directive, priority)
         if not force and directive == 0 and page_changed is None:
             return AddResult.DUPLICATE
         try:
@@ -176,6 +183,8 @@ class Frontier:
             return AddResult.DUPLICATE
         if page_changed is not None and refetch_embed(record, page_changed):
             force = True
+        if force and (priority or self.book.get(queue).prioritized):
+            directive = max(directive, directive_of(priority))
         return pull_forward(self.book, self.leases, self.clock(), fp, record, directive, force)
 
     def next(self) -> Issued | None:
@@ -193,6 +202,8 @@ class Frontier:
             if q.state(now) is not QueueState.READY or q.head is None:
                 book.schedule(q)
                 continue
+            if q.prioritized and promote_due(book, self.store, q, time_to_ms(now)):
+                book.refresh_head(q)
             directive, next_ms, fp = q.head
             raw = self.store.get_record(name, fp)
             if raw is None:

@@ -36,6 +36,7 @@ from ..store.keys import (
     NEVER_KEY,
     NEVER_MS,
     NEXT_FETCH_KEY,
+    PRIORITIZED_KEY,
     QUARANTINED_KEY,
     TRUST_KEY,
     URLS_KEY,
@@ -59,10 +60,16 @@ COUNTER_KEYS = {
     "forgotten": FORGOTTEN_KEY,
     "gone": GONE_KEY,
     "next_fetch_ms": NEXT_FETCH_KEY,
+    "prioritized": PRIORITIZED_KEY,
 }
 
 #: the counters' compact JSON encoder (built once: json.dumps builds one per call)
 _encode_counters = json.JSONEncoder(separators=(",", ":")).encode
+
+#: how far before the clock a new URL's time may be, to keep the order URLs
+#: were added in (:meth:`HostQueue.arrival_ms`): a first visit's lateness
+#: reads at most this much more than it is
+ARRIVAL_LEAD_MS = 50
 
 #: a queue entry: (directive, next_ms, fp)
 Entry = tuple[int, int, bytes]
@@ -135,6 +142,12 @@ class HostQueue:
     #: need not read every record (a gone URL whose record is found
     #: unreadable and quarantined stays counted: its presence cannot be read)
     gone: int = 0
+    #: URLs of this queue added with a ``Request.priority`` other than 0:
+    #: while there are any, due URLs are ordered by priority
+    #: (:mod:`.priority`); never decreased
+    prioritized: int = 0
+    #: the time given to the last URL added (:meth:`arrival_ms`), not stored
+    last_arrival_ms: int = 0
     crawl_delay: float | None = None
     #: how far this host's validators can be believed, host-wide and per
     #: sibling class (a ``TrustBook``'s data, see change/trust.py)
@@ -239,6 +252,19 @@ class HostQueue:
                 rested = t
         return math.ceil(rested * 1000)  # rounded up: never a millisecond early
 
+    def arrival_ms(self, now_ms: int) -> int:
+        """The time of a URL added at *now_ms*: its place in its queue's
+        line.  A new URL is due at once, so its time only orders it among
+        the due, and URLs added together must keep their order (first in,
+        first out) however their fingerprints sort.  So each gets the
+        millisecond after the last one added, the line starting
+        :data:`ARRIVAL_LEAD_MS` before now: never later than now (a new URL
+        is never not yet due), and a queue keeps the order of that many
+        URLs added within as many milliseconds (more tie at now)."""
+        ms = min(now_ms, max(now_ms - ARRIVAL_LEAD_MS, self.last_arrival_ms + 1))
+        self.last_arrival_ms = ms
+        return ms
+
     def counters(self) -> dict[str, object]:
         """What is persisted per queue (keys: :data:`COUNTER_KEYS`): counts
         and per-host facts, not URLs.  Written with every update of one of
@@ -255,6 +281,8 @@ class HostQueue:
             data[FORGOTTEN_KEY] = self.forgotten
         if self.gone:
             data[GONE_KEY] = self.gone
+        if self.prioritized:
+            data[PRIORITIZED_KEY] = self.prioritized
         rested = self.next_fetch_ms
         if rested:
             data[NEXT_FETCH_KEY] = rested
@@ -282,6 +310,8 @@ class HostQueue:
             text += f',"{FORGOTTEN_KEY}":{self.forgotten}'
         if self.gone:
             text += f',"{GONE_KEY}":{self.gone}'
+        if self.prioritized:
+            text += f',"{PRIORITIZED_KEY}":{self.prioritized}'
         rested = self.next_fetch_ms
         if rested:
             text += f',"{NEXT_FETCH_KEY}":{rested}'
@@ -294,6 +324,7 @@ class HostQueue:
         self.quarantined = int(data.get(QUARANTINED_KEY, 0))
         self.forgotten = int(data.get(FORGOTTEN_KEY, 0))
         self.gone = int(data.get(GONE_KEY, 0))
+        self.prioritized = int(data.get(PRIORITIZED_KEY, 0))
         rested = int(data.get(NEXT_FETCH_KEY, 0)) / 1000
         self.slots = [max(t, rested) for t in self.slots]
         self.crawl_delay = data.get(CRAWL_DELAY_KEY)

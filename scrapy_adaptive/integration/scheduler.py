@@ -45,6 +45,7 @@ from ..config.settings import AdaptiveConfig
 from ..config.spec import ConfigError
 from ..frontier import AddResult, ChangeState, Frontier, Outcome, UrlRecord, Visit
 from ..frontier.capacity import HostCapacity
+from ..store.keys import EMBED_DIRECTIVE
 from ..ops.assembly import Operations
 from ..ops.console import control
 from ..ops.console.seeds import take_seeds
@@ -330,7 +331,7 @@ class AdaptiveScheduler(BaseScheduler):
         queue = self.keyer.key(request)
         spider = self.spider
         hops = request.meta.get(meta.EMBED_HOPS) or 0
-        directive = 1 if 0 < hops <= self.config.embed_hops else 0
+        directive = EMBED_DIRECTIVE if 0 < hops <= self.config.embed_hops else 0
         page_changed = request.meta.get(meta.PAGE_CHANGED)
         try:
             result = self.frontier.add(
@@ -342,6 +343,7 @@ class AdaptiveScheduler(BaseScheduler):
                 directive=directive,
                 force=request.dont_filter if force is None else force,
                 page_changed=float(page_changed) if type(page_changed) in (int, float) else None,
+                priority=request.priority,
             )
         except RequestNotStorable as exc:
             self.stats.inc_value("adaptive/enqueued/refused")

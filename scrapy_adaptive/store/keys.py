@@ -23,10 +23,21 @@ from ..config.spec import counted
 from ..model import NEVER_MS
 
 MAX_DIRECTIVE = 255
-#: the directive of a noise probe (above an embed's 1): issued before its
+#: the directive of an entry in time order only: every revisit between its
+#: visits, and every URL of a queue where no request carried a priority
+SCHEDULED = 0
+#: the directive of a due URL of ``Request.priority`` 0 in a queue where
+#: priorities are in use; a priority *p* is ``PRIORITY_ZERO + p``, within
+#: ``PRIORITY_SPAN`` (see :mod:`..frontier.priority`)
+PRIORITY_ZERO = 128
+PRIORITY_SPAN = 120
+#: the directive of an embed asked for by its page (above every priority):
+#: fetched right after the page that shows it, for one issue
+EMBED_DIRECTIVE = 254
+#: the directive of a noise probe (above an embed's): issued before its
 #: queue's other due URLs, so it comes one politeness delay after the fetch
 #: it checks, for one issue
-PROBE_DIRECTIVE = 2
+PROBE_DIRECTIVE = 255
 
 RECORD_PREFIX = b"u/"
 QUEUE_PREFIX = b"q/"
@@ -170,3 +181,6 @@ FORGOTTEN_KEY = "fg"  #: URLs deleted by ``scrapy frontier forget``
 GONE_KEY = "gn"  #: URLs said ``gone`` and not back (scrapy_adaptive/change/events.py)
 #: wall-clock ms until which every slot rests (politeness kept across a restart)
 NEXT_FETCH_KEY = "nf"
+#: URLs added with a ``Request.priority`` other than 0 (never decreased: a
+#: count above the truth costs a scan, one below it would cost the order)
+PRIORITIZED_KEY = "pr"

@@ -70,8 +70,8 @@ def test_a_forgotten_url_found_again_starts_a_new_record(store: Store) -> None:
 def test_forgetting_a_never_url_keeps_the_schedulable_count(store: Store) -> None:
     clock = Clock()
     f = make(store, clock)
-    add(f, "http://a/2")
     key = visit_once(f, "http://a/1", Visit(Outcome.FAILED, reason="gone"))
+    add(f, "http://a/2")
     assert f.counts().never == 1
     f.forget([("a", key)])
     assert (f.counts().never, f.book.totals.schedulable, f.book.get("a").never) == (0, 1, 0)

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from scrapy_adaptive.frontier import Batch, Frontier, Outcome, Politeness, Visit
+from scrapy_adaptive.frontier.hostqueue import ARRIVAL_LEAD_MS
 from scrapy_adaptive.model import UrlRecord
 from scrapy_adaptive.store.keys import NEVER_MS, time_to_ms
 from scrapy_adaptive.store.leveldb import LevelDBStore
@@ -95,7 +96,12 @@ class RestartingFrontier(RuleBasedStateMachine):
         fp = fp_of(url)
         self.frontier.add(fp, url, host, {"url": url})
         if fp not in self.next_ms and fp not in self.garbled:  # new, or rediscovered after quarantine
-            self.next_ms[fp] = time_to_ms(self.now)
+            raw = self.store.get_record(host, fp)
+            assert raw is not None
+            # a new URL is due at once, its time its place in its queue's line
+            now_ms = time_to_ms(self.now)
+            self.next_ms[fp] = UrlRecord.from_bytes(raw).next_ms
+            assert now_ms - ARRIVAL_LEAD_MS <= self.next_ms[fp] <= now_ms
             self.visits[fp] = self.failures[fp] = 0
             self.host[fp] = host
             self._record_rest(host)  # every write of a host's counters records its wait
