@@ -22,7 +22,11 @@ if TYPE_CHECKING:
     from .addon import Addon
     from .change.events import ChangeEvent
     from .integration.downloadermiddlewares.compression import DecompressionVerdictMiddleware
-    from .integration.downloadermiddlewares.errors import FetchErrorMiddleware, RedirectGuardMiddleware
+    from .integration.downloadermiddlewares.errors import (
+        FetchErrorMiddleware,
+        RedirectGuardMiddleware,
+        SettlingDownloader,
+    )
     from .integration.downloadermiddlewares.robots import RobotsRefreshMiddleware
     from .integration.downloadermiddlewares.validators import ValidatorsMiddleware
     from .integration.downloadermiddlewares.warc import WarcMiddleware
@@ -41,6 +45,7 @@ _HOMES = {
     "AdaptiveScheduler": ".integration.scheduler",
     "FetchErrorMiddleware": ".integration.downloadermiddlewares.errors",
     "RedirectGuardMiddleware": ".integration.downloadermiddlewares.errors",
+    "SettlingDownloader": ".integration.downloadermiddlewares.errors",
     "ValidatorsMiddleware": ".integration.downloadermiddlewares.validators",
     "RobotsRefreshMiddleware": ".integration.downloadermiddlewares.robots",
     "DecompressionVerdictMiddleware": ".integration.downloadermiddlewares.compression",
@@ -73,6 +78,7 @@ __all__ = [
     "SINK_CLOSED",
     "SINK_FAILED",
     "SINK_OPENED",
+    "SettlingDownloader",
     "SinkError",
     "SitemapsMiddleware",
     "ValidatorsMiddleware",

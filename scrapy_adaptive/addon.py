@@ -27,9 +27,11 @@ from scrapy.utils.misc import load_object
 from .config.spec import ConfigError, parse_value
 from .config.table import SPECS_BY_NAME
 from .integration.components import (
+    DOWNLOADER,
     DOWNLOADER_MIDDLEWARES,
     REFUSAL_SETTING,
     SCHEDULER,
+    SCRAPY_DOWNLOADER,
     SCRAPY_ROBOTS,
     SCRAPY_SPIDER_STATE,
     SPIDER_MIDDLEWARES,
@@ -81,6 +83,7 @@ class Addon:
 
     def update_settings(self, settings: BaseSettings) -> None:
         settings.set("SCHEDULER", SCHEDULER, "addon")
+        self._settling_downloader(settings)
         downloader = dict(DOWNLOADER_MIDDLEWARES)
         if settings.get("ADAPTIVE_WARC_DIR"):
             downloader.update(WARC_MIDDLEWARE)
@@ -101,6 +104,16 @@ class Addon:
         self._json_spider_state(settings)
         self._private_jobdir(settings)
         self._events_as_items(settings)
+
+    @staticmethod
+    def _settling_downloader(settings: BaseSettings) -> None:
+        """:class:`~.integration.downloadermiddlewares.errors.SettlingDownloader`
+        in the place of Scrapy's downloader, so that what a middleware's
+        ``process_response`` raises settles the URL at once; a downloader the
+        project chose stays (such a URL then waits for its lease)."""
+        if loads(settings.get("DOWNLOADER"), load_object(SCRAPY_DOWNLOADER)):
+            priority = max(settings.getpriority("DOWNLOADER") or 0, SETTINGS_PRIORITIES["addon"])
+            settings.set("DOWNLOADER", DOWNLOADER, priority)
 
     @staticmethod
     def _private_jobdir(settings: BaseSettings) -> None:

@@ -100,6 +100,16 @@ request counters, so tests are reproducible):
     (a page of N distinct links), ``long-link?kb=N`` (a page linking to a URL
     of N KB), ``gzip-bomb?mb=N`` (a small gzip body, ``Content-Encoding:
     gzip``, that inflates to N MB of HTML; 20 by default).
+``/quotes/`` and ``/quotes/page/<n>/``
+    A quotes site of :data:`QUOTES_PAGES` pages (``/quotes/`` is page 1), each
+    with its quotes (``div.quote``: ``span.text``, ``small.author``,
+    ``a.tag``) and, but the last, a ``li.next`` "Next" link to the next page:
+    the shape of the site Scrapy's tutorial crawls.  Page 2 changes every
+    second time it is served (one of its quotes is the day's headline, a new
+    one at the 2nd, 4th, 6th... hit, per key ``quotes/2``: a real edit, which
+    the crawler's noise probe, the hit after, sees again); the others never
+    change.
+    :func:`quotes_on` gives the quotes a page shows.
 ``/robots.txt``
     ``User-agent: *`` / ``Disallow: /private/`` plus ``Crawl-delay`` when the
     server was started with ``--crawl-delay`` or ``/_robots`` set one.
@@ -164,7 +174,9 @@ if TYPE_CHECKING:
     from twisted.web.server import Request
 
 __all__ = [
+    "CHANGING_QUOTES_PAGE",
     "DEFAULT_HOSTS",
+    "QUOTES_PAGES",
     "REPO_ROOT",
     "MockServer",
     "check_loopback",
@@ -172,6 +184,9 @@ __all__ = [
     "main",
     "max_concurrency",
     "page_html",
+    "quotes_edition",
+    "quotes_html",
+    "quotes_on",
 ]
 
 DEFAULT_HOSTS: tuple[str, ...] = ("127.0.0.1", "127.0.0.2", "127.0.0.3")
@@ -255,6 +270,77 @@ def page_html(path: str, links: Sequence[str] = (), size: int = 0, extra: str = 
         f"<title>{esc(path)}</title></head>\n<body>\n"
         f'<h1 class="path">{esc(path)}</h1>\n{extra_html}<ul>\n{items}</ul>\n{pad}'
         "</body></html>\n"
+    ).encode()
+
+
+#: the quotes site's pages (``/quotes/``), and the one that changes at every visit
+QUOTES_PAGES = 3
+CHANGING_QUOTES_PAGE = 2
+#: (text, author, tags) of each page's quotes; page 2's second is rewritten at each visit
+_QUOTES: dict[int, list[tuple[str, str, tuple[str, ...]]]] = {
+    1: [
+        ("A crawler that never sleeps still has to wait its turn.", "Ada Polite", ("patience", "crawling")),
+        ("Every page changes; the question is only how often.", "Basil Rate", ("change",)),
+        ("Fetch less, learn more.", "Cora Budget", ("thrift", "crawling")),
+    ],
+    2: [
+        ("The same bytes twice are news to no one.", "Dev Digest", ("change",)),
+        ("{headline}", "Eda Version", ("news",)),
+        ("A 304 is a visit too.", "Finn Validator", ("http",)),
+    ],
+    3: [
+        ("Robots.txt is a promise, not a suggestion.", "Gus Rules", ("politeness",)),
+        ("Back off when nothing moves.", "Hana Wait", ("patience",)),
+        ("The last page has no Next.", "Ivo End", ("crawling",)),
+    ],
+}
+
+
+#: the changing page's headlines, one per edition (words only: an edit, not a counter)
+_HEADLINES = (
+    "The river is calm this morning.",
+    "Rain is coming over the hills.",
+    "The old bridge opens again.",
+    "A new library opens on the square.",
+    "Snow is expected in the valley.",
+    "The market is quiet before the fair.",
+    "Swallows are back under the roofs.",
+    "The ferry runs late in the fog.",
+)
+
+
+def quotes_edition(hits: int) -> int:
+    """The edition of the changing page served for the *hits*-th time (a new
+    one at every second hit, from the second on)."""
+    return hits // 2
+
+
+def quotes_on(page: int, edition: int = 0) -> list[dict[str, Any]]:
+    """The quotes page *page* shows in *edition*, as the tutorial's spider
+    yields them (``text``, ``author``, ``tags``)."""
+    headline = _HEADLINES[edition % len(_HEADLINES)]
+    return [
+        {"text": f"\u201c{text.format(headline=headline)}\u201d", "author": author, "tags": list(tags)}
+        for text, author, tags in _QUOTES[page]
+    ]
+
+
+def quotes_html(page: int, edition: int) -> bytes:
+    """The HTML of quotes page *page* in *edition*."""
+    esc = html.escape
+    quotes = "".join(
+        '<div class="quote">\n'
+        f'  <span class="text">{esc(quote["text"])}</span>\n'
+        f'  <span>by <small class="author">{esc(quote["author"])}</small></span>\n'
+        '  <div class="tags">'
+        + "".join(f'<a class="tag" href="/quotes/tag/{esc(tag)}/">{esc(tag)}</a>' for tag in quote["tags"])
+        + "</div>\n</div>\n"
+        for quote in quotes_on(page, edition)
+    )
+    pager = f'<li class="next"><a href="/quotes/page/{page + 1}/">Next <span>&rarr;</span></a></li>' if page < QUOTES_PAGES else ""
+    return (
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Quotes</title></head>\n<body>\n'
+        f'<h1>Quotes, page {page}</h1>\n{quotes}<nav><ul class="pager">{pager}</ul></nav>\n</body></html>\n'
     ).encode()
 
 
@@ -372,9 +458,18 @@ def _build_resource(state: _State) -> Any:
                 return self.fixed(request, PARKED_BODY)
             if head == "hostile" and len(parts) >= 2:
                 return self.hostile(request, parts[1])
+            if head == "quotes" and (len(parts) == 1 or (len(parts) == 3 and parts[1] == "page")):
+                return self.quotes(request, int(parts[2]) if len(parts) == 3 and parts[2].isdigit() else 1)
             request.setResponseCode(404)
             request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
             return f"no such resource: {path}\n".encode()
+
+        def quotes(self, request: Request, page: int) -> bytes:
+            if not 1 <= page <= QUOTES_PAGES:
+                request.setResponseCode(404)
+                return self.fixed(request, NOT_FOUND_BODY)
+            edition = quotes_edition(state.hit(f"quotes/{page}")) if page == CHANGING_QUOTES_PAGE else 0
+            return self.fixed(request, quotes_html(page, edition))
 
         @staticmethod
         def fixed(request: Request, body: bytes) -> bytes:

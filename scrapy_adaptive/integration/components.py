@@ -16,6 +16,9 @@ from .spidermiddlewares.sitemaps import SitemapsMiddleware
 from .spidermiddlewares.visit import VisitMiddleware
 
 SCHEDULER = "scrapy_adaptive.integration.scheduler.AdaptiveScheduler"
+#: Scrapy's downloader, and ours (the add-on sets ``DOWNLOADER`` to it unless the project chose another)
+SCRAPY_DOWNLOADER = "scrapy.core.downloader.Downloader"
+DOWNLOADER = "scrapy_adaptive.integration.downloadermiddlewares.errors.SettlingDownloader"
 #: internal flag the add-on leaves for the scheduler's start-up messages
 TOOK_OVER_SETTING = "SCRAPY_ADAPTIVE_TOOK_OVER_DELTAFETCH"
 #: internal: why the add-on found the crawl cannot start, refused by the

@@ -94,10 +94,10 @@ class LapsedLeases:
     """An issued URL that got no verdict within its lease is a retry, counted.
 
     Its download is over (a running one never lapses), so something
-    between the downloader and our middlewares swallowed the outcome: an
-    exception in another middleware's ``process_response`` (a bad gzip body
-    in HttpCompressionMiddleware), a spider middleware before ours, a
-    middleware that replaced or dropped the request.  Counted as a retry,
+    between the downloader and our middlewares swallowed the outcome: a
+    middleware that replaced or dropped the request, an exception in a
+    ``process_response`` under a ``DOWNLOADER`` of the project's own (the
+    add-on's settles it at once).  Counted as a retry,
     the URL is tried again after ``ADAPTIVE_RETRY_DELAY`` and marked failed
     after ``ADAPTIVE_MAX_RETRIES``, like any other error.  Once the engine
     stops, a URL without a verdict was abandoned (due on restart), not lost.

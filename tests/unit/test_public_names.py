@@ -38,7 +38,11 @@ def test_every_component_the_addon_installs_has_a_short_name() -> None:
 
     settings = Settings({"ADAPTIVE_WARC_DIR": "warc", "ROBOTSTXT_OBEY": True})
     Addon().update_settings(settings)
-    installed = {load_object(settings["SCHEDULER"]), load_object(settings.getdict("FEED_STORAGES")["file"])}
+    installed = {
+        load_object(settings["SCHEDULER"]),
+        load_object(settings["DOWNLOADER"]),
+        load_object(settings.getdict("FEED_STORAGES")["file"]),
+    }
     for setting in ("DOWNLOADER_MIDDLEWARES", "SPIDER_MIDDLEWARES", "EXTENSIONS"):
         installed |= {
             component
@@ -100,6 +104,28 @@ def test_a_replacement_the_project_lists_by_name_is_not_added_twice_by_the_addon
     Addon().update_settings(settings)
     loaded = [load_object(c) for c in build_component_list(settings.getwithbase(setting))]
     assert loaded.count(load_object(name)) == 1
+
+
+@pytest.mark.parametrize(
+    ("project", "installed"),
+    [
+        (None, "scrapy_adaptive.SettlingDownloader"),
+        ("scrapy.core.downloader.Downloader", "scrapy_adaptive.SettlingDownloader"),
+        ("myproject.downloader.MyDownloader", "myproject.downloader.MyDownloader"),
+    ],
+)
+def test_the_addon_settles_with_its_downloader_unless_the_project_chose_one(project: str | None, installed: str) -> None:
+    from scrapy.settings import Settings
+    from scrapy.utils.misc import load_object
+
+    from scrapy_adaptive.addon import Addon
+
+    settings = Settings()
+    if project is not None:
+        settings.set("DOWNLOADER", project, "project")
+    Addon().update_settings(settings)
+    chosen = settings["DOWNLOADER"]
+    assert chosen == installed if installed.startswith("myproject") else load_object(chosen) is load_object(installed)
 
 
 def test_naming_the_package_loads_no_scrapy() -> None:

@@ -42,7 +42,8 @@ def test_the_documented_settings_enable_what_the_add_on_does_without_a_warning()
     for scheme in ("", "file"):
         ours = load_object(with_addon.getdict("FEED_STORAGES")[scheme])
         assert load_object(documented.getdict("FEED_STORAGES")[scheme]) is ours
-    assert load_object(documented["SCHEDULER"]) is load_object(with_addon["SCHEDULER"])
+    for name in ("SCHEDULER", "DOWNLOADER"):
+        assert load_object(documented[name]) is load_object(with_addon[name]), name
     config = AdaptiveConfig.from_settings(documented)
     require_components(documented, config)  # not refused
     assert settings_warnings(documented, config) == []

@@ -16,17 +16,27 @@ sixty lines through its own download machinery.  The middleware notes the
 reason on the exception and the crawl's log says it in one line
 (:func:`..engine.say_in_one_line`), as is a URL the HTTP client refuses
 to send (a space in its host: failed, never retried); any other exception
-keeps its traceback, which is where a bug in a middleware shows.
+keeps its traceback, which is where a bug in a middleware shows.  One that
+a component raised (a middleware's ``process_request``, say) is stored and
+said with that component's name, in one line of the crawler's beside
+Scrapy's traceback.
+
+An exception a downloader middleware raises in ``process_response`` reaches
+no ``process_exception`` (Scrapy hands it straight to the request's errback,
+or logs it): :class:`SettlingDownloader`, Scrapy's downloader with one
+errback more, hands it to the same verdict, so the URL is not left checked
+out until its lease (``ADAPTIVE_LEASE``) lapses.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 from scrapy import Request
 from scrapy import exceptions as scrapy_errors
+from scrapy.core.downloader import Downloader
 from scrapy.exceptions import IgnoreRequest, NotSupported
 from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
@@ -41,8 +51,10 @@ from ...runtime.wiring import FRONTIER_OPENED
 from ..engine import say_in_one_line
 
 if TYPE_CHECKING:
+    from scrapy import Spider
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
+    from twisted.python.failure import Failure
 
     from ...runtime.verdicts import FrontierServices
 
@@ -135,6 +147,51 @@ def classify(exception: BaseException, reason: str | None = None) -> Visit:
     return Visit(Outcome.RETRY, reason=reason, host_level=isinstance(exception, HOST_LEVEL_ERRORS))
 
 
+#: the methods through which Scrapy calls a middleware: the innermost frame
+#: of one of them in a traceback names the component that raised
+COMPONENT_METHODS = frozenset(
+    {
+        "process_request",
+        "process_response",
+        "process_exception",
+        "process_spider_input",
+        "process_spider_output",
+        "process_spider_output_async",
+        "process_spider_exception",
+    }
+)
+
+
+def raised_in(exception: BaseException) -> str | None:
+    """The component method *exception* was raised in
+    (``module.Class.process_response``), or None when no middleware's
+    method is in its traceback (a download handler, a callback)."""
+    found = None
+    tb = exception.__traceback__
+    for _ in range(1000):  # a traceback is finite; the bound keeps a cycle from hanging a crawl
+        if tb is None:
+            break
+        frame = tb.tb_frame
+        if frame.f_code.co_name in COMPONENT_METHODS:
+            found = f"{frame.f_globals.get('__name__', '?')}.{frame.f_code.co_qualname}"
+        tb = tb.tb_next
+    return found
+
+
+def settle_component_error(services: FrontierServices, request: Request, exception: BaseException, reason: str) -> None:
+    """The verdict on *request*'s URL when a component raised *exception*
+    (:func:`classify`), its stored reason naming the component.  A retry is
+    said in one line naming the URL and the component (Scrapy logs its own
+    traceback); a URL out of retries is said by the verdict itself ("Failed
+    ...").  Nothing happens for a request the frontier did not issue."""
+    component = raised_in(exception)
+    if component is not None:
+        reason = f"{reason} (raised in {component})"
+    recorded = services.commit(request, classify(exception, reason))
+    if recorded is not None and component is not None and recorded.record.outcome == Outcome.RETRY.value:
+        logger.warning("%s: %s; counted as a retry.", request.url, reason)
+
+
 class FetchErrorMiddleware:
     """Reports failed fetches of frontier-issued requests to the frontier."""
 
@@ -156,17 +213,60 @@ class FetchErrorMiddleware:
         self.services = services
 
     def process_exception(self, request: Request, exception: Exception) -> None:
+        self.settle(request, exception)
+        return None
+
+    def settle(self, request: Request, exception: BaseException) -> None:
+        """The verdict on a fetch of *request* that ended in *exception*."""
         timeout = request.meta.get("download_timeout", self.timeout)
         maxsize = request.meta.get("download_maxsize", self.maxsize)
         reason = limit_reason(exception, timeout, maxsize) or describe(exception)
         network = isinstance(exception, self.network) and not isinstance(exception, IgnoreRequest)
-        if network or unsendable_url(exception):
+        outside = network or unsendable_url(exception)  # the network's, the server's or the URL's doing
+        if outside:
             say_in_one_line(exception, reason)
         # an abandoned download (a stop ran out of ADAPTIVE_STOP_GRACE) has
         # no verdict: the URL keeps its record and is due on restart
-        if self.services is not None and not isinstance(exception, AbandonedDownload):
+        if self.services is None or isinstance(exception, AbandonedDownload):
+            return
+        if outside or isinstance(exception, IgnoreRequest):  # robots.txt, offsite: not a component's error
             self.services.commit(request, classify(exception, reason))
-        return None
+        else:
+            settle_component_error(self.services, request, exception, reason)
+
+    def settle_unsettled(self, request: Request, exception: BaseException) -> None:
+        """The verdict on a fetch that ended in *exception* where no
+        ``process_exception`` saw it (:class:`SettlingDownloader`); none if
+        the URL already has one (this middleware's, or another's)."""
+        if self.services is not None and self.services.record(request) is not None:
+            self.settle(request, exception)
+
+
+class SettlingDownloader(Downloader):
+    """Scrapy's downloader, whose failed fetches all reach :class:`FetchErrorMiddleware`.
+
+    Scrapy calls the downloader middlewares' ``process_exception`` for what
+    the download or a ``process_request`` raised, never for what a
+    ``process_response`` raised: that failure goes to the request's errback
+    or the log, and no signal says so.  The engine fetches through its
+    ``DOWNLOADER`` (this class, set by the add-on unless the project chose
+    its own), so this errback sees every fetch that ended in an exception
+    and gives a URL still without a verdict the fetch-error middleware's.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        self.verdicts = next((mw for mw in self.middleware.middlewares if isinstance(mw, FetchErrorMiddleware)), None)
+
+    def fetch(self, request: Request, spider: Spider | None = None) -> defer.Deferred[Any]:
+        fetched: defer.Deferred[Any] = super().fetch(request)
+        fetched.addErrback(self._failed, request)
+        return fetched
+
+    def _failed(self, failure: Failure, request: Request) -> Failure:
+        if self.verdicts is not None:
+            self.verdicts.settle_unsettled(request, failure.value)
+        return failure
 
 
 #: the statuses Scrapy's RedirectMiddleware follows

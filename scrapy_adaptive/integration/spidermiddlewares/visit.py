@@ -61,6 +61,7 @@ from ...config.table import DEFAULTS
 from ...model import SIGNAL_UNREADABLE, ChangeState, FetchResult, Visit, delivers_content
 from ...runtime.delivery import Ticket, ticket_of
 from ...runtime.wiring import FRONTIER_OPENED, crawl_config
+from ..downloadermiddlewares.errors import describe, settle_component_error
 from .judging import (
     base_visit,
     compare,
@@ -196,6 +197,17 @@ class VisitMiddleware:
             self._signal(request, response, visit)
         since = record.get("fetched")  # read before the record takes this visit
         self._after_verdict(request, visit, self.services.commit(request, visit), since)
+
+    def process_spider_exception(self, response: Response, exception: Exception) -> None:
+        """A response no one judged, because a spider middleware before this
+        one raised in ``process_spider_input``: its URL is settled with that
+        error now, as a fetch a downloader middleware failed is, not when its
+        lease lapses.  (A callback's error comes after the verdict: nothing
+        to do.)  The exception goes on to Scrapy as it came."""
+        request = response.request
+        if request is not None and self.services is not None and self.services.record(request) is not None:
+            settle_component_error(self.services, request, exception, describe(exception))
+        return None
 
     def _noise(self, response: Response, record: Mapping[str, Any], visit: Visit, *, visible: bool = False) -> None:
         """Learned noise: hold a difference for a probe, learn, or judge the

@@ -177,3 +177,45 @@ def test_a_url_the_http_client_refuses_is_one_line_and_not_retried() -> None:
     assert visit.outcome is Outcome.FAILED and "Invalid URI b'http://exa mple.com/'" in (visit.reason or "")
     record = log_download_error(refused)
     assert record.exc_info is None and record.getMessage().endswith(": ValueError: Invalid URI b'http://exa mple.com/'")
+
+
+class ProjectMiddleware:
+    """A project's downloader middleware with a bug."""
+
+    def process_response(self, request: Request, response: object) -> object:
+        return {}["missing"]
+
+
+def raised_by_project_middleware() -> KeyError:
+    try:
+        ProjectMiddleware().process_response(Request("http://127.0.0.1/a"), None)
+    except KeyError as exc:
+        return exc
+    raise AssertionError("did not raise")
+
+
+def test_a_components_error_is_stored_naming_the_component() -> None:
+    """The stored reason says which middleware raised (its traceback goes to
+    Scrapy's log; the state keeps only the reason)."""
+    mw, commits = middleware()
+    bug = raised_by_project_middleware()
+    mw.process_exception(Request("http://127.0.0.1/a"), bug)
+    [visit] = commits.visits
+    assert visit.outcome is Outcome.RETRY
+    assert visit.reason == f"KeyError: 'missing' (raised in {__name__}.ProjectMiddleware.process_response)"
+    # not a component's: said as before
+    mw.process_exception(Request("http://127.0.0.1/b"), KeyError("missing"))
+    assert commits.visits[-1].reason == "KeyError: 'missing'"
+
+
+def test_the_downloaders_errback_settles_only_a_url_still_out() -> None:
+    """What reaches :class:`SettlingDownloader` went through ``process_exception``
+    already, or is a ``process_response`` error no one saw: only the URL still
+    without a verdict gets one."""
+    mw, commits = middleware()
+    out = commits.issue(Request("http://127.0.0.1/out"))
+    mw.settle_unsettled(out, raised_by_project_middleware())
+    mw.settle_unsettled(Request("http://127.0.0.1/settled"), KeyError("missing"))
+    assert [v.reason for v in commits.visits] == [
+        f"KeyError: 'missing' (raised in {__name__}.ProjectMiddleware.process_response)"
+    ]
