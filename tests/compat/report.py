@@ -55,7 +55,7 @@ def report(workers: int = 2, timeout: float = 600.0) -> str:
         n for n, o in addon.outcomes.items() if o.outcome == "failed" and plain.outcomes.get(n, o).outcome == "passed"
     )
     lines += ["", f"Passing plainly, failing with the add-on: {len(differing)}."]
-    lines += [f"* `{n}`: {'documented below' if n in known else 'NOT documented'}" for n in differing]
+    lines += [f"* `{n}`: {'documented in the table above' if n in known else 'NOT documented'}" for n in differing]
     return "\n".join(lines)
 
 
