@@ -446,9 +446,13 @@ class AdaptiveScheduler(BaseScheduler):
                 if out is None:
                     self._arm_wake()
                     return None
+                # a URL's first fetch is the request that made it known, as
+                # in Scrapy's queue order: requests asked again for it before
+                # then wait behind it
+                tried = out.record.visits or out.record.failures
                 request = (
                     self.issued.take_resend(out.fp)
-                    or self.issued.take_asked(out.fp)
+                    or (self.issued.take_asked(out.fp) if tried else None)
                     or self._rebuild(out.fp, out.record)
                 )
                 if request is None:
