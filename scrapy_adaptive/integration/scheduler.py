@@ -307,9 +307,11 @@ class AdaptiveScheduler(BaseScheduler):
                         # www. to bare host): fetched as this very visit
                         return self._resent(issued_fp, request)
                     self._redirected(issued, request)
-                    # the target is a URL of its own; the inherited
-                    # dont_filter must not pull a known target forward
-                    return self._add(request, force=False)
+                    # the target is a URL of its own; the dont_filter a
+                    # revisit's redirect inherits must not pull a known target
+                    # forward, but a request the spider asked for goes on to
+                    # its callback wherever it is sent, as in Scrapy
+                    return self._add(request, force=None if issued.meta.get(meta.ASKED) else False)
                 if self.issued.identity(request) == issued_fp:
                     return self._resent(issued_fp, request)
             return self._add(request)
