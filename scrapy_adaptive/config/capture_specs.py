@@ -233,6 +233,17 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         positive=True,
     ),
     SettingSpec(
+        "ADAPTIVE_NOTIFY",
+        GROUP_RECORD,
+        Kind.OBJECT,
+        None,
+        "send change events to chat, mail or webhooks with Apprise (the `notify` extra): an Apprise URL, a list "
+        "of them, or a list of dicts `{\"to\": URL, \"url\": regex, \"hosts\": [...], \"kinds\": [...], "
+        "\"fields\": [...], \"batch\": seconds}`; events within `batch` (60 s) go in one message, at least once "
+        "(see [docs/changes.md](docs/changes.md#notifications)).",
+        default_doc="unset: no notifications",
+    ),
+    SettingSpec(
         "ADAPTIVE_WARC_DIR",
         GROUP_ARCHIVE,
         Kind.PATH,

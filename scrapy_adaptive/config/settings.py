@@ -139,6 +139,7 @@ class AdaptiveConfig:
     gone_confirmations: int
     history_size: int
     log_interval: float
+    notify: Any
     warc_dir: str | None
     warc_dedup_across_urls: bool
     warc_digest_index_size: int
@@ -148,8 +149,8 @@ class AdaptiveConfig:
 
     @property
     def events_on(self) -> bool:
-        """Change events are made (``ADAPTIVE_CHANGE_EVENTS``, a changes feed, or events as items)."""
-        return self.change_events or self.changes_feed is not None or self.changes_as_items
+        """Change events are made (``ADAPTIVE_CHANGE_EVENTS``, a changes feed, events as items, or notifications)."""
+        return self.change_events or self.changes_feed is not None or self.changes_as_items or bool(self.notify)
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> AdaptiveConfig:

@@ -287,6 +287,11 @@ class AdaptiveScheduler(BaseScheduler):
                 runtime.close(self.policy.params.crawl)
             except StoreCorrupt as exc:  # found by the final summary: closed all the same, said once
                 self._fatal(exc, closing=True)
+            notify = runtime.changes.notify if runtime.changes is not None else None
+            if notify is not None:  # the last messages, out before the engine stops (bounded)
+                from twisted.internet import reactor
+
+                return notify.finish(reactor)
         return None
 
     def has_pending_requests(self) -> bool:

@@ -29,11 +29,13 @@ from scrapy.utils.conf import build_component_list
 from scrapy.utils.misc import load_object
 
 from ..change.rules import DigestRules
+from ..config.notify import notify_channels
 from ..config.settings import unknown_settings
 from ..config.spec import ConfigError, counted
 from ..frontier.canonical import Canonical
 from ..policies import PolicyStack, load_wait_policy
 from ..runtime.changes import feed_format
+from ..runtime.notify import checked_channels
 from ..runtime.wiring import crawl_config
 from ..store.leveldb import PLYVEL_MISSING
 from ..warc.writer import EXTRA_MESSAGE
@@ -262,6 +264,9 @@ def checked_settings(crawler: Crawler) -> tuple[AdaptiveConfig, PolicyStack, Can
     DigestRules.from_settings(config.digest_rules, config.digest_default, config.digest_max_size)
     if config.changes_feed is not None:
         feed_format(config.changes_feed)  # one that cannot be appended to
+    channels = notify_channels(config.notify)
+    if channels:
+        checked_channels(channels)  # apprise installed, and every URL one it can send to
     require_components(crawler.settings, config)
     require_item_processor(crawler.settings, config)
     require_extras(config)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..change.trust import TrustParams
+from ..config.notify import notify_channels
 from ..config.settings import AdaptiveConfig
 from ..config.spec import ConfigError, clause, counted, plural
 from ..frontier import Frontier, Politeness
@@ -53,6 +54,7 @@ from .changes import ChangeEvents, ChangesFeed
 from .crawllog import CrawlLog
 from .delivery import Delivery
 from .issued_requests import IssuedRequests
+from .notify import Notifier
 from .schedule_entries import load_stored
 from .spiderstate import Legacy, SpiderStateFile
 from .verdicts import Verdicts
@@ -376,8 +378,25 @@ def change_events(
     except ConfigError as exc:
         history.close()
         raise StateDirError(str(exc)) from None
+    notify = None
+    channels = notify_channels(config.notify)
+    if channels:
+        try:
+            notify = Notifier.open(channels, state_path, stats)
+        except (ConfigError, OSError) as exc:
+            history.close()
+            if feed is not None:
+                feed.close()
+            raise StateDirError(str(exc)) from None
     return ChangeEvents(
-        frontier, feed, signals, stats, on_error=on_store_error, history=history, as_items=config.changes_as_items
+        frontier,
+        feed,
+        signals,
+        stats,
+        on_error=on_store_error,
+        history=history,
+        as_items=config.changes_as_items,
+        notify=notify,
     )
 
 

@@ -6,8 +6,9 @@ version awaiting the delivery of its items, in the write that confirms it
 (:meth:`~..frontier.pending.PendingVersions.hold`).  Once a second
 :class:`ChangeEvents` takes the oldest ones out: it appends them to the
 state folder's history (``changes.log``, :mod:`.changelog`, which the
-console reads) and to the changes feed (``ADAPTIVE_CHANGES_FEED``),
-flushes and fsyncs both, sends each
+console reads), to the changes feed (``ADAPTIVE_CHANGES_FEED``) and to
+the spools of the notification channels (``ADAPTIVE_NOTIFY``, :mod:`.notify`),
+flushes and fsyncs them, sends each
 as the :data:`CHANGE_EVENT` signal, and only then deletes them from the
 outbox, in one write.  A kill at any moment loses none: what was not
 deleted is delivered again at the next start (at least once; a consumer
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
 
     from ..frontier import Frontier
     from ..store.base import StoreError
+    from .notify import Notifier
 
 logger = logging.getLogger(__name__)
 
@@ -144,6 +146,18 @@ def _cell(value: Any) -> Any:
 PipelineOutcome = BaseException | None
 
 
+class EventSink(Protocol):
+    """Where the drain writes events before it takes them out of the outbox:
+    the changes feed (:class:`ChangesFeed`), the notifications' spools
+    (:class:`~.notify.Notifier`)."""
+
+    def write(self, events: list[dict[str, Any]]) -> None:
+        """Make *events* durable, or raise a :class:`~.sink_failure.SinkError`
+        naming the file (the crawl stops, the events wait in the outbox)."""
+
+    def close(self) -> None: ...
+
+
 class EventPipelines(Protocol):
     """The project's item pipelines, as the drain sees them
     (:class:`~..integration.engine.ChangeEventProcessor`)."""
@@ -179,9 +193,14 @@ class ChangeEvents:
         history: ChangesLog | None = None,
         clock: Callable[[], float] = time.time,
         as_items: bool = False,
+        notify: Notifier | None = None,
     ) -> None:
         self.frontier = frontier
         self.feed = feed
+        #: ``ADAPTIVE_NOTIFY``: each channel's spool takes its events, durably, like the feed
+        self.notify = notify
+        #: the durable sinks written before the outbox lets events go, after the history
+        self.sinks: list[EventSink] = [sink for sink in (feed, notify) if sink is not None]
         #: the state folder's ``changes.log``, which the console reads
         self.history = history
         self.clock = clock
@@ -210,6 +229,8 @@ class ChangeEvents:
 
     def run(self) -> None:
         self.drain()
+        if self.notify is not None:  # what the channels' spools hold, when due
+            self.notify.run()
 
     def drain(self) -> int:
         """Deliver the oldest events; returns how many left the outbox (or,
@@ -232,11 +253,11 @@ class ChangeEvents:
             else:
                 events.append((queue, key, event))
         said = [event for _, _, event in events]
-        try:  # the history, then the feed: both durable before the outbox lets go
+        try:  # the history, then the feed and the notifications' spools: durable before the outbox lets go
             if said and self.history is not None:
                 self.history.write(said, self.clock())
-            if said and self.feed is not None:
-                self.feed.write(said)
+            for sink in self.sinks if said else ():
+                sink.write(said)
         except Exception as exc:  # a SinkError: said once, the crawl stops, the events wait
             self.stopped = True
             self.on_error(exc)  # type: ignore[arg-type]
@@ -300,7 +321,7 @@ class ChangeEvents:
             self.close_sinks()
 
     def close_sinks(self) -> None:
-        """Close the feed and the history without delivering (a start refused after they opened)."""
-        for sink in (self.feed, self.history):
+        """Close the sinks and the history without delivering (a start refused after they opened)."""
+        for sink in [*self.sinks, self.history]:
             if sink is not None:
                 sink.close()
