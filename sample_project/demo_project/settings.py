@@ -66,11 +66,13 @@ ADAPTIVE_WAIT_MIN = 5.0
 # - the markup page changes only in scripts, attributes and comments: compare
 #   the visible text;
 # - products: compare the data the spider extracts (name and price), so a
-#   layout change is not a new version but a price change is.
+#   layout change is not a new version but a price change is; the price's
+#   old and new values are kept, so a change event (and a notification,
+#   ADAPTIVE_NOTIFY) says "price 61.50 → 51.00".
 ADAPTIVE_DIGEST_RULES = [
     {"url": r"/lab/timestamp\.html$", "rule": "regex", "patterns": [r"Generated at [^<]*"]},
     {"url": r"/lab/markup\.html$", "rule": "text"},
-    {"url": r"/shop/product-\d+\.html$", "rule": "items", "fields": ["title", "price"]},
+    {"url": r"/shop/product-\d+\.html$", "rule": "items", "fields": ["title", "price"], "values": ["price"]},
 ]
 
 # Fetch a changed page's images again right away, so a page and the images it

@@ -17,7 +17,7 @@ import pytest
 
 from tests.crawlrunner import run_crawl
 from tests.e2e.test_change_events import PAGES, ScriptedSite, product, serving
-from tests.notify_receiver import receiving
+from testsite.webhook import receiving
 
 pytestmark = pytest.mark.e2e
 

@@ -12,7 +12,7 @@ import pytest
 
 from tests.crawlrunner import finish_crawl, start_crawl
 from tests.e2e.test_change_events import PAGES, ScriptedSite, product, serving
-from tests.notify_receiver import HOLD, receiving
+from testsite.webhook import HOLD, receiving
 
 pytestmark = [pytest.mark.e2e, pytest.mark.fault]
 

@@ -1,5 +1,8 @@
-"""A webhook receiver on 127.0.0.1 for the notification tests: what
-Apprise's ``json://127.0.0.1:<port>/<path>`` posts, answered from a script.
+"""A webhook receiver on 127.0.0.1: what Apprise's
+``json://127.0.0.1:<port>/<path>`` posts (``ADAPTIVE_NOTIFY``), answered from a script.
+
+``python -m testsite.webhook --port 8000`` prints each message it gets (the
+walkthrough of docs/changes.md, "Notifications"); the tests script it.
 
 Each POST gets the next status of the script (the last one repeated), so a
 test says "refuse the first, accept the rest" as ``[500, 200]``; a
@@ -13,7 +16,9 @@ import http.server
 import json
 import threading
 import time
-from collections.abc import Iterator
+import argparse
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,8 +71,11 @@ class Receiver:
 
 
 @contextmanager
-def receiving(statuses: list[int] | None = None) -> Iterator[Receiver]:
-    """A receiver served on a free loopback port; ``receiver.url`` is its Apprise URL."""
+def receiving(
+    statuses: list[int] | None = None, port: int = 0, show: Callable[[Post], None] | None = None
+) -> Iterator[Receiver]:
+    """A receiver served on loopback (*port*, or a free one); ``receiver.url``
+    is its Apprise URL; *show* is called with each post."""
     receiver = Receiver(statuses or [200])
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -81,6 +89,8 @@ def receiving(statuses: list[int] | None = None) -> Iterator[Receiver]:
                 status = 200
             else:
                 receiver.record(Post(self.path, status, data))
+            if show is not None:
+                show(receiver.posts[-1])
             try:
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
@@ -91,7 +101,7 @@ def receiving(statuses: list[int] | None = None) -> Iterator[Receiver]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -102,3 +112,25 @@ def receiving(statuses: list[int] | None = None) -> Iterator[Receiver]:
         receiver.release()
         server.shutdown()
         server.server_close()
+
+
+def _print(post: Post) -> None:
+    print(f"[{post.path}] {post.body.get('title', '')}\n{post.body.get('message', '')}\n", flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Print what Apprise's json:// posts to 127.0.0.1:PORT.")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--max-seconds", type=float, default=3600.0, help="stop after this long (default 1 h)")
+    options = parser.parse_args(argv)
+    with receiving(port=options.port, show=_print) as receiver:
+        print(f"Receiving on {receiver.url} (any path) for {options.max_seconds:.0f} s; Ctrl-C stops", flush=True)
+        try:
+            time.sleep(options.max_seconds)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
