@@ -288,7 +288,9 @@ class AdaptiveScheduler(BaseScheduler):
             except StoreCorrupt as exc:  # found by the final summary: closed all the same, said once
                 self._fatal(exc, closing=True)
             notify = runtime.changes.notify if runtime.changes is not None else None
-            if notify is not None:  # the last messages, out before the engine stops (bounded)
+            # the last messages, out before the engine stops (bounded); a
+            # temporary state folder is gone already, its queues with it
+            if notify is not None and not runtime.state.temporary:
                 from twisted.internet import reactor
 
                 return notify.finish(reactor)

@@ -229,7 +229,11 @@ class Spool:
     def read(self, limit: int = READ_BYTES) -> list[tuple[int, dict[str, Any] | None]]:
         """The events after the offset (up to *limit* bytes, at least one
         line), each with the offset just past it; a garbled line is None."""
-        with open(self.path, "rb") as file:
+        try:
+            file = open(self.path, "rb")  # noqa: SIM115 - closed below
+        except FileNotFoundError:  # a temporary state folder, removed at the close
+            return []
+        with file:
             file.seek(self.sent)
             data = file.read(max(limit, 1))
             while not data.endswith(b"\n") and b"\n" not in data and len(data) < self.unsent:
@@ -271,7 +275,7 @@ class Spool:
 
     def events_left(self) -> int:
         """How many events are not accepted yet (counted from the file)."""
-        if not self.unsent:
+        if not self.unsent or not os.path.exists(self.path):
             return 0
         with open(self.path, "rb") as file:
             file.seek(self.sent)
@@ -389,6 +393,8 @@ class Notifier:
         if now < channel.retry_at or (not now_all and now - channel.waiting_since < channel.spec.batch):
             return
         rows = channel.spool.read()
+        if not rows:  # its file is gone (a temporary state folder at the close)
+            return
         events = [event for _, event in rows if event is not None]
         if not events:  # garbled lines only: nothing to say
             self.stats.inc_value("adaptive/notify/garbled", len(rows))

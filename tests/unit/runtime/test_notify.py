@@ -82,6 +82,14 @@ def test_a_spool_keeps_what_was_not_accepted_across_a_reopen(tmp_path: Path) -> 
     assert Spool(str(tmp_path), "c").unsent == 0
 
 
+def test_a_spool_whose_file_is_gone_has_nothing_to_send(tmp_path: Path) -> None:
+    """A temporary state folder is removed at the close, its queues with it."""
+    spool = Spool(str(tmp_path), "c")
+    spool.append([{"kind": "new", "url": "http://a/0"}])
+    os.remove(spool.path)
+    assert spool.read() == [] and spool.events_left() == 0
+
+
 def test_a_spool_cut_by_a_kill_or_changed_by_hand_loses_nothing(tmp_path: Path) -> None:
     spool = Spool(str(tmp_path), "c")
     spool.append([{"kind": "new", "url": "http://a/0"}])
