@@ -142,12 +142,12 @@ def test_score_says_whether_figures_came_with_their_page(world: World) -> None:
     items = [{"url": f"http://{hosts[page.host]}:8080{page.path}", "version": 0}]
     with_it = [
         [origin + 1, origin + 1.1, 0, page.host, page.index, 200, 100, 0],
-        [origin + 30, origin + 30.1, 0, figure.host, figure.index, 200, 100, 0],
+        [origin + 15, origin + 15.1, 0, figure.host, figure.index, 200, 100, 0],  # within 20 delays
     ]
-    late = [with_it[0], [origin + 90, origin + 90.1, 0, figure.host, figure.index, 200, 100, 0]]
+    late = [with_it[0], [origin + 40, origin + 40.1, 0, figure.host, figure.index, 200, 100, 0]]
     got = [score(world, origin, window, log, {0: items}, {0: hosts}, 1.0, 3)[0] for log in (with_it, late)]
     assert [r["figures_with_page"] for r in got] == [1.0, 0.0]
-    assert got[0]["figure_first_fetch_s"] == pytest.approx(30.0) and got[0]["page_first_capture_s"] == 1.0
+    assert got[0]["figure_first_fetch_s"] == pytest.approx(15.0) and got[0]["page_first_capture_s"] == 1.0
 
 
 def test_politeness_counts_overlaps_and_short_gaps() -> None:
