@@ -103,7 +103,7 @@ def test_addon_sets_components_at_addon_priority_and_respects_the_user() -> None
 
 
 def test_addon_adds_the_warc_middleware_only_when_a_warc_folder_is_set() -> None:
-    from scrapy_adaptive.warc.middleware import WarcMiddleware
+    from scrapy_adaptive.integration.downloadermiddlewares.warc import WarcMiddleware
 
     plain = Settings()
     Addon().update_settings(plain)
