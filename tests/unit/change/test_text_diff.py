@@ -49,7 +49,7 @@ def test_a_diff_past_its_cap_is_cut_and_says_so() -> None:
     assert text_diff.shorten("a" * 100, 10) == "a" * 9 + "…"
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(
     st.lists(st.text(max_size=40), max_size=30),
     st.lists(st.text(max_size=40), max_size=30),
