@@ -17,7 +17,7 @@ process, the setting off and on, and prints:
   texts in one zlib stream); without, one text ("one text").
 
 ``python -m bench.text_diff_cost`` measures generated shop pages of three
-sizes (:func:`bench.noise_cost.generated`), each URL changed one price per
+sizes (:func:`bench.noise_cost.pages`), each URL changed one price per
 version; ``--pages DIR`` adds every ``*.html`` file under DIR (real pages,
 changed one word per version; none are shipped).
 """
@@ -31,12 +31,10 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 from scrapy.http import HtmlResponse
 
-from bench.noise_cost import generated
+from bench.noise_cost import pages
 from scrapy_adaptive.change import text_diff
 from scrapy_adaptive.change.digest import sha1_digest
 from scrapy_adaptive.frontier import ChangeState, Frontier, Outcome, Politeness, Visit
@@ -59,14 +57,6 @@ def versions(html: str, count: int) -> list[str]:
         else:  # a real page: one word edited
             out.append(out[-1].replace("</p>", f" edit{n}</p>", 1))
     return out
-
-
-def pages(directory: str | None) -> Iterator[tuple[str, str]]:
-    for rows in (10, 60, 250):
-        yield f"generated shop, {rows} products", generated(rows)
-    if directory:
-        for path in sorted(Path(directory).rglob("*.html"))[:100]:
-            yield str(path), path.read_text("utf-8", "replace")
 
 
 def run(html_versions: list[str], urls: int, *, diff: bool, deliver: bool) -> tuple[float, int, int, int]:
