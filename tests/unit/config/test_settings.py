@@ -314,6 +314,17 @@ def test_an_initial_wait_outside_the_bounds_is_said_with_the_wait_used(
     assert config(**values).warnings() == warnings
 
 
+def test_a_text_diff_without_change_events_is_said_and_a_bad_cap_refused_naming_the_setting() -> None:
+    assert config(ADAPTIVE_TEXT_DIFF=4096).warnings() == [
+        "ADAPTIVE_TEXT_DIFF (4096) is set but no change events are made (ADAPTIVE_CHANGE_EVENTS, "
+        "ADAPTIVE_CHANGES_FEED or ADAPTIVE_CHANGES_AS_ITEMS): no text is kept and no diff is made."
+    ]
+    assert config(ADAPTIVE_TEXT_DIFF=4096, ADAPTIVE_CHANGE_EVENTS=True).warnings() == []
+    for bad in (-1, 2**21, "big"):
+        with pytest.raises(ConfigError, match="^ADAPTIVE_TEXT_DIFF"):
+            config(ADAPTIVE_TEXT_DIFF=bad)
+
+
 def test_the_start_up_warnings_include_the_configs_own() -> None:
     settings = Settings({"ADAPTIVE_WAIT_MIN": 10, "ADAPTIVE_WAIT_INITIAL": 0.5})
     from scrapy_adaptive.integration.startup import settings_warnings
