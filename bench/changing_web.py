@@ -295,6 +295,7 @@ def score(
                 if key[1] != live[u.index].start:  # born in the window: its appearance was there to see
                     delays.append(r[0] - origin - u.started(key[1]))
                     delays_of[u.kind].append(delays[-1])
+        embeds = _with_page(world, rows, captured, copies_of, origin, window[0], WITH_PAGE_DELAYS * delay)
         fetches = sum(k["fetches"] for k in per.values())
         n = len(world.urls)
         best = hindsight_optimum(sim, fetches - n, min_interval=delay) if fetches >= n else None
@@ -347,6 +348,7 @@ def score(
             "optimum": optimum,
             "of_optimum": (len(captured) / total) / optimum if optimum else None,
             "items_not_served": unmatched,
+            **embeds,
             "politeness": politeness(rows, delay),
             "by_kind": by_kind,
             "first_pass_s": None if first_pass_done is None else first_pass_done - window[0],
@@ -477,6 +479,68 @@ def targets(
     return rows
 
 
+#: politeness delays after a page's capture within which its figures count as
+#: fetched with it (60 s at the full run's 3 s: the world's time scale)
+WITH_PAGE_DELAYS = 20
+
+
+def _with_page(
+    world: World,
+    rows: list[list[float]],
+    captured: set[tuple[int, int]],
+    copies_of: dict[int, list[tuple[float, int]]],
+    origin: float,
+    start: float,
+    within: float,
+) -> dict[str, Any]:
+    """How far a crawler's copy of a page and of its figures are of one moment.
+
+    ``figures_with_page``: the share of the captures of a page with figures
+    (a new version received) after which every figure of the page was
+    fetched (any answer: a 304 confirms the copy) within *within* seconds; an archived page replays with figures from another
+    moment otherwise.  ``figure_first_fetch_s`` / ``page_first_capture_s``:
+    the medians of when, seconds after *start* (the window's), each figure
+    was first fetched and each page first captured.  ``page_revisits_304``:
+    the share of the pages' revisits answered 304 (what validators buy).
+    """
+    times: defaultdict[int, list[float]] = defaultdict(list)
+    for r in rows:
+        if r[4] >= 0:
+            times[int(r[4])].append(r[0])
+    with_figures = {u.index: world.figures(u) for u in world.urls if u.is_page and u.kind != "index"}
+    hits = total = 0
+    for index, version in captured:
+        figures = with_figures.get(index)
+        if not figures:
+            continue
+        at = next((t for t, v in copies_of[index] if v == version), None)
+        if at is None:
+            continue
+        total += 1
+        when = origin + at
+        hits += all(any(when <= t <= when + within for t in times.get(f.index, ())) for f in figures)
+    firsts = sorted(ts[0] - start for i, ts in times.items() if world.urls[i].kind == "image")
+    pages = sorted(
+        copies_of[u.index][0][0] + origin - start
+        for u in world.urls
+        if u.is_page and u.kind != "index" and copies_of[u.index]
+    )
+    page_rows = [r for r in rows if r[4] >= 0 and world.urls[int(r[4])].kind not in ("image", "index")]
+    seen: set[int] = set()
+    revisits = not_modified = 0
+    for r in page_rows:
+        if int(r[4]) in seen:
+            revisits += 1
+            not_modified += r[5] == 304
+        seen.add(int(r[4]))
+    return {
+        "figures_with_page": hits / total if total else None,
+        "figure_first_fetch_s": firsts[len(firsts) // 2] if firsts else None,
+        "page_first_capture_s": pages[len(pages) // 2] if pages else None,
+        "page_revisits_304": not_modified / revisits if revisits else None,
+    }
+
+
 def _f3(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
@@ -527,6 +591,15 @@ def report(result: dict[str, Any]) -> str:
         if r["errors"]:
             lines.append(f"{name}: {len(r['errors'])} crawl(s) exited with an error; the last one's stderr ends:")
             lines += ["    " + line for line in r["errors"][-1].splitlines()[-5:]]
+    lines.append(
+        f"figures fetched within {WITH_PAGE_DELAYS * p['delay']:g} s of their page's capture · median first "
+        "fetch of a figure · of a page's capture · page revisits answered 304: "
+        + "; ".join(
+            f"{name} {_f2(r.get('figures_with_page'))} · {_f1(r.get('figure_first_fetch_s'), ' s')} · "
+            f"{_f1(r.get('page_first_capture_s'), ' s')} · {_f2(r.get('page_revisits_304'))}"
+            for name, r in res.items()
+        )
+    )
     lines.append(
         "consistency: items whose version the server never served to that crawler: "
         + ", ".join(f"{name} {r['items_not_served']}" for name, r in res.items())

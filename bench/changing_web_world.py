@@ -24,8 +24,16 @@ Why it is built this way:
   text of every response, no validators, the real content changing about
   every 12 passes), ``liar`` (Poisson like ``poisson``, but ETag and
   Last-Modified never move and a conditional GET gets a 304 on a host
-  that is otherwise honest), ``image`` (every ~30 passes).  The host's
-  index ``/`` links to every URL of the host and never changes (``index``).
+  that is otherwise honest), ``image``: a page's figure, embedded in it
+  with ``<img>`` (the images of a host are shared out among its pages,
+  whatever their class, a figure per page until they run out; a third of
+  the URLs at the default sizes), redrawn at half its page's changes (a
+  chart of the page's data) and on its own every ~30 passes.  The host's
+  index ``/`` links to every page of the host and never changes
+  (``index``); figures are found in their pages only.
+* **Static pages have honest, old validators**: last changed between 3
+  hours and 3 months before the run (a page's first answer says how old it
+  is), the other classes a pass or two before.
 * **Real sizes.**  HTML pages are 2.5–60 KB (log-uniform), images 15–120 KB
   of JPEG-framed bytes; each version's bytes are a pure function of
   ``(seed, url, version)``.
@@ -67,6 +75,10 @@ IMAGE_INTERVAL = 30.0
 BURST_QUIET = 3.0
 #: a liar's validators date from a week before the world started
 LIAR_AGE = 7 * 86_400.0
+#: how long before the run a static page last changed: log-uniform between these (seconds)
+STATIC_AGE = (3 * 3_600.0, 90 * 86_400.0)
+#: the share of its page's changes a figure changes with (at the same instant)
+FIGURE_WITH_PAGE = 0.5
 
 _WORDS = (
     "adaptive archive article board budget change city committee council crawl data deadline draft edition "
@@ -89,6 +101,8 @@ class Url:
     changes: tuple[float, ...]
     #: how long before the origin version 0 began (its Last-Modified)
     age0: float
+    #: a figure's page (its ``index``), None for a page
+    owner: int | None = None
 
     @property
     def is_page(self) -> bool:
@@ -281,18 +295,35 @@ class World:
             elif kind == "noise":
                 changes = _poisson(r, NOISE_INTERVAL * unit, self.horizon)
             elif kind == "image":
-                changes = _poisson(r, IMAGE_INTERVAL * unit, self.horizon)
+                owner = self._owner(host, int(path[len("/img/") : -len(".jpg")]))
+                own = _poisson(r, IMAGE_INTERVAL * unit, self.horizon)
+                changes = sorted({*own, *(t for t in owner.changes if r.random() < FIGURE_WITH_PAGE)})
             elif kind == "bursty":
                 changes = _bursty(r, BURST_QUIET * unit, self.delay, self.horizon)
             else:
                 changes = []
-            age0 = LIAR_AGE if kind == "liar" else r.uniform(0.1, 2.0) * unit
-            url = Url(len(self.urls), host, path, kind, size, latency, tuple(changes), age0)
+            if kind == "liar":
+                age0 = LIAR_AGE
+            elif kind == "static":
+                age0 = math.exp(r.uniform(math.log(STATIC_AGE[0]), math.log(STATIC_AGE[1])))
+            else:
+                age0 = r.uniform(0.1, 2.0) * unit
+            owner_index = self._owner(host, int(path[len("/img/") : -len(".jpg")])).index if kind == "image" else None
+            url = Url(len(self.urls), host, path, kind, size, latency, tuple(changes), age0, owner_index)
             self.urls.append(url)
             self.by_path[(host, path)] = url
 
     def host_urls(self, host: int) -> list[Url]:
         return [u for u in self.urls if u.host == host]
+
+    def _owner(self, host: int, figure: int) -> Url:
+        """The page figure number *figure* of *host* is embedded in (pages in
+        path order, one figure each, round again if there are more figures)."""
+        return self.by_path[(host, f"/p/{figure % self.pages}.html")]
+
+    def figures(self, page: Url) -> list[Url]:
+        """The figures embedded in *page*."""
+        return [u for u in self.host_urls(page.host) if u.owner == page.index]
 
     # -- validators --------------------------------------------------------------------------
 
@@ -313,7 +344,8 @@ class World:
         """The bytes of *version* (a noise page adds the clock at *now* and a fresh token)."""
         if url.kind == "image":
             return _image(self.seed, url.host, url.index, url.size, version)
-        html = _page(self.seed, url.host, url.index, url.size, version, self._links(url))
+        figures = tuple(f.path for f in self.figures(url))
+        html = _page(self.seed, url.host, url.index, url.size, version, self._links(url), figures)
         if url.kind != "noise":
             return html
         token = random.Random(f"{now!r}|{url.index}").getrandbits(64)
@@ -322,12 +354,11 @@ class World:
 
     def _links(self, url: Url) -> tuple[str, ...]:
         siblings = self.host_urls(url.host)
-        if url.kind == "index":
-            return tuple(u.path for u in siblings if u.path != "/")
-        r = random.Random(f"{self.seed}|links|{url.index}")
         pages = [u.path for u in siblings if u.kind not in ("image", "index")]
-        imgs = [u.path for u in siblings if u.kind == "image"]
-        return ("/", *r.sample(pages, min(5, len(pages))), *r.sample(imgs, min(2, len(imgs))))
+        if url.kind == "index":
+            return tuple(pages)
+        r = random.Random(f"{self.seed}|links|{url.index}")
+        return ("/", *r.sample(pages, min(5, len(pages))))
 
 
 def version_of(body: bytes) -> int | None:
@@ -354,8 +385,10 @@ def _paragraphs(seed: int) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=4096)
-def _page(seed: int, host: int, index: int, size: int, version: int, links: tuple[str, ...]) -> bytes:
-    """A page: stable article text of about *size* bytes, a news block per version, links."""
+def _page(
+    seed: int, host: int, index: int, size: int, version: int, links: tuple[str, ...], figures: tuple[str, ...] = ()
+) -> bytes:
+    """A page: stable article text of about *size* bytes, a news block per version, links, its figures."""
     paras = _paragraphs(seed)
     stable = random.Random(f"{seed}|{index}|stable")
     news = random.Random(f"{seed}|{index}|v{version}")
@@ -366,7 +399,9 @@ def _page(seed: int, host: int, index: int, size: int, version: int, links: tupl
         + " ".join(f'<a href="{p}">{p}</a>' for p in links)
         + f"</nav>\n<!--clock-->\n<h1>Page {index}</h1>\n"
         f'<section class="news"><h2>Update {version}</h2><p>{news.choice(paras)}</p>'
-        f"<p>{news.choice(paras)}</p></section>\n<article>\n"
+        f"<p>{news.choice(paras)}</p>"
+        + "".join(f'<figure><img src="{f}" alt="figure"></figure>' for f in figures)
+        + "</section>\n<article>\n"
     )
     parts = [head]
     length = len(head)

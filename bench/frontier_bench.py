@@ -295,15 +295,26 @@ def measure_fingerprint(wl: Workload, count: int) -> dict[str, float]:
     }
 
 
-def _add_loop(add: Callable[..., Any], wl: Workload, start: int, stop: int, deadline: float) -> tuple[int, float]:
-    """Add URLs [start, stop) until *deadline*; return (count, seconds)."""
+def _add_loop(
+    add: Callable[..., Any], wl: Workload, start: int, stop: int, deadline: float, priorities: int = 0
+) -> tuple[int, float]:
+    """Add URLs [start, stop) until *deadline*; return (count, seconds).
+    With *priorities* K, URL i has ``Request.priority`` ``i % (2K+1) - K``
+    (every host's queue orders its due URLs by priority)."""
     url_of, host_of, fp_of = wl.url, wl.host, wl.fp
     perf = time.perf_counter
     t0 = perf()
     i = start
+    span = 2 * priorities + 1
     while i < stop:
         url = url_of(i)
-        add(fp_of(i), url, host_of(i), {"url": url, "method": "GET", "meta": {}, "callback": "parse"})
+        request = {"url": url, "method": "GET", "meta": {}, "callback": "parse"}
+        if priorities:
+            priority = i % span - priorities
+            request["priority"] = priority
+            add(fp_of(i), url, host_of(i), request, priority=priority)
+        else:
+            add(fp_of(i), url, host_of(i), request)
         i += 1
         if not i & _CHECK_MASK and perf() > deadline:
             break
@@ -501,7 +512,7 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
     for lo, hi in zip(bounds, bounds[1:], strict=False):
         if hi <= lo:
             continue
-        count, secs = _add_loop(frontier.add, wl, lo, hi, deadline)
+        count, secs = _add_loop(frontier.add, wl, lo, hi, deadline, args.priorities)
         added += count
         add_secs += secs
         chunks.append(_rate(count, secs))
@@ -913,6 +924,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--hosts", type=int, default=10_000, help="hosts (default 10k)")
     p.add_argument("--dups", type=int, default=200_000, help="duplicate adds: this many known URLs (default 200k)")
     p.add_argument("--cycles", type=int, default=200_000, help="next+update cycles / dequeues (default 200k)")
+    p.add_argument(
+        "--priorities",
+        type=int,
+        default=0,
+        help="K: URL i has Request.priority i %% (2K+1) - K, the cost of ordering by priority (default 0: none)",
+    )
     p.add_argument("--zipf", type=float, default=1.0, help="Zipf exponent of host sizes (default 1.0)")
     p.add_argument("--seed", type=int, default=20240607)
     p.add_argument("--fingerprint-sample", type=int, default=50_000, help="URLs timed for fingerprint cost")

@@ -55,7 +55,7 @@ from .sim.world import DAY, HOUR, Host, Page, World, WorldSpec
 from .traces.stats import read_trace
 
 #: the policy the crawler ships as its default (ADAPTIVE_WAIT_POLICY); Heritrix's
-#: rule stays available by name (docs/lab/policy-lab.md has the figures behind the choice)
+#: rule stays available by name (docs/lab/policy-real-traces.md has the figures behind the choice)
 DEFAULT_POLICY = "union"
 #: a year: documents live for years and a budget of one fetch per version
 #: leaves many of them months between visits; 28 days would be a floor the

@@ -141,6 +141,7 @@ class ChangeEvent:
     previous_digest: str | None = None
     location: str | None = None
     fields: dict[str, Any] | None = None
+    text_diff: str | None = None
 
 
 #: an event's fields, in the order a feed writes them
@@ -160,12 +161,15 @@ def event_row(
     previous_digest: str | None,
     location: str | None = None,
     fields: dict[str, Any] | None = None,
+    text_diff: str | None = None,
 ) -> bytes:
     """One event as the outbox keeps it and the feed writes it: a JSON
     object of :data:`FIELDS` (``version``: the URL's versions captured so
     far, this one included; ``previous_*``: the capture before this visit,
     None for a first visit; ``location``: a redirect's target; ``fields``:
-    items mode, which fields of which items changed, :func:`.fields.diff`)."""
+    items mode, which fields of which items changed, :func:`.fields.diff`;
+    ``text_diff``: with ``ADAPTIVE_TEXT_DIFF``, the unified diff of the
+    page's visible text since ``previous_digest``, :func:`.text_diff.diff`)."""
     event = {
         "kind": kind,
         "url": url,
@@ -178,6 +182,7 @@ def event_row(
         "previous_digest": previous_digest,
         "location": location,
         "fields": fields,
+        "text_diff": text_diff,
     }
     return json.dumps(event, separators=(",", ":")).encode()
 

@@ -19,8 +19,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
+
+from ..config.spec import counted
 
 #: bytes of each field's digest (a field that changes unseen: about 1 in 16 million)
 FIELD_DIGEST_BYTES = 3
@@ -136,3 +138,28 @@ def diff(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any
         "added": sorted(label for label in after if label not in before),
         "removed": sorted(label for label in before if label not in after),
     }
+
+
+def field_words(
+    entry: Mapping[str, Any], *, only: Collection[str] = (), most: int | None = None, width: int = 60
+) -> list[str]:
+    """How one changed item of a :func:`diff` reads, field by field:
+    ``price 10.00 → 11.50`` where the rule keeps the values (each cut to
+    *width* characters), else the field's name; *only*: those fields alone;
+    *most*: that many, then ``… 2 more fields``.  The console and the
+    notifications say a change in these words."""
+    from .text_diff import shorten
+
+    values = entry.get("values") if isinstance(entry.get("values"), Mapping) else {}
+    names = [str(name) for name in entry.get("fields") or () if not only or name in only]
+    shown = names if most is None else names[:most]
+    said = []
+    for name in shown:
+        pair = values.get(name)
+        if isinstance(pair, list) and len(pair) == 2:
+            said.append(f"{name} {shorten(pair[0], width)} → {shorten(pair[1], width)}")
+        else:
+            said.append(name)
+    if len(names) > len(shown):
+        said.append(f"… {counted(len(names) - len(shown), 'more field')}")
+    return said

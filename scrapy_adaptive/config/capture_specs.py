@@ -243,6 +243,16 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         "(see [docs/changes.md](docs/changes.md#notifications)).",
         default_doc="unset: no notifications",
     ),
+    integer_spec(
+        "ADAPTIVE_TEXT_DIFF",
+        GROUP_RECORD,
+        0,
+        "with change events on, give each `changed` or `back` event of a text page a `text_diff`: the unified diff of "
+        "its visible text since the last version, cut to this many bytes (4096 is a good start; 0: off). Each "
+        "URL's last text is kept compressed in the state (see [docs/changes.md](docs/changes.md)).",
+        at_least=0,
+        at_most=1_048_576,
+    ),
     SettingSpec(
         "ADAPTIVE_WARC_DIR",
         GROUP_ARCHIVE,

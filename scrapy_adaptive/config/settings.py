@@ -140,6 +140,7 @@ class AdaptiveConfig:
     history_size: int
     log_interval: float
     notify: Any
+    text_diff: int
     warc_dir: str | None
     warc_dedup_across_urls: bool
     warc_digest_index_size: int
@@ -238,6 +239,12 @@ class AdaptiveConfig:
             messages.append(
                 f"ADAPTIVE_WAIT_INITIAL ({number_text(initial)}) is above ADAPTIVE_WAIT_MAX ({number_text(high)}): "
                 f"the first revisit waits {number_text(high)} s."
+            )
+        if self.text_diff and not self.events_on:
+            # the diff rides on change events: without them there is nothing to carry it
+            messages.append(
+                f"ADAPTIVE_TEXT_DIFF ({self.text_diff}) is set but no change events are made (ADAPTIVE_CHANGE_EVENTS, "
+                "ADAPTIVE_CHANGES_FEED, ADAPTIVE_CHANGES_AS_ITEMS or ADAPTIVE_NOTIFY): no text is kept and no diff is made."
             )
         return messages
 

@@ -71,6 +71,7 @@ class Frontier:
         soft404_urls: int = 0,
         clock: Callable[[], float] = time.time,
         sharing: Sharing | None = None,
+        text_diff: int = 0,
     ) -> None:
         self.store = store
         self.politeness = politeness or Politeness()
@@ -96,6 +97,7 @@ class Frontier:
             clock=clock,
             sharing=sharing,
             find=self.get_record,
+            text_diff=text_diff,
         )
         #: URLs whose undelivered versions load() made due again
         self._redelivered_at_load = 0

@@ -85,11 +85,17 @@ def count_visit(
 
 
 def change_event(
-    event: str, record: UrlRecord, visit: Visit, now: float, previous: tuple[float | None, str | None]
+    event: str,
+    record: UrlRecord,
+    visit: Visit,
+    now: float,
+    previous: tuple[float | None, str | None],
+    text_diff: str | None = None,
 ) -> bytes:
     """The outbox row of the change *event* the visit made: with the URL's
-    version count (the versions awaiting delivery included) and *previous*,
-    the capture before the visit (its time and digest)."""
+    version count (the versions awaiting delivery included), *previous*,
+    the capture before the visit (its time and digest), and *text_diff*,
+    its visible text's diff since then (``ADAPTIVE_TEXT_DIFF``)."""
     return event_row(
         event,
         record.url,
@@ -102,6 +108,7 @@ def change_event(
         previous_digest=previous[1],
         location=visit.location,
         fields=visit.field_changes,
+        text_diff=text_diff or None,
     )
 
 

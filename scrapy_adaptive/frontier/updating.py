@@ -5,7 +5,9 @@ retry past ``max_retries`` fails), counts and folds the visit into the
 record (:mod:`.update_steps`), lets the host facts learn from it, then
 writes the record, its queue entry, its pending-delivery mark, its change
 event and its queue's counters in one atomic write, and only then moves the
-queue's head and slot.  The change event of a version awaiting delivery is
+queue's head and slot.  With ``ADAPTIVE_TEXT_DIFF``, a new version's
+visible text goes in that write too, and its event carries the diff from
+the text kept for the version before (:meth:`VerdictWriter._text`).  The change event of a version awaiting delivery is
 held instead, and written with the version's confirmation
 (:meth:`.PendingVersions.hold`): a version number is said only once it is
 durable, so it names one digest for ever.  A version awaiting delivery is counted in the
@@ -17,7 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..change.events import said_gone
+from ..change import text_diff as texts
+from ..change.events import BACK, CHANGED, said_gone
 from ..model import ChangeState, Outcome, UrlRecord, Visit
 from ..store.base import Batch
 from ..store.keys import event_key, time_to_ms
@@ -44,6 +47,7 @@ class VerdictWriter:
         clock: Callable[[], float],
         sharing: Sharing | None,
         find: Callable[[str, bytes], UrlRecord | None],
+        text_diff: int = 0,
     ) -> None:
         self.book = book
         self.leases = leases
@@ -55,6 +59,8 @@ class VerdictWriter:
         self.sharing = sharing
         #: reads a record that is not out (a verdict after a restart)
         self.find = find
+        #: ``ADAPTIVE_TEXT_DIFF``: a change event's text diff is cut to this many bytes (0: none is made)
+        self.text_diff = text_diff
 
     def write(
         self,
@@ -91,9 +97,10 @@ class VerdictWriter:
         batch = Batch(records={(record.queue, fp): record.to_bytes()})
         if mark is not None:
             batch.pending[record.queue, fp] = pending_mark(*mark, self.sharing, presence=before)
+        diffed = self._text(batch, fp, record, visit, mark, previous[1]) if outcome is Outcome.VISITED else None
         held = None
         if event is not None:
-            row = change_event(event, record, visit, now, previous)
+            row = change_event(event, record, visit, now, previous, diffed if event in (CHANGED, BACK) else None)
             where = (record.queue, event_key(time_to_ms(now), fp))
             if mark is None:
                 batch.events[where] = row
@@ -138,6 +145,36 @@ class VerdictWriter:
         count_visit(q, self.book.totals, record, changed=changed, delivered_later=deliver)
         fold_visit(record, visit, now, self.history_size, duration=duration)
         return mark
+
+    def _text(
+        self, batch: Batch, fp: bytes, record: UrlRecord, visit: Visit, mark: Mark | None, previous: str | None
+    ) -> str | None:
+        """Keep a new version's visible text in *batch*, beside its record;
+        the diff from the text kept for *previous* (the digest the record
+        held before this visit), if one is.
+
+        Keyed by digest, so a diff always starts from the version the event
+        names as ``previous_digest``: a version awaiting delivery keeps the
+        last delivered version's text too (the mark's digest), because a
+        restart takes the pending one back and the record's digest with it
+        (:meth:`.PendingVersions.redeliver`); a kill between the two writes
+        cannot happen, they are one."""
+        if (
+            not self.text_diff
+            or visit.text is None
+            or visit.change is not ChangeState.CHANGED
+            or visit.digest is None
+            or record.digest != visit.digest
+        ):
+            return None
+        stored = texts.unpack(self.book.store.get_text(record.queue, fp))
+        keep = [(visit.digest, visit.text)]
+        delivered = None if mark is None else mark[1]
+        if delivered is not None and delivered != visit.digest and delivered in stored:
+            keep.append((delivered, stored[delivered]))
+        batch.texts[record.queue, fp] = texts.pack(keep)
+        old = stored.get(previous) if previous is not None else None
+        return None if old is None else texts.diff(old, visit.text, self.text_diff)
 
     def _learn(
         self, fp: bytes, q: HostQueue, record: UrlRecord, visit: Visit, outcome: Outcome, presence: list[int] | None

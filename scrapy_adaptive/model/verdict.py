@@ -139,6 +139,10 @@ class Visit:
     #: changed field by field since the last one (for the change event)
     fields: dict[str, Any] | None = None
     field_changes: dict[str, Any] | None = None
+    #: ``ADAPTIVE_TEXT_DIFF``: the visible text of a changed page, as lines
+    #: (:mod:`..change.text_diff`): the frontier keeps it beside the record and
+    #: diffs the next version against it; None: nothing to keep
+    text: list[str] | None = None
     #: the lifetime the response's caching headers grant (``Cache-Control:
     #: max-age``, or ``Expires`` minus ``Date``; seconds), rate evidence on a
     #: URL's first visit (:mod:`~.change.freshness`); None: none granted

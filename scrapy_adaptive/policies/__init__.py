@@ -7,7 +7,7 @@ Policies are pure: no Scrapy, no I/O, no clock of their own.
 """
 
 from .allocator import RateAllocator
-from .base import ConstantWaitPolicy, DefaultWaitPolicy, WaitParams, WaitPolicy
+from .base import ConstantWaitPolicy, WaitParams, WaitPolicy
 from .burst import BurstWaitPolicy
 from .estimator import RateEstimator
 from .fixed import FixedWaitPolicy
@@ -21,7 +21,6 @@ from .union import UnionWaitPolicy
 __all__ = [
     "BurstWaitPolicy",
     "ConstantWaitPolicy",
-    "DefaultWaitPolicy",
     "FixedWaitPolicy",
     "HeritrixWaitPolicy",
     "PolicyStack",

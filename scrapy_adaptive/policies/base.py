@@ -179,7 +179,3 @@ class ConstantWaitPolicy(WaitPolicy):
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
         return self.wait
 
-
-#: the name :class:`ConstantWaitPolicy` had before: settings, stored request
-#: overrides and subclasses naming it keep working
-DefaultWaitPolicy = ConstantWaitPolicy

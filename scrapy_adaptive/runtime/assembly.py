@@ -345,6 +345,7 @@ def open_frontier(store: Store, config: AdaptiveConfig, stats: StatsCollector, s
         trust=TrustParams(config.trust_warmup, config.trust_min_rate),
         soft404_urls=config.soft404_urls,
         sharing=sharing,
+        text_diff=config.text_diff if config.events_on else 0,
     )
     frontier.load()
     frontier.rebalance()  # a worker of a shared frontier takes its share of hosts

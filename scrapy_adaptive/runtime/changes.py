@@ -100,8 +100,34 @@ class ChangesFeed:
             self._file = open(path, "ab")  # noqa: SIM115 - held open for the crawl, closed by close()
         except OSError as exc:
             raise ConfigError(f"ADAPTIVE_CHANGES_FEED ({path!r}) cannot be opened for writing: {exc}.") from None
+        #: a CSV feed's columns: :data:`FIELDS`, or those of the header the file began with
+        self.columns = list(FIELDS)
         if self.format == "csv" and self._file.tell() == 0:
-            self._file.write(self._csv([list(FIELDS)]))
+            self._file.write(self._csv([self.columns]))
+        elif self.format == "csv":
+            self.columns = self._header(path)
+
+    @staticmethod
+    def _header(path: str) -> list[str]:
+        """The columns of a CSV feed begun by an earlier version (fields are
+        only ever added, at the end): its rows go on under its header, and
+        the fields it lacks are said once, with how to get them."""
+        with open(path, encoding="utf-8", errors="replace") as file:
+            header = next(csv.reader([file.readline(1 << 16)]), [])
+        columns = [name for name in header if name in FIELDS]
+        if not columns:
+            return list(FIELDS)  # no header of ours: the rows as they are now
+        missing = [name for name in FIELDS if name not in columns]
+        if missing:
+            logger.warning(
+                "ADAPTIVE_CHANGES_FEED (%r) was begun without the column%s %s: its events go on without %s "
+                "(a new file gets every column).",
+                path,
+                "s" if len(missing) > 1 else "",
+                ", ".join(missing),
+                "them" if len(missing) > 1 else "it",
+            )
+        return columns
 
     @staticmethod
     def _csv(rows: list[list[Any]]) -> bytes:
@@ -113,7 +139,7 @@ class ChangesFeed:
         """Append *events* and make them durable (flush and fsync): raises
         a :class:`~.sink_failure.SinkError` naming the file when it cannot."""
         if self.format == "csv":
-            data = self._csv([[_cell(event[name]) for name in FIELDS] for event in events])
+            data = self._csv([[_cell(event.get(name)) for name in self.columns] for event in events])
         else:
             data = b"".join(json_line(event) for event in events)
         try:

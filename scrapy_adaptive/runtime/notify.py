@@ -54,6 +54,8 @@ from urllib.parse import urlsplit
 from twisted.internet.defer import Deferred
 
 from ..change.events import event_of
+from ..change.fields import field_words
+from ..change.text_diff import changed_lines
 from ..config.notify import NOTIFY, NotifyChannel, masked
 from ..config.spec import ConfigError, counted, duration_text
 from .changelog import json_line
@@ -75,6 +77,10 @@ MAX_MESSAGE_EVENTS = 50
 #: characters of a message's body at most: under the smallest limits of
 #: the common services (Telegram's and ntfy's 4,096), "→" counting one
 MAX_BODY_CHARS = 3500
+#: characters of a field's old or new value said
+VALUE_CHARS = 100
+#: changed lines of a text diff said per event
+TEXT_LINES = 2
 #: characters of one event's line at most
 MAX_LINE_CHARS = 400
 #: seconds before the first retry of a refused message (then doubling)
@@ -114,16 +120,7 @@ def field_changes(event: Mapping[str, Any], only: tuple[str, ...] = ()) -> str:
     parts = []
     changed = [e for e in diff.get("changed") or [] if isinstance(e, Mapping)]
     for entry in changed:
-        values = entry.get("values") if isinstance(entry.get("values"), Mapping) else {}
-        said = []
-        for name in entry.get("fields") or []:
-            if only and name not in only:
-                continue
-            pair = values.get(name)
-            if isinstance(pair, list) and len(pair) == 2:
-                said.append(f"{name} {pair[0]} → {pair[1]}")
-            else:
-                said.append(str(name))
+        said = field_words(entry, only=only, width=VALUE_CHARS)
         if said:
             prefix = f"item {entry.get('item')}: " if len(changed) > 1 else ""
             parts.append(prefix + ", ".join(said))
@@ -134,13 +131,22 @@ def field_changes(event: Mapping[str, Any], only: tuple[str, ...] = ()) -> str:
     return "; ".join(parts)
 
 
+def text_changes(event: Mapping[str, Any]) -> str:
+    """With ``ADAPTIVE_TEXT_DIFF``, the first changed lines of the page's
+    text (``-Price 10 EUR / +Price 11 EUR``); empty without a diff."""
+    diff = event.get("text_diff")
+    if not isinstance(diff, str) or not diff:
+        return ""
+    return " / ".join(changed_lines(diff, most=TEXT_LINES, width=VALUE_CHARS))
+
+
 def event_line(event: Mapping[str, Any], only: tuple[str, ...] = ()) -> str:
     """One event as a message's line: what happened, then the URL
     (``changed: price 9.50 → 8.00 — http://…``)."""
     kind, url = event.get("kind"), event.get("url")
-    if kind == "changed":
-        detail = field_changes(event, only)
-        what = f"changed: {detail}" if detail else "changed"
+    if kind in ("changed", "back"):
+        detail = field_changes(event, only) or text_changes(event)
+        what = f"{kind}: {detail}" if detail else str(kind)
     elif kind == "gone":
         what = f"gone ({event.get('status')})"
     elif kind == "moved":

@@ -82,6 +82,11 @@ class Batch:
     #: the URL's record, under the record's queue: the event exists if and
     #: only if the verdict it reports was recorded
     events: dict[tuple[str, bytes], bytes | None] = field(default_factory=dict)
+    #: (queue, fp) -> the URL's captured text, compressed (None deletes it):
+    #: written with the record whose digest it belongs to, so a crash never
+    #: leaves one without the other.  A record deleted or quarantined takes
+    #: its text with it, in the same write, without being named here
+    texts: dict[tuple[str, bytes], bytes | None] = field(default_factory=dict)
 
     def move_entry(self, old: tuple[str, int, int, bytes] | None, new: tuple[str, int, int, bytes]) -> None:
         """Re-key a URL in its queue: ``(queue, directive, next_ms, fp)``."""
@@ -117,6 +122,8 @@ def split_by_queue(batch: Batch) -> list[Batch]:
         part(where[0]).records_deleted.append(where)
     for where, event in batch.events.items():
         part(where[0]).events[where] = event
+    for where, text in batch.texts.items():
+        part(where[0]).texts[where] = text
     for queue, raw in batch.hosts.items():
         part(queue).hosts[queue] = raw
     if batch.meta:
@@ -172,6 +179,10 @@ class Store(ABC):
     def get_record(self, queue: str, fp: bytes) -> bytes | None:
         """The record of *fp*, a URL of *queue* (a store keyed by fingerprint
         alone may ignore *queue*; a clustered one finds the slot by it)."""
+
+    @abstractmethod
+    def get_text(self, queue: str, fp: bytes) -> bytes | None:
+        """The captured text of *fp* (``Batch.texts``; None: none kept)."""
 
     @abstractmethod
     def queue_entries(
@@ -278,6 +289,7 @@ class MemoryStore(Store):
         self._pending: dict[bytes, bytes] = {}
         #: event key -> (its queue, the event); keyed like LevelDB's, by the key alone
         self._events: dict[bytes, tuple[str, bytes]] = {}
+        self._texts: dict[bytes, bytes] = {}
 
     @staticmethod
     def _sort_key(directive: int, next_ms: int, fp: bytes) -> tuple[int, int, bytes]:
@@ -285,6 +297,9 @@ class MemoryStore(Store):
 
     def get_record(self, queue: str, fp: bytes) -> bytes | None:
         return self._records.get(fp)
+
+    def get_text(self, queue: str, fp: bytes) -> bytes | None:
+        return self._texts.get(fp)
 
     def queue_entries(
         self, queue: str, *, limit: int, start: tuple[int, int, bytes] | None = None
@@ -337,9 +352,16 @@ class MemoryStore(Store):
         for (_, fp), raw in batch.quarantined.items():
             self._quarantined[fp] = raw
             self._records.pop(fp, None)
+            self._texts.pop(fp, None)
         for _, fp in batch.records_deleted:
             self._records.pop(fp, None)
+            self._texts.pop(fp, None)
         self._records.update((fp, raw) for (_, fp), raw in batch.records.items())
+        for (_, fp), text in batch.texts.items():
+            if text is None:
+                self._texts.pop(fp, None)
+            else:
+                self._texts[fp] = text
         self._hosts.update(batch.hosts)
         self._meta.update(batch.meta)
         for (_, fp), mark in batch.pending.items():

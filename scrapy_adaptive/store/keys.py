@@ -48,6 +48,8 @@ QUARANTINE_PREFIX = b"x/"
 PENDING_PREFIX = b"p/"
 #: the outbox: change events written with their URL's record, deleted once delivered
 EVENT_PREFIX = b"e/"
+#: a URL's last captured text, compressed (``ADAPTIVE_TEXT_DIFF``), deleted with its record
+TEXT_PREFIX = b"t/"
 
 _TIME = struct.Struct(">Q")
 
@@ -119,6 +121,11 @@ def entry_at(key: bytes, offset: int) -> tuple[int, int, bytes]:
 def host_key(queue: str) -> bytes:
     """Key of a queue's persistent counters (URLs, "never" URLs, crawl-delay)."""
     return HOST_PREFIX + queue.encode("utf-8")
+
+
+def text_key(fp: bytes) -> bytes:
+    """Key of a URL's captured text (:mod:`~scrapy_adaptive.change.text_diff`), beside its record."""
+    return TEXT_PREFIX + fp
 
 
 def pending_key(fp: bytes) -> bytes:

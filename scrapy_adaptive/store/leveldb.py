@@ -146,6 +146,12 @@ class LevelDBStore(Store):
         except plyvel.Error as exc:
             raise self._corrupt(exc) from exc
 
+    def get_text(self, queue: str, fp: bytes) -> bytes | None:
+        try:
+            return self._db.get(keys.text_key(fp), verify_checksums=True)
+        except plyvel.Error as exc:
+            raise self._corrupt(exc) from exc
+
     def _entry(self, key: bytes, offset: int) -> tuple[int, int, bytes] | None:
         """The entry a queue key stands for (its queue's prefix *offset*
         bytes long); a malformed one (a write by another program, a damaged
@@ -290,10 +296,17 @@ class LevelDBStore(Store):
                 for (_, fp), raw in batch.quarantined.items():
                     wb.put(keys.quarantine_key(fp), raw)
                     wb.delete(keys.record_key(fp))
+                    wb.delete(keys.text_key(fp))
                 for _, fp in batch.records_deleted:
                     wb.delete(keys.record_key(fp))
+                    wb.delete(keys.text_key(fp))
                 for (_, fp), raw in batch.records.items():
                     wb.put(keys.record_key(fp), raw)
+                for (_, fp), text in batch.texts.items():
+                    if text is None:
+                        wb.delete(keys.text_key(fp))
+                    else:
+                        wb.put(keys.text_key(fp), text)
                 for queue, raw in batch.hosts.items():
                     wb.put(keys.host_key(queue), raw)
                 for name, raw in batch.meta.items():

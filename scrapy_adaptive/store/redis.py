@@ -102,6 +102,9 @@ class RedisStore(Store):
     def _record_key(self, queue: str, fp: bytes) -> bytes:
         return self._queue_key(queue, "u:") + fp
 
+    def _text_key(self, queue: str, fp: bytes) -> bytes:
+        return self._queue_key(queue, "t:") + fp
+
     def _call(self, doing: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run one redis-py call; its failure becomes a :class:`StoreError` saying what failed."""
         try:
@@ -113,6 +116,9 @@ class RedisStore(Store):
 
     def get_record(self, queue: str, fp: bytes) -> bytes | None:
         return self._call("Reading from", self._redis.get, self._record_key(queue, fp))
+
+    def get_text(self, queue: str, fp: bytes) -> bytes | None:
+        return self._call("Reading from", self._redis.get, self._text_key(queue, fp))
 
     def queue_entries(
         self, queue: str, *, limit: int, start: tuple[int, int, bytes] | None = None
@@ -334,11 +340,16 @@ class RedisStore(Store):
             pipe.zadd(self._queue_key(queue), {_member(directive, next_ms, fp): 0})
         for (queue, fp), raw in batch.quarantined.items():
             pipe.hset(self._queue_key(queue, "x"), fp, raw)
-            pipe.delete(self._record_key(queue, fp))
+            pipe.delete(self._record_key(queue, fp), self._text_key(queue, fp))
         for queue, fp in batch.records_deleted:
-            pipe.delete(self._record_key(queue, fp))
+            pipe.delete(self._record_key(queue, fp), self._text_key(queue, fp))
         for (queue, fp), raw in batch.records.items():
             pipe.set(self._record_key(queue, fp), raw)
+        for (queue, fp), text in batch.texts.items():
+            if text is None:
+                pipe.delete(self._text_key(queue, fp))
+            else:
+                pipe.set(self._text_key(queue, fp), text)
         for queue, row in rows.items():
             self._write_row(pipe, queue, row)
         if batch.meta:

@@ -212,6 +212,23 @@ def test_a_forgotten_record_is_deleted_with_its_entry(store: Store) -> None:
     assert json.loads(store.get_host("h") or b"{}") == {"u": 0, "fg": 1}
 
 
+def test_a_urls_text_is_written_with_its_record_and_goes_with_it(store: Store) -> None:
+    """``ADAPTIVE_TEXT_DIFF``: a URL's captured text is bytes in, bytes out,
+    replaced and deleted by key, and deleted with its record when the record
+    is forgotten or quarantined, without being named."""
+    hosts = {"h": b'{"u":2}'}
+    texts = {("h", fp(1)): b"\x00t1", ("h", fp(2)): b"t2"}
+    store.write(Batch(records={("h", fp(1)): b"r1", ("h", fp(2)): b"r2"}, texts=texts, hosts=hosts))
+    assert [store.get_text("h", fp(n)) for n in (1, 2, 3)] == [b"\x00t1", b"t2", None]
+    store.write(Batch(texts={("h", fp(1)): b"t1 again"}))
+    assert store.get_text("h", fp(1)) == b"t1 again"
+    store.write(Batch(records_deleted=[("h", fp(1))], quarantined={("h", fp(2)): b"r2"}, hosts={"h": b'{"u":0}'}))
+    assert store.get_text("h", fp(1)) is None and store.get_text("h", fp(2)) is None
+    store.write(Batch(records={("h", fp(3)): b"r3"}, texts={("h", fp(3)): b"t3"}))
+    store.write(Batch(texts={("h", fp(3)): None}))
+    assert store.get_text("h", fp(3)) is None and store.get_record("h", fp(3)) == b"r3"
+
+
 def test_a_batch_about_several_queues_and_facts_is_applied(store: Store) -> None:
     """What ``forget`` and a delivery confirmation write: URLs of two queues and a fact in one batch
     (on a Cluster, one transaction per queue's slot and one for the facts)."""

@@ -13,6 +13,7 @@ SQLite example, real SQLite), in the project's item pipelines
 from __future__ import annotations
 
 import http.server
+import importlib.util
 import json
 import os
 import sqlite3
@@ -25,6 +26,7 @@ from typing import Any
 import pytest
 
 from tests.crawlrunner import run_crawl
+from tests.e2e.test_damaged_state import frontier
 
 pytestmark = pytest.mark.e2e
 
@@ -179,20 +181,44 @@ def test_every_transition_is_said_once_in_the_feed_the_signal_and_the_pipelines(
     assert state["/p/moved.html"] == (0, base + "/new/blender.html")
 
 
+def sample_module(name: str) -> Any:
+    """A module of the sample project, read from its file (the project is not on this process's path)."""
+    spec = importlib.util.spec_from_file_location(name, SAMPLE / "demo_project" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def product(name: str, price: str) -> tuple[int, str]:
-    return 200, f'<html><body><h1>{name}</h1><span itemprop="price" content="{price}"></span></body></html>'
+    return 200, (
+        f'<html><body><h1>{name}</h1><p>In stock</p><p>Price {price} EUR</p>'
+        f'<span itemprop="price" content="{price}"></span><script>var seen = "{price}";</script></body></html>'
+    )
 
 
-def test_a_changed_event_names_the_fields_that_changed(
+#: items-mode pages: a kettle whose price rises then whose name changes, a toaster whose price falls
+PRODUCTS = {
+    "/items/kettle.html": (
+        [product("Kettle", "10.00")] * 2 + [product("Kettle", "11.50")] * 2 + [product("Blue kettle", "11.50")]
+    ),
+    "/items/toaster.html": [product("Toaster", "25.00")] * 2 + [product("Toaster", "19.99")],
+}
+
+
+def test_a_changed_event_names_the_fields_that_changed_and_diffs_the_visible_text(
     site: tuple[ScriptedSite, str], adaptive_settings: dict[str, object], tmp_state: Path
 ) -> None:
     """Items mode: the event names the field that changed, with its old and
-    new values for a field the rule lists in ``values``."""
+    new values for a field the rule lists in ``values``; with
+    ``ADAPTIVE_TEXT_DIFF`` it carries the diff of the page's visible text
+    (not its script's); the sample project's SQLite example keeps each
+    field's values and answers "which prices fell today"; ``scrapy frontier
+    changes`` shows both under each event."""
     scripted, base = site
-    SCRIPTS["/items/kettle.html"] = (
-        [product("Kettle", "10.00")] * 2 + [product("Kettle", "11.50")] * 2 + [product("Blue kettle", "11.50")]
-    )
+    SCRIPTS.update(PRODUCTS)
     feed = tmp_state / "changes.jsonl"
+    database = tmp_state / "changes.sqlite3"
     rule = {"url": "/items/", "rule": "items", "fields": ["name", "price"], "key": "url", "values": ["price"]}
     try:
         result = run_crawl(
@@ -203,25 +229,51 @@ def test_a_changed_event_names_the_fields_that_changed(
                 "ADAPTIVE_WAIT_DEFAULT": 0.5,
                 "ADAPTIVE_CHANGES_FEED": str(feed),
                 "ADAPTIVE_DIGEST_RULES": [rule],
+                "ADAPTIVE_TEXT_DIFF": 4096,
+                "EXTENSIONS": {"demo_project.changes_sqlite.ChangesToSQLite": 500},
+                "CHANGES_SQLITE": str(database),
                 "CLOSESPIDER_TIMEOUT": 6,
             },
             timeout=60,
-            args=["-a", f"urls={base}/items/kettle.html"],
+            env={"PYTHONPATH": os.pathsep.join([str(SAMPLE), os.environ.get("PYTHONPATH", "")])},
+            args=["-a", "urls=" + " ".join(base + path for path in PRODUCTS)],
         )
     finally:
-        del SCRIPTS["/items/kettle.html"]
+        for path in PRODUCTS:
+            del SCRIPTS[path]
     result.assert_ok()
     events = [json.loads(line) for line in feed.read_text().splitlines()]
-    assert [e["kind"] for e in events] == ["new", "changed", "changed"]
     url = base + "/items/kettle.html"
-    assert events[0]["fields"] is None  # nothing to compare with
-    assert events[1]["fields"] == {
-        "changed": [{"item": "#" + events[1]["fields"]["changed"][0]["item"][1:], "fields": ["price"],
+    kettle = [e for e in events if e["url"] == url]
+    assert [e["kind"] for e in kettle] == ["new", "changed", "changed"]
+    assert kettle[0]["fields"] is None and kettle[0]["text_diff"] is None  # nothing to compare with
+    assert kettle[1]["fields"] == {
+        "changed": [{"item": "#" + kettle[1]["fields"]["changed"][0]["item"][1:], "fields": ["price"],
                      "values": {"price": ["10.00", "11.50"]}}],
         "added": [],
         "removed": [],
     }  # fmt: skip
-    assert events[2]["fields"]["changed"][0]["fields"] == ["name"] and events[2]["url"] == url
+    assert kettle[1]["text_diff"] == "@@ -2,2 +2,2 @@\n In stock\n-Price 10.00 EUR\n+Price 11.50 EUR"
+    assert kettle[2]["fields"]["changed"][0]["fields"] == ["name"]
+    assert kettle[2]["text_diff"] == "@@ -1,2 +1,2 @@\n-Kettle\n+Blue kettle\n In stock"
+    # the SQLite example: every field's values, and the query a data team runs
+    with sqlite3.connect(database) as db:
+        fell = db.execute(sample_module("changes_sqlite").PRICES_FELL_TODAY).fetchall()
+        fields = db.execute("SELECT url, field, old, new FROM field_changes ORDER BY time").fetchall()
+        diffs = db.execute("SELECT count(*) FROM changes WHERE text_diff LIKE '%+Price 19.99 EUR%'").fetchone()[0]
+    toaster = base + "/items/toaster.html"
+    assert [(u, old, new) for u, _, old, new, _ in fell] == [(toaster, "25.00", "19.99")]  # the kettle rose
+    assert (url, "price", "10.00", "11.50") in fields and (url, "name", None, None) in fields and diffs == 1
+    # the console shows both under each event
+    listed = frontier(Path(str(adaptive_settings["ADAPTIVE_STATE_DIR"])), "changes", "--url", "kettle")
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.endswith(url) and " v2 " in line)
+    assert lines[at + 1 : at + 4] == [
+        "      item " + kettle[1]["fields"]["changed"][0]["item"] + ": price 10.00 → 11.50",
+        "      -Price 10.00 EUR",
+        "      +Price 11.50 EUR",
+    ], lines
 
 
 def test_an_event_a_pipeline_fails_on_is_said_in_one_line_and_delivered_again_at_the_next_start(

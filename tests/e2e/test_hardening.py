@@ -69,8 +69,8 @@ def test_a_policy_named_in_the_state_folder_is_never_imported(
     (state / "evil.py").write_text(
         "from pathlib import Path\n"
         f"Path({str(marker)!r}).write_text('ran')\n"
-        "from scrapy_adaptive.policies import DefaultWaitPolicy\n"
-        "class P(DefaultWaitPolicy):\n"
+        "from scrapy_adaptive.policies import ConstantWaitPolicy\n"
+        "class P(ConstantWaitPolicy):\n"
         "    pass\n"
     )
     rewrite_meta(state / "frontier.ldb", start, {"adaptive_wait_policy": {"policy": "jobs.sec1.adaptive.evil.P"}})

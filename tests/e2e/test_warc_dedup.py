@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from scrapy_adaptive.warc.middleware import DUPLICATE_ANNOTATION
+from scrapy_adaptive.integration.downloadermiddlewares.warc import DUPLICATE_ANNOTATION
 from scrapy_adaptive.warc.writer import IDENTICAL_PROFILE
 from tests.conftest import read_state
 from tests.crawlrunner import run_crawl

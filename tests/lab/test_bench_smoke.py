@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import fleet_bench, frontier_bench, memory_plateau, validators_bench
+from bench import fleet_bench, frontier_bench, memory_plateau, text_diff_cost, validators_bench
 
 pytestmark = pytest.mark.e2e
 
@@ -161,3 +161,9 @@ def test_memory_plateau_bench_runs_and_prints_each_step(capsys: pytest.CaptureFi
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("cache 4 MiB, 300 URLs")
     assert [line.split()[0] for line in lines[1:]] == ["1000", "2000", "3000"]
+
+
+def test_text_diff_cost_bench_runs_and_reports_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
+    rows = text_diff_cost.main(["--urls", "2", "--versions", "2", "--repeats", "1"])
+    assert len(rows) == 3 and all(row["ratio"] > 0 and row["text_bytes"] >= row["one_text"] > 0 for row in rows)
+    assert "on÷off" in capsys.readouterr().out

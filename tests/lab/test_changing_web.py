@@ -108,6 +108,48 @@ def test_a_liar_keeps_its_validators_an_honest_page_moves_them(world: World) -> 
     assert world.last_modified(honest, 1, 100.0) == 100.0 + honest.changes[0]
 
 
+def test_figures_are_embedded_in_their_page_and_redrawn_with_it() -> None:
+    """Issue 48: a page's figures are its embeds (``<img>``, not links of the
+    index), a third of the URLs at the default sizes, and change at the
+    instants of about half their page's changes."""
+    world = World(hosts=2, pages=60, images=30, delay=3.0, horizon=36_000.0, seed=5)
+    figures = [u for u in world.urls if u.kind == "image"]
+    assert len(figures) / len(world.urls) == pytest.approx(1 / 3, abs=0.01)
+    index = world.body(world.by_path[(0, "/")], 0)
+    assert b"/img/" not in index
+    shared = mine = 0
+    for figure in figures:
+        page = world.urls[figure.owner]  # type: ignore[index]
+        assert page.is_page and page.kind != "index" and page.host == figure.host
+        assert f'<img src="{figure.path}"'.encode() in world.body(page, 0)
+        assert world.figures(page) == [figure]
+        mine += len(page.changes)
+        shared += len(set(page.changes) & set(figure.changes))
+    assert 0.4 < shared / mine < 0.6
+
+
+def test_static_pages_have_old_honest_validators(world: World) -> None:
+    static = [u for u in world.urls if u.kind == "static"]
+    assert static and all(3 * 3600 <= u.age0 <= 90 * 86400 and not u.changes for u in static)
+    assert world.last_modified(static[0], 0, 1_000_000.0) == 1_000_000.0 - static[0].age0
+
+
+def test_score_says_whether_figures_came_with_their_page(world: World) -> None:
+    origin, window = 1000.0, (1000.0, 1200.0)
+    figure = next(u for u in world.urls if u.kind == "image")
+    page = world.urls[figure.owner]  # type: ignore[index]
+    hosts = copy_addresses(1, world.hosts)[0]
+    items = [{"url": f"http://{hosts[page.host]}:8080{page.path}", "version": 0}]
+    with_it = [
+        [origin + 1, origin + 1.1, 0, page.host, page.index, 200, 100, 0],
+        [origin + 15, origin + 15.1, 0, figure.host, figure.index, 200, 100, 0],  # within 20 delays
+    ]
+    late = [with_it[0], [origin + 40, origin + 40.1, 0, figure.host, figure.index, 200, 100, 0]]
+    got = [score(world, origin, window, log, {0: items}, {0: hosts}, 1.0, 3)[0] for log in (with_it, late)]
+    assert [r["figures_with_page"] for r in got] == [1.0, 0.0]
+    assert got[0]["figure_first_fetch_s"] == pytest.approx(15.0) and got[0]["page_first_capture_s"] == 1.0
+
+
 def test_politeness_counts_overlaps_and_short_gaps() -> None:
     # [arrived, finished, copy, host, url, status, bytes, version]
     rows = [

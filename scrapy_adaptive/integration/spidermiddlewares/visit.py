@@ -53,7 +53,7 @@ from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 
 from ... import meta
-from ...change import fields, noise
+from ...change import fields, noise, text_diff
 from ...change.digest import Digester, ItemsDigester, RegexDigester, items_digest, payload_digest
 from ...change.rules import DigestRules, build_digester
 from ...config.spec import UNCHANGED_MODES, ConfigError, clause
@@ -102,6 +102,7 @@ class VisitMiddleware:
         noise_learning: bool = DEFAULTS["ADAPTIVE_NOISE_LEARNING"],
         signal_max_size: int = 0,
         field_diffs: bool = False,
+        text_diff: int = 0,
         clock: Any = time.time,
     ) -> None:
         self.stats = stats
@@ -122,6 +123,8 @@ class VisitMiddleware:
         self.signal_max_size = signal_max_size
         #: items mode: say which fields changed (change events are on)
         self.field_diffs = field_diffs
+        #: ``ADAPTIVE_TEXT_DIFF`` with change events on: a changed page's visible text goes with its verdict
+        self.text_diff = text_diff
         #: item keys found missing (each said once)
         self._missing_keys: set[str | None] = set()
         self.clock = clock
@@ -153,6 +156,7 @@ class VisitMiddleware:
                 noise_learning=config.noise_learning,
                 signal_max_size=crawler.settings.getint("DOWNLOAD_MAXSIZE"),
                 field_diffs=config.events_on,
+                text_diff=config.text_diff if config.events_on else 0,
             )
         crawler.signals.connect(mw.frontier_opened, FRONTIER_OPENED)
         return mw
@@ -195,6 +199,7 @@ class VisitMiddleware:
                 self._noise(response, record, visit, visible=digester.name == "text")
         if request.meta.get(meta.SIGNAL) in ("sitemap", "feed"):
             self._signal(request, response, visit)
+        self._text(response, visit)
         since = record.get("fetched")  # read before the record takes this visit
         self._after_verdict(request, visit, self.services.commit(request, visit), since)
 
@@ -377,6 +382,7 @@ class VisitMiddleware:
             visit.change = ChangeState.UNCHANGED if same else compare(record.get("digest"), visit.digest)
             if self.field_diffs:
                 self._fields(response, visit, digester, record, items)
+            self._text(response, visit)
         recorded = self.services.commit(request, visit) if self.services is not None else None
         if recorded is not None:
             visit = recorded.visit
@@ -409,6 +415,14 @@ class VisitMiddleware:
         visit.fields = summary
         if visit.change is ChangeState.CHANGED:
             visit.field_changes = fields.diff(record.get("fields"), summary)
+
+    def _text(self, response: Response, visit: Visit) -> None:
+        """``ADAPTIVE_TEXT_DIFF``: a new version's visible text, for the
+        frontier to keep and diff the next one against.  Only a changed 2xx
+        is read: an unchanged page's text is the one kept already, and the
+        parse costs about as much as the digest."""
+        if self.text_diff and visit.change is ChangeState.CHANGED and delivers_content(response.status):
+            visit.text = text_diff.text_lines(response)
 
     def _child(self, obj: Any, response: Response) -> Any:
         if not isinstance(obj, Request) or (self.embed_hops <= 0 and not self.revisit_embeds):

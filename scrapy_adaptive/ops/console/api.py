@@ -30,7 +30,7 @@ from ...model import answers_with_page
 from ...humanize import human, when
 from ...store.base import StoreCorrupt
 from ..progress import Progress
-from .changes_command import DEFAULT_LIMIT, URL_EVENTS, event_words, find_changes, kinds_of, limit_of, url_pattern
+from .changes_command import DEFAULT_LIMIT, URL_EVENTS, event_lines, find_changes, kinds_of, limit_of, url_pattern
 from .hinttrack import pending_hint, track_record, url_words
 from .record_words import describe
 from .seeds import Seeder, seed_problem
@@ -289,7 +289,7 @@ class FrontierConsole:
         found = find_changes(self.state_path, self.frontier, now=now, url=record.url, limit=URL_EVENTS)
         if found["events"]:
             lines.append(f"change events, newest first{' (the latest)' if found['more'] else ''}:")
-            lines += ["  " + event_words(event, with_url=False) for event in found["events"]]
+            lines += [line for event in found["events"] for line in event_lines(event, with_url=False)]
         elif found["history_from"] is not None:
             lines.append(f"change events: none since {when(found['history_from'])}")
         return {"record": record_dict(fp, record, sources), "lines": lines, "events": found["events"]}

@@ -25,6 +25,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ...change.events import KINDS, MOVED, read_event
+from ...change.fields import field_words
+from ...change.text_diff import changed_lines, shorten
 from ...config.patterns import UserPattern
 from ...config.spec import counted, read_seconds
 from ...humanize import human, when
@@ -41,6 +43,9 @@ MAX_LIMIT = 100_000
 PENDING_LIMIT = 10_000
 #: a URL's latest events ``scrapy frontier url`` lists
 URL_EVENTS = 20
+#: what an event's lines show of what changed: items, fields of one item,
+#: diff lines, and the characters of one value or line
+SHOWN_ITEMS, SHOWN_FIELDS, SHOWN_LINES, SHOWN_CHARS = 3, 4, 4, 60
 
 
 def kinds_of(values: Iterable[str] | None) -> list[str]:
@@ -174,12 +179,49 @@ def event_words(event: dict[str, Any], *, with_url: bool = True) -> str:
     return words
 
 
+def what_changed(event: dict[str, Any]) -> list[str]:
+    """What an event says changed, a few short lines: in items mode each
+    changed item's fields (``price: 10.00 → 11.50`` where the rule keeps
+    values), the items added and removed; with a text diff, its changed
+    lines.  Values and lines are cut to :data:`SHOWN_CHARS` characters
+    (``--json`` gives them whole); none for an event that says neither."""
+    lines: list[str] = []
+    fields = event.get("fields")
+    if isinstance(fields, dict):
+        changed = [entry for entry in fields.get("changed") or () if isinstance(entry, dict)]
+        for entry in changed[:SHOWN_ITEMS]:
+            lines.append(_item_line(entry))
+        if len(changed) > SHOWN_ITEMS:
+            lines.append(f"… {counted(len(changed) - SHOWN_ITEMS, 'more changed item')}")
+        for name in ("added", "removed"):
+            keys = [str(key) for key in fields.get(name) or ()]
+            if keys:
+                more = f", … ({len(keys)} in all)" if len(keys) > SHOWN_FIELDS else ""
+                shown = ", ".join(keys[:SHOWN_FIELDS]) + more
+                lines.append(f"items {name}: {shorten(shown, 2 * SHOWN_CHARS)}")
+    diff = event.get("text_diff")
+    if isinstance(diff, str) and diff:
+        lines += changed_lines(diff, most=SHOWN_LINES, width=SHOWN_CHARS)
+    return lines
+
+
+def _item_line(entry: dict[str, Any]) -> str:
+    """One changed item: ``item SKU-42: price 10.00 → 11.50; name``."""
+    said = field_words(entry, most=SHOWN_FIELDS, width=SHOWN_CHARS)
+    return f"item {shorten(entry.get('item'), 30)}: {'; '.join(said) or 'changed'}"
+
+
+def event_lines(event: dict[str, Any], *, with_url: bool = True, indent: str = "  ") -> list[str]:
+    """An event's line, and what changed under it, for a terminal."""
+    return [indent + event_words(event, with_url=with_url)] + [indent + "    " + line for line in what_changed(event)]
+
+
 def change_report_lines(section: dict[str, Any] | None) -> list[str]:
     """The report's latest change events and gone pages per host, for a terminal."""
     if section is None:  # a running crawl of an older version answers without them
         return []
     lines = ["", "latest change events:" + ("" if section["events"] else " none recorded")]
-    lines += ["  " + event_words(event) for event in section["events"][:10]]
+    lines += [line for event in section["events"][:10] for line in event_lines(event)]
     gone = section["gone_by_host"]
     lines.append("gone pages per host:" + ("" if gone else " none"))
     lines += [f"  {row['gone']:>7}  {row['host']}" for row in gone[:30]]
@@ -201,7 +243,7 @@ def changes_lines(answer: dict[str, Any], request: dict[str, Any]) -> list[str]:
         lines = [f"no change events{filters}"]
     else:
         lines = [f"{counted(len(events), 'change event')}{filters}, newest first:"]
-        lines += ["  " + event_words(event) for event in events]
+        lines += [line for event in events for line in event_lines(event)]
     if answer["more"]:
         lines.append(f"more events match: only the newest {len(events)} are listed (--limit)")
     start = answer.get("history_from")

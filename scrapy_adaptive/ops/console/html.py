@@ -15,6 +15,7 @@ from typing import Any
 
 from ...config.spec import counted
 from ...humanize import human, human_bytes, when
+from .changes_command import what_changed
 from .hinttrack import PRECISION_MEANS, html_rows
 from .payloads import TITLE, payload_rows
 
@@ -28,6 +29,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:16px;margin:24px 0 6px}
 table{border-collapse:collapse;font-size:13px}td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right}
 td:first-child,th:first-child{text-align:left}.muted{color:#777}.figs td{border:0}
 svg text{font:11px system-ui,sans-serif;fill:#444}
+.mono{display:block;text-align:left;font:12px ui-monospace,monospace;white-space:pre-wrap}
 """
 
 
@@ -109,9 +111,19 @@ def hourly(labels: list[str], values: list[float], empty: str, **chart: Any) -> 
     return bar_chart(labels, values, max_bar=HOUR_BAR, **chart)
 
 
+class Lines(list[str]):
+    """A cell of several lines: each escaped, one under the other."""
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, Lines):
+        return "".join(f'<span class="mono">{_esc(line)}</span>' for line in value)
+    return _esc(value)
+
+
 def _table(header: list[str], rows: list[list[Any]]) -> str:
     head = "".join(f"<th>{_esc(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in row) + "</tr>" for row in rows)
+    body = "".join("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
@@ -232,11 +244,12 @@ def _changes_section(section: dict[str, Any] | None) -> list[str]:
             "-" if e.get("status") is None else e["status"],
             "-" if e.get("version") is None else e["version"],
             e["url"] + (f" -> {e['location']}" if e.get("location") else ""),
+            Lines(what_changed(e)),
         ]
         for e in events
     ]
     latest = (
-        _table(["time", "event", "status", "version", "URL"], rows)
+        _table(["time", "event", "status", "version", "URL", "what changed"], rows)
         if rows
         else '<p class="muted">No change event recorded (ADAPTIVE_CHANGE_EVENTS or ADAPTIVE_CHANGES_FEED).</p>'
     )

@@ -103,7 +103,7 @@ def test_addon_sets_components_at_addon_priority_and_respects_the_user() -> None
 
 
 def test_addon_adds_the_warc_middleware_only_when_a_warc_folder_is_set() -> None:
-    from scrapy_adaptive.warc.middleware import WarcMiddleware
+    from scrapy_adaptive.integration.downloadermiddlewares.warc import WarcMiddleware
 
     plain = Settings()
     Addon().update_settings(plain)
@@ -312,6 +312,17 @@ def test_an_initial_wait_outside_the_bounds_is_said_with_the_wait_used(
     values: dict[str, object], warnings: list[str]
 ) -> None:
     assert config(**values).warnings() == warnings
+
+
+def test_a_text_diff_without_change_events_is_said_and_a_bad_cap_refused_naming_the_setting() -> None:
+    assert config(ADAPTIVE_TEXT_DIFF=4096).warnings() == [
+        "ADAPTIVE_TEXT_DIFF (4096) is set but no change events are made (ADAPTIVE_CHANGE_EVENTS, "
+        "ADAPTIVE_CHANGES_FEED, ADAPTIVE_CHANGES_AS_ITEMS or ADAPTIVE_NOTIFY): no text is kept and no diff is made."
+    ]
+    assert config(ADAPTIVE_TEXT_DIFF=4096, ADAPTIVE_CHANGE_EVENTS=True).warnings() == []
+    for bad in (-1, 2**21, "big"):
+        with pytest.raises(ConfigError, match="^ADAPTIVE_TEXT_DIFF"):
+            config(ADAPTIVE_TEXT_DIFF=bad)
 
 
 def test_the_start_up_warnings_include_the_configs_own() -> None:

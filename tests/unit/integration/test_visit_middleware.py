@@ -195,3 +195,21 @@ def test_an_error_answer_is_never_a_version_whatever_its_body() -> None:
     assert evaluate(response(b"<p>Not found 2</p>", 404), record).change is ChangeState.UNCHANGED
     assert evaluate(response(b"<p>Not found 2</p>", 410), record).change is ChangeState.UNKNOWN
     assert evaluate(response(b"<p>Kettle</p>"), record).change is ChangeState.UNCHANGED  # back, the same
+
+
+def test_only_a_changed_2xx_is_read_for_its_text_and_only_with_the_setting() -> None:
+    """``ADAPTIVE_TEXT_DIFF``: the text of an unchanged page is the one kept
+    already, an error page's is not the page's, and off reads nothing."""
+    page = response(b"<html><body><p>Price 10</p><script>x()</script></body></html>")
+    for cap, change, status, read in (
+        (4096, ChangeState.CHANGED, 200, True),
+        (4096, ChangeState.UNCHANGED, 200, False),
+        (4096, ChangeState.CHANGED, 404, False),
+        (0, ChangeState.CHANGED, 200, False),
+    ):
+        mw = VisitMiddleware(get_crawler().stats, text_diff=cap)
+        answer = response(page.body, status)
+        visit = evaluate(answer, {})
+        visit.change = change
+        mw._text(answer, visit)
+        assert visit.text == (["Price 10"] if read else None), (cap, change, status)

@@ -221,3 +221,49 @@ def test_the_report_lists_the_latest_changes_and_the_gone_pages_per_host(tmp_pat
     assert "gone (not delivered yet)" in page
     text = "\n".join(report_lines(report))
     assert "latest change events:" in text and "gone pages per host:" in text
+
+
+#: an items-mode change and a text diff, as the feed has them
+PRICE = {
+    "changed": [{"item": "SKU-42", "fields": ["name", "price"], "values": {"price": ["10.00", "9." + "9" * 80]}}],
+    "added": ["SKU-77"],
+    "removed": [],
+}
+DIFF = "@@ -1,3 +1,3 @@\n Kettle\n-Price 10 EUR\n+Price 11 EUR\n In stock"
+
+
+def test_each_event_says_what_changed_in_the_changes_url_and_report_views(tmp_path: Path) -> None:
+    """Items mode: the item, the field, old → new (values cut at 60
+    characters); a text diff: its changed lines.  ``--json`` keeps them whole."""
+    from scrapy_adaptive.ops.console.changes_command import what_changed
+    from scrapy_adaptive.ops.console.html import render
+    from scrapy_adaptive.ops.console.run import report_lines
+
+    assert what_changed(event("changed", A, 60, fields=PRICE)) == [
+        "item SKU-42: name; price 10.00 → 9." + "9" * 57 + "…",
+        "items added: SKU-77",
+    ]
+    assert what_changed(event("changed", A, 60, text_diff=DIFF)) == ["-Price 10 EUR", "+Price 11 EUR"]
+    many = {"changed": [{"item": str(n), "fields": ["f"]} for n in range(5)], "added": [], "removed": []}
+    assert what_changed(event("changed", A, 60, fields=many))[-1] == "… 2 more changed items"
+    assert what_changed(event("gone", A, 60)) == []
+    clock = Clock(NOW)
+    f: Frontier = make(MemoryStore(), clock)
+    f.load()
+    history = ChangesLog(str(tmp_path), 1 << 20, 0)
+    history.write([event("changed", A, 120, fields=PRICE), event("changed", B, 60, text_diff=DIFF)], NOW - 50)
+    history.close()
+    console = FrontierConsole(f, state_path=str(tmp_path))
+    listed = console.changes({"since": None, "url": None, "kinds": ["changed"], "limit": 10})
+    from scrapy_adaptive.ops.console.changes_command import changes_lines
+
+    lines = changes_lines(listed, {"kinds": ["changed"]})
+    assert lines[1].endswith(B) and lines[2:4] == ["      -Price 10 EUR", "      +Price 11 EUR"]
+    assert lines[4].endswith(A) and lines[5].startswith("      item SKU-42: name; price 10.00 → 9.99")
+    assert listed["events"][0]["text_diff"] == DIFF and listed["events"][1]["fields"] == PRICE  # --json: whole
+    report = console.report()
+    text = "\n".join(report_lines(report))
+    assert "      +Price 11 EUR" in text and "price 10.00 → 9.99" in text
+    page = render(report)
+    assert "<th>what changed</th>" in page and '<span class="mono">+Price 11 EUR</span>' in page
+    assert "price 10.00 → 9.99" in page

@@ -18,7 +18,6 @@ from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
 from scrapy_adaptive.policies import (
     BurstWaitPolicy,
     ConstantWaitPolicy,
-    DefaultWaitPolicy,
     FixedWaitPolicy,
     HeritrixWaitPolicy,
     PolicyStack,
@@ -149,11 +148,11 @@ def test_an_entry_may_name_its_own_policy_class() -> None:
     stack = load_wait_policy(
         config(
             ADAPTIVE_WAIT_POLICIES=[
-                {"content_type": "image/*", "policy": "scrapy_adaptive.policies.DefaultWaitPolicy", "default": 5000}
+                {"content_type": "image/*", "policy": "scrapy_adaptive.policies.ConstantWaitPolicy", "default": 5000}
             ]
         )
     )
-    assert isinstance(stack.entries[0][1], DefaultWaitPolicy)
+    assert isinstance(stack.entries[0][1], ConstantWaitPolicy)
     assert stack.next_wait({"visits": 4, "wait": 10}, visit(content_type="image/gif")) == 5000
 
 
@@ -218,8 +217,8 @@ def test_an_override_names_only_a_declared_or_built_in_policy(
     (tmp_path / "evil_override_policy.py").write_text(
         "from pathlib import Path\n"
         f"Path({str(marker)!r}).write_text('ran')\n"
-        "from scrapy_adaptive.policies import DefaultWaitPolicy\n"
-        "class P(DefaultWaitPolicy):\n    pass\n"
+        "from scrapy_adaptive.policies import ConstantWaitPolicy\n"
+        "class P(ConstantWaitPolicy):\n    pass\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     stack = load_wait_policy(
@@ -244,8 +243,6 @@ def test_an_override_names_only_a_declared_or_built_in_policy(
         ("scrapy_adaptive.policies.HeritrixWaitPolicy", HeritrixWaitPolicy),  # ADAPTIVE_WAIT_POLICY
         ("scrapy_adaptive.policies.burst.BurstWaitPolicy", BurstWaitPolicy),  # an entry's
         ("ConstantWaitPolicy", ConstantWaitPolicy),
-        ("DefaultWaitPolicy", ConstantWaitPolicy),  # its old name, in a request stored before the rename
-        ("scrapy_adaptive.policies.DefaultWaitPolicy", ConstantWaitPolicy),
         ("scrapy_adaptive.policies.FixedWaitPolicy", FixedWaitPolicy),
         ("scrapy_adaptive.policies.fixed.FixedWaitPolicy", FixedWaitPolicy),
     ]:
@@ -278,7 +275,7 @@ def test_overrides_ignored_are_counted_per_request() -> None:
     assert stats.values == {"adaptive/wait_policy/overrides_ignored": 2}
 
 
-class NeedsMore(DefaultWaitPolicy):
+class NeedsMore(ConstantWaitPolicy):
     """A policy whose ``__init__`` wants more than ``from_params`` gives it."""
 
     def __init__(self, params: WaitParams, extra: int) -> None:
@@ -350,7 +347,7 @@ def test_budgeted_policies_of_one_stack_share_one_allocator_and_the_budget_setti
     assert stack.params.crawl.allocator.budget == pytest.approx(1.0)  # 86,400/day = 1/s
 
 
-@pytest.mark.parametrize("entry_policy", [None, "scrapy_adaptive.policies.DefaultWaitPolicy"])
+@pytest.mark.parametrize("entry_policy", [None, "scrapy_adaptive.policies.ConstantWaitPolicy"])
 @pytest.mark.parametrize("catch_all", ["BurstWaitPolicy", "ProportionalWaitPolicy", "PrecisionWaitPolicy"])
 def test_an_entry_acts_only_on_the_urls_it_matches(catch_all: str, entry_policy: str | None) -> None:
     """The crawl-wide rate machinery (one allocator, shared beliefs) must not

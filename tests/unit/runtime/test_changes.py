@@ -145,6 +145,26 @@ def test_csv_structured_cells_are_json(tmp_path: Path) -> None:
     assert rows[0]["version"] == "2" and rows[0]["digest"] == "" and rows[0]["url"] == URL
 
 
+def test_a_csv_feed_begun_without_a_newer_column_goes_on_under_its_header_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Fields are only added to events (``text_diff``): a CSV feed written
+    by an earlier version keeps its columns, and the ones it lacks are said."""
+    import csv
+
+    path = tmp_path / "changes.csv"
+    old = "kind,url,time,version,status,reason,digest,previous_time,previous_digest,location,fields"
+    path.write_text(old + "\nnew,http://shop.example/x,1,1,200,,,,,,\n")
+    f, _ = frontier()
+    put(f, 1)
+    task, errors = drain(f, ChangesFeed(str(path)))
+    task.close()
+    with open(path, newline="", encoding="utf-8") as file:
+        rows = list(csv.reader(file))
+    assert errors == [] and rows[0] == old.split(",") and len(rows) == 3 and len(rows[2]) == len(rows[0])
+    assert "was begun without the column text_diff" in caplog.text
+
+
 def test_a_full_disk_is_said_once_and_the_events_wait_in_the_outbox(tmp_path: Path) -> None:
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full on this system")

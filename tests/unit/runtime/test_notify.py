@@ -15,6 +15,7 @@ from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred, fail, succeed
 
+from scrapy_adaptive.change.events import FIELDS
 from scrapy_adaptive.config.notify import notify_channels
 from scrapy_adaptive.runtime import notify as notify_module
 from scrapy_adaptive.runtime.notify import (
@@ -51,6 +52,10 @@ def test_a_line_says_what_happened_then_the_url() -> None:
     two["fields"]["added"] = ["SKU-9"]
     assert event_line(two) == f"changed: item SKU-42: name, price 9.50 → 8.00; item SKU-7: stock; +1 item — {URL}"
     assert event_line({"kind": "changed", "url": URL, "fields": None}) == f"changed — {URL}"
+    text = "@@ -1 +1 @@\n-Price 10 EUR\n+Price 11 EUR"
+    assert event_line({"kind": "changed", "url": URL, "text_diff": text}) == (
+        f"changed: -Price 10 EUR / +Price 11 EUR — {URL}"
+    )
     assert event_line({"kind": "gone", "url": URL, "status": 404}) == f"gone (404) — {URL}"
     assert event_line({"kind": "moved", "url": URL, "location": URL + "b"}) == f"moved to {URL}b — {URL}"
     assert event_line({"kind": "new", "url": URL}) == f"new — {URL}"
@@ -101,8 +106,7 @@ def test_a_spool_cut_by_a_kill_or_changed_by_hand_loses_nothing(tmp_path: Path) 
                                                                          "url": "http://a/0"}]  # fmt: skip
 
 
-EVENT = ("kind", "url", "time", "version", "status", "reason", "digest", "previous_time", "previous_digest",
-         "location", "fields")  # fmt: skip
+EVENT = FIELDS
 
 
 class Sender:

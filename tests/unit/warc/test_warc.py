@@ -16,7 +16,7 @@ from scrapy.http import HtmlResponse
 
 from scrapy_adaptive.change.digest import payload_digest
 from scrapy_adaptive.config.spec import ConfigError
-from scrapy_adaptive.warc.middleware import exchange_of
+from scrapy_adaptive.integration.downloadermiddlewares.warc import exchange_of
 from scrapy_adaptive.warc.writer import (
     IDENTICAL_PROFILE,
     NOT_MODIFIED_PROFILE,
@@ -235,7 +235,7 @@ def test_the_middleware_is_off_without_the_folder_and_refuses_clearly_without_wa
     from scrapy.utils.test import get_crawler
 
     from scrapy_adaptive.config.settings import AdaptiveConfig
-    from scrapy_adaptive.warc.middleware import WarcMiddleware
+    from scrapy_adaptive.integration.downloadermiddlewares.warc import WarcMiddleware
     from scrapy_adaptive.warc.writer import EXTRA_MESSAGE
 
     with pytest.raises(NotConfigured):
