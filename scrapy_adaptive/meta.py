@@ -2,7 +2,7 @@
 
 Scrapy's convention: public keys are lower snake case (``dont_retry``),
 private ones start with an underscore (``_dont_cache``).  The public keys
-below are documented in README's "Request.meta keys" table (a test keeps
+below are documented in docs/settings.md's "Request.meta keys" table (a test keeps
 the two in step); the private ones are the per-fetch tags the scheduler and
 the middlewares pass each other, and may change between releases.
 
@@ -61,7 +61,7 @@ DELIVERY = "_adaptive_delivery"
 #: fetched as it is and delivered to its own callback, changed or not
 ASKED = "_adaptive_asked"
 
-#: the public keys, as documented in README
+#: the public keys, as documented in docs/settings.md
 PUBLIC = (UNCHANGED, DIGEST_RULE, WAIT_POLICY, HINT, EMBED, SIGNAL, RECORD, CHANGE)
 #: the private keys
 PRIVATE = (

@@ -26,12 +26,14 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         GROUP_VALIDATORS,
         True,
         "send the stored ETag / Last-Modified as `If-None-Match` / `If-Modified-Since`.",
+        user=True,
     ),
     bool_spec(
         "ADAPTIVE_MIDFETCH_ABORT",
         GROUP_VALIDATORS,
         True,
         "stop a download after its headers when they predict no change.",
+        user=True,
     ),
     SettingSpec(
         "ADAPTIVE_TRUST_MIN_RATE",
@@ -55,7 +57,8 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         GROUP_VALIDATORS,
         Kind.CHOICE,
         "both",
-        "how the stored ETag and Last-Modified predict no change (see HTTP validators).",
+        "how the stored ETag and Last-Modified predict no change (see "
+        "[docs/change-detection.md](docs/change-detection.md#http-validators)).",
         choices=VALIDATOR_SCHEMES,
     ),
     SettingSpec(
@@ -77,7 +80,9 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         GROUP_CHANGE,
         Kind.OBJECT,
         None,
-        "which digest rule applies where (see Change detection); a list of dicts, or JSON.",
+        "which digest rule applies where (see [docs/change-detection.md](docs/change-detection.md)); a list of "
+        "dicts, or JSON.",
+        user=True,
     ),
     bool_spec(
         "ADAPTIVE_NOISE_LEARNING",
@@ -85,7 +90,7 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         True,
         "pages are compared by structure and what is proven to move at every fetch (a clock, a token) is "
         "left out of the comparison; a page's first unexplained difference is held back until a probe "
-        "settles it (see Change detection).",
+        "settles it (see [docs/change-detection.md](docs/change-detection.md)).",
     ),
     bool_spec(
         "ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE",
@@ -101,6 +106,7 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         "skip",
         "`skip`: unchanged pages do not reach the callback; `deliver`: they do, flagged in meta.",
         choices=UNCHANGED_MODES,
+        user=True,
     ),
     SettingSpec(
         "ADAPTIVE_CANONICAL",
@@ -109,7 +115,8 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         None,
         "spellings of one page that share one record: a list of `www`, `case`, `slash`, `index` for every host "
         "(`-s ADAPTIVE_CANONICAL=www,slash` on the command line), or a dict from host (glob, `*`) to such a list "
-        "(see Canonical URLs). Off by default.",
+        "(see [docs/signals.md](docs/signals.md#canonical-urls)). Off by default.",
+        user=True,
     ),
     SettingSpec(
         "ADAPTIVE_FEEDS",
@@ -118,6 +125,7 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         (),
         "RSS/Atom feeds read for new URLs and entry `updated` change hints (needs `scrapy-adaptive[feeds]`).",
         default_doc="none",
+        user=True,
     ),
     seconds_spec(
         "ADAPTIVE_ROBOTS_REFRESH",
@@ -132,21 +140,24 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         Kind.URLS,
         (),
         "sitemaps (index files and `.gz` too) read for new URLs and `<lastmod>` change hints, and revisited "
-        "like any page (see Sitemaps and feeds).",
+        "like any page (see [docs/signals.md](docs/signals.md#sitemaps-and-feeds)).",
         default_doc="none",
+        user=True,
     ),
     bool_spec(
         "ADAPTIVE_SITEMAPS_FROM_ROBOTS",
         GROUP_SIGNALS,
         False,
         "the `Sitemap:` lines of every robots.txt the crawl reads are read as `ADAPTIVE_SITEMAPS`.",
+        user=True,
     ),
     integer_spec(
         "ADAPTIVE_SOFT404_URLS",
         GROUP_SIGNALS,
         10,
         "a successful page this many URLs of one host got (the same digest) is a parked page, recorded as such and "
-        "not a new version, like a page equal to the host's 404 page (see Soft-404s); 0: only the latter.",
+        "not a new version, like a page equal to the host's 404 page (see "
+        "[docs/signals.md](docs/signals.md#soft-404s)); 0: only the latter.",
         at_least=0,
     ),
     bool_spec(
@@ -167,6 +178,7 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         "[docs/changes.md](docs/changes.md)).",
         optional=True,
         default_doc="unset: no changes feed",
+        user=True,
     ),
     integer_spec(
         "ADAPTIVE_CHANGES_LOG_BACKUPS",
@@ -231,6 +243,7 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         60.0,
         "how often the frontier summary is logged and the `adaptive/frontier/*` stats refreshed.",
         positive=True,
+        user=True,
     ),
     SettingSpec(
         "ADAPTIVE_NOTIFY",
@@ -242,6 +255,7 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         "\"fields\": [...], \"batch\": seconds}`; events within `batch` (60 s) go in one message, at least once "
         "(see [docs/changes.md](docs/changes.md#notifications)).",
         default_doc="unset: no notifications",
+        user=True,
     ),
     integer_spec(
         "ADAPTIVE_TEXT_DIFF",
@@ -252,6 +266,7 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         "URL's last text is kept compressed in the state (see [docs/changes.md](docs/changes.md)).",
         at_least=0,
         at_most=1_048_576,
+        user=True,
     ),
     SettingSpec(
         "ADAPTIVE_WARC_DIR",
@@ -262,6 +277,7 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         "`revisit` records for unchanged visits (needs `pip install scrapy-adaptive[warc]`).",
         optional=True,
         default_doc="unset: no WARC output",
+        user=True,
     ),
     bool_spec(
         "ADAPTIVE_WARC_DEDUP_ACROSS_URLS",

@@ -10,7 +10,7 @@ another:
   ``Politeness``, ``TrustParams``) take their field defaults from;
 * the parsing and per-value checks of :meth:`AdaptiveConfig.from_settings`,
   and the wording of their :class:`ConfigError` messages;
-* the README's settings table (``python scripts/settings_table.py``,
+* the settings tables of the README and docs/settings.md (``python scripts/settings_table.py``,
   outside the package);
 * the warnings for misspelt names (:func:`unknown_settings`).
 
@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from .spec import ConfigError, check_value, clause, number_text, parse_value
 from .table import (
+    REMOVED_SETTINGS,
     SETTING_SPECS,
     SPECS_BY_NAME,
 )
@@ -75,8 +76,6 @@ class AdaptiveConfig:
     delivery: bool
     state_sync: bool
     state_cache_mb: int
-    gc_freeze: bool
-    gc_threshold: int
     migrate_spider_state: bool
     stop_grace: float
     store_credentials: bool
@@ -106,7 +105,6 @@ class AdaptiveConfig:
     wait_initial: float
     wait_max: float
     wait_min: float
-    wait_no_last_modified_factor: float
     wait_policies: Any
     wait_policy: str
     wait_unchanged_factor: float
@@ -257,10 +255,19 @@ def unknown_settings(settings: Iterable[str]) -> list[str]:
     setting.  *settings* is anything that iterates over setting names (a
     Scrapy ``BaseSettings``, a dict).  Names under ``SCRAPY_ADAPTIVE_`` are
     the package's internal markers (the add-on's) and are never reported.
+    A setting that was removed (:data:`~.table.REMOVED_SETTINGS`) is named
+    with what took its place.
     """
     warnings = []
     for name in sorted(n for n in settings if isinstance(n, str)):
         if not name.upper().startswith("ADAPTIVE_") or name in SPECS_BY_NAME:
+            continue
+        if name.upper() in REMOVED_SETTINGS:
+            replaced = REMOVED_SETTINGS[name.upper()]
+            warnings.append(
+                f"{name} is no longer a scrapy-adaptive setting and is ignored: {replaced}. "
+                "Remove it from your settings."
+            )
             continue
         match = closest_name(name.upper(), SPECS_BY_NAME, "ADAPTIVE_")
         hint = f"; did you mean {match}?" if match else "."

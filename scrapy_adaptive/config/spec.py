@@ -106,8 +106,13 @@ class SettingSpec:
     #: what a number counts, for the message when it is not a number
     unit: str = ""
     requirement: str | None = None
-    #: the README's default cell when the value alone would mislead
+    #: the tables' default cell when the value alone would mislead
     default_doc: str | None = None
+    #: a setting a user sets (the add-on's state, politeness, waits and
+    #: budget, digests, the validators' switches, feeds, WARC, Redis): listed
+    #: in the README's table, which a test holds to at most 25; the others are
+    #: expert knobs, listed with these in docs/settings.md only
+    user: bool = False
 
     @property
     def attribute(self) -> str:
@@ -357,7 +362,7 @@ MAX_FACTOR = 1_000.0
 #: 11,000 fetches a second, far beyond one Scrapy process.
 MAX_BUDGET = 1e9
 
-#: where the table's groups start; their order is the README's order
+#: where the table's groups start; their order is docs/settings.md's order
 GROUP_STATE = "Where the state lives"
 GROUP_POLITENESS = "Politeness, enforced once, by the frontier"
 GROUP_WAITS = "Revisit waits (the catch-all policy; ADAPTIVE_WAIT_POLICIES stacks more)"
@@ -376,20 +381,22 @@ def seconds_spec(
     return SettingSpec(name, group, Kind.SECONDS, default, doc, at_most=MAX_SECONDS, **bounds, **more)
 
 
-def factor_spec(name: str, group: str, default: float, doc: str, *, positive: bool = True) -> SettingSpec:
+def factor_spec(
+    name: str, group: str, default: float, doc: str, *, positive: bool = True, **more: Any
+) -> SettingSpec:
     """A multiplier: finite, > 0 (or >= 0), at most :data:`MAX_FACTOR`."""
     bounds: dict[str, Any] = {"above": 0.0} if positive else {"at_least": 0.0}
-    return SettingSpec(name, group, Kind.NUMBER, default, doc, at_most=MAX_FACTOR, **bounds)
+    return SettingSpec(name, group, Kind.NUMBER, default, doc, at_most=MAX_FACTOR, **bounds, **more)
 
 
 def integer_spec(
-    name: str, group: str, default: int, doc: str, *, at_least: int, at_most: int | None = None
+    name: str, group: str, default: int, doc: str, *, at_least: int, at_most: int | None = None, **more: Any
 ) -> SettingSpec:
-    return SettingSpec(name, group, Kind.INTEGER, default, doc, at_least=at_least, at_most=at_most)
+    return SettingSpec(name, group, Kind.INTEGER, default, doc, at_least=at_least, at_most=at_most, **more)
 
 
-def bool_spec(name: str, group: str, default: bool, doc: str) -> SettingSpec:
-    return SettingSpec(name, group, Kind.BOOL, default, doc)
+def bool_spec(name: str, group: str, default: bool, doc: str, **more: Any) -> SettingSpec:
+    return SettingSpec(name, group, Kind.BOOL, default, doc, **more)
 
 
 #: Thesis defaults (Sigurðsson 2005, ch. 6.2) for politeness, and the code

@@ -41,6 +41,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "nothing survives.",
         optional=True,
         default_doc="`<JOBDIR>/adaptive`",
+        user=True,
     ),
     bool_spec(
         "ADAPTIVE_DELIVERY",
@@ -48,7 +49,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         True,
         "at-least-once delivery: a changed page counts as a version once its items are through the pipelines "
         "and the feed file is flushed; a page whose items were lost by a kill is fetched again at the next "
-        "start (see Reliability).",
+        "start (see [docs/delivery.md](docs/delivery.md)).",
     ),
     bool_spec(
         "ADAPTIVE_STATE_SYNC",
@@ -66,24 +67,6 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "flat. Lower it where many crawls share a machine.",
         at_least=1,
         at_most=65536,
-    ),
-    bool_spec(
-        "ADAPTIVE_GC_FREEZE",
-        GROUP_STATE,
-        True,
-        "move everything alive when the frontier opens (Scrapy, the project, the frontier's own tables) out of "
-        "the garbage collector's sight (`gc.freeze()`): a crawl that runs for months then spends its collections "
-        "on what it allocates per page only.",
-    ),
-    integer_spec(
-        "ADAPTIVE_GC_THRESHOLD",
-        GROUP_STATE,
-        10_000,
-        "collect the garbage collector's youngest generation every this many allocations (Python's default is "
-        "700): the same garbage is found a few pages later in far fewer scans. Process-wide, like "
-        "`ADAPTIVE_GC_FREEZE`; a higher threshold the project set is kept; 0 keeps Python's.",
-        at_least=0,
-        at_most=10_000_000,
     ),
     bool_spec(
         "ADAPTIVE_MIGRATE_SPIDER_STATE",
@@ -127,6 +110,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "namespace share one frontier.",
         optional=True,
         default_doc="`adaptive:<spider name>`",
+        user=True,
     ),
     SettingSpec(
         "ADAPTIVE_STORE_PASSWORD",
@@ -173,6 +157,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "state folder.",
         optional=True,
         default_doc="LevelDB in the state folder",
+        user=True,
     ),
     factor_spec(
         "ADAPTIVE_DELAY_FACTOR",
@@ -202,6 +187,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "not this.",
         at_least=1,
         at_most=1000,
+        user=True,
     ),
     seconds_spec(
         "ADAPTIVE_LEASE",
@@ -217,6 +203,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         5.0,
         "the longest politeness wait after a fetch (a robots.txt `Crawl-delay` may be longer); never below "
         "`ADAPTIVE_MIN_DELAY`, raised to it when not set.",
+        user=True,
     ),
     integer_spec(
         "ADAPTIVE_MAX_RETRIES",
@@ -231,6 +218,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         2.0,
         "the shortest politeness wait after a fetch. Set from `DOWNLOAD_DELAY` when the project sets that and "
         "not this.",
+        user=True,
     ),
     SettingSpec(
         "ADAPTIVE_POLITENESS_KEY",
@@ -262,6 +250,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         optional=True,
         unit="revisits per day",
         requirement="a number of revisits per day > 0",
+        user=True,
     ),
     seconds_spec(
         "ADAPTIVE_BUDGET_WINDOW",
@@ -337,23 +326,20 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         2_419_200.0,
         "catch-all upper bound of a wait (28 days); never below `ADAPTIVE_WAIT_MIN`.",
         positive=True,
+        user=True,
     ),
-    seconds_spec("ADAPTIVE_WAIT_MIN", GROUP_WAITS, 3_600.0, "catch-all lower bound of a wait (1 hour)."),
-    factor_spec(
-        "ADAPTIVE_WAIT_NO_LAST_MODIFIED_FACTOR",
-        GROUP_WAITS,
-        0.5,
-        "initial wait factor for a page sent without Last-Modified (0.5: twice as likely to change).",
-    ),
+    seconds_spec("ADAPTIVE_WAIT_MIN", GROUP_WAITS, 3_600.0, "catch-all lower bound of a wait (1 hour).", user=True),
     SettingSpec(
         "ADAPTIVE_WAIT_POLICIES",
         GROUP_WAITS,
         Kind.OBJECT,
         None,
-        "the stack of policies matched by content type, host, URL (see Wait evaluation); a list of dicts, or "
-        "JSON on the command line. An entry with `from` / `until` / `every` is a curated schedule (see Curated "
-        "schedules).",
+        "the stack of policies matched by content type, host, URL (see "
+        "[docs/wait-policies.md](docs/wait-policies.md)); a list of dicts, or JSON on the command line. An entry "
+        "with `from` / `until` / `every` is a curated schedule (see "
+        "[docs/wait-policies.md](docs/wait-policies.md#curated-schedules)).",
         default_doc="`text/*`, `image/*`, then the catch-all",
+        user=True,
     ),
     SettingSpec(
         "ADAPTIVE_WAIT_POLICY",
@@ -361,6 +347,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         Kind.CLASS_PATH,
         "scrapy_adaptive.policies.UnionWaitPolicy",
         "the policy class for the catch-all and the stack entries (`...HeritrixWaitPolicy` for the thesis's rule).",
+        user=True,
     ),
     factor_spec("ADAPTIVE_WAIT_UNCHANGED_FACTOR", GROUP_WAITS, 1.5, "an unchanged page's wait is multiplied by this."),
     bool_spec(
@@ -371,6 +358,22 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
     ),
     *CAPTURE_SPECS,
 )
+
+#: Settings that are no longer settings, and what took their place: a
+#: project still setting one is told so, once, at start-up
+#: (:func:`~scrapy_adaptive.config.settings.unknown_settings`), rather than
+#: having it ignored without a word.  Each became a constant with a comment
+#: saying why no crawl should turn it.
+REMOVED_SETTINGS: dict[str, str] = {
+    "ADAPTIVE_GC_FREEZE": "what lives when the frontier opens is always frozen out of the garbage collector's "
+    "scans (the constant scrapy_adaptive.runtime.collector.FREEZE)",
+    "ADAPTIVE_GC_THRESHOLD": "the garbage collector's youngest generation is always collected every 10000 "
+    "allocations, or at the higher threshold the project set with gc.set_threshold (the constant "
+    "scrapy_adaptive.runtime.collector.THRESHOLD)",
+    "ADAPTIVE_WAIT_NO_LAST_MODIFIED_FACTOR": "the catch-all's first wait for a page without Last-Modified is "
+    "halved (the constant scrapy_adaptive.policies.base.NO_LAST_MODIFIED_FACTOR); an ADAPTIVE_WAIT_POLICIES "
+    "entry may still set no_last_modified_factor",
+}
 
 #: the spec of each setting, by name
 SPECS_BY_NAME: dict[str, SettingSpec] = {spec.name: spec for spec in SETTING_SPECS}

@@ -215,7 +215,7 @@ class AdaptiveScheduler(BaseScheduler):
         except (StateDirError, StoreError) as exc:
             self.refusal.refuse(str(exc))
             return None
-        collector.tune(freeze=self.config.gc_freeze, threshold=self.config.gc_threshold)
+        collector.tune()
         crawl = self.policy.params.crawl
         ShareBudget(runtime, crawl, self.config.budget).run()
         if seeded := take_seeds(runtime.state.path, self._seed):

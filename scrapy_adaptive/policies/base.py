@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from ..config.spec import ConfigError, Kind, parse_value, requirement
+from ..config.spec import GROUP_WAITS, ConfigError, Kind, SettingSpec, factor_spec, parse_value, requirement
 from ..config.table import DEFAULTS, SPECS_BY_NAME
 from ..frontier.hints import Hint
 from ..model import Plan, Visit
@@ -27,6 +27,20 @@ PARAM_KEYS = {
     "depth_factor": "depth_factor",
 }
 
+#: The first wait's factor for a page sent without Last-Modified (Heritrix's
+#: WaitEvaluator: such a page is taken as twice as likely to change).  A
+#: constant, not a setting (``ADAPTIVE_WAIT_NO_LAST_MODIFIED_FACTOR`` until
+#: issue 49): only the Heritrix rule reads it, for one wait per URL, and the
+#: default policy learns each URL's rate from its visits instead; an
+#: ``ADAPTIVE_WAIT_POLICIES`` entry (or a request's ``adaptive_wait_policy``)
+#: may still set ``no_last_modified_factor`` for its URLs.
+NO_LAST_MODIFIED_FACTOR = 0.5
+
+#: the bounds of the entry keys that are no setting of their own
+_ENTRY_SPECS: dict[str, SettingSpec] = {
+    "no_last_modified_factor": factor_spec("no_last_modified_factor", GROUP_WAITS, NO_LAST_MODIFIED_FACTOR, ""),
+}
+
 
 @dataclass(frozen=True)
 class WaitParams:
@@ -39,7 +53,7 @@ class WaitParams:
     changed_factor: float = DEFAULTS["ADAPTIVE_WAIT_CHANGED_FACTOR"]
     unchanged_factor: float = DEFAULTS["ADAPTIVE_WAIT_UNCHANGED_FACTOR"]
     use_overdue: bool = DEFAULTS["ADAPTIVE_WAIT_USE_OVERDUE"]
-    no_last_modified_factor: float = DEFAULTS["ADAPTIVE_WAIT_NO_LAST_MODIFIED_FACTOR"]
+    no_last_modified_factor: float = NO_LAST_MODIFIED_FACTOR
     depth_factor: float = DEFAULTS["ADAPTIVE_WAIT_DEPTH_FACTOR"]
     #: revisits per day for budgeted policies (``ADAPTIVE_BUDGET``)
     budget: float | None = DEFAULTS["ADAPTIVE_BUDGET"]
@@ -64,7 +78,7 @@ class WaitParams:
             if key not in PARAM_KEYS:
                 continue
             # held to the bounds of the setting it stands for (ADAPTIVE_WAIT_<KEY>)
-            spec = SPECS_BY_NAME[f"ADAPTIVE_WAIT_{key.upper()}"]
+            spec = _ENTRY_SPECS.get(key) or SPECS_BY_NAME[f"ADAPTIVE_WAIT_{key.upper()}"]
             try:  # read as the setting is (a number, "90", "15m"); a flag must be a bool
                 typed = value if value is None or spec.kind is Kind.BOOL else parse_value(spec, value)
             except ConfigError:

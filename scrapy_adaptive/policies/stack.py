@@ -175,7 +175,6 @@ class PolicyStack(WaitPolicy):
             changed_factor=config.wait_changed_factor,
             unchanged_factor=config.wait_unchanged_factor,
             use_overdue=config.wait_use_overdue,
-            no_last_modified_factor=config.wait_no_last_modified_factor,
             depth_factor=config.wait_depth_factor,
             budget=config.budget,
             budget_window=config.budget_window,

@@ -7,14 +7,17 @@ latter; the cyclic collector exists for the rest, and by default it runs a
 young collection every 700 container allocations, a few per page, each
 scanning what survived so far, and full collections that scan everything.
 Measured on a crawl (docs/benchmarks.md, "End to end"), the collector then
-takes a tenth of the process's CPU.  Two settings take most of that away:
+takes a tenth of the process's CPU.  Two constants take most of that away:
 
-* ``ADAPTIVE_GC_FREEZE``: everything alive when the frontier opens is moved
-  out of the collector's sight (``gc.freeze()``), so full collections scan
-  what the crawl allocated since;
-* ``ADAPTIVE_GC_THRESHOLD``: the youngest generation is collected every
-  that many container allocations (a dozen pages or so), not every 700:
-  the same garbage is found, a few pages later, in far fewer scans.
+* :data:`FREEZE`: everything alive when the frontier opens is moved out of
+  the collector's sight (``gc.freeze()``), so full collections scan what the
+  crawl allocated since;
+* :data:`THRESHOLD`: the youngest generation is collected every that many
+  container allocations (a dozen pages or so), not every 700: the same
+  garbage is found, a few pages later, in far fewer scans.
+
+They were the settings ``ADAPTIVE_GC_FREEZE`` and ``ADAPTIVE_GC_THRESHOLD``
+until issue 49; a project still setting them is told so at start-up.
 
 Both act on the whole process (the project's code too), once: a second crawl
 in the same process keeps the first's freeze, and a threshold the project
@@ -30,8 +33,19 @@ from ..config.spec import counted
 
 logger = logging.getLogger(__name__)
 
+#: Freeze what lives when the frontier opens.  A constant, not a setting: the
+#: freeze only hides long-lived objects from the collector's scans (what it
+#: saves: docs/benchmarks.md, "End to end"), and what lives then (Scrapy, the
+#: project, the frontier's tables) lives for the crawl, so the scans it skips
+#: had nothing to find: no crawl is better off without it.
+FREEZE = True
+#: The youngest generation's threshold (Python's is 700).  A constant, not a
+#: setting: the same garbage is found a dozen pages later, and a project that
+#: wants fewer collections still can, since a higher threshold it set is kept.
+THRESHOLD = 10_000
 
-def tune(*, freeze: bool, threshold: int) -> None:
+
+def tune(*, freeze: bool = FREEZE, threshold: int = THRESHOLD) -> None:
     """Freeze what lives now (*freeze*) and raise the youngest generation's
     threshold to *threshold* (0: Python's own is kept)."""
     if freeze and not gc.get_freeze_count():

@@ -60,9 +60,10 @@ def fast(adaptive_settings: dict[str, object]) -> dict[str, object]:
         "ADAPTIVE_WAIT_MIN": 0.3,
         "ADAPTIVE_WAIT_MAX": 2.0,
         "ADAPTIVE_WAIT_DEFAULT": 1.0,
-        "ADAPTIVE_WAIT_NO_LAST_MODIFIED_FACTOR": 1.0,
         "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.HeritrixWaitPolicy",
-        "ADAPTIVE_WAIT_POLICIES": [],  # the catch-all alone: initial 0.6 s for every type
+        # the catch-all's numbers for every URL, with initial 0.6 s for every
+        # type, Last-Modified or not (the catch-all itself halves it without)
+        "ADAPTIVE_WAIT_POLICIES": [{"url": ".", "no_last_modified_factor": 1.0}],
     }
 
 

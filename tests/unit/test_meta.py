@@ -1,4 +1,5 @@
-"""One table of meta keys (scrapy_adaptive/meta.py), kept in step with README."""
+"""One table of meta keys (scrapy_adaptive/meta.py), kept in step with
+docs/settings.md's "Request.meta keys" (the README links there)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ META_KEY = re.compile(r"^_?adaptive_[a-z_]+$")
 
 
 def readme_keys() -> set[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
     section = text.split("## Request.meta keys", 1)[1].split("\n## ", 1)[0]
     return set(re.findall(r"^\| `(adaptive_\w+)` \|", section, flags=re.MULTILINE))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from scrapy_adaptive.change.prediction import SCHEMES
 from scrapy_adaptive.change.trust import TrustParams
 from scrapy_adaptive.config.settings import AdaptiveConfig, unknown_settings
 from scrapy_adaptive.config.spec import VALIDATOR_SCHEMES, ConfigError, Kind, SettingSpec, check_value
-from scrapy_adaptive.config.table import DEFAULTS, SETTING_SPECS
+from scrapy_adaptive.config.table import DEFAULTS, REMOVED_SETTINGS, SETTING_SPECS, SPECS_BY_NAME
 from scrapy_adaptive.frontier import Politeness
 from scrapy_adaptive.integration.downloadermiddlewares.errors import FetchErrorMiddleware
 from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware
@@ -368,6 +369,33 @@ def test_a_misspelt_name_is_reported_with_the_closest_setting(name: str, closest
     ]
 
 
+@pytest.mark.parametrize("name", sorted(REMOVED_SETTINGS))
+def test_a_removed_setting_is_named_once_with_what_took_its_place(name: str) -> None:
+    """A project still setting one is told at start-up (the same warnings as a
+    misspelt name's), not left believing it does something."""
+    assert name not in SPECS_BY_NAME
+    (message,) = unknown_settings(Settings({name: 1, "ADAPTIVE_LEASE": 60}))
+    assert message.startswith(f"{name} is no longer a scrapy-adaptive setting and is ignored: ")
+    assert message.endswith(". Remove it from your settings.")
+    # the constant it names is there, and holds what the message says
+    (path,) = re.findall(r"the constant (scrapy_adaptive[\w.]+)", message)
+    module, constant = path.rsplit(".", 1)
+    value = getattr(importlib.import_module(module), constant)
+    assert value is True or str(value) in message or name == "ADAPTIVE_WAIT_NO_LAST_MODIFIED_FACTOR"
+
+
+def test_the_removed_settings_constants_keep_their_old_defaults() -> None:
+    from scrapy_adaptive.policies.base import NO_LAST_MODIFIED_FACTOR
+    from scrapy_adaptive.runtime import collector
+
+    assert (collector.FREEZE, collector.THRESHOLD, NO_LAST_MODIFIED_FACTOR) == (True, 10_000, 0.5)
+    assert WaitParams().no_last_modified_factor == 0.5
+    # an entry may still set it, held to a factor's bounds
+    assert WaitParams().updated({"no_last_modified_factor": "1"}, "entry").no_last_modified_factor == 1.0
+    with pytest.raises(ConfigError, match="'no_last_modified_factor'"):
+        WaitParams().updated({"no_last_modified_factor": 0}, "entry")
+
+
 def test_known_scrapy_and_internal_names_are_not_reported() -> None:
     assert unknown_settings(Settings(dict(DEFAULTS))) == []
     assert unknown_settings({"ADAPTIVE_XYZZY_PLUGH": 1}) == [
@@ -393,14 +421,36 @@ def _table_script() -> Any:
     return module
 
 
-def test_the_readme_settings_table_is_the_generated_one() -> None:
+def test_the_settings_tables_are_the_generated_ones() -> None:
     script = _table_script()
-    settings_table_markdown, replace_settings_table = script.settings_table_markdown, script.replace_settings_table
+    for page, make in script.PAGES.items():
+        text = (ROOT / page).read_text(encoding="utf-8")
+        assert make() in text, f"{page}: run python scripts/settings_table.py"
+        assert script.replace_block(text, make()) == text
+
+
+def test_the_readme_lists_the_settings_a_user_sets_and_the_docs_every_setting() -> None:
+    """Issue 49: at most 25 settings in the README, a user holds them in
+    their head; docs/settings.md has every one, and every removed one."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert settings_table_markdown() in readme, "run: python scripts/settings_table.py"
-    assert replace_settings_table(readme) == readme
+    docs = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^\| `(ADAPTIVE_\w+)` \|", readme, flags=re.MULTILINE))
+    assert listed == {spec.name for spec in SETTING_SPECS if spec.user}
+    assert 0 < len(listed) <= _table_script().README_LIMIT == 25
     for spec in SETTING_SPECS:
-        assert f"| `{spec.name}` |" in readme
+        row = rf"^\| (\*\*)?`{spec.name}`(\*\*)? \| {re.escape(spec.kind.value)} \|"
+        assert re.search(row, docs, flags=re.MULTILINE), spec.name
+    for name in REMOVED_SETTINGS:
+        assert f"| `{name}` |" in docs and name not in readme
+    # the README points to the rest
+    assert "docs/settings.md" in readme.split("## Settings", 1)[1]
+
+
+def test_the_table_script_refuses_more_user_settings_than_the_readme_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    script = _table_script()
+    monkeypatch.setattr(script, "README_LIMIT", 3)
+    with pytest.raises(ValueError, match="the README lists at most 3"):
+        script.readme_table()
 
 
 def test_the_table_script_checks_the_readme() -> None:

@@ -323,17 +323,15 @@ def test_a_caught_lie_replans_the_unchecked_siblings_through_the_verdict_path(tm
 
 
 @in_loop
-def test_opening_sets_the_collector_for_the_crawl_unless_told_not_to(tmp_path: Path) -> None:
+def test_opening_sets_the_collector_for_the_crawl(tmp_path: Path) -> None:
+    """Its constants (scrapy_adaptive.runtime.collector: FREEZE, THRESHOLD;
+    settings no more): what they do is tests/unit/runtime/test_collector.py's."""
     import gc
 
     thresholds = gc.get_threshold()
     gc.unfreeze()
     gc.set_threshold(700, 10, 10)
     try:
-        off = build(tmp_path / "off", ADAPTIVE_GC_FREEZE=False, ADAPTIVE_GC_THRESHOLD=0)
-        off.open(Pages())
-        assert gc.get_freeze_count() == 0 and gc.get_threshold() == (700, 10, 10)
-        off.close("finished")
         on = build(tmp_path / "on")
         on.open(Pages())
         assert gc.get_freeze_count() > 0  # the default: collections skip the crawl's long-lived objects
