@@ -446,6 +446,11 @@ def test_the_readme_lists_the_settings_a_user_sets_and_the_docs_every_setting() 
     assert "docs/settings.md" in readme.split("## Settings", 1)[1]
 
 
+def test_the_readme_is_at_most_400_lines() -> None:
+    """Issue 49: what a user needs to start, use and operate; the rest is linked."""
+    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 400
+
+
 def test_the_table_script_refuses_more_user_settings_than_the_readme_holds(monkeypatch: pytest.MonkeyPatch) -> None:
     script = _table_script()
     monkeypatch.setattr(script, "README_LIMIT", 3)

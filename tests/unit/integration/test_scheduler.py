@@ -228,6 +228,18 @@ def test_start_up_warns_of_a_misspelt_setting_with_the_closest_name() -> None:
     assert any(m.startswith("HTTPCACHE_ENABLED") for m in messages)
 
 
+def test_start_up_warns_once_of_a_removed_setting_with_what_took_its_place() -> None:
+    """Issue 49: a project still setting ADAPTIVE_GC_FREEZE hears, once, that it
+    is a constant now, and the crawl starts."""
+    settings = Settings({"ADAPTIVE_GC_FREEZE": False})
+    messages = settings_warnings(settings, AdaptiveConfig.from_settings(settings))
+    assert [m for m in messages if "ADAPTIVE_GC_FREEZE" in m] == [
+        "ADAPTIVE_GC_FREEZE is no longer a scrapy-adaptive setting and is ignored: what lives when the frontier "
+        "opens is always frozen out of the garbage collector's scans (the constant "
+        "scrapy_adaptive.runtime.collector.FREEZE). Remove it from your settings."
+    ]
+
+
 @in_loop
 def test_a_crawl_delay_removed_from_a_refreshed_robots_txt_is_cleared(tmp_path: Path) -> None:
     from scrapy.http import TextResponse
