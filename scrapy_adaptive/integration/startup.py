@@ -62,10 +62,10 @@ logger = logging.getLogger(__name__)
 #: project, each is named at start (the frontier's queues and duplicate
 #: check are its own, so a value there changes nothing)
 REPLACED_BY_FRONTIER = {
-    "DEPTH_PRIORITY": "each host's queue is ordered by the time of next visit, not by depth "
-    "(ADAPTIVE_WAIT_DEPTH_FACTOR spaces first visits by depth instead)",
-    "SCHEDULER_DISK_QUEUE": "the frontier keeps every URL in its own store (LevelDB or Redis)",
-    "SCHEDULER_MEMORY_QUEUE": "the frontier keeps every URL in its own store (LevelDB or Redis)",
+    "SCHEDULER_DISK_QUEUE": "the frontier keeps every URL in its own store (LevelDB or Redis), and equal "
+    "priorities go first in, first out",
+    "SCHEDULER_MEMORY_QUEUE": "the frontier keeps every URL in its own store (LevelDB or Redis), and equal "
+    "priorities go first in, first out",
     "SCHEDULER_PRIORITY_QUEUE": "the frontier keeps one queue per host (ADAPTIVE_POLITENESS_KEY), "
     "ordered by the time of next visit",
     "DUPEFILTER_CLASS": "the frontier knows every URL by its request fingerprint (ADAPTIVE_CANONICAL) "

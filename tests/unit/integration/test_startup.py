@@ -70,14 +70,14 @@ def test_an_empty_or_damaged_queue_says_nothing(tmp_path: Path, caplog: pytest.L
 
 def test_scrapy_queue_settings_the_frontier_replaces_are_named_once_each_when_set() -> None:
     """Set by the project (above the default priority), each is said once,
-    naming the setting; left at Scrapy's default, none is."""
+    naming the setting; left at Scrapy's default, none is.  DEPTH_PRIORITY is
+    not among them: it sets Request.priority, which orders due URLs."""
     from scrapy.settings import Settings
 
     from scrapy_adaptive.config.settings import AdaptiveConfig
     from scrapy_adaptive.integration.startup import settings_warnings
 
     replaced = [
-        "DEPTH_PRIORITY",
         "SCHEDULER_DISK_QUEUE",
         "SCHEDULER_MEMORY_QUEUE",
         "SCHEDULER_PRIORITY_QUEUE",
@@ -85,6 +85,9 @@ def test_scrapy_queue_settings_the_frontier_replaces_are_named_once_each_when_se
     ]
     quiet = Settings()
     assert not [m for m in settings_warnings(quiet, AdaptiveConfig.from_settings(quiet)) if m.split(":")[0] in replaced]
+    depth = Settings()
+    depth.set("DEPTH_PRIORITY", 1, priority="project")
+    assert not [m for m in settings_warnings(depth, AdaptiveConfig.from_settings(depth)) if "DEPTH_PRIORITY" in m]
     project = Settings()
     project.setdict(
         {
