@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 #: due revisits moved to their priority's band per issue of their queue (the
 #: rest on the next issues: a backlog moves over, the issue stays short)
-PROMOTE = 16
+PROMOTE = 256
 
 
 def directive_of(priority: int) -> int:

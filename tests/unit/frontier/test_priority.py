@@ -5,9 +5,15 @@ URL due, and a queue where nobody used one pays nothing."""
 
 from __future__ import annotations
 
-from scrapy_adaptive.frontier import AddResult, Frontier, Store
-from scrapy_adaptive.frontier.priority import PROMOTE, directive_of
-from scrapy_adaptive.store.keys import EMBED_DIRECTIVE, PRIORITY_SPAN, PROBE_DIRECTIVE, SCHEDULED
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_adaptive.frontier import AddResult, Frontier, MemoryStore, Store
+from scrapy_adaptive.frontier import priority as priority_module
+from scrapy_adaptive.frontier.priority import directive_of
+from scrapy_adaptive.store.keys import EMBED_DIRECTIVE, PRIORITY_SPAN, PROBE_DIRECTIVE, SCHEDULED, time_to_ms
+from tests.hypo import examples
 from tests.unit.frontier.test_frontier import Clock, fp, make, visited
 
 
@@ -124,12 +130,13 @@ def test_probes_and_embeds_go_before_every_priority() -> None:
     assert directive_of(PRIORITY_SPAN + 1) == directive_of(PRIORITY_SPAN)
 
 
-def test_a_backlog_of_due_revisits_moves_over_a_few_per_issue(store: Store) -> None:
-    """More due revisits than one issue moves: the rest move on the next
-    issues, none is lost and the order holds."""
+def test_a_backlog_of_due_revisits_moves_over_a_few_per_issue(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """More due revisits than one issue moves (PROMOTE, made 8 here): the
+    rest move on the next issues, none is lost and the order holds."""
+    monkeypatch.setattr(priority_module, "PROMOTE", 8)
     clock = Clock()
     f = fast(store, clock)
-    urls = [f"http://a/{n:03d}" for n in range(PROMOTE * 3)]
+    urls = [f"http://a/{n:03d}" for n in range(8 * 3)]
     for url in urls:
         add(f, url, 1)
     assert issue_all(f, clock, wait=50, step=0.01) == urls  # due again in the same order
@@ -159,3 +166,49 @@ def test_the_priority_count_survives_a_restart(store: Store) -> None:
     again = fast(store, clock)
     again.load()
     assert again.book.get("a").prioritized == 1
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("add"), st.sampled_from(["a", "b"]), st.integers(0, 9), st.integers(-3, 3)),
+            st.tuples(st.just("tick"), st.sampled_from([0.0, 0.001, 1.0, 30.0])),
+            st.tuples(st.just("issue"), st.sampled_from([5.0, 60.0, 600.0])),
+        ),
+        max_size=80,
+    )
+)
+def test_what_is_issued_has_the_highest_priority_of_its_queue_s_due_urls(steps: list[tuple]) -> None:
+    """Whatever the order of adds, clock moves and visits: an issued URL's
+    priority is the highest among its queue's due URLs not out, and of
+    those, it was due no later than any URL of the same priority (first in,
+    first out; no wait is late enough here for the urgency weighing).  A
+    fresh store per example (the two stores answer alike: tests/contract)."""
+    clock = Clock()
+    f = fast(MemoryStore(), clock)
+    urls: dict[bytes, tuple[str, int]] = {}  # fp -> (queue, priority of the request stored first)
+    for step in steps:
+        if step[0] == "add":
+            _, host, n, priority = step
+            url = f"http://{host}/{n}"
+            if add(f, url, priority) is AddResult.NEW:
+                urls[fp(url)] = (host, priority)
+        elif step[0] == "tick":
+            clock.t += step[1]
+        else:
+            now_ms = time_to_ms(clock.t)
+            due = {
+                key: (queue, priority, record.next_ms)
+                for key, (queue, priority) in urls.items()
+                if (record := f.get_record(queue, key)) is not None and record.next_ms <= now_ms
+            }
+            issued = f.next()
+            if issued is None:
+                assert not due, "a due URL was not issued"
+                continue
+            queue, priority, due_ms = due[issued.fp]
+            rivals = [v for k, v in due.items() if v[0] == queue and k != issued.fp]
+            assert all(p <= priority for _, p, _ in rivals), "a higher priority was due"
+            assert all(ms >= due_ms for _, p, ms in rivals if p == priority), "an equal priority was due first"
+            f.update(issued.fp, visited(wait=step[1]))
