@@ -185,7 +185,7 @@ class Frontier:
             return AddResult.DUPLICATE
         if page_changed is not None and refetch_embed(record, page_changed):
             force = True
-        if force and (priority or self.book.get(queue).prioritized):
+        if force and (priority or ((q := self.book.find(queue)) is not None and q.prioritized)):
             directive = max(directive, directive_of(priority))
         return pull_forward(self.book, self.leases, self.clock(), fp, record, directive, force)
 
