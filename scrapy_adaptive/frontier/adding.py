@@ -21,7 +21,7 @@ from .priority import directive_of
 
 if TYPE_CHECKING:
     from .leases import Leases
-from .queues import QueueBook
+    from .queues import QueueBook
 
 
 class AddResult(StrEnum):
@@ -70,14 +70,7 @@ def add_new(
         directive = max(directive, directive_of(priority))
     record = UrlRecord(url=url, queue=queue, request=request, next_ms=now_ms, directive=directive, discovered=now)
     undo = book.keep(q)
-    if priority:
-        q.prioritized += 1
-        undo_counts = undo
-
-        def undo() -> None:
-            undo_counts()
-            q.prioritized -= 1
-
+    q.prioritized += bool(priority)
     q.urls += 1
     book.totals.urls += 1
     book.totals.schedulable += 1

@@ -83,11 +83,10 @@ def promote_due(book: QueueBook, store: Store, q: HostQueue, now_ms: int) -> boo
         moves.append((entry, record))
     if not moves:
         return False
-    batch = Batch()
-    undo = book.keep(q)
+    batch = Batch()  # records and entries only: nothing in memory to put back if it fails
     for (_, next_ms, fp), record in moves:
         record.directive = directive_of(stored_priority(record.request))
         batch.move_entry((q.name, SCHEDULED, next_ms, fp), (q.name, record.directive, next_ms, fp))
         batch.records[q.name, fp] = record.to_bytes()
-    book.write(batch, q, undo)
+    book.write(batch, q)
     return True

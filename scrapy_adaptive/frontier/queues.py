@@ -222,13 +222,13 @@ class QueueBook:
     def keep(self, q: HostQueue) -> Callable[[], None]:
         """A function that puts *q*'s counts, its slots and the totals back as
         they are now: memory changed ahead of a write that may fail."""
-        counts = (q.visits, q.versions, q.never, q.urls, q.gone)
+        counts = (q.visits, q.versions, q.never, q.urls, q.gone, q.prioritized)
         slots, out = list(q.slots), dict(q.out)
         totals = self.totals
         kept = (totals.urls, totals.schedulable, totals.visits, totals.versions, totals.quarantined, totals.forgotten)
 
         def undo() -> None:
-            q.visits, q.versions, q.never, q.urls, q.gone = counts
+            q.visits, q.versions, q.never, q.urls, q.gone, q.prioritized = counts
             q.slots, q.out = slots, out
             (
                 totals.urls,

@@ -45,7 +45,6 @@ from ..config.settings import AdaptiveConfig
 from ..config.spec import ConfigError
 from ..frontier import AddResult, ChangeState, Frontier, Outcome, UrlRecord, Visit
 from ..frontier.capacity import HostCapacity
-from ..store.keys import EMBED_DIRECTIVE
 from ..ops.assembly import Operations
 from ..ops.console import control
 from ..ops.console.seeds import take_seeds
@@ -62,6 +61,7 @@ from ..runtime.tasks import ShareBudget, Tick, build_tick
 from ..runtime.verdicts import Verdicts
 from ..runtime.wiring import FRONTIER_OPENED
 from ..store.base import StoreCorrupt, StoreError
+from ..store.keys import EMBED_DIRECTIVE
 from ..store.statedir import StateDirError
 from .components import REFUSAL_SETTING
 from .download_signals import DownloadSignals
@@ -412,6 +412,7 @@ class AdaptiveScheduler(BaseScheduler):
                 queue,
                 lambda waiting=waiting: request_to_data(waiting, spider, credentials=self.config.store_credentials),  # type: ignore[misc]
                 force=True,
+                priority=waiting.priority,
             )
 
     def _resent(self, fp: bytes, request: Request) -> bool:

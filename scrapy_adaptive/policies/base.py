@@ -29,8 +29,7 @@ PARAM_KEYS = {
 
 #: The first wait's factor for a page sent without Last-Modified (Heritrix's
 #: WaitEvaluator: such a page is taken as twice as likely to change).  A
-#: constant, not a setting (``ADAPTIVE_WAIT_NO_LAST_MODIFIED_FACTOR`` until
-#: issue 49): only the Heritrix rule reads it, for one wait per URL, and the
+#: constant, not a setting: only the Heritrix rule reads it, for one wait per URL, and the
 #: default policy learns each URL's rate from its visits instead; an
 #: ``ADAPTIVE_WAIT_POLICIES`` entry (or a request's ``adaptive_wait_policy``)
 #: may still set ``no_last_modified_factor`` for its URLs.

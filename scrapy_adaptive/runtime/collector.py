@@ -16,8 +16,8 @@ takes a tenth of the process's CPU.  Two constants take most of that away:
   container allocations (a dozen pages or so), not every 700: the same
   garbage is found, a few pages later, in far fewer scans.
 
-They were the settings ``ADAPTIVE_GC_FREEZE`` and ``ADAPTIVE_GC_THRESHOLD``
-until issue 49; a project still setting them is told so at start-up.
+A project still setting ``ADAPTIVE_GC_FREEZE`` or ``ADAPTIVE_GC_THRESHOLD``
+is told at start-up that they are constants.
 
 Both act on the whole process (the project's code too), once: a second crawl
 in the same process keeps the first's freeze, and a threshold the project
