@@ -41,16 +41,16 @@ import math
 import os
 import random
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing import Pool
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 from scrapy_adaptive.model import ChangeState, Outcome, Visit
 from scrapy_adaptive.policies.base import WaitPolicy
 
 from .replay import DEFAULT_POLICY, MAX_WAIT, best_of, fmt_delay, world_from_docs
-from .sim.lineup import BUDGETED, COMPANIONS, FITTED_PEERS, HELD_PEERS, POLICIES, LabContext, with_scale
+from .sim.lineup import BUDGETED, FITTED_PEERS, HELD_PEERS, POLICIES, LabContext, with_scale
 from .sim.metrics import capture_delay, median_delay
 from .sim.world import HOUR, World
 
@@ -100,25 +100,6 @@ class Run(NamedTuple):
     captured: int
     #: the median hours from a captured version's appearance to its capture (NaN: none captured)
     delay_h: float
-    #: revisits a companion moved earlier, and those of them that found a change
-    moved: int = 0
-    moved_hits: int = 0
-
-
-class Companion(Protocol):
-    """What may move a known document's next visit earlier, told of every revisit (a lab module registers it).
-
-    :func:`simulate` gives it, once, the live arrays *due* (each document's
-    next planned visit, the revisit's new plan already in) and *last* (its
-    last fetch, None before its first; the revisit's own document's still
-    the previous one); after each revisit it returns ``(document, time)`` pairs, and a pair
-    whose time is before the document's planned visit replaces that visit.
-    A moved visit is an ordinary visit: the policy sees it and plans the next.
-    """
-
-    def bind(self, due: list[float], last: list[float | None]) -> None: ...
-
-    def visited(self, page: int, now: float, changed: bool, moved: bool) -> Iterable[tuple[int, float]]: ...
 
 
 def simulate(
@@ -126,13 +107,8 @@ def simulate(
     policy: WaitPolicy,
     on_discover: Callable[[int], None] | None = None,
     per_page: list[list[int]] | None = None,
-    companion: Companion | None = None,
 ) -> Run:
-    """Revisits, captures and median capture delay of *policy* on *world*; visits in time order.
-
-    With a *companion*, visits it moves earlier are counted as revisits like
-    any other (``moved``, ``moved_hits``: how many, and how many found a change).
-    """
+    """Revisits, captures and median capture delay of *policy* on *world*; visits in time order."""
     end = world.start + world.duration
     n = len(world.pages)
     heap: list[tuple[float, int, int]] = []  # (time, seq, page); first visits at discovery
@@ -140,20 +116,13 @@ def simulate(
     for p in world.pages:
         heap.append((due[p.index], 0, p.index))
     heapq.heapify(heap)
-    live = [0] * n  # the seq of each document's one live entry: a moved visit leaves a stale one behind
-    last: list[float | None] = [None] * n
-    was_moved = [False] * n
-    if companion is not None:
-        companion.bind(due, last)
     records: list[dict[str, Any] | None] = [None] * n
     ptr = [0] * n
-    revisits = captured = known = moved = moved_hits = 0
+    revisits = captured = known = 0
     delays: list[float] = []
     seq = 1
     while heap:
-        now, s, i = heapq.heappop(heap)
-        if s != live[i]:
-            continue
+        now, _, i = heapq.heappop(heap)
         if now > end:
             break
         page = world.pages[i]
@@ -217,44 +186,13 @@ def simulate(
             rec["policy"] = visit.policy_state
         records[i] = rec
         due[i] = now + max(wait, 1.0)
-        live[i] = seq
         heapq.heappush(heap, (due[i], seq, i))
         seq += 1
-        if companion is not None and last[i] is not None:
-            pulled, was_moved[i] = was_moved[i], False
-            moved += pulled
-            moved_hits += pulled and change is ChangeState.CHANGED
-            for j, t in companion.visited(i, now, change is ChangeState.CHANGED, pulled):
-                if last[j] is not None and now <= t < due[j]:
-                    due[j], live[j], was_moved[j] = t, seq, True
-                    heapq.heappush(heap, (t, seq, j))
-                    seq += 1
-        last[i] = now
     median = median_delay(delays)
-    return Run(revisits, captured, math.nan if median is None else median / 3_600, moved, moved_hits)
-
-
-def resolve(name: str) -> tuple[str, Callable[[World], Any] | None]:
-    """A policy name of the line-up, or ``POLICY+COMPANION`` (``union+pulls``; the companions are
-    those a lab module registered in ``COMPANIONS``): (the policy, the companion's factory or None)."""
-    if name in POLICIES:
-        return name, None
-    base, _, extra = name.rpartition("+")
-    if base in POLICIES and extra in COMPANIONS:
-        return base, COMPANIONS[extra]
-    raise KeyError(name)
-
-
-def known_policy(name: str) -> bool:
-    try:
-        resolve(name)
-    except KeyError:
-        return False
-    return True
+    return Run(revisits, captured, math.nan if median is None else median / 3_600)
 
 
 def run_once(name: str, world: World, rho: float, knob: float) -> Run:
-    name, make_companion = resolve(name)
     budgeted = name in BUDGETED
     n = len(world.pages)
     budget = rho * n * (knob if budgeted else 1.0)
@@ -272,13 +210,13 @@ def run_once(name: str, world: World, rho: float, knob: float) -> Run:
         def on_discover(known: int) -> None:
             allocator.set_budget(per_doc * known)
 
-    return simulate(world, policy, on_discover, companion=make_companion(world) if make_companion else None)
+    return simulate(world, policy, on_discover)
 
 
 def equal_fetch(
     name: str, world: World, rho: float, target: float, rounds: int = 8, tol: float = 0.01, smooth: bool = True
 ) -> dict:
-    sign = 1.0 if resolve(name)[0] in BUDGETED else -1.0
+    sign = 1.0 if name in BUDGETED else -1.0
     runs: list[tuple[float, Run]] = []
     knob, slope = 1.0, sign
     for _ in range(rounds):
@@ -315,9 +253,6 @@ def equal_fetch(
         "fetch_ratio": (a.revisits + w * (b.revisits - a.revisits)) / target,
         "runs": [(round(k, 4), r.revisits) for k, r in runs],
     }
-    if a.moved or b.moved:  # a companion's share of the fetches, and how often its visits found a change
-        out["moved_share"] = (a.moved + w * (b.moved - a.moved)) / target
-        out["moved_hit_rate"] = (a.moved_hits + b.moved_hits) / (a.moved + b.moved)
     if smooth and exact:
         out.update(smoothed(name, world, rho, target, runs, changes))
     return out
@@ -372,28 +307,31 @@ def smoothed(name: str, world: World, rho: float, target: float, runs: list[tupl
 # -- many sources in one command, and the tables -----------------------------------------------------
 
 
-def source_docs(trace: str, half: str, max_versions: int = 0, seed: int = 1, whole_services: bool = False) -> list[Doc]:
+def source_docs(trace: str, half: str, max_versions: int = 0, seed: int = 1) -> list[Doc]:
     """The documents of one source: *trace*, its *half* ("A", "B"; anything else: all), at most
-    *max_versions* versions of them (a seeded sample of whole documents, as
-    :func:`bench.replay_corpus.subsample` draws it, or of whole services with
-    *whole_services*; 0: all)."""
+    *max_versions* versions of them (0: all): the documents in an order shuffled with *seed*,
+    taken until they hold *max_versions* (the one crossing it kept whole, so heavy documents
+    are as likely to be drawn as light ones), in the file's order."""
     docs = read_docs(trace)
     if half in ("A", "B"):
         docs = split(docs, half)
     if max_versions:
-        from .replay_corpus import subsample  # noqa: PLC0415  (the corpus replay's own sampler)
-
-        rows = [
-            {"doc": f"{i:08d}", "service": d.service, "versions": [d.first, *d.changes], "d": d}
-            for i, d in enumerate(docs)
-        ]
-        docs = [r["d"] for r in subsample(rows, 0, max_versions, seed, by="service" if whole_services else None)]
+        order = list(range(len(docs)))
+        random.Random(seed).shuffle(order)
+        chosen: list[int] = []
+        held = 0
+        for i in order:
+            if held >= max_versions:
+                break
+            chosen.append(i)
+            held += 1 + len(docs[i].changes)
+        docs = [docs[i] for i in sorted(chosen)]
     return docs
 
 
-def cell(args: tuple[str, str, str, float, int, bool]) -> tuple[str, str, str, float, dict]:
-    trace, half, name, factor, max_versions, whole_services = args
-    docs = source_docs(trace, half, max_versions, whole_services=whole_services)
+def cell(args: tuple[str, str, str, float, int]) -> tuple[str, str, str, float, dict]:
+    trace, half, name, factor, max_versions = args
+    docs = source_docs(trace, half, max_versions)
     world = as_world(docs)
     versions = sum(len(d.changes) + 1 for d in docs)
     target = factor * versions - len(docs)
@@ -490,11 +428,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--default", default=DEFAULT_POLICY, help=f"the default the tables compare ({DEFAULT_POLICY})")
     ap.add_argument("--max-versions", type=int, default=0, help="a seeded sample of a source's documents (0: all)")
-    ap.add_argument(
-        "--whole-services",
-        action="store_true",
-        help="--max-versions draws whole services (every sibling of a document drawn, as a companion needs)",
-    )
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--json", help="write every cell here")
     ap.add_argument("--markdown", action="store_true", help="print the tables (default ÷ best held, ÷ best fitted)")
@@ -535,19 +468,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     policies = args.policies.split(",")
-    unknown = [p for p in policies + [args.default] if not known_policy(p)]
+    unknown = [p for p in policies + [args.default] if p not in POLICIES]
     if unknown:
         ap.error(f"unknown policies: {', '.join(unknown)}")
     factors = [float(k) for k in args.budget_factor.split(",")]
     jobs = [
-        (t, h, p, k, args.max_versions, args.whole_services)
+        (t, h, p, k, args.max_versions)
         for t in args.trace
         for h in args.half.split(",")
         for k in factors
         for p in policies
     ]
     # the largest sources and the costliest policies first, so that the pool ends together
-    jobs.sort(key=lambda j: -os.path.getsize(j[0]) * j[3] * (3 if resolve(j[2])[0] in ("union", "burst") else 1))
+    jobs.sort(key=lambda j: -os.path.getsize(j[0]) * j[3] * (3 if j[2] in ("union", "burst") else 1))
     report: dict[str, Any] = {
         "command": "python -m bench.fastreplay " + " ".join(sys.argv[1:] if argv is None else argv),
         "default": args.default,
@@ -555,7 +488,6 @@ def main(argv: list[str] | None = None) -> int:
         "fitted": [p for p in FITTED_PEERS if p in policies],
         "policies": policies,
         "max_versions": args.max_versions,
-        "whole_services": args.whole_services,
         "sources": {
             source_label(t, h): {f"{k:g}": {} for k in factors} for t in args.trace for h in args.half.split(",")
         },

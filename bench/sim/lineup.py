@@ -298,17 +298,5 @@ HELD_PEERS = ("snapback", "paced-heritrix", "paced-nutch")
 FITTED_PEERS = ("stormcrawler", "heritrix", "nutch", "fix", "dyn", "window", "state1", "state2")
 
 
-#: what may ride on a policy in :func:`bench.fastreplay.simulate` (``POLICY+NAME``), by name: a
-#: factory from the world to a :class:`bench.fastreplay.Companion` (a lab module registers them on import)
-COMPANIONS: dict[str, Callable[[World], Any]] = {}
-
-
-def register(name: str, factory: Callable[[LabContext], WaitPolicy], *, budgeted: bool = False) -> None:
-    """Add a policy to the line-up (used by later policy modules)."""
-    POLICIES[name] = factory
-    if budgeted:
-        BUDGETED.add(name)
-
-
 def with_scale(ctx: LabContext, k: float) -> LabContext:
     return replace(ctx, time_scale=k)
