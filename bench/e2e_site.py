@@ -26,8 +26,8 @@ Why it is built this way:
 * ``/_stats`` counts requests per path, so the benchmark can check that each
   page was fetched exactly once.
 
-For the budget benchmark (:mod:`bench.budget_bench`) the same site can also
-change and be slow, each only when asked:
+For a crawl that revisits (the budget benchmark used it) the same site can
+also change and be slow, each only when asked:
 
 * ``--change-median S --change-sigma Σ``: every page changes as a Poisson
   process whose mean interval is log-normal across pages (median S wall

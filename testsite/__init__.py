@@ -24,6 +24,5 @@ The pieces, each written once:
   (``python -m testsite.demo``, started by ``scripts/demo.sh``).
 
 The sites built on them: ``testsite.demo``, ``tests/mockserver.py`` (the
-tests' deterministic server), ``bench/e2e_site.py`` and
-``bench/validators_site.py``.
+tests' deterministic server), and ``bench/e2e_site.py``.
 """

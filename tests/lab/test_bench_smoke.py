@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import fleet_bench, frontier_bench, memory_plateau, text_diff_cost, validators_bench
+from bench import fleet_bench, frontier_bench, text_diff_cost
 
 pytestmark = pytest.mark.e2e
 
@@ -64,14 +64,6 @@ def test_frontier_bench_scale_preset_mixed_workload_and_reference_run() -> None:
     assert rows["peak RSS of the loading process, MB"]["target"] == "< 1,000"
     assert rows["restart: open+load+first next, s"]["target"] == "< 10"
     assert rows["frontier's own RSS after restart, MB"]["adaptive"] is not None
-
-
-def test_validators_bench_runs_and_reports_every_figure() -> None:
-    result = validators_bench.main(["--pages", "10", "--rounds", "3", "--size", "2000"])
-    for run in ("baseline", "validators"):
-        site = result[run]["site"]
-        assert site["honest"]["requests"] > 0 and site["ignore"]["requests"] > 0
-    assert result["validators"]["site"]["honest"]["missed_changes"] == 0
 
 
 def test_changing_web_bench_runs_end_to_end_and_its_scores_are_consistent() -> None:
@@ -154,13 +146,6 @@ def test_e2e_bench_pairs_two_versions_of_the_code_and_refuses_a_folder_without_o
         main(["--against", str(tmp_path)])
     assert exit_.value.code == 2
     assert f"--against {tmp_path}: no scrapy_adaptive package" in capsys.readouterr().err
-
-
-def test_memory_plateau_bench_runs_and_prints_each_step(capsys: pytest.CaptureFixture[str]) -> None:
-    assert memory_plateau.main(["--visits", "3000", "--every", "1000", "--cache-mb", "4", "--max-seconds", "60"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("cache 4 MiB, 300 URLs")
-    assert [line.split()[0] for line in lines[1:]] == ["1000", "2000", "3000"]
 
 
 def test_text_diff_cost_bench_runs_and_reports_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
