@@ -2,17 +2,20 @@
 
 ``python -m bench.fastreplay --trace FILE [--half A|B] --budget-factor K --policies a,b``
 
-Same accounting as :mod:`bench.replay` (F = K × versions fetches, first
-visits included; a document is discovered at its first version; recall =
-share of later versions captured; the run ends at the last version), but
-without the frontier: documents are visited in time order from a heap, with
-no politeness, and each policy's one knob (the time scale of a rule, the
+The world is :mod:`bench.replay`'s: a document is discovered at its first
+version; recall = share of later versions captured; the run ends at the last
+version.  **Budget**: F = K × versions fetches, first visits included; the
+revisits F − D (D documents) are spread evenly over document-time, so the
+budget grows as documents are discovered.  Without the frontier, documents
+are visited in time order from a heap, with no politeness, and each policy's
+one knob (the time scale of a rule, the
 budget multiplier of a budgeted policy) is searched until the revisits
 match the target; recall at the target is then read from a straight line
 fitted through runs around it (:func:`smoothed`), since a budgeted
-policy's captures are a jagged function of its knob.  Agreement with the real replay
-is checked in ``docs/lab/policy-real-traces.md``; use :mod:`bench.replay`
-for reported figures.
+policy's captures are a jagged function of its knob.  ``--frontier`` runs
+each policy through the real frontier instead (:func:`bench.sim.engine.simulate`,
+politeness included, no smoothing), the check of the fast figures: exact for
+the rules, within a few hundredths for the budgeted policies.
 
 ``--half A|B`` keeps one of two halves of the trace split by service with a
 fixed seed (:func:`split`), so a policy can be developed on one half and
@@ -50,6 +53,8 @@ from scrapy_adaptive.model import ChangeState, Outcome, Visit
 from scrapy_adaptive.policies.base import WaitPolicy
 
 from .replay import DEFAULT_POLICY, MAX_WAIT, best_of, fmt_delay, world_from_docs
+from .sim.engine import RunConfig
+from .sim.engine import simulate as engine_simulate
 from .sim.lineup import BUDGETED, FITTED_PEERS, HELD_PEERS, POLICIES, LabContext, with_scale
 from .sim.metrics import capture_delay, median_delay
 from .sim.world import HOUR, World
@@ -192,7 +197,9 @@ def simulate(
     return Run(revisits, captured, math.nan if median is None else median / 3_600)
 
 
-def run_once(name: str, world: World, rho: float, knob: float) -> Run:
+def run_once(name: str, world: World, rho: float, knob: float, frontier: bool = False) -> Run:
+    """One run of *name* at *knob*: here, or with *frontier* through the real frontier and its
+    politeness (:func:`bench.sim.engine.simulate`, about 1–4 ms a fetch)."""
     budgeted = name in BUDGETED
     n = len(world.pages)
     budget = rho * n * (knob if budgeted else 1.0)
@@ -210,17 +217,28 @@ def run_once(name: str, world: World, rho: float, knob: float) -> Run:
         def on_discover(known: int) -> None:
             allocator.set_budget(per_doc * known)
 
+    if frontier:
+        r = engine_simulate(world, policy, RunConfig(bin_days=90.0), name=name, on_discover=on_discover)
+        delay = r.median_capture_delay_h
+        return Run(r.revisits, r.captured, math.nan if delay is None else delay)
     return simulate(world, policy, on_discover)
 
 
 def equal_fetch(
-    name: str, world: World, rho: float, target: float, rounds: int = 8, tol: float = 0.01, smooth: bool = True
+    name: str,
+    world: World,
+    rho: float,
+    target: float,
+    rounds: int = 8,
+    tol: float = 0.01,
+    smooth: bool = True,
+    frontier: bool = False,
 ) -> dict:
     sign = 1.0 if name in BUDGETED else -1.0
     runs: list[tuple[float, Run]] = []
     knob, slope = 1.0, sign
     for _ in range(rounds):
-        r = run_once(name, world, rho, knob)
+        r = run_once(name, world, rho, knob, frontier)
         runs.append((knob, r))
         err = math.log(max(r.revisits, 1) / target)
         if abs(err) < tol:
@@ -329,15 +347,15 @@ def source_docs(trace: str, half: str, max_versions: int = 0, seed: int = 1) -> 
     return docs
 
 
-def cell(args: tuple[str, str, str, float, int]) -> tuple[str, str, str, float, dict]:
-    trace, half, name, factor, max_versions = args
+def cell(args: tuple[str, str, str, float, int, bool]) -> tuple[str, str, str, float, dict]:
+    trace, half, name, factor, max_versions, frontier = args
     docs = source_docs(trace, half, max_versions)
     world = as_world(docs)
     versions = sum(len(d.changes) + 1 for d in docs)
     target = factor * versions - len(docs)
     end = world.start + world.duration
     rho = target / sum(end - d.first for d in docs)
-    return trace, half, name, factor, equal_fetch(name, world, rho, target)
+    return trace, half, name, factor, equal_fetch(name, world, rho, target, smooth=not frontier, frontier=frontier)
 
 
 def source_label(trace: str, half: str) -> str:
@@ -428,6 +446,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--default", default=DEFAULT_POLICY, help=f"the default the tables compare ({DEFAULT_POLICY})")
     ap.add_argument("--max-versions", type=int, default=0, help="a seeded sample of a source's documents (0: all)")
+    ap.add_argument(
+        "--frontier",
+        action="store_true",
+        help="run each policy through the real frontier (bench.sim.engine; no smoothing): the check of the fast figures",
+    )
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--json", help="write every cell here")
     ap.add_argument("--markdown", action="store_true", help="print the tables (default ÷ best held, ÷ best fitted)")
@@ -438,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
         help="print the tables of --json reports (their sources in turn); run nothing",
     )
     ap.add_argument(
-        "--write-halves", metavar="PREFIX", help="write PREFIX-A.jsonl and PREFIX-B.jsonl (for bench.replay), stop"
+        "--write-halves", metavar="PREFIX", help="write PREFIX-A.jsonl and PREFIX-B.jsonl, stop"
     )
     args = ap.parse_args(argv)
     if args.render:
@@ -473,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown policies: {', '.join(unknown)}")
     factors = [float(k) for k in args.budget_factor.split(",")]
     jobs = [
-        (t, h, p, k, args.max_versions)
+        (t, h, p, k, args.max_versions, args.frontier)
         for t in args.trace
         for h in args.half.split(",")
         for k in factors
@@ -488,6 +511,7 @@ def main(argv: list[str] | None = None) -> int:
         "fitted": [p for p in FITTED_PEERS if p in policies],
         "policies": policies,
         "max_versions": args.max_versions,
+        "frontier": args.frontier,
         "sources": {
             source_label(t, h): {f"{k:g}": {} for k in factors} for t in args.trace for h in args.half.split(",")
         },
