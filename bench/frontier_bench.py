@@ -4,9 +4,8 @@ Run::
 
     python -m bench.frontier_bench                          # 1M URLs, 10k hosts
     python -m bench.frontier_bench --urls 20000 --hosts 200 # smoke run
-    python -m bench.frontier_bench --json out.json --profile
+    python -m bench.frontier_bench --json out.json
     python -m bench.frontier_bench --store redis://127.0.0.1:6379/0  # + Redis, same run
-    python -m bench.frontier_bench --events alternate       # change events off / on, deciles alternated
 
 Why it is built this way:
 
@@ -28,14 +27,8 @@ Why it is built this way:
   code and LevelDB, not of waiting.
 * **Every loop is bounded** in count (``--urls``, ``--dups``, ``--cycles``)
   and in time (``--max-seconds`` per loop); a truncated loop says so.
-* **Change events** (``--events``): ``off`` is a crawl without them, whose
-  verdicts still give each visit the URL's presence (passed to ``update``
-  where the frontier takes it, so the same command runs on code from before
-  the events); ``on`` makes every cycle's visit write a ``changed`` event
-  (the worst case, one event a visit) and drains the outbox as a crawl does
-  (the history and a feed file, fsynced, then the delete) every 1,000
-  cycles, inside the timed loop; ``alternate`` runs the cycles' deciles
-  off, on, off, ... in the same process and reports the CPU of each.
+* **Earlier commits too**: each visit gives ``update`` the URL's presence
+  where the frontier takes it, so the same file runs on older code.
 
 ``main(argv)`` returns the figures as a dict (the smoke test uses it).
 """
@@ -44,13 +37,10 @@ from __future__ import annotations
 
 import argparse
 import array
-import cProfile
 import hashlib
 import inspect
-import io
 import json
 import os
-import pstats
 import random
 import resource
 import shutil
@@ -86,25 +76,6 @@ def rss_mb() -> float:
     with open("/proc/self/statm") as f:
         resident_pages = int(f.read().split()[1])
     return resident_pages * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
-def rss_split_mb() -> dict[str, float]:
-    """Resident memory split as the kernel counts it: anonymous and file-backed, MiB.
-
-    LevelDB reads its table files through read-only ``mmap`` (up to 1,000
-    of them): every page it touches counts in RSS as file-backed memory,
-    which is the kernel's page cache, clean and reclaimable, not memory the
-    process allocated.  Anonymous memory is what the process itself holds.
-    """
-    split = {"anon": 0.0, "file": 0.0}
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(("RssAnon:", "RssFile:")):
-                    split["anon" if line.startswith("RssAnon") else "file"] = int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return split
 
 
 def peak_rss_mb() -> float:
@@ -220,11 +191,6 @@ def dup_sample(n: int, k: int, seed: int) -> list[int]:
     return rng.sample(range(n), min(k, n))
 
 
-def request_dict(url: str) -> dict[str, Any]:
-    """The small request dict the scheduler stores for a plain GET."""
-    return {"url": url, "method": "GET", "meta": {}, "callback": "parse"}
-
-
 # -- phase: adaptive frontier ---------------------------------------------------
 
 
@@ -321,157 +287,11 @@ def _add_loop(
     return i - start, perf() - t0
 
 
-def _profile_text(profiler: cProfile.Profile, limit: int = 25) -> str:
-    out = io.StringIO()
-    stats = pstats.Stats(profiler, stream=out)
-    stats.strip_dirs().sort_stats("tottime").print_stats(limit)
-    return out.getvalue()
-
-
-def leveldb_stats(store: Any) -> dict[str, Any]:
-    """LevelDB's own account of its compactions (``leveldb.stats``), summed over levels.
-
-    The benchmark reads the store's plyvel handle directly: this is a
-    measurement of LevelDB, not an operation of the frontier.
-    """
-    db = getattr(store, "_db", None)
-    if db is None:
-        return {}
-    raw = (db.get_property(b"leveldb.stats") or b"").decode("ascii", "replace")
-    files = seconds = read_mb = write_mb = 0.0
-    levels = []
-    for line in raw.splitlines():
-        cells = line.split()
-        if len(cells) == 6 and cells[0].isdigit():
-            level, n_files, size_mb, secs, rd, wr = (float(c) for c in cells)
-            levels.append({"level": int(level), "files": int(n_files), "size_mb": size_mb})
-            files, seconds, read_mb, write_mb = files + n_files, seconds + secs, read_mb + rd, write_mb + wr
-    return {
-        "files": int(files),
-        "compaction_s": seconds,
-        "compaction_read_mb": read_mb,
-        "compaction_write_mb": write_mb,
-        "levels": levels,
-        "raw": raw,
-    }
-
-
-def run_mixed(
-    frontier: Any, store: Any, wl: Workload, clock: FakeClock, known: int, args: argparse.Namespace
-) -> dict[str, Any]:
-    """Interleaved new adds, duplicate adds and cycles, in chunks of time, while LevelDB compacts.
-
-    Run right after the bulk load, when LevelDB still has compactions to do:
-    each round is one new URL (its SHA-1 computed in the round, ~1 µs), one
-    duplicate add of a known URL and one next + fetch_ended + update cycle.
-    Each chunk reports its rounds/s, its slowest round and LevelDB's
-    compaction seconds so far, so a stall shows as a slow chunk next to a
-    compaction.
-    """
-    from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
-
-    add, nxt, ended, update = frontier.add, frontier.next, frontier.leases.fetch_ended, frontier.update
-    url_of, host_of, fp_of, names = wl.url, wl.host, wl.fp, wl.host_names
-    visited, unchanged = Outcome.VISITED, ChangeState.UNCHANGED
-    digest = "sha1:" + "0" * 40
-    sha1 = hashlib.sha1
-    perf = time.perf_counter
-    stride = 7_919  # a prime: duplicate indices hop over the whole known range
-    chunks: list[dict[str, float]] = []
-    rounds = new = empty = 0
-    before = leveldb_stats(store)
-    cpu0 = time.thread_time()
-    end = perf() + args.mixed_seconds
-    while perf() < end:
-        chunk_end = min(end, perf() + args.mixed_chunk)
-        n = 0
-        slowest = 0.0
-        t_chunk = perf()
-        while True:
-            t0 = perf()
-            i = wl.n + rounds  # beyond the workload: new to the frontier
-            host = names[i % len(names)]
-            url = f"http://{host}/mixed/{i}"
-            add(sha1(url.encode()).digest(), url, host, {"url": url, "method": "GET", "meta": {}, "callback": "parse"})
-            new += 1
-            j = (rounds * stride) % known
-            url = url_of(j)
-            add(fp_of(j), url, host_of(j), {"url": url, "method": "GET", "meta": {}, "callback": "parse"})
-            issued = nxt()
-            if issued is None:
-                empty += 1
-            else:
-                ended(issued.fp, 0.1)
-                update(issued.fp, Visit(visited, wait=86400.0, status=200, change=unchanged, size=1000, digest=digest))
-            clock.now += 0.001
-            rounds += 1
-            n += 1
-            dt = perf() - t0
-            if dt > slowest:
-                slowest = dt
-            if not n & 255 and perf() >= chunk_end:
-                break
-        secs = perf() - t_chunk
-        stats = leveldb_stats(store)
-        chunks.append(
-            {
-                "rounds": n,
-                "seconds": secs,
-                "rounds_per_s": _rate(n, secs),
-                "slowest_round_ms": slowest * 1e3,
-                "compaction_s_so_far": stats.get("compaction_s", 0.0) - before.get("compaction_s", 0.0),
-                "level0_files": next((lv["files"] for lv in stats.get("levels", []) if lv["level"] == 0), 0),
-            }
-        )
-    thread_cpu = time.thread_time() - cpu0
-    after = leveldb_stats(store)
-    total_s = sum(c["seconds"] for c in chunks)
-    rates = [c["rounds_per_s"] for c in chunks]
-    return {
-        "rounds": rounds,
-        "seconds": total_s,
-        "rounds_per_s": _rate(rounds, total_s),
-        "thread_cpu_us_per_round": thread_cpu / max(rounds, 1) * 1e6,
-        "ops_per_s": _rate(3 * rounds, total_s),
-        "min_chunk_rounds_per_s": min(rates) if rates else 0.0,
-        "max_chunk_rounds_per_s": max(rates) if rates else 0.0,
-        "slowest_round_ms": max((c["slowest_round_ms"] for c in chunks), default=0.0),
-        "new_adds": new,
-        "empty_next_calls": empty,
-        "chunks": chunks,
-        "compaction_s_during": after.get("compaction_s", 0.0) - before.get("compaction_s", 0.0),
-        "compaction_write_mb_during": after.get("compaction_write_mb", 0.0) - before.get("compaction_write_mb", 0.0),
-        "leveldb_before": before,
-        "leveldb_after": after,
-    }
-
-
 def _url_count(frontier: Any) -> int:
     """The frontier's URLs (``url_count`` before the frontier had ``counts()``:
     this file measures earlier commits too)."""
     counts = getattr(frontier, "counts", None)
     return int(counts().urls if counts is not None else frontier.url_count)
-
-
-def _event_drain(frontier: Any, state_dir: str) -> Any:
-    """The crawl's drain of change events: the history and a feed file in
-    the state folder (both fsynced per drain), no signal receivers."""
-    from scrapy.statscollectors import MemoryStatsCollector
-    from scrapy.utils.test import get_crawler
-
-    from scrapy_adaptive.runtime.changelog import ChangesLog
-    from scrapy_adaptive.runtime.changes import ChangeEvents, ChangesFeed
-
-    folder = os.path.dirname(state_dir)
-    os.makedirs(folder, exist_ok=True)
-    history = ChangesLog(folder, 16 * 2**20, 3)
-    feed = ChangesFeed(os.path.join(folder, "changes.jsonl"))
-
-    def refuse(exc: Exception) -> None:
-        raise exc
-
-    stats = MemoryStatsCollector(get_crawler())
-    return ChangeEvents(frontier, feed, None, stats, on_error=refuse, history=history)
 
 
 def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
@@ -498,7 +318,6 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
 
     clock = FakeClock(time.time())
     res["rss_before_open_mb"] = before_open = rss_mb()
-    res["rss_split_before_open_mb"] = rss_split_mb()
     store = _open_store(args, state_dir)
     frontier = Frontier(store, _politeness(), clock=clock)
 
@@ -528,13 +347,8 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
     }
     res["rss_after_load_mb"] = rss_mb()
     res["frontier_rss_after_load_mb"] = res["rss_after_load_mb"] - before_open
-    res["rss_split_after_load_mb"] = rss_split_mb()
     res["peak_rss_after_load_mb"] = peak_rss_mb()
     res["url_count"] = _url_count(frontier)
-    res["leveldb_after_load"] = leveldb_stats(store)
-    if args.mixed_seconds > 0:
-        _log(f"adaptive: mixed workload for {args.mixed_seconds:.0f} s right after the load")
-        res["mixed"] = run_mixed(frontier, store, wl, clock, added, args)
     fp_us = res["fingerprint"]["fingerprint_only_us"]
     per_add_s = add_secs / max(added, 1)
     res["add_new"]["per_s_incl_fingerprint_derived"] = 1.0 / (per_add_s + fp_us / 1e6)
@@ -585,20 +399,17 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
 
     # 3. next + fetch_ended + update cycles
     cycles = min(args.cycles, added)
-    _log(f"adaptive: {cycles} next+update cycles (change events {args.events})")
+    _log(f"adaptive: {cycles} next+update cycles")
     cpu0 = time.thread_time()
     digest = "sha1:" + "0" * 40
-    # what a crawl's verdicts give update(): the presence always, the event with events on
+    # what a crawl's verdicts give update(): the presence
     takes_presence = "presence" in inspect.signature(frontier.update).parameters
-    drain = _event_drain(frontier, state_dir) if args.events != "off" else None
 
-    def run_cycles(limit: int, deadline: float, events: bool = False) -> tuple[int, float, int, bool]:
+    def run_cycles(limit: int, deadline: float) -> tuple[int, float, int, bool]:
         """(cycles done, seconds, next() calls that found nothing, stopped by the deadline)."""
         nxt, ended, update = frontier.next, frontier.leases.fetch_ended, frontier.update
         visited, unchanged = Outcome.VISITED, ChangeState.UNCHANGED
         extra: dict[str, Any] = {"presence": [1, 0, 0]} if takes_presence else {}
-        if events:
-            extra["event"] = "changed"
         empty = 0
         done = 0
         t0 = perf()
@@ -618,13 +429,8 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
             )
             clock.now += 0.001
             done += 1
-            if events and not done % 1000:
-                drain.drain()  # type: ignore[union-attr]
             if not done & _CHECK_MASK and perf() > deadline:
                 break
-        if events:
-            while drain.drain():  # type: ignore[union-attr]  # the chunk pays for all its events
-                pass
         return done, perf() - t0, empty, done < limit and empty <= 1000
 
     deadline = perf() + args.max_seconds
@@ -632,17 +438,11 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
     secs = 0.0
     out_of_time = False
     cycle_chunks: list[float] = []
-    by_mode = {"off": [0, 0.0], "on": [0, 0.0]}  # cycles, thread CPU seconds
     bounds = [cycles * k // 10 for k in range(11)]
-    for k, (lo, hi) in enumerate(zip(bounds, bounds[1:], strict=False)):
+    for lo, hi in zip(bounds, bounds[1:], strict=False):
         if hi <= lo:
             continue
-        events = args.events == "on" or (args.events == "alternate" and k % 2 == 1)
-        chunk_cpu = time.thread_time()
-        n, t, e, out_of_time = run_cycles(hi - lo, deadline, events)
-        mode = by_mode["on" if events else "off"]
-        mode[0] += n
-        mode[1] += time.thread_time() - chunk_cpu
+        n, t, e, out_of_time = run_cycles(hi - lo, deadline)
         done, secs, empty = done + n, secs + t, empty + e
         cycle_chunks.append(_rate(n, t))
         if n < hi - lo:
@@ -655,40 +455,9 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
         "per_s_by_decile": cycle_chunks,
         "empty_next_calls": empty,
         "truncated": out_of_time,
-        "events": args.events,
-        "thread_cpu_us_by_events": {mode: cpu / n * 1e6 for mode, (n, cpu) in by_mode.items() if n},
     }
-    if drain is not None:
-        res["cycles"]["events_delivered"] = drain.stats.get_value("adaptive/events/delivered", 0)
-        drain.close()
     res["rss_end_mb"] = rss_mb()
     res["frontier_rss_end_mb"] = res["rss_end_mb"] - before_open
-    res["rss_split_end_mb"] = rss_split_mb()
-
-    if args.profile:
-        n_prof = min(args.profile_ops, added)
-        _log(f"adaptive: profiling {n_prof} ops each of duplicate add, next+update, new add")
-        prof = cProfile.Profile()
-        prof.enable()
-        for i in sample[:n_prof]:
-            url = url_of(i)
-            add(fp_of(i), url, host_of(i), request_dict(url))
-        prof.disable()
-        res.setdefault("profile", {})["add_dup"] = _profile_text(prof)
-        clock.now += 2 * 86400.0  # every URL due again
-        prof = cProfile.Profile()
-        prof.enable()
-        run_cycles(n_prof, perf() + args.max_seconds)
-        prof.disable()
-        res["profile"]["cycles"] = _profile_text(prof)
-        prof = cProfile.Profile()
-        prof.enable()
-        for j in range(n_prof):
-            i = wl.n + j  # URLs beyond the workload: new to the frontier
-            url = f"http://{wl.host_names[i % len(wl.host_names)]}/extra/{i}"
-            add(hashlib.sha1(url.encode()).digest(), url, wl.host_names[i % len(wl.host_names)], request_dict(url))
-        prof.disable()
-        res["profile"]["add_new"] = _profile_text(prof)
 
     t0 = perf()
     store.close()
@@ -725,7 +494,6 @@ def phase_adaptive_restart(args: argparse.Namespace, state_dir: str) -> dict[str
         rss_mb=rss_mb(),
     )
     res["frontier_rss_mb"] = res["rss_mb"] - before_open
-    res["rss_split_mb"] = rss_split_mb()
     store.close()
     res["disk_mb"] = dir_size_mb(state_dir)  # after LevelDB replayed and flushed its log
     res["peak_rss_mb"] = peak_rss_mb()
@@ -895,29 +663,6 @@ PHASES: dict[str, Callable[[argparse.Namespace, str], dict[str, Any]]] = {
 # -- orchestration ---------------------------------------------------------------
 
 
-#: ``--preset NAME``: defaults for a size; any option given on the command line wins.
-#: Scrapy's baseline cannot run at 100k hosts here: its default priority queue
-#: keeps one open file per slot (queuelib's LifoDiskQueue), beyond the
-#: 20,000 open files a process may have, so the 10M preset measures it in a
-#: reference run at 1M/10k in the same invocation (``reference`` in the figures).
-PRESETS: dict[str, dict[str, Any]] = {
-    "10m": {
-        "urls": 10_000_000,
-        "hosts": 100_000,
-        "dups": 500_000,
-        "cycles": 500_000,
-        "max_seconds": 3600.0,
-        "phase_timeout": 4 * 3600.0,
-        "mixed_seconds": 90.0,
-        "target_rss_mb": 1000.0,
-        "target_restart_s": 10.0,
-        "no_baseline": True,
-        "reference_urls": 1_000_000,
-        "reference_hosts": 10_000,
-    },
-}
-
-
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench.frontier_bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--urls", type=int, default=1_000_000, help="URLs in the workload (default 1M)")
@@ -938,30 +683,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-mb", type=int, default=None, help="LevelDBStore cache_mb (default: the store's)")
     p.add_argument("--scrapy-pq", default=None, help="SCHEDULER_PRIORITY_QUEUE for the baseline (default: Scrapy's)")
     p.add_argument("--no-baseline", action="store_true", help="skip Scrapy's scheduler")
-    p.add_argument("--profile", action="store_true", help="cProfile the frontier ops (after the timed loops)")
-    p.add_argument("--profile-ops", type=int, default=20_000)
-    p.add_argument(
-        "--mixed-seconds",
-        type=float,
-        default=0.0,
-        help="mixed workload right after the load, while LevelDB compacts (default 0: off)",
-    )
-    p.add_argument("--mixed-chunk", type=float, default=5.0, help="seconds per reported chunk of the mixed workload")
     p.add_argument("--target-rss-mb", type=float, default=TARGETS["peak_rss_mb"][1], help="peak RSS target")
     p.add_argument("--target-restart-s", type=float, default=TARGETS["restart_s"][1], help="restart target")
-    p.add_argument(
-        "--reference-urls",
-        type=int,
-        default=0,
-        help="also run the whole benchmark (with Scrapy's baseline) at this size, for ratios",
-    )
-    p.add_argument("--reference-hosts", type=int, default=10_000, help="hosts of the reference run")
-    p.add_argument(
-        "--preset",
-        choices=sorted(PRESETS),
-        default=None,
-        help="10m: 10M URLs on 100k hosts, mixed workload, reference run at 1M/10k with the baseline",
-    )
     p.add_argument("--workdir", default=None, help="keep state here instead of a temp dir")
     p.add_argument("--json", default=None, help="write the figures to this file")
     p.add_argument("--quiet", action="store_true", help="do not print the table")
@@ -977,13 +700,6 @@ def _parser() -> argparse.ArgumentParser:
         f"{BENCH_NAMESPACE}:*, emptied first",
     )
     p.add_argument("--phase-store", default=None, help=argparse.SUPPRESS)
-    p.add_argument(
-        "--events",
-        choices=("off", "on", "alternate"),
-        default="off",
-        help="change events in the cycles: off, on (one event a cycle, drained every 1,000), or the deciles "
-        "alternated off/on in one process (default off)",
-    )
     return p
 
 
@@ -996,10 +712,6 @@ _FORWARDED = (
     "seed",
     "fingerprint_sample",
     "max_seconds",
-    "profile_ops",
-    "mixed_seconds",
-    "mixed_chunk",
-    "events",
 )
 
 
@@ -1013,8 +725,6 @@ def _run_phase(name: str, args: argparse.Namespace, directory: str, extra: Seque
         cmd += ["--scrapy-pq", args.scrapy_pq]
     if args.cache_mb is not None:
         cmd += ["--cache-mb", str(args.cache_mb)]
-    if args.profile:
-        cmd.append("--profile")
     cmd += list(extra)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(REPO_ROOT)])))
     started = time.perf_counter()
@@ -1143,8 +853,6 @@ def build_rows(r: dict[str, Any]) -> list[dict[str, Any]]:
         ("RSS after loading, MB", "size", _get(a, "rss_after_load_mb"), _get(s, "rss_after_load_mb"), None),
         ("peak RSS of the loading process, MB", "size", _get(a, "peak_rss_mb"), _get(s, "peak_rss_mb"), "peak_rss_mb"),
         ("  of which the harness's workload arrays, MB", "size", _get(a, "workload_mb"), None, None),
-        ("  RSS after loading: anonymous, MB", "size", _get(a, "rss_split_after_load_mb", "anon"), None, None),
-        ("  RSS after loading: file-backed, MB", "size", _get(a, "rss_split_after_load_mb", "file"), None, None),
         (
             "frontier's own RSS after loading (RSS - RSS before open), MB",
             "size",
@@ -1153,37 +861,17 @@ def build_rows(r: dict[str, Any]) -> list[dict[str, Any]]:
             None,
         ),
         ("frontier's own RSS at the end of the phase, MB", "size", _get(a, "frontier_rss_end_mb"), None, None),
-        ("  RSS at the end: anonymous, MB", "size", _get(a, "rss_split_end_mb", "anon"), None, None),
-        (
-            "  RSS at the end: file-backed (LevelDB's mmapped tables), MB",
-            "size",
-            _get(a, "rss_split_end_mb", "file"),
-            None,
-            None,
-        ),
-        (
-            "mixed rounds/s during compaction (add new + add dup + cycle)",
-            "rate",
-            _get(a, "mixed", "rounds_per_s"),
-            None,
-            None,
-        ),
-        ("mixed round: main-thread CPU, µs", "time", _get(a, "mixed", "thread_cpu_us_per_round"), None, None),
-        ("mixed rounds/s, slowest chunk", "rate", _get(a, "mixed", "min_chunk_rounds_per_s"), None, None),
-        ("mixed: slowest single round, ms", "time", _get(a, "mixed", "slowest_round_ms"), None, None),
         ("state on disk, MB", "size", _get(a, "disk_mb"), _get(s, "disk_mb"), None),
         ("state on disk after restart, MB", "size", _get(ar, "disk_mb"), None, None),
         ("close, s", "time", _get(a, "close_s"), _get(s, "close_s"), None),
         ("restart: open+load+first next, s", "time", _get(ar, "restart_s"), _get(sr, "restart_s"), "restart_s"),
         ("RSS after restart, MB", "size", _get(ar, "rss_mb"), _get(sr, "rss_mb"), None),
         ("frontier's own RSS after restart, MB", "size", _get(ar, "frontier_rss_mb"), None, None),
-        ("  RSS after restart: anonymous, MB", "size", _get(ar, "rss_split_mb", "anon"), None, None),
-        ("  RSS after restart: file-backed, MB", "size", _get(ar, "rss_split_mb", "file"), None, None),
     ]
     rows = []
     for metric, kind, av, sv, target_key in spec:
         if av is None and sv is None and target_key is None:
-            continue  # a figure this run did not measure (the mixed workload is off by default)
+            continue  # a figure this run did not measure (Scrapy's, without the baseline)
         ratio = av / sv if av is not None and sv else None
         target = verdict = None
         if target_key is not None:
@@ -1280,11 +968,6 @@ def format_notes(r: dict[str, Any]) -> str:
         notes.append(
             "adaptive next+update cycles/s by decile: " + ", ".join(f"{x:,.0f}" for x in a["cycles"]["per_s_by_decile"])
         )
-        by_events = a["cycles"].get("thread_cpu_us_by_events") or {}
-        if by_events:
-            said = ", ".join(f"events {mode} {us:.1f}" for mode, us in by_events.items())
-            ratio = f"; on ÷ off {by_events['on'] / by_events['off']:.3f}" if len(by_events) == 2 else ""
-            notes.append(f"cycle main-thread CPU, µs: {said}{ratio} ({a['cycles'].get('events')})")
     if s.get("enqueue"):
         notes.append("scrapy enqueue/s by decile: " + ", ".join(f"{x:,.0f}" for x in s["enqueue"]["per_s_by_decile"]))
         notes.append(f"scrapy priority queue: {s.get('priority_queue')}; {s.get('queue_dirs', '?')} slot queue folders")
@@ -1296,73 +979,7 @@ def format_notes(r: dict[str, Any]) -> str:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    """Parse *argv*; a ``--preset`` sets defaults that explicit options override."""
-    parser = _parser()
-    first, _ = parser.parse_known_args(argv)
-    if first.preset:
-        parser.set_defaults(**PRESETS[first.preset])
-    return parser.parse_args(argv)
-
-
-def _reference_argv(args: argparse.Namespace) -> list[str]:
-    """The same benchmark at the reference size, with Scrapy's baseline."""
-    argv = ["--urls", str(args.reference_urls), "--hosts", str(args.reference_hosts), "--quiet"]
-    for attr in ("zipf", "seed", "fingerprint_sample", "mixed_seconds", "mixed_chunk", "phase_timeout"):
-        argv += [f"--{attr.replace('_', '-')}", str(getattr(args, attr))]
-    if args.scrapy_pq:
-        argv += ["--scrapy-pq", args.scrapy_pq]
-    if args.cache_mb is not None:
-        argv += ["--cache-mb", str(args.cache_mb)]
-    return argv
-
-
-def build_scale_rows(big: dict[str, Any], ref: dict[str, Any]) -> list[dict[str, Any]]:
-    """The big run next to the reference run: growth (big/ref) and big ÷ Scrapy at the reference size."""
-    ref_rows = {row["metric"]: row for row in ref.get("rows", [])}
-    rows = []
-    for row in big["rows"]:
-        other = ref_rows.get(row["metric"], {})
-        av, rv, sv = row["adaptive"], other.get("adaptive"), other.get("scrapy")
-        rows.append(
-            {
-                **row,
-                "reference": rv,
-                "scrapy": sv,
-                "growth": av / rv if av is not None and rv else None,
-                "ratio": av / sv if av is not None and sv else None,
-            }
-        )
-    return rows
-
-
-def format_scale_table(rows: list[dict[str, Any]], big_urls: int, ref_urls: int) -> str:
-    columns: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
-        ("metric", lambda row: row["metric"]),
-        (f"adaptive {big_urls / 1e6:g}M", lambda row: _fmt(row["adaptive"], row["kind"])),
-        (f"adaptive {ref_urls / 1e6:g}M", lambda row: _fmt(row["reference"], row["kind"])),
-        ("growth", lambda row: _ratio(row["growth"])),
-        (f"scrapy {ref_urls / 1e6:g}M", lambda row: _fmt(row["scrapy"], row["kind"])),
-        ("big/scrapy", lambda row: _ratio(row["ratio"])),
-        *_TARGET_COLUMNS,
-    ]
-    return _render(columns, rows)
-
-
-def format_mixed(mixed: dict[str, Any]) -> str:
-    """The mixed workload chunk by chunk: does a compaction stall the frontier?"""
-    lines = [
-        f"mixed workload: {mixed['rounds']:,} rounds in {mixed['seconds']:.0f} s, "
-        f"{mixed['rounds_per_s']:,.0f} rounds/s "
-        f"({mixed['ops_per_s']:,.0f} frontier ops/s); LevelDB compacted for {mixed['compaction_s_during']:.0f} s "
-        f"({mixed['compaction_write_mb_during']:,.0f} MB written) meanwhile",
-        "  chunk  rounds/s  slowest ms  compaction s so far  level-0 files",
-    ]
-    for n, c in enumerate(mixed["chunks"]):
-        lines.append(
-            f"  {n:5d}  {c['rounds_per_s']:8,.0f}  {c['slowest_round_ms']:10.1f}  {c['compaction_s_so_far']:19.1f}  "
-            f"{c['level0_files']:13d}"
-        )
-    return "\n".join(lines)
+    return _parser().parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -1381,7 +998,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     os.makedirs(os.path.dirname(adaptive_dir), exist_ok=True)
     os.makedirs(scrapy_dir, exist_ok=True)
     results: dict[str, Any] = {
-        "params": {k: getattr(args, k) for k in (*_FORWARDED, "scrapy_pq", "cache_mb", "preset")}
+        "params": {k: getattr(args, k) for k in (*_FORWARDED, "scrapy_pq", "cache_mb")}
     }
     results["targets"] = {
         "peak_rss_mb": ("<", args.target_rss_mb),
@@ -1408,33 +1025,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if results.get("store"):
         results["store"]["rows"] = build_store_rows(results)
     results["passed"] = all(row["verdict"] != "FAIL" for row in rows)
-    if args.reference_urls:
-        if args.json:  # the big run's figures survive a failing reference run
-            with open(args.json, "w", encoding="utf-8") as f:
-                json.dump(results, f, indent=1)
-        _log(f"reference run at {args.reference_urls:,} URLs / {args.reference_hosts:,} hosts")
-        try:
-            results["reference"] = main(_reference_argv(args))
-            results["scale_rows"] = build_scale_rows(results, results["reference"])
-        except (RuntimeError, subprocess.TimeoutExpired) as exc:
-            results["reference"] = {"error": str(exc)}
-        results["total_s"] = time.perf_counter() - started
-        results["loadavg_end"] = os.getloadavg()
     if not args.quiet:
-        if results.get("scale_rows"):
-            print(format_scale_table(results["scale_rows"], args.urls, args.reference_urls))
-            print("growth = big run / reference run; big/scrapy = big run / Scrapy's scheduler at the reference size")
-        else:
-            print(format_table(rows))
+        print(format_table(rows))
         print()
         print(format_notes(results))
-        if results["adaptive"].get("mixed"):
-            print(format_mixed(results["adaptive"]["mixed"]))
         if results.get("store"):
             print(format_store_table(results["store"]["rows"], args.store))
             print(format_store_notes(results["store"]))
-        for name, text in (results["adaptive"].get("profile") or {}).items():
-            print(f"\n--- cProfile, adaptive {name} (tottime) ---\n{text}")
         print(f"\ntotal {results['total_s']:.0f} s; targets {'all met' if results['passed'] else 'MISSED'}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:

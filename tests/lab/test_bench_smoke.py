@@ -24,13 +24,6 @@ def test_frontier_bench_runs_and_reports_every_figure() -> None:
     assert any("restart" in m for m in metrics)
 
 
-def test_frontier_bench_alternates_change_events_off_and_on_in_one_run() -> None:
-    argv = ["--urls", "2000", "--hosts", "20", "--dups", "200", "--cycles", "1000", "--no-baseline", "--quiet"]
-    cycles = frontier_bench.main([*argv, "--events", "alternate"])["adaptive"]["cycles"]
-    assert cycles["count"] == 1000 and cycles["events_delivered"] == 500  # the odd deciles, every event drained
-    assert set(cycles["thread_cpu_us_by_events"]) == {"off", "on"}
-
-
 def test_frontier_bench_compares_leveldb_and_redis_in_one_run(redis_url: str) -> None:
     argv = ["--urls", "2000", "--hosts", "20", "--dups", "500", "--cycles", "500", "--no-baseline", "--quiet"]
     result = frontier_bench.main([*argv, "--store", redis_url])
@@ -39,31 +32,6 @@ def test_frontier_bench_compares_leveldb_and_redis_in_one_run(redis_url: str) ->
     assert cycles["leveldb"] > 0 and cycles["redis"] > 0 and cycles["ratio"] == cycles["redis"] / cycles["leveldb"]
     assert result["store"]["adaptive_restart"]["url_count"] == 2000
     assert result["store"]["server_used_memory_mb"] > 0
-
-
-def test_frontier_bench_scale_preset_mixed_workload_and_reference_run() -> None:
-    """The 10M preset's machinery at a tiny size: mixed chunks, own RSS, the reference run's ratios."""
-    argv = ["--preset", "10m", "--urls", "3000", "--hosts", "30", "--dups", "500", "--cycles", "500"]
-    argv += ["--mixed-seconds", "1", "--mixed-chunk", "0.25", "--reference-urls", "1000", "--reference-hosts", "10"]
-    result = frontier_bench.main([*argv, "--max-seconds", "20", "--quiet"])
-    assert result["params"]["preset"] == "10m" and result["params"]["urls"] == 3000
-    assert "scrapy" not in result  # the big run has no baseline: the reference run carries it
-    mixed = result["adaptive"]["mixed"]
-    assert mixed["rounds"] > 0 and len(mixed["chunks"]) >= 2
-    assert mixed["new_adds"] == mixed["rounds"]
-    assert result["adaptive"]["url_count"] == 3000  # counted after the bulk load
-    assert result["adaptive_restart"]["url_count"] == 3000 + mixed["new_adds"]
-    assert result["adaptive"]["leveldb_after_load"]["levels"] is not None
-    assert result["adaptive"]["workload_mb"] > 3000 * 20 / 2**20
-    ref = result["reference"]
-    assert ref["params"]["urls"] == 1000 and ref["scrapy"]["enqueue"]["count"] == 1000
-    rows = {row["metric"]: row for row in result["scale_rows"]}
-    cycles = rows["next+update cycles/s (scrapy: next_request)"]
-    assert cycles["growth"] == cycles["adaptive"] / cycles["reference"]
-    assert cycles["ratio"] == cycles["adaptive"] / cycles["scrapy"]
-    assert rows["peak RSS of the loading process, MB"]["target"] == "< 1,000"
-    assert rows["restart: open+load+first next, s"]["target"] == "< 10"
-    assert rows["frontier's own RSS after restart, MB"]["adaptive"] is not None
 
 
 def test_changing_web_bench_runs_end_to_end_and_its_scores_are_consistent() -> None:
