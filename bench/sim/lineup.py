@@ -3,7 +3,7 @@
 Every policy gets the same :class:`LabContext`: the revisit budget
 (fetches per second), the wait bounds, the hosts' politeness caps.  Policies
 that take a budget (uniform, proportional, the oracles) are given it;
-rule-based policies (Heritrix, Nutch, StormCrawler, Umbrich's, precision)
+rule-based policies (Heritrix, Nutch, StormCrawler, precision)
 have no budget knob, so every time parameter they have (initial, min, max,
 default wait; the hazard per interval for precision) is multiplied by
 ``time_scale`` and :func:`bench.sim.lab.calibrate` searches the k that
@@ -28,7 +28,6 @@ from typing import Any
 from bench.peers.nutch import NutchWaitPolicy
 from bench.peers.paced import PacedRule
 from bench.peers.stormcrawler import StormCrawlerWaitPolicy
-from bench.peers.umbrich import DynWaitPolicy, FixWaitPolicy, State1WaitPolicy, State2WaitPolicy, WindowWaitPolicy
 from scrapy_adaptive.model import Visit
 from scrapy_adaptive.policies.allocator import RateAllocator
 from scrapy_adaptive.policies.base import WaitParams, WaitPolicy
@@ -160,14 +159,6 @@ def _scaled(ctx: LabContext) -> tuple[float, float, float, float]:
     return ctx.initial * k, ctx.default * k, ctx.min_wait * k, ctx.max_wait * k
 
 
-def _umbrich(cls: type) -> Callable[[LabContext], WaitPolicy]:
-    def make(ctx: LabContext) -> WaitPolicy:
-        initial, default, lo, hi = _scaled(ctx)
-        return cls(initial=initial, minimum=lo, maximum=hi, default=default)
-
-    return make
-
-
 def _uniform(ctx: LabContext) -> WaitPolicy:
     return FixedWaitPolicy(len(ctx.world.pages) / ctx.budget, jitter=0.1)
 
@@ -254,11 +245,6 @@ POLICIES: dict[str, Callable[[LabContext], WaitPolicy]] = {
     "heritrix": _heritrix,
     "nutch": _nutch,
     "stormcrawler": _storm,
-    "fix": _umbrich(FixWaitPolicy),
-    "dyn": _umbrich(DynWaitPolicy),
-    "window": _umbrich(WindowWaitPolicy),
-    "state1": _umbrich(State1WaitPolicy),
-    "state2": _umbrich(State2WaitPolicy),
     "precision": _precision,
     "proportional": _proportional,
     "burst": _burst,
@@ -295,7 +281,7 @@ BUDGETED = {
 HELD_PEERS = ("snapback", "paced-heritrix", "paced-nutch")
 #: the peers' rules fitted with hindsight: one time scale over the whole history,
 #: searched to spend the budget (the reference to approach, not a floor)
-FITTED_PEERS = ("stormcrawler", "heritrix", "nutch", "fix", "dyn", "window", "state1", "state2")
+FITTED_PEERS = ("stormcrawler", "heritrix", "nutch")
 
 
 def with_scale(ctx: LabContext, k: float) -> LabContext:
