@@ -17,7 +17,7 @@ process, the setting off and on, and prints:
   texts in one zlib stream); without, one text ("one text").
 
 ``python -m bench.text_diff_cost`` measures generated shop pages of three
-sizes (:func:`bench.noise_cost.pages`), each URL changed one price per
+sizes (:func:`pages`), each URL changed one price per
 version; ``--pages DIR`` adds every ``*.html`` file under DIR (real pages,
 changed one word per version; none are shipped).
 """
@@ -26,20 +26,51 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
+import random
 import re
 import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 from scrapy.http import HtmlResponse
 
-from bench.noise_cost import pages
 from scrapy_adaptive.change import text_diff
 from scrapy_adaptive.change.digest import sha1_digest
 from scrapy_adaptive.frontier import ChangeState, Frontier, Outcome, Politeness, Visit
 from scrapy_adaptive.store.keys import TEXT_PREFIX
 from scrapy_adaptive.store.leveldb import LevelDBStore
+
+def generated(rows: int, seed: int = 1) -> str:
+    """A shop listing with *rows* products, a nav, a footer, JSON-LD and a CSRF token."""
+    rng = random.Random(seed)
+    nav = "".join(f'<li><a href="/c/{i}" class="nav-link">Category {i}</a></li>' for i in range(20))
+    items = "".join(
+        f'<div class="product" data-sku="SKU-{i}"><a href="/p/{i}.html"><img src="/img/{i}.jpg" alt="Product {i}"></a>'
+        f'<h2>Product {i} {rng.choice(["red", "blue", "large"])}</h2><p class="price">{rng.randrange(5, 500)}.99 EUR</p>'
+        f"<p>{' '.join(rng.choice(['fresh', 'cold', 'sale', 'new', 'fast']) for _ in range(20))}</p></div>"
+        for i in range(rows)
+    )
+    ld = json.dumps({"@type": "ItemList", "itemListElement": [{"position": i, "url": f"/p/{i}.html"} for i in range(rows)]})
+    return (
+        f'<!DOCTYPE html><html><head><title>Shop</title><meta name="description" content="A shop">'
+        f'<script type="application/ld+json">{ld}</script><link rel="stylesheet" href="/s.css"></head>'
+        f"<body><nav><ul>{nav}</ul></nav><main>{items}</main>"
+        f'<form><input type="hidden" name="csrf" value="{rng.getrandbits(96):024x}"></form>'
+        f"<footer><p>Server time 12:03:04 UTC</p></footer></body></html>"
+    )
+
+
+def pages(directory: str | None) -> Iterator[tuple[str, str]]:
+    for rows in (10, 60, 250):
+        yield f"generated shop, {rows} products", generated(rows)
+    if directory:
+        for path in sorted(Path(directory).rglob("*.html"))[:200]:
+            yield str(path), path.read_text("utf-8", "replace")
+
 
 #: the cap the docs advise
 CAP = 4096
