@@ -62,7 +62,7 @@ def presence_of(record: Mapping[str, Any]) -> list[int]:
     issued; a record from before presence was kept has seen content if
     its last answer was a 2xx with a body."""
     stored = record.get("presence")
-    if isinstance(stored, list) and len(stored) == 3 and all(type(x) is int for x in stored):
+    if isinstance(stored, list) and len(stored) == 3 and type(stored[0]) is type(stored[1]) is type(stored[2]) is int:
         return list(stored)
     status = record.get("status")
     seen = int(record.get("digest") is not None and isinstance(status, int) and 200 <= status < 300)

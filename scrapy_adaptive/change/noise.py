@@ -49,6 +49,7 @@ duck-typed, as in :mod:`.digest`).
 from __future__ import annotations
 
 import calendar
+import functools
 import zlib
 import json
 import re
@@ -157,7 +158,7 @@ def html_fields(root: Any, *, visible: bool = False) -> list[Field]:
         tag = element.tag
         if not visible:
             for name, value in element.attrib.items():
-                out.append((f"{path}@{name}", _normal(value)))
+                out.append((f"{path}@{name}", " ".join(value.split())))  # _normal, inline: per attribute
         pieces = [element.text or ""]
         children = []
         seen: dict[str, int] = {}
@@ -171,7 +172,7 @@ def html_fields(root: Any, *, visible: bool = False) -> list[Field]:
             n = seen.get(name, 0)
             seen[name] = n + 1
             children.append((child, f"{path}/{name}" if n == 0 else f"{path}/{name}[{n}]"))
-        own = _normal(" ".join(pieces))
+        own = " ".join(" ".join(pieces).split())  # _normal, inline: per element
         if tag == "script" and (element.get("type") or "").strip().lower() in _JSON_TYPES:
             try:
                 out.extend((f"{path}${key}", value) for key, value in json_values(json.loads(own or "null")))
@@ -333,8 +334,14 @@ def _h(text: str, size: int) -> str:
     return a[(crc >> 12) & 15] + a[(crc >> 6) & 63] + a[crc & 63]
 
 
+@functools.lru_cache(maxsize=16_384)
 def name_hash(name: str) -> str:
-    """How a field's name is kept in the record's sketch."""
+    """How a field's name is kept in the record's sketch.
+
+    Cached: a site's pages share their field names (their structure), and
+    every field of every fetch is keyed by its name's hash, some several
+    times (the sketch, the masks, the learner); a pure function of a string,
+    bounded in memory."""
     return _h(name, 4)
 
 

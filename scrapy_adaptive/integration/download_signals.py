@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scrapy import Request, Spider, signals
 from scrapy.utils.httpobj import urlparse_cached
@@ -32,6 +32,12 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+class RuntimeOwner(Protocol):
+    """Whatever holds the crawl's runtime once it is open (the scheduler)."""
+
+    runtime: Runtime | None
+
+
 class DownloadSignals:
     """The download signals' receivers, with the runtime as it is when each
     arrives (None before the crawl opened: nothing to tell then)."""
@@ -41,14 +47,15 @@ class DownloadSignals:
         issued: IssuedRequests,
         keyer: QueueKeyer,
         robots_agent: str | None,
-        runtime: Callable[[], Runtime | None],
+        owner: RuntimeOwner,
         wake: Callable[[], None],
         wait_max: float = math.inf,
     ) -> None:
         self.issued = issued
         self.keyer = keyer
         self.robots_agent = robots_agent
-        self.runtime = runtime
+        #: read as an attribute, not through a callable: three signals a fetch
+        self.owner = owner
         self.wake = wake
         #: ``ADAPTIVE_WAIT_MAX``: a Crawl-delay beyond it is honoured, and said
         self.wait_max = wait_max
@@ -60,7 +67,7 @@ class DownloadSignals:
         manager.connect(self.response_received, signals.response_received)
 
     def reached_downloader(self, request: Request, spider: Spider) -> None:
-        runtime = self.runtime()
+        runtime = self.owner.runtime
         if runtime is not None and (fp := self.issued.fp_of(request)) is not None:
             runtime.frontier.fetch_started(fp)
 
@@ -69,20 +76,20 @@ class DownloadSignals:
         set ``download_latency`` (request sent to headers received) just before
         this signal."""
         latency = request.meta.get("download_latency")
-        runtime = self.runtime()
+        runtime = self.owner.runtime
         if isinstance(latency, (int, float)) and runtime is not None:
             if (fp := self.issued.fp_of(request)) is not None:
                 runtime.frontier.request_sent(fp, float(latency))
 
     def left_downloader(self, request: Request, spider: Spider) -> None:
-        runtime = self.runtime()
+        runtime = self.owner.runtime
         if runtime is not None and (fp := self.issued.fp_of(request)) is not None:
             runtime.frontier.fetch_ended(fp)
             self.wake()
 
     def response_received(self, response: Response, request: Request, spider: Spider) -> None:
         """Honour a robots.txt ``Crawl-delay`` (persisted with the host)."""
-        runtime = self.runtime()
+        runtime = self.owner.runtime
         if runtime is None or not request.meta.get("dont_obey_robotstxt"):
             return
         if urlparse_cached(request).path != "/robots.txt" or response.status != 200:

@@ -125,7 +125,7 @@ class AdaptiveScheduler(BaseScheduler):
         self._reforce: dict[bytes, str] = {}
         #: what Scrapy's download signals tell the frontier (fetch times, Crawl-delay)
         self.download_signals = DownloadSignals(
-            self.issued, self.keyer, robots_agent, lambda: self.runtime, self._arm_wake, config.wait_max
+            self.issued, self.keyer, robots_agent, self, self._arm_wake, config.wait_max
         )
         #: public meta values of the wrong kind are removed as requests enter
         self.check_meta = MetaCheck(stats)
@@ -302,7 +302,7 @@ class AdaptiveScheduler(BaseScheduler):
     # -- enqueue ----------------------------------------------------------------
 
     def enqueue_request(self, request: Request) -> bool:
-        assert self.frontier is not None, "enqueue_request() before open()"
+        assert self.runtime is not None, "enqueue_request() before open()"
         try:
             self.check_meta(request)
             issued_fp = self.issued.fp_of(request)
@@ -335,7 +335,8 @@ class AdaptiveScheduler(BaseScheduler):
             raise EnqueueError(f"{request!r} could not be enqueued: {type(exc).__name__}: {exc}") from None
 
     def _add(self, request: Request, force: bool | None = None) -> bool:
-        assert self.frontier is not None and self.spider is not None
+        frontier = self.frontier
+        assert frontier is not None and self.spider is not None
         fp = self.issued.identity(request)
         queue = self.keyer.key(request)
         spider = self.spider
@@ -343,7 +344,7 @@ class AdaptiveScheduler(BaseScheduler):
         directive = EMBED_DIRECTIVE if 0 < hops <= self.config.embed_hops else 0
         page_changed = request.meta.get(meta.PAGE_CHANGED)
         try:
-            result = self.frontier.add(
+            result = frontier.add(
                 fp,
                 request.url,
                 queue,
@@ -368,7 +369,7 @@ class AdaptiveScheduler(BaseScheduler):
         if asked:
             self._asked(fp, queue, request)
         if meta.HINT in request.meta:
-            take_hint(self.frontier, self.policy.hint_wait, self.stats, queue, fp, request, new=result is AddResult.NEW)
+            take_hint(frontier, self.policy.hint_wait, self.stats, queue, fp, request, new=result is AddResult.NEW)
         if result is not AddResult.DUPLICATE:
             self._arm_wake()
         if result is AddResult.DUPLICATE and not asked:
@@ -442,7 +443,8 @@ class AdaptiveScheduler(BaseScheduler):
     # -- next ---------------------------------------------------------------------
 
     def next_request(self) -> Request | None:
-        if self.frontier is None or self._stopping:
+        frontier = self.frontier
+        if frontier is None or self._stopping:
             return None
         if self.once:  # not the frontier's: no record, no verdict
             once = self.once.take(time.time())
@@ -452,7 +454,7 @@ class AdaptiveScheduler(BaseScheduler):
             if self._reforce:
                 self._force_asked()
             while True:
-                out = self.frontier.next()
+                out = frontier.next()
                 if out is None:
                     self._arm_wake()
                     return None
@@ -503,8 +505,9 @@ class AdaptiveScheduler(BaseScheduler):
 
     def _arm_wake(self) -> None:
         """Make sure the engine asks us again when the next queue is ready."""
-        if self.frontier is not None and not self._stopping:
-            ready = self.frontier.next_ready_time()
+        runtime = self.runtime  # read once: this runs after every add and issue
+        if runtime is not None and not self._stopping:
+            ready = runtime.frontier.next_ready_time()
             if self.once and (once := self.once.ready_at()) is not None:  # a one-off request may go sooner
                 ready = once if ready is None else min(ready, once)
             self.waker.wake_at(ready)

@@ -84,9 +84,14 @@ def _encode(value: Any, path: str) -> Any:
     )
 
 
+#: JSON's scalars: decoded as they are, without a call (a stored request is
+#: rebuilt at every issue, and most of its values are these)
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _decode(value: Any) -> Any:
     if isinstance(value, list):
-        return [_decode(v) for v in value]
+        return [v if type(v) in _SCALARS else _decode(v) for v in value]
     if isinstance(value, dict):
         if len(value) == 1:
             ((tag, inner),) = value.items()
@@ -96,7 +101,7 @@ def _decode(value: Any) -> Any:
                 return tuple(_decode(v) for v in inner)
             if tag == "$d":
                 return {_freeze(_decode(k)): _decode(v) for k, v in inner}
-        return {k: _decode(v) for k, v in value.items()}
+        return {k: v if type(v) in _SCALARS else _decode(v) for k, v in value.items()}
     return value
 
 

@@ -64,7 +64,7 @@ def _wrong_fields(data: dict[str, Any]) -> list[str]:
             break
     for key in ("vl", "pr"):
         ints = data.get(key)
-        if type(ints) is list and any(type(x) is not int for x in ints):
+        if type(ints) is list and not set(map(type, ints)) <= _INT:  # a set, not a generator: read at every issue
             wrong.append(key)
     return wrong
 
@@ -157,6 +157,10 @@ class UrlRecord:
     #: the request's stored bytes and the dict they were read into (not saved)
     _request_raw: bytes | None = field(default=None, init=False, repr=False, compare=False)
     _request_obj: object = field(default=None, init=False, repr=False, compare=False)
+    #: the record's read-only view, made once: a view reads the record as it
+    #: is, so one serves every reader (the request's meta, the middlewares,
+    #: the policy, the events); not saved
+    _view: RecordView | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def never(self) -> bool:
@@ -229,7 +233,10 @@ class UrlRecord:
     def view(self) -> RecordView:
         """The record, read-only, as the mapping evaluators and policies read
         (``response.meta["adaptive_record"]``): nothing is copied until read."""
-        return RecordView(self)
+        view = self._view
+        if view is None:
+            view = self._view = RecordView(self)
+        return view
 
 
 #: the record's fields but the request, with their stored keys

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 
@@ -51,15 +51,17 @@ class RecordView(Mapping[str, Any]):
         if key not in self._KEYSET:
             raise KeyError(key)
         value = getattr(self._record, key)
-        if key == "history":
-            return [list(h) for h in value]
-        if key in ("policy", "hint") and value is not None:
-            return dict(value)
-        if key == "presence" and value is not None:
-            return list(value)
-        if key == "fields" and value is not None:
-            return copy.deepcopy(value)
-        return value
+        copier = _COPIES.get(key)
+        return value if copier is None or value is None else copier(value)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """As :meth:`__getitem__`, in one call (policies read a few fields
+        several times per visit)."""
+        if key not in self._KEYSET:
+            return default
+        value = getattr(self._record, key)
+        copier = _COPIES.get(key)
+        return value if copier is None or value is None else copier(value)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.KEYS)
@@ -69,3 +71,13 @@ class RecordView(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         return f"RecordView({self._record.url!r})"
+
+
+#: how a field that holds a list or a dict is copied as it is read
+_COPIES: dict[str, Callable[[Any], Any]] = {
+    "history": lambda value: [list(h) for h in value],
+    "policy": dict,
+    "hint": dict,
+    "presence": list,
+    "fields": copy.deepcopy,
+}

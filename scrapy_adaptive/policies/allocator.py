@@ -347,8 +347,11 @@ class RateAllocator:
 
     # -- solving -------------------------------------------------------------------
 
-    def _cells_rate(self, cells: dict[int, list[float]], r: float) -> float:
-        return cells_rate(cells, r, self.min_fetch_rate, self.max_fetch_rate, self.fallback_rate() or 0.0)
+    def _cells_rate(self, cells: dict[int, list[float]], r: float, fallback: float | None = None) -> float:
+        """The fetch rate *cells* ask for at ratio *r*; *fallback*: :meth:`fallback_rate`
+        as a solve read it once (it holds still while the solve bisects)."""
+        fallback = (self.fallback_rate() or 0.0) if fallback is None else fallback
+        return cells_rate(cells, r, self.min_fetch_rate, self.max_fetch_rate, fallback)
 
     def _planned_cap(self, host: str) -> float:
         """The fetch rate *host*'s plan may ask for: its politeness cap, times
@@ -363,16 +366,17 @@ class RateAllocator:
         cap = self._caps[host]
         return cap * self.correction if self.budget is not None else cap
 
-    def _total(self, r: float) -> float:
-        total = self._cells_rate(self._global, r)
+    def _total(self, r: float, fallback: float | None = None) -> float:
+        fallback = (self.fallback_rate() or 0.0) if fallback is None else fallback
+        total = self._cells_rate(self._global, r, fallback)
         for host in self._bound:
             cells = self._hosts.get(host)
             if cells:
-                total += min(self._planned_cap(host), self._cells_rate(cells, r))
+                total += min(self._planned_cap(host), self._cells_rate(cells, r, fallback))
         return total
 
-    def _bracket(self, *groups: dict[int, list[float]]) -> tuple[float, float]:
-        return log_bracket(groups, self.fallback_rate() or 0.0, self.min_fetch_rate, self.max_fetch_rate)
+    def _bracket(self, *groups: dict[int, list[float]], fallback: float) -> tuple[float, float]:
+        return log_bracket(groups, fallback, self.min_fetch_rate, self.max_fetch_rate)
 
     def solve(self) -> None:
         """Recompute r* (and the r̂_h of capped hosts) from the histograms."""
@@ -382,18 +386,19 @@ class RateAllocator:
             # no budget: every URL gets the target ratio, hosts whose cap
             # binds a larger one (the water-filling below still applies)
             r = self.target_ratio
+            fallback = 0.0  # no budget, no fallback rate
         else:
             self._control()
+            fallback = self.fallback_rate() or 0.0
             # hinted revisits come first; the schedule keeps at least a tenth
             target = max(self.budget * self.correction - self.hinted_rate(), 0.1 * self.budget)
             if not self._hosts:
                 return
-            r = solve_ratio(
-                self._total, target, self._bracket(self._global, *(self._hosts.get(h, {}) for h in self._bound))
-            )
+            groups = (self._global, *(self._hosts.get(h, {}) for h in self._bound))
+            r = solve_ratio(partial(self._total, fallback=fallback), target, self._bracket(*groups, fallback=fallback))
             # the plan cannot spend the target (every URL at its fastest, or
             # its host's cap): the feedback loop must not wind up on it
-            self._saturated = self._total(r) < target * 0.999
+            self._saturated = self._total(r, fallback) < target * 0.999
             if self.ceiling and r < self.target_ratio:
                 # a ceiling is not a target: the rest of it stays unspent
                 r = self.target_ratio
@@ -403,8 +408,9 @@ class RateAllocator:
         for host in self._bound:
             cap = self._planned_cap(host)
             cells = self._hosts.get(host)
-            if cells and self._cells_rate(cells, r) > cap:
-                self._host_ratio[host] = solve_ratio(partial(self._cells_rate, cells), cap, self._bracket(cells))
+            if cells and self._cells_rate(cells, r, fallback) > cap:
+                host_rate = partial(self._cells_rate, cells, fallback=fallback)
+                self._host_ratio[host] = solve_ratio(host_rate, cap, self._bracket(cells, fallback=fallback))
 
     def planned_rate(self) -> float:
         """Fetches per second the current solution plans (for stats)."""

@@ -44,7 +44,7 @@ from .base import WaitParams, WaitPolicy
 from .belief import HeaderBelief
 from .burst import BurstWaitPolicy
 from .estimator import FIRST_ANSWER
-from .history import visit_queue
+from .history import WithMemory, visit_queue
 from .memory import ESTIMATE, OBSERVATIONS
 from .snapback import SnapBackWaitPolicy
 
@@ -109,7 +109,7 @@ class UnionWaitPolicy(WaitPolicy):
         """Both families' next waits, and the URL's memory holding both rules' state."""
         w_burst = self.burst.next_wait(history, visit)
         memory = visit.policy_state if visit.policy_state is not None else {}
-        w_snap = self.snap.next_wait({**history, "policy": memory}, visit)
+        w_snap = self.snap.next_wait(WithMemory(history, memory), visit)
         memory = visit.policy_state if visit.policy_state is not None else memory
         visit.policy_state = memory
         return w_burst, w_snap, memory

@@ -99,18 +99,19 @@ def base_visit(response: Response, now: float | None = None) -> Visit:
     fetch = response.meta.get(meta.FETCH) if response.request is not None else None
     validation = fetch.validation if isinstance(fetch, FetchResult) else None
     arrived = time.time() if now is None else now
-    last_modified = header(response, "Last-Modified")
-    date = header(response, "Date")
-    fresh = freshness(joined_header(response, "Cache-Control"), header(response, "Expires"), date, arrived)
+    # the headers read here as header() reads them, without a call each (this runs at every response)
+    texts = [None if v is None else v.decode("latin-1") for v in map(response.headers.get, _VISIT_HEADERS)]
+    last_modified, date, expires, content_type, etag = texts
+    fresh = freshness(joined_header(response, "Cache-Control"), expires, date, arrived)
     problems = list(fresh.problems)
     if lm_problem := last_modified_problem(last_modified, date, arrived):
         problems.append(lm_problem)
     return Visit(
         Outcome.VISITED,
         status=response.status,
-        content_type=header(response, "Content-Type"),
+        content_type=content_type,
         size=len(response.body),
-        etag=header(response, "ETag"),
+        etag=etag,
         last_modified=last_modified,
         url=response.url,
         depth=depth if isinstance(depth, int) else None,
@@ -120,6 +121,10 @@ def base_visit(response: Response, now: float | None = None) -> Visit:
         freshness=fresh.lifetime,
         claimed_modified=hinted_modified(response),
     )
+
+
+#: the headers every visit's verdict reads (:func:`base_visit`)
+_VISIT_HEADERS = ("Last-Modified", "Date", "Expires", "Content-Type", "ETag")
 
 
 def joined_header(response: Response, name: str) -> str | None:
