@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -690,6 +691,22 @@ def verified(change: ChangeState, prediction: str = "unchanged") -> Visit:
     return v
 
 
+def visit_deciding(f: Frontier, clock: Clock, url: str, outcome: Callable[[bool], Visit], tries: int = 8) -> bool:
+    """Issue due URLs until *url* comes, ask whether its fetch verifies its
+    validators, settle it with ``outcome(decision)``; return the decision
+    (the other URLs issued meanwhile are settled unchanged)."""
+    for _ in range(tries):
+        req = f.next()
+        if req is not None and req.fp == fp(url):
+            decision = f.hosts.verify_validators(fp(url))
+            f.update(fp(url), outcome(decision))
+            return decision
+        if req is not None:
+            f.update(req.fp, visited(wait=1.0, change=ChangeState.UNCHANGED))
+        clock.t += 2
+    raise AssertionError(f"{url} never issued")
+
+
 def test_a_url_caught_lying_is_downloaded_in_full_until_it_earns_trust_again(store: Store) -> None:
     """Per-URL validator trust: on an honest host one page's ETag never moves
     although its content does.  Once caught, that page is verified on every
@@ -704,16 +721,7 @@ def test_a_url_caught_lying_is_downloaded_in_full_until_it_earns_trust_again(sto
     add(f, honest)
 
     def visit(url: str, v: Visit | None = None) -> bool:
-        for _ in range(4):
-            req = f.next()
-            if req is not None and req.fp == fp(url):
-                decision = f.hosts.verify_validators(fp(url))
-                f.update(fp(url), v or visited(wait=1.0, change=ChangeState.UNCHANGED))
-                return decision
-            if req is not None:
-                f.update(req.fp, visited(wait=1.0, change=ChangeState.UNCHANGED))
-            clock.t += 2
-        raise AssertionError(f"{url} never issued")
+        return visit_deciding(f, clock, url, lambda _: v or visited(wait=1.0, change=ChangeState.UNCHANGED), 4)
 
     # the host earns trust from right predictions on both pages
     for url in (honest, liar, honest):
@@ -762,16 +770,7 @@ def test_a_lying_page_does_not_cost_its_hosts_images_their_trust(store: Store) -
         add(f, url)
 
     def visit(url: str, v: Visit) -> bool:
-        for _ in range(8):
-            req = f.next()
-            if req is not None and req.fp == fp(url):
-                decision = f.hosts.verify_validators(fp(url))
-                f.update(fp(url), v)
-                return decision
-            if req is not None:
-                f.update(req.fp, visited(wait=1.0, change=ChangeState.UNCHANGED))
-            clock.t += 2
-        raise AssertionError(f"{url} never issued")
+        return visit_deciding(f, clock, url, lambda _: v)
 
     # the pages earn trust (warmup 2), and with them the host
     for _ in range(2):
@@ -882,18 +881,10 @@ def test_an_honest_page_keeps_its_own_trust_beside_its_classs_liars(store: Store
     add(f, honest)
 
     def visit(url: str, change: ChangeState = ChangeState.UNCHANGED) -> bool:
-        for _ in range(20):
-            req = f.next()
-            if req is not None and req.fp == fp(url):
-                decision = f.hosts.verify_validators(fp(url))
-                # acted on: a 304, whatever the content did (a liar's change is missed)
-                v = verified(change) if decision else visited(wait=1.0, change=ChangeState.UNCHANGED)
-                f.update(fp(url), v)
-                return decision
-            if req is not None:
-                f.update(req.fp, visited(wait=1.0, change=ChangeState.UNCHANGED))
-            clock.t += 2
-        raise AssertionError(f"{url} never issued")
+        # acted on: a 304, whatever the content did (a liar's change is missed)
+        return visit_deciding(
+            f, clock, url, lambda verify: verified(change) if verify else visited(wait=1.0, change=ChangeState.UNCHANGED), 20
+        )
 
     for _ in range(2):  # the honest page proves right twice
         clock.t += 2
@@ -933,16 +924,9 @@ def test_a_trusted_page_that_starts_lying_is_caught_and_loses_its_own_trust(stor
     add(f, other)
 
     def visit(url: str, change: ChangeState) -> bool:
-        for _ in range(8):
-            req = f.next()
-            if req is not None and req.fp == fp(url):
-                decision = f.hosts.verify_validators(fp(url))
-                f.update(fp(url), verified(change) if decision else visited(wait=1.0, change=ChangeState.UNCHANGED))
-                return decision
-            if req is not None:
-                f.update(req.fp, visited(wait=1.0, change=ChangeState.UNCHANGED))
-            clock.t += 2
-        raise AssertionError(f"{url} never issued")
+        return visit_deciding(
+            f, clock, url, lambda verify: verified(change) if verify else visited(wait=1.0, change=ChangeState.UNCHANGED)
+        )
 
     # another class lies, so the page's class record is not what trusts it
     clock.t += 2
