@@ -37,7 +37,7 @@ this module only computes.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -211,34 +211,78 @@ HEADER_LIED = "ageLie"
 HEADER_PACE = "agePace"
 
 
-def url_trusted(record: list[int] | None, params: TrustParams, policy: Mapping[str, Any] | None = None) -> bool:
-    """Whether a URL's own validators may be acted on (its host's schedule
-    then decides how often they are verified).
+def _own(record: Sequence[int] | None) -> tuple[int, int, int]:
+    """A URL's ``[lies, right, since]`` (an older two-item record: since 0)."""
+    if not record:
+        return 0, 0, 0
+    return int(record[0]), int(record[1]), int(record[2]) if len(record) > 2 else 0
 
-    *record* is the URL's ``[lies, right since the last lie]``.  A URL caught
-    lying is downloaded in full on its revisits until it has been right
-    ``warmup`` times, twice as many after each further lie: a page whose
-    ETag never moves while its content does is right only between changes,
-    so it earns trust back ever more slowly, while the other URLs of an
-    honest host keep theirs (a host-level record alone trusted such pages
-    most of the time, and each caught lie reset the whole host).  Nor is a
-    URL whose wait policy (its memory, *policy*) still checks its header:
-    believing an honest-looking class's 304s for such URLs let lying pages
-    of a class not yet caught answer 304.
+
+def _earn_back(lies: int, params: TrustParams) -> int:
+    """Right predictions a URL caught lying *lies* times needs before its
+    validators are acted on again: ``warmup``, twice as many per further lie."""
+    return max(1, params.warmup) * 2 ** min(16, lies - 1)
+
+
+def url_trusted(record: Sequence[int] | None, params: TrustParams, policy: Mapping[str, Any] | None = None) -> bool:
+    """Whether a URL's own validators may be acted on at all (its own
+    record, or its class's, then decides how often they are verified).
+
+    *record* is the URL's ``[lies, right since the last lie, ...]``.  A URL
+    caught lying is downloaded in full on its revisits until it has been
+    right ``warmup`` times, twice as many after each further lie: a page
+    whose ETag never moves while its content does is right only between
+    changes, so it earns trust back ever more slowly, while the other URLs
+    of an honest host keep theirs.  Nor is a URL whose wait policy (its
+    memory, *policy*) still checks its header: believing an honest-looking
+    class's 304s for such URLs let lying pages of a class not yet caught
+    answer 304.
     """
     if policy and policy.get(HEADER_UNCHECKED):
         return False
+    lies, right, _ = _own(record)
+    return lies <= 0 or right >= _earn_back(lies, params)
+
+
+def url_verify_rate(record: Sequence[int] | None, params: TrustParams) -> float | None:
+    """The share of a trusted URL's predictions its own record asks to
+    verify, or None where it has no say yet (never verified right).
+
+    As a class's (:meth:`Trust.verify_rate`): once the URL has been right
+    ``warmup`` times on its own (after a lie: its earn-back), the rate halves
+    with each further right prediction (1/2, 1/4 ... down to ``min_rate``).  It
+    rations verification where the URL's class does not: on a host whose
+    CMS serves a few pages with frozen validators, the class's record is
+    reset by each of their lies, and without a record of their own the
+    honest pages of that class were downloaded in full on every revisit.
+    """
     if not record:
-        return True
-    lies, right = int(record[0]), int(record[1])
-    return lies <= 0 or right >= max(1, params.warmup) * 2 ** min(16, lies - 1)
+        return None
+    lies, right, _ = _own(record)
+    earned = right - (_earn_back(lies, params) if lies else params.warmup) + 1
+    if earned <= 0:
+        return None
+    return max(params.min_rate, 0.5 ** min(64, earned))
 
 
-def observe_url(record: list[int] | None, prediction: str | None, change: str) -> list[int] | None:
-    """A URL's ``[lies, right]`` after a verification fetch (None: no lie ever)."""
-    if prediction != "unchanged" or change not in ("changed", "unchanged"):
-        return record
-    lies, right = (int(record[0]), int(record[1])) if record else (0, 0)
-    if change == "changed":
-        return [lies + 1, 0]
-    return [lies, right + 1] if lies else None
+def url_decide(record: Sequence[int] | None, rate: float) -> tuple[bool, list[int]]:
+    """Decide a trusted URL's next fetch on its own schedule at *rate*
+    (deterministic, as :meth:`Trust.decide`: every ``ceil(1 / rate)``-th
+    prediction verified); returns the decision and the record to keep."""
+    lies, right, since = _own(record)
+    verify = since + 1 >= math.ceil(1.0 / rate)
+    return verify, [lies, right, 0 if verify else since + 1]
+
+
+def observe_url(record: Sequence[int] | None, prediction: str | None, change: str) -> list[int] | None:
+    """A URL's ``[lies, right, since]`` after a verification fetch.
+
+    A right "no change" counts for the URL (its own schedule thins out), a
+    lie starts its earn-back; any verification restarts the count of
+    predictions acted on since."""
+    lies, right, _ = _own(record)
+    if prediction == "unchanged" and change == "changed":
+        return [lies + 1, 0, 0]
+    if prediction == "unchanged" and change == "unchanged":
+        return [lies, right + 1, 0]
+    return [lies, right, 0] if record else None

@@ -95,9 +95,12 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
     bool_spec(
         "ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE",
         GROUP_CHANGE,
-        False,
-        "a changed page's embedded resources that may have changed with it are made due at once: not one "
-        "fetched since the page's previous visit, nor one that stayed the same when last revisited.",
+        True,
+        "a changed page's embedded resources come with it (a composite capture: an archive replays the page "
+        "with embeds of its moment), each with a conditional request where it was stored before: one that "
+        "changed at its last fetch with every capture, one that stayed the same once the copy is older than "
+        "5 s doubled per fetch it stayed the same (a stylesheet every page shares is confirmed ever more "
+        "rarely).",
     ),
     SettingSpec(
         "ADAPTIVE_UNCHANGED",

@@ -170,10 +170,11 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
     integer_spec(
         "ADAPTIVE_EMBED_HOPS",
         GROUP_POLITENESS,
-        0,
+        1,
         'embedded resources (images, CSS, scripts, fonts: by URL extension or `meta["adaptive_embed"]`) up '
-        "to this many embed hops from a page are fetched before other due URLs of their queue. 0 (the thesis "
-        "default) treats them like any URL, so their own change rate governs them.",
+        "to this many embed hops from a page are fetched right after it, before other due URLs of their queue, "
+        "so a page and what it shows are captured together. 0 treats them like any URL (the thesis's "
+        "default): found with a page, fetched after every page already waiting.",
         at_least=0,
         # a page's embeds' embeds (a stylesheet's fonts) are two hops: a
         # thousand is a typo, not a crawl shape

@@ -30,24 +30,49 @@ class AddResult(StrEnum):
     RESCHEDULED = "rescheduled"  #: known; pulled forward or directive raised
 
 
-def refetch_embed(record: UrlRecord, page_changed: float) -> bool:
-    """Whether an embed of a page that changed since *page_changed* is
-    fetched again now, with the page (``ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE``).
+#: how old an embed's copy may be and still pass for its page's moment,
+#: when the embed changed at its last fetch; doubled for each fetch since
+#: at which it stayed the same (:func:`composite_tolerance`)
+COMPOSITE_WINDOW_S = 5.0
+#: the doublings counted at most (5 s × 2^16: about four days)
+COMPOSITE_DOUBLINGS = 16
 
-    Only if it may have changed too: it was not fetched since the page's
-    previous visit (a stylesheet many pages share is fetched once for a
-    round of their changes, not once per page), and it is not known to stay
-    the same (it has not been revisited yet, or it changed at a revisit its
-    history still holds).  A resource that never changes keeps its own
-    wait, which backs off; one that changes with its pages comes with them.
+
+def composite_tolerance(record: UrlRecord) -> float:
+    """How long ago an embed may have been fetched for its copy to stand
+    for a page captured now.
+
+    An embed that changed at its last fetch (a chart redrawn with its
+    page's data) must come with every capture: :data:`COMPOSITE_WINDOW_S`.
+    One that stayed the same at each of its last k fetches (a logo, a
+    stylesheet every page shares) is ever less likely to have changed with
+    this page: 2^k times that, so a shared file that never changes is
+    confirmed once for a burst of its pages' changes, then rarely, while
+    the first change it shows makes it come with each capture again.
     """
-    if record.fetched is not None and record.fetched >= page_changed:
-        return False
-    if record.visits < 2:
-        return True
-    history = record.history
-    revisits = history[1:] if len(history) >= record.visits else history  # the first visit found it new
-    return any(change == ChangeState.CHANGED.value for _, change, *_ in revisits)
+    streak = 0
+    for _, change, *_ in reversed(record.history):
+        if change != ChangeState.UNCHANGED.value:
+            break
+        streak += 1
+    return COMPOSITE_WINDOW_S * 2.0 ** min(streak, COMPOSITE_DOUBLINGS)
+
+
+def refetch_embed(record: UrlRecord, now: float) -> bool:
+    """Whether an embed of a page captured anew (first seen or changed) is
+    fetched again now, with the page (``ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE``):
+    a composite capture.
+
+    A change of the page is evidence for its embeds, and an archived page
+    replays with the embeds stored nearest its moment: an embed stored from
+    before the page's change would replay a mixed page.  So each embed
+    comes unless its copy is recent enough to stand for this moment
+    (:func:`composite_tolerance`).  One stored before needs only a
+    conditional request (its validators, as trusted): a few hundred bytes
+    when it stayed the same.
+    """
+    fetched = record.fetched
+    return fetched is None or now - fetched > composite_tolerance(record)
 
 
 def add_new(

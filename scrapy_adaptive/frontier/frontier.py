@@ -150,15 +150,15 @@ class Frontier:
         *,
         directive: int = 0,
         force: bool = False,
-        page_changed: float | None = None,
+        with_page: bool = False,
         priority: int = 0,
     ) -> AddResult:
         """Make a URL known.
 
         A new URL is due now.  A known URL keeps its record; its time moves
-        earlier only if *force* (``dont_filter``) or if it is an embed of a
-        page that changed since *page_changed* and may have changed with it
-        (:func:`.refetch_embed`).  A higher *directive* puts a URL that is
+        earlier only if *force* (``dont_filter``) or if it is an embed found
+        *with_page*, a page captured anew, and its copy is too old to stand
+        for the page's moment (:func:`.refetch_embed`).  A higher *directive* puts a URL that is
         already due ahead of its queue's other due URLs; it never makes one
         due (a preferred URL sorting first while not due would block its
         queue, and one pulled forward by every page that shows it would be
@@ -175,7 +175,7 @@ class Frontier:
         if raw is None:
             data = request() if callable(request) else request
             return add_new(self.book, self.clock(), fp, url, queue, data, directive, priority)
-        if not force and directive == 0 and page_changed is None:
+        if not force and directive == 0 and not with_page:
             return AddResult.DUPLICATE
         try:
             record = UrlRecord.from_bytes(raw)
@@ -183,7 +183,7 @@ class Frontier:
             # Left for next() to quarantine when its entry comes up: only
             # the entry says which queue position to remove.
             return AddResult.DUPLICATE
-        if page_changed is not None and refetch_embed(record, page_changed):
+        if with_page and refetch_embed(record, self.clock()):
             force = True
         if force and (priority or ((q := self.book.find(queue)) is not None and q.prioritized)):
             directive = max(directive, directive_of(priority))

@@ -21,7 +21,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..change.trust import HEADER_UNCHECKED, HOST, TrustBook, TrustParams, observe_url, url_trusted
+from ..change.trust import (
+    HEADER_UNCHECKED,
+    HOST,
+    TrustBook,
+    TrustParams,
+    observe_url,
+    url_decide,
+    url_trusted,
+    url_verify_rate,
+)
 from ..change.url_class import url_class
 from ..config.matching import media_type
 from ..model import PARKED, SOFT_404, VALIDATOR_LIE, ChangeState, Outcome, RecordError, UrlRecord, Visit
@@ -122,35 +131,45 @@ class HostFacts:
     # -- validators ----------------------------------------------------------------
 
     def verify_validators(self, fp: bytes) -> bool:
-        """Whether the fetch of out URL *fp* verifies its host's validators (a
-        full download despite them) or acts on them.
+        """Whether the fetch of out URL *fp* verifies its validators (a full
+        download despite them) or acts on them.
 
-        The decision is its sibling class's (:class:`.TrustBook`), counted at
-        once in the host's trust records (see
-        :meth:`.Trust.decide`), persisted with the queue's next counters
-        write.  A URL that is not out is verified: nothing is trusted blind;
-        nor is a URL caught lying until it has earned trust again
-        (:func:`.url_trusted`), whatever its host's record.
+        A URL that is not out is verified: nothing is trusted blind; nor is
+        a URL caught lying until it has earned trust again, nor one whose
+        wait policy still checks its header (:func:`.url_trusted`).
+        Otherwise the laxer of two schedules decides: the URL's own record
+        (:func:`.url_verify_rate`), once it has proved right, and its
+        sibling class's (:class:`.TrustBook`), so a class's liars do not
+        cost its honest pages their conditional requests, and a page not
+        verified yet follows its class.  The decision is counted at once in
+        the record that made it (the URL's, persisted with its verdict; the
+        class's, with the queue's next counters write).
         """
         out = self.leases.get(fp)
         if out is None:
             return True
-        if not url_trusted(out.record.validator_lies, self.trust_params, out.record.policy):
+        record = out.record
+        if not url_trusted(record.validator_trust, self.trust_params, record.policy):
             return True
-        q = self.book.get(out.queue)
-        return TrustBook(q.trust).decide(out.record.url, self.trust_params)
+        book = TrustBook(self.book.get(out.queue).trust)
+        own = url_verify_rate(record.validator_trust, self.trust_params)
+        if own is not None and own < book.of(record.url).verify_rate(self.trust_params):
+            verify, record.validator_trust = url_decide(record.validator_trust, own)
+            return verify
+        return book.decide(record.url, self.trust_params)
 
     def observe_validation(self, q: HostQueue, visit: Visit, record: UrlRecord) -> str | None:
         """Fold a verification fetch into the URL's, its class's and its
         host's trust records; a caught lie is said (``validatorLie``)."""
         if visit.validation != "verified" or visit.change is ChangeState.UNKNOWN:
             return None
-        known_liar = not url_trusted(record.validator_lies, self.trust_params)
-        record.validator_lies = observe_url(record.validator_lies, visit.prediction, visit.change.value)
+        known_liar = not url_trusted(record.validator_trust, self.trust_params)
+        before = record.validator_trust[0] if record.validator_trust else 0
+        record.validator_trust = observe_url(record.validator_trust, visit.prediction, visit.change.value)
         if known_liar:
             # verified because of the URL's own record: its lies are not news
             # about the host, whose other URLs keep their trust
-            lied = bool(record.validator_lies) and record.validator_lies[1] == 0  # type: ignore[index]
+            lied = bool(record.validator_trust) and record.validator_trust[0] > before  # type: ignore[index]
             return VALIDATOR_LIE if lied else None
         if TrustBook(q.trust).observe_verified(record.url, visit.prediction, visit.change.value):
             return VALIDATOR_LIE

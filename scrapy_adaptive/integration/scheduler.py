@@ -342,7 +342,6 @@ class AdaptiveScheduler(BaseScheduler):
         spider = self.spider
         hops = request.meta.get(meta.EMBED_HOPS) or 0
         directive = EMBED_DIRECTIVE if 0 < hops <= self.config.embed_hops else 0
-        page_changed = request.meta.get(meta.PAGE_CHANGED)
         try:
             result = frontier.add(
                 fp,
@@ -352,7 +351,7 @@ class AdaptiveScheduler(BaseScheduler):
                 lambda: request_to_data(request, spider, credentials=self.config.store_credentials),
                 directive=directive,
                 force=request.dont_filter if force is None else force,
-                page_changed=float(page_changed) if type(page_changed) in (int, float) else None,
+                with_page=request.meta.get(meta.PAGE_CHANGED) is True,
                 priority=request.priority,
             )
         except RequestNotStorable as exc:

@@ -104,9 +104,11 @@ class UrlRecord:
     policy: dict[str, Any] = field(default_factory=dict)
     #: an acted-on change hint waiting for its visit (keys: ``PENDING_*`` in hints.py)
     hint: dict[str, Any] | None = None
-    #: this URL's own validator record, ``[lies, right since the last lie]``
-    #: (None: never caught lying); see :func:`~..change.trust.url_trusted`
-    validator_lies: list[int] | None = None
+    #: this URL's own validator record, ``[lies, right since the last lie,
+    #: predictions acted on since its last verification]`` (None: never
+    #: verified; two items when written by older code); see
+    #: :func:`~..change.trust.url_verify_rate`
+    validator_trust: list[int] | None = None
     #: the page's learned noise (the visit middleware's state, see
     #: ``spidermiddlewares/visit.py``): a fetch's sketch awaiting its probe,
     #: the learned exclusions, or why there are none
@@ -144,7 +146,7 @@ class UrlRecord:
         "history": "hi",
         "policy": "ps",
         "hint": "hn",
-        "validator_lies": "vl",
+        "validator_trust": "vl",
         "noise": "nz",
         "presence": "pr",
         "fields": "fd",

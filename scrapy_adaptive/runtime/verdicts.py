@@ -259,7 +259,7 @@ class Verdicts:
         count_settled(self.stats, hint, record.notes)
         if VALIDATOR_LIE in record.notes:
             self.stats.inc_value("adaptive/validators/lies")
-            lies = record.validator_lies[0] if record.validator_lies else 1
+            lies = record.validator_trust[0] if record.validator_trust else 1
             # the first lie of a URL is news (its host's trust is reset); a
             # caught liar is downloaded in full from then on and lies at each
             # change, which a crawl of months would otherwise log every time

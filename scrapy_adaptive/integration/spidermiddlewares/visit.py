@@ -200,8 +200,7 @@ class VisitMiddleware:
         if request.meta.get(meta.SIGNAL) in ("sitemap", "feed"):
             self._signal(request, response, visit)
         self._text(response, visit)
-        since = record.get("fetched")  # read before the record takes this visit
-        self._after_verdict(request, visit, self.services.commit(request, visit), since)
+        self._after_verdict(request, visit, self.services.commit(request, visit))
 
     def process_spider_exception(self, response: Response, exception: Exception) -> None:
         """A response no one judged, because a spider middleware before this
@@ -245,18 +244,17 @@ class VisitMiddleware:
         self.stats.inc_value(f"adaptive/signals/{kind}/unreadable")
         visit.annotations.append(SIGNAL_UNREADABLE)
 
-    def _after_verdict(self, request: Request, judged: Visit, recorded: Recorded | None, since: Any) -> None:
+    def _after_verdict(self, request: Request, judged: Visit, recorded: Recorded | None) -> None:
         """What the callback and the requests it yields see of the verdict as
         recorded (*judged*, this middleware's own, if nothing was recorded:
-        the URL was forgotten meanwhile, or the state cannot be written);
-        *since*: when the page was fetched before."""
+        the URL was forgotten meanwhile, or the state cannot be written)."""
         visit = judged if recorded is None else recorded.visit
         request.meta[meta.CHANGE] = visit.change.value
         if recorded is not None:
             request.meta[meta.RECORD] = recorded.record.view()
         if self.revisit_embeds and visit.change is ChangeState.CHANGED:
-            # the page changed since its last fetch: its embeds may have too
-            request.meta[meta.PAGE_CHANGED] = since or 0.0
+            # the page is captured anew: its embeds may have changed with it
+            request.meta[meta.PAGE_CHANGED] = True
         else:
             request.meta.pop(meta.PAGE_CHANGED, None)
         if visit.change is ChangeState.UNCHANGED and self._skips(request):

@@ -171,3 +171,38 @@ def test_trust_roundtrips_through_its_stored_dict() -> None:
     trust = Trust(said_unchanged=4, right=3, lies=1, streak=2)
     assert Trust.from_dict(trust.to_dict()) == trust
     assert Trust.from_dict({"right": "2", "unknown": 5}).right == 2
+
+
+def test_a_urls_own_record_counts_right_predictions_and_restarts_at_a_lie() -> None:
+    from scrapy_adaptive.change.trust import TrustParams, observe_url, url_trusted, url_verify_rate
+
+    params = TrustParams(warmup=2, min_rate=1 / 16)
+    record = None
+    assert observe_url(record, "changed", "changed") is None  # nothing to count yet
+    rates = []
+    for _ in range(8):
+        record = observe_url(record, "unchanged", "unchanged")
+        rates.append(url_verify_rate(record, params))
+    # as a class's: nothing before warmup, then halving to the floor
+    assert rates == [None, 0.5, 0.25, 0.125, 1 / 16, 1 / 16, 1 / 16, 1 / 16]
+    record = observe_url(record, "unchanged", "changed")
+    assert record == [1, 0, 0] and not url_trusted(record, params) and url_verify_rate(record, params) is None
+    # written by older code: [lies, right]
+    assert url_verify_rate([1, 3], params) == 0.25 and url_trusted([1, 3], params)
+
+
+@given(right=st.integers(0, 40), lies=st.integers(0, 3), predictions=st.integers(1, 100))
+def test_a_urls_own_schedule_never_acts_blind_longer_than_its_rate_allows(right: int, lies: int, predictions: int) -> None:
+    from scrapy_adaptive.change.trust import TrustParams, url_decide, url_verify_rate
+
+    params = TrustParams(warmup=3, min_rate=1 / 32)
+    record: list[int] = [lies, right, 0]
+    rate = url_verify_rate(record, params)
+    if rate is None:
+        return
+    run = longest = 0
+    for _ in range(predictions):
+        verify, record = url_decide(record, rate)
+        run = 0 if verify else run + 1
+        longest = max(longest, run)
+    assert longest <= math.ceil(1 / rate) - 1 <= 31

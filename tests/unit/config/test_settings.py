@@ -35,7 +35,9 @@ def config(**values: object) -> AdaptiveConfig:
 def test_thesis_defaults() -> None:
     c = config()
     assert (c.delay_factor, c.min_delay, c.max_delay) == (5.0, 2.0, 5.0)
-    assert (c.max_retries, c.retry_delay, c.host_valence, c.embed_hops) == (30, 900.0, 1, 0)
+    # embeds one hop from a page come with it (a composite capture, as
+    # Heritrix's preferenceEmbedHops), where the thesis left them to their own waits
+    assert (c.max_retries, c.retry_delay, c.host_valence, c.embed_hops) == (30, 900.0, 1, 1)
     assert (c.wait_default, c.wait_max) == (259_200.0, 2_419_200.0)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from scrapy_adaptive.frontier import (
     Visit,
 )
 from scrapy_adaptive.frontier.hostqueue import ARRIVAL_LEAD_MS
+from scrapy_adaptive.frontier.adding import COMPOSITE_WINDOW_S
 from scrapy_adaptive.store.base import Batch, StoreError
 from scrapy_adaptive.store.keys import NEVER_MS, time_to_ms
 from scrapy_adaptive.store.leveldb import LevelDBStore
@@ -433,44 +435,53 @@ def test_overdue_percentiles_are_those_of_the_urls_due_now(store: Store) -> None
     assert shape["overdue_p50"] == pytest.approx(5.0) and shape["overdue_p95"] == pytest.approx(5.0)
 
 
-def test_an_embed_of_a_changed_page_comes_with_it_only_if_it_may_have_changed(store: Store) -> None:
-    """ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE made a stylesheet every page shares
-    due at each change of each page: the demo's most fetched URL was
-    static/site.css, which never changes.  An embed comes with a changed page
-    only if it was not fetched since the page's previous visit and is not
-    known to stay the same."""
+def test_an_embed_of_a_captured_page_comes_with_it_unless_its_copy_stands_for_this_moment(store: Store) -> None:
+    """A page captured anew brings its embeds (a composite capture): one that
+    changed at its last fetch comes with every capture, one that stayed the
+    same may be older by COMPOSITE_WINDOW_S doubled per fetch it stayed the
+    same, so a stylesheet that every page shares and that never changes is
+    confirmed once for a burst of their changes, then ever more rarely."""
     clock = Clock()
     f = make(store, clock, min_delay=0.0, max_delay=0.0, delay_factor=0.0)
-
-    def visit(url: str, change: ChangeState) -> None:
-        add(f, url, force=True)
-        issued = f.next()
-        assert issued is not None and issued.fp == fp(url)
-        f.update(issued.fp, visited(wait=10_000.0, change=change))
-
     css, photo = "http://a/site.css", "http://a/photo.png"
-    visit(css, ChangeState.CHANGED)  # first visits: new
-    visit(photo, ChangeState.CHANGED)
-    clock.t += 50
-    page_before = clock.t  # the page's previous visit, after theirs
-    clock.t += 50
-    # never revisited: it may have changed with the page
-    assert add(f, css, page_changed=page_before) is AddResult.RESCHEDULED
-    visit(css, ChangeState.UNCHANGED)
-    assert add(f, photo, page_changed=page_before) is AddResult.RESCHEDULED
-    visit(photo, ChangeState.CHANGED)  # it did change
-    # another page changed since its previous visit, before these fetches:
-    # fetched since, they are not fetched again for it
-    assert add(f, css, page_changed=page_before) is AddResult.DUPLICATE
-    assert add(f, photo, page_changed=page_before) is AddResult.DUPLICATE
-    clock.t += 50
-    later = clock.t  # the next page's previous visit, after these fetches
-    clock.t += 50
-    # a later change: the photo changed at its revisit, so it comes again;
-    # the stylesheet was revisited and found the same: it keeps its own wait
-    assert add(f, photo, page_changed=later) is AddResult.RESCHEDULED
-    assert add(f, css, page_changed=later) is AddResult.DUPLICATE
-    record = f.get_record("a", fp(css))
+
+    def fetch_due(changes: dict[str, ChangeState]) -> None:
+        for _ in changes:
+            issued = f.next()
+            assert issued is not None
+            url = issued.record.url
+            f.update(issued.fp, visited(wait=100_000.0, change=changes[url]))
+
+    add(f, css)
+    add(f, photo)
+    fetch_due({css: ChangeState.CHANGED, photo: ChangeState.CHANGED})  # first visits: new
+    clock.t += COMPOSITE_WINDOW_S / 2
+    # fetched a moment ago, as the page was captured: of its moment
+    assert add(f, css, with_page=True) is AddResult.DUPLICATE
+    assert add(f, photo, with_page=True) is AddResult.DUPLICATE
+    clock.t += COMPOSITE_WINDOW_S
+    # a later capture: both come (each changed at its last fetch)
+    assert add(f, css, with_page=True) is AddResult.RESCHEDULED
+    assert add(f, photo, with_page=True) is AddResult.RESCHEDULED
+    fetch_due({css: ChangeState.UNCHANGED, photo: ChangeState.CHANGED})
+    clock.t += 2 * COMPOSITE_WINDOW_S - 1
+    # the stylesheet stayed the same once: a copy 2 windows old stands; the photo changed: it comes
+    assert add(f, css, with_page=True) is AddResult.DUPLICATE
+    assert add(f, photo, with_page=True) is AddResult.RESCHEDULED
+    fetch_due({photo: ChangeState.UNCHANGED})
+    clock.t += 2
+    assert add(f, css, with_page=True) is AddResult.RESCHEDULED
+    fetch_due({css: ChangeState.UNCHANGED})
+    # twice the same: four windows
+    clock.t += 4 * COMPOSITE_WINDOW_S - 1
+    assert add(f, css, with_page=True) is AddResult.DUPLICATE
+    clock.t += 2
+    assert add(f, css, with_page=True) is AddResult.RESCHEDULED
+    # without a page captured anew, nothing moves
+    fetch_due({css: ChangeState.UNCHANGED})
+    clock.t += 10_000
+    assert add(f, css) is AddResult.DUPLICATE and add(f, photo) is AddResult.DUPLICATE
+    record = f.get_record("a", fp(photo))
     assert record is not None and record.next_ms > time_to_ms(clock.t)
 
 
@@ -680,6 +691,22 @@ def verified(change: ChangeState, prediction: str = "unchanged") -> Visit:
     return v
 
 
+def visit_deciding(f: Frontier, clock: Clock, url: str, outcome: Callable[[bool], Visit], tries: int = 8) -> bool:
+    """Issue due URLs until *url* comes, ask whether its fetch verifies its
+    validators, settle it with ``outcome(decision)``; return the decision
+    (the other URLs issued meanwhile are settled unchanged)."""
+    for _ in range(tries):
+        req = f.next()
+        if req is not None and req.fp == fp(url):
+            decision = f.hosts.verify_validators(fp(url))
+            f.update(fp(url), outcome(decision))
+            return decision
+        if req is not None:
+            f.update(req.fp, visited(wait=1.0, change=ChangeState.UNCHANGED))
+        clock.t += 2
+    raise AssertionError(f"{url} never issued")
+
+
 def test_a_url_caught_lying_is_downloaded_in_full_until_it_earns_trust_again(store: Store) -> None:
     """Per-URL validator trust: on an honest host one page's ETag never moves
     although its content does.  Once caught, that page is verified on every
@@ -694,16 +721,7 @@ def test_a_url_caught_lying_is_downloaded_in_full_until_it_earns_trust_again(sto
     add(f, honest)
 
     def visit(url: str, v: Visit | None = None) -> bool:
-        for _ in range(4):
-            req = f.next()
-            if req is not None and req.fp == fp(url):
-                decision = f.hosts.verify_validators(fp(url))
-                f.update(fp(url), v or visited(wait=1.0, change=ChangeState.UNCHANGED))
-                return decision
-            if req is not None:
-                f.update(req.fp, visited(wait=1.0, change=ChangeState.UNCHANGED))
-            clock.t += 2
-        raise AssertionError(f"{url} never issued")
+        return visit_deciding(f, clock, url, lambda _: v or visited(wait=1.0, change=ChangeState.UNCHANGED), 4)
 
     # the host earns trust from right predictions on both pages
     for url in (honest, liar, honest):
@@ -752,16 +770,7 @@ def test_a_lying_page_does_not_cost_its_hosts_images_their_trust(store: Store) -
         add(f, url)
 
     def visit(url: str, v: Visit) -> bool:
-        for _ in range(8):
-            req = f.next()
-            if req is not None and req.fp == fp(url):
-                decision = f.hosts.verify_validators(fp(url))
-                f.update(fp(url), v)
-                return decision
-            if req is not None:
-                f.update(req.fp, visited(wait=1.0, change=ChangeState.UNCHANGED))
-            clock.t += 2
-        raise AssertionError(f"{url} never issued")
+        return visit_deciding(f, clock, url, lambda _: v)
 
     # the pages earn trust (warmup 2), and with them the host
     for _ in range(2):
@@ -855,3 +864,85 @@ def test_a_caught_lie_brings_its_unchecked_siblings_checks_forward(store: Store)
     asked.clear()
     f.replan_unchecked("h.example", pages[3], decide)  # the 5th lie: skipped, as before
     assert not asked
+
+
+def test_an_honest_page_keeps_its_own_trust_beside_its_classs_liars(store: Store) -> None:
+    """On a host whose CMS serves some pages with frozen validators, each
+    one's first lie resets the class's record; an honest page of that class
+    that has proved right on its own keeps acting on its validators
+    (rationed by its own record: every 2nd, then every 4th prediction
+    verified), and a page that proved nothing yet follows its class."""
+    from scrapy_adaptive.change.trust import TrustParams
+
+    clock = Clock()
+    f = Frontier(store, Politeness(min_delay=0.0, max_delay=0.0, valence=1), clock=clock, trust=TrustParams(warmup=2))
+    honest, fresh = "http://h.example/p/ok.html", "http://h.example/p/new.html"
+    liars = [f"http://h.example/p/liar{n}.html" for n in range(7)]
+    add(f, honest)
+
+    def visit(url: str, change: ChangeState = ChangeState.UNCHANGED) -> bool:
+        # acted on: a 304, whatever the content did (a liar's change is missed)
+        return visit_deciding(
+            f, clock, url, lambda verify: verified(change) if verify else visited(wait=1.0, change=ChangeState.UNCHANGED), 20
+        )
+
+    for _ in range(2):  # the honest page proves right twice
+        clock.t += 2
+        assert visit(honest) is True
+    decisions = []
+    for liar in liars:
+        add(f, liar)  # one found now, caught at its first verification
+        for _ in range(4):
+            clock.t += 2
+            if visit(liar, ChangeState.CHANGED):
+                break
+        clock.t += 2
+        decisions.append(visit(honest))
+    assert f.hosts.trust_report()["h.example"]["lies"] == len(liars)
+    # its own schedule: acted on, verified, then acted on three times, verified ...
+    assert decisions == [False, True, False, False, False, True, False], decisions
+    record = f.get_record("h.example", fp(honest))
+    assert record is not None and record.validator_trust is not None and record.validator_trust[:2] == [0, 4]
+    # a page of the class with no record of its own follows its class: verified
+    add(f, fresh)
+    clock.t += 2
+    assert visit(fresh) is True
+
+
+def test_a_trusted_page_that_starts_lying_is_caught_and_loses_its_own_trust(store: Store) -> None:
+    """Per-URL trust is kept honest by its own verifications: a page trusted
+    on its own record that starts lying is caught at its next verification
+    (within ceil(1 / rate) predictions) and is then downloaded in full until
+    it earns trust back."""
+    from scrapy_adaptive.change.trust import TrustParams, url_verify_rate
+
+    params = TrustParams(warmup=1, min_rate=0.25)
+    clock = Clock()
+    f = Frontier(store, Politeness(min_delay=0.0, max_delay=0.0, valence=1), clock=clock, trust=params)
+    page, other = "http://h.example/p/1.html", "http://h.example/q/1.html"
+    add(f, page)
+    add(f, other)
+
+    def visit(url: str, change: ChangeState) -> bool:
+        return visit_deciding(
+            f, clock, url, lambda verify: verified(change) if verify else visited(wait=1.0, change=ChangeState.UNCHANGED)
+        )
+
+    # another class lies, so the page's class record is not what trusts it
+    clock.t += 2
+    visit(other, ChangeState.CHANGED)
+    for _ in range(6):
+        clock.t += 2
+        visit(page, ChangeState.UNCHANGED)
+    record = f.get_record("h.example", fp(page))
+    assert record is not None and url_verify_rate(record.validator_trust, params) == 0.25
+    # it starts lying: acted on at most 3 times, then verified and caught
+    acted = 0
+    while not visit(page, ChangeState.CHANGED):
+        acted += 1
+        clock.t += 2
+    assert acted <= 3
+    record = f.get_record("h.example", fp(page))
+    assert record is not None and record.validator_trust is not None and record.validator_trust[0] == 1
+    clock.t += 2
+    assert visit(page, ChangeState.CHANGED) is True  # earning back: in full
