@@ -96,6 +96,7 @@ class AdaptiveConfig:
     politeness_key: str
     retry_delay: float
     budget: float | None
+    objective: str
     budget_window: float | None
     capacity_share: float
     target_precision: float

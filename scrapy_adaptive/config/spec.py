@@ -331,6 +331,8 @@ def _within_range(spec: SettingSpec, value: float) -> bool:
 # -- the limits, choices and groups the table refers to, and its entry builders --
 
 UNCHANGED_MODES = ("skip", "deliver")
+#: what a fetch budget is spent for (ADAPTIVE_OBJECTIVE, policies/objective.py)
+OBJECTIVES = ("versions", "freshness")
 #: how ETag / Last-Modified predict "no change" (``change/prediction.py``
 #: re-exports this as ``SCHEMES``)
 VALIDATOR_SCHEMES = ("etag", "timestamp", "both", "either")

@@ -22,6 +22,7 @@ from .spec import (
     MAX_BUDGET,
     MAX_EMBED_HOPS,
     MAX_SECONDS,
+    OBJECTIVES,
     POLITENESS_KEYS,
     Kind,
     SettingSpec,
@@ -251,6 +252,18 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         optional=True,
         unit="revisits per day",
         requirement="a number of revisits per day > 0",
+        user=True,
+    ),
+    SettingSpec(
+        "ADAPTIVE_OBJECTIVE",
+        GROUP_WAITS,
+        Kind.CHOICE,
+        "versions",
+        "what the revisit budget is spent for. `versions`: capture as many of the pages' versions as it can "
+        "buy (archives; every page visited at the same expected changes per visit, so faster pages more "
+        "often). `freshness`: keep the copy current as much of the time as it can (data teams; slow pages get "
+        "more, pages changing too fast to keep current less). See [docs/wait-policies.md](wait-policies.md).",
+        choices=OBJECTIVES,
         user=True,
     ),
     seconds_spec(

@@ -8,7 +8,9 @@ bisection over aggregate state (a histogram of estimated rates per
 politeness queue, not per URL), water-fills queues whose politeness cap
 binds (they get a larger r̂_h = λ_h/c_h), clips to [min, max] wait, and
 corrects the remaining gap between planned and realised fetches with a slow
-feedback loop.
+feedback loop.  Under the freshness objective (``ADAPTIVE_OBJECTIVE``) the
+same machinery solves the knob μ of :mod:`.objective` instead of r: only
+how a URL's fetch rate follows its change rate differs.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 from ..config.table import DEFAULTS
 from .history import DAY, clamp
 from .memory import ALLOCATION
+from .objective import VERSIONS, Objective
 from .prior import PopulationPrior
 from .rate_histogram import FALLBACK_BIN as _FALLBACK_BIN
 from .rate_histogram import ZERO_BIN as _ZERO_BIN
@@ -34,6 +37,10 @@ WINDOW_REVISITS = 720.0
 #: (revisit as soon as politeness allows) still needs a finite fastest
 #: fetch rate for the solve in ln r; a millisecond is no bound in practice
 SHORTEST_WAIT = 0.001
+#: the most expected changes per visit the noise guard is told of (a page
+#: the freshness objective leaves at its slowest rate changes at every
+#: visit, by plan, not by noise)
+MAX_PLANNED_CHANGES = 20.0
 
 
 class RateAllocator:
@@ -67,6 +74,7 @@ class RateAllocator:
         control_limits: tuple[float, float] = (0.5, 2.0),
         prior: PopulationPrior | None = None,
         epoch: str | None = None,
+        objective: Objective = VERSIONS,
     ) -> None:
         if budget is not None and budget <= 0:
             raise ValueError("the budget must be positive (fetches per second)")
@@ -77,6 +85,9 @@ class RateAllocator:
         #: asked for): no URL is planned below ``target_ratio`` (:meth:`set_budget`)
         self.ceiling = False
         self.target_ratio = target_ratio
+        #: what the budget is spent for (without a budget every URL is
+        #: planned at ``target_ratio``, whatever it is)
+        self.objective = objective
         self.min_wait = min_wait
         self.max_wait = max_wait
         self.min_fetch_rate = 1.0 / max_wait
@@ -94,7 +105,7 @@ class RateAllocator:
         self._caps: dict[str, float] = dict(host_caps or {})
         self._host_urls: dict[str, int] = {}  #: registered URLs per host
         self._bound: set[str] = set()  #: capped hosts whose cap can bind (solved on their own)
-        self.ratio = 1.0  #: the solved common r* = λ/f
+        self.ratio = 1.0  #: the solved knob: the common r* = λ/f (freshness: μ*, :mod:`.objective`)
         self._host_ratio: dict[str, float] = {}
         self._pending = 0
         self._registered = 0
@@ -282,7 +293,22 @@ class RateAllocator:
 
     def floor_binds(self) -> bool:
         """True when a ceiling budget is not spent because ``target_ratio`` holds the plan back."""
-        return self.ceiling and self.ratio <= self.target_ratio
+        floor = self._floor()
+        return self.ceiling and floor is not None and self.ratio <= floor
+
+    def _floor(self) -> float | None:
+        """The knob under which a ceiling budget is not spent (:meth:`.Objective.floor`):
+        a URL of the registered URLs' mean rate is planned at no more than
+        ``target_ratio`` expected changes per visit."""
+        if not self.plan.freshness:
+            return self.target_ratio
+        n = total = 0.0
+        for cells in (self._global, *(self._hosts.get(h, {}) for h in self._bound)):
+            for b, (count, rates) in cells.items():
+                if b not in (_FALLBACK_BIN, _ZERO_BIN):
+                    n += count
+                    total += rates
+        return self.plan.floor(self.target_ratio, total / n if n > 0 else None)
 
     # -- the control loop ---------------------------------------------------------
 
@@ -351,7 +377,7 @@ class RateAllocator:
         """The fetch rate *cells* ask for at ratio *r*; *fallback*: :meth:`fallback_rate`
         as a solve read it once (it holds still while the solve bisects)."""
         fallback = (self.fallback_rate() or 0.0) if fallback is None else fallback
-        return cells_rate(cells, r, self.min_fetch_rate, self.max_fetch_rate, fallback)
+        return cells_rate(cells, r, self.min_fetch_rate, self.max_fetch_rate, fallback, self.plan)
 
     def _planned_cap(self, host: str) -> float:
         """The fetch rate *host*'s plan may ask for: its politeness cap, times
@@ -376,7 +402,13 @@ class RateAllocator:
         return total
 
     def _bracket(self, *groups: dict[int, list[float]], fallback: float) -> tuple[float, float]:
-        return log_bracket(groups, fallback, self.min_fetch_rate, self.max_fetch_rate)
+        return log_bracket(groups, fallback, self.min_fetch_rate, self.max_fetch_rate, self.plan)
+
+    @property
+    def plan(self) -> Objective:
+        """The objective the knob is solved for: the configured one under a
+        budget; without one every URL is planned at ``target_ratio``."""
+        return self.objective if self.budget is not None else VERSIONS
 
     def solve(self) -> None:
         """Recompute r* (and the r̂_h of capped hosts) from the histograms."""
@@ -399,9 +431,10 @@ class RateAllocator:
             # the plan cannot spend the target (every URL at its fastest, or
             # its host's cap): the feedback loop must not wind up on it
             self._saturated = self._total(r, fallback) < target * 0.999
-            if self.ceiling and r < self.target_ratio:
+            floor = self._floor()
+            if self.ceiling and floor is not None and r < floor:
                 # a ceiling is not a target: the rest of it stays unspent
-                r = self.target_ratio
+                r = floor
                 self._saturated = True
         self.ratio = r
         self._host_ratio = {}
@@ -428,18 +461,32 @@ class RateAllocator:
             return None
         return self.budget * self.correction / max(1, self.urls())
 
-    def planning_ratio(self) -> float:
-        """Expected changes per visit the plan works to, for the noise guard.
+    def planning_ratio(self, host: str | None = None, rate: float | None = None) -> float | None:
+        """Expected changes per visit the plan works to, for the noise guard:
+        for a URL of *rate* on *host* (the versions objective plans every
+        URL at one ratio; the freshness one, fast URLs at more changes per
+        visit; None: not known without the rate).
 
         When the budget buys more than any plan can spend (every URL at its
-        fastest), r* is only an upper edge; the plan is then at least as
-        dense as the budget-free one, so the smaller of r* and the target
-        ratio is reported.
+        fastest), the knob is only an edge; the plan is then at least as
+        dense as the budget-free one, so the smaller of its ratio and the
+        target ratio is reported.
         """
-        return min(self.ratio, self.target_ratio) if self._saturated else self.ratio
+        if self.plan.freshness:
+            if rate is None or rate <= 0:
+                return None
+            ratio = min(self.plan.changes_per_visit(rate, self.ratio_for(host or "")), MAX_PLANNED_CHANGES)
+        else:
+            ratio = self.ratio
+        return min(ratio, self.target_ratio) if self._saturated else ratio
 
     def ratio_for(self, host: str) -> float:
+        """The knob *host* is planned at (its own where its politeness cap binds)."""
         return self._host_ratio.get(host, self.ratio)
+
+    def changes_per_visit(self, host: str, rate: float) -> float:
+        """Expected changes between two planned visits of a URL of *rate* on *host*."""
+        return self.plan.changes_per_visit(rate, self.ratio_for(host))
 
     def wait(self, host: str, rate: float, min_wait: float | None = None, max_wait: float | None = None) -> float:
         """The wait giving *rate* its share: r_h/λ, clipped to [min, max]:
@@ -448,4 +495,7 @@ class RateAllocator:
         high = self.max_wait if max_wait is None else max_wait
         if rate <= 0:
             return high
-        return clamp(self.ratio_for(host) / rate, low, high)
+        if not self.plan.freshness:
+            return clamp(self.ratio_for(host) / rate, low, high)
+        f = self.plan.frequency(rate, self.ratio_for(host))
+        return high if f <= 0 else clamp(1.0 / f, low, high)

@@ -63,6 +63,8 @@ class WaitParams:
     #: without a configured budget: the probability that a visit finds a
     #: change, a floor under a budget from politeness capacity (``ADAPTIVE_TARGET_PRECISION``)
     target_precision: float = DEFAULTS["ADAPTIVE_TARGET_PRECISION"]
+    #: what the budget is spent for: ``versions`` or ``freshness`` (``ADAPTIVE_OBJECTIVE``)
+    objective: str = DEFAULTS["ADAPTIVE_OBJECTIVE"]
     #: what the policies of one stack share (one rate allocator for the whole
     #: crawl's budget, learned beliefs); the same object in every copy made by ``updated``
     crawl: CrawlWide = field(default_factory=CrawlWide, compare=False, repr=False)
@@ -92,7 +94,7 @@ class WaitParams:
 
     def check(self, where: str) -> None:
         for f in fields(self):
-            if f.name in ("budget", "crawl", "use_overdue", "target_precision"):
+            if f.name in ("budget", "crawl", "use_overdue", "target_precision", "objective"):
                 continue
             if f.name in ("initial", "default", "maximum", "changed_factor", "unchanged_factor", "depth_factor"):
                 if getattr(self, f.name) <= 0:

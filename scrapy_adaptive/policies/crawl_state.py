@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .allocator import RateAllocator
 from .budget_pace import BudgetPace
 from .history import DAY
+from .objective import objective_named
 
 if TYPE_CHECKING:
     from .belief import HeaderBelief
@@ -49,6 +50,7 @@ class BudgetNumbers(Protocol):
     budget: float | None
     budget_window: float | None
     target_precision: float
+    objective: str
     minimum: float
     maximum: float
 
@@ -107,6 +109,7 @@ class CrawlWide:
             self.allocator = RateAllocator(
                 None if params.budget is None else params.budget / DAY,
                 target_ratio=-math.log1p(-params.target_precision),
+                objective=objective_named(params.objective),
                 min_wait=params.minimum,
                 max_wait=params.maximum,
                 control_window=params.budget_window,

@@ -223,7 +223,9 @@ class _RatePolicy(WaitPolicy):
         crawl's own time scale (None: the configured fallback)."""
         return None
 
-    def noise_check(self, history: Mapping[str, Any], visit: Visit, memory: dict[str, Any]) -> NoiseVerdict:
+    def noise_check(
+        self, history: Mapping[str, Any], visit: Visit, memory: dict[str, Any], rate: float | None = None
+    ) -> NoiseVerdict:
         """Fold this visit into the noise guard's state (in *memory*); its verdict.
 
         Under raw-byte comparison a page with a timestamp or a token
@@ -231,11 +233,15 @@ class _RatePolicy(WaitPolicy):
         page there is; the guard tells it from a fast page by short probes
         and holds it at the maximum wait (:mod:`.noise`).  With normalised
         change detection it sees only real changes and stays quiet.
+        *rate*: the URL's estimated change rate (what the plan's ratio may
+        depend on).
         """
-        return self.noise_guard.observe_visit(memory, history, visit, ratio=self.planned_ratio())
+        ratio = self.planned_ratio(visit_queue(visit), rate)
+        return self.noise_guard.observe_visit(memory, history, visit, ratio=ratio)
 
-    def planned_ratio(self) -> float | None:
-        """Expected changes per interval the policy plans for (None: unknown)."""
+    def planned_ratio(self, queue: str | None = None, rate: float | None = None) -> float | None:
+        """Expected changes per interval the policy plans for a URL of *rate*
+        on *queue* (None: unknown)."""
         return None
 
     def is_noise(self, memory: dict[str, Any]) -> bool:
@@ -294,7 +300,7 @@ class ProportionalWaitPolicy(_RatePolicy):
         memory = policy_memory(history)
         first = is_first_visit(history)
         rate, now, observed = self._estimate(history, visit, memory)
-        verdict = self.noise_check(history, visit, memory)
+        verdict = self.noise_check(history, visit, memory, rate)
         noise = verdict.flagged
         queue = visit_queue(visit)
         if noise:
@@ -313,8 +319,8 @@ class ProportionalWaitPolicy(_RatePolicy):
             wait = keep_cadence(wait, visit.overdue, self.min_wait)
         return self.noise_guard.wait(memory, verdict, wait, self.max_wait)
 
-    def planned_ratio(self) -> float | None:
-        return self.allocator.planning_ratio()
+    def planned_ratio(self, queue: str | None = None, rate: float | None = None) -> float | None:
+        return self.allocator.planning_ratio(queue, rate)
 
     def _wait_for(self, queue: str, rate: float) -> float:
         return self.allocator.wait(queue, rate, self.min_wait, self.max_wait)
@@ -358,7 +364,9 @@ class ProportionalWaitPolicy(_RatePolicy):
         for them."""
         if type(self).next_wait is not ProportionalWaitPolicy.next_wait:
             return None
-        ratio = self.allocator.ratio_for(record_queue(history, hint.url))
+        allocator = self.allocator
+        # what a scheduled visit of a URL nothing more is known of captures
+        ratio = allocator.changes_per_visit(record_queue(history, hint.url), allocator.fallback_rate() or 0.0)
         return 0.0 if accept(hint, marginal_value(ratio)) else None
 
 
@@ -393,7 +401,7 @@ class PrecisionWaitPolicy(_RatePolicy):
         """Visit now if the source's learned precision beats φ(−ln(1 − p*))."""
         return 0.0 if accept(hint, marginal_value(self.hazard)) else None
 
-    def planned_ratio(self) -> float | None:
+    def planned_ratio(self, queue: str | None = None, rate: float | None = None) -> float | None:
         return self.hazard
 
     @classmethod

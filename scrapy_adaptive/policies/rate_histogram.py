@@ -6,12 +6,16 @@ nothing is known of).  :func:`cells_rate` is the fetch rate a plan at ratio
 r (expected changes per visit) asks of some cells, each URL clipped to the
 fastest and slowest rates the waits allow; :func:`log_bracket` bounds the
 r worth searching; :func:`solve_ratio` finds the r that spends a target.
+Under the freshness objective the knob is μ, not r, and a cell's URLs are
+planned at its mean rate (:mod:`.objective`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+
+from .objective import VERSIONS, Objective
 
 #: the bin of a rate of 0
 ZERO_BIN = -(10**6)
@@ -21,22 +25,34 @@ ZERO_BIN = -(10**6)
 FALLBACK_BIN = 10**6
 
 
-def cells_rate(cells: dict[int, list[float]], r: float, f_min: float, f_max: float, fallback: float) -> float:
-    """Fetches per second a plan at ratio *r* asks of *cells*."""
+def cells_rate(
+    cells: dict[int, list[float]],
+    r: float,
+    f_min: float,
+    f_max: float,
+    fallback: float,
+    objective: Objective = VERSIONS,
+) -> float:
+    """Fetches per second a plan at knob *r* (the ratio, under the versions objective) asks of *cells*."""
     total = 0.0
+    versions = not objective.freshness
     for b, (n, s) in cells.items():
         if b == FALLBACK_BIN:
             s = n * fallback
         if s <= 0:
             total += n * f_min
         else:
-            f = s / (n * r)
+            f = s / (n * r) if versions else objective.frequency(s / n, r)
             total += n * (f_min if f < f_min else f_max if f > f_max else f)
     return total
 
 
 def log_bracket(
-    groups: Iterable[dict[int, list[float]]], fallback: float, f_min: float, f_max: float
+    groups: Iterable[dict[int, list[float]]],
+    fallback: float,
+    f_min: float,
+    f_max: float,
+    objective: Objective = VERSIONS,
 ) -> tuple[float, float]:
     """ln r bounds outside which the fetch rate of *groups* of cells no longer moves.
 
@@ -51,9 +67,7 @@ def log_bracket(
         for b, (n, s) in cells.items()
         if s > 0 and n > 0 and (fallback > 0 or b != FALLBACK_BIN)
     ]
-    if not rates:
-        return 0.0, 0.0
-    return math.log(min(rates) / f_max), math.log(max(rates) / f_min)
+    return objective.bracket(rates, f_min, f_max)
 
 
 def solve_ratio(fetch_rate: Callable[[float], float], target: float, bracket: tuple[float, float]) -> float:

@@ -179,6 +179,7 @@ class PolicyStack(WaitPolicy):
             budget=config.budget,
             budget_window=config.budget_window,
             target_precision=config.target_precision,
+            objective=config.objective,
             # what the stack's policies share: one budget and its spenders, built here, once
             crawl=CrawlWide(),
         )

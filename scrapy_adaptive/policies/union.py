@@ -29,6 +29,9 @@ which is when the snap-back rule earns its captures.  The burst policy's
 noise guard decides for both: a page whose bytes move at every fetch is
 held at the maximum wait.
 
+Under ``ADAPTIVE_OBJECTIVE = "freshness"`` the burst part's wait is taken
+alone: catching the follow-ups of a burst adds versions, not freshness.
+
 Per-URL memory: the burst policy's plus the snap-back rule's ``{"su": u}``
 (JSON-safe).
 """
@@ -118,7 +121,11 @@ class UnionWaitPolicy(WaitPolicy):
         """The next wait and the family that set it (``"burst"`` or ``"snap"``),
         so a replay can tell whose plans its revisits follow."""
         w_burst, w_snap, memory = self.waits(history, visit)
-        if self.burst.is_noise(memory) or w_burst <= w_snap:
+        if self.burst.is_noise(memory) or w_burst <= w_snap or self.allocator.plan.freshness:
+            # under the freshness objective the snap-back rule's quick return
+            # after a change buys little: a page in a burst of changes is
+            # stale again moments after any visit (its state is kept, so a
+            # crawl switched back to versions resumes it)
             return w_burst, "burst"
         return w_snap, "snap"
 
