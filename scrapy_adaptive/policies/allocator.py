@@ -37,6 +37,8 @@ WINDOW_REVISITS = 720.0
 #: (revisit as soon as politeness allows) still needs a finite fastest
 #: fetch rate for the solve in ln r; a millisecond is no bound in practice
 SHORTEST_WAIT = 0.001
+#: registrations and fetches at least between two solves of a plan already made
+MIN_PENDING = 8
 #: the most expected changes per visit the noise guard is told of (a page
 #: the freshness objective leaves at its slowest rate changes at every
 #: visit, by plan, not by noise)
@@ -86,8 +88,11 @@ class RateAllocator:
         self.ceiling = False
         self.target_ratio = target_ratio
         #: what the budget is spent for (without a budget every URL is
-        #: planned at ``target_ratio``, whatever it is)
+        #: planned at ``target_ratio``, whatever it is: :attr:`plan`)
         self.objective = objective
+        #: the objective the knob is solved for: the configured one under a
+        #: budget, the versions plan at ``target_ratio`` without one
+        self.plan = objective if budget is not None else VERSIONS
         self.min_wait = min_wait
         self.max_wait = max_wait
         self.min_fetch_rate = 1.0 / max_wait
@@ -201,9 +206,12 @@ class RateAllocator:
 
         "Enough" is ``solve_every`` or 1 % of the registered URLs, whichever
         is smaller, so a freshly started crawl (every URL new) is re-solved
-        as it grows instead of running on a plan made for its first URLs.
+        as it grows instead of running on a plan made for its first URLs;
+        and at least :data:`MIN_PENDING`: a crawl of a few URLs would
+        otherwise bisect anew at every fetch (a third of the add-on's calls
+        per revisit of a one-page crawl) for a plan that moves by a hair.
         """
-        if not self._solved or self._pending >= min(self.solve_every, max(1, self._registered // 100)):
+        if not self._solved or self._pending >= max(MIN_PENDING, min(self.solve_every, self._registered // 100)):
             self.solve()
 
     def set_host_cap(self, host: str, cap: float | None) -> None:
@@ -289,6 +297,7 @@ class RateAllocator:
         """
         self.budget = budget
         self.ceiling = ceiling and budget is not None
+        self.plan = self.objective if budget is not None else VERSIONS
         self._solved = False
 
     def floor_binds(self) -> bool:
@@ -403,12 +412,6 @@ class RateAllocator:
 
     def _bracket(self, *groups: dict[int, list[float]], fallback: float) -> tuple[float, float]:
         return log_bracket(groups, fallback, self.min_fetch_rate, self.max_fetch_rate, self.plan)
-
-    @property
-    def plan(self) -> Objective:
-        """The objective the knob is solved for: the configured one under a
-        budget; without one every URL is planned at ``target_ratio``."""
-        return self.objective if self.budget is not None else VERSIONS
 
     def solve(self) -> None:
         """Recompute r* (and the r̂_h of capped hosts) from the histograms."""

@@ -26,7 +26,7 @@ call them per histogram cell.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..config.spec import OBJECTIVES
 from .hint_decisions import marginal_value as marginal
@@ -76,10 +76,11 @@ class Objective:
     """One objective's plan: a URL's fetch rate from its change rate and the knob."""
 
     name: str
+    #: the freshness objective (read in the allocator's inner loop: a field, not a property)
+    freshness: bool = field(init=False)
 
-    @property
-    def freshness(self) -> bool:
-        return self.name == "freshness"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "freshness", self.name == "freshness")
 
     def changes_per_visit(self, rate: float, knob: float) -> float:
         """x = λ/f: the expected changes between two visits of a URL of *rate*."""
