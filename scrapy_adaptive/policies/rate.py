@@ -311,9 +311,13 @@ class ProportionalWaitPolicy(_RatePolicy):
         if not first:
             self.allocator.note_fetch(now, hinted=hinted_visit(history))
         visit.policy_state = memory
-        wait_rate = self.first_check_rate(
-            memory, queue, visit.url, self.schedule_rate(memory, visit, rate, first=first, observed=observed)
-        )
+        scheduled = self.schedule_rate(memory, visit, rate, first=first, observed=observed)
+        if self.allocator.plan.freshness:
+            # a burst state times the next visit sooner after a change, for
+            # the burst's follow-up versions; a freshness plan is cut for the
+            # page's long-run rate (a higher one would push the visit away)
+            scheduled = rate
+        wait_rate = self.first_check_rate(memory, queue, visit.url, scheduled)
         wait = self._wait_for(queue, wait_rate)
         if not first:
             wait = keep_cadence(wait, visit.overdue, self.min_wait)
