@@ -2,7 +2,9 @@
 
 Outermost in the spider middleware chain, so it sees each response before
 ``HttpErrorMiddleware`` can turn a 404 into an error: any HTTP response is a
-visit (thesis 6.2).  For each one it
+visit (thesis 6.2).  It reads each one once into an
+:class:`~...change.answer.Answer` (:mod:`.reading`); what a difference means
+is decided in ``change/`` (:mod:`...change.judge`).  For each one it
 
 1. picks the digest rule (``ADAPTIVE_DIGEST_RULES``, or the request's
    ``adaptive_digest_rule`` meta) and digests the content, unless a
