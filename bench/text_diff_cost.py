@@ -41,6 +41,7 @@ from scrapy.http import HtmlResponse
 from scrapy_adaptive.change import text_diff
 from scrapy_adaptive.change.digest import sha1_digest
 from scrapy_adaptive.frontier import ChangeState, Frontier, Outcome, Politeness, Visit
+from scrapy_adaptive.integration.spidermiddlewares.reading import answer_of
 from scrapy_adaptive.store.keys import TEXT_PREFIX
 from scrapy_adaptive.store.leveldb import LevelDBStore
 
@@ -125,7 +126,7 @@ def run(html_versions: list[str], urls: int, *, diff: bool, deliver: bool) -> tu
             visit = Visit(Outcome.VISITED, wait=1e6, status=200, change=ChangeState.CHANGED, url=url)
             visit.digest = sha1_digest("exact", body)
             if diff:
-                visit.text = text_diff.text_lines(response)
+                visit.text = text_diff.text_lines(answer_of(response))
             frontier.update(issued.fp, visit, deliver=deliver, presence=[1, 0, 0], event="changed")
             if deliver:
                 frontier.confirm([(issued.fp, visit.digest)])

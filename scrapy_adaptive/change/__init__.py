@@ -1,4 +1,6 @@
-"""Change detection: content digests and the rules choosing them."""
+"""Change detection: what a difference means (a response read as an answer,
+its verdict), content digests and the rules choosing them, learned noise,
+validator trust."""
 
 from .digest import DIGESTERS, Digester, items_digest, payload_digest
 from .rules import DigestRules

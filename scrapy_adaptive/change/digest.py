@@ -29,22 +29,8 @@ from typing import TYPE_CHECKING, Any
 from ..config.matching import media_type
 
 if TYPE_CHECKING:
-    from scrapy.http import Response
-
     from ..config.patterns import UserPattern
-
-
-def text_of(response: Response) -> str | None:
-    """The decoded text of a text response, None for a binary one.
-
-    Duck-typed (Scrapy's ``Response.text`` raises AttributeError on binary
-    responses), so this package does not import Scrapy.
-    """
-    try:
-        text = response.text
-    except AttributeError:
-        return None
-    return text if isinstance(text, str) else None
+    from .answer import Answer
 
 
 def payload_digest(body: bytes, exact_digest: str | None = None) -> str:
@@ -69,8 +55,8 @@ class Digester:
 
     name = "exact"
 
-    def digest(self, response: Response) -> str | None:
-        body = response.body
+    def digest(self, answer: Answer) -> str | None:
+        body = answer.body
         return sha1_digest("exact", body) if body else None
 
 
@@ -81,20 +67,20 @@ class RegexDigester(Digester):
         self.patterns = tuple(patterns)
         self.max_size = max_size
 
-    def digest(self, response: Response) -> str | None:
+    def digest(self, answer: Answer) -> str | None:
         """The digest of the text once every pattern's matches are blanked;
         of the whole body (``exact``) past ``max_size`` or when a pattern
         runs out of time on this page (:mod:`..config.patterns`)."""
-        body = response.body
+        body = answer.body
         if not body:
             return None
         if len(body) > self.max_size:
             return sha1_digest("exact", body)
-        text: str | None = text_of(response)
+        text: str | None = answer.text
         if text is None:
             text = body.decode("latin-1")
         for pattern in self.patterns:
-            text = pattern.sub(" ", text, on=response.url, fallback="pages it cannot finish on are digested exactly")
+            text = pattern.sub(" ", text, on=answer.url, fallback="pages it cannot finish on are digested exactly")
             if text is None:
                 return sha1_digest("exact", body)
         return sha1_digest("regex", text.encode("utf-8"))
@@ -107,14 +93,12 @@ _SPACES = re.compile(r"\s+")
 class TextDigester(Digester):
     name = "text"
 
-    def digest(self, response: Response) -> str | None:
-        body = response.body
+    def digest(self, answer: Answer) -> str | None:
+        body = answer.body
         if not body:
             return None
-        text = text_of(response)
-        if text is None or "html" not in media_type(
-            (response.headers.get("Content-Type") or b"text/html").decode("latin-1")
-        ):
+        text = answer.text
+        if text is None or "html" not in media_type(answer.content_type or "text/html"):
             return sha1_digest("exact", body)
         return sha1_digest("text", visible_text(text).encode("utf-8"))
 
@@ -153,7 +137,7 @@ def visible_text(html: str) -> str:
 
 
 class ItemsDigester(Digester):
-    """Digests the items of a page; the response body is not looked at."""
+    """Digests the items of a page; the body is not looked at."""
 
     name = "items"
 
@@ -164,7 +148,7 @@ class ItemsDigester(Digester):
         #: fields whose old and new values a change event carries
         self.values = tuple(values)
 
-    def digest(self, response: Response) -> str | None:  # pragma: no cover - not used for items
+    def digest(self, answer: Answer) -> str | None:  # pragma: no cover - not used for items
         raise TypeError("the items rule digests items, not responses: use items_digest()")
 
 

@@ -42,8 +42,8 @@ order in it), or a *region*: an element whose content comes and goes (a
 related-items list of varying length).  Everything else is compared.
 
 When to probe, what counts as proof, and when a difference is delivered is
-:mod:`.noise_learner`'s.  Pure: no Scrapy imports (the response is
-duck-typed, as in :mod:`.digest`).
+:mod:`.noise_learner`'s.  Pure: no Scrapy imports (a response is read as
+an :class:`~.answer.Answer`).
 """
 
 from __future__ import annotations
@@ -59,11 +59,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..config.matching import media_type
-from .digest import sha1_digest, text_of
+from .digest import sha1_digest
 from .url_class import url_class
 
 if TYPE_CHECKING:
-    from scrapy.http import Response
+    from .answer import Answer
 
 #: the digest rule name of a page digested without its learned noise
 RULE = "noise"
@@ -97,20 +97,20 @@ _JSON_TYPES = ("application/ld+json", "application/json")
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
-def fields_of(response: Response, *, visible: bool = False) -> list[Field] | None:
+def fields_of(answer: Answer, *, visible: bool = False) -> list[Field] | None:
     """The fields of a text response, or None (binary, unparsable, or more
     than :data:`MAX_FIELDS`: not learnable).  *visible*: only what a reader
     sees (the ``text`` rule's scope: no head, scripts or attributes)."""
-    if not response.body:
+    if not answer.body:
         return None
-    content_type = media_type((response.headers.get("Content-Type") or b"text/html").decode("latin-1"))
+    content_type = media_type(answer.content_type or "text/html")
     if "html" in content_type:
-        root = _parsed(response)
+        root = _parsed(answer)
         if root is None:
             return None
         out = html_fields(root, visible=visible)
     else:
-        text = text_of(response)
+        text = answer.text
         if text is None:
             return None
         if content_type.endswith("json"):
@@ -123,14 +123,13 @@ def fields_of(response: Response, *, visible: bool = False) -> list[Field] | Non
     return out if len(out) <= MAX_FIELDS else None
 
 
-def _parsed(response: Response) -> Any:
+def _parsed(answer: Answer) -> Any:
     """The page's lxml tree: the spider's own (Scrapy's cached selector, so
     the callback does not parse the page again) when there is one."""
-    selector = getattr(response, "selector", None)
-    root = getattr(selector, "root", None)
-    if root is not None and hasattr(root, "iter"):
-        return root.getroottree().getroot()
-    text = text_of(response)
+    root = answer.tree()
+    if root is not None:
+        return root
+    text = answer.text
     return None if text is None else html_root(text)
 
 

@@ -32,19 +32,28 @@ Siblings (:class:`.noise.NoisePool`): a difference that lies inside a mask
 a sibling learned is held and probed like any other, but one probe that
 shows it moving again proves it.
 
-The state is the record's ``noise`` (JSON, stored as is).  Pure: no Scrapy
-imports.
+The state is the record's ``noise`` (JSON, stored as is).  :func:`learn_noise`
+is one visit's step: it reads what the learner needs off the answer (its
+fields, its server time, its validators as two more fields), calls
+:func:`step`, and folds its answer into the visit being judged: the change
+state, the digest to store, a probe due at once, one annotation per thing
+that happened.  Pure: no Scrapy imports.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..model import ChangeState
+from ..dates import parse_http_date
+from ..model import ChangeState, Visit
+from . import noise
+from .answer import Answer
+from .judge import same_payload, usable_last_modified
 from .noise import (
     ETAG_FIELD,
     LAST_MODIFIED_FIELD,
@@ -64,6 +73,8 @@ from .noise import (
     region_of,
     sketch,
 )
+
+logger = logging.getLogger(__name__)
 
 #: probes one URL may cost in its life (a learning takes one or two, an edit
 #: held back one); past that a difference is delivered at once
@@ -562,3 +573,100 @@ def probing(state: Any) -> bool:
 def held(state: Any) -> bool:
     """True if a URL holds back a difference for its probe."""
     return isinstance(state, dict) and bool(state.get(HELD))
+
+
+# -- one visit's step -------------------------------------------------------------------
+
+
+def page_fields(answer: Answer, *, visible: bool) -> list[Field] | None:
+    """The page's fields and, unless only the visible text counts, its
+    validators: one that moves with an edit says so (the edit is delivered at
+    once), one that moves at every fetch is learned as noise."""
+    fields = noise.fields_of(answer, visible=visible)
+    if fields is None or visible:
+        return fields
+    if answer.etag is not None:
+        fields.append((ETAG_FIELD, answer.etag))
+    if answer.last_modified is not None:
+        fields.append((LAST_MODIFIED_FIELD, _as_compared(answer.last_modified)))
+    return fields
+
+
+def _as_compared(value: str) -> str:
+    """A Last-Modified as the learner compares it: its instant, in a form no
+    clock reading matches (two fetches a few seconds after two edits read
+    alike against their Date: the header must not be hidden as a clock)."""
+    stamp = parse_http_date(value)
+    return value if stamp is None else f"instant {int(stamp):x}"
+
+
+def learn_noise(
+    answer: Answer,
+    record: Mapping[str, Any],
+    visit: Visit,
+    *,
+    pool: noise.NoisePool,
+    window: float,
+    now: float,
+    visible: bool = False,
+) -> list[str]:
+    """Fold the learner's answer for *answer* into *visit* (*record*: the
+    URL's record as issued; *pool*: masks siblings learned; *window*: the
+    longest a probe may come after the fetch it checks; *visible*: the
+    ``text`` rule, only the visible text is compared).  Returns what
+    happened, one word each (``held``, ``probes``, ``released``,
+    ``learned``, ``confirmed``, ``unlearnable``), for the crawl's stats."""
+    if visit.digest is None or not 200 <= answer.status < 300 or answer.text is None:
+        # no body, a binary one, or not the page (an error page, a redirect's
+        # body): its rule's digest judges it, and the version compared stays
+        return []
+    state = record.get("noise")
+    if not needs_fields(state, same_payload=same_payload(record, visit)):
+        return []
+    date = parse_http_date(answer.date)
+    at = now if date is None else date
+    seen = Seen(
+        page_fields(answer, visible=visible),
+        now=now,
+        at=at,
+        digest=visit.digest,
+        previous_digest=record.get("digest"),
+        # a content date, not the fetch's own second (a page generated per request)
+        content_dated=usable_last_modified(visit.last_modified, at),
+    )
+    result = step(state, seen, window=window, pooled=pool.offer(answer.url))
+    if result.state is not None:
+        visit.noise = result.state
+        masks = Masks.of(result.state)
+        if masks:
+            pool.add(answer.url, masks)
+    if result.verdict is not None:
+        visit.change = result.verdict
+        visit.digest = result.digest if result.digest is not None else visit.digest
+    happened = []
+    for flag, annotation, word in (
+        (result.held, HELD_BACK, "held"),
+        (result.probe, PROBE_ASKED, "probes"),
+        (result.released, HELD_CHANGE, "released"),
+        (result.learned, noise.NOISE_LEARNED, "learned"),
+        (result.confirmed, "noiseConfirmed", "confirmed"),
+    ):
+        if flag:
+            visit.annotations.append(annotation)
+            happened.append(word)
+    if result.probed:
+        visit.annotations.append(PROBED)
+    if result.held:
+        # whether its validators told the truth is the probe's to say, once it is settled
+        visit.validation = visit.prediction = None
+    if result.probe:
+        visit.probe = 0.0  # due now: the frontier's politeness spaces it
+    if result.unlearnable:
+        happened.append("unlearnable")
+        logger.info(
+            "%s cannot be compared by its structure (unparsable, or more fields than %s): "
+            "it is judged by its digest rule, every byte counting (said once per URL).",
+            answer.url,
+            f"{noise.MAX_FIELDS:,}",
+        )
+    return happened

@@ -24,7 +24,7 @@ carries a unified diff of the two texts' lines, cut to the cap.
   zlib stream: the second costs little more than what differs.
 * :func:`changed_lines`: a few shortened lines of a diff, for the console.
 
-Pure: no Scrapy imports (the response is duck-typed, as in :mod:`.digest`).
+Pure: no Scrapy imports (a response is read as an :class:`~.answer.Answer`).
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..config.matching import media_type
-from .digest import text_of, visible_root
+from .digest import visible_root
 
 if TYPE_CHECKING:
-    from scrapy.http import Response
+    from .answer import Answer
 
 #: lines of a page's text kept and compared (a longer page: its first lines)
 MAX_LINES = 4000
@@ -102,15 +102,15 @@ def plain_lines(text: str) -> list[str]:
     return out
 
 
-def text_lines(response: Response) -> list[str] | None:
+def text_lines(answer: Answer) -> list[str] | None:
     """The visible text of a text response as lines; None for a binary one
     or an empty body (nothing a diff could show)."""
-    if not response.body:
+    if not answer.body:
         return None
-    text = text_of(response)
+    text = answer.text
     if text is None:
         return None
-    content_type = media_type((response.headers.get("Content-Type") or b"text/html").decode("latin-1"))
+    content_type = media_type(answer.content_type or "text/html")
     return html_lines(text) if "html" in content_type else plain_lines(text)
 
 

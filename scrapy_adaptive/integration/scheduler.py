@@ -41,6 +41,7 @@ from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.python import global_object_name
 
 from .. import meta
+from ..change.judge import same_redirect
 from ..config.settings import AdaptiveConfig
 from ..config.spec import ConfigError
 from ..frontier import AddResult, ChangeState, Frontier, Outcome, UrlRecord, Visit
@@ -71,7 +72,6 @@ from .once import OnceQueue
 from .politeness import QueueKeyer
 from .refused_start import Refusal, RefusingScheduler
 from .serialization import RequestNotStorable, request_from_data, request_to_data
-from .spidermiddlewares.judging import same_redirect
 from .startup import checked_settings, note_scrapy_queue, warn_about_settings
 
 if TYPE_CHECKING:

@@ -52,7 +52,7 @@ from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 from ... import meta
 from ...config.spec import counted
 from ...runtime.wiring import crawl_config
-from .judging import skip_unchanged
+from .reading import skip_unchanged
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -2,7 +2,9 @@
 
 Outermost in the spider middleware chain, so it sees each response before
 ``HttpErrorMiddleware`` can turn a 404 into an error: any HTTP response is a
-visit (thesis 6.2).  For each one it
+visit (thesis 6.2).  It reads each one once into an
+:class:`~...change.answer.Answer` (:mod:`.reading`); what a difference means
+is decided in ``change/`` (:mod:`...change.judge`).  For each one it
 
 1. picks the digest rule (``ADAPTIVE_DIGEST_RULES``, or the request's
    ``adaptive_digest_rule`` meta) and digests the content, unless a
@@ -54,26 +56,18 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from ... import meta
 from ...change import fields, noise, text_diff
-from ...change.digest import Digester, ItemsDigester, RegexDigester, items_digest, payload_digest
+from ...change.answer import Answer
+from ...change.digest import Digester, ItemsDigester, RegexDigester, items_digest
+from ...change.judge import base_visit, downloader_verdict, evaluate, items_verdict_before, judge_items, not_content
+from ...change.noise_learner import learn_noise
 from ...change.rules import DigestRules, build_digester
 from ...config.spec import UNCHANGED_MODES, ConfigError, clause
 from ...config.table import DEFAULTS
-from ...model import SIGNAL_UNREADABLE, ChangeState, FetchResult, Visit, delivers_content
+from ...model import SIGNAL_UNREADABLE, ChangeState, Visit, delivers_content
 from ...runtime.delivery import Ticket, ticket_of
 from ...runtime.wiring import FRONTIER_OPENED, crawl_config
 from ..downloadermiddlewares.errors import describe, settle_component_error
-from .judging import (
-    base_visit,
-    compare,
-    evaluate,
-    header,
-    is_embed,
-    items_verdict_before,
-    not_content,
-    same_payload,
-    skip_unchanged,
-)
-from .noise_step import learn_noise
+from .reading import answer_of, is_embed, skip_unchanged
 from .sitemaps import read_signal
 
 if TYPE_CHECKING:
@@ -174,32 +168,28 @@ class VisitMiddleware:
         record = self.services.record(request)
         if record is None:
             return  # not an issued URL (a child request that copied the tag)
-        fetch = request.meta.get(meta.FETCH)
-        if isinstance(fetch, FetchResult) and fetch.change is not None:
-            # the downloader decided (304, aborted fetch): no body to digest;
-            # the record keeps its last digest and size
-            visit = base_visit(response)
-            visit.change = fetch.change
-            visit.annotations += [a for a in (fetch.annotation,) if a]
-            visit.size = None
+        answer = answer_of(response)
+        if answer.fetch is not None and answer.fetch.change is not None:
+            # the downloader decided (304, aborted fetch): no body to digest
+            visit = downloader_verdict(answer)
         else:
-            digester = self._digester(request, response)
+            digester = self._digester(request, answer)
             if isinstance(digester, ItemsDigester):
-                if delivers_content(response.status):
-                    request.meta[meta.PENDING_VISIT] = (base_visit(response), digester, record)
-                    request.meta[meta.CHANGE] = items_verdict_before(record, response)
+                if delivers_content(answer.status):
+                    request.meta[meta.PENDING_VISIT] = (base_visit(answer), digester, record)
+                    request.meta[meta.CHANGE] = items_verdict_before(record, answer)
                     return
                 # a redirect or an error has no items of the page: judged as an
                 # answer now (its body digested as is, for the host's not-found page)
                 digester = Digester()
-            visit = evaluate(response, record, digester)
+            visit = evaluate(answer, record, digester)
             # a hand-written regex rule already says what the noise is: learned
             # (or a sibling's) exclusions must not replace the user's rule
             if self.noise_learning and digester.name != RegexDigester.name:
-                self._noise(response, record, visit, visible=digester.name == "text")
+                self._noise(answer, record, visit, visible=digester.name == "text")
         if request.meta.get(meta.SIGNAL) in ("sitemap", "feed"):
             self._signal(request, response, visit)
-        self._text(response, visit)
+        self._text(answer, visit)
         self._after_verdict(request, visit, self.services.commit(request, visit))
 
     def process_spider_exception(self, response: Response, exception: Exception) -> None:
@@ -213,19 +203,14 @@ class VisitMiddleware:
             settle_component_error(self.services, request, exception, describe(exception))
         return None
 
-    def _noise(self, response: Response, record: Mapping[str, Any], visit: Visit, *, visible: bool = False) -> None:
+    def _noise(self, answer: Answer, record: Mapping[str, Any], visit: Visit, *, visible: bool = False) -> None:
         """Learned noise: hold a difference for a probe, learn, or judge the
         page without its noise (*visible*: only its visible text counts)."""
-        learn_noise(
-            response,
-            record,
-            visit,
-            pool=self.noise_pool,
-            window=self.probe_window,
-            now=self.clock(),
-            stats=self.stats,
-            visible=visible,
+        happened = learn_noise(
+            answer, record, visit, pool=self.noise_pool, window=self.probe_window, now=self.clock(), visible=visible
         )
+        for word in happened:
+            self.stats.inc_value(f"adaptive/noise/{word}")
 
     def _signal(self, request: Request, response: Response, visit: Visit) -> None:
         """A sitemap or feed is read before its verdict, so that one that
@@ -275,7 +260,7 @@ class VisitMiddleware:
         mode = request.meta.get(meta.UNCHANGED)
         return (mode if mode in UNCHANGED_MODES else self.unchanged) == "skip"
 
-    def _digester(self, request: Request, response: Response) -> Digester:
+    def _digester(self, request: Request, answer: Answer) -> Digester:
         override = request.meta.get(meta.DIGEST_RULE)
         if override is not None:
             try:
@@ -283,7 +268,7 @@ class VisitMiddleware:
             except ConfigError as exc:  # stored before requests were checked as they enter (metacheck)
                 logger.error("%s (%s); using the configured rules.", clause(exc), request.url)
         host = urlparse_cached(request).hostname or ""
-        return self.rules.select(request.url, host, header(response, "Content-Type"))
+        return self.rules.select(request.url, host, answer.content_type)
 
     # -- output: items mode, embeds ------------------------------------------------
 
@@ -374,13 +359,11 @@ class VisitMiddleware:
         request = response.request
         visit, digester, record = pending
         if items:
-            visit.digest = items_digest(items, digester.fields)
-            visit.payload_digest = payload_digest(response.body)
-            same = same_payload(record, visit)
-            visit.change = ChangeState.UNCHANGED if same else compare(record.get("digest"), visit.digest)
+            answer = answer_of(response)
+            judge_items(record, visit, items_digest(items, digester.fields), answer.body)
             if self.field_diffs:
                 self._fields(response, visit, digester, record, items)
-            self._text(response, visit)
+            self._text(answer, visit)
         recorded = self.services.commit(request, visit) if self.services is not None else None
         if recorded is not None:
             visit = recorded.visit
@@ -414,13 +397,13 @@ class VisitMiddleware:
         if visit.change is ChangeState.CHANGED:
             visit.field_changes = fields.diff(record.get("fields"), summary)
 
-    def _text(self, response: Response, visit: Visit) -> None:
+    def _text(self, answer: Answer, visit: Visit) -> None:
         """``ADAPTIVE_TEXT_DIFF``: a new version's visible text, for the
         frontier to keep and diff the next one against.  Only a changed 2xx
         is read: an unchanged page's text is the one kept already, and the
         parse costs about as much as the digest."""
-        if self.text_diff and visit.change is ChangeState.CHANGED and delivers_content(response.status):
-            visit.text = text_diff.text_lines(response)
+        if self.text_diff and visit.change is ChangeState.CHANGED and delivers_content(answer.status):
+            visit.text = text_diff.text_lines(answer)
 
     def _child(self, obj: Any, response: Response) -> Any:
         if not isinstance(obj, Request) or (self.embed_hops <= 0 and not self.revisit_embeds):

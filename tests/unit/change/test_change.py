@@ -6,14 +6,16 @@ import pytest
 from scrapy.http import HtmlResponse, Response, TextResponse
 
 from scrapy_adaptive.change import DigestRules, items_digest, payload_digest
+from scrapy_adaptive.change.answer import Answer
 from scrapy_adaptive.change.digest import Digester, ItemsDigester, RegexDigester, TextDigester, visible_text
 from scrapy_adaptive.change.rules import build_digester
 from scrapy_adaptive.config.patterns import UserPattern
 from scrapy_adaptive.config.spec import ConfigError
+from scrapy_adaptive.integration.spidermiddlewares.reading import answer_of
 
 
-def html(body: str, url: str = "http://example.com/p") -> HtmlResponse:
-    return HtmlResponse(url, body=body.encode(), encoding="utf-8", headers={"Content-Type": "text/html"})
+def html(body: str, url: str = "http://example.com/p") -> Answer:
+    return answer_of(HtmlResponse(url, body=body.encode(), encoding="utf-8", headers={"Content-Type": "text/html"}))
 
 
 def test_exact_digest_sees_any_byte_and_ignores_nothing() -> None:
@@ -57,7 +59,7 @@ def test_visible_text_keeps_tail_text_after_dropped_elements() -> None:
 
 def test_text_digest_on_non_html_is_exact() -> None:
     response = TextResponse("http://example.com/a.txt", body=b"plain", headers={"Content-Type": "text/plain"})
-    digest = TextDigester().digest(response)
+    digest = TextDigester().digest(answer_of(response))
     assert digest is not None and digest.startswith("exact:")
 
 
@@ -133,4 +135,4 @@ def test_a_rule_of_the_wrong_kind_is_refused_by_name(spec: object) -> None:
 
 
 def test_a_response_without_body_has_no_digest() -> None:
-    assert Digester().digest(Response("http://example.com/", status=304)) is None
+    assert Digester().digest(answer_of(Response("http://example.com/", status=304))) is None

@@ -37,8 +37,10 @@ from scrapy.utils.test import get_crawler
 from scrapy_adaptive import meta
 from scrapy_adaptive.change import noise
 from scrapy_adaptive.change import noise_learner as learner
+from scrapy_adaptive.change.answer import Answer
 from scrapy_adaptive.config.settings import AdaptiveConfig
 from scrapy_adaptive.frontier import Frontier, MemoryStore, Politeness
+from scrapy_adaptive.integration.spidermiddlewares.reading import answer_of
 from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware
 from scrapy_adaptive.policies import load_wait_policy
 from scrapy_adaptive.runtime.verdicts import Verdicts
@@ -51,10 +53,10 @@ WAIT_MAX = 28 * 86_400
 # -- the parts ---------------------------------------------------------------------------
 
 
-def page(body: str, head: str = "<title>Shop</title>") -> HtmlResponse:
+def page(body: str, head: str = "<title>Shop</title>") -> Answer:
     url = "http://shop.example/p/1.html"
     html = f"<html><head>{head}</head><body>{body}</body></html>"
-    return HtmlResponse(url, body=html.encode(), request=Request(url))
+    return answer_of(HtmlResponse(url, body=html.encode(), request=Request(url)))
 
 
 def test_fields_name_each_place_and_keep_head_attributes_and_json_ld() -> None:
@@ -76,7 +78,7 @@ def test_any_text_is_cut_into_fields_or_refused_without_raising(text: str) -> No
     for content_type in ("text/html", "application/json", "text/plain"):
         url = "http://shop.example/x"
         response = HtmlResponse(url, body=text.encode(), headers={"Content-Type": content_type}, request=Request(url))
-        fields = noise.fields_of(response)
+        fields = noise.fields_of(answer_of(response))
         assert fields is None or all(isinstance(n, str) and isinstance(v, str) for n, v in fields)
 
 

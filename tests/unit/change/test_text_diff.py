@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from scrapy.http import HtmlResponse, Response, TextResponse
 
 from scrapy_adaptive.change import text_diff
+from scrapy_adaptive.integration.spidermiddlewares.reading import answer_of
 from tests.hypo import examples
 
 PAGE = """<html><head><title>Shop</title><style>p {color: red}</style><script>var t = 1;</script></head>
@@ -25,11 +26,11 @@ def test_visible_lines_are_one_per_block_without_scripts_styles_or_the_head() ->
 
 def test_a_response_gives_its_lines_by_its_type_and_none_when_binary_or_empty() -> None:
     html = HtmlResponse("http://a/", body=PAGE.encode(), headers={"Content-Type": "text/html"})
-    assert text_diff.text_lines(html) == text_diff.html_lines(PAGE)
+    assert text_diff.text_lines(answer_of(html)) == text_diff.html_lines(PAGE)
     plain = TextResponse("http://a/t", body=b"one\n\n  two  \n", headers={"Content-Type": "text/plain"})
-    assert text_diff.text_lines(plain) == ["one", "two"]
-    assert text_diff.text_lines(Response("http://a/b", body=b"\x89PNG")) is None
-    assert text_diff.text_lines(HtmlResponse("http://a/e", body=b"")) is None
+    assert text_diff.text_lines(answer_of(plain)) == ["one", "two"]
+    assert text_diff.text_lines(answer_of(Response("http://a/b", body=b"\x89PNG"))) is None
+    assert text_diff.text_lines(answer_of(HtmlResponse("http://a/e", body=b""))) is None
 
 
 def test_a_diff_shows_the_changed_lines_with_one_line_of_context() -> None:

@@ -11,11 +11,13 @@ import time
 import pytest
 from scrapy.http import HtmlResponse
 
+from scrapy_adaptive.change.answer import Answer
 from scrapy_adaptive.change.rules import DigestRules
 from scrapy_adaptive.config import patterns
 from scrapy_adaptive.config.matching import Matcher
 from scrapy_adaptive.config.patterns import UserPattern
 from scrapy_adaptive.config.spec import ConfigError
+from scrapy_adaptive.integration.spidermiddlewares.reading import answer_of
 
 #: a pattern that backtracks without end in ``re`` and in ``regex`` alike,
 #: and a page it meets: a long run of x's that is not followed by a y
@@ -28,8 +30,8 @@ def short_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(patterns, "PATTERN_TIMEOUT", 0.2)
 
 
-def page(url: str = "http://127.0.0.1/p") -> HtmlResponse:
-    return HtmlResponse(url, body=PAGE.encode(), encoding="utf-8")
+def page(url: str = "http://127.0.0.1/p") -> Answer:
+    return answer_of(HtmlResponse(url, body=PAGE.encode(), encoding="utf-8"))
 
 
 def test_a_catastrophic_pattern_gives_up_after_its_bound_and_says_so_once(caplog: pytest.LogCaptureFixture) -> None:
@@ -55,8 +57,8 @@ def test_the_issue_s_nested_pattern_runs_in_bounded_time_on_a_long_page() -> Non
     digest = digester.digest(page())
     assert time.monotonic() - started < 30  # a hang, not a figure: the bound is the regex module's
     assert digest is not None and digest.startswith("exact:")  # the page a pattern gave up on: every byte counts
-    assert digester.digest(HtmlResponse("http://127.0.0.1/p", body=b"<p>1</p>aaa")) == digester.digest(
-        HtmlResponse("http://127.0.0.1/p", body=b"<p>1</p>aaaa")
+    assert digester.digest(answer_of(HtmlResponse("http://127.0.0.1/p", body=b"<p>1</p>aaa"))) == digester.digest(
+        answer_of(HtmlResponse("http://127.0.0.1/p", body=b"<p>1</p>aaaa"))
     )  # where it finishes, the rule does its work
 
 

@@ -8,14 +8,17 @@ from email.utils import formatdate
 from scrapy import Request
 from scrapy.http import HtmlResponse
 
-from scrapy_adaptive.integration.spidermiddlewares.judging import base_visit
+from scrapy_adaptive.change.answer import Answer
+from scrapy_adaptive.change.judge import base_visit
+from scrapy_adaptive.integration.spidermiddlewares.reading import answer_of
 
 NOW = 1_700_000_000.0
 
 
-def response(headers: dict[str, object], meta: dict[str, object] | None = None) -> HtmlResponse:
+def response(headers: dict[str, object], meta: dict[str, object] | None = None) -> Answer:
+    """A first answer as the visit middleware reads it."""
     request = Request("https://a.example/p", meta=meta or {})
-    return HtmlResponse(request.url, body=b"<html></html>", headers=headers, request=request)
+    return answer_of(HtmlResponse(request.url, body=b"<html></html>", headers=headers, request=request))
 
 
 def test_cache_control_lines_are_read_together() -> None:

@@ -11,16 +11,22 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive import meta
-from scrapy_adaptive.change import noise_learner
+from scrapy_adaptive.change import judge, noise_learner
 from scrapy_adaptive.change.rules import DigestRules
-from scrapy_adaptive.frontier import ChangeState, Outcome
-from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware, evaluate, is_embed
+from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
+from scrapy_adaptive.integration.spidermiddlewares.reading import answer_of, is_embed
+from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware
 from tests.standins import Services
 
 
 def response(body: bytes = b"<html>x</html>", status: int = 200, **headers: str) -> Response:
     url = "http://example.com/p"
     return HtmlResponse(url, body=body, status=status, headers=headers, request=Request(url))
+
+
+def evaluate(response: Response, record: Any) -> Visit:
+    """The verdict as the middleware makes it: the response read once, then judged."""
+    return judge.evaluate(answer_of(response), record)
 
 
 def test_first_visit_is_a_new_version() -> None:
@@ -89,7 +95,7 @@ def test_an_empty_answer_like_the_last_one_is_unchanged_so_the_url_backs_off() -
 
 
 def test_the_same_redirect_as_last_time_is_unchanged_another_says_nothing() -> None:
-    from scrapy_adaptive.integration.spidermiddlewares.judging import same_redirect
+    from scrapy_adaptive.change.judge import same_redirect
 
     last = {"visits": 3, "status": 301, "reason": "redirect to http://example.com/new"}
     assert same_redirect(last, 301, "redirect to http://example.com/new")
@@ -211,5 +217,5 @@ def test_only_a_changed_2xx_is_read_for_its_text_and_only_with_the_setting() -> 
         answer = response(page.body, status)
         visit = evaluate(answer, {})
         visit.change = change
-        mw._text(answer, visit)
+        mw._text(answer_of(answer), visit)
         assert visit.text == (["Price 10"] if read else None), (cap, change, status)

@@ -19,9 +19,10 @@ from scrapy.settings import Settings
 from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.test import get_crawler
 
+from scrapy_adaptive.change.judge import evaluate
 from scrapy_adaptive.config.settings import AdaptiveConfig
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit
-from scrapy_adaptive.integration.spidermiddlewares.judging import evaluate
+from scrapy_adaptive.integration.spidermiddlewares.reading import answer_of
 from scrapy_adaptive.policies import load_wait_policy
 from scrapy_adaptive.runtime.verdicts import Recorded, Verdicts
 from tests.standins import OneIssued
@@ -61,7 +62,7 @@ class Crawl:
         issued = self.frontier.next()
         assert issued is not None
         response = HtmlResponse(URL, status=status, body=body, headers=headers, request=Request(URL))
-        return self.commit(evaluate(response, issued.record.view()))
+        return self.commit(evaluate(answer_of(response), issued.record.view()))
 
     def due(self) -> None:
         """The clock at the URL's next visit."""
