@@ -79,11 +79,16 @@ class CrawlTimeProbe:
             if q.name in self.pending or mean is None:
                 continue
             due = set()
-            for _, next_ms, fp in frontier.store.queue_entries(q.name, limit=MAX_DOCS):
-                if next_ms > time_to_ms(now):
-                    break
-                if not frontier.leases.is_out(fp):
-                    due.add(fp)
+            try:
+                for _, next_ms, fp in frontier.store.queue_entries(q.name, limit=MAX_DOCS):
+                    if next_ms > time_to_ms(now):
+                        break
+                    if not frontier.leases.is_out(fp):
+                        due.add(fp)
+            except RuntimeError:
+                # the crawl is closing: the scheduler closed the store before
+                # engine_stopped, which stops this loop, and a tick fell between
+                return
             if len(due) < 2:
                 continue
             est = estimate(
