@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..change.noise_learner import HELD_BACK, HELD_CHANGE, PROBE_ASKED, PROBED
-from ..change.trust import HEADER_LIED, HEADER_PACE
+from ..change.trust import HEADER_LIED, HEADER_PACE, VERIFY_ABOVE
 from ..config.table import DEFAULTS
 from ..frontier.hints import Hint
 from ..model import ChangeState, Visit
@@ -36,7 +36,7 @@ from .belief import HeaderBelief, unchanged_evidence
 from .estimator import FIRST_ANSWER, RateEstimator
 from .hint_decisions import accept, base_probability, confirmed_hint, hinted_visit, marginal_value
 from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, record_queue, visit_queue, visit_time
-from .memory import AGE_UNCHECKED, ESTIMATE, HELD_INTERVAL, LAST_MODIFIED_AGREEMENT, OBSERVATIONS
+from .memory import AGE_UNCHECKED, AGE_VERIFY, ESTIMATE, HELD_INTERVAL, LAST_MODIFIED_AGREEMENT, OBSERVATIONS
 from .noise_guard import NoiseDetector, NoiseVerdict, probe_wait
 from .prior import PopulationPrior
 
@@ -145,6 +145,7 @@ class _RatePolicy(WaitPolicy):
             # typical rate costs fetches if it lies, not versions, and its
             # honest checks would teach the belief nothing about old ones.
             memory[AGE_UNCHECKED] = 1
+            self._need_verification(memory, visit_queue(visit), visit.url)
         if memory.get(OBSERVATIONS):
             self.prior.update(memory, log_rate, variance)
         # what the URL's own revisits taught of its class's pace: the rate a
@@ -168,6 +169,7 @@ class _RatePolicy(WaitPolicy):
         queue = visit_queue(visit)
         if not agreement or agreement[1] > 0 or visit.change is ChangeState.CHANGED:
             del memory[AGE_UNCHECKED]  # no header any more, or caught lying, or it moved with the content
+            memory.pop(AGE_VERIFY, None)
             if agreement:
                 lied = agreement[1] > 0
                 self.header_belief.note(queue, lied, visit.url)
@@ -179,9 +181,26 @@ class _RatePolicy(WaitPolicy):
         believed = float(memory.get(ESTIMATE) or 0.0)
         if self.header_belief.dominates(queue, believed, typical, evidence, visit.url):
             del memory[AGE_UNCHECKED]
+            memory.pop(AGE_VERIFY, None)
             self.header_belief.note(queue, False, visit.url)
         else:
             memory[AGE_UNCHECKED] = evidence
+            self._need_verification(memory, queue, visit.url)
+
+    def _need_verification(self, memory: dict[str, Any], queue: str, url: str | None) -> None:
+        """Whether the URL's fetches must be verified while its header is
+        checked (``change.trust.url_trusted``): while the odds that it lies
+        (its class's checks, shrunk to its host's and the crawl's, times its
+        own unchanged checks) are above ``VERIFY_ABOVE``.
+
+        The check ends when the header's claim dominates the mixture, which
+        for a page claiming months without a change takes its odds down to
+        a hair: all that while each revisit was a full download, and a
+        static page cost 2.5 times HttpCache's fetches, nearly all in full.
+        Its wait keeps following the mixture; only how it is fetched
+        changes, and the verification schedules still sample it."""
+        q = self.header_belief.url_lie_probability(queue, float(memory.get(AGE_UNCHECKED) or 1.0), url)
+        memory[AGE_VERIFY] = int(q > VERIFY_ABOVE)
 
     def recheck_wait(self, history: Mapping[str, Any]) -> float | None:
         """While the URL's first-visit age is unchecked, the wait its first

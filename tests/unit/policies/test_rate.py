@@ -921,3 +921,44 @@ def test_allocator_with_no_shortest_wait_plans_finite_waits() -> None:
     waits = [alloc.wait("h", (i + 1) / DAY, min_wait=0.0) for i in range(100)]
     assert all(0 <= w <= 10 * DAY for w in waits)
     assert sum(1 / w for w in waits) == pytest.approx(1000 / DAY, rel=0.05)
+
+
+def test_an_old_header_whose_odds_of_a_lie_are_small_uses_its_validators_while_its_check_goes_on() -> None:
+    """The check of a page claiming months without a change ends only once
+    its claim dominates the mixture, its odds of a lie down to a hair; all
+    that while its revisits were full downloads (static pages cost 2.5 times
+    HttpCache's fetches).  Once the odds are below VERIFY_ABOVE the URL's
+    validators are used (its verification schedules still sample it), and
+    in a class whose old headers proved honest a new one is trusted at once."""
+    from scrapy_adaptive.change.trust import VERIFY_ABOVE, TrustParams, url_trusted
+
+    t0 = 1.7e9
+    policy = ProportionalWaitPolicy(RateAllocator(2000 / DAY, min_wait=10, max_wait=30 * DAY, epoch="t"))
+    for i in range(20):
+        _first_visit(policy, f"https://h.example/u{i}", t0, None)
+    for i in range(3):  # the host's old headers lied three times, on pages changing every minute
+        policy.header_belief.note("h", True, f"https://h.example/l{i}")
+        policy.header_belief.note_liar_rate(f"https://h.example/l{i}", 1 / 60)
+    url, frozen = "https://h.example/old", formatdate(t0 - 90 * DAY, usegmt=True)
+    wait, state = _first_visit(policy, url, t0, t0 - 90 * DAY)
+    assert state["ua"] == 1 and state["uv"] == 1 and not url_trusted(None, TrustParams(), state)
+    trusted_while_checked, now, visits = False, t0, 1
+    while "ua" in state and visits < 40:
+        v = Visit(Outcome.VISITED, status=200, change=ChangeState.UNCHANGED, url=url, queue="h")
+        v.validation, v.last_modified, v.fetched = "verified", frozen, now + wait
+        now, wait = now + wait, policy.next_wait({"visits": visits, "fetched": now, "wait": wait, "policy": state}, v)
+        visits += 1
+        assert v.policy_state is not None
+        state = v.policy_state
+        if "ua" in state:
+            q = policy.header_belief.url_lie_probability("h", float(state["ua"]), url)
+            assert url_trusted(None, TrustParams(), state) is (q <= VERIFY_ABOVE)
+            trusted_while_checked |= q <= VERIFY_ABOVE
+    assert trusted_while_checked
+    # a class whose old headers proved honest many times: a new old header is used at once
+    for _ in range(200):
+        policy.header_belief.note("h", False, "https://h.example/p/1.html")
+    _, fresh_state = _first_visit(policy, "https://h.example/p/new.html", t0, t0 - 90 * DAY)
+    assert fresh_state["ua"] == 1 and fresh_state["uv"] == 0 and url_trusted(None, TrustParams(), fresh_state)
+    # a state written before the flag existed keeps its URL verified
+    assert not url_trusted(None, TrustParams(), {"ua": 1})
