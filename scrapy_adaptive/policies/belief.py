@@ -51,8 +51,12 @@ not move is a lie (q = 1: the caught liar is then revisited at its real
 rate, ``estimator.py``), one whose header moved with it is honest, and an
 unchanged one multiplies the odds of a lie by :func:`unchanged_evidence`;
 the check ends when the header's claim dominates the mixture (q·λ₀ ≤ λ̂).
-Until then the frontier verifies the URL's fetches
-(``change.trust.url_trusted``): a 304 acted on would say nothing.
+While the URL's odds of a lie are above ``change.trust.VERIFY_ABOVE`` the
+frontier verifies its fetches (``change.trust.url_trusted``): a 304 acted
+on would say nothing.  Below, its validators are used and the
+verification schedules (its own, its class's) sample it: for a page
+claiming months without a change the claim dominates only once the odds
+are down to a hair, and every revisit until then was a full download.
 
 The counts are saved with the policies' other aggregates
 (:mod:`.persist`, at each frontier summary and at close), so a restarted
