@@ -50,8 +50,8 @@ ARCHIVE_NOTE = "_adaptive_archive_note"
 PENDING_VISIT = "_adaptive_visit"
 #: embed hops from the last page (``ADAPTIVE_EMBED_HOPS``)
 EMBED_HOPS = "_adaptive_embed_hops"
-#: on a changed page and its embeds (``ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE``):
-#: when the page was fetched before, the time since which it changed
+#: on a page captured anew and on its embeds (``ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE``):
+#: True, the embeds come with it unless their copies stand for its moment
 PAGE_CHANGED = "_adaptive_page_changed"
 #: a sitemap or feed read before its verdict (a ``sitemaps.SignalRead``)
 SIGNAL_READ = "_adaptive_signal_read"
