@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import fleet_bench, frontier_bench, text_diff_cost
+from bench import fleet_bench, frontier_bench
 
 pytestmark = pytest.mark.e2e
 
@@ -114,12 +114,6 @@ def test_e2e_bench_pairs_two_versions_of_the_code_and_refuses_a_folder_without_o
         main(["--against", str(tmp_path)])
     assert exit_.value.code == 2
     assert f"--against {tmp_path}: no scrapy_adaptive package" in capsys.readouterr().err
-
-
-def test_text_diff_cost_bench_runs_and_reports_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
-    rows = text_diff_cost.main(["--urls", "2", "--versions", "2", "--repeats", "1"])
-    assert len(rows) == 3 and all(row["ratio"] > 0 and row["text_bytes"] >= row["one_text"] > 0 for row in rows)
-    assert "on÷off" in capsys.readouterr().out
 
 
 def test_e2e_site_bumps_one_page_in_k_to_a_new_version_with_its_own_date() -> None:
