@@ -95,21 +95,19 @@ class BenchStats:
 
     def engine_stopped(self) -> None:
         """Write the file last, once CoreStats has set ``finish_time``."""
-        closed = self.closed
-        reason = self.reason
         assert self.crawler.stats is not None
         stats = {k: _jsonable(v) for k, v in self.crawler.stats.get_stats().items()}
+
+        def span(a: float | None, b: float | None) -> float | None:
+            return None if a is None or b is None else b - a
+
         timings = {
-            "reason": reason,
+            "reason": self.reason,
             "responses": self.responses,
-            "first_response_after_open_s": None
-            if self.first is None or self.opened is None
-            else self.first - self.opened,
-            "first_to_last_response_s": None if self.first is None or self.last is None else self.last - self.first,
-            "open_to_close_s": None if self.opened is None or closed is None else closed - self.opened,
-            "cpu_open_to_close_s": None
-            if self.cpu_opened is None or self.cpu_closed is None
-            else self.cpu_closed - self.cpu_opened,
+            "first_response_after_open_s": span(self.opened, self.first),
+            "first_to_last_response_s": span(self.first, self.last),
+            "open_to_close_s": span(self.opened, self.closed),
+            "cpu_open_to_close_s": span(self.cpu_opened, self.cpu_closed),
             "gc_s": sum(self.gc_seconds),
             "gc_s_by_generation": self.gc_seconds,
             "gc_runs_by_generation": self.gc_runs,

@@ -10,37 +10,28 @@ let go) or after ``--max-seconds`` (:func:`testsite.serving.serve`).
 
 Why it is built this way:
 
-* **Twisted, one process.**  A threaded ``http.server`` spends its time on
-  thread switches under the GIL; one Twisted reactor with keep-alive serves
-  a few thousand small pages a second on one core, so on a 2-core machine
-  the crawler (the thing measured) gets the other core and the server is
-  not the bottleneck.
-* **Several hosts on loopback.**  Linux routes all of 127.0.0.0/8 to
-  ``lo``, so 127.0.0.1, .2, .3 are distinct hosts for Scrapy's per-domain
-  slots and for the frontier's per-host queues, with no DNS and no network.
-* **Deterministic pages.**  Page *i* lives on host ``i % hosts`` and links to
-  page ``i + 1`` (so every page is reachable from page 0) and to
-  ``links - 1`` seeded random pages, on whichever host each of them lives.
-* **No artificial delay**: the benchmark measures scheduler overhead, not
-  waiting.
-* ``/_stats`` counts requests per path, so the benchmark can check that each
-  page was fetched exactly once.
+* **Twisted, one process**: one reactor with keep-alive serves a few
+  thousand small pages a second on one core, so the crawler (the thing
+  measured) gets the other core.
+* **Several hosts on loopback**: 127.0.0.1, .2, .3 are distinct hosts for
+  Scrapy's slots and the frontier's queues, with no DNS and no network.
+* **Deterministic pages**: page *i* lives on host ``i % hosts`` and links to
+  page ``i + 1`` and to ``links - 1`` seeded random pages; no delay.
+* ``/_stats`` counts requests per path (each page fetched once?).
 
-For a crawl that revisits (the budget benchmark used it) the same site can
-also change and be slow, each only when asked:
+Only when asked, the site changes, validates and is slow:
 
 * ``--change-median S --change-sigma Σ``: every page changes as a Poisson
-  process whose mean interval is log-normal across pages (median S wall
-  seconds, σ of the log-rate Σ), seeded per page; the body names the
-  current version.  The schedules are the demo site's
-  (:class:`testsite.schedule.Poisson`), on the wall clock from
-  the moment the site starts, so a world of days is compressed to minutes.
-  ``/_visits`` lists every page request as ``[time, page, version]`` and
-  ``/_versions?at=T`` every page's version at time T: the ground truth for
-  revisits and captured versions.
-* ``--latency`` / ``--crawl-delay``: per host (comma-separated, in host
-  order), seconds before a page's body is sent (served from a timer, so
-  concurrent requests wait in parallel), and a robots.txt ``Crawl-delay``.
+  process (:class:`testsite.schedule.Poisson`), mean interval log-normal
+  across pages (median S wall seconds), seeded per page; the body names the
+  version.  ``/_visits`` lists every page request as ``[time, page,
+  version]``, ``/_versions?at=T`` every page's version at time T.
+* ``/_bump?every=K``: page *i* with ``i % K == 0`` moves to its next version
+  now (:mod:`bench.e2e_bench`'s ``--revisit``).
+* ``--validators etag`` (or ``both``): an ETag (and a Last-Modified) per
+  version, and a 304 to a conditional GET that matches it.
+* ``--latency`` / ``--crawl-delay``: per host (comma-separated), seconds
+  before a page's body is sent (from a timer), and a robots.txt ``Crawl-delay``.
 """
 
 from __future__ import annotations
@@ -55,9 +46,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from testsite.httputil import robots_txt
+from testsite.httputil import http_date, not_modified, robots_txt
 from testsite.schedule import Poisson
-from testsite.serving import add_serving_arguments, json_response, respond_later, serve
+from testsite.serving import add_serving_arguments, answer_not_modified, json_response, respond_later, serve
 
 
 def host_addresses(hosts: int) -> list[str]:
@@ -107,15 +98,29 @@ class SiteModel:
         #: wall-clock instant of the changing pages' time 0
         self.origin = origin
         self._schedules: dict[int, Poisson] = {}
+        #: page -> [wall time of each ``/_bump``]: versions added on request
+        self.bumps: dict[int, list[float]] = {}
+
+    def bump(self, every: int, now: float) -> int:
+        """Every *every*-th page gets a new version at *now*; how many did."""
+        changed = range(0, self.pages, max(1, every))
+        for page in changed:
+            self.bumps.setdefault(page, []).append(now)
+        return len(changed)
 
     def version(self, page: int, now: float) -> int:
-        """The page's version at wall time *now* (0 for ever without churn)."""
+        """The page's version at wall time *now* (0 for ever without churn or bumps)."""
+        bumped = sum(1 for t in self.bumps.get(page, ()) if t <= now)
         if self.churn is None:
-            return 0
+            return bumped
         schedule = self._schedules.get(page)
         if schedule is None:
             schedule = self._schedules[page] = self.churn.schedule(page)
-        return schedule.at(now - self.origin).version
+        return schedule.at(now - self.origin).version + bumped
+
+    def modified(self, page: int, now: float) -> float:
+        """When the page's version at *now* began (bumps only; the origin otherwise)."""
+        return max([self.origin, *(t for t in self.bumps.get(page, ()) if t <= now)])
 
     def url(self, page: int) -> str:
         host = self.hosts[page % len(self.hosts)]
@@ -134,7 +139,7 @@ class SiteModel:
     def body(self, page: int, version: int = 0) -> bytes:
         anchors = "\n".join(f'<li><a href="{self.url(j)}">page {j}</a></li>' for j in self.links_of(page))
         filler = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 16).strip()
-        revision = f"<p>Version {version}</p>\n" if self.churn is not None else ""
+        revision = f"<p>Version {version}</p>\n" if self.churn is not None or version else ""
         return (
             f"<!DOCTYPE html>\n<html><head><title>Page {page}</title></head>\n<body>\n"
             f"<h1>Page {page}</h1>\n{revision}<p>{filler}</p>\n<ul>\n{anchors}\n</ul>\n</body></html>\n"
@@ -156,6 +161,7 @@ def build_site(
     churn: Churn | None = None,
     latency: dict[str, float] | None = None,
     crawl_delay: dict[str, float] | None = None,
+    validators: str = "none",
 ) -> tuple[Any, Callable[[dict[str, int]], dict[str, object]]]:
     """The Twisted site, and the ``ready`` hook that builds its model once the ports are known."""
     from twisted.web import resource, server
@@ -169,11 +175,12 @@ def build_site(
 
     def page_body(page: int) -> bytes:
         model = model_box["model"]
-        if model.churn is None:
+        if model.churn is None and not model.bumps:
             return model.body(page)
         now = time.time()
         version = model.version(page, now)
-        visits.append([now, page, version])
+        if model.churn is not None:
+            visits.append([now, page, version])
         return model.body(page, version)
 
     class Root(resource.Resource):
@@ -196,6 +203,9 @@ def build_site(
                     "repeated": sum(1 for v in hits.values() if v > 1),
                 }
                 return json_response(request, body)
+            if path == "/_bump":
+                every = int(request.args.get(b"every", [b"10"])[0])
+                return json_response(request, {"changed": model_box["model"].bump(every, time.time())})
             if path == "/_reset":
                 hits.clear()
                 visits.clear()
@@ -213,6 +223,15 @@ def build_site(
                 if 0 <= page < pages:
                     request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
                     delay = latency_of.get(host) or 0.0
+                    if validators != "none":
+                        model, now = model_box["model"], time.time()
+                        etag = f'"p{page}v{model.version(page, now)}"'
+                        modified = model.modified(page, now) if validators == "both" else None
+                        request.setHeader(b"ETag", etag.encode())
+                        if modified is not None:
+                            request.setHeader(b"Last-Modified", http_date(modified).encode())
+                        if not_modified(request, etag, modified):
+                            return answer_not_modified(request)
                     return respond_later(request, delay, lambda: page_body(page)) if delay > 0 else page_body(page)
             request.setResponseCode(404)
             return b"not found"
@@ -226,30 +245,29 @@ def build_site(
     return site, ready
 
 
+def add_site_arguments(p: argparse.ArgumentParser, *, pages: int = 300, hosts: int = 3) -> None:
+    """The generated site's shape: here, and in the benchmarks that start the site."""
+    p.add_argument("--pages", type=int, default=pages)
+    p.add_argument("--hosts", type=int, default=hosts)
+    p.add_argument("--links", type=int, default=5, help="links per page")
+    p.add_argument("--seed", type=int, default=7)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.e2e_site", description=__doc__.split("\n\n")[0])
-    p.add_argument("--pages", type=int, default=300)
-    p.add_argument("--hosts", type=int, default=3)
-    p.add_argument("--links", type=int, default=5)
-    p.add_argument("--seed", type=int, default=7)
+    add_site_arguments(p)
     p.add_argument("--change-median", type=float, default=0.0, help="pages change: median mean interval, seconds")
     p.add_argument("--change-sigma", type=float, default=1.0, help="σ of the log change rate across pages")
+    p.add_argument("--validators", choices=("none", "etag", "both"), default="none", help="ETag (Last-Modified), 304s")
     p.add_argument("--latency", default="", help="per host: seconds before a page's body, e.g. 0,0.05,0.3")
     p.add_argument("--crawl-delay", default="", help="per host: robots.txt Crawl-delay (0: none)")
     add_serving_arguments(p, max_seconds=1800.0)
     args = p.parse_args(argv)
     churn = Churn(args.change_median, args.change_sigma, args.seed) if args.change_median > 0 else None
-    latency = per_host(args.latency, args.hosts, "--latency")
-    crawl_delay = per_host(args.crawl_delay, args.hosts, "--crawl-delay")
     addresses = host_addresses(args.hosts)
-    site, ready = build_site(
-        args.pages,
-        args.links,
-        args.seed,
-        churn,
-        dict(zip(addresses, latency, strict=True)),
-        dict(zip(addresses, crawl_delay, strict=True)),
-    )
+    latency = dict(zip(addresses, per_host(args.latency, args.hosts, "--latency"), strict=True))
+    crawl_delay = dict(zip(addresses, per_host(args.crawl_delay, args.hosts, "--crawl-delay"), strict=True))
+    site, ready = build_site(args.pages, args.links, args.seed, churn, latency, crawl_delay, args.validators)
     sys.exit(
         serve(site, addresses, max_seconds=args.max_seconds, exit_on_stdin_eof=args.exit_on_stdin_eof, ready=ready)
     )

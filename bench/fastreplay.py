@@ -3,41 +3,29 @@
 ``python -m bench.fastreplay --trace FILE [--half A|B] --budget-factor K --policies a,b``
 
 The world is :mod:`bench.replay`'s: a document is discovered at its first
-version; recall = share of later versions captured; the run ends at the last
-version.  **Budget**: F = K × versions fetches, first visits included; the
-revisits F − D (D documents) are spread evenly over document-time, so the
-budget grows as documents are discovered.  Without the frontier, documents
-are visited in time order from a heap, with no politeness, and each policy's
-one knob (the time scale of a rule, the
-budget multiplier of a budgeted policy) is searched until the revisits
-match the target; recall at the target is then read from a straight line
-fitted through runs around it (:func:`smoothed`), since a budgeted
-policy's captures are a jagged function of its knob.  ``--frontier`` runs
-each policy through the real frontier instead (:func:`bench.sim.engine.simulate`,
-politeness included, no smoothing), the check of the fast figures: exact for
-the rules, within a few hundredths for the budgeted policies.
+version; recall = share of later versions captured.  **Budget**: F = K ×
+versions fetches, first visits included; the revisits are spread evenly over
+document-time.  Without the frontier, documents are visited in time order
+from a heap, with no politeness, and each policy's one knob (a rule's time
+scale, a budgeted policy's budget multiplier) is searched until the revisits
+match the target; recall at the target is read from a line fitted through
+runs around it (:func:`smoothed`).  ``--frontier`` runs each policy through
+the real frontier instead (:func:`bench.sim.engine.simulate`), the check of
+the fast figures.  ``--half A|B`` keeps one of two halves of the trace split
+by service with a fixed seed (:func:`split`).
 
-``--half A|B`` keeps one of two halves of the trace split by service with a
-fixed seed (:func:`split`), so a policy can be developed on one half and
-reported on the other.
-
-Each cell also gives the **median capture delay**: the median time from a
-captured version's appearance to its capture
-(:func:`bench.sim.metrics.capture_delay`, the simulator's own definition),
-read at the target the way recall is.  ``--trace`` may be repeated (each
-file, or each half of it, is one source); ``--markdown`` prints the tables
-of docs/benchmarks.md: the default (``--default``) against the best peer
-held to the budget (:data:`bench.sim.lineup.HELD_PEERS`) and the best peer
-fitted with hindsight (:data:`bench.sim.lineup.FITTED_PEERS`) at each K,
-then every policy's recall and delay; ``--json`` keeps every cell (written
-after each one) and ``--render`` prints the tables of such files again.
+Each cell also gives the **median capture delay**
+(:func:`bench.sim.metrics.capture_delay`).  ``--trace`` may be repeated;
+``--markdown`` prints the tables of docs/benchmarks.md: the default against
+the best peer held to the budget (:data:`bench.sim.lineup.HELD_PEERS`) and
+the best fitted with hindsight (:data:`bench.sim.lineup.FITTED_PEERS`), then
+every policy; ``--json`` keeps every cell, ``--render`` prints such files again.
 """
 
 from __future__ import annotations
 
 import argparse
 import bisect
-import gzip
 import heapq
 import json
 import math
@@ -58,6 +46,7 @@ from .sim.engine import simulate as engine_simulate
 from .sim.lineup import BUDGETED, FITTED_PEERS, HELD_PEERS, POLICIES, LabContext, with_scale
 from .sim.metrics import capture_delay, median_delay
 from .sim.world import HOUR, World
+from .traces.stats import open_text, read_trace
 
 SPLIT_SEED = 20261126
 
@@ -70,17 +59,7 @@ class Doc:
 
 
 def read_docs(path: str) -> list[Doc]:
-    opener = gzip.open if path.endswith(".gz") else open
-    docs = []
-    with opener(path, "rt", encoding="utf-8") as fh:  # type: ignore[operator]
-        for line in fh:
-            if not line.strip():
-                continue
-            d = json.loads(line)
-            v = sorted({float(x) for x in d["versions"]})
-            if v:
-                docs.append(Doc(str(d.get("service", "")), v[0], v[1:]))
-    return docs
+    return [Doc(d["service"], d["versions"][0], d["versions"][1:]) for d in read_trace(path)]
 
 
 def split(docs: list[Doc], half: str, seed: int = SPLIT_SEED) -> list[Doc]:
@@ -163,18 +142,8 @@ def simulate(
             if per_page is not None:
                 per_page[i][0] += 1
                 per_page[i][1] += j > k
-        visit = Visit(
-            Outcome.VISITED,
-            status=200,
-            change=change,
-            content_type="text/html",
-            size=page.size,
-            url=page.url,
-            queue=page.host,
-            depth=0,
-            overdue=0.0,
-            fetched=now,
-        )
+        visit = Visit(Outcome.VISITED, status=200, change=change, content_type="text/html", size=page.size,
+                      url=page.url, queue=page.host, depth=0, overdue=0.0, fetched=now)  # fmt: skip
         snap = dict(rec)
         snap["history"] = [list(h) for h in rec["history"]]
         snap["policy"] = dict(rec["policy"])
@@ -439,30 +408,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trace", action="append", help="a trace (JSON lines, .gz read too); repeat for more sources")
     ap.add_argument("--half", default="all", help="A, B or all (comma-separated for several)")
     ap.add_argument("--budget-factor", default="1,2,4")
-    ap.add_argument(
-        "--policies",
-        default="stormcrawler,heritrix",
-        help="comma-separated; the held peers are " + ", ".join(HELD_PEERS) + "; the fitted " + ", ".join(FITTED_PEERS),
-    )
+    ap.add_argument("--policies", default="stormcrawler,heritrix", help="comma-separated; the held peers are "
+                    + ", ".join(HELD_PEERS) + "; the fitted " + ", ".join(FITTED_PEERS))  # fmt: skip
     ap.add_argument("--default", default=DEFAULT_POLICY, help=f"the default the tables compare ({DEFAULT_POLICY})")
     ap.add_argument("--max-versions", type=int, default=0, help="a seeded sample of a source's documents (0: all)")
-    ap.add_argument(
-        "--frontier",
-        action="store_true",
-        help="run each policy through the real frontier (bench.sim.engine; no smoothing): the check of the fast figures",
-    )
+    ap.add_argument("--frontier", action="store_true", help="run each policy through the real frontier "
+                    "(bench.sim.engine; no smoothing): the check of the fast figures")
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--json", help="write every cell here")
     ap.add_argument("--markdown", action="store_true", help="print the tables (default ÷ best held, ÷ best fitted)")
-    ap.add_argument(
-        "--render",
-        metavar="JSON",
-        nargs="+",
-        help="print the tables of --json reports (their sources in turn); run nothing",
-    )
-    ap.add_argument(
-        "--write-halves", metavar="PREFIX", help="write PREFIX-A.jsonl and PREFIX-B.jsonl, stop"
-    )
+    ap.add_argument("--render", metavar="JSON", nargs="+", help="print the tables of --json reports; run nothing")
+    ap.add_argument("--write-halves", metavar="PREFIX", help="write PREFIX-A.jsonl and PREFIX-B.jsonl, stop")
     args = ap.parse_args(argv)
     if args.render:
         merged: dict[str, Any] = {}
@@ -478,8 +434,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--trace is required")
     if args.write_halves:
         trace = args.trace[0]
-        opener = gzip.open if trace.endswith(".gz") else open
-        with opener(trace, "rt", encoding="utf-8") as fh:  # type: ignore[operator]
+        with open_text(trace) as fh:
             lines = [json.loads(x) for x in fh if x.strip()]
         services = sorted({str(d.get("service", "")) for d in lines})
         random.Random(SPLIT_SEED).shuffle(services)
@@ -521,11 +476,8 @@ def main(argv: list[str] | None = None) -> int:
             report["sources"][source_label(trace, half)][f"{k:g}"][name] = r
             flag = "" if r["exact"] else " (inexact)"
             spread = f" ±{r['spread']:.3f} ({r['points']} runs)" if "spread" in r else ""
-            print(
-                f"{source_label(trace, half):<24} K={k:g} {name:<22} recall {r['recall']:.3f}{spread} "
-                f"median delay {fmt_delay(r['delay_h'])}{flag}  {r['runs']}",
-                flush=True,
-            )
+            print(f"{source_label(trace, half):<24} K={k:g} {name:<22} recall {r['recall']:.3f}{spread} "
+                  f"median delay {fmt_delay(r['delay_h'])}{flag}  {r['runs']}", flush=True)  # fmt: skip
             if args.json:  # after every cell: a long run interrupted keeps what it has
                 with open(args.json, "w", encoding="utf-8") as fh:
                     json.dump(report, fh, indent=1)

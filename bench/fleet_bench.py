@@ -7,26 +7,16 @@ Run::
 
 Why it is built this way:
 
-* **Real workers, real store.**  Each worker is a ``scrapy runspider`` of
-  the e2e benchmark's spider (:mod:`bench.e2e_spider`) with the add-on and
-  ``ADAPTIVE_STORE_URL`` pointing at a redis-server this benchmark starts on
-  a free loopback port (AOF on, ``appendfsync everysec``: production
-  settings), each with its own state folder, against the e2e benchmark's
-  generated site (:mod:`bench.e2e_site`) on many loopback hosts.
-* **Same settings as the e2e benchmark** (zero politeness delays, valence 8,
-  a revisit wait far beyond the run): every page is fetched once, so the
-  fleet's speed is how fast it gets through the site.
-* **Measured at the site.**  The site counts requests; the rate is the
-  middle 80% of the pages (from 10% to 90% fetched) over the time that
-  took, which leaves out start-up (Python, Scrapy, the first rebalances)
-  and the tail.  Workers are stopped (SIGINT, then SIGKILL) once 95% of
-  the pages are fetched or after ``--crawl-timeout``.
-* **Reported as a ratio** to one worker and as efficiency (ratio / workers);
-  the target is ≥ 0.8 × linear up to the cores available.  On a machine
-  shared with other jobs the absolute figures swing: the load average is
-  printed with them.
-
-``main(argv)`` returns the figures as a dict.
+* **Real workers, real store**: each worker is a ``scrapy runspider`` of the
+  e2e spider with the add-on and ``ADAPTIVE_STORE_URL`` pointing at a
+  redis-server started here (AOF on, ``appendfsync everysec``), each with its
+  own state folder, against the e2e site on many loopback hosts, with the e2e
+  benchmark's settings: every page is fetched once.
+* **Measured at the site**: the middle 80 % of the pages (10 % to 90 %
+  fetched) over the time that took, leaving out start-up and the tail;
+  workers stop (SIGINT, then SIGKILL) at 95 % or after ``--crawl-timeout``.
+* **A ratio** to one worker, and efficiency (ratio / workers): target ≥ 0.8
+  up to the cores available.
 """
 
 from __future__ import annotations
@@ -44,7 +34,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.e2e_bench import SPIDER, Site, _env, add_output_arguments, add_site_arguments, crawl_settings, emit
+from bench.common import emit, log
+from bench.common import env as _env
+from bench.e2e_bench import SPIDER, Site, add_output_arguments, add_site_arguments, crawl_settings
 from testsite.process import REPO_ROOT
 from testsite.redisserver import RedisServer
 
@@ -53,7 +45,7 @@ TARGET_EFFICIENCY = 0.8
 
 
 def _log(msg: str) -> None:
-    print(f"[fleet_bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+    log("fleet_bench", msg)
 
 
 def start_worker(args: argparse.Namespace, site: Site, redis_url: str, run_dir: Path) -> subprocess.Popen[str]:

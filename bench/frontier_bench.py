@@ -4,31 +4,23 @@ Run::
 
     python -m bench.frontier_bench                          # 1M URLs, 10k hosts
     python -m bench.frontier_bench --urls 20000 --hosts 200 # smoke run
-    python -m bench.frontier_bench --json out.json
     python -m bench.frontier_bench --store redis://127.0.0.1:6379/0  # + Redis, same run
 
 Why it is built this way:
 
-* **Same-run baseline.**  Absolute numbers depend on the machine, so every
-  figure is printed next to Scrapy's default scheduler (with a JOBDIR, the
-  only configuration that persists anything) on the same workload, and as a
-  ratio.  The targets of the spec are checked on the absolute figures.
-* **One subprocess per phase.**  Peak RSS (``ru_maxrss``) only ever grows, so
-  the adaptive frontier, the Scrapy scheduler and each restart run in their
-  own fresh interpreter; a phase's memory is its own.  Restart times are
-  measured in a process that has never seen the data, as after a real crash.
-* **Fingerprints are precomputed** (SHA-1 of the URL) so frontier operations
-  are not charged for hashing; the cost of Scrapy's ``RequestFingerprinter``
-  is measured separately and folded in where a comparison needs it.  The
-  Scrapy scheduler fingerprints inside ``enqueue_request``; that cost is
-  inherent there and is included (Request construction is not).
-* **A fake clock** (a mutable float) drives the frontier, and politeness is
-  zeroed, so queues are always ready and the measurement is of the frontier
-  code and LevelDB, not of waiting.
-* **Every loop is bounded** in count (``--urls``, ``--dups``, ``--cycles``)
-  and in time (``--max-seconds`` per loop); a truncated loop says so.
-* **Earlier commits too**: each visit gives ``update`` the URL's presence
-  where the frontier takes it, so the same file runs on older code.
+* **Same-run baseline**: every figure beside Scrapy's default scheduler with a
+  JOBDIR (the only configuration that persists anything), on the same
+  workload, as a ratio; the spec's targets are checked on the absolute figures.
+* **One subprocess per phase**: peak RSS only grows, so each phase (and each
+  restart, as after a crash) runs in a fresh interpreter.
+* **Fingerprints precomputed** (SHA-1 of the URL); Scrapy's
+  ``RequestFingerprinter`` is measured apart and folded in where a comparison
+  needs it (Scrapy's ``enqueue_request`` fingerprints: included there).
+* **A fake clock and zero politeness**: queues are always ready, so the
+  figures are of the frontier code and its store, not of waiting.
+* **Bounded loops** in count and in time (``--max-seconds``); a cut loop says so.
+* **Earlier commits too**: ``update`` gets the URL's presence where the
+  frontier takes it, so the same file runs on older code.
 
 ``main(argv)`` returns the figures as a dict (the smoke test uses it).
 """
@@ -39,10 +31,10 @@ import argparse
 import array
 import hashlib
 import inspect
+import itertools
 import json
 import os
 import random
-import resource
 import shutil
 import subprocess
 import sys
@@ -54,7 +46,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from bench.common import REPO_ROOT, dir_size_mb, emit, env, loadavg_line, log, num, peak_rss_mb, render, rss_mb
+
 
 #: The spec's speed targets: metric key -> (comparison, bound)
 TARGETS: dict[str, tuple[str, float]] = {
@@ -68,40 +61,12 @@ TARGETS: dict[str, tuple[str, float]] = {
 _CHECK_MASK = 1023
 
 
-# -- measuring ----------------------------------------------------------------
-
-
-def rss_mb() -> float:
-    """Current resident set size in MiB (from /proc/self/statm)."""
-    with open("/proc/self/statm") as f:
-        resident_pages = int(f.read().split()[1])
-    return resident_pages * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
-def peak_rss_mb() -> float:
-    """Peak resident set size of this process in MiB (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def dir_size_mb(path: str | Path) -> float:
-    """Bytes of every file under *path*, in MiB (what ``du -b`` would count)."""
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.path.getsize(os.path.join(root, name))
-            except OSError:
-                pass
-    return total / 2**20
-
-
 def _rate(count: int, seconds: float) -> float:
     return count / seconds if seconds > 0 else 0.0
 
 
 def _log(msg: str) -> None:
-    """Progress goes to stderr so stdout carries only the table."""
-    print(f"[frontier_bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+    log("frontier_bench", msg)
 
 
 class FakeClock:
@@ -119,14 +84,8 @@ class FakeClock:
 
 @dataclass
 class Workload:
-    """N URLs over H hosts, stored compactly so the workload itself stays small.
-
-    A million URL strings would cost ~100 MB in the measuring process; the
-    host of each URL (4 bytes) and its SHA-1 (20 bytes) cost 24 MB (240 MB
-    at 10M, reported as ``workload_mb`` and subtracted from the frontier's
-    own RSS), and the URL string is rebuilt when needed (its cost is
-    measured as harness overhead).
-    """
+    """N URLs over H hosts, compact: a host index (4 bytes) and a SHA-1 (20 bytes) per URL, 24 MB at 1M
+    (``workload_mb``); the URL string is rebuilt when needed (the harness overhead)."""
 
     n: int
     host_names: list[str]
@@ -187,8 +146,7 @@ def workload_mb(wl: Workload) -> float:
 
 def dup_sample(n: int, k: int, seed: int) -> list[int]:
     """min(k, n) distinct known URL indices, seeded (the same for both schedulers)."""
-    rng = random.Random(seed + 1)
-    return rng.sample(range(n), min(k, n))
+    return random.Random(seed + 1).sample(range(n), min(k, n))
 
 
 # -- phase: adaptive frontier ---------------------------------------------------
@@ -219,22 +177,10 @@ def empty_namespace(url: str) -> int:
     import redis
 
     client = redis.Redis.from_url(url)
-    deleted = 0
-    for chunk in _chunks(client.scan_iter(match=f"{BENCH_NAMESPACE}:*", count=1000), 1000):
-        deleted += client.unlink(*chunk)
+    keys = iter(client.scan_iter(match=f"{BENCH_NAMESPACE}:*", count=1000))
+    deleted = sum(client.unlink(*chunk) for chunk in iter(lambda: list(itertools.islice(keys, 1000)), []))
     client.close()
     return deleted
-
-
-def _chunks(items: Any, size: int) -> Any:
-    chunk: list[Any] = []
-    for item in items:
-        chunk.append(item)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
 
 
 def measure_fingerprint(wl: Workload, count: int) -> dict[str, float]:
@@ -248,11 +194,10 @@ def measure_fingerprint(wl: Workload, count: int) -> dict[str, float]:
     t0 = time.perf_counter()
     for url in urls:
         Request(url)
-    t_request = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    t1 = time.perf_counter()
     for url in urls:
         fingerprinter.fingerprint(Request(url))
-    t_both = time.perf_counter() - t0
+    t_request, t_both = t1 - t0, time.perf_counter() - t1
     return {
         "count": count,
         "request_plus_fingerprint_us": t_both / count * 1e6,
@@ -285,6 +230,42 @@ def _add_loop(
         if not i & _CHECK_MASK and perf() > deadline:
             break
     return i - start, perf() - t0
+
+
+def _timed(items: Any, step: Callable[[Any], Any], deadline: float) -> tuple[int, float, bool]:
+    """``step(item)`` for each item until *deadline*: (count, seconds, cut short)."""
+    perf = time.perf_counter
+    done, t0, cut = 0, perf(), False
+    for item in items:
+        step(item)
+        done += 1
+        if not done & _CHECK_MASK and perf() > deadline:
+            cut = True
+            break
+    return done, perf() - t0, cut
+
+
+def _deciles(total: int, chunk: Callable[[int, int], tuple[int, float]]) -> tuple[int, float, list[float]]:
+    """``chunk(lo, hi)`` over ten tenths of *total*, until one is cut short: (count, seconds, rate of each
+    tenth), to show whether throughput holds as the state grows."""
+    done, secs, rates = 0, 0.0, []
+    bounds = [total * k // 10 for k in range(11)]
+    for lo, hi in zip(bounds, bounds[1:], strict=False):
+        if hi > lo:
+            n, t = chunk(lo, hi)
+            done, secs = done + n, secs + t
+            rates.append(_rate(n, t))
+            if n < hi - lo:
+                break
+    return done, secs, rates
+
+
+def _figures(count: int, seconds: float, cpu0: float | None = None, **more: Any) -> dict[str, Any]:
+    """A timed loop's figures (*cpu0*: the thread's CPU time when it began, for its CPU per operation)."""
+    res = {"count": count, "seconds": seconds, "per_s": _rate(count, seconds), **more}
+    if cpu0 is not None:
+        res["thread_cpu_us"] = (time.thread_time() - cpu0) / max(count, 1) * 1e6
+    return res
 
 
 def _url_count(frontier: Any) -> int:
@@ -325,26 +306,10 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
     _log(f"adaptive: adding {wl.n} new URLs over {len(wl.host_names)} hosts")
     deadline = time.perf_counter() + args.max_seconds
     cpu0 = time.thread_time()
-    chunks: list[float] = []
-    added, add_secs = 0, 0.0
-    bounds = [wl.n * k // 10 for k in range(11)]
-    for lo, hi in zip(bounds, bounds[1:], strict=False):
-        if hi <= lo:
-            continue
-        count, secs = _add_loop(frontier.add, wl, lo, hi, deadline, args.priorities)
-        added += count
-        add_secs += secs
-        chunks.append(_rate(count, secs))
-        if count < hi - lo:
-            break
-    res["add_new"] = {
-        "thread_cpu_us": (time.thread_time() - cpu0) / max(added, 1) * 1e6,
-        "count": added,
-        "seconds": add_secs,
-        "per_s": _rate(added, add_secs),
-        "per_s_by_decile": chunks,
-        "truncated": added < wl.n,
-    }
+    added, add_secs, chunks = _deciles(
+        wl.n, lambda lo, hi: _add_loop(frontier.add, wl, lo, hi, deadline, args.priorities)
+    )
+    res["add_new"] = _figures(added, add_secs, cpu0, per_s_by_decile=chunks, truncated=added < wl.n)
     res["rss_after_load_mb"] = rss_mb()
     res["frontier_rss_after_load_mb"] = res["rss_after_load_mb"] - before_open
     res["peak_rss_after_load_mb"] = peak_rss_mb()
@@ -359,43 +324,22 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
     cpu0 = time.thread_time()
     add, url_of, host_of, fp_of = frontier.add, wl.url, wl.host, wl.fp
     perf = time.perf_counter
-    deadline = perf() + args.max_seconds
-    t0 = perf()
-    done = 0
-    for i in sample:
-        url = url_of(i)
-        add(fp_of(i), url, host_of(i), {"url": url, "method": "GET", "meta": {}, "callback": "parse"})
-        done += 1
-        if not done & _CHECK_MASK and perf() > deadline:
-            break
-    secs = perf() - t0
-    res["add_dup"] = {
-        "count": done,
-        "seconds": secs,
-        "per_s": _rate(done, secs),
-        "truncated": done < len(sample),
-        "thread_cpu_us": (time.thread_time() - cpu0) / max(done, 1) * 1e6,
-    }
 
-    # 2b. duplicates with Scrapy's fingerprinting included (Request built outside the timing)
-    fingerprinter = RequestFingerprinter()
-    fp_sample = sample[: min(len(sample), args.fingerprint_sample)]
-    timed = 0.0
-    done = 0
-    deadline = perf() + args.max_seconds
-    for i in fp_sample:
+    def add_known(i: int) -> None:
         url = url_of(i)
-        request = Request(url)
-        t0 = perf()
-        # the fingerprint differs from the stored SHA-1, so add with the known
-        # fp: this measures "fingerprint + duplicate lookup" as the scheduler does it
-        fingerprinter.fingerprint(request)
         add(fp_of(i), url, host_of(i), {"url": url, "method": "GET", "meta": {}, "callback": "parse"})
-        timed += perf() - t0
-        done += 1
-        if not done & _CHECK_MASK and perf() > deadline:
-            break
-    res["add_dup_incl_fingerprint"] = {"count": done, "seconds": timed, "per_s": _rate(done, timed)}
+
+    done, secs, cut = _timed(sample, add_known, perf() + args.max_seconds)
+    res["add_dup"] = _figures(done, secs, cpu0, truncated=cut)
+
+    # 2b. duplicates with Scrapy's fingerprinting included (Request built outside the timing); the
+    # fingerprint differs from the stored SHA-1, so the add takes the known fp: "fingerprint + lookup"
+    fingerprinter = RequestFingerprinter()
+    requests = [Request(url_of(i)) for i in sample[: args.fingerprint_sample]]
+    known = zip(requests, sample, strict=False)
+    both = lambda ri: (fingerprinter.fingerprint(ri[0]), add_known(ri[1]))  # noqa: E731
+    done, timed, _ = _timed(known, both, perf() + args.max_seconds)
+    res["add_dup_incl_fingerprint"] = _figures(done, timed)
 
     # 3. next + fetch_ended + update cycles
     cycles = min(args.cycles, added)
@@ -405,57 +349,36 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
     # what a crawl's verdicts give update(): the presence
     takes_presence = "presence" in inspect.signature(frontier.update).parameters
 
-    def run_cycles(limit: int, deadline: float) -> tuple[int, float, int, bool]:
-        """(cycles done, seconds, next() calls that found nothing, stopped by the deadline)."""
-        nxt, ended, update = frontier.next, frontier.leases.fetch_ended, frontier.update
-        visited, unchanged = Outcome.VISITED, ChangeState.UNCHANGED
-        extra: dict[str, Any] = {"presence": [1, 0, 0]} if takes_presence else {}
-        empty = 0
-        done = 0
-        t0 = perf()
-        while done < limit:
+    nxt, ended, update = frontier.next, frontier.leases.fetch_ended, frontier.update
+    visited, unchanged = Outcome.VISITED, ChangeState.UNCHANGED
+    extra: dict[str, Any] = {"presence": [1, 0, 0]} if takes_presence else {}
+    state = {"empty": 0, "cut": False}  # next() calls that found nothing; stopped by the deadline
+
+    def run_cycles(lo: int, hi: int) -> tuple[int, float]:
+        done, t0 = 0, perf()
+        while done < hi - lo:
             issued = nxt()
             if issued is None:
-                empty += 1
-                if empty > 1000:  # nothing due any more: the workload is spent
+                state["empty"] += 1
+                if state["empty"] > 1000:  # nothing due any more: the workload is spent
                     break
                 clock.now += 0.001
                 continue
             ended(issued.fp, 0.1)
-            update(
-                issued.fp,
-                Visit(visited, wait=86400.0, status=200, change=unchanged, size=1000, digest=digest),
-                **extra,
-            )
+            visit = Visit(visited, wait=86400.0, status=200, change=unchanged, size=1000, digest=digest)
+            update(issued.fp, visit, **extra)
             clock.now += 0.001
             done += 1
             if not done & _CHECK_MASK and perf() > deadline:
+                state["cut"] = True
                 break
-        return done, perf() - t0, empty, done < limit and empty <= 1000
+        return done, perf() - t0
 
     deadline = perf() + args.max_seconds
-    done = empty = 0
-    secs = 0.0
-    out_of_time = False
-    cycle_chunks: list[float] = []
-    bounds = [cycles * k // 10 for k in range(11)]
-    for lo, hi in zip(bounds, bounds[1:], strict=False):
-        if hi <= lo:
-            continue
-        n, t, e, out_of_time = run_cycles(hi - lo, deadline)
-        done, secs, empty = done + n, secs + t, empty + e
-        cycle_chunks.append(_rate(n, t))
-        if n < hi - lo:
-            break
-    res["cycles"] = {
-        "thread_cpu_us": (time.thread_time() - cpu0) / max(done, 1) * 1e6,
-        "count": done,
-        "seconds": secs,
-        "per_s": _rate(done, secs),
-        "per_s_by_decile": cycle_chunks,
-        "empty_next_calls": empty,
-        "truncated": out_of_time,
-    }
+    done, secs, rates = _deciles(cycles, run_cycles)
+    res["cycles"] = _figures(
+        done, secs, cpu0, per_s_by_decile=rates, empty_next_calls=state["empty"], truncated=state["cut"]
+    )
     res["rss_end_mb"] = rss_mb()
     res["frontier_rss_end_mb"] = res["rss_end_mb"] - before_open
 
@@ -483,16 +406,9 @@ def phase_adaptive_restart(args: argparse.Namespace, state_dir: str) -> dict[str
     t2 = perf()
     issued = frontier.next()
     t3 = perf()
-    res.update(
-        open_s=t1 - t0,
-        load_s=t2 - t1,
-        first_next_s=t3 - t2,
-        restart_s=t3 - t0,
-        first_next_found=issued is not None,
-        url_count=_url_count(frontier),
-        queues=sum(1 for _ in frontier.queues()),
-        rss_mb=rss_mb(),
-    )
+    res.update(open_s=t1 - t0, load_s=t2 - t1, first_next_s=t3 - t2, restart_s=t3 - t0)
+    res["first_next_found"] = issued is not None
+    res.update(url_count=_url_count(frontier), queues=sum(1 for _ in frontier.queues()), rss_mb=rss_mb())
     res["frontier_rss_mb"] = res["rss_mb"] - before_open
     store.close()
     res["disk_mb"] = dir_size_mb(state_dir)  # after LevelDB replayed and flushed its log
@@ -504,14 +420,8 @@ def phase_adaptive_restart(args: argparse.Namespace, state_dir: str) -> dict[str
 
 
 class _IdleDownloader:
-    """What ``DownloaderAwarePriorityQueue`` asks of the downloader, idle.
-
-    Scrapy's default priority queue needs ``crawler.engine.downloader`` for
-    two things: the slot key of a request and the active downloads per slot.
-    Building a real engine outside a crawl loads download handlers and needs
-    a reactor; with nothing in flight this stub answers exactly what the real
-    downloader would (``Downloader.get_slot_key`` without per-IP concurrency).
-    """
+    """What ``DownloaderAwarePriorityQueue`` asks of the downloader (slot keys, active downloads per slot),
+    idle: a real engine needs a reactor; with nothing in flight this answers as the real one would."""
 
     def __init__(self) -> None:
         self.slots: dict[str, Any] = {}
@@ -560,53 +470,34 @@ def phase_scrapy(args: argparse.Namespace, jobdir: str) -> dict[str, Any]:
     res["open_s"] = perf() - t0
     enqueue, parse, url_of = scheduler.enqueue_request, spider.parse, wl.url
 
+    filtered = 0
+
+    def enqueue_each(indices: Sequence[int], deadline: float) -> tuple[int, float]:
+        """Enqueue a new Request for each URL index (its construction not timed): (count, seconds)."""
+        nonlocal filtered
+        done, timed = 0, 0.0
+        for i in indices:
+            request = Request(url_of(i), callback=parse)
+            t0 = perf()
+            filtered += not enqueue(request)
+            timed += perf() - t0
+            done += 1
+            if not done & _CHECK_MASK and perf() > deadline:
+                break
+        return done, timed
+
     _log(f"scrapy: enqueueing {wl.n} new requests")
     deadline = perf() + args.max_seconds
-    timed = 0.0
-    done = 0
-    chunks: list[float] = []
-    chunk_size = max(1, wl.n // 10)
-    chunk_t, chunk_n = 0.0, 0
-    for i in range(wl.n):
-        request = Request(url_of(i), callback=parse)
-        t0 = perf()
-        enqueue(request)
-        dt = perf() - t0
-        timed += dt
-        chunk_t += dt
-        chunk_n += 1
-        done += 1
-        if chunk_n == chunk_size:
-            chunks.append(_rate(chunk_n, chunk_t))
-            chunk_t, chunk_n = 0.0, 0
-        if not done & _CHECK_MASK and perf() > deadline:
-            break
-    res["enqueue"] = {
-        "count": done,
-        "seconds": timed,
-        "per_s": _rate(done, timed),
-        "per_s_by_decile": chunks,
-        "truncated": done < wl.n,
-    }
+    done, timed, chunks = _deciles(wl.n, lambda lo, hi: enqueue_each(range(lo, hi), deadline))
+    res["enqueue"] = _figures(done, timed, per_s_by_decile=chunks, truncated=done < wl.n)
     res["rss_after_load_mb"] = rss_mb()
     res["peak_rss_after_load_mb"] = peak_rss_mb()
 
     sample = dup_sample(done, args.dups, args.seed)
     _log(f"scrapy: enqueueing {len(sample)} duplicate requests")
-    deadline = perf() + args.max_seconds
-    timed = 0.0
-    dup_done = 0
     filtered = 0
-    for i in sample:
-        request = Request(url_of(i), callback=parse)
-        t0 = perf()
-        accepted = enqueue(request)
-        timed += perf() - t0
-        filtered += not accepted
-        dup_done += 1
-        if not dup_done & _CHECK_MASK and perf() > deadline:
-            break
-    res["enqueue_dup"] = {"count": dup_done, "filtered": filtered, "seconds": timed, "per_s": _rate(dup_done, timed)}
+    dup_done, timed = enqueue_each(sample, perf() + args.max_seconds)
+    res["enqueue_dup"] = _figures(dup_done, timed, filtered=filtered)
 
     t0 = perf()
     scheduler.close("finished")
@@ -629,22 +520,10 @@ def phase_scrapy_restart(args: argparse.Namespace, jobdir: str) -> dict[str, Any
     res.update(open_s=t1 - t0, first_next_s=t2 - t1, restart_s=t2 - t0, first_next_found=first is not None)
     res["rss_mb"] = rss_mb()
 
-    limit = args.cycles
-    _log(f"scrapy: dequeueing up to {limit} requests")
-    nxt = scheduler.next_request
-    deadline = perf() + args.max_seconds
-    done = 0
-    out_of_time = False
-    t0 = perf()
-    while done < limit:
-        if nxt() is None:
-            break
-        done += 1
-        if not done & _CHECK_MASK and perf() > deadline:
-            out_of_time = True
-            break
-    secs = perf() - t0
-    res["dequeue"] = {"count": done, "seconds": secs, "per_s": _rate(done, secs), "truncated": out_of_time}
+    _log(f"scrapy: dequeueing up to {args.cycles} requests")
+    dequeued = itertools.islice(iter(scheduler.next_request, None), args.cycles)
+    done, secs, cut = _timed(dequeued, lambda _: None, perf() + args.max_seconds)
+    res["dequeue"] = _figures(done, secs, truncated=cut)
     t0 = perf()
     scheduler.close("finished")
     res["close_s"] = perf() - t0
@@ -669,12 +548,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--hosts", type=int, default=10_000, help="hosts (default 10k)")
     p.add_argument("--dups", type=int, default=200_000, help="duplicate adds: this many known URLs (default 200k)")
     p.add_argument("--cycles", type=int, default=200_000, help="next+update cycles / dequeues (default 200k)")
-    p.add_argument(
-        "--priorities",
-        type=int,
-        default=0,
-        help="K: URL i has Request.priority i %% (2K+1) - K, the cost of ordering by priority (default 0: none)",
-    )
+    p.add_argument("--priorities", type=int, default=0, help="K: URL i has Request.priority i %% (2K+1) - K, the "
+                   "cost of ordering by priority (default 0: none)")
     p.add_argument("--zipf", type=float, default=1.0, help="Zipf exponent of host sizes (default 1.0)")
     p.add_argument("--seed", type=int, default=20240607)
     p.add_argument("--fingerprint-sample", type=int, default=50_000, help="URLs timed for fingerprint cost")
@@ -693,26 +568,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--phase-dir", help=argparse.SUPPRESS)
     p.add_argument("--phase-out", help=argparse.SUPPRESS)
     p.add_argument("--clock", type=float, default=None, help=argparse.SUPPRESS)
-    p.add_argument(
-        "--store",
-        default=None,
-        help="also run the frontier phases on this Redis store (redis://host:port/db); its keys go under "
-        f"{BENCH_NAMESPACE}:*, emptied first",
-    )
+    p.add_argument("--store", default=None, help="also run the frontier phases on this Redis store "
+                   f"(redis://host:port/db); its keys go under {BENCH_NAMESPACE}:*, emptied first")
     p.add_argument("--phase-store", default=None, help=argparse.SUPPRESS)
     return p
 
 
-_FORWARDED = (
-    "urls",
-    "hosts",
-    "dups",
-    "cycles",
-    "zipf",
-    "seed",
-    "fingerprint_sample",
-    "max_seconds",
-)
+_FORWARDED = ("urls", "hosts", "dups", "cycles", "priorities", "zipf", "seed", "fingerprint_sample", "max_seconds")
 
 
 def _run_phase(name: str, args: argparse.Namespace, directory: str, extra: Sequence[str] = ()) -> dict[str, Any]:
@@ -726,9 +588,8 @@ def _run_phase(name: str, args: argparse.Namespace, directory: str, extra: Seque
     if args.cache_mb is not None:
         cmd += ["--cache-mb", str(args.cache_mb)]
     cmd += list(extra)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(REPO_ROOT)])))
     started = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, timeout=args.phase_timeout, check=False)
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env(), timeout=args.phase_timeout, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"phase {name} failed with exit code {proc.returncode}")
     with open(out, encoding="utf-8") as f:
@@ -775,20 +636,13 @@ def build_store_rows(r: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def format_store_table(rows: list[dict[str, Any]], url: str) -> str:
-    columns: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
-        ("metric", lambda row: row["metric"]),
-        ("LevelDB", lambda row: _fmt(row["leveldb"], row["kind"])),
-        ("Redis", lambda row: _fmt(row["redis"], row["kind"])),
-        ("Redis/LevelDB", lambda row: _ratio(row["ratio"])),
-    ]
-    return f"\nThe same frontier on Redis ({url}):\n" + _render(columns, rows)
+    table = [(r["metric"], _fmt(r["leveldb"], r["kind"]), _fmt(r["redis"], r["kind"]), num(r["ratio"])) for r in rows]
+    return f"\nThe same frontier on Redis ({url}):\n" + render(("metric", "LevelDB", "Redis", "Redis/LevelDB"), table)
 
 
 def format_store_notes(store: dict[str, Any]) -> str:
-    return (
-        f"Redis server memory (used_memory) holding the frontier: {store['server_used_memory_mb']:.1f} MB; "
-        "LevelDB's equivalent is its state on disk (above)"
-    )
+    mb = store["server_used_memory_mb"]
+    return f"Redis server memory (used_memory) holding the frontier: {mb:.1f} MB; LevelDB's: its state on disk (above)"
 
 
 def _get(d: dict[str, Any] | None, *path: str) -> float | None:
@@ -808,68 +662,45 @@ def _last(d: dict[str, Any] | None, key: str) -> float | None:
 
 def build_rows(r: dict[str, Any]) -> list[dict[str, Any]]:
     """The comparison table: metric, adaptive, scrapy, ratio, target, verdict."""
-    a, ar, s, sr = r.get("adaptive"), r.get("adaptive_restart"), r.get("scrapy"), r.get("scrapy_restart")
     targets = {**TARGETS, **r.get("targets", {})}
-    spec: list[tuple[str, str, float | None, float | None, str | None]] = [
-        (
-            "new URL adds/s (frontier.add, fp precomputed)",
-            "rate",
-            _get(a, "add_new", "per_s"),
-            _get(s, "enqueue", "per_s"),
-            None,
-        ),
-        (
-            "new URL adds/s incl. fingerprint (derived)",
-            "rate",
-            _get(a, "add_new", "per_s_incl_fingerprint_derived"),
-            _get(s, "enqueue", "per_s"),
-            None,
-        ),
-        ("new adds/s, last decile", "rate", _last(a, "add_new"), _last(s, "enqueue"), None),
-        (
-            "duplicate adds/s (fp precomputed)",
-            "rate",
-            _get(a, "add_dup", "per_s"),
-            _get(s, "enqueue_dup", "per_s"),
-            "dup_adds_per_s",
-        ),
-        (
-            "duplicate adds/s incl. fingerprint",
-            "rate",
-            _get(a, "add_dup_incl_fingerprint", "per_s"),
-            _get(s, "enqueue_dup", "per_s"),
-            None,
-        ),
-        (
-            "next+update cycles/s (scrapy: next_request)",
-            "rate",
-            _get(a, "cycles", "per_s"),
-            _get(sr, "dequeue", "per_s"),
-            "cycles_per_s",
-        ),
-        ("new add: main-thread CPU, µs", "time", _get(a, "add_new", "thread_cpu_us"), None, None),
-        ("duplicate add: main-thread CPU, µs", "time", _get(a, "add_dup", "thread_cpu_us"), None, None),
-        ("cycle: main-thread CPU, µs", "time", _get(a, "cycles", "thread_cpu_us"), None, None),
-        ("RSS after loading, MB", "size", _get(a, "rss_after_load_mb"), _get(s, "rss_after_load_mb"), None),
-        ("peak RSS of the loading process, MB", "size", _get(a, "peak_rss_mb"), _get(s, "peak_rss_mb"), "peak_rss_mb"),
-        ("  of which the harness's workload arrays, MB", "size", _get(a, "workload_mb"), None, None),
-        (
-            "frontier's own RSS after loading (RSS - RSS before open), MB",
-            "size",
-            _get(a, "frontier_rss_after_load_mb"),
-            None,
-            None,
-        ),
-        ("frontier's own RSS at the end of the phase, MB", "size", _get(a, "frontier_rss_end_mb"), None, None),
-        ("state on disk, MB", "size", _get(a, "disk_mb"), _get(s, "disk_mb"), None),
-        ("state on disk after restart, MB", "size", _get(ar, "disk_mb"), None, None),
-        ("close, s", "time", _get(a, "close_s"), _get(s, "close_s"), None),
-        ("restart: open+load+first next, s", "time", _get(ar, "restart_s"), _get(sr, "restart_s"), "restart_s"),
-        ("RSS after restart, MB", "size", _get(ar, "rss_mb"), _get(sr, "rss_mb"), None),
-        ("frontier's own RSS after restart, MB", "size", _get(ar, "frontier_rss_mb"), None, None),
-    ]
+    names = {"a": "adaptive", "ar": "adaptive_restart", "s": "scrapy", "sr": "scrapy_restart"}
+    phases = {short: r.get(name) for short, name in names.items()}
+
+    def fig(path: str | None) -> float | None:
+        """``"a.add_new.per_s"``: a figure of a phase (``a``, ``ar``, ``s``, ``sr``); ``…~`` its last decile's."""
+        if path is None:
+            return None
+        phase, *keys = path.rstrip("~").split(".")
+        return _last(phases[phase], keys[0]) if path.endswith("~") else _get(phases[phase], *keys)
+
+    # metric, kind, adaptive's figure, Scrapy's, target
+    spec = [
+        ("new URL adds/s (frontier.add, fp precomputed)", "rate", "a.add_new.per_s", "s.enqueue.per_s", None),
+        ("new URL adds/s incl. fingerprint (derived)", "rate", "a.add_new.per_s_incl_fingerprint_derived",
+         "s.enqueue.per_s", None),
+        ("new adds/s, last decile", "rate", "a.add_new~", "s.enqueue~", None),
+        ("duplicate adds/s (fp precomputed)", "rate", "a.add_dup.per_s", "s.enqueue_dup.per_s", "dup_adds_per_s"),
+        ("duplicate adds/s incl. fingerprint", "rate", "a.add_dup_incl_fingerprint.per_s", "s.enqueue_dup.per_s", None),
+        ("next+update cycles/s (scrapy: next_request)", "rate", "a.cycles.per_s", "sr.dequeue.per_s", "cycles_per_s"),
+        ("new add: main-thread CPU, µs", "time", "a.add_new.thread_cpu_us", None, None),
+        ("duplicate add: main-thread CPU, µs", "time", "a.add_dup.thread_cpu_us", None, None),
+        ("cycle: main-thread CPU, µs", "time", "a.cycles.thread_cpu_us", None, None),
+        ("RSS after loading, MB", "size", "a.rss_after_load_mb", "s.rss_after_load_mb", None),
+        ("peak RSS of the loading process, MB", "size", "a.peak_rss_mb", "s.peak_rss_mb", "peak_rss_mb"),
+        ("  of which the harness's workload arrays, MB", "size", "a.workload_mb", None, None),
+        ("frontier's own RSS after loading (RSS - RSS before open), MB", "size", "a.frontier_rss_after_load_mb", None,
+         None),
+        ("frontier's own RSS at the end of the phase, MB", "size", "a.frontier_rss_end_mb", None, None),
+        ("state on disk, MB", "size", "a.disk_mb", "s.disk_mb", None),
+        ("state on disk after restart, MB", "size", "ar.disk_mb", None, None),
+        ("close, s", "time", "a.close_s", "s.close_s", None),
+        ("restart: open+load+first next, s", "time", "ar.restart_s", "sr.restart_s", "restart_s"),
+        ("RSS after restart, MB", "size", "ar.rss_mb", "sr.rss_mb", None),
+        ("frontier's own RSS after restart, MB", "size", "ar.frontier_rss_mb", None, None),
+    ]  # fmt: skip
     rows = []
-    for metric, kind, av, sv, target_key in spec:
+    for metric, kind, a_path, s_path, target_key in spec:
+        av, sv = fig(a_path), fig(s_path)
         if av is None and sv is None and target_key is None:
             continue  # a figure this run did not measure (Scrapy's, without the baseline)
         ratio = av / sv if av is not None and sv else None
@@ -880,16 +711,8 @@ def build_rows(r: dict[str, Any]) -> list[dict[str, Any]]:
             if av is not None:
                 verdict = "PASS" if (av >= bound if op == ">=" else av < bound) else "FAIL"
         rows.append(
-            {
-                "metric": metric,
-                "kind": kind,
-                "adaptive": av,
-                "scrapy": sv,
-                "ratio": ratio,
-                "target": target,
-                "verdict": verdict,
-                "target_key": target_key,
-            }
+            dict(metric=metric, kind=kind, adaptive=av, scrapy=sv, ratio=ratio, target=target, verdict=verdict,
+                 target_key=target_key)
         )
     return rows
 
@@ -904,39 +727,14 @@ def _fmt(value: float | None, kind: str) -> str:
     return f"{value:,.1f}"
 
 
-def _ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
-
-
-def _render(columns: Sequence[tuple[str, Callable[[dict[str, Any]], str]]], rows: list[dict[str, Any]]) -> str:
-    """A plain-text table: the first column left-aligned, the others right-aligned."""
-    header = tuple(title for title, _ in columns)
-    body = [tuple(cell(row) for _, cell in columns) for row in rows]
-    widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
-    lines = []
-    for n, line in enumerate([header, *body]):
-        cells = [line[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(line[1:], widths[1:], strict=True)]
-        lines.append("  ".join(cells))
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
-_TARGET_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
-    ("target", lambda row: row["target"] or ""),
-    ("pass/fail", lambda row: row["verdict"] or ""),
-]
-
-
 def format_table(rows: list[dict[str, Any]]) -> str:
-    columns: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
-        ("metric", lambda row: row["metric"]),
-        ("adaptive", lambda row: _fmt(row["adaptive"], row["kind"])),
-        ("scrapy default", lambda row: _fmt(row["scrapy"], row["kind"])),
-        ("ratio a/s", lambda row: _ratio(row["ratio"])),
-        *_TARGET_COLUMNS,
+    header = ("metric", "adaptive", "scrapy default", "ratio a/s", "target", "pass/fail")
+    table = [
+        (r["metric"], _fmt(r["adaptive"], r["kind"]), _fmt(r["scrapy"], r["kind"]), num(r["ratio"]), r["target"] or "",
+         r["verdict"] or "")
+        for r in rows
     ]
-    return _render(columns, rows)
+    return render(header, table)
 
 
 def format_notes(r: dict[str, Any]) -> str:
@@ -950,26 +748,17 @@ def format_notes(r: dict[str, Any]) -> str:
         f"{fp.get('request_plus_fingerprint_us', 0):.2f} µs/URL "
         f"(Request() alone {fp.get('request_only_us', 0):.2f} µs, "
         f"fingerprint alone {fp.get('fingerprint_only_us', 0):.2f} µs)",
-        "load average (1/5/15 min) at start {} and end {} on {} CPUs: other processes skew absolute figures".format(
-            "/".join(f"{x:.2f}" for x in r.get("loadavg_start", ())),
-            "/".join(f"{x:.2f}" for x in r.get("loadavg_end", ())),
-            os.cpu_count(),
-        ),
+        loadavg_line(r.get("loadavg_start", ()), r.get("loadavg_end", ())) + ": other processes skew absolute figures",
         f"harness overhead in the adaptive add loops (URL f-string, dict): {a.get('harness_us_per_add', 0):.2f} µs/add "
         "(not subtracted)",
         "scrapy enqueue figures include fingerprinting (inherent to its enqueue_request), not Request construction; "
         "its dequeue is next_request only, while a cycle is next + fetch_ended + update (one LevelDB batch)",
     ]
-    if a.get("add_new"):
-        notes.append(
-            "adaptive new adds/s by decile: " + ", ".join(f"{x:,.0f}" for x in a["add_new"]["per_s_by_decile"])
-        )
-    if a.get("cycles"):
-        notes.append(
-            "adaptive next+update cycles/s by decile: " + ", ".join(f"{x:,.0f}" for x in a["cycles"]["per_s_by_decile"])
-        )
+    for label, figures in (("adaptive new adds/s", a.get("add_new")), ("adaptive next+update cycles/s",
+                           a.get("cycles")), ("scrapy enqueue/s", s.get("enqueue"))):  # fmt: skip
+        if figures:
+            notes.append(f"{label} by decile: " + ", ".join(f"{x:,.0f}" for x in figures["per_s_by_decile"]))
     if s.get("enqueue"):
-        notes.append("scrapy enqueue/s by decile: " + ", ".join(f"{x:,.0f}" for x in s["enqueue"]["per_s_by_decile"]))
         notes.append(f"scrapy priority queue: {s.get('priority_queue')}; {s.get('queue_dirs', '?')} slot queue folders")
     for section in ("adaptive", "scrapy", "scrapy_restart"):
         for key, val in (r.get(section) or {}).items():
@@ -978,13 +767,9 @@ def format_notes(r: dict[str, Any]) -> str:
     return "\n".join(notes)
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    return _parser().parse_args(argv)
-
-
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark (or, internally, one phase) and return its figures."""
-    args = parse_args(argv)
+    args = _parser().parse_args(argv)
     if args.phase:
         res = PHASES[args.phase](args, args.phase_dir)
         with open(args.phase_out, "w", encoding="utf-8") as f:
@@ -998,13 +783,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     os.makedirs(os.path.dirname(adaptive_dir), exist_ok=True)
     os.makedirs(scrapy_dir, exist_ok=True)
     results: dict[str, Any] = {
-        "params": {k: getattr(args, k) for k in (*_FORWARDED, "scrapy_pq", "cache_mb")}
+        "params": {k: getattr(args, k) for k in (*_FORWARDED, "scrapy_pq", "cache_mb")},
+        "targets": {"peak_rss_mb": ("<", args.target_rss_mb), "restart_s": ("<", args.target_restart_s)},
+        "loadavg_start": os.getloadavg(),
     }
-    results["targets"] = {
-        "peak_rss_mb": ("<", args.target_rss_mb),
-        "restart_s": ("<", args.target_restart_s),
-    }
-    results["loadavg_start"] = os.getloadavg()
     started = time.perf_counter()
     try:
         results["adaptive"] = _run_phase("adaptive", args, adaptive_dir)
@@ -1025,18 +807,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if results.get("store"):
         results["store"]["rows"] = build_store_rows(results)
     results["passed"] = all(row["verdict"] != "FAIL" for row in rows)
-    if not args.quiet:
-        print(format_table(rows))
-        print()
-        print(format_notes(results))
-        if results.get("store"):
-            print(format_store_table(results["store"]["rows"], args.store))
-            print(format_store_notes(results["store"]))
-        print(f"\ntotal {results['total_s']:.0f} s; targets {'all met' if results['passed'] else 'MISSED'}")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(results, f, indent=1)
-    return results
+    report = [format_table(rows), "", format_notes(results)]
+    if results.get("store"):
+        report += [format_store_table(results["store"]["rows"], args.store), format_store_notes(results["store"])]
+    report.append(f"\ntotal {results['total_s']:.0f} s; targets {'all met' if results['passed'] else 'MISSED'}")
+    return emit(results, args, "\n".join(report))
 
 
 if __name__ == "__main__":

@@ -7,20 +7,14 @@ Run::
 
 Why it is built this way:
 
-* **A real crawl that revisits.**  :mod:`bench.e2e_bench` times first visits;
-  the add-on's per-visit path (judge, policy, frontier update) matters most
-  on revisits.  Here :mod:`bench.e2e_site`'s pages change (median mean
-  interval ``--change-median`` s), the waits are a few seconds and the crawl
-  runs for ``--seconds``, so most fetches are revisits of unchanged pages.
-* **Counted by file.**  A call belongs to scrapy-adaptive when its function's
-  file is under ``scrapy_adaptive/``; the figures are those calls per fetched
-  response (``downloader/response_count``) and their own time (``tottime``)
-  over the whole profile's (``cpu_share``: what the add-on's own lines cost),
-  and the cumulative time of its calls entered from outside the package over
-  the same (``cpu_share_inclusive``: with the LevelDB, JSON and hashing it
-  asks for).
-* **The hot spots**: ``--top`` lists the add-on's functions by calls and by
-  cumulative time, to say where a change should look.
+* **A real crawl that revisits**: :mod:`bench.e2e_site`'s pages change
+  (``--change-median`` s), the waits are a few seconds and the crawl runs
+  for ``--seconds``, so most fetches are revisits of unchanged pages.
+* **Counted by file**: a call is scrapy-adaptive's when its function's file
+  is under ``scrapy_adaptive/``: those calls per fetched response, their own
+  time over the profile's (``cpu_share``), and the cumulative time of the
+  calls entered from outside the package (``cpu_share_inclusive``: with the
+  LevelDB, JSON and hashing it asks for).  ``--top`` lists the busiest.
 """
 
 from __future__ import annotations
@@ -36,7 +30,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.e2e_bench import SPIDER, Site, _env, crawl_settings
+from bench.common import env as _env
+from bench.e2e_bench import SPIDER, Site, crawl_settings
 
 PACKAGE = "/scrapy_adaptive/"
 

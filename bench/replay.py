@@ -71,22 +71,9 @@ def world_from_docs(rows: list[dict[str, Any]], label: str = "trace") -> World:
         discovered = d["v"][0]
         changes = d["v"][1:]
         rate = len(changes) / max(end - discovered, 1.0)
-        pages.append(
-            Page(
-                index=i,
-                url=f"https://{host}/{i}",
-                host=host,
-                kind="poisson",
-                rate=rate,
-                scale=rate,
-                profile=CONSTANT,
-                changes=changes,
-                size=20_000,
-                duration=0.5,
-                created=discovered,
-                discovered=discovered,
-            )
-        )
+        pages.append(Page(index=i, url=f"https://{host}/{i}", host=host, kind="poisson", rate=rate, scale=rate,
+                          profile=CONSTANT, changes=changes, size=20_000, duration=0.5, created=discovered,
+                          discovered=discovered))  # fmt: skip
     spec = WorldSpec(name="trace", urls=len(pages), hosts=len(hosts), days=(end - start) / DAY)
     return World(spec, hosts, pages, start, end)
 

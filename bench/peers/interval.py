@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Self
 
 from scrapy_adaptive.model import ChangeState, Visit
+from scrapy_adaptive.policies.base import WaitParams
 from scrapy_adaptive.policies.history import clamp, is_first_visit
 
 
@@ -22,6 +23,11 @@ class IntervalRule:
         self.minimum = minimum
         self.maximum = maximum
         self.default = initial if default is None else default
+
+    @classmethod
+    def from_params(cls, params: WaitParams) -> Self:
+        """Initial, default and bounds from the configured wait numbers."""
+        return cls(initial=params.initial, minimum=params.minimum, maximum=params.maximum, default=params.default)
 
     def changed(self, wait: float) -> float:
         raise NotImplementedError

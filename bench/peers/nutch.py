@@ -13,7 +13,7 @@ scheduled unmodified pages into the past, and the rate policies of
 
 from __future__ import annotations
 
-from scrapy_adaptive.policies.base import WaitParams, WaitPolicy
+from scrapy_adaptive.policies.base import WaitPolicy
 
 from .interval import IntervalRule
 
@@ -37,11 +37,6 @@ class NutchWaitPolicy(IntervalRule, WaitPolicy):
         super().__init__(initial, minimum, maximum, default)
         self.inc_rate = inc_rate
         self.dec_rate = dec_rate
-
-    @classmethod
-    def from_params(cls, params: WaitParams) -> NutchWaitPolicy:
-        """Initial, default and bounds from the configured wait numbers."""
-        return cls(initial=params.initial, minimum=params.minimum, maximum=params.maximum, default=params.default)
 
     def changed(self, wait: float) -> float:
         return wait * (1.0 - self.dec_rate)

@@ -8,7 +8,7 @@ min 60 minutes, max 14 days.
 
 from __future__ import annotations
 
-from scrapy_adaptive.policies.base import WaitParams, WaitPolicy
+from scrapy_adaptive.policies.base import WaitPolicy
 
 from .interval import IntervalRule
 
@@ -30,11 +30,6 @@ class StormCrawlerWaitPolicy(IntervalRule, WaitPolicy):
         super().__init__(initial, minimum, maximum, default)
         self.decrement = decrement
         self.increment = increment
-
-    @classmethod
-    def from_params(cls, params: WaitParams) -> StormCrawlerWaitPolicy:
-        """Initial, default and bounds from the configured wait numbers."""
-        return cls(initial=params.initial, minimum=params.minimum, maximum=params.maximum, default=params.default)
 
     def changed(self, wait: float) -> float:
         return (1.0 - self.decrement) * wait + self.decrement * self.minimum

@@ -57,17 +57,11 @@ def run(args: argparse.Namespace) -> list[RunResult]:
             setattr(spec, name, getattr(args, name))
     world = build_world(spec)
     lam = world.total_rate() * 86_400
-    print(
-        f"world {spec.name}: {len(world.pages)} URLs on {len(world.hosts)} hosts, {spec.days:g} days, "
-        f"Λ = {lam:.0f} changes/day, seed {spec.seed}, detection {args.detection}",
-        flush=True,
-    )
+    print(f"world {spec.name}: {len(world.pages)} URLs on {len(world.hosts)} hosts, {spec.days:g} days, "
+          f"Λ = {lam:.0f} changes/day, seed {spec.seed}, detection {args.detection}", flush=True)  # fmt: skip
     if world.hints:
-        print(
-            f"hints: recall {spec.hint_recall:g}, precision {spec.hint_precision:g}, "
-            f"mean delay {spec.hint_delay:g}s: {len(world.hints)} hints",
-            flush=True,
-        )
+        print(f"hints: recall {spec.hint_recall:g}, precision {spec.hint_precision:g}, "
+              f"mean delay {spec.hint_delay:g}s: {len(world.hints)} hints", flush=True)  # fmt: skip
     results: list[RunResult] = []
     for factor in args.budget_factor:
         config = RunConfig(detection=args.detection)
@@ -76,21 +70,12 @@ def run(args: argparse.Namespace) -> list[RunResult]:
             config.fetch_cap = args.fetch_cap * budget
         batch = []
         for name in args.policies.split(","):
-            r = run_policy(
-                name,
-                world,
-                factor,
-                config,
-                per_day=args.budget_per_day,
-                calibrate_rules=not args.no_calibrate,
-                calibration_scale=args.calibration_scale,
-            )
+            r = run_policy(name, world, factor, config, per_day=args.budget_per_day,
+                           calibrate_rules=not args.no_calibrate, calibration_scale=args.calibration_scale)  # fmt: skip
             batch.append(r)
             print(table([r]).splitlines()[-1], flush=True)
         print(f"\n== {spec.name}, budget {factor:g} × Λ ({factor * lam:.0f} revisits/day) ==")
-        print(table(batch))
-        print()
-        print(kind_table(batch))
+        print(table(batch), kind_table(batch), sep="\n\n")
         for r in batch:
             if "hints" in r.extra:
                 print(f"{r.name:<14} hints: " + ", ".join(f"{k} {v}" for k, v in sorted(r.extra["hints"].items())))
@@ -99,32 +84,20 @@ def run(args: argparse.Namespace) -> list[RunResult]:
         if args.svg_dir:
             os.makedirs(args.svg_dir, exist_ok=True)
             series = {r.name: [(c["day"], c["efficiency"]) for c in r.curve] for r in batch}
-            path = os.path.join(args.svg_dir, f"learning-{spec.name}-{factor:g}.svg")
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(
-                    line_chart(
-                        series,
-                        title=f"{spec.name} world, budget {factor:g}×Λ: efficiency per {config.bin_days:g} days",
-                        x_label="day",
-                        y_label="efficiency (recall ÷ optimum)",
-                        y_range=(0.0, 1.2),
-                    )
-                )
+            title = f"{spec.name} world, budget {factor:g}×Λ: efficiency per {config.bin_days:g} days"
+            _chart(args, f"learning-{spec.name}-{factor:g}.svg", series, title, "day", "efficiency (recall ÷ optimum)")
     if args.svg_dir and len(args.budget_factor) > 1:
         series: dict[str, list[tuple[float, float]]] = {}
         for r in results:
             series.setdefault(r.name, []).append((r.extra["budget_factor"], r.efficiency))
-        with open(os.path.join(args.svg_dir, f"budget-{spec.name}.svg"), "w", encoding="utf-8") as fh:
-            fh.write(
-                line_chart(
-                    series,
-                    title=f"{spec.name} world: efficiency against budget",
-                    x_label="budget (× Λ)",
-                    y_label="efficiency",
-                    y_range=(0.0, 1.2),
-                )
-            )
+        _chart(args, f"budget-{spec.name}.svg", series, f"{spec.name} world: efficiency against budget",
+               "budget (× Λ)", "efficiency")  # fmt: skip
     return results
+
+
+def _chart(args: argparse.Namespace, name: str, series: Any, title: str, x_label: str, y_label: str) -> None:
+    with open(os.path.join(args.svg_dir, name), "w", encoding="utf-8") as fh:
+        fh.write(line_chart(series, title=title, x_label=x_label, y_label=y_label, y_range=(0.0, 1.2)))
 
 
 def main(argv: list[str] | None = None) -> int:

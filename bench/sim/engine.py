@@ -203,20 +203,9 @@ def simulate(
             last_modified = formatdate(modified, usegmt=True)
         metrics.fetch(page, now, size)
         frontier.leases.fetch_ended(issued.fp, page.duration)
-        visit = Visit(
-            Outcome.VISITED,
-            status=status,
-            change=change,
-            content_type="text/html",
-            size=page.size,
-            last_modified=last_modified,
-            duration=page.duration,
-            url=page.url,
-            queue=page.host,
-            depth=0,
-            overdue=issued.overdue,
-            fetched=now,
-        )
+        visit = Visit(Outcome.VISITED, status=status, change=change, content_type="text/html", size=page.size,
+                      last_modified=last_modified, duration=page.duration, url=page.url, queue=page.host, depth=0,
+                      overdue=issued.overdue, fetched=now)  # fmt: skip
         if learning and page.kind == "noise" and probed:
             visit.annotations.append(NOISE_LEARNED)  # as the visit middleware marks it
         visit.wait = policy.next_wait(issued.record.snapshot(), visit)

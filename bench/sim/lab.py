@@ -14,6 +14,8 @@ import math
 from dataclasses import replace
 from typing import Any
 
+from bench.common import render
+
 from .engine import RunConfig, simulate
 from .lineup import BUDGETED, POLICIES, LabContext, with_scale
 from .metrics import RunResult
@@ -88,15 +90,8 @@ def run_policy(
     k = 1.0
     trail: list[tuple[float, float]] = []
     if calibrate_rules and name not in BUDGETED:
-        k, trail = calibrate(
-            name,
-            world.spec,
-            factor,
-            config,
-            per_day=per_day,
-            scale=calibration_scale,
-            context=context,
-        )
+        scale = calibration_scale
+        k, trail = calibrate(name, world.spec, factor, config, per_day=per_day, scale=scale, context=context)
     ctx = with_scale(LabContext(world, budget, **(context or {})), k)
     result = simulate(world, POLICIES[name](ctx), config, name=name)
     capped = False
@@ -128,50 +123,30 @@ def run_policy(
     return result
 
 
+#: (title, attribute, format) of the run table's columns
 COLUMNS = [
-    ("policy", "name", "{:<14}"),
-    ("recall", "recall", "{:>6.3f}"),
-    ("med_dl_h", "median_capture_delay_h", "{:>8.1f}"),
-    ("prec", "precision", "{:>6.3f}"),
-    ("opt", "optimum", "{:>6.3f}"),
-    ("eff", "efficiency", "{:>6.1%}"),
-    ("eff2h", "late_efficiency", "{:>6.1%}"),
-    ("fresh", "freshness", "{:>6.3f}"),
-    ("age_h", "mean_age_h", "{:>7.1f}"),
-    ("delay_h", "capture_delay_h", "{:>7.1f}"),
-    ("rv/day", "revisits_per_day", "{:>8.0f}"),
-    ("vs_bud", "budget_error", "{:>+7.1%}"),
-    ("GB", "gigabytes", "{:>6.2f}"),
-    ("viol", "violations", "{:>4d}"),
-    ("wall_s", "wall_seconds", "{:>6.1f}"),
-]
+    ("policy", "name", "{}"), ("recall", "recall", "{:.3f}"), ("med_dl_h", "median_capture_delay_h", "{:.1f}"),
+    ("prec", "precision", "{:.3f}"), ("opt", "optimum", "{:.3f}"), ("eff", "efficiency", "{:.1%}"),
+    ("eff2h", "late_efficiency", "{:.1%}"), ("fresh", "freshness", "{:.3f}"), ("age_h", "mean_age_h", "{:.1f}"),
+    ("delay_h", "capture_delay_h", "{:.1f}"), ("rv/day", "revisits_per_day", "{:.0f}"),
+    ("vs_bud", "budget_error", "{:+.1%}"), ("GB", "gigabytes", "{:.2f}"), ("viol", "violations", "{:d}"),
+    ("wall_s", "wall_seconds", "{:.1f}"),
+]  # fmt: skip
 
 
 def table(results: list[RunResult]) -> str:
-    """A fixed-width table, one row per run."""
-    header = []
-    for title, _, fmt in COLUMNS:
-        if "<" in fmt:
-            header.append(title.ljust(len(fmt.format(""))))
-        else:
-            header.append(title.rjust(len(fmt.format(0))))
-    lines = [" ".join(header)]
-    for r in results:
-        cells = []
-        for _, attr, fmt in COLUMNS:
-            value = getattr(r, attr)
-            cells.append("-".rjust(len(fmt.format(0))) if value is None else fmt.format(value))
-        lines.append(" ".join(cells))
-    return "\n".join(lines)
+    """A plain-text table, one row per run."""
+    rows = [["-" if (v := getattr(r, attr)) is None else fmt.format(v) for _, attr, fmt in COLUMNS] for r in results]
+    return render([title for title, _, _ in COLUMNS], rows)
 
 
 def kind_table(results: list[RunResult]) -> str:
     """Recall / precision / share of revisits per page class."""
-    lines = [f"{'policy':<14} {'class':<8} {'pages':>6} {'recall':>6} {'prec':>6} {'share':>6} {'rv/page/day':>11}"]
-    for r in results:
-        for kind, d in r.by_kind.items():
-            lines.append(
-                f"{r.name:<14} {kind:<8} {d['pages']:>6.0f} {d['recall']:>6.3f} {d['precision']:>6.3f} "
-                f"{d['revisit_share']:>6.1%} {d['revisits_per_page_day']:>11.3f}"
-            )
-    return "\n".join(lines)
+    header = ("policy", "class", "pages", "recall", "prec", "share", "rv/page/day")
+    rows = [
+        (r.name, kind, f"{d['pages']:.0f}", f"{d['recall']:.3f}", f"{d['precision']:.3f}", f"{d['revisit_share']:.1%}",
+         f"{d['revisits_per_page_day']:.3f}")
+        for r in results
+        for kind, d in r.by_kind.items()
+    ]  # fmt: skip
+    return render(header, rows, left=2)

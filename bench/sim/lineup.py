@@ -1,21 +1,14 @@
-"""The policies the lab compares, built by name, plus the oracles.
+"""The policies the lab compares, built by name, plus the oracles (they need ground truth, so they live here).
 
-Every policy gets the same :class:`LabContext`: the revisit budget
-(fetches per second), the wait bounds, the hosts' politeness caps.  Policies
-that take a budget (uniform, proportional, the oracles) are given it;
-rule-based policies (Heritrix, Nutch, StormCrawler, precision)
-have no budget knob, so every time parameter they have (initial, min, max,
-default wait; the hazard per interval for precision) is multiplied by
-``time_scale`` and :func:`bench.sim.lab.calibrate` searches the k that
-spends the budget on a small copy of the world.  For the precision policy
-k moves the equilibrium directly; for multiplicative rules it acts only
-through the clamps (their equilibrium is a fixed share of visits finding
-a change, whatever the scale), so when it cannot reach the budget the rule
-runs with its own parameters under a throughput cap (``name/cap``).  The
-efficiency metric (recall ÷ the optimum at the *realised* count) absorbs
-what remains.
-
-The oracles need ground truth and therefore live here, not in the package.
+Every policy gets the same :class:`LabContext`: the revisit budget, the
+wait bounds, the hosts' politeness caps.  Budgeted policies are given the
+budget; rule-based ones (Heritrix, Nutch, StormCrawler, precision) have
+every time parameter multiplied by ``time_scale``, and
+:func:`bench.sim.lab.calibrate` searches the scale that spends the budget
+on a small copy of the world.  For a multiplicative rule the scale acts
+only through the clamps (its equilibrium is a fixed share of visits finding
+a change), so where it cannot reach the budget the rule runs with its own
+parameters under a throughput cap (``name/cap``).
 """
 
 from __future__ import annotations
@@ -53,17 +46,8 @@ def heritrix(initial: float, default: float, minimum: float, maximum: float) -> 
     Built directly, not from settings, so the noise guard stays off: the
     lab's Heritrix line is the thesis's rule.
     """
-    return HeritrixWaitPolicy(
-        WaitParams(
-            initial=initial,
-            default=default,
-            minimum=minimum,
-            maximum=maximum,
-            changed_factor=1.5,
-            unchanged_factor=1.5,
-            use_overdue=False,
-        )
-    )
+    factors = {"changed_factor": 1.5, "unchanged_factor": 1.5, "use_overdue": False}
+    return HeritrixWaitPolicy(WaitParams(initial=initial, default=default, minimum=minimum, maximum=maximum, **factors))
 
 
 # -- oracles -----------------------------------------------------------------------------------------
@@ -259,19 +243,7 @@ POLICIES: dict[str, Callable[[LabContext], WaitPolicy]] = {
 }
 
 #: policies that honour the budget themselves (no calibration needed)
-BUDGETED = {
-    "uniform",
-    "proportional",
-    "burst",
-    "snapback",
-    "paced-heritrix",
-    "paced-nutch",
-    "paced-stormcrawler",
-    "union",
-    "prior-oracle",
-    "oracle-rate",
-    "oracle-hazard",
-}
+BUDGETED = set(POLICIES) - {"heritrix", "nutch", "stormcrawler", "precision"}
 
 #: the peers held to the budget, the floor the default must clear (issue 37): each
 #: peer's rule made budget-aware the way the default holds StormCrawler's

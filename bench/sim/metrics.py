@@ -195,25 +195,17 @@ class Metrics:
         captured = sum(self.captured_by_page)
         days = w.duration / DAY
         median = median_delay(self.delays)
-        r = RunResult(
-            world=w.spec.name,
-            urls=len(w.pages),
-            days=days,
-            first_visits=sum(seen),
-            revisits=revisits,
-            changes=total_changes,
-            captured=captured,
-            recall=captured / total_changes if total_changes else 1.0,
-            precision=captured / revisits if revisits else 0.0,
-            optimum=optimum_recall(total_changes, revisits),
-            freshness=1.0 - stale / observed if observed else 1.0,
-            mean_age_h=age / observed / 3_600 if observed else 0.0,
-            capture_delay_h=sum(self.delays) / captured / 3_600 if captured else 0.0,
-            median_capture_delay_h=None if median is None else median / 3_600,
-            gigabytes=self.bytes / 1e9,
-            revisits_per_day=revisits / days,
-            violations=self.violations,
-        )
+        r = RunResult(world=w.spec.name, urls=len(w.pages), days=days, first_visits=sum(seen), revisits=revisits,
+                      changes=total_changes, captured=captured,
+                      recall=captured / total_changes if total_changes else 1.0,
+                      precision=captured / revisits if revisits else 0.0,
+                      optimum=optimum_recall(total_changes, revisits),
+                      freshness=1.0 - stale / observed if observed else 1.0,
+                      mean_age_h=age / observed / 3_600 if observed else 0.0,
+                      capture_delay_h=sum(self.delays) / captured / 3_600 if captured else 0.0,
+                      median_capture_delay_h=None if median is None else median / 3_600,
+                      gigabytes=self.bytes / 1e9, revisits_per_day=revisits / days,
+                      violations=self.violations)  # fmt: skip
         r.efficiency = r.recall / r.optimum if r.optimum else 0.0
         half = len(self.bin_revisits) // 2
         late_c = sum(bin_changes[half:])
@@ -226,15 +218,9 @@ class Metrics:
         for b in range(len(self.bin_revisits)):
             c, f, cap = bin_changes[b], self.bin_revisits[b], self.bin_captured[b]
             recall = cap / c if c else 0.0
-            r.curve.append(
-                {
-                    "day": (b + 1) * self.bin / DAY,
-                    "revisits": f,
-                    "changes": c,
-                    "recall": recall,
-                    "efficiency": recall / optimum_recall(c, f) if c and f else 0.0,
-                }
-            )
+            efficiency = recall / optimum_recall(c, f) if c and f else 0.0
+            day = (b + 1) * self.bin / DAY
+            r.curve.append({"day": day, "revisits": f, "changes": c, "recall": recall, "efficiency": efficiency})
         for kind in KINDS:
             if kind not in kinds:
                 continue

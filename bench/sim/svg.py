@@ -11,16 +11,8 @@ from html import escape
 PALETTE = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666", "#1f78b4"]
 
 
-def line_chart(
-    series: dict[str, list[tuple[float, float]]],
-    *,
-    title: str,
-    x_label: str,
-    y_label: str,
-    y_range: tuple[float, float] | None = None,
-    width: int = 720,
-    height: int = 420,
-) -> str:
+def line_chart(series: dict[str, list[tuple[float, float]]], *, title: str, x_label: str, y_label: str,
+               y_range: tuple[float, float] | None = None, width: int = 720, height: int = 420) -> str:  # fmt: skip
     """An SVG document with one polyline per series and a legend."""
     left, right, top, bottom = 60, 160, 40, 50
     points = [p for s in series.values() for p in s]
@@ -28,10 +20,7 @@ def line_chart(
         raise ValueError("nothing to plot")
     x0, x1 = min(p[0] for p in points), max(p[0] for p in points)
     y0, y1 = y_range or (min(p[1] for p in points), max(p[1] for p in points))
-    if x1 == x0:
-        x1 = x0 + 1
-    if y1 == y0:
-        y1 = y0 + 1
+    x1, y1 = (x1 if x1 != x0 else x0 + 1), (y1 if y1 != y0 else y0 + 1)
     pw, ph = width - left - right, height - top - bottom
 
     def sx(x: float) -> float:

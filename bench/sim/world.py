@@ -193,13 +193,10 @@ def build_world(spec: WorldSpec) -> World:
     pages: list[Page] = []
     for h, size in enumerate(sizes):
         name = f"h{h:04d}.example"
-        host = Host(
-            name,
-            crawl_delay=spec.crawl_delay if rng.random() < spec.crawl_delay_share else None,
-            conditional=rng.random() < spec.conditional_share,
-            last_modified=rng.random() < spec.last_modified_share,
-            profile=_weekly_profile(rng.randrange(-8, 10)),
-        )
+        host = Host(name, crawl_delay=spec.crawl_delay if rng.random() < spec.crawl_delay_share else None,
+                    conditional=rng.random() < spec.conditional_share,
+                    last_modified=rng.random() < spec.last_modified_share,
+                    profile=_weekly_profile(rng.randrange(-8, 10)))  # fmt: skip
         hosts[name] = host
         for _ in range(size):
             i = len(pages)
@@ -214,21 +211,10 @@ def build_world(spec: WorldSpec) -> World:
                 profile, mean = _bursty_profile(start, end, rng)
             scale = 1.0 if kind == "bursty" else mean
             changes = _changes(scale, profile, start, end, rng)
-            pages.append(
-                Page(
-                    index=i,
-                    url=f"https://{name}/p/{i}",
-                    host=name,
-                    kind=kind,
-                    rate=mean,
-                    scale=scale,
-                    profile=profile,
-                    changes=changes,
-                    size=max(500, int(20_000 * math.exp(rng.gauss(0.0, 1.0)))),
-                    duration=rng.uniform(0.1, 1.0),
-                    created=start - rng.uniform(0, 365 * DAY),
-                )
-            )
+            size = max(500, int(20_000 * math.exp(rng.gauss(0.0, 1.0))))  # the rng's draws in the same order
+            pages.append(Page(index=i, url=f"https://{name}/p/{i}", host=name, kind=kind, rate=mean, scale=scale,
+                              profile=profile, changes=changes, size=size, duration=rng.uniform(0.1, 1.0),
+                              created=start - rng.uniform(0, 365 * DAY)))  # fmt: skip
     return World(spec, hosts, pages, start, end, make_hints(spec, pages, start, end))
 
 

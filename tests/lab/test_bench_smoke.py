@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import fleet_bench, frontier_bench, text_diff_cost
+from bench import fleet_bench, frontier_bench
 
 pytestmark = pytest.mark.e2e
 
@@ -116,7 +116,13 @@ def test_e2e_bench_pairs_two_versions_of_the_code_and_refuses_a_folder_without_o
     assert f"--against {tmp_path}: no scrapy_adaptive package" in capsys.readouterr().err
 
 
-def test_text_diff_cost_bench_runs_and_reports_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
-    rows = text_diff_cost.main(["--urls", "2", "--versions", "2", "--repeats", "1"])
-    assert len(rows) == 3 and all(row["ratio"] > 0 and row["text_bytes"] >= row["one_text"] > 0 for row in rows)
-    assert "on÷off" in capsys.readouterr().out
+def test_e2e_site_bumps_one_page_in_k_to_a_new_version_with_its_own_date() -> None:
+    """``/_bump?every=K`` (e2e_bench's revisit pass): pages 0, K, 2K ... move to their next version at
+    that instant, the others keep version 0 and the site's start as their date."""
+    from bench.e2e_site import SiteModel
+
+    model = SiteModel(25, {"127.0.0.1": 1}, origin=100.0)
+    assert model.bump(10, now=200.0) == 3
+    assert [model.version(p, 300.0) for p in (0, 5, 10, 20, 21)] == [1, 0, 1, 1, 0]
+    assert model.version(10, 150.0) == 0 and model.modified(10, 300.0) == 200.0 and model.modified(5, 300.0) == 100.0
+    assert b"Version 1" in model.body(10, 1) and b"Version" not in model.body(5, 0)
