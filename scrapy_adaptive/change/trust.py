@@ -200,15 +200,11 @@ def normalise(data: Mapping[str, Any] | None) -> dict[str, dict[str, int]]:
 #: (``policies/belief.py``): such a URL's fetches are verified, since a 304
 #: acted on would say nothing about whether the header lies
 HEADER_UNCHECKED = "ua"
-#: the key of the same memory saying whether such a URL's fetches must be
-#: verified: 1 while the odds that its header lies are above
-#: :data:`VERIFY_ABOVE`, 0 once below (absent with ``ua``: written by older
-#: code, verified)
-HEADER_VERIFY = "uv"
 #: a URL whose old header lies with a probability at most this (its class's
 #: checks and its own, ``policies/belief.py``) uses its validators while the
-#: check goes on: an acted-on 304 then hides a lie less than once in twenty,
-#: and its own and its class's verification schedules still sample it
+#: check goes on (the wait policy's ``header_doubtful``): an acted-on 304
+#: then hides a lie less than once in twenty, and its own and its class's
+#: verification schedules still sample it
 VERIFY_ABOVE = 0.05
 #: crawl-log annotation of a revisit that caught a first-visit Last-Modified
 #: lying (the content changed under it): the URL's siblings still unchecked
@@ -246,10 +242,11 @@ def url_trusted(record: Sequence[int] | None, params: TrustParams, policy: Mappi
     of an honest host keep theirs.  Nor is a URL whose wait policy (its
     memory, *policy*) still checks its header: believing an honest-looking
     class's 304s for such URLs let lying pages of a class not yet caught
-    answer 304; once the odds of a lie are small (``HEADER_VERIFY`` 0) the
-    check goes on through the verification schedules alone.
+    answer 304.  (The frontier asks the wait policy instead, where it can:
+    ``header_doubtful`` lets a URL whose odds of a lie are small use its
+    validators while its check goes on.)
     """
-    if policy and policy.get(HEADER_UNCHECKED) and policy.get(HEADER_VERIFY, 1):
+    if policy and policy.get(HEADER_UNCHECKED):
         return False
     lies, right, _ = _own(record)
     return lies <= 0 or right >= _earn_back(lies, params)

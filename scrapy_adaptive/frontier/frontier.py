@@ -308,10 +308,11 @@ class Frontier:
         for *queue*; kept with the host's counters."""
         self.hosts.set_crawl_delay(queue, seconds)
 
-    def verify_validators(self, fp: bytes) -> bool:
+    def verify_validators(self, fp: bytes, doubtful: Callable[[Mapping[str, Any]], bool] | None = None) -> bool:
         """Whether the fetch of out URL *fp* downloads in full to verify its
-        host's validators, rather than act on them (:meth:`.HostFacts.verify_validators`)."""
-        return self.hosts.verify_validators(fp)
+        host's validators, rather than act on them (:meth:`.HostFacts.verify_validators`);
+        *doubtful*: the wait policy's ``header_doubtful``."""
+        return self.hosts.verify_validators(fp, doubtful)
 
     def page_kind(self, fp: bytes, visit: Visit) -> str | None:
         """``"soft404"``, ``"parked"`` or None for the page out URL *fp* got; learns."""

@@ -130,13 +130,15 @@ class HostFacts:
 
     # -- validators ----------------------------------------------------------------
 
-    def verify_validators(self, fp: bytes) -> bool:
+    def verify_validators(self, fp: bytes, doubtful: Callable[[Mapping[str, Any]], bool] | None = None) -> bool:
         """Whether the fetch of out URL *fp* verifies its validators (a full
         download despite them) or acts on them.
 
         A URL that is not out is verified: nothing is trusted blind; nor is
-        a URL caught lying until it has earned trust again, nor one whose
-        wait policy still checks its header (:func:`.url_trusted`).
+        a URL caught lying until it has earned trust again (:func:`.url_trusted`),
+        nor one whose wait policy still doubts its header: *doubtful* (the
+        policy's ``header_doubtful``) gets its snapshot; without it, while
+        the policy checks it at all.
         Otherwise the laxer of two schedules decides: the URL's own record
         (:func:`.url_verify_rate`), once it has proved right, and its
         sibling class's (:class:`.TrustBook`), so a class's liars do not
@@ -149,7 +151,9 @@ class HostFacts:
         if out is None:
             return True
         record = out.record
-        if not url_trusted(record.validator_trust, self.trust_params, record.policy):
+        if not url_trusted(record.validator_trust, self.trust_params):
+            return True
+        if doubtful(record.view()) if doubtful is not None else record.policy.get(HEADER_UNCHECKED):
             return True
         book = TrustBook(self.book.get(out.queue).trust)
         own = url_verify_rate(record.validator_trust, self.trust_params)

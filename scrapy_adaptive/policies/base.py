@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from ..change.trust import HEADER_UNCHECKED
 from ..config.spec import GROUP_WAITS, ConfigError, Kind, SettingSpec, factor_spec, parse_value, requirement
 from ..config.table import DEFAULTS, SPECS_BY_NAME
 from ..frontier.hints import Hint
@@ -161,6 +162,14 @@ class WaitPolicy(ABC):
         ``history["hint"]``.
         """
         return None
+
+    def header_doubtful(self, history: Mapping[str, Any]) -> bool:
+        """Whether the URL's fetches must be verified (full downloads despite
+        its validators) because this policy still checks its first-visit
+        Last-Modified and a 304 acted on would say nothing of that check.
+        *history* is the URL's snapshot; the frontier asks at each fetch
+        (``Frontier.verify_validators``).  Here: while the check goes on."""
+        return bool((history.get("policy") or {}).get(HEADER_UNCHECKED))
 
     def recheck_wait(self, history: Mapping[str, Any]) -> float | None:
         """The wait (seconds after the last fetch) this policy would plan now

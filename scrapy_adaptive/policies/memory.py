@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from ..change.trust import HEADER_UNCHECKED, HEADER_VERIFY
+from ..change.trust import HEADER_UNCHECKED
 
 #: RateEstimator (estimator.py): the last observations, each ``[seconds,
 #: kind]`` (kind: ``estimator.UNCHANGED`` / ``CHANGED`` / ``EXACT`` / ``AGE`` / ``FRESH``), with a
@@ -33,9 +33,6 @@ ESTIMATE = "e"
 #: the likelihood ratio of the checks so far (belief.py); the frontier then
 #: verifies the URL's fetches (``change.trust.url_trusted``)
 AGE_UNCHECKED = HEADER_UNCHECKED
-#: the rate policies: 1 while that check needs the URL's fetches verified,
-#: 0 once its odds of a lie are small (``change.trust.VERIFY_ABOVE``)
-AGE_VERIFY = HEADER_VERIFY
 #: PopulationPrior (prior.py): this URL's contribution, ``[epoch, mode, variance]``
 PRIOR_CONTRIBUTION = "pp"
 #: HeaderBelief (belief.py): this URL's contribution to its sibling class's

@@ -36,7 +36,7 @@ from .belief import HeaderBelief, unchanged_evidence
 from .estimator import FIRST_ANSWER, RateEstimator
 from .hint_decisions import accept, base_probability, confirmed_hint, hinted_visit, marginal_value
 from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, record_queue, visit_queue, visit_time
-from .memory import AGE_UNCHECKED, AGE_VERIFY, ESTIMATE, HELD_INTERVAL, LAST_MODIFIED_AGREEMENT, OBSERVATIONS
+from .memory import AGE_UNCHECKED, ESTIMATE, HELD_INTERVAL, LAST_MODIFIED_AGREEMENT, OBSERVATIONS
 from .noise_guard import NoiseDetector, NoiseVerdict, probe_wait
 from .prior import PopulationPrior
 
@@ -145,7 +145,6 @@ class _RatePolicy(WaitPolicy):
             # typical rate costs fetches if it lies, not versions, and its
             # honest checks would teach the belief nothing about old ones.
             memory[AGE_UNCHECKED] = 1
-            self._need_verification(memory, visit_queue(visit), visit.url)
         if memory.get(OBSERVATIONS):
             self.prior.update(memory, log_rate, variance)
         # what the URL's own revisits taught of its class's pace: the rate a
@@ -169,7 +168,6 @@ class _RatePolicy(WaitPolicy):
         queue = visit_queue(visit)
         if not agreement or agreement[1] > 0 or visit.change is ChangeState.CHANGED:
             del memory[AGE_UNCHECKED]  # no header any more, or caught lying, or it moved with the content
-            memory.pop(AGE_VERIFY, None)
             if agreement:
                 lied = agreement[1] > 0
                 self.header_belief.note(queue, lied, visit.url)
@@ -181,26 +179,32 @@ class _RatePolicy(WaitPolicy):
         believed = float(memory.get(ESTIMATE) or 0.0)
         if self.header_belief.dominates(queue, believed, typical, evidence, visit.url):
             del memory[AGE_UNCHECKED]
-            memory.pop(AGE_VERIFY, None)
             self.header_belief.note(queue, False, visit.url)
         else:
             memory[AGE_UNCHECKED] = evidence
-            self._need_verification(memory, queue, visit.url)
 
-    def _need_verification(self, memory: dict[str, Any], queue: str, url: str | None) -> None:
-        """Whether the URL's fetches must be verified while its header is
-        checked (``change.trust.url_trusted``): while the odds that it lies
-        (its class's checks, shrunk to its host's and the crawl's, times its
-        own unchanged checks) are above ``VERIFY_ABOVE``.
+    def header_doubtful(self, history: Mapping[str, Any]) -> bool:
+        """While the URL's first-visit age is unchecked, whether the odds
+        that its header lies are above ``change.trust.VERIFY_ABOVE``: its
+        class's checks as they stand now (shrunk to its host's and the
+        crawl's), times its own unchanged checks.
 
         The check ends when the header's claim dominates the mixture, which
         for a page claiming months without a change takes its odds down to
-        a hair: all that while each revisit was a full download, and a
-        static page cost 2.5 times HttpCache's fetches, nearly all in full.
-        Its wait keeps following the mixture; only how it is fetched
-        changes, and the verification schedules still sample it."""
-        q = self.header_belief.url_lie_probability(queue, float(memory.get(AGE_UNCHECKED) or 1.0), url)
-        memory[AGE_VERIFY] = int(q > VERIFY_ABOVE)
+        a hair: until then each revisit was a full download (static pages
+        cost 2.5 times HttpCache's fetches, nearly all in full), and a
+        fresh crawl's old headers were all downloaded in full at their
+        first revisit even once their class's first checks had proved
+        honest.  Asked at each fetch, the odds follow the class's checks at
+        once; the wait keeps following the mixture, and the verification
+        schedules (the URL's own, its class's) still sample it."""
+        memory = history.get("policy") or {}
+        evidence = memory.get(AGE_UNCHECKED)
+        if not evidence:
+            return False
+        url = history.get("url")
+        queue = record_queue(history, url)
+        return self.header_belief.url_lie_probability(queue, float(evidence), url) > VERIFY_ABOVE
 
     def recheck_wait(self, history: Mapping[str, Any]) -> float | None:
         """While the URL's first-visit age is unchecked, the wait its first

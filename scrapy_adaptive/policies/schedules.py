@@ -271,6 +271,9 @@ class Scheduled(WaitPolicy):
     def recheck_wait(self, history: Mapping[str, Any]) -> float | None:
         return self.policy.recheck_wait(history)
 
+    def header_doubtful(self, history: Mapping[str, Any]) -> bool:
+        return self.policy.header_doubtful(history)
+
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 

@@ -319,9 +319,15 @@ class PolicyStack(WaitPolicy):
 
     def recheck_wait(self, history: Mapping[str, Any]) -> float | None:
         """Asks the policy that judged the URL's last visit."""
+        return self._judged_by(history).recheck_wait(history)
+
+    def header_doubtful(self, history: Mapping[str, Any]) -> bool:
+        """Asks the policy that judged the URL's last visit."""
+        return self._judged_by(history).header_doubtful(history)
+
+    def _judged_by(self, history: Mapping[str, Any]) -> WaitPolicy:
         url, content_type, queue = history.get("url"), history.get("content_type"), history.get("queue")
-        probe = Visit(Outcome.VISITED, url=url, content_type=content_type, queue=queue)
-        return self.select(probe).recheck_wait(history)
+        return self.select(Visit(Outcome.VISITED, url=url, content_type=content_type, queue=queue))
 
 
 def load_wait_policy(config: AdaptiveConfig) -> PolicyStack:

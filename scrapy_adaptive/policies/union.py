@@ -138,3 +138,6 @@ class UnionWaitPolicy(WaitPolicy):
 
     def recheck_wait(self, history: Mapping[str, Any]) -> float | None:
         return self.burst.recheck_wait(history)
+
+    def header_doubtful(self, history: Mapping[str, Any]) -> bool:
+        return self.burst.header_doubtful(history)

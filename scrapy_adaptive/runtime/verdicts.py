@@ -109,7 +109,7 @@ class Verdicts:
 
     def verify(self, request: Request) -> bool:
         fp = self.issued.fp_of(request)
-        return True if fp is None else self.frontier.verify_validators(fp)
+        return True if fp is None else self.frontier.verify_validators(fp, self.policy.header_doubtful)
 
     def record(self, request: Request) -> Mapping[str, Any] | None:
         fp = self.issued.fp_of(request)

@@ -946,3 +946,34 @@ def test_a_trusted_page_that_starts_lying_is_caught_and_loses_its_own_trust(stor
     assert record is not None and record.validator_trust is not None and record.validator_trust[0] == 1
     clock.t += 2
     assert visit(page, ChangeState.CHANGED) is True  # earning back: in full
+
+
+def test_an_unchecked_header_is_verified_while_the_wait_policy_doubts_it(store: Store) -> None:
+    """The frontier asks the wait policy (``header_doubtful``) at each fetch
+    whether an unchecked first-visit header still needs its fetches
+    verified; without the question, the stored check state decides."""
+    from scrapy_adaptive.change.trust import TrustParams
+
+    clock = Clock()
+    f = Frontier(store, Politeness(min_delay=0.0, max_delay=0.0, valence=1), clock=clock, trust=TrustParams(warmup=0))
+    url = "http://h.example/p/old.html"
+    add(f, url)
+    issued = f.next()
+    assert issued is not None
+    v = visited(wait=1.0, change=ChangeState.CHANGED)
+    v.policy_state = {"ua": 1}
+    f.update(issued.fp, v)
+    clock.t += 2
+    issued = f.next()
+    assert issued is not None and issued.record.policy == {"ua": 1}
+    asked: list[object] = []
+
+    def doubtful(history: object) -> bool:
+        asked.append(history)
+        return False
+
+    assert f.verify_validators(issued.fp) is True  # the stored state: checked, so verified
+    assert f.verify_validators(issued.fp, lambda history: True) is True
+    # the policy no longer doubts it: the class's schedule decides (warmup 0: acted on at once)
+    assert f.verify_validators(issued.fp, doubtful) is False
+    assert asked and asked[0]["url"] == url  # type: ignore[index]

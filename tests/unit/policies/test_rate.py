@@ -927,10 +927,12 @@ def test_an_old_header_whose_odds_of_a_lie_are_small_uses_its_validators_while_i
     """The check of a page claiming months without a change ends only once
     its claim dominates the mixture, its odds of a lie down to a hair; all
     that while its revisits were full downloads (static pages cost 2.5 times
-    HttpCache's fetches).  Once the odds are below VERIFY_ABOVE the URL's
+    HttpCache's fetches).  The frontier asks the policy at each fetch
+    (``header_doubtful``): once the odds are below VERIFY_ABOVE the URL's
     validators are used (its verification schedules still sample it), and
-    in a class whose old headers proved honest a new one is trusted at once."""
-    from scrapy_adaptive.change.trust import VERIFY_ABOVE, TrustParams, url_trusted
+    an unchecked header of a class whose old headers have since proved
+    honest is used at once, without a visit of its own in between."""
+    from scrapy_adaptive.change.trust import VERIFY_ABOVE
 
     t0 = 1.7e9
     policy = ProportionalWaitPolicy(RateAllocator(2000 / DAY, min_wait=10, max_wait=30 * DAY, epoch="t"))
@@ -941,7 +943,11 @@ def test_an_old_header_whose_odds_of_a_lie_are_small_uses_its_validators_while_i
         policy.header_belief.note_liar_rate(f"https://h.example/l{i}", 1 / 60)
     url, frozen = "https://h.example/old", formatdate(t0 - 90 * DAY, usegmt=True)
     wait, state = _first_visit(policy, url, t0, t0 - 90 * DAY)
-    assert state["ua"] == 1 and state["uv"] == 1 and not url_trusted(None, TrustParams(), state)
+
+    def doubtful(memory: dict[str, object]) -> bool:
+        return policy.header_doubtful({"url": url, "queue": "h", "policy": memory})
+
+    assert state["ua"] == 1 and doubtful(state)
     trusted_while_checked, now, visits = False, t0, 1
     while "ua" in state and visits < 40:
         v = Visit(Outcome.VISITED, status=200, change=ChangeState.UNCHANGED, url=url, queue="h")
@@ -952,13 +958,19 @@ def test_an_old_header_whose_odds_of_a_lie_are_small_uses_its_validators_while_i
         state = v.policy_state
         if "ua" in state:
             q = policy.header_belief.url_lie_probability("h", float(state["ua"]), url)
-            assert url_trusted(None, TrustParams(), state) is (q <= VERIFY_ABOVE)
+            assert doubtful(state) is (q > VERIFY_ABOVE)
             trusted_while_checked |= q <= VERIFY_ABOVE
-    assert trusted_while_checked
-    # a class whose old headers proved honest many times: a new old header is used at once
+    assert trusted_while_checked and not doubtful(state)
+    # an unchecked old header of a class in doubt...
+    other = "https://h.example/p/new.html"
+    other_state = _first_visit(policy, other, t0, t0 - 90 * DAY)[1]
+    assert policy.header_doubtful({"url": other, "queue": "h", "policy": other_state})
+    # ...is used at once when the class's old headers prove honest meanwhile
     for _ in range(200):
         policy.header_belief.note("h", False, "https://h.example/p/1.html")
-    _, fresh_state = _first_visit(policy, "https://h.example/p/new.html", t0, t0 - 90 * DAY)
-    assert fresh_state["ua"] == 1 and fresh_state["uv"] == 0 and url_trusted(None, TrustParams(), fresh_state)
-    # a state written before the flag existed keeps its URL verified
-    assert not url_trusted(None, TrustParams(), {"ua": 1})
+    assert other_state["ua"] == 1
+    assert not policy.header_doubtful({"url": other, "queue": "h", "policy": other_state})
+    # a policy with no such check: the stored state decides, as before
+    from scrapy_adaptive.policies.fixed import FixedWaitPolicy
+
+    assert FixedWaitPolicy.header_doubtful(FixedWaitPolicy.__new__(FixedWaitPolicy), {"policy": {"ua": 1}})
