@@ -184,24 +184,28 @@ class _RatePolicy(WaitPolicy):
             memory[AGE_UNCHECKED] = evidence
 
     def header_doubtful(self, history: Mapping[str, Any]) -> bool:
-        """While the URL's first-visit age is unchecked, whether the odds
-        that its header lies are above ``change.trust.VERIFY_ABOVE``: its
-        class's checks as they stand now (shrunk to its host's and the
-        crawl's), times its own unchanged checks.
+        """While the URL's first-visit age is unchecked, whether its fetches
+        must be verified: always until its own first check (a full revisit)
+        has been made, then while the odds that its header lies are above
+        ``change.trust.VERIFY_ABOVE`` (its class's checks as they stand now,
+        shrunk to its host's and the crawl's, times its own unchanged checks).
 
         The check ends when the header's claim dominates the mixture, which
         for a page claiming months without a change takes its odds down to
         a hair: until then each revisit was a full download (static pages
-        cost 2.5 times HttpCache's fetches, nearly all in full), and a
-        fresh crawl's old headers were all downloaded in full at their
-        first revisit even once their class's first checks had proved
-        honest.  Asked at each fetch, the odds follow the class's checks at
-        once; the wait keeps following the mixture, and the verification
-        schedules (the URL's own, its class's) still sample it."""
+        cost 2.5 times HttpCache's fetches, nearly all in full).  The first
+        check stays a full download whatever the siblings showed: trusted
+        on its class's honest checks alone, a lying page whose siblings'
+        checks came first answered 304 and was never caught (on the
+        changing web its class lost a third of its recall).  The wait keeps
+        following the mixture, and the verification schedules (the URL's
+        own, its class's) still sample it."""
         memory = history.get("policy") or {}
         evidence = memory.get(AGE_UNCHECKED)
         if not evidence:
             return False
+        if float(evidence) >= 1.0:
+            return True  # not checked once yet: its own first check is a full download
         url = history.get("url")
         queue = record_queue(history, url)
         return self.header_belief.url_lie_probability(queue, float(evidence), url) > VERIFY_ABOVE

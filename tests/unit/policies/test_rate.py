@@ -929,9 +929,10 @@ def test_an_old_header_whose_odds_of_a_lie_are_small_uses_its_validators_while_i
     that while its revisits were full downloads (static pages cost 2.5 times
     HttpCache's fetches).  The frontier asks the policy at each fetch
     (``header_doubtful``): once the odds are below VERIFY_ABOVE the URL's
-    validators are used (its verification schedules still sample it), and
-    an unchecked header of a class whose old headers have since proved
-    honest is used at once, without a visit of its own in between."""
+    validators are used (its verification schedules still sample it), but
+    never before its own first check, however honest its class's old
+    headers proved (a lying page whose siblings were checked first would
+    answer 304 and never be caught)."""
     from scrapy_adaptive.change.trust import VERIFY_ABOVE
 
     t0 = 1.7e9
@@ -961,15 +962,15 @@ def test_an_old_header_whose_odds_of_a_lie_are_small_uses_its_validators_while_i
             assert doubtful(state) is (q > VERIFY_ABOVE)
             trusted_while_checked |= q <= VERIFY_ABOVE
     assert trusted_while_checked and not doubtful(state)
-    # an unchecked old header of a class in doubt...
+    # an old header not checked once is verified, however honest its class proved
     other = "https://h.example/p/new.html"
     other_state = _first_visit(policy, other, t0, t0 - 90 * DAY)[1]
-    assert policy.header_doubtful({"url": other, "queue": "h", "policy": other_state})
-    # ...is used at once when the class's old headers prove honest meanwhile
     for _ in range(200):
         policy.header_belief.note("h", False, "https://h.example/p/1.html")
     assert other_state["ua"] == 1
-    assert not policy.header_doubtful({"url": other, "queue": "h", "policy": other_state})
+    assert policy.header_doubtful({"url": other, "queue": "h", "policy": other_state})
+    # after one unchanged check of its own, the class's record lets it use its validators
+    assert not policy.header_doubtful({"url": other, "queue": "h", "policy": {**other_state, "ua": 0.5}})
     # a policy with no such check: the stored state decides, as before
     from scrapy_adaptive.policies.fixed import FixedWaitPolicy
 
