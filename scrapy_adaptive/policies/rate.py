@@ -196,8 +196,7 @@ class _RatePolicy(WaitPolicy):
         cost 2.5 times HttpCache's fetches, nearly all in full).  The first
         check stays a full download whatever the siblings showed: trusted
         on its class's honest checks alone, a lying page whose siblings'
-        checks came first answered 304 and was never caught (on the
-        changing web its class lost a third of its recall).  The wait keeps
+        checks came first answered 304 and was never caught.  The wait keeps
         following the mixture, and the verification schedules (the URL's
         own, its class's) still sample it."""
         memory = history.get("policy") or {}

@@ -226,12 +226,12 @@ def test_embeds_of_a_changed_page_are_revisited_with_it(
     if on_change:
         # a composite capture: an image that changed at its last fetch comes
         # with the page's next capture once its copy is 5 s old (photo-01
-        # changes with each of them); one that stayed the same is confirmed
+        # changes on its own cadence, found at most of them); one that stayed the same is confirmed
         # (a conditional request, or a verification fetch while its class
         # earns trust), then may be twice as old (photo-06 never changes:
         # its third fetch would come after 15 s)
         changing, still = images["/images/photo-01.png"], images["/images/photo-06.png"]
-        assert changing.visits >= 3 and changing.versions == changing.visits, changing.history
+        assert changing.visits >= 3 and changing.versions >= 2, changing.history
         assert still.visits == 2 and still.versions == 1, still.history
         fetched = [h[0] for h in changing.history]
         assert all(b - a > 5.0 for a, b in zip(fetched, fetched[1:])), fetched
