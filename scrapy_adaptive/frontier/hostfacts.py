@@ -153,7 +153,9 @@ class HostFacts:
         record = out.record
         if not url_trusted(record.validator_trust, self.trust_params):
             return True
-        if doubtful(record.view()) if doubtful is not None else record.policy.get(HEADER_UNCHECKED):
+        # asked only while the policy checks the header at all (a snapshot
+        # and the policy's lookup per fetch otherwise for nothing)
+        if record.policy.get(HEADER_UNCHECKED) and (doubtful is None or doubtful(record.view())):
             return True
         book = TrustBook(self.book.get(out.queue).trust)
         own = url_verify_rate(record.validator_trust, self.trust_params)

@@ -167,8 +167,9 @@ class WaitPolicy(ABC):
         """Whether the URL's fetches must be verified (full downloads despite
         its validators) because this policy still checks its first-visit
         Last-Modified and a 304 acted on would say nothing of that check.
-        *history* is the URL's snapshot; the frontier asks at each fetch
-        (``Frontier.verify_validators``).  Here: while the check goes on."""
+        *history* is the URL's snapshot; the frontier asks at each fetch of
+        a URL whose check goes on (``Frontier.verify_validators``).  Here:
+        always, while it goes on."""
         return bool((history.get("policy") or {}).get(HEADER_UNCHECKED))
 
     def recheck_wait(self, history: Mapping[str, Any]) -> float | None:

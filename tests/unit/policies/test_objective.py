@@ -46,7 +46,7 @@ def plan(objective_name: str, rates: list[float], budget: float) -> list[float]:
     alloc = RateAllocator(
         budget, min_wait=1.0, max_wait=1e9, epoch="t", bins_per_octave=64, objective=objective_named(objective_name)
     )
-    for i, rate in enumerate(rates):
+    for rate in rates:
         alloc.register({}, "h", rate)
     alloc.solve()
     return [1 / alloc.wait("h", r) for r in rates]
@@ -85,7 +85,7 @@ def test_under_freshness_every_page_has_the_same_marginal_freshness_and_the_fast
         else:  # too fast to keep fresh: μλ ≥ 1
             assert mu * rate >= 1
     # the page changing every minute is left at the slowest rate; an hourly one is visited most often
-    assert waits[0] == 1e9 and min(waits) == waits[2] or min(waits) == waits[1]
+    assert waits[0] == 1e9 and min(waits) in (waits[1], waits[2])
     # the versions objective would visit the fastest most often
     versions = RateAllocator(budget, min_wait=1.0, max_wait=1e9, epoch="t", bins_per_octave=256)
     for rate in rates:
