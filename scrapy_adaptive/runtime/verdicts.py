@@ -117,12 +117,17 @@ class Verdicts:
         return out.record.view() if out is not None else None
 
     def commit(self, request: Request, visit: Visit) -> Recorded | None:
-        """Record a verdict on an issued request (see :meth:`settle`);
-        None if the request is not ours."""
+        """Record a verdict on an issued request (see :meth:`settle`), and
+        give the request the record's view as the visit left it; None if
+        the request is not ours."""
         fp = self.issued.fp_of(request)
         if fp is None:
             return None
-        return self.settle(fp, visit, request)
+        recorded = self.settle(fp, visit, request)
+        if recorded is not None:
+            # the callback, its errback and the user's middlewares see the record as the visit left it
+            request.meta[meta.RECORD] = recorded.record.view()
+        return recorded
 
     def settle(self, fp: bytes, visit: Visit, request: Request | None = None) -> Recorded | None:
         """Record *visit* as the verdict on the URL *fp*: the one way into the

@@ -235,8 +235,6 @@ class VisitMiddleware:
         the URL was forgotten meanwhile, or the state cannot be written)."""
         visit = judged if recorded is None else recorded.visit
         request.meta[meta.CHANGE] = visit.change.value
-        if recorded is not None:
-            request.meta[meta.RECORD] = recorded.record.view()
         if self.revisit_embeds and visit.change is ChangeState.CHANGED:
             # the page is captured anew: its embeds may have changed with it
             request.meta[meta.PAGE_CHANGED] = True
@@ -367,7 +365,6 @@ class VisitMiddleware:
         recorded = self.services.commit(request, visit) if self.services is not None else None
         if recorded is not None:
             visit = recorded.visit
-            request.meta[meta.RECORD] = recorded.record.view()
         request.meta[meta.CHANGE] = visit.change.value
         if (visit.change is ChangeState.UNCHANGED or not_content(visit)) and self._skips(request):
             self.stats.inc_value("adaptive/unchanged/items_dropped", len(items))

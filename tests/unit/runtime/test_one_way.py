@@ -86,7 +86,7 @@ def test_an_unreadable_sitemap_backs_off_in_the_policy_stack() -> None:
     assert [stack.plan({"wait": w}, broken).wait for w in (None, 300.0, 900.0)] == [200.0, 600.0, 1_000.0]
 
 
-def test_the_record_view_copies_nothing_until_read_and_cannot_change_the_record() -> None:
+def test_the_record_view_is_a_read_only_copy_that_cannot_change_the_record() -> None:
     record = UrlRecord("http://a.example/x", "a.example", {}, 0, policy={"k": 1}, history=[[1.0, "changed", 200]])
     view = record.view()
     assert isinstance(view, RecordView) and dict(view) == record.snapshot()
