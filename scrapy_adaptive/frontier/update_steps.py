@@ -1,13 +1,14 @@
 """The steps of :meth:`~.frontier.Frontier.update` that work on one record.
 
 Each step is a plain function of the record, the verdict (and a visit's
-plan) and the numbers it needs, so the update reads as the list of its steps and each step is
-tested alone: :func:`measure` the fetch, :func:`judge` the outcome and
-:func:`set_outcome_time` (a retry's or a failure's next time),
-:func:`count_visit` in the record, its queue and the totals, and
-:func:`fold_visit` what the visit saw into the record and plan its next
-time; :func:`change_event` is the outbox row of the visit's change event,
-and :func:`undo_update` what a failed write puts back.
+plan) and the numbers it needs, so the update reads as the list of its
+steps and each step is tested alone: :func:`measure` the fetch,
+:func:`judge` the outcome and :func:`set_outcome_time` (a retry's or a
+failure's next time), :func:`count_visit` in the record, its queue and the
+totals, and :func:`fold_visit` what the visit saw and its plan into the
+record (the next time from the plan's wait); :func:`change_event` is the
+outbox row of the visit's change event, and :func:`undo_update` what a
+failed write puts back.
 """
 
 from __future__ import annotations

@@ -12,10 +12,13 @@ expected number of changes r = λᵢ/fᵢ per interval (the derivation is in
   visit finds a change with probability p\\*: I = −ln(1 − p\\*)/λ̂.
 
 Both estimate λ with :class:`~.estimator.RateEstimator` from the URL's own
-last visits (kept in the policy's memory, the plan's ``memory``), regularised by a log-normal
-prior learned from the population (:class:`~.prior.PopulationPrior`), using
-the server's Last-Modified as an exact observation once it has proved
-consistent.
+last visits (kept in the policy's per-URL memory, returned as its plan's
+``memory``), regularised by a log-normal prior learned from the population
+(:class:`~.prior.PopulationPrior`), using the server's Last-Modified as an
+exact observation once it has proved consistent.  What a visit says in the
+crawl log (a first-visit Last-Modified caught lying, the pace that moved)
+is the plan's ``notes``, gathered while planning, never written into the
+verdict.
 """
 
 from __future__ import annotations
