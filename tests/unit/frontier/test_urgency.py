@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from scrapy_adaptive.frontier import Frontier, Store
 from scrapy_adaptive.frontier.urgency import WINDOW, _wait, pick
-from scrapy_adaptive.model import UrlRecord
+from scrapy_adaptive.model import Plan, UrlRecord
 from scrapy_adaptive.store.leveldb import LevelDBStore
 from tests.unit.frontier.test_frontier import Clock, add, make, visited
 
@@ -21,7 +21,7 @@ def visit_all(f: Frontier, clock: Clock, waits: dict[str, float]) -> None:
         issued = f.next()
         assert issued is not None
         f.leases.fetch_ended(issued.fp, 0.0)
-        f.update(issued.fp, visited(wait=waits[issued.record.url]))
+        f.update(issued.fp, visited(), Plan(waits[issued.record.url]))
         clock.t += 0.001
 
 
@@ -80,7 +80,7 @@ def test_a_url_not_yet_due_never_goes_ahead(store: Store) -> None:
     first = f.next()
     assert first is not None and first.record.url == "http://a/slow"
     f.leases.fetch_ended(first.fp, 0.0)
-    f.update(first.fp, visited(wait=1000.0))
+    f.update(first.fp, visited(), Plan(1000.0))
     assert f.next() is None
 
 
