@@ -23,13 +23,14 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..config.matching import media_type
 
 if TYPE_CHECKING:
     from ..config.patterns import UserPattern
+    from ..model import Visit
     from .answer import Answer
 
 
@@ -168,3 +169,14 @@ def items_digest(items: Iterable[Any], fields: Sequence[str] = ()) -> str:
 
 
 DIGESTERS = ("exact", "regex", "text", "items")
+
+
+def same_payload(record: Mapping[str, Any], visit: Visit) -> bool:
+    """True if this visit's body is byte for byte the last visit's.
+
+    Such a page did not change, whatever rule digests it now: a digest rule
+    switch (a sibling's learned noise adopted, the settings edited) changes
+    the digest's form, never the page.
+    """
+    last = record.get("payload_digest")
+    return last is not None and visit.payload_digest == last

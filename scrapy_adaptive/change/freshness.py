@@ -180,3 +180,14 @@ def last_modified_problem(last_modified: str | None, date: str | None, now: floa
     if modified is None:
         return BAD_LAST_MODIFIED
     return FUTURE_LAST_MODIFIED if _after_served(modified, date, now) else None
+
+
+#: a Last-Modified this close to the fetch (or later) is a generation time,
+#: not a content date: it says nothing about change, as on a noise page
+FRESH_LAST_MODIFIED = 2.0
+
+
+def usable_last_modified(value: str | None, now: float) -> bool:
+    """True if *value* is a Last-Modified that can tell "no change"."""
+    stamp = parse_http_date(value)
+    return stamp is not None and stamp < now - FRESH_LAST_MODIFIED

@@ -2,7 +2,8 @@
 
 What a difference means, decided here for every response the crawl gets
 (an :class:`~.answer.Answer`, read off the Scrapy response by the visit
-middleware): the first verdict of any answer before its content is judged
+middleware, which calls :func:`judge`, or :func:`judge_by_items` once a
+page's items are known, and attaches the verdict): the first verdict of any answer before its content is judged
 (:func:`base_visit`), the downloader's own verdict on a 304 or a stopped
 download (:func:`downloader_verdict`), the change state from two digests
 or two identical bodies (:func:`evaluate`), an answer that is not the
@@ -13,17 +14,23 @@ refines a verdict afterwards (:func:`.noise_learner.learn_noise`).
 
 from __future__ import annotations
 
+import logging
 import math
 import time
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..dates import parse_http_date, parse_time
 from ..model import NOT_CONTENT, ChangeState, Outcome, Visit, delivers_content
+from . import fields, text_diff
 from .answer import Answer
-from .digest import Digester, payload_digest
+from .digest import Digester, ItemsDigester, RegexDigester, items_digest, payload_digest, same_payload
 from .freshness import freshness, last_modified_problem
+from .noise import NoisePool
+from .noise_learner import learn_noise
+
+logger = logging.getLogger(__name__)
 
 
 def compare(previous: str | None, current: str | None) -> ChangeState:
@@ -39,17 +46,6 @@ def compare(previous: str | None, current: str | None) -> ChangeState:
     if previous.split(":", 1)[0] != current.split(":", 1)[0]:
         return ChangeState.UNKNOWN
     return ChangeState.UNCHANGED if previous == current else ChangeState.CHANGED
-
-
-def same_payload(record: Mapping[str, Any], visit: Visit) -> bool:
-    """True if this visit's body is byte for byte the last visit's.
-
-    Such a page did not change, whatever rule digests it now: a digest rule
-    switch (a sibling's learned noise adopted, the settings edited) changes
-    the digest's form, never the page.
-    """
-    last = record.get("payload_digest")
-    return last is not None and visit.payload_digest == last
 
 
 def items_verdict_before(record: Mapping[str, Any], answer: Answer) -> str:
@@ -204,17 +200,108 @@ def judge_other_answer(answer: Answer, record: Mapping[str, Any], visit: Visit) 
     return replace(visit, change=ChangeState.UNCHANGED if same else ChangeState.UNKNOWN)
 
 
-#: a Last-Modified this close to the fetch (or later) is a generation time,
-#: not a content date: it says nothing about change, as on a noise page
-FRESH_LAST_MODIFIED = 2.0
-
-
-def usable_last_modified(value: str | None, now: float) -> bool:
-    """True if *value* is a Last-Modified that can tell "no change"."""
-    stamp = parse_http_date(value)
-    return stamp is not None and stamp < now - FRESH_LAST_MODIFIED
-
-
 def not_content(visit: Visit) -> bool:
     """True for a soft 404 or a parked page (the frontier's judgement at commit)."""
     return not NOT_CONTENT.isdisjoint(visit.annotations)
+
+
+# -- the judge: one call per answer -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Judging:
+    """What judging needs beyond one answer and its record: the crawl's
+    settings and what it learns across pages.
+
+    *noise*: the masks learned on pages, offered to their siblings (None:
+    learned noise is off); *probe_window*: the longest a noise probe may come
+    after the fetch it checks; *keep_text*: a changed page's visible text
+    goes with its verdict (``ADAPTIVE_TEXT_DIFF`` with change events on);
+    *field_diffs*: items mode says which fields changed.
+    """
+
+    noise: NoisePool | None = None
+    probe_window: float = 30.0
+    clock: Callable[[], float] = time.time
+    keep_text: bool = False
+    field_diffs: bool = False
+    #: item keys found missing, each said once per crawl
+    missing_keys: set[str | None] = field(default_factory=set, compare=False)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A verdict, and what happened on the way, for the crawl's stats: each
+    an ``adaptive/`` stats key to count once (``noise/held``,
+    ``noise/learned``, ..., ``fields/missing_key``)."""
+
+    visit: Visit
+    counts: tuple[str, ...] = ()
+
+
+def judge(answer: Answer, record: Mapping[str, Any], rule: Digester | None, judging: Judging) -> Judged:
+    """The verdict on *answer* against the URL's *record*, digested by *rule*
+    (None: the default rule): the downloader's own on a 304 or a stopped
+    download (no body to digest), else the digests
+    compared, with learned noise folded in (a rule the user wrote as a regex
+    already says what the noise is: learned or a sibling's exclusions never
+    replace it).  Not for items mode (:func:`judge_by_items`)."""
+    if answer.fetch is not None and answer.fetch.change is not None:
+        return Judged(with_text(answer, downloader_verdict(answer), judging))
+    visit = evaluate(answer, record, rule)
+    happened: Sequence[str] = ()
+    if judging.noise is not None and (rule is None or rule.name != RegexDigester.name):
+        visit, happened = learn_noise(
+            answer,
+            record,
+            visit,
+            pool=judging.noise,
+            window=judging.probe_window,
+            now=judging.clock(),
+            visible=rule is not None and rule.name == "text",
+        )
+    return Judged(with_text(answer, visit, judging), tuple(f"noise/{word}" for word in happened))
+
+
+def judge_by_items(
+    answer: Answer, record: Mapping[str, Any], before: Visit, rule: ItemsDigester, items: Sequence[Any], judging: Judging
+) -> Judged:
+    """Items mode: *before* (:func:`base_visit`) judged by the page's *items*;
+    with field diffs, the items' per-field summary for the record and, on a
+    change, what changed field by field (the change event says it)."""
+    if not items:
+        return Judged(before)  # the callback yielded none: nothing to judge the page by
+    visit = judge_items(record, before, items_digest(items, rule.fields), answer.body)
+    counts: tuple[str, ...] = ()
+    if judging.field_diffs:
+        try:
+            summary = fields.item_fields(items, rule.fields, rule.key, rule.values)
+        except fields.MissingKey as exc:
+            _say_missing_key(exc, answer.url, rule, judging)
+            counts = ("fields/missing_key",)
+            summary = fields.item_fields(items, rule.fields, None, rule.values)
+        changes = fields.diff(record.get("fields"), summary) if visit.change is ChangeState.CHANGED else None
+        visit = replace(visit, fields=summary, field_changes=changes)
+    return Judged(with_text(answer, visit, judging), counts)
+
+
+def _say_missing_key(exc: Exception, url: str, rule: ItemsDigester, judging: Judging) -> None:
+    """Items are matched by their position when one lacks the rule's key: said once per key."""
+    if rule.key not in judging.missing_keys:
+        judging.missing_keys.add(rule.key)
+        logger.warning(
+            "ADAPTIVE_DIGEST_RULES: %s of %s; items without it are matched by their position on the page "
+            "(said once per key).",
+            exc,
+            url,
+        )
+
+
+def with_text(answer: Answer, visit: Visit, judging: Judging) -> Visit:
+    """*visit* with a new version's visible text, for the frontier to keep and
+    diff the next one against.  Only a changed 2xx is read: an unchanged
+    page's text is the one kept already, and the parse costs about as much
+    as the digest."""
+    if judging.keep_text and visit.change is ChangeState.CHANGED and delivers_content(answer.status):
+        return replace(visit, text=text_diff.text_lines(answer))
+    return visit

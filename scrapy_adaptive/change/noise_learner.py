@@ -53,7 +53,8 @@ from ..dates import parse_http_date
 from ..model import ChangeState, Visit
 from . import noise
 from .answer import Answer
-from .judge import same_payload, usable_last_modified
+from .digest import same_payload
+from .freshness import usable_last_modified
 from .noise import (
     ETAG_FIELD,
     LAST_MODIFIED_FIELD,

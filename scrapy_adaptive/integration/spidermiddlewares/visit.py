@@ -56,11 +56,10 @@ from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 
 from ... import meta
-from ...change import fields, noise, text_diff
+from ...change import noise
 from ...change.answer import Answer
-from ...change.digest import Digester, ItemsDigester, RegexDigester, items_digest
-from ...change.judge import base_visit, downloader_verdict, evaluate, items_verdict_before, judge_items, not_content
-from ...change.noise_learner import learn_noise
+from ...change.digest import Digester, ItemsDigester
+from ...change.judge import Judging, base_visit, items_verdict_before, judge, judge_by_items, not_content
 from ...change.rules import DigestRules, build_digester
 from ...config.spec import UNCHANGED_MODES, ConfigError, clause
 from ...config.table import DEFAULTS
@@ -109,20 +108,20 @@ class VisitMiddleware:
         self.unchanged = unchanged
         self.revisit_embeds = revisit_embeds
         self.max_size = max_size
-        #: the longest a noise probe may come after the fetch it checks
-        self.probe_window = probe_window
-        self.noise_learning = noise_learning
-        #: exclusions learned on a page, offered to its siblings
-        self.noise_pool = noise.NoisePool()
         #: DOWNLOAD_MAXSIZE: the most a gzip sitemap may inflate to (0: no limit)
         self.signal_max_size = signal_max_size
-        #: items mode: say which fields changed (change events are on)
-        self.field_diffs = field_diffs
-        #: ``ADAPTIVE_TEXT_DIFF`` with change events on: a changed page's visible text goes with its verdict
-        self.text_diff = text_diff
-        #: item keys found missing (each said once)
-        self._missing_keys: set[str | None] = set()
-        self.clock = clock
+        #: what the judge needs beyond one answer (change/judge.py): learned
+        #: noise and its pool of masks offered to siblings, what a changed page keeps
+        self.judging = Judging(
+            noise=noise.NoisePool() if noise_learning else None,
+            # the longest a noise probe may come after the fetch it checks
+            probe_window=probe_window,
+            clock=clock,
+            # ADAPTIVE_TEXT_DIFF with change events on: a changed page's visible text goes with its verdict
+            keep_text=bool(text_diff),
+            # items mode: say which fields changed (change events are on)
+            field_diffs=field_diffs,
+        )
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> VisitMiddleware:
@@ -170,27 +169,22 @@ class VisitMiddleware:
         if record is None:
             return  # not an issued URL (a child request that copied the tag)
         answer = answer_of(response)
-        if answer.fetch is not None and answer.fetch.change is not None:
-            # the downloader decided (304, aborted fetch): no body to digest
-            visit = downloader_verdict(answer)
-        else:
-            digester = self._digester(request, answer)
-            if isinstance(digester, ItemsDigester):
-                if delivers_content(answer.status):
-                    request.meta[meta.PENDING_VISIT] = (base_visit(answer), digester, record)
-                    request.meta[meta.CHANGE] = items_verdict_before(record, answer)
-                    return
-                # a redirect or an error has no items of the page: judged as an
-                # answer now (its body digested as is, for the host's not-found page)
-                digester = Digester()
-            visit = evaluate(answer, record, digester)
-            # a hand-written regex rule already says what the noise is: learned
-            # (or a sibling's) exclusions must not replace the user's rule
-            if self.noise_learning and digester.name != RegexDigester.name:
-                visit = self._noise(answer, record, visit, visible=digester.name == "text")
+        downloader_decided = answer.fetch is not None and answer.fetch.change is not None  # a 304, an aborted fetch
+        rule = None if downloader_decided else self._digester(request, answer)
+        if isinstance(rule, ItemsDigester):
+            if delivers_content(answer.status):
+                # judged once the callback's items are known (process_spider_output)
+                request.meta[meta.PENDING_VISIT] = (base_visit(answer), rule, record)
+                request.meta[meta.CHANGE] = items_verdict_before(record, answer)
+                return
+            # a redirect or an error has no items of the page: judged as an
+            # answer now (its body digested as is, for the host's not-found page)
+            rule = Digester()
+        judged = judge(answer, record, rule, self.judging)
+        self._count(judged.counts)
+        visit = judged.visit
         if request.meta.get(meta.SIGNAL) in ("sitemap", "feed"):
             visit = self._signal(request, response, visit)
-        visit = self._text(answer, visit)
         self._after_verdict(request, visit, self.services.commit(request, visit))
 
     def process_spider_exception(self, response: Response, exception: Exception) -> None:
@@ -204,16 +198,9 @@ class VisitMiddleware:
             settle_component_error(self.services, request, exception, describe(exception))
         return None
 
-    def _noise(self, answer: Answer, record: Mapping[str, Any], visit: Visit, *, visible: bool = False) -> Visit:
-        """*visit* with learned noise folded in: a difference held for a
-        probe, noise learned, or the page judged without its noise
-        (*visible*: only its visible text counts)."""
-        visit, happened = learn_noise(
-            answer, record, visit, pool=self.noise_pool, window=self.probe_window, now=self.clock(), visible=visible
-        )
-        for word in happened:
-            self.stats.inc_value(f"adaptive/noise/{word}")
-        return visit
+    def _count(self, counts: tuple[str, ...]) -> None:
+        for key in counts:
+            self.stats.inc_value(f"adaptive/{key}")
 
     def _signal(self, request: Request, response: Response, visit: Visit) -> Visit:
         """A sitemap or feed is read before its verdict, so that one that
@@ -358,13 +345,10 @@ class VisitMiddleware:
         if pending is None or response.request is None:
             return
         request = response.request
-        visit, digester, record = pending
-        if items:
-            answer = answer_of(response)
-            visit = judge_items(record, visit, items_digest(items, digester.fields), answer.body)
-            if self.field_diffs:
-                visit = self._fields(response, visit, digester, record, items)
-            visit = self._text(answer, visit)
+        before, rule, record = pending
+        judged = judge_by_items(answer_of(response), record, before, rule, items, self.judging)
+        self._count(judged.counts)
+        visit = judged.visit
         recorded = self.services.commit(request, visit) if self.services is not None else None
         if recorded is not None:
             visit = recorded.visit
@@ -373,38 +357,6 @@ class VisitMiddleware:
             self.stats.inc_value("adaptive/unchanged/items_dropped", len(items))
             return
         yield from items
-
-    def _fields(
-        self, response: Response, visit: Visit, digester: ItemsDigester, record: Mapping[str, Any], items: list[Any]
-    ) -> Visit:
-        """*visit* with the items' per-field summary for the record, and on a
-        change what changed field by field (the change event says it)."""
-        key = digester.key
-        try:
-            summary = fields.item_fields(items, digester.fields, key, digester.values)
-        except fields.MissingKey as exc:
-            if key not in self._missing_keys:
-                self._missing_keys.add(key)
-                logger.warning(
-                    "ADAPTIVE_DIGEST_RULES: %s of %s; items without it are matched by their position on the page "
-                    "(said once per key).",
-                    exc,
-                    response.url,
-                )
-            self.stats.inc_value("adaptive/fields/missing_key")
-            summary = fields.item_fields(items, digester.fields, None, digester.values)
-        if visit.change is not ChangeState.CHANGED:
-            return replace(visit, fields=summary)
-        return replace(visit, fields=summary, field_changes=fields.diff(record.get("fields"), summary))
-
-    def _text(self, answer: Answer, visit: Visit) -> Visit:
-        """``ADAPTIVE_TEXT_DIFF``: *visit* with a new version's visible text,
-        for the frontier to keep and diff the next one against.  Only a
-        changed 2xx is read: an unchanged page's text is the one kept
-        already, and the parse costs about as much as the digest."""
-        if self.text_diff and visit.change is ChangeState.CHANGED and delivers_content(answer.status):
-            return replace(visit, text=text_diff.text_lines(answer))
-        return visit
 
     def _child(self, obj: Any, response: Response) -> Any:
         if not isinstance(obj, Request) or (self.embed_hops <= 0 and not self.revisit_embeds):

@@ -17,6 +17,8 @@ found, each a test that failed before.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import hashlib
 import json
 import random
@@ -122,8 +124,7 @@ class Chain:
         )
         policy = load_wait_policy(config)
         self.verdicts = Verdicts(self.frontier, policy, OneIssued(FP), self.stats, on_store_error=lambda exc: None, clock=now)  # type: ignore[arg-type]
-        self.mw = VisitMiddleware(self.stats, self.verdicts, probe_window=max(30.0, 10 * politeness))  # type: ignore[arg-type]
-        self.mw.clock = now
+        self.mw = VisitMiddleware(self.stats, self.verdicts, probe_window=max(30.0, 10 * politeness), clock=now)  # type: ignore[arg-type]
         self.delivered: list[Any] = []  # the value of each visit delivered as changed
         self.false = 0  # deliveries of the value delivered last (duplicates)
         self.verdicts_seen: list[str] = []
@@ -346,7 +347,7 @@ def test_the_first_revisit_of_a_page_with_a_token_is_not_a_change() -> None:
 def test_a_sibling_proves_the_pooled_mask_with_one_probe_and_delivers_nothing_false() -> None:
     first = crawl(["text"], ["token"], [], politeness=1.0, fetches=6)
     sibling = Chain(1.0)
-    sibling.mw.noise_pool = first.mw.noise_pool
+    sibling.mw.judging = replace(sibling.mw.judging, noise=first.mw.judging.noise)
     site = make_site(["text"], ["token"], [], validators=False)
     for fetch in range(6):
         sibling.fetch(site, fetch + 100)

@@ -214,7 +214,7 @@ def test_only_a_changed_2xx_is_read_for_its_text_and_only_with_the_setting() -> 
         (4096, ChangeState.CHANGED, 404, False),
         (0, ChangeState.CHANGED, 200, False),
     ):
-        mw = VisitMiddleware(get_crawler().stats, text_diff=cap)
+        judging = VisitMiddleware(get_crawler().stats, text_diff=cap).judging
         answer = response(page.body, status)
         visit = replace(evaluate(answer, {}), change=change)
-        assert mw._text(answer_of(answer), visit).text == (["Price 10"] if read else None), (cap, change, status)
+        assert judge.with_text(answer_of(answer), visit, judging).text == (["Price 10"] if read else None), (cap, change, status)
