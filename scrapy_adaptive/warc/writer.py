@@ -29,6 +29,12 @@ not see):
   revisit holds the capture's status and headers as the 304 updates them
   (:func:`~.capture.updated_by_304`), so that replay serves the page.
 
+An embed fetched for a page's capture (:attr:`.HttpExchange.pages`) gets,
+after its request record, one ``metadata`` record per such page: concurrent
+to its response or revisit, ``application/warc-fields`` with ``via`` (the
+page, as Heritrix names where a URL was found), ``page-capture`` (the page
+record's WARC-Date) and ``seconds-after-page`` (docs/warc.md).
+
 A revisit's ``WARC-Refers-To`` / ``-Target-URI`` / ``-Date`` and
 ``WARC-Payload-Digest`` are the capture's: a revisit never refers to
 another revisit and never carries the digest of an empty body.  Without a

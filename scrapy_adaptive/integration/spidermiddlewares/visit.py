@@ -39,7 +39,10 @@ with their embed-hop count (``ADAPTIVE_EMBED_HOPS``) and, with
 that those that may have changed too are due at once, and the page and its
 resources are captured together (thesis ch. 8); the frontier decides which
 (:meth:`~..frontier.Frontier.add`): a stylesheet every page shares and that
-never changes is not fetched again at each change of each page.
+never changes is not fetched again at each change of each page.  An embed of
+a page captured anew (first or changed) carries the page's URL and capture
+time (``_adaptive_page``, set in :meth:`VisitMiddleware._child`), for
+:mod:`..composites` to follow how far apart the two are captured.
 """
 
 from __future__ import annotations

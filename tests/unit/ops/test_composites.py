@@ -161,3 +161,42 @@ def test_the_glue_links_an_embeds_fetch_to_its_page_and_publishes_the_stats() ->
     # a redirect hop's request carries its hop's pairs: not a new embed of the page
     glue.scheduled(Request(IMG + "?moved", meta={meta.PAGE: ((PAGE, 1000.0),)}))
     assert stats.values["adaptive/embeds/pending"] == 0
+
+
+def test_the_summary_line_and_the_reports_section(tmp_path: Any, caplog: Any) -> None:
+    """The periodic summary reads the adaptive/embeds/* stats; the running
+    crawl's report (text and HTML) has a section from the watch."""
+    import logging
+
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_adaptive.frontier import MemoryStore
+    from scrapy_adaptive.ops.console.api import FrontierConsole
+    from scrapy_adaptive.ops.console.html import render
+    from scrapy_adaptive.ops.console.run import report_lines
+    from scrapy_adaptive.ops.reporting import Reporter
+    from tests.unit.frontier.test_frontier import Clock, make
+
+    frontier = make(MemoryStore(), Clock())
+    stats = get_crawler().stats
+    glue = CompositeCaptures(stats, clock=lambda: 100.0)
+    console = FrontierConsole(frontier)
+    glue.frontier_opened(console=console)
+    reporter = Reporter(frontier, stats, allocator=None, state_path=str(tmp_path), interval=60.0)
+    with caplog.at_level(logging.INFO, logger="scrapy_adaptive.ops.reporting"):
+        reporter.composites()
+    assert "Composite captures" not in caplog.text  # nothing settled: no line
+    glue.watch.expect(PAGE, 90.0, IMG, now=90.0)
+    glue.watch.fetched(IMG, 91.5)
+    glue.watch.expect("http://127.0.0.1/q.html", 95.0, CSS, now=95.0)
+    glue.closed()
+    with caplog.at_level(logging.INFO, logger="scrapy_adaptive.ops.reporting"):
+        reporter.composites(final=True)
+    assert (
+        "Composite captures at close: 1 page capture with embeds settled: 1 (100 %) with every embed fetched or "
+        "confirmed within 60 s of the page, 0 later, 0 missing; median gap 1.5 s; 0 pending" in caplog.text
+    )
+    report = console.report()
+    assert report["composites"]["within"] == 1
+    assert any(line.startswith("pages captured with their embeds: 1 page capture") for line in report_lines(report))
+    assert "<h2>Pages captured with their embeds</h2><p>1 page capture with embeds settled" in render(report)
