@@ -328,7 +328,7 @@ def test_pywb_replays_each_capture_of_a_changed_page_with_the_figure_fetched_wit
         "ADAPTIVE_WAIT_POLICIES": [{"content_type": "image/*", "default": 100}],
         "ADAPTIVE_EMBED_HOPS": 1,  # the defaults, said: composite captures
         "ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE": True,
-        "CLOSESPIDER_TIMEOUT": 14,
+        "CLOSESPIDER_TIMEOUT": 16,  # the bump comes about 8 s in, the page and its figure within 2 s after
     }
     bumper = bump_once_fetched(server, "cc", after=6.0)  # past the 5 s a changed embed's copy stands
     crawl = run_crawl(PAGES, settings, timeout=90, args=["-a", f"urls={page}", "-a", "embeds=1"])
