@@ -53,6 +53,14 @@ EMBED_HOPS = "_adaptive_embed_hops"
 #: on a page captured anew and on its embeds (``ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE``):
 #: True, the embeds come with it unless their copies stand for its moment
 PAGE_CHANGED = "_adaptive_page_changed"
+#: on an embed a page captured anew lets out: ``(page URL, the page's
+#: DOWNLOADED time)``; on the fetch of an embed's URL, from its download on:
+#: the page captures it came for, a tuple of such pairs (the WARC writer's
+#: ``via`` metadata records; :mod:`~scrapy_adaptive.integration.composites`)
+PAGE = "_adaptive_page"
+#: when the response came from the downloader (``response_downloaded``): the
+#: WARC-Date of its records, and a page's capture time for its embeds
+DOWNLOADED = "_adaptive_downloaded"
 #: a sitemap or feed read before its verdict (a ``sitemaps.SignalRead``)
 SIGNAL_READ = "_adaptive_signal_read"
 #: a changed visit's :class:`~scrapy_adaptive.runtime.delivery.Ticket`: its items on their way to the user's store
@@ -71,6 +79,8 @@ PRIVATE = (
     PENDING_VISIT,
     EMBED_HOPS,
     PAGE_CHANGED,
+    PAGE,
+    DOWNLOADED,
     DELIVERY,
     SIGNAL_READ,
     ASKED,

@@ -82,6 +82,12 @@ request counters, so tests are reproducible):
 ``/feed/<key>?urls=/page/a,/page/b&fresh_from=N&lie=1``
     An Atom feed with one entry per path; each entry's ``updated`` follows
     the sitemap's ``lastmod`` rules.
+``/composite/<key>/page.html`` and ``/composite/<key>/fig.png``
+    A page and the figure it embeds (``<img src="fig.png">``) that change
+    together: both show the key's *edition* (1 until ``/_bump``), the page as
+    ``page edition N``, the figure as PNG-signed bytes ending ``figure
+    edition N``; each sends ``ETag: "<key>-<part>-eN"`` and answers 304 to a
+    matching If-None-Match.
 ``/notfound/<anything>``
     404 with one fixed "not found" body, whatever the path.
 ``/gone/<n>/<key>``
@@ -130,6 +136,8 @@ Control endpoints (never recorded in the log):
     Empties the log.
 ``/_reset``
     Empties the log, resets the per-key counters and the robots.txt override.
+``/_bump?key=<key>``
+    The next edition of ``/composite/<key>/`` (its page and figure at once).
 ``/_robots?crawl_delay=1.5&disallow=/private/,/x/&sitemaps=/sitemap/a|/feed/b``
     Overrides robots.txt until the next ``/_reset`` (empty ``disallow=`` means none;
     ``sitemaps``: ``Sitemap:`` lines, paths on the requested host).
@@ -195,7 +203,7 @@ DEFAULT_DISALLOW: tuple[str, ...] = ("/private/",)
 DEFAULT_MAX_SECONDS = 3600.0
 
 #: Paths (exact or prefix + "/") that are control endpoints and not logged.
-_CONTROL_PATHS = ("/_log", "/_reset", "/_robots")
+_CONTROL_PATHS = ("/_log", "/_reset", "/_robots", "/_bump")
 
 LogEntry = dict[str, Any]
 
@@ -216,10 +224,13 @@ class _State:
         self.robots_override: tuple[float | None, tuple[str, ...]] | None = None
         #: ``Sitemap:`` lines of robots.txt, paths on the requested host
         self.robots_sitemaps: tuple[str, ...] = ()
+        #: /composite/<key>/: the key's edition (1 until bumped)
+        self.editions: dict[str, int] = {}
 
     def reset(self) -> None:
         self.log.clear()
         self.counters.clear()
+        self.editions.clear()
         self.robots_override = None
         self.robots_sitemaps = ()
 
@@ -398,6 +409,10 @@ def _build_resource(state: _State) -> Any:
                 return json_response(request, state.log)
             if path == "/_log/clear":
                 state.log.clear()
+            elif path == "/_bump":
+                key = _arg(request, "key") or ""
+                state.editions[key] = state.editions.get(key, 1) + 1
+                return json_response(request, {"ok": True, "edition": state.editions[key]})
             elif path == "/_reset":
                 state.reset()
             elif path == "/_robots":
@@ -449,6 +464,8 @@ def _build_resource(state: _State) -> Any:
                 return self.sitemap_index(request)
             if head == "feed" and len(parts) >= 2:
                 return self.feed(request, parts)
+            if head == "composite" and len(parts) == 3:
+                return self.composite(request, parts[1], parts[2])
             if head == "notfound":
                 request.setResponseCode(404)
                 return self.fixed(request, NOT_FOUND_BODY)
@@ -569,6 +586,24 @@ def _build_resource(state: _State) -> Any:
             if not_modified(request, etag, None):
                 return answer_not_modified(request)
             return self.page(request, path, extra=f"version {version}")
+
+        def composite(self, request: Request, key: str, part: str) -> bytes | int:
+            edition = state.editions.get(key, 1)
+            if part == "page.html":
+                kind, body = b"text/html; charset=utf-8", (
+                    f'<html><body><h1>page edition {edition}</h1><img src="fig.png"></body></html>'.encode()
+                )
+            elif part == "fig.png":
+                kind, body = b"image/png", b"\x89PNG\r\n\x1a\n" + f"figure edition {edition}".encode()
+            else:
+                request.setResponseCode(404)
+                return self.fixed(request, NOT_FOUND_BODY)
+            etag = f'"{key}-{part}-e{edition}"'
+            request.setHeader(b"ETag", etag.encode())
+            if not_modified(request, etag, None):
+                return answer_not_modified(request)
+            request.setHeader(b"Content-Type", kind)
+            return body
 
         def noisy(self, request: Request, path: str, parts: list[str]) -> bytes:
             every = max(1, int(parts[1])) if parts[1].isdigit() else 1

@@ -28,6 +28,7 @@ from ..frontier.crawltime import estimate_hosts
 from ..humanize import human, human_bytes
 from ..store.base import StoreError
 from ..store.statedir import private_opener
+from .composites import COUNTS, WINDOW_S, figures_words
 from .console.api import FrontierConsole
 from .console.html import render
 from .pace import Pace, budget_words, next_due
@@ -43,6 +44,10 @@ logger = logging.getLogger(__name__)
 REPORT_HTML = "report.html"
 #: the stat of the bytes validators saved (304s and mid-fetch aborts)
 BYTES_SAVED_STAT = "adaptive/validators/bytes_avoided"
+
+#: the composite captures' stats (:mod:`.composites`), and a count's stat name where it is not its own
+EMBED_STATS = "adaptive/embeds/"
+STAT_OF = {"within": "within_60s"}
 
 #: the frontier shape figures copied to ``adaptive/frontier/*`` stats
 SHAPE_STATS = ("urls", "queues", "ready", "snoozed", "busy", "out", "due", "visits", "versions", "never")
@@ -119,6 +124,7 @@ class Reporter:
         self.rates(shape)
         self.crawl_times()
         self.validators(final=final)
+        self.composites(final=final)
         self.html()
 
     def shape(self, *, final: bool = False) -> dict[str, Any]:
@@ -212,6 +218,19 @@ class Reporter:
             rates["due_change"],
             when,
         )
+
+    def composites(self, *, final: bool = False) -> None:
+        """With composite captures (embeds followed with their page): how many
+        page captures had every embed within 60 s, and the median gap, from
+        the ``adaptive/embeds/*`` stats (:mod:`.composites`)."""
+        get = self.stats.get_value
+        figures = {name: get(f"{EMBED_STATS}{STAT_OF.get(name, name)}", 0) or 0 for name in (*COUNTS, "pending")}
+        if not figures["pages"]:
+            return
+        figures["share_within"] = figures["within"] / figures["pages"]
+        figures["gap_p50"] = get(f"{EMBED_STATS}gap_p50")
+        figures["window"] = WINDOW_S
+        logger.info("Composite captures%s: %s", " at close" if final else "", figures_words(figures))
 
     def html(self) -> None:
         """Refresh ``report.html`` in the state folder (written whole, then renamed)."""

@@ -77,3 +77,6 @@ class HttpExchange:
     #: only the headers were seen (a 304, a download stopped after them)
     headers_only: bool
     fetched: float
+    #: an embed's fetch: the page captures it came for, (page URL, page's
+    #: fetched time) each; written as ``metadata`` records (``via``)
+    pages: tuple[tuple[str, float], ...] = ()

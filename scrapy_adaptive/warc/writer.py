@@ -29,6 +29,12 @@ not see):
   revisit holds the capture's status and headers as the 304 updates them
   (:func:`~.capture.updated_by_304`), so that replay serves the page.
 
+An embed fetched for a page's capture (:attr:`.HttpExchange.pages`) gets,
+after its request record, one ``metadata`` record per such page: concurrent
+to its response or revisit, ``application/warc-fields`` with ``via`` (the
+page, as Heritrix names where a URL was found), ``page-capture`` (the page
+record's WARC-Date) and ``seconds-after-page`` (docs/warc.md).
+
 A revisit's ``WARC-Refers-To`` / ``-Target-URI`` / ``-Date`` and
 ``WARC-Payload-Digest`` are the capture's: a revisit never refers to
 another revisit and never carries the digest of an empty body.  Without a
@@ -376,6 +382,8 @@ class WarcWriter:
         # pointing at a record the repair at the next open cut off
         self._write(record)
         self._write(self._request_record(exchange, date, record_id))
+        for page, captured in exchange.pages:
+            self._write(self._via_record(exchange, date, record_id, page, captured))
         if exchange.body and (kind == "response" or elsewhere is not None):
             # a response, or a revisit of a body first archived elsewhere: the URL's
             # capture from now on (with its own status and headers, for its 304s)
@@ -417,6 +425,26 @@ class WarcWriter:
             payload=io.BytesIO(exchange.request_body),
             length=len(exchange.request_body),
             http_headers=http,
+            warc_headers_dict={"WARC-Date": date, "WARC-Concurrent-To": concurrent_to},
+        )
+
+    def _via_record(self, exchange: HttpExchange, date: str, concurrent_to: str, page: str, captured: float) -> Any:
+        """The ``metadata`` record of an embed fetched for a page's capture:
+        the page (``via``, as Heritrix names the URL a URL was found on), the
+        WARC-Date of the page's records and how many seconds after it the
+        embed was fetched (see docs/warc.md)."""
+        fields = (
+            f"via: {page}\r\n"
+            f"page-capture: {warc_date(captured)}\r\n"
+            f"seconds-after-page: {exchange.fetched - captured:.3f}\r\n"
+        ).encode()
+        self.counts["metadata"] = self.counts.get("metadata", 0) + 1
+        return self._warc.create_warc_record(
+            exchange.url,
+            "metadata",
+            payload=io.BytesIO(fields),
+            length=len(fields),
+            warc_content_type="application/warc-fields",
             warc_headers_dict={"WARC-Date": date, "WARC-Concurrent-To": concurrent_to},
         )
 

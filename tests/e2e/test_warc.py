@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import zlib
 from collections import defaultdict
@@ -36,6 +37,7 @@ from warcio.exceptions import ArchiveLoadFailed  # noqa: E402
 pytestmark = pytest.mark.e2e
 
 VERSIONS = Path(__file__).parents[1] / "spiders" / "versions.py"
+PAGES = Path(__file__).parents[1] / "spiders" / "pages.py"
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -279,6 +281,90 @@ def test_pywb_replays_a_gone_pages_404_from_the_time_it_was_captured_and_the_pag
     answers = replay_in_pywb(tmp_path, warc_dir, queries)
     assert [code for code, _ in answers] == [200, 200, 404, 404], answers
     assert all(b"Kettle 10 EUR" in body for _, body in answers[:2]) and b"No such kettle" in answers[2][1]
+
+
+def bump_once_fetched(server: MockServer, key: str, *, after: float, deadline: float = 40.0) -> threading.Thread:
+    """A thread that bumps ``/composite/<key>/`` (page and figure at once)
+    *after* seconds past the figure's first fetch (bounded by *deadline*)."""
+
+    def run() -> None:
+        end = time.monotonic() + deadline
+        while time.monotonic() < end:
+            fetched = [e for e in server.log(path_prefix=f"/composite/{key}/fig.png") if e["status"] == 200]
+            if fetched:
+                time.sleep(max(0.0, fetched[0]["end"] + after - time.time()))
+                server.get_json(f"/_bump?key={key}")
+                return
+            time.sleep(0.2)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def warc_fields(payload: bytes) -> dict[str, str]:
+    return dict(line.split(": ", 1) for line in payload.decode().splitlines() if line)
+
+
+def test_pywb_replays_each_capture_of_a_changed_page_with_the_figure_fetched_with_it(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_path: Path
+) -> None:
+    """Issue 48: a page and its figure change together (page edition 1
+    shows figure edition 1; after a bump, edition 2 both).  The figure's own
+    wait is 100 s: it comes again only with its page's change (a composite
+    capture, conditional: its ETag).  pywb replays the page at each of its
+    captures (its response records) and the figure at the same time (pywb
+    takes the capture nearest it): the figure's bytes are the edition
+    fetched with that page's.  Each figure fetch is written with a
+    ``metadata`` record naming the page capture it came with, and the
+    summary counts both page captures with every embed within 60 s."""
+    server = clean_log
+    warc_dir = tmp_path / "warc"
+    page, figure = server.url("/composite/cc/page.html"), server.url("/composite/cc/fig.png")
+    settings = {
+        **adaptive_settings,
+        "ADAPTIVE_WARC_DIR": str(warc_dir),
+        "ADAPTIVE_WAIT_DEFAULT": 1.1,  # a capture of the page a second: each date names one
+        "ADAPTIVE_WAIT_POLICIES": [{"content_type": "image/*", "default": 100}],
+        "ADAPTIVE_EMBED_HOPS": 1,  # the defaults, said: composite captures
+        "ADAPTIVE_REVISIT_EMBEDS_ON_CHANGE": True,
+        "CLOSESPIDER_TIMEOUT": 16,  # the bump comes about 8 s in, the page and its figure within 2 s after
+    }
+    bumper = bump_once_fetched(server, "cc", after=6.0)  # past the 5 s a changed embed's copy stands
+    crawl = run_crawl(PAGES, settings, timeout=90, args=["-a", f"urls={page}", "-a", "embeds=1"])
+    bumper.join(timeout=5)
+    crawl.assert_ok()
+    records = read_warcs(warc_dir)
+    check_archive(records)
+    pages = [r for r in records if r["type"] == "response" and r["h"]["WARC-Target-URI"] == page]
+    figures = [r for r in records if r["type"] == "response" and r["h"]["WARC-Target-URI"] == figure]
+    editions = [b"page edition 1" in r["payload"] for r in pages]
+    assert len(pages) == 2 and editions == [True, False] and b"page edition 2" in pages[1]["payload"], pages
+    assert [r["payload"][8:] for r in figures] == [b"figure edition 1", b"figure edition 2"]
+    # the figure's second fetch was a conditional request, answered in full (it changed)
+    fetches = server.log(path_prefix="/composite/cc/fig.png")
+    assert len(fetches) == 2 and fetches[1]["headers"].get("if-none-match") == '"cc-fig.png-e1"', fetches
+    # each figure fetch: a metadata record naming the page capture it came with
+    by_id = {r["h"]["WARC-Record-ID"]: r for r in records}
+    via = [r for r in records if r["type"] == "metadata"]
+    assert len(via) == 2, [r["payload"] for r in via]
+    for record, page_record, figure_record in zip(via, pages, figures, strict=True):
+        assert record["h"]["Content-Type"] == "application/warc-fields"
+        assert by_id[record["h"]["WARC-Concurrent-To"]] is figure_record
+        fields = warc_fields(record["payload"])
+        assert fields["via"] == page and fields["page-capture"] == page_record["h"]["WARC-Date"], fields
+        assert 0 < float(fields["seconds-after-page"]) < 60
+    assert crawl.stats["adaptive/embeds/pages"] == crawl.stats["adaptive/embeds/within_60s"] == 2
+    assert crawl.stats["adaptive/warc/metadata"] == 2
+    assert "Composite captures at close: 2 page captures with embeds settled: 2 (100 %)" in crawl.log
+    # pywb: the page at each capture, and the figure as the page embeds it then
+    queries = [(stamp_of(r), url) for r in pages for url in (page, figure)]
+    answers = replay_in_pywb(tmp_path, warc_dir, queries)
+    assert all(code == 200 for code, _ in answers), answers
+    replayed = [(answers[i][1], answers[i + 1][1]) for i in range(0, len(answers), 2)]
+    for edition, (page_body, figure_body) in enumerate(replayed, 1):
+        assert f"page edition {edition}".encode() in page_body, replayed
+        assert figure_body.endswith(f"figure edition {edition}".encode()), replayed
 
 
 def killed_runs(settings: dict[str, object], start: str, times: int = 3) -> Iterator[int]:

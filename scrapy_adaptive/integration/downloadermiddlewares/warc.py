@@ -89,6 +89,20 @@ def exchange_of(
         body=b"" if headers_only else response.body,
         headers_only=headers_only,
         fetched=fetched,
+        pages=pages_of(request),
+    )
+
+
+def pages_of(request: Request) -> tuple[tuple[str, float], ...]:
+    """The page captures an embed's fetch came for (``meta["_adaptive_page"]``
+    as :mod:`~scrapy_adaptive.integration.composites` sets it at the download)."""
+    pages = request.meta.get(meta.PAGE)
+    if not isinstance(pages, tuple):
+        return ()
+    return tuple(
+        (page, captured)
+        for page, captured in (p for p in pages if isinstance(p, tuple) and len(p) == 2)
+        if isinstance(page, str) and isinstance(captured, float)
     )
 
 
@@ -188,7 +202,10 @@ class WarcMiddleware:
         if self.writer is not None:
             keep = self.config is not None and self.config.warc_keep_credentials
             try:
-                self.writer.archive(exchange_of(request, response, self.clock(), keep_credentials=keep))
+                # the time the response came (the page capture time its embeds' via records name)
+                fetched = request.meta.get(meta.DOWNLOADED)
+                fetched = fetched if isinstance(fetched, float) else self.clock()
+                self.writer.archive(exchange_of(request, response, fetched, keep_credentials=keep))
             except SinkError as exc:  # said once (SINK_FAILED); the crawl stops
                 raise NotArchived(f"{response.url} was not archived ({exc}); due again at the next start") from None
             # the crawl log's annotation (reset: a redirect hop's request shares its meta)

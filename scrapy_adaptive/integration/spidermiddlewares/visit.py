@@ -39,7 +39,10 @@ with their embed-hop count (``ADAPTIVE_EMBED_HOPS``) and, with
 that those that may have changed too are due at once, and the page and its
 resources are captured together (thesis ch. 8); the frontier decides which
 (:meth:`~..frontier.Frontier.add`): a stylesheet every page shares and that
-never changes is not fetched again at each change of each page.
+never changes is not fetched again at each change of each page.  An embed of
+a page captured anew (first or changed) carries the page's URL and capture
+time (``_adaptive_page``, set in :meth:`VisitMiddleware._child`), for
+:mod:`..composites` to follow how far apart the two are captured.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ from ...config.table import DEFAULTS
 from ...model import SIGNAL_UNREADABLE, ChangeState, Visit, delivers_content
 from ...runtime.delivery import Ticket, ticket_of
 from ...runtime.wiring import FRONTIER_OPENED, crawl_config
+from ..composites import CompositeCaptures
 from ..downloadermiddlewares.errors import describe, settle_component_error
 from .reading import answer_of, is_embed, skip_unchanged
 from .sitemaps import read_signal
@@ -122,6 +126,8 @@ class VisitMiddleware:
             # items mode: say which fields changed (change events are on)
             field_diffs=field_diffs,
         )
+        #: follows page captures with their embeds (with embeds on; set by from_crawler)
+        self.composites: CompositeCaptures | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> VisitMiddleware:
@@ -153,6 +159,9 @@ class VisitMiddleware:
                 text_diff=config.text_diff if config.events_on else 0,
             )
         crawler.signals.connect(mw.frontier_opened, FRONTIER_OPENED)
+        if config is not None and (config.embed_hops > 0 or config.revisit_embeds_on_change):
+            # how far apart pages and their embeds are captured (kept here: signals hold handlers weakly)
+            mw.composites = CompositeCaptures.connect(crawler)
         return mw
 
     def frontier_opened(self, services: FrontierServices) -> None:
@@ -368,11 +377,18 @@ class VisitMiddleware:
                 obj.meta[meta.EMBED_HOPS] = (parent_meta.get(meta.EMBED_HOPS) or 0) + 1
             else:
                 obj.meta.pop(meta.EMBED_HOPS, None)
+        page = response.request.meta if response.request is not None else {}
         if self.revisit_embeds:
-            page = response.request.meta if response.request is not None else {}
             if embed and meta.PAGE_CHANGED in page:
                 # due now if it may have changed too (Frontier.add decides)
                 obj.meta[meta.PAGE_CHANGED] = page[meta.PAGE_CHANGED]
             else:  # a copied parent meta must not make another request an embed of a change
                 obj.meta.pop(meta.PAGE_CHANGED, None)
+        captured = page.get(meta.DOWNLOADED)
+        if embed and page.get(meta.CHANGE) == ChangeState.CHANGED.value and isinstance(captured, float):
+            # an embed of a page captured anew: the composite capture it belongs to
+            # (followed by integration.composites; the WARC's via records)
+            obj.meta[meta.PAGE] = (response.url, captured)
+        else:
+            obj.meta.pop(meta.PAGE, None)
         return obj

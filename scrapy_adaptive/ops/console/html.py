@@ -17,6 +17,7 @@ from ...config.spec import counted
 from ...humanize import human, human_bytes, when
 from .changes_command import what_changed
 from .hinttrack import PRECISION_MEANS, html_rows
+from ..composites import figures_words
 from .payloads import TITLE, payload_rows
 
 #: widest bar of an hourly series (SVG units)
@@ -151,6 +152,7 @@ def render(report: dict[str, Any], *, title: str = "Frontier report") -> str:
         *_changes_section(report.get("changes")),
         *_hint_section(report.get("hints")),
         *_payload_section(report.get("shared_payloads")),
+        *_composite_section(report.get("composites")),
         *_schedule_section(report.get("schedules")),
     ]
     return (
@@ -312,6 +314,14 @@ def _payload_section(section: dict[str, Any] | None) -> list[str]:
     if "unavailable" in section:
         return [title, f'<p class="muted">Unavailable: {_esc(section["unavailable"])}.</p>']
     return [title, _table(["URLs", "payload digest", "examples"], payload_rows(section))]
+
+
+def _composite_section(figures: dict[str, Any] | None) -> list[str]:
+    """Page captures with their embeds (a running crawl with composite captures only)."""
+    if figures is None:
+        return []
+    words = figures_words(figures) or f"none settled yet; {figures.get('pending', 0)} pending"
+    return ["<h2>Pages captured with their embeds</h2>", f"<p>{_esc(words)}.</p>"]
 
 
 def _host_rows(hosts: list[dict[str, Any]]) -> list[list[Any]]:

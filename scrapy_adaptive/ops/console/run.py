@@ -46,6 +46,7 @@ from ...store.statedir import (
     shared_store,
 )
 from ...warc.digests import shared_payloads_in
+from ..composites import figures_words
 from ..pace import Pace
 from ..progress import BUDGET, Progress
 from ..progress import META_KEY as PROGRESS_KEY
@@ -447,6 +448,9 @@ def report_lines(report: dict[str, Any]) -> list[str]:
         lines += ["", *report_words(report["hints"])]
     if report.get("schedules"):
         lines += ["", *schedule_lines({"schedules": report["schedules"]})]
+    if (composites := report.get("composites")) is not None:  # a running crawl with composite captures
+        words = figures_words(composites) or f"none settled yet; {composites.get('pending', 0)} pending"
+        lines += ["", f"pages captured with their embeds: {words}"]
     return lines + payload_lines(report.get("shared_payloads"))
 
 

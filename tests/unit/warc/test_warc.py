@@ -277,3 +277,56 @@ def test_a_folder_that_cannot_be_written_fails_once_and_confirms_nothing(writer:
     with pytest.raises(SinkError):
         writer.archive(exchange(b"<p>three</p>"))
     assert not writer.make_durable() and len(told) == 1  # said once
+
+
+def test_an_embed_fetched_for_a_pages_capture_gets_a_via_metadata_record(writer: WarcWriter, tmp_path: Path) -> None:
+    """Each page capture the embed's fetch came for: one ``metadata`` record
+    (``application/warc-fields``) concurrent to the embed's response or
+    revisit, naming the page (``via``), the page's WARC-Date and the gap."""
+    page = "http://127.0.0.1:8000/news.html"
+    image = exchange(b"PNG one", at=1.8e9 + 1.25)
+    image.url = "http://127.0.0.1:8000/fig.png"
+    image.pages = ((page, 1.8e9),)
+    assert writer.archive(image) == "response"
+    again = exchange(b"PNG one", at=1.8e9 + 70.5)  # the page's next capture: the image unchanged
+    again.url = image.url
+    again.pages = ((page, 1.8e9 + 70.0), ("http://127.0.0.1:8000/other.html", 1.8e9 + 69.0))
+    assert writer.archive(again) == "revisit"
+    assert writer.archive(exchange(b"<p>no page</p>")) == "response"  # not an embed: no metadata
+    writer.close()
+    records = read_records(tmp_path / "warc")
+    assert [r[1] for r in records] == [
+        "warcinfo", "response", "request", "metadata", "revisit", "request", "metadata", "metadata", "response",
+        "request",
+    ]
+    by_id = {r[2].get_header("WARC-Record-ID"): r for r in records}
+    metadata = [r for r in records if r[1] == "metadata"]
+    for record in metadata:
+        headers = record[2]
+        concurrent = by_id[headers.get_header("WARC-Concurrent-To")]
+        assert concurrent[1] in ("response", "revisit")
+        assert headers.get_header("WARC-Target-URI") == concurrent[2].get_header("WARC-Target-URI") == image.url
+        assert headers.get_header("WARC-Date") == concurrent[2].get_header("WARC-Date")
+        assert headers.get_header("Content-Type") == "application/warc-fields"
+    assert metadata[0][3] == (
+        b"via: http://127.0.0.1:8000/news.html\r\n"
+        b"page-capture: 2027-01-15T08:00:00.000000Z\r\n"
+        b"seconds-after-page: 1.250\r\n"
+    )
+    assert b"page-capture: 2027-01-15T08:01:10.000000Z\r\nseconds-after-page: 0.500" in metadata[1][3]
+    assert b"via: http://127.0.0.1:8000/other.html\r\n" in metadata[2][3]
+    assert b"seconds-after-page: 1.500" in metadata[2][3]
+    assert writer.counts["metadata"] == 3
+    warcio_check(tmp_path / "warc")
+
+
+def test_the_middleware_takes_the_download_time_and_the_pages_from_the_fetchs_meta() -> None:
+    from scrapy_adaptive import meta
+    from scrapy_adaptive.integration.downloadermiddlewares.warc import pages_of
+
+    request = Request("http://127.0.0.1:8000/fig.png", meta={meta.PAGE: (("http://127.0.0.1:8000/p", 5.0),)})
+    response = HtmlResponse(request.url, body=b"x", request=request)
+    assert exchange_of(request, response, 7.0).pages == (("http://127.0.0.1:8000/p", 5.0),)
+    # as yielded (one pair, before any download): not a fetch's pages
+    assert pages_of(Request(request.url, meta={meta.PAGE: ("http://127.0.0.1:8000/p", 5.0)})) == ()
+    assert pages_of(Request(request.url)) == ()
