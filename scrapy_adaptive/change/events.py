@@ -2,7 +2,7 @@
 
 A data team keeping a copy of a site needs to hear more than "changed": a
 product page that starts answering 404 must be marked deleted, one that
-comes back restored, one that moved followed.  :func:`judge` reads the
+comes back restored, one that moved followed.  :func:`transition` reads the
 URL's record as issued and the visit's verdict and says which event, if
 any, the visit makes:
 
@@ -91,7 +91,7 @@ def removal_redirect(url: str | None, target: str | None) -> bool:
     return page.path.startswith(folder) and page.path.rstrip("/") != path.rstrip("/")
 
 
-def judge(record: Mapping[str, Any], visit: Visit, confirmations: int) -> Transition:
+def transition(record: Mapping[str, Any], visit: Visit, confirmations: int) -> Transition:
     """The event *visit* makes for the URL whose record (as issued) is *record*."""
     seen, row, said = presence_of(record)
     status = visit.status

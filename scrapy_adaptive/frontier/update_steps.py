@@ -3,7 +3,7 @@
 Each step is a plain function of the record, the verdict (and a visit's
 plan) and the numbers it needs, so the update reads as the list of its
 steps and each step is tested alone: :func:`measure` the fetch,
-:func:`judge` the outcome and :func:`set_outcome_time` (a retry's or a
+:func:`outcome_of` the outcome and :func:`set_outcome_time` (a retry's or a
 failure's next time), :func:`count_visit` in the record, its queue and the
 totals, and :func:`fold_visit` what the visit saw and its plan into the
 record (the next time from the plan's wait); :func:`change_event` is the
@@ -40,7 +40,7 @@ def measure(visit: Visit, out: Lease | None, now: float) -> float | None:
     return max(0.0, now - out.fetch_started) if out.fetch_started is not None else None
 
 
-def judge(record: UrlRecord, visit: Visit, max_retries: int) -> Outcome:
+def outcome_of(record: UrlRecord, visit: Visit, max_retries: int) -> Outcome:
     """The visit's outcome, a retry past *max_retries* made a failure (the
     record's reason says so; the verdict itself is left as it came)."""
     outcome = visit.outcome

@@ -30,7 +30,7 @@ from .leases import Leases
 from .pending import Mark, PendingVersions, pending_mark
 from .queues import QueueBook
 from .sharing import Sharing
-from .update_steps import change_event, count_visit, fold_visit, judge, measure, set_outcome_time, undo_update
+from .update_steps import change_event, count_visit, fold_visit, measure, outcome_of, set_outcome_time, undo_update
 
 
 class VerdictWriter:
@@ -94,7 +94,7 @@ class VerdictWriter:
         slot_free_at = now + book.rest_after(q, duration or 0.0)
         undo = undo_update(book, self.leases, q, fp, out, record)
         q.urgency_waits.pop(fp, None)  # the verdict plans a new wait
-        outcome = judge(record, visit, self.politeness.max_retries)
+        outcome = outcome_of(record, visit, self.politeness.max_retries)
         set_outcome_time(record, outcome, out, now, self.politeness.retry_delay)
         previous = (record.fetched, record.digest)
         before = self.pending.presence_before(fp, record)

@@ -155,7 +155,7 @@ class Verdicts:
         # the URL's presence is kept whether events are on or not, so that
         # turning them on later knows which pages had content
         # (a verdict on a URL not out, after a restart, keeps the record's)
-        transition = None if issued is None else change_events.judge(issued.view(), completed, self.gone_confirmations)
+        transition = None if issued is None else change_events.transition(issued.view(), completed, self.gone_confirmations)
         presence = None if transition is None else transition.presence
         event = transition.kind if transition is not None and self.events else None
         try:

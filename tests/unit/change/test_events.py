@@ -13,9 +13,9 @@ from scrapy_adaptive.change.events import (
     GONE,
     MOVED,
     NEW,
-    judge,
     read_event,
     removal_redirect,
+    transition,
 )
 from scrapy_adaptive.model import SOFT_404, ChangeState, Outcome, Visit
 from tests.hypo import examples
@@ -55,9 +55,9 @@ def life(kinds: list[str], confirmations: int = 2) -> list[str | None]:
     record: dict[str, Any] = {}
     events = []
     for kind in kinds:
-        transition = judge(record, answer(kind), confirmations)
-        record = {"presence": transition.presence}
-        events.append(transition.kind)
+        moved = transition(record, answer(kind), confirmations)
+        record = {"presence": moved.presence}
+        events.append(moved.kind)
     return events
 
 
@@ -111,8 +111,8 @@ def test_a_url_that_never_had_content_is_never_gone_or_moved() -> None:
 
 def test_a_record_from_before_presence_was_kept_had_content_if_its_last_answer_did() -> None:
     old = {"status": 200, "digest": "exact:sha1:1"}
-    assert judge(old, answer("404"), 1).kind == GONE
-    assert judge({"status": 404, "digest": "exact:sha1:1"}, answer("404"), 1).kind is None
+    assert transition(old, answer("404"), 1).kind == GONE
+    assert transition({"status": 404, "digest": "exact:sha1:1"}, answer("404"), 1).kind is None
 
 
 KINDS = [

@@ -16,8 +16,8 @@ from scrapy_adaptive.frontier.update_steps import (
     change_event,
     count_visit,
     fold_visit,
-    judge,
     measure,
+    outcome_of,
     set_outcome_time,
 )
 from scrapy_adaptive.model import ChangeState, Outcome, Plan, UrlRecord, Visit
@@ -57,32 +57,32 @@ def test_measure_without_a_lease_or_signal_leaves_no_duration() -> None:
     assert measure(visit, lease(), NOW) is None
 
 
-# -- judge -------------------------------------------------------------------------
+# -- outcome_of ------------------------------------------------------------------------
 
 
 def test_a_retry_within_the_limit_stays_a_retry() -> None:
     r = record(failures=1, directive=3)
     visit = Visit(Outcome.RETRY, reason="timeout")
-    assert judge(r, visit, max_retries=2) is Outcome.RETRY
+    assert outcome_of(r, visit, max_retries=2) is Outcome.RETRY
     assert (r.outcome, r.reason, r.directive) == ("retry", "timeout", 0)
 
 
 def test_a_retry_past_the_limit_is_a_failure_that_says_why() -> None:
     r = record(failures=2)
     visit = Visit(Outcome.RETRY, reason="timeout")
-    assert judge(r, visit, max_retries=2) is Outcome.FAILED
+    assert outcome_of(r, visit, max_retries=2) is Outcome.FAILED
     assert r.outcome == "failed"
     assert r.reason == "timeout (gave up after 2 retries)"
     visit = Visit(Outcome.RETRY)
     r = record(failures=1)
-    assert judge(r, visit, max_retries=1) is Outcome.FAILED
+    assert outcome_of(r, visit, max_retries=1) is Outcome.FAILED
     assert r.reason == "error (gave up after 1 retry)" and visit.reason is None  # the verdict is left as it came
 
 
 def test_other_outcomes_are_kept_and_the_preference_ends() -> None:
     for outcome in (Outcome.VISITED, Outcome.FAILED, Outcome.DISREGARDED):
         r = record(failures=9, directive=1)
-        assert judge(r, Visit(outcome), max_retries=0) is outcome
+        assert outcome_of(r, Visit(outcome), max_retries=0) is outcome
         assert r.outcome == outcome.value and r.directive == 0
 
 
