@@ -147,7 +147,8 @@ def simulate(
         snap = dict(rec)
         snap["history"] = [list(h) for h in rec["history"]]
         snap["policy"] = dict(rec["policy"])
-        wait = policy.next_wait(snap, visit)
+        plan = policy.plan(snap, visit)
+        wait = plan.wait
         if not (wait >= 0 and math.isfinite(wait)):
             raise ValueError(f"invalid wait {wait!r}")
         rec["visits"] += 1
@@ -156,8 +157,8 @@ def simulate(
         rec["wait"] = wait
         rec["history"].append([now, change.value, 200])
         del rec["history"][:-16]
-        if visit.policy_state is not None:
-            rec["policy"] = visit.policy_state
+        if plan.memory is not None:
+            rec["policy"] = plan.memory
         records[i] = rec
         due[i] = now + max(wait, 1.0)
         heapq.heappush(heap, (due[i], seq, i))

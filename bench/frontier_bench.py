@@ -281,6 +281,7 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
     from scrapy.utils.request import RequestFingerprinter
 
     from scrapy_adaptive.frontier import ChangeState, Frontier, Outcome, Visit
+    from scrapy_adaptive.model import Plan
 
     res: dict[str, Any] = {"rss_start_mb": rss_mb()}
     t0 = time.perf_counter()
@@ -351,6 +352,7 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
 
     nxt, ended, update = frontier.next, frontier.downloads.fetch_ended, frontier.update
     visited, unchanged = Outcome.VISITED, ChangeState.UNCHANGED
+    plan = Plan(86400.0)
     extra: dict[str, Any] = {"presence": [1, 0, 0]} if takes_presence else {}
     state = {"empty": 0, "cut": False}  # next() calls that found nothing; stopped by the deadline
 
@@ -365,8 +367,8 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
                 clock.now += 0.001
                 continue
             ended(issued.fp, 0.1)
-            visit = Visit(visited, wait=86400.0, status=200, change=unchanged, size=1000, digest=digest)
-            update(issued.fp, visit, **extra)
+            visit = Visit(visited, status=200, change=unchanged, size=1000, digest=digest)
+            update(issued.fp, visit, plan, **extra)
             clock.now += 0.001
             done += 1
             if not done & _CHECK_MASK and perf() > deadline:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scrapy_adaptive.model import Visit
+from scrapy_adaptive.model import Plan, Visit
 from scrapy_adaptive.policies.base import WaitPolicy
 from scrapy_adaptive.policies.budget_pace import BudgetPace
 from scrapy_adaptive.policies.history import clamp, is_first_visit, policy_memory, visit_time
@@ -34,12 +34,11 @@ class PacedRule(WaitPolicy):
         self.minimum = minimum
         self.maximum = maximum
 
-    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
+    def plan(self, history: Mapping[str, Any], visit: Visit) -> Plan:
         memory = policy_memory(history)
         stored = memory.get(WAIT)
         old = None if stored is None else float(stored)
         u = self.rule.next_wait({**history, "wait": old, "policy": {}}, visit)
         self.pace.observe(old, u, visit_time(history, visit), revisit=not is_first_visit(history))
         memory[WAIT] = u
-        visit.policy_state = memory
-        return clamp(self.pace.scale() * u, self.minimum, self.maximum)
+        return Plan(clamp(self.pace.scale() * u, self.minimum, self.maximum), memory)

@@ -38,6 +38,7 @@ from typing import Any
 from scrapy_adaptive.change.noise import NOISE_LEARNED
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit
 from scrapy_adaptive.frontier.hints import CONFIRMED, REFUTED, Hint
+from scrapy_adaptive.model import Plan
 from scrapy_adaptive.policies.base import WaitPolicy
 
 from .metrics import Metrics, RunResult
@@ -203,17 +204,16 @@ def simulate(
             last_modified = formatdate(modified, usegmt=True)
         metrics.fetch(page, now, size)
         frontier.downloads.fetch_ended(issued.fp, page.duration)
+        # a learned noise page is marked as the visit middleware marks it
+        learned = (NOISE_LEARNED,) if learning and page.kind == "noise" and probed else ()
         visit = Visit(Outcome.VISITED, status=status, change=change, content_type="text/html", size=page.size,
                       last_modified=last_modified, duration=page.duration, url=page.url, queue=page.host, depth=0,
-                      overdue=issued.overdue, fetched=now)  # fmt: skip
-        if learning and page.kind == "noise" and probed:
-            visit.annotations.append(NOISE_LEARNED)  # as the visit middleware marks it
-        visit.wait = policy.next_wait(issued.record.snapshot(), visit)
-        if probe:
-            visit.probe = 0.0
-        if not (visit.wait >= 0 and math.isfinite(visit.wait)):
-            raise ValueError(f"{type(policy).__name__} returned an invalid wait {visit.wait!r} for {page.url}")
-        record = frontier.update(issued.fp, visit)
+                      overdue=issued.overdue, fetched=now, annotations=learned,
+                      probe=0.0 if probe else None)  # fmt: skip
+        plan: Plan = policy.plan(issued.record.snapshot(), visit)
+        if not (plan.wait >= 0 and math.isfinite(plan.wait)):
+            raise ValueError(f"{type(policy).__name__} returned an invalid wait {plan.wait!r} for {page.url}")
+        record = frontier.update(issued.fp, visit, plan)
         for word in (CONFIRMED, REFUTED):  # what the frontier concluded of the hint
             if record is not None and word in record.notes:
                 hint_counts[word] = hint_counts.get(word, 0) + 1

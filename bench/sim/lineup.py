@@ -21,7 +21,7 @@ from typing import Any
 from bench.peers.nutch import NutchWaitPolicy
 from bench.peers.paced import PacedRule
 from bench.peers.stormcrawler import StormCrawlerWaitPolicy
-from scrapy_adaptive.model import Visit
+from scrapy_adaptive.model import Plan, Visit
 from scrapy_adaptive.policies.allocator import RateAllocator
 from scrapy_adaptive.policies.base import WaitParams, WaitPolicy
 from scrapy_adaptive.policies.budget_pace import BudgetPace
@@ -64,21 +64,27 @@ class OracleRatePolicy(WaitPolicy):
         self.rates = rates
         self.allocator = allocator
 
-    def _register(self, history: Mapping[str, Any], visit: Visit) -> tuple[float, str, float | None]:
+    def _register(
+        self, history: Mapping[str, Any], visit: Visit
+    ) -> tuple[float, str, float | None, dict[str, Any] | None]:
+        """The page's true rate, its queue, the visit's time, and the memory
+        to keep (the allocation registered on a first visit; None: the
+        record's stands)."""
         rate = self.rates.get(visit.url or "", 0.0)
         host = visit_queue(visit)
         memory = policy_memory(history)
+        kept = None
         if not memory.get(ALLOCATION):
             self.allocator.register(memory, host, rate)
-            visit.policy_state = memory
+            kept = memory
         now = visit_time(history, visit)
         if not is_first_visit(history):
             self.allocator.note_fetch(now)
-        return rate, host, now
+        return rate, host, now, kept
 
-    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
-        rate, host, _ = self._register(history, visit)
-        return self.allocator.wait(host, rate)
+    def plan(self, history: Mapping[str, Any], visit: Visit) -> Plan:
+        rate, host, _, memory = self._register(history, visit)
+        return Plan(self.allocator.wait(host, rate), memory)
 
 
 class OracleHazardPolicy(OracleRatePolicy):
@@ -93,16 +99,16 @@ class OracleHazardPolicy(OracleRatePolicy):
         super().__init__({p.url: p.rate for p in world.pages}, allocator)
         self.pages = {p.url: p for p in world.pages}
 
-    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
-        rate, host, now = self._register(history, visit)
+    def plan(self, history: Mapping[str, Any], visit: Visit) -> Plan:
+        rate, host, now, memory = self._register(history, visit)
         page = self.pages.get(visit.url or "")
         if page is None or now is None or page.scale <= 0:
-            return self.allocator.wait(host, rate)
+            return Plan(self.allocator.wait(host, rate), memory)
         threshold = self.allocator.ratio_for(host)
         target = page.profile.cumulative(now) + threshold / page.scale
         wait = page.profile.inverse(target) - now
         a = self.allocator
-        return clamp(wait, a.min_wait, a.max_wait) if math.isfinite(wait) else a.max_wait
+        return Plan(clamp(wait, a.min_wait, a.max_wait) if math.isfinite(wait) else a.max_wait, memory)
 
 
 # -- the line-up -----------------------------------------------------------------------------------------

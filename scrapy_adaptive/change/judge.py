@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..dates import parse_http_date, parse_time
@@ -65,14 +66,14 @@ def items_verdict_before(record: Mapping[str, Any], answer: Answer) -> str:
     return ChangeState.UNKNOWN.value
 
 
-def judge_items(record: Mapping[str, Any], visit: Visit, digest: str, body: bytes) -> None:
-    """The change of a page judged by its items (*digest*: their digest;
-    *body*: the page's bytes, for the payload digest).  A body byte for
-    byte the last one did not change, whatever its items digest to now."""
-    visit.digest = digest
-    visit.payload_digest = payload_digest(body)
-    same = same_payload(record, visit)
-    visit.change = ChangeState.UNCHANGED if same else compare(record.get("digest"), visit.digest)
+def judge_items(record: Mapping[str, Any], visit: Visit, digest: str, body: bytes) -> Visit:
+    """*visit* judged by the page's items (*digest*: their digest; *body*:
+    the page's bytes, for the payload digest), as a new verdict.  A body
+    byte for byte the last one did not change, whatever its items digest to
+    now."""
+    digested = replace(visit, digest=digest, payload_digest=payload_digest(body))
+    same = same_payload(record, digested)
+    return replace(digested, change=ChangeState.UNCHANGED if same else compare(record.get("digest"), digest))
 
 
 def base_visit(answer: Answer, now: float | None = None) -> Visit:
@@ -100,7 +101,7 @@ def base_visit(answer: Answer, now: float | None = None) -> Visit:
         last_modified=answer.last_modified,
         url=answer.url,
         depth=answer.depth,
-        annotations=([answer.note] if answer.note is not None else []) + problems,
+        annotations=(*((answer.note,) if answer.note is not None else ()), *problems),
         validation=validation,
         prediction=fetch.prediction if fetch is not None and validation is not None else None,
         freshness=fresh.lifetime,
@@ -124,11 +125,11 @@ def downloader_verdict(answer: Answer) -> Visit:
     stopped after its headers): its change stands, no body was digested,
     and the record keeps its last digest and size."""
     visit = base_visit(answer)
-    if answer.fetch is not None and answer.fetch.change is not None:
-        visit.change = answer.fetch.change
-        visit.annotations += [a for a in (answer.fetch.annotation,) if a]
-    visit.size = None
-    return visit
+    fetch = answer.fetch
+    if fetch is None or fetch.change is None:
+        return replace(visit, size=None)
+    annotations = (*visit.annotations, fetch.annotation) if fetch.annotation else visit.annotations
+    return replace(visit, change=fetch.change, annotations=annotations, size=None)
 
 
 #: answers that say the server could not serve the page now, nothing about
@@ -153,20 +154,16 @@ def evaluate(answer: Answer, record: Mapping[str, Any], digester: Digester | Non
     record keeps its last capture."""
     visit = base_visit(answer)
     if transient(answer.status):
-        visit.size = visit.content_type = visit.etag = visit.last_modified = None
-        return visit  # change unknown, no digest
+        # change unknown, no digest
+        return replace(visit, size=None, content_type=None, etag=None, last_modified=None)
     digest = (digester or Digester()).digest(answer)
     if digest is not None:
-        visit.digest = digest
-        visit.payload_digest = payload_digest(answer.body, exact_digest=digest)
+        visit = replace(visit, digest=digest, payload_digest=payload_digest(answer.body, exact_digest=digest))
     if not delivers_content(answer.status):
-        judge_other_answer(answer, record, visit)
-        return visit
+        return judge_other_answer(answer, record, visit)
     if same_payload(record, visit) or same_empty_answer(record, visit):
-        visit.change = ChangeState.UNCHANGED
-    else:
-        visit.change = compare(record.get("digest"), digest)
-    return visit
+        return replace(visit, change=ChangeState.UNCHANGED)
+    return replace(visit, change=compare(record.get("digest"), digest))
 
 
 def same_empty_answer(record: Mapping[str, Any], visit: Visit) -> bool:
@@ -189,9 +186,10 @@ def same_redirect(record: Mapping[str, Any], status: int | None, reason: str | N
     return bool(record.get("visits")) and record.get("status") == status and record.get("reason") == reason
 
 
-def judge_other_answer(answer: Answer, record: Mapping[str, Any], visit: Visit) -> None:
-    """The change of an answer that is not the page's content (a 3xx that
-    reached the spider, a 4xx): never a version, whatever its body.
+def judge_other_answer(answer: Answer, record: Mapping[str, Any], visit: Visit) -> Visit:
+    """*visit* judged as an answer that is not the page's content (a 3xx
+    that reached the spider, a 4xx), as a new verdict: never a version,
+    whatever its body.
 
     The same answer as last time (the same status, for a redirect the same
     target) found no change, so the wait policy backs off a gone or moved
@@ -201,10 +199,9 @@ def judge_other_answer(answer: Answer, record: Mapping[str, Any], visit: Visit) 
     ``moved``, ``back``).  A redirect's target is its ``Location``, as the
     scheduler reads a followed one."""
     if 300 <= answer.status < 400 and answer.location:
-        visit.location = answer.location
-        visit.reason = f"redirect to {visit.location}"
+        visit = replace(visit, location=answer.location, reason=f"redirect to {answer.location}")
     same = same_redirect(record, visit.status, visit.reason)
-    visit.change = ChangeState.UNCHANGED if same else ChangeState.UNKNOWN
+    return replace(visit, change=ChangeState.UNCHANGED if same else ChangeState.UNKNOWN)
 
 
 #: a Last-Modified this close to the fetch (or later) is a generation time,

@@ -35,9 +35,9 @@ shows it moving again proves it.
 The state is the record's ``noise`` (JSON, stored as is).  :func:`learn_noise`
 is one visit's step: it reads what the learner needs off the answer (its
 fields, its server time, its validators as two more fields), calls
-:func:`step`, and folds its answer into the visit being judged: the change
-state, the digest to store, a probe due at once, one annotation per thing
-that happened.  Pure: no Scrapy imports.
+:func:`step`, and folds its answer into a new verdict from the one being
+judged: the change state, the digest to store, a probe due at once, one
+annotation per thing that happened.  Pure: no Scrapy imports.
 """
 
 from __future__ import annotations
@@ -609,20 +609,21 @@ def learn_noise(
     window: float,
     now: float,
     visible: bool = False,
-) -> list[str]:
-    """Fold the learner's answer for *answer* into *visit* (*record*: the
-    URL's record as issued; *pool*: masks siblings learned; *window*: the
-    longest a probe may come after the fetch it checks; *visible*: the
-    ``text`` rule, only the visible text is compared).  Returns what
-    happened, one word each (``held``, ``probes``, ``released``,
-    ``learned``, ``confirmed``, ``unlearnable``), for the crawl's stats."""
+) -> tuple[Visit, list[str]]:
+    """*visit* with the learner's answer for *answer* folded in, as a new
+    verdict (*record*: the URL's record as issued; *pool*: masks siblings
+    learned; *window*: the longest a probe may come after the fetch it
+    checks; *visible*: the ``text`` rule, only the visible text is
+    compared), and what happened, one word each (``held``, ``probes``,
+    ``released``, ``learned``, ``confirmed``, ``unlearnable``), for the
+    crawl's stats."""
     if visit.digest is None or not 200 <= answer.status < 300 or answer.text is None:
         # no body, a binary one, or not the page (an error page, a redirect's
         # body): its rule's digest judges it, and the version compared stays
-        return []
+        return visit, []
     state = record.get("noise")
     if not needs_fields(state, same_payload=same_payload(record, visit)):
-        return []
+        return visit, []
     date = parse_http_date(answer.date)
     at = now if date is None else date
     seen = Seen(
@@ -635,14 +636,17 @@ def learn_noise(
         content_dated=usable_last_modified(visit.last_modified, at),
     )
     result = step(state, seen, window=window, pooled=pool.offer(answer.url))
+    changes: dict[str, Any] = {}
     if result.state is not None:
-        visit.noise = result.state
+        changes["noise"] = result.state
         masks = Masks.of(result.state)
         if masks:
             pool.add(answer.url, masks)
     if result.verdict is not None:
-        visit.change = result.verdict
-        visit.digest = result.digest if result.digest is not None else visit.digest
+        changes["change"] = result.verdict
+        if result.digest is not None:
+            changes["digest"] = result.digest
+    annotations = list(visit.annotations)
     happened = []
     for flag, annotation, word in (
         (result.held, HELD_BACK, "held"),
@@ -652,15 +656,15 @@ def learn_noise(
         (result.confirmed, "noiseConfirmed", "confirmed"),
     ):
         if flag:
-            visit.annotations.append(annotation)
+            annotations.append(annotation)
             happened.append(word)
     if result.probed:
-        visit.annotations.append(PROBED)
+        annotations.append(PROBED)
     if result.held:
         # whether its validators told the truth is the probe's to say, once it is settled
-        visit.validation = visit.prediction = None
+        changes["validation"] = changes["prediction"] = None
     if result.probe:
-        visit.probe = 0.0  # due now: the frontier's politeness spaces it
+        changes["probe"] = 0.0  # due now: the frontier's politeness spaces it
     if result.unlearnable:
         happened.append("unlearnable")
         logger.info(
@@ -669,4 +673,4 @@ def learn_noise(
             answer.url,
             f"{noise.MAX_FIELDS:,}",
         )
-    return happened
+    return replace(visit, annotations=tuple(annotations), **changes), happened

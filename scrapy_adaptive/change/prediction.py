@@ -56,7 +56,7 @@ def _text(value: bytes | str | None) -> str | None:
         except UnicodeDecodeError:  # pragma: no cover - latin-1 decodes anything
             return None
     value = value.strip()
-    if not value or len(value) > MAX_HEADER or any(c in value for c in "\r\n\x00"):
+    if not value or len(value) > MAX_HEADER or "\r" in value or "\n" in value or "\x00" in value:
         return None
     return value
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..change.trust import TrustParams
-from ..model import RecordError, UrlRecord, Visit
+from ..model import Plan, RecordError, UrlRecord, Visit
 from ..store.base import Batch, Store
 from ..store.keys import time_to_ms
 from . import urgency
@@ -267,12 +267,22 @@ class Frontier:
         self,
         fp: bytes,
         visit: Visit,
+        plan: Plan | None,
         *,
         deliver: bool = False,
         presence: list[int] | None = None,
         event: str | None = None,
     ) -> UrlRecord | None:
-        """Fold *visit* into the URL's record and move it to its next time.
+        """Fold *visit* (the verdict) and *plan* (the wait policy's decision
+        on it) into the URL's record and move it to its next time.
+
+        The one place the two meet: the judges made the verdict, the policy
+        the plan, neither wrote into the other, and both are recorded here
+        in one write (the plan's wait sets the next time, its memory
+        replaces the record's ``policy``, its ``hint_base`` scores a hint).
+        Only a visit has a plan: a retry, a failure or a disregarded URL
+        passes None, its outcome sets its next time (the retry delay, never);
+        anything else is refused (ValueError).
 
         A URL not out (a verdict after a restart) is found in
         ``visit.queue``, its queue: the store keys records under it.
@@ -292,7 +302,7 @@ class Frontier:
         record, its queue entry, its pending mark, its event and its
         queue's counters.
         """
-        return self.verdict_writer.write(fp, visit, deliver=deliver, presence=presence, event=event)
+        return self.verdict_writer.write(fp, visit, plan, deliver=deliver, presence=presence, event=event)
 
     def forget(self, urls: list[tuple[str, bytes]]) -> list[UrlRecord]:
         """Delete these URLs for good (:func:`.removal.forget`); the records deleted."""

@@ -32,7 +32,7 @@ every ``lastmod`` with the build time) a hinted visit finds a change about
 as often as a visit at any other moment, so counting changes would credit
 the source with the page's own rate.  The policy therefore states, on the
 hinted visit, the probability *q* of a change since the last visit that it
-had without the hint (``visit.hint_base``).  With P(changed | hint) = p +
+had without the hint (the plan's ``hint_base``).  With P(changed | hint) = p +
 (1 − p)·q, the source's own precision is p = (c − Σq)/(n − Σq), and the
 counts kept are ``[confirmed, refuted, Σq]``.
 

@@ -33,7 +33,7 @@ from ..change.trust import (
 )
 from ..change.url_class import url_class
 from ..config.matching import media_type
-from ..model import PARKED, SOFT_404, VALIDATOR_LIE, ChangeState, Outcome, RecordError, UrlRecord, Visit
+from ..model import PARKED, SOFT_404, VALIDATOR_LIE, ChangeState, Outcome, Plan, RecordError, UrlRecord, Visit
 from ..store.base import Batch, Store
 from ..store.keys import time_to_ms
 from . import hints
@@ -374,9 +374,10 @@ class HostFacts:
         self.book.schedule(q)
         return HintResult.ACTED
 
-    def settle_hint(self, q: HostQueue, record: UrlRecord, visit: Visit) -> str | None:
-        """Score an acted-on hint by the visit it caused, per host and source;
-        say whether the visit confirmed or refuted it."""
+    def settle_hint(self, q: HostQueue, record: UrlRecord, visit: Visit, plan: Plan | None) -> str | None:
+        """Score an acted-on hint by the visit it caused, per host and source
+        (credited beyond what the policy expected without it: its *plan*'s
+        ``hint_base``); say whether the visit confirmed or refuted it."""
         if record.hint is None or visit.outcome is Outcome.RETRY:
             return None  # a retry is not the visit yet
         source = str(record.hint.get(hints.PENDING_SOURCE))
@@ -385,7 +386,7 @@ class HostFacts:
             return None
         confirmed = visit.change is ChangeState.CHANGED
         old = hints.counts(q.hint_trust.get(source))
-        new = hints.observe(old, confirmed, visit.hint_base or 0.0)
+        new = hints.observe(old, confirmed, (plan.hint_base if plan is not None else None) or 0.0)
         q.hint_trust[source] = new
         pooled = self._hint_pooled.setdefault(source, [0.0, 0.0, 0.0])
         hints.pool(pooled, old, -1)

@@ -52,6 +52,20 @@ def head_from_window(q: HostQueue, start: Entry) -> tuple[bool, Entry | None]:
     return q.window_to_end, None
 
 
+def window_from(q: HostQueue, start: Entry) -> tuple[list[Entry], bool] | None:
+    """*q*'s window from *start* on: ``(entries, to_end)``, *to_end* True if
+    nothing of the queue follows them; None if the window does not hold
+    *start*'s place (read the store instead).  What weighs a queue's next
+    due URLs (:mod:`.urgency`) reads them here without a seek."""
+    window = q.window
+    if not window:
+        return None
+    key = order(start)
+    if key < order(window[0]) or (not q.window_to_end and key > order(window[-1])):
+        return None
+    return window[bisect_left(window, key, key=order) :], q.window_to_end
+
+
 def keep_window(q: HostQueue, entries: list[Entry], limit: int) -> None:
     """The entries a seek of *q* read (at most *limit*) become its window."""
     q.window = entries

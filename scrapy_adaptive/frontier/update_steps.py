@@ -1,13 +1,14 @@
 """The steps of :meth:`~.frontier.Frontier.update` that work on one record.
 
-Each step is a plain function of the record, the verdict and the numbers
-it needs, so the update reads as the list of its steps and each step is
-tested alone: :func:`measure` the fetch, :func:`judge` the outcome and
-:func:`set_outcome_time` (a retry's or a failure's next time),
-:func:`count_visit` in the record, its queue and the totals, and
-:func:`fold_visit` what the visit saw into the record and plan its next
-time; :func:`change_event` is the outbox row of the visit's change event,
-and :func:`undo_update` what a failed write puts back.
+Each step is a plain function of the record, the verdict (and a visit's
+plan) and the numbers it needs, so the update reads as the list of its
+steps and each step is tested alone: :func:`measure` the fetch,
+:func:`judge` the outcome and :func:`set_outcome_time` (a retry's or a
+failure's next time), :func:`count_visit` in the record, its queue and the
+totals, and :func:`fold_visit` what the visit saw and its plan into the
+record (the next time from the plan's wait); :func:`change_event` is the
+outbox row of the visit's change event, and :func:`undo_update` what a
+failed write puts back.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..change.events import event_row
 from ..config.spec import counted
-from ..model import Outcome, UrlRecord, Visit, answers_with_page
+from ..model import Outcome, Plan, UrlRecord, Visit, answers_with_page
 from ..store.keys import NEVER_MS, PROBE_DIRECTIVE, time_to_ms
 
 if TYPE_CHECKING:
@@ -113,9 +114,10 @@ def change_event(
 
 
 def fold_visit(
-    record: UrlRecord, visit: Visit, now: float, history_size: int, *, duration: float | None = None
+    record: UrlRecord, visit: Visit, plan: Plan, now: float, history_size: int, *, duration: float | None = None
 ) -> None:
-    """What the visit saw, into the record; its next time from the policy's wait.
+    """What the visit saw, into the record; the policy's *plan* beside it:
+    its memory, and the next time from its wait.
 
     A digested body describes the page completely; without one (304, abort,
     no body) only what was seen replaces what is known.  An answer that is
@@ -124,7 +126,7 @@ def fold_visit(
     capture, so the page answering again with that content is no new
     version (:func:`~..model.delivers_content`).  A probe (learning
     a page's noise) must come within seconds, ahead of its queue's overdue
-    URLs, while the record keeps the policy's wait.
+    URLs, while the record keeps the plan's wait.
     """
     record.status = visit.status
     record.fetched = now
@@ -135,13 +137,13 @@ def fold_visit(
             value = getattr(visit, name)
             if value is not None or body_seen:
                 setattr(record, name, value)
-    if visit.policy_state is not None:
-        record.policy = visit.policy_state
+    if plan.memory is not None:
+        record.policy = plan.memory
     if visit.noise is not None:
         record.noise = visit.noise or None
     if visit.fields is not None:
         record.fields = visit.fields
-    wait = visit.wait if visit.wait is not None else 0.0
+    wait = plan.wait
     record.wait = wait
     if visit.probe is None:
         record.next_ms = time_to_ms(now + wait)

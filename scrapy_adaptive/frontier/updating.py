@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from ..change import text_diff as texts
 from ..change.events import BACK, CHANGED, said_gone
-from ..model import ChangeState, Outcome, UrlRecord, Visit
+from ..model import ChangeState, Outcome, Plan, UrlRecord, Visit
 from ..store.base import Batch
 from ..store.keys import event_key, time_to_ms
 from .hostfacts import HostFacts
@@ -66,12 +66,18 @@ class VerdictWriter:
         self,
         fp: bytes,
         visit: Visit,
+        plan: Plan | None,
         *,
         deliver: bool,
         presence: list[int] | None,
         event: str | None,
     ) -> UrlRecord | None:
-        """Record *visit* on URL *fp* (see :meth:`.Frontier.update`)."""
+        """Record *visit* and its *plan* on URL *fp* (see :meth:`.Frontier.update`)."""
+        if (plan is None) == (visit.outcome is Outcome.VISITED):
+            raise ValueError(
+                f"A {visit.outcome.value} verdict "
+                + ("needs its policy's plan." if plan is None else "has no plan: its outcome sets its next time.")
+            )
         now = self.clock()
         out = self.leases.take(fp)
         if out is not None:
@@ -92,8 +98,8 @@ class VerdictWriter:
         set_outcome_time(record, outcome, out, now, self.politeness.retry_delay)
         previous = (record.fetched, record.digest)
         before = self.pending.presence_before(fp, record)
-        mark = self._fold(fp, q, record, visit, outcome, now, duration, deliver=deliver)
-        self._learn(fp, q, record, visit, outcome, presence)
+        mark = self._fold(fp, q, record, visit, plan, now, duration, deliver=deliver)
+        self._learn(fp, q, record, visit, plan, presence)
         batch = Batch(records={(record.queue, fp): record.to_bytes()})
         if mark is not None:
             batch.pending[record.queue, fp] = pending_mark(*mark, self.sharing, presence=before)
@@ -127,23 +133,25 @@ class VerdictWriter:
         q: HostQueue,
         record: UrlRecord,
         visit: Visit,
-        outcome: Outcome,
+        plan: Plan | None,
         now: float,
         duration: float | None,
         *,
         deliver: bool,
     ) -> Mark | None:
-        """Count and fold a visit into *record*; the pending mark it makes, if any.
+        """Count and fold a visit and its *plan* into *record* (a verdict
+        without a plan is no visit: nothing to fold); the pending mark it
+        makes, if any.
 
         A changed visit is a version in the record at once; with *deliver*,
         its queue and the totals count it at its confirmation, and the mark
         keeps what was delivered before it."""
-        if outcome is not Outcome.VISITED:
+        if plan is None:
             return None
         changed = visit.change is ChangeState.CHANGED
         mark = self.pending.staged(fp, record) if changed and deliver else None
         count_visit(q, self.book.totals, record, changed=changed, delivered_later=deliver)
-        fold_visit(record, visit, now, self.history_size, duration=duration)
+        fold_visit(record, visit, plan, now, self.history_size, duration=duration)
         return mark
 
     def _text(
@@ -177,13 +185,14 @@ class VerdictWriter:
         return None if old is None else texts.diff(old, visit.text, self.text_diff)
 
     def _learn(
-        self, fp: bytes, q: HostQueue, record: UrlRecord, visit: Visit, outcome: Outcome, presence: list[int] | None
+        self, fp: bytes, q: HostQueue, record: UrlRecord, visit: Visit, plan: Plan | None, presence: list[int] | None
     ) -> None:
-        """What the host facts conclude (the record's notes), and the URL's presence."""
+        """What the host facts conclude (the record's notes) of a verdict and
+        its *plan* (a visit's only), and the URL's presence."""
         notes = []
-        if outcome is Outcome.VISITED and (lie := self.hosts.observe_validation(q, visit, record)):
+        if plan is not None and (lie := self.hosts.observe_validation(q, visit, record)):
             notes.append(lie)
-        if settled := self.hosts.settle_hint(q, record, visit):
+        if settled := self.hosts.settle_hint(q, record, visit, plan):
             notes.append(settled)
         record.notes = notes
         if presence is not None:

@@ -35,11 +35,12 @@ policy, only the wait the policy chose, so it holds for every wait policy.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from ..model import RecordError, UrlRecord
 from ..store.base import Store
 from .hostqueue import Entry, HostQueue
+from .readahead import window_from
 
 #: how many of a queue's due URLs are weighed against each other
 WINDOW = 8
@@ -99,6 +100,31 @@ def _ranking_wait(store: Store, q: HostQueue, fp: bytes) -> tuple[bool, float | 
     return True, wait
 
 
+def _weigh(
+    store: Store,
+    q: HostQueue,
+    candidates: Iterable[Entry],
+    directive: int,
+    now_ms: int,
+    entries: list[Entry],
+    waits: list[float | None],
+) -> bool:
+    """Add to *entries* and *waits* the due URLs of *candidates* (the queue's
+    entries from its head on) up to :data:`WINDOW`; True if the weighing
+    ended before the candidates did (a URL not due, another band, enough)."""
+    head_fp = entries[0][2]
+    for entry in candidates:
+        if entry[0] != directive or entry[1] > now_ms or len(entries) >= WINDOW:
+            return True
+        if entry[2] in q.out or entry[2] == head_fp:
+            continue
+        readable, wait = _ranking_wait(store, q, entry[2])
+        if readable:
+            entries.append(entry)
+            waits.append(wait)
+    return False
+
+
 def most_urgent(store: Store, q: HostQueue, head: UrlRecord, now_ms: int) -> tuple[int, bytes, UrlRecord]:
     """``(next_ms, fp, record)`` of the due URL of *q* to issue: its head
     (whose *head* record the caller read) unless another of its first due
@@ -116,15 +142,13 @@ def most_urgent(store: Store, q: HostQueue, head: UrlRecord, now_ms: int) -> tup
         return head_ms, head_fp, head
     entries: list[Entry] = [q.head]
     waits: list[float | None] = [own]
-    for entry in store.queue_entries(q.name, limit=len(q.out) + WINDOW, start=q.head):
-        if entry[0] != directive or entry[1] > now_ms or len(entries) >= WINDOW:
-            break
-        if entry[2] in q.out or entry[2] == head_fp:
-            continue
-        readable, wait = _ranking_wait(store, q, entry[2])
-        if readable:
-            entries.append(entry)
-            waits.append(wait)
+    # the queue's readahead window holds the next entries when it reaches far
+    # enough (the queue's end, or a URL not due or of another band): no seek
+    held = window_from(q, q.head)
+    weighed = held is not None and _weigh(store, q, held[0], directive, now_ms, entries, waits)
+    if not weighed and not (held is not None and held[1]):
+        del entries[1:], waits[1:]
+        _weigh(store, q, store.queue_entries(q.name, limit=len(q.out) + WINDOW, start=q.head), directive, now_ms, entries, waits)
     chosen = pick(waits, [e[1] for e in entries], now_ms)
     if chosen:
         _, next_ms, fp = entries[chosen]

@@ -37,7 +37,9 @@ class OnceQueue:
 
     def __init__(self, spacing: float = 0.0) -> None:
         self.spacing = spacing
-        self._queue: deque[Request] = deque()
+        #: the requests waiting, oldest first; the scheduler tests it for
+        #: emptiness at every poll (a deque's truth, no call of ours)
+        self.waiting: deque[Request] = deque()
         self._seen: dict[bytes, None] = {}
         self._next_at = -math.inf
 
@@ -49,19 +51,19 @@ class OnceQueue:
         self._seen[fp] = None
         if len(self._seen) > SEEN_MAX:
             del self._seen[next(iter(self._seen))]
-        self._queue.append(request)
+        self.waiting.append(request)
         return True
 
     def take(self, now: float) -> Request | None:
         """The next request, if one waits and the spacing since the last has passed."""
-        if not self._queue or now < self._next_at:
+        if not self.waiting or now < self._next_at:
             return None
         self._next_at = now + self.spacing
-        return self._queue.popleft()
+        return self.waiting.popleft()
 
     def ready_at(self) -> float | None:
         """When the next request may go (None: none waits)."""
-        return self._next_at if self._queue else None
+        return self._next_at if self.waiting else None
 
     def __len__(self) -> int:
-        return len(self._queue)
+        return len(self.waiting)

@@ -136,6 +136,10 @@ class AdaptiveScheduler(BaseScheduler):
         self.delivery = delivery
         #: Scrapy's pickled spider state, unpickled on request to be migrated at open
         self.legacy_state = legacy_state
+        #: merged requests are logged as Scrapy's duplicate filter logs them:
+        #: every one with ``DUPEFILTER_DEBUG``, else the first only (a
+        #: message per link of every page costs more than the merge itself)
+        self._log_merged = "all" if crawler is not None and crawler.settings.getbool("DUPEFILTER_DEBUG") else "first"
         # built by open(): the crawl's state folder and what works on it
         self.spider: Spider | None = None
         self.runtime: Runtime | None = None
@@ -297,7 +301,8 @@ class AdaptiveScheduler(BaseScheduler):
         return None
 
     def has_pending_requests(self) -> bool:
-        return self.frontier is not None and (bool(self.once) or self.frontier.has_pending())
+        runtime = self.runtime
+        return runtime is not None and (bool(self.once.waiting) or runtime.frontier.has_pending())
 
     # -- enqueue ----------------------------------------------------------------
 
@@ -374,8 +379,17 @@ class AdaptiveScheduler(BaseScheduler):
         if result is AddResult.DUPLICATE and not asked:
             # merged into its URL's record, fetched at the URL's own time: to
             # Scrapy a request not scheduled (request_dropped), as its
-            # duplicate filter's would be
-            logger.debug("Merged into the record of its URL, not fetched now: %(request)s", {"request": request})
+            # duplicate filter's would be (and counted as its are)
+            self.stats.inc_value("dupefilter/filtered")
+            if self._log_merged == "all":
+                logger.debug("Merged into the record of its URL, not fetched now: %(request)s", {"request": request})
+            elif self._log_merged == "first":
+                logger.debug(
+                    "Merged into the record of its URL, not fetched now: %(request)s - no more merges will be "
+                    "shown (see DUPEFILTER_DEBUG to show all)",
+                    {"request": request},
+                )
+                self._log_merged = ""
             return False
         return True
 
@@ -442,10 +456,11 @@ class AdaptiveScheduler(BaseScheduler):
     # -- next ---------------------------------------------------------------------
 
     def next_request(self) -> Request | None:
-        frontier = self.frontier
-        if frontier is None or self._stopping:
+        runtime = self.runtime  # read once: the engine polls this several times per fetch
+        if runtime is None or self._stopping:
             return None
-        if self.once:  # not the frontier's: no record, no verdict
+        frontier = runtime.frontier
+        if self.once.waiting:  # not the frontier's: no record, no verdict
             once = self.once.take(time.time())
             if once is not None:
                 return once
@@ -507,7 +522,7 @@ class AdaptiveScheduler(BaseScheduler):
         runtime = self.runtime  # read once: this runs after every add and issue
         if runtime is not None and not self._stopping:
             ready = runtime.frontier.next_ready_time()
-            if self.once and (once := self.once.ready_at()) is not None:  # a one-off request may go sooner
+            if self.once.waiting and (once := self.once.ready_at()) is not None:  # a one-off request may go sooner
                 ready = once if ready is None else min(ready, once)
             self.waker.wake_at(ready)
 

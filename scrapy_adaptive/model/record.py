@@ -162,7 +162,6 @@ class UrlRecord:
     #: the record's read-only view, made once: a view reads the record as it
     #: is, so one serves every reader (the request's meta, the middlewares,
     #: the policy, the events); not saved
-    _view: RecordView | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def never(self) -> bool:
@@ -229,16 +228,13 @@ class UrlRecord:
 
     def snapshot(self) -> dict[str, Any]:
         """What evaluators may read, as a plain dict copy: changing it cannot
-        change the record.  :meth:`view` reads the same without copying."""
-        return dict(RecordView(self))
+        change the record."""
+        return dict(RecordView.of(self))
 
     def view(self) -> RecordView:
-        """The record, read-only, as the mapping evaluators and policies read
-        (``response.meta["adaptive_record"]``): nothing is copied until read."""
-        view = self._view
-        if view is None:
-            view = self._view = RecordView(self)
-        return view
+        """The record as it is now, read-only, as evaluators and policies read
+        it (``response.meta["adaptive_record"]``): a copy, made at each call."""
+        return RecordView.of(self)
 
 
 #: the record's fields but the request, with their stored keys

@@ -1,13 +1,16 @@
 """A visit's verdict and what the crawl's layers hand each other on the way.
 
 The downloader leaves a :class:`FetchResult`, change detection makes the
-:class:`Visit`, the policy stack returns a :class:`Plan`; the frontier
-records them (:mod:`.record`).  Imports nothing of the package.
+:class:`Visit` (the verdict), the policy stack returns a :class:`Plan` from
+the verdict and the URL's record; the frontier records the two in one write
+(:meth:`~..frontier.Frontier.update`, the only place they meet).  Both are
+frozen: each layer builds its own value, none writes into another's.
+Imports nothing of the package.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -65,12 +68,15 @@ class ChangeState(StrEnum):
     UNKNOWN = "unknown"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Visit:
-    """The verdict on one attempt, assembled by the evaluators.
+    """The verdict on one attempt, made by the evaluators.
 
-    ``wait`` is the interval until the next visit, decided by the wait
-    policy; the frontier only applies it.  For retriable errors
+    Frozen: a judge builds it once (or a new one with
+    :func:`dataclasses.replace`), and what the wait policy decides from it
+    is the policy's own value, the :class:`Plan`, never written into the
+    verdict, so every layer reads the verdict as its judge made it.  For
+    retriable errors
     ``host_level`` says the whole host is unreachable (connection refused,
     DNS), so the whole queue waits the retry delay, not just this URL.
 
@@ -78,9 +84,8 @@ class Visit:
     ``payload_digest`` the SHA-1 of the exact body (WARC style).  When no
     body was seen (a 304, an aborted fetch, an empty body) both are None
     and the record keeps the previous ones.  ``annotations`` are short
-    crawl-log words (``unchanged``, ``notModified``, ``midFetchAbort``).
-    ``policy_state`` is a wait policy's own per-URL memory (a small
-    JSON-safe dict); None keeps what the record had.
+    crawl-log words of the judges (``unchanged``, ``notModified``,
+    ``midFetchAbort``); the policy's own words are its plan's ``notes``.
 
     ``fetched`` is when this visit's fetch ended (set by the scheduler; the
     simulator sets its own clock's time), for policies that measure the
@@ -96,7 +101,6 @@ class Visit:
     """
 
     outcome: Outcome
-    wait: float | None = None
     status: int | None = None
     change: ChangeState = ChangeState.UNKNOWN
     content_type: str | None = None
@@ -111,15 +115,10 @@ class Visit:
     url: str | None = None
     depth: int | None = None
     overdue: float | None = None
-    annotations: list[str] = field(default_factory=list)
-    policy_state: dict[str, Any] | None = None
+    annotations: tuple[str, ...] = ()
     validation: str | None = None
     prediction: str | None = None
     fetched: float | None = None
-    #: on a visit brought forward by a change hint, the probability the wait
-    #: policy gave a change since the last visit *without* the hint, so the
-    #: hint is credited only with what it adds (see hints.py)
-    hint_base: float | None = None
     #: the politeness queue the URL belongs to (the record's ``queue``: a
     #: host, a registered domain or a download slot, per
     #: ``ADAPTIVE_POLITENESS_KEY``), set by whoever builds the verdict, so
@@ -178,14 +177,22 @@ class FetchResult:
 
 @dataclass(frozen=True)
 class Plan:
-    """What the wait policy decided after a visit: its part of the verdict.
+    """What the wait policy decided after a visit, beside the verdict.
 
-    The policy reads the record and the visit and returns this; the runtime
-    puts it beside the visit, and the frontier records both in one write.
-    ``memory`` is the policy's new per-URL memory (None: keep the record's),
-    ``hint_base`` what a hint-brought visit would have been credited without
-    the hint, ``notes`` the crawl-log words the policy adds (a first-visit
-    Last-Modified caught lying, the pace that moved).
+    The policy reads the URL's record and the visit's verdict and returns
+    this (:meth:`~..policies.base.WaitPolicy.plan`); the runtime hands both
+    to :meth:`~..frontier.Frontier.update`, which records them in one write.
+    Only a visit (``Outcome.VISITED``) has a plan: a retry's or a failure's
+    next time is the frontier's (its retry delay, never).
+
+    ``wait`` is the interval until the next visit (the frontier only applies
+    it); ``memory`` the policy's new per-URL memory (a small JSON-safe
+    dict; None: keep the record's); ``hint_base``, on a visit brought
+    forward by a change hint, the probability the policy gave a change since
+    the last visit *without* the hint, so the hint is credited only with
+    what it adds (:mod:`..frontier.hints`); ``notes`` the crawl-log words
+    the policy adds (a first-visit Last-Modified caught lying, the pace that
+    moved), logged after the verdict's annotations.
     """
 
     wait: float

@@ -39,6 +39,12 @@ WINDOW_REVISITS = 720.0
 SHORTEST_WAIT = 0.001
 #: registrations and fetches at least between two solves of a plan already made
 MIN_PENDING = 8
+#: seconds of crawl time (the visits' own times) at least between two solves
+#: of a plan already made, unless ``solve_every`` changes came meanwhile: a
+#: crawl fetching dozens of pages a second re-planned every few fetches (the
+#: most calls of any part of a revisit) for a ratio that moves by a hair
+#: within a second; the budget's feedback works over a window of hours
+SOLVE_SPACING_S = 1.0
 #: the most expected changes per visit the noise guard is told of (a page
 #: the freshness objective leaves at its slowest rate changes at every
 #: visit, by plan, not by noise)
@@ -121,6 +127,8 @@ class RateAllocator:
         self._t0: float | None = None
         self._t_last: float | None = None
         self._t_control: float | None = None
+        #: the crawl time (the last fetch's) of the last solve
+        self._t_solved: float | None = None
         self._registered_at_t0 = 0
         self._hinted = 0.0  #: revisits made on change hints, decayed like _count
 
@@ -209,10 +217,16 @@ class RateAllocator:
         as it grows instead of running on a plan made for its first URLs;
         and at least :data:`MIN_PENDING`: a crawl of a few URLs would
         otherwise bisect anew at every fetch (a third of the add-on's calls
-        per revisit of a one-page crawl) for a plan that moves by a hair.
+        per revisit of a one-page crawl) for a plan that moves by a hair;
+        and, short of ``solve_every`` changes, at most once per
+        :data:`SOLVE_SPACING_S` of crawl time.
         """
-        if not self._solved or self._pending >= max(MIN_PENDING, min(self.solve_every, self._registered // 100)):
+        if not self._solved:
             self.solve()
+        elif self._pending >= max(MIN_PENDING, min(self.solve_every, self._registered // 100)):
+            t, solved = self._t_last, self._t_solved
+            if t is None or solved is None or t - solved >= SOLVE_SPACING_S or self._pending >= self.solve_every:
+                self.solve()
 
     def set_host_cap(self, host: str, cap: float | None) -> None:
         """Set (or with None remove) the fetches-per-second cap of *host*."""
@@ -417,6 +431,7 @@ class RateAllocator:
         """Recompute r* (and the r̂_h of capped hosts) from the histograms."""
         self._pending = 0
         self._solved = True
+        self._t_solved = self._t_last
         if self.budget is None:
             # no budget: every URL gets the target ratio, hosts whose cap
             # binds a larger one (the water-filling below still applies)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+import inspect
+from abc import ABC
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -116,38 +117,54 @@ class WaitPolicy(ABC):
     status]``, oldest first, bounded) and ``policy`` (this policy's own
     per-URL memory, ``{}`` at first).
 
-    ``visit`` is this visit's verdict: ``change`` (changed / unchanged /
-    unknown), ``status``, ``content_type``, ``size``, ``last_modified``,
-    ``url``, ``depth``, ``overdue`` (seconds late).  A policy that keeps
-    per-URL memory sets ``visit.policy_state`` to a small JSON-safe dict in
-    :meth:`next_wait`; the crawl asks :meth:`plan`, which hands the policy a
-    copy of the verdict and returns the wait and the memory as a
-    :class:`~scrapy_adaptive.model.Plan`, which the frontier stores with the
-    record in the same atomic write.  The verdict itself is never changed.
+    ``visit`` is this visit's verdict (frozen): ``change`` (changed /
+    unchanged / unknown), ``status``, ``content_type``, ``size``,
+    ``last_modified``, ``url``, ``depth``, ``overdue`` (seconds late).
+
+    The crawl asks :meth:`plan`, and the policy answers with a new
+    :class:`~scrapy_adaptive.model.Plan`: the wait, its per-URL memory (a
+    small JSON-safe dict), the crawl-log words it adds.  The frontier
+    stores the plan beside the verdict in the record's one atomic write;
+    neither is written into.  A policy that needs only a wait writes
+    :meth:`next_wait` (the plan is then that wait alone); one with memory
+    or notes overrides :meth:`plan` instead, and its :meth:`next_wait` is
+    its plan's wait.
 
     Policies are pure: no I/O and no clock of their own (times come from the
     history), so the crawler and the simulator run the very same classes.
     """
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse a subclass whose own :meth:`next_wait` its inherited
+        :meth:`plan` would never call (a policy with memory plans in
+        :meth:`plan`): its wait would be silently ignored by the crawl."""
+        super().__init_subclass__(**kwargs)
+        if "next_wait" in cls.__dict__ and "plan" not in cls.__dict__ and cls.plan is not WaitPolicy.plan:
+            owner = next(c for c in cls.__mro__ if "plan" in c.__dict__)
+            raise TypeError(
+                f"{cls.__qualname__} overrides next_wait, but the plan it inherits from {owner.__qualname__} "
+                "does not call it (that policy's memory and notes come with its plan): override plan instead, "
+                "e.g. dataclasses.replace(super().plan(history, visit), wait=...)."
+            )
+
     @classmethod
     def from_params(cls, params: WaitParams) -> WaitPolicy:
         """Build from one policy's numbers (catch-all or a stack entry)."""
-        return cls()  # type: ignore[abstract]
+        return cls()
 
-    @abstractmethod
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
-        """Seconds until the next visit."""
+        """Seconds until the next visit: the one method a policy that needs
+        nothing but a wait writes.  A policy that overrides :meth:`plan`
+        answers with its plan's wait."""
+        if type(self).plan is WaitPolicy.plan:
+            raise NotImplementedError(f"{type(self).__qualname__} defines neither next_wait nor plan.")
+        return self.plan(history, visit).wait
 
     def plan(self, history: Mapping[str, Any], visit: Visit) -> Plan:
-        """The policy's part of the verdict on *visit*, leaving *visit* as it came.
-
-        :meth:`next_wait` works on a copy of the verdict of its own, so what
-        it writes there (its memory, the words it adds) comes back in the
-        plan, and the judging layers' object stays theirs.
-        """
-        own = replace(visit, annotations=list(visit.annotations), policy_state=None, hint_base=None)
-        wait = self.next_wait(history, own)
-        return Plan(wait, own.policy_state, own.hint_base, tuple(own.annotations[len(visit.annotations) :]))
+        """The policy's decision on *visit*, a new value beside the verdict
+        (*visit* is frozen).  Here: :meth:`next_wait`'s wait, with no memory
+        and no notes; a policy with either overrides this."""
+        return Plan(self.next_wait(history, visit))
 
     def hint_wait(self, history: Mapping[str, Any], hint: Hint) -> float | None:
         """Seconds from the hint's receipt until a visit, or None to ignore it.
@@ -183,6 +200,16 @@ class WaitPolicy(ABC):
         *history* is the URL's snapshot, as for :meth:`hint_wait`.
         """
         return None
+
+
+def decides(cls: type[WaitPolicy]) -> bool:
+    """Whether instances of *cls* can decide a wait: no abstract method left,
+    and :meth:`~WaitPolicy.next_wait` or :meth:`~WaitPolicy.plan` written
+    (neither is abstract, as either may be the one a policy writes).  A
+    setting naming a class that cannot is refused at start-up."""
+    if inspect.isabstract(cls):
+        return False
+    return cls.next_wait is not WaitPolicy.next_wait or cls.plan is not WaitPolicy.plan
 
 
 class ConstantWaitPolicy(WaitPolicy):

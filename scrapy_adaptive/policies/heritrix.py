@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..model import ChangeState, Visit
+from ..model import ChangeState, Plan, Visit
 from .base import WaitParams, WaitPolicy
 from .history import policy_memory
 from .noise_guard import NoiseDetector, probe_wait
@@ -52,7 +52,7 @@ class HeritrixWaitPolicy(WaitPolicy):
             wait *= params.depth_factor**visit.depth
         return wait
 
-    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
+    def plan(self, history: Mapping[str, Any], visit: Visit) -> Plan:
         params = self.params
         last = history.get("wait")
         if visit.change is ChangeState.UNKNOWN:
@@ -68,8 +68,7 @@ class HeritrixWaitPolicy(WaitPolicy):
             else:
                 wait = base * params.unchanged_factor
         if self.noise is None:
-            return params.clamp(wait)
+            return Plan(params.clamp(wait))
         memory = policy_memory(history)
         verdict = self.noise.observe_visit(memory, history, visit)
-        visit.policy_state = memory
-        return self.noise.wait(memory, verdict, params.clamp(wait), params.maximum)
+        return Plan(self.noise.wait(memory, verdict, params.clamp(wait), params.maximum), memory)

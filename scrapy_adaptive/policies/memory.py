@@ -1,7 +1,7 @@
 """The stored keys of a URL's policy memory, in one table.
 
 A wait policy keeps its per-URL state in the record (``record.policy``,
-set through ``visit.policy_state``): a small JSON dict written at every
+returned as its plan's ``memory``): a small JSON dict written at every
 visit, so its keys are short.  This table says what each key holds and
 which code owns it; the code uses the named constants below, never the
 letters.  The stored keys are part of the state folder's format: a saved

@@ -12,10 +12,13 @@ expected number of changes r = λᵢ/fᵢ per interval (the derivation is in
   visit finds a change with probability p\\*: I = −ln(1 − p\\*)/λ̂.
 
 Both estimate λ with :class:`~.estimator.RateEstimator` from the URL's own
-last visits (kept in ``visit.policy_state``), regularised by a log-normal
-prior learned from the population (:class:`~.prior.PopulationPrior`), using
-the server's Last-Modified as an exact observation once it has proved
-consistent.
+last visits (kept in the policy's per-URL memory, returned as its plan's
+``memory``), regularised by a log-normal prior learned from the population
+(:class:`~.prior.PopulationPrior`), using the server's Last-Modified as an
+exact observation once it has proved consistent.  What a visit says in the
+crawl log (a first-visit Last-Modified caught lying, the pace that moved)
+is the plan's ``notes``, gathered while planning, never written into the
+verdict.
 """
 
 from __future__ import annotations
@@ -23,13 +26,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..change.noise_learner import HELD_BACK, HELD_CHANGE, PROBE_ASKED, PROBED
 from ..change.trust import HEADER_LIED, HEADER_PACE, VERIFY_ABOVE
 from ..config.table import DEFAULTS
 from ..frontier.hints import Hint
-from ..model import ChangeState, Visit
+from ..model import ChangeState, Plan, Visit
 from .allocator import RateAllocator
 from .base import WaitParams, WaitPolicy
 from .belief import HeaderBelief, unchanged_evidence
@@ -76,6 +79,19 @@ def scaled_estimator(params: WaitParams) -> RateEstimator:
 __all__ = ["PopulationPrior", "PrecisionWaitPolicy", "ProportionalWaitPolicy", "RateAllocator", "RateEstimator"]
 
 
+class Estimate(NamedTuple):
+    """What folding one visit into a URL's memory gave a rate policy."""
+
+    #: λ̂, the URL's estimated rate of change (per second)
+    rate: float
+    #: when the visit happened (None: unknown)
+    now: float | None
+    #: whether the visit was an observation of the rate
+    observed: bool
+    #: on a hint-brought visit, the change probability without the hint (the plan's ``hint_base``)
+    hint_base: float | None
+
+
 class _RatePolicy(WaitPolicy):
     """Observation, estimation and the noise guard shared by rate policies."""
 
@@ -100,14 +116,14 @@ class _RatePolicy(WaitPolicy):
         #: how far an unchecked first-visit Last-Modified age is believed (shared by a stack's instances)
         self.header_belief = HeaderBelief()
 
-    def _estimate(
-        self, history: Mapping[str, Any], visit: Visit, memory: dict[str, Any]
-    ) -> tuple[float, float | None, bool]:
-        """Fold this visit into *memory*; return (λ̂, time of the visit, observed?)."""
+    def _estimate(self, history: Mapping[str, Any], visit: Visit, memory: dict[str, Any], notes: list[str]) -> Estimate:
+        """Fold this visit into *memory* (the plan's, being made) and the
+        words it says into *notes* (the plan's crawl-log words)."""
         now = visit_time(history, visit)
         interval = elapsed(history, visit)
+        hint_base = None
         if hinted_visit(history):  # the hint is credited only with what it adds (hints.py)
-            visit.hint_base = base_probability(float(memory.get(ESTIMATE) or 0.0), interval)
+            hint_base = base_probability(float(memory.get(ESTIMATE) or 0.0), interval)
         observed = aged = False
         held = memory.pop(HELD_INTERVAL, None)
         if HELD_BACK in visit.annotations and interval is not None:
@@ -123,22 +139,21 @@ class _RatePolicy(WaitPolicy):
             settles = HELD_CHANGE in visit.annotations or PROBE_ASKED not in visit.annotations
             if isinstance(held, list) and len(held) == 3 and settles:
                 change = ChangeState.CHANGED if HELD_CHANGE in visit.annotations else ChangeState.UNCHANGED
-                judged = replace(visit, change=change, annotations=list(visit.annotations))
+                judged = replace(visit, change=change)
                 observed = self.estimator.observe(memory, float(held[0]), judged, held[1], held[2])
-                self._check_age(memory, judged, float(held[0]))
-                visit.annotations += [a for a in judged.annotations if a not in visit.annotations]
+                self._check_age(memory, judged, float(held[0]), notes)
             elif isinstance(held, list):
                 memory[HELD_INTERVAL] = held  # a second probe settles it
         elif interval is None:
             aged = self.estimator.observe_age(memory, visit, now, self.min_wait)
         elif not confirmed_hint(history, visit):  # timed by the change: see hints.py
             observed = self.estimator.observe(memory, interval, visit, history.get("fetched"), now)
-            self._check_age(memory, visit, interval)
+            self._check_age(memory, visit, interval, notes)
         prior = self.prior.get(self.fallback_rate())
         log_rate, variance = self.estimator.posterior(memory, prior)
         rate = math.exp(log_rate)
         memory[ESTIMATE] = rate
-        if HEADER_LIED in visit.annotations and visit.url:
+        if HEADER_LIED in notes and visit.url:
             self.header_belief.note_liar_rate(visit.url, rate)
         if aged and log_rate < prior[0]:
             # Only an *old* claim is checked (belief.py): one at or above the
@@ -152,15 +167,16 @@ class _RatePolicy(WaitPolicy):
         revisited = any(int(o[1]) not in FIRST_ANSWER for o in memory.get(OBSERVATIONS) or ())
         sibling = log_rate if revisited and not memory.get(AGE_UNCHECKED) else None
         if self.header_belief.note_sibling(memory, visit.url, sibling, self.typical_rate()):
-            visit.annotations.append(HEADER_PACE)  # the frontier asks recheck_wait
-        return rate, now, observed
+            notes.append(HEADER_PACE)  # the frontier asks recheck_wait
+        return Estimate(rate, now, observed, hint_base)
 
-    def _check_age(self, memory: dict[str, Any], visit: Visit, interval: float) -> None:
+    def _check_age(self, memory: dict[str, Any], visit: Visit, interval: float, notes: list[str]) -> None:
         """A full revisit checks the first visit's age (:mod:`.belief`): a lie
         or a header that moved with the content ends the check and teaches
         the queue's :class:`~.belief.HeaderBelief`; unchanged content under a
         consistent header makes a lie less likely, and ends the check once
-        the header's claim dominates.  A 304 acted on saw nothing."""
+        the header's claim dominates.  A 304 acted on saw nothing.  A lie is
+        said in *notes*."""
         evidence = memory.get(AGE_UNCHECKED)
         agreement = memory.get(LAST_MODIFIED_AGREEMENT)
         if not evidence or visit.validation == "trusted" or visit.change is ChangeState.UNKNOWN:
@@ -172,7 +188,7 @@ class _RatePolicy(WaitPolicy):
                 lied = agreement[1] > 0
                 self.header_belief.note(queue, lied, visit.url)
                 if lied:  # the siblings' odds rose: the frontier asks recheck_wait
-                    visit.annotations.append(HEADER_LIED)
+                    notes.append(HEADER_LIED)
             return
         typical = self.typical_rate()
         evidence = float(evidence) * unchanged_evidence(self.header_belief.lie_rate(typical, visit.url), interval)
@@ -322,10 +338,11 @@ class ProportionalWaitPolicy(_RatePolicy):
         policy.header_belief = params.crawl.belief(policy.header_belief)
         return policy
 
-    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
+    def plan(self, history: Mapping[str, Any], visit: Visit) -> Plan:
         memory = policy_memory(history)
+        notes: list[str] = []
         first = is_first_visit(history)
-        rate, now, observed = self._estimate(history, visit, memory)
+        rate, now, observed, hint_base = self._estimate(history, visit, memory, notes)
         verdict = self.noise_check(history, visit, memory, rate)
         noise = verdict.flagged
         queue = visit_queue(visit)
@@ -336,7 +353,6 @@ class ProportionalWaitPolicy(_RatePolicy):
         self.allocator.register(memory, queue, 0.0 if noise else rate, fallback=uninformed)
         if not first:
             self.allocator.note_fetch(now, hinted=hinted_visit(history))
-        visit.policy_state = memory
         scheduled = self.schedule_rate(memory, visit, rate, first=first, observed=observed)
         if self.allocator.plan.freshness:
             # a burst state times the next visit sooner after a change, for
@@ -347,7 +363,7 @@ class ProportionalWaitPolicy(_RatePolicy):
         wait = self._wait_for(queue, wait_rate)
         if not first:
             wait = keep_cadence(wait, visit.overdue, self.min_wait)
-        return self.noise_guard.wait(memory, verdict, wait, self.max_wait)
+        return Plan(self.noise_guard.wait(memory, verdict, wait, self.max_wait), memory, hint_base, tuple(notes))
 
     def planned_ratio(self, queue: str | None = None, rate: float | None = None) -> float | None:
         return self.allocator.planning_ratio(queue, rate)
@@ -390,9 +406,9 @@ class ProportionalWaitPolicy(_RatePolicy):
     def hint_wait(self, history: Mapping[str, Any], hint: Hint) -> float | None:
         """Visit now if the source's learned precision beats what the last
         scheduled fetch is worth, φ(r_h) (:mod:`.hint_decisions`).  A subclass with its
-        own ``next_wait`` is not handed hints unless it says how it accounts
+        own ``plan`` is not handed hints unless it says how it accounts
         for them."""
-        if type(self).next_wait is not ProportionalWaitPolicy.next_wait:
+        if type(self).plan is not ProportionalWaitPolicy.plan:
             return None
         allocator = self.allocator
         # what a scheduled visit of a URL nothing more is known of captures
@@ -452,18 +468,19 @@ class PrecisionWaitPolicy(_RatePolicy):
         a URL nothing is known of is revisited after ``initial``."""
         return self.hazard / clamp(self.initial, self.min_wait, self.max_wait) if self.initial else None
 
-    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
+    def plan(self, history: Mapping[str, Any], visit: Visit) -> Plan:
         memory = policy_memory(history)
-        rate, _, _ = self._estimate(history, visit, memory)
+        notes: list[str] = []
+        estimate = self._estimate(history, visit, memory, notes)
         verdict = self.noise_check(history, visit, memory)
         noise = verdict.flagged
         if noise:
             self.prior.update(memory, None)
             self.header_belief.note_sibling(memory, visit.url, None, self.typical_rate())
-        visit.policy_state = memory
         queue = visit_queue(visit)
-        rate = self.first_check_rate(memory, queue, visit.url, rate)
-        return self.noise_guard.wait(memory, verdict, self._wait_for(queue, rate), self.max_wait)
+        rate = self.first_check_rate(memory, queue, visit.url, estimate.rate)
+        wait = self.noise_guard.wait(memory, verdict, self._wait_for(queue, rate), self.max_wait)
+        return Plan(wait, memory, estimate.hint_base, tuple(notes))
 
     def _wait_for(self, queue: str, rate: float) -> float:
         return self.max_wait if rate <= 0 else clamp(self.hazard / rate, self.min_wait, self.max_wait)

@@ -27,14 +27,14 @@ import logging
 import re
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..config.matching import MATCH_KEYS, Matcher
 from ..config.spec import ConfigError, read_seconds
 from ..dates import parse_time
 from ..frontier.hints import Hint
-from ..model import Visit
+from ..model import Plan, Visit
 from .base import WaitPolicy
 from .history import url_host
 
@@ -225,6 +225,13 @@ class Schedules:
         url = visit.url or ""
         return self.apply(url, url_host(url), visit.content_type, wait, visit.fetched)
 
+    def bound_plan(self, plan: Plan, visit: Visit) -> Plan:
+        """*plan* with its wait bounded as :meth:`bound_visit` bounds it: the
+        policy's memory and notes stand, only the schedule's ceiling is laid
+        over the wait."""
+        wait = self.bound_visit(plan.wait, visit)
+        return plan if wait == plan.wait else replace(plan, wait=wait)
+
     def restore_forced(self, counts: Mapping[str, Any]) -> None:
         """Counts saved by an earlier run, added to this run's."""
         for name, count in counts.items():
@@ -262,8 +269,8 @@ class Scheduled(WaitPolicy):
         self.policy = policy
         self.schedules = schedules
 
-    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
-        return self.schedules.bound_visit(self.policy.next_wait(history, visit), visit)
+    def plan(self, history: Mapping[str, Any], visit: Visit) -> Plan:
+        return self.schedules.bound_plan(self.policy.plan(history, visit), visit)
 
     def hint_wait(self, history: Mapping[str, Any], hint: Hint) -> float | None:
         return self.policy.hint_wait(history, hint)

@@ -48,7 +48,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..config.table import DEFAULTS
-from ..model import ChangeState, Visit
+from ..model import ChangeState, Plan, Visit
 from .base import WaitParams, WaitPolicy
 from .budget_pace import BudgetPace
 from .history import DAY, clamp, is_first_visit, policy_memory, visit_time
@@ -151,7 +151,7 @@ class SnapBackWaitPolicy(WaitPolicy):
             return clamp(self.initial * factor, self.floor, self.maximum / least if least > 0 else self.maximum)
         return self.step(old, visit.change)
 
-    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
+    def plan(self, history: Mapping[str, Any], visit: Visit) -> Plan:
         memory = policy_memory(history)
         stored = memory.get(WAIT)
         old = None if stored is None else float(stored)
@@ -162,5 +162,4 @@ class SnapBackWaitPolicy(WaitPolicy):
         if self.noise is not None:
             verdict = self.noise.observe_visit(memory, history, visit)
             wait = self.noise.wait(memory, verdict, wait, self.maximum)
-        visit.policy_state = memory
-        return wait
+        return Plan(wait, memory)

@@ -15,7 +15,6 @@ images at twice it (Heritrix's 12 h and 48 h against 24 h).
 from __future__ import annotations
 
 import importlib
-import inspect
 import json
 import logging
 from collections import OrderedDict
@@ -28,7 +27,7 @@ from ..config.spec import ConfigError, clause
 from ..config.table import SPECS_BY_NAME
 from ..frontier.hints import Hint
 from ..model import SIGNAL_UNREADABLE, Outcome, Plan, Visit
-from .base import PARAM_KEYS, WaitParams, WaitPolicy
+from .base import PARAM_KEYS, WaitParams, WaitPolicy, decides
 from .crawl_state import CrawlWide
 from .history import url_host
 from .schedules import Scheduled, Schedules, is_schedule, schedules_of
@@ -72,7 +71,7 @@ def load_policy_class(path: str, where: str) -> type[WaitPolicy]:
         raise ConfigError(f"{where} ({path!r}) cannot be imported: {type(exc).__name__}: {exc}") from None
     if not (isinstance(cls, type) and issubclass(cls, WaitPolicy)) or cls is PolicyStack:
         raise ConfigError(f"{where} ({path!r}) must name a WaitPolicy subclass.")
-    if inspect.isabstract(cls):
+    if not decides(cls):
         raise ConfigError(f"{where} ({path!r}) must name a concrete WaitPolicy subclass, not an abstract one.")
     return cls
 
@@ -108,7 +107,7 @@ def builtin_policies() -> dict[str, type[WaitPolicy]]:
     for name in getattr(package, "__all__", ()):
         obj = getattr(package, name, None)
         if isinstance(obj, type) and issubclass(obj, WaitPolicy) and obj is not PolicyStack:
-            if not inspect.isabstract(obj):
+            if decides(obj):
                 found[f"{package.__name__}.{name}"] = obj
     return found
 
@@ -290,9 +289,6 @@ class PolicyStack(WaitPolicy):
             label,
         )
 
-    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
-        return self.schedules.bound_visit(self.select(visit).next_wait(history, visit), visit)
-
     def plan(self, history: Mapping[str, Any], visit: Visit, *, override: WaitPolicy | None = None) -> Plan:
         """The plan after *visit*: *override* (a request's own policy) or the
         stack decides, except for a sitemap or feed that could not be read.
@@ -307,7 +303,9 @@ class PolicyStack(WaitPolicy):
             last = history.get("wait")
             last = float(last) if type(last) in (int, float) else 0.0
             return Plan(self.params.clamp(2 * max(last, self.params.default)))
-        return super().plan(history, visit) if override is None or override is self else override.plan(history, visit)
+        if override is not None and override is not self:
+            return override.plan(history, visit)
+        return self.schedules.bound_plan(self.select(visit).plan(history, visit), visit)
 
     def hint_wait(self, history: Mapping[str, Any], hint: Hint) -> float | None:
         """Asks the policy that will judge the URL's next visit (matched on

@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..frontier.hints import Hint
-from ..model import Visit
+from ..model import Plan, Visit
 from .base import WaitParams, WaitPolicy
 from .belief import HeaderBelief
 from .burst import BurstWaitPolicy
@@ -108,28 +108,34 @@ class UnionWaitPolicy(WaitPolicy):
         self.allocator.set_budget(budget, ceiling=ceiling)
         self.pace.set_budget(budget, ceiling=ceiling)
 
-    def waits(self, history: Mapping[str, Any], visit: Visit) -> tuple[float, float, dict[str, Any]]:
-        """Both families' next waits, and the URL's memory holding both rules' state."""
-        w_burst = self.burst.next_wait(history, visit)
-        memory = visit.policy_state if visit.policy_state is not None else {}
-        w_snap = self.snap.next_wait(WithMemory(history, memory), visit)
-        memory = visit.policy_state if visit.policy_state is not None else memory
-        visit.policy_state = memory
-        return w_burst, w_snap, memory
+    def plans(self, history: Mapping[str, Any], visit: Visit) -> tuple[Plan, Plan]:
+        """Both families' plans: the snap-back part reads the memory the
+        burst part's plan left and returns it with its own state added, so
+        its plan's memory holds both rules' state."""
+        burst = self.burst.plan(history, visit)
+        snap = self.snap.plan(WithMemory(history, burst.memory if burst.memory is not None else {}), visit)
+        return burst, snap
 
-    def decide(self, history: Mapping[str, Any], visit: Visit) -> tuple[float, str]:
-        """The next wait and the family that set it (``"burst"`` or ``"snap"``),
-        so a replay can tell whose plans its revisits follow."""
-        w_burst, w_snap, memory = self.waits(history, visit)
-        if self.burst.is_noise(memory) or w_burst <= w_snap or self.allocator.plan.freshness:
+    def decide(self, history: Mapping[str, Any], visit: Visit) -> tuple[Plan, str]:
+        """The plan and the family whose wait it took (``"burst"`` or
+        ``"snap"``), so a replay can tell whose plans its revisits follow.
+
+        The plan keeps both rules' memory and says both parts' notes; a
+        hint is credited as the burst part's estimate says (the snap-back
+        rule has none)."""
+        burst, snap = self.plans(history, visit)
+        memory = snap.memory if snap.memory is not None else burst.memory
+        if self.burst.is_noise(memory or {}) or burst.wait <= snap.wait or self.allocator.plan.freshness:
             # under the freshness objective the snap-back rule's quick return
             # after a change buys little: a page in a burst of changes is
             # stale again moments after any visit (its state is kept, so a
             # crawl switched back to versions resumes it)
-            return w_burst, "burst"
-        return w_snap, "snap"
+            wait, family = burst.wait, "burst"
+        else:
+            wait, family = snap.wait, "snap"
+        return Plan(wait, memory, burst.hint_base, burst.notes + snap.notes), family
 
-    def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
+    def plan(self, history: Mapping[str, Any], visit: Visit) -> Plan:
         return self.decide(history, visit)[0]
 
     def hint_wait(self, history: Mapping[str, Any], hint: Hint) -> float | None:

@@ -30,7 +30,7 @@ import re
 import time
 
 from ..config.matching import media_type
-from ..model import UrlRecord, Visit
+from ..model import Plan, UrlRecord, Visit
 from .rotation import RotatingFile
 
 logger = logging.getLogger(__name__)
@@ -71,17 +71,21 @@ def _second_stamp(second: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
 
 
-def format_line(record: UrlRecord, visit: Visit, now: float) -> str:
-    """One visit's line; its version count is the record's, the versions
-    awaiting the delivery of their items included, so ``changed`` never
-    shows the count from before the change."""
+def format_line(record: UrlRecord, visit: Visit, plan: Plan | None, now: float) -> str:
+    """One visit's line: the verdict, the policy's *plan* (its wait, its
+    notes after the verdict's annotations; None for a verdict that is not a
+    visit: ``wt:-``) and the record; its version count is the record's, the
+    versions awaiting the delivery of their items included, so ``changed``
+    never shows the count from before the change."""
     stamp = _second_stamp(int(now)) + f".{int(now % 1 * 1000):03d}Z"
-    notes = [f"wt:{duration_text(visit.wait)}" if visit.wait is not None else "wt:-", f"{record.visits}vis"]
+    notes = [f"wt:{duration_text(plan.wait)}" if plan is not None else "wt:-", f"{record.visits}vis"]
     notes.append(f"{record.versions}ver")
     if visit.overdue is not None:
         notes.append(f"ov:{duration_text(visit.overdue)}")
     annotations = [visit.change.value] if record.outcome == "visited" else [str(record.outcome)]
     annotations += visit.annotations
+    if plan is not None:
+        annotations += plan.notes
     annotations += record.notes
     # the fetch's duration as the frontier measured it, if the verdict had none
     duration = record.duration if visit.duration is None and record.outcome == "visited" else visit.duration
@@ -110,10 +114,10 @@ class CrawlLog:
         self._file = RotatingFile(path, max_bytes, backups)
         self._broken = False
 
-    def write(self, record: UrlRecord, visit: Visit, now: float | None = None) -> None:
+    def write(self, record: UrlRecord, visit: Visit, plan: Plan | None, now: float | None = None) -> None:
         if self._broken:
             return
-        line = format_line(record, visit, time.time() if now is None else now) + "\n"
+        line = format_line(record, visit, plan, time.time() if now is None else now) + "\n"
         try:
             self._file.append(line.encode("utf-8"))
         except OSError as exc:

@@ -9,11 +9,13 @@ stored request that cannot be rebuilt) come here too, through
 
 :meth:`Verdicts.settle` completes the verdict with what only the crawl
 knows (which URL and queue, when, how overdue, whether the frontier knows
-the page as the host's error page), asks the policy stack for its
-:class:`~.model.Plan`, and has the frontier record the three in one atomic
-write; then it counts the visit in the stats and the crawl log.  Each step
-builds a new object from the last: the judging layers' verdict is never
-changed after them, and they get back the verdict as recorded.
+the page as the host's error page) as a new verdict, asks the policy stack
+for its :class:`~.model.Plan` on a visit, and has the frontier record the
+verdict and the plan in one atomic write (:meth:`Frontier.update`, the one
+place they meet); then it counts the visit in the stats and the crawl log.
+Verdict and plan are frozen values: the judging layers' verdict is never
+changed after them, the policy's plan is its own, and the callers get back
+both as recorded (:class:`Recorded`).
 
 Nothing here keeps state of its own: the frontier owns the records (the
 record as issued is in its lease; requests carry the fingerprint only) and
@@ -56,9 +58,12 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Recorded:
-    """A verdict as the frontier recorded it, and the record it made."""
+    """A verdict as the frontier recorded it, the policy's plan recorded
+    beside it (None for a verdict that is not a visit: its outcome set its
+    next time), and the record they made."""
 
     visit: Visit
+    plan: Plan | None
     record: UrlRecord
 
 
@@ -117,34 +122,33 @@ class Verdicts:
         return out.record.view() if out is not None else None
 
     def commit(self, request: Request, visit: Visit) -> Recorded | None:
-        """Record a verdict on an issued request (see :meth:`settle`);
-        None if the request is not ours."""
+        """Record a verdict on an issued request (see :meth:`settle`), and
+        give the request the record's view as the visit left it; None if
+        the request is not ours."""
         fp = self.issued.fp_of(request)
         if fp is None:
             return None
-        return self.settle(fp, visit, request)
+        recorded = self.settle(fp, visit, request)
+        if recorded is not None:
+            # the callback, its errback and the user's middlewares see the record as the visit left it
+            request.meta[meta.RECORD] = recorded.record.view()
+        return recorded
 
     def settle(self, fp: bytes, visit: Visit, request: Request | None = None) -> Recorded | None:
         """Record *visit* as the verdict on the URL *fp*: the one way into the
         frontier's update.  *request* is the issued request, if one is left
         (a lapsed lease's may be gone, a stored request that cannot be
-        rebuilt never had one).  The policy plans the wait unless the
-        verdict brings one.  Returns the verdict and record as recorded, or
-        None for a URL the frontier does not know (or a write that failed)."""
+        rebuilt never had one).  A visit gets the policy's plan; any other
+        verdict (a retry, a failure, a disregarded URL) has none, the
+        frontier times it by its outcome.  Returns the verdict, plan and
+        record as recorded, or None for a URL the frontier does not know (or
+        a write that failed)."""
         self.issued.pop(fp)
         out = self.frontier.lent(fp)
         issued = out.record if out is not None else None
         completed = self._complete(fp, visit, request, out.queue if out else None, issued, out.overdue if out else None)
         hint = issued.hint if issued is not None else None
-        if completed.outcome is Outcome.VISITED and completed.wait is None:
-            plan = self._plan(request, issued, completed)
-            completed = replace(
-                completed,
-                wait=plan.wait,
-                policy_state=plan.memory,
-                hint_base=plan.hint_base,
-                annotations=[*completed.annotations, *plan.notes],
-            )
+        plan = self._plan(request, issued, completed) if completed.outcome is Outcome.VISITED else None
         # a changed visit is a version only once its items are durable
         deliver = self.delivery is not None and completed.outcome is Outcome.VISITED
         deliver = deliver and completed.change is ChangeState.CHANGED
@@ -155,7 +159,7 @@ class Verdicts:
         presence = None if transition is None else transition.presence
         event = transition.kind if transition is not None and self.events else None
         try:
-            record = self.frontier.update(fp, completed, deliver=deliver, presence=presence, event=event)
+            record = self.frontier.update(fp, completed, plan, deliver=deliver, presence=presence, event=event)
         except StoreError as exc:
             self.on_store_error(exc)
             return None
@@ -165,11 +169,12 @@ class Verdicts:
             self.delivery.open(request, fp, completed.digest)
         if event is not None:
             self.stats.inc_value(f"adaptive/events/{event}")
-        if HEADER_LIED in completed.annotations or HEADER_PACE in completed.annotations:
-            self._replan_siblings(record, lie=HEADER_LIED in completed.annotations)
-        self._report(record, completed, hint)
+        notes = plan.notes if plan is not None else ()
+        if HEADER_LIED in notes or HEADER_PACE in notes:
+            self._replan_siblings(record, lie=HEADER_LIED in notes)
+        self._report(record, completed, plan, hint)
         self.on_change()
-        return Recorded(completed, record)
+        return Recorded(completed, plan, record)
 
     def _complete(
         self,
@@ -192,17 +197,16 @@ class Verdicts:
             # a 304 or a fetch stopped before its body says no type: the URL
             # is what it last was, for the policy that waits it and the stats
             context["content_type"] = issued.content_type
-        annotations = list(visit.annotations)
         # the host's error or placeholder page (judged on what the response itself said)
         if visit.outcome is Outcome.VISITED and (kind := self._soft_404(fp, visit)) is not None:
-            annotations.append(kind)
+            context["annotations"] = (*visit.annotations, kind)
             if visit.change is ChangeState.CHANGED:
                 context["change"] = ChangeState.UNKNOWN
         if visit.change is ChangeState.CHANGED and visit.status is not None and not delivers_content(visit.status):
             # a version is new content, and only a 2xx carries content,
             # whichever layer judged the visit
             context["change"] = ChangeState.UNKNOWN
-        return replace(visit, annotations=annotations, **context)
+        return replace(visit, **context)
 
     def _plan(self, request: Request | None, issued: UrlRecord | None, visit: Visit) -> Plan:
         """The policy stack's plan; a URL whose stored policy memory the
@@ -254,7 +258,7 @@ class Verdicts:
             self.stats.inc_value("adaptive/wait_policy/overrides_ignored")
         return policy
 
-    def _report(self, record: UrlRecord, visit: Visit, hint: Mapping[str, Any] | None) -> None:
+    def _report(self, record: UrlRecord, visit: Visit, plan: Plan | None, hint: Mapping[str, Any] | None) -> None:
         self._count(record, visit)
         count_settled(self.stats, hint, record.notes)
         if VALIDATOR_LIE in record.notes:
@@ -277,7 +281,7 @@ class Verdicts:
                 )
         if self.crawl_log is not None:
             # the record counts a version awaiting delivery already
-            self.crawl_log.write(record, visit)
+            self.crawl_log.write(record, visit, plan)
         if visit.outcome is Outcome.RETRY and record.outcome == Outcome.RETRY.value:
             logger.debug("Will retry %s in %.0fs: %s", record.url, self.frontier.politeness.retry_delay, visit.reason)
         elif record.outcome in (Outcome.FAILED.value, Outcome.DISREGARDED.value):

@@ -19,6 +19,7 @@ from scrapy import Request
 
 from scrapy_adaptive.frontier import ChangeState, Frontier, Outcome, Politeness, Visit
 from scrapy_adaptive.frontier.sharing import Sharing
+from scrapy_adaptive.model import Plan
 from scrapy_adaptive.store.redis import RedisStore
 from tests.unit.integration.test_scheduler import URLS, Pages, build, drain, in_loop, visited
 from testsite.redisserver import RedisServer
@@ -94,7 +95,7 @@ def test_two_workers_split_the_hosts_and_only_the_holder_issues(redis_url: str) 
     assert len(from_a) + len(from_b) == len(HOSTS)
     # a URL B discovers on a host A holds: A issues it after its next rebalance, B never does
     host = sorted(a.sharing.held)[0]
-    a.update(hashlib.sha1(f"http://{host}/1".encode()).digest(), Visit(Outcome.VISITED, wait=3600.0, status=200))
+    a.update(hashlib.sha1(f"http://{host}/1".encode()).digest(), Visit(Outcome.VISITED, status=200), Plan(3600.0))
     add(b, f"http://{host}/found-by-b")
     assert issue_all(b) == {} and issue_all(a) == {}  # A's view of the queue: next URL in an hour
     a.fleet.rebalance()
@@ -134,8 +135,8 @@ def test_undelivered_versions_stay_their_workers_until_it_stops(redis_url: str) 
     for host in HOSTS:
         add(a, f"http://{host}/1")
     for url in issue_all(a):
-        v = Visit(Outcome.VISITED, wait=3600.0, status=200, change=ChangeState.CHANGED, digest="text:sha1:new")
-        a.update(hashlib.sha1(url.encode()).digest(), v, deliver=True)
+        v = Visit(Outcome.VISITED, status=200, change=ChangeState.CHANGED, digest="text:sha1:new")
+        a.update(hashlib.sha1(url.encode()).digest(), v, Plan(3600.0), deliver=True)
     marks = {fp: json.loads(m) for fp, m in a.store.pending()}
     assert len(marks) == len(HOSTS) and all(m["w"] == "A" and m["d"] is None for m in marks.values())
     b = frontier(redis_url, "B", ttl=2.0)
@@ -236,7 +237,7 @@ def test_a_host_given_back_with_urls_out_drains_before_its_lease_goes(redis_url:
     for url, host in out.items():
         if host in draining:
             a.add(hashlib.sha1(f"http://{host}/2".encode()).digest(), f"http://{host}/2", host, {"url": "x"})
-            a.update(hashlib.sha1(url.encode()).digest(), Visit(Outcome.VISITED, wait=3600.0, status=200))
+            a.update(hashlib.sha1(url.encode()).digest(), Visit(Outcome.VISITED, status=200), Plan(3600.0))
     assert all(q not in draining for q in issue_all(a).values())  # nothing more from a draining host
     a.fleet.rebalance()  # back: the leases go
     b.fleet.rebalance()

@@ -68,10 +68,11 @@ def test_rules_stay_within_bounds_and_state_is_small(policy: Any) -> None:
     memory: dict[str, Any] = {}
     for n, change in enumerate(changes):
         v = visit(change)
-        wait = policy.next_wait(history(wait, n, memory) if wait is not None else history(), v)
+        plan = policy.plan(history(wait, n, memory) if wait is not None else history(), v)
+        wait = plan.wait
         assert policy.minimum <= wait <= policy.maximum
-        if v.policy_state is not None:
-            memory = v.policy_state
+        if plan.memory is not None:
+            memory = plan.memory
             memory_sizes.append(len(json.dumps(memory)))
     assert max(memory_sizes or [0]) < 1000
 

@@ -140,7 +140,7 @@ def test_a_record_at_the_longest_history_stays_a_few_tens_of_kb() -> None:
     """ADAPTIVE_HISTORY_SIZE's limit bounds the record rewritten at every visit."""
     from scrapy_adaptive.config.spec import MAX_HISTORY
     from scrapy_adaptive.frontier.update_steps import fold_visit
-    from scrapy_adaptive.model import ChangeState, Outcome, Visit
+    from scrapy_adaptive.model import ChangeState, Outcome, Plan, Visit
 
     record = UrlRecord(
         url="http://example.com/a", queue="example.com", request={"url": "http://example.com/a"}, next_ms=0
@@ -148,7 +148,11 @@ def test_a_record_at_the_longest_history_stays_a_few_tens_of_kb() -> None:
     start = 1_800_000_000.123
     for i in range(MAX_HISTORY + 50):
         fold_visit(
-            record, Visit(Outcome.VISITED, change=ChangeState.UNCHANGED, status=200), start + i * 86_400, MAX_HISTORY
+            record,
+            Visit(Outcome.VISITED, change=ChangeState.UNCHANGED, status=200),
+            Plan(86_400.0, memory={"e": 1e-6}),
+            start + i * 86_400,
+            MAX_HISTORY,
         )
     assert len(record.history) == MAX_HISTORY
     assert len(record.to_bytes()) < 40_000

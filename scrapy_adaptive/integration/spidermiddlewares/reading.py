@@ -35,9 +35,9 @@ def answer_of(response: Response) -> Answer:
     """*response* as change detection reads it (this runs at every response:
     the headers are read in one pass, without a call each)."""
     headers = response.headers
-    content_type, etag, last_modified, date, expires = (
+    content_type, etag, last_modified, date, expires = [
         None if v is None else v.decode("latin-1") for v in map(headers.get, _ANSWER_HEADERS)
-    )
+    ]
     status = response.status
     location = None
     if 300 <= status < 400 and (target := header(response, "Location")):

@@ -47,6 +47,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import is_item
@@ -186,10 +187,10 @@ class VisitMiddleware:
             # a hand-written regex rule already says what the noise is: learned
             # (or a sibling's) exclusions must not replace the user's rule
             if self.noise_learning and digester.name != RegexDigester.name:
-                self._noise(answer, record, visit, visible=digester.name == "text")
+                visit = self._noise(answer, record, visit, visible=digester.name == "text")
         if request.meta.get(meta.SIGNAL) in ("sitemap", "feed"):
-            self._signal(request, response, visit)
-        self._text(answer, visit)
+            visit = self._signal(request, response, visit)
+        visit = self._text(answer, visit)
         self._after_verdict(request, visit, self.services.commit(request, visit))
 
     def process_spider_exception(self, response: Response, exception: Exception) -> None:
@@ -203,31 +204,33 @@ class VisitMiddleware:
             settle_component_error(self.services, request, exception, describe(exception))
         return None
 
-    def _noise(self, answer: Answer, record: Mapping[str, Any], visit: Visit, *, visible: bool = False) -> None:
-        """Learned noise: hold a difference for a probe, learn, or judge the
-        page without its noise (*visible*: only its visible text counts)."""
-        happened = learn_noise(
+    def _noise(self, answer: Answer, record: Mapping[str, Any], visit: Visit, *, visible: bool = False) -> Visit:
+        """*visit* with learned noise folded in: a difference held for a
+        probe, noise learned, or the page judged without its noise
+        (*visible*: only its visible text counts)."""
+        visit, happened = learn_noise(
             answer, record, visit, pool=self.noise_pool, window=self.probe_window, now=self.clock(), visible=visible
         )
         for word in happened:
             self.stats.inc_value(f"adaptive/noise/{word}")
+        return visit
 
-    def _signal(self, request: Request, response: Response, visit: Visit) -> None:
+    def _signal(self, request: Request, response: Response, visit: Visit) -> Visit:
         """A sitemap or feed is read before its verdict, so that one that
-        fails is said so (``signalUnreadable``): the policy stack backs its
-        wait off rather than give it the short wait of a page that keeps
-        changing."""
+        fails is said so (``signalUnreadable``, on the verdict returned):
+        the policy stack backs its wait off rather than give it the short
+        wait of a page that keeps changing."""
         kind = str(request.meta[meta.SIGNAL])
         if response.status < 400 and (visit.change is ChangeState.UNCHANGED or visit.size is None):
             # the bytes read last time, or no body (a 304, an aborted fetch):
             # nothing new to read or to say
-            return
+            return visit
         read = read_signal(response, kind, self.signal_max_size)
         request.meta[meta.SIGNAL_READ] = read
         if read.problem is None:
-            return
+            return visit
         self.stats.inc_value(f"adaptive/signals/{kind}/unreadable")
-        visit.annotations.append(SIGNAL_UNREADABLE)
+        return replace(visit, annotations=(*visit.annotations, SIGNAL_UNREADABLE))
 
     def _after_verdict(self, request: Request, judged: Visit, recorded: Recorded | None) -> None:
         """What the callback and the requests it yields see of the verdict as
@@ -235,8 +238,6 @@ class VisitMiddleware:
         the URL was forgotten meanwhile, or the state cannot be written)."""
         visit = judged if recorded is None else recorded.visit
         request.meta[meta.CHANGE] = visit.change.value
-        if recorded is not None:
-            request.meta[meta.RECORD] = recorded.record.view()
         if self.revisit_embeds and visit.change is ChangeState.CHANGED:
             # the page is captured anew: its embeds may have changed with it
             request.meta[meta.PAGE_CHANGED] = True
@@ -360,14 +361,13 @@ class VisitMiddleware:
         visit, digester, record = pending
         if items:
             answer = answer_of(response)
-            judge_items(record, visit, items_digest(items, digester.fields), answer.body)
+            visit = judge_items(record, visit, items_digest(items, digester.fields), answer.body)
             if self.field_diffs:
-                self._fields(response, visit, digester, record, items)
-            self._text(answer, visit)
+                visit = self._fields(response, visit, digester, record, items)
+            visit = self._text(answer, visit)
         recorded = self.services.commit(request, visit) if self.services is not None else None
         if recorded is not None:
             visit = recorded.visit
-            request.meta[meta.RECORD] = recorded.record.view()
         request.meta[meta.CHANGE] = visit.change.value
         if (visit.change is ChangeState.UNCHANGED or not_content(visit)) and self._skips(request):
             self.stats.inc_value("adaptive/unchanged/items_dropped", len(items))
@@ -376,9 +376,9 @@ class VisitMiddleware:
 
     def _fields(
         self, response: Response, visit: Visit, digester: ItemsDigester, record: Mapping[str, Any], items: list[Any]
-    ) -> None:
-        """The items' per-field summary for the record, and on a change what
-        changed field by field (the change event says it)."""
+    ) -> Visit:
+        """*visit* with the items' per-field summary for the record, and on a
+        change what changed field by field (the change event says it)."""
         key = digester.key
         try:
             summary = fields.item_fields(items, digester.fields, key, digester.values)
@@ -393,17 +393,18 @@ class VisitMiddleware:
                 )
             self.stats.inc_value("adaptive/fields/missing_key")
             summary = fields.item_fields(items, digester.fields, None, digester.values)
-        visit.fields = summary
-        if visit.change is ChangeState.CHANGED:
-            visit.field_changes = fields.diff(record.get("fields"), summary)
+        if visit.change is not ChangeState.CHANGED:
+            return replace(visit, fields=summary)
+        return replace(visit, fields=summary, field_changes=fields.diff(record.get("fields"), summary))
 
-    def _text(self, answer: Answer, visit: Visit) -> None:
-        """``ADAPTIVE_TEXT_DIFF``: a new version's visible text, for the
-        frontier to keep and diff the next one against.  Only a changed 2xx
-        is read: an unchanged page's text is the one kept already, and the
-        parse costs about as much as the digest."""
+    def _text(self, answer: Answer, visit: Visit) -> Visit:
+        """``ADAPTIVE_TEXT_DIFF``: *visit* with a new version's visible text,
+        for the frontier to keep and diff the next one against.  Only a
+        changed 2xx is read: an unchanged page's text is the one kept
+        already, and the parse costs about as much as the digest."""
         if self.text_diff and visit.change is ChangeState.CHANGED and delivers_content(answer.status):
-            visit.text = text_diff.text_lines(answer)
+            return replace(visit, text=text_diff.text_lines(answer))
+        return visit
 
     def _child(self, obj: Any, response: Response) -> Any:
         if not isinstance(obj, Request) or (self.embed_hops <= 0 and not self.revisit_embeds):

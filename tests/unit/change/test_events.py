@@ -35,7 +35,7 @@ def answer(kind: str) -> Visit:
         # an error answer is never a version: its change is unknown (issue 46)
         return Visit(Outcome.VISITED, status=int(kind), change=ChangeState.UNKNOWN, url=URL)
     if kind == "soft404":
-        return Visit(Outcome.VISITED, status=200, change=ChangeState.UNKNOWN, url=URL, annotations=[SOFT_404])
+        return Visit(Outcome.VISITED, status=200, change=ChangeState.UNKNOWN, url=URL, annotations=(SOFT_404,))
     if kind == "home":
         return Visit(Outcome.VISITED, status=301, url=URL, location="http://shop.example/")
     if kind == "category":

@@ -15,6 +15,7 @@ from scrapy_adaptive.frontier.crawltime import (
     estimate_hosts,
     start_spacing,
 )
+from scrapy_adaptive.model import Plan
 from tests.unit.frontier.test_frontier import Clock, fp
 
 
@@ -53,7 +54,7 @@ def drain(f: Frontier, clock: Clock, docs: int, fetch_time: float) -> float:
         heapq.heappop(in_flight)
         clock.t = end
         f.downloads.fetch_ended(key, fetch_time)
-        f.update(key, Visit(Outcome.VISITED, status=200, wait=10**6, duration=fetch_time))
+        f.update(key, Visit(Outcome.VISITED, status=200, duration=fetch_time), Plan(10**6))
         done += 1
     assert done == docs
     return clock.t - start
@@ -150,7 +151,7 @@ def test_hosts_are_listed_with_their_due_urls_worst_load_first() -> None:
         issued = f.next()
     assert issued is not None
     f.downloads.fetch_ended(issued.fp, 0.1)
-    f.update(issued.fp, Visit(Outcome.VISITED, status=200, wait=100.0))
+    f.update(issued.fp, Visit(Outcome.VISITED, status=200), Plan(100.0))
     times = FetchTimes()
     times.add("slow", 1.0)
     times.add("fast", 0.01)

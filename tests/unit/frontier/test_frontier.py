@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from scrapy_adaptive.frontier import (
     Visit,
 )
 from scrapy_adaptive.frontier.hostqueue import ARRIVAL_LEAD_MS
+from scrapy_adaptive.model import Plan
 from scrapy_adaptive.frontier.adding import COMPOSITE_WINDOW_S
 from scrapy_adaptive.store.base import Batch, StoreError
 from scrapy_adaptive.store.keys import NEVER_MS, time_to_ms
@@ -59,14 +61,10 @@ def add(f: Frontier, url: str, queue: str | None = None, **kw: object) -> AddRes
     return f.add(fp(url), url, queue, {"url": url}, **kw)  # type: ignore[arg-type]
 
 
-def visited(
-    wait: float = 100.0,
-    change: ChangeState = ChangeState.CHANGED,
-    duration: float = 0.0,
-) -> Visit:
+def visited(change: ChangeState = ChangeState.CHANGED, duration: float = 0.0) -> Visit:
+    """A visit's verdict (its wait is the plan's: ``Plan(100.0)`` by default here)."""
     return Visit(
         Outcome.VISITED,
-        wait=wait,
         status=200,
         change=change,
         duration=duration,
@@ -74,13 +72,15 @@ def visited(
     )
 
 
-def visit_once(f: Frontier, url: str, visit: Visit | None = None) -> bytes:
+def visit_once(f: Frontier, url: str, visit: Visit | None = None, wait: float = 100.0) -> bytes:
     """Add *url*, issue it (it must be the one due) and commit *visit*
-    (:func:`visited` by default); its fingerprint."""
+    (:func:`visited` by default; a visit is planned *wait* seconds later);
+    its fingerprint."""
     add(f, url)
     issued = f.next()
     assert issued is not None and issued.fp == fp(url)
-    f.update(issued.fp, visit or visited())
+    visit = visit or visited()
+    f.update(issued.fp, visit, Plan(wait) if visit.outcome is Outcome.VISITED else None)
     return issued.fp
 
 
@@ -103,7 +103,7 @@ def test_next_issues_due_urls_in_time_order_and_holds_them_out(store: Store) -> 
     assert f._leases.is_out(first.fp)
     assert f.next() is None  # valence 1: the queue is busy
     f.downloads.fetch_ended(first.fp, 0.0)
-    f.update(first.fp, visited(wait=50))
+    f.update(first.fp, visited(), Plan(50))
     second = f.next()
     assert second is not None and second.record.url == "http://a/2"
     assert second.overdue == pytest.approx(0.0, abs=(ARRIVAL_LEAD_MS + 1) / 1000)
@@ -118,7 +118,7 @@ def test_politeness_wait_is_factor_times_duration_clamped(store: Store) -> None:
         issued = f.next()
         assert issued is not None
         f.downloads.fetch_ended(issued.fp, duration)
-        f.update(issued.fp, visited())
+        f.update(issued.fp, visited(), Plan(100.0))
         assert f.next() is None
         assert f.next_ready_time() == pytest.approx(clock.t + expected)
         clock.t += expected
@@ -127,9 +127,7 @@ def test_politeness_wait_is_factor_times_duration_clamped(store: Store) -> None:
 
 def untimed() -> Visit:
     """A verdict that leaves the fetch's timing to the downloader's signals."""
-    visit = visited()
-    visit.duration = None
-    return visit
+    return replace(visited(), duration=None)
 
 
 def test_a_fetch_is_timed_from_when_its_request_went_out(store: Store) -> None:
@@ -147,7 +145,7 @@ def test_a_fetch_is_timed_from_when_its_request_went_out(store: Store) -> None:
     f.downloads.request_sent(issued.fp, 0.2)  # headers 0.2 s after it went out
     clock.t += 0.2  # the body
     f.downloads.fetch_ended(issued.fp)
-    record = f.update(issued.fp, untimed())
+    record = f.update(issued.fp, untimed(), Plan(100.0))
     assert record is not None and record.duration == pytest.approx(0.4)
     assert f.next_ready_time() == pytest.approx(clock.t + 2.0)  # 5 × 0.4 s, not 5 × 1.6 s
     clock.t += 2.0
@@ -156,7 +154,7 @@ def test_a_fetch_is_timed_from_when_its_request_went_out(store: Store) -> None:
     f.downloads.fetch_started(second.fp)
     clock.t += 0.5  # no handler said when it went out (an error, another handler)
     f.downloads.fetch_ended(second.fp)
-    record = f.update(second.fp, untimed())
+    record = f.update(second.fp, untimed(), Plan(100.0))
     assert record is not None and record.duration == pytest.approx(0.5)
 
 
@@ -225,14 +223,14 @@ def test_update_reschedules_after_the_wait_and_counts(store: Store) -> None:
     add(f, "http://a/1")
     issued = f.next()
     assert issued
-    record = f.update(issued.fp, visited(wait=3600))
+    record = f.update(issued.fp, visited(), Plan(3600))
     assert record is not None
     assert record.next_time == pytest.approx(clock.t + 3600)
     assert (record.visits, record.versions, record.status) == (1, 1, 200)
     clock.t += 3600
     again = f.next()
     assert again is not None and again.fp == issued.fp
-    record = f.update(again.fp, visited(wait=7200, change=ChangeState.UNCHANGED))
+    record = f.update(again.fp, visited(change=ChangeState.UNCHANGED), Plan(7200))
     assert record is not None
     assert (record.visits, record.versions) == (2, 1)
     assert [h[1] for h in record.history] == ["changed", "unchanged"]
@@ -245,7 +243,7 @@ def test_history_is_bounded(store: Store) -> None:
     for _ in range(5):
         issued = f.next()
         assert issued
-        record = f.update(issued.fp, visited(wait=1))
+        record = f.update(issued.fp, visited(), Plan(1))
         clock.t += 1
     assert record is not None and len(record.history) == 3 and record.visits == 5
 
@@ -257,7 +255,7 @@ def test_retry_then_fail_after_max_retries_but_stay_known(store: Store) -> None:
     for attempt in range(3):
         issued = f.next()
         assert issued is not None, attempt
-        record = f.update(issued.fp, Visit(Outcome.RETRY, reason="timeout"))
+        record = f.update(issued.fp, Visit(Outcome.RETRY, reason="timeout"), None)
         assert record is not None
         clock.t += 900
     assert record.outcome == "failed" and record.next_ms == NEVER_MS
@@ -275,7 +273,7 @@ def test_retry_waits_the_retry_delay_for_the_url_only(store: Store) -> None:
     add(f, "http://a/2")
     issued = f.next()
     assert issued
-    f.update(issued.fp, Visit(Outcome.RETRY, reason="timeout"))
+    f.update(issued.fp, Visit(Outcome.RETRY, reason="timeout"), None)
     other = f.next()
     assert other is not None and other.record.url == "http://a/2"
 
@@ -287,7 +285,7 @@ def test_host_level_errors_snooze_the_whole_queue(store: Store) -> None:
     add(f, "http://a/2")
     issued = f.next()
     assert issued
-    f.update(issued.fp, Visit(Outcome.RETRY, reason="refused", host_level=True))
+    f.update(issued.fp, Visit(Outcome.RETRY, reason="refused", host_level=True), None)
     assert f.next() is None
     assert f.next_ready_time() == pytest.approx(clock.t + 900)
 
@@ -298,7 +296,7 @@ def test_disregarded_urls_get_never(store: Store) -> None:
     add(f, "http://a/private")
     issued = f.next()
     assert issued
-    record = f.update(issued.fp, Visit(Outcome.DISREGARDED, reason="robots.txt"))
+    record = f.update(issued.fp, Visit(Outcome.DISREGARDED, reason="robots.txt"), None)
     assert record is not None and record.never
     assert f.shape()["never"] == 1
 
@@ -325,7 +323,7 @@ def test_raised_directive_goes_first_and_is_reset_after_the_visit(store: Store) 
     add(f, "http://a/img.png", directive=1)
     first = f.next()
     assert first is not None and first.record.url == "http://a/img.png"
-    record = f.update(first.fp, visited(wait=10))
+    record = f.update(first.fp, visited(), Plan(10))
     assert record is not None and record.directive == 0
 
 
@@ -338,12 +336,12 @@ def test_a_raised_directive_orders_due_urls_and_never_makes_one_due(store: Store
     add(f, "http://a/img.png")
     issued = f.next()
     assert issued
-    f.update(issued.fp, visited(wait=1000))
+    f.update(issued.fp, visited(), Plan(1000))
     add(f, "http://a/other")
     assert add(f, "http://a/img.png", directive=1) is AddResult.DUPLICATE
     nxt = f.next()
     assert nxt is not None and nxt.record.url == "http://a/other"
-    f.update(nxt.fp, visited(wait=10))
+    f.update(nxt.fp, visited(), Plan(10))
     clock.t += 1000  # both due: the preferred one first
     add(f, "http://a/img.png", directive=1)
     clock.t += 20
@@ -363,7 +361,7 @@ def test_restart_rebuilds_queues_and_counts_and_returns_out_urls(
     add(f, "http://b/1")
     issued = f.next()
     assert issued
-    f.update(issued.fp, visited(wait=100))
+    f.update(issued.fp, visited(), Plan(100))
     out = f.next()  # left out when the "process dies"
     assert out is not None
     store.close()
@@ -383,7 +381,7 @@ def test_restart_rebuilds_queues_and_counts_and_returns_out_urls(
     urls = []
     while (n := f2.next()) is not None:
         urls.append(n.record.url)
-        f2.update(n.fp, visited(wait=10_000))
+        f2.update(n.fp, visited(), Plan(10_000))
         clock.t += 3
     # everything due comes out, including the URL that was out at the "crash"
     assert out.record.url in urls
@@ -426,7 +424,7 @@ def test_overdue_percentiles_are_those_of_the_urls_due_now(store: Store) -> None
     for _ in range(3):  # each visited 600 s late, due again in 1000 s
         issued = f.next()
         assert issued is not None and issued.overdue == pytest.approx(600.0, abs=(ARRIVAL_LEAD_MS + 1) / 1000)
-        f.update(issued.fp, visited(wait=1000.0))
+        f.update(issued.fp, visited(), Plan(1000.0))
     shape = f.shape()
     assert shape["due"] == 0 and shape["overdue_p50"] is None and shape["overdue_p95"] is None
     clock.t += 1005
@@ -450,7 +448,7 @@ def test_an_embed_of_a_captured_page_comes_with_it_unless_its_copy_stands_for_th
             issued = f.next()
             assert issued is not None
             url = issued.record.url
-            f.update(issued.fp, visited(wait=100_000.0, change=changes[url]))
+            f.update(issued.fp, visited(change=changes[url]), Plan(100_000.0))
 
     add(f, css)
     add(f, photo)
@@ -501,7 +499,7 @@ def test_the_queue_heap_stays_proportional_to_the_queues(store: Store) -> None:
     for _ in range(1500):  # more re-schedules than the 1,024 stale entries a heap may hold
         issued = f.next()
         assert issued is not None
-        f.update(issued.fp, visited(wait=10_000.0))  # ready again far in the future
+        f.update(issued.fp, visited(), Plan(10_000.0))  # ready again far in the future
         add(f, issued.record.url, force=True)  # pulled forward: due now again
     assert len(f.book.heap) <= 4 * 3 + 1024 + 1
 
@@ -527,7 +525,7 @@ def test_a_failed_write_leaves_the_stored_state_as_it_was() -> None:
     before = dict(store.records()), list(store.queue_entries("a", limit=10))
     store.full = True
     with pytest.raises(StoreError):
-        f.update(issued.fp, visited(wait=100))
+        f.update(issued.fp, visited(), Plan(100))
     with pytest.raises(StoreError):
         add(f, "http://a/2")
     assert (dict(store.records()), list(store.queue_entries("a", limit=10))) == before
@@ -613,7 +611,7 @@ def test_a_failed_write_counts_nothing_and_keeps_the_url_out() -> None:
     before = f.shape()
     store.full = True
     with pytest.raises(StoreError):
-        f.update(issued.fp, visited())
+        f.update(issued.fp, visited(), Plan(100.0))
     after = f.shape()
     assert (f.counts().visits, f.counts().versions) == (0, 0)
     assert {k: after[k] for k in ("urls", "never", "out")} == {k: before[k] for k in ("urls", "never", "out")}
@@ -621,7 +619,7 @@ def test_a_failed_write_counts_nothing_and_keeps_the_url_out() -> None:
     record = f.get_record(issued.record.queue, issued.fp)
     assert record is not None and record.visits == 0
     store.full = False
-    updated = f.update(issued.fp, visited())
+    updated = f.update(issued.fp, visited(), Plan(100.0))
     assert updated is not None and updated.visits == 1 and f.counts().visits == 1
 
 
@@ -645,7 +643,7 @@ def test_an_unreadable_record_is_quarantined_and_its_host_goes_on(
     assert store.get_record("a", fp(urls[0])) is None
     (line,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert fp(urls[0]).hex() in line and "quarantined under key x/" in line and "queue a" in line
-    f.update(issued.fp, visited())
+    f.update(issued.fp, visited(), Plan(100.0))
     again = f.next()
     assert again is not None and again.record.url == urls[2]
     assert f.shape()["quarantined"] == 1
@@ -675,7 +673,7 @@ def test_the_politeness_wait_is_kept_across_a_restart(store: Store) -> None:
     issued = f.next()
     assert issued is not None
     f.downloads.fetch_ended(issued.fp, duration=0.05)
-    f.update(issued.fp, visited())
+    f.update(issued.fp, visited(), Plan(100.0))
     reopened = make(store, clock, min_delay=8.0, max_delay=8.0)
     reopened.load()
     clock.t += 1.05
@@ -686,23 +684,22 @@ def test_the_politeness_wait_is_kept_across_a_restart(store: Store) -> None:
 
 
 def verified(change: ChangeState, prediction: str = "unchanged") -> Visit:
-    v = visited(wait=1.0, change=change)
-    v.validation, v.prediction = "verified", prediction
-    return v
+    return replace(visited(change=change), validation="verified", prediction=prediction)
 
 
 def visit_deciding(f: Frontier, clock: Clock, url: str, outcome: Callable[[bool], Visit], tries: int = 8) -> bool:
     """Issue due URLs until *url* comes, ask whether its fetch verifies its
-    validators, settle it with ``outcome(decision)``; return the decision
-    (the other URLs issued meanwhile are settled unchanged)."""
+    validators, settle it with ``outcome(decision)`` (planned 1 s later);
+    return the decision (the other URLs issued meanwhile are settled
+    unchanged)."""
     for _ in range(tries):
         req = f.next()
         if req is not None and req.fp == fp(url):
             decision = f.hosts.verify_validators(fp(url))
-            f.update(fp(url), outcome(decision))
+            f.update(fp(url), outcome(decision), Plan(1.0))
             return decision
         if req is not None:
-            f.update(req.fp, visited(wait=1.0, change=ChangeState.UNCHANGED))
+            f.update(req.fp, visited(change=ChangeState.UNCHANGED), Plan(1.0))
         clock.t += 2
     raise AssertionError(f"{url} never issued")
 
@@ -721,7 +718,7 @@ def test_a_url_caught_lying_is_downloaded_in_full_until_it_earns_trust_again(sto
     add(f, honest)
 
     def visit(url: str, v: Visit | None = None) -> bool:
-        return visit_deciding(f, clock, url, lambda _: v or visited(wait=1.0, change=ChangeState.UNCHANGED), 4)
+        return visit_deciding(f, clock, url, lambda _: v or visited(change=ChangeState.UNCHANGED), 4)
 
     # the host earns trust from right predictions on both pages
     for url in (honest, liar, honest):
@@ -736,7 +733,7 @@ def test_a_url_caught_lying_is_downloaded_in_full_until_it_earns_trust_again(sto
         visit(url, verified(ChangeState.UNCHANGED))
     # the host is trusted again (its next prediction is acted on), the liar is not
     clock.t += 2
-    assert visit(honest, visited(wait=1.0, change=ChangeState.UNCHANGED)) is False
+    assert visit(honest, visited(change=ChangeState.UNCHANGED)) is False
     clock.t += 2
     assert visit(liar, verified(ChangeState.CHANGED)) is True
     # a known liar's further lies do not reset its honest host
@@ -749,7 +746,7 @@ def test_a_url_caught_lying_is_downloaded_in_full_until_it_earns_trust_again(sto
     decisions = []
     for _ in range(2):
         clock.t += 2
-        decisions.append(visit(liar, visited(wait=1.0, change=ChangeState.UNCHANGED)))
+        decisions.append(visit(liar, visited(change=ChangeState.UNCHANGED)))
     assert False in decisions
 
 
@@ -778,11 +775,11 @@ def test_a_lying_page_does_not_cost_its_hosts_images_their_trust(store: Store) -
         assert visit(page, verified(ChangeState.UNCHANGED)) is True
     # a class first seen now starts from the trusted host: acted on at once
     clock.t += 2
-    assert visit(image, visited(wait=1.0, change=ChangeState.UNCHANGED)) is False
+    assert visit(image, visited(change=ChangeState.UNCHANGED)) is False
     # the page's next prediction is acted on, the one after verified: it lies
     # (its first: news about its class and its host)
     clock.t += 2
-    assert visit(page, visited(wait=1.0, change=ChangeState.UNCHANGED)) is False
+    assert visit(page, visited(change=ChangeState.UNCHANGED)) is False
     clock.t += 2
     assert visit(page, verified(ChangeState.CHANGED)) is True
     assert f.hosts.trust_report()["h.example"].host().lies == 1
@@ -790,10 +787,9 @@ def test_a_lying_page_does_not_cost_its_hosts_images_their_trust(store: Store) -
     decisions = []
     for _ in range(3):
         clock.t += 2
-        v = visited(wait=1.0, change=ChangeState.UNCHANGED)
-        decision = visit(image, v)
-        if decision:
-            v.validation, v.prediction = "verified", "unchanged"
+        unchanged = ChangeState.UNCHANGED
+        # a verified fetch's verdict says so (its headers predicted it right)
+        decision = visit_deciding(f, clock, image, lambda verify: verified(unchanged) if verify else visited(unchanged))
         decisions.append(decision)
     assert False in decisions
     # while the liar is downloaded in full (its own record), and so is a
@@ -825,9 +821,8 @@ def test_a_caught_lie_brings_its_unchecked_siblings_checks_forward(store: Store)
     for _ in range(6):
         req = f.next()
         assert req is not None
-        v = visited(wait=10.0 if req.record.url == pages[0] else 1000.0)
-        v.policy_state = {} if req.record.url == checked else {"ua": 1, "e": 0.001}
-        f.update(req.fp, v)
+        memory = {} if req.record.url == checked else {"ua": 1, "e": 0.001}
+        f.update(req.fp, visited(), Plan(10.0 if req.record.url == pages[0] else 1000.0, memory))
     clock.t += 50
     asked: list[str] = []
 
@@ -845,9 +840,7 @@ def test_a_caught_lie_brings_its_unchecked_siblings_checks_forward(store: Store)
     assert planned[pages[2]] == round((fetched + 400.0) * 1000)
     assert planned[pages[1]] > planned[pages[2]] and planned[image] > planned[pages[2]]
     # a check that is over leaves the index
-    done = visited(wait=1000.0)
-    done.policy_state = {"e": 0.001}
-    f.update(first.fp, done)
+    f.update(first.fp, visited(), Plan(1000.0, {"e": 0.001}))
     asked.clear()
     f.hosts.replan_unchecked("h.example", pages[3], decide)  # the class's 2nd caught lie: re-planned again
     assert asked and pages[0] not in asked
@@ -883,7 +876,7 @@ def test_an_honest_page_keeps_its_own_trust_beside_its_classs_liars(store: Store
     def visit(url: str, change: ChangeState = ChangeState.UNCHANGED) -> bool:
         # acted on: a 304, whatever the content did (a liar's change is missed)
         return visit_deciding(
-            f, clock, url, lambda verify: verified(change) if verify else visited(wait=1.0, change=ChangeState.UNCHANGED), 20
+            f, clock, url, lambda verify: verified(change) if verify else visited(change=ChangeState.UNCHANGED), 20
         )
 
     for _ in range(2):  # the honest page proves right twice
@@ -925,7 +918,7 @@ def test_a_trusted_page_that_starts_lying_is_caught_and_loses_its_own_trust(stor
 
     def visit(url: str, change: ChangeState) -> bool:
         return visit_deciding(
-            f, clock, url, lambda verify: verified(change) if verify else visited(wait=1.0, change=ChangeState.UNCHANGED)
+            f, clock, url, lambda verify: verified(change) if verify else visited(change=ChangeState.UNCHANGED)
         )
 
     # another class lies, so the page's class record is not what trusts it
@@ -960,9 +953,7 @@ def test_an_unchecked_header_is_verified_while_the_wait_policy_doubts_it(store: 
     add(f, url)
     issued = f.next()
     assert issued is not None
-    v = visited(wait=1.0, change=ChangeState.CHANGED)
-    v.policy_state = {"ua": 1}
-    f.update(issued.fp, v)
+    f.update(issued.fp, visited(change=ChangeState.CHANGED), Plan(1.0, {"ua": 1}))
     clock.t += 2
     issued = f.next()
     assert issued is not None and issued.record.policy == {"ua": 1}

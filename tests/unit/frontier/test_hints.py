@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit
 from scrapy_adaptive.frontier.hints import CONFIRMED, REFUTED, TRUST_MEMORY, Hint, HintResult, observe
+from scrapy_adaptive.model import Plan
 from scrapy_adaptive.policies import (
     BurstWaitPolicy,
     ConstantWaitPolicy,
@@ -122,7 +123,7 @@ def visited(frontier: Frontier, clock: Clock, url: str, change: ChangeState, wai
     issued = frontier.next()
     assert issued is not None and issued.record.url == url
     frontier.downloads.fetch_ended(issued.fp, 0.1)
-    frontier.update(issued.fp, Visit(Outcome.VISITED, status=200, change=change, wait=wait, fetched=clock.t))
+    frontier.update(issued.fp, Visit(Outcome.VISITED, status=200, change=change, fetched=clock.t), Plan(wait))
 
 
 def now_policy(history: Any, hint: Hint) -> float:
@@ -165,9 +166,8 @@ def test_hint_moves_a_known_url_forward_and_its_visit_settles_it() -> None:
     assert issued is not None and issued.record.hint is not None and issued.record.hint["s"] == "s"
     assert issued.record.snapshot()["hint"]["s"] == "s"
     assert frontier.hosts.hint("a.example", fp(URL), Hint(URL, None, "s"), policy) is HintResult.OUT
-    visit = Visit(Outcome.VISITED, status=200, change=ChangeState.CHANGED, wait=86_400, fetched=clock.t)
-    visit.hint_base = 0.25
-    record = frontier.update(issued.fp, visit)
+    visit = Visit(Outcome.VISITED, status=200, change=ChangeState.CHANGED, fetched=clock.t)
+    record = frontier.update(issued.fp, visit, Plan(86_400, hint_base=0.25))
     assert record is not None and record.hint is None
     assert record.notes == [CONFIRMED] and CONFIRMED not in visit.annotations  # the frontier's, not the verdict's
     assert frontier.hosts.hint_report() == {"a.example": {"s": [1.0, 0.0, 0.25]}}
@@ -188,12 +188,12 @@ def test_an_unchanged_visit_refutes_and_a_retry_keeps_the_hint() -> None:
     assert frontier.hosts.hint("a.example", fp(URL), Hint(URL, None, "feed"), now_policy) is HintResult.ACTED
     issued = frontier.next()
     assert issued is not None
-    frontier.update(issued.fp, Visit(Outcome.RETRY, reason="timeout"))
+    frontier.update(issued.fp, Visit(Outcome.RETRY, reason="timeout"), None)
     clock.t += 1_000
     issued = frontier.next()
     assert issued is not None and issued.record.hint is not None
-    visit = Visit(Outcome.VISITED, status=200, change=ChangeState.UNCHANGED, wait=86_400, fetched=clock.t)
-    record = frontier.update(issued.fp, visit)
+    visit = Visit(Outcome.VISITED, status=200, change=ChangeState.UNCHANGED, fetched=clock.t)
+    record = frontier.update(issued.fp, visit, Plan(86_400))
     assert record is not None and record.notes == [REFUTED]
     assert frontier.hosts.hint_report()["a.example"]["feed"] == [0.0, 1.0, 0.0]
 
@@ -254,14 +254,14 @@ def test_only_policies_that_account_for_hints_act_on_them() -> None:
     allocator = RateAllocator(1.0)
     assert ProportionalWaitPolicy(allocator).hint_wait({}, trusted()) == 0.0
     assert PrecisionWaitPolicy().hint_wait({}, trusted()) == 0.0
-    # the burst policy shares the proportional next_wait (its schedule_rate hook), hence its accounting
+    # the burst policy shares the proportional plan (its schedule_rate hook), hence its accounting
     assert BurstWaitPolicy(allocator).hint_wait({}, trusted()) == 0.0
 
-    class OwnNextWait(ProportionalWaitPolicy):
-        def next_wait(self, history: Any, visit: Visit) -> float:
-            return 60.0
+    class OwnPlan(ProportionalWaitPolicy):
+        def plan(self, history: Any, visit: Visit) -> Plan:
+            return Plan(60.0)
 
-    assert OwnNextWait(allocator).hint_wait({}, trusted()) is None  # has not said how it accounts for them
+    assert OwnPlan(allocator).hint_wait({}, trusted()) is None  # has not said how it accounts for them
     assert ConstantWaitPolicy(WaitParams()).hint_wait({}, trusted()) is None
     stack = PolicyStack([], ProportionalWaitPolicy(allocator), WaitParams(), ProportionalWaitPolicy)
     assert stack.hint_wait({"content_type": "text/html"}, trusted()) == 0.0
@@ -283,20 +283,20 @@ def test_a_confirmed_hinted_visit_is_a_revisit_but_not_an_observation() -> None:
     hinted = {**base, "hint": {"t": T0 + 100, "m": None, "s": "s", "c": [9, 1, 0], "g": [9, 1, 0]}}
     junk = {**base, "hint": {"t": T0 + 100, "m": None, "s": "s", "c": [2, 20, 1], "g": [2, 20, 1]}}
     visit = Visit(Outcome.VISITED, change=ChangeState.CHANGED, url=URL, fetched=T0 + 3_600)
-    policy.next_wait(hinted, visit)
-    assert visit.policy_state is not None and visit.policy_state["o"] == [[86_400, 0]]  # not observed
-    assert visit.hint_base == pytest.approx(-math.expm1(-1e-6 * 3_600))
+    plan = policy.plan(hinted, visit)
+    assert plan.memory is not None and plan.memory["o"] == [[86_400, 0]]  # not observed
+    assert plan.hint_base == pytest.approx(-math.expm1(-1e-6 * 3_600))
     refuted = Visit(Outcome.VISITED, change=ChangeState.UNCHANGED, url=URL, fetched=T0 + 3_600)
-    policy.next_wait(hinted, refuted)
-    assert refuted.policy_state is not None and refuted.policy_state["o"][-1] == [3_600, 0]  # an honest interval
+    plan = policy.plan(hinted, refuted)
+    assert plan.memory is not None and plan.memory["o"][-1] == [3_600, 0]  # an honest interval
     # a change found on a junk source's hint was found at a random moment: observed
     lucky = Visit(Outcome.VISITED, change=ChangeState.CHANGED, url=URL, fetched=T0 + 3_600)
-    policy.next_wait(junk, lucky)
-    assert lucky.policy_state is not None and lucky.policy_state["o"][-1] == [3_600, 1]
+    plan = policy.plan(junk, lucky)
+    assert plan.memory is not None and plan.memory["o"][-1] == [3_600, 1]
     plain = Visit(Outcome.VISITED, change=ChangeState.CHANGED, url=URL, fetched=T0 + 3_600)
-    policy.next_wait(base, plain)
-    assert plain.policy_state is not None and plain.policy_state["o"][-1] == [3_600, 1]
-    assert plain.hint_base is None
+    plan = policy.plan(base, plain)
+    assert plan.memory is not None and plan.memory["o"][-1] == [3_600, 1]
+    assert plan.hint_base is None
     # hinted revisits are counted, and reserved from the schedule's budget
     assert allocator.hinted_rate() == 0.0  # too early to tell
     fresh = RateAllocator(1.0, control_window=1_000.0)

@@ -66,7 +66,7 @@ def test_siblings_are_replanned_at_the_1st_2nd_4th_8th_lie_and_only_earlier(stor
     f = make(store, clock)
     keys = []
     for i in range(3):
-        keys.append(visit_once(f, f"http://a/p/{i}", visited(wait=10_000.0)))
+        keys.append(visit_once(f, f"http://a/p/{i}", wait=10_000.0))
         clock.t += 10  # the politeness wait
     for key in keys:
         record = f.get_record("a", key)
@@ -97,7 +97,7 @@ def test_a_hint_that_cannot_be_news_is_dropped_for_every_policy(store: Store) ->
         return 1.0
 
     assert hosts.hint("a", fp("http://a/none"), Hint("http://a/none", None, "sitemap"), soon) is HintResult.UNKNOWN
-    key = visit_once(f, "http://a/1", visited(wait=10_000.0))
+    key = visit_once(f, "http://a/1", wait=10_000.0)
     fetched = clock.t
     clock.t += 50
     hint = Hint("http://a/1", fetched - 1, "sitemap")
@@ -113,5 +113,5 @@ def test_a_hint_that_cannot_be_news_is_dropped_for_every_policy(store: Store) ->
     issued = f.next()
     assert issued is not None and issued.fp == key
     assert hosts.hint("a", key, hint, soon) is HintResult.OUT
-    f.update(key, Visit(Outcome.FAILED, reason="gone"))
+    f.update(key, Visit(Outcome.FAILED, reason="gone"), None)
     assert hosts.hint("a", key, Hint("http://a/1", None, "ping"), soon) is HintResult.NEVER

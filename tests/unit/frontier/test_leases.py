@@ -12,6 +12,7 @@ from scrapy_adaptive.frontier import Frontier, MemoryStore, Store
 from scrapy_adaptive.frontier.crawltime import FetchTimes
 from scrapy_adaptive.frontier.hostqueue import IN_USE
 from scrapy_adaptive.frontier.leases import Lease, Leases
+from scrapy_adaptive.model import Plan
 from tests.hypo import examples
 from tests.unit.frontier.test_frontier import Clock, add, make, visited
 
@@ -131,7 +132,7 @@ def test_a_verdict_after_the_fetch_ended_keeps_the_slots_wait(store: Store) -> N
     f.downloads.fetch_ended(key)
     free_at = clock.t + 10.0
     clock.t += 1
-    f.update(key, visited(duration=2.0))
+    f.update(key, visited(duration=2.0), Plan(100.0))
     assert f.book.get("a").slots == [free_at]
     assert not f._leases.is_out(key)
 
@@ -185,6 +186,6 @@ def test_every_issued_url_comes_back_exactly_once(steps: list[tuple[str, int]]) 
             assert not flying & set(lapsed)
             returned += len(lapsed)
         elif op == "verdict" and key is not None:
-            assert f.update(key, visited(wait=1.0)) is not None
+            assert f.update(key, visited(), Plan(1.0)) is not None
             returned += 1
         assert issued - returned == len(f._leases) == len(f.book.get("a").out)

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from scrapy_adaptive.frontier import Store
 from scrapy_adaptive.frontier.hostqueue import ARRIVAL_LEAD_MS
 from scrapy_adaptive.frontier.overview import frontier_shape, percentile
+from scrapy_adaptive.model import Plan
 from tests.hypo import examples
 from tests.unit.frontier.test_frontier import Clock, add, make, visit_once, visited
 
@@ -36,7 +37,7 @@ def test_the_shape_counts_queue_states_and_the_urls_due(store: Store) -> None:
         add(f, url)
     issued = f.next()
     assert issued is not None and issued.record.queue == "a"
-    f.update(issued.fp, visited(wait=3600.0))
+    f.update(issued.fp, visited(), Plan(3600.0))
     c = f.next()
     assert c is not None
     clock.t += 30
@@ -66,7 +67,7 @@ def test_due_urls_are_counted_up_to_the_limit(store: Store) -> None:
 def test_nothing_due_means_no_overdue_figures(store: Store) -> None:
     clock = Clock()
     f = make(store, clock)
-    visit_once(f, "http://a/1", visited(wait=3600.0))
+    visit_once(f, "http://a/1", wait=3600.0)
     shape = frontier_shape(f)
     assert shape["due"] == 0 and shape["overdue_p50"] is None and shape["overdue_p95"] is None
     assert shape["snoozed"] == 1

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Store, Visit
 from scrapy_adaptive.frontier.pending import PendingVersions, delivered_versions, pending_mark
 from scrapy_adaptive.frontier.sharing import Sharing
-from scrapy_adaptive.model import UrlRecord
+from scrapy_adaptive.model import Plan, UrlRecord
 from scrapy_adaptive.store.base import Batch
 from scrapy_adaptive.store.keys import NEVER_MS
 from tests.hypo import examples
@@ -24,7 +24,7 @@ URL = "http://a/1"
 
 
 def changed(digest: str, etag: str | None = None) -> Visit:
-    return Visit(Outcome.VISITED, wait=10_000.0, status=200, change=ChangeState.CHANGED, digest=digest, etag=etag)
+    return Visit(Outcome.VISITED, status=200, change=ChangeState.CHANGED, digest=digest, etag=etag)
 
 
 def capture(f: Frontier, clock: Clock, digest: str, url: str = URL, etag: str | None = None) -> bytes:
@@ -33,7 +33,7 @@ def capture(f: Frontier, clock: Clock, digest: str, url: str = URL, etag: str | 
     clock.t += 10
     issued = f.next()
     assert issued is not None and issued.fp == fp(url)
-    f.update(issued.fp, changed(digest, etag), deliver=True)
+    f.update(issued.fp, changed(digest, etag), Plan(10_000.0), deliver=True)
     return issued.fp
 
 
@@ -139,7 +139,7 @@ def test_a_never_url_is_not_made_due_by_a_redelivery(store: Store) -> None:
     clock = Clock()
     f = make(store, clock)
     key = out_again(f, clock)
-    f.update(key, Visit(Outcome.DISREGARDED, reason="robots.txt"))
+    f.update(key, Visit(Outcome.DISREGARDED, reason="robots.txt"), None)
     assert f._pending.redeliver()[0] == 1
     record = f.get_record("a", key)
     assert record is not None and record.next_ms == NEVER_MS and record.digest is None
@@ -280,7 +280,7 @@ def capture_with_event(f: Frontier, clock: Clock, digest: str, kind: str) -> byt
     clock.t += 10
     issued = f.next()
     assert issued is not None
-    f.update(issued.fp, changed(digest), deliver=True, presence=[1, 0, 0], event=kind)
+    f.update(issued.fp, changed(digest), Plan(10_000.0), deliver=True, presence=[1, 0, 0], event=kind)
     return issued.fp
 
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from scrapy_adaptive.frontier import AddResult, Frontier, MemoryStore, Store
 from scrapy_adaptive.frontier import priority as priority_module
 from scrapy_adaptive.frontier.priority import directive_of
+from scrapy_adaptive.model import Plan
 from scrapy_adaptive.store.keys import EMBED_DIRECTIVE, PRIORITY_SPAN, PROBE_DIRECTIVE, SCHEDULED, time_to_ms
 from tests.hypo import examples
 from tests.unit.frontier.test_frontier import Clock, fp, make, visited
@@ -32,7 +33,7 @@ def issue_all(f: Frontier, clock: Clock, wait: float = 1000.0, step: float = 0.0
         if issued is None:
             break
         urls.append(issued.record.url)
-        f.update(issued.fp, visited(wait=wait))
+        f.update(issued.fp, visited(), Plan(wait))
         clock.t += step
     return urls
 
@@ -211,4 +212,4 @@ def test_what_is_issued_has_the_highest_priority_of_its_queue_s_due_urls(steps: 
             rivals = [v for k, v in due.items() if v[0] == queue and k != issued.fp]
             assert all(p <= priority for _, p, _ in rivals), "a higher priority was due"
             assert all(ms >= due_ms for _, p, ms in rivals if p == priority), "an equal priority was due first"
-            f.update(issued.fp, visited(wait=step[1]))
+            f.update(issued.fp, visited(), Plan(step[1]))

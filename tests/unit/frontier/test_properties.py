@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit, urgency
-from scrapy_adaptive.model import UrlRecord
+from scrapy_adaptive.model import Plan, UrlRecord
 from scrapy_adaptive.store.keys import NEVER_MS, time_to_ms
 from scrapy_adaptive.store.leveldb import LevelDBStore
 from tests.hypo import examples
@@ -155,7 +155,8 @@ class FrontierMachine(RuleBasedStateMachine):
         if fp in self.fetching:
             self.frontier.downloads.fetch_ended(fp, 0.0)
             self._end_fetch(fp, 0.0)
-        record = self.frontier.update(fp, Visit(outcome, wait=wait, change=change, status=200))
+        plan = Plan(wait) if outcome is Outcome.VISITED else None
+        record = self.frontier.update(fp, Visit(outcome, change=change, status=200), plan)
         assert record is not None
         if record.outcome == "visited":
             assert record.next_ms == time_to_ms(self.now + wait)

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Store, Visit
 from scrapy_adaptive.frontier.hostqueue import Entry, HostQueue
 from scrapy_adaptive.frontier.queues import QueueBook, Totals
+from scrapy_adaptive.model import Plan
 from scrapy_adaptive.store.base import Batch, StoreError
 from scrapy_adaptive.store.leveldb import LevelDBStore
 from tests.hypo import examples
@@ -194,13 +195,14 @@ ops = st.lists(
 )
 
 
-def verdict(kind: str, n: int) -> Visit:
+def verdict(kind: str, n: int) -> tuple[Visit, Plan | None]:
+    """The verdict of *kind*, and its plan (a visit's only)."""
     if kind == "retry":
-        return Visit(Outcome.RETRY, reason="timeout")
+        return Visit(Outcome.RETRY, reason="timeout"), None
     if kind == "failed":
-        return Visit(Outcome.FAILED, reason="gone")
+        return Visit(Outcome.FAILED, reason="gone"), None
     change = ChangeState.CHANGED if kind == "changed" else ChangeState.UNCHANGED
-    return Visit(Outcome.VISITED, wait=30.0, status=200, change=change, digest=f"sha1:{n}")
+    return Visit(Outcome.VISITED, status=200, change=change, digest=f"sha1:{n}"), Plan(30.0)
 
 
 def run(f: Frontier, clock: Clock, steps: list[tuple[str, str, int, str]]) -> Iterator[None]:
@@ -220,7 +222,7 @@ def run(f: Frontier, clock: Clock, steps: list[tuple[str, str, int, str]]) -> It
                 out.append(issued.fp)
             if op == "visit" and out:
                 key = out.pop(0)
-                f.update(key, verdict(kind, n), deliver=n % 2 == 0)
+                f.update(key, *verdict(kind, n), deliver=n % 2 == 0)
                 if kind == "changed":
                     delivered.append((key, f"sha1:{n}"))
         elif op == "confirm":

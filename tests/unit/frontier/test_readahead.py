@@ -9,6 +9,7 @@ import random
 from scrapy_adaptive.frontier import ChangeState, Frontier, Outcome, Politeness, Visit
 from scrapy_adaptive.frontier.hostqueue import HostQueue, order
 from scrapy_adaptive.frontier.readahead import AHEAD, GROWTH
+from scrapy_adaptive.model import Plan
 from scrapy_adaptive.store.base import Store
 
 from .test_frontier import Clock
@@ -48,8 +49,9 @@ def test_windows_follow_every_write_of_the_frontier(store: Store) -> None:
                 issued += 1
                 frontier.downloads.fetch_ended(out.fp, 0.1)
                 outcome = rng.choice([Outcome.VISITED, Outcome.VISITED, Outcome.RETRY, Outcome.FAILED])
-                visit = Visit(outcome, wait=rng.choice([0.0, 1.0, 30.0]), status=200, change=ChangeState.CHANGED)
-                frontier.update(out.fp, visit)
+                plan = Plan(rng.choice([0.0, 1.0, 30.0]))
+                visit = Visit(outcome, status=200, change=ChangeState.CHANGED)
+                frontier.update(out.fp, visit, plan if outcome is Outcome.VISITED else None)
         elif action < 0.8:
             i = rng.randrange(len(urls))
             frontier.add(fps[i], urls[i][0], urls[i][1], {"url": urls[i][0]}, directive=rng.choice([0, 0, 1]))

@@ -13,7 +13,7 @@ import pytest
 
 from scrapy_adaptive.frontier import Frontier, Outcome, Store, Visit
 from scrapy_adaptive.frontier.removal import forget, quarantine
-from scrapy_adaptive.model import RecordError
+from scrapy_adaptive.model import Plan, RecordError
 from scrapy_adaptive.store.base import Batch
 from scrapy_adaptive.store.keys import EVENT_PREFIX, event_key
 from scrapy_adaptive.store.leveldb import LevelDBStore
@@ -42,7 +42,7 @@ def test_forget_deletes_the_record_entry_mark_and_lease(store: Store) -> None:
     q = f.book.get("a")
     assert (q.urls, q.forgotten) == (1, 1)
     # its verdict, when it comes, finds no record and is ignored
-    assert f.update(key, visited()) is None
+    assert f.update(key, visited(), Plan(100.0)) is None
     # the stored counters say the same after a restart
     again = make(store, clock)
     again.load()

@@ -29,7 +29,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from scrapy_adaptive.frontier import Batch, Frontier, Outcome, Politeness, Visit
 from scrapy_adaptive.frontier.hostqueue import ARRIVAL_LEAD_MS
-from scrapy_adaptive.model import UrlRecord
+from scrapy_adaptive.model import Plan, UrlRecord
 from scrapy_adaptive.store.keys import NEVER_MS, time_to_ms
 from scrapy_adaptive.store.leveldb import LevelDBStore
 from tests.hypo import examples
@@ -156,7 +156,8 @@ class RestartingFrontier(RuleBasedStateMachine):
             self.fetching.discard(fp)
             self.frontier.downloads.fetch_ended(fp, duration)
             self.rest[host] = self.now + min(max(duration, MIN_DELAY), MAX_DELAY)
-        record = self.frontier.update(fp, Visit(outcome, wait=wait, status=200, queue=host))
+        plan = Plan(wait) if outcome is Outcome.VISITED else None
+        record = self.frontier.update(fp, Visit(outcome, status=200, queue=host), plan)
         assert record is not None
         self._record_rest(host)
         if outcome is Outcome.RETRY and self.failures[fp] + 1 > MAX_RETRIES:

@@ -13,6 +13,7 @@ import math
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit
 from scrapy_adaptive.frontier.sharedhosts import SharedHosts
 from scrapy_adaptive.frontier.sharing import Sharing
+from scrapy_adaptive.model import Plan
 from tests.unit.frontier.test_frontier import Clock, add, fp
 
 TTL = 5.0
@@ -140,7 +141,7 @@ def test_a_queue_with_urls_out_drains_before_it_is_given_back() -> None:
     assert idle not in held(a) and idle not in store.leases
     (draining,) = a.sharing.draining
     assert draining in out and store.leases[draining][0] == "A"
-    a.update(out[draining], Visit(Outcome.VISITED, wait=60.0, status=200, change=ChangeState.CHANGED))
+    a.update(out[draining], Visit(Outcome.VISITED, status=200, change=ChangeState.CHANGED), Plan(60.0))
     a.fleet.rebalance()
     assert draining not in held(a) and draining not in store.leases
     assert len(held(a)) == 2 and not a.sharing.draining
@@ -175,8 +176,8 @@ def test_versions_a_stopped_worker_left_undelivered_are_fetched_again() -> None:
     while (issued := a.next()) is not None and issued.fp != key:
         pass
     assert issued is not None
-    visit = Visit(Outcome.VISITED, wait=3600.0, status=200, change=ChangeState.CHANGED, digest="sha1:x")
-    a.update(key, visit, deliver=True)
+    visit = Visit(Outcome.VISITED, status=200, change=ChangeState.CHANGED, digest="sha1:x")
+    a.update(key, visit, Plan(3600.0), deliver=True)
     assert key in dict(store.pending())
     # A is killed: its leases and its heartbeat lapse; B takes the host
     clock.t += TTL + 1

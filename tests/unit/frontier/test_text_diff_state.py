@@ -8,6 +8,7 @@ from __future__ import annotations
 from scrapy_adaptive.change import text_diff
 from scrapy_adaptive.frontier import ChangeState, Frontier, Outcome, Store, Visit
 from scrapy_adaptive.frontier.hostqueue import Politeness
+from scrapy_adaptive.model import Plan
 from tests.unit.frontier.test_frontier import Clock, add, fp
 from tests.unit.frontier.test_pending import URL, published
 
@@ -25,9 +26,9 @@ def version(f: Frontier, clock: Clock, digest: str, price: str, kind: str, *, de
     clock.t += 10
     issued = f.next()
     assert issued is not None
-    visit = Visit(Outcome.VISITED, wait=1e4, status=200, change=ChangeState.CHANGED, digest=digest)
-    visit.text = ["Kettle", f"Price {price} EUR", "In stock"]
-    f.update(issued.fp, visit, deliver=deliver, presence=[1, 0, 0], event=kind)
+    text = ["Kettle", f"Price {price} EUR", "In stock"]
+    visit = Visit(Outcome.VISITED, status=200, change=ChangeState.CHANGED, digest=digest, text=text)
+    f.update(issued.fp, visit, Plan(1e4), deliver=deliver, presence=[1, 0, 0], event=kind)
     return issued.fp
 
 

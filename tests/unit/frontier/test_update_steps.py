@@ -20,7 +20,7 @@ from scrapy_adaptive.frontier.update_steps import (
     measure,
     set_outcome_time,
 )
-from scrapy_adaptive.model import ChangeState, Outcome, UrlRecord, Visit
+from scrapy_adaptive.model import ChangeState, Outcome, Plan, UrlRecord, Visit
 from scrapy_adaptive.store.keys import NEVER_MS, PROBE_DIRECTIVE, time_to_ms
 from tests.hypo import examples
 
@@ -149,45 +149,45 @@ def seen() -> dict[str, object]:
 
 def test_a_digested_body_replaces_everything_seen_even_with_none() -> None:
     r = record(**seen())
-    fold_visit(r, Visit(Outcome.VISITED, status=200, digest="sha1:new", wait=60.0), NOW, 16)
+    fold_visit(r, Visit(Outcome.VISITED, status=200, digest="sha1:new"), Plan(60.0), NOW, 16)
     assert r.digest == "sha1:new"
     assert all(getattr(r, name) is None for name in SEEN_FIELDS if name != "digest")  # the page no longer sends them
 
 
 def test_without_a_body_only_what_was_seen_replaces_what_is_known() -> None:
     r = record(**seen())
-    fold_visit(r, Visit(Outcome.VISITED, status=304, etag='"f"', wait=60.0), NOW, 16)
+    fold_visit(r, Visit(Outcome.VISITED, status=304, etag='"f"'), Plan(60.0), NOW, 16)
     expected = {**seen(), "etag": '"f"'}
     assert {name: getattr(r, name) for name in SEEN_FIELDS} == expected
     assert r.status == 304
 
 
-def test_the_next_time_is_the_policys_wait_after_now() -> None:
+def test_the_next_time_is_the_plans_wait_after_now() -> None:
     r = record(directive=0)
-    fold_visit(r, Visit(Outcome.VISITED, status=200, wait=120.0, duration=0.5), NOW, 16)
+    fold_visit(r, Visit(Outcome.VISITED, status=200, duration=0.5), Plan(120.0), NOW, 16)
     assert r.next_ms == time_to_ms(NOW + 120.0)
     assert (r.wait, r.fetched, r.duration, r.directive) == (120.0, NOW, 0.5, 0)
     r = record()
-    fold_visit(r, Visit(Outcome.VISITED, status=200), NOW, 16)  # no wait: due at once
+    fold_visit(r, Visit(Outcome.VISITED, status=200), Plan(0.0), NOW, 16)  # no wait: due at once
     assert r.next_ms == time_to_ms(NOW) and r.wait == 0.0
 
 
 def test_a_probe_comes_within_seconds_ahead_of_its_queue_and_keeps_the_wait() -> None:
     r = record()
-    fold_visit(r, Visit(Outcome.VISITED, status=200, wait=3600.0, probe=5.0), NOW, 16)
+    fold_visit(r, Visit(Outcome.VISITED, status=200, probe=5.0), Plan(3600.0), NOW, 16)
     assert r.next_ms == time_to_ms(NOW + 5.0)
     assert r.directive == PROBE_DIRECTIVE
     assert r.wait == 3600.0
     r = record()
-    fold_visit(r, Visit(Outcome.VISITED, status=200, wait=2.0, probe=5.0), NOW, 16)  # the wait is sooner
+    fold_visit(r, Visit(Outcome.VISITED, status=200, probe=5.0), Plan(2.0), NOW, 16)  # the wait is sooner
     assert r.next_ms == time_to_ms(NOW + 2.0)
 
 
-def test_policy_state_and_noise_are_replaced_only_when_given() -> None:
+def test_policy_memory_and_noise_are_replaced_only_when_given() -> None:
     r = record(policy={"k": 1}, noise={"n": 1})
-    fold_visit(r, Visit(Outcome.VISITED, status=200), NOW, 16)
+    fold_visit(r, Visit(Outcome.VISITED, status=200), Plan(60.0), NOW, 16)
     assert (r.policy, r.noise) == ({"k": 1}, {"n": 1})
-    fold_visit(r, Visit(Outcome.VISITED, status=200, policy_state={"k": 2}, noise={}), NOW, 16)
+    fold_visit(r, Visit(Outcome.VISITED, status=200, noise={}), Plan(60.0, memory={"k": 2}), NOW, 16)
     assert r.policy == {"k": 2}
     assert r.noise is None  # an empty noise clears what was learned
 
@@ -200,7 +200,7 @@ def test_policy_state_and_noise_are_replaced_only_when_given() -> None:
 def test_the_history_keeps_the_last_visits_in_order(changes: list[ChangeState], size: int) -> None:
     r = record()
     for i, change in enumerate(changes):
-        fold_visit(r, Visit(Outcome.VISITED, status=200 + i, change=change), NOW + i, size)
+        fold_visit(r, Visit(Outcome.VISITED, status=200 + i, change=change), Plan(60.0), NOW + i, size)
     assert len(r.history) == min(size, len(changes))
     expected = [[round(NOW + i, 3), c.value, 200 + i] for i, c in enumerate(changes)][-size:] if changes else []
     assert r.history == expected

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from hypothesis import given
 from hypothesis import strategies as st
 
 from scrapy_adaptive.frontier import Frontier, Store
 from scrapy_adaptive.frontier.urgency import WINDOW, _wait, pick
-from scrapy_adaptive.model import UrlRecord
+from scrapy_adaptive.model import Plan, UrlRecord
+from scrapy_adaptive.store.leveldb import LevelDBStore
 from tests.unit.frontier.test_frontier import Clock, add, make, visited
 
 
@@ -17,7 +21,7 @@ def visit_all(f: Frontier, clock: Clock, waits: dict[str, float]) -> None:
         issued = f.next()
         assert issued is not None
         f.downloads.fetch_ended(issued.fp, 0.0)
-        f.update(issued.fp, visited(wait=waits[issued.record.url]))
+        f.update(issued.fp, visited(), Plan(waits[issued.record.url]))
         clock.t += 0.001
 
 
@@ -76,7 +80,7 @@ def test_a_url_not_yet_due_never_goes_ahead(store: Store) -> None:
     first = f.next()
     assert first is not None and first.record.url == "http://a/slow"
     f.downloads.fetch_ended(first.fp, 0.0)
-    f.update(first.fp, visited(wait=1000.0))
+    f.update(first.fp, visited(), Plan(1000.0))
     assert f.next() is None
 
 
@@ -139,3 +143,40 @@ def test_a_head_never_visited_is_issued_without_reading_the_other_candidates(sto
     first = f.next()
     assert first is not None and first.record.url == "http://a/new"
     assert len(reads) == 1, "only the head's own record is read"
+
+
+
+def test_the_weighing_reads_the_queue_s_window_without_a_seek_and_picks_as_the_store_would(tmp_path: Path) -> None:
+    """A frontier that is its store's one writer keeps a window of each
+    queue's next entries (readahead.py): the due URLs weighed are read there,
+    and the pick is the one a read of the store gives."""
+
+    def first_issue(path: Path, *, window: bool) -> tuple[str, int]:
+        store = LevelDBStore(str(path))
+        try:
+            f, clock = crawled(store, {"http://a/slow": 300.0, "http://a/later": 900.0})
+            clock.t += 295
+            add(f, "http://a/fast")
+            visit_all(f, clock, {"http://a/fast": 10.0})
+            # 14 s on: the head (slow) is 9 s late of 300, fast 4 s late of
+            # 10 (weighed: it goes first), "later" not due
+            clock.t += 14
+            if not window:
+                for q in f.queues():
+                    q.window = []  # as a shared store's frontier has none
+            seeks: list[str] = []
+            queue_entries = store.queue_entries
+
+            def counting(queue: str, **kwargs: Any) -> Any:
+                seeks.append(queue)
+                return queue_entries(queue, **kwargs)
+
+            store.queue_entries = counting  # type: ignore[method-assign]
+            first = f.next()
+            assert first is not None
+            return first.record.url, len(seeks)
+        finally:
+            store.close()
+
+    assert first_issue(tmp_path / "windowed", window=True) == ("http://a/fast", 0)
+    assert first_issue(tmp_path / "seeking", window=False)[0] == "http://a/fast"

@@ -23,7 +23,7 @@ def response(headers: dict[str, object], meta: dict[str, object] | None = None) 
 
 def test_cache_control_lines_are_read_together() -> None:
     visit = base_visit(response({"Cache-Control": ["public", "max-age=600"]}), NOW)
-    assert visit.freshness == 600.0 and visit.annotations == []
+    assert visit.freshness == 600.0 and visit.annotations == ()
 
 
 def test_expires_is_read_against_the_servers_date() -> None:
@@ -40,12 +40,12 @@ def test_broken_headers_are_named_and_ignored() -> None:
     }
     visit = base_visit(response(headers), NOW)
     assert visit.freshness is None
-    assert visit.annotations == ["badCacheControl", "badExpires", "futureLastModified"]
+    assert visit.annotations == ("badCacheControl", "badExpires", "futureLastModified")
     assert visit.last_modified == headers["Last-Modified"]  # still a validator for conditional requests
     # one that is not a date at all gives no age either, and is named like a bad Expires
     unreadable = base_visit(response({**headers, "Last-Modified": "yesterday-ish"}), NOW)
-    assert unreadable.annotations == ["badCacheControl", "badExpires", "badLastModified"]
-    assert base_visit(response({"Date": headers["Date"]}), NOW).annotations == []
+    assert unreadable.annotations == ("badCacheControl", "badExpires", "badLastModified")
+    assert base_visit(response({"Date": headers["Date"]}), NOW).annotations == ()
 
 
 def test_the_sitemap_date_on_the_request_is_the_claimed_modification() -> None:

@@ -25,6 +25,7 @@ from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
 from scrapy_adaptive.frontier.canonical import Canonical
 from scrapy_adaptive.integration.scheduler import AdaptiveScheduler
 from scrapy_adaptive.integration.startup import settings_warnings
+from scrapy_adaptive.model import Plan
 from scrapy_adaptive.policies import load_wait_policy
 from scrapy_adaptive.runtime.issued_requests import url_identity
 
@@ -181,13 +182,13 @@ def test_the_policy_sees_the_politeness_queue_not_the_host(tmp_path: Path) -> No
     scheduler = build(tmp_path, ADAPTIVE_POLITENESS_KEY="domain", ADAPTIVE_BUDGET=10_000)
     seen: list[str | None] = []
     policy = scheduler.policy
-    original = policy.next_wait
+    original = policy.plan
 
-    def spy(history: Any, visit: Visit) -> float:
+    def spy(history: Any, visit: Visit, **kw: Any) -> Plan:
         seen.append(visit.queue)
-        return original(history, visit)
+        return original(history, visit, **kw)
 
-    policy.next_wait = spy  # type: ignore[method-assign]
+    policy.plan = spy  # type: ignore[method-assign]
     scheduler.open(Pages())
     for url in ("http://a.example.com/x", "http://b.example.com/y"):
         scheduler.enqueue_request(Request(url))
@@ -322,10 +323,11 @@ def test_a_caught_lie_replans_the_unchecked_siblings_through_the_verdict_path(tm
     for _ in range(4):  # checks elsewhere in the class caught its old headers lying
         belief.note("a.example", True, "http://a.example/p/x.html")
     scheduler.enqueue_request(Request("http://a.example/p/liar.html"))
-    (request,) = drain(scheduler, 1)  # its verdict carries the caught lie
-    lie = visited(wait=60.0)
-    lie.annotations.append("ageLie")
-    verdicts.commit(request, lie)
+    (request,) = drain(scheduler, 1)  # its plan says the caught lie (the policy's word, not the verdict's)
+    stack = verdicts.policy
+    stack.plan = lambda history, visit, **kw: Plan(60.0, notes=("ageLie",))  # type: ignore[method-assign]
+    verdicts.commit(request, visited())
+    del stack.plan
     moved = scheduler.stats.get_value("adaptive/validators/age_checks_replanned")
     assert moved == 6
     for url in urls:

@@ -14,6 +14,7 @@ import pytest
 from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Store, Visit
+from scrapy_adaptive.model import Plan
 from scrapy_adaptive.ops.console.api import FrontierConsole
 from scrapy_adaptive.ops.console.html import render
 from scrapy_adaptive.ops.console.run import report_lines
@@ -41,7 +42,7 @@ def crawled(store: Store, clock: Clock) -> Frontier:
         clock.t += 10
         issued = f.next()
         assert issued is not None
-        f.update(issued.fp, visited(wait=100.0))
+        f.update(issued.fp, visited(), Plan(100.0))
         clock.t += 10
     return f
 
@@ -54,7 +55,7 @@ def test_forget_removes_record_entry_and_mark_and_keeps_the_counts_that_never_fa
     clock.t += 200
     issued = f.next()
     assert issued is not None
-    f.update(issued.fp, visited(change=ChangeState.CHANGED), deliver=True)
+    f.update(issued.fp, visited(change=ChangeState.CHANGED), Plan(100.0), deliver=True)
     assert dict(store.pending())
     victims = [("h", fp("http://h/a.html")), ("h", fp("http://h/b.html"))]
     gone = f.forget(victims + [("h", fp("http://h/unknown"))])
@@ -82,7 +83,7 @@ def test_forget_of_a_url_out_for_download_ignores_its_late_verdict() -> None:
     issued = f.next()
     assert issued is not None
     f.forget([("h", issued.fp)])
-    assert f.update(issued.fp, visited()) is None
+    assert f.update(issued.fp, visited(), Plan(100.0)) is None
     assert f.get_record("h", issued.fp) is None and f.counts().out == 0 and not f.has_pending()
 
 
@@ -329,7 +330,7 @@ def test_the_summary_logs_rates_and_saves_the_hourly_series(tmp_path: Path, capl
         clock.t += 1000
         issued = f.next()
         assert issued is not None
-        f.update(issued.fp, visited())
+        f.update(issued.fp, visited(), Plan(100.0))
         stats.set_value("adaptive/validators/bytes_avoided", 5000)
         clock.t += 800
         reporter.summary()
@@ -698,7 +699,7 @@ def test_a_url_last_answering_a_redirect_or_an_error_is_not_never_changing() -> 
             status = answers[issued.record.url][i]
             change = ChangeState.CHANGED if i == 0 else ChangeState.UNCHANGED
             reason = "redirect to http://h/x.html" if status is None else None
-            f.update(issued.fp, Visit(Outcome.VISITED, wait=100.0, status=status, change=change, reason=reason))
+            f.update(issued.fp, Visit(Outcome.VISITED, status=status, change=change, reason=reason), Plan(100.0))
     report = FrontierConsole(f).report()
     assert sorted(r["url"] for r in report["never_changing"]) == ["http://h/back.html", "http://h/steady.html"]
     elsewhere = {r["url"]: (r["status"], r["versions"]) for r in report["redirect_or_error"]}

@@ -14,6 +14,7 @@ import pytest
 from scrapy.settings import Settings
 
 from scrapy_adaptive.frontier import Frontier, MemoryStore
+from scrapy_adaptive.model import Plan
 from scrapy_adaptive.ops.console.api import FrontierConsole
 from scrapy_adaptive.ops.console.changes_command import changes_request, find_changes, kinds_of
 from scrapy_adaptive.ops.console.run import main
@@ -174,7 +175,7 @@ def test_url_lists_the_urls_events_and_the_control_channel_answers_changes(tmp_p
     add(f, A)
     issued = f.next()
     assert issued is not None
-    f.update(issued.fp, visited(), presence=[1, 0, 0], event="new")  # in the outbox, not delivered yet
+    f.update(issued.fp, visited(), Plan(100.0), presence=[1, 0, 0], event="new")  # in the outbox, not delivered yet
     history = ChangesLog(str(tmp_path), 1 << 20, 0)
     history.write([event("new", B, 30), event("gone", A, 7200, status=410)], NOW - 7000)
     history.close()
@@ -203,7 +204,7 @@ def test_the_report_lists_the_latest_changes_and_the_gone_pages_per_host(tmp_pat
         clock.t += 1
         issued = f.next()
         assert issued is not None
-        f.update(issued.fp, visited(), presence=presence, event=event_kind)
+        f.update(issued.fp, visited(), Plan(100.0), presence=presence, event=event_kind)
         host = issued.record.queue
         said[host] = said.get(host, 0) + (event_kind == "gone")
     history = ChangesLog(str(tmp_path), 1 << 20, 0)

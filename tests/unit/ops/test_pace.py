@@ -12,6 +12,7 @@ from scrapy.crawler import Crawler
 from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive.frontier import Frontier, MemoryStore, Outcome, Visit
+from scrapy_adaptive.model import Plan
 from scrapy_adaptive.ops.console.run import report_lines
 from scrapy_adaptive.ops.console.schedule_command import ScheduleConsole
 from scrapy_adaptive.ops.pace import CAPACITY, CONFIGURED, PRECISION, Pace, next_due, wait_setting
@@ -59,7 +60,7 @@ def test_a_first_visit_put_off_by_a_failed_fetch_names_the_retry_delay() -> None
     add(f, "http://h/a.html")
     issued = f.next()
     assert issued is not None
-    f.update(issued.fp, Visit(Outcome.RETRY, reason="refused"))
+    f.update(issued.fp, Visit(Outcome.RETRY, reason="refused"), None)
     assert (
         next_due(f, clock.t, CAPACITY_PACE)
         == "in 15m (a first visit, retried after a failed fetch: ADAPTIVE_RETRY_DELAY)"
@@ -67,11 +68,11 @@ def test_a_first_visit_put_off_by_a_failed_fetch_names_the_retry_delay() -> None
     clock.t += 900  # then visited; a retry of a page visited before is a revisit
     issued = f.next()
     assert issued is not None
-    f.update(issued.fp, visited(wait=100.0))
+    f.update(issued.fp, visited(), Plan(100.0))
     clock.t += 100
     issued = f.next()
     assert issued is not None
-    f.update(issued.fp, Visit(Outcome.RETRY, reason="refused"))
+    f.update(issued.fp, Visit(Outcome.RETRY, reason="refused"), None)
     assert next_due(f, clock.t, CAPACITY_PACE) == "in 15m (revisit, ADAPTIVE_RETRY_DELAY)"
 
 
@@ -99,7 +100,7 @@ def test_the_summary_names_the_capacity_budget_and_the_setting_of_the_next_revis
     assert next_due(f, clock.t, CAPACITY_PACE) == "now (a first visit)"
     issued = f.next()
     assert issued is not None
-    f.update(issued.fp, visited(wait=100.0))  # the policy cut it to ADAPTIVE_WAIT_MIN
+    f.update(issued.fp, visited(), Plan(100.0))  # the policy cut it to ADAPTIVE_WAIT_MIN
     crawler = summarised(f, clock, tmp_path, caplog)
     # the frontier line counts the URLs never visited again in the report's words
     assert "Frontier: 1 URL (0 never again) in 1 queue: " in caplog.text

@@ -113,3 +113,36 @@ def test_a_burst_while_the_population_doubles_is_not_held_against_the_budget() -
     assert growing.realised_rate() == pytest.approx(1.0, rel=0.1)
     assert growing.correction >= 0.85
     assert settled.correction <= 0.6
+
+
+def test_a_plan_is_solved_again_at_most_once_a_second_of_crawl_time_short_of_solve_every_changes() -> None:
+    """Dozens of fetches a second each register a rate and count a fetch: the
+    plan is re-solved once per SOLVE_SPACING_S of the visits' own time, not
+    every MIN_PENDING of them, and at once when ``solve_every`` changes came."""
+    from scrapy_adaptive.policies.allocator import MIN_PENDING, SOLVE_SPACING_S
+
+    alloc = RateAllocator(1.0, solve_every=200)
+    solves = 0
+    solve = alloc.solve
+
+    def counting() -> None:
+        nonlocal solves
+        solves += 1
+        solve()
+
+    alloc.solve = counting  # type: ignore[method-assign]
+    memories: list[dict[str, object]] = [{} for _ in range(20)]
+    t = 1_000.0
+    for i in range(100):  # 50 fetches a second for 2 s: 200 changes, far more than MIN_PENDING
+        memory = memories[i % len(memories)]
+        alloc.register(memory, "h.example", 0.01 * (1 + i % 7))  # type: ignore[arg-type]
+        alloc.note_fetch(t)
+        t += 0.02
+    assert 100 * 2 > 4 * MIN_PENDING
+    assert solves <= 1 + 2 / SOLVE_SPACING_S + 1, solves
+    # past solve_every changes the plan is solved whatever the time
+    before = solves
+    for i in range(100):
+        alloc.register(memories[i % len(memories)], "h.example", 0.02)  # type: ignore[arg-type]
+        alloc.note_fetch(t)
+    assert solves > before

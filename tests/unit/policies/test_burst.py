@@ -38,8 +38,9 @@ def test_state_moves_with_the_verdicts_and_sets_the_wait() -> None:
     t = 0.0
     for change in verdicts:
         visit = _visit(change)
-        wait = policy.next_wait(history, visit)
-        memory = visit.policy_state or {}
+        plan = policy.plan(history, visit)
+        wait = plan.wait
+        memory = plan.memory or {}
         states.append(memory["s"])
         waits.append(wait)
         history = {"visits": 1, "discovered": 0.0, "fetched": t, "wait": wait, "policy": memory}

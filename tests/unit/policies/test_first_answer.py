@@ -41,11 +41,11 @@ class Page:
         verdict = Visit(
             Outcome.VISITED, status=200, change=change, url=self.url, queue="a.example", fetched=now, **answer
         )
-        wait = self.policy.next_wait(dict(self.record), verdict)
-        if verdict.policy_state is not None:
-            self.record["policy"] = verdict.policy_state
-        self.record.update(visits=self.record["visits"] + 1, fetched=now, wait=wait)
-        return wait
+        plan = self.policy.plan(dict(self.record), verdict)
+        if plan.memory is not None:
+            self.record["policy"] = plan.memory
+        self.record.update(visits=self.record["visits"] + 1, fetched=now, wait=plan.wait)
+        return plan.wait
 
 
 def first_wait(policy: UnionWaitPolicy | None = None, **answer: Any) -> float:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bench.sim.world import World
-from scrapy_adaptive.model import ChangeState, Outcome, Visit
+from scrapy_adaptive.model import ChangeState, Outcome, Plan, Visit
 from scrapy_adaptive.policies.allocator import RateAllocator
 from scrapy_adaptive.policies.base import WaitParams, WaitPolicy
 from scrapy_adaptive.policies.heritrix import HeritrixWaitPolicy
@@ -51,8 +51,9 @@ def crawl(policy: WaitPolicy, pages: list[tuple[int, Page]], seed: int = 0) -> l
             first = record["fetched"] is None
             change = ChangeState.CHANGED if first else page(now - record["fetched"], rng)
             visit = Visit(Outcome.VISITED, status=200, change=change, url="https://h.example/p")
-            wait = policy.next_wait(record, visit)
-            memory = visit.policy_state if visit.policy_state is not None else record["policy"]
+            plan = policy.plan(record, visit)
+            wait = plan.wait
+            memory = plan.memory if plan.memory is not None else record["policy"]
             out.append((wait, memory))
             record = {"visits": record["visits"] + 1, "wait": wait, "fetched": now, "discovered": 0.0, "policy": memory}
             now += wait
@@ -162,10 +163,10 @@ class _Late(WaitPolicy):
         self.half = world.start + world.duration / 2
         self.late = 0
 
-    def next_wait(self, history: Any, visit: Visit) -> float:
+    def plan(self, history: Any, visit: Visit) -> Plan:
         if history.get("fetched") is not None and visit.url in self.noise:
             self.late += history["fetched"] + history["wait"] + (visit.overdue or 0.0) >= self.half
-        return self.inner.next_wait(history, visit)
+        return self.inner.plan(history, visit)
 
 
 def test_a_held_state_stored_under_the_learned_noise_letters_is_read_and_moved() -> None:

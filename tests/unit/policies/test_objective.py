@@ -145,8 +145,8 @@ def test_under_freshness_the_default_policy_takes_the_rate_part_alone() -> None:
             visit = Visit(Outcome.VISITED, status=200, change=change, url="https://a.example/p", queue="a.example")
             chosen = policy.select(visit)
             assert isinstance(chosen, UnionWaitPolicy)
-            wait, source = chosen.decide(history, visit)
-            history = {**history, "visits": n + 1, "wait": wait, "policy": visit.policy_state or {}}
+            plan, source = chosen.decide(history, visit)
+            history = {**history, "visits": n + 1, "wait": plan.wait, "policy": plan.memory or {}}
             sources.append(source)
         waits[name] = sources
     assert "snap" in waits["versions"], waits

@@ -28,13 +28,13 @@ def _crawl(policy: BurstWaitPolicy, records: dict[int, dict], rounds: int, rng: 
                 url=f"https://h{i % 5}.example/p{i}",
                 fetched=t,
             )
-            w = policy.next_wait(history, visit)
+            plan = policy.plan(history, visit)
             records[i] = {
                 "visits": history.get("visits", 0) + 1,
                 "fetched": t,
-                "wait": w,
+                "wait": plan.wait,
                 "discovered": t0,
-                "policy": visit.policy_state,
+                "policy": plan.memory,
             }
     return t
 

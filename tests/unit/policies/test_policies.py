@@ -25,6 +25,8 @@ from scrapy_adaptive.policies import (
     WaitParams,
     load_wait_policy,
 )
+from scrapy_adaptive.model import Plan
+from scrapy_adaptive.policies.base import WaitPolicy, decides
 
 CHANGED, UNCHANGED, UNKNOWN = ChangeState.CHANGED, ChangeState.UNCHANGED, ChangeState.UNKNOWN
 
@@ -64,6 +66,30 @@ def visit(change: ChangeState = CHANGED, **kw: Any) -> Visit:
 
 
 PARAMS = WaitParams(initial=100, default=1000, minimum=10, maximum=10_000)
+
+
+def test_a_policy_writes_a_wait_or_a_plan() -> None:
+    """A project's policy that needs only a wait writes next_wait and its
+    plan is that wait alone; one with memory writes plan.  A subclass whose
+    own next_wait its inherited plan would never call is refused where it is
+    written, not ignored by the crawl."""
+
+    class Hourly(WaitPolicy):
+        def next_wait(self, history: Any, v: Visit) -> float:
+            return 3600.0
+
+    assert Hourly().plan({}, visit()) == Plan(3600.0) and decides(Hourly)
+    assert not decides(WaitPolicy)
+    with pytest.raises(NotImplementedError):
+        WaitPolicy().next_wait({}, visit())
+    # the plan's wait, for a caller that wants nothing more (two policies: each call learns)
+    wait = UnionWaitPolicy.from_params(WaitParams()).next_wait({}, visit())
+    assert wait == UnionWaitPolicy.from_params(WaitParams()).plan({}, visit()).wait
+    with pytest.raises(TypeError, match="override plan instead"):
+
+        class Halved(UnionWaitPolicy):
+            def next_wait(self, history: Any, v: Visit) -> float:
+                return super().next_wait(history, v) / 2
 
 
 def test_first_visit_gets_the_initial_wait() -> None:

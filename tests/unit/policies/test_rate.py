@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from dataclasses import replace
 from email.utils import formatdate
 from typing import Any
 
@@ -188,10 +189,11 @@ def drive(policy: Any, rate: float, visits: int, seed: int, start: float = 1.7e9
             v = visit(ChangeState.CHANGED if changed else ChangeState.UNCHANGED)
         else:
             v = visit(ChangeState.CHANGED)
-        wait = policy.next_wait(record, v)
+        plan = policy.plan(record, v)
+        wait = plan.wait
         waits.append(wait)
-        json.dumps(v.policy_state)
-        record = {"visits": n + 1, "wait": wait, "fetched": now, "discovered": start, "policy": v.policy_state}
+        json.dumps(plan.memory)
+        record = {"visits": n + 1, "wait": wait, "fetched": now, "discovered": start, "policy": plan.memory}
         now += wait
     return waits, record["policy"]
 
@@ -257,9 +259,10 @@ def test_noise_guard_holds_a_page_that_changes_at_every_fetch() -> None:
     now, waits = 0.0, []
     for n in range(30):
         v = visit(ChangeState.CHANGED)
-        wait = policy.next_wait(record, v)
+        plan = policy.plan(record, v)
+        wait = plan.wait
         waits.append(wait)
-        record = {"visits": n + 1, "wait": wait, "fetched": now, "discovered": 0.0, "policy": v.policy_state}
+        record = {"visits": n + 1, "wait": wait, "fetched": now, "discovered": 0.0, "policy": plan.memory}
         now += wait
     assert waits[-1] == 28 * DAY
 
@@ -355,8 +358,7 @@ def test_the_allocator_groups_urls_by_their_politeness_queue() -> None:
             queue="example.com",
             fetched=1.7e9,
         )
-        policy.next_wait({"discovered": 1.7e9}, verdict)
-        memories.append(verdict.policy_state or {})
+        memories.append(policy.plan({"discovered": 1.7e9}, verdict).memory or {})
     allocator.solve()
     assert {m[ALLOCATION][1] for m in memories} == {"example.com"}
     assert set(allocator._hosts) == {"example.com"}
@@ -368,8 +370,7 @@ def test_the_allocator_groups_urls_by_their_politeness_queue() -> None:
     assert planned == pytest.approx(cap, rel=0.05)
     # a verdict without a queue (the simulator before, old callers): the URL's host
     unqueued = Visit(Outcome.VISITED, status=200, change=ChangeState.CHANGED, url="http://B.example.com/x")
-    policy.next_wait({"discovered": 1.7e9}, unqueued)
-    assert (unqueued.policy_state or {})[ALLOCATION][1] == "b.example.com"
+    assert (policy.plan({"discovered": 1.7e9}, unqueued).memory or {})[ALLOCATION][1] == "b.example.com"
 
 
 def test_the_queue_comes_from_the_record_snapshot() -> None:
@@ -424,14 +425,15 @@ def test_a_late_visit_takes_its_lateness_off_the_next_wait() -> None:
     _, memory = drive(policy, 1 / DAY, 20, seed=3)
     record = {"visits": 20, "wait": DAY, "fetched": 1.7e9, "discovered": 1.6e9, "policy": memory}
     late = visit(ChangeState.UNCHANGED, overdue=600.0)
-    wait = policy.next_wait(record, late)
-    planned = alloc.wait("h.example", late.policy_state["e"])
+    plan = policy.plan(record, late)
+    assert plan.memory is not None
+    planned = alloc.wait("h.example", plan.memory["e"])
     assert planned > 1200  # the lateness is within the credit
-    assert wait == pytest.approx(planned - 600.0)
+    assert plan.wait == pytest.approx(planned - 600.0)
     # on time: the plan as is
-    record["policy"] = late.policy_state
-    on_time = visit(ChangeState.UNCHANGED)
-    assert policy.next_wait(record, on_time) == pytest.approx(alloc.wait("h.example", on_time.policy_state["e"]))
+    record["policy"] = plan.memory
+    plan = policy.plan(record, visit(ChangeState.UNCHANGED))
+    assert plan.memory is not None and plan.wait == pytest.approx(alloc.wait("h.example", plan.memory["e"]))
 
 
 def test_the_cadence_credit_is_bounded() -> None:
@@ -466,10 +468,10 @@ def test_a_held_change_a_probe_delivers_counts_in_the_interval_before_the_probe(
             )
         for change, gap, note in steps:
             now += gap
-            v = Visit(Outcome.VISITED, status=200, change=change, url="https://h.example/p", fetched=now)
-            v.annotations += note
-            wait = policy.next_wait(record, v)
-            record = {"visits": record["visits"] + 1, "wait": wait, "fetched": now, "policy": v.policy_state}
+            url = "https://h.example/p"
+            v = Visit(Outcome.VISITED, status=200, change=change, url=url, fetched=now, annotations=tuple(note))
+            plan = policy.plan(record, v)
+            record = {"visits": record["visits"] + 1, "wait": plan.wait, "fetched": now, "policy": plan.memory}
         return float(record["policy"]["e"])
 
     assert estimate(ChangeState.UNCHANGED, held="edit") == pytest.approx(estimate(ChangeState.CHANGED, None))
@@ -573,11 +575,12 @@ def test_age_tail_is_the_gamma_predictive() -> None:
 
 
 def _first_visit(policy: ProportionalWaitPolicy, url: str, now: float, modified: float | None) -> tuple[float, dict]:
+    last_modified = None if modified is None else formatdate(modified, usegmt=True)
     v = Visit(Outcome.VISITED, status=200, change=ChangeState.CHANGED, url=url, fetched=now, queue="h")
-    v.last_modified = None if modified is None else formatdate(modified, usegmt=True)
-    wait = policy.next_wait({"visits": 0, "discovered": now, "policy": {}}, v)
-    assert v.policy_state is not None
-    return wait, v.policy_state
+    v = replace(v, last_modified=last_modified)
+    plan = policy.plan({"visits": 0, "discovered": now, "policy": {}}, v)
+    assert plan.memory is not None
+    return plan.wait, plan.memory
 
 
 def _populated_policy(t0: float, n: int = 20) -> ProportionalWaitPolicy:
@@ -595,12 +598,12 @@ def _check_revisit(
     """The first full revisit of a URL whose Last-Modified said a week: the
     content changed under the same header (a lie) or with it (honest,
     *modified_ago* seconds before the revisit)."""
+    last_modified = formatdate(then - 7 * DAY if lied else now - modified_ago, usegmt=True)
     v = Visit(Outcome.VISITED, status=200, change=ChangeState.CHANGED, url=url, fetched=now, queue="h")
-    v.validation = "verified"
-    v.last_modified = formatdate(then - 7 * DAY if lied else now - modified_ago, usegmt=True)
-    policy.next_wait({"visits": 1, "fetched": then, "wait": now - then, "policy": state}, v)
-    assert v.policy_state is not None
-    return v.policy_state
+    v = replace(v, validation="verified", last_modified=last_modified)
+    plan = policy.plan({"visits": 1, "fetched": then, "wait": now - then, "policy": state}, v)
+    assert plan.memory is not None
+    return plan.memory
 
 
 def test_an_unchecked_old_last_modified_is_believed_as_far_as_the_population_says() -> None:
@@ -679,11 +682,10 @@ def test_a_304_acted_on_does_not_count_as_a_check() -> None:
     _, state = _first_visit(policy, "https://h.example/p", t0, t0 - 7 * DAY)
     assert not url_trusted(None, TrustParams(), state)
     v = Visit(Outcome.VISITED, status=304, change=ChangeState.UNCHANGED, url="https://h.example/p", queue="h")
-    v.validation, v.fetched = "trusted", t0 + 600
-    v.last_modified = formatdate(t0 - 7 * DAY, usegmt=True)
-    policy.next_wait({"visits": 1, "fetched": t0, "wait": 600, "policy": state}, v)
+    v = replace(v, validation="trusted", fetched=t0 + 600, last_modified=formatdate(t0 - 7 * DAY, usegmt=True))
+    plan = policy.plan({"visits": 1, "fetched": t0, "wait": 600, "policy": state}, v)
     assert policy.header_belief.counts == {}
-    assert v.policy_state is not None and v.policy_state["ua"] == 1
+    assert plan.memory is not None and plan.memory["ua"] == 1
 
 
 def test_unchanged_checks_space_out_and_end_the_check() -> None:
@@ -703,11 +705,12 @@ def test_unchanged_checks_space_out_and_end_the_check() -> None:
     waits, now, visits = [wait], t0, 1
     while "ua" in state and visits < 30:
         v = Visit(Outcome.VISITED, status=200, change=ChangeState.UNCHANGED, url=url, queue="h")
-        v.validation, v.last_modified, v.fetched = "verified", frozen, now + wait
-        wait = policy.next_wait({"visits": visits, "fetched": now, "wait": wait, "policy": state}, v)
+        v = replace(v, validation="verified", last_modified=frozen, fetched=now + wait)
+        plan = policy.plan({"visits": visits, "fetched": now, "wait": wait, "policy": state}, v)
+        wait = plan.wait
         now, visits = now + waits[-1], visits + 1
-        assert v.policy_state is not None
-        state = v.policy_state
+        assert plan.memory is not None
+        state = plan.memory
         waits.append(wait)
     assert "ua" not in state and url_trusted(None, TrustParams(), state)
     assert 3 <= visits <= 12
@@ -778,9 +781,9 @@ def test_recheck_wait_follows_the_odds_of_a_lie_as_they_move() -> None:
         liar = f"https://h.example/p/{i}.html"
         _, st = _first_visit(policy, liar, t0, t0 - 7 * DAY)
         v = Visit(Outcome.VISITED, status=200, change=ChangeState.CHANGED, url=liar, fetched=t0 + 600, queue="h")
-        v.validation, v.last_modified = "verified", formatdate(t0 - 7 * DAY, usegmt=True)
-        policy.next_wait({"visits": 1, "fetched": t0, "wait": 600, "policy": st}, v)
-        assert "ageLie" in v.annotations
+        v = replace(v, validation="verified", last_modified=formatdate(t0 - 7 * DAY, usegmt=True))
+        plan = policy.plan({"visits": 1, "fetched": t0, "wait": 600, "policy": st}, v)
+        assert "ageLie" in plan.notes and "ageLie" not in v.annotations  # the policy's word, not the verdict's
     sooner = policy.recheck_wait(snapshot)
     assert sooner is not None and sooner < 0.8 * planned
     fresh, _ = _first_visit(policy, "https://h.example/p/new.html", t0 + 600, t0 - 7 * DAY)
@@ -830,10 +833,10 @@ def test_before_any_liar_is_caught_a_lie_is_taken_to_hide_its_siblings_pace() ->
         for i in range(8):
             url = f"https://h.example/{directory}/{i}.html"
             _, st = _first_visit(policy, url, t0, t0 - 120)
-            v = Visit(Outcome.VISITED, status=200, url=url, fetched=t0 + 300, queue="h")
-            v.change = ChangeState.CHANGED if changed else ChangeState.UNCHANGED
-            v.last_modified = formatdate(t0 + 240 if changed else t0 - 120, usegmt=True)
-            policy.next_wait({"visits": 1, "fetched": t0, "wait": 300, "policy": st}, v)
+            change = ChangeState.CHANGED if changed else ChangeState.UNCHANGED
+            last_modified = formatdate(t0 + 240 if changed else t0 - 120, usegmt=True)
+            v = Visit(Outcome.VISITED, status=200, change=change, url=url, fetched=t0 + 300, queue="h")
+            policy.plan({"visits": 1, "fetched": t0, "wait": 300, "policy": st}, replace(v, last_modified=last_modified))
     belief = policy.header_belief
     typical = policy.typical_rate()
     fast_hidden = belief.lie_rate(typical, "https://h.example/fast/x.html")
@@ -900,9 +903,9 @@ def test_a_faster_sibling_pace_replans_the_unchecked_through_the_verdict() -> No
         url = f"https://h.example/p/{i}.html"
         _, st = _first_visit(policy, url, t0, t0 - 60)
         v = Visit(Outcome.VISITED, status=200, change=ChangeState.CHANGED, url=url, fetched=t0 + 60, queue="h")
-        v.last_modified = formatdate(t0 + 50, usegmt=True)
-        policy.next_wait({"visits": 1, "fetched": t0, "wait": 60, "policy": st}, v)
-        annotated.append("agePace" in v.annotations)
+        v = replace(v, last_modified=formatdate(t0 + 50, usegmt=True))
+        plan = policy.plan({"visits": 1, "fetched": t0, "wait": 60, "policy": st}, v)
+        annotated.append("agePace" in plan.notes)
     assert any(annotated)
     # the check is timed at a rate four times higher; the wait shortens less,
     # as this small budget is now shared with eight fast pages
@@ -952,11 +955,12 @@ def test_an_old_header_whose_odds_of_a_lie_are_small_uses_its_validators_while_i
     trusted_while_checked, now, visits = False, t0, 1
     while "ua" in state and visits < 40:
         v = Visit(Outcome.VISITED, status=200, change=ChangeState.UNCHANGED, url=url, queue="h")
-        v.validation, v.last_modified, v.fetched = "verified", frozen, now + wait
-        now, wait = now + wait, policy.next_wait({"visits": visits, "fetched": now, "wait": wait, "policy": state}, v)
+        v = replace(v, validation="verified", last_modified=frozen, fetched=now + wait)
+        plan = policy.plan({"visits": visits, "fetched": now, "wait": wait, "policy": state}, v)
+        now, wait = now + wait, plan.wait
         visits += 1
-        assert v.policy_state is not None
-        state = v.policy_state
+        assert plan.memory is not None
+        state = plan.memory
         if "ua" in state:
             q = policy.header_belief.url_lie_probability("h", float(state["ua"]), url)
             assert doubtful(state) is (q > VERIFY_ABOVE)

@@ -103,8 +103,8 @@ def test_the_policy_keeps_learning_the_schedule_changes_only_the_wait() -> None:
     states = []
     for stack in (with_schedule, without):
         v = visit(news, START + 100, ChangeState.CHANGED)
-        wait = stack.next_wait(history, v)
-        states.append((v.policy_state, wait))
+        plan = stack.plan(history, v)
+        states.append((plan.memory, plan.wait))
     (kept, bounded), (own, policy_wait) = states
     # the same estimate and state ('al' names each stack's own allocator)
     assert {k: v for k, v in kept.items() if k != "al"} == {k: v for k, v in own.items() if k != "al"}

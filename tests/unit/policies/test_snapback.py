@@ -34,12 +34,12 @@ class Page:
 
     def visit(self, change: ChangeState) -> float:
         verdict = Visit(Outcome.VISITED, status=200, change=change, url=self.url, queue="a.example", fetched=self.now)
-        wait = self.policy.next_wait(dict(self.record), verdict)
-        if verdict.policy_state is not None:
-            self.record["policy"] = verdict.policy_state
-        self.record.update(visits=self.record["visits"] + 1, fetched=self.now, wait=wait)
-        self.now += wait
-        return wait
+        plan = self.policy.plan(dict(self.record), verdict)
+        if plan.memory is not None:
+            self.record["policy"] = plan.memory
+        self.record.update(visits=self.record["visits"] + 1, fetched=self.now, wait=plan.wait)
+        self.now += plan.wait
+        return plan.wait
 
 
 def rule(**kw: Any) -> SnapBackWaitPolicy:

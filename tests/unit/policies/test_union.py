@@ -36,11 +36,11 @@ class Page:
     def visit(self, now: float, change: ChangeState) -> float:
         url, queue = "https://a.example/p", "a.example"
         verdict = Visit(Outcome.VISITED, status=200, change=change, url=url, queue=queue, fetched=now)
-        wait = self.policy.next_wait(dict(self.record), verdict)
-        if verdict.policy_state is not None:
-            self.record["policy"] = verdict.policy_state
-        self.record.update(visits=self.record["visits"] + 1, fetched=now, wait=wait)
-        return wait
+        plan = self.policy.plan(dict(self.record), verdict)
+        if plan.memory is not None:
+            self.record["policy"] = plan.memory
+        self.record.update(visits=self.record["visits"] + 1, fetched=now, wait=plan.wait)
+        return plan.wait
 
 
 def timeline(seed: int, n: int = 60) -> list[tuple[float, ChangeState]]:
@@ -83,9 +83,9 @@ def test_decide_names_the_family_whose_wait_was_taken(seed: int) -> None:
         w_burst, w_snap = burst.visit(now, change), snap.visit(now, change)
         url, queue = "https://a.example/p", "a.example"
         verdict = Visit(Outcome.VISITED, status=200, change=change, url=url, queue=queue, fetched=now)
-        wait, family = policy.decide(dict(record), verdict)
-        record.update(visits=record["visits"] + 1, fetched=now, wait=wait, policy=verdict.policy_state)
-        assert wait == pytest.approx(min(w_burst, w_snap))
+        plan, family = policy.decide(dict(record), verdict)
+        record.update(visits=record["visits"] + 1, fetched=now, wait=plan.wait, policy=plan.memory)
+        assert plan.wait == pytest.approx(min(w_burst, w_snap))
         assert family == ("snap" if w_snap < w_burst else "burst")
         families.add(family)
     assert families == {"burst", "snap"}

@@ -16,6 +16,7 @@ from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive.config.spec import ConfigError
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit
+from scrapy_adaptive.model import Plan
 from scrapy_adaptive.runtime.changes import CHANGE_EVENT, ChangeEvents, ChangesFeed
 from scrapy_adaptive.runtime.sink_failure import SinkError
 from scrapy_adaptive.store.base import Batch
@@ -42,17 +43,17 @@ def frontier() -> tuple[Frontier, Clock]:
 
 
 def visit(status: int, change: ChangeState, digest: str | None = None) -> Visit:
-    return Visit(Outcome.VISITED, status=status, change=change, digest=digest, wait=60.0, url=URL)
+    return Visit(Outcome.VISITED, status=status, change=change, digest=digest, url=URL)
 
 
 def test_an_event_is_written_with_its_visit_and_says_the_capture_before() -> None:
     f, clock = frontier()
     assert f.next() is not None
-    f.update(FP, visit(200, ChangeState.CHANGED, "d1"), presence=[1, 0, 0], event="new")
+    f.update(FP, visit(200, ChangeState.CHANGED, "d1"), Plan(60.0), presence=[1, 0, 0], event="new")
     clock.t += 60
     assert f.next() is not None
     # a 410 is no version and its body does not replace the capture (issue 46)
-    record = f.update(FP, visit(410, ChangeState.UNKNOWN, "d2"), presence=[1, 1, 1], event="gone")
+    record = f.update(FP, visit(410, ChangeState.UNKNOWN, "d2"), Plan(60.0), presence=[1, 1, 1], event="gone")
     assert record is not None and record.presence == [1, 1, 1] and record.digest == "d1"
     rows = f.outbox.events()
     assert [json.loads(raw)["kind"] for _, _, raw in rows] == ["new", "gone"]
@@ -72,7 +73,7 @@ def test_no_event_is_written_when_the_verdicts_write_fails() -> None:
 
     f.store.write = refuse  # type: ignore[method-assign]
     with pytest.raises(OSError):
-        f.update(FP, visit(200, ChangeState.CHANGED, "d1"), presence=[1, 0, 0], event="new")
+        f.update(FP, visit(200, ChangeState.CHANGED, "d1"), Plan(60.0), presence=[1, 0, 0], event="new")
     assert f.store.events() == []
 
 
@@ -217,7 +218,8 @@ def test_each_queue_counts_its_gone_pages_as_verdicts_forgets_and_failed_writes_
         clock.t += 60
         issued = f.next()
         assert issued is not None
-        f.update(issued.fp, visit(status, ChangeState.CHANGED, f"d{status}"), presence=presence, event=event)
+        verdict = visit(status, ChangeState.CHANGED, f"d{status}")
+        f.update(issued.fp, verdict, Plan(60.0), presence=presence, event=event)
 
     answer(200, [1, 0, 0], "new")
     answer(200, [1, 0, 0], "new")
@@ -242,7 +244,7 @@ def test_each_queue_counts_its_gone_pages_as_verdicts_forgets_and_failed_writes_
 
     f.store.write = refuse  # type: ignore[method-assign]
     with pytest.raises(OSError):
-        f.update(issued.fp, visit(200, ChangeState.CHANGED, "d3"), presence=[1, 0, 0], event="back")
+        f.update(issued.fp, visit(200, ChangeState.CHANGED, "d3"), Plan(60.0), presence=[1, 0, 0], event="back")
     f.store.write = write  # type: ignore[method-assign]
     assert q.gone == 1
     f.forget([("shop.example", gone_fp)])

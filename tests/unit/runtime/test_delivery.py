@@ -22,6 +22,7 @@ from scrapy.utils.test import get_crawler
 from scrapy_adaptive import meta
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Store, Visit
 from scrapy_adaptive.integration.feedfile import DurableFileFeedStorage, feed_warnings
+from scrapy_adaptive.model import Plan
 from scrapy_adaptive.runtime.delivery import SINK_CLOSED, SINK_OPENED, Delivery, ticket_of
 from scrapy_adaptive.store.base import StoreError
 from scrapy_adaptive.store.leveldb import LevelDBStore
@@ -47,14 +48,14 @@ def frontier(store: Store, clock: Clock) -> Frontier:
 
 
 def changed(digest: str, etag: str | None = None) -> Visit:
-    return Visit(Outcome.VISITED, wait=100.0, status=200, change=ChangeState.CHANGED, digest=digest, etag=etag)
+    return Visit(Outcome.VISITED, status=200, change=ChangeState.CHANGED, digest=digest, etag=etag)
 
 
 def visit(f: Frontier, clock: Clock, v: Visit, *, deliver: bool = True) -> None:
     clock.t += 1000
     issued = f.next()
     assert issued is not None and issued.fp == FP
-    f.update(FP, v, deliver=deliver)
+    f.update(FP, v, Plan(100.0), deliver=deliver)
 
 
 def test_a_changed_visit_counts_as_a_version_only_once_confirmed(store: Store) -> None:
@@ -108,7 +109,7 @@ def test_a_restart_fetches_an_undelivered_version_again_judged_against_the_deliv
     assert (record.visits, record.versions) == (2, 1)  # history never goes backwards
     issued = f2.next()  # due now, not 100 s after the lost visit
     assert issued is not None and issued.fp == FP and issued.record.snapshot()["etag"] is None
-    f2.update(FP, changed("text:sha1:2"), deliver=True)
+    f2.update(FP, changed("text:sha1:2"), Plan(100.0), deliver=True)
     assert f2.outbox.confirm([(FP, "text:sha1:2")]) == 1
     record = f2.get_record("a.example", FP)
     assert record is not None and (record.visits, record.versions) == (3, 2)
@@ -142,7 +143,7 @@ def test_a_confirmation_while_the_url_is_out_is_kept_by_its_next_verdict(store: 
     clock.t += 1000
     assert f.next() is not None  # out again before the confirmation lands
     f.outbox.confirm([(FP, "d:1")])
-    f.update(FP, Visit(Outcome.VISITED, wait=10.0, status=304, change=ChangeState.UNCHANGED))
+    f.update(FP, Visit(Outcome.VISITED, status=304, change=ChangeState.UNCHANGED), Plan(10.0))
     record = f.get_record("a.example", FP)
     assert record is not None and (record.visits, record.versions) == (2, 1)
 
@@ -507,6 +508,10 @@ def test_the_visit_middleware_counts_the_items_a_changed_page_yields(tmp_path: P
 
 
 def test_the_crawl_log_counts_the_version_a_changed_visit_found_before_its_confirmation(tmp_path: Path) -> None:
+    from scrapy.settings import Settings
+
+    from scrapy_adaptive.config.settings import AdaptiveConfig
+    from scrapy_adaptive.policies import load_wait_policy
     from scrapy_adaptive.runtime.crawllog import CrawlLog
     from scrapy_adaptive.runtime.verdicts import Verdicts
 
@@ -518,9 +523,14 @@ def test_the_crawl_log_counts_the_version_a_changed_visit_found_before_its_confi
     f = frontier(MemoryStore(), clock)
     f.add(FP, URL, "a.example", {"url": URL})
     log = CrawlLog(str(tmp_path / "crawl.log"), max_bytes=1 << 20, backups=1)
+    constant = {
+        "ADAPTIVE_WAIT_POLICY": "scrapy_adaptive.policies.ConstantWaitPolicy",
+        "ADAPTIVE_WAIT_DEFAULT": 100,
+        "ADAPTIVE_WAIT_MIN": 1,
+    }
     verdicts = Verdicts(
         f,
-        None,  # type: ignore[arg-type]  # every verdict below carries its wait
+        load_wait_policy(AdaptiveConfig.from_settings(Settings(constant))),
         OneIssued(FP),  # type: ignore[arg-type]
         MemoryStatsCollector(get_crawler()),
         crawl_log=log,
@@ -563,7 +573,6 @@ def test_a_stored_policy_memory_the_policy_cannot_read_starts_afresh_with_a_verd
     issued.record.visits, issued.record.fetched, issued.record.wait = 1, clock.t - 100, 100.0
     issued.record.policy = {"o": 5, "su": "x"}
     visit = changed("text:sha1:9")
-    visit.wait = None
     with caplog.at_level("WARNING"):
         recorded = verdicts.commit(Request(URL), visit)
     assert recorded is not None

@@ -9,6 +9,7 @@ import pytest
 
 from scrapy_adaptive.frontier import Frontier, Store
 from scrapy_adaptive.frontier.bring_forward import bring_forward
+from scrapy_adaptive.model import Plan
 from scrapy_adaptive.ops.console.schedule_command import ScheduleConsole
 from scrapy_adaptive.policies.schedules import Schedule, Schedules
 from scrapy_adaptive.runtime.schedule_entries import FORCED_KEY, STORE_KEY, forced_counts
@@ -44,7 +45,7 @@ def crawled(f: Frontier, clock: Clock, urls: list[str], wait: float) -> None:
         clock.t += 10
         issued = f.next()
         assert issued is not None
-        f.update(issued.fp, visited(wait=wait))
+        f.update(issued.fp, visited(), Plan(wait))
 
 
 def test_a_window_opening_brings_matched_urls_forward_spread_over_every(store: Store) -> None:
