@@ -350,7 +350,7 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
     # what a crawl's verdicts give update(): the presence
     takes_presence = "presence" in inspect.signature(frontier.update).parameters
 
-    nxt, ended, update = frontier.next, frontier.leases.fetch_ended, frontier.update
+    nxt, ended, update = frontier.next, frontier.downloads.fetch_ended, frontier.update
     visited, unchanged = Outcome.VISITED, ChangeState.UNCHANGED
     plan = Plan(86400.0)
     extra: dict[str, Any] = {"presence": [1, 0, 0]} if takes_presence else {}

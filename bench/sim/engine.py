@@ -19,7 +19,7 @@ limits revisits, not the first crawl.  This is how a rule with no budget
 knob (Heritrix's) is held to a budget: "capped at B".
 
 Change hints of the world (:mod:`.hints`) are handed to
-:meth:`Frontier.hint` with the policy's ``hint_wait`` when the clock reaches
+:meth:`Frontier.hosts.hint` with the policy's ``hint_wait`` when the clock reaches
 them, exactly as the crawler's scheduler does for a request's
 ``adaptive_hint``; their fate is counted in ``result.extra["hints"]``.
 """
@@ -108,7 +108,7 @@ def simulate(
             grew = True
         for host, delay in list(delays.items()):
             if any(q.name == host for q in frontier.queues()):
-                frontier.set_crawl_delay(host, delay)
+                frontier.hosts.set_crawl_delay(host, delay)
                 del delays[host]
         if grew and on_discover is not None:
             on_discover(known)
@@ -140,7 +140,7 @@ def simulate(
             h = hints[h_next]
             h_next += 1
             hint = Hint(pages[h.page].url, h.modified, source)
-            fate = frontier.hint(pages[h.page].host, _FP.pack(h.page), hint, policy.hint_wait).value
+            fate = frontier.hosts.hint(pages[h.page].host, _FP.pack(h.page), hint, policy.hint_wait).value
             hint_counts[fate] = hint_counts.get(fate, 0) + 1
         if cap:
             if tokens < bucket:
@@ -203,7 +203,7 @@ def simulate(
             modified = now if page.kind == "noise" else (changes[j - 1] if j > 0 else page.created)
             last_modified = formatdate(modified, usegmt=True)
         metrics.fetch(page, now, size)
-        frontier.leases.fetch_ended(issued.fp, page.duration)
+        frontier.downloads.fetch_ended(issued.fp, page.duration)
         # a learned noise page is marked as the visit middleware marks it
         learned = (NOISE_LEARNED,) if learning and page.kind == "noise" and probed else ()
         visit = Visit(Outcome.VISITED, status=status, change=change, content_type="text/html", size=page.size,

@@ -208,7 +208,7 @@ HEADER_UNCHECKED = "ua"
 VERIFY_ABOVE = 0.05
 #: crawl-log annotation of a revisit that caught a first-visit Last-Modified
 #: lying (the content changed under it): the URL's siblings still unchecked
-#: are planned again (``Frontier.replan_unchecked``)
+#: are planned again (``Frontier.hosts.replan_unchecked``)
 HEADER_LIED = "ageLie"
 #: crawl-log annotation of a revisit after which the pace a lie of the URL's
 #: class would hide has doubled (its revisited siblings change faster than

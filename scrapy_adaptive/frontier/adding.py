@@ -138,7 +138,7 @@ def pull_forward(
     record.directive, record.next_ms = new_directive, new_ms
     batch.records[record.queue, fp] = record.to_bytes()
     book.write(batch, q, undo)
-    out = leases.get(fp)
+    out = leases.lent(fp)
     if out is not None:
         out.record = record
     book.moved(q, old_entry, (new_directive, new_ms, fp))

@@ -46,7 +46,7 @@ def bring_forward(frontier: Frontier, plan: Callable[[UrlRecord], float | None])
     staged: dict[str, list[tuple[bytes, UrlRecord, int]]] = {}
     moved = 0
     for fp, raw in frontier.store.records():
-        if fp in frontier.leases:
+        if frontier.lent(fp) is not None:
             continue
         try:
             record = UrlRecord.from_bytes(raw)

@@ -18,7 +18,7 @@ The budget follows the caps as hosts are met and their fetch times measured.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol
 
 from .crawltime import capacity
 from .frontier import Frontier
@@ -26,6 +26,28 @@ from .frontier import Frontier
 #: a derived budget is given to the policy again only when it moved by more
 #: than this share: every new budget makes the allocator solve its plan again
 REBUDGET_STEP = 0.02
+
+
+class HostCaps(Protocol):
+    """Who plans with each host's cap: the policies' rate allocator
+    (:class:`~.policies.allocator.RateAllocator`)."""
+
+    def set_host_cap(self, host: str, cap: float | None) -> None: ...
+
+
+class BudgetOwner(Protocol):
+    """The budget's owner, the policies' crawl-wide state
+    (:class:`~.policies.crawl_state.CrawlWide`), as the capacity sees it:
+    told each queue's cap (through its rate allocator) and the budget
+    derived from them.  A protocol here, so the frontier imports nothing of
+    the policies above it."""
+
+    @property
+    def allocator(self) -> HostCaps | None: ...
+
+    def budgeted(self) -> bool: ...
+
+    def set_budget(self, budget: float | None, *, ceiling: bool = False) -> None: ...
 
 
 def capacity_budget(caps: dict[str, float], share: float) -> float | None:
@@ -43,14 +65,12 @@ class HostCapacity:
     """Keeps a budgeted policy's per-queue caps, and a budget derived from
     them, in step with the frontier."""
 
-    def __init__(self, frontier: Frontier, crawl: Any = None, *, share: float | None = None) -> None:
+    def __init__(self, frontier: Frontier, crawl: BudgetOwner | None = None, *, share: float | None = None) -> None:
         self.frontier = frontier
-        #: the budget's owner, the policies' crawl-wide state
-        #: (:class:`~.policies.crawl_state.CrawlWide`): told each queue's cap
-        #: (through its rate allocator) and the budget derived from them
+        #: the budget's owner (None: no policy stack to tell)
         self.crawl = crawl
         #: the policies' shared rate allocator (None: no policy plans by rates)
-        self.allocator = getattr(crawl, "allocator", None)
+        self.allocator = crawl.allocator if crawl is not None else None
         #: the share of the capacity revisits may use (None: ``ADAPTIVE_BUDGET`` is set)
         self.share = share if crawl is not None and crawl.budgeted() else None
         #: fetches per second each known queue allows
@@ -126,7 +146,7 @@ class HostCapacity:
     def rebudget(self) -> None:
         """Give the policy the budget the capacity now allows, when it moved
         by more than :data:`REBUDGET_STEP` (only without ``ADAPTIVE_BUDGET``)."""
-        if self.share is None:
+        if self.share is None or self.crawl is None:
             return
         budget = capacity_budget(self.caps, self.share)
         if budget is None:

@@ -15,36 +15,42 @@ queues and totals (:class:`~.queues.QueueBook`), what is out
 (:class:`~scrapy_adaptive.frontier.hostfacts.HostFacts`) and, with a shared
 store, the host leases (:class:`~.sharedhosts.SharedHosts`); a verdict is
 recorded over them by :class:`~.updating.VerdictWriter`.  This class runs
-the three operations over them and answers for them: the parts and the
-store are this package's own, every caller outside asks the methods, so
-nothing writes behind the back of the parts that keep store and memory
-in step (``tests/unit/test_frontier_face.py``).
+the frontier's own operations over them (add, next, update, forget and the
+questions).  The crawl reaches four of the parts through a narrow typed
+face each: :attr:`Frontier.downloads` (:class:`~.leases.Downloads`),
+:attr:`Frontier.hosts` (:class:`~.hostfacts.Hosts`),
+:attr:`Frontier.outbox` (:class:`~.pending.Outbox`) and
+:attr:`Frontier.fleet` (:class:`~.sharedhosts.Fleet`), and keeps its own
+small state in :attr:`Frontier.notes` (:class:`~.notes.Notes`).  The rest
+(the store, the book, the private parts) is this package's own, so nothing
+writes behind the back of the parts that keep store and memory in step
+(``tests/unit/test_frontier_face.py``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..change.trust import TrustBook, TrustParams
+from ..change.trust import TrustParams
 from ..model import Plan, RecordError, UrlRecord, Visit
 from ..store.base import Batch, Store
 from ..store.keys import time_to_ms
 from . import urgency
 from .adding import AddResult, add_new, pull_forward, refetch_embed
 from .crawltime import FetchTimes
-from .hints import Hint, HintResult
-from .hostfacts import HostFacts
+from .hostfacts import HostFacts, Hosts
 from .hostqueue import HostQueue, Politeness, QueueState
-from .leases import Lease, Leases
+from .leases import Downloads, Lease, Leases
+from .notes import Notes
 from .overview import frontier_shape
-from .pending import PendingVersions
+from .pending import Outbox, PendingVersions
 from .priority import directive_of, promote_due
 from .queues import Counts, QueueBook
 from .removal import forget, quarantine
-from .sharedhosts import SharedHosts
+from .sharedhosts import Fleet, SharedHosts
 from .sharing import Sharing
 from .updating import VerdictWriter
 
@@ -84,15 +90,17 @@ class Frontier:
         #: mean fetch duration per queue, for host capacities and crawl times
         self.fetch_times = FetchTimes()
         self.book = QueueBook(store, self.politeness, sharing)
-        self.leases = Leases(self.book, clock, self.fetch_times)
-        self.pending = PendingVersions(self.book, self.leases, clock)
-        self.hosts = HostFacts(self.book, self.leases, clock, self.trust_params, soft404_urls)
-        self.shared = SharedHosts(self.book, self.pending, clock)
+        self._leases = Leases(self.book, clock, self.fetch_times)
+        self._pending = PendingVersions(self.book, self._leases, clock)
+        self._hosts = HostFacts(self.book, self._leases, clock, self.trust_params, soft404_urls)
+        self._shared = SharedHosts(self.book, self._pending, clock)
+        #: the crawl's own small state, kept beside its URLs
+        self.notes = Notes(store)
         self.verdict_writer = VerdictWriter(
             self.book,
-            self.leases,
-            self.pending,
-            self.hosts,
+            self._leases,
+            self._pending,
+            self._hosts,
             history_size=history_size,
             clock=clock,
             sharing=sharing,
@@ -106,7 +114,31 @@ class Frontier:
     def redelivered(self) -> int:
         """URLs whose undelivered versions were made due again (at load, and
         in a fleet each time a stopped worker's versions were taken back)."""
-        return self._redelivered_at_load + self.shared.redelivered
+        return self._redelivered_at_load + self._shared.redelivered
+
+    # -- the parts the crawl reaches, each through its narrow face -------------
+
+    @property
+    def downloads(self) -> Downloads:
+        """A download's life between :meth:`next` and :meth:`update`: the
+        downloader's signals, quick retries, the leases run out."""
+        return self._leases
+
+    @property
+    def hosts(self) -> Hosts:
+        """What the crawl learns of hosts (Crawl-delay, soft-404s, hints) and
+        asks of them (validators to verify), and their reports."""
+        return self._hosts
+
+    @property
+    def outbox(self) -> Outbox:
+        """The change events to deliver, and the versions delivered."""
+        return self._pending
+
+    @property
+    def fleet(self) -> Fleet:
+        """This worker's part in a fleet sharing the frontier (a no-op alone)."""
+        return self._shared
 
     # -- opening -----------------------------------------------------------
 
@@ -125,7 +157,7 @@ class Frontier:
         # a worker of a shared frontier takes versions back only in queues
         # it holds, as it takes them (SharedHosts.rebalance)
         if redeliver and self.sharing is None:
-            self._redelivered_at_load = self.pending.redeliver()[0]
+            self._redelivered_at_load = self._pending.redeliver()[0]
         now = self.clock()
         book = self.book
         for name, raw in self.store.hosts():
@@ -135,7 +167,7 @@ class Frontier:
             # its wait was never stored: every host rests its shortest
             # politeness wait from now, as if a fetch had just ended.
             q.snooze_all(now + book.rest_after(q, 0.0))
-            self.hosts.pool_hints(q)
+            self._hosts.pool_hints(q)
             book.refresh_head(q)
             book.schedule(q)
 
@@ -187,7 +219,7 @@ class Frontier:
             force = True
         if force and (priority or ((q := self.book.find(queue)) is not None and q.prioritized)):
             directive = max(directive, directive_of(priority))
-        return pull_forward(self.book, self.leases, self.clock(), fp, record, directive, force)
+        return pull_forward(self.book, self._leases, self.clock(), fp, record, directive, force)
 
     def next(self) -> Issued | None:
         """Issue a due URL of the queue that has been ready the longest: its
@@ -225,7 +257,7 @@ class Frontier:
             next_ms, fp, record = urgency.most_urgent(self.store, q, record, time_to_ms(now))
             overdue = max(0.0, now - next_ms / 1000)
             q.take_slot(fp, now)
-            self.leases.lend(fp, Lease(name, now, now + self.politeness.lease, overdue, record))
+            self._leases.lend(fp, Lease(name, now, now + self.politeness.lease, overdue, record))
             book.refresh_head(q, q.head)
             book.schedule(q)
             return Issued(fp, record, overdue)
@@ -256,7 +288,7 @@ class Frontier:
         ``visit.queue``, its queue: the store keys records under it.
 
         With *deliver*, a changed visit is a version pending delivery: the
-        record counts it now, its queue and the totals when :meth:`confirm`
+        record counts it now, its queue and the totals when :meth:`.Outbox.confirm`
         does, and a restart before then takes it back and delivers it
         again.  Returns the updated record, or None for an unknown
         fingerprint.
@@ -278,123 +310,14 @@ class Frontier:
             (fp, record) for queue, fp in dict.fromkeys(urls) if (record := self.get_record(queue, fp)) is not None
         ]
         rest = self.politeness.max_delay
-        return forget(found, self.book, self.pending, self.leases, rest=rest, now=self.clock())
-
-    # -- a download's life, between next() and update() ----------------------
-
-    def fetch_started(self, fp: bytes) -> None:
-        """The downloader took out URL *fp*: its fetch time counts from now,
-        and its lease cannot lapse while the download runs."""
-        self.leases.fetch_started(fp)
-
-    def request_sent(self, fp: bytes, latency: float) -> None:
-        """*fp*'s response headers came *latency* seconds after its request
-        went out: its fetch time counts from then (:meth:`.Leases.request_sent`)."""
-        self.leases.request_sent(fp, latency)
-
-    def fetch_ended(self, fp: bytes) -> None:
-        """The download of *fp* is over: its host's politeness wait starts now, not at the verdict."""
-        self.leases.fetch_ended(fp)
-
-    def requeue(self, fp: bytes) -> bool:
-        """Give out URL *fp* back unchanged (a quick retry re-sends it): due
-        again after the politeness wait.  False if it was not out."""
-        return self.leases.requeue(fp)
-
-    def lapsed(self) -> list[bytes]:
-        """The URLs out for longer than the lease and not being downloaded:
-        the crawl gives each its verdict (a retry)."""
-        return self.leases.lapsed_leases()
-
-    def lent(self, fp: bytes) -> Lease | None:
-        """What is out for *fp*: its queue, how overdue it was issued, and
-        its record as issued (the one copy; requests carry the fingerprint)."""
-        return self.leases.get(fp)
-
-    # -- what the crawl learns of hosts (:mod:`.hostfacts`) --------------------
-
-    def set_crawl_delay(self, queue: str, seconds: float | None) -> None:
-        """Honour (or, with None, stop honouring) a robots.txt ``Crawl-delay``
-        for *queue*; kept with the host's counters."""
-        self.hosts.set_crawl_delay(queue, seconds)
-
-    def verify_validators(self, fp: bytes, doubtful: Callable[[Mapping[str, Any]], bool] | None = None) -> bool:
-        """Whether the fetch of out URL *fp* downloads in full to verify its
-        host's validators, rather than act on them (:meth:`.HostFacts.verify_validators`);
-        *doubtful*: the wait policy's ``header_doubtful``."""
-        return self.hosts.verify_validators(fp, doubtful)
-
-    def page_kind(self, fp: bytes, visit: Visit) -> str | None:
-        """``"soft404"``, ``"parked"`` or None for the page out URL *fp* got; learns."""
-        return self.hosts.page_kind(fp, visit)
-
-    def replan_unchecked(
-        self, queue: str, url: str, decide: Callable[[Mapping[str, Any]], float | None], *, lie: bool = True
-    ) -> int:
-        """Replan the URLs of *queue* planned on validators a lie of *url*
-        put in doubt (:meth:`.HostFacts.replan_unchecked`); how many moved."""
-        return self.hosts.replan_unchecked(queue, url, decide, lie=lie)
-
-    def hint(
-        self, queue: str, fp: bytes, hint: Hint, decide: Callable[[Mapping[str, Any], Hint], float | None] | None = None
-    ) -> HintResult:
-        """A change hint (sitemap ``lastmod``, a feed entry) for a known URL
-        (:meth:`.HostFacts.hint`)."""
-        return self.hosts.hint(queue, fp, hint, decide)
-
-    def trust_report(self) -> dict[str, TrustBook]:
-        """Every host's validator track record, by host: the host-wide
-        record and each URL class's, over a copy (for reports)."""
-        return {host: TrustBook(data) for host, data in sorted(self.hosts.trust_report(classes=True).items())}
-
-    def hint_report(self) -> dict[str, dict[str, list[float]]]:
-        """Every host's hint track record (source -> [confirmed, refuted, Σq])."""
-        return self.hosts.hint_report()
-
-    # -- delivery and a fleet's share -------------------------------------------
-
-    def events(self, limit: int = 1000) -> list[tuple[str, bytes, bytes]]:
-        """The oldest change events not yet delivered, ``(queue, key, row)``:
-        in a shared frontier, those of the queues held here (a stopped
-        worker's are delivered by whoever takes its queues)."""
-        queues = sorted(self.sharing.held) if self.sharing is not None else None
-        return self.store.events(queues, limit)
-
-    def events_delivered(self, delivered: list[tuple[str, bytes]]) -> None:
-        """Take delivered events out of the outbox (one write): ``(queue, key)`` pairs."""
-        if delivered:
-            self.store.write(Batch(events=dict.fromkeys(delivered)))
-
-    def confirm(self, delivered: list[tuple[bytes, str | None]]) -> int:
-        """Count the versions now delivered (:meth:`.PendingVersions.confirm`): one write."""
-        return self.pending.confirm(delivered)
-
-    def rebalance(self) -> list[str]:
-        """A worker of a shared frontier takes and gives back hosts (:meth:`.SharedHosts.rebalance`)."""
-        return self.shared.rebalance()
-
-    def leave(self) -> None:
-        """A worker of a shared frontier stops: its host leases are given back."""
-        self.shared.leave()
-
-    # -- the crawl's own small state, kept beside its URLs ------------------------
-
-    def meta(self, key: str) -> bytes | None:
-        """What the crawl keeps under *key* beside its URLs (the hourly
-        progress, the schedules given on the console and the visits they
-        forced); None if never written."""
-        return self.store.get_meta(key)
-
-    def write_meta(self, key: str, value: bytes) -> None:
-        """Keep *value* under *key*: one atomic write (:class:`.StoreError` if it fails)."""
-        self.store.write(Batch(meta={key: value}))
+        return forget(found, self.book, self._pending, self._leases, rest=rest, now=self.clock())
 
     # -- questions ---------------------------------------------------------------
 
     def has_pending(self) -> bool:
         """True while any URL will be due some day, or is out.  A worker of
         a shared frontier always has: other workers may add URLs any time."""
-        return self.book.totals.schedulable > 0 or bool(self.leases) or self.sharing is not None
+        return self.book.totals.schedulable > 0 or bool(self._leases) or self.sharing is not None
 
     def next_ready_time(self) -> float | None:
         """When the next queue becomes ready (None: none will by itself)."""
@@ -402,6 +325,12 @@ class Frontier:
 
     def queues(self) -> Iterator[HostQueue]:
         return iter(self.book)
+
+    def lent(self, fp: bytes) -> Lease | None:
+        """What is out for *fp* (issued by :meth:`next`, awaiting its
+        verdict): its queue, how overdue it was issued, and its record as
+        issued (the one copy; requests carry the fingerprint)."""
+        return self._leases.lent(fp)
 
     def get_record(self, queue: str, fp: bytes) -> UrlRecord | None:
         """The record of URL *fp* of *queue*; None if unknown or unreadable
@@ -440,7 +369,7 @@ class Frontier:
         return Counts(
             urls=totals.urls,
             never=totals.urls - totals.schedulable,
-            out=len(self.leases),
+            out=len(self._leases),
             visits=totals.visits,
             versions=totals.versions,
             quarantined=totals.quarantined,

@@ -7,8 +7,8 @@ time or None, source)``.  Hints are imperfect: some changes are never hinted
 late.  So a hint is evidence, not an order, and who does what is split as
 everywhere else in the crawler:
 
-* the **frontier** (owner of records, :meth:`Frontier.hint
-  <scrapy_adaptive.frontier.Frontier.hint>`) drops what cannot be news (an
+* the **frontier** (owner of records, :meth:`Frontier.hosts.hint
+  <scrapy_adaptive.frontier.hostfacts.Hosts.hint>`) drops what cannot be news (an
   unknown URL, a URL being fetched, a claimed modification not later than
   the last visit, a URL with an acted-on hint still pending), asks the wait
   policy, and, if the policy wants the visit earlier than planned, moves the
@@ -101,7 +101,7 @@ class Hint:
 
 
 class HintResult(StrEnum):
-    """What :meth:`Frontier.hint` did with a hint (stats name the reason)."""
+    """What :meth:`.Hosts.hint` did with a hint (stats name the reason)."""
 
     ACTED = "acted"  #: the URL's next visit was moved earlier
     NEW = "new"  #: the URL was not known: added, due now (by the caller)

@@ -11,7 +11,8 @@ verdicts.
 the frontier's :class:`~scrapy_adaptive.frontier.queues.QueueBook` and what is
 out from its :class:`~scrapy_adaptive.frontier.leases.Leases`, and holds the
 crawl-wide parts of these facts (hint sources pooled over hosts, the index
-of unchecked first-visit ages).
+of unchecked first-visit ages).  The crawl sees it as :class:`Hosts`
+(``Frontier.hosts``): what it learns of hosts and asks of them.
 """
 
 from __future__ import annotations
@@ -19,11 +20,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..change.trust import (
     HEADER_UNCHECKED,
-    HOST,
     TrustBook,
     TrustParams,
     observe_url,
@@ -51,8 +51,42 @@ WEB_PAGES = frozenset(("text/html", "application/xhtml+xml"))
 UNCHECKED_PER_CLASS = 1000
 
 
+class Hosts(Protocol):
+    """What the crawl tells the frontier of hosts and asks of them
+    (``Frontier.hosts``); :class:`HostFacts` holds it."""
+
+    def set_crawl_delay(self, queue: str, seconds: float | None) -> None:
+        """Honour (or, with None, stop honouring) a robots.txt ``Crawl-delay``
+        for *queue*; kept with the host's counters."""
+
+    def verify_validators(self, fp: bytes, doubtful: Callable[[Mapping[str, Any]], bool] | None = None) -> bool:
+        """Whether the fetch of out URL *fp* downloads in full to verify its
+        host's validators, rather than act on them; *doubtful*: the wait
+        policy's ``header_doubtful``."""
+
+    def page_kind(self, fp: bytes, visit: Visit) -> str | None:
+        """``"soft404"``, ``"parked"`` or None for the page out URL *fp* got; learns."""
+
+    def replan_unchecked(
+        self, queue: str, url: str, decide: Callable[[Mapping[str, Any]], float | None], *, lie: bool = True
+    ) -> int:
+        """Replan the URLs of *queue* planned on validators a lie of *url*
+        put in doubt; how many moved."""
+
+    def hint(
+        self, queue: str, fp: bytes, hint: Hint, decide: Callable[[Mapping[str, Any], Hint], float | None] | None = None
+    ) -> HintResult:
+        """A change hint (sitemap ``lastmod``, a feed entry) for a known URL."""
+
+    def trust_report(self) -> dict[str, TrustBook]:
+        """Every host's validator track record, by host (for reports)."""
+
+    def hint_report(self) -> dict[str, dict[str, list[float]]]:
+        """Every host's hint track record (source -> [confirmed, refuted, Σq])."""
+
+
 class HostFacts:
-    """The per-host facts of a frontier."""
+    """The per-host facts of a frontier (:class:`Hosts` to the crawl)."""
 
     def __init__(
         self,
@@ -103,7 +137,7 @@ class HostFacts:
         pages are judged: an image or a file that many URLs share (a spacer, a
         default avatar) is content like any other, not a placeholder page.
         """
-        out = self.leases.get(fp)
+        out = self.leases.lent(fp)
         q = self.book.find(out.queue) if out is not None else None
         if q is None or visit.outcome is not Outcome.VISITED or visit.digest is None or visit.status is None:
             return None
@@ -147,7 +181,7 @@ class HostFacts:
         the record that made it (the URL's, persisted with its verdict; the
         class's, with the queue's next counters write).
         """
-        out = self.leases.get(fp)
+        out = self.leases.lent(fp)
         if out is None:
             return True
         record = out.record
@@ -181,13 +215,11 @@ class HostFacts:
             return VALIDATOR_LIE
         return None
 
-    def trust_report(self, *, classes: bool = False) -> dict[str, dict[str, Any]]:
-        """Every queue's host-wide validator track record, for reports; with
-        *classes*, each queue's whole :class:`.TrustBook` (class key -> record,
-        the host-wide one under ``""``)."""
-        if classes:
-            return {q.name: {k: dict(v) for k, v in q.trust.items()} for q in self.book if q.trust}
-        return {q.name: dict(q.trust[HOST]) for q in self.book if q.trust.get(HOST)}
+    def trust_report(self) -> dict[str, TrustBook]:
+        """Every host's validator track record, by host, over a copy (for
+        reports): the host-wide record (under ``""``) and each URL class's."""
+        books = {q.name: {k: dict(v) for k, v in q.trust.items()} for q in self.book if q.trust}
+        return {host: TrustBook(data) for host, data in sorted(books.items())}
 
     @staticmethod
     def _stage_move(batch: Batch, fp: bytes, record: UrlRecord, new_ms: int) -> tuple[Entry, Entry]:

@@ -6,13 +6,16 @@ ended: the end starts the host slot's politeness wait at once (before the
 verdict), and a URL being downloaded never lapses.
 
 :class:`Leases` is the one holder of what is out; the frontier's other
-parts ask it (``get``, ``is_out``) rather than keep their own list.
+parts ask it (``lent``, ``is_out``) rather than keep their own list.  The
+crawl sees it as :class:`Downloads` (``Frontier.downloads``): the signals of
+a download's life, and the URLs whose lease ran out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..model import UrlRecord
 from .crawltime import FetchTimes
@@ -38,8 +41,33 @@ class Lease:
     in_flight: bool = False
 
 
+class Downloads(Protocol):
+    """A download's life between ``Frontier.next()`` and ``Frontier.update()``,
+    as the crawl tells it (``Frontier.downloads``)."""
+
+    def fetch_started(self, fp: bytes) -> None:
+        """The downloader took out URL *fp*: its fetch time counts from now,
+        and its lease cannot lapse while the download runs."""
+
+    def request_sent(self, fp: bytes, latency: float) -> None:
+        """*fp*'s response headers came *latency* seconds after its request
+        went out: its fetch time counts from then."""
+
+    def fetch_ended(self, fp: bytes, duration: float | None = None) -> None:
+        """The download of *fp* is over: its host's politeness wait starts now,
+        not at the verdict; its fetch took *duration* seconds (None: measured)."""
+
+    def requeue(self, fp: bytes) -> bool:
+        """Give out URL *fp* back unchanged (a quick retry re-sends it): due
+        again after the politeness wait.  False if it was not out."""
+
+    def lapsed(self) -> list[bytes]:
+        """The URLs out for longer than the lease and not being downloaded:
+        the crawl gives each its verdict (a retry)."""
+
+
 class Leases:
-    """The out URLs of a frontier."""
+    """The out URLs of a frontier (:class:`Downloads` to the crawl)."""
 
     def __init__(self, book: QueueBook, clock: Callable[[], float], fetch_times: FetchTimes) -> None:
         self.book = book
@@ -56,7 +84,9 @@ class Leases:
     def __contains__(self, fp: bytes) -> bool:
         return fp in self._out
 
-    def get(self, fp: bytes) -> Lease | None:
+    def lent(self, fp: bytes) -> Lease | None:
+        """What is out for *fp*: its queue, how overdue it was issued, and
+        its record as issued (the one copy; requests carry the fingerprint)."""
         return self._out.get(fp)
 
     def lend(self, fp: bytes, lease: Lease) -> None:
@@ -133,7 +163,7 @@ class Leases:
         self.book.schedule(q)
         return True
 
-    def lapsed_leases(self) -> list[bytes]:
+    def lapsed(self) -> list[bytes]:
         """URLs out for longer than the lease and not being downloaded.
 
         A download still running is never taken back, however long it takes
@@ -147,5 +177,5 @@ class Leases:
         return [fp for fp, out in self._out.items() if out.lease_until <= now and not out.in_flight]
 
     def expire_leases(self) -> list[bytes]:
-        """Requeue the :meth:`lapsed_leases` unchanged; return them."""
-        return [fp for fp in self.lapsed_leases() if self.requeue(fp)]
+        """Requeue the :meth:`lapsed` unchanged; return them."""
+        return [fp for fp in self.lapsed() if self.requeue(fp)]

@@ -17,7 +17,9 @@ and the queues' and totals' counts are of delivered versions only.
 
 :class:`PendingVersions` is the one holder of the marks in memory; the
 frontier writes a new mark with a verdict (:meth:`PendingVersions.staged`,
-:meth:`PendingVersions.settle`).
+:meth:`PendingVersions.settle`).  The crawl sees it as the :class:`Outbox`
+(``Frontier.outbox``): the change events to deliver, and the versions whose
+items are durable.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..change.events import presence_of
 from ..change.noise_learner import forget_version
@@ -91,8 +93,23 @@ def delivered_versions(record: UrlRecord, mark: bytes | None) -> int:
     return versions if isinstance(versions, int) and 0 <= versions <= record.versions else record.versions
 
 
+class Outbox(Protocol):
+    """What the crawl delivers, and tells the frontier it delivered
+    (``Frontier.outbox``); :class:`PendingVersions` holds it."""
+
+    def events(self, limit: int = 1000) -> list[tuple[str, bytes, bytes]]:
+        """The oldest change events not yet delivered, ``(queue, key, row)``."""
+
+    def events_delivered(self, delivered: list[tuple[str, bytes]]) -> None:
+        """Take delivered events out of the outbox (one write): ``(queue, key)`` pairs."""
+
+    def confirm(self, delivered: list[tuple[bytes, str | None]]) -> int:
+        """Count the versions now delivered, ``(fp, digest)`` pairs: one write."""
+
+
 class PendingVersions:
-    """The pending-delivery marks of a frontier."""
+    """The pending-delivery marks of a frontier, and its outbox of change
+    events (:class:`Outbox` to the crawl)."""
 
     def __init__(self, book: QueueBook, leases: Leases, clock: Callable[[], float]) -> None:
         self.book = book
@@ -274,6 +291,18 @@ class PendingVersions:
         counted = sum(queues.values())
         self.book.totals.versions += counted
         return counted
+
+    def events(self, limit: int = 1000) -> list[tuple[str, bytes, bytes]]:
+        """The oldest change events not yet delivered, ``(queue, key, row)``:
+        in a shared frontier, those of the queues held here (a stopped
+        worker's are delivered by whoever takes its queues)."""
+        queues = sorted(self.sharing.held) if self.sharing is not None else None
+        return self.store.events(queues, limit)
+
+    def events_delivered(self, delivered: list[tuple[str, bytes]]) -> None:
+        """Take delivered events out of the outbox (one write): ``(queue, key)`` pairs."""
+        if delivered:
+            self.store.write(Batch(events=dict.fromkeys(delivered)))
 
     @property
     def pending_count(self) -> int:

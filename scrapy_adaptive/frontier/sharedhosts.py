@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..config.spec import counted
 
@@ -28,9 +28,20 @@ _SPARE_TRIES = 64
 _MAX_CHUNKS = 8
 
 
+class Fleet(Protocol):
+    """A worker's part in a fleet sharing one frontier (``Frontier.fleet``);
+    :class:`SharedHosts` holds it."""
+
+    def rebalance(self) -> list[str]:
+        """Renew, take and give back host leases; the queues taken now."""
+
+    def leave(self) -> None:
+        """A clean stop: give every host lease back at once."""
+
+
 class SharedHosts:
     """The sharing part of a frontier: host leases and the fleet's undelivered
-    versions (a no-op without a shared store)."""
+    versions (a no-op without a shared store; :class:`Fleet` to the crawl)."""
 
     def __init__(self, book: QueueBook, pending: PendingVersions, clock: Callable[[], float]) -> None:
         self.book = book

@@ -69,7 +69,7 @@ class DownloadSignals:
     def reached_downloader(self, request: Request, spider: Spider) -> None:
         runtime = self.owner.runtime
         if runtime is not None and (fp := self.issued.fp_of(request)) is not None:
-            runtime.frontier.fetch_started(fp)
+            runtime.frontier.downloads.fetch_started(fp)
 
     def headers_received(self, headers: Any, body_length: Any, request: Request, spider: Spider) -> None:
         """Time the fetch from when its request went out: Scrapy's HTTP handlers
@@ -79,12 +79,12 @@ class DownloadSignals:
         runtime = self.owner.runtime
         if isinstance(latency, (int, float)) and runtime is not None:
             if (fp := self.issued.fp_of(request)) is not None:
-                runtime.frontier.request_sent(fp, float(latency))
+                runtime.frontier.downloads.request_sent(fp, float(latency))
 
     def left_downloader(self, request: Request, spider: Spider) -> None:
         runtime = self.owner.runtime
         if runtime is not None and (fp := self.issued.fp_of(request)) is not None:
-            runtime.frontier.fetch_ended(fp)
+            runtime.frontier.downloads.fetch_ended(fp)
             self.wake()
 
     def response_received(self, response: Response, request: Request, spider: Spider) -> None:
@@ -97,9 +97,9 @@ class DownloadSignals:
         delay = parse_crawl_delay(response.body, self.robots_agent)
         queue = self.keyer.key(request)
         if delay is None:  # none, or no longer (robots.txt is fetched again: ADAPTIVE_ROBOTS_REFRESH)
-            runtime.frontier.set_crawl_delay(queue, None)
+            runtime.frontier.hosts.set_crawl_delay(queue, None)
         else:
-            runtime.frontier.set_crawl_delay(queue, delay)
+            runtime.frontier.hosts.set_crawl_delay(queue, delay)
             runtime.capacity.nominal(queue, delay)
             host = urlparse_cached(request).netloc
             if delay > self.wait_max:  # e.g. 1e12: honoured literally, the host is as good as never fetched

@@ -433,7 +433,7 @@ class AdaptiveScheduler(BaseScheduler):
         """The issued request came back unchanged (a quick retry): re-issue it."""
         assert self.frontier is not None
         self.issued.resend(fp, request)
-        self.frontier.requeue(fp)
+        self.frontier.downloads.requeue(fp)
         self.stats.inc_value("adaptive/resent")
         self._arm_wake()
         return True

@@ -47,7 +47,7 @@ class Operations:
     def __call__(self, frontier: Frontier, crawl: CrawlWide, state_path: str) -> tuple[ScheduleConsole, Reporter]:
         allocator = crawl.allocator
         pace = pace_of(self.config, crawl)
-        progress = Progress.from_bytes(frontier.meta(PROGRESS_KEY))
+        progress = Progress.from_bytes(frontier.notes.read(PROGRESS_KEY))
         console = ScheduleConsole(
             frontier,
             schedules=self.schedules,

@@ -189,7 +189,7 @@ class Reporter:
             budget_per_hour=None if pace.per_day is None else pace.per_day / 24,
         )
         try:
-            self.frontier.write_meta(PROGRESS_KEY, self.progress.to_bytes())
+            self.frontier.notes.write(PROGRESS_KEY, self.progress.to_bytes())
         except StoreError as exc:  # the crawl is being stopped for it already; a report is not worth a traceback
             self._unsaved("The hourly progress series was not saved: %s", exc)
         when = next_due(self.frontier, now, pace)
@@ -305,7 +305,7 @@ class Reporter:
         reliability and usefulness), in ``validators-report.json`` in the
         state folder; a summary line in the log at close."""
         params = self.frontier.trust_params
-        books = self.frontier.trust_report()
+        books = self.frontier.hosts.trust_report()
         trusts = {host: book.host() for host, book in books.items()}
 
         def scored(trust: Trust) -> dict[str, Any]:

@@ -177,7 +177,7 @@ class Runtime:
                 logger.error("The final frontier summary could not be read: %s", exc)
         persist.save(self.store, crawl.persisted(), self.policy_key, after_fault=self.checkpoints.stopped)
         try:
-            frontier.leave()
+            frontier.fleet.leave()
         except StoreError as exc:  # the leases lapse by themselves
             logger.warning("Could not give back the host leases (%s); other workers wait for them to lapse.", exc)
         shared = frontier.sharing is not None
@@ -348,7 +348,7 @@ def open_frontier(store: Store, config: AdaptiveConfig, stats: StatsCollector, s
         text_diff=config.text_diff if config.events_on else 0,
     )
     frontier.load()
-    frontier.rebalance()  # a worker of a shared frontier takes its share of hosts
+    frontier.fleet.rebalance()  # a worker of a shared frontier takes its share of hosts
     _rebound(frontier, config)
     if frontier.redelivered and frontier.sharing is None:  # a shared frontier logs its own (sharing.py)
         logger.info(

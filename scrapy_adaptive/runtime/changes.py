@@ -263,7 +263,7 @@ class ChangeEvents:
         as items, went into the pipelines)."""
         if self.stopped or self.busy or (self.as_items and self.pipelines is None):
             return 0
-        rows = self.frontier.events(self.limit + len(self.held))
+        rows = self.frontier.outbox.events(self.limit + len(self.held))
         if self.held:
             rows = [row for row in rows if (row[0], row[1]) not in self.held][: self.limit]
         if not rows:
@@ -332,7 +332,7 @@ class ChangeEvents:
             self.on_error(exc)  # type: ignore[arg-type]
 
     def _delivered(self, keys: list[tuple[str, bytes]], events: int) -> None:
-        self.frontier.events_delivered(keys)
+        self.frontier.outbox.events_delivered(keys)
         self.stats.inc_value("adaptive/events/delivered", events)
 
     def close(self) -> None:

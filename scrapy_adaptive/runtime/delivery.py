@@ -19,7 +19,7 @@ version only once it is confirmed here:
 4. once a second (:meth:`Delivery.flush`, the scheduler's tick, and at
    close) every registered **durable sink** is made durable (the feed file
    flushed and fsynced), then every ticket complete before that is confirmed
-   to the frontier in one write (``Frontier.confirm``).
+   to the frontier in one write (``Frontier.outbox.confirm``).
 
 A restart makes every URL still pending due again, judged against the
 digest last delivered and without validators, so its items come again
@@ -247,7 +247,7 @@ class Delivery:
             self._complete = ready + self._complete
             return 0
         try:
-            counted = self.frontier.confirm([(t.fp, t.digest) for t in ready])
+            counted = self.frontier.outbox.confirm([(t.fp, t.digest) for t in ready])
         except Exception:
             self._complete = ready + self._complete
             raise

@@ -7,6 +7,11 @@ This table maps one to the other.  An issued request carries its URL's
 fingerprint in ``meta["_adaptive_fp"]``; users copy ``response.meta`` into
 child requests, so the tag is believed only when the request is the issued
 one, has the same fingerprint (a retry), or was redirected from it.
+
+A request's fingerprint is computed once: the issued request is known by
+its object (:meth:`IssuedRequests.fp_of` looks it up, at each of the
+signals and middlewares that ask during its fetch), and the identity of any
+other request object is kept with the object (:func:`url_identity`).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import hashlib
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
 
 from .. import meta
 from ..frontier.canonical import Canonical
@@ -30,10 +36,15 @@ def url_identity(
     """The URL's identity of a request: Scrapy's request fingerprint (of the
     URL's canonical spelling, ``ADAPTIVE_CANONICAL``), or the page identity a
     project migrating from scrapy-deltafetch set in ``meta["deltafetch_key"]``
-    (requests sharing a key share a record)."""
+    (requests sharing a key share a record).
 
-    def identity(request: Request) -> bytes:
-        key = request.meta.get("deltafetch_key")
+    Computed once per request object (a retry, a redirect or a child request
+    is asked for by the scheduler more than once), as Scrapy's own
+    fingerprints are: kept with the object while it lives, and computed again
+    only if its ``deltafetch_key`` changed."""
+    known: WeakKeyDictionary[Request, tuple[object, bytes]] = WeakKeyDictionary()
+
+    def compute(request: Request, key: object) -> bytes:
         if key is not None:
             return hashlib.sha1(b"deltafetch_key:" + str(key).encode("utf-8")).digest()
         if canonical:
@@ -41,6 +52,15 @@ def url_identity(
             if url != request.url:
                 return fingerprinter.fingerprint(request.replace(url=url))
         return fingerprinter.fingerprint(request)
+
+    def identity(request: Request) -> bytes:
+        key = request.meta.get("deltafetch_key")
+        seen = known.get(request)
+        if seen is not None and seen[0] == key:
+            return seen[1]
+        fp = compute(request, key)
+        known[request] = (key, fp)
+        return fp
 
     return identity
 
@@ -51,17 +71,35 @@ class IssuedRequests:
     def __init__(self, identity: Callable[[Request], bytes]) -> None:
         self.identity = identity
         self._issued: dict[bytes, Request] = {}
+        #: id of each issued request object -> its fingerprint and the tag it
+        #: was given; an id is here only while its object is issued (held in
+        #: ``_issued``), so it names that object alone
+        self._by_object: dict[int, tuple[bytes, str]] = {}
         self._resend: dict[bytes, Request] = {}
         self._asked: dict[bytes, deque[Request]] = {}
         self._asked_count = 0
 
     def add(self, fp: bytes, request: Request) -> None:
         """*request* goes out for *fp*: tag it."""
-        request.meta[meta.FP] = fp.hex()
+        tag = request.meta[meta.FP] = fp.hex()
+        self._drop(fp, self._issued.get(fp))
         self._issued[fp] = request
+        self._by_object[id(request)] = (fp, tag)
+
+    def _drop(self, fp: bytes, request: Request | None) -> None:
+        """*request* is no longer issued for *fp*."""
+        if request is not None and (known := self._by_object.get(id(request))) is not None and known[0] == fp:
+            del self._by_object[id(request)]
 
     def fp_of(self, request: Request) -> bytes | None:
-        """The fingerprint *request* was issued for, or None if it is not ours."""
+        """The fingerprint *request* was issued for, or None if it is not ours.
+
+        The issued object itself, with its tag as given, is known at once:
+        asked at every signal and middleware of its fetch, its tag is not
+        read again."""
+        known = self._by_object.get(id(request))
+        if known is not None and request.meta.get(meta.FP) is known[1]:
+            return known[0]
         tag = request.meta.get(meta.FP)
         if not isinstance(tag, str):
             return None
@@ -89,11 +127,13 @@ class IssuedRequests:
 
     def pop(self, fp: bytes) -> Request | None:
         """Forget the request out for *fp* (its verdict came, or its lease ran out)."""
-        return self._issued.pop(fp, None)
+        request = self._issued.pop(fp, None)
+        self._drop(fp, request)
+        return request
 
     def resend(self, fp: bytes, request: Request) -> None:
         """*request* came back unchanged: issue this very object again."""
-        self._issued.pop(fp, None)
+        self.pop(fp)
         self._resend[fp] = request
 
     def take_resend(self, fp: bytes) -> Request | None:

@@ -14,8 +14,8 @@ no time).  ``source`` names where the hint comes from (default
 ``"default"``); trust is learned per host and source.
 
 The scheduler's enqueue path calls :func:`take_hint`: a new URL is simply
-added (it is due now anyway), a known one goes to :meth:`Frontier.hint
-<scrapy_adaptive.frontier.Frontier.hint>` with the wait policy's
+added (it is due now anyway), a known one goes to :meth:`Frontier.hosts.hint
+<scrapy_adaptive.frontier.hostfacts.Hosts.hint>` with the wait policy's
 ``hint_wait`` (the design is in :mod:`scrapy_adaptive.frontier.hints` and
 :mod:`scrapy_adaptive.policies.hint_decisions`).  A bad value is logged (a warning)
 with the meta key and the URL, the hint dropped, the request kept: a sitemap
@@ -99,7 +99,7 @@ def take_hint(
         result = None
         reason = "invalid"
     else:
-        result = HintResult.NEW if new else frontier.hint(queue, fp, hint, decide)
+        result = HintResult.NEW if new else frontier.hosts.hint(queue, fp, hint, decide)
         reason = result.value
     if result is HintResult.ACTED:
         stats.inc_value("adaptive/hints/acted")

@@ -34,7 +34,7 @@ def stored_entries(frontier: Frontier) -> list[dict[str, Any]]:
     refuses to write them (a new schedule would replace the unreadable ones
     and lose them) until the key is repaired or removed.
     """
-    raw = frontier.meta(STORE_KEY)
+    raw = frontier.notes.read(STORE_KEY)
     try:
         doc = json.loads(raw) if raw else []
     except ValueError as exc:
@@ -46,7 +46,7 @@ def stored_entries(frontier: Frontier) -> list[dict[str, Any]]:
 
 def store_entries(frontier: Frontier, entries: list[dict[str, Any]]) -> None:
     """Keep *entries* as the schedules given on the console (one write)."""
-    frontier.write_meta(STORE_KEY, json.dumps(entries).encode())
+    frontier.notes.write(STORE_KEY, json.dumps(entries).encode())
 
 
 def load_stored(frontier: Frontier, schedules: Schedules) -> list[str]:
@@ -71,7 +71,7 @@ def forced_counts(frontier: Frontier, *, said: bool = False) -> dict[str, int]:
     (written by the crawl: :func:`add_forced`).  Unreadable, they count
     from zero again (the next write replaces them); *said*: with one
     warning, as the crawl opens."""
-    raw = frontier.meta(FORCED_KEY)
+    raw = frontier.notes.read(FORCED_KEY)
     try:
         doc = json.loads(raw) if raw else {}
     except ValueError as exc:
@@ -95,4 +95,4 @@ def add_forced(frontier: Frontier, added: dict[str, int]) -> None:
     stored = forced_counts(frontier)
     for name, count in added.items():
         stored[name] = stored.get(name, 0) + count
-    frontier.write_meta(FORCED_KEY, json.dumps(stored, sort_keys=True).encode())
+    frontier.notes.write(FORCED_KEY, json.dumps(stored, sort_keys=True).encode())

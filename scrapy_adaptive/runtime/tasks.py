@@ -46,7 +46,7 @@ class Rebalance:
         self.wake = wake
 
     def run(self) -> None:
-        if self.frontier.rebalance():
+        if self.frontier.fleet.rebalance():
             self.wake()
         if self.frontier.redelivered:  # a shared frontier takes back versions of stopped workers
             self.stats.set_value("adaptive/delivery/redelivered", self.frontier.redelivered)
@@ -121,7 +121,7 @@ class LapsedLeases:
     def run(self) -> None:
         if self.grace.stop_seen is not None:
             return
-        for fp in self.frontier.lapsed():
+        for fp in self.frontier.downloads.lapsed():
             self.lapsed(fp)
 
     def lapsed(self, fp: bytes) -> None:

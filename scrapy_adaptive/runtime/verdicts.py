@@ -114,7 +114,7 @@ class Verdicts:
 
     def verify(self, request: Request) -> bool:
         fp = self.issued.fp_of(request)
-        return True if fp is None else self.frontier.verify_validators(fp, self.policy.header_doubtful)
+        return True if fp is None else self.frontier.hosts.verify_validators(fp, self.policy.header_doubtful)
 
     def record(self, request: Request) -> Mapping[str, Any] | None:
         fp = self.issued.fp_of(request)
@@ -232,7 +232,7 @@ class Verdicts:
         siblings' unchecked ones lie too, or the siblings' pace rose, and with
         it what a lie would hide: their checks may now come sooner."""
         try:
-            moved = self.frontier.replan_unchecked(record.queue, record.url, self.policy.recheck_wait, lie=lie)
+            moved = self.frontier.hosts.replan_unchecked(record.queue, record.url, self.policy.recheck_wait, lie=lie)
         except StoreError as exc:
             self.on_store_error(exc)
             return
@@ -243,7 +243,7 @@ class Verdicts:
         """The kind of page the frontier knows this one as (a soft 404 or a
         parked page: the host's error or placeholder page), counted; such a
         visit is recorded as such, never as a new version."""
-        kind = self.frontier.page_kind(fp, visit)
+        kind = self.frontier.hosts.page_kind(fp, visit)
         if kind is not None:
             self.stats.inc_value(f"adaptive/soft404/{kind}")
         return kind

@@ -57,7 +57,7 @@ def frontier(url: str, worker: str, *, ttl: float = 10.0) -> Frontier:
     store = RedisStore(url, namespace="shared")
     f = Frontier(store, Politeness(min_delay=0, max_delay=0, delay_factor=0), sharing=Sharing(store, worker, ttl))
     f.load()
-    f.rebalance()
+    f.fleet.rebalance()
     return f
 
 
@@ -86,8 +86,8 @@ def test_two_workers_split_the_hosts_and_only_the_holder_issues(redis_url: str) 
     assert a.sharing is not None and a.sharing.held == set(HOSTS)  # the discoverer works new hosts
     b = frontier(redis_url, "B")
     assert b.sharing is not None and b.sharing.held == set()  # all leased: B waits for A to give some back
-    a.rebalance()  # two workers now: A keeps its share, gives back two idle hosts
-    b.rebalance()
+    a.fleet.rebalance()  # two workers now: A keeps its share, gives back two idle hosts
+    b.fleet.rebalance()
     assert len(a.sharing.held) == len(b.sharing.held) == 2
     assert a.sharing.held.isdisjoint(b.sharing.held)
     from_a, from_b = issue_all(a), issue_all(b)
@@ -98,10 +98,10 @@ def test_two_workers_split_the_hosts_and_only_the_holder_issues(redis_url: str) 
     a.update(hashlib.sha1(f"http://{host}/1".encode()).digest(), Visit(Outcome.VISITED, status=200), Plan(3600.0))
     add(b, f"http://{host}/found-by-b")
     assert issue_all(b) == {} and issue_all(a) == {}  # A's view of the queue: next URL in an hour
-    a.rebalance()
+    a.fleet.rebalance()
     assert issue_all(a) == {f"http://{host}/found-by-b": host}
-    a.leave()
-    b.leave()
+    a.fleet.leave()
+    b.fleet.leave()
 
 
 def test_a_killed_workers_hosts_move_after_its_lease_and_its_out_urls_are_due_again(redis_url: str) -> None:
@@ -116,13 +116,13 @@ def test_a_killed_workers_hosts_move_after_its_lease_and_its_out_urls_are_due_ag
     deadline = time.monotonic() + 5
     while b.sharing.held != set(HOSTS) and time.monotonic() < deadline:
         time.sleep(0.25)
-        b.rebalance()
+        b.fleet.rebalance()
     assert b.sharing.held == set(HOSTS)
     assert issue_all(b) == out  # what was out at A is due again, at B
     # were A only stalled, its next rebalance finds its leases lost: it issues nothing more
-    a.rebalance()
+    a.fleet.rebalance()
     assert a.sharing is not None and a.sharing.held == set() and a.next() is None
-    b.leave()
+    b.fleet.leave()
 
 
 def test_undelivered_versions_stay_their_workers_until_it_stops(redis_url: str) -> None:
@@ -140,22 +140,22 @@ def test_undelivered_versions_stay_their_workers_until_it_stops(redis_url: str) 
     marks = {fp: json.loads(m) for fp, m in a.store.pending()}
     assert len(marks) == len(HOSTS) and all(m["w"] == "A" and m["d"] is None for m in marks.values())
     b = frontier(redis_url, "B", ttl=2.0)
-    a.rebalance()  # A gives two hosts back; B takes them while A is alive
-    b.rebalance()
+    a.fleet.rebalance()  # A gives two hosts back; B takes them while A is alive
+    b.fleet.rebalance()
     assert b.sharing is not None and len(b.sharing.held) == 2
     assert b.redelivered == 0 and len(dict(b.store.pending())) == len(HOSTS) and issue_all(b) == {}
     # A is killed: its leases and its heartbeat lapse; B takes every host and A's versions
     deadline = time.monotonic() + 6
     while (b.sharing.held != set(HOSTS) or b.redelivered < len(HOSTS)) and time.monotonic() < deadline:
         time.sleep(0.25)
-        b.rebalance()
+        b.fleet.rebalance()
     assert b.sharing.held == set(HOSTS) and b.redelivered == len(HOSTS)
     assert dict(b.store.pending()) == {}
     for url in HOSTS:
         record = b.get_record(url, hashlib.sha1(f"http://{url}/1".encode()).digest())
         assert record is not None and record.digest is None  # back to what was delivered: nothing yet
     assert set(issue_all(b)) == {f"http://{host}/1" for host in HOSTS}  # due now, not in an hour
-    b.leave()
+    b.fleet.leave()
 
 
 def test_counts_of_every_worker_add_up_in_the_store(redis_url: str) -> None:
@@ -168,8 +168,8 @@ def test_counts_of_every_worker_add_up_in_the_store(redis_url: str) -> None:
     assert isinstance(store, RedisStore)
     rows = dict(store.counter_rows())
     assert rows[HOSTS[0]]["u"] == 6
-    a.leave()
-    b.leave()
+    a.fleet.leave()
+    b.fleet.leave()
 
 
 @in_loop
@@ -229,22 +229,22 @@ def test_a_host_given_back_with_urls_out_drains_before_its_lease_goes(redis_url:
         add(a, f"http://{host}/1")
     out = issue_all(a)  # every host has a URL out at A
     b = frontier(redis_url, "B")
-    a.rebalance()  # two workers: A gives two hosts back, but they have URLs out: they drain
+    a.fleet.rebalance()  # two workers: A gives two hosts back, but they have URLs out: they drain
     assert a.sharing is not None and len(a.sharing.draining) == 2
     draining = set(a.sharing.draining)
-    b.rebalance()
+    b.fleet.rebalance()
     assert b.sharing is not None and b.sharing.held == set()  # not yet: A's fetches there still run
     for url, host in out.items():
         if host in draining:
             a.add(hashlib.sha1(f"http://{host}/2".encode()).digest(), f"http://{host}/2", host, {"url": "x"})
             a.update(hashlib.sha1(url.encode()).digest(), Visit(Outcome.VISITED, status=200), Plan(3600.0))
     assert all(q not in draining for q in issue_all(a).values())  # nothing more from a draining host
-    a.rebalance()  # back: the leases go
-    b.rebalance()
+    a.fleet.rebalance()  # back: the leases go
+    b.fleet.rebalance()
     assert b.sharing.held == draining and a.sharing.held.isdisjoint(draining)
     assert set(issue_all(b).values()) == draining
-    a.leave()
-    b.leave()
+    a.fleet.leave()
+    b.fleet.leave()
 
 
 @in_loop

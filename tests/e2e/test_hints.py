@@ -30,7 +30,7 @@ def hint_report(state: Path) -> dict[str, dict[str, list[float]]]:
     try:
         frontier = Frontier(store)
         frontier.load()
-        return frontier.hint_report()
+        return frontier.hosts.hint_report()
     finally:
         store.close()
 

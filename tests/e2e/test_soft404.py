@@ -37,38 +37,38 @@ def out_frontier(urls: int, soft404_urls: int = 3) -> tuple[Frontier, list[bytes
 
 def test_a_page_equal_to_the_hosts_404_page_is_a_soft_404() -> None:
     f, (gone, soft, real) = out_frontier(3)
-    assert f.page_kind(soft, page(200, "sha1:nf")) is None  # not known yet
-    assert f.page_kind(gone, page(404, "sha1:nf")) is None  # learnt
-    assert f.page_kind(soft, page(200, "sha1:nf")) == SOFT_404
-    assert f.page_kind(real, page(200, "sha1:real")) is None
-    assert f.page_kind(real, page(500, "sha1:nf")) is None  # an error is an error
+    assert f.hosts.page_kind(soft, page(200, "sha1:nf")) is None  # not known yet
+    assert f.hosts.page_kind(gone, page(404, "sha1:nf")) is None  # learnt
+    assert f.hosts.page_kind(soft, page(200, "sha1:nf")) == SOFT_404
+    assert f.hosts.page_kind(real, page(200, "sha1:real")) is None
+    assert f.hosts.page_kind(real, page(500, "sha1:nf")) is None  # an error is an error
 
 
 def test_a_digest_many_urls_share_is_a_parked_page_and_the_counts_are_bounded() -> None:
     f, fps = out_frontier(4, soft404_urls=3)
-    kinds = [f.page_kind(u, page(200, "sha1:parked")) for u in fps]
+    kinds = [f.hosts.page_kind(u, page(200, "sha1:parked")) for u in fps]
     assert kinds == [None, None, PARKED, PARKED]
-    assert f.page_kind(fps[0], page(200, "sha1:parked")) == PARKED  # a revisit of an early one too
+    assert f.hosts.page_kind(fps[0], page(200, "sha1:parked")) == PARKED  # a revisit of an early one too
     off, shared = out_frontier(4, soft404_urls=0)  # off unless configured
-    assert [off.page_kind(u, page(200, "sha1:parked")) for u in shared] == [None] * 4
+    assert [off.hosts.page_kind(u, page(200, "sha1:parked")) for u in shared] == [None] * 4
     f, (one,) = out_frontier(1)
     for i in range(MAX_SHARED_DIGESTS * 3):
-        f.page_kind(one, page(200, f"sha1:{i}"))
+        f.hosts.page_kind(one, page(200, f"sha1:{i}"))
     [q] = f.queues()
     assert len(q.soft404.shared) == MAX_SHARED_DIGESTS
 
 
 def test_images_many_urls_share_are_content_not_parked_pages() -> None:
     f, fps = out_frontier(4, soft404_urls=3)
-    kinds = [f.page_kind(u, page(200, "sha1:spacer", "image/gif")) for u in fps]
+    kinds = [f.hosts.page_kind(u, page(200, "sha1:spacer", "image/gif")) for u in fps]
     assert kinds == [None, None, None, None]
-    assert f.page_kind(fps[0], page(404, "sha1:nf", "image/png")) is None
-    assert f.page_kind(fps[1], page(200, "sha1:nf", "image/png")) is None
+    assert f.hosts.page_kind(fps[0], page(404, "sha1:nf", "image/png")) is None
+    assert f.hosts.page_kind(fps[1], page(200, "sha1:nf", "image/png")) is None
 
 
 def test_an_unknown_url_is_never_judged() -> None:
     f, _ = out_frontier(1)
-    assert f.page_kind(fp("http://h/not-out"), page(404, "sha1:nf")) is None
+    assert f.hosts.page_kind(fp("http://h/not-out"), page(404, "sha1:nf")) is None
 
 
 @pytest.mark.e2e

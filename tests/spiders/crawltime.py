@@ -83,7 +83,7 @@ class CrawlTimeProbe:
                 for _, next_ms, fp in frontier.store.queue_entries(q.name, limit=MAX_DOCS):
                     if next_ms > time_to_ms(now):
                         break
-                    if not frontier.leases.is_out(fp):
+                    if frontier.lent(fp) is None:
                         due.add(fp)
             except RuntimeError:
                 # the crawl is closing: the scheduler closed the store before

@@ -27,7 +27,7 @@ is decided in ``change/`` (:mod:`...change.judge`).  For each one it
    runs and reads ``response.meta["adaptive_change"]``.
 
 A page the frontier judges a soft 404 or a parked page (at commit,
-:meth:`~..frontier.Frontier.page_kind`) is kept from the callback the same
+:meth:`~..frontier.hostfacts.Hosts.page_kind`) is kept from the callback the same
 way: it is the host's error or placeholder page, not a new version.
 
 In ``items`` mode the callback always runs: the page's items are digested

@@ -165,7 +165,7 @@ class FrontierConsole:
             "budget": {"set_per_day": self.budget_per_day, "spent_per_day": spent},
             "rates": rates_now,
             "hours": [[h, v] for h, v in self.progress.series()] if self.progress is not None else [],
-            "hints": track_record(frontier.hint_report()),
+            "hints": track_record(frontier.hosts.hint_report()),
             "changes": self._latest_changes(now),
             **{name: provider() for name, provider in self.sections.items()},
         }
@@ -173,7 +173,7 @@ class FrontierConsole:
     def _host_rows(self, now: float) -> list[dict[str, Any]]:
         """One row per host queue, busiest first, with its validator trust where it has a book."""
         frontier = self.frontier
-        books = frontier.trust_report()
+        books = frontier.hosts.trust_report()
         hosts = []
         for q in frontier.queues():
             row: dict[str, Any] = {
@@ -283,7 +283,7 @@ class FrontierConsole:
         record = self.frontier.get_record(queue, fp)
         if record is None:
             return None
-        sources = track_record(self.frontier.hint_report())["by_host"]
+        sources = track_record(self.frontier.hosts.hint_report())["by_host"]
         now = self.frontier.clock()
         lines = describe(record, now) + url_words(record.hint, record.queue, sources)
         found = find_changes(self.state_path, self.frontier, now=now, url=record.url, limit=URL_EVENTS)
@@ -320,7 +320,7 @@ class FrontierConsole:
 
     def export(self) -> Iterator[dict[str, Any]]:
         """Every readable record, one dict each (``export --format jsonl``)."""
-        sources = track_record(self.frontier.hint_report())["by_host"]
+        sources = track_record(self.frontier.hosts.hint_report())["by_host"]
         unreadable: list[bytes] = []
         for fp, record in self.frontier.records(unreadable.append):
             yield record_dict(fp, record, sources)

@@ -150,7 +150,7 @@ def find_changes(
             consider(event)
     pending = 0
     if frontier is not None:
-        for _, _, raw in frontier.events(PENDING_LIMIT):
+        for _, _, raw in frontier.outbox.events(PENDING_LIMIT):
             waiting = read_event(raw)
             if waiting is not None:
                 pending += 1

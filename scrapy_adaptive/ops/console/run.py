@@ -152,7 +152,7 @@ def answers(state: StateDir, config: AdaptiveConfig, request: dict[str, Any]) ->
             frontier,
             schedules=schedules,
             politeness=Politeness(config.delay_factor, config.min_delay, config.max_delay, config.host_valence),
-            progress=Progress.from_bytes(frontier.meta(PROGRESS_KEY)),
+            progress=Progress.from_bytes(frontier.notes.read(PROGRESS_KEY)),
             budget_per_day=config.budget,
             seeder=file_seeder(state.path),
             pace=lambda: stopped_pace(config, store),

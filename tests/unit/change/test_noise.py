@@ -146,12 +146,12 @@ class Chain:
             assert due is not None
             self.clock[0] = max(self.clock[0] + 0.001, due)
             issued = self.frontier.next()
-        self.frontier.fetch_started(issued.fp)
+        self.frontier.downloads.fetch_started(issued.fp)
         self.clock[0] += 0.01
         body, headers, value = site(self.clock[0], fetch)
         headers = {"Date": formatdate(self.clock[0], usegmt=True), **headers}
         response = HtmlResponse(URL, body=body.encode(), headers=headers, request=Request(URL, meta={meta.FP: FP.hex()}))
-        self.frontier.fetch_ended(issued.fp)
+        self.frontier.downloads.fetch_ended(issued.fp)
         self.mw.process_spider_input(response)
         verdict = response.request.meta[meta.CHANGE]  # type: ignore[union-attr]
         self.verdicts_seen.append(verdict)

@@ -53,7 +53,7 @@ def drain(f: Frontier, clock: Clock, docs: int, fetch_time: float) -> float:
         end, key = in_flight[0]
         heapq.heappop(in_flight)
         clock.t = end
-        f.leases.fetch_ended(key, fetch_time)
+        f.downloads.fetch_ended(key, fetch_time)
         f.update(key, Visit(Outcome.VISITED, status=200, duration=fetch_time), Plan(10**6))
         done += 1
     assert done == docs
@@ -150,7 +150,7 @@ def test_hosts_are_listed_with_their_due_urls_worst_load_first() -> None:
     while issued is not None and issued.record.url != "http://later/0":
         issued = f.next()
     assert issued is not None
-    f.leases.fetch_ended(issued.fp, 0.1)
+    f.downloads.fetch_ended(issued.fp, 0.1)
     f.update(issued.fp, Visit(Outcome.VISITED, status=200), Plan(100.0))
     times = FetchTimes()
     times.add("slow", 1.0)

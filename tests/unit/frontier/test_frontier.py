@@ -100,9 +100,9 @@ def test_next_issues_due_urls_in_time_order_and_holds_them_out(store: Store) -> 
     add(f, "http://a/2")
     first = f.next()
     assert first is not None and first.record.url == "http://a/1"
-    assert f.leases.is_out(first.fp)
+    assert f._leases.is_out(first.fp)
     assert f.next() is None  # valence 1: the queue is busy
-    f.leases.fetch_ended(first.fp, 0.0)
+    f.downloads.fetch_ended(first.fp, 0.0)
     f.update(first.fp, visited(), Plan(50))
     second = f.next()
     assert second is not None and second.record.url == "http://a/2"
@@ -117,7 +117,7 @@ def test_politeness_wait_is_factor_times_duration_clamped(store: Store) -> None:
     for duration, expected in ((0.1, 2.0), (0.6, 3.0), (3.0, 5.0)):
         issued = f.next()
         assert issued is not None
-        f.leases.fetch_ended(issued.fp, duration)
+        f.downloads.fetch_ended(issued.fp, duration)
         f.update(issued.fp, visited(), Plan(100.0))
         assert f.next() is None
         assert f.next_ready_time() == pytest.approx(clock.t + expected)
@@ -139,21 +139,21 @@ def test_a_fetch_is_timed_from_when_its_request_went_out(store: Store) -> None:
         add(f, f"http://a/{i}")
     issued = f.next()
     assert issued is not None
-    f.leases.fetch_started(issued.fp)
+    f.downloads.fetch_started(issued.fp)
     clock.t += 1.2  # held in the downloader's slot for 1.2 s, then sent
     clock.t += 0.2
-    f.leases.request_sent(issued.fp, 0.2)  # headers 0.2 s after it went out
+    f.downloads.request_sent(issued.fp, 0.2)  # headers 0.2 s after it went out
     clock.t += 0.2  # the body
-    f.leases.fetch_ended(issued.fp)
+    f.downloads.fetch_ended(issued.fp)
     record = f.update(issued.fp, untimed(), Plan(100.0))
     assert record is not None and record.duration == pytest.approx(0.4)
     assert f.next_ready_time() == pytest.approx(clock.t + 2.0)  # 5 × 0.4 s, not 5 × 1.6 s
     clock.t += 2.0
     second = f.next()
     assert second is not None
-    f.leases.fetch_started(second.fp)
+    f.downloads.fetch_started(second.fp)
     clock.t += 0.5  # no handler said when it went out (an error, another handler)
-    f.leases.fetch_ended(second.fp)
+    f.downloads.fetch_ended(second.fp)
     record = f.update(second.fp, untimed(), Plan(100.0))
     assert record is not None and record.duration == pytest.approx(0.5)
 
@@ -168,7 +168,7 @@ def test_crawl_delay_from_robots_wins_over_a_shorter_politeness_wait(
     f.hosts.set_crawl_delay("a", 10.0)
     issued = f.next()
     assert issued is not None
-    f.leases.fetch_ended(issued.fp, 0.1)
+    f.downloads.fetch_ended(issued.fp, 0.1)
     assert f.next_ready_time() == pytest.approx(clock.t + 10.0)
 
 
@@ -195,9 +195,9 @@ def test_each_slot_rests_its_own_politeness_wait(store: Store) -> None:
         add(f, f"http://a/{i}")
     a, b = f.next(), f.next()
     assert a and b
-    f.leases.fetch_ended(a.fp, 0)
+    f.downloads.fetch_ended(a.fp, 0)
     clock.t += 0.5
-    f.leases.fetch_ended(b.fp, 0)
+    f.downloads.fetch_ended(b.fp, 0)
     assert f.next() is None
     clock.t += 0.5  # a's slot is free again, b's is not
     assert f.next() is not None
@@ -307,10 +307,10 @@ def test_requeue_returns_an_out_url_to_its_queue(store: Store) -> None:
     add(f, "http://a/1")
     issued = f.next()
     assert issued
-    assert f.leases.expire_leases() == []
+    assert f._leases.expire_leases() == []
     clock.t += 31
-    assert f.leases.expire_leases() == [issued.fp]
-    assert not f.leases.is_out(issued.fp)
+    assert f._leases.expire_leases() == [issued.fp]
+    assert not f._leases.is_out(issued.fp)
     clock.t += 2  # the slot rests min_delay
     again = f.next()
     assert again is not None and again.fp == issued.fp
@@ -591,14 +591,14 @@ def test_a_download_running_past_its_lease_is_not_taken_back(store: Store) -> No
     add(f, "http://a/slow")
     issued = f.next()
     assert issued
-    f.leases.fetch_started(issued.fp)
+    f.downloads.fetch_started(issued.fp)
     clock.t += 30  # a 30 s download, six leases long
-    assert f.leases.lapsed_leases() == [] and f.leases.expire_leases() == []
-    assert f.leases.is_out(issued.fp) and f.next() is None  # never issued twice to a one-at-a-time host
-    f.leases.fetch_ended(issued.fp)
-    assert f.leases.lapsed_leases() == []  # the download's 30 s do not count against the lease
+    assert f._leases.lapsed() == [] and f._leases.expire_leases() == []
+    assert f._leases.is_out(issued.fp) and f.next() is None  # never issued twice to a one-at-a-time host
+    f.downloads.fetch_ended(issued.fp)
+    assert f._leases.lapsed() == []  # the download's 30 s do not count against the lease
     clock.t += 5
-    assert f.leases.lapsed_leases() == [issued.fp]  # ended without a verdict
+    assert f._leases.lapsed() == [issued.fp]  # ended without a verdict
 
 
 def test_a_failed_write_counts_nothing_and_keeps_the_url_out() -> None:
@@ -615,7 +615,7 @@ def test_a_failed_write_counts_nothing_and_keeps_the_url_out() -> None:
     after = f.shape()
     assert (f.counts().visits, f.counts().versions) == (0, 0)
     assert {k: after[k] for k in ("urls", "never", "out")} == {k: before[k] for k in ("urls", "never", "out")}
-    assert f.leases.is_out(issued.fp)
+    assert f._leases.is_out(issued.fp)
     record = f.get_record(issued.record.queue, issued.fp)
     assert record is not None and record.visits == 0
     store.full = False
@@ -672,7 +672,7 @@ def test_the_politeness_wait_is_kept_across_a_restart(store: Store) -> None:
     add(f, "http://a/2")
     issued = f.next()
     assert issued is not None
-    f.leases.fetch_ended(issued.fp, duration=0.05)
+    f.downloads.fetch_ended(issued.fp, duration=0.05)
     f.update(issued.fp, visited(), Plan(100.0))
     reopened = make(store, clock, min_delay=8.0, max_delay=8.0)
     reopened.load()
@@ -727,7 +727,7 @@ def test_a_url_caught_lying_is_downloaded_in_full_until_it_earns_trust_again(sto
     # the liar is caught: that resets the host (nothing was known of the URL)
     clock.t += 2
     visit(liar, verified(ChangeState.CHANGED))
-    assert f.hosts.trust_report()["h.example"]["lies"] == 1
+    assert f.hosts.trust_report()["h.example"].host().lies == 1
     for url in (honest, honest):
         clock.t += 2
         visit(url, verified(ChangeState.UNCHANGED))
@@ -737,7 +737,7 @@ def test_a_url_caught_lying_is_downloaded_in_full_until_it_earns_trust_again(sto
     clock.t += 2
     assert visit(liar, verified(ChangeState.CHANGED)) is True
     # a known liar's further lies do not reset its honest host
-    assert f.hosts.trust_report()["h.example"]["lies"] == 1
+    assert f.hosts.trust_report()["h.example"].host().lies == 1
     # two lies: it must be right 2 × 2 times in a row before it is trusted again
     for _ in range(4):
         clock.t += 2
@@ -782,7 +782,7 @@ def test_a_lying_page_does_not_cost_its_hosts_images_their_trust(store: Store) -
     assert visit(page, visited(change=ChangeState.UNCHANGED)) is False
     clock.t += 2
     assert visit(page, verified(ChangeState.CHANGED)) is True
-    assert f.hosts.trust_report()["h.example"]["lies"] == 1
+    assert f.hosts.trust_report()["h.example"].host().lies == 1
     # the images keep their class's schedule: some of their predictions are acted on
     decisions = []
     for _ in range(3):
@@ -798,7 +798,7 @@ def test_a_lying_page_does_not_cost_its_hosts_images_their_trust(store: Store) -
     assert visit(page, verified(ChangeState.UNCHANGED)) is True
     clock.t += 2
     assert visit(late, verified(ChangeState.UNCHANGED)) is True
-    book = f.hosts.trust_report(classes=True)["h.example"]
+    book = f.hosts.trust_report()["h.example"].data
     assert book["h.example/img/*.jpg"]["streak"] >= 2 and "streak" not in book["h.example/p/*.html"]
 
 
@@ -833,7 +833,7 @@ def test_a_caught_lie_brings_its_unchecked_siblings_checks_forward(store: Store)
     # page 0 is out when page 3's lie is caught: it is not re-planned
     first = f.next()
     assert first is not None and first.record.url == pages[0]
-    assert f.replan_unchecked("h.example", pages[3], decide) == 2  # pages 2 and 3 (page 3 is not out)
+    assert f.hosts.replan_unchecked("h.example", pages[3], decide) == 2  # pages 2 and 3 (page 3 is not out)
     assert sorted(asked) == sorted(pages[1:])
     planned = {url: f.get_record("h.example", fp(url)).next_ms for url in [*pages, image]}  # type: ignore[union-attr]
     fetched = f.get_record("h.example", fp(pages[2])).fetched  # type: ignore[union-attr]
@@ -842,20 +842,20 @@ def test_a_caught_lie_brings_its_unchecked_siblings_checks_forward(store: Store)
     # a check that is over leaves the index
     f.update(first.fp, visited(), Plan(1000.0, {"e": 0.001}))
     asked.clear()
-    f.replan_unchecked("h.example", pages[3], decide)  # the class's 2nd caught lie: re-planned again
+    f.hosts.replan_unchecked("h.example", pages[3], decide)  # the class's 2nd caught lie: re-planned again
     assert asked and pages[0] not in asked
     asked.clear()
-    assert f.replan_unchecked("h.example", pages[3], decide) == 0  # the 3rd: the odds moved little, skipped
+    assert f.hosts.replan_unchecked("h.example", pages[3], decide) == 0  # the 3rd: the odds moved little, skipped
     assert not asked
-    f.replan_unchecked("h.example", pages[3], decide)  # the 4th
+    f.hosts.replan_unchecked("h.example", pages[3], decide)  # the 4th
     assert asked
     asked.clear()
     # a rise of the pace a lie would hide (the policy asks once per doubling)
     # re-plans without counting a lie
-    assert f.replan_unchecked("h.example", pages[3], decide, lie=False) == 0  # nothing earlier wanted now
+    assert f.hosts.replan_unchecked("h.example", pages[3], decide, lie=False) == 0  # nothing earlier wanted now
     assert asked
     asked.clear()
-    f.replan_unchecked("h.example", pages[3], decide)  # the 5th lie: skipped, as before
+    f.hosts.replan_unchecked("h.example", pages[3], decide)  # the 5th lie: skipped, as before
     assert not asked
 
 
@@ -891,7 +891,7 @@ def test_an_honest_page_keeps_its_own_trust_beside_its_classs_liars(store: Store
                 break
         clock.t += 2
         decisions.append(visit(honest))
-    assert f.hosts.trust_report()["h.example"]["lies"] == len(liars)
+    assert f.hosts.trust_report()["h.example"].host().lies == len(liars)
     # its own schedule: acted on, verified, then acted on three times, verified ...
     assert decisions == [False, True, False, False, False, True, False], decisions
     record = f.get_record("h.example", fp(honest))
@@ -963,8 +963,8 @@ def test_an_unchecked_header_is_verified_while_the_wait_policy_doubts_it(store: 
         asked.append(history)
         return False
 
-    assert f.verify_validators(issued.fp) is True  # the stored state: checked, so verified
-    assert f.verify_validators(issued.fp, lambda history: True) is True
+    assert f.hosts.verify_validators(issued.fp) is True  # the stored state: checked, so verified
+    assert f.hosts.verify_validators(issued.fp, lambda history: True) is True
     # the policy no longer doubts it: the class's schedule decides (warmup 0: acted on at once)
-    assert f.verify_validators(issued.fp, doubtful) is False
+    assert f.hosts.verify_validators(issued.fp, doubtful) is False
     assert asked and asked[0]["url"] == url  # type: ignore[index]

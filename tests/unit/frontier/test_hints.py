@@ -122,7 +122,7 @@ def fp(url: str) -> bytes:
 def visited(frontier: Frontier, clock: Clock, url: str, change: ChangeState, wait: float) -> None:
     issued = frontier.next()
     assert issued is not None and issued.record.url == url
-    frontier.leases.fetch_ended(issued.fp, 0.1)
+    frontier.downloads.fetch_ended(issued.fp, 0.1)
     frontier.update(issued.fp, Visit(Outcome.VISITED, status=200, change=change, fetched=clock.t), Plan(wait))
 
 
@@ -141,29 +141,31 @@ def setup() -> tuple[Frontier, Clock, MemoryStore]:
 def test_hint_moves_a_known_url_forward_and_its_visit_settles_it() -> None:
     frontier, clock, store = setup()
     assert (
-        frontier.hint("a.example", fp("http://a.example/unknown"), Hint("x", None, "s"), now_policy)
+        frontier.hosts.hint("a.example", fp("http://a.example/unknown"), Hint("x", None, "s"), now_policy)
         is HintResult.UNKNOWN
     )
-    assert frontier.hint("a.example", fp(URL), Hint(URL, None, "s"), now_policy) is HintResult.LATER  # due now anyway
+    # due now anyway
+    assert frontier.hosts.hint("a.example", fp(URL), Hint(URL, None, "s"), now_policy) is HintResult.LATER
     visited(frontier, clock, URL, ChangeState.CHANGED, 10 * 86_400)
     clock.t += 3_600
     assert frontier.next() is None
     # a modification the last visit already saw is stale
-    assert frontier.hint("a.example", fp(URL), Hint(URL, T0 - 60, "s"), now_policy) is HintResult.STALE
-    assert frontier.hint("a.example", fp(URL), Hint(URL, clock.t - 60, "s"), lambda h, x: None) is HintResult.DECLINED
+    assert frontier.hosts.hint("a.example", fp(URL), Hint(URL, T0 - 60, "s"), now_policy) is HintResult.STALE
+    declined = frontier.hosts.hint("a.example", fp(URL), Hint(URL, clock.t - 60, "s"), lambda h, x: None)
+    assert declined is HintResult.DECLINED
     seen: list[Hint] = []
 
     def policy(history: Any, hint: Hint) -> float:
         seen.append(hint)
         return 0.0
 
-    assert frontier.hint("a.example", fp(URL), Hint(URL, clock.t - 60, "s"), policy) is HintResult.ACTED
+    assert frontier.hosts.hint("a.example", fp(URL), Hint(URL, clock.t - 60, "s"), policy) is HintResult.ACTED
     assert seen[0].received == clock.t and seen[0].trust == (0.0, 0.0, 0.0)
-    assert frontier.hint("a.example", fp(URL), Hint(URL, None, "s"), policy) is HintResult.PENDING
+    assert frontier.hosts.hint("a.example", fp(URL), Hint(URL, None, "s"), policy) is HintResult.PENDING
     issued = frontier.next()
     assert issued is not None and issued.record.hint is not None and issued.record.hint["s"] == "s"
     assert issued.record.snapshot()["hint"]["s"] == "s"
-    assert frontier.hint("a.example", fp(URL), Hint(URL, None, "s"), policy) is HintResult.OUT
+    assert frontier.hosts.hint("a.example", fp(URL), Hint(URL, None, "s"), policy) is HintResult.OUT
     visit = Visit(Outcome.VISITED, status=200, change=ChangeState.CHANGED, fetched=clock.t)
     record = frontier.update(issued.fp, visit, Plan(86_400, hint_base=0.25))
     assert record is not None and record.hint is None
@@ -175,7 +177,7 @@ def test_hint_moves_a_known_url_forward_and_its_visit_settles_it() -> None:
     reopened.load()
     assert reopened.hosts.hint_report() == {"a.example": {"s": [1.0, 0.0, 0.25]}}
     clock.t += 60
-    reopened.hint("a.example", fp(URL), Hint(URL, None, "s"), policy)
+    reopened.hosts.hint("a.example", fp(URL), Hint(URL, None, "s"), policy)
     assert seen[-1].trust == (1.0, 0.0, 0.25) and seen[-1].pooled == (1.0, 0.0, 0.25)
 
 
@@ -183,7 +185,7 @@ def test_an_unchanged_visit_refutes_and_a_retry_keeps_the_hint() -> None:
     frontier, clock, _ = setup()
     visited(frontier, clock, URL, ChangeState.CHANGED, 86_400)
     clock.t += 60
-    assert frontier.hint("a.example", fp(URL), Hint(URL, None, "feed"), now_policy) is HintResult.ACTED
+    assert frontier.hosts.hint("a.example", fp(URL), Hint(URL, None, "feed"), now_policy) is HintResult.ACTED
     issued = frontier.next()
     assert issued is not None
     frontier.update(issued.fp, Visit(Outcome.RETRY, reason="timeout"), None)

@@ -50,14 +50,14 @@ def unchecked(url: str, *, checked: bool = False) -> UrlRecord:
 def test_the_index_of_unchecked_ages_is_bounded_per_class(store: Store) -> None:
     f = make(store, Clock())
     for i in range(UNCHECKED_PER_CLASS + 5):
-        f.hosts.track_unchecked(i.to_bytes(4, "big"), unchecked(f"http://a/p/{i}"))
-    index = f.hosts._unchecked
+        f._hosts.track_unchecked(i.to_bytes(4, "big"), unchecked(f"http://a/p/{i}"))
+    index = f._hosts._unchecked
     (fps,) = index.values()
     assert len(fps) == UNCHECKED_PER_CLASS
     assert (0).to_bytes(4, "big") not in fps  # the oldest went first
     # once checked, a URL leaves the index; an emptied class goes
     for key in list(fps):
-        f.hosts.track_unchecked(key, unchecked("http://a/p/x", checked=True))
+        f._hosts.track_unchecked(key, unchecked("http://a/p/x", checked=True))
     assert index == {}
 
 
@@ -72,7 +72,7 @@ def test_siblings_are_replanned_at_the_1st_2nd_4th_8th_lie_and_only_earlier(stor
         record = f.get_record("a", key)
         assert record is not None
         record.policy = {HEADER_UNCHECKED: 1}
-        f.hosts.track_unchecked(key, record)
+        f._hosts.track_unchecked(key, record)
     asked: list[Mapping[str, Any]] = []
 
     def decide(snapshot: Mapping[str, Any]) -> float | None:

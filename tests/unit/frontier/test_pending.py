@@ -58,7 +58,7 @@ def test_a_mark_names_the_queue_what_was_delivered_and_the_versions_waiting() ->
 
 def test_staged_counts_one_more_version_keeping_what_was_delivered(store: Store) -> None:
     f = make(store, Clock())
-    pending = f.pending
+    pending = f._pending
     old = UrlRecord(url=URL, queue="a", request={}, next_ms=0, discovered=0.0, digest="sha1:old", versions=3)
     assert pending.staged(b"k", old) == ("a", "sha1:old", 1, 3)
     pending.settle(b"k", ("a", "sha1:old", 1, 3))
@@ -73,11 +73,11 @@ def test_a_version_is_confirmed_exactly_once(store: Store) -> None:
     clock = Clock()
     f = make(store, clock)
     key = capture(f, clock, "sha1:v1")
-    assert f.counts().versions == 0 and f.pending.pending_count == 1
+    assert f.counts().versions == 0 and f._pending.pending_count == 1
     assert marks(store) == {key: {"q": "a", "d": None, "n": 1, "v": 0, "s": [0, 0, 0]}}
-    assert f.confirm([(key, "sha1:v1")]) == 1
-    assert f.confirm([(key, "sha1:v1")]) == 0  # already counted
-    assert f.counts().versions == 1 and f.pending.pending_count == 0
+    assert f.outbox.confirm([(key, "sha1:v1")]) == 1
+    assert f.outbox.confirm([(key, "sha1:v1")]) == 0  # already counted
+    assert f.counts().versions == 1 and f._pending.pending_count == 0
     assert marks(store) == {}
     record = f.get_record("a", key)
     assert record is not None and record.versions == 1
@@ -92,9 +92,9 @@ def test_two_pending_versions_keep_the_last_confirmed_as_delivered(store: Store)
     key = capture(f, clock, "sha1:v1")
     capture(f, clock, "sha1:v2")
     assert marks(store)[key]["n"] == 2
-    assert f.confirm([(key, "sha1:v1")]) == 1
+    assert f.outbox.confirm([(key, "sha1:v1")]) == 1
     assert marks(store)[key] == {"q": "a", "d": "sha1:v1", "n": 1, "v": 1}
-    assert f.confirm([(key, "sha1:v2")]) == 1
+    assert f.outbox.confirm([(key, "sha1:v2")]) == 1
     assert marks(store) == {} and f.counts().versions == 2
 
 
@@ -102,7 +102,7 @@ def test_a_pair_never_pending_counts_nothing(store: Store) -> None:
     clock = Clock()
     f = make(store, clock)
     add(f, URL)
-    assert f.confirm([(fp(URL), "sha1:x"), (b"unknown", None)]) == 0
+    assert f.outbox.confirm([(fp(URL), "sha1:x"), (b"unknown", None)]) == 0
     assert f.counts().versions == 0
 
 
@@ -110,12 +110,12 @@ def test_a_restart_makes_an_unconfirmed_version_due_again_against_the_delivered_
     clock = Clock()
     f = make(store, clock)
     key = capture(f, clock, "sha1:v1", etag='"1"')
-    assert f.confirm([(key, "sha1:v1")]) == 1
+    assert f.outbox.confirm([(key, "sha1:v1")]) == 1
     capture(f, clock, "sha1:v2", etag='"2"')
     clock.t += 5
     before = f.get_record("a", key)
     assert before is not None and before.next_ms > clock.t * 1000
-    pending = PendingVersions(f.book, f.leases, clock)  # a restart's: nothing in memory
+    pending = PendingVersions(f.book, f._leases, clock)  # a restart's: nothing in memory
     assert pending.redeliver() == (1, set())
     record = f.get_record("a", key)
     assert record is not None
@@ -131,7 +131,7 @@ def test_a_url_out_keeps_its_mark_for_a_later_look(store: Store) -> None:
     clock = Clock()
     f = make(store, clock)
     key = out_again(f, clock)
-    assert f.pending.redeliver() == (0, {"a"})
+    assert f._pending.redeliver() == (0, {"a"})
     assert key in marks(store)
 
 
@@ -140,7 +140,7 @@ def test_a_never_url_is_not_made_due_by_a_redelivery(store: Store) -> None:
     f = make(store, clock)
     key = out_again(f, clock)
     f.update(key, Visit(Outcome.DISREGARDED, reason="robots.txt"), None)
-    assert f.pending.redeliver()[0] == 1
+    assert f._pending.redeliver()[0] == 1
     record = f.get_record("a", key)
     assert record is not None and record.next_ms == NEVER_MS and record.digest is None
 
@@ -152,7 +152,7 @@ def test_a_garbled_mark_is_redelivered_said_once_and_removed(store: Store, caplo
     key = fp(URL)
     store.write(Batch(pending={("a", key): b"\x00garbled"}))
     with caplog.at_level(logging.ERROR, logger="scrapy_adaptive.frontier.pending"):
-        assert f.pending.redeliver() == (1, set())
+        assert f._pending.redeliver() == (1, set())
     assert [r.getMessage() for r in caplog.records if key.hex() in r.getMessage()]
     assert marks(store) == {}
 
@@ -179,10 +179,10 @@ def test_every_pending_version_is_counted_once_however_the_confirmations_are_gro
     for pair in delivered:
         by_url.setdefault(pair[0], []).append(pair)
     sequence = [by_url[delivered[i][0]].pop(0) for i in order]
-    counted = sum(f.confirm(sequence[i : i + chunk]) for i in range(0, len(sequence), chunk))
+    counted = sum(f.outbox.confirm(sequence[i : i + chunk]) for i in range(0, len(sequence), chunk))
     assert counted == len(visits) == f.counts().versions
-    assert f.confirm(sequence) == 0
-    assert f.pending.pending_count == 0 and marks(store) == {}
+    assert f.outbox.confirm(sequence) == 0
+    assert f._pending.pending_count == 0 and marks(store) == {}
     assert f.book.get("a").versions == len(visits)
     stored = {key: f.get_record("a", key) for key in by_url}
     assert sum(r.versions for r in stored.values() if r is not None) == len(visits)
@@ -212,7 +212,7 @@ def test_a_confirmation_writes_marks_and_counters_but_no_record() -> None:
     assert record is not None and record.versions == 1  # counted with the verdict...
     assert f.counts().versions == 0 and f.book.get("a").versions == 0  # ...delivered: not yet
     store.batches.clear()
-    assert f.confirm([(key, "sha1:v1")]) == 1
+    assert f.outbox.confirm([(key, "sha1:v1")]) == 1
     assert len(store.batches) == 1 and store.batches[0].records == {}
     assert f.counts().versions == f.book.get("a").versions == 1
 
@@ -220,7 +220,7 @@ def test_a_confirmation_writes_marks_and_counters_but_no_record() -> None:
 def one_confirmed_then_pending(f: Frontier, clock: Clock, *digests: str) -> bytes:
     """:data:`URL` with version ``sha1:v1`` confirmed, then *digests* captured and waiting."""
     key = capture(f, clock, "sha1:v1")
-    assert f.confirm([(key, "sha1:v1")]) == 1
+    assert f.outbox.confirm([(key, "sha1:v1")]) == 1
     for digest in digests:
         capture(f, clock, digest)
     return key
@@ -244,7 +244,7 @@ def test_a_restart_takes_back_the_unconfirmed_versions_of_the_record() -> None:
     assert record is not None and record.versions == 1 and again.counts().versions == 1
     # captured again (changed against v1): one more version, counted once
     capture(again, clock, "sha1:v3")
-    assert again.confirm([(key, "sha1:v3")]) == 1
+    assert again.outbox.confirm([(key, "sha1:v3")]) == 1
     record = again.get_record("a", key)
     assert record is not None and record.versions == 2 == again.counts().versions
 
@@ -303,17 +303,17 @@ def test_a_version_number_is_published_only_once_confirmed_and_names_one_digest_
     assert record is not None and record.presence == [0, 0, 0]  # no content delivered: its next capture is new
     capture_with_event(again, clock, "sha1:v2", "new")
     said += published(store)
-    assert again.confirm([(key, "sha1:v2")]) == 1
+    assert again.outbox.confirm([(key, "sha1:v2")]) == 1
     said += published(store)
     capture_with_event(again, clock, "sha1:v3", "changed")
     capture_with_event(again, clock, "sha1:v4", "changed")
-    assert again.confirm([(key, "sha1:v3")]) == 1
+    assert again.outbox.confirm([(key, "sha1:v3")]) == 1
     said += published(store)  # v3 only: v4 waits for its own confirmation
     assert [(e["version"], e["digest"]) for e in said] == [(1, "sha1:v2"), (2, "sha1:v3")]
     third = make(store, clock)  # killed: v4 never confirmed, captured again as v5
     third.load()
     capture_with_event(third, clock, "sha1:v5", "changed")
-    assert third.confirm([(key, "sha1:v5")]) == 1
+    assert third.outbox.confirm([(key, "sha1:v5")]) == 1
     said += published(store)
     assert [(e["kind"], e["version"], e["digest"], e["previous_digest"]) for e in said] == [
         ("new", 1, "sha1:v2", None),
@@ -327,4 +327,4 @@ def test_a_forgotten_url_drops_the_events_of_its_unconfirmed_versions(store: Sto
     f = make(store, clock)
     key = capture_with_event(f, clock, "sha1:v1", "new")
     f.forget([("a", key)])
-    assert f.confirm([(key, "sha1:v1")]) == 0 and published(store) == []
+    assert f.outbox.confirm([(key, "sha1:v1")]) == 0 and published(store) == []

@@ -140,7 +140,7 @@ class FrontierMachine(RuleBasedStateMachine):
     @rule(data=st.data(), duration=st.sampled_from([0.0, 0.5, 2.0, 5.0]))
     def fetch_ends(self, data: st.DataObject, duration: float) -> None:
         fp = data.draw(st.sampled_from(sorted(self.fetching)))
-        self.frontier.leases.fetch_ended(fp, duration)
+        self.frontier.downloads.fetch_ended(fp, duration)
         self._end_fetch(fp, duration)
 
     @precondition(lambda self: bool(self.out))
@@ -153,7 +153,7 @@ class FrontierMachine(RuleBasedStateMachine):
     def verdict(self, data: st.DataObject, outcome: Outcome, change: ChangeState, wait: float) -> None:
         fp = data.draw(st.sampled_from(sorted(self.out)))
         if fp in self.fetching:
-            self.frontier.leases.fetch_ended(fp, 0.0)
+            self.frontier.downloads.fetch_ended(fp, 0.0)
             self._end_fetch(fp, 0.0)
         plan = Plan(wait) if outcome is Outcome.VISITED else None
         record = self.frontier.update(fp, Visit(outcome, change=change, status=200), plan)
@@ -164,7 +164,7 @@ class FrontierMachine(RuleBasedStateMachine):
 
     @rule()
     def expire(self) -> None:
-        for fp in self.frontier.leases.expire_leases():
+        for fp in self.frontier._leases.expire_leases():
             if fp in self.fetching:
                 host = self.fetching.pop(fp)
                 self.running[host] -= 1

@@ -226,7 +226,7 @@ def run(f: Frontier, clock: Clock, steps: list[tuple[str, str, int, str]]) -> It
                 if kind == "changed":
                     delivered.append((key, f"sha1:{n}"))
         elif op == "confirm":
-            f.confirm(delivered)
+            f.outbox.confirm(delivered)
             delivered.clear()
         elif op == "forget":
             f.forget([(host, fp(url))])
@@ -234,7 +234,7 @@ def run(f: Frontier, clock: Clock, steps: list[tuple[str, str, int, str]]) -> It
                 out.remove(fp(url))
         elif op == "lapse":
             clock.t += 1000
-            for key in f.leases.expire_leases():
+            for key in f._leases.expire_leases():
                 out.remove(key)
         yield
 

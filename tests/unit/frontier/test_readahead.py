@@ -47,7 +47,7 @@ def test_windows_follow_every_write_of_the_frontier(store: Store) -> None:
             out = frontier.next()
             if out is not None:
                 issued += 1
-                frontier.leases.fetch_ended(out.fp, 0.1)
+                frontier.downloads.fetch_ended(out.fp, 0.1)
                 outcome = rng.choice([Outcome.VISITED, Outcome.VISITED, Outcome.RETRY, Outcome.FAILED])
                 plan = Plan(rng.choice([0.0, 1.0, 30.0]))
                 visit = Visit(outcome, status=200, change=ChangeState.CHANGED)

@@ -37,7 +37,7 @@ def test_forget_deletes_the_record_entry_mark_and_lease(store: Store) -> None:
     assert store.get_record("a", key) is None
     assert key not in [e[2] for e in store.queue_entries("a", limit=10)]
     assert key not in dict(store.pending())
-    assert not f.leases.is_out(key) and f.pending.pending_count == 0
+    assert not f._leases.is_out(key) and f._pending.pending_count == 0
     assert (f.counts().urls, f.counts().forgotten, kept(f)) == (1, 1, before)
     q = f.book.get("a")
     assert (q.urls, q.forgotten) == (1, 1)
@@ -85,7 +85,7 @@ def test_forgetting_nothing_writes_nothing(tmp_path: Path) -> None:
         add(f, "http://a/1")
         writes = store.writes
         assert f.forget([("a", fp("http://a/unknown"))]) == []
-        assert forget([], f.book, f.pending, f.leases, rest=1.0, now=0.0) == []
+        assert forget([], f.book, f._pending, f._leases, rest=1.0, now=0.0) == []
         assert store.writes == writes
     finally:
         store.close()

@@ -154,7 +154,7 @@ class RestartingFrontier(RuleBasedStateMachine):
         host = self.out.pop(fp)
         if fp in self.fetching:
             self.fetching.discard(fp)
-            self.frontier.leases.fetch_ended(fp, duration)
+            self.frontier.downloads.fetch_ended(fp, duration)
             self.rest[host] = self.now + min(max(duration, MIN_DELAY), MAX_DELAY)
         plan = Plan(wait) if outcome is Outcome.VISITED else None
         record = self.frontier.update(fp, Visit(outcome, status=200, queue=host), plan)
@@ -176,7 +176,7 @@ class RestartingFrontier(RuleBasedStateMachine):
     @rule()
     def leases_lapse(self) -> None:
         self.now += LEASE + 0.5
-        expired = set(self.frontier.leases.expire_leases())
+        expired = set(self.frontier._leases.expire_leases())
         assert expired == set(self.out), "a URL stayed out after its lease"
         for fp in expired:
             if fp in self.fetching:

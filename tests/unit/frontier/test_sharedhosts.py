@@ -86,12 +86,12 @@ def two_workers() -> tuple[BoardStore, Clock, Frontier, Frontier]:
     for host in HOSTS:
         add(a, f"http://{host}/1")
     assert held(a) == set(HOSTS)  # the discoverer works a new host at once
-    a.rebalance()
+    a.fleet.rebalance()
     b = worker(store, clock, "B")
-    assert b.rebalance() == []  # every host is leased: B waits
+    assert b.fleet.rebalance() == []  # every host is leased: B waits
     clock.t += 1
-    assert a.rebalance() == []  # A sees B alive and gives back its excess
-    taken = b.rebalance()
+    assert a.fleet.rebalance() == []  # A sees B alive and gives back its excess
+    taken = b.fleet.rebalance()
     assert sorted(taken) == sorted(held(b))
     return store, clock, a, b
 
@@ -99,8 +99,8 @@ def two_workers() -> tuple[BoardStore, Clock, Frontier, Frontier]:
 def test_without_a_shared_store_the_part_does_nothing() -> None:
     clock = Clock()
     f = Frontier(MemoryStore(), clock=clock)
-    part = SharedHosts(f.book, f.pending, clock)
-    assert part.rebalance() == [] and f.rebalance() == []
+    part = SharedHosts(f.book, f._pending, clock)
+    assert part.rebalance() == [] and f.fleet.rebalance() == []
     part.leave()
     assert part.redelivered == 0 and f.sharing is None
 
@@ -125,7 +125,7 @@ def test_a_queue_with_urls_out_drains_before_it_is_given_back() -> None:
     a = worker(store, clock, "A")
     for host in HOSTS:
         add(a, f"http://{host}/1")
-    a.rebalance()
+    a.fleet.rebalance()
     out = {}
     for _ in range(3):  # three hosts busy, one idle
         issued = a.next()
@@ -133,16 +133,16 @@ def test_a_queue_with_urls_out_drains_before_it_is_given_back() -> None:
         out[issued.record.queue] = issued.fp
     (idle,) = set(HOSTS) - set(out)
     b = worker(store, clock, "B")
-    b.rebalance()
+    b.fleet.rebalance()
     clock.t += 1
-    a.rebalance()
+    a.fleet.rebalance()
     assert a.sharing is not None
     # two to give back: the idle one at once, a busy one once its fetch is over
     assert idle not in held(a) and idle not in store.leases
     (draining,) = a.sharing.draining
     assert draining in out and store.leases[draining][0] == "A"
     a.update(out[draining], Visit(Outcome.VISITED, status=200, change=ChangeState.CHANGED), Plan(60.0))
-    a.rebalance()
+    a.fleet.rebalance()
     assert draining not in held(a) and draining not in store.leases
     assert len(held(a)) == 2 and not a.sharing.draining
 
@@ -152,7 +152,7 @@ def test_a_lost_lease_stops_issuing_from_its_queue() -> None:
     lost = sorted(held(a))[0]
     del store.leases[lost]
     assert store.acquire([lost], "B", TTL) == [lost]
-    a.rebalance()
+    a.fleet.rebalance()
     assert lost not in held(a)
     clock.t += 1
     while (issued := a.next()) is not None:
@@ -161,10 +161,10 @@ def test_a_lost_lease_stops_issuing_from_its_queue() -> None:
 
 def test_a_clean_stop_gives_every_lease_back_at_once() -> None:
     store, clock, a, b = two_workers()
-    a.leave()
+    a.fleet.leave()
     assert held(a) == set() and "A" not in store.workers
     assert all(holder == "B" for holder, _ in store.leases.values())
-    b.rebalance()
+    b.fleet.rebalance()
     assert held(b) == set(HOSTS)  # taken without waiting for the leases to lapse
 
 
@@ -182,7 +182,7 @@ def test_versions_a_stopped_worker_left_undelivered_are_fetched_again() -> None:
     # A is killed: its leases and its heartbeat lapse; B takes the host
     clock.t += TTL + 1
     for _ in range(3):
-        b.rebalance()
+        b.fleet.rebalance()
         clock.t += 1
     assert held(b) == set(HOSTS)
     assert b.redelivered == 1

@@ -47,13 +47,13 @@ def test_a_version_taken_back_by_a_restart_leaves_the_diff_starting_from_the_one
     clock = Clock()
     f = make(store, clock)
     key = version(f, clock, "d1", "10", "new")
-    assert f.confirm([(key, "d1")]) == 1
+    assert f.outbox.confirm([(key, "d1")]) == 1
     version(f, clock, "d2", "11", "changed")  # never confirmed: a kill -9
     assert sorted(text_diff.unpack(store.get_text("a", key))) == ["d1", "d2"]
     again = make(store, clock)
     again.load()  # d2 taken back: the record's digest is d1's again
     version(again, clock, "d3", "12", "changed")
-    assert again.confirm([(key, "d3")]) == 1
+    assert again.outbox.confirm([(key, "d3")]) == 1
     said = published(store)
     assert [(e["kind"], e["previous_digest"], e["digest"]) for e in said] == [
         ("new", None, "d1"),

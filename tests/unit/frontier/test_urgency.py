@@ -20,7 +20,7 @@ def visit_all(f: Frontier, clock: Clock, waits: dict[str, float]) -> None:
     for _ in waits:
         issued = f.next()
         assert issued is not None
-        f.leases.fetch_ended(issued.fp, 0.0)
+        f.downloads.fetch_ended(issued.fp, 0.0)
         f.update(issued.fp, visited(), Plan(waits[issued.record.url]))
         clock.t += 0.001
 
@@ -79,7 +79,7 @@ def test_a_url_not_yet_due_never_goes_ahead(store: Store) -> None:
     clock.t += 101  # slow due 1 s ago; fast due in 49 s
     first = f.next()
     assert first is not None and first.record.url == "http://a/slow"
-    f.leases.fetch_ended(first.fp, 0.0)
+    f.downloads.fetch_ended(first.fp, 0.0)
     f.update(first.fp, visited(), Plan(1000.0))
     assert f.next() is None
 

@@ -81,7 +81,7 @@ def put(frontier: Frontier, *pages: str, at: int = 0) -> None:
 
 
 def in_outbox(frontier: Frontier) -> list[str]:
-    return [json.loads(raw)["url"].removeprefix(URL) for _, _, raw in frontier.events()]
+    return [json.loads(raw)["url"].removeprefix(URL) for _, _, raw in frontier.outbox.events()]
 
 
 def test_events_leave_the_outbox_only_once_the_pipelines_are_done_with_them(tmp_path: Path) -> None:

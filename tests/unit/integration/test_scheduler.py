@@ -215,7 +215,7 @@ def test_validator_trust_is_the_frontiers(tmp_path: Path) -> None:
     # a verification fetch whose headers said "unchanged" over a changed body
     recorded = verdicts.commit(request, visited(ChangeState.CHANGED, validation="verified", prediction="unchanged"))
     assert recorded is not None and recorded.record.notes == ["validatorLie"]
-    trust = scheduler.frontier.hosts.trust_report()["a.example"]
+    trust = scheduler.frontier.hosts.trust_report()["a.example"].data[""]
     assert trust["lies"] == 1 and trust["said_unchanged"] == 1
     assert scheduler.stats.get_value("adaptive/validators/lies") == 1
     scheduler.close("finished")

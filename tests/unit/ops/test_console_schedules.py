@@ -101,10 +101,10 @@ def test_unreadable_stored_schedules_are_said_and_never_overwritten(raw: bytes) 
     from scrapy_adaptive.runtime.schedule_entries import STORE_KEY
 
     c = console()
-    c.frontier.write_meta(STORE_KEY, raw)
+    c.frontier.notes.write(STORE_KEY, raw)
     (problem,) = load_stored(c.frontier, Schedules())
     assert f"key m/{STORE_KEY}" in problem and "left as they are" in problem
     refused = ask(c, action="add", entry={"url": "/news/", "every": 3600})
     assert f"key m/{STORE_KEY}" in refused["error"]
-    assert c.frontier.meta(STORE_KEY) == raw  # the operator's schedules, kept for a repair
+    assert c.frontier.notes.read(STORE_KEY) == raw  # the operator's schedules, kept for a repair
     assert ask(c, action="list")["schedules"] == []

@@ -182,7 +182,7 @@ def read_duration(kind: str, key: str, raw: Any) -> float:
         return getattr(load_wait_policy(config(entry)).schedules.items[0], attribute)
     if kind == "stored schedule":
         frontier = Frontier(MemoryStore())
-        frontier.write_meta(STORE_KEY, json.dumps([{"name": "s1", "url": "/a", key: raw}]).encode())
+        frontier.notes.write(STORE_KEY, json.dumps([{"name": "s1", "url": "/a", key: raw}]).encode())
         schedules = Schedules()
         for problem in load_stored(frontier, schedules):  # said at start, the entry skipped
             raise ConfigError(problem)

@@ -37,17 +37,17 @@ def test_the_drain_writes_the_history_before_the_outbox_lets_go(tmp_path: Path) 
     put(f, 3)
     history = ChangesLog(str(tmp_path), 1 << 20, 2)
     seen_at_delete: list[int] = []
-    delete = f.events_delivered
+    delete = f.outbox.events_delivered
 
     def delivered(rows: list[tuple[str, bytes]]) -> None:
         # what a kill at the moment of the delete would leave on disk
         seen_at_delete.append(len((tmp_path / CHANGES_LOG).read_bytes().splitlines()))
         delete(rows)
 
-    f.events_delivered = delivered  # type: ignore[method-assign]
+    f.outbox.events_delivered = delivered  # type: ignore[method-assign]
     task, errors = drain(f, history, ChangesFeed(str(tmp_path / "feed.jsonl")))
     task.run()
-    assert seen_at_delete == [3] and errors == [] and f.events() == []
+    assert seen_at_delete == [3] and errors == [] and f.outbox.events() == []
     lines = [json.loads(line) for line in (tmp_path / CHANGES_LOG).read_text().splitlines()]
     assert [e["version"] for e in lines] == [1, 2, 3]
     assert all(e["delivered"] == 1_700_000_100.0 and e["url"] == URL for e in lines)
@@ -67,7 +67,7 @@ def test_a_history_that_cannot_be_written_stops_the_drain_and_the_events_wait(tm
     task.run()
     assert len(errors) == 1 and isinstance(errors[0], SinkError) and "changes log" in str(errors[0])
     task.close()
-    assert len(f.events()) == 2 and feed.read_bytes() == b""  # delivered at the next start, nowhere yet
+    assert len(f.outbox.events()) == 2 and feed.read_bytes() == b""  # delivered at the next start, nowhere yet
 
 
 def test_a_half_written_line_is_skipped_by_readers_and_cut_at_the_next_start(tmp_path: Path) -> None:

@@ -55,13 +55,13 @@ def test_an_event_is_written_with_its_visit_and_says_the_capture_before() -> Non
     # a 410 is no version and its body does not replace the capture (issue 46)
     record = f.update(FP, visit(410, ChangeState.UNKNOWN, "d2"), Plan(60.0), presence=[1, 1, 1], event="gone")
     assert record is not None and record.presence == [1, 1, 1] and record.digest == "d1"
-    rows = f.events()
+    rows = f.outbox.events()
     assert [json.loads(raw)["kind"] for _, _, raw in rows] == ["new", "gone"]
     gone = json.loads(rows[1][2])
     assert (gone["version"], gone["status"], gone["previous_digest"], gone["digest"]) == (1, 410, "d1", "d1")
     assert gone["previous_time"] == clock.t - 60 and gone["time"] == clock.t
-    f.events_delivered([(queue, key) for queue, key, _ in rows])
-    assert f.events() == []
+    f.outbox.events_delivered([(queue, key) for queue, key, _ in rows])
+    assert f.outbox.events() == []
 
 
 def test_no_event_is_written_when_the_verdicts_write_fails() -> None:
@@ -103,7 +103,7 @@ def test_the_drain_writes_the_feed_sends_the_signal_then_empties_the_outbox(tmp_
     task.run()
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert [e["version"] for e in lines] == [1, 2, 3] == [e["version"] for e in seen]
-    assert f.events() == [] and errors == []
+    assert f.outbox.events() == [] and errors == []
     put(f, 1)  # appended, across a reopen
     task.close()
     task2, _ = drain(f, ChangesFeed(str(path)))
@@ -178,7 +178,7 @@ def test_a_full_disk_is_said_once_and_the_events_wait_in_the_outbox(tmp_path: Pa
     task.run()
     assert len(errors) == 1 and isinstance(errors[0], SinkError) and "full" in str(errors[0])
     task.close()  # stopped: nothing more leaves the outbox
-    assert len(f.events()) == 2  # delivered at the next start
+    assert len(f.outbox.events()) == 2  # delivered at the next start
 
 
 def test_a_garbled_event_is_removed_and_said(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -188,7 +188,7 @@ def test_a_garbled_event_is_removed_and_said(tmp_path: Path, caplog: pytest.LogC
     path = tmp_path / "changes.jsonl"
     task, _ = drain(f, ChangesFeed(str(path)))
     task.close()
-    assert f.events() == [] and len(path.read_text().splitlines()) == 1
+    assert f.outbox.events() == [] and len(path.read_text().splitlines()) == 1
     assert "garbled" in caplog.text
 
 

@@ -66,14 +66,14 @@ def test_a_changed_visit_counts_as_a_version_only_once_confirmed(store: Store) -
     record = f.get_record("a.example", FP)
     # the record counts it with its verdict; the crawl's counts once it is confirmed
     assert record is not None and (record.visits, record.versions, record.digest) == (1, 1, "text:sha1:1")
-    assert f.pending.pending_count == 1 and f.counts().versions == 0
+    assert f._pending.pending_count == 1 and f.counts().versions == 0
     assert json.loads(dict(store.pending())[FP]) == {"q": "a.example", "d": None, "n": 1, "v": 0, "s": [0, 0, 0]}
-    assert f.confirm([(FP, "text:sha1:1")]) == 1
+    assert f.outbox.confirm([(FP, "text:sha1:1")]) == 1
     record = f.get_record("a.example", FP)
     assert record is not None and record.versions == 1
-    assert f.pending.pending_count == 0 and f.counts().versions == 1 and dict(store.pending()) == {}
+    assert f._pending.pending_count == 0 and f.counts().versions == 1 and dict(store.pending()) == {}
     # a confirmation for nothing pending counts nothing
-    assert f.confirm([(FP, "text:sha1:1")]) == 0
+    assert f.outbox.confirm([(FP, "text:sha1:1")]) == 0
 
 
 def test_without_delivery_a_changed_visit_counts_at_once(store: Store) -> None:
@@ -82,7 +82,7 @@ def test_without_delivery_a_changed_visit_counts_at_once(store: Store) -> None:
     f.add(FP, URL, "a.example", {"url": URL})
     visit(f, clock, changed("text:sha1:1"), deliver=False)
     record = f.get_record("a.example", FP)
-    assert record is not None and record.versions == 1 and f.pending.pending_count == 0 and dict(store.pending()) == {}
+    assert record is not None and record.versions == 1 and f._pending.pending_count == 0 and dict(store.pending()) == {}
 
 
 def test_a_restart_fetches_an_undelivered_version_again_judged_against_the_delivered_one(tmp_path: Path) -> None:
@@ -91,7 +91,7 @@ def test_a_restart_fetches_an_undelivered_version_again_judged_against_the_deliv
     f = frontier(LevelDBStore(path), clock)
     f.add(FP, URL, "a.example", {"url": URL})
     visit(f, clock, changed("text:sha1:1", etag='"v1"'))
-    f.confirm([(FP, "text:sha1:1")])
+    f.outbox.confirm([(FP, "text:sha1:1")])
     visit(f, clock, changed("text:sha1:2", etag='"v2"'))  # killed before its items were durable
     f.store.close()
 
@@ -110,7 +110,7 @@ def test_a_restart_fetches_an_undelivered_version_again_judged_against_the_deliv
     issued = f2.next()  # due now, not 100 s after the lost visit
     assert issued is not None and issued.fp == FP and issued.record.snapshot()["etag"] is None
     f2.update(FP, changed("text:sha1:2"), Plan(100.0), deliver=True)
-    assert f2.confirm([(FP, "text:sha1:2")]) == 1
+    assert f2.outbox.confirm([(FP, "text:sha1:2")]) == 1
     record = f2.get_record("a.example", FP)
     assert record is not None and (record.visits, record.versions) == (3, 2)
     f2.store.close()
@@ -126,7 +126,7 @@ def test_several_pending_versions_keep_the_last_confirmed_as_delivered(store: St
     visit(f, clock, changed("d:1"))
     visit(f, clock, changed("d:2"))
     assert json.loads(dict(store.pending())[FP]) == {"q": "a.example", "d": None, "n": 2, "v": 0, "s": [0, 0, 0]}
-    f.confirm([(FP, "d:1")])
+    f.outbox.confirm([(FP, "d:1")])
     assert json.loads(dict(store.pending())[FP]) == {"q": "a.example", "d": "d:1", "n": 1, "v": 1}
     # a restart now goes back to d:1, the last version the user has
     again = Frontier(store, Politeness(), clock=clock)
@@ -142,7 +142,7 @@ def test_a_confirmation_while_the_url_is_out_is_kept_by_its_next_verdict(store: 
     visit(f, clock, changed("d:1"))
     clock.t += 1000
     assert f.next() is not None  # out again before the confirmation lands
-    f.confirm([(FP, "d:1")])
+    f.outbox.confirm([(FP, "d:1")])
     f.update(FP, Visit(Outcome.VISITED, status=304, change=ChangeState.UNCHANGED), Plan(10.0))
     record = f.get_record("a.example", FP)
     assert record is not None and (record.visits, record.versions) == (2, 1)
@@ -156,10 +156,10 @@ def test_a_failed_confirmation_changes_nothing() -> None:
     visit(f, clock, changed("d:1"))
     store.full = True
     with pytest.raises(StoreError):
-        f.confirm([(FP, "d:1")])
+        f.outbox.confirm([(FP, "d:1")])
     store.full = False
-    assert f.pending.pending_count == 1 and f.counts().versions == 0
-    assert f.confirm([(FP, "d:1")]) == 1 and f.counts().versions == 1
+    assert f._pending.pending_count == 1 and f.counts().versions == 0
+    assert f.outbox.confirm([(FP, "d:1")]) == 1 and f.counts().versions == 1
 
 
 # -- the tracker ------------------------------------------------------------------
@@ -233,7 +233,7 @@ def test_an_item_failing_in_a_pipeline_leaves_its_version_pending(tmp_path: Path
     signals.send_catch_log(
         scrapy_signals.item_error, item={}, response=response_for(request), spider=None, failure=None
     )
-    assert delivery.flush() == 0 and f.pending.pending_count == 1
+    assert delivery.flush() == 0 and f._pending.pending_count == 1
     assert delivery.stats.get_value("adaptive/delivery/failed") == 1
 
 
@@ -271,7 +271,7 @@ def test_a_callback_that_raises_leaves_its_version_pending(tmp_path: Path, async
         else:
             out.extend(mw.process_spider_output(response, callback()))
     assert ticket.yielded == 1 and ticket.failed == "callback"
-    assert delivery.flush() == 0 and f.pending.pending_count == 1 and f.counts().versions == 0
+    assert delivery.flush() == 0 and f._pending.pending_count == 1 and f.counts().versions == 0
     assert delivery.stats.get_value("adaptive/delivery/failed/callback") == 1
 
 
@@ -542,7 +542,7 @@ def test_the_crawl_log_counts_the_version_a_changed_visit_found_before_its_confi
         clock.t += 1000
         assert f.next() is not None
         verdicts.commit(Request(URL), changed(digest))
-        f.confirm([(FP, digest)])
+        f.outbox.confirm([(FP, digest)])
     log.close()
     first, second = (tmp_path / "crawl.log").read_text().splitlines()
     assert "1vis,1ver" in first and "2vis,2ver" in second  # as `scrapy frontier url` says once confirmed

@@ -254,7 +254,7 @@ def test_the_drain_writes_the_spools_before_the_outbox_lets_go(tmp_path: Path) -
     task.notify = notifier(tmp_path, [{"to": HOOK, "batch": 0}], sender, clock)
     task.sinks = [task.notify]
     task.run()
-    assert f.events() == [] and errors == [] and len(sender.sent) == 1
+    assert f.outbox.events() == [] and errors == [] and len(sender.sent) == 1
     assert sender.sent[0][1] == "2 changes on shop.example: 2 changed"
 
 
@@ -269,7 +269,7 @@ def test_a_spool_that_cannot_be_written_stops_the_crawl_and_the_events_wait(tmp_
     task.notify, task.sinks = n, [n]
     task.run()
     assert len(errors) == 1 and isinstance(errors[0], SinkError) and "notification spool" in str(errors[0])
-    assert len(f.events()) == 2
+    assert len(f.outbox.events()) == 2
 
 
 def test_an_url_apprise_cannot_send_to_is_refused_with_its_entry() -> None:

@@ -107,7 +107,7 @@ def test_forced_revisits_are_saved_and_restored(store: Store) -> None:
     second.run()
     schedules.apply("http://a/n/1", "a", None, 3600, clock.t)
     task.run()
-    assert forced_counts(f) == {"n": 4} and f.meta(FORCED_KEY) is not None
+    assert forced_counts(f) == {"n": 4} and f.notes.read(FORCED_KEY) is not None
 
 
 def test_a_schedule_removed_and_added_again_opens_again(store: Store) -> None:
@@ -152,16 +152,16 @@ def test_unreadable_stored_schedules_leave_the_crawl_running_and_applied_ones_ke
     every sync."""
     clock = Clock()
     f = make(store, clock)
-    f.write_meta(STORE_KEY, b"\x00garbage{")
+    f.notes.write(STORE_KEY, b"\x00garbage{")
     OpenSchedules(f, Schedules(), Stats(), lambda: None).run()  # type: ignore[arg-type]  # said by the assembly
     assert caplog.records == []
     schedules = Schedules()
     task = OpenSchedules(f, schedules, Stats(), lambda: None)  # type: ignore[arg-type]
-    f.write_meta(STORE_KEY, b'[{"url": "/n/", "every": 60, "name": "n"}]')
+    f.notes.write(STORE_KEY, b'[{"url": "/n/", "every": 60, "name": "n"}]')
     for _ in range(SYNC_TICKS):
         task.run()
     assert [s.name for s in schedules] == ["n"]
-    f.write_meta(STORE_KEY, b"\x00garbage{")
+    f.notes.write(STORE_KEY, b"\x00garbage{")
     for _ in range(3 * SYNC_TICKS):
         task.run()
     assert [s.name for s in schedules] == ["n"]  # kept until they can be read again
@@ -175,7 +175,7 @@ def test_unreadable_forced_counts_are_said_once_at_open_and_count_again(store: S
     the counts the console reports start from zero again."""
     clock = Clock()
     f = make(store, clock)
-    f.write_meta(FORCED_KEY, raw)
+    f.notes.write(FORCED_KEY, raw)
     schedules = Schedules([Schedule.parse({"url": "/n/", "every": 60, "name": "n"}, "e")])
     caplog.set_level("WARNING", logger="scrapy_adaptive")
     task = OpenSchedules(f, schedules, Stats(), lambda: None)  # type: ignore[arg-type]

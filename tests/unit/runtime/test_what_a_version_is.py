@@ -76,7 +76,7 @@ class Crawl:
         return recorded
 
     def events(self) -> list[dict[str, Any]]:
-        return [json.loads(raw) for _, _, raw in self.frontier.events()]
+        return [json.loads(raw) for _, _, raw in self.frontier.outbox.events()]
 
 
 def not_found(n: int) -> bytes:
