@@ -185,7 +185,7 @@ class WaitPolicy(ABC):
         its validators) because this policy still checks its first-visit
         Last-Modified and a 304 acted on would say nothing of that check.
         *history* is the URL's snapshot; the frontier asks at each fetch of
-        a URL whose check goes on (``Frontier.verify_validators``).  Here:
+        a URL whose check goes on (``Frontier.hosts.verify_validators``).  Here:
         always, while it goes on."""
         return bool((history.get("policy") or {}).get(HEADER_UNCHECKED))
 
@@ -196,7 +196,7 @@ class WaitPolicy(ABC):
 
         The frontier asks it for the siblings of a URL whose first-visit
         Last-Modified was just caught lying, while their own is unchecked
-        (``Frontier.replan_unchecked``), and applies only an earlier visit.
+        (``Frontier.hosts.replan_unchecked``), and applies only an earlier visit.
         *history* is the URL's snapshot, as for :meth:`hint_wait`.
         """
         return None

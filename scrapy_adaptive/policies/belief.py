@@ -165,7 +165,7 @@ class HeaderBelief:
         since the class's unchecked URLs were planned by it: their first
         checks, timed at their first visits by what was known then (in a
         fresh crawl, before any sibling was revisited), may now come sooner
-        (the frontier re-plans them, ``Frontier.replan_unchecked``).  Each
+        (the frontier re-plans them, ``Frontier.hosts.replan_unchecked``).  Each
         doubling counts once: O(log) re-plannings of a class, not one per
         revisit."""
         if url is None:

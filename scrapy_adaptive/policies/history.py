@@ -32,7 +32,7 @@ def elapsed(history: Mapping[str, Any], visit: Visit) -> float | None:
     visit had more time to see a change): ``visit.fetched`` minus the last
     fetch when the visit carries its time, else ``wait + overdue``.  The
     fetch times win because a visit can come *early*: a change hint moves
-    the URL forward (:meth:`Frontier.hint`), and ``overdue`` is then counted
+    the URL forward (``Frontier.hosts.hint``), and ``overdue`` is then counted
     from the new, earlier time, so ``wait + overdue`` would claim the whole
     planned interval.
     """
