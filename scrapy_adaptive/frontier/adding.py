@@ -140,7 +140,7 @@ def pull_forward(
     book.write(batch, q, undo)
     out = leases.lent(fp)
     if out is not None:
-        out.record = record
+        out.renew(record)
     book.moved(q, old_entry, (new_directive, new_ms, fp))
     book.schedule(q)
     return AddResult.RESCHEDULED

@@ -14,10 +14,10 @@ a download's life, and the URLs whose lease ran out.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..model import UrlRecord
+from ..model import RecordView, UrlRecord
 from .crawltime import FetchTimes
 from .queues import QueueBook
 
@@ -39,6 +39,20 @@ class Lease:
     #: the downloader holds it (between fetch_started and fetch_ended): its
     #: lease cannot run out, the host is busy with it
     in_flight: bool = False
+    #: the record's read-only view, made once for the fetch's readers (the
+    #: downloader's and spider's middlewares ask for it several times)
+    _view: RecordView | None = field(default=None, repr=False, compare=False)
+
+    def view(self) -> RecordView:
+        """The record as issued (or as an add while out left it), read-only."""
+        if self._view is None:
+            self._view = self.record.view()
+        return self._view
+
+    def renew(self, record: UrlRecord) -> None:
+        """The URL's record is now *record* (an add while out, a failed write undone)."""
+        self.record = record
+        self._view = None
 
 
 class Downloads(Protocol):

@@ -167,7 +167,7 @@ def undo_update(
             # the record object was changed in place: take the stored one
             raw = book.store.get_record(record.queue, fp)
             if raw is not None:
-                out.record = UrlRecord.from_bytes(raw)
+                out.renew(UrlRecord.from_bytes(raw))
             leases.lend(fp, out)
 
     return undo

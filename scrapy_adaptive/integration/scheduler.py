@@ -486,7 +486,8 @@ class AdaptiveScheduler(BaseScheduler):
                 if self.issued.asked(out.fp) is not None:
                     self._reforce[out.fp] = out.record.queue  # another asked request waits behind this one
                 # the public read-only view (for the user's middlewares); ours ask the frontier
-                request.meta[meta.RECORD] = out.record.view()
+                lease = frontier.lent(out.fp)
+                request.meta[meta.RECORD] = lease.view() if lease is not None else out.record.view()
                 if self.config.politeness_key == "slot":
                     request.meta["download_slot"] = out.record.queue
                 self.issued.add(out.fp, request)

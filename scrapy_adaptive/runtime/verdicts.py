@@ -119,7 +119,7 @@ class Verdicts:
     def record(self, request: Request) -> Mapping[str, Any] | None:
         fp = self.issued.fp_of(request)
         out = self.frontier.lent(fp) if fp is not None else None
-        return out.record.view() if out is not None else None
+        return out.view() if out is not None else None
 
     def commit(self, request: Request, visit: Visit) -> Recorded | None:
         """Record a verdict on an issued request (see :meth:`settle`), and
@@ -148,14 +148,16 @@ class Verdicts:
         issued = out.record if out is not None else None
         completed = self._complete(fp, visit, request, out.queue if out else None, issued, out.overdue if out else None)
         hint = issued.hint if issued is not None else None
-        plan = self._plan(request, issued, completed) if completed.outcome is Outcome.VISITED else None
+        # the record as issued, read-only: what the policy and the change events read
+        history = out.view() if out is not None else None
+        plan = self._plan(request, history, completed) if completed.outcome is Outcome.VISITED else None
         # a changed visit is a version only once its items are durable
         deliver = self.delivery is not None and completed.outcome is Outcome.VISITED
         deliver = deliver and completed.change is ChangeState.CHANGED
         # the URL's presence is kept whether events are on or not, so that
         # turning them on later knows which pages had content
         # (a verdict on a URL not out, after a restart, keeps the record's)
-        transition = None if issued is None else change_events.transition(issued.view(), completed, self.gone_confirmations)
+        transition = None if history is None else change_events.transition(history, completed, self.gone_confirmations)
         presence = None if transition is None else transition.presence
         event = transition.kind if transition is not None and self.events else None
         try:
@@ -208,13 +210,13 @@ class Verdicts:
             context["change"] = ChangeState.UNKNOWN
         return replace(visit, **context)
 
-    def _plan(self, request: Request | None, issued: UrlRecord | None, visit: Visit) -> Plan:
+    def _plan(self, request: Request | None, history: Mapping[str, Any] | None, visit: Visit) -> Plan:
         """The policy stack's plan; a URL whose stored policy memory the
         policy cannot read (a state folder tampered with, or written by other
         code) starts it afresh, with one warning, instead of crashing the
         visit and leaving the URL without a verdict."""
         override = self._policy_for(request, visit)
-        history = issued.view() if issued is not None else {}
+        history = history if history is not None else {}
         try:
             return self.policy.plan(history, visit, override=override)
         except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
