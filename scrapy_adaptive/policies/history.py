@@ -11,7 +11,7 @@ time wins: it stays right when a change hint made the visit early.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -88,33 +88,3 @@ def clamp(value: float, low: float, high: float) -> float:
 def policy_memory(history: Mapping[str, Any]) -> dict[str, Any]:
     """A private copy of the policy's per-URL memory from the record."""
     return dict(history.get("policy") or {})
-
-
-class WithMemory(Mapping[str, Any]):
-    """*history* read with ``policy`` answering *memory*: what a second
-    policy reads after a first one wrote the URL's memory this visit.
-
-    A dict spread (``{**history, "policy": memory}``) would read, and copy,
-    every field of the record at every visit for the two or three a policy
-    reads; this reads only those, from the record as it is.
-    """
-
-    __slots__ = ("_history", "_memory")
-
-    def __init__(self, history: Mapping[str, Any], memory: dict[str, Any]) -> None:
-        self._history = history
-        self._memory = memory
-
-    def __getitem__(self, key: str) -> Any:
-        return self._memory if key == "policy" else self._history[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self._memory if key == "policy" else self._history.get(key, default)
-
-    def __iter__(self) -> Iterator[str]:
-        yield from self._history
-        if "policy" not in self._history:
-            yield "policy"
-
-    def __len__(self) -> int:
-        return len(self._history) + ("policy" not in self._history)

@@ -47,7 +47,7 @@ from .base import WaitParams, WaitPolicy
 from .belief import HeaderBelief
 from .burst import BurstWaitPolicy
 from .estimator import FIRST_ANSWER
-from .history import WithMemory, visit_queue
+from .history import visit_queue
 from .memory import ESTIMATE, OBSERVATIONS
 from .snapback import SnapBackWaitPolicy
 
@@ -113,7 +113,9 @@ class UnionWaitPolicy(WaitPolicy):
         burst part's plan left and returns it with its own state added, so
         its plan's memory holds both rules' state."""
         burst = self.burst.plan(history, visit)
-        snap = self.snap.plan(WithMemory(history, burst.memory if burst.memory is not None else {}), visit)
+        # the second family reads the record with the memory the first just wrote
+        # (a spread of the record's view: a plain dict, copied in C)
+        snap = self.snap.plan({**history, "policy": burst.memory if burst.memory is not None else {}}, visit)
         return burst, snap
 
     def decide(self, history: Mapping[str, Any], visit: Visit) -> tuple[Plan, str]:
