@@ -137,7 +137,8 @@ class PendingVersions:
         visit) unless a version already waits."""
         if fp in self._pending:
             return self._before.get(fp)
-        return presence_of(record.view())
+        # the three fields it reads, not a copy of the whole record
+        return presence_of({"presence": record.presence, "status": record.status, "digest": record.digest})
 
     def settle(self, fp: bytes, mark: Mark, presence: list[int] | None = None) -> None:
         """Hold *mark* for *fp*: its write has reached the store (with
