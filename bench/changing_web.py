@@ -526,7 +526,8 @@ def fetch_reasons(world: World, rows: list[list[float]]) -> dict[str, Any]:
     a trusted fetch, which sends them, so it is counted here), or ``other``.
     ``validated_conditional``: of the revisits of URLs that send validators
     (every class but noise), the share conditional, verifications aside;
-    ``static_reasons``: the static pages' fetches by reason.
+    ``validated_verified``: the share of those revisits that verified (a
+    check or another); ``static_reasons``: the static pages' fetches by reason.
     """
     seen: set[int] = set()
     counts: dict[str, Counter[str]] = {"all": Counter(), "static": Counter()}
@@ -542,10 +543,9 @@ def fetch_reasons(world: World, rows: list[list[float]]) -> dict[str, Any]:
         if u.kind == "static":
             counts["static"][reason] += 1
     a = counts["all"]
-    return {
-        "validated_conditional": _share(a["conditional"], a["conditional"] + a["other"]),
-        "static_reasons": {k: counts["static"][k] for k in REASONS},
-    }
+    return {"validated_conditional": _share(a["conditional"], a["conditional"] + a["other"]),
+            "validated_verified": _share(a["check"] + a["verify"], a.total() - a["first"]),
+            "static_reasons": {k: counts["static"][k] for k in REASONS}}  # fmt: skip
 
 
 def _f3(value: float | None) -> str:
@@ -601,9 +601,9 @@ def report(result: dict[str, Any]) -> str:
                      f"{name} {_f2(r.get('figures_with_page'))} · {_f1(r.get('figure_first_fetch_s'), ' s')} · "
                      f"{_f1(r.get('page_first_capture_s'), ' s')} · {_f2(r.get('page_revisits_304'))}"
                      for name, r in res.items()))  # fmt: skip
-    lines.append("revisits of URLs that sent validators: share conditional, verification fetches aside · static "
-                 "pages' fetches " + " / ".join(REASONS) + ": " + "; ".join(
-                     f"{name} {_f2(r.get('validated_conditional'))} · "
+    lines.append("revisits of URLs that sent validators: share conditional, verification fetches aside · share "
+                 "verifying · static pages' fetches " + " / ".join(REASONS) + ": " + "; ".join(
+                     f"{name} {_f2(r.get('validated_conditional'))} · {_f2(r.get('validated_verified'))} · "
                      + " / ".join(str(r.get("static_reasons", {}).get(k, "-")) for k in REASONS)
                      for name, r in res.items()))  # fmt: skip
     lines.append("consistency: items whose version the server never served to that crawler: "

@@ -201,7 +201,7 @@ def test_fetch_reasons_set_verifications_aside_and_split_the_static_pages(world:
             row(static, 0, 0), row(noise, 0, 0), row(noise, 0, 0), [0.0, 0.0, 0, 0, -1, 404, 0, -1, 0, 0]]
     got = fetch_reasons(world, rows)
     assert got["static_reasons"] == {"first": 1, "check": 1, "verify": 1, "conditional": 2, "other": 1}
-    assert got["validated_conditional"] == pytest.approx(2 / 3)
+    assert got["validated_conditional"] == pytest.approx(2 / 3) and got["validated_verified"] == pytest.approx(2 / 5)
     old = fetch_reasons(world, [r[:8] for r in rows])
     assert old["static_reasons"]["other"] == 5 and old["validated_conditional"] == 0.0
 
