@@ -61,10 +61,6 @@ MARKOV_STATE = "p"
 #: ... and the count tables per interval bucket
 MARKOV_TABLES = "t"
 
-#: composite.py: visits other URLs' captures brought forward (an embed's
-#: pages'), ``[count, seconds exposed, time of the last visit]``, both decayed
-REFRESHES = "rf"
-
 #: a visit whose difference change detection held back for a probe: its
 #: ``[interval, previous fetch, time]``, observed when the probe settles it
 HELD_INTERVAL = "hv"
@@ -88,6 +84,5 @@ MEMORY_KEYS: Mapping[str, str] = MappingProxyType(
         "markov_state": MARKOV_STATE,
         "markov_tables": MARKOV_TABLES,
         "held_interval": HELD_INTERVAL,
-        "refreshes": REFRESHES,
     }
 )

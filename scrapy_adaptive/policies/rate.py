@@ -33,7 +33,6 @@ from ..model import ChangeState, Visit
 from .allocator import RateAllocator
 from .base import WaitParams, WaitPolicy
 from .belief import HeaderBelief, unchanged_evidence
-from .composite import net_wait, observe_refreshes
 from .estimator import FIRST_ANSWER, RateEstimator
 from .hint_decisions import accept, base_probability, confirmed_hint, hinted_visit, marginal_value
 from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, record_queue, visit_queue, visit_time
@@ -301,9 +300,6 @@ class ProportionalWaitPolicy(_RatePolicy):
             noise=noise,
         )
         self.allocator = allocator
-        #: plan the wait net of the refreshes other URLs' captures bring
-        #: (:mod:`.composite`); a union of policies nets its own wait instead
-        self.net_refreshes = True
 
     @classmethod
     def from_params(cls, params: WaitParams) -> ProportionalWaitPolicy:
@@ -351,8 +347,6 @@ class ProportionalWaitPolicy(_RatePolicy):
         wait = self._wait_for(queue, wait_rate)
         if not first:
             wait = keep_cadence(wait, visit.overdue, self.min_wait)
-        if self.net_refreshes:
-            wait = net_wait(wait, observe_refreshes(memory, history, visit, self.estimator.half_life), self.max_wait)
         return self.noise_guard.wait(memory, verdict, wait, self.max_wait)
 
     def planned_ratio(self, queue: str | None = None, rate: float | None = None) -> float | None:

@@ -32,11 +32,6 @@ held at the maximum wait.
 Under ``ADAPTIVE_OBJECTIVE = "freshness"`` the burst part's wait is taken
 alone: catching the follow-ups of a burst adds versions, not freshness.
 
-The wait taken is then planned net of the refreshes other URLs' captures
-bring (an embed's pages', :mod:`.composite`), once, on the sooner wait: the
-burst part leaves that to the union, and the snap-back part's quick return
-after a change would otherwise spend an embed's share a second time.
-
 Per-URL memory: the burst policy's plus the snap-back rule's ``{"su": u}``
 (JSON-safe).
 """
@@ -51,7 +46,6 @@ from ..model import Visit
 from .base import WaitParams, WaitPolicy
 from .belief import HeaderBelief
 from .burst import BurstWaitPolicy
-from .composite import net_wait, observe_refreshes
 from .estimator import FIRST_ANSWER
 from .history import WithMemory, visit_queue
 from .memory import ESTIMATE, OBSERVATIONS
@@ -65,9 +59,6 @@ class UnionWaitPolicy(WaitPolicy):
         self.burst = burst
         self.snap = snap
         self.snap.noise = None  # the burst policy's guard decides for both
-        #: plan the sooner wait net of the refreshes other URLs' captures bring
-        #: (:mod:`.composite`): once, here, not in the burst part
-        self.net_refreshes, self.burst.net_refreshes = True, False
         self.snap.first_answer = self.first_answer_factor
         self.allocator = burst.allocator
         self.pace = snap.pace
@@ -135,13 +126,8 @@ class UnionWaitPolicy(WaitPolicy):
             # after a change buys little: a page in a burst of changes is
             # stale again moments after any visit (its state is kept, so a
             # crawl switched back to versions resumes it)
-            wait, family = w_burst, "burst"
-        else:
-            wait, family = w_snap, "snap"
-        if self.net_refreshes:
-            refreshes = observe_refreshes(memory, history, visit, self.burst.estimator.half_life)
-            wait = net_wait(wait, refreshes, self.burst.max_wait)
-        return wait, family
+            return w_burst, "burst"
+        return w_snap, "snap"
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
         return self.decide(history, visit)[0]

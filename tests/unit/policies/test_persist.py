@@ -167,5 +167,4 @@ def test_the_stored_memory_keys_stay_readable() -> None:
         "markov_state": "p",
         "markov_tables": "t",
         "held_interval": "hv",
-        "refreshes": "rf",
     }

@@ -43,13 +43,6 @@ class Page:
         return wait
 
 
-def unnetted(policy: Any) -> Any:
-    """*policy* without the composite rule (:mod:`~scrapy_adaptive.policies.composite`): these
-    timelines visit at random moments, which would read as visits other URLs brought forward."""
-    policy.net_refreshes = False
-    return policy
-
-
 def timeline(seed: int, n: int = 60) -> list[tuple[float, ChangeState]]:
     """Visit times and verdicts: a quiet spell, a burst of changes, quiet again."""
     rnd = random.Random(seed)
@@ -62,8 +55,8 @@ def timeline(seed: int, n: int = 60) -> list[tuple[float, ChangeState]]:
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_wait_is_the_sooner_of_the_two_families(seed: int) -> None:
-    union = Page(unnetted(UnionWaitPolicy.from_params(params())))
-    burst = Page(unnetted(BurstWaitPolicy.from_params(params())))
+    union = Page(UnionWaitPolicy.from_params(params()))
+    burst = Page(BurstWaitPolicy.from_params(params()))
     alone = SnapBackWaitPolicy.from_params(params())
     alone.noise = None  # in the union the burst policy's guard decides for both
     snap = Page(alone)
@@ -79,8 +72,8 @@ def test_the_wait_is_the_sooner_of_the_two_families(seed: int) -> None:
 def test_decide_names_the_family_whose_wait_was_taken(seed: int) -> None:
     """A replay reads whose plan each revisit followed (as the floor diagnosis did): the
     family named is the one with the sooner wait, and the wait is the union's."""
-    policy = unnetted(UnionWaitPolicy.from_params(params()))
-    burst = Page(unnetted(BurstWaitPolicy.from_params(params())))
+    policy = UnionWaitPolicy.from_params(params())
+    burst = Page(BurstWaitPolicy.from_params(params()))
     alone = SnapBackWaitPolicy.from_params(params())
     alone.noise = None
     snap = Page(alone)
