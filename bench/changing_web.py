@@ -109,30 +109,19 @@ def crawl_settings(config: str, args: argparse.Namespace, run_dir: Path, items: 
         "BENCH_STATS_FILE": str(run_dir / "stats.json"),
     }
     if config == "httpcache":
-        settings.update(
-            HTTPCACHE_ENABLED=True,
-            HTTPCACHE_POLICY="scrapy.extensions.httpcache.RFC2616Policy",
-            HTTPCACHE_DIR=str(run_dir.parent / "httpcache"),
-        )
+        settings.update(HTTPCACHE_ENABLED=True, HTTPCACHE_POLICY="scrapy.extensions.httpcache.RFC2616Policy",
+                        HTTPCACHE_DIR=str(run_dir.parent / "httpcache"))  # fmt: skip
     config = base_config(config)
     if config in ADAPTIVE:
-        settings.update(
-            ADDONS={"scrapy_adaptive.Addon": 0},
-            JOBDIR=str(run_dir / "jobdir"),
-            ADAPTIVE_WAIT_MIN=args.wait_min,
-        )
+        settings.update(ADDONS={"scrapy_adaptive.Addon": 0}, JOBDIR=str(run_dir / "jobdir"),
+                        ADAPTIVE_WAIT_MIN=args.wait_min)  # fmt: skip
         if config != "adaptive-oneline":  # the add-on line and the crawl's time scale only: no budget
             settings["ADAPTIVE_BUDGET"] = args.budget_per_day
     if config == "adaptive-waits":
         # the issue's explicit waits (10/30/300/1200 s at a 3 s delay) and window (60 s)
         k = args.delay / 3.0
-        settings.update(
-            ADAPTIVE_WAIT_MIN=10 * k,
-            ADAPTIVE_WAIT_INITIAL=30 * k,
-            ADAPTIVE_WAIT_DEFAULT=300 * k,
-            ADAPTIVE_WAIT_MAX=1200 * k,
-            ADAPTIVE_BUDGET_WINDOW=60 * k,
-        )
+        settings.update(ADAPTIVE_WAIT_MIN=10 * k, ADAPTIVE_WAIT_INITIAL=30 * k, ADAPTIVE_WAIT_DEFAULT=300 * k,
+                        ADAPTIVE_WAIT_MAX=1200 * k, ADAPTIVE_BUDGET_WINDOW=60 * k)  # fmt: skip
     return settings
 
 
@@ -164,10 +153,8 @@ def _run_once(
         cmd += ["-s", f"{key}={json.dumps(value) if isinstance(value, dict | list) else value}"]
     code = code_dir(config, args)  # the crawler imports the package from its working folder first
     env = dict(_env(), PYTHONPATH=os.pathsep.join([str(code), _env()["PYTHONPATH"]]))
-    proc = subprocess.Popen(
-        cmd, cwd=code, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
-    )  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=code, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # fmt: skip
     killed = False
     try:
         _, stderr = proc.communicate(timeout=seconds + 60)
@@ -201,12 +188,8 @@ def run_crawler(
 
 
 def read_items(base: Path) -> list[dict[str, Any]]:
-    items = []
-    for path in sorted(base.glob("items-*.jl")):
-        for line in path.read_text().splitlines():
-            if line.strip():
-                items.append(json.loads(line))
-    return items
+    return [json.loads(line) for path in sorted(base.glob("items-*.jl")) for line in path.read_text().splitlines()
+            if line.strip()]  # fmt: skip
 
 
 # -- scores -----------------------------------------------------------------------------------
@@ -296,6 +279,7 @@ def score(
                     delays.append(r[0] - origin - u.started(key[1]))
                     delays_of[u.kind].append(delays[-1])
         embeds = _with_page(world, rows, captured, copies_of, origin, window[0], WITH_PAGE_DELAYS * delay)
+        embeds.update(fetch_reasons(world, rows))
         fetches = sum(k["fetches"] for k in per.values())
         n = len(world.urls)
         best = hindsight_optimum(sim, fetches - n, min_interval=delay) if fetches >= n else None
@@ -355,15 +339,8 @@ def score(
             "revisits_after_first_pass": [t - window[0] for t in revisit_times]
             if first_pass_done is None
             else [t - window[0] for t in revisit_times if t > first_pass_done],
-            "curve": [
-                {
-                    "minute": (b + 0.5) * width / 60,
-                    "born": born_per_bin[b],
-                    "captured": captured_per_bin[b],
-                    "recall": captured_per_bin[b] / born_per_bin[b] if born_per_bin[b] else None,
-                }
-                for b in range(bins)
-            ],  # fmt: skip
+            "curve": [{"minute": (b + 0.5) * width / 60, "born": born_per_bin[b], "captured": captured_per_bin[b],
+                       "recall": _share(captured_per_bin[b], born_per_bin[b])} for b in range(bins)],  # fmt: skip
         }
     return out
 
@@ -513,18 +490,13 @@ def _with_page(
         figures = with_figures.get(index)
         if not figures:
             continue
-        at = next((t for t, v in copies_of[index] if v == version), None)
-        if at is None:
+        if (at := next((t for t, v in copies_of[index] if v == version), None)) is None:
             continue
-        total += 1
-        when = origin + at
+        total, when = total + 1, origin + at
         hits += all(any(when <= t <= when + within for t in times.get(f.index, ())) for f in figures)
     firsts = sorted(ts[0] - start for i, ts in times.items() if world.urls[i].kind == "image")
-    pages = sorted(
-        copies_of[u.index][0][0] + origin - start
-        for u in world.urls
-        if u.is_page and u.kind != "index" and copies_of[u.index]
-    )
+    pages = sorted(copies_of[u.index][0][0] + origin - start for u in world.urls
+                   if u.is_page and u.kind != "index" and copies_of[u.index])  # fmt: skip
     page_rows = [r for r in rows if r[4] >= 0 and world.urls[int(r[4])].kind not in ("image", "index")]
     seen: set[int] = set()
     revisits = not_modified = 0
@@ -533,12 +505,47 @@ def _with_page(
             revisits += 1
             not_modified += r[5] == 304
         seen.add(int(r[4]))
-    return {
-        "figures_with_page": hits / total if total else None,
-        "figure_first_fetch_s": firsts[len(firsts) // 2] if firsts else None,
-        "page_first_capture_s": pages[len(pages) // 2] if pages else None,
-        "page_revisits_304": not_modified / revisits if revisits else None,
-    }
+    return {"figures_with_page": _share(hits, total), "page_revisits_304": _share(not_modified, revisits),
+            "figure_first_fetch_s": firsts[len(firsts) // 2] if firsts else None,
+            "page_first_capture_s": pages[len(pages) // 2] if pages else None}  # fmt: skip
+
+
+#: why a fetch was made, in the order :func:`fetch_reasons` decides it
+REASONS = ("first", "check", "verify", "conditional", "other")
+#: the log's *why* column (``changing_web_site.FETCH_TAGS``) -> reason; 0: by whether validators were sent
+TAGS: dict[int, Any] = {0: ("other", "conditional"), 1: "verify", 2: "check"}
+
+
+def fetch_reasons(world: World, rows: list[list[float]]) -> dict[str, Any]:
+    """What the validators were used for, from the server's log (time order).
+
+    Each fetch of a URL is its ``first``, a ``check`` of its first-visit
+    Last-Modified or another ``verify`` (scrapy-adaptive's deliberate full
+    downloads, tagged by the spider), a ``conditional`` revisit (If-None-Match
+    or If-Modified-Since sent; scrapy-adaptive's mid-fetch abort only acts on
+    a trusted fetch, which sends them, so it is counted here), or ``other``.
+    ``validated_conditional``: of the revisits of URLs that send validators
+    (every class but noise), the share conditional, verifications aside;
+    ``validated_verified``: the share of those revisits that verified (a
+    check or another); ``static_reasons``: the static pages' fetches by reason.
+    """
+    seen: set[int] = set()
+    counts: dict[str, Counter[str]] = {"all": Counter(), "static": Counter()}
+    for r in rows:
+        if r[4] < 0:
+            continue
+        u = world.urls[int(r[4])]
+        why, conditional = (int(r[9]), r[8]) if len(r) > 9 else (0, 0)  # a log from before the columns: other
+        reason = "first" if u.index not in seen else TAGS[why] if why else TAGS[0][bool(conditional)]
+        seen.add(u.index)
+        if u.kind != "noise":
+            counts["all"][reason] += 1
+        if u.kind == "static":
+            counts["static"][reason] += 1
+    a = counts["all"]
+    return {"validated_conditional": _share(a["conditional"], a["conditional"] + a["other"]),
+            "validated_verified": _share(a["check"] + a["verify"], a.total() - a["first"]),
+            "static_reasons": {k: counts["static"][k] for k in REASONS}}  # fmt: skip
 
 
 def _f3(value: float | None) -> str:
@@ -582,28 +589,25 @@ def report(result: dict[str, Any]) -> str:
         n304 = sum(k["not_modified"] for k in r["by_kind"].values())
         lines.append(
             f"{name:<15}{r['recall']:>8.3f}{_f1(r.get('median_capture_delay_s')):>8}{_f3(r.get('freshness')):>7}"
-            f"{r['optimum']:>9.3f}"
-            f"{r['of_optimum'] or 0:>8.3f}{r['precision']:>10.3f}"
+            f"{r['optimum']:>9.3f}{r['of_optimum'] or 0:>8.3f}{r['precision']:>10.3f}"
             f"{r['requests']:>10}{n304:>6}{r['body_bytes'] / 1e6:>9.1f}{r['requests'] / p['seconds']:>7.2f}"
-            f"{r['politeness']['violations']:>9}{r['politeness']['min_gap_s'] or 0:>8.2f}{r['runs']:>6}"
-        )
+            f"{r['politeness']['violations']:>9}{r['politeness']['min_gap_s'] or 0:>8.2f}{r['runs']:>6}")  # fmt: skip
     for name, r in res.items():
         if r["errors"]:
             lines.append(f"{name}: {len(r['errors'])} crawl(s) exited with an error; the last one's stderr ends:")
             lines += ["    " + line for line in r["errors"][-1].splitlines()[-5:]]
-    lines.append(
-        f"figures fetched within {WITH_PAGE_DELAYS * p['delay']:g} s of their page's capture · median first "
-        "fetch of a figure · of a page's capture · page revisits answered 304: "
-        + "; ".join(
-            f"{name} {_f2(r.get('figures_with_page'))} · {_f1(r.get('figure_first_fetch_s'), ' s')} · "
-            f"{_f1(r.get('page_first_capture_s'), ' s')} · {_f2(r.get('page_revisits_304'))}"
-            for name, r in res.items()
-        )
-    )
-    lines.append(
-        "consistency: items whose version the server never served to that crawler: "
-        + ", ".join(f"{name} {r['items_not_served']}" for name, r in res.items())
-    )
+    lines.append(f"figures fetched within {WITH_PAGE_DELAYS * p['delay']:g} s of their page's capture · median "
+                 "first fetch of a figure · of a page's capture · page revisits answered 304: " + "; ".join(
+                     f"{name} {_f2(r.get('figures_with_page'))} · {_f1(r.get('figure_first_fetch_s'), ' s')} · "
+                     f"{_f1(r.get('page_first_capture_s'), ' s')} · {_f2(r.get('page_revisits_304'))}"
+                     for name, r in res.items()))  # fmt: skip
+    lines.append("revisits of URLs that sent validators: share conditional, verification fetches aside · share "
+                 "verifying · static pages' fetches " + " / ".join(REASONS) + ": " + "; ".join(
+                     f"{name} {_f2(r.get('validated_conditional'))} · {_f2(r.get('validated_verified'))} · "
+                     + " / ".join(str(r.get("static_reasons", {}).get(k, "-")) for k in REASONS)
+                     for name, r in res.items()))  # fmt: skip
+    lines.append("consistency: items whose version the server never served to that crawler: "
+                 + ", ".join(f"{name} {r['items_not_served']}" for name, r in res.items()))  # fmt: skip
     lines += ["", "by class: captured/versions (recall), median capture delay s, fetches, precision"]
     lines += _class_table(res, lambda k: f"{k['captured']}/{k['versions']} ({_f2(k['recall'])}) "
                           f"{_f1(k.get('median_capture_delay_s'), 's')} {k['fetches']} "
@@ -626,18 +630,12 @@ def report(result: dict[str, Any]) -> str:
 
 
 def learning_svg(result: dict[str, Any]) -> str:
-    series = {
-        name: [(c["minute"], c["recall"]) for c in r["curve"] if c["recall"] is not None]
-        for name, r in result["crawlers"].items()
-    }
+    series = {name: [(c["minute"], c["recall"]) for c in r["curve"] if c["recall"] is not None]
+              for name, r in result["crawlers"].items()}  # fmt: skip
     p = result["params"]
-    return line_chart(
-        series,
-        title=f"Changing web: recall of the versions born in each slice ({p['hosts']} hosts, {p['seconds']:.0f} s)",
-        x_label="minutes since the crawlers started",
-        y_label="recall",
-        y_range=(0.0, 1.0),
-    )
+    title = f"Changing web: recall of the versions born in each slice ({p['hosts']} hosts, {p['seconds']:.0f} s)"
+    return line_chart(series, title=title, x_label="minutes since the crawlers started", y_label="recall",
+                      y_range=(0.0, 1.0))  # fmt: skip
 
 
 # -- main --------------------------------------------------------------------------------------------
@@ -651,19 +649,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--images", type=int, default=None, help="images per host (default 30; 6)")
     p.add_argument("--delay", type=float, default=None, help="DOWNLOAD_DELAY for every crawler (default 3; 0.5)")
     p.add_argument("--seconds", type=float, default=None, help="the window (default 1200; 90)")
-    p.add_argument(
-        "--budget",
-        type=float,
-        default=None,
-        help="ADAPTIVE_BUDGET per day (default: the plain recrawl's request rate, see default_budget)",
-    )
+    p.add_argument("--budget", type=float, default=None,
+                   help="ADAPTIVE_BUDGET per day (default: the plain recrawl's request rate, see default_budget)")
     p.add_argument("--wait-min", type=float, default=None, help="ADAPTIVE_WAIT_MIN (default 3 × delay)")
-    p.add_argument(
-        "--grouped",
-        type=float,
-        default=0.0,
-        help="share of each host's pages replaying one real service's documents together (taken from poisson; 0)",
-    )
+    p.add_argument("--grouped", type=float, default=0.0,
+                   help="share of each host's pages replaying one real service's documents together (from poisson; 0)")
     p.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated, of " + ", ".join(CONFIGS))
     p.add_argument("--code", action="append", metavar="LABEL=DIR",
                    help="run the configs named CONFIG@LABEL on the checkout in DIR (e.g. main=../main), "
@@ -689,12 +679,8 @@ def _defaults(args: argparse.Namespace) -> None:
     args.bins = args.bins or (6 if small else 10)
     args.wait_min = args.wait_min if args.wait_min is not None else 3 * args.delay
 
-    if args.budget is None:
-        args.budget_per_day = default_budget(
-            World(args.hosts, args.pages, args.images, args.delay, 1.0, args.seed, args.grouped)
-        )
-    else:
-        args.budget_per_day = args.budget
+    world = World(args.hosts, args.pages, args.images, args.delay, 1.0, args.seed, args.grouped)
+    args.budget_per_day = default_budget(world) if args.budget is None else args.budget
 
 
 def default_budget(world: World) -> float:
@@ -748,15 +734,10 @@ def crawl_all(args: argparse.Namespace, configs: list[str], workdir: Path) -> di
             log = json.loads(resp.read())["log"]
     finally:
         site.stop()
-    return {
-        "params": {k: v for k, v in vars(args).items() if k not in ("workdir", "json", "svg", "quiet", "rescore")},
-        "configs": configs,
-        "origin": origin,
-        "window": [start, deadline],
-        "log": log,
-        "runs": {config: results.get(config, {}).get("runs", []) for config in configs},
-        "loadavg_end": os.getloadavg(),
-    }
+    params = {k: v for k, v in vars(args).items() if k not in ("workdir", "json", "svg", "quiet", "rescore")}
+    runs = {config: results.get(config, {}).get("runs", []) for config in configs}
+    return {"params": params, "configs": configs, "origin": origin, "window": [start, deadline], "log": log,
+            "runs": runs, "loadavg_end": os.getloadavg()}  # fmt: skip
 
 
 def evaluate(raw: dict[str, Any], workdir: Path) -> dict[str, Any]:
@@ -775,19 +756,11 @@ def evaluate(raw: dict[str, Any], workdir: Path) -> dict[str, Any]:
         crawlers[config] = {**scores[c], "runs": len(runs), "errors": [r["stderr"] for r in runs if r["returncode"]],
                             "adaptive_stats": {k: v for r in runs for k, v in r["stats"].items()
                                                if k.startswith("adaptive/budget")}}  # fmt: skip
-    result: dict[str, Any] = {
-        "params": raw["params"],
-        "urls": len(world.urls),
-        "urls_per_host": world.per_host,
-        "pass_s": world.pass_seconds,
-        "versions": next(iter(scores.values()))["versions"],
-        "crawlers": crawlers,
-        "loadavg_end": raw["loadavg_end"],
-    }
-    result["targets"] = {
-        name: targets(crawlers, name, p.budget_per_day / DAY, world.pass_seconds, p.seconds) for name in configs
-        if base_config(name) in ADAPTIVE
-    }  # fmt: skip
+    result: dict[str, Any] = {"params": raw["params"], "urls": len(world.urls), "urls_per_host": world.per_host,
+                              "pass_s": world.pass_seconds, "versions": next(iter(scores.values()))["versions"],
+                              "crawlers": crawlers, "loadavg_end": raw["loadavg_end"]}  # fmt: skip
+    result["targets"] = {name: targets(crawlers, name, p.budget_per_day / DAY, world.pass_seconds, p.seconds)
+                         for name in configs if base_config(name) in ADAPTIVE}  # fmt: skip
     return result
 
 

@@ -25,7 +25,10 @@ Why it is built this way:
   host at once would show in the log.
 * **The access log is the ground truth of what was asked and sent**:
   ``/_log`` returns one row per request: ``[arrived, finished, copy, host,
-  url index (-1: not a URL of the world), status, body bytes, version]``.
+  url index (-1: not a URL of the world), status, body bytes, version,
+  conditional (1: If-None-Match or If-Modified-Since sent), why]``, *why*
+  the crawler's own tag of the fetch (:data:`FETCH_TAGS`, from the spider's
+  ``X-Bench-Fetch`` header; 0: none).
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from bench.changing_web_world import World
 from testsite.httputil import http_date, not_modified
 from testsite.serving import add_serving_arguments, answer_not_modified, json_response, serve
 
+#: ``X-Bench-Fetch`` values (:mod:`bench.changing_web_spider`) -> the log's *why* column
+FETCH_TAGS = {b"verify": 1, b"check": 2}
 #: the third octet of copy 0's addresses (127.0.30.x, 127.0.31.x, ...)
 FIRST_OCTET = 30
 
@@ -71,7 +76,9 @@ def build_site(world: World, copies: int) -> tuple[Any, Callable[[dict[str, int]
             arrived = time.time()
             copy, host = where.get(request.getHost().host, (-1, -1))
             url = world.by_path.get((host, path))
-            row: list[float] = [arrived, 0.0, copy, host, -1 if url is None else url.index, 404, 0, -1]
+            conditional = bool(request.getHeader(b"if-none-match") or request.getHeader(b"if-modified-since"))
+            why = FETCH_TAGS.get(request.getHeader(b"x-bench-fetch") or b"", 0)
+            row = [arrived, 0.0, copy, host, -1 if url is None else url.index, 404, 0, -1, int(conditional), why]
 
             def finished(_: object) -> None:
                 row[1] = time.time()

@@ -8,6 +8,13 @@ so a response without the bytes (a 304, a stopped download) reports none.
 Links and image sources are followed on the same host; the same spider runs
 in the plain recrawl loop, the HttpCache loop and the adaptive crawl, so
 only the crawler differs.
+
+Each request that reaches the downloader as scrapy-adaptive's deliberate
+full download to check validators carries ``X-Bench-Fetch``, which the
+server logs (:mod:`bench.changing_web_site`): ``check`` while the URL's
+first-visit Last-Modified is still being checked (its policy memory's
+``ua``, ``policies/belief.py``), ``verify`` for any other verification (a
+sampled one, a noise probe).  The other crawlers never send it.
 """
 
 from __future__ import annotations
@@ -27,6 +34,12 @@ class ChangingWebSpider(scrapy.Spider):
 
     name = "changing_web"
 
+    @classmethod
+    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> ChangingWebSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(tag_fetch, signal=scrapy.signals.request_reached_downloader)
+        return spider
+
     def __init__(self, start: str = "", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.start_urls = [u for u in start.split(",") if u]
@@ -42,3 +55,10 @@ class ChangingWebSpider(scrapy.Spider):
         if isinstance(response, TextResponse):
             for href in response.css("a::attr(href), img::attr(src)").getall():
                 yield response.follow(href, callback=self.parse)
+
+
+def tag_fetch(request: scrapy.Request, spider: Any = None) -> None:
+    """``X-Bench-Fetch`` on a verification (after the middlewares decided it, before the download)."""
+    if getattr(request.meta.get("_adaptive_fetch"), "validation", None) == "verified":
+        memory = (request.meta.get("adaptive_record") or {}).get("policy") or {}
+        request.headers["X-Bench-Fetch"] = "check" if memory.get("ua") else "verify"

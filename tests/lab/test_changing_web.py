@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bench.changing_web import politeness, score
+from bench.changing_web import fetch_reasons, politeness, score
 from bench.changing_web_site import copy_addresses
 from bench.changing_web_world import KINDS, World, version_of
 
@@ -186,6 +186,41 @@ def test_score_counts_a_version_once_and_only_when_its_bytes_were_received(world
     assert r["recall"] == 1 / r["versions"] and r["items_not_served"] == 0
     assert r["first_pass_s"] is None  # one URL of many
     assert r["curve"][0]["captured"] == 1
+
+
+def test_fetch_reasons_set_verifications_aside_and_split_the_static_pages(world: World) -> None:
+    """A revisit is conditional if it sent validators; the spider's tagged verifications are left out of
+    the share; noise pages send no validators and are left out; a log without the columns reads as other."""
+    static = next(u for u in world.urls if u.kind == "static")
+    noise = next(u for u in world.urls if u.kind == "noise")
+
+    def row(u: Any, conditional: int, why: int) -> list[float]:
+        return [0.0, 0.0, 0, u.host, u.index, 200, 10, 0, conditional, why]
+
+    rows = [row(static, 0, 0), row(static, 0, 2), row(static, 0, 1), row(static, 1, 0), row(static, 1, 0),
+            row(static, 0, 0), row(noise, 0, 0), row(noise, 0, 0), [0.0, 0.0, 0, 0, -1, 404, 0, -1, 0, 0]]
+    got = fetch_reasons(world, rows)
+    assert got["static_reasons"] == {"first": 1, "check": 1, "verify": 1, "conditional": 2, "other": 1}
+    assert got["validated_conditional"] == pytest.approx(2 / 3) and got["validated_verified"] == pytest.approx(2 / 5)
+    old = fetch_reasons(world, [r[:8] for r in rows])
+    assert old["static_reasons"]["other"] == 5 and old["validated_conditional"] == 0.0
+
+
+def test_the_spider_tags_verifications_only() -> None:
+    from scrapy import Request
+
+    from bench.changing_web_spider import tag_fetch
+    from scrapy_adaptive.model import FetchResult
+
+    def tagged(validation: str | None, policy: dict[str, Any]) -> bytes | None:
+        request = Request("http://a.test/", meta={"_adaptive_fetch": FetchResult(validation=validation),
+                                                   "adaptive_record": {"policy": policy}})  # fmt: skip
+        tag_fetch(request)
+        return request.headers.get("X-Bench-Fetch")
+
+    assert tagged("verified", {"ua": 1.0}) == b"check" and tagged("verified", {}) == b"verify"
+    assert tagged("trusted", {"ua": 1.0}) is None and tagged(None, {}) is None
+    assert tag_fetch(Request("http://a.test/")) is None
 
 
 def test_the_oneline_crawler_sets_the_add_on_and_the_minimum_wait_only(tmp_path: Path) -> None:
