@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import array
 import hashlib
-import inspect
 import itertools
 import json
 import os
@@ -280,8 +279,7 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
     from scrapy import Request
     from scrapy.utils.request import RequestFingerprinter
 
-    from scrapy_adaptive.frontier import ChangeState, Frontier, Outcome, Visit
-    from scrapy_adaptive.model import Plan
+    from scrapy_adaptive.frontier import ChangeState, Frontier, Outcome, Plan, Visit
 
     res: dict[str, Any] = {"rss_start_mb": rss_mb()}
     t0 = time.perf_counter()
@@ -347,13 +345,10 @@ def phase_adaptive(args: argparse.Namespace, state_dir: str) -> dict[str, Any]:
     _log(f"adaptive: {cycles} next+update cycles")
     cpu0 = time.thread_time()
     digest = "sha1:" + "0" * 40
-    # what a crawl's verdicts give update(): the presence
-    takes_presence = "presence" in inspect.signature(frontier.update).parameters
-
     nxt, ended, update = frontier.next, frontier.downloads.fetch_ended, frontier.update
     visited, unchanged = Outcome.VISITED, ChangeState.UNCHANGED
     plan = Plan(86400.0)
-    extra: dict[str, Any] = {"presence": [1, 0, 0]} if takes_presence else {}
+    extra: dict[str, Any] = {"presence": [1, 0, 0]}  # what a crawl's verdicts give update()
     state = {"empty": 0, "cut": False}  # next() calls that found nothing; stopped by the deadline
 
     def run_cycles(lo: int, hi: int) -> tuple[int, float]:

@@ -15,7 +15,7 @@ versions it owns the host facts:
 
 from __future__ import annotations
 
-from ..model import ChangeState, Outcome, UrlRecord, Visit
+from ..model import ChangeState, Outcome, Plan, UrlRecord, Visit
 from ..store.base import Batch, MemoryStore, Store, StoreError
 from .adding import AddResult
 from .frontier import Frontier, Issued
@@ -30,6 +30,7 @@ __all__ = [
     "Issued",
     "MemoryStore",
     "Outcome",
+    "Plan",
     "Politeness",
     "QueueState",
     "Store",
