@@ -158,10 +158,15 @@ class TrustBook:
     def classes(self) -> dict[str, Trust]:
         return {key: Trust.from_dict(data) for key, data in self.data.items() if key != HOST}
 
-    def decide(self, url: str, params: TrustParams) -> bool:
-        """Decide for the next fetch of *url* with validators (see :meth:`Trust.decide`)."""
+    def decide(self, url: str, params: TrustParams, own: float | None = None) -> bool | None:
+        """Decide for the next fetch of *url* with validators (see
+        :meth:`Trust.decide`); None if the URL's own verify rate *own* is the
+        laxer schedule: its caller decides on it, and the class's record is
+        left as it was."""
         key = url_class(url)
         trust = self._of(key)
+        if own is not None and own < trust.verify_rate(params):
+            return None
         verify = trust.decide(params)
         self._put(key, trust)
         return verify

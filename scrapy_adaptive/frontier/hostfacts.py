@@ -189,14 +189,14 @@ class HostFacts:
             return True
         # asked only while the policy checks the header at all (a snapshot
         # and the policy's lookup per fetch otherwise for nothing)
-        if record.policy.get(HEADER_UNCHECKED) and (doubtful is None or doubtful(record.view())):
+        if record.policy.get(HEADER_UNCHECKED) and (doubtful is None or doubtful(out.view())):
             return True
-        book = TrustBook(self.book.get(out.queue).trust)
         own = url_verify_rate(record.validator_trust, self.trust_params)
-        if own is not None and own < book.of(record.url).verify_rate(self.trust_params):
+        verify = TrustBook(self.book.get(out.queue).trust).decide(record.url, self.trust_params, own)
+        if verify is None:  # the URL's own schedule is the laxer: it decides
+            assert own is not None
             verify, record.validator_trust = url_decide(record.validator_trust, own)
-            return verify
-        return book.decide(record.url, self.trust_params)
+        return verify
 
     def observe_validation(self, q: HostQueue, visit: Visit, record: UrlRecord) -> str | None:
         """Fold a verification fetch into the URL's, its class's and its
