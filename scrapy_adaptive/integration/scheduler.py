@@ -139,7 +139,8 @@ class AdaptiveScheduler(BaseScheduler):
         #: merged requests are logged as Scrapy's duplicate filter logs them:
         #: every one with ``DUPEFILTER_DEBUG``, else the first only (a
         #: message per link of every page costs more than the merge itself)
-        self._log_merged = "all" if crawler is not None and crawler.settings.getbool("DUPEFILTER_DEBUG") else "first"
+        self._log_every_merge = crawler is not None and crawler.settings.getbool("DUPEFILTER_DEBUG")
+        self._merge_logged = False
         # built by open(): the crawl's state folder and what works on it
         self.spider: Spider | None = None
         self.runtime: Runtime | None = None
@@ -381,15 +382,15 @@ class AdaptiveScheduler(BaseScheduler):
             # Scrapy a request not scheduled (request_dropped), as its
             # duplicate filter's would be (and counted as its are)
             self.stats.inc_value("dupefilter/filtered")
-            if self._log_merged == "all":
+            if self._log_every_merge:
                 logger.debug("Merged into the record of its URL, not fetched now: %(request)s", {"request": request})
-            elif self._log_merged == "first":
+            elif not self._merge_logged:
                 logger.debug(
                     "Merged into the record of its URL, not fetched now: %(request)s - no more merges will be "
                     "shown (see DUPEFILTER_DEBUG to show all)",
                     {"request": request},
                 )
-                self._log_merged = ""
+                self._merge_logged = True
             return False
         return True
 

@@ -123,8 +123,10 @@ class CompositeWatch:
         #: (page capture + window, capture) of captures with embeds fetched just before
         self._fallback: deque[tuple[float, tuple[str, float]]] = deque()
         self.counts: dict[str, int] = dict.fromkeys(COUNTS, 0)
-        #: the last *kept_gaps* spans of complete captures
+        #: the last *kept_gaps* spans of complete captures, and their median
+        #: (taken when one is added: the figures are read at every signal)
         self.gaps: deque[float] = deque(maxlen=kept_gaps)
+        self._gap_p50: float | None = None
 
     # -- in ----------------------------------------------------------------------
 
@@ -250,7 +252,7 @@ class CompositeWatch:
             **counts,
             "pending": len(self.pending),
             "share_within": counts["within"] / counts["pages"] if counts["pages"] else None,
-            "gap_p50": median(self.gaps),
+            "gap_p50": self._gap_p50,
             "window": self.window,
         }
 
@@ -281,6 +283,7 @@ class CompositeWatch:
         span = result.span
         if span is not None:
             self.gaps.append(span)
+            self._gap_p50 = median(self.gaps)
         return result
 
 

@@ -371,13 +371,12 @@ class VisitMiddleware:
         if not isinstance(obj, Request) or (self.embed_hops <= 0 and not self.revisit_embeds):
             return obj
         embed = is_embed(obj)
+        page = response.request.meta if response.request is not None else {}
         if self.embed_hops > 0:
             if embed:
-                parent_meta = response.request.meta if response.request is not None else {}
-                obj.meta[meta.EMBED_HOPS] = (parent_meta.get(meta.EMBED_HOPS) or 0) + 1
+                obj.meta[meta.EMBED_HOPS] = (page.get(meta.EMBED_HOPS) or 0) + 1
             else:
                 obj.meta.pop(meta.EMBED_HOPS, None)
-        page = response.request.meta if response.request is not None else {}
         if self.revisit_embeds:
             if embed and meta.PAGE_CHANGED in page:
                 # due now if it may have changed too (Frontier.add decides)
