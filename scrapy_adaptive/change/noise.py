@@ -151,27 +151,30 @@ def _normal(text: str) -> str:
 def html_fields(root: Any, *, visible: bool = False) -> list[Field]:
     """The fields of a parsed page in document order (see the module's docstring)."""
     out: list[Field] = []
-    stack: list[tuple[Any, str]] = [(root, str(root.tag))]
+    root_tag = str(root.tag)
+    stack: list[tuple[Any, str, str]] = [(root, root_tag, root_tag)]
     while stack and len(out) <= MAX_FIELDS:
-        element, path = stack.pop()
-        tag = element.tag
+        element, tag, path = stack.pop()
         if not visible:
-            for name, value in element.attrib.items():
+            for name, value in element.items():
                 out.append((f"{path}@{name}", " ".join(value.split())))  # _normal, inline: per attribute
-        pieces = [element.text or ""]
+        text = element.text
+        pieces = [text] if text else []
         children = []
         seen: dict[str, int] = {}
         for child in element:
-            pieces.append(child.tail or "")
-            if not isinstance(child.tag, str):
-                continue  # a comment or a processing instruction: no data
+            tail = child.tail
+            if tail:
+                pieces.append(tail)
             name = child.tag
+            if not isinstance(name, str):
+                continue  # a comment or a processing instruction: no data
             if visible and name in _INVISIBLE:
                 continue
             n = seen.get(name, 0)
             seen[name] = n + 1
-            children.append((child, f"{path}/{name}" if n == 0 else f"{path}/{name}[{n}]"))
-        own = " ".join(" ".join(pieces).split())  # _normal, inline: per element
+            children.append((child, name, f"{path}/{name}" if n == 0 else f"{path}/{name}[{n}]"))
+        own = " ".join(" ".join(pieces).split()) if pieces else ""  # _normal, inline: per element
         if tag == "script" and (element.get("type") or "").strip().lower() in _JSON_TYPES:
             try:
                 out.extend((f"{path}${key}", value) for key, value in json_values(json.loads(own or "null")))
@@ -253,6 +256,50 @@ _HALF_DAY = 43_200
 _EPOCH_NEAR = 2 * 86_400
 
 
+#: what makes a token a clock, apart from any fetch: ``(how, kind, instant)``;
+#: *how* says how it reads against a fetch's time (:func:`_read`)
+ClockSpec = tuple[str, str, float]
+
+
+def _clock_spec(token: str) -> ClockSpec | None:
+    """*token* as a clock candidate, before any fetch's time is known (a
+    field's tokens are read once per distinct value: see :func:`field_sketch`)."""
+    if ":" not in token and len(token) < 10:
+        return None  # neither a time nor a Unix time: most tokens (prices, counts, ids)
+    iso = _ISO.search(token)
+    if iso:
+        y, mo, d, h, mi, s = (int(g) if g else 0 for g in iso.groups())
+        try:
+            stamp = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0))
+        except (ValueError, OverflowError):
+            return None
+        return ("d", "a" if iso.group(6) else "b", stamp)
+    epoch = _EPOCH.search(token)
+    if epoch:
+        return ("e", "a", int(epoch.group(1)) / (1000 if len(epoch.group(1)) == 13 else 1))
+    clock = _TIME.search(token)
+    if clock:
+        h, mi = int(clock.group(1)), int(clock.group(2))
+        if h > 23 or mi > 59:
+            return None
+        s = clock.group(3)
+        return ("t", "s" if s else "m", h * 3600 + mi * 60 + (int(s) if s else 0))
+    return None
+
+
+def _read(spec: ClockSpec, at: float) -> tuple[str, int] | None:
+    """A clock's ``(kind, offset)`` against the fetch time *at* (None: a Unix
+    time too far from the fetch to be its clock)."""
+    how, kind, instant = spec
+    if how == "t":
+        return kind, int(instant - at) % _HALF_DAY
+    if how == "r":
+        return kind, int(at - instant)
+    if how == "e" and abs(instant - at) > _EPOCH_NEAR:
+        return None
+    return kind, int(instant - at)
+
+
 def clock_offset(token: str, at: float) -> tuple[str, int] | None:
     """How a clock token reads against the fetch time *at*: ``(kind, offset)``.
 
@@ -266,31 +313,8 @@ def clock_offset(token: str, at: float) -> tuple[str, int] | None:
     >>> clock_offset("price", 0.0) is None
     True
     """
-    if ":" not in token and len(token) < 10:
-        return None  # neither a time nor a Unix time: most tokens (prices, counts, ids)
-    iso = _ISO.search(token)
-    if iso:
-        y, mo, d, h, mi, s = (int(g) if g else 0 for g in iso.groups())
-        try:
-            stamp = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0))
-        except (ValueError, OverflowError):
-            return None
-        return ("a" if iso.group(6) else "b", int(stamp - at))
-    epoch = _EPOCH.search(token)
-    if epoch:
-        value = int(epoch.group(1)) / (1000 if len(epoch.group(1)) == 13 else 1)
-        if abs(value - at) <= _EPOCH_NEAR:
-            return ("a", int(value - at))
-        return None
-    clock = _TIME.search(token)
-    if clock:
-        h, mi = int(clock.group(1)), int(clock.group(2))
-        if h > 23 or mi > 59:
-            return None
-        s = clock.group(3)
-        value = h * 3600 + mi * 60 + (int(s) if s else 0)
-        return ("s" if s else "m", int(value - at) % _HALF_DAY)
-    return None
+    spec = _clock_spec(token)
+    return None if spec is None else _read(spec, at)
 
 
 def _tick(kind: str) -> int:
@@ -344,9 +368,37 @@ def name_hash(name: str) -> str:
     return _h(name, 4)
 
 
+#: a field's value up to this long is read once per distinct value (a
+#: site's template repeats them: menus, footers, icons' attributes, and a
+#: revisited page most of its own); a longer one, each time
+_CACHED_VALUE = 256
+
+
 def field_sketch(value: str, at: float) -> str:
     """A field as kept: its shape's hash, then ``|`` and each volatile
     token's hash (``~kind~offset`` after a clock's)."""
+    parts = _cached_parts(value) if len(value) <= _CACHED_VALUE else _field_parts(value)
+    if isinstance(parts, str):
+        return parts
+    out = []
+    for part in parts:
+        if isinstance(part, str):
+            out.append(part)
+            continue
+        token_hash, specs = part
+        clock = None
+        for spec in specs:
+            clock = _read(spec, at)
+            if clock is not None:
+                break
+        out.append(token_hash if clock is None else f"{token_hash}~{clock[0]}~{clock[1]}")
+    return "|".join(out)
+
+
+def _field_parts(value: str) -> str | tuple[Any, ...]:
+    """:func:`field_sketch` apart from the fetch's time: the sketch itself
+    (no clock in the field), else its parts, a clock token's as its hash
+    and what makes it a clock (its offset is read against each fetch)."""
     if _DIGIT.search(value) is None:
         return _h(value, 2)  # most fields: no token to keep apart
     matches = volatile(value)
@@ -354,12 +406,18 @@ def field_sketch(value: str, at: float) -> str:
         # none to keep apart, or too many (an SVG path, a table in one cell):
         # the field is compared whole, its tokens are not kept one by one
         return _h(value, 2)
-    parts = [_h(_shape(value, matches), 2)]
+    parts: list[Any] = [_h(_shape(value, matches), 2)]
+    clocked = False
     for match in matches:
         token = match.group(0)
-        clock = clock_offset(token, at) or relative_offset(value, match, at)
-        parts.append(_h(token, 2) if clock is None else f"{_h(token, 2)}~{clock[0]}~{clock[1]}")
-    return "|".join(parts)
+        specs = tuple(s for s in (_clock_spec(token), _relative_spec(value, match)) if s is not None)
+        clocked = clocked or bool(specs)
+        parts.append((_h(token, 2), specs) if specs else _h(token, 2))
+    return tuple(parts) if clocked else "|".join(parts)
+
+
+#: bounded (values of at most :data:`_CACHED_VALUE` characters: a few MB)
+_cached_parts = functools.lru_cache(maxsize=32_768)(_field_parts)
 
 
 #: a count of units before "ago" ("5 minutes ago", "3 hrs ago")
@@ -375,11 +433,17 @@ def relative_offset(value: str, match: re.Match[str], at: float) -> tuple[str, i
     >>> relative_offset("posted 5 minutes ago", re.search(r"\\d+", "posted 5 minutes ago"), 1000.0)
     ('M', 700)
     """
+    spec = _relative_spec(value, match)
+    return None if spec is None else _read(spec, at)
+
+
+def _relative_spec(value: str, match: re.Match[str]) -> ClockSpec | None:
+    """The token *match* of *value* as a relative time, before any fetch's time is known."""
     ago = _AGO.match(value, match.end())
     if ago is None or not match.group(0).isdigit():
         return None
     kind, unit = _UNITS[ago.group(1)[0].lower()]
-    return kind, int(at - int(match.group(0)) * unit)
+    return ("r", kind, int(match.group(0)) * unit)
 
 
 # -- masks ----------------------------------------------------------------------------

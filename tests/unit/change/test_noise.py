@@ -98,6 +98,24 @@ def test_a_clock_moves_with_the_fetch_time_and_a_written_time_does_not(token: st
     assert noise.clock_offset("12345", T0) is None  # a number, not a Unix time near the fetch
 
 
+
+@pytest.mark.parametrize(
+    "value",
+    ["served at 12:03:04", f"stamp {int(T0)}", "posted 5 minutes ago", "2025-11-29T08:00:01Z", "Page 17 of 40"],
+)
+def test_a_field_read_once_per_value_still_reads_its_clock_at_each_fetch(value: str) -> None:
+    """The tokens of a field are read once per distinct value (a site's
+    template repeats them), but a clock's offset is the fetch's own: the
+    same value sketched at two fetch times reads as the same clock only
+    where it is a clock, and a field without one sketches alike."""
+    first, later = noise.field_sketch(value, T0), noise.field_sketch(value, T0 + 600)
+    assert noise.field_sketch(value, T0) == first  # read again from the cache: same
+    if "~" in first:
+        assert first != later  # the offset moved with the fetch time: not cached
+        assert not noise.same_clock(first.split("|")[1], later.split("|")[1])
+    else:
+        assert first == later
+
 # -- the chain: middleware, verdicts, policy, frontier -------------------------------------
 
 URL = "http://shop.example/p/1.html"
