@@ -212,21 +212,32 @@ def text_fields(text: str) -> list[Field]:
 _MONTHS = "jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec"
 _MONTH_WORD = rf"(?:{_MONTHS})[a-z]*\.?"
 #: the words of a field: a date written with a month's name (one token, so
-#: it is masked whole with the clock beside it), or a run of word characters.
-#: Every alternative starts with a fixed character class and none nests, so
-#: a scan is linear in the field's length whatever the server sent
-_WORDS = re.compile(
-    rf"\b\d{{1,2}}\.?\s+{_MONTH_WORD},?\s+\d{{4}}\b"
-    rf"|\b{_MONTH_WORD}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b"
-    r"|[\w.:+/=@-]+",
-    re.IGNORECASE,
-)
+#: it is masked whole with the clock beside it), or a run of word characters;
+#: the volatile ones are those that hold a digit.  Every alternative starts
+#: with a fixed character class and none nests, so a scan is linear in the
+#: field's length whatever the server sent
+_WORD = r"[\w.:+/=@-]"
+_DATES = rf"\b\d{{1,2}}\.?\s+{_MONTH_WORD},?\s+\d{{4}}\b|\b{_MONTH_WORD}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b"
+#: a volatile token where a word starts: a date, or a run holding a digit
+#: (the lookahead stays inside the run: a run without one is passed over
+#: at its first character, never matched)
+_VOLATILE = re.compile(rf"(?<!{_WORD})(?:{_DATES}|(?={_WORD}*?\d){_WORD}+)", re.IGNORECASE)
+#: the run right after a date that ends on a word character other than a
+#: letter or digit ("5 June 2020.12"): a word of its own
+_RUN = re.compile(rf"{_WORD}+")
 _DIGIT = re.compile(r"\d")
 
 
 def volatile(value: str) -> list[re.Match[str]]:
-    """The tokens of a field kept apart from its shape: those that hold a digit."""
-    return [m for m in _WORDS.finditer(value) if _DIGIT.search(m.group(0))]
+    """The tokens of a field kept apart from its shape: those that hold a
+    digit (only they are matched: a paragraph's other words cost nothing)."""
+    out = []
+    for match in _VOLATILE.finditer(value):
+        out.append(match)
+        run = _RUN.match(value, match.end())
+        if run is not None and _DIGIT.search(run.group(0)):
+            out.append(run)
+    return out
 
 
 def _shape(value: str, tokens: Sequence[re.Match[str]], keep: Any = ()) -> str:

@@ -22,6 +22,7 @@ from dataclasses import replace
 import hashlib
 import json
 import random
+import re
 import time
 from collections.abc import Callable
 from email.utils import formatdate
@@ -403,3 +404,26 @@ def test_a_last_modified_read_alike_twice_is_never_taken_for_a_clock() -> None:
     masks = noise.Masks.of(chain.record().noise)
     assert noise.name_hash(noise.LAST_MODIFIED_FIELD) not in masks.fields
     assert chain.false == 0
+
+
+# the plain scan the fast one must equal: every word (a date with a month's
+# name, else a run of word characters), kept when it holds a digit
+_PLAIN_WORDS = re.compile(
+    rf"\b\d{{1,2}}\.?\s+{noise._MONTH_WORD},?\s+\d{{4}}\b"
+    rf"|\b{noise._MONTH_WORD}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b"
+    r"|[\w.:+/=@-]+",
+    re.IGNORECASE,
+)
+_TOKEN_PIECES = st.sampled_from(
+    list("0123456789 :.-/,+=@_aJunemMyg\té٣") + [" minutes ago", " June ", "2026", "12:", "th", "Dec.", "sept ", ", "]
+)
+
+
+@settings(max_examples=examples(1500), deadline=None)
+@given(st.lists(_TOKEN_PIECES, max_size=24).map("".join))
+def test_the_volatile_tokens_are_the_words_holding_a_digit(value: str) -> None:
+    """The scan matches only the tokens that hold a digit (a paragraph's
+    other words are passed over), and finds exactly those a scan of every
+    word keeps: the same spans, so a learned mask's positions mean the same."""
+    plain = [(m.start(), m.end()) for m in _PLAIN_WORDS.finditer(value) if re.search(r"\d", m.group(0))]
+    assert [(m.start(), m.end()) for m in noise.volatile(value)] == plain
