@@ -225,6 +225,7 @@ _VOLATILE = re.compile(rf"(?<!{_WORD})(?:{_DATES}|(?={_WORD}*?\d){_WORD}+)", re.
 #: the run right after a date that ends on a word character other than a
 #: letter or digit ("5 June 2020.12"): a word of its own
 _RUN = re.compile(rf"{_WORD}+")
+_WORD_PUNCTUATION = frozenset(".:+/=@-")
 _DIGIT = re.compile(r"\d")
 
 
@@ -234,9 +235,10 @@ def volatile(value: str) -> list[re.Match[str]]:
     out = []
     for match in _VOLATILE.finditer(value):
         out.append(match)
-        run = _RUN.match(value, match.end())
-        if run is not None and _DIGIT.search(run.group(0)):
-            out.append(run)
+        if value[match.end() : match.end() + 1] in _WORD_PUNCTUATION:  # only after a date
+            run = _RUN.match(value, match.end())
+            if run is not None and _DIGIT.search(run.group(0)):
+                out.append(run)
     return out
 
 
