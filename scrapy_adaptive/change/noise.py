@@ -429,8 +429,9 @@ def _field_parts(value: str) -> str | tuple[Any, ...]:
     return tuple(parts) if clocked else "|".join(parts)
 
 
-#: bounded (values of at most :data:`_CACHED_VALUE` characters: a few MB)
-_cached_parts = functools.lru_cache(maxsize=32_768)(_field_parts)
+#: bounded: 8,192 values of at most :data:`_CACHED_VALUE` characters (a few MB
+#: at most; a site's template repeats a few hundred)
+_cached_parts = functools.lru_cache(maxsize=8_192)(_field_parts)
 
 
 #: a count of units before "ago" ("5 minutes ago", "3 hrs ago")
