@@ -56,6 +56,7 @@ import time
 import urllib.request
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -283,6 +284,7 @@ def score(
         fetches = sum(k["fetches"] for k in per.values())
         n = len(world.urls)
         best = hindsight_optimum(sim, fetches - n, min_interval=delay) if fetches >= n else None
+        fresh_best = _freshness_optimum(sim, copies_of, lo, fetches, delay)
         opt: dict[str, list[float]] = {k: [0.0, 0.0] for k in KINDS}  # revisits, versions captured
         for u in world.urls:
             o = opt[u.kind]
@@ -325,6 +327,7 @@ def score(
             "recall": len(captured) / total,
             "median_capture_delay_s": median_delay(delays),
             "freshness": _share(sum(f[0] for f in fresh.values()), sum(f[1] for f in fresh.values())),
+            "freshness_optimum": fresh_best,
             "precision": len(captured) / fetches if fetches else 0.0,
             "requests": len(rows),
             "fetches": int(fetches),
@@ -343,6 +346,20 @@ def score(
                        "recall": _share(captured_per_bin[b], born_per_bin[b])} for b in range(bins)],  # fmt: skip
         }
     return out
+
+
+def _freshness_optimum(
+    sim: simworld.World, copies_of: dict[int, list[tuple[float, int]]], lo: float, fetches: int, delay: float
+) -> float | None:
+    """The freshness the hindsight optimum's schedules (each URL a fixed
+    interval, knowing its changes) keep at a crawler's revisits, each URL
+    watched from the crawler's own first body of it, as its freshness is:
+    the ceiling of what this crawler's fetches could keep current."""
+    pages = [replace(p, discovered=copies_of[p.index][0][0] - lo) for p in sim.pages if copies_of.get(p.index)]
+    if not pages or fetches < len(pages):
+        return None
+    watched = simworld.World(spec=sim.spec, hosts={}, pages=pages, start=sim.start, end=sim.end)
+    return hindsight_optimum(watched, fetches - len(pages), min_interval=delay, objective="freshness").freshness
 
 
 def fresh_time(url: Url, copies: list[tuple[float, int]], end: float) -> tuple[float, float]:
@@ -606,12 +623,18 @@ def report(result: dict[str, Any]) -> str:
                      f"{name} {_f2(r.get('validated_conditional'))} · {_f2(r.get('validated_verified'))} · "
                      + " / ".join(str(r.get("static_reasons", {}).get(k, "-")) for k in REASONS)
                      for name, r in res.items()))  # fmt: skip
+    lines.append("freshness against the hindsight optimum's at the crawler's fetches (each URL a fixed interval "
+                 "knowing its changes, from the crawler's first fetch of it): "
+                 + ", ".join(f"{name} {_f3(r.get('freshness'))} / {_f3(r.get('freshness_optimum'))}"
+                             for name, r in res.items()))  # fmt: skip
     lines.append("consistency: items whose version the server never served to that crawler: "
                  + ", ".join(f"{name} {r['items_not_served']}" for name, r in res.items()))  # fmt: skip
     lines += ["", "by class: captured/versions (recall), median capture delay s, fetches, precision"]
     lines += _class_table(res, lambda k: f"{k['captured']}/{k['versions']} ({_f2(k['recall'])}) "
                           f"{_f1(k.get('median_capture_delay_s'), 's')} {k['fetches']} "
                           f"{_f2(k['precision'])}")  # fmt: skip
+    lines += ["", "by class: freshness (share of the time the copy was the live version), fetches"]
+    lines += _class_table(res, lambda k: f"{_f3(k.get('freshness'))} {k['fetches']}")
     lines += ["", "where the revisits went: the crawler's (recall) against the hindsight optimum's at its fetches"]
     lines += _class_table(res, lambda k: f"{k['revisits']} ({_f2(k['recall'])}) / {k['optimum_revisits']:.0f} "
                           f"({_f2(k['optimum_recall'])})")  # fmt: skip

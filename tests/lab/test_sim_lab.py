@@ -116,6 +116,36 @@ def test_hindsight_optimum_is_periodic_and_bounded(tmp_path: Path) -> None:
     assert high.captured <= changes
 
 
+def test_stale_seconds_runs_from_the_first_change_after_a_visit_to_the_next_visit() -> None:
+    """Visits at 0 and 6 of a document changing at 5 and 7, watched until 10:
+    stale from 5 to 6 and from 7 to 10."""
+    from bench.replay import _stale_seconds
+
+    assert _stale_seconds([5.0, 7.0], [0.0, 6.0], 10.0) == pytest.approx(4.0)
+    assert _stale_seconds([], [0.0], 10.0) == 0.0
+    assert _stale_seconds([1.0, 2.0, 3.0], [0.0], 10.0) == pytest.approx(9.0)
+
+
+def test_hindsight_optimum_for_freshness_beats_the_versions_one_on_freshness(tmp_path: Path) -> None:
+    """Chosen for freshness, the same periodic schedules keep the copies current
+    at least as long as the ones chosen for versions, at the same revisits,
+    and more revisits never keep them staler."""
+    trace = tmp_path / "t.jsonl"
+    write_trace(trace)
+    world = load_trace(str(trace))
+    for budget in (3, 10, 40):
+        fresh = hindsight_optimum(world, budget, objective="freshness")
+        versions = hindsight_optimum(world, budget)
+        assert fresh.revisits == pytest.approx(versions.revisits)
+        assert 0 < versions.freshness <= fresh.freshness + 1e-9 <= 1 + 1e-9
+        assert fresh.observed == pytest.approx(sum(world.end - p.discovered for p in world.pages))
+    assert hindsight_optimum(world, 3, objective="freshness").freshness <= hindsight_optimum(
+        world, 40, objective="freshness"
+    ).freshness
+    with pytest.raises(ValueError, match="objective"):
+        hindsight_optimum(world, 3, objective="recall")
+
+
 def test_median_capture_delay_of_a_hand_made_trace(tmp_path: Path) -> None:
     """Two documents visited every 24 h; each revisit captures the version live then:
     A: 14 h (10 h version at 24 h), 22 h (the 26 h version at 48 h; 25 h overwritten, 70 h never fetched);
