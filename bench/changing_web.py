@@ -6,37 +6,13 @@ Run::
     python -m bench.changing_web --smoke         # CI: 3 hosts × 19 URLs, 0.5 s delay, 90 s (< 3 min)
     python -m bench.changing_web --json out.json --svg docs/changing-web-learning.svg
 
-Why it is built this way (docs/changing-web.md has the whole design):
-
-* **One world, identical copies, one window.**  :mod:`bench.changing_web_site`
-  serves one copy of :mod:`bench.changing_web_world` per crawler on hosts of
-  its own (127.0.30+c.h), all driven by one timeline, and every crawler runs
-  at the same time, so they all face the same versions under the same
-  machine load.
-* **The crawlers** (``--configs``), all with the same spider
-  (:mod:`bench.changing_web_spider`), ``DOWNLOAD_DELAY`` and one request per
-  host at a time, ``DOWNLOAD_DELAY_JITTER=0`` so the delay is a floor:
-  ``recrawl`` (``scrapy runspider`` again and again, a delay's pause
-  between runs), ``httpcache`` (the same with Scrapy's HttpCache and its
-  RFC2616 policy, the cache kept across runs), ``adaptive`` (one long crawl
-  with the add-on; a user's settings only: ``ADAPTIVE_BUDGET`` and
-  ``ADAPTIVE_WAIT_MIN``, defaults for the rest), ``adaptive-waits`` (the
-  issue's explicit waits and budget window, scaled to the delay).
-* **Scores from the server and the items**: a version is *captured* when
-  the crawler's items hold its id (read from the received bytes) and the
-  server's log shows it was served to that crawler in the window; recall =
-  captured ÷ versions live in the window; beside it the median capture
-  delay (seconds from a version's appearance to the request that captured
-  it, over the versions born in the window: one live at its start was
-  never seen to appear); precision = fetches that brought
-  a version not held before ÷ fetches; requests, body bytes and politeness
-  (two requests to one host at once, or arrivals closer than the delay)
-  from the server's access log; all per class too.
-* **The ceiling**: the hindsight periodic optimum of :mod:`bench.replay`
-  (best fixed interval per URL knowing the changes) at each crawler's own
-  fetches.
-* **Targets** (issue 13) are printed as PASS/MISS against the baselines of
-  the same run; the benchmark reports, it does not fail.
+One world (:mod:`bench.changing_web_world`), one copy per crawler served by
+:mod:`bench.changing_web_site` on one timeline, every crawler (``--configs``:
+``recrawl``, ``httpcache``, ``adaptive``, ...) at the same time with the
+same spider and delay; scores from the server's log and the items received,
+against the hindsight optimum of :mod:`bench.replay` at each crawler's own
+fetches.  Why each of these is so, the scores' definitions and the targets:
+``docs/changing-web.md``, which has the whole design.
 
 ``main(argv)`` returns every figure as a dict.
 """

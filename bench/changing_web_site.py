@@ -15,11 +15,8 @@ Why it is built this way:
   own (politeness is per host) and all of them see the same version of a URL
   at the same instant: the timeline is a function of the time since
   ``origin``, shared by every copy.
-* **Honest HTTP where the class is honest**: ETag and Last-Modified per
-  version and 304 to a matching conditional GET (``liar`` pages: the same
-  304 although the content moved; ``noise`` pages: no validators).  No
-  Cache-Control, as on most of the web, so Scrapy's RFC2616 cache uses its
-  heuristic freshness (10 % of the Last-Modified age).
+* **Each class's HTTP as** ``docs/changing-web.md`` **says** (honest
+  validators and 304s, liars, no validators on noise pages, no Cache-Control).
 * **Per-host latency** (20–200 ms at a 3 s delay, scaled with it; seeded), answered from a reactor timer, so
   a request's [arrival, finish] interval is real and two requests to one
   host at once would show in the log.

@@ -2,46 +2,11 @@
 
 Pure (no Twisted, no Scrapy): the site serves it, the benchmark scores
 against it, and both build it from the same parameters, so the ground truth
-is the very timeline the server applied.
-
-Why it is built this way:
-
-* **One time unit, the pass.**  Every rate is given in *passes*: the time
-  one polite crawler needs to fetch every URL of a host once (URLs per
-  host × delay).  The full run (3 s delay, 91 URLs per host) and the smoke
-  run (0.5 s, 19 URLs) are then the same world at two speeds, and a policy
-  is not helped or hurt by the compression.
-* **Classes** (``KINDS``), per host with exact counts from a seeded shuffle:
-  ``poisson`` (log-normal mean intervals, median 1 pass), ``bursty``
-  (quiet spells of ~3 passes, then 3–8 changes a few delays apart),
-  ``traced`` (a real change history from the git-scraping corpus in
-  ``bench/traces``, its gaps replayed in order and compressed so that its
-  mean interval is drawn as a ``poisson`` page's: real clustering, at the
-  world's time scale), ``grouped`` (off unless ``grouped`` > 0: the documents of one real
-  service replayed together on one host, from one shared moment, at one
-  time scale, so that what changes together in the history changes
-  together here; see :func:`_grouped`), ``static``, ``noise`` (a server clock and a random token in the visible
-  text of every response, no validators, the real content changing about
-  every 12 passes), ``liar`` (Poisson like ``poisson``, but ETag and
-  Last-Modified never move and a conditional GET gets a 304 on a host
-  that is otherwise honest), ``image``: a page's figure, embedded in it
-  with ``<img>`` (the images of a host are shared out among its pages,
-  whatever their class, a figure per page until they run out; a third of
-  the URLs at the default sizes), redrawn at half its page's changes (a
-  chart of the page's data) and on its own every ~30 passes.  The host's
-  index ``/`` links to every page of the host and never changes
-  (``index``); figures are found in their pages only.
-* **Static pages have honest, old validators**: last changed between 3
-  hours and 3 months before the run (a page's first answer says how old it
-  is), the other classes a pass or two before.
-* **Real sizes.**  HTML pages are 2.5–60 KB (log-uniform), images 15–120 KB
-  of JPEG-framed bytes; each version's bytes are a pure function of
-  ``(seed, url, version)``.
-* **The version id is in the bytes**: ``<meta name="bench-version"
-  content="N">`` in a page, a ``bench-version:N;`` JPEG comment in an image.
-  The spider reports what it *received*, so a fetch whose body was stopped
-  or answered 304 captures nothing, whatever the server sent.  A noise
-  page's clock and token are not part of its version.
+is the very timeline the server applied.  Every rate is given in *passes*
+(URLs per host × delay), so the full and the smoke run are one world at two
+speeds; the classes (``KINDS``), their validators, sizes and the version id
+carried in the bytes are described, once, in ``docs/changing-web.md``
+("The world").
 """
 
 from __future__ import annotations
