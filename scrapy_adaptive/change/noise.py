@@ -439,20 +439,15 @@ _AGO = re.compile(r"\s*(seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)
 _UNITS = {"s": ("S", 1), "m": ("M", 60), "h": ("H", 3600), "d": ("D", 86_400)}
 
 
-def relative_offset(value: str, match: re.Match[str], at: float) -> tuple[str, int] | None:
-    """A relative time ("posted 5 minutes ago") as a clock: the moment it
-    names, which stays put while the count moves with the fetch time.
+def _relative_spec(value: str, match: re.Match[str]) -> ClockSpec | None:
+    """The token *match* of *value* as a relative time ("posted 5 minutes
+    ago"), before any fetch's time is known: the moment it names, which
+    stays put while the count moves with the fetch time.
 
     >>> import re
-    >>> relative_offset("posted 5 minutes ago", re.search(r"\\d+", "posted 5 minutes ago"), 1000.0)
+    >>> _read(_relative_spec("posted 5 minutes ago", re.search(r"\\d+", "posted 5 minutes ago")), 1000.0)
     ('M', 700)
     """
-    spec = _relative_spec(value, match)
-    return None if spec is None else _read(spec, at)
-
-
-def _relative_spec(value: str, match: re.Match[str]) -> ClockSpec | None:
-    """The token *match* of *value* as a relative time, before any fetch's time is known."""
     ago = _AGO.match(value, match.end())
     if ago is None or not match.group(0).isdigit():
         return None
