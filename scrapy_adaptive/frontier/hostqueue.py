@@ -165,6 +165,9 @@ class HostQueue:
     #: the entries read past the head, kept in step with the frontier's
     #: writes (readahead.py); with ``window_to_end`` they reach the queue's end
     window: list[Entry] = field(default_factory=list)
+    #: each window entry's sort key (:func:`order`), in step with ``window``:
+    #: searched without a key function (a window is searched several times per issue)
+    window_keys: list[tuple[int, int, bytes]] = field(default_factory=list)
     window_to_end: bool = False
 
     def __post_init__(self) -> None:

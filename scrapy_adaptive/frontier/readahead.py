@@ -38,14 +38,14 @@ GROWTH = AHEAD
 def head_from_window(q: HostQueue, start: Entry) -> tuple[bool, Entry | None]:
     """``(known, head)``: *q*'s first entry from *start* that is not out, if
     its window can tell (``known`` False: ask the store)."""
-    window = q.window
+    window, keys = q.window, q.window_keys
     if not window:
         return False, None
     key = order(start)
-    if key < order(window[0]) or (not q.window_to_end and key > order(window[-1])):
+    if key < keys[0] or (not q.window_to_end and key > keys[-1]):
         return False, None
     out = q.out
-    for i in range(bisect_left(window, key, key=order), len(window)):
+    for i in range(bisect_left(keys, key), len(window)):
         if window[i][2] not in out:
             return True, window[i]
     # every entry of the window from start is out: beyond it, only the store knows
@@ -57,18 +57,19 @@ def window_from(q: HostQueue, start: Entry) -> tuple[list[Entry], bool] | None:
     nothing of the queue follows them; None if the window does not hold
     *start*'s place (read the store instead).  What weighs a queue's next
     due URLs (:mod:`.urgency`) reads them here without a seek."""
-    window = q.window
+    window, keys = q.window, q.window_keys
     if not window:
         return None
     key = order(start)
-    if key < order(window[0]) or (not q.window_to_end and key > order(window[-1])):
+    if key < keys[0] or (not q.window_to_end and key > keys[-1]):
         return None
-    return window[bisect_left(window, key, key=order) :], q.window_to_end
+    return window[bisect_left(keys, key) :], q.window_to_end
 
 
 def keep_window(q: HostQueue, entries: list[Entry], limit: int) -> None:
     """The entries a seek of *q* read (at most *limit*) become its window."""
     q.window = entries
+    q.window_keys = [order(entry) for entry in entries]
     q.window_to_end = len(entries) < limit
 
 
@@ -82,23 +83,24 @@ def apply(queues: Mapping[str, HostQueue], batch: Batch) -> None:
         q = queues.get(queue)
         if q is None or not q.window:
             continue
-        window, entry = q.window, (directive, next_ms, fp)
-        i = bisect_left(window, order(entry), key=order)
+        window, keys, entry = q.window, q.window_keys, (directive, next_ms, fp)
+        i = bisect_left(keys, (-directive, next_ms, fp))
         if i < len(window) and window[i] == entry:
-            del window[i]
+            del window[i], keys[i]
             if not window:
                 q.window_to_end = False  # its range is gone with it
     for queue, directive, next_ms, fp in batch.entries_put:
         q = queues.get(queue)
         if q is None or not q.window:
             continue
-        window, entry = q.window, (directive, next_ms, fp)
-        key = order(entry)
-        if key < order(window[0]) or (not q.window_to_end and key > order(window[-1])):
+        window, keys, entry = q.window, q.window_keys, (directive, next_ms, fp)
+        key = (-directive, next_ms, fp)  # order(entry)
+        if key < keys[0] or (not q.window_to_end and key > keys[-1]):
             continue
-        i = bisect_left(window, key, key=order)
+        i = bisect_left(keys, key)
         if i == len(window) or window[i] != entry:
             window.insert(i, entry)
+            keys.insert(i, key)
             if len(window) > len(q.out) + 1 + AHEAD + GROWTH:
-                del window[-1]  # the range ends one entry earlier, still whole
+                del window[-1], keys[-1]  # the range ends one entry earlier, still whole
                 q.window_to_end = False

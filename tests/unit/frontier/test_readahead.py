@@ -23,6 +23,7 @@ def _check(store: Store, q: HostQueue) -> None:
     window = q.window
     if window:
         assert window == sorted(window, key=order)
+        assert q.window_keys == [order(entry) for entry in window]
         first = scan.index(window[0])
         if q.window_to_end:
             assert scan[first:] == window
