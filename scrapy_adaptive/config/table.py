@@ -90,7 +90,8 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         False,
         "store the `Authorization`, `Proxy-Authorization` and `Cookie` headers and the cookies of a request in "
         "the state folder. Off: they are left out, and a revisit gets them only from the middlewares that add "
-        "them (`HttpAuthMiddleware`, `CookiesMiddleware`).",
+        "them (`HttpAuthMiddleware`, `CookiesMiddleware`); a URL's first fetch is the spider's own request "
+        "object, credentials included, unless it comes after a restart (said once).",
     ),
     SettingSpec(
         "ADAPTIVE_STORE_LEASE",

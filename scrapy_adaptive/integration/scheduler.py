@@ -53,7 +53,7 @@ from ..policies import PolicyStack
 from ..runtime import collector
 from ..runtime.assembly import Runtime, assemble
 from ..runtime.delivery import Delivery
-from ..runtime.issued_requests import IssuedRequests, url_identity
+from ..runtime.issued_requests import MAX_FIRST_WITH_CREDENTIALS, IssuedRequests, url_identity
 from ..runtime.request_hints import take_hint
 from ..runtime.sink_failure import SINK_FAILED, SinkError
 from ..runtime.spiderstate import Legacy, take_legacy
@@ -71,7 +71,14 @@ from .metacheck import MetaCheck
 from .once import OnceQueue
 from .politeness import QueueKeyer
 from .refused_start import Refusal, RefusingScheduler
-from .serialization import RequestNotStorable, request_from_data, request_to_data
+from .serialization import (
+    CREDENTIALS_LEFT_OUT,
+    RequestNotStorable,
+    as_first_fetch,
+    carries_credentials,
+    request_from_data,
+    request_to_data,
+)
 from .startup import checked_settings, note_scrapy_queue, warn_about_settings
 
 if TYPE_CHECKING:
@@ -141,6 +148,8 @@ class AdaptiveScheduler(BaseScheduler):
         #: message per link of every page costs more than the merge itself)
         self._log_every_merge = crawler is not None and crawler.settings.getbool("DUPEFILTER_DEBUG")
         self._merge_logged = False
+        #: a first fetch goes without the credentials it was made with: said once
+        self._credentials_said = False
         # built by open(): the crawl's state folder and what works on it
         self.spider: Spider | None = None
         self.runtime: Runtime | None = None
@@ -368,8 +377,19 @@ class AdaptiveScheduler(BaseScheduler):
             self._arm_wake()
             return True
         self.stats.inc_value(_ENQUEUED_STATS[result])
-        if result is AddResult.NEW and self.capacity is not None:
-            self.capacity.met(queue)  # a new host counts in the capacity budget from its first URL
+        if result is AddResult.NEW:
+            credentials = not self.config.store_credentials and carries_credentials(request)
+            if not self.issued.hold_first(fp, request, credentials=credentials) and not self._credentials_said:
+                self._credentials_said = True
+                logger.warning(
+                    "%s waits with %s others for a first fetch; its cookies and Authorization, "
+                    "Proxy-Authorization or Cookie headers are not kept in memory past that many, nor stored "
+                    "(ADAPTIVE_STORE_CREDENTIALS): its first fetch goes without them, as will others' (said once).",
+                    request,
+                    f"{MAX_FIRST_WITH_CREDENTIALS:,}",
+                )
+            if self.capacity is not None:
+                self.capacity.met(queue)  # a new host counts in the capacity budget from its first URL
         asked = result is not AddResult.NEW and request.dont_filter and force is not False
         if asked:
             self._asked(fp, queue, request)
@@ -477,10 +497,12 @@ class AdaptiveScheduler(BaseScheduler):
                 # in Scrapy's queue order: requests asked again for it before
                 # then wait behind it
                 tried = out.record.visits or out.record.failures
+                first = self.issued.take_first(out.fp)
                 request = (
                     self.issued.take_resend(out.fp)
                     or (self.issued.take_asked(out.fp) if tried else None)
-                    or self._rebuild(out.fp, out.record)
+                    or (as_first_fetch(first) if first is not None and not tried else None)
+                    or self._rebuild(out.fp, out.record, first=not tried)
                 )
                 if request is None:
                     continue
@@ -502,8 +524,19 @@ class AdaptiveScheduler(BaseScheduler):
             self.stats.inc_value("adaptive/errors/next_request")
         return None
 
-    def _rebuild(self, fp: bytes, record: UrlRecord) -> Request | None:
+    def _rebuild(self, fp: bytes, record: UrlRecord, *, first: bool = False) -> Request | None:
+        """The stored request of *record*; *first*: for the URL's first fetch
+        (the spider's own object was not kept: a restart since, or too many
+        waiting), which goes without the credentials the store left out."""
         assert self.spider is not None and self.verdicts is not None
+        if first and record.request.get(CREDENTIALS_LEFT_OUT) and not self._credentials_said:
+            self._credentials_said = True
+            logger.warning(
+                "%s is fetched for the first time from the state folder, without the cookies and the "
+                "Authorization, Proxy-Authorization or Cookie headers it was made with (the state folder "
+                "does not keep them: ADAPTIVE_STORE_CREDENTIALS); nor will other such requests be (said once).",
+                record.url,
+            )
         try:
             return request_from_data(record.request, self.spider)
         except Exception as exc:

@@ -66,6 +66,27 @@ def strip_per_fetch(meta: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in meta.items() if k not in PER_FETCH_META and not k.startswith("_")}
 
 
+def as_first_fetch(request: Request) -> Request:
+    """*request*, kept from the spider for its URL's first fetch, without the
+    meta a fetch sets (a child request built from ``response.meta`` copies
+    its parent's), as the stored request would be rebuilt: the same object."""
+    meta = request.meta
+    for key in [k for k in meta if k in PER_FETCH_META or k.startswith("_")]:
+        del meta[key]
+    return request
+
+
+def carries_credentials(request: Request) -> bool:
+    """True if *request* has cookies or a :data:`SENSITIVE_HEADERS` header:
+    what the state folder leaves out unless ``ADAPTIVE_STORE_CREDENTIALS``."""
+    return bool(request.cookies) or any(_lower(k) in SENSITIVE_HEADERS for k in request.headers)
+
+
+#: the stored request's mark that credentials were left out (its first fetch
+#: from the store goes without them: said once per crawl)
+CREDENTIALS_LEFT_OUT = "credentials_left_out"
+
+
 def _encode(value: Any, path: str) -> Any:
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
@@ -181,6 +202,7 @@ def request_to_data(request: Request, spider: Spider, *, credentials: bool = Fal
         conditional = {b"if-none-match", b"if-modified-since"}
         data["headers"] = {k: v for k, v in (data.get("headers") or {}).items() if k.lower() not in conditional}
     data["meta"] = strip_per_fetch(meta)
+    left_out = not credentials and carries_credentials(request)
     if not credentials:
         data["headers"] = {k: v for k, v in (data.get("headers") or {}).items() if _lower(k) not in SENSITIVE_HEADERS}
         data["cookies"] = {}
@@ -195,6 +217,8 @@ def request_to_data(request: Request, spider: Spider, *, credentials: bool = Fal
     if headers:
         encoded["headers"] = {"$h": [[_latin1(k), [_latin1(v) for v in vs]] for k, vs in headers.items()]}
     encoded["body"] = {"$b": base64.b64encode(body).decode("ascii")} if body else ""
+    if left_out:
+        encoded[CREDENTIALS_LEFT_OUT] = True
     return encoded
 
 
@@ -215,7 +239,7 @@ def request_from_data(data: dict[str, Any], spider: Spider) -> Request:
     """
     headers = data.get("headers")
     body = data.get("body")
-    decoded = _decode({k: v for k, v in data.items() if k not in ("headers", "body")})
+    decoded = _decode({k: v for k, v in data.items() if k not in ("headers", "body", CREDENTIALS_LEFT_OUT)})
     if isinstance(headers, dict) and "$h" in headers:
         decoded["headers"] = {k.encode("latin-1"): [v.encode("latin-1") for v in vs] for k, vs in headers["$h"]}
     elif headers is not None:

@@ -78,6 +78,7 @@ class IssuedRequests:
         self._resend: dict[bytes, Request] = {}
         self._asked: dict[bytes, deque[Request]] = {}
         self._asked_count = 0
+        self._first: dict[bytes, Request] = {}
 
     def add(self, fp: bytes, request: Request) -> None:
         """*request* goes out for *fp*: tag it."""
@@ -151,6 +152,26 @@ class IssuedRequests:
         self._asked_count += 1
         return True
 
+    def hold_first(self, fp: bytes, request: Request, *, credentials: bool) -> bool:
+        """Keep *request*, which made the URL *fp* known, for the URL's first
+        fetch: it goes out as this very object, as from Scrapy's memory queue
+        (its headers and cookies with it, which the state folder does not
+        keep unless told to; no rebuilding from the store).  The oldest are
+        kept: a crawl issues a host's URLs in the order they came.  Past
+        :data:`MAX_FIRST` objects only requests carrying *credentials* are
+        kept, up to :data:`MAX_FIRST_WITH_CREDENTIALS`; False when *request*
+        carries credentials and is not kept (its first fetch goes without
+        them)."""
+        held = len(self._first)
+        if held < MAX_FIRST or (credentials and held < MAX_FIRST_WITH_CREDENTIALS):
+            self._first[fp] = request
+            return True
+        return not credentials
+
+    def take_first(self, fp: bytes) -> Request | None:
+        """The request kept for *fp*'s first fetch, if one is."""
+        return self._first.pop(fp, None)
+
     def take_asked(self, fp: bytes) -> Request | None:
         """The oldest request asked for *fp*, if one waits."""
         waiting = self._asked.get(fp)
@@ -170,6 +191,12 @@ class IssuedRequests:
     def __len__(self) -> int:
         return len(self._issued)
 
+
+#: requests held for their URL's first fetch (about 1-2 kB each)
+MAX_FIRST = 10_000
+
+#: of which requests carrying credentials, kept past :data:`MAX_FIRST`
+MAX_FIRST_WITH_CREDENTIALS = 100_000
 
 #: requests asked for known URLs held in memory at most (each is a live
 #: Request with whatever the spider put in it; past that, the stored one goes)

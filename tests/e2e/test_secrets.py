@@ -81,6 +81,23 @@ def test_warc_files_are_private_and_credentials_redacted_unless_kept(
     assert (b"abc123" in inflated) is keep
 
 
+def test_a_first_fetch_sends_the_credentials_the_spider_set_and_the_state_keeps_none(
+    clean_log: MockServer, adaptive_settings: dict[str, object], tmp_path: Path
+) -> None:
+    """A request made with an ``Authorization`` header and a cookie by hand
+    goes out with them on its first fetch, as in plain Scrapy (the spider's
+    own object, not one rebuilt from the state folder, which keeps neither)."""
+    start = clean_log.page_url("/page/token-index")
+    settings = {**adaptive_settings, "ADAPTIVE_WAIT_DEFAULT": 1000, "CLOSESPIDER_TIMEOUT": 2}
+    run_crawl(CASES, settings, timeout=60, args=["-a", f"start_urls={start}", "-a", "token=t0ken"]).assert_ok()
+    (first,) = clean_log.log(path_prefix="/page/token-index")
+    assert first["headers"]["authorization"] == "Bearer t0ken" and first["headers"]["cookie"] == "t=t0ken"
+    export = tmp_path / "export.jsonl"
+    done = frontier(Path(str(settings["ADAPTIVE_STATE_DIR"])), "export", "-O", str(export))
+    assert done.returncode == 0, done.stderr
+    assert start in export.read_text() and "t0ken" not in export.read_text()
+
+
 def test_export_and_html_report_are_created_private(
     clean_log: MockServer, adaptive_settings: dict[str, object], tmp_path: Path
 ) -> None:

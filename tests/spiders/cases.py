@@ -111,9 +111,18 @@ class CasesSpider(scrapy.Spider):
     name = "cases"
 
     def __init__(
-        self, *args: Any, start_urls: str = "", lambda_url: str = "", pad: str = "0", raise_on: str = "", **kwargs: Any
+        self,
+        *args: Any,
+        start_urls: str = "",
+        lambda_url: str = "",
+        pad: str = "0",
+        raise_on: str = "",
+        token: str = "",
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
+        #: start requests carry ``Authorization: Bearer <token>`` and a cookie, set by hand
+        self.token = token
         self.raise_on = raise_on
         self.pad = "x" * int(pad)
         self.start_urls = [u for u in start_urls.split(" ") if u]
@@ -121,7 +130,10 @@ class CasesSpider(scrapy.Spider):
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
         for url in self.start_urls:
-            yield scrapy.Request(url)
+            if self.token:
+                yield scrapy.Request(url, headers={"Authorization": f"Bearer {self.token}"}, cookies={"t": self.token})
+            else:
+                yield scrapy.Request(url)
         if self.lambda_url:
             yield scrapy.Request(self.lambda_url, callback=lambda r: None)
 

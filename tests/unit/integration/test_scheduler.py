@@ -465,3 +465,77 @@ def test_an_enqueue_error_goes_back_to_the_caller_in_one_line_naming_the_request
     assert str(caught.value) == "<GET http://a.example/x> could not be enqueued: ValueError: no fingerprint today"
     assert caught.value.__suppress_context__ and scheduler.stats.get_value("adaptive/errors/enqueue") == 1
     scheduler.close("finished")
+
+
+@in_loop
+def test_a_first_fetch_is_the_spiders_own_request_with_its_credentials(tmp_path: Path) -> None:
+    """As from Scrapy's memory queue: the request that made a URL known goes
+    out as that very object (its cookies and Authorization header with it,
+    which the state folder does not keep), without the meta a fetch sets
+    (a child built from ``response.meta`` copies its parent's)."""
+    scheduler = build(tmp_path)
+    scheduler.open(Pages())
+    made = Request(
+        "http://a.example/private",
+        headers={"Authorization": "Bearer T"},
+        cookies={"session": "abc"},
+        meta={"download_slot": "parent's", "_adaptive_fp": "00", "mine": (1, 2)},
+    )
+    assert scheduler.enqueue_request(made)
+    (first,) = drain(scheduler)
+    assert first is made and first.headers[b"Authorization"] == b"Bearer T" and first.cookies == {"session": "abc"}
+    assert first.meta["mine"] == (1, 2) and "download_slot" not in first.meta  # the parent's is not this fetch's
+    assert first.meta[meta.FP] != "00"  # tagged for this fetch
+    stored = scheduler.frontier.get_record(*scheduler._where(made.url))  # type: ignore[union-attr]
+    assert stored is not None and b"Authorization" not in str(stored.request).encode()
+    assert stored.request.get("credentials_left_out") is True
+    scheduler.close("shutdown")
+
+
+@in_loop
+def test_a_first_fetch_from_the_store_says_once_that_its_credentials_were_left_out(
+    tmp_path: Path, caplog: Any
+) -> None:
+    scheduler = build(tmp_path)
+    scheduler.open(Pages())
+    for i in range(2):
+        scheduler.enqueue_request(Request(f"http://a.example/p{i}", headers={"Authorization": "Bearer T"}))
+    scheduler.close("shutdown")  # stopped before their first fetches
+
+    reopened = build(tmp_path)
+    reopened.open(Pages())
+    with caplog.at_level("WARNING"):
+        issued = drain(reopened)
+    assert [r.url for r in issued] == ["http://a.example/p0"]  # valence 1
+    assert b"Authorization" not in issued[0].headers
+    said = [r for r in caplog.records if "ADAPTIVE_STORE_CREDENTIALS" in r.getMessage()]
+    assert len(said) == 1 and "http://a.example/p0" in said[0].getMessage()
+    reopened.close("shutdown")
+
+
+@in_loop
+def test_a_first_fetch_keeps_its_credentials_when_the_store_keeps_them(tmp_path: Path, caplog: Any) -> None:
+    scheduler = build(tmp_path, ADAPTIVE_STORE_CREDENTIALS=True)
+    scheduler.open(Pages())
+    scheduler.enqueue_request(Request("http://a.example/p", headers={"Authorization": "Bearer T"}))
+    scheduler.close("shutdown")
+    reopened = build(tmp_path, ADAPTIVE_STORE_CREDENTIALS=True)
+    reopened.open(Pages())
+    with caplog.at_level("WARNING"):
+        (first,) = drain(reopened)
+    assert first.headers[b"Authorization"] == b"Bearer T"
+    assert not [r for r in caplog.records if "ADAPTIVE_STORE_CREDENTIALS" in r.getMessage()]
+    reopened.close("shutdown")
+
+
+def test_first_fetch_objects_are_bounded_and_credentials_kept_longest() -> None:
+    from scrapy_adaptive.runtime import issued_requests as ir
+
+    issued = ir.IssuedRequests(lambda r: b"")
+    plain = Request("http://a.example/")
+    for i in range(ir.MAX_FIRST):
+        assert issued.hold_first(i.to_bytes(4, "big"), plain, credentials=False)
+    assert issued.hold_first(b"over", plain, credentials=False)  # not kept, nothing lost: rebuilt from the store
+    assert issued.take_first(b"over") is None
+    assert issued.hold_first(b"secret", plain, credentials=True)  # kept past the plain bound
+    assert issued.take_first(b"secret") is plain and issued.take_first(b"secret") is None
