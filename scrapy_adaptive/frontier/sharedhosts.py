@@ -38,6 +38,9 @@ class Fleet(Protocol):
     def leave(self) -> None:
         """A clean stop: give every host lease back at once."""
 
+    def issues(self, queue: str) -> bool:
+        """True if this worker issues *queue*'s URLs now (alone: every queue)."""
+
 
 class SharedHosts:
     """The sharing part of a frontier: host leases and the fleet's undelivered
@@ -51,6 +54,9 @@ class SharedHosts:
         self.clock = clock
         #: URLs whose versions stopped workers left undelivered, made due again here
         self.redelivered = 0
+
+    def issues(self, queue: str) -> bool:
+        return self.book.holds(queue)
 
     def rebalance(self) -> list[str]:
         """Renew, take and give back host leases; re-read held queues' heads.

@@ -378,16 +378,7 @@ class AdaptiveScheduler(BaseScheduler):
             return True
         self.stats.inc_value(_ENQUEUED_STATS[result])
         if result is AddResult.NEW:
-            credentials = not self.config.store_credentials and carries_credentials(request)
-            if not self.issued.hold_first(fp, request, credentials=credentials) and not self._credentials_said:
-                self._credentials_said = True
-                logger.warning(
-                    "%s waits with %s others for a first fetch; its cookies and Authorization, "
-                    "Proxy-Authorization or Cookie headers are not kept in memory past that many, nor stored "
-                    "(ADAPTIVE_STORE_CREDENTIALS): its first fetch goes without them, as will others' (said once).",
-                    request,
-                    f"{MAX_FIRST_WITH_CREDENTIALS:,}",
-                )
+            self._hold_first(fp, queue, request)
             if self.capacity is not None:
                 self.capacity.met(queue)  # a new host counts in the capacity budget from its first URL
         asked = result is not AddResult.NEW and request.dont_filter and force is not False
@@ -413,6 +404,24 @@ class AdaptiveScheduler(BaseScheduler):
                 self._merge_logged = True
             return False
         return True
+
+    def _hold_first(self, fp: bytes, queue: str, request: Request) -> None:
+        """Keep *request*, which made its URL known, for the URL's first fetch
+        (:meth:`IssuedRequests.hold_first`); in a fleet, only for a host this
+        worker issues (another's fetches its URLs from the store)."""
+        assert self.frontier is not None
+        if not self.frontier.fleet.issues(queue):
+            return
+        credentials = not self.config.store_credentials and carries_credentials(request)
+        if not self.issued.hold_first(fp, request, credentials=credentials) and not self._credentials_said:
+            self._credentials_said = True
+            logger.warning(
+                "%s waits with %s others for a first fetch; its cookies and Authorization, Proxy-Authorization "
+                "or Cookie headers are not kept in memory past that many, nor stored (ADAPTIVE_STORE_CREDENTIALS): "
+                "its first fetch goes without them, as will others' (said once).",
+                request,
+                f"{MAX_FIRST_WITH_CREDENTIALS:,}",
+            )
 
     def _asked(self, fp: bytes, queue: str, request: Request) -> None:
         """The spider asked for a URL it already has (``dont_filter``): the
