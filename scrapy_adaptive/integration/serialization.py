@@ -25,9 +25,16 @@ from __future__ import annotations
 
 import base64
 import sys
-from typing import Any
+from collections.abc import Callable
+from dataclasses import fields as dataclass_fields
+from dataclasses import is_dataclass
+from datetime import date, datetime
+from datetime import time as dt_time
+from decimal import Decimal
+from typing import Any, cast
+from uuid import UUID
 
-from scrapy import Request, Spider
+from scrapy import Item, Request, Spider
 from scrapy.utils.request import request_from_dict
 
 from .. import meta as meta_keys
@@ -100,9 +107,42 @@ def _encode(value: Any, path: str) -> Any:
         if all(isinstance(k, str) and not k.startswith("$") for k in value):
             return {k: _encode(v, f"{path}[{k!r}]") for k, v in value.items()}
         return {"$d": [[_encode(k, f"{path} key"), _encode(v, f"{path}[{k!r}]")] for k, v in value.items()]}
+    if isinstance(value, datetime):
+        return {"$dt": value.isoformat()}
+    if isinstance(value, date):
+        return {"$date": value.isoformat()}
+    if isinstance(value, dt_time):
+        return {"$time": value.isoformat()}
+    if isinstance(value, Decimal):
+        return {"$dec": str(value)}
+    if isinstance(value, UUID):
+        return {"$uuid": str(value)}
+    if isinstance(value, (set, frozenset)):
+        tag = "$set" if isinstance(value, set) else "$fset"
+        return {tag: [_encode(v, f"{path} member") for v in value]}
+    fields = _item_fields(value)
+    if fields is not None:
+        cls = type(value)
+        return {"$item": [f"{cls.__module__}.{cls.__qualname__}", {k: _encode(v, f"{path}.{k}") for k, v in fields}]}
     raise RequestNotStorable(
         f"{path} holds {value!r:.80} (of type {type(value).__name__}), which cannot be stored as JSON"
     )
+
+
+def _item_fields(value: Any) -> list[tuple[str, Any]] | None:
+    """The fields of a :class:`scrapy.Item` or a dataclass instance (the items
+    a spider hands from one callback to the next, in ``meta`` or
+    ``cb_kwargs``), as its class is rebuilt from them; None for anything
+    else.  A class defined inside another, or a dataclass field its
+    ``__init__`` does not take, cannot be rebuilt: None."""
+    cls = type(value)
+    if "." in cls.__qualname__:
+        return None
+    if isinstance(value, Item):
+        return list(value.items())
+    if is_dataclass(value) and all(f.init for f in dataclass_fields(value)):
+        return [(f.name, getattr(value, f.name)) for f in dataclass_fields(value)]
+    return None
 
 
 #: JSON's scalars: decoded as they are, without a call (a stored request is
@@ -110,20 +150,46 @@ def _encode(value: Any, path: str) -> Any:
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-def _decode(value: Any) -> Any:
+def _decode(value: Any, spider: Spider) -> Any:
     if isinstance(value, list):
-        return [v if type(v) in _SCALARS else _decode(v) for v in value]
+        return [v if type(v) in _SCALARS else _decode(v, spider) for v in value]
     if isinstance(value, dict):
         if len(value) == 1:
             ((tag, inner),) = value.items()
-            if tag == "$b":
-                return base64.b64decode(inner)
-            if tag == "$t":
-                return tuple(_decode(v) for v in inner)
-            if tag == "$d":
-                return {_freeze(_decode(k)): _decode(v) for k, v in inner}
-        return {k: v if type(v) in _SCALARS else _decode(v) for k, v in value.items()}
+            if tag[:1] == "$":
+                return _decode_tagged(tag, inner, spider)
+        return {k: v if type(v) in _SCALARS else _decode(v, spider) for k, v in value.items()}
     return value
+
+
+def _decode_tagged(tag: str, inner: Any, spider: Spider) -> Any:
+    """A value :func:`_encode` wrote as ``{tag: inner}`` (a plain dict has
+    no key starting with ``$``: it would have been written as ``$d``)."""
+    if tag == "$b":
+        return base64.b64decode(inner)
+    if tag == "$t":
+        return tuple(_decode(v, spider) for v in inner)
+    if tag == "$d":
+        return {_freeze(_decode(k, spider)): _decode(v, spider) for k, v in inner}
+    if tag in _PARSED:
+        return _PARSED[tag](inner)
+    if tag in ("$set", "$fset"):
+        members = (_freeze(_decode(v, spider)) for v in inner)
+        return set(members) if tag == "$set" else frozenset(members)
+    if tag == "$item":
+        class_path, fields = inner
+        return stored_item_class(class_path, spider)(**{k: _decode(v, spider) for k, v in fields.items()})
+    raise RequestNotStorable(f"stored value tag {tag!r} is not one this version writes")
+
+
+#: tags of values stored as text, and how each is read back
+_PARSED: dict[str, Callable[[str], Any]] = {
+    "$dt": datetime.fromisoformat,
+    "$date": date.fromisoformat,
+    "$time": dt_time.fromisoformat,
+    "$dec": Decimal,
+    "$uuid": UUID,
+}
 
 
 def _freeze(key: Any) -> Any:
@@ -239,12 +305,12 @@ def request_from_data(data: dict[str, Any], spider: Spider) -> Request:
     """
     headers = data.get("headers")
     body = data.get("body")
-    decoded = _decode({k: v for k, v in data.items() if k not in ("headers", "body", CREDENTIALS_LEFT_OUT)})
+    decoded = _decode({k: v for k, v in data.items() if k not in ("headers", "body", CREDENTIALS_LEFT_OUT)}, spider)
     if isinstance(headers, dict) and "$h" in headers:
         decoded["headers"] = {k.encode("latin-1"): [v.encode("latin-1") for v in vs] for k, vs in headers["$h"]}
     elif headers is not None:
-        decoded["headers"] = _decode(headers)
-    decoded["body"] = b"" if body == "" or body is None else _decode(body)
+        decoded["headers"] = _decode(headers, spider)
+    decoded["body"] = b"" if body == "" or body is None else _decode(body, spider)
     if "_class" in decoded:
         # request_from_dict takes a class object as it is, without importing
         decoded["_class"] = stored_class(decoded["_class"], spider)
@@ -281,12 +347,12 @@ def check_stored_method(spider: Spider, key: str, name: Any) -> None:
         raise RequestNotStorable(f"{said} is not a {key} method: not a method of the spider instance")
 
 
-def stored_class(class_path: Any, spider: Spider) -> type[Request]:
-    """The request class a state folder names, without importing anything.
+def _loaded_class(class_path: Any, spider: Spider, what: str) -> Any:
+    """The class a state folder names, without importing anything.
 
     The module is checked by name first (Scrapy's, or the spider's own
     top-level package) and then looked up among the modules already loaded:
-    a request subclass the spider made is loaded by the time the spider
+    a class the spider's package defines is loaded by the time the spider
     runs.  Anything else is refused with :class:`RequestNotStorable`.
     """
     module_name, _, name = class_path.rpartition(".") if isinstance(class_path, str) else ("", "", "")
@@ -294,11 +360,25 @@ def stored_class(class_path: Any, spider: Spider) -> type[Request]:
     allowed = {"scrapy", project} - {"__main__", "builtins"}
     if not name or module_name.split(".", 1)[0] not in allowed:
         raise RequestNotStorable(
-            f"stored request class {class_path!r} is not from Scrapy or the spider's package ({project}); "
+            f"stored {what} class {class_path!r} is not from Scrapy or the spider's package ({project}); "
             "the state folder may have been tampered with"
         )
     module = sys.modules.get(module_name)
-    cls = getattr(module, name, None) if module is not None else None
+    return getattr(module, name, None) if module is not None else None
+
+
+def stored_class(class_path: Any, spider: Spider) -> type[Request]:
+    """The request class a state folder names: a loaded :class:`scrapy.Request` subclass."""
+    cls = _loaded_class(class_path, spider, "request")
     if not (isinstance(cls, type) and issubclass(cls, Request)):
         raise RequestNotStorable(f"stored request class {class_path!r} is not a loaded scrapy.Request subclass")
     return cls
+
+
+def stored_item_class(class_path: Any, spider: Spider) -> Callable[..., Any]:
+    """The item class a state folder names: a loaded :class:`scrapy.Item`
+    subclass or dataclass of the spider's package (rebuilt from its fields)."""
+    cls = _loaded_class(class_path, spider, "item")
+    if not (isinstance(cls, type) and (issubclass(cls, Item) or is_dataclass(cls))):
+        raise RequestNotStorable(f"stored item class {class_path!r} is not a loaded scrapy.Item subclass or dataclass")
+    return cast("Callable[..., Any]", cls)

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import decimal
 import json
+import uuid
 
 import pytest
+import scrapy
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scrapy import Request, Spider
 from scrapy.http import FormRequest
 
@@ -14,6 +21,7 @@ from scrapy_adaptive.integration.serialization import (
     request_to_data,
     strip_per_fetch,
 )
+from tests import hypo
 
 
 class MySpider(Spider):
@@ -238,3 +246,81 @@ def test_a_stored_callback_of_the_spiders_own_methods_loads() -> None:
         data["callback"] = data["errback"] = name
         back = request_from_data(data, spider)
         assert back.callback == getattr(spider, name) and back.errback == getattr(spider, name)
+
+
+class ProjectItem(scrapy.Item):
+    """An item class of the spider's own package (``tests``), as a project's items.py has."""
+
+    name = scrapy.Field()
+    price = scrapy.Field()
+
+
+@dataclasses.dataclass
+class ProjectRecord:
+    sku: str
+    seen: datetime.datetime
+
+
+def test_the_values_a_spider_hands_between_callbacks_are_stored() -> None:
+    """``meta={"item": item}`` and ``cb_kwargs`` carrying an item, a date or a
+    set: kept for the URL's revisits (with Scrapy + JOBDIR, pickle keeps
+    them), not refused as "fetched once, never revisited"."""
+    spider = MySpider()
+    when = datetime.datetime(2026, 11, 29, 12, 0, tzinfo=datetime.UTC)
+    meta = {
+        "item": ProjectItem(name="chair", price=decimal.Decimal("19.90")),
+        "record": ProjectRecord("SKU-1", when),
+        "day": when.date(),
+        "at": datetime.time(8, 30),
+        "seen": {"a", "b"},
+        "frozen": frozenset({1}),
+        "id": uuid.UUID(int=42),
+    }
+    back = roundtrip(Request("http://example.com/i", meta=meta, cb_kwargs={"item": ProjectItem(name="x")}), spider)
+    assert back.meta == meta and type(back.meta["item"]) is ProjectItem and type(back.meta["record"]) is ProjectRecord
+    assert back.cb_kwargs == {"item": ProjectItem(name="x")}
+
+
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text()
+    | st.binary(max_size=8)
+    | st.decimals(allow_nan=False, allow_infinity=False)
+    | st.datetimes(timezones=st.none() | st.just(datetime.UTC))
+    | st.dates()
+    | st.times()
+    | st.uuids()
+)
+_hashable = _scalars.filter(lambda v: not isinstance(v, float)) | st.tuples(st.integers(), st.text())
+_stored_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=4)
+    | st.tuples(inner, inner)
+    | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    | st.dictionaries(_hashable, inner, max_size=3)
+    | st.sets(_hashable, max_size=3)
+    | st.frozensets(_hashable, max_size=3)
+    | st.builds(ProjectItem, name=inner, price=inner)
+    | st.builds(ProjectRecord, sku=st.text(max_size=6), seen=st.datetimes()),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=hypo.examples(300), deadline=None)
+@given(_stored_values)
+def test_any_storable_value_comes_back_equal(value: object) -> None:
+    back = roundtrip(Request("http://example.com/v", meta={"v": value}), MySpider())
+    assert back.meta["v"] == value
+
+
+def test_a_stored_item_class_outside_the_project_is_refused_without_importing() -> None:
+    data = request_to_data(Request("http://example.com/", meta={"item": ProjectItem(name="x")}), MySpider())
+    data["meta"]["item"]["$item"][0] = "os.environ"
+    with pytest.raises(RequestNotStorable, match="stored item class 'os.environ' is not from Scrapy or the spider"):
+        request_from_data(data, MySpider())
+    data["meta"]["item"]["$item"][0] = "tests.unit.integration.test_serialization.ProjectRequest"
+    with pytest.raises(RequestNotStorable, match="not a loaded scrapy.Item subclass or dataclass"):
+        request_from_data(data, MySpider())
