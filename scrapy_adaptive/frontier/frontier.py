@@ -223,8 +223,8 @@ class Frontier:
 
     def next(self) -> Issued | None:
         """Issue a due URL of the queue that has been ready the longest: its
-        head, a due URL later than the head relative to its own wait, or a
-        first visit an embed lets go ahead of it (:mod:`.urgency`)."""
+        head, or a due URL later than the head relative to its own wait
+        (:mod:`.urgency`)."""
         now = self.clock()
         book = self.book
         while (top := book.heap.peek()) is not None:
@@ -254,10 +254,7 @@ class Frontier:
                 book.refresh_head(q, q.head)
                 book.schedule(q)
                 continue
-            slack = urgency.embed_slack(book.rest_after(q, 0.0))
-            next_ms, fp, record = urgency.most_urgent(
-                self.store, q, record, time_to_ms(now), embed_slack_ms=round(slack * 1000)
-            )
+            next_ms, fp, record = urgency.most_urgent(self.store, q, record, time_to_ms(now))
             overdue = max(0.0, now - next_ms / 1000)
             q.take_slot(fp, now)
             self._leases.lend(fp, Lease(name, now, now + self.politeness.lease, overdue, record))

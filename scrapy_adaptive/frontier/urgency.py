@@ -31,22 +31,6 @@ policy, only the wait the policy chose, so it holds for every wait policy.
   (``HostQueue.urgency_waits``, at most :data:`KEPT` of them, forgotten
   when the URL's verdict changes its wait), and a URL's record is read
   once while it waits, plus once more if it is the one issued.
-
-An embed due with its page (in the embed band, :data:`.keys.EMBED_DIRECTIVE`:
-its page's first capture, or a capture anew) goes ahead of every due URL of
-its queue, except its host's first visits, which go first while it is
-younger than :func:`embed_slack`: a few politeness delays.  A site's first
-pass discovers its pages together and their embeds one by one, so if each
-embed went right after its page, every page showing a figure would push the
-first visits of the pages after it back by a fetch, and on a site where
-half the pages show one, the pages' first fetches would come a third later
-(the version each showed at the start lost the more often).  Within the
-slack the embed still comes within a minute of its page, as a composite
-capture asks (:mod:`..ops.composites`); on a host with no first visit due
-it goes at once, and its queue never idles for it.  Only the first due URL
-past the embeds is looked at (one seek and one record read per issue while
-an embed is held): first visits are due in the order they were found, and a
-due revisit ahead of them means none is waiting long.
 """
 
 from __future__ import annotations
@@ -55,7 +39,6 @@ from collections.abc import Iterable, Sequence
 
 from ..model import RecordError, UrlRecord
 from ..store.base import Store
-from ..store.keys import EMBED_DIRECTIVE
 from .hostqueue import Entry, HostQueue
 from .readahead import window_from
 
@@ -68,25 +51,6 @@ KEPT = 4 * WINDOW
 #: the shortest wait a ranking divides by (seconds): a zero wait (a retry
 #: due at once, a policy's minimum) must not make a URL infinitely urgent
 _FLOOR = 1.0
-
-#: politeness delays an embed lets its host's first visits go ahead of it:
-#: with the fetches queued behind it, it still comes within the 20 delays a
-#: composite capture is judged by on the changing web (60 s at a 3 s delay)
-EMBED_SLACK_DELAYS = 15
-#: the slack's ceiling (seconds), whatever the host's delay: two thirds of
-#: the minute within which a page's embeds count as captured with it
-#: (:data:`..ops.composites.WINDOW_S`)
-EMBED_SLACK_MAX_S = 40.0
-
-
-def embed_slack(delay: float) -> float:
-    """Seconds an embed due with its page lets first visits of its host go
-    first, for a host whose shortest politeness wait is *delay*.
-
-    >>> embed_slack(1.0), embed_slack(2.0), embed_slack(10.0), embed_slack(0.0)
-    (15.0, 30.0, 40.0, 0.0)
-    """
-    return min(EMBED_SLACK_DELAYS * max(delay, 0.0), EMBED_SLACK_MAX_S)
 
 
 def _wait(record: UrlRecord) -> float | None:
@@ -161,45 +125,16 @@ def _weigh(
     return False
 
 
-def _first_visit_after_embeds(store: Store, q: HostQueue, now_ms: int) -> tuple[int, bytes, UrlRecord] | None:
-    """``(next_ms, fp, record)`` of *q*'s first due URL past its embeds'
-    band (and past those out) if it was never visited, else None."""
-    for next_directive, next_ms, fp in store.queue_entries(
-        q.name, limit=len(q.out) + 1, start=(EMBED_DIRECTIVE - 1, 0, b"")
-    ):
-        if fp in q.out:
-            continue
-        if next_ms > now_ms:
-            return None
-        raw = store.get_record(q.name, fp)
-        try:
-            record = UrlRecord.from_bytes(raw) if raw is not None else None
-        except RecordError:
-            record = None  # quarantined when it becomes the head
-        if record is None or record.visits or record.next_ms != next_ms or record.directive != next_directive:
-            return None
-        return next_ms, fp, record
-    return None
-
-
-def most_urgent(
-    store: Store, q: HostQueue, head: UrlRecord, now_ms: int, *, embed_slack_ms: int = 0
-) -> tuple[int, bytes, UrlRecord]:
+def most_urgent(store: Store, q: HostQueue, head: UrlRecord, now_ms: int) -> tuple[int, bytes, UrlRecord]:
     """``(next_ms, fp, record)`` of the due URL of *q* to issue: its head
     (whose *head* record the caller read) unless another of its first due
-    URLs is later relative to its own wait (:func:`pick`), or the head is
-    an embed younger than *embed_slack_ms* (:func:`embed_slack`) and the
-    first due URL past the embeds is a first visit.
+    URLs is later relative to its own wait (:func:`pick`).
 
     Records that are missing or unreadable are left out of the weighing:
     the frontier drops or quarantines them when they become the head.
     """
     assert q.head is not None
     directive, head_ms, head_fp = q.head
-    if directive == EMBED_DIRECTIVE and now_ms < head_ms + embed_slack_ms:
-        first = _first_visit_after_embeds(store, q, now_ms)
-        if first is not None:
-            return first
     own = _wait(head)
     if own is None or head_ms >= now_ms or (now_ms - head_ms) / 1000 >= own:
         # never visited (it ranks as the shortest wait and is the latest: no

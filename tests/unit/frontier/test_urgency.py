@@ -9,9 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scrapy_adaptive.frontier import Frontier, Store
-from scrapy_adaptive.frontier.urgency import EMBED_SLACK_DELAYS, WINDOW, _wait, embed_slack, pick
+from scrapy_adaptive.frontier.urgency import WINDOW, _wait, pick
 from scrapy_adaptive.model import Plan, UrlRecord
-from scrapy_adaptive.store.keys import EMBED_DIRECTIVE
 from scrapy_adaptive.store.leveldb import LevelDBStore
 from tests.unit.frontier.test_frontier import Clock, add, make, visited
 
@@ -181,73 +180,3 @@ def test_the_weighing_reads_the_queue_s_window_without_a_seek_and_picks_as_the_s
 
     assert first_issue(tmp_path / "windowed", window=True) == ("http://a/fast", 0)
     assert first_issue(tmp_path / "seeking", window=False)[0] == "http://a/fast"
-
-
-def first_pass(store: Store, pages: int) -> tuple[Frontier, Clock]:
-    """A host with a politeness wait of 1 s whose index was fetched and found
-    *pages* pages (first visits, due)."""
-    clock = Clock()
-    f = make(store, clock, min_delay=1.0, max_delay=1.0, delay_factor=0)
-    add(f, "http://a/")
-    issued = f.next()
-    assert issued is not None
-    f.downloads.fetch_ended(issued.fp, 0.0)
-    f.update(issued.fp, visited(), Plan(10_000.0))
-    for n in range(pages):
-        add(f, f"http://a/p/{n}")
-    return f, clock
-
-
-def crawl_for(f: Frontier, clock: Clock, seconds: float, embeds: dict[str, str]) -> list[tuple[float, str]]:
-    """Issue what is due, a fetch every politeness wait, for *seconds*; a page
-    of *embeds* (page URL -> its embed's) yields its embed as it is captured.
-    The (time, URL) of every fetch."""
-    fetches = []
-    end = clock.t + seconds
-    while clock.t < end:
-        issued = f.next()
-        if issued is None:
-            clock.t += 0.25
-            continue
-        url = issued.record.url
-        fetches.append((clock.t, url))
-        f.downloads.fetch_ended(issued.fp, 0.0)
-        f.update(issued.fp, visited(), Plan(10_000.0))
-        if url in embeds:
-            add(f, embeds[url], directive=EMBED_DIRECTIVE)
-    return fetches
-
-
-def test_an_embed_lets_its_host_s_first_visits_go_first_for_its_slack_then_comes(store: Store) -> None:
-    """A site's first pass: each page's figure, found with it, lets the pages
-    found before it go first for EMBED_SLACK_DELAYS politeness waits, then
-    comes ahead of them: every figure within that slack and a wait of its
-    page.  Fetched right after their pages, the ten figures would push the
-    first visits of p/1 to p/14 back by up to ten fetches."""
-    f, clock = first_pass(store, 20)
-    embeds = {f"http://a/p/{n}": f"http://a/img/{n}.png" for n in range(10)}
-    fetches = crawl_for(f, clock, 40.0, embeds)
-    at = {url: t for t, url in fetches}
-    assert len(at) == len(fetches) == 30  # every page and figure, each once
-    assert embed_slack(1.0) == EMBED_SLACK_DELAYS
-    for page, embed in embeds.items():
-        assert EMBED_SLACK_DELAYS <= at[embed] - at[page] <= EMBED_SLACK_DELAYS + 1.0
-    order = [url for _, url in fetches]
-    assert order[:15] == [f"http://a/p/{n}" for n in range(15)]
-    assert order[15:25] == list(embeds.values())
-
-
-def test_an_embed_goes_at_once_ahead_of_due_revisits(store: Store) -> None:
-    f, clock = first_pass(store, 3)
-    crawl_for(f, clock, 3.0, {})
-    clock.t += 20_000  # the index and the pages are due again
-    order = [url for _, url in crawl_for(f, clock, 6.0, {"http://a/p/1": "http://a/p/1.png"})]
-    assert order[order.index("http://a/p/1") + 1] == "http://a/p/1.png"
-
-
-def test_an_embed_goes_at_once_on_a_host_with_nothing_else_due(store: Store) -> None:
-    """Its queue does not idle for the slack."""
-    f, clock = first_pass(store, 1)
-    fetches = crawl_for(f, clock, 3.0, {"http://a/p/0": "http://a/p/0.png"})
-    assert [url for _, url in fetches] == ["http://a/p/0", "http://a/p/0.png"]
-    assert fetches[1][0] - fetches[0][0] == 1.0  # one politeness wait
