@@ -34,7 +34,6 @@ ESTIMATE = "e"
 #: verifies the URL's fetches (``change.trust.url_trusted``)
 AGE_UNCHECKED = HEADER_UNCHECKED
 #: PopulationPrior (prior.py): this URL's contribution, ``[epoch, mode, variance]``
-#: and its kind of content (``prior.content_kind``) if it has one
 PRIOR_CONTRIBUTION = "pp"
 #: HeaderBelief (belief.py): this URL's contribution to its sibling class's
 #: rate, ``[epoch, ln λ̂]``

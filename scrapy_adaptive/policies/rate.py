@@ -41,7 +41,7 @@ from .hint_decisions import accept, base_probability, confirmed_hint, hinted_vis
 from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, record_queue, visit_queue, visit_time
 from .memory import AGE_UNCHECKED, ESTIMATE, HELD_INTERVAL, LAST_MODIFIED_AGREEMENT, OBSERVATIONS
 from .noise_guard import NoiseDetector, NoiseVerdict, probe_wait
-from .prior import PopulationPrior, content_kind
+from .prior import PopulationPrior
 
 #: a rate estimate's half-life in maximum waits: 60 days at the 28-day
 #: default, so even the slowest page keeps about two intervals in mind
@@ -149,22 +149,19 @@ class _RatePolicy(WaitPolicy):
         elif not confirmed_hint(history, visit):  # timed by the change: see hints.py
             observed = self.estimator.observe(memory, interval, visit, history.get("fetched"), now)
             self._check_age(memory, visit, interval, notes)
-        # a 304 carries no Content-Type: the record keeps the last one
-        kind = content_kind(visit.content_type or history.get("content_type"))
-        prior = self.prior.get(self.fallback_rate(), kind)
+        prior = self.prior.get(self.fallback_rate())
         log_rate, variance = self.estimator.posterior(memory, prior)
         rate = math.exp(log_rate)
         memory[ESTIMATE] = rate
         if HEADER_LIED in notes and visit.url:
             self.header_belief.note_liar_rate(visit.url, rate)
-        if aged and rate < self.typical_rate():
+        if aged and log_rate < prior[0]:
             # Only an *old* claim is checked (belief.py): one at or above the
-            # typical rate (the crawl-wide one, as the belief's) costs
-            # fetches if it lies, not versions, and its honest checks would
-            # teach the belief nothing about old ones.
+            # typical rate costs fetches if it lies, not versions, and its
+            # honest checks would teach the belief nothing about old ones.
             memory[AGE_UNCHECKED] = 1
         if memory.get(OBSERVATIONS):
-            self.prior.update(memory, log_rate, variance, kind)
+            self.prior.update(memory, log_rate, variance)
         # what the URL's own revisits taught of its class's pace: the rate a
         # lying header of the class would hide until a liar of it is caught
         revisited = any(int(o[1]) not in FIRST_ANSWER for o in memory.get(OBSERVATIONS) or ())
