@@ -25,7 +25,12 @@ policy, only the wait the policy chose, so it holds for every wait policy.
 * No URL waits for ever: the queue's head (the one due the longest) is
   issued as soon as its lateness reaches its own wait, whatever else is due.
 * Only the first :data:`WINDOW` due URLs are weighed, and none at all when
-  the head is due on time or already late by its own wait.  A due URL stays
+  the head is due on time or already late by its own wait.  The window is
+  wide enough to hold a congested host's whole backlog (on the changing web
+  a URL is issued up to 70 politeness delays late): a URL planned at the
+  minimum wait behind that many due URLs is weighed at once, not once the
+  URLs due before it have gone.  The weighing stops at the first URL not
+  due, so a queue on time weighs none of its later URLs.  A due URL stays
   due until it is issued, so consecutive issues from a queue weigh mostly
   the same URLs: the queue keeps the ranking wait of each URL it weighed
   (``HostQueue.urgency_waits``, at most :data:`KEPT` of them, forgotten
@@ -42,11 +47,13 @@ from ..store.base import Store
 from .hostqueue import Entry, HostQueue
 from .readahead import window_from
 
-#: how many of a queue's due URLs are weighed against each other
-WINDOW = 8
+#: how many of a queue's due URLs are weighed against each other: a
+#: congested host's backlog (8 weighed only the first of its 20–70 due URLs)
+WINDOW = 64
 
-#: ranking waits a queue keeps between issues
-KEPT = 4 * WINDOW
+#: ranking waits a queue keeps between issues (a float each, per queue
+#: with a backlog): the window and the URLs that became due since
+KEPT = 2 * WINDOW
 
 #: the shortest wait a ranking divides by (seconds): a zero wait (a retry
 #: due at once, a policy's minimum) must not make a URL infinitely urgent
