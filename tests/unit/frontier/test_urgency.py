@@ -97,6 +97,36 @@ def test_only_the_first_due_urls_are_weighed(store: Store) -> None:
     assert first is not None and first.record.url in slow
 
 
+def test_a_fast_page_behind_a_congested_host_s_backlog_is_weighed(store: Store) -> None:
+    # 40 slow pages due before the fast one: more than a window of 8 (the
+    # fast page would wait until 32 of them had gone), fewer than WINDOW
+    slow = {f"http://a/{i}": 100.0 for i in range(40)}
+    f, clock = crawled(store, slow)
+    clock.t += 96
+    add(f, "http://a/fast")
+    visit_all(f, clock, {"http://a/fast": 5.0})
+    clock.t += 13  # slow pages ~10 s late of 100, the fast page ~8 s late of 5
+    first = f.next()
+    assert first is not None and first.record.url == "http://a/fast"
+
+
+def test_the_weighing_reads_the_due_urls_only(store: Store) -> None:
+    later = {f"http://a/later{i}": 500.0 for i in range(30)}
+    f, clock = crawled(store, {"http://a/slow": 100.0, "http://a/fast": 10.0, **later})
+    clock.t += 104  # slow 4 s late, fast ~94 s late; the 30 others not due
+    reads: list[bytes] = []
+    get_record = store.get_record
+
+    def counting(queue: str, fp: bytes) -> bytes | None:
+        reads.append(fp)
+        return get_record(queue, fp)
+
+    store.get_record = counting  # type: ignore[method-assign]
+    first = f.next()
+    assert first is not None and first.record.url == "http://a/fast"
+    assert len(reads) <= 3, "the head, the fast page weighed, the fast page issued"
+
+
 @st.composite
 def due_candidates(draw: st.DrawFn) -> tuple[list[tuple[tuple[int, int, bytes], UrlRecord]], int]:
     now_ms = 10_000_000
