@@ -10,15 +10,20 @@ first served) gives both the same lateness, and under load the pages that
 change fastest, which the wait policy gave the shortest waits because they
 are worth the most fetches, are exactly the ones that lose.
 
-So among a queue's first due URLs the frontier issues the one that is the
-latest *relative to its own wait*: lateness ÷ wait.  That is the share of
-its planned interval a URL has been kept waiting beyond plan; for a page
-changing about once per wait (what the policies aim at) it is proportional
-to the versions its lateness puts at risk.  It needs no knowledge of the
-policy, only the wait the policy chose, so it holds for every wait policy.
+So among a queue's first due URLs the frontier issues the one whose
+lateness puts the most versions at risk: lateness ÷ wait, the share of its
+planned interval it has been kept waiting beyond plan, times the share of
+its visits that found a version, what a visit of it is worth.  It ranks by
+its *wait per version*, wait ÷ that share: a page that found a version at
+every visit ranks by its wait, one that found one at every tenth (a static
+page, a slow one planned too soon) by ten waits, so a congested host's
+lateness falls on the visits that find least.  The share is counted from
+the URL's own record (its first visit's version left out, half a version
+in one visit as a prior), so it needs no knowledge of the policy, only the
+wait it chose and what the visits found: it holds for every wait policy.
 
 * A URL never visited has no wait of its own: it ranks as if it had the
-  shortest wait among the candidates, so first visits keep their place in
+  shortest wait per version among the candidates, so first visits keep their place in
   time against the fastest pages and go ahead of slower ones.  A head never
   visited is therefore issued without weighing: it is due the longest and
   ranks with the shortest wait, so no candidate can be later than it.
@@ -32,7 +37,7 @@ policy, only the wait the policy chose, so it holds for every wait policy.
   URLs due before it have gone.  The weighing stops at the first URL not
   due, so a queue on time weighs none of its later URLs.  A due URL stays
   due until it is issued, so consecutive issues from a queue weigh mostly
-  the same URLs: the queue keeps the ranking wait of each URL it weighed
+  the same URLs: the queue keeps the wait per version of each URL it weighed
   (``HostQueue.urgency_waits``, at most :data:`KEPT` of them, forgotten
   when the URL's verdict changes its wait), and a URL's record is read
   once while it waits, plus once more if it is the one issued.
@@ -61,9 +66,27 @@ _FLOOR = 1.0
 
 
 def _wait(record: UrlRecord) -> float | None:
+    """The wait *record* was planned at (None: never visited)."""
     if not record.visits or not record.wait:
         return None
     return max(record.wait, _FLOOR)
+
+
+def _wait_per_version(record: UrlRecord) -> float | None:
+    """The wait *record* ranks by: its wait ÷ the share of its visits that
+    found a version (the first visit's left out, half a version in one visit
+    as a prior: a URL visited once counts 0.5).
+
+    >>> _wait_per_version(UrlRecord("u", "q", {}, 0, visits=2, versions=2, wait=15.0))
+    20.0
+    >>> _wait_per_version(UrlRecord("u", "q", {}, 0, visits=10, versions=1, wait=10.0))
+    200.0
+    """
+    wait = _wait(record)
+    if wait is None:
+        return None
+    found = min(1.0, max(record.versions - 0.5, 0.5) / record.visits)
+    return wait / found
 
 
 def pick(waits: Sequence[float | None], due_ms: Sequence[int], now_ms: int) -> int:
@@ -71,9 +94,11 @@ def pick(waits: Sequence[float | None], due_ms: Sequence[int], now_ms: int) -> i
 
     The candidates are a queue's due entries in queue order (the first is
     the head: the highest directive, due the longest), all with the head's
-    directive, given by their ranking waits (None: never visited) and due
-    times.  Returns 0 (the head) unless another candidate is later relative
-    to its wait and the head's own lateness is still below its wait.
+    directive, given by their ranking waits (their waits per version; None:
+    never visited) and due times.  Returns 0 (the head) unless another
+    candidate is later relative to its ranking wait and the head's own
+    lateness is still below its ranking wait (:func:`most_urgent` issues a
+    head late by its planned wait before weighing).
     """
     if len(waits) < 2:
         return 0
@@ -98,7 +123,7 @@ def _ranking_wait(store: Store, q: HostQueue, fp: bytes) -> tuple[bool, float | 
     if raw is None:
         return False, None
     try:
-        wait = _wait(UrlRecord.from_bytes(raw))
+        wait = _wait_per_version(UrlRecord.from_bytes(raw))
     except RecordError:
         return False, None
     if len(kept) >= KEPT:
@@ -148,7 +173,7 @@ def most_urgent(store: Store, q: HostQueue, head: UrlRecord, now_ms: int) -> tup
         # candidate can beat it), on time, or late by a whole wait: nothing to weigh
         return head_ms, head_fp, head
     entries: list[Entry] = [q.head]
-    waits: list[float | None] = [own]
+    waits: list[float | None] = [_wait_per_version(head)]
     # the queue's readahead window holds the next entries when it reaches far
     # enough (the queue's end, or a URL not due or of another band): no seek
     held = window_from(q, q.head)

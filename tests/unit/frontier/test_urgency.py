@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from scrapy_adaptive.frontier import Frontier, Store
 from scrapy_adaptive.frontier.urgency import WINDOW, _wait, pick
-from scrapy_adaptive.model import Plan, UrlRecord
+from scrapy_adaptive.model import ChangeState, Plan, UrlRecord
 from scrapy_adaptive.store.leveldb import LevelDBStore
 from tests.unit.frontier.test_frontier import Clock, add, make, visited
 
@@ -125,6 +125,21 @@ def test_the_weighing_reads_the_due_urls_only(store: Store) -> None:
     first = f.next()
     assert first is not None and first.record.url == "http://a/fast"
     assert len(reads) <= 3, "the head, the fast page weighed, the fast page issued"
+
+
+def test_lateness_falls_on_the_url_whose_visits_find_least(store: Store) -> None:
+    f, clock = crawled(store, {"http://a/static": 20.0, "http://a/changing": 20.0})
+    for _ in range(5):  # five more visits each: static finds nothing, changing a version each time
+        clock.t += 20
+        for _ in range(2):
+            issued = f.next()
+            assert issued is not None
+            f.downloads.fetch_ended(issued.fp, 0.0)
+            change = ChangeState.UNCHANGED if issued.record.url.endswith("static") else ChangeState.CHANGED
+            f.update(issued.fp, visited(change), Plan(20.0))
+    clock.t += 30  # both ~10 s late of 20, static due a little earlier: the head
+    first = f.next()
+    assert first is not None and first.record.url == "http://a/changing"
 
 
 @st.composite
