@@ -10,34 +10,24 @@ first served) gives both the same lateness, and under load the pages that
 change fastest, which the wait policy gave the shortest waits because they
 are worth the most fetches, are exactly the ones that lose.
 
-So among a queue's first due URLs the frontier issues the one whose
-lateness puts the most versions at risk: lateness ÷ wait, the share of its
-planned interval it has been kept waiting beyond plan, times the share of
-its visits that found a version, what a visit of it is worth.  It ranks by
-its *wait per version*, wait ÷ that share: a page that found a version at
-every visit ranks by its wait, one that found one at every tenth (a static
-page, a slow one planned too soon) by ten waits, so a congested host's
-lateness falls on the visits that find least.  The share is counted from
-the URL's own record (its first visit's version left out, half a version
-in one visit as a prior), so it needs no knowledge of the policy, only the
-wait it chose and what the visits found: it holds for every wait policy.
+So among a queue's first due URLs the frontier issues the one that is the
+latest *relative to its own wait*: lateness ÷ wait.  That is the share of
+its planned interval a URL has been kept waiting beyond plan; for a page
+changing about once per wait (what the policies aim at) it is proportional
+to the versions its lateness puts at risk.  It needs no knowledge of the
+policy, only the wait the policy chose, so it holds for every wait policy.
 
 * A URL never visited has no wait of its own: it ranks as if it had the
-  shortest wait per version among the candidates, so first visits keep their place in
+  shortest wait among the candidates, so first visits keep their place in
   time against the fastest pages and go ahead of slower ones.  A head never
   visited is therefore issued without weighing: it is due the longest and
   ranks with the shortest wait, so no candidate can be later than it.
 * No URL waits for ever: the queue's head (the one due the longest) is
   issued as soon as its lateness reaches its own wait, whatever else is due.
 * Only the first :data:`WINDOW` due URLs are weighed, and none at all when
-  the head is due on time or already late by its own wait.  The window is
-  wide enough to hold a congested host's whole backlog (on the changing web
-  a URL is issued up to 70 politeness delays late): a URL planned at the
-  minimum wait behind that many due URLs is weighed at once, not once the
-  URLs due before it have gone.  The weighing stops at the first URL not
-  due, so a queue on time weighs none of its later URLs.  A due URL stays
+  the head is due on time or already late by its own wait.  A due URL stays
   due until it is issued, so consecutive issues from a queue weigh mostly
-  the same URLs: the queue keeps the wait per version of each URL it weighed
+  the same URLs: the queue keeps the ranking wait of each URL it weighed
   (``HostQueue.urgency_waits``, at most :data:`KEPT` of them, forgotten
   when the URL's verdict changes its wait), and a URL's record is read
   once while it waits, plus once more if it is the one issued.
@@ -52,13 +42,11 @@ from ..store.base import Store
 from .hostqueue import Entry, HostQueue
 from .readahead import window_from
 
-#: how many of a queue's due URLs are weighed against each other: a
-#: congested host's backlog (8 weighed only the first of its 20–70 due URLs)
-WINDOW = 64
+#: how many of a queue's due URLs are weighed against each other
+WINDOW = 8
 
-#: ranking waits a queue keeps between issues (a float each, per queue
-#: with a backlog): the window and the URLs that became due since
-KEPT = 2 * WINDOW
+#: ranking waits a queue keeps between issues
+KEPT = 4 * WINDOW
 
 #: the shortest wait a ranking divides by (seconds): a zero wait (a retry
 #: due at once, a policy's minimum) must not make a URL infinitely urgent
@@ -66,27 +54,9 @@ _FLOOR = 1.0
 
 
 def _wait(record: UrlRecord) -> float | None:
-    """The wait *record* was planned at (None: never visited)."""
     if not record.visits or not record.wait:
         return None
     return max(record.wait, _FLOOR)
-
-
-def _wait_per_version(record: UrlRecord) -> float | None:
-    """The wait *record* ranks by: its wait ÷ the share of its visits that
-    found a version (the first visit's left out, half a version in one visit
-    as a prior: a URL visited once counts 0.5).
-
-    >>> _wait_per_version(UrlRecord("u", "q", {}, 0, visits=2, versions=2, wait=15.0))
-    20.0
-    >>> _wait_per_version(UrlRecord("u", "q", {}, 0, visits=10, versions=1, wait=10.0))
-    200.0
-    """
-    wait = _wait(record)
-    if wait is None:
-        return None
-    found = min(1.0, max(record.versions - 0.5, 0.5) / record.visits)
-    return wait / found
 
 
 def pick(waits: Sequence[float | None], due_ms: Sequence[int], now_ms: int) -> int:
@@ -94,11 +64,9 @@ def pick(waits: Sequence[float | None], due_ms: Sequence[int], now_ms: int) -> i
 
     The candidates are a queue's due entries in queue order (the first is
     the head: the highest directive, due the longest), all with the head's
-    directive, given by their ranking waits (their waits per version; None:
-    never visited) and due times.  Returns 0 (the head) unless another
-    candidate is later relative to its ranking wait and the head's own
-    lateness is still below its ranking wait (:func:`most_urgent` issues a
-    head late by its planned wait before weighing).
+    directive, given by their ranking waits (None: never visited) and due
+    times.  Returns 0 (the head) unless another candidate is later relative
+    to its wait and the head's own lateness is still below its wait.
     """
     if len(waits) < 2:
         return 0
@@ -123,7 +91,7 @@ def _ranking_wait(store: Store, q: HostQueue, fp: bytes) -> tuple[bool, float | 
     if raw is None:
         return False, None
     try:
-        wait = _wait_per_version(UrlRecord.from_bytes(raw))
+        wait = _wait(UrlRecord.from_bytes(raw))
     except RecordError:
         return False, None
     if len(kept) >= KEPT:
@@ -173,7 +141,7 @@ def most_urgent(store: Store, q: HostQueue, head: UrlRecord, now_ms: int) -> tup
         # candidate can beat it), on time, or late by a whole wait: nothing to weigh
         return head_ms, head_fp, head
     entries: list[Entry] = [q.head]
-    waits: list[float | None] = [_wait_per_version(head)]
+    waits: list[float | None] = [own]
     # the queue's readahead window holds the next entries when it reaches far
     # enough (the queue's end, or a URL not due or of another band): no seek
     held = window_from(q, q.head)

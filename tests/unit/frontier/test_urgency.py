@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from scrapy_adaptive.frontier import Frontier, Store
 from scrapy_adaptive.frontier.urgency import WINDOW, _wait, pick
-from scrapy_adaptive.model import ChangeState, Plan, UrlRecord
+from scrapy_adaptive.model import Plan, UrlRecord
 from scrapy_adaptive.store.leveldb import LevelDBStore
 from tests.unit.frontier.test_frontier import Clock, add, make, visited
 
@@ -97,19 +97,6 @@ def test_only_the_first_due_urls_are_weighed(store: Store) -> None:
     assert first is not None and first.record.url in slow
 
 
-def test_a_fast_page_behind_a_congested_host_s_backlog_is_weighed(store: Store) -> None:
-    # 40 slow pages due before the fast one: more than a window of 8 (the
-    # fast page would wait until 32 of them had gone), fewer than WINDOW
-    slow = {f"http://a/{i}": 100.0 for i in range(40)}
-    f, clock = crawled(store, slow)
-    clock.t += 96
-    add(f, "http://a/fast")
-    visit_all(f, clock, {"http://a/fast": 5.0})
-    clock.t += 13  # slow pages ~10 s late of 100, the fast page ~8 s late of 5
-    first = f.next()
-    assert first is not None and first.record.url == "http://a/fast"
-
-
 def test_the_weighing_reads_the_due_urls_only(store: Store) -> None:
     later = {f"http://a/later{i}": 500.0 for i in range(30)}
     f, clock = crawled(store, {"http://a/slow": 100.0, "http://a/fast": 10.0, **later})
@@ -125,21 +112,6 @@ def test_the_weighing_reads_the_due_urls_only(store: Store) -> None:
     first = f.next()
     assert first is not None and first.record.url == "http://a/fast"
     assert len(reads) <= 3, "the head, the fast page weighed, the fast page issued"
-
-
-def test_lateness_falls_on_the_url_whose_visits_find_least(store: Store) -> None:
-    f, clock = crawled(store, {"http://a/static": 20.0, "http://a/changing": 20.0})
-    for _ in range(5):  # five more visits each: static finds nothing, changing a version each time
-        clock.t += 20
-        for _ in range(2):
-            issued = f.next()
-            assert issued is not None
-            f.downloads.fetch_ended(issued.fp, 0.0)
-            change = ChangeState.UNCHANGED if issued.record.url.endswith("static") else ChangeState.CHANGED
-            f.update(issued.fp, visited(change), Plan(20.0))
-    clock.t += 30  # both ~10 s late of 20, static due a little earlier: the head
-    first = f.next()
-    assert first is not None and first.record.url == "http://a/changing"
 
 
 @st.composite
