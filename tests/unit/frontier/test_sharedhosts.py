@@ -119,6 +119,16 @@ def test_two_workers_split_the_hosts_evenly_and_disjointly() -> None:
         assert sorted(issued) == sorted(held(f))
 
 
+def test_each_worker_says_which_queues_it_issues() -> None:
+    """What the scheduler asks before it keeps a request object for a URL's
+    first fetch: alone every queue is this worker's; in a fleet only its leased ones."""
+    store, clock, a, b = two_workers()
+    for host in HOSTS:
+        assert a.fleet.issues(host) is (host in held(a)) and b.fleet.issues(host) is (host in held(b))
+    assert sum(a.fleet.issues(h) for h in HOSTS) + sum(b.fleet.issues(h) for h in HOSTS) == len(HOSTS)
+    assert Frontier(MemoryStore(), clock=clock).fleet.issues("anyhost")
+
+
 def test_a_queue_with_urls_out_drains_before_it_is_given_back() -> None:
     clock = Clock()
     store = BoardStore(clock)
