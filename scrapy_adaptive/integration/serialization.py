@@ -94,19 +94,20 @@ def carries_credentials(request: Request) -> bool:
 CREDENTIALS_LEFT_OUT = "credentials_left_out"
 
 
-def _encode(value: Any, path: str) -> Any:
+def _encode(value: Any, path: str, spider: Spider) -> Any:
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
     if isinstance(value, bytes):
         return {"$b": base64.b64encode(value).decode("ascii")}
     if isinstance(value, list):
-        return [_encode(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return [_encode(v, f"{path}[{i}]", spider) for i, v in enumerate(value)]
     if isinstance(value, tuple):
-        return {"$t": [_encode(v, f"{path}[{i}]") for i, v in enumerate(value)]}
+        return {"$t": [_encode(v, f"{path}[{i}]", spider) for i, v in enumerate(value)]}
     if isinstance(value, dict):
         if all(isinstance(k, str) and not k.startswith("$") for k in value):
-            return {k: _encode(v, f"{path}[{k!r}]") for k, v in value.items()}
-        return {"$d": [[_encode(k, f"{path} key"), _encode(v, f"{path}[{k!r}]")] for k, v in value.items()]}
+            return {k: _encode(v, f"{path}[{k!r}]", spider) for k, v in value.items()}
+        pairs = [[_encode(k, f"{path} key", spider), _encode(v, f"{path}[{k!r}]", spider)] for k, v in value.items()]
+        return {"$d": pairs}
     if isinstance(value, datetime):
         return {"$dt": value.isoformat()}
     if isinstance(value, date):
@@ -119,24 +120,33 @@ def _encode(value: Any, path: str) -> Any:
         return {"$uuid": str(value)}
     if isinstance(value, (set, frozenset)):
         tag = "$set" if isinstance(value, set) else "$fset"
-        return {tag: [_encode(v, f"{path} member") for v in value]}
-    fields = _item_fields(value)
+        return {tag: [_encode(v, f"{path} member", spider) for v in value]}
+    fields = _item_fields(value, spider)
     if fields is not None:
         cls = type(value)
-        return {"$item": [f"{cls.__module__}.{cls.__qualname__}", {k: _encode(v, f"{path}.{k}") for k, v in fields}]}
+        encoded = {k: _encode(v, f"{path}.{k}", spider) for k, v in fields}
+        return {"$item": [f"{cls.__module__}.{cls.__qualname__}", encoded]}
     raise RequestNotStorable(
         f"{path} holds {value!r:.80} (of type {type(value).__name__}), which cannot be stored as JSON"
     )
 
 
-def _item_fields(value: Any) -> list[tuple[str, Any]] | None:
+def _item_fields(value: Any, spider: Spider) -> list[tuple[str, Any]] | None:
     """The fields of a :class:`scrapy.Item` or a dataclass instance (the items
     a spider hands from one callback to the next, in ``meta`` or
     ``cb_kwargs``), as its class is rebuilt from them; None for anything
-    else.  A class defined inside another, or a dataclass field its
-    ``__init__`` does not take, cannot be rebuilt: None."""
+    else.  Only a class the state folder may name and find again
+    (:func:`stored_item_class`: of the spider's package, not defined inside
+    another), and a dataclass whose ``__init__`` takes every field, can be
+    rebuilt: a request holding another is refused now (fetched once), not
+    found unloadable at every revisit."""
     cls = type(value)
-    if "." in cls.__qualname__:
+    if not (isinstance(value, Item) or is_dataclass(value)) or "." in cls.__qualname__:
+        return None
+    try:
+        if stored_item_class(f"{cls.__module__}.{cls.__qualname__}", spider) is not cls:
+            return None
+    except RequestNotStorable:
         return None
     if isinstance(value, Item):
         return list(value.items())
@@ -277,7 +287,7 @@ def request_to_data(request: Request, spider: Spider, *, credentials: bool = Fal
     headers = data.pop("headers", None) or {}
     body = data.pop("body", b"")
     try:
-        encoded = _encode(data, "request")
+        encoded = _encode(data, "request", spider)
     except RequestNotStorable as exc:
         raise RequestNotStorable(f"{request!r} cannot be stored: {exc}") from None
     if headers:

@@ -324,3 +324,15 @@ def test_a_stored_item_class_outside_the_project_is_refused_without_importing() 
     data["meta"]["item"]["$item"][0] = "tests.unit.integration.test_serialization.ProjectRequest"
     with pytest.raises(RequestNotStorable, match="not a loaded scrapy.Item subclass or dataclass"):
         request_from_data(data, MySpider())
+
+
+def test_an_item_of_another_package_is_refused_when_stored_not_at_every_revisit() -> None:
+    """The state folder may only name classes of the spider's package (or
+    Scrapy's): an item of another is refused as the request is stored (the
+    request is fetched once, with the key named), never found unloadable at
+    each revisit."""
+    foreign = dataclasses.make_dataclass("Product", [("sku", str)])
+    foreign.__module__ = "otherpackage.models"
+    request = Request("http://example.com/f", meta={"product": foreign("SKU-1")})
+    with pytest.raises(RequestNotStorable, match=r"request\['meta'\]\['product'\] holds .*of type Product"):
+        request_to_data(request, MySpider())
