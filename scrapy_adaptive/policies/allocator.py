@@ -23,7 +23,7 @@ from typing import Any
 
 from ..config.table import DEFAULTS
 from .history import DAY, clamp
-from .memory import ALLOCATION, OVERLAP
+from .memory import ALLOCATION
 from .objective import VERSIONS, Objective
 from .prior import PopulationPrior
 from .rate_histogram import FALLBACK_BIN as _FALLBACK_BIN
@@ -49,11 +49,6 @@ SOLVE_SPACING_S = 1.0
 #: the freshness objective leaves at its slowest rate changes at every
 #: visit, by plan, not by noise)
 MAX_PLANNED_CHANGES = 20.0
-#: the most fetches a policy taking the sooner of several plans' waits
-#: (:meth:`RateAllocator.note_taken`) is believed to make per fetch the
-#: allocator plans: two families each sized to the budget ask for at most
-#: about twice it, and a few URLs' rates must not shrink the plan to nothing
-MAX_OVERLAP = 4.0
 
 
 class RateAllocator:
@@ -70,18 +65,6 @@ class RateAllocator:
     rates differ (first waits, late visits, moving estimates), so the
     realised revisit rate over ``control_window`` nudges the target,
     multiplicatively, within ``control_limits``.
-
-    A policy that visits a URL sooner than the allocator's wait (the union
-    takes the sooner of two families' waits) says what it took
-    (:meth:`note_taken`): the plan is then sized to the budget over the
-    ratio of the rates taken to the rates planned (:attr:`overlap`), so
-    that what the policy asks for, not what the allocator planned, adds up
-    to the budget.  The feedback loop alone does not absorb that overlap:
-    the union asked for about twice the budget, a crawl sized near its
-    politeness capacity realises only the capacity (the rest is a backlog
-    of late visits), and the loop, which sees no more than that excess,
-    needed over ten windows to bring the correction down
-    (``docs/changing-web.md``, "The budget under the union's overlap").
     """
 
     def __init__(
@@ -148,8 +131,6 @@ class RateAllocator:
         self._t_solved: float | None = None
         self._registered_at_t0 = 0
         self._hinted = 0.0  #: revisits made on change hints, decayed like _count
-        #: Σ fetch rates the allocator planned and the policy took, over the URLs that said (:meth:`note_taken`)
-        self._overlap = [0.0, 0.0]
 
     @property
     def control_window(self) -> float:
@@ -228,39 +209,6 @@ class RateAllocator:
         self._pending += 1
         self._maybe_solve()
 
-    def note_taken(self, memory: dict[str, Any], planned: float, taken: float) -> None:
-        """Replace this URL's waits (kept in *memory*): *planned*, the wait
-        the policy's part planned by this allocator asked for, and *taken*,
-        the wait the policy handed out (sooner where another part asked for
-        it sooner).  A URL of another instance's (before a restart) counts
-        from its next visit."""
-        old = memory.get(OVERLAP)
-        if old and old[0] == self.epoch:
-            self._overlap[0] -= float(old[1])
-            self._overlap[1] -= float(old[2])
-        rates = [1.0 / max(planned, SHORTEST_WAIT), 1.0 / max(taken, SHORTEST_WAIT)]
-        self._overlap[0] += rates[0]
-        self._overlap[1] += rates[1]
-        memory[OVERLAP] = [self.epoch, *rates]
-
-    @property
-    def overlap(self) -> float:
-        """Fetches the policy asks for per fetch this allocator plans (1: it
-        takes the plan's waits), within [1, :data:`MAX_OVERLAP`].
-
-        1 under a ceiling (:meth:`set_budget`): politeness already holds
-        the crawl to its capacity, and the floors that keep pages which do
-        not change from taking up what is left are set for the plans as
-        they are."""
-        planned, taken = self._overlap
-        return clamp(taken / planned, 1.0, MAX_OVERLAP) if planned > 0 and not self.ceiling else 1.0
-
-    @property
-    def spending(self) -> float:
-        """The factor on the budget the plans are sized to: the feedback
-        loop's correction over the :attr:`overlap`."""
-        return self.correction / self.overlap
-
     def _maybe_solve(self) -> None:
         """Re-solve after enough new registrations or fetches.
 
@@ -322,7 +270,6 @@ class RateAllocator:
             "correction": self.correction,
             "count": self._count,
             "hinted": self._hinted,
-            "overlap": list(self._overlap),
             "t": [self._t0, self._t_last, self._t_control],
             "prior": self.prior.state(),
         }
@@ -348,7 +295,6 @@ class RateAllocator:
         self.correction = float(state["correction"])
         self._count = float(state["count"])
         self._hinted = float(state.get("hinted", 0.0))
-        self._overlap = [float(x) for x in state.get("overlap", (0.0, 0.0))]
         t0, t_last, t_control = state["t"]
         self._t0, self._t_last, self._t_control = t0, t_last, t_control
         self.prior.restore(state["prior"])
@@ -458,17 +404,16 @@ class RateAllocator:
 
     def _planned_cap(self, host: str) -> float:
         """The fetch rate *host*'s plan may ask for: its politeness cap, times
-        :attr:`spending` under a budget.
+        the feedback loop's correction under a budget.
 
         A host planned at exactly its cap realises less than it (a slot
         left idle because nothing was due just then), and the feedback loop,
         held by anti-windup, could not ask for more.  Planned at
-        cap × correction it keeps a small backlog (over the overlap: the
-        policy's sooner waits ask for the rest); the frontier's politeness
+        cap × correction it keeps a small backlog; the frontier's politeness
         still bounds what it actually gets.
         """
         cap = self._caps[host]
-        return cap * self.spending if self.budget is not None else cap
+        return cap * self.correction if self.budget is not None else cap
 
     def _total(self, r: float, fallback: float | None = None) -> float:
         fallback = (self.fallback_rate() or 0.0) if fallback is None else fallback
@@ -495,9 +440,8 @@ class RateAllocator:
         else:
             self._control()
             fallback = self.fallback_rate() or 0.0
-            # hinted revisits come first; the schedule keeps at least a tenth,
-            # and asks for its share over the overlap (the policy's sooner waits)
-            target = max((self.budget * self.correction - self.hinted_rate()) / self.overlap, 0.1 * self.budget)
+            # hinted revisits come first; the schedule keeps at least a tenth
+            target = max(self.budget * self.correction - self.hinted_rate(), 0.1 * self.budget)
             if not self._hosts:
                 return
             groups = (self._global, *(self._hosts.get(h, {}) for h in self._bound))

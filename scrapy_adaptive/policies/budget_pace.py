@@ -62,10 +62,9 @@ class BudgetPace:
 
     Inside a policy that also holds the budget with a rate allocator (the
     union), the pace keeps no loop of its own (:meth:`follow`): c is the
-    inverse of the allocator's spending (its correction over the overlap
-    of the two plans), so one loop holds the crawl to its budget.  The
-    pace's own loop, faster and wider than the allocator's, would cut the
-    snap-back part's spending back to the mean
+    inverse of the allocator's correction, so one loop holds the crawl to
+    its budget.  The pace's own loop, faster and wider than the
+    allocator's, would cut the snap-back part's spending back to the mean
     whenever its pages are in a burst; following the allocator, that
     spending follows the bursts and is held to the budget over the
     allocator's window.
@@ -99,17 +98,15 @@ class BudgetPace:
     def follow(self, allocator: RateAllocator) -> None:
         """Take the correction from *allocator*'s budget loop instead of keeping one.
 
-        The allocator plans ``budget × correction`` revisits over the overlap
-        of the two parts' plans, so the scale is divided by its
-        :attr:`~.allocator.RateAllocator.spending`: both parts of the policy
-        move together, and together spend the budget.
+        The allocator plans ``budget × correction`` revisits, so the scale is
+        divided by its correction: both parts of the policy move together.
         """
         self._loop = allocator
 
     @property
     def correcting(self) -> float:
         """c: the factor on the demand-based scale (this pace's own, or its loop's)."""
-        return 1.0 / self._loop.spending if self._loop is not None else self.correction
+        return 1.0 / self._loop.correction if self._loop is not None else self.correction
 
     def set_budget(self, budget: float | None, *, ceiling: bool = False) -> None:
         """Revisits per second over the crawl, or None (scale 1: the plain rule).

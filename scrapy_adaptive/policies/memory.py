@@ -40,9 +40,6 @@ PRIOR_CONTRIBUTION = "pp"
 SIBLING_CONTRIBUTION = "sr"
 #: RateAllocator (allocator.py): what this URL registered, ``[epoch, queue, rate]``
 ALLOCATION = "al"
-#: RateAllocator (allocator.py): this URL's fetch rates, ``[epoch, planned, taken]``:
-#: what the allocator's plan asked and what the policy took (the union's sooner wait)
-OVERLAP = "ol"
 #: BurstWaitPolicy (burst.py): the verdict state now entered (0, 1, 2; 3 first)
 BURST_STATE = "s"
 #: BurstWaitPolicy: the URL's contribution to each state's offset prior (a
@@ -78,7 +75,6 @@ MEMORY_KEYS: Mapping[str, str] = MappingProxyType(
         "prior_contribution": PRIOR_CONTRIBUTION,
         "sibling_contribution": SIBLING_CONTRIBUTION,
         "allocation": ALLOCATION,
-        "overlap": OVERLAP,
         "burst_state": BURST_STATE,
         **{f"burst_offset_{state}": key for state, key in enumerate(BURST_OFFSETS)},
         "noise_guard": NOISE_GUARD,

@@ -22,11 +22,7 @@ Both families spend the crawl's one budget: the burst allocator and the
 snap-back pace are each sized to it, and one loop, the allocator's,
 corrects both by the crawl's realised revisits (a visit is one revisit for
 both): the allocator plans ``budget × c`` and the pace's scale is divided
-by the same c.  The overlap of the two plans is measured, not left to the
-loop (the sooner wait asked for about twice the budget where most URLs
-were in the snap-back part's hands): each URL tells the allocator the burst
-part's wait and the wait taken, and both parts are sized to the budget
-over the ratio of the rates (:attr:`~.allocator.RateAllocator.overlap`).  With a
+by the same c, so the overlap of the two plans is absorbed once.  With a
 loop of its own the pace, faster than the allocator, would cut the
 snap-back part's spending back to the mean while its pages are in a burst,
 which is when the snap-back rule earns its captures.  The burst policy's
@@ -139,8 +135,6 @@ class UnionWaitPolicy(WaitPolicy):
             wait, family = burst.wait, "burst"
         else:
             wait, family = snap.wait, "snap"
-        if memory is not None and self.allocator.budget is not None:
-            self.allocator.note_taken(memory, burst.wait, wait)
         return Plan(wait, memory, burst.hint_base, burst.notes + snap.notes), family
 
     def plan(self, history: Mapping[str, Any], visit: Visit) -> Plan:

@@ -156,7 +156,6 @@ def test_the_stored_memory_keys_stay_readable() -> None:
         "prior_contribution": "pp",
         "sibling_contribution": "sr",
         "allocation": "al",
-        "overlap": "ol",
         "burst_state": "s",
         "burst_offset_0": "b0",
         "burst_offset_1": "b1",

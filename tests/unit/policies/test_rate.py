@@ -982,68 +982,29 @@ def test_an_old_header_whose_odds_of_a_lie_are_small_uses_its_validators_while_i
     assert FixedWaitPolicy.header_doubtful(FixedWaitPolicy.__new__(FixedWaitPolicy), {"policy": {"ua": 1}})
 
 
-def overlapping_crawl(alloc: RateAllocator, *, told: bool, windows: float = 8.0) -> list[float]:
-    """A policy visiting half its 100 URLs three times as often as *alloc*
-    plans (the union's sooner waits), on one host that allows 1.1 times the
-    budget (1 a second); *told*: the policy tells the allocator what it took
-    (:meth:`RateAllocator.note_taken`).  Fetches per second in each window."""
+def test_an_overlap_behind_politeness_is_seen_by_the_loop_only_as_the_capacity() -> None:
+    """A known defect, pinned (``docs/changing-web.md``, "The budget under the
+    union's overlap"): a policy visiting half its URLs three times as often
+    as the allocator plans (the union's sooner waits) asks for twice the
+    budget; politeness lets the crawl realise 1.1 times it, so the feedback
+    loop sees a 10 % excess, moves the correction by half its log a window,
+    and the crawl spends its whole capacity for eight windows."""
+    alloc = RateAllocator(1.0, min_wait=0.01, max_wait=1e7, epoch="t", control_window=600.0)
     rnd = random.Random(7)
     rates = [rnd.lognormvariate(math.log(0.01), 1.0) for _ in range(100)]
-    memories: list[dict[str, Any]] = [{} for _ in rates]
-    for memory, rate in zip(memories, rates):
-        alloc.register(memory, "h", rate)
+    for rate in rates:
+        alloc.register({}, "h", rate)
     due = [(i * 0.5, i) for i in range(len(rates))]
     fetches: list[float] = []
-    now, end = 0.0, windows * alloc.control_window
+    now, end = 0.0, 8 * alloc.control_window
     while now < end:
         t, i = heapq.heappop(due)
         now = max(t, (fetches[-1] + 1 / 1.1) if fetches else t)  # politeness: at most 1.1 fetches a second
         fetches.append(now)
         alloc.note_fetch(now)
         planned = alloc.wait("h", rates[i])
-        taken = planned / 3 if i % 2 else planned
-        if told:
-            alloc.note_taken(memories[i], planned, taken)
-        heapq.heappush(due, (now + taken, i))
+        heapq.heappush(due, (now + (planned / 3 if i % 2 else planned), i))
     width = alloc.control_window
-    return [sum(1 for t in fetches if k * width <= t < (k + 1) * width) / width for k in range(int(windows))]
-
-
-def test_waits_taken_sooner_than_planned_are_paid_from_the_budget() -> None:
-    """A policy that takes sooner waits than the allocator's (the union)
-    and says so gets a plan sized to the budget over the overlap: what it
-    asks for adds up to the budget, and a URL's new waits replace its old."""
-    alloc = RateAllocator(1.0, min_wait=0.01, max_wait=1e7, epoch="t")
-    rnd = random.Random(3)
-    rates = [rnd.lognormvariate(math.log(0.01), 1.5) for _ in range(300)]
-    memories: list[dict[str, Any]] = [{} for _ in rates]
-    for memory, rate in zip(memories, rates):
-        alloc.register(memory, "h", rate)
-    alloc.solve()
-    assert sum(1 / alloc.wait("h", r) for r in rates) == pytest.approx(1.0, rel=0.02)
-    for memory, rate in zip(memories, rates):
-        alloc.note_taken(memory, alloc.wait("h", rate), alloc.wait("h", rate) / 2)
-    assert alloc.overlap == pytest.approx(2.0)
-    alloc.solve()
-    assert sum(2 / alloc.wait("h", r) for r in rates) == pytest.approx(1.0, rel=0.02)
-    for memory, rate in zip(memories, rates):  # the same URLs, now taking the plan's waits
-        alloc.note_taken(memory, alloc.wait("h", rate), alloc.wait("h", rate))
-    assert alloc.overlap == pytest.approx(1.0)
-    restored = RateAllocator(1.0, epoch="other")
-    restored.restore(json.loads(json.dumps(alloc.state())))
-    assert restored.overlap == pytest.approx(1.0) and restored.spending == pytest.approx(alloc.spending)
-
-
-def test_an_overlap_the_loop_cannot_see_past_politeness_is_measured_instead() -> None:
-    """Visits sooner than planned ask for twice the budget; politeness lets
-    the crawl realise only 1.1 times it, so the feedback loop sees a 10 %
-    excess and moves the correction by half its log a window: for windows
-    the crawl spends its whole capacity.  Told the waits taken, the
-    allocator plans for the overlap and the crawl spends its budget from
-    the third window on."""
-
-    def allocator() -> RateAllocator:
-        return RateAllocator(1.0, min_wait=0.01, max_wait=1e7, epoch="t", control_window=600.0)
-
-    assert min(overlapping_crawl(allocator(), told=False)[1:]) > 1.08  # at the capacity, window after window
-    assert overlapping_crawl(allocator(), told=True)[2:] == pytest.approx([1.0] * 6, abs=0.03)
+    spent = [sum(1 for t in fetches if k * width <= t < (k + 1) * width) / width for k in range(8)]
+    assert min(spent[1:]) > 1.08  # at the capacity, not the budget
+    assert alloc.correction > 0.6  # still short of the 0.5 that would spend the budget
