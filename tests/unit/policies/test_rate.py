@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 import random
@@ -979,3 +980,31 @@ def test_an_old_header_whose_odds_of_a_lie_are_small_uses_its_validators_while_i
     from scrapy_adaptive.policies.fixed import FixedWaitPolicy
 
     assert FixedWaitPolicy.header_doubtful(FixedWaitPolicy.__new__(FixedWaitPolicy), {"policy": {"ua": 1}})
+
+
+def test_an_overlap_behind_politeness_is_seen_by_the_loop_only_as_the_capacity() -> None:
+    """A known defect, pinned (``docs/changing-web.md``, "The budget under the
+    union's overlap"): a policy visiting half its URLs three times as often
+    as the allocator plans (the union's sooner waits) asks for twice the
+    budget; politeness lets the crawl realise 1.1 times it, so the feedback
+    loop sees a 10 % excess, moves the correction by half its log a window,
+    and the crawl spends its whole capacity for eight windows."""
+    alloc = RateAllocator(1.0, min_wait=0.01, max_wait=1e7, epoch="t", control_window=600.0)
+    rnd = random.Random(7)
+    rates = [rnd.lognormvariate(math.log(0.01), 1.0) for _ in range(100)]
+    for rate in rates:
+        alloc.register({}, "h", rate)
+    due = [(i * 0.5, i) for i in range(len(rates))]
+    fetches: list[float] = []
+    now, end = 0.0, 8 * alloc.control_window
+    while now < end:
+        t, i = heapq.heappop(due)
+        now = max(t, (fetches[-1] + 1 / 1.1) if fetches else t)  # politeness: at most 1.1 fetches a second
+        fetches.append(now)
+        alloc.note_fetch(now)
+        planned = alloc.wait("h", rates[i])
+        heapq.heappush(due, (now + (planned / 3 if i % 2 else planned), i))
+    width = alloc.control_window
+    spent = [sum(1 for t in fetches if k * width <= t < (k + 1) * width) / width for k in range(8)]
+    assert min(spent[1:]) > 1.08  # at the capacity, not the budget
+    assert alloc.correction > 0.6  # still short of the 0.5 that would spend the budget
