@@ -121,7 +121,7 @@ class CasesSpider(scrapy.Spider):
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
-        #: start requests carry ``Authorization: Bearer <token>`` and a cookie, set by hand
+        #: start requests carry ``Authorization: Bearer <token>`` and a ``Cookie`` header, set by hand
         self.token = token
         self.raise_on = raise_on
         self.pad = "x" * int(pad)
@@ -131,7 +131,7 @@ class CasesSpider(scrapy.Spider):
     async def start(self) -> AsyncIterator[scrapy.Request]:
         for url in self.start_urls:
             if self.token:
-                yield scrapy.Request(url, headers={"Authorization": f"Bearer {self.token}"}, cookies={"t": self.token})
+                yield scrapy.Request(url, headers={"Authorization": f"Bearer {self.token}", "Cookie": f"t={self.token}"})
             else:
                 yield scrapy.Request(url)
         if self.lambda_url:
