@@ -412,7 +412,10 @@ class AdaptiveScheduler(BaseScheduler):
         assert self.frontier is not None
         if not self.frontier.fleet.issues(queue):
             return
-        credentials = not self.config.store_credentials and carries_credentials(request)
+
+        def credentials() -> bool:
+            return not self.config.store_credentials and carries_credentials(request)
+
         if not self.issued.hold_first(fp, request, credentials=credentials) and not self._credentials_said:
             self._credentials_said = True
             logger.warning(

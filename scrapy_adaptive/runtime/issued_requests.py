@@ -152,21 +152,24 @@ class IssuedRequests:
         self._asked_count += 1
         return True
 
-    def hold_first(self, fp: bytes, request: Request, *, credentials: bool) -> bool:
+    def hold_first(self, fp: bytes, request: Request, *, credentials: Callable[[], bool]) -> bool:
         """Keep *request*, which made the URL *fp* known, for the URL's first
         fetch: it goes out as this very object, as from Scrapy's memory queue
         (its headers and cookies with it, which the state folder does not
         keep unless told to; no rebuilding from the store).  The oldest are
         kept: a crawl issues a host's URLs in the order they came.  Past
-        :data:`MAX_FIRST` objects only requests carrying *credentials* are
-        kept, up to :data:`MAX_FIRST_WITH_CREDENTIALS`; False when *request*
-        carries credentials and is not kept (its first fetch goes without
-        them)."""
+        :data:`MAX_FIRST` objects only requests carrying credentials (asked
+        of *credentials* then, not for every new URL) are kept, up to
+        :data:`MAX_FIRST_WITH_CREDENTIALS`; False when *request* carries
+        credentials and is not kept (its first fetch goes without them)."""
         held = len(self._first)
-        if held < MAX_FIRST or (credentials and held < MAX_FIRST_WITH_CREDENTIALS):
-            self._first[fp] = request
-            return True
-        return not credentials
+        if held >= MAX_FIRST:
+            if not credentials():
+                return True  # rebuilt from the store, nothing lost
+            if held >= MAX_FIRST_WITH_CREDENTIALS:
+                return False
+        self._first[fp] = request
+        return True
 
     def take_first(self, fp: bytes) -> Request | None:
         """The request kept for *fp*'s first fetch, if one is."""

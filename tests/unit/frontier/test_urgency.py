@@ -97,10 +97,8 @@ def test_only_the_first_due_urls_are_weighed(store: Store) -> None:
     assert first is not None and first.record.url in slow
 
 
-def test_the_weighing_reads_the_due_urls_only(store: Store) -> None:
-    later = {f"http://a/later{i}": 500.0 for i in range(30)}
-    f, clock = crawled(store, {"http://a/slow": 100.0, "http://a/fast": 10.0, **later})
-    clock.t += 104  # slow 4 s late, fast ~94 s late; the 30 others not due
+def counted_reads(store: Store) -> list[bytes]:
+    """The fingerprints of the records *store* is asked for from now on."""
     reads: list[bytes] = []
     get_record = store.get_record
 
@@ -109,6 +107,14 @@ def test_the_weighing_reads_the_due_urls_only(store: Store) -> None:
         return get_record(queue, fp)
 
     store.get_record = counting  # type: ignore[method-assign]
+    return reads
+
+
+def test_the_weighing_reads_the_due_urls_only(store: Store) -> None:
+    later = {f"http://a/later{i}": 500.0 for i in range(30)}
+    f, clock = crawled(store, {"http://a/slow": 100.0, "http://a/fast": 10.0, **later})
+    clock.t += 104  # slow 4 s late, fast ~94 s late; the 30 others not due
+    reads = counted_reads(store)
     first = f.next()
     assert first is not None and first.record.url == "http://a/fast"
     assert len(reads) <= 3, "the head, the fast page weighed, the fast page issued"
@@ -149,14 +155,7 @@ def test_a_head_never_visited_is_issued_without_reading_the_other_candidates(sto
     clock.t += 5
     add(f, "http://a/new")  # never visited, due before the fast page
     clock.t += 9
-    reads: list[bytes] = []
-    get_record = store.get_record
-
-    def counting(queue: str, fp: bytes) -> bytes | None:
-        reads.append(fp)
-        return get_record(queue, fp)
-
-    store.get_record = counting  # type: ignore[method-assign]
+    reads = counted_reads(store)
     first = f.next()
     assert first is not None and first.record.url == "http://a/new"
     assert len(reads) == 1, "only the head's own record is read"

@@ -534,8 +534,8 @@ def test_first_fetch_objects_are_bounded_and_credentials_kept_longest() -> None:
     issued = ir.IssuedRequests(lambda r: b"")
     plain = Request("http://a.example/")
     for i in range(ir.MAX_FIRST):
-        assert issued.hold_first(i.to_bytes(4, "big"), plain, credentials=False)
-    assert issued.hold_first(b"over", plain, credentials=False)  # not kept, nothing lost: rebuilt from the store
+        assert issued.hold_first(i.to_bytes(4, "big"), plain, credentials=lambda: False)
+    assert issued.hold_first(b"over", plain, credentials=lambda: False)  # not kept, nothing lost: rebuilt from the store
     assert issued.take_first(b"over") is None
-    assert issued.hold_first(b"secret", plain, credentials=True)  # kept past the plain bound
+    assert issued.hold_first(b"secret", plain, credentials=lambda: True)  # kept past the plain bound
     assert issued.take_first(b"secret") is plain and issued.take_first(b"secret") is None
