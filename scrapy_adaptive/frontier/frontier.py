@@ -41,6 +41,7 @@ from ..store.keys import time_to_ms
 from . import urgency
 from .adding import AddResult, add_new, pull_forward, refetch_embed
 from .crawltime import FetchTimes
+from .gate import RevisitGate
 from .hostfacts import HostFacts, Hosts
 from .hostqueue import HostQueue, Politeness, QueueState
 from .leases import Downloads, Lease, Leases
@@ -78,6 +79,7 @@ class Frontier:
         clock: Callable[[], float] = time.time,
         sharing: Sharing | None = None,
         text_diff: int = 0,
+        revisit_ceiling: float | None = None,
     ) -> None:
         self.store = store
         self.politeness = politeness or Politeness()
@@ -109,6 +111,9 @@ class Frontier:
         )
         #: URLs whose undelivered versions load() made due again
         self._redelivered_at_load = 0
+        #: planned revisits per second at most (``ADAPTIVE_BUDGET``; one
+        #: worker's frontier: a fleet's workers share no bucket)
+        self._gate = RevisitGate(revisit_ceiling, clock()) if revisit_ceiling and sharing is None else None
 
     @property
     def redelivered(self) -> int:
@@ -224,9 +229,13 @@ class Frontier:
     def next(self) -> Issued | None:
         """Issue a due URL of the queue that has been ready the longest: its
         head, or a due URL later than the head relative to its own wait
-        (:mod:`.urgency`)."""
+        (:mod:`.urgency`).  With a revisit ceiling, a planned revisit waits
+        for its token, its queue parked (:mod:`.gate`)."""
         now = self.clock()
         book = self.book
+        gate = self._gate
+        if gate is not None and (parked := gate.unpark(now)) is not None:
+            book.schedule(parked)
         while (top := book.heap.peek()) is not None:
             ready, q = top
             name = q.name
@@ -255,6 +264,9 @@ class Frontier:
                 book.schedule(q)
                 continue
             next_ms, fp, record = urgency.most_urgent(self.store, q, record, time_to_ms(now))
+            if gate is not None and directive == 0 and record.visits and not gate.take(now):
+                gate.park(q)  # a planned revisit, and the budget spent for now: the queue waits for a token
+                continue
             overdue = max(0.0, now - next_ms / 1000)
             q.take_slot(fp, now)
             self._leases.lend(fp, Lease(name, now, now + self.politeness.lease, overdue, record))
@@ -320,8 +332,11 @@ class Frontier:
         return self.book.totals.schedulable > 0 or bool(self._leases) or self.sharing is not None
 
     def next_ready_time(self) -> float | None:
-        """When the next queue becomes ready (None: none will by itself)."""
-        return self.book.next_ready_time()
+        """When the next queue becomes ready (None: none will by itself): a
+        queue on the heap, or one parked for the budget once its token comes."""
+        ready = self.book.next_ready_time()
+        parked = self._gate.waiting() if self._gate is not None else None
+        return ready if parked is None else parked if ready is None else min(ready, parked)
 
     def queues(self) -> Iterator[HostQueue]:
         return iter(self.book)

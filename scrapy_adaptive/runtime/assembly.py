@@ -33,6 +33,7 @@ from ..frontier.capacity import HostCapacity
 from ..frontier.sharing import Sharing
 from ..humanize import human
 from ..policies import PolicyStack, persist
+from ..policies.history import DAY
 from ..store.base import Store, StoreCorrupt, StoreError
 from ..store.statedir import (
     SHARED_CHECKPOINT_INTERVAL,
@@ -346,6 +347,8 @@ def open_frontier(store: Store, config: AdaptiveConfig, stats: StatsCollector, s
         soft404_urls=config.soft404_urls,
         sharing=sharing,
         text_diff=config.text_diff if config.events_on else 0,
+        # a budget the user set is a ceiling too: planned revisits no faster than it
+        revisit_ceiling=config.budget / DAY if config.budget is not None else None,
     )
     frontier.load()
     frontier.fleet.rebalance()  # a worker of a shared frontier takes its share of hosts
