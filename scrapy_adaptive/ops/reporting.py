@@ -118,6 +118,11 @@ class Reporter:
         return self.clock() - self.last >= self.interval
 
     def summary(self, *, final: bool = False) -> None:
+        """The summary lines and stats, and the HTML report refreshed.  At a
+        crawl's start the report the last run left (at its close or its last
+        summary) is kept until the first interval: rebuilding it then would
+        read a sample of the records to say what that report says already."""
+        opening = self.last == 0.0 and not final
         self.last = self.clock()
         shape = self.shape(final=final)
         self.budget()
@@ -125,7 +130,8 @@ class Reporter:
         self.crawl_times()
         self.validators(final=final)
         self.composites(final=final)
-        self.html()
+        if not (opening and os.path.exists(os.path.join(self.state_path, REPORT_HTML))):
+            self.html()
 
     def shape(self, *, final: bool = False) -> dict[str, Any]:
         shape = self.frontier.shape()

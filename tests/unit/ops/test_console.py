@@ -713,3 +713,24 @@ def test_a_url_last_answering_a_redirect_or_an_error_is_not_never_changing() -> 
     assert re.search(r"redirect  http://h/refresh\.html", text)
     page = render(report)
     assert "<h2>URLs last answering a redirect or an error</h2>" in page and "<td>http://h/moved.html</td>" in page
+
+
+def test_the_report_a_run_left_is_kept_at_the_start_and_refreshed_at_the_first_interval(tmp_path: Path) -> None:
+    """A restart's first summary says the frontier in the log but does not
+    rebuild ``report.html`` from a sample of the records: the one the last run
+    left says the same.  A crawl without one gets it at once."""
+    _, clock, reporter = summarising(tmp_path, interval=60.0, console=True)
+    report = tmp_path / "report.html"
+    reporter.summary()
+    assert "Frontier report" in report.read_text()  # none yet: written at the start
+    report.write_text("the last run's report")
+    _, clock, restarted = summarising(tmp_path, interval=60.0, console=True)
+    restarted.summary()
+    assert report.read_text() == "the last run's report"
+    clock.t += 60
+    assert restarted.due()
+    restarted.summary()
+    assert "Frontier report" in report.read_text()
+    report.write_text("stale")
+    restarted.summary(final=True)  # the close always writes it
+    assert "Frontier report" in report.read_text()
