@@ -220,6 +220,8 @@ class Frontier:
             # Left for next() to quarantine when its entry comes up: only
             # the entry says which queue position to remove.
             return AddResult.DUPLICATE
+        if force and self._gate is not None:
+            self._gate.asked(fp)  # the spider asked for it again: it goes without a token
         if with_page and refetch_embed(record, self.clock()):
             force = True
         if force and (priority or ((q := self.book.find(queue)) is not None and q.prioritized)):
@@ -229,8 +231,8 @@ class Frontier:
     def next(self) -> Issued | None:
         """Issue a due URL of the queue that has been ready the longest: its
         head, or a due URL later than the head relative to its own wait
-        (:mod:`.urgency`).  With a revisit ceiling, a planned revisit waits
-        for its token, its queue parked (:mod:`.gate`)."""
+        (:mod:`.urgency`).  With a revisit ceiling, a revisit waits for its
+        token, its queue parked (:mod:`.gate`)."""
         now = self.clock()
         book = self.book
         gate = self._gate
@@ -264,8 +266,8 @@ class Frontier:
                 book.schedule(q)
                 continue
             next_ms, fp, record = urgency.most_urgent(self.store, q, record, time_to_ms(now))
-            if gate is not None and directive == 0 and record.visits and not gate.take(now):
-                gate.park(q)  # a planned revisit, and the budget spent for now: the queue waits for a token
+            if gate is not None and record.visits and not gate.admits(fp, now):
+                gate.park(q)  # a revisit, and the budget spent for now: the queue waits for a token
                 continue
             overdue = max(0.0, now - next_ms / 1000)
             q.take_slot(fp, now)

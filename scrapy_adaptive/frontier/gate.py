@@ -1,4 +1,4 @@
-"""``ADAPTIVE_BUDGET`` as a ceiling: planned revisits issued no faster than it.
+"""``ADAPTIVE_BUDGET`` as a ceiling: revisits issued no faster than it.
 
 The wait policies plan to spend the budget and a loop corrects them by the
 revisits the crawl realises, but the loop sees only what politeness let
@@ -8,21 +8,27 @@ crawl realises its politeness capacity, above the budget, and the loop
 takes many windows to bring that down.  Shrinking the plans to fit changes
 which URLs get the visits (``docs/changing-web.md``, "The budget under the
 union's overlap").  So the plans are left as they are and the frontier
-admits planned revisits at the budget's rate: a token bucket holding
+admits revisits at the budget's rate: a token bucket holding
 :data:`BURST_SECONDS` of the budget, one token per revisit.
 
-Only plain planned revisits take a token: a URL's first visit, a URL the
-spider asked for again, a page's embeds fetched with it and a prioritised
-request go as they come.  A queue whose next issue would be a revisit while
-the bucket is empty is parked (off the heap) and goes back, the one parked
-the longest first, as tokens come: a closed gate costs one record read per
-queue, never a scan of the queues.  Kept in memory: a restart starts with a
-full bucket, at most :data:`BURST_SECONDS` of the budget early.
+Every revisit takes a token: planned, a retry, a noise probe, a header check,
+a page's embed fetched with it, one a hint or a priority brought forward
+(they are all fetches the budget pays for).  A URL's first visit goes as it
+comes, and so does a known URL the spider asked for again (``dont_filter``):
+the spider's own request, not the policy's.  A queue whose next issue would
+be a revisit while the bucket is empty is parked (off the heap) and goes
+back, the one parked the longest first, as tokens come: a closed gate costs
+one record read per queue, never a scan of the queues.  Kept in memory: a
+restart starts with a full bucket, at most :data:`BURST_SECONDS` of the
+budget early.
 """
 
 from __future__ import annotations
 
 from .hostqueue import HostQueue
+
+#: URLs asked for again remembered until issued (the oldest forgotten beyond)
+MAX_ASKED = 10_000
 
 #: how much of the budget the bucket holds (seconds of it): revisits a quiet
 #: spell left unspent may be made up this far, no further
@@ -30,7 +36,7 @@ BURST_SECONDS = 30.0
 
 
 class RevisitGate:
-    """A token bucket over planned revisits, and the queues waiting for a token."""
+    """A token bucket over revisits, and the queues waiting for a token."""
 
     def __init__(self, per_second: float, now: float) -> None:
         if not per_second > 0:
@@ -41,6 +47,8 @@ class RevisitGate:
         self._at = now
         #: queues parked while the bucket was empty, in the order they came
         self._parked: dict[str, HostQueue] = {}
+        #: URLs the spider asked for again, not yet issued (oldest first)
+        self._asked: dict[bytes, None] = {}
 
     def _refill(self, now: float) -> None:
         if now > self._at:
@@ -54,6 +62,19 @@ class RevisitGate:
             self._tokens -= 1.0
             return True
         return False
+
+    def asked(self, fp: bytes) -> None:
+        """The spider asked for *fp* again: its next issue takes no token."""
+        self._asked[fp] = None
+        if len(self._asked) > MAX_ASKED:
+            del self._asked[next(iter(self._asked))]  # asked long ago and never issued (forgotten since)
+
+    def admits(self, fp: bytes, now: float) -> bool:
+        """May the revisit of *fp* go at *now*: asked for by the spider, or a token spent on it."""
+        if fp in self._asked:
+            del self._asked[fp]
+            return True
+        return self.take(now)
 
     def open_at(self, now: float) -> float:
         """When the next token is there (*now* if one is)."""

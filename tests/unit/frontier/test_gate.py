@@ -92,18 +92,31 @@ def test_a_parked_queue_goes_again_when_its_token_comes_the_one_parked_longest_f
     assert f.next() is None  # the next token is two seconds away
 
 
-def test_requests_asked_for_again_and_embeds_are_not_gated(store: Store) -> None:
+def test_a_url_the_spider_asks_for_again_goes_without_a_token_an_embed_waits_for_one(store: Store) -> None:
     clock = Clock()
-    f = gated(store, clock, per_second=0.001)
-    first_visits(f, clock, ["http://a/x", "http://b/y", "http://c/z"], wait=10_000.0)
+    f = gated(store, clock, per_second=0.01)  # a bucket of one token, the next 100 s later
+    first_visits(f, clock, ["http://a/x", "http://b/y", "http://c/z", "http://d/w"], wait=10_000.0)
     clock.t += 10
-    assert f.next() is None
-    add(f, "http://a/x", force=True, priority=5)  # the spider asked for it again, prioritised
-    issued = f.next()
-    assert issued is not None and issued.fp == fp("http://a/x")
+
+    def issue() -> bytes | None:
+        issued = f.next()
+        if issued is None:
+            return None
+        f.downloads.fetch_ended(issued.fp, 0.0)
+        f.update(issued.fp, visited(), Plan(10_000.0))
+        return issued.fp
+
+    add(f, "http://a/x", force=True)  # the spider asked for it again (dont_filter)
+    add(f, "http://c/z", force=True, priority=5)  # asked again, prioritised
+    assert {issue(), issue()} == {fp("http://a/x"), fp("http://c/z")}
     add(f, "http://b/y", directive=EMBED_DIRECTIVE, with_page=True)  # an embed of a page captured anew
-    issued = f.next()
-    assert issued is not None and issued.fp == fp("http://b/y")
+    assert issue() == fp("http://b/y")  # the bucket's one token
+    add(f, "http://d/w", directive=EMBED_DIRECTIVE, with_page=True)
+    assert issue() is None  # a revisit the budget pays for: it waits for its token
+    ready = f.next_ready_time()
+    assert ready is not None and clock.t < ready <= clock.t + 100
+    clock.t = ready
+    assert issue() == fp("http://d/w")
 
 
 def test_no_ceiling_no_gate(store: Store) -> None:
