@@ -247,7 +247,10 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "revisits per day that budgeted policies (`UnionWaitPolicy`, the default, `BurstWaitPolicy`, "
         "`SnapBackWaitPolicy` and `ProportionalWaitPolicy`) share across the crawl; each host's share is capped "
         "by its politeness (valence per max(`ADAPTIVE_MIN_DELAY`, Crawl-delay), tightened by measured fetch "
-        "times). Unset: the budget follows the crawl's politeness capacity, see `ADAPTIVE_CAPACITY_SHARE`.",
+        "times). It is also a ceiling: revisits (probes, header checks and embeds included) are issued no "
+        "faster than this, a burst of 10 s of it at most; first visits and URLs the spider asks for again "
+        "(`dont_filter`) go as they come (one worker's frontier: a fleet's workers hold only their share by "
+        "their plans). Unset: the budget follows the crawl's politeness capacity, see `ADAPTIVE_CAPACITY_SHARE`.",
         above=0.0,
         at_most=MAX_BUDGET,
         optional=True,

@@ -32,7 +32,7 @@ MAX_ASKED = 10_000
 
 #: how much of the budget the bucket holds (seconds of it): revisits a quiet
 #: spell left unspent may be made up this far, no further
-BURST_SECONDS = 30.0
+BURST_SECONDS = 10.0
 
 
 class RevisitGate:
