@@ -394,5 +394,8 @@ class Frontier:
         )
 
     def shape(self, *, due_limit: int = 200_000) -> dict[str, Any]:
-        """The frontier at a glance, for the periodic log line and stats."""
-        return frontier_shape(self, due_limit=due_limit)
+        """The frontier at a glance, for the periodic log line and stats
+        (``budget_waiting``: queues parked for a revisit token)."""
+        shape = frontier_shape(self, due_limit=due_limit)
+        shape["budget_waiting"] = len(self._gate) if self._gate is not None else 0
+        return shape

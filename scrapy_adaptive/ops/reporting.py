@@ -125,7 +125,7 @@ class Reporter:
         opening = self.last == 0.0 and not final
         self.last = self.clock()
         shape = self.shape(final=final)
-        self.budget()
+        self.budget(shape)
         self.rates(shape)
         self.crawl_times()
         self.validators(final=final)
@@ -246,9 +246,11 @@ class Reporter:
         page = render(self.console.report(), title=f"Frontier report: {self.state_path}")
         self._write(path, page)
 
-    def budget(self) -> None:
-        """With a budgeted policy: the budget, what is spent, and the hosts
-        whose politeness keeps their URLs from the visits they need."""
+    def budget(self, shape: dict[str, Any]) -> None:
+        """With a budgeted policy: the budget, what is spent, the hosts
+        whose politeness keeps their URLs from the visits they need, and the
+        queues whose revisit waits for the budget (*shape*'s
+        ``budget_waiting``: ``ADAPTIVE_BUDGET`` is a ceiling)."""
         allocator = self.allocator
         pace = self.pace()
         if pace.per_day is None:
@@ -261,14 +263,17 @@ class Reporter:
         if realised is not None:
             self.stats.set_value("adaptive/budget/realised_per_day", round(realised * 86_400, 1))
         self.stats.set_value("adaptive/budget/capped_hosts", len(capped))
+        waiting = shape.get("budget_waiting") or 0
+        self.stats.set_value("adaptive/budget/waiting_queues", waiting)
         worst = sorted(capped.items(), key=lambda kv: -kv[1])[:5]
         logger.info(
-            "Budget: %s%s; %s; %s chronically overdue (politeness caps their visits)%s",
+            "Budget: %s%s; %s; %s chronically overdue (politeness caps their visits)%s%s",
             budget_words(pace),
             "; ADAPTIVE_TARGET_PRECISION holds revisits below it" if pace.precision_binds else "",
             f"spending {realised * 86_400:.0f}/day" if realised is not None else unmeasured_spending(allocator),
             counted(len(capped), "host"),
             (": " + ", ".join(f"{h} ({r:.1f}x too rare)" for h, r in worst)) if worst else "",
+            f"; {counted(waiting, 'queue')} waiting for the budget's next revisit" if waiting else "",
         )
 
     def crawl_times(self) -> None:

@@ -157,3 +157,12 @@ def test_parked_queues_leave_in_the_order_they_came() -> None:
     assert gate.unpark(1.5) is None
     unparked = gate.unpark(2.0)
     assert unparked is not None and unparked.name == "b" and len(gate) == 1
+
+
+def test_the_shape_says_how_many_queues_wait_for_the_budget(store: Store) -> None:
+    clock = Clock()
+    f = gated(store, clock, per_second=0.01)  # one token, the next 100 s later
+    first_visits(f, clock, [f"http://h{i}/p" for i in range(4)], wait=5.0)
+    clock.t += 5
+    assert len(drain(f, clock, 0.1)) == 1
+    assert f.shape()["budget_waiting"] == 3

@@ -11,7 +11,7 @@ import pytest
 from scrapy.crawler import Crawler
 from scrapy.utils.test import get_crawler
 
-from scrapy_adaptive.frontier import Frontier, MemoryStore, Outcome, Visit
+from scrapy_adaptive.frontier import Frontier, MemoryStore, Outcome, Politeness, Visit
 from scrapy_adaptive.model import Plan
 from scrapy_adaptive.ops.console.run import report_lines
 from scrapy_adaptive.ops.console.schedule_command import ScheduleConsole
@@ -128,3 +128,23 @@ def test_the_summary_says_how_long_revisits_run_before_the_spending_is_measured(
     summarised(make(MemoryStore(), clock), clock, tmp_path, caplog, allocator=allocator)
     words = "; spending not measured yet (needs at least 24m of revisits: ADAPTIVE_BUDGET_WINDOW); 0 hosts"
     assert words in caplog.text
+
+
+def test_the_budget_line_says_how_many_queues_wait_for_a_revisit_token(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``ADAPTIVE_BUDGET`` is a ceiling: the queues parked for a token are said and counted."""
+    clock = Clock()
+    politeness = Politeness(delay_factor=0, min_delay=0, max_delay=0, valence=1, lease=60.0)
+    f = Frontier(MemoryStore(), politeness, clock=clock, revisit_ceiling=0.01)  # one token, then one per 100 s
+    for host in ("a", "b", "c"):
+        add(f, f"http://{host}/p")
+    for _ in range(3):
+        issued = f.next()
+        assert issued is not None
+        f.update(issued.fp, visited(), Plan(5.0))
+    clock.t += 5
+    assert f.next() is not None and f.next() is None  # one revisit went, two queues wait
+    crawler = summarised(f, clock, tmp_path, caplog)
+    assert "2 queues waiting for the budget's next revisit" in caplog.text
+    assert crawler.stats.get_value("adaptive/budget/waiting_queues") == 2
