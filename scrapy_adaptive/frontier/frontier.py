@@ -111,9 +111,9 @@ class Frontier:
         )
         #: URLs whose undelivered versions load() made due again
         self._redelivered_at_load = 0
-        #: planned revisits per second at most (``ADAPTIVE_BUDGET``; one
-        #: worker's frontier: a fleet's workers share no bucket)
-        self._gate = RevisitGate(revisit_ceiling, clock()) if revisit_ceiling and sharing is None else None
+        #: revisits per second at most (``ADAPTIVE_BUDGET``; a fleet's worker
+        #: its share, :meth:`set_revisit_ceiling`)
+        self._gate = RevisitGate(revisit_ceiling, clock()) if revisit_ceiling else None
 
     @property
     def redelivered(self) -> int:
@@ -332,6 +332,13 @@ class Frontier:
         """True while any URL will be due some day, or is out.  A worker of
         a shared frontier always has: other workers may add URLs any time."""
         return self.book.totals.schedulable > 0 or bool(self._leases) or self.sharing is not None
+
+    def set_revisit_ceiling(self, per_second: float) -> None:
+        """Revisits per second this frontier issues at most from now on (a
+        fleet's worker: its share of the budget, as workers come and go);
+        without a ceiling set at construction there is none to move."""
+        if self._gate is not None:
+            self._gate.set_rate(per_second, self.clock())
 
     def next_ready_time(self) -> float | None:
         """When the next queue becomes ready (None: none will by itself): a

@@ -15,7 +15,8 @@ Every revisit takes a token: planned, a retry, a noise probe, a header check,
 a page's embed fetched with it, one a hint or a priority brought forward
 (they are all fetches the budget pays for).  A URL's first visit goes as it
 comes, and so does a known URL the spider asked for again (``dont_filter``):
-the spider's own request, not the policy's.  A queue whose next issue would
+the spider's own request, not the policy's.  A fleet's worker holds its
+share, the budget over the live workers, re-set as they come and go.  A queue whose next issue would
 be a revisit while the bucket is empty is parked (off the heap) and goes
 back, the one parked the longest first, as tokens come: a closed gate costs
 one record read per queue, never a scan of the queues.  Kept in memory: a
@@ -49,6 +50,15 @@ class RevisitGate:
         self._parked: dict[str, HostQueue] = {}
         #: URLs the spider asked for again, not yet issued (oldest first)
         self._asked: dict[bytes, None] = {}
+
+    def set_rate(self, per_second: float, now: float) -> None:
+        """A new rate from *now* on (the tokens earned until now kept, up to the new size)."""
+        if not per_second > 0:
+            raise ValueError(f"a revisit ceiling must be > 0 per second, not {per_second!r}")
+        self._refill(now)
+        self.rate = per_second
+        self.size = max(1.0, per_second * BURST_SECONDS)
+        self._tokens = min(self._tokens, self.size)
 
     def _refill(self, now: float) -> None:
         if now > self._at:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..model import Outcome, Visit
 from ..policies import persist
+from ..policies.history import DAY
 from ..store.base import StoreError
 from .schedule_opening import OpenSchedules
 
@@ -54,17 +55,23 @@ class Rebalance:
 
 class ShareBudget:
     """In a fleet, each worker spends its share of ``ADAPTIVE_BUDGET``
-    (:meth:`.CrawlWide.share_fleet`): re-read at every tick, as workers come
-    and go."""
+    (:meth:`.CrawlWide.share_fleet`) and issues no more revisits than it
+    (:meth:`.Frontier.set_revisit_ceiling`): re-read at every tick, as
+    workers come and go."""
 
     def __init__(self, runtime: Runtime, crawl: CrawlWide, budget_per_day: float | None) -> None:
+        self.frontier = runtime.frontier
         self.sharing = runtime.frontier.sharing
         self.crawl = crawl
         self.budget_per_day = budget_per_day
 
     def run(self) -> None:
         if self.sharing is not None:
-            self.crawl.share_fleet(self.budget_per_day, self.sharing.workers)
+            workers = self.sharing.workers
+            self.crawl.share_fleet(self.budget_per_day, workers)
+            if self.budget_per_day is not None and workers >= 1:
+                # the ceiling too: this worker issues its share of the revisits
+                self.frontier.set_revisit_ceiling(self.budget_per_day / DAY / workers)
 
 
 class FlushDelivery:

@@ -166,3 +166,16 @@ def test_the_shape_says_how_many_queues_wait_for_the_budget(store: Store) -> Non
     clock.t += 5
     assert len(drain(f, clock, 0.1)) == 1
     assert f.shape()["budget_waiting"] == 3
+
+
+def test_a_fleet_worker_holds_the_share_it_is_given(store: Store) -> None:
+    """A fleet's worker is given the budget over the live workers at every
+    tick (``ShareBudget``): the ceiling moves with it."""
+    clock = Clock()
+    f = gated(store, clock, per_second=4.0)
+    first_visits(f, clock, [f"http://h{i}/p" for i in range(300)], wait=5.0)
+    clock.t += 5 + BURST_SECONDS
+    f.set_revisit_ceiling(1.0)  # a second worker joined... and two more
+    issued = [t for t, _, visits in drain(f, clock, 40.0) if visits]
+    assert len(issued) <= 1.0 * BURST_SECONDS + 40 + 1  # the bucket cut to the new size, then one a second
+    assert len(issued) >= 40 - 1
