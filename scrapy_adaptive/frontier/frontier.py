@@ -211,7 +211,10 @@ class Frontier:
         raw = self.store.get_record(queue, fp)
         if raw is None:
             data = request() if callable(request) else request
-            return add_new(self.book, self.clock(), fp, url, queue, data, directive, priority)
+            result = add_new(self.book, self.clock(), fp, url, queue, data, directive, priority)
+            if self._gate is not None and result is AddResult.NEW:
+                self._gate.found(queue)  # a parked queue looks again: a first visit needs no token
+            return result
         if not force and directive == 0 and not with_page:
             return AddResult.DUPLICATE
         try:
@@ -267,8 +270,13 @@ class Frontier:
                 continue
             next_ms, fp, record = urgency.most_urgent(self.store, q, record, time_to_ms(now))
             if gate is not None and record.visits and not gate.admits(fp, now):
-                gate.park(q)  # a revisit, and the budget spent for now: the queue waits for a token
-                continue
+                # a revisit, and the budget spent for now: a first visit of the
+                # queue goes instead, or the queue waits for a token
+                found = gate.first_visit(self.store, q, time_to_ms(now))
+                if found is None:
+                    gate.park(q)
+                    continue
+                (_, next_ms, fp), record = found
             overdue = max(0.0, now - next_ms / 1000)
             q.take_slot(fp, now)
             self._leases.lend(fp, Lease(name, now, now + self.politeness.lease, overdue, record))

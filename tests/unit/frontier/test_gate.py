@@ -179,3 +179,22 @@ def test_a_fleet_worker_holds_the_share_it_is_given(store: Store) -> None:
     issued = [t for t, _, visits in drain(f, clock, 40.0) if visits]
     assert len(issued) <= 1.0 * BURST_SECONDS + 40 + 1  # the bucket cut to the new size, then one a second
     assert len(issued) >= 40 - 1
+
+
+def test_a_hosts_new_urls_go_while_its_overdue_revisits_wait_for_the_budget(store: Store) -> None:
+    """New URLs sort behind every revisit of their host that fell due before
+    them: with the revisits held back they must not wait for the backlog."""
+    clock = Clock()
+    f = gated(store, clock, per_second=0.01)  # one token, the next 100 s later
+    first_visits(f, clock, [f"http://a/old{i}" for i in range(100)], wait=5.0)
+    clock.t += 10  # all 100 revisits due
+    for i in range(5):
+        add(f, f"http://a/new{i}")
+    issued = drain(f, clock, 1.0)
+    assert sorted(url for _, url, visits in issued if not visits) == [f"http://a/new{i}" for i in range(5)]
+    assert len([url for _, url, visits in issued if visits]) == 1  # the one token
+    clock.t += 1
+    add(f, "http://a/new5")  # found later: the look goes on from where it stopped
+    issued = drain(f, clock, 0.5)
+    assert [url for _, url, _ in issued] == ["http://a/new5"]
+    assert f.shape()["budget_waiting"] == 1
