@@ -20,8 +20,9 @@ wait, a due URL never visited is issued instead (:meth:`RevisitGate.first_visit`
 A fleet's worker holds its share, the budget over the live workers, re-set as
 they come and go.  A queue whose next issue would
 be a revisit while the bucket is empty is parked (off the heap) and goes
-back, the one parked the longest first, as tokens come: a closed gate costs
-one record read per queue, never a scan of the queues.  Kept in memory: a
+back, the one parked the longest first, as tokens come: a closed gate costs,
+per revisit refused, a look at most :data:`FIRST_VISIT_SCAN` entries long,
+never a scan of the queues.  Kept in memory: a
 restart starts with a full bucket, at most :data:`BURST_SECONDS` of the
 budget early.
 """
