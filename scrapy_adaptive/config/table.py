@@ -249,7 +249,8 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "by its politeness (valence per max(`ADAPTIVE_MIN_DELAY`, Crawl-delay), tightened by measured fetch "
         "times). It is also a ceiling: revisits (probes, header checks and embeds included) are issued no "
         "faster than this, a burst of 10 s of it at most; first visits and URLs the spider asks for again "
-        "(`dont_filter`) go as they come; in a fleet each worker holds budget / live workers. Unset: the budget follows the crawl's politeness capacity, see `ADAPTIVE_CAPACITY_SHARE`.",
+        "(`dont_filter`) go as they come; in a fleet each worker holds budget / live workers. Unset: the "
+        "budget follows the crawl's politeness capacity, see `ADAPTIVE_CAPACITY_SHARE`.",
         above=0.0,
         at_most=MAX_BUDGET,
         optional=True,

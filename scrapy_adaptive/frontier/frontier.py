@@ -351,9 +351,8 @@ class Frontier:
     def next_ready_time(self) -> float | None:
         """When the next queue becomes ready (None: none will by itself): a
         queue on the heap, or one parked for the budget once its token comes."""
-        ready = self.book.next_ready_time()
-        parked = self._gate.waiting() if self._gate is not None else None
-        return ready if parked is None else parked if ready is None else min(ready, parked)
+        times = (self.book.next_ready_time(), self._gate.waiting() if self._gate is not None else None)
+        return min((t for t in times if t is not None), default=None)
 
     def queues(self) -> Iterator[HostQueue]:
         return iter(self.book)

@@ -49,12 +49,10 @@ class RevisitGate:
     """A token bucket over revisits, and the queues waiting for a token."""
 
     def __init__(self, per_second: float, now: float) -> None:
-        if not per_second > 0:
-            raise ValueError(f"a revisit ceiling must be > 0 per second, not {per_second!r}")
-        self.rate = per_second
-        self.size = max(1.0, per_second * BURST_SECONDS)
-        self._tokens = self.size
+        self.rate = self.size = self._tokens = 0.0
         self._at = now
+        self.set_rate(per_second, now)
+        self._tokens = self.size  # a crawl starts with a full bucket
         #: queues parked while the bucket was empty, in the order they came
         self._parked: dict[str, HostQueue] = {}
         #: URLs the spider asked for again, not yet issued (oldest first)

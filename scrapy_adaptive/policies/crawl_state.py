@@ -88,18 +88,20 @@ class CrawlWide:
         if self.pace is not None:
             self.pace.set_budget(budget, ceiling=ceiling)
 
-    def share_fleet(self, budget_per_day: float | None, workers: int) -> None:
+    def share_fleet(self, budget_per_day: float | None, workers: int) -> float | None:
         """In a fleet, ``ADAPTIVE_BUDGET`` (*budget_per_day*) is the fleet's:
         this worker spends its share, budget ÷ live *workers*, on the hosts it
         holds (about that share of the URLs).  Every part that spends the
         budget is given the same share; a part already at it is left alone
-        (setting a budget restarts its control window)."""
+        (setting a budget restarts its control window).  Returns the share
+        (revisits per second; None: no budget, or no worker yet)."""
         if budget_per_day is None or workers < 1:
-            return
+            return None
         share = budget_per_day / DAY / workers
         for part in (self.allocator, self.pace):
             if part is not None and part.budget != share:
                 part.set_budget(share)
+        return share
 
     def allocator_for(self, params: BudgetNumbers) -> RateAllocator:
         """The crawl's rate allocator, made from the first *params* that ask:

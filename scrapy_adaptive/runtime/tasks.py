@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..model import Outcome, Visit
 from ..policies import persist
-from ..policies.history import DAY
 from ..store.base import StoreError
 from .schedule_opening import OpenSchedules
 
@@ -67,11 +66,9 @@ class ShareBudget:
 
     def run(self) -> None:
         if self.sharing is not None:
-            workers = self.sharing.workers
-            self.crawl.share_fleet(self.budget_per_day, workers)
-            if self.budget_per_day is not None and workers >= 1:
-                # the ceiling too: this worker issues its share of the revisits
-                self.frontier.set_revisit_ceiling(self.budget_per_day / DAY / workers)
+            share = self.crawl.share_fleet(self.budget_per_day, self.sharing.workers)
+            if share is not None:
+                self.frontier.set_revisit_ceiling(share)  # the ceiling too: this worker's share of the revisits
 
 
 class FlushDelivery:
