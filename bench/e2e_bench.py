@@ -128,7 +128,8 @@ def crawl_settings(config: str, args: argparse.Namespace, run_dir: Path, state: 
         "BENCH_STATS_FILE": str(run_dir / "stats.json"),
     }
     if config == "default+jobdir" or config.startswith("adaptive"):
-        settings["JOBDIR"] = str(state / "jobdir")
+        # a revisit pass of --against's code starts from its own copy of the first pass's state
+        settings["JOBDIR"] = str(state / ("jobdir-against" if config == AGAINST and args.revisit else "jobdir"))
     if config == "httpcache":
         settings.update(
             HTTPCACHE_ENABLED="True",
@@ -350,7 +351,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.variant:
         configs.append("adaptive+")
     if args.revisit:
-        configs = list(REVISIT_CONFIGS)
+        configs = [*REVISIT_CONFIGS, *([AGAINST] if args.against else [])]
     for root in filter(None, (REPO_ROOT, args.against and Path(args.against))):
         compileall.compile_dir(str(Path(root) / "scrapy_adaptive"), quiet=1)
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="e2e-bench-"))
@@ -363,7 +364,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     try:
         for rep in range(args.repeats):
             state = workdir / f"{rep + 1}-state" if args.revisit else None
-            for config in revisit_round(args, site, state, rep) if state else configs:
+            for config in revisit_round(args, site, state, rep, configs) if state else configs:
                 _log(f"run {rep + 1}/{args.repeats}: {config}")
                 run = run_crawl(config, args, site, workdir / f"{rep + 1}-{config}", state)
                 run["round"] = rep + 1
@@ -381,8 +382,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     return emit(result, args, format_report(runs, summary, configs))
 
 
-def revisit_round(args: argparse.Namespace, site: Site, state: Path, rep: int) -> Iterator[str]:
-    """First passes (untimed), one page in ten changed, then the configurations to time, in turn."""
+def revisit_round(args: argparse.Namespace, site: Site, state: Path, rep: int, configs: Sequence[str]) -> Iterator[str]:
+    """First passes (untimed), one page in ten changed, then the configurations to time, in turn
+    (``--against``'s code revisits a copy of the adaptive first pass's state)."""
     wait = str(args.revisit_wait)
     first = run_crawl(
         "adaptive", args, site, state / "first-adaptive", state, ADAPTIVE_WAIT_MIN=wait, ADAPTIVE_WAIT_MAX=wait
@@ -393,10 +395,13 @@ def revisit_round(args: argparse.Namespace, site: Site, state: Path, rep: int) -
     for run in (first, first_cache):
         if "error" in run or run["site"]["unique"] < args.pages:
             _log(f"first pass of {run['config']} incomplete: {run.get('error') or run['site']}")
+    if AGAINST in configs:
+        shutil.copytree(state / "jobdir", state / "jobdir-against")
     site.get("/_bump?every=10")
-    order = REVISIT_CONFIGS[rep % 3 :] + REVISIT_CONFIGS[: rep % 3]  # who goes first changes by round
+    turn = rep % len(configs)
+    order = [*configs[turn:], *configs[:turn]]  # who goes first changes by round
     for config in order:
-        if config == "adaptive":
+        if config.startswith("adaptive"):
             time.sleep(max(0.0, due - time.monotonic()))  # every page due
         yield config
 

@@ -268,7 +268,7 @@ class Frontier:
                 book.refresh_head(q, q.head)
                 book.schedule(q)
                 continue
-            next_ms, fp, record = urgency.most_urgent(self.store, q, record, time_to_ms(now))
+            next_ms, fp, record = urgency.most_urgent(book, q, record, time_to_ms(now))
             if gate is not None and record.visits and not gate.admits(fp, now):
                 # a revisit, and the budget spent for now: a first visit of the
                 # queue goes instead, or the queue waits for a token

@@ -170,15 +170,24 @@ class QueueBook:
             if known:
                 q.head = head
                 return
-            limit = len(q.out) + 1 + AHEAD
-            entries = list(self.store.queue_entries(q.name, limit=limit, start=start))
-            keep_window(q, entries, limit)
+            entries = self.read_ahead(q, start)
         else:
             entries = self.store.queue_entries(q.name, limit=len(q.out) + 1, start=start)
         for entry in entries:
             if entry[2] not in q.out:
                 q.head = entry
                 break
+
+    def read_ahead(self, q: HostQueue, start: Entry) -> list[Entry]:
+        """*q*'s entries from *start* on, as far as its URLs out and
+        :data:`~.readahead.AHEAD` more reach: one seek, kept as the queue's
+        window when this frontier is its store's one writer (the next heads,
+        and the due URLs the urgency weighing compares, are then read there)."""
+        limit = len(q.out) + 1 + AHEAD
+        entries = list(self.store.queue_entries(q.name, limit=limit, start=start))
+        if self.sharing is None:
+            keep_window(q, entries, limit)
+        return entries
 
     def moved(self, q: HostQueue, old: Entry, new: Entry) -> None:
         """Keep the head right after one entry moved from *old* to *new*.

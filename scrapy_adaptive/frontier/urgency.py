@@ -37,13 +37,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from typing import TYPE_CHECKING
+
 from ..model import RecordError, UrlRecord
 from ..store.base import Store
 from .hostqueue import Entry, HostQueue
-from .readahead import window_from
+from .readahead import AHEAD, window_from
 
-#: how many of a queue's due URLs are weighed against each other
-WINDOW = 8
+if TYPE_CHECKING:
+    from .queues import QueueBook
+
+#: how many of a queue's due URLs are weighed against each other: as many as
+#: a seek reads past its head (the queue's window holds them, most issues)
+WINDOW = AHEAD
 
 #: ranking waits a queue keeps between issues
 KEPT = 4 * WINDOW
@@ -125,7 +131,7 @@ def _weigh(
     return False
 
 
-def most_urgent(store: Store, q: HostQueue, head: UrlRecord, now_ms: int) -> tuple[int, bytes, UrlRecord]:
+def most_urgent(book: QueueBook, q: HostQueue, head: UrlRecord, now_ms: int) -> tuple[int, bytes, UrlRecord]:
     """``(next_ms, fp, record)`` of the due URL of *q* to issue: its head
     (whose *head* record the caller read) unless another of its first due
     URLs is later relative to its own wait (:func:`pick`).
@@ -134,6 +140,7 @@ def most_urgent(store: Store, q: HostQueue, head: UrlRecord, now_ms: int) -> tup
     the frontier drops or quarantines them when they become the head.
     """
     assert q.head is not None
+    store = book.store
     directive, head_ms, head_fp = q.head
     own = _wait(head)
     if own is None or head_ms >= now_ms or (now_ms - head_ms) / 1000 >= own:
@@ -143,12 +150,13 @@ def most_urgent(store: Store, q: HostQueue, head: UrlRecord, now_ms: int) -> tup
     entries: list[Entry] = [q.head]
     waits: list[float | None] = [own]
     # the queue's readahead window holds the next entries when it reaches far
-    # enough (the queue's end, or a URL not due or of another band): no seek
+    # enough (the queue's end, or a URL not due or of another band): no seek;
+    # else one seek, which becomes the window the next issues weigh in
     held = window_from(q, q.head)
     weighed = held is not None and _weigh(store, q, held[0], directive, now_ms, entries, waits)
     if not weighed and not (held is not None and held[1]):
         del entries[1:], waits[1:]
-        _weigh(store, q, store.queue_entries(q.name, limit=len(q.out) + WINDOW, start=q.head), directive, now_ms, entries, waits)
+        _weigh(store, q, book.read_ahead(q, q.head), directive, now_ms, entries, waits)
     chosen = pick(waits, [e[1] for e in entries], now_ms)
     if chosen:
         _, next_ms, fp = entries[chosen]
