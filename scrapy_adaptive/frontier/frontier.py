@@ -351,8 +351,11 @@ class Frontier:
     def next_ready_time(self) -> float | None:
         """When the next queue becomes ready (None: none will by itself): a
         queue on the heap, or one parked for the budget once its token comes."""
-        times = (self.book.next_ready_time(), self._gate.waiting() if self._gate is not None else None)
-        return min((t for t in times if t is not None), default=None)
+        ready = self.book.next_ready_time()  # asked after every add and issue: no generator
+        token = self._gate.waiting() if self._gate is not None else None
+        if token is None or (ready is not None and ready <= token):
+            return ready
+        return token
 
     def queues(self) -> Iterator[HostQueue]:
         return iter(self.book)
