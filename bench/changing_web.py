@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 
 from bench.changing_web_site import copy_addresses
 from bench.changing_web_world import KINDS, Url, World
-from bench.e2e_bench import _env
+from bench.common import env as _env
 from bench.replay import hindsight_optimum
 from bench.sim import world as simworld
 from bench.sim.intensity import CONSTANT

@@ -62,7 +62,6 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import REPO_ROOT, emit, env, loadavg_line, log, median, num, render
-from bench.common import env as _env  # noqa: F401 (bench.changing_web imports it from here)
 from bench.e2e_site import add_site_arguments
 from testsite.process import SiteProcess
 
@@ -128,7 +127,6 @@ def crawl_settings(config: str, args: argparse.Namespace, run_dir: Path, state: 
         "BENCH_STATS_FILE": str(run_dir / "stats.json"),
     }
     if config == "default+jobdir" or config.startswith("adaptive"):
-        # a revisit pass of --against's code starts from its own copy of the first pass's state
         settings["JOBDIR"] = str(state / ("jobdir-against" if config == AGAINST and args.revisit else "jobdir"))
     if config == "httpcache":
         settings.update(
@@ -346,12 +344,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     if args.against and not (Path(args.against) / "scrapy_adaptive" / "__init__.py").is_file():
         parser.error(f"--against {args.against}: no scrapy_adaptive package in that folder (a checkout is needed)")
-    configs = ["default", "adaptive"] + ([AGAINST] if args.against else [])
-    configs += [] if args.no_jobdir_baseline else ["default+jobdir"]
-    if args.variant:
-        configs.append("adaptive+")
-    if args.revisit:
-        configs = [*REVISIT_CONFIGS, *([AGAINST] if args.against else [])]
+    first = ["default", "adaptive", *["default+jobdir"] * (not args.no_jobdir_baseline)]
+    first += ["adaptive+"] * bool(args.variant)
+    configs = [*(REVISIT_CONFIGS if args.revisit else first), *([AGAINST] if args.against else [])]
     for root in filter(None, (REPO_ROOT, args.against and Path(args.against))):
         compileall.compile_dir(str(Path(root) / "scrapy_adaptive"), quiet=1)
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="e2e-bench-"))
@@ -383,8 +378,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 
 def revisit_round(args: argparse.Namespace, site: Site, state: Path, rep: int, configs: Sequence[str]) -> Iterator[str]:
-    """First passes (untimed), one page in ten changed, then the configurations to time, in turn
-    (``--against``'s code revisits a copy of the adaptive first pass's state)."""
+    """First passes (untimed), one page in ten changed, then the configurations to time, in turn."""
     wait = str(args.revisit_wait)
     first = run_crawl(
         "adaptive", args, site, state / "first-adaptive", state, ADAPTIVE_WAIT_MIN=wait, ADAPTIVE_WAIT_MAX=wait
@@ -395,11 +389,10 @@ def revisit_round(args: argparse.Namespace, site: Site, state: Path, rep: int, c
     for run in (first, first_cache):
         if "error" in run or run["site"]["unique"] < args.pages:
             _log(f"first pass of {run['config']} incomplete: {run.get('error') or run['site']}")
-    if AGAINST in configs:
+    if AGAINST in configs:  # --against's code revisits its own copy of the first pass's state
         shutil.copytree(state / "jobdir", state / "jobdir-against")
     site.get("/_bump?every=10")
-    turn = rep % len(configs)
-    order = [*configs[turn:], *configs[:turn]]  # who goes first changes by round
+    order = [*configs[rep % len(configs) :], *configs[: rep % len(configs)]]  # who goes first changes by round
     for config in order:
         if config.startswith("adaptive"):
             time.sleep(max(0.0, due - time.monotonic()))  # every page due
