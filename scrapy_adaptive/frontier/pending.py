@@ -17,7 +17,7 @@ and the queues' and totals' counts are of delivered versions only.
 
 :class:`PendingVersions` is the one holder of the marks in memory; the
 frontier writes a new mark with a verdict (:meth:`PendingVersions.staged`,
-:meth:`PendingVersions.settle`).  The crawl sees it as the :class:`Outbox`
+:meth:`PendingVersions.written`).  The crawl sees it as the :class:`Outbox`
 (``Frontier.outbox``): the change events to deliver, and the versions whose
 items are durable.
 """
@@ -140,7 +140,7 @@ class PendingVersions:
         # the three fields it reads, not a copy of the whole record
         return presence_of({"presence": record.presence, "status": record.status, "digest": record.digest})
 
-    def settle(self, fp: bytes, mark: Mark, presence: list[int] | None = None) -> None:
+    def written(self, fp: bytes, mark: Mark, presence: list[int] | None = None) -> None:
         """Hold *mark* for *fp*: its write has reached the store (with
         *presence*, :meth:`presence_before`)."""
         self._pending[fp] = mark

@@ -120,7 +120,7 @@ class VerdictWriter:
         batch.hosts[record.queue] = book.counters(q)
         book.write(batch, q, undo)
         if mark is not None:
-            self.pending.settle(fp, mark, before)
+            self.pending.written(fp, mark, before)
             if held is not None:
                 self.pending.hold(fp, *held)
         book.moved(q, old[1:], (record.directive, record.next_ms, fp))

@@ -61,7 +61,7 @@ def test_staged_counts_one_more_version_keeping_what_was_delivered(store: Store)
     pending = f._pending
     old = UrlRecord(url=URL, queue="a", request={}, next_ms=0, discovered=0.0, digest="sha1:old", versions=3)
     assert pending.staged(b"k", old) == ("a", "sha1:old", 1, 3)
-    pending.settle(b"k", ("a", "sha1:old", 1, 3))
+    pending.written(b"k", ("a", "sha1:old", 1, 3))
     newer = UrlRecord(url=URL, queue="a", request={}, next_ms=0, discovered=0.0, digest="sha1:newer", versions=4)
     assert pending.staged(b"k", newer) == ("a", "sha1:old", 2, 3)
     assert pending.pending_count == 1
