@@ -36,7 +36,6 @@ policy, only the wait the policy chose, so it holds for every wait policy.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-
 from typing import TYPE_CHECKING
 
 from ..model import RecordError, UrlRecord

@@ -196,3 +196,46 @@ def test_the_weighing_reads_the_queue_s_window_without_a_seek_and_picks_as_the_s
 
     assert first_issue(tmp_path / "windowed", window=True) == ("http://a/fast", 0)
     assert first_issue(tmp_path / "seeking", window=False)[0] == "http://a/fast"
+
+
+def test_a_revisit_pass_over_many_due_urls_seeks_the_store_once_per_window(tmp_path: Path) -> None:
+    """Every issue of a queue with many URLs due at once weighs its first
+    due URLs.  A seek reads as many as are weighed, past the URLs out, and
+    becomes the queue's window, so the next issues weigh them there: one
+    seek per several issues, not about one per issue, with eight fetches of
+    the host at a time (a LevelDB frontier, its store's one writer)."""
+    store = LevelDBStore(str(tmp_path / "db"))
+    try:
+        waits = {f"http://a/{i}": 100.0 + i / 2 for i in range(80)}
+        clock = Clock()
+        f = make(store, clock, min_delay=0, max_delay=0, delay_factor=0, valence=8)
+        for url in waits:
+            add(f, url)
+        visit_all(f, clock, waits)
+        clock.t += 125  # half the URLs due, each late by less than its wait: every issue weighs
+        seeks: list[str] = []
+        queue_entries = store.queue_entries
+
+        def counting(queue: str, **kwargs: Any) -> Any:
+            seeks.append(queue)
+            return queue_entries(queue, **kwargs)
+
+        store.queue_entries = counting  # type: ignore[method-assign]
+        out: list[tuple[bytes, str]] = []
+        issued = []
+        while len(issued) < 40:
+            if len(out) < 8:  # the host's eight slots busy, as a crawl keeps them
+                got = f.next()
+                assert got is not None
+                issued.append(got.record.url)
+                out.append((got.fp, got.record.url))
+                continue
+            done, url = out.pop(0)
+            f.downloads.fetch_ended(done, 0.0)
+            f.update(done, visited(), Plan(waits[url]))
+            clock.t += 0.001
+        assert len(set(issued)) == 40, "each due URL once"
+        # (before the weighing's seek became the window: 35 seeks)
+        assert len(seeks) <= 40 // 4, f"{len(seeks)} seeks for 40 issues"
+    finally:
+        store.close()
