@@ -25,6 +25,19 @@ def visit_all(f: Frontier, clock: Clock, waits: dict[str, float]) -> None:
         clock.t += 0.001
 
 
+def counted_seeks(store: LevelDBStore) -> list[str]:
+    """The queues of the store's entry scans from now on (each a seek), as they happen."""
+    seeks: list[str] = []
+    queue_entries = store.queue_entries
+
+    def counting(queue: str, **kwargs: Any) -> Any:
+        seeks.append(queue)
+        return queue_entries(queue, **kwargs)
+
+    store.queue_entries = counting  # type: ignore[method-assign]
+    return seeks
+
+
 def crawled(store: Store, waits: dict[str, float]) -> tuple[Frontier, Clock]:
     """A frontier without politeness waits whose URLs (*waits*) were first
     visited one after the other, each given its wait."""
@@ -180,14 +193,7 @@ def test_the_weighing_reads_the_queue_s_window_without_a_seek_and_picks_as_the_s
             if not window:
                 for q in f.queues():
                     q.window = []  # as a shared store's frontier has none
-            seeks: list[str] = []
-            queue_entries = store.queue_entries
-
-            def counting(queue: str, **kwargs: Any) -> Any:
-                seeks.append(queue)
-                return queue_entries(queue, **kwargs)
-
-            store.queue_entries = counting  # type: ignore[method-assign]
+            seeks = counted_seeks(store)
             first = f.next()
             assert first is not None
             return first.record.url, len(seeks)
@@ -213,14 +219,7 @@ def test_a_revisit_pass_over_many_due_urls_seeks_the_store_once_per_window(tmp_p
             add(f, url)
         visit_all(f, clock, waits)
         clock.t += 125  # half the URLs due, each late by less than its wait: every issue weighs
-        seeks: list[str] = []
-        queue_entries = store.queue_entries
-
-        def counting(queue: str, **kwargs: Any) -> Any:
-            seeks.append(queue)
-            return queue_entries(queue, **kwargs)
-
-        store.queue_entries = counting  # type: ignore[method-assign]
+        seeks = counted_seeks(store)
         out: list[tuple[bytes, str]] = []
         issued = []
         while len(issued) < 40:
