@@ -25,19 +25,6 @@ def visit_all(f: Frontier, clock: Clock, waits: dict[str, float]) -> None:
         clock.t += 0.001
 
 
-def counted_seeks(store: LevelDBStore) -> list[str]:
-    """The queues of the store's entry scans from now on (each a seek), as they happen."""
-    seeks: list[str] = []
-    queue_entries = store.queue_entries
-
-    def counting(queue: str, **kwargs: Any) -> Any:
-        seeks.append(queue)
-        return queue_entries(queue, **kwargs)
-
-    store.queue_entries = counting  # type: ignore[method-assign]
-    return seeks
-
-
 def crawled(store: Store, waits: dict[str, float]) -> tuple[Frontier, Clock]:
     """A frontier without politeness waits whose URLs (*waits*) were first
     visited one after the other, each given its wait."""
@@ -121,6 +108,19 @@ def counted_reads(store: Store) -> list[bytes]:
 
     store.get_record = counting  # type: ignore[method-assign]
     return reads
+
+
+def counted_seeks(store: LevelDBStore) -> list[str]:
+    """The queues of the store's entry scans from now on (each a seek), as they happen."""
+    seeks: list[str] = []
+    queue_entries = store.queue_entries
+
+    def counting(queue: str, **kwargs: Any) -> Any:
+        seeks.append(queue)
+        return queue_entries(queue, **kwargs)
+
+    store.queue_entries = counting  # type: ignore[method-assign]
+    return seeks
 
 
 def test_the_weighing_reads_the_due_urls_only(store: Store) -> None:
