@@ -178,12 +178,12 @@ class QueueBook:
                 q.head = entry
                 break
 
-    def read_ahead(self, q: HostQueue, start: Entry) -> list[Entry]:
-        """*q*'s entries from *start* on, as far as its URLs out and
-        :data:`~.readahead.AHEAD` more reach: one seek, kept as the queue's
-        window when this frontier is its store's one writer (the next heads,
-        and the due URLs the urgency weighing compares, are then read there)."""
-        limit = len(q.out) + 1 + AHEAD
+    def read_ahead(self, q: HostQueue, start: Entry, ahead: int = AHEAD) -> list[Entry]:
+        """*q*'s entries from *start* on, as far as its URLs out and *ahead*
+        more reach: one seek, kept as the queue's window when this frontier
+        is its store's one writer (the next heads, and the due URLs the
+        urgency weighing compares, are then read there)."""
+        limit = len(q.out) + 1 + ahead
         entries = list(self.store.queue_entries(q.name, limit=limit, start=start))
         if self.sharing is None:
             keep_window(q, entries, limit)

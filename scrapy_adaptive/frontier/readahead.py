@@ -27,10 +27,10 @@ from .hostqueue import Entry, HostQueue, order
 if TYPE_CHECKING:
     from ..store.base import Batch
 
-#: entries read past a queue's head (and past its URLs out) by a seek: as
-#: many as the urgency weighing compares (:data:`.urgency.WINDOW`), so that
-#: the weighing, at every issue, finds them here rather than seeking again
-AHEAD = 8
+#: entries read past a queue's head (and past its URLs out) by a seek (the
+#: urgency weighing's own seek reads as many as it compares, up to
+#: ``AHEAD + GROWTH``: a window never holds more)
+AHEAD = 4
 
 #: entries a window may gain from writes beyond what its seek read (then
 #: its tail is dropped: a window grows with nothing but hosts)

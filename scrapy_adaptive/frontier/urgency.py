@@ -41,14 +41,15 @@ from typing import TYPE_CHECKING
 from ..model import RecordError, UrlRecord
 from ..store.base import Store
 from .hostqueue import Entry, HostQueue
-from .readahead import AHEAD, window_from
+from .readahead import window_from
 
 if TYPE_CHECKING:
     from .queues import QueueBook
 
-#: how many of a queue's due URLs are weighed against each other: as many as
-#: a seek reads past its head (the queue's window holds them, most issues)
-WINDOW = AHEAD
+#: how many of a queue's due URLs are weighed against each other (a seek
+#: for them reads as many, and the queue keeps them as its window:
+#: :data:`.readahead.AHEAD` + :data:`.readahead.GROWTH` is at least this)
+WINDOW = 8
 
 #: ranking waits a queue keeps between issues
 KEPT = 4 * WINDOW
@@ -155,7 +156,7 @@ def most_urgent(book: QueueBook, q: HostQueue, head: UrlRecord, now_ms: int) -> 
     weighed = held is not None and _weigh(store, q, held[0], directive, now_ms, entries, waits)
     if not weighed and not (held is not None and held[1]):
         del entries[1:], waits[1:]
-        _weigh(store, q, book.read_ahead(q, q.head), directive, now_ms, entries, waits)
+        _weigh(store, q, book.read_ahead(q, q.head, WINDOW), directive, now_ms, entries, waits)
     chosen = pick(waits, [e[1] for e in entries], now_ms)
     if chosen:
         _, next_ms, fp = entries[chosen]
