@@ -266,7 +266,8 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "what the revisit budget is spent for. `versions`: capture as many of the pages' versions as it can "
         "buy (archives; every page visited at the same expected changes per visit, so faster pages more "
         "often). `freshness`: keep the copy current as much of the time as it can (data teams; slow pages get "
-        "more, pages changing too fast to keep current less). See [docs/wait-policies.md](wait-policies.md).",
+        "more, pages changing too fast to keep current less). See "
+        "[docs/wait-policies.md](docs/wait-policies.md#versions-or-freshness-what-the-budget-is-spent-for).",
         choices=OBJECTIVES,
         user=True,
     ),

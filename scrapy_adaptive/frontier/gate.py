@@ -6,8 +6,8 @@ through: when the plans ask for more than the hosts can take (the union's
 two rule families, each sized to the budget, can ask for twice it), the
 crawl realises its politeness capacity, above the budget, and the loop
 takes many windows to bring that down.  Shrinking the plans to fit changes
-which URLs get the visits (``docs/changing-web.md``, "The budget under the
-union's overlap").  So the plans are left as they are and the frontier
+which URLs get the visits (``docs/changing-web.md``, "What was tried on
+this world": the budget under the union's overlap).  So the plans are left as they are and the frontier
 admits revisits at the budget's rate: a token bucket holding
 :data:`BURST_SECONDS` of the budget, one token per revisit.
 

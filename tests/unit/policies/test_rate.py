@@ -983,8 +983,8 @@ def test_an_old_header_whose_odds_of_a_lie_are_small_uses_its_validators_while_i
 
 
 def test_an_overlap_behind_politeness_is_seen_by_the_loop_only_as_the_capacity() -> None:
-    """A known defect, pinned (``docs/changing-web.md``, "The budget under the
-    union's overlap"): a policy visiting half its URLs three times as often
+    """A known defect, pinned (``docs/changing-web.md``, "What was tried",
+    the budget under the union's overlap): a policy visiting half its URLs three times as often
     as the allocator plans (the union's sooner waits) asks for twice the
     budget; politeness lets the crawl realise 1.1 times it, so the feedback
     loop sees a 10 % excess, moves the correction by half its log a window,
