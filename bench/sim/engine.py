@@ -18,7 +18,7 @@ The bucket starts with one token per URL known at the start, so the cap
 limits revisits, not the first crawl.  This is how a rule with no budget
 knob (Heritrix's) is held to a budget: "capped at B".
 
-Change hints of the world (:mod:`.hints`) are handed to
+Change hints of the world (:func:`.world.make_hints`) are handed to
 :meth:`Frontier.hosts.hint` with the policy's ``hint_wait`` when the clock reaches
 them, exactly as the crawler's scheduler does for a request's
 ``adaptive_hint``; their fate is counted in ``result.extra["hints"]``.

@@ -19,8 +19,19 @@ Page classes (``Page.kind``):
 Hosts have Zipf-distributed sizes; a share of them sets a robots.txt
 Crawl-delay (a politeness cap); a share honours conditional GETs (an
 unchanged page then costs a few hundred bytes); a share sends a truthful
-Last-Modified.  Worlds may announce changes through hints (``hint_*``
-fields, :mod:`.hints`).
+Last-Modified.
+
+A world may announce a share of its changes, as sitemaps and feeds do,
+imperfectly (``hint_*`` fields, :func:`make_hints`): each true change is
+hinted with probability ``hint_recall``, reaching the crawler an exponential
+delay (mean ``hint_delay``) after the change and claiming the change's time
+(so a hint that arrives after a visit saw the change is stale, and the
+frontier drops it); false hints (a sitemap regenerated with fresh
+``lastmod``s, a feed republishing old entries) are added so that true ÷ all
+= ``hint_precision``, spread over pages and time.  Every host publishes under
+one source name (``hint_source``), so trust is learned per host.  Hints draw
+from their own generator, so a world's pages and change times do not depend
+on them: the same policy with and without hints sees the same changes.
 """
 
 from __future__ import annotations
@@ -29,7 +40,6 @@ import math
 import random
 from dataclasses import dataclass, field
 
-from .hints import SimHint, make_hints
 from .intensity import CONSTANT, Piecewise
 
 DAY = 86_400.0
@@ -87,12 +97,45 @@ class WorldSpec:
     crawl_delay: float = 1_800.0  #: 2 fetches an hour
     conditional_share: float = 0.5
     last_modified_share: float = 0.0
-    #: change hints (sitemaps, feeds; see hints.py): share of changes announced
+    #: change hints (sitemaps, feeds; :func:`make_hints`): share of changes announced
     #: (0: none), share of hints that are true, mean delay (s), source name
     hint_recall: float = 0.0
     hint_precision: float = 1.0
     hint_delay: float = 3_600.0
     hint_source: str = "sitemap"
+
+
+@dataclass(frozen=True)
+class SimHint:
+    time: float  #: when the crawler receives it
+    page: int  #: page index
+    modified: float | None  #: the modification time it claims
+    true: bool  #: announces a real change (for the report only)
+
+
+def make_hints(spec: WorldSpec, pages: list[Page], start: float, end: float) -> list[SimHint]:
+    """The world's hints, sorted by arrival (empty without ``hint_recall``)."""
+    if spec.hint_recall <= 0 or not pages:
+        return []
+    if not 0 < spec.hint_precision <= 1:
+        raise ValueError(f"hint_precision ({spec.hint_precision!r}) must be in (0, 1]")
+    rng = random.Random(spec.seed * 1_000_003 + 7)
+    delay = spec.hint_delay
+    out: list[SimHint] = []
+    for page in pages:
+        for t in page.changes:
+            if rng.random() < spec.hint_recall:
+                arrival = t + (rng.expovariate(1.0 / delay) if delay > 0 else 0.0)
+                if arrival <= end:
+                    out.append(SimHint(arrival, page.index, t, True))
+    n_false = round(len(out) * (1.0 - spec.hint_precision) / spec.hint_precision)
+    for _ in range(n_false):
+        page = rng.choice(pages)
+        arrival = rng.uniform(start, end)
+        claimed = arrival - (rng.expovariate(1.0 / delay) if delay > 0 else 0.0)
+        out.append(SimHint(arrival, page.index, claimed, False))
+    out.sort(key=lambda h: (h.time, h.page))
+    return out
 
 
 @dataclass
