@@ -238,3 +238,11 @@ def test_a_revisit_pass_over_many_due_urls_seeks_the_store_once_per_window(tmp_p
         assert len(seeks) <= 40 // 4, f"{len(seeks)} seeks for 40 issues"
     finally:
         store.close()
+
+
+def test_the_weighing_s_seek_stays_within_a_window_s_bound() -> None:
+    """The weighing's own seek becomes the queue's window: it reads no more
+    than a window may hold past the URLs out (memory grows with hosts only)."""
+    from scrapy_adaptive.frontier.readahead import AHEAD, GROWTH
+
+    assert AHEAD <= WINDOW <= AHEAD + GROWTH
