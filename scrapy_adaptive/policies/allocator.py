@@ -115,6 +115,7 @@ class RateAllocator:
         self._global: dict[int, list[float]] = {}
         self._caps: dict[str, float] = dict(host_caps or {})
         self._host_urls: dict[str, int] = {}  #: registered URLs per host
+        self._urls = 0  #: registered URLs in all (their sum, asked at every plan)
         self._bound: set[str] = set()  #: capped hosts whose cap can bind (solved on their own)
         self.ratio = 1.0  #: the solved knob: the common r* = λ/f (freshness: μ*, :mod:`.objective`)
         self._host_ratio: dict[str, float] = {}
@@ -165,10 +166,35 @@ class RateAllocator:
         rate = 1.0 if fallback else rate  # the fallback cell counts URLs in its sum too
         self._cell_add(self._hosts.setdefault(host, {}), b, rate, sign)
         self._host_urls[host] = self._host_urls.get(host, 0) + sign
+        self._urls += sign
         if host not in self._bound:
             self._cell_add(self._global, b, rate, sign)
         if sign > 0 and host in self._caps and host not in self._bound:
             self._classify(host)
+
+    def _move(self, host: str, old: float, rate: float, was_fallback: bool, fallback: bool) -> bool:
+        """A URL of *host* re-registered in the cell it was in (most
+        revisits: a rate that moved by less than a bin): its rate moves
+        within the cell, no count changes and no host is classified again;
+        False when the cell changes or the URL is the cell's only one (the
+        general path then removes and adds it, with the same sums)."""
+        if fallback != was_fallback:
+            return False
+        if fallback:
+            b, old, rate = _FALLBACK_BIN, 1.0, 1.0
+        else:
+            b = self._bin(rate)
+            if b != self._bin(old):
+                return False
+        cell = self._hosts[host].get(b)
+        shared = None if host in self._bound else self._global.get(b)
+        if cell is None or cell[0] < 2 or (host not in self._bound and (shared is None or shared[0] < 2)):
+            return False
+        for c in (cell, shared):
+            if c is not None:
+                c[1] -= old
+                c[1] += rate
+        return True
 
     def _classify(self, host: str) -> None:
         """Solve *host* on its own only if its cap can bind.
@@ -202,8 +228,11 @@ class RateAllocator:
         :meth:`fallback_rate` is when the plan is solved."""
         old = memory.get(ALLOCATION)
         if old and old[0] == self.epoch and old[1] in self._hosts:
-            self._apply(old[1], float(old[2]), -1, fallback=len(old) > 3 and bool(old[3]))
-        self._apply(host, rate, 1, fallback=fallback)
+            if not (old[1] == host and self._move(host, float(old[2]), rate, len(old) > 3 and bool(old[3]), fallback)):
+                self._apply(old[1], float(old[2]), -1, fallback=len(old) > 3 and bool(old[3]))
+                self._apply(host, rate, 1, fallback=fallback)
+        else:
+            self._apply(host, rate, 1, fallback=fallback)
         memory[ALLOCATION] = [self.epoch, host, rate, 1] if fallback else [self.epoch, host, rate]
         self._registered += 0 if old and old[0] == self.epoch else 1
         self._pending += 1
@@ -281,6 +310,7 @@ class RateAllocator:
             str(h): {int(b): [float(n), float(sm)] for b, n, sm in cells} for h, cells in state["hosts"].items()
         }
         self._host_urls = {h: round(sum(n for n, _ in cells.values())) for h, cells in self._hosts.items()}
+        self._urls = sum(self._host_urls.values())
         self._global = {}
         self._bound = set()
         for cells in self._hosts.values():
@@ -469,7 +499,7 @@ class RateAllocator:
 
     def urls(self) -> int:
         """URLs with a registered rate (this allocator's epoch)."""
-        return max(0, sum(self._host_urls.values()))
+        return max(0, self._urls)
 
     def fallback_rate(self) -> float | None:
         """With a budget B over N URLs: λ₀ = B/N, the rate of a URL nothing is

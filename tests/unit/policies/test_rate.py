@@ -142,6 +142,29 @@ def test_allocator_replaces_a_registration_and_clips() -> None:
     assert sum(n for n, _ in other._hosts["h"].values()) == 1
 
 
+def test_a_rate_moving_within_its_cell_leaves_the_same_histograms_as_a_remove_and_add() -> None:
+    """Most revisits re-register a rate that moved by less than a bin: the
+    allocator moves it within its cell.  Its histograms, URL counts and
+    plan are those of removing the old rate and adding the new one."""
+    rng = random.Random(7)
+    moved = RateAllocator(50 / DAY, epoch="t", host_caps={"capped": 1 / DAY})
+    general = RateAllocator(50 / DAY, epoch="t", host_caps={"capped": 1 / DAY})
+    general._move = lambda *args: False  # type: ignore[method-assign]  # always the general path
+    memories: list[tuple[dict[str, Any], dict[str, Any], str]] = [({}, {}, rng.choice(["a", "b", "capped"])) for _ in range(60)]
+    for step in range(600):
+        m1, m2, host = memories[rng.randrange(len(memories))]
+        rate = (1 + rng.random() * 0.05) * 2.0 ** rng.choice([-16, -15, -12]) if step % 7 else 0.0
+        fallback = step % 11 == 0
+        moved.register(m1, host, rate, fallback=fallback)
+        general.register(m2, host, rate, fallback=fallback)
+    assert moved._hosts == general._hosts and moved._global == general._global
+    assert moved.urls() == general.urls() == len({id(m[0]) for m in memories if m[0]})
+    assert moved._bound == general._bound == {"capped"}
+    moved.solve()
+    general.solve()
+    assert moved.ratio == general.ratio
+
+
 def test_water_filling_caps_a_host_and_gives_the_rest_to_others() -> None:
     cap = 10 / DAY
     alloc = RateAllocator(200 / DAY, min_wait=60, max_wait=1e9, host_caps={"small": cap}, epoch="t")
