@@ -98,6 +98,21 @@ class Frontier:
         self._shared = SharedHosts(self.book, self._pending, clock)
         #: the crawl's own small state, kept beside its URLs
         self.notes = Notes(store)
+        # -- the parts the crawl reaches, each through its narrow face
+        #: a download's life between :meth:`next` and :meth:`update`: the
+        #: downloader's signals, quick retries, the leases run out
+        self.downloads: Downloads = self._leases
+        #: what the crawl learns of hosts (Crawl-delay, soft-404s, hints) and
+        #: asks of them (validators to verify), and their reports
+        self.hosts: Hosts = self._hosts
+        #: the change events to deliver, and the versions delivered
+        self.outbox: Outbox = self._pending
+        #: this worker's part in a fleet sharing the frontier (a no-op alone)
+        self.fleet: Fleet = self._shared
+        #: what is out for a fingerprint (issued by :meth:`next`, awaiting its
+        #: verdict): its queue, how overdue it was issued, and its record as
+        #: issued (the one copy; requests carry the fingerprint)
+        self.lent: Callable[[bytes], Lease | None] = self._leases.lent
         self.verdict_writer = VerdictWriter(
             self.book,
             self._leases,
@@ -120,30 +135,6 @@ class Frontier:
         """URLs whose undelivered versions were made due again (at load, and
         in a fleet each time a stopped worker's versions were taken back)."""
         return self._redelivered_at_load + self._shared.redelivered
-
-    # -- the parts the crawl reaches, each through its narrow face -------------
-
-    @property
-    def downloads(self) -> Downloads:
-        """A download's life between :meth:`next` and :meth:`update`: the
-        downloader's signals, quick retries, the leases run out."""
-        return self._leases
-
-    @property
-    def hosts(self) -> Hosts:
-        """What the crawl learns of hosts (Crawl-delay, soft-404s, hints) and
-        asks of them (validators to verify), and their reports."""
-        return self._hosts
-
-    @property
-    def outbox(self) -> Outbox:
-        """The change events to deliver, and the versions delivered."""
-        return self._pending
-
-    @property
-    def fleet(self) -> Fleet:
-        """This worker's part in a fleet sharing the frontier (a no-op alone)."""
-        return self._shared
 
     # -- opening -----------------------------------------------------------
 
@@ -359,12 +350,6 @@ class Frontier:
 
     def queues(self) -> Iterator[HostQueue]:
         return iter(self.book)
-
-    def lent(self, fp: bytes) -> Lease | None:
-        """What is out for *fp* (issued by :meth:`next`, awaiting its
-        verdict): its queue, how overdue it was issued, and its record as
-        issued (the one copy; requests carry the fingerprint)."""
-        return self._leases.lent(fp)
 
     def get_record(self, queue: str, fp: bytes) -> UrlRecord | None:
         """The record of URL *fp* of *queue*; None if unknown or unreadable

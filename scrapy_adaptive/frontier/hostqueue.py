@@ -176,22 +176,21 @@ class HostQueue:
 
     # -- state -------------------------------------------------------------
 
-    def _free_slot_time(self) -> float:
-        """Earliest time a slot can be used; ``inf`` when all are in use."""
-        earliest = math.inf
-        for t in self.slots:
-            if t != IN_USE and t < earliest:
-                earliest = t
-        return earliest
-
     def head_time(self) -> float:
         if self.head is None or self.head[1] >= NEVER_MS:
             return math.inf
         return self.head[1] / 1000
 
     def ready_time(self) -> float:
-        """When this queue can next issue a URL (``inf``: not by itself)."""
-        return max(self._free_slot_time(), self.head_time())
+        """When this queue can next issue a URL (``inf``: not by itself): its
+        earliest free slot and its head both ready.  Read at every place on
+        the heap (several times per fetch), so in one pass."""
+        ready = self.head_time()
+        earliest = math.inf  # the earliest slot not in use
+        for t in self.slots:
+            if t != IN_USE and t < earliest:
+                earliest = t
+        return earliest if earliest > ready else ready
 
     def state(self, now: float) -> QueueState:
         if self.head is None and not self.out:

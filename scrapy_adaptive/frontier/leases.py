@@ -88,6 +88,10 @@ class Leases:
         self.clock = clock
         self.fetch_times = fetch_times
         self._out: dict[bytes, Lease] = {}
+        #: what is out for a fingerprint: its queue, how overdue it was issued,
+        #: and its record as issued (the one copy; requests carry the
+        #: fingerprint).  The table's own lookup: asked several times per fetch
+        self.lent: Callable[[bytes], Lease | None] = self._out.get
 
     def __len__(self) -> int:
         return len(self._out)
@@ -97,11 +101,6 @@ class Leases:
 
     def __contains__(self, fp: bytes) -> bool:
         return fp in self._out
-
-    def lent(self, fp: bytes) -> Lease | None:
-        """What is out for *fp*: its queue, how overdue it was issued, and
-        its record as issued (the one copy; requests carry the fingerprint)."""
-        return self._out.get(fp)
 
     def lend(self, fp: bytes, lease: Lease) -> None:
         self._out[fp] = lease

@@ -380,8 +380,9 @@ class RateAllocator:
             self._count = 0.0
             self._registered_at_t0 = self._registered
         dt = max(0.0, now - (self._t_last or now))
-        self._count = self._count * math.exp(-dt / self.control_window) + 1.0
-        self._hinted = self._hinted * math.exp(-dt / self.control_window) + hinted
+        window = self.control_window
+        self._count = self._count * math.exp(-dt / window) + 1.0
+        self._hinted = self._hinted * math.exp(-dt / window) + hinted
         self._t_last = max(now, self._t_last or now)
         self._pending += 1
         self._maybe_solve()

@@ -152,18 +152,19 @@ class BudgetPace:
             self._t_last = now
         dt = max(0.0, now - self._t_last)
         self._t_last = max(now, self._t_last)
-        keep = math.exp(-dt / self.span())
+        span = self.span()
+        keep = math.exp(-dt / span)
         sums = self._sums
         if dt > 0 and self.urls:
             # exact integral of a constant over dt, decayed: (1 − keep)·span
-            w = -math.expm1(-dt / self.span()) * self.span()
+            w = -math.expm1(-dt / span) * span
             sums[0] = sums[0] * keep + w * self.demand / self.urls
             sums[1] = sums[1] * keep + w
             sums[3] = sums[3] * keep + w * (self.budget or 0.0)
             sums[2] *= keep
         sums[2] += revisit
         if self._loop is None and self.budget and dt > 0 and sums[3] > 0 and sums[2] >= ENGAGE_REVISITS:
-            exponent = min(1.0, self.gain * dt * CORRECTIONS / self.span())
+            exponent = min(1.0, self.gain * dt * CORRECTIONS / span)
             corrected = clamp(self.correction * (sums[2] / sums[3]) ** exponent, *self.limits)
             if self.ceiling and corrected < self.correction:
                 # a ceiling left unspent is not a shortfall: the loop may slow

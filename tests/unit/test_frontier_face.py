@@ -165,7 +165,8 @@ def test_every_public_method_of_the_frontier_has_a_caller_outside() -> None:
     (face,) = (node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Frontier")
     public = [node.name for node in face.body if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")]
     held = [node.attr for node in ast.walk(face) if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)]
-    public += [name for name in held if not name.startswith("_") and name in FACES]
+    # a part (a face) or a verb held as its part's own lookup (``lent``: the leases' table)
+    public += [name for name in held if not name.startswith("_") and (name in FACES or name == "lent")]
     assert {"add", "next", "update", "lent", *FACES} <= set(public)
     assert [name for name in public if name not in asked] == []
 
