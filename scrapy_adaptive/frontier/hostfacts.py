@@ -189,7 +189,7 @@ class HostFacts:
             return True
         # asked only while the policy checks the header at all (a snapshot
         # and the policy's lookup per fetch otherwise for nothing)
-        if record.policy.get(HEADER_UNCHECKED) and (doubtful is None or doubtful(out.view())):
+        if record.policy.get(HEADER_UNCHECKED) and (doubtful is None or doubtful(out.view)):
             return True
         own = url_verify_rate(record.validator_trust, self.trust_params)
         verify = TrustBook(self.book.get(out.queue).trust).decide(record.url, self.trust_params, own)

@@ -40,19 +40,16 @@ class Lease:
     #: lease cannot run out, the host is busy with it
     in_flight: bool = False
     #: the record's read-only view, made once for the fetch's readers (the
-    #: downloader's and spider's middlewares ask for it several times)
-    _view: RecordView | None = field(default=None, repr=False, compare=False)
+    #: downloader's and spider's middlewares read it several times)
+    view: RecordView = field(init=False, repr=False, compare=False)
 
-    def view(self) -> RecordView:
-        """The record as issued (or as an add while out left it), read-only."""
-        if self._view is None:
-            self._view = self.record.view()
-        return self._view
+    def __post_init__(self) -> None:
+        self.view = self.record.view()
 
     def renew(self, record: UrlRecord) -> None:
         """The URL's record is now *record* (an add while out, a failed write undone)."""
         self.record = record
-        self._view = None
+        self.view = record.view()
 
 
 class Downloads(Protocol):

@@ -522,7 +522,7 @@ class AdaptiveScheduler(BaseScheduler):
                     self._reforce[out.fp] = out.record.queue  # another asked request waits behind this one
                 # the public read-only view (for the user's middlewares); ours ask the frontier
                 lease = frontier.lent(out.fp)
-                request.meta[meta.RECORD] = lease.view() if lease is not None else out.record.view()
+                request.meta[meta.RECORD] = lease.view if lease is not None else out.record.view()
                 if self.config.politeness_key == "slot":
                     request.meta["download_slot"] = out.record.queue
                 self.issued.add(out.fp, request)

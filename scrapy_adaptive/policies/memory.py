@@ -47,9 +47,6 @@ BURST_STATE = "s"
 BURST_OFFSETS = ("b0", "b1", "b2")
 #: NoiseDetector (noise_guard.py): ``[mode, run, trigger, evidence, holds, resume]``
 NOISE_GUARD = "ng"
-#: where memories written before 0.1.0 kept it (read once, moved to
-#: :data:`NOISE_GUARD`): the record's own ``"nz"`` is the learned noise mask
-NOISE_GUARD_BEFORE = "nz"
 #: FixWaitPolicy / DynWaitPolicy (umbrich.py): change bits at the current interval
 FIX_BITS = "b"
 #: WindowWaitPolicy (umbrich.py): the last change bits ...

@@ -72,7 +72,7 @@ from typing import Any
 from ..change.noise_learner import VERSION
 from ..model import ChangeState, Visit
 from .history import elapsed
-from .memory import NOISE_GUARD, NOISE_GUARD_BEFORE
+from .memory import NOISE_GUARD
 
 #: the policy-memory key holding the detector's state
 KEY = NOISE_GUARD
@@ -161,7 +161,7 @@ class NoiseDetector:
     # -- the state ------------------------------------------------------------
 
     def _load(self, memory: MutableMapping[str, Any]) -> list[Any]:
-        state = _state(memory)
+        state = memory.get(KEY)
         if isinstance(state, list) and len(state) == 6:
             return list(state)
         return [_IDLE, 0, self.suspect_run, 0.0, 0, 0]  # a missing or older-format state starts afresh
@@ -173,7 +173,7 @@ class NoiseDetector:
             memory[KEY] = state
 
     def flagged(self, memory: MutableMapping[str, Any]) -> bool:
-        state = _state(memory)
+        state = memory.get(KEY)
         return isinstance(state, list) and len(state) == 6 and state[0] in (_HELD, _RETESTING)
 
     # -- the test -------------------------------------------------------------
@@ -291,23 +291,15 @@ class NoiseDetector:
         if verdict is NoiseVerdict.HOLD:
             return hold
         if verdict is NoiseVerdict.PROBE or verdict is NoiseVerdict.RETEST:
-            state = _state(memory)
+            state = memory.get(KEY)
             if verdict is NoiseVerdict.PROBE and isinstance(state, list) and not state[5]:
                 state[5] = round(normal)  # where to resume if the test fails
             return min(self.probe_wait, hold)
         if verdict is NoiseVerdict.RESUME:
-            state = _state(memory)
+            state = memory.get(KEY)
             resume = state[5] if isinstance(state, list) else 0
             if isinstance(state, list):
                 state[5] = 0
                 self._store(memory, state)
             return float(resume) if resume else normal
         return normal
-
-
-def _state(memory: MutableMapping[str, Any]) -> Any:
-    """The detector's state in *memory*, moved from where a memory written
-    before 0.1.0 kept it (the record's learned-noise key's letters) on first read."""
-    if NOISE_GUARD_BEFORE in memory:
-        memory.setdefault(KEY, memory.pop(NOISE_GUARD_BEFORE))
-    return memory.get(KEY)

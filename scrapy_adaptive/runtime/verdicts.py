@@ -119,7 +119,7 @@ class Verdicts:
     def record(self, request: Request) -> Mapping[str, Any] | None:
         fp = self.issued.fp_of(request)
         out = self.frontier.lent(fp) if fp is not None else None
-        return out.view() if out is not None else None
+        return out.view if out is not None else None
 
     def commit(self, request: Request, visit: Visit) -> Recorded | None:
         """Record a verdict on an issued request (see :meth:`settle`), and
@@ -149,7 +149,7 @@ class Verdicts:
         completed = self._complete(fp, visit, request, out.queue if out else None, issued, out.overdue if out else None)
         hint = issued.hint if issued is not None else None
         # the record as issued, read-only: what the policy and the change events read
-        history = out.view() if out is not None else None
+        history = out.view if out is not None else None
         plan = self._plan(request, history, completed) if completed.outcome is Outcome.VISITED else None
         # a changed visit is a version only once its items are durable
         deliver = self.delivery is not None and completed.outcome is Outcome.VISITED

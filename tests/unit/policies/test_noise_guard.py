@@ -167,16 +167,3 @@ class _Late(WaitPolicy):
         if history.get("fetched") is not None and visit.url in self.noise:
             self.late += history["fetched"] + history["wait"] + (visit.overdue or 0.0) >= self.half
         return self.inner.plan(history, visit)
-
-
-def test_a_held_state_stored_under_the_learned_noise_letters_is_read_and_moved() -> None:
-    """Memories written before 0.1.0 kept the detector's state under ``"nz"``,
-    the letters of the record's learned noise mask: a page held then is
-    still held, and its state moves to its own key at the first read."""
-    policy = proportional()
-    steps = crawl(policy, [(40, noise_page)])
-    memory = next(m for _, m in steps if held(m))
-    old = dict(memory)
-    old["nz"] = old.pop("ng")
-    assert held(old)
-    assert "nz" not in old and old["ng"] == memory["ng"]

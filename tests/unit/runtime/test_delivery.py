@@ -572,6 +572,9 @@ def test_a_stored_policy_memory_the_policy_cannot_read_starts_afresh_with_a_verd
     # the record as issued holds a memory the policy cannot read (a state folder tampered with)
     issued.record.visits, issued.record.fetched, issued.record.wait = 1, clock.t - 100, 100.0
     issued.record.policy = {"o": 5, "su": "x"}
+    lease = f.lent(FP)
+    assert lease is not None
+    lease.renew(issued.record)  # as the frontier renews it: its view is made anew
     visit = changed("text:sha1:9")
     with caplog.at_level("WARNING"):
         recorded = verdicts.commit(Request(URL), visit)
