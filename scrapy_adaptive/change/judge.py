@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..dates import parse_http_date, parse_time
+from ..dates import parse_time
 from ..model import NOT_CONTENT, ChangeState, Outcome, Visit, delivers_content
 from . import fields, text_diff
 from .answer import Answer
@@ -260,7 +260,7 @@ def judge(answer: Answer, record: Mapping[str, Any], rule: Digester | None, judg
             now=judging.clock(),
             visible=rule is not None and rule.name == "text",
         )
-    return Judged(with_text(answer, visit, judging), tuple(f"noise/{word}" for word in happened))
+    return Judged(with_text(answer, visit, judging), tuple(f"noise/{word}" for word in happened) if happened else ())
 
 
 def judge_by_items(

@@ -533,7 +533,7 @@ def sketch(fields: Sequence[Field], at: float, masks: Masks, *, names: bool = Fa
 def pack(sketched: Mapping[str, str]) -> str:
     """A sketch keyed by name hash as one string, as the record keeps it
     (written at every visit: one string costs nothing to encode)."""
-    return ";".join(key + value for key, value in sketched.items())
+    return ";".join([key + value for key, value in sketched.items()])
 
 
 def unpack(packed: Any) -> Sketch | None:
@@ -623,10 +623,12 @@ def compare(old: Mapping[str, str], new: Mapping[str, str], masks: Masks | None 
     moves = Moves()
     hidden_of = masks.hidden if masks is not None else (lambda key: ())
     for key, value in new.items():
+        before = old.get(key)
+        if before == value:  # most fields of most fetches
+            continue
         hidden = hidden_of(key)
         if hidden == WHOLE:
             continue
-        before = old.get(key)
         if before is None:
             moves.added.add(key)
             continue

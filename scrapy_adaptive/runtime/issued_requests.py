@@ -43,11 +43,12 @@ def url_identity(
     fingerprints are: kept with the object while it lives, and computed again
     only if its ``deltafetch_key`` changed."""
     known: WeakKeyDictionary[Request, tuple[object, bytes]] = WeakKeyDictionary()
+    canonical = canonical if canonical else None  # asked once: its rules do not change
 
     def compute(request: Request, key: object) -> bytes:
         if key is not None:
             return hashlib.sha1(b"deltafetch_key:" + str(key).encode("utf-8")).digest()
-        if canonical:
+        if canonical is not None:
             url = canonical.url(request.url)
             if url != request.url:
                 return fingerprinter.fingerprint(request.replace(url=url))

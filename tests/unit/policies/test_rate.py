@@ -150,7 +150,8 @@ def test_a_rate_moving_within_its_cell_leaves_the_same_histograms_as_a_remove_an
     moved = RateAllocator(50 / DAY, epoch="t", host_caps={"capped": 1 / DAY})
     general = RateAllocator(50 / DAY, epoch="t", host_caps={"capped": 1 / DAY})
     general._move = lambda *args: False  # type: ignore[method-assign]  # always the general path
-    memories: list[tuple[dict[str, Any], dict[str, Any], str]] = [({}, {}, rng.choice(["a", "b", "capped"])) for _ in range(60)]
+    hosts = ["a", "b", "capped"]
+    memories: list[tuple[dict[str, Any], dict[str, Any], str]] = [({}, {}, rng.choice(hosts)) for _ in range(60)]
     for step in range(600):
         m1, m2, host = memories[rng.randrange(len(memories))]
         rate = (1 + rng.random() * 0.05) * 2.0 ** rng.choice([-16, -15, -12]) if step % 7 else 0.0
