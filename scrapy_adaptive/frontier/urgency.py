@@ -39,6 +39,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ..model import RecordError, UrlRecord
+from ..model.record import ranking_fields
 from ..store.base import Store
 from .hostqueue import Entry, HostQueue
 from .readahead import window_from
@@ -59,10 +60,12 @@ KEPT = 4 * WINDOW
 _FLOOR = 1.0
 
 
-def _wait(record: UrlRecord) -> float | None:
-    if not record.visits or not record.wait:
+def _wait(visits: int, wait: float | None) -> float | None:
+    """The wait a URL is ranked by: its last (at least :data:`_FLOOR`), or
+    None for a URL never visited."""
+    if not visits or not wait:
         return None
-    return max(record.wait, _FLOOR)
+    return max(wait, _FLOOR)
 
 
 def pick(waits: Sequence[float | None], due_ms: Sequence[int], now_ms: int) -> int:
@@ -97,7 +100,7 @@ def _ranking_wait(store: Store, q: HostQueue, fp: bytes) -> tuple[bool, float | 
     if raw is None:
         return False, None
     try:
-        wait = _wait(UrlRecord.from_bytes(raw))
+        wait = _wait(*ranking_fields(raw))
     except RecordError:
         return False, None
     if len(kept) >= KEPT:
@@ -142,7 +145,7 @@ def most_urgent(book: QueueBook, q: HostQueue, head: UrlRecord, now_ms: int) -> 
     assert q.head is not None
     store = book.store
     directive, head_ms, head_fp = q.head
-    own = _wait(head)
+    own = _wait(head.visits, head.wait)
     if own is None or head_ms >= now_ms or (now_ms - head_ms) / 1000 >= own:
         # never visited (it ranks as the shortest wait and is the latest: no
         # candidate can beat it), on time, or late by a whole wait: nothing to weigh

@@ -237,6 +237,22 @@ class UrlRecord:
         return RecordView.of(self)
 
 
+def ranking_fields(raw: bytes) -> tuple[int, float | None]:
+    """``(visits, wait)`` of a stored record, read from its visit state
+    alone: the urgency weighing (``frontier/urgency.py``) reads them for
+    each due URL it compares and never needs the rest, nor the request (the
+    larger half).  :class:`RecordError` if either is unreadable (the whole
+    record is checked when it is issued)."""
+    try:
+        data = _decode(raw.partition(b"\n")[0].decode("utf-8"))
+        visits, wait = data.get("vi", 0), data.get("wt")
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise RecordError(f"{type(exc).__name__}: {exc}") from exc
+    if type(visits) not in _FIELD_TYPES["vi"] or type(wait) not in _FIELD_TYPES["wt"]:
+        raise RecordError("a field has the wrong type (visits or wait)")
+    return visits, wait
+
+
 #: the record's fields but the request, with their stored keys
 _STATE_KEYS = tuple((name, key) for name, key in UrlRecord._KEYS.items() if name != "request")
 #: stored key -> field name

@@ -208,9 +208,11 @@ class NoiseDetector:
         visit: Visit,
         *,
         ratio: float | None = None,
+        interval: float | None = None,
     ) -> NoiseVerdict:
         """:meth:`observe` of a visit of the URL whose record (as issued) is
-        *history*.  A page the noise learner judges by its structure (its
+        *history* (*interval*: the seconds since the last visit, if the
+        caller read them already; else read from the record).  A page the noise learner judges by its structure (its
         record holds a sketched version) has its noise learned or its
         changes proven real, so the guard never holds it: parking such a
         page would lose the edits it proved.  The guard is for the pages the
@@ -219,7 +221,9 @@ class NoiseDetector:
         change = visit.change
         if isinstance(noise, dict) and VERSION in noise and change is ChangeState.CHANGED:
             change = ChangeState.UNCHANGED
-        return self.observe(memory, change, elapsed(history, visit), ratio=ratio)
+        if interval is None:
+            interval = elapsed(history, visit)
+        return self.observe(memory, change, interval, ratio=ratio)
 
     def observe(
         self,

@@ -38,7 +38,7 @@ from .base import WaitParams, WaitPolicy
 from .belief import HeaderBelief, unchanged_evidence
 from .estimator import FIRST_ANSWER, RateEstimator
 from .hint_decisions import accept, base_probability, confirmed_hint, hinted_visit, marginal_value
-from .history import DAY, clamp, elapsed, is_first_visit, policy_memory, record_queue, visit_queue, visit_time
+from .history import DAY, clamp, elapsed, policy_memory, record_queue, visit_queue, visit_time
 from .memory import AGE_UNCHECKED, ESTIMATE, HELD_INTERVAL, LAST_MODIFIED_AGREEMENT, OBSERVATIONS
 from .noise_guard import NoiseDetector, NoiseVerdict, probe_wait
 from .prior import PopulationPrior
@@ -90,6 +90,8 @@ class Estimate(NamedTuple):
     observed: bool
     #: on a hint-brought visit, the change probability without the hint (the plan's ``hint_base``)
     hint_base: float | None
+    #: seconds since the previous visit (None: a first visit), as the record tells
+    interval: float | None
 
 
 class _RatePolicy(WaitPolicy):
@@ -168,7 +170,7 @@ class _RatePolicy(WaitPolicy):
         sibling = log_rate if revisited and not memory.get(AGE_UNCHECKED) else None
         if self.header_belief.note_sibling(memory, visit.url, sibling, self.typical_rate()):
             notes.append(HEADER_PACE)  # the frontier asks recheck_wait
-        return Estimate(rate, now, observed, hint_base)
+        return Estimate(rate, now, observed, hint_base, interval)
 
     def _check_age(self, memory: dict[str, Any], visit: Visit, interval: float, notes: list[str]) -> None:
         """A full revisit checks the first visit's age (:mod:`.belief`): a lie
@@ -266,7 +268,12 @@ class _RatePolicy(WaitPolicy):
         return None
 
     def noise_check(
-        self, history: Mapping[str, Any], visit: Visit, memory: dict[str, Any], rate: float | None = None
+        self,
+        history: Mapping[str, Any],
+        visit: Visit,
+        memory: dict[str, Any],
+        rate: float | None = None,
+        interval: float | None = None,
     ) -> NoiseVerdict:
         """Fold this visit into the noise guard's state (in *memory*); its verdict.
 
@@ -276,10 +283,11 @@ class _RatePolicy(WaitPolicy):
         and holds it at the maximum wait (:mod:`.noise`).  With normalised
         change detection it sees only real changes and stays quiet.
         *rate*: the URL's estimated change rate (what the plan's ratio may
-        depend on).
+        depend on); *interval*: the seconds since the last visit, as the
+        estimate read them (None: a first visit).
         """
         ratio = self.planned_ratio(visit_queue(visit), rate)
-        return self.noise_guard.observe_visit(memory, history, visit, ratio=ratio)
+        return self.noise_guard.observe_visit(memory, history, visit, ratio=ratio, interval=interval)
 
     def planned_ratio(self, queue: str | None = None, rate: float | None = None) -> float | None:
         """Expected changes per interval the policy plans for a URL of *rate*
@@ -341,9 +349,9 @@ class ProportionalWaitPolicy(_RatePolicy):
     def plan(self, history: Mapping[str, Any], visit: Visit) -> Plan:
         memory = policy_memory(history)
         notes: list[str] = []
-        first = is_first_visit(history)
-        rate, now, observed, hint_base = self._estimate(history, visit, memory, notes)
-        verdict = self.noise_check(history, visit, memory, rate)
+        rate, now, observed, hint_base, interval = self._estimate(history, visit, memory, notes)
+        first = interval is None  # (a first visit has no interval)
+        verdict = self.noise_check(history, visit, memory, rate, interval)
         noise = verdict.flagged
         queue = visit_queue(visit)
         if noise:
@@ -472,7 +480,7 @@ class PrecisionWaitPolicy(_RatePolicy):
         memory = policy_memory(history)
         notes: list[str] = []
         estimate = self._estimate(history, visit, memory, notes)
-        verdict = self.noise_check(history, visit, memory)
+        verdict = self.noise_check(history, visit, memory, interval=estimate.interval)
         noise = verdict.flagged
         if noise:
             self.prior.update(memory, None)

@@ -136,14 +136,15 @@ class SnapBackWaitPolicy(WaitPolicy):
         least = self.least_scale()
         return clamp(u, self.floor, self.maximum / least if least > 0 else self.maximum)
 
-    def normalised(self, history: Mapping[str, Any], visit: Visit, memory: dict[str, Any], old: float | None) -> float:
-        """The URL's next wait at scale 1 (normalised seconds).
+    def normalised(self, first: bool, visit: Visit, memory: dict[str, Any], old: float | None) -> float:
+        """The URL's next wait at scale 1 (normalised seconds); *first*: the
+        URL's first visit.
 
         A first visit starts at ``initial``, times what the first answer
         says (:attr:`first_answer`): a page whose headers say it is slow
         starts further off, and the rule takes it from there (a change
         snaps it back as from any other wait)."""
-        if is_first_visit(history) or old is None:
+        if first or old is None:
             factor = self.first_answer(memory, visit) if self.first_answer is not None else 1.0
             if not (factor > 0 and math.isfinite(factor)):
                 factor = 1.0
@@ -155,8 +156,9 @@ class SnapBackWaitPolicy(WaitPolicy):
         memory = policy_memory(history)
         stored = memory.get(WAIT)
         old = None if stored is None else float(stored)
-        u = self.normalised(history, visit, memory, old)
-        self.pace.observe(old, u, visit_time(history, visit), revisit=not is_first_visit(history))
+        first = is_first_visit(history)
+        u = self.normalised(first, visit, memory, old)
+        self.pace.observe(old, u, visit_time(history, visit), revisit=not first)
         memory[WAIT] = u
         wait = clamp(self.scale() * u, self.minimum, self.maximum)
         if self.noise is not None:

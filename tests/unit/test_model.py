@@ -13,6 +13,7 @@ import pytest
 
 from scrapy_adaptive.frontier.hostqueue import HostQueue
 from scrapy_adaptive.model import RecordError, UrlRecord
+from scrapy_adaptive.model.record import ranking_fields
 
 #: a visited record as stored by earlier versions (json.dumps, compact)
 STORED = (
@@ -99,6 +100,26 @@ def test_a_field_of_the_wrong_type_makes_the_record_unreadable(key: str, value: 
     data[key] = value
     with pytest.raises(RecordError, match="wrong type"):
         UrlRecord.from_bytes(json.dumps(data).encode() + b"\n" + tail)
+
+
+def test_the_ranking_fields_are_the_records_visits_and_wait_and_refuse_what_the_record_refuses() -> None:
+    """The urgency weighing reads a due URL's visits and wait from the visit
+    state alone; a head the record could not be read from is refused as the
+    record is, and a garbled request alone does not stop the ranking (the
+    whole record is read, and quarantined, when its turn comes)."""
+    record = UrlRecord.from_bytes(STORED)
+    assert ranking_fields(STORED) == (record.visits, record.wait)
+    assert ranking_fields(UrlRecord(url="u", queue="q", next_ms=1, request={}).to_bytes()) == (0, None)
+    head, _, _ = STORED.partition(b"\n")
+    assert ranking_fields(head + b"\n{garbled") == (record.visits, record.wait)
+    for raw in (b"", b"[]", b"\xff\xfe", head[:-3] + b"\n{}"):
+        with pytest.raises(RecordError):
+            ranking_fields(raw)
+    for key, value in (("vi", "many"), ("vi", True), ("wt", "1h")):
+        data = json.loads(head)
+        data[key] = value
+        with pytest.raises(RecordError, match="wrong type"):
+            ranking_fields(json.dumps(data).encode())
 
 
 @pytest.mark.parametrize(

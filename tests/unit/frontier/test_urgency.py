@@ -154,7 +154,7 @@ def test_the_pick_is_the_latest_for_its_wait_and_never_passes_a_head_late_by_a_w
     waits = [max(r.wait, 1.0) if r.visits and r.wait else None for _, r in candidates]
     shortest = min((w for w in waits if w is not None), default=1.0)
     relative = [(now_ms - e[1]) / 1000 / (w or shortest) for (e, _), w in zip(candidates, waits, strict=True)]
-    chosen = pick([_wait(r) for _, r in candidates], [e[1] for e, _ in candidates], now_ms)
+    chosen = pick([_wait(r.visits, r.wait) for _, r in candidates], [e[1] for e, _ in candidates], now_ms)
     assert 0 <= chosen < len(candidates)
     if relative[0] >= 1.0:
         assert chosen == 0
