@@ -9,10 +9,15 @@ validators tell the truth is one question for all of them
 
 from __future__ import annotations
 
+import functools
 import posixpath
 from urllib.parse import urlsplit
 
 
+#: a fetch asks its URL's class several times (its validators' trust, the
+#: wait policy's belief in its Last-Modified, the noise pool): parsed once,
+#: the URLs of the last few hundred fetches kept
+@functools.lru_cache(maxsize=1024)
 def url_class(url: str) -> str:
     """Host, directory and extension of *url*, as one key.
 
