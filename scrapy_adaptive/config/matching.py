@@ -12,6 +12,7 @@ entry applies when *all* the criteria it names match:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
@@ -22,6 +23,9 @@ from .spec import ConfigError
 MATCH_KEYS = ("content_type", "hosts", "url")
 
 
+#: a crawl sees a few content types, each asked for several times a visit
+#: (its policy, its digest rule, its stats and log line)
+@functools.lru_cache(maxsize=256)
 def media_type(content_type: str | None) -> str:
     """``"Text/HTML; charset=utf-8"`` -> ``"text/html"``."""
     return (content_type or "").split(";", 1)[0].strip().lower()

@@ -342,7 +342,8 @@ class Frontier:
     def next_ready_time(self) -> float | None:
         """When the next queue becomes ready (None: none will by itself): a
         queue on the heap, or one parked for the budget once its token comes."""
-        ready = self.book.next_ready_time()  # asked after every add and issue: no generator
+        top = self.book.heap.peek()  # asked after every add and issue
+        ready = top[0] if top is not None else None
         token = self._gate.waiting() if self._gate is not None else None
         if token is None or (ready is not None and ready <= token):
             return ready

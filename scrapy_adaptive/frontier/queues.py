@@ -144,11 +144,6 @@ class QueueBook:
         """Take *q* off the heap: its entries there become stale."""
         q.heap_version += 1
 
-    def next_ready_time(self) -> float | None:
-        """When the next queue becomes ready (None: none will by itself)."""
-        top = self.heap.peek()
-        return top[0] if top is not None else None
-
     def refresh_head(self, q: HostQueue, *candidates: Entry | None) -> None:
         """Find the first entry of *q* that is not out (one store seek, or
         none when the queue's window holds it: :mod:`.readahead`).

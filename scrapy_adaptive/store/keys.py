@@ -16,6 +16,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 
@@ -76,6 +77,9 @@ def quarantine_key(fp: bytes) -> bytes:
     return QUARANTINE_PREFIX + fp
 
 
+#: every write and seek of a queue's entries starts with its prefix: the
+#: busiest queues' are kept
+@functools.lru_cache(maxsize=4096)
 def queue_prefix(queue: str) -> bytes:
     """Prefix shared by every entry of one politeness queue.
 
