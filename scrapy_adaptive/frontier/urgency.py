@@ -81,14 +81,11 @@ def pick(waits: Sequence[float | None], due_ms: Sequence[int], now_ms: int) -> i
         return 0
     known = [w for w in waits if w is not None]
     shortest = min(known) if known else _FLOOR
-
-    def lateness(i: int) -> float:
-        late = max(0, now_ms - due_ms[i]) / 1000
-        return late / (waits[i] or shortest)
-
-    if lateness(0) >= 1.0:
+    # each candidate's lateness in its own waits (a URL never visited: in the shortest)
+    late = [max(0, now_ms - due) / 1000 / (wait or shortest) for wait, due in zip(waits, due_ms)]
+    if late[0] >= 1.0:
         return 0
-    return max(range(len(waits)), key=lambda i: (lateness(i), -i))
+    return max(range(len(late)), key=late.__getitem__)  # the first of equals: the earlier in the queue
 
 
 def _ranking_wait(store: Store, q: HostQueue, fp: bytes) -> tuple[bool, float | None]:
