@@ -290,7 +290,9 @@ def posterior_log_rate(
             break
         step = s / slope
         v -= max(-2.0, min(2.0, step))
-        if abs(step) < tol:
+        if step * step < tol:
+            # Newton's error squares at each step (the score's curvature is
+            # of order one): after this step the next would be below tol
             return v, -1.0 / slope
     u, slope = _bracketed_root(score_and_slope, u, tol)
     # the slope of the last Newton step: within tol of the mode, as good as
