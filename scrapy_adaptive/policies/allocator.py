@@ -151,8 +151,12 @@ class RateAllocator:
 
     # -- registration ----------------------------------------------------------
 
-    def _bin(self, rate: float) -> int:
-        return _ZERO_BIN if rate <= 0 else math.floor(math.log2(rate) * self.bins_per_octave)
+    def _cell(self, rate: float, fallback: bool) -> tuple[int, float]:
+        """The histogram cell a registered rate counts in, and what it adds
+        to the cell's sum (the fallback cell counts URLs in its sum too)."""
+        if fallback:
+            return _FALLBACK_BIN, 1.0
+        return (_ZERO_BIN if rate <= 0 else math.floor(math.log2(rate) * self.bins_per_octave)), rate
 
     def _cell_add(self, cells: dict[int, list[float]], b: int, rate: float, sign: int) -> None:
         cell = cells.setdefault(b, [0.0, 0.0])
@@ -161,9 +165,8 @@ class RateAllocator:
         if cell[0] <= 0.5:
             del cells[b]
 
-    def _apply(self, host: str, rate: float, sign: int, fallback: bool = False) -> None:
-        b = _FALLBACK_BIN if fallback else self._bin(rate)
-        rate = 1.0 if fallback else rate  # the fallback cell counts URLs in its sum too
+    def _apply(self, host: str, b: int, rate: float, sign: int) -> None:
+        """Add (*sign* 1) or remove (-1) a URL of *host* counting *rate* in cell *b*."""
         self._cell_add(self._hosts.setdefault(host, {}), b, rate, sign)
         self._host_urls[host] = self._host_urls.get(host, 0) + sign
         self._urls += sign
@@ -172,20 +175,12 @@ class RateAllocator:
         if sign > 0 and host in self._caps and host not in self._bound:
             self._classify(host)
 
-    def _move(self, host: str, old: float, rate: float, was_fallback: bool, fallback: bool) -> bool:
-        """A URL of *host* re-registered in the cell it was in (most
+    def _move(self, host: str, b: int, old: float, rate: float) -> bool:
+        """A URL of *host* re-registered in the cell *b* it was in (most
         revisits: a rate that moved by less than a bin): its rate moves
         within the cell, no count changes and no host is classified again;
-        False when the cell changes or the URL is the cell's only one (the
-        general path then removes and adds it, with the same sums)."""
-        if fallback != was_fallback:
-            return False
-        if fallback:
-            b, old, rate = _FALLBACK_BIN, 1.0, 1.0
-        else:
-            b = self._bin(rate)
-            if b != self._bin(old):
-                return False
+        False when the URL is the cell's only one (the general path then
+        removes and adds it, with the same sums)."""
         cell = self._hosts[host].get(b)
         shared = None if host in self._bound else self._global.get(b)
         if cell is None or cell[0] < 2 or (host not in self._bound and (shared is None or shared[0] < 2)):
@@ -227,12 +222,14 @@ class RateAllocator:
         *fallback*: nothing is known of the URL, so it counts at whatever
         :meth:`fallback_rate` is when the plan is solved."""
         old = memory.get(ALLOCATION)
+        b, counted = self._cell(rate, fallback)
         if old and old[0] == self.epoch and old[1] in self._hosts:
-            if not (old[1] == host and self._move(host, float(old[2]), rate, len(old) > 3 and bool(old[3]), fallback)):
-                self._apply(old[1], float(old[2]), -1, fallback=len(old) > 3 and bool(old[3]))
-                self._apply(host, rate, 1, fallback=fallback)
+            old_b, old_counted = self._cell(float(old[2]), len(old) > 3 and bool(old[3]))
+            if not (old[1] == host and old_b == b and self._move(host, b, old_counted, counted)):
+                self._apply(old[1], old_b, old_counted, -1)
+                self._apply(host, b, counted, 1)
         else:
-            self._apply(host, rate, 1, fallback=fallback)
+            self._apply(host, b, counted, 1)
         memory[ALLOCATION] = [self.epoch, host, rate, 1] if fallback else [self.epoch, host, rate]
         self._registered += 0 if old and old[0] == self.epoch else 1
         self._pending += 1
@@ -508,7 +505,7 @@ class RateAllocator:
         buys), so such a URL is revisited after N/B; None without a budget."""
         if self.budget is None:
             return None
-        return self.budget * self.correction / max(1, self.urls())
+        return self.budget * self.correction / max(1, self._urls)
 
     def planning_ratio(self, host: str | None = None, rate: float | None = None) -> float | None:
         """Expected changes per visit the plan works to, for the noise guard:

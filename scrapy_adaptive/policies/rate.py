@@ -360,7 +360,7 @@ class ProportionalWaitPolicy(_RatePolicy):
         uninformed = not noise and not memory.get(OBSERVATIONS) and self.allocator.budget is not None
         self.allocator.register(memory, queue, 0.0 if noise else rate, fallback=uninformed)
         if not first:
-            self.allocator.note_fetch(now, hinted=hinted_visit(history))
+            self.allocator.note_fetch(now, hinted=hint_base is not None)  # only a hinted visit has a hint_base
         scheduled = self.schedule_rate(memory, visit, rate, first=first, observed=observed)
         if self.allocator.plan.freshness:
             # a burst state times the next visit sooner after a change, for
