@@ -16,7 +16,6 @@ from typing import Any
 
 from scrapy import Request
 from scrapy.http import Response
-from scrapy.utils.httpobj import urlparse_cached
 
 from ... import meta
 from ...change.answer import Answer
@@ -106,9 +105,28 @@ def is_embed(request: Request) -> bool:
     flag = request.meta.get(meta.EMBED)
     if isinstance(flag, bool):  # any other value was refused at enqueue (metacheck)
         return flag
-    path = urlparse_cached(request).path.lower()
-    dot = path.rfind(".")
-    return dot != -1 and path[dot:] in EMBED_EXTENSIONS
+    return path_extension(request.url) in EMBED_EXTENSIONS
+
+
+def path_extension(url: str) -> str:
+    """The lower-case extension of *url*'s path (``".png"``; ``""``: none),
+    read from the string: every link a page yields is asked, most of them
+    duplicates Scrapy never parses (``urlparse_cached`` would, and keep it).
+
+    >>> path_extension("https://h.example/a/Logo.PNG?v=3#top"), path_extension("https://h.example")
+    ('.png', '')
+    """
+    end = len(url)
+    for mark in "?#":
+        found = url.find(mark, 0, end)
+        if found != -1:
+            end = found
+    scheme = url.find("://", 0, end)
+    start = url.find("/", scheme + 3, end) if scheme != -1 else url.find(":", 0, end) + 1
+    if start == -1:
+        return ""  # a host without a path
+    dot = url.rfind(".", max(start, url.rfind("/", start, end)), end)
+    return url[dot:end].lower() if dot != -1 else ""
 
 
 def skip_unchanged(response: Response, **kwargs: Any) -> tuple[()]:
