@@ -47,7 +47,6 @@ from typing import Any
 
 from bench.common import REPO_ROOT, dir_size_mb, emit, env, loadavg_line, log, num, peak_rss_mb, render, rss_mb
 
-
 #: The spec's speed targets: metric key -> (comparison, bound)
 TARGETS: dict[str, tuple[str, float]] = {
     "cycles_per_s": (">=", 10_000.0),

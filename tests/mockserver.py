@@ -348,7 +348,11 @@ def quotes_html(page: int, edition: int) -> bytes:
         + "</div>\n</div>\n"
         for quote in quotes_on(page, edition)
     )
-    pager = f'<li class="next"><a href="/quotes/page/{page + 1}/">Next <span>&rarr;</span></a></li>' if page < QUOTES_PAGES else ""
+    pager = (
+        f'<li class="next"><a href="/quotes/page/{page + 1}/">Next <span>&rarr;</span></a></li>'
+        if page < QUOTES_PAGES
+        else ""
+    )
     return (
         '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Quotes</title></head>\n<body>\n'
         f'<h1>Quotes, page {page}</h1>\n{quotes}<nav><ul class="pager">{pager}</ul></nav>\n</body></html>\n'
@@ -590,8 +594,9 @@ def _build_resource(state: _State) -> Any:
         def composite(self, request: Request, key: str, part: str) -> bytes | int:
             edition = state.editions.get(key, 1)
             if part == "page.html":
-                kind, body = b"text/html; charset=utf-8", (
-                    f'<html><body><h1>page edition {edition}</h1><img src="fig.png"></body></html>'.encode()
+                kind, body = (
+                    b"text/html; charset=utf-8",
+                    (f'<html><body><h1>page edition {edition}</h1><img src="fig.png"></body></html>'.encode()),
                 )
             elif part == "fig.png":
                 kind, body = b"image/png", b"\x89PNG\r\n\x1a\n" + f"figure edition {edition}".encode()

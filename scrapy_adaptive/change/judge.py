@@ -264,7 +264,12 @@ def judge(answer: Answer, record: Mapping[str, Any], rule: Digester | None, judg
 
 
 def judge_by_items(
-    answer: Answer, record: Mapping[str, Any], before: Visit, rule: ItemsDigester, items: Sequence[Any], judging: Judging
+    answer: Answer,
+    record: Mapping[str, Any],
+    before: Visit,
+    rule: ItemsDigester,
+    items: Sequence[Any],
+    judging: Judging,
 ) -> Judged:
     """Items mode: *before* (:func:`base_visit`) judged by the page's *items*;
     with field diffs, the items' per-field summary for the record and, on a

@@ -50,9 +50,9 @@ from __future__ import annotations
 
 import calendar
 import functools
-import zlib
 import json
 import re
+import zlib
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -366,7 +366,14 @@ def _h(text: str, size: int) -> str:
     crc = zlib.crc32(text.encode("utf-8", "surrogatepass"))
     a = _ALPHABET
     if size == 4:
-        return a[crc >> 26] + a[(crc >> 20) & 63] + a[(crc >> 14) & 63] + a[(crc >> 8) & 63] + a[(crc >> 2) & 63] + a[crc & 3]
+        return (
+            a[crc >> 26]
+            + a[(crc >> 20) & 63]
+            + a[(crc >> 14) & 63]
+            + a[(crc >> 8) & 63]
+            + a[(crc >> 2) & 63]
+            + a[crc & 3]
+        )
     return a[(crc >> 12) & 15] + a[(crc >> 6) & 63] + a[crc & 63]
 
 

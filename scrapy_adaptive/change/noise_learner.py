@@ -69,10 +69,10 @@ from .noise import (
     masked_digest,
     name_hash,
     pack,
-    under,
-    unpack,
     region_of,
     sketch,
+    under,
+    unpack,
 )
 
 logger = logging.getLogger(__name__)
@@ -190,9 +190,7 @@ def _hashed(moves: Mapping[str, Any]) -> dict[str, set[Any]]:
     return {name_hash(name): set(parts) for name, parts in moves.items()}
 
 
-def step(
-    state: dict[str, Any] | None, seen: Seen, *, window: float, pooled: Sequence[Masks] = ()
-) -> NoiseStep:
+def step(state: dict[str, Any] | None, seen: Seen, *, window: float, pooled: Sequence[Masks] = ()) -> NoiseStep:
     """Fold one digested visit into the URL's noise *state*.
 
     *window*: the longest a probe may come after the fetch it checks (a
@@ -329,7 +327,12 @@ def _visit(
             held_state[OFFERED] = offered.state()
             break
     return NoiseStep(
-        held_state, verdict=ChangeState.UNCHANGED, digest=_delivered_digest(state, seen), probe=True, held=True, learned=learned
+        held_state,
+        verdict=ChangeState.UNCHANGED,
+        digest=_delivered_digest(state, seen),
+        probe=True,
+        held=True,
+        learned=learned,
     )
 
 
@@ -344,9 +347,7 @@ def _inside(moves: Moves, masks: Masks) -> bool:
     return True
 
 
-def _probed(
-    state: dict[str, Any], pending: dict[str, Any], masks: Masks, named: Sketch, seen: Seen
-) -> NoiseStep:
+def _probed(state: dict[str, Any], pending: dict[str, Any], masks: Masks, named: Sketch, seen: Seen) -> NoiseStep:
     """A probe of a held (or just delivered) difference."""
     before: Sketch = pending[PENDING]
     moves = compare(before, named, None)
@@ -417,7 +418,14 @@ def _probed(
         now = by_hash(named)
         version = {k: v for k, v in version.items() if k not in stale}
         return _settle(
-            state, masks, version, now, seen, held=held, learned=True, confirmed=bool(offered) and pending.get(STAGE) == 1
+            state,
+            masks,
+            version,
+            now,
+            seen,
+            held=held,
+            learned=True,
+            confirmed=bool(offered) and pending.get(STAGE) == 1,
         )
     # moved again: a second probe tells; an edit beside it is delivered now
     out = {
@@ -435,7 +443,9 @@ def _probed(
         return replace(_delivered(out, masks, now, seen, released=held, learned=learned), probe=True)
     if held:
         out[HELD] = 1
-    return NoiseStep(out, verdict=ChangeState.UNCHANGED, digest=_delivered_digest(state, seen), probe=True, learned=learned)
+    return NoiseStep(
+        out, verdict=ChangeState.UNCHANGED, digest=_delivered_digest(state, seen), probe=True, learned=learned
+    )
 
 
 def _region_again(

@@ -254,8 +254,8 @@ CAPTURE_SPECS: tuple[SettingSpec, ...] = (
         Kind.OBJECT,
         None,
         "send change events to chat, mail or webhooks with Apprise (the `notify` extra): an Apprise URL, a list "
-        "of them, or a list of dicts `{\"to\": URL, \"url\": regex, \"hosts\": [...], \"kinds\": [...], "
-        "\"fields\": [...], \"batch\": seconds}`; events within `batch` (60 s) go in one message, at least once "
+        'of them, or a list of dicts `{"to": URL, "url": regex, "hosts": [...], "kinds": [...], '
+        '"fields": [...], "batch": seconds}`; events within `batch` (60 s) go in one message, at least once '
         "(see [docs/changes.md](docs/changes.md#notifications)).",
         default_doc="unset: no notifications",
         user=True,

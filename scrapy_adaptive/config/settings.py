@@ -242,8 +242,9 @@ class AdaptiveConfig:
         if self.text_diff and not self.events_on:
             # the diff rides on change events: without them there is nothing to carry it
             messages.append(
-                f"ADAPTIVE_TEXT_DIFF ({self.text_diff}) is set but no change events are made (ADAPTIVE_CHANGE_EVENTS, "
-                "ADAPTIVE_CHANGES_FEED, ADAPTIVE_CHANGES_AS_ITEMS or ADAPTIVE_NOTIFY): no text is kept and no diff is made."
+                f"ADAPTIVE_TEXT_DIFF ({self.text_diff}) is set but no change events are made "
+                "(ADAPTIVE_CHANGE_EVENTS, ADAPTIVE_CHANGES_FEED, ADAPTIVE_CHANGES_AS_ITEMS or ADAPTIVE_NOTIFY): "
+                "no text is kept and no diff is made."
             )
         return messages
 

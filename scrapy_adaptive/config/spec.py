@@ -383,9 +383,7 @@ def seconds_spec(
     return SettingSpec(name, group, Kind.SECONDS, default, doc, at_most=MAX_SECONDS, **bounds, **more)
 
 
-def factor_spec(
-    name: str, group: str, default: float, doc: str, *, positive: bool = True, **more: Any
-) -> SettingSpec:
+def factor_spec(name: str, group: str, default: float, doc: str, *, positive: bool = True, **more: Any) -> SettingSpec:
     """A multiplier: finite, > 0 (or >= 0), at most :data:`MAX_FACTOR`."""
     bounds: dict[str, Any] = {"above": 0.0} if positive else {"at_least": 0.0}
     return SettingSpec(name, group, Kind.NUMBER, default, doc, at_most=MAX_FACTOR, **bounds, **more)

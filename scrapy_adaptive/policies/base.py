@@ -106,7 +106,7 @@ class WaitParams:
             raise ConfigError(f"{where}: 'max' ({self.maximum!r}) must not be lower than 'min' ({self.minimum!r}).")
 
 
-class WaitPolicy(ABC):
+class WaitPolicy(ABC):  # noqa: B024 (a subclass overrides next_wait or plan: either is enough)
     """Decides the wait before a URL's next visit.
 
     ``history`` is the URL's record as it was *before* this visit (the
@@ -230,4 +230,3 @@ class ConstantWaitPolicy(WaitPolicy):
 
     def next_wait(self, history: Mapping[str, Any], visit: Visit) -> float:
         return self.wait
-

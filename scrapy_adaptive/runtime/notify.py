@@ -449,7 +449,9 @@ class Notifier:
         try:
             channel.spool.accept(end)
         except OSError as exc:  # said; the events are sent again, at least once
-            logger.error("Cannot record that %s accepted its notifications (%s): they are sent again.", channel.name, exc)
+            logger.error(
+                "Cannot record that %s accepted its notifications (%s): they are sent again.", channel.name, exc
+            )
         if channel.refusals:
             logger.info("The notification channel %s accepts messages again.", channel.name)
         channel.refusals = 0
@@ -483,7 +485,10 @@ class Notifier:
         left = sum(channel.spool.events_left() for channel in self.channels)
         if left:
             self.stats.set_value("adaptive/notify/waiting", left)
-            logger.info("%s not notified yet wait in the state folder; they are sent at the next start.", counted(left, "change event"))
+            logger.info(
+                "%s not notified yet wait in the state folder; they are sent at the next start.",
+                counted(left, "change event"),
+            )
 
 
 def spool_name(to: str) -> str:

@@ -152,6 +152,7 @@ def close_client(client: Any) -> None:
             connection.connection_pool.disconnect()
     client.close()
 
+
 # -- the store ------------------------------------------------------------------------
 
 __all__ = ["ADDITIVE", "RedisStore", "close_client", "redacted"]

@@ -42,7 +42,9 @@ def test_scrapy_tests_pass_with_the_addon() -> None:
         pytest.fail(f"no test of Scrapy's ran with the add-on; pytest said:\n{_last(with_addon.output)}", pytrace=False)
 
     problems: list[str] = []
-    stale = sorted(nodeid for nodeid in known if with_addon.outcomes.get(nodeid, run.Outcome("gone")).outcome != "failed")
+    stale = sorted(
+        nodeid for nodeid in known if with_addon.outcomes.get(nodeid, run.Outcome("gone")).outcome != "failed"
+    )
     for nodeid in stale:
         state = with_addon.outcomes[nodeid].outcome if nodeid in with_addon.outcomes else "not collected"
         problems.append(f"{nodeid}: documented in docs/compat.md as a difference, but {state} with the add-on")
@@ -51,7 +53,9 @@ def test_scrapy_tests_pass_with_the_addon() -> None:
     if suspects:
         plain = run.run(root, suspects, addon=False, timeout=PLAIN_RERUN_TIMEOUT)
         if plain.returncode is None:
-            problems.append(f"the plain re-run of {len(suspects)} tests passed its hard timeout of {PLAIN_RERUN_TIMEOUT}s")
+            problems.append(
+                f"the plain re-run of {len(suspects)} tests passed its hard timeout of {PLAIN_RERUN_TIMEOUT}s"
+            )
         for nodeid in suspects:
             if plain.outcomes.get(nodeid, run.Outcome("missing")).outcome == "passed":
                 tail = with_addon.outcomes[nodeid].tail().replace("\n", "\n    ")

@@ -192,7 +192,7 @@ def sample_module(name: str) -> Any:
 
 def product(name: str, price: str) -> tuple[int, str]:
     return 200, (
-        f'<html><body><h1>{name}</h1><p>In stock</p><p>Price {price} EUR</p>'
+        f"<html><body><h1>{name}</h1><p>In stock</p><p>Price {price} EUR</p>"
         f'<span itemprop="price" content="{price}"></span><script>var seen = "{price}";</script></body></html>'
     )
 

@@ -118,7 +118,9 @@ def test_a_callback_that_raises_leaves_a_visit_judged_and_revisited(
     start = server.page_url("/page/cb-index", links=["/page/cb-raises"])
     raises = server.url("/page/cb-raises")
     settings = {**adaptive_settings, **RETRIES, "ADAPTIVE_WAIT_DEFAULT": 1.0, "CLOSESPIDER_TIMEOUT": 4}
-    result = run_crawl(CASES, settings, timeout=60, args=["-a", f"start_urls={start}", "-a", "raise_on=/page/cb-raises"])
+    result = run_crawl(
+        CASES, settings, timeout=60, args=["-a", f"start_urls={start}", "-a", "raise_on=/page/cb-raises"]
+    )
     result.assert_ok(allow_errors=True)
     times = attempts(fetch_times(server.log(), "/page/cb-raises"))
     assert len(times) >= 2, times

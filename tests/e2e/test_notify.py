@@ -71,7 +71,9 @@ def test_a_price_change_reaches_the_webhook_after_a_refusal(
     assert f"new — {kettle}" in accepted.splitlines()  # the refused message's events came again
     assert f"new — {base}/p/toaster.html" in accepted.splitlines()
     host = base.removeprefix("http://")
-    assert all(post.path == "/hook" and re.match(rf"\d+ changes? on {host}: \d+ new", post.body["title"]) for post in posts)
+    assert all(
+        post.path == "/hook" and re.match(rf"\d+ changes? on {host}: \d+ new", post.body["title"]) for post in posts
+    )
     stats = result.stats
     assert stats["adaptive/notify/refused"] == 1
     assert stats["adaptive/notify/sent"] == 3 and stats["adaptive/notify/queued"] == 3

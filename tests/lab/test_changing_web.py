@@ -197,8 +197,17 @@ def test_fetch_reasons_set_verifications_aside_and_split_the_static_pages(world:
     def row(u: Any, conditional: int, why: int) -> list[float]:
         return [0.0, 0.0, 0, u.host, u.index, 200, 10, 0, conditional, why]
 
-    rows = [row(static, 0, 0), row(static, 0, 2), row(static, 0, 1), row(static, 1, 0), row(static, 1, 0),
-            row(static, 0, 0), row(noise, 0, 0), row(noise, 0, 0), [0.0, 0.0, 0, 0, -1, 404, 0, -1, 0, 0]]
+    rows = [
+        row(static, 0, 0),
+        row(static, 0, 2),
+        row(static, 0, 1),
+        row(static, 1, 0),
+        row(static, 1, 0),
+        row(static, 0, 0),
+        row(noise, 0, 0),
+        row(noise, 0, 0),
+        [0.0, 0.0, 0, 0, -1, 404, 0, -1, 0, 0],
+    ]
     got = fetch_reasons(world, rows)
     assert got["static_reasons"] == {"first": 1, "check": 1, "verify": 1, "conditional": 2, "other": 1}
     assert got["validated_conditional"] == pytest.approx(2 / 3) and got["validated_verified"] == pytest.approx(2 / 5)

@@ -139,9 +139,10 @@ def test_hindsight_optimum_for_freshness_beats_the_versions_one_on_freshness(tmp
         assert fresh.revisits == pytest.approx(versions.revisits)
         assert 0 < versions.freshness <= fresh.freshness + 1e-9 <= 1 + 1e-9
         assert fresh.observed == pytest.approx(sum(world.end - p.discovered for p in world.pages))
-    assert hindsight_optimum(world, 3, objective="freshness").freshness <= hindsight_optimum(
-        world, 40, objective="freshness"
-    ).freshness
+    assert (
+        hindsight_optimum(world, 3, objective="freshness").freshness
+        <= hindsight_optimum(world, 40, objective="freshness").freshness
+    )
     with pytest.raises(ValueError, match="objective"):
         hindsight_optimum(world, 3, objective="recall")
 

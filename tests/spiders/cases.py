@@ -131,7 +131,9 @@ class CasesSpider(scrapy.Spider):
     async def start(self) -> AsyncIterator[scrapy.Request]:
         for url in self.start_urls:
             if self.token:
-                yield scrapy.Request(url, headers={"Authorization": f"Bearer {self.token}", "Cookie": f"t={self.token}"})
+                yield scrapy.Request(
+                    url, headers={"Authorization": f"Bearer {self.token}", "Cookie": f"t={self.token}"}
+                )
             else:
                 yield scrapy.Request(url)
         if self.lambda_url:

@@ -60,7 +60,8 @@ class WalkProfile:
             "modules": sorted({k[0].split(PACKAGE, 1)[1] for k in ours}),
             # where the calls go, for a reader of a failed check
             "busiest": [
-                (f"{k[0].split(PACKAGE, 1)[1]}:{k[2]}", v[1]) for k, v in sorted(ours.items(), key=lambda kv: -kv[1][1])[:15]
+                (f"{k[0].split(PACKAGE, 1)[1]}:{k[2]}", v[1])
+                for k, v in sorted(ours.items(), key=lambda kv: -kv[1][1])[:15]
             ],
         }
 

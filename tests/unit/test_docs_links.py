@@ -15,9 +15,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = sorted(
-    [ROOT / "README.md", ROOT / "CHANGES.md", ROOT / "bench" / "README.md", *(ROOT / "docs").rglob("*.md")]
-)
+PAGES = sorted([ROOT / "README.md", ROOT / "CHANGES.md", ROOT / "bench" / "README.md", *(ROOT / "docs").rglob("*.md")])
 #: ``[text](target)`` with a relative target (no scheme), optionally ``#fragment``
 LINK = re.compile(r"\]\((?![a-z]+:)([^)\s#]*)(?:#([^)\s]+))?\)")
 FENCE = re.compile(r"^\s*```")

@@ -114,7 +114,9 @@ def test_a_replacement_the_project_lists_by_name_is_not_added_twice_by_the_addon
         ("myproject.downloader.MyDownloader", "myproject.downloader.MyDownloader"),
     ],
 )
-def test_the_addon_settles_with_its_downloader_unless_the_project_chose_one(project: str | None, installed: str) -> None:
+def test_the_addon_settles_with_its_downloader_unless_the_project_chose_one(
+    project: str | None, installed: str
+) -> None:
     from scrapy.settings import Settings
     from scrapy.utils.misc import load_object
 

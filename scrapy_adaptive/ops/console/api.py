@@ -26,8 +26,8 @@ from typing import Any
 
 from ...config.spec import counted, plural
 from ...frontier import Frontier, UrlRecord
-from ...model import answers_with_page
 from ...humanize import human, when
+from ...model import answers_with_page
 from ...store.base import StoreCorrupt
 from ..progress import Progress
 from .changes_command import DEFAULT_LIMIT, URL_EVENTS, event_lines, find_changes, kinds_of, limit_of, url_pattern

@@ -15,9 +15,9 @@ from typing import Any
 
 from ...config.spec import counted
 from ...humanize import human, human_bytes, when
+from ..composites import figures_words
 from .changes_command import what_changed
 from .hinttrack import PRECISION_MEANS, html_rows
-from ..composites import figures_words
 from .payloads import TITLE, payload_rows
 
 #: widest bar of an hourly series (SVG units)

@@ -17,14 +17,13 @@ found, each a test that failed before.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import hashlib
 import json
 import random
 import re
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from email.utils import formatdate
 from typing import Any
 
@@ -99,7 +98,6 @@ def test_a_clock_moves_with_the_fetch_time_and_a_written_time_does_not(token: st
     assert noise.clock_offset("12345", T0) is None  # a number, not a Unix time near the fetch
 
 
-
 @pytest.mark.parametrize(
     "value",
     ["served at 12:03:04", f"stamp {int(T0)}", "posted 5 minutes ago", "2025-11-29T08:00:01Z", "Page 17 of 40"],
@@ -116,6 +114,7 @@ def test_a_field_read_once_per_value_still_reads_its_clock_at_each_fetch(value: 
         assert not noise.same_clock(first.split("|")[1], later.split("|")[1])
     else:
         assert first == later
+
 
 # -- the chain: middleware, verdicts, policy, frontier -------------------------------------
 
@@ -142,7 +141,9 @@ class Chain:
             Settings({"ADAPTIVE_WAIT_MIN": wait_min, "ADAPTIVE_WAIT_INITIAL": 30, "ADAPTIVE_WAIT_DEFAULT": 30})
         )
         policy = load_wait_policy(config)
-        self.verdicts = Verdicts(self.frontier, policy, OneIssued(FP), self.stats, on_store_error=lambda exc: None, clock=now)  # type: ignore[arg-type]
+        self.verdicts = Verdicts(
+            self.frontier, policy, OneIssued(FP), self.stats, on_store_error=lambda exc: None, clock=now
+        )  # type: ignore[arg-type]
         self.mw = VisitMiddleware(self.stats, self.verdicts, probe_window=max(30.0, 10 * politeness), clock=now)  # type: ignore[arg-type]
         self.delivered: list[Any] = []  # the value of each visit delivered as changed
         self.false = 0  # deliveries of the value delivered last (duplicates)
@@ -169,7 +170,9 @@ class Chain:
         self.clock[0] += 0.01
         body, headers, value = site(self.clock[0], fetch)
         headers = {"Date": formatdate(self.clock[0], usegmt=True), **headers}
-        response = HtmlResponse(URL, body=body.encode(), headers=headers, request=Request(URL, meta={meta.FP: FP.hex()}))
+        response = HtmlResponse(
+            URL, body=body.encode(), headers=headers, request=Request(URL, meta={meta.FP: FP.hex()})
+        )
         self.frontier.downloads.fetch_ended(issued.fp)
         self.mw.process_spider_input(response)
         verdict = response.request.meta[meta.CHANGE]  # type: ignore[union-attr]
@@ -322,10 +325,10 @@ def test_an_edit_outside_the_visible_text_is_delivered_on_a_page_with_a_token_an
     assert masks and not masks.regions and all(v != noise.WHOLE for v in masks.fields.values())  # tokens only
 
 
-@pytest.mark.parametrize(
-    ("shape", "politeness"), [("clock", 0.13), ("coarse", 2.0), ("long", 1.0), ("epoch", 1.0)]
-)
-def test_a_clock_coarser_than_the_probe_or_inside_a_long_paragraph_is_learned_not_parked(shape: str, politeness: float) -> None:
+@pytest.mark.parametrize(("shape", "politeness"), [("clock", 0.13), ("coarse", 2.0), ("long", 1.0), ("epoch", 1.0)])
+def test_a_clock_coarser_than_the_probe_or_inside_a_long_paragraph_is_learned_not_parked(
+    shape: str, politeness: float
+) -> None:
     chain = crawl(["text"], [shape], politeness=politeness)
     assert chain.delivered == chain.expected() and len(chain.expected()) >= 2 and chain.false == 0
     assert chain.record().wait < 1800  # keeps the wait its real changes earn
@@ -394,7 +397,9 @@ def test_a_last_modified_read_alike_twice_is_never_taken_for_a_clock() -> None:
             edits.append(t - T0 - 3.0)  # an edit three seconds before this fetch
         n = len(edits)
         last = T0 + edits[-1]
-        html = f"<html><body><p>Stock {n}</p><p>Server time {time.strftime('%H:%M:%S', time.gmtime(t))}</p></body></html>"
+        html = (
+            f"<html><body><p>Stock {n}</p><p>Server time {time.strftime('%H:%M:%S', time.gmtime(t))}</p></body></html>"
+        )
         return html, {"Last-Modified": formatdate(last, usegmt=True)}, n
 
     for fetch in range(8):

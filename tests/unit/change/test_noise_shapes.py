@@ -36,13 +36,21 @@ SHAPES: dict[str, Render] = {
         f'<html><head><script type="application/ld+json">{{"dateModified": "{_iso(t)}", '
         f'"offers": {{"price": "{19 + n}.99"}}}}</script></head><body><h1>x</h1></body></html>'
     ),
-    "minutes ago": lambda t, n, r, f: f"<html><body><p>Posted {int((t - T0) // 60)} minutes ago</p><p>Stock {n}</p></body></html>",
+    "minutes ago": lambda t,
+    n,
+    r,
+    f: f"<html><body><p>Posted {int((t - T0) // 60)} minutes ago</p><p>Stock {n}</p></body></html>",
     "nonce in a script src": lambda t, n, r, f: (
         f'<html><head><script src="/app.js?v={r.getrandbits(48):x}"></script></head><body><p>Stock {n}</p></body></html>'
     ),
-    "time datetime now": lambda t, n, r, f: f'<html><body><time datetime="{_iso(t)}">now</time><p>Stock {n}</p></body></html>',
+    "time datetime now": lambda t,
+    n,
+    r,
+    f: f'<html><body><time datetime="{_iso(t)}">now</time><p>Stock {n}</p></body></html>',
     "session id on every link": lambda t, n, r, f: (
-        "<html><body>" + "".join(f'<a href="/p/{i}?sid={r.getrandbits(40):x}">p{i}</a>' for i in range(8)) + f"<p>Stock {n}</p></body></html>"
+        "<html><body>"
+        + "".join(f'<a href="/p/{i}?sid={r.getrandbits(40):x}">p{i}</a>' for i in range(8))
+        + f"<p>Stock {n}</p></body></html>"
     ),
     "whitespace and attribute order": lambda t, n, r, f: (
         f'<html><body><p class="a" id="b">Stock {n}</p></body></html>'
@@ -52,8 +60,14 @@ SHAPES: dict[str, Render] = {
     "__DATA__ with a nonce beside the price": lambda t, n, r, f: (
         f'<html><body><script>window.__DATA__ = {{"nonce":"{r.getrandbits(64):x}","price":{19 + n}.99}};</script></body></html>'
     ),
-    "12-hour clock": lambda t, n, r, f: f"<html><body><p>Now {_hms(t, '%I:%M:%S %p')}</p><p>Stock {n}</p></body></html>",
-    "clock in the title": lambda t, n, r, f: f"<html><head><title>Shop {_hms(t)}</title></head><body><p>Stock {n}</p></body></html>",
+    "12-hour clock": lambda t,
+    n,
+    r,
+    f: f"<html><body><p>Now {_hms(t, '%I:%M:%S %p')}</p><p>Stock {n}</p></body></html>",
+    "clock in the title": lambda t,
+    n,
+    r,
+    f: f"<html><head><title>Shop {_hms(t)}</title></head><body><p>Stock {n}</p></body></html>",
     "csrf meta beside a data meta": lambda t, n, r, f: (
         f'<html><head><meta name="csrf-token" content="{r.getrandbits(64):x}"><meta name="description" content="Stock {n}"></head><body></body></html>'
     ),
@@ -65,7 +79,9 @@ SHAPES: dict[str, Render] = {
     ),
     "counter of every other hit": lambda t, n, r, f: f"<html><body><p>Hits {f // 2}</p><p>Stock {n}</p></body></html>",
     "items swapping places": lambda t, n, r, f: (
-        "<html><body><ul>" + "".join(f"<li>{x}</li>" for x in r.sample(["alpha", "beta", "gamma", "delta"], 4)) + f"</ul><p>Stock {n}</p></body></html>"
+        "<html><body><ul>"
+        + "".join(f"<li>{x}</li>" for x in r.sample(["alpha", "beta", "gamma", "delta"], 4))
+        + f"</ul><p>Stock {n}</p></body></html>"
     ),
 }
 LIMITS = {

@@ -192,7 +192,9 @@ def test_a_urls_own_record_counts_right_predictions_and_restarts_at_a_lie() -> N
 
 
 @given(right=st.integers(0, 40), lies=st.integers(0, 3), predictions=st.integers(1, 100))
-def test_a_urls_own_schedule_never_acts_blind_longer_than_its_rate_allows(right: int, lies: int, predictions: int) -> None:
+def test_a_urls_own_schedule_never_acts_blind_longer_than_its_rate_allows(
+    right: int, lies: int, predictions: int
+) -> None:
     from scrapy_adaptive.change.trust import TrustParams, url_decide, url_verify_rate
 
     params = TrustParams(warmup=3, min_rate=1 / 32)

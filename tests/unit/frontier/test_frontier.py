@@ -22,9 +22,9 @@ from scrapy_adaptive.frontier import (
     Store,
     Visit,
 )
+from scrapy_adaptive.frontier.adding import COMPOSITE_WINDOW_S
 from scrapy_adaptive.frontier.hostqueue import ARRIVAL_LEAD_MS
 from scrapy_adaptive.model import Plan
-from scrapy_adaptive.frontier.adding import COMPOSITE_WINDOW_S
 from scrapy_adaptive.store.base import Batch, StoreError
 from scrapy_adaptive.store.keys import NEVER_MS, time_to_ms
 from scrapy_adaptive.store.leveldb import LevelDBStore
@@ -785,9 +785,9 @@ def test_a_lying_page_does_not_cost_its_hosts_images_their_trust(store: Store) -
     assert f.hosts.trust_report()["h.example"].host().lies == 1
     # the images keep their class's schedule: some of their predictions are acted on
     decisions = []
+    unchanged = ChangeState.UNCHANGED
     for _ in range(3):
         clock.t += 2
-        unchanged = ChangeState.UNCHANGED
         # a verified fetch's verdict says so (its headers predicted it right)
         decision = visit_deciding(f, clock, image, lambda verify: verified(unchanged) if verify else visited(unchanged))
         decisions.append(decision)

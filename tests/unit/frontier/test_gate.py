@@ -6,10 +6,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_adaptive.frontier import Frontier, Politeness, Store
-from scrapy_adaptive.store.keys import EMBED_DIRECTIVE
 from scrapy_adaptive.frontier.gate import BURST_SECONDS, RevisitGate
 from scrapy_adaptive.frontier.hostqueue import HostQueue
 from scrapy_adaptive.model import Plan
+from scrapy_adaptive.store.keys import EMBED_DIRECTIVE
 from tests.unit.frontier.test_frontier import Clock, add, fp, visited
 
 

@@ -15,7 +15,7 @@ from scrapy_adaptive.frontier.hints import Hint, HintResult
 from scrapy_adaptive.frontier.hostfacts import UNCHECKED_PER_CLASS
 from scrapy_adaptive.model import UrlRecord
 from scrapy_adaptive.store.keys import time_to_ms
-from tests.unit.frontier.test_frontier import Clock, add, fp, make, visit_once, visited
+from tests.unit.frontier.test_frontier import Clock, add, fp, make, visit_once
 
 
 def test_a_crawl_delay_is_honoured_and_kept_across_a_restart(store: Store) -> None:

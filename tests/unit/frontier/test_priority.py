@@ -127,7 +127,9 @@ def test_a_forced_known_url_takes_its_request_priority(store: Store) -> None:
 
 
 def test_probes_and_embeds_go_before_every_priority() -> None:
-    assert PROBE_DIRECTIVE > EMBED_DIRECTIVE > directive_of(10**9) > directive_of(0) > directive_of(-(10**9)) > SCHEDULED
+    assert (
+        PROBE_DIRECTIVE > EMBED_DIRECTIVE > directive_of(10**9) > directive_of(0) > directive_of(-(10**9)) > SCHEDULED
+    )
     assert directive_of(PRIORITY_SPAN + 1) == directive_of(PRIORITY_SPAN)
 
 

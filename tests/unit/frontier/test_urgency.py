@@ -174,7 +174,6 @@ def test_a_head_never_visited_is_issued_without_reading_the_other_candidates(sto
     assert len(reads) == 1, "only the head's own record is read"
 
 
-
 def test_the_weighing_reads_the_queue_s_window_without_a_seek_and_picks_as_the_store_would(tmp_path: Path) -> None:
     """A frontier that is its store's one writer keeps a window of each
     queue's next entries (readahead.py): the due URLs weighed are read there,

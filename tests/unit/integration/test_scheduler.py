@@ -493,9 +493,7 @@ def test_a_first_fetch_is_the_spiders_own_request_with_its_credentials(tmp_path:
 
 
 @in_loop
-def test_a_first_fetch_from_the_store_says_once_that_its_credentials_were_left_out(
-    tmp_path: Path, caplog: Any
-) -> None:
+def test_a_first_fetch_from_the_store_says_once_that_its_credentials_were_left_out(tmp_path: Path, caplog: Any) -> None:
     scheduler = build(tmp_path)
     scheduler.open(Pages())
     for i in range(2):
@@ -535,7 +533,9 @@ def test_first_fetch_objects_are_bounded_and_credentials_kept_longest() -> None:
     plain = Request("http://a.example/")
     for i in range(ir.MAX_FIRST):
         assert issued.hold_first(i.to_bytes(4, "big"), plain, credentials=lambda: False)
-    assert issued.hold_first(b"over", plain, credentials=lambda: False)  # not kept, nothing lost: rebuilt from the store
+    assert issued.hold_first(
+        b"over", plain, credentials=lambda: False
+    )  # not kept, nothing lost: rebuilt from the store
     assert issued.take_first(b"over") is None
     assert issued.hold_first(b"secret", plain, credentials=lambda: True)  # kept past the plain bound
     assert issued.take_first(b"secret") is plain and issued.take_first(b"secret") is None

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scrapy import Request
@@ -244,4 +242,8 @@ def test_only_a_changed_2xx_is_read_for_its_text_and_only_with_the_setting() -> 
         judging = VisitMiddleware(get_crawler().stats, text_diff=cap).judging
         answer = response(page.body, status)
         visit = replace(evaluate(answer, {}), change=change)
-        assert judge.with_text(answer_of(answer), visit, judging).text == (["Price 10"] if read else None), (cap, change, status)
+        assert judge.with_text(answer_of(answer), visit, judging).text == (["Price 10"] if read else None), (
+            cap,
+            change,
+            status,
+        )

@@ -112,15 +112,33 @@ def test_memory_is_bounded_by_the_cap_the_expiry_and_the_window() -> None:
 
 def test_the_summary_words() -> None:
     assert figures_words(CompositeWatch().figures()) is None
-    figures = {"pages": 20, "within": 19, "late": 1, "missing": 0, "dropped": 0, "pending": 2, "share_within": 0.95,
-               "gap_p50": 1.25, "window": 60.0}
+    figures = {
+        "pages": 20,
+        "within": 19,
+        "late": 1,
+        "missing": 0,
+        "dropped": 0,
+        "pending": 2,
+        "share_within": 0.95,
+        "gap_p50": 1.25,
+        "window": 60.0,
+    }
     assert figures_words(figures) == (
         "20 page captures with embeds settled: 19 (95 %) with every embed fetched or confirmed within 60 s of the "
         "page, 1 later, 0 missing; median gap 1.2 s; 2 pending"
     )
     words = figures_words(
-        {"pages": 1, "within": 0, "late": 0, "missing": 1, "dropped": 3, "pending": 0, "share_within": 0.0,
-         "gap_p50": None, "window": 60.0}
+        {
+            "pages": 1,
+            "within": 0,
+            "late": 0,
+            "missing": 1,
+            "dropped": 3,
+            "pending": 0,
+            "share_within": 0.0,
+            "gap_p50": None,
+            "window": 60.0,
+        }
     )
     assert words is not None and "1 page capture with embeds settled: 0 (0 %)" in words
     assert "median gap -" in words and "3 not followed" in words
@@ -153,8 +171,10 @@ def test_the_glue_links_an_embeds_fetch_to_its_page_and_publishes_the_stats() ->
     glue.downloaded(HtmlResponse(IMG, body=b"png", request=issued), issued)
     assert issued.meta[meta.PAGE] == ((PAGE, 1000.0),) and issued.meta[meta.DOWNLOADED] == 1001.25
     now[0] = 1010.0
-    glue.downloaded(HtmlResponse("http://127.0.0.1/z.html", request=Request("http://127.0.0.1/z.html")),
-                    Request("http://127.0.0.1/z.html"))
+    glue.downloaded(
+        HtmlResponse("http://127.0.0.1/z.html", request=Request("http://127.0.0.1/z.html")),
+        Request("http://127.0.0.1/z.html"),
+    )
     assert stats.values["adaptive/embeds/pages"] == 1
     assert stats.values["adaptive/embeds/within_60s"] == 1
     assert stats.values["adaptive/embeds/gap_p50"] == 1.25

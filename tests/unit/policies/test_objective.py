@@ -113,7 +113,7 @@ def test_a_ceiling_budget_under_freshness_keeps_its_floor() -> None:
     for objective in (VERSIONS, FRESHNESS):
         alloc = RateAllocator(1000.0, min_wait=0.1, max_wait=1e9, epoch="t", objective=objective)
         alloc.set_budget(1000.0, ceiling=True)
-        for i in range(100):
+        for _ in range(100):
             alloc.register({}, "h", 1 / 3600)
         alloc.solve()
         assert alloc.floor_binds(), objective

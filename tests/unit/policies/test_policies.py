@@ -15,6 +15,7 @@ from scrapy.settings import Settings
 from scrapy_adaptive.config.settings import AdaptiveConfig
 from scrapy_adaptive.config.spec import ConfigError
 from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
+from scrapy_adaptive.model import Plan
 from scrapy_adaptive.policies import (
     BurstWaitPolicy,
     ConstantWaitPolicy,
@@ -25,7 +26,6 @@ from scrapy_adaptive.policies import (
     WaitParams,
     load_wait_policy,
 )
-from scrapy_adaptive.model import Plan
 from scrapy_adaptive.policies.base import WaitPolicy, decides
 
 CHANGED, UNCHANGED, UNKNOWN = ChangeState.CHANGED, ChangeState.UNCHANGED, ChangeState.UNKNOWN

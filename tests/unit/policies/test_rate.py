@@ -489,7 +489,11 @@ def test_a_held_change_a_probe_delivers_counts_in_the_interval_before_the_probe(
             steps = (
                 (ChangeState.CHANGED, 0, []),
                 (ChangeState.UNCHANGED, 3600, [HELD_BACK]),
-                (ChangeState.CHANGED if held == "edit" else ChangeState.UNCHANGED, 2, [PROBED, *([HELD_CHANGE] if held == "edit" else [])]),
+                (
+                    ChangeState.CHANGED if held == "edit" else ChangeState.UNCHANGED,
+                    2,
+                    [PROBED, *([HELD_CHANGE] if held == "edit" else [])],
+                ),
             )
         for change, gap, note in steps:
             now += gap
@@ -861,7 +865,9 @@ def test_before_any_liar_is_caught_a_lie_is_taken_to_hide_its_siblings_pace() ->
             change = ChangeState.CHANGED if changed else ChangeState.UNCHANGED
             last_modified = formatdate(t0 + 240 if changed else t0 - 120, usegmt=True)
             v = Visit(Outcome.VISITED, status=200, change=change, url=url, fetched=t0 + 300, queue="h")
-            policy.plan({"visits": 1, "fetched": t0, "wait": 300, "policy": st}, replace(v, last_modified=last_modified))
+            policy.plan(
+                {"visits": 1, "fetched": t0, "wait": 300, "policy": st}, replace(v, last_modified=last_modified)
+            )
     belief = policy.header_belief
     typical = policy.typical_rate()
     fast_hidden = belief.lie_rate(typical, "https://h.example/fast/x.html")

@@ -288,7 +288,9 @@ def test_without_apprise_one_line_says_what_to_install(monkeypatch: pytest.Monke
     monkeypatch.setitem(sys.modules, "apprise", None)
     with pytest.raises(Exception) as raised:
         checked_channels(notify_channels(HOOK))
-    assert str(raised.value) == "ADAPTIVE_NOTIFY is set but apprise is not installed: pip install scrapy-adaptive[notify]"
+    assert (
+        str(raised.value) == "ADAPTIVE_NOTIFY is set but apprise is not installed: pip install scrapy-adaptive[notify]"
+    )
 
 
 def test_the_event_lines_read_the_feeds_json(tmp_path: Path) -> None:

@@ -162,4 +162,3 @@ def test_a_first_answer_that_is_an_error_is_no_version_and_content_after_it_is_n
     content = crawl.answer(200)
     assert content.visit.change is ChangeState.CHANGED and content.record.versions == 1
     assert [e["kind"] for e in crawl.events()] == ["new"]
-

@@ -14,10 +14,10 @@ from scrapy.statscollectors import StatsCollector
 from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive.change.digest import payload_digest as exchange_digest
+from scrapy_adaptive.integration.downloadermiddlewares.warc import WarcMiddleware
 from scrapy_adaptive.ops.console.payloads import payload_lines
 from scrapy_adaptive.warc.capture import Capture
 from scrapy_adaptive.warc.digests import DigestIndex, shared_payloads, shared_payloads_in
-from scrapy_adaptive.integration.downloadermiddlewares.warc import WarcMiddleware
 from scrapy_adaptive.warc.writer import IDENTICAL_PROFILE, NOT_MODIFIED_PROFILE, WarcWriter
 from tests.unit.warc.test_warc import exchange, read_records, warcio_check
 

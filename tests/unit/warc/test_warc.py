@@ -296,7 +296,15 @@ def test_an_embed_fetched_for_a_pages_capture_gets_a_via_metadata_record(writer:
     writer.close()
     records = read_records(tmp_path / "warc")
     assert [r[1] for r in records] == [
-        "warcinfo", "response", "request", "metadata", "revisit", "request", "metadata", "metadata", "response",
+        "warcinfo",
+        "response",
+        "request",
+        "metadata",
+        "revisit",
+        "request",
+        "metadata",
+        "metadata",
+        "response",
         "request",
     ]
     by_id = {r[2].get_header("WARC-Record-ID"): r for r in records}
