@@ -40,16 +40,22 @@ class Lease:
     #: lease cannot run out, the host is busy with it
     in_flight: bool = False
     #: the record's read-only view, made once for the fetch's readers (the
-    #: downloader's and spider's middlewares read it several times)
-    view: RecordView = field(init=False, repr=False, compare=False)
+    #: scheduler's request meta, the downloader's and spider's middlewares)
+    _view: RecordView | None = field(default=None, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        self.view = self.record.view()
+    @property
+    def view(self) -> RecordView:
+        """The record as issued (or as an add while out left it), read-only:
+        made at the first read (a frontier read by no crawl, as in its
+        benchmark, makes none)."""
+        if self._view is None:
+            self._view = self.record.view()
+        return self._view
 
     def renew(self, record: UrlRecord) -> None:
         """The URL's record is now *record* (an add while out, a failed write undone)."""
         self.record = record
-        self.view = record.view()
+        self._view = None
 
 
 class Downloads(Protocol):
