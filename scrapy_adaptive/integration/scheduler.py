@@ -350,8 +350,8 @@ class AdaptiveScheduler(BaseScheduler):
             raise EnqueueError(f"{request!r} could not be enqueued: {type(exc).__name__}: {exc}") from None
 
     def _add(self, request: Request, force: bool | None = None) -> bool:
-        frontier = self.frontier
-        assert frontier is not None and self.spider is not None
+        assert self.runtime is not None and self.spider is not None
+        frontier = self.runtime.frontier  # (every link a page yields comes here)
         fp = self.issued.identity(request)
         queue = self.keyer.key(request)
         spider = self.spider
