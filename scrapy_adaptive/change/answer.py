@@ -19,10 +19,12 @@ need them pays for either.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..config.matching import media_type as _media_type
 from ..model import FetchResult
 
 
@@ -61,6 +63,13 @@ class Answer:
     fetch: FetchResult | None = None
     read_text: Callable[[], str | None] = field(default=_nothing, repr=False, compare=False)
     read_tree: Callable[[], Any] = field(default=_nothing, repr=False, compare=False)
+
+    @functools.cached_property
+    def media_type(self) -> str:
+        """The content type without its parameters, lower case; ``text/html``
+        when the response names none.  Read once: the digest rules, learned
+        noise and the text diff each ask which parser the body takes."""
+        return _media_type(self.content_type or "text/html")
 
     @property
     def text(self) -> str | None:

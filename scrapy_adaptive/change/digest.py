@@ -26,8 +26,6 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..config.matching import media_type
-
 if TYPE_CHECKING:
     from ..config.patterns import UserPattern
     from ..model import Visit
@@ -99,7 +97,7 @@ class TextDigester(Digester):
         if not body:
             return None
         text = answer.text
-        if text is None or "html" not in media_type(answer.content_type or "text/html"):
+        if text is None or "html" not in answer.media_type:
             return sha1_digest("exact", body)
         return sha1_digest("text", visible_text(text).encode("utf-8"))
 

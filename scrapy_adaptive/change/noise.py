@@ -58,7 +58,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..config.matching import media_type
 from .digest import sha1_digest
 from .url_class import url_class
 
@@ -103,8 +102,7 @@ def fields_of(answer: Answer, *, visible: bool = False) -> list[Field] | None:
     sees (the ``text`` rule's scope: no head, scripts or attributes)."""
     if not answer.body:
         return None
-    content_type = media_type(answer.content_type or "text/html")
-    if "html" in content_type:
+    if "html" in answer.media_type:
         root = _parsed(answer)
         if root is None:
             return None
@@ -113,7 +111,7 @@ def fields_of(answer: Answer, *, visible: bool = False) -> list[Field] | None:
         text = answer.text
         if text is None:
             return None
-        if content_type.endswith("json"):
+        if answer.media_type.endswith("json"):
             try:
                 out = [(f"${path}", value) for path, value in json_values(json.loads(text))]
             except (ValueError, RecursionError):

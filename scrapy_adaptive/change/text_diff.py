@@ -36,7 +36,6 @@ import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..config.matching import media_type
 from .digest import visible_root
 
 if TYPE_CHECKING:
@@ -110,8 +109,7 @@ def text_lines(answer: Answer) -> list[str] | None:
     text = answer.text
     if text is None:
         return None
-    content_type = media_type(answer.content_type or "text/html")
-    return html_lines(text) if "html" in content_type else plain_lines(text)
+    return html_lines(text) if "html" in answer.media_type else plain_lines(text)
 
 
 def _fit(text: str, room: int) -> str:
