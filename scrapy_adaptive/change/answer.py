@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config.matching import media_type as _media_type
+from ..dates import parse_http_date
 from ..model import FetchResult
 
 
@@ -70,6 +71,16 @@ class Answer:
         when the response names none.  Read once: the digest rules, learned
         noise and the text diff each ask which parser the body takes."""
         return _media_type(self.content_type or "text/html")
+
+    @functools.cached_property
+    def served_at(self) -> float | None:
+        """The ``Date`` header's instant (None: none, or unreadable)."""
+        return parse_http_date(self.date)
+
+    @functools.cached_property
+    def modified_at(self) -> float | None:
+        """The ``Last-Modified`` header's instant (None: none, or unreadable)."""
+        return parse_http_date(self.last_modified)
 
     @property
     def text(self) -> str | None:

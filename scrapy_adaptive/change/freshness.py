@@ -187,7 +187,7 @@ def last_modified_problem(last_modified: str | None, date: str | None, now: floa
 FRESH_LAST_MODIFIED = 2.0
 
 
-def usable_last_modified(value: str | None, now: float) -> bool:
-    """True if *value* is a Last-Modified that can tell "no change"."""
-    stamp = parse_http_date(value)
-    return stamp is not None and stamp < now - FRESH_LAST_MODIFIED
+def usable_last_modified(modified: float | None, now: float) -> bool:
+    """True if a Last-Modified read as *modified* (None: none, or
+    unreadable) can tell "no change" at *now*."""
+    return modified is not None and modified < now - FRESH_LAST_MODIFIED

@@ -49,7 +49,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..dates import parse_http_date
 from ..model import ChangeState, Visit
 from . import noise
 from .answer import Answer
@@ -599,15 +598,15 @@ def page_fields(answer: Answer, *, visible: bool) -> list[Field] | None:
     if answer.etag is not None:
         fields.append((ETAG_FIELD, answer.etag))
     if answer.last_modified is not None:
-        fields.append((LAST_MODIFIED_FIELD, _as_compared(answer.last_modified)))
+        fields.append((LAST_MODIFIED_FIELD, _as_compared(answer.last_modified, answer.modified_at)))
     return fields
 
 
-def _as_compared(value: str) -> str:
-    """A Last-Modified as the learner compares it: its instant, in a form no
-    clock reading matches (two fetches a few seconds after two edits read
-    alike against their Date: the header must not be hidden as a clock)."""
-    stamp = parse_http_date(value)
+def _as_compared(value: str, stamp: float | None) -> str:
+    """A Last-Modified (*value*, read as *stamp*) as the learner compares
+    it: its instant, in a form no clock reading matches (two fetches a few
+    seconds after two edits read alike against their Date: the header must
+    not be hidden as a clock)."""
     return value if stamp is None else f"instant {int(stamp):x}"
 
 
@@ -635,7 +634,7 @@ def learn_noise(
     state = record.get("noise")
     if not needs_fields(state, same_payload=same_payload(record, visit)):
         return visit, []
-    date = parse_http_date(answer.date)
+    date = answer.served_at
     at = now if date is None else date
     seen = Seen(
         page_fields(answer, visible=visible),
@@ -644,7 +643,7 @@ def learn_noise(
         digest=visit.digest,
         previous_digest=record.get("digest"),
         # a content date, not the fetch's own second (a page generated per request)
-        content_dated=usable_last_modified(visit.last_modified, at),
+        content_dated=usable_last_modified(answer.modified_at, at),
     )
     result = step(state, seen, window=window, pooled=pool.offer(answer.url))
     changes: dict[str, Any] = {}
