@@ -212,11 +212,12 @@ class NoiseDetector:
     ) -> NoiseVerdict:
         """:meth:`observe` of a visit of the URL whose record (as issued) is
         *history* (*interval*: the seconds since the last visit, if the
-        caller read them already; else read from the record).  A page the noise learner judges by its structure (its
-        record holds a sketched version) has its noise learned or its
-        changes proven real, so the guard never holds it: parking such a
-        page would lose the edits it proved.  The guard is for the pages the
-        learner cannot read (binary, unparsable, learning off)."""
+        caller read them already; else read from the record).  A page the
+        noise learner judges by its structure (its record holds a sketched
+        version) has its noise learned or its changes proven real, so the
+        guard never holds it: parking such a page would lose the edits it
+        proved.  The guard is for the pages the learner cannot read (binary,
+        unparsable, learning off)."""
         noise = history.get("noise")
         change = visit.change
         if isinstance(noise, dict) and VERSION in noise and change is ChangeState.CHANGED:

@@ -13,6 +13,7 @@ stands in for an unchanged page's.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlparse
 
 from scrapy import Request
 from scrapy.http import Response
@@ -105,28 +106,11 @@ def is_embed(request: Request) -> bool:
     flag = request.meta.get(meta.EMBED)
     if isinstance(flag, bool):  # any other value was refused at enqueue (metacheck)
         return flag
-    return path_extension(request.url) in EMBED_EXTENSIONS
-
-
-def path_extension(url: str) -> str:
-    """The lower-case extension of *url*'s path (``".png"``; ``""``: none),
-    read from the string: every link a page yields is asked, most of them
-    duplicates Scrapy never parses (``urlparse_cached`` would, and keep it).
-
-    >>> path_extension("https://h.example/a/Logo.PNG?v=3#top"), path_extension("https://h.example")
-    ('.png', '')
-    """
-    end = len(url)
-    for mark in "?#":
-        found = url.find(mark, 0, end)
-        if found != -1:
-            end = found
-    scheme = url.find("://", 0, end)
-    start = url.find("/", scheme + 3, end) if scheme != -1 else url.find(":", 0, end) + 1
-    if start == -1:
-        return ""  # a host without a path
-    dot = url.rfind(".", max(start, url.rfind("/", start, end)), end)
-    return url[dot:end].lower() if dot != -1 else ""
+    # the URL parsed as urlparse_cached would, without keeping the result
+    # with the request: most links a page yields are duplicates never fetched
+    path = urlparse(request.url).path.lower()
+    dot = path.rfind(".")
+    return dot != -1 and path[dot:] in EMBED_EXTENSIONS
 
 
 def skip_unchanged(response: Response, **kwargs: Any) -> tuple[()]:

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
-from urllib.parse import urlsplit
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from scrapy import Request
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.test import get_crawler
@@ -16,7 +13,7 @@ from scrapy_adaptive import meta
 from scrapy_adaptive.change import judge, noise_learner
 from scrapy_adaptive.change.rules import DigestRules
 from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
-from scrapy_adaptive.integration.spidermiddlewares.reading import answer_of, is_embed, path_extension
+from scrapy_adaptive.integration.spidermiddlewares.reading import answer_of, is_embed
 from scrapy_adaptive.integration.spidermiddlewares.visit import VisitMiddleware
 from tests.standins import Services
 
@@ -52,33 +49,10 @@ def test_no_body_means_unknown_and_validators_are_kept_verbatim() -> None:
 def test_embeds_are_recognised_by_extension_or_meta() -> None:
     assert is_embed(Request("http://example.com/a/logo.PNG"))
     assert is_embed(Request("http://example.com/site.css?v=3"))
+    assert is_embed(Request("http://example.com/a/logo.png;v=2"))  # a last segment's parameters, as urlparse reads them
     assert not is_embed(Request("http://example.com/page.html"))
     assert is_embed(Request("http://example.com/img", meta={"adaptive_embed": True}))
     assert not is_embed(Request("http://example.com/x.js", meta={"adaptive_embed": False}))
-
-
-_SEGMENT = st.text(alphabet="ab.c/-_%", max_size=8)
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.sampled_from(["http", "https", "ftp"]),
-    st.text(alphabet="ab.c-", min_size=1, max_size=6),
-    st.lists(_SEGMENT, max_size=4),
-    st.one_of(st.none(), _SEGMENT),
-    st.one_of(st.none(), _SEGMENT),
-)
-def test_a_urls_extension_is_its_paths_as_urlsplit_reads_it(
-    scheme: str, host: str, parts: list[str], query: str | None, fragment: str | None
-) -> None:
-    """The extension is read from the URL string (every link a page yields
-    is asked): the same as the last segment of the path ``urlsplit`` finds,
-    whatever the host, query and fragment hold."""
-    url = f"{scheme}://{host}" + "".join("/" + p for p in parts)
-    url += (f"?{query}" if query is not None else "") + (f"#{fragment}" if fragment is not None else "")
-    path = urlsplit(url).path.lower()
-    dot, slash = path.rfind("."), path.rfind("/")
-    assert path_extension(url) == (path[dot:] if dot > slash else "")
 
 
 def test_embed_hops_count_along_embed_chains_only() -> None:
