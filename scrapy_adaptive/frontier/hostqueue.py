@@ -184,8 +184,9 @@ class HostQueue:
     def ready_time(self) -> float:
         """When this queue can next issue a URL (``inf``: not by itself): its
         earliest free slot and its head both ready.  Read at every place on
-        the heap (several times per fetch), so in one pass."""
-        ready = self.head_time()
+        the heap (several times per fetch), so in one pass (:meth:`head_time` too)."""
+        head = self.head
+        ready = math.inf if head is None or head[1] >= NEVER_MS else head[1] / 1000
         earliest = math.inf  # the earliest slot not in use
         for t in self.slots:
             if t != IN_USE and t < earliest:
@@ -195,12 +196,9 @@ class HostQueue:
     def state(self, now: float) -> QueueState:
         if self.head is None and not self.out:
             return QueueState.EMPTY
-        free = [t for t in self.slots if t != IN_USE]
-        if not free:
+        if self.slots.count(IN_USE) == len(self.slots):
             return QueueState.BUSY
-        if max(min(free), self.head_time()) <= now:  # ready_time(), its slots read once
-            return QueueState.READY
-        return QueueState.SNOOZED
+        return QueueState.READY if self.ready_time() <= now else QueueState.SNOOZED
 
     # -- transitions driven by the frontier ---------------------------------
 

@@ -135,8 +135,10 @@ class QueueBook:
         return self.sharing is None or self.sharing.issues(name)
 
     def schedule(self, q: HostQueue) -> None:
-        """(Re)place *q* on the heap at the time it becomes ready, if held here."""
-        if self.holds(q.name):
+        """(Re)place *q* on the heap at the time it becomes ready, if held here
+        (:meth:`holds`, read in place: a queue is placed several times a fetch)."""
+        sharing = self.sharing
+        if sharing is None or sharing.issues(q.name):
             self.heap.place(q)
 
     @staticmethod

@@ -104,8 +104,13 @@ def _encode(value: Any, path: str, spider: Spider) -> Any:
     if isinstance(value, tuple):
         return {"$t": [_encode(v, f"{path}[{i}]", spider) for i, v in enumerate(value)]}
     if isinstance(value, dict):
-        if all(isinstance(k, str) and not k.startswith("$") for k in value):
-            return {k: _encode(v, f"{path}[{k!r}]", spider) for k, v in value.items()}
+        plain = True  # every key a string not starting with "$" (a loop: meta is stored at every add)
+        for k in value:
+            if not isinstance(k, str) or k[:1] == "$":
+                plain = False
+                break
+        if plain:
+            return {k: v if type(v) in _SCALARS else _encode(v, f"{path}[{k!r}]", spider) for k, v in value.items()}
         pairs = [[_encode(k, f"{path} key", spider), _encode(v, f"{path}[{k!r}]", spider)] for k, v in value.items()]
         return {"$d": pairs}
     if isinstance(value, datetime):
@@ -313,14 +318,21 @@ def request_from_data(data: dict[str, Any], spider: Spider) -> Request:
     already loaded from Scrapy or the spider's package (:func:`stored_class`):
     the state folder cannot make us import or call anything else.
     """
-    headers = data.get("headers")
-    body = data.get("body")
-    decoded = _decode({k: v for k, v in data.items() if k not in ("headers", "body", CREDENTIALS_LEFT_OUT)}, spider)
-    if isinstance(headers, dict) and "$h" in headers:
-        decoded["headers"] = {k.encode("latin-1"): [v.encode("latin-1") for v in vs] for k, vs in headers["$h"]}
-    elif headers is not None:
-        decoded["headers"] = _decode(headers, spider)
-    decoded["body"] = b"" if body == "" or body is None else _decode(body, spider)
+    # one pass over the stored keys: a request is rebuilt at every issue,
+    # and most of its values are scalars or empty (cookies, cb_kwargs,
+    # flags), which Request copies itself
+    decoded: dict[str, Any] = {}
+    for k, v in data.items():
+        if k == "headers":
+            if isinstance(v, dict) and "$h" in v:
+                decoded[k] = {n.encode("latin-1"): [x.encode("latin-1") for x in vs] for n, vs in v["$h"]}
+            elif v is not None:
+                decoded[k] = _decode(v, spider)
+        elif k == "body":
+            decoded[k] = b"" if v == "" or v is None else _decode(v, spider)
+        elif k != CREDENTIALS_LEFT_OUT:
+            decoded[k] = v if type(v) in _SCALARS or not v else _decode(v, spider)
+    decoded.setdefault("body", b"")
     if "_class" in decoded:
         # request_from_dict takes a class object as it is, without importing
         decoded["_class"] = stored_class(decoded["_class"], spider)

@@ -35,7 +35,7 @@ class BudgetPace:
     """Crawl-wide: the scale s of every wait, held to a revisit budget.
 
     At scale 1 a URL whose normalised wait is u asks for 1/u revisits per
-    second; each URL registers its u as it changes (:meth:`register`), so
+    second; each URL registers its u as it changes (:meth:`observe`), so
     the crawl's per-URL demand d = Σ(1/u)/N is known at every moment.  With
     a budget B (revisits per second over the crawl's N URLs) the scale is
 
@@ -103,11 +103,6 @@ class BudgetPace:
         """
         self._loop = allocator
 
-    @property
-    def correcting(self) -> float:
-        """c: the factor on the demand-based scale (this pace's own, or its loop's)."""
-        return 1.0 / self._loop.correction if self._loop is not None else self.correction
-
     def set_budget(self, budget: float | None, *, ceiling: bool = False) -> None:
         """Revisits per second over the crawl, or None (scale 1: the plain rule).
 
@@ -117,42 +112,25 @@ class BudgetPace:
         self.budget = budget
         self.ceiling = ceiling and budget is not None
 
-    def span(self) -> float:
-        if self.horizon is not None:
-            return self.horizon
-        return HORIZON_REVISITS / self.budget if self.budget else 30 * DAY
-
-    def register(self, old: float | None, new: float) -> None:
-        """A URL's normalised wait moved from *old* (None: a new URL) to *new*."""
+    def observe(self, old: float | None, new: float, now: float | None, *, revisit: bool) -> None:
+        """A URL visited at *now* moved its normalised wait from *old* (None:
+        a new URL) to *new*; *revisit*: the visit counts as one.  What a
+        policy paced by this tells it at every visit, in one call: the URL's
+        demand is registered, then the clock moves to *now*, integrating
+        demand and budget, and the correction loop acts."""
         if old is None:
             self.urls += 1
         self.demand = max(0.0, self.demand + 1.0 / new - (1.0 / old if old else 0.0))
-
-    def observe(self, old: float | None, new: float, now: float | None, *, revisit: bool) -> None:
-        """A URL visited at *now* moved its normalised wait from *old* to *new*
-        (:meth:`register`, then :meth:`advance`): what a policy paced by this
-        tells it at every visit."""
-        self.register(old, new)
-        self.advance(now, revisit)
-
-    def scale(self) -> float:
-        """The factor every normalised wait is multiplied by now."""
-        if not self.budget or not self.urls:
-            return 1.0
-        d_sum, t_sum = self._sums[0], self._sums[1]
-        mean = d_sum / t_sum if t_sum > 0 else self.demand / self.urls
-        per_url = self.budget / self.urls
-        return self.correcting * mean / per_url if mean > 0 else 1.0
-
-    def advance(self, now: float | None, revisit: bool) -> None:
-        """Move the clock to *now* (integrating demand and budget); count a revisit."""
         if now is None:
             return
         if self._t_last is None:
             self._t_last = now
         dt = max(0.0, now - self._t_last)
         self._t_last = max(now, self._t_last)
-        span = self.span()
+        if self.horizon is not None:
+            span = self.horizon
+        else:
+            span = HORIZON_REVISITS / self.budget if self.budget else 30 * DAY
         keep = math.exp(-dt / span)
         sums = self._sums
         if dt > 0 and self.urls:
@@ -172,6 +150,20 @@ class BudgetPace:
                 # plan far too fast for months once the ceiling binds
                 corrected = max(corrected, min(self.correction, 1.0))
             self.correction = corrected
+
+    def scale(self) -> float:
+        """The factor every normalised wait is multiplied by now: c · d̄ / (B/N)."""
+        if not self.budget or not self.urls:
+            return 1.0
+        d_sum, t_sum = self._sums[0], self._sums[1]
+        mean = d_sum / t_sum if t_sum > 0 else self.demand / self.urls
+        per_url = self.budget / self.urls
+        return self.correcting * mean / per_url if mean > 0 else 1.0
+
+    @property
+    def correcting(self) -> float:
+        """c: the factor on the demand-based scale (this pace's own, or its loop's)."""
+        return 1.0 / self._loop.correction if self._loop is not None else self.correction
 
     def state(self) -> dict[str, Any]:
         return {

@@ -241,9 +241,11 @@ class NoiseDetector:
         first visit (*interval* None) or an unknown verdict changes nothing:
         a test in progress goes on (probe again), a held page stays held.
         """
-        if not self.enabled:
+        if self.suspect_run <= 0:  # not enabled
             memory.pop(KEY, None)
             return NoiseVerdict.NONE
+        if KEY not in memory and (change is not ChangeState.CHANGED or interval is None):
+            return NoiseVerdict.NONE  # idle, and stays so (most visits): nothing to load or store
         state = self._load(memory)
         mode = state[0]
         if change is ChangeState.UNKNOWN or interval is None:

@@ -91,13 +91,20 @@ def format_line(record: UrlRecord, visit: Visit, plan: Plan | None, now: float) 
     duration = record.duration if visit.duration is None and record.outcome == "visited" else visit.duration
     if record.outcome != "visited" and visit.reason:
         annotations.append(_word(visit.reason)[:120])
+    # the URL and the media type rarely hold whitespace: searched, not rewritten, at each line
+    url = record.url
+    if _WHITESPACE.search(url):
+        url = _url_column(url)
+    kind = media_type(visit.content_type)
+    if _WHITESPACE.search(kind):
+        kind = _word(kind)
     return " ".join(
         [
             stamp,
             str(visit.status) if visit.status is not None else "-",
             str(visit.size) if visit.size is not None else "-",
-            _url_column(record.url),
-            _word(media_type(visit.content_type)) or "-",
+            url,
+            kind or "-",
             visit.digest or "-",
             duration_text(duration),
             ",".join(notes),

@@ -141,8 +141,7 @@ def test_the_budget_is_spent(per_day: float) -> None:
 def test_pace_state_round_trips() -> None:
     pace = BudgetPace(1.0 / 60)
     for i in range(500):
-        pace.register(None if i < 50 else 600.0, 600.0 + i)
-        pace.advance(float(i * 30), revisit=i >= 50)
+        pace.observe(None if i < 50 else 600.0, 600.0 + i, float(i * 30), revisit=i >= 50)
     state = json.loads(json.dumps(pace.state()))
     other = BudgetPace(1.0 / 60)
     other.restore(state)
