@@ -14,7 +14,8 @@ a download's life, and the URLs whose lease ran out.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 from ..model import RecordView, UrlRecord
@@ -39,23 +40,20 @@ class Lease:
     #: the downloader holds it (between fetch_started and fetch_ended): its
     #: lease cannot run out, the host is busy with it
     in_flight: bool = False
-    #: the record's read-only view, made once for the fetch's readers (the
-    #: scheduler's request meta, the downloader's and spider's middlewares)
-    _view: RecordView | None = field(default=None, repr=False, compare=False)
 
-    @property
+    @cached_property
     def view(self) -> RecordView:
         """The record as issued (or as an add while out left it), read-only:
-        made at the first read (a frontier read by no crawl, as in its
-        benchmark, makes none)."""
-        if self._view is None:
-            self._view = self.record.view()
-        return self._view
+        made once for the fetch's readers (the scheduler's request meta, the
+        downloader's and spider's middlewares), at the first read (a frontier
+        read by no crawl, as in its benchmark, makes none); then a plain
+        attribute of the lease."""
+        return self.record.view()
 
     def renew(self, record: UrlRecord) -> None:
         """The URL's record is now *record* (an add while out, a failed write undone)."""
         self.record = record
-        self._view = None
+        self.__dict__.pop("view", None)  # made again at the next read
 
 
 class Downloads(Protocol):

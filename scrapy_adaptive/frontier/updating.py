@@ -91,14 +91,16 @@ class VerdictWriter:
         old = (record.queue, record.directive, record.next_ms, fp)
         was_never = record.never
         duration = measure(visit, out, now)
-        slot_free_at = now + book.rest_after(q, duration or 0.0)
         undo = undo_update(book, self.leases, q, fp, out, record)
         q.urgency_waits.pop(fp, None)  # the verdict plans a new wait
         outcome = outcome_of(record, visit, self.politeness.max_retries)
         set_outcome_time(record, outcome, out, now, self.politeness.retry_delay)
         previous = (record.fetched, record.digest)
-        before = self.pending.presence_before(fp, record)
-        mark = self._fold(fp, q, record, visit, plan, now, duration, deliver=deliver)
+        # a changed visit whose items are delivered later waits for them
+        # (its pending mark), with the presence delivered before it
+        staged = plan is not None and deliver and visit.change is ChangeState.CHANGED
+        before = self.pending.presence_before(fp, record) if staged else None
+        mark = self._fold(fp, q, record, visit, plan, now, duration, staged=staged)
         self._learn(fp, q, record, visit, plan, presence)
         batch = Batch(records={(record.queue, fp): record.to_bytes()})
         if mark is not None:
@@ -116,7 +118,7 @@ class VerdictWriter:
         if record.never != was_never:
             q.never += 1 if record.never else -1
             book.totals.schedulable += -1 if record.never else 1
-        self._free_slot(fp, q, visit, outcome, now, slot_free_at)
+        self._free_slot(fp, q, visit, outcome, now, duration)
         batch.hosts[record.queue] = book.counters(q)
         book.write(batch, q, undo)
         if mark is not None:
@@ -137,20 +139,20 @@ class VerdictWriter:
         now: float,
         duration: float | None,
         *,
-        deliver: bool,
+        staged: bool,
     ) -> Mark | None:
         """Count and fold a visit and its *plan* into *record* (a verdict
         without a plan is no visit: nothing to fold); the pending mark it
         makes, if any.
 
-        A changed visit is a version in the record at once; with *deliver*,
-        its queue and the totals count it at its confirmation, and the mark
-        keeps what was delivered before it."""
+        A changed visit is a version in the record at once; *staged* (its
+        items delivered later), its queue and the totals count it at its
+        confirmation, and the mark keeps what was delivered before it."""
         if plan is None:
             return None
         changed = visit.change is ChangeState.CHANGED
-        mark = self.pending.staged(fp, record) if changed and deliver else None
-        count_visit(q, self.book.totals, record, changed=changed, delivered_later=deliver)
+        mark = self.pending.staged(fp, record) if staged else None
+        count_visit(q, self.book.totals, record, changed=changed, delivered_later=staged)
         fold_visit(record, visit, plan, now, self.history_size, duration=duration)
         return mark
 
@@ -195,18 +197,21 @@ class VerdictWriter:
         if settled := self.hosts.settle_hint(q, record, visit, plan):
             notes.append(settled)
         record.notes = notes
-        if presence is not None:
+        if presence is not None and presence != record.presence:
             q.gone += said_gone(presence) - said_gone(record.presence)
             record.presence = presence
         self.hosts.track_unchecked(fp, record)
 
-    def _free_slot(self, fp: bytes, q: HostQueue, visit: Visit, outcome: Outcome, now: float, free_at: float) -> None:
-        """Give the fetch's slot back, resting until *free_at*.
+    def _free_slot(
+        self, fp: bytes, q: HostQueue, visit: Visit, outcome: Outcome, now: float, duration: float | None
+    ) -> None:
+        """Give the fetch's slot back if its end was not signalled, resting
+        from *now* as a fetch of *duration* makes it rest.
 
         Settled before the counters are built: they carry the wait
         (``next_fetch_ms``), so a restart keeps it."""
         if q.out.get(fp) is not None:
-            q.release_slot(fp, free_at)
+            q.release_slot(fp, now + self.book.rest_after(q, duration or 0.0))
         q.out.pop(fp, None)
         if outcome is Outcome.RETRY and visit.host_level:
             # the host itself is unreachable: every slot rests the retry delay

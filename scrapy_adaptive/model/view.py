@@ -66,7 +66,7 @@ class RecordView(dict[str, Any]):
             wait=r.wait,
             reason=r.reason,
             discovered=r.discovered,
-            history=[list(h) for h in r.history] if r.history is not None else None,
+            history=list(map(list, r.history)) if r.history is not None else None,
             policy=dict(r.policy) if r.policy is not None else None,
             hint=dict(r.hint) if r.hint is not None else None,
             noise=r.noise,

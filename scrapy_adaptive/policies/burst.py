@@ -119,7 +119,8 @@ class BurstWaitPolicy(ProportionalWaitPolicy):
         for state in self.states:
             prior = self.offsets[state]
             if not changed[state] and not exposure[state]:
-                prior.update(memory, None)
+                if prior.key in memory:  # (most states of most URLs hold none)
+                    prior.update(memory, None)
                 continue
             mu, sd = prior.get()
             log_rate, variance = posterior_log_rate(

@@ -57,19 +57,20 @@ class PopulationPrior:
         self.sum_modes = 0.0  #: Σ m
         self.sum_squares = 0.0  #: Σ (m² + v)
 
-    def _add(self, mode: float, variance: float, sign: int) -> None:
-        self.count += sign
-        self.sum_modes += sign * mode
-        self.sum_squares += sign * (mode * mode + variance)
-
     def update(self, memory: dict[str, Any], log_rate: float | None, variance: float = 0.0) -> None:
-        """Replace this URL's contribution (kept in *memory*); None withdraws it."""
+        """Replace this URL's contribution (kept in *memory*); None withdraws it.
+        (The three sums are moved in place: this runs several times a visit.)"""
         old = memory.pop(self.key, None)
         if old and old[0] == self.epoch:
-            self._add(float(old[1]), float(old[2]), -1)
+            mode, var = float(old[1]), float(old[2])
+            self.count -= 1
+            self.sum_modes -= mode
+            self.sum_squares -= mode * mode + var
         if log_rate is not None and math.isfinite(log_rate):
             mode, var = round(log_rate, 6), round(max(0.0, variance), 6)
-            self._add(mode, var, 1)
+            self.count += 1
+            self.sum_modes += mode
+            self.sum_squares += mode * mode + var
             memory[self.key] = [self.epoch, mode, var]
 
     def state(self) -> dict[str, Any]:

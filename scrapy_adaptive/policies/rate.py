@@ -272,6 +272,7 @@ class _RatePolicy(WaitPolicy):
         history: Mapping[str, Any],
         visit: Visit,
         memory: dict[str, Any],
+        queue: str,
         rate: float | None = None,
         interval: float | None = None,
     ) -> NoiseVerdict:
@@ -282,11 +283,12 @@ class _RatePolicy(WaitPolicy):
         page there is; the guard tells it from a fast page by short probes
         and holds it at the maximum wait (:mod:`.noise`).  With normalised
         change detection it sees only real changes and stays quiet.
-        *rate*: the URL's estimated change rate (what the plan's ratio may
-        depend on); *interval*: the seconds since the last visit, as the
-        estimate read them (None: a first visit).
+        *queue*: the URL's politeness queue (``visit_queue``); *rate*: the
+        URL's estimated change rate (what the plan's ratio may depend on);
+        *interval*: the seconds since the last visit, as the estimate read
+        them (None: a first visit).
         """
-        ratio = self.planned_ratio(visit_queue(visit), rate)
+        ratio = self.planned_ratio(queue, rate)
         return self.noise_guard.observe_visit(memory, history, visit, ratio=ratio, interval=interval)
 
     def planned_ratio(self, queue: str | None = None, rate: float | None = None) -> float | None:
@@ -351,9 +353,9 @@ class ProportionalWaitPolicy(_RatePolicy):
         notes: list[str] = []
         rate, now, observed, hint_base, interval = self._estimate(history, visit, memory, notes)
         first = interval is None  # (a first visit has no interval)
-        verdict = self.noise_check(history, visit, memory, rate, interval)
-        noise = verdict.flagged
         queue = visit_queue(visit)
+        verdict = self.noise_check(history, visit, memory, queue, rate, interval)
+        noise = verdict.flagged
         if noise:
             self.prior.update(memory, None)
             self.header_belief.note_sibling(memory, visit.url, None, self.typical_rate())
@@ -480,12 +482,12 @@ class PrecisionWaitPolicy(_RatePolicy):
         memory = policy_memory(history)
         notes: list[str] = []
         estimate = self._estimate(history, visit, memory, notes)
-        verdict = self.noise_check(history, visit, memory, interval=estimate.interval)
+        queue = visit_queue(visit)
+        verdict = self.noise_check(history, visit, memory, queue, interval=estimate.interval)
         noise = verdict.flagged
         if noise:
             self.prior.update(memory, None)
             self.header_belief.note_sibling(memory, visit.url, None, self.typical_rate())
-        queue = visit_queue(visit)
         rate = self.first_check_rate(memory, queue, visit.url, estimate.rate)
         wait = self.noise_guard.wait(memory, verdict, self._wait_for(queue, rate), self.max_wait)
         return Plan(wait, memory, estimate.hint_base, tuple(notes))

@@ -229,6 +229,8 @@ class Schedules:
         """*plan* with its wait bounded as :meth:`bound_visit` bounds it: the
         policy's memory and notes stand, only the schedule's ceiling is laid
         over the wait."""
+        if not self.items:  # no schedule (most crawls): nothing to lay over
+            return plan
         wait = self.bound_visit(plan.wait, visit)
         return plan if wait == plan.wait else replace(plan, wait=wait)
 

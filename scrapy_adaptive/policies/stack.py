@@ -305,7 +305,8 @@ class PolicyStack(WaitPolicy):
             return Plan(self.params.clamp(2 * max(last, self.params.default)))
         if override is not None and override is not self:
             return override.plan(history, visit)
-        return self.schedules.bound_plan(self.select(visit).plan(history, visit), visit)
+        policy = self.select(visit) if self.entries else self.catch_all
+        return self.schedules.bound_plan(policy.plan(history, visit), visit)
 
     def hint_wait(self, history: Mapping[str, Any], hint: Hint) -> float | None:
         """Asks the policy that will judge the URL's next visit (matched on

@@ -108,24 +108,21 @@ class UnionWaitPolicy(WaitPolicy):
         self.allocator.set_budget(budget, ceiling=ceiling)
         self.pace.set_budget(budget, ceiling=ceiling)
 
-    def plans(self, history: Mapping[str, Any], visit: Visit) -> tuple[Plan, Plan]:
-        """Both families' plans: the snap-back part reads the memory the
-        burst part's plan left and returns it with its own state added, so
-        its plan's memory holds both rules' state."""
-        burst = self.burst.plan(history, visit)
-        # the second family reads the record with the memory the first just wrote
-        # (a spread of the record's view: a plain dict, copied in C)
-        snap = self.snap.plan({**history, "policy": burst.memory if burst.memory is not None else {}}, visit)
-        return burst, snap
-
     def decide(self, history: Mapping[str, Any], visit: Visit) -> tuple[Plan, str]:
         """The plan and the family whose wait it took (``"burst"`` or
         ``"snap"``), so a replay can tell whose plans its revisits follow.
 
         The plan keeps both rules' memory and says both parts' notes; a
         hint is credited as the burst part's estimate says (the snap-back
-        rule has none)."""
-        burst, snap = self.plans(history, visit)
+        rule has none).
+
+        Both families plan: the snap-back part reads the memory the burst
+        part's plan left and returns it with its own state added, so its
+        plan's memory holds both rules' state."""
+        burst = self.burst.plan(history, visit)
+        # the second family reads the record with the memory the first just wrote
+        # (a spread of the record's view: a plain dict, copied in C)
+        snap = self.snap.plan({**history, "policy": burst.memory if burst.memory is not None else {}}, visit)
         memory = snap.memory if snap.memory is not None else burst.memory
         if self.burst.is_noise(memory or {}) or burst.wait <= snap.wait or self.allocator.plan.freshness:
             # under the freshness objective the snap-back rule's quick return

@@ -290,7 +290,8 @@ class VisitMiddleware:
             raise
         for obj in self._finish_items(response, pending, items):
             yield self._out(obj, response, ticket_of(response))
-        self._output_done(response)
+        # items mode: the visit's ticket was made at its commit, in _finish_items
+        self._output_done(ticket if pending is None else ticket_of(response))
 
     async def process_spider_output_async(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
         pending = self._pop_pending(response)
@@ -309,7 +310,8 @@ class VisitMiddleware:
             raise
         for obj in self._finish_items(response, pending, items):
             yield self._out(obj, response, ticket_of(response))
-        self._output_done(response)
+        # items mode: the visit's ticket was made at its commit, in _finish_items
+        self._output_done(ticket if pending is None else ticket_of(response))
 
     def _out(self, obj: Any, response: Response, ticket: Ticket | None) -> Any:
         """What goes on: items counted on the visit's delivery ticket, requests marked."""
@@ -321,12 +323,11 @@ class VisitMiddleware:
         return self._child(obj, response)
 
     @staticmethod
-    def _output_done(response: Response) -> None:
-        """The callback's output ended.  An output abandoned half way (the
-        crawl stopping) leaves the ticket open, and one ended by a callback
-        error fails it: either way the version is delivered again after a
-        restart."""
-        ticket = ticket_of(response)
+    def _output_done(ticket: Ticket | None) -> None:
+        """The callback's output ended (*ticket*: its visit's).  An output
+        abandoned half way (the crawl stopping) leaves the ticket open, and
+        one ended by a callback error fails it: either way the version is
+        delivered again after a restart."""
         if ticket is not None:
             ticket.output_done()
 
