@@ -64,9 +64,12 @@ class Matcher:
         return cls(content_types, hosts, url)
 
     def matches(self, url: str, host: str, content_type: str | None) -> bool:
-        if self.content_types:
+        if self.content_types:  # asked at every visit: a loop, not any()
             mt = media_type(content_type)
-            if not any(fnmatchcase(mt, g) for g in self.content_types):
+            for g in self.content_types:
+                if fnmatchcase(mt, g):
+                    break
+            else:
                 return False
         if self.hosts and not any(fnmatchcase(host.lower(), g) for g in self.hosts):
             return False

@@ -508,17 +508,13 @@ class AdaptiveScheduler(BaseScheduler):
                 # a URL's first fetch is the request that made it known, as
                 # in Scrapy's queue order: requests asked again for it before
                 # then wait behind it
-                tried = out.record.visits or out.record.failures
-                first = self.issued.take_first(out.fp)
-                request = (
-                    self.issued.take_resend(out.fp)
-                    or (self.issued.take_asked(out.fp) if tried else None)
-                    or (as_first_fetch(first) if first is not None and not tried else None)
-                    or self._rebuild(out.fp, out.record, first=not tried)
-                )
+                tried = bool(out.record.visits or out.record.failures)
+                held, first, more = self.issued.take_for_issue(out.fp, tried=tried)
+                request = as_first_fetch(held) if first else held
+                request = request or self._rebuild(out.fp, out.record, first=not tried)
                 if request is None:
                     continue
-                if self.issued.asked(out.fp) is not None:
+                if more:
                     self._reforce[out.fp] = out.record.queue  # another asked request waits behind this one
                 # the public read-only view (for the user's middlewares); ours ask the frontier
                 lease = frontier.lent(out.fp)

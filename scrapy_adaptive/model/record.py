@@ -57,7 +57,10 @@ _FIELD_TYPES: dict[str, frozenset[type]] = {
 
 def _wrong_fields(data: dict[str, Any]) -> list[str]:
     """The stored keys of *data* (a decoded record) whose values have the wrong type."""
-    wrong = [key for key, value in data.items() if type(value) not in _FIELD_TYPES.get(key, (type(value),))]
+    wrong = []
+    for key, value in data.items():  # a loop: every record issued is checked
+        if type(value) not in _FIELD_TYPES.get(key, (type(value),)):
+            wrong.append(key)
     for entry in data.get("hi") or ():  # [time, change, status] each
         if type(entry) is not list or len(entry) != 3 or type(entry[0]) not in _NUMBERS or type(entry[1]) is not str:
             wrong.append("hi")

@@ -166,7 +166,11 @@ class _RatePolicy(WaitPolicy):
             self.prior.update(memory, log_rate, variance)
         # what the URL's own revisits taught of its class's pace: the rate a
         # lying header of the class would hide until a liar of it is caught
-        revisited = any(int(o[1]) not in FIRST_ANSWER for o in memory.get(OBSERVATIONS) or ())
+        revisited = False
+        for o in memory.get(OBSERVATIONS) or ():  # a loop, not any(): read at every visit
+            if int(o[1]) not in FIRST_ANSWER:
+                revisited = True
+                break
         sibling = log_rate if revisited and not memory.get(AGE_UNCHECKED) else None
         if self.header_belief.note_sibling(memory, visit.url, sibling, self.typical_rate()):
             notes.append(HEADER_PACE)  # the frontier asks recheck_wait

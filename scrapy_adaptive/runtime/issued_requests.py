@@ -138,9 +138,6 @@ class IssuedRequests:
         self.pop(fp)
         self._resend[fp] = request
 
-    def take_resend(self, fp: bytes) -> Request | None:
-        return self._resend.pop(fp, None)
-
     def ask(self, fp: bytes, request: Request) -> bool:
         """The spider asked for a known URL with *request* (``dont_filter``):
         its next fetch goes out as this very object, to its own callback,
@@ -172,9 +169,24 @@ class IssuedRequests:
         self._first[fp] = request
         return True
 
-    def take_first(self, fp: bytes) -> Request | None:
-        """The request kept for *fp*'s first fetch, if one is."""
-        return self._first.pop(fp, None)
+    def take_for_issue(self, fp: bytes, *, tried: bool) -> tuple[Request | None, bool, bool]:
+        """The object held to go out for *fp* now that it is issued, of those
+        waiting for it: ``(request, first, more)``.  A re-send comes first;
+        then, for a URL fetched or tried before (*tried*), the oldest request
+        asked for it; else the request kept for its first fetch (*first*
+        True: it comes from the spider as it was yielded).  None: nothing
+        held, the stored request goes.  *more*: another asked request still
+        waits behind this one.  The request kept for the first fetch is let
+        go whatever goes: a URL issued once has had its first fetch."""
+        first = self._first.pop(fp, None)
+        request = self._resend.pop(fp, None)
+        is_first = False
+        if request is None:
+            if tried:
+                request = self.take_asked(fp)
+            elif first is not None:
+                request, is_first = first, True
+        return request, is_first, fp in self._asked
 
     def take_asked(self, fp: bytes) -> Request | None:
         """The oldest request asked for *fp*, if one waits."""

@@ -211,11 +211,17 @@ class Verdicts:
         return replace(visit, **context)
 
     def _plan(self, request: Request | None, history: Mapping[str, Any] | None, visit: Visit) -> Plan:
-        """The policy stack's plan; a URL whose stored policy memory the
-        policy cannot read (a state folder tampered with, or written by other
-        code) starts it afresh, with one warning, instead of crashing the
-        visit and leaving the URL without a verdict."""
-        override = self._policy_for(request, visit)
+        """The policy stack's plan, or the request's own policy's
+        (``meta["adaptive_wait_policy"]``); a URL whose stored policy memory
+        the policy cannot read (a state folder tampered with, or written by
+        other code) starts it afresh, with one warning, instead of crashing
+        the visit and leaving the URL without a verdict."""
+        overrides = request.meta.get(meta.WAIT_POLICY) if request is not None else None
+        override: WaitPolicy | None = None
+        if isinstance(overrides, dict):
+            override = self.policy.with_overrides(overrides, visit.url or "")
+            if override is self.policy:  # ignored (said once per policy or override), counted per request
+                self.stats.inc_value("adaptive/wait_policy/overrides_ignored")
         history = history if history is not None else {}
         try:
             return self.policy.plan(history, visit, override=override)
@@ -250,19 +256,10 @@ class Verdicts:
             self.stats.inc_value(f"adaptive/soft404/{kind}")
         return kind
 
-    def _policy_for(self, request: Request | None, visit: Visit) -> WaitPolicy | None:
-        """The request's own policy (``meta["adaptive_wait_policy"]``), or None: the stack's."""
-        overrides = request.meta.get(meta.WAIT_POLICY) if request is not None else None
-        if not isinstance(overrides, dict):
-            return None
-        policy = self.policy.with_overrides(overrides, visit.url or "")
-        if policy is self.policy:  # ignored (said once per policy or override), counted per request
-            self.stats.inc_value("adaptive/wait_policy/overrides_ignored")
-        return policy
-
     def _report(self, record: UrlRecord, visit: Visit, plan: Plan | None, hint: Mapping[str, Any] | None) -> None:
         self._count(record, visit)
-        count_settled(self.stats, hint, record.notes)
+        if record.notes:  # (most visits: none)
+            count_settled(self.stats, hint, record.notes)
         if VALIDATOR_LIE in record.notes:
             self.stats.inc_value("adaptive/validators/lies")
             lies = record.validator_trust[0] if record.validator_trust else 1

@@ -536,6 +536,7 @@ def test_first_fetch_objects_are_bounded_and_credentials_kept_longest() -> None:
     assert issued.hold_first(
         b"over", plain, credentials=lambda: False
     )  # not kept, nothing lost: rebuilt from the store
-    assert issued.take_first(b"over") is None
+    assert issued.take_for_issue(b"over", tried=False) == (None, False, False)
     assert issued.hold_first(b"secret", plain, credentials=lambda: True)  # kept past the plain bound
-    assert issued.take_first(b"secret") is plain and issued.take_first(b"secret") is None
+    assert issued.take_for_issue(b"secret", tried=False) == (plain, True, False)
+    assert issued.take_for_issue(b"secret", tried=False) == (None, False, False)

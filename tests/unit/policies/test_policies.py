@@ -295,9 +295,11 @@ def test_overrides_ignored_are_counted_per_request() -> None:
     verdicts = Verdicts(None, stack, None, stats, on_store_error=lambda exc: None)  # type: ignore[arg-type]
     for url in ("http://example.com/a", "http://example.com/b"):
         request = Request(url, meta={"adaptive_wait_policy": {"policy": "os.system"}})
-        assert verdicts._policy_for(request, Visit(Outcome.VISITED, url=url)) is stack
-    other = Request("http://example.com/c", meta={"adaptive_wait_policy": {"initial": 9}})
-    assert verdicts._policy_for(other, Visit(Outcome.VISITED, url=other.url)) not in (stack, None)
+        verdicts._plan(request, {}, Visit(Outcome.VISITED, url=url))  # the stack plans
+    other = Request(
+        "http://example.com/c", meta={"adaptive_wait_policy": {"policy": "FixedWaitPolicy", "default": 7200}}
+    )
+    assert verdicts._plan(other, {}, Visit(Outcome.VISITED, url=other.url)).wait == 7200  # its own policy plans
     assert stats.values == {"adaptive/wait_policy/overrides_ignored": 2}
 
 
