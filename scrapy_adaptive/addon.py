@@ -78,11 +78,24 @@ def replace_scrapy_component(
     settings.set(setting, components, priority)
 
 
+#: ``CONCURRENT_ITEMS`` unless the project sets it.  Scrapy (2.14 on) starts
+#: that many worker tasks for every response's callback output, however
+#: little it holds (``scrapy.utils.asyncio._parallel_asyncio``; the Twisted
+#: path starts as many cooperative tasks): at Scrapy's 100 that is about
+#: 0.35 ms of CPU a response, a sixth of a small page's crawl and more than
+#: the add-on's own work on it; at 16, 0.07 ms.  Only what waits in an
+#: asynchronous item pipeline runs in parallel per response, and 16 items
+#: of one page in flight at once keep such a pipeline busy (docs/benchmarks.md,
+#: "What Scrapy charges every page").
+ITEMS_PER_RESPONSE = 16
+
+
 class Addon:
     """Turns a Scrapy project into a continuous adaptive revisiting crawler."""
 
     def update_settings(self, settings: BaseSettings) -> None:
         settings.set("SCHEDULER", SCHEDULER, "addon")
+        settings.set("CONCURRENT_ITEMS", ITEMS_PER_RESPONSE, "addon")  # a project's own value wins
         self._settling_downloader(settings)
         downloader = dict(DOWNLOADER_MIDDLEWARES)
         if settings.get("ADAPTIVE_WARC_DIR"):

@@ -105,6 +105,22 @@ def test_addon_sets_components_at_addon_priority_and_respects_the_user() -> None
     assert user["SCHEDULER"] == "my.Scheduler"
 
 
+def test_addon_lowers_the_items_in_flight_per_response_unless_the_project_sets_them() -> None:
+    """Scrapy starts CONCURRENT_ITEMS worker tasks for every response's output
+    (what that costs: docs/benchmarks.md, "What Scrapy charges every page"):
+    the add-on's 16 instead of 100, unless the project chose a number."""
+    from scrapy_adaptive.addon import ITEMS_PER_RESPONSE
+
+    settings = Settings()
+    Addon().update_settings(settings)
+    assert settings.getint("CONCURRENT_ITEMS") == ITEMS_PER_RESPONSE == 16
+    for value in (100, 4):
+        user = Settings()
+        user.set("CONCURRENT_ITEMS", value, "project")
+        Addon().update_settings(user)
+        assert user.getint("CONCURRENT_ITEMS") == value
+
+
 def test_addon_adds_the_warc_middleware_only_when_a_warc_folder_is_set() -> None:
     from scrapy_adaptive.integration.downloadermiddlewares.warc import WarcMiddleware
 
