@@ -320,7 +320,8 @@ def request_from_data(data: dict[str, Any], spider: Spider) -> Request:
     """
     # one pass over the stored keys: a request is rebuilt at every issue,
     # and most of its values are scalars or empty (cookies, cb_kwargs,
-    # flags), which Request copies itself
+    # flags): taken as they are, an empty one as a new object (the stored
+    # data stays the record's alone)
     decoded: dict[str, Any] = {}
     for k, v in data.items():
         if k == "headers":
@@ -331,7 +332,7 @@ def request_from_data(data: dict[str, Any], spider: Spider) -> Request:
         elif k == "body":
             decoded[k] = b"" if v == "" or v is None else _decode(v, spider)
         elif k != CREDENTIALS_LEFT_OUT:
-            decoded[k] = v if type(v) in _SCALARS or not v else _decode(v, spider)
+            decoded[k] = v if type(v) in _SCALARS else _decode(v, spider) if v else type(v)()
     decoded.setdefault("body", b"")
     if "_class" in decoded:
         # request_from_dict takes a class object as it is, without importing
