@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..config.patterns import UserPattern
-    from ..model import Visit
     from .answer import Answer
 
 
@@ -169,12 +168,13 @@ def items_digest(items: Iterable[Any], fields: Sequence[str] = ()) -> str:
 DIGESTERS = ("exact", "regex", "text", "items")
 
 
-def same_payload(record: Mapping[str, Any], visit: Visit) -> bool:
-    """True if this visit's body is byte for byte the last visit's.
+def same_payload(record: Mapping[str, Any], payload: str | None) -> bool:
+    """True if a body whose :func:`payload_digest` is *payload* is byte for
+    byte the last visit's.
 
     Such a page did not change, whatever rule digests it now: a digest rule
     switch (a sibling's learned noise adopted, the settings edited) changes
     the digest's form, never the page.
     """
     last = record.get("payload_digest")
-    return last is not None and visit.payload_digest == last
+    return last is not None and payload == last

@@ -56,8 +56,7 @@ def items_verdict_before(record: Mapping[str, Any], answer: Answer) -> str:
     the last visit's (``"unchanged"``, final: :func:`same_payload`);
     anything else is ``"unknown"`` until the items are digested (the meta
     key then holds the verdict, for what runs after the callback)."""
-    last = record.get("payload_digest")
-    if last is not None and payload_digest(answer.body) == last:
+    if same_payload(record, payload_digest(answer.body)):
         return ChangeState.UNCHANGED.value
     return ChangeState.UNKNOWN.value
 
@@ -67,9 +66,9 @@ def judge_items(record: Mapping[str, Any], visit: Visit, digest: str, body: byte
     the page's bytes, for the payload digest), as a new verdict.  A body
     byte for byte the last one did not change, whatever its items digest to
     now."""
-    digested = replace(visit, digest=digest, payload_digest=payload_digest(body))
-    same = same_payload(record, digested)
-    return replace(digested, change=ChangeState.UNCHANGED if same else compare(record.get("digest"), digest))
+    payload = payload_digest(body)
+    change = ChangeState.UNCHANGED if same_payload(record, payload) else compare(record.get("digest"), digest)
+    return replace(visit, digest=digest, payload_digest=payload, change=change)
 
 
 def base_visit(answer: Answer, now: float | None = None) -> Visit:
@@ -153,13 +152,17 @@ def evaluate(answer: Answer, record: Mapping[str, Any], digester: Digester | Non
         # change unknown, no digest
         return replace(visit, size=None, content_type=None, etag=None, last_modified=None)
     digest = (digester or Digester()).digest(answer)
-    if digest is not None:
-        visit = replace(visit, digest=digest, payload_digest=payload_digest(answer.body, exact_digest=digest))
+    payload = None if digest is None else payload_digest(answer.body, exact_digest=digest)
     if not delivers_content(answer.status):
+        if digest is not None:
+            visit = replace(visit, digest=digest, payload_digest=payload)
         return judge_other_answer(answer, record, visit)
-    if same_payload(record, visit) or same_empty_answer(record, visit):
-        return replace(visit, change=ChangeState.UNCHANGED)
-    return replace(visit, change=compare(record.get("digest"), digest))
+    # the verdict made in one copy (a dataclass copy is the costly part of a small page's judging)
+    if same_payload(record, payload) or (digest is None and same_empty_answer(record, visit)):
+        change = ChangeState.UNCHANGED
+    else:
+        change = compare(record.get("digest"), digest)
+    return replace(visit, digest=digest, payload_digest=payload, change=change)
 
 
 def same_empty_answer(record: Mapping[str, Any], visit: Visit) -> bool:

@@ -632,7 +632,7 @@ def learn_noise(
         # body): its rule's digest judges it, and the version compared stays
         return visit, []
     state = record.get("noise")
-    if not needs_fields(state, same_payload=same_payload(record, visit)):
+    if not needs_fields(state, same_payload=same_payload(record, visit.payload_digest)):
         return visit, []
     date = answer.served_at
     at = now if date is None else date
