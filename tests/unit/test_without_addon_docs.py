@@ -44,6 +44,7 @@ def test_the_documented_settings_enable_what_the_add_on_does_without_a_warning()
         assert load_object(documented.getdict("FEED_STORAGES")[scheme]) is ours
     for name in ("SCHEDULER", "DOWNLOADER"):
         assert load_object(documented[name]) is load_object(with_addon[name]), name
+    assert documented.getint("CONCURRENT_ITEMS") == with_addon.getint("CONCURRENT_ITEMS")
     config = AdaptiveConfig.from_settings(documented)
     require_components(documented, config)  # not refused
     assert settings_warnings(documented, config) == []
