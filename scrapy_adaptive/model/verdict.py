@@ -48,7 +48,7 @@ def answers_with_page(status: int | None) -> bool:
     """True for an answer that shows the page is there as captured: its
     content (a 2xx), or a 304 confirming it.  Anything else (a redirect, an
     error) says the URL answers otherwise for now."""
-    return status is not None and (200 <= status < 300 or status == 304)  # delivers_content, or a 304
+    return delivers_content(status) or status == 304
 
 
 class Outcome(StrEnum):

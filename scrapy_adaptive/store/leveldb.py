@@ -160,11 +160,8 @@ class LevelDBStore(Store):
         try:
             return keys.entry_at(key, offset)
         except keys.MalformedKey as exc:
-            return self._malformed(key, exc)
-
-    def _malformed(self, key: bytes, exc: keys.MalformedKey) -> None:
-        """Move the malformed queue key *key* aside (see :meth:`_entry`)."""
-        self.write(Batch(), aside={key: (b"", exc)})
+            self.write(Batch(), aside={key: (b"", exc)})
+            return None
 
     def queue_entries(
         self, queue: str, *, limit: int, start: tuple[int, int, bytes] | None = None
@@ -185,13 +182,10 @@ class LevelDBStore(Store):
                 for key in it:
                     if n >= limit:
                         break
-                    try:  # self._entry(key, offset), without its call: the head's read
-                        entry = keys.entry_at(key, offset)
-                    except keys.MalformedKey as exc:
-                        self._malformed(key, exc)
-                        continue
-                    n += 1
-                    yield entry
+                    entry = self._entry(key, offset)
+                    if entry is not None:
+                        n += 1
+                        yield entry
             except plyvel.Error as exc:
                 raise self._corrupt(exc) from exc
 
