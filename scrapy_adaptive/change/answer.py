@@ -10,6 +10,10 @@ in this package that judges a response takes this value: the digest rules
 (:mod:`.noise`, :mod:`.noise_learner`) and the text diff
 (:mod:`.text_diff`).
 
+Its dates are read once, on demand (``served_at``, ``modified_at``,
+``expires_at``, ``claimed_at``): a header's text stays as sent, for the
+record and the validators, and its instant is what the rules compare.
+
 The decoded text and the parsed tree are read on demand, through the
 callables the adapter gives: the response decodes its body once (its
 encoding read from headers, a BOM or the page itself) and parses it once
@@ -20,12 +24,13 @@ need them pays for either.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..config.matching import media_type as _media_type
-from ..dates import parse_http_date
+from ..dates import parse_http_date, parse_time
 from ..model import FetchResult
 
 
@@ -47,6 +52,8 @@ class Answer:
 
     url: str
     status: int
+    #: the request's host, for the digest rules that match on it
+    host: str | None = None
     body: bytes = b""
     content_type: str | None = None
     etag: str | None = None
@@ -60,6 +67,8 @@ class Answer:
     depth: int | None = None
     note: str | None = None
     hinted_modified: Any = None
+    #: the request's own digest rule (``meta["adaptive_digest_rule"]``), as given
+    digest_rule: Any = None
     #: what the downloader's middlewares found on this fetch
     fetch: FetchResult | None = None
     read_text: Callable[[], str | None] = field(default=_nothing, repr=False, compare=False)
@@ -81,6 +90,22 @@ class Answer:
     def modified_at(self) -> float | None:
         """The ``Last-Modified`` header's instant (None: none, or unreadable)."""
         return parse_http_date(self.last_modified)
+
+    @functools.cached_property
+    def expires_at(self) -> float | None:
+        """The ``Expires`` header's instant (None: none, or unreadable)."""
+        return parse_http_date(self.expires)
+
+    @functools.cached_property
+    def claimed_at(self) -> float | None:
+        """The content date the request's ``adaptive_hint`` claims (a
+        sitemap's ``<lastmod>``), or None: no date, or one that cannot be
+        read (the scheduler already warned about it when the request came in)."""
+        try:
+            modified = parse_time(self.hinted_modified)
+        except (ValueError, OverflowError, OSError, TypeError):
+            return None
+        return modified if modified is not None and math.isfinite(modified) else None
 
     @property
     def text(self) -> str | None:

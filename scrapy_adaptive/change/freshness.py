@@ -26,18 +26,23 @@ common way of saying "already expired" (RFC 9111 asks caches to read any
 invalid date so): no lifetime, and not counted as a problem.  A
 ``Last-Modified`` later than the response's ``Date`` (the server's clock)
 is a generation time or a broken clock: it is counted, and the policies
-never read an age from it (:func:`future_last_modified`).
+never read an age from it (:func:`last_modified_problem`).
 
-Pure: no clock, no I/O, no Scrapy.
+The first verdict of any answer, before its content is judged, is made
+here too (:func:`base_visit`): what its headers say is all it tells yet.
+
+Pure: no I/O, no Scrapy; the clock only when no arrival time is given.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import time
 from dataclasses import dataclass, field
 
-from ..dates import parse_http_date
+from ..model import Outcome, Visit
+from .answer import Answer
 
 #: a problem word of each header (annotations of the visit, stats
 #: ``adaptive/headers/<word>``)
@@ -107,21 +112,22 @@ def cache_control_max_age(value: str | None) -> tuple[float | None, bool, bool]:
     return (next(iter(ages)) if ages else None), False, bad
 
 
-def freshness(cache_control: str | None, expires: str | None, date: str | None, now: float) -> Freshness:
-    """The lifetime a response grants, read as RFC 9111 section 4.2.1 does.
+def freshness(answer: Answer, now: float) -> Freshness:
+    """The lifetime *answer* grants, read as RFC 9111 section 4.2.1 does.
 
     *now* is when the response was received, standing in for a missing or
     unreadable ``Date``.
 
-    >>> freshness("max-age=600", None, None, 0.0).lifetime
+    >>> freshness(Answer("u", 200, cache_control="max-age=600"), 0.0).lifetime
     600.0
-    >>> freshness(None, "Thu, 01 Jan 1970 01:00:00 GMT", "Thu, 01 Jan 1970 00:00:00 GMT", 0.0).lifetime
+    >>> hour = Answer("u", 200, expires="Thu, 01 Jan 1970 01:00:00 GMT", date="Thu, 01 Jan 1970 00:00:00 GMT")
+    >>> freshness(hour, 0.0).lifetime
     3600.0
-    >>> freshness(None, "tomorrow", None, 0.0)
+    >>> freshness(Answer("u", 200, expires="tomorrow"), 0.0)
     Freshness(lifetime=None, problems=('badExpires',))
     """
     problems: list[str] = []
-    max_age, refused, bad = cache_control_max_age(cache_control)
+    max_age, refused, bad = cache_control_max_age(answer.cache_control)
     if bad:
         problems.append(BAD_CACHE_CONTROL)
     lifetime: float | None = None
@@ -129,57 +135,74 @@ def freshness(cache_control: str | None, expires: str | None, date: str | None, 
         lifetime = None
     elif max_age is not None:
         lifetime = max_age
-    elif expires is not None:
-        text = expires.strip()
-        until = parse_http_date(text)
+    elif answer.expires is not None:
+        until = answer.expires_at
         if until is None or not math.isfinite(until):
-            if text not in _EXPIRED:
+            if answer.expires.strip() not in _EXPIRED:
                 problems.append(BAD_EXPIRES)
         else:
-            served = parse_http_date(date)
-            base = served if served is not None and math.isfinite(served) else now
-            lifetime = min(until - base, MAX_LIFETIME)
+            lifetime = min(until - _served(answer, now), MAX_LIFETIME)
     if lifetime is not None and not lifetime > 0:
         lifetime = None
     return Freshness(lifetime, tuple(problems))
 
 
-def future_last_modified(last_modified: str | None, date: str | None, now: float) -> bool:
-    """True if *last_modified* is later than the response's ``Date`` (or
-    *now* without one) by more than :data:`CLOCK_SLACK`: no age can be read
-    from it.
-
-    >>> future_last_modified("Thu, 01 Jan 1970 02:00:00 GMT", "Thu, 01 Jan 1970 00:00:00 GMT", 0.0)
-    True
-    """
-    modified = parse_http_date(last_modified)
-    return modified is not None and _after_served(modified, date, now)
+def _served(answer: Answer, now: float) -> float:
+    """When *answer* was served, by the server's clock (*now* without a readable ``Date``)."""
+    served = answer.served_at
+    return served if served is not None and math.isfinite(served) else now
 
 
-def _after_served(modified: float, date: str | None, now: float) -> bool:
-    served = parse_http_date(date)
-    base = served if served is not None and math.isfinite(served) else now
-    return modified > base + CLOCK_SLACK
-
-
-def last_modified_problem(last_modified: str | None, date: str | None, now: float) -> str | None:
-    """What is wrong with a response's ``Last-Modified`` as rate evidence:
+def last_modified_problem(answer: Answer, now: float) -> str | None:
+    """What is wrong with *answer*'s ``Last-Modified`` as rate evidence:
     :data:`BAD_LAST_MODIFIED` when it is not a date (it gives no age, as if
     absent, but a site that sends one deserves the same word as a bad
-    ``Expires``), :data:`FUTURE_LAST_MODIFIED` past the ``Date``, else None.
+    ``Expires``), :data:`FUTURE_LAST_MODIFIED` later than the ``Date``
+    (*now* without one) by more than :data:`CLOCK_SLACK`, else None.
 
-    >>> last_modified_problem("yesterday-ish", None, 0.0)
+    >>> last_modified_problem(Answer("u", 200, last_modified="yesterday-ish"), 0.0)
     'badLastModified'
-    >>> last_modified_problem(None, None, 0.0) is None
+    >>> last_modified_problem(Answer("u", 200), 0.0) is None
     True
     """
-    text = (last_modified or "").strip()
-    if not text:
+    if not (answer.last_modified or "").strip():
         return None
-    modified = parse_http_date(text)  # read once: this runs at every visit
+    modified = answer.modified_at
     if modified is None:
         return BAD_LAST_MODIFIED
-    return FUTURE_LAST_MODIFIED if _after_served(modified, date, now) else None
+    return FUTURE_LAST_MODIFIED if modified > _served(answer, now) + CLOCK_SLACK else None
+
+
+def base_visit(answer: Answer, now: float | None = None) -> Visit:
+    """What any answer tells before its content is judged: its status, type
+    and validators, the lifetime its caching headers grant and the problems
+    met reading them (as annotations), and the site's own date of the
+    content from the request that found it (a sitemap ``<lastmod>``), both
+    rate evidence for a first visit's wait.  *now*: when the response
+    arrived (default: the clock), standing in for a missing ``Date``.
+    """
+    fetch = answer.fetch
+    validation = fetch.validation if fetch is not None else None
+    arrived = time.time() if now is None else now
+    fresh = freshness(answer, arrived)
+    problems = fresh.problems
+    if lm_problem := last_modified_problem(answer, arrived):
+        problems = (*problems, lm_problem)
+    return Visit(
+        Outcome.VISITED,
+        status=answer.status,
+        content_type=answer.content_type,
+        size=len(answer.body),
+        etag=answer.etag,
+        last_modified=answer.last_modified,
+        url=answer.url,
+        depth=answer.depth,
+        annotations=(*((answer.note,) if answer.note is not None else ()), *problems),
+        validation=validation,
+        prediction=fetch.prediction if fetch is not None and validation is not None else None,
+        freshness=fresh.lifetime,
+        claimed_modified=answer.claimed_at,
+    )
 
 
 #: a Last-Modified this close to the fetch (or later) is a generation time,

@@ -52,7 +52,6 @@ from typing import Any
 from ..model import ChangeState, Visit
 from . import noise
 from .answer import Answer
-from .digest import same_payload
 from .freshness import usable_last_modified
 from .noise import (
     ETAG_FIELD,
@@ -615,13 +614,15 @@ def learn_noise(
     record: Mapping[str, Any],
     visit: Visit,
     *,
+    same_payload: bool,
     pool: noise.NoisePool,
     window: float,
     now: float,
     visible: bool = False,
 ) -> tuple[Visit, list[str]]:
     """*visit* with the learner's answer for *answer* folded in, as a new
-    verdict (*record*: the URL's record as issued; *pool*: masks siblings
+    verdict (*record*: the URL's record as issued; *same_payload*: the body
+    is byte for byte the last capture's; *pool*: masks siblings
     learned; *window*: the longest a probe may come after the fetch it
     checks; *visible*: the ``text`` rule, only the visible text is
     compared), and what happened, one word each (``held``, ``probes``,
@@ -632,7 +633,7 @@ def learn_noise(
         # body): its rule's digest judges it, and the version compared stays
         return visit, []
     state = record.get("noise")
-    if not needs_fields(state, same_payload=same_payload(record, visit.payload_digest)):
+    if not needs_fields(state, same_payload=same_payload):
         return visit, []
     date = answer.served_at
     at = now if date is None else date

@@ -34,9 +34,10 @@ import json
 import re
 import zlib
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .digest import visible_root
+from ..model import ChangeState, Visit, delivers_content
 
 if TYPE_CHECKING:
     from .answer import Answer
@@ -64,6 +65,40 @@ _BLOCKS = frozenset(
     "title option legend".split()
 )
 _SPACES = re.compile(r"\s+")
+#: elements a reader does not see
+_INVISIBLE = ("script", "style", "noscript", "template", "head")
+#: characters XML text may not hold (all controls but tab, newline and carriage return)
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def visible_root(html: str) -> Any:
+    """The parsed page without what a reader does not see (scripts, styles,
+    comments, the head), or None if it cannot be parsed.  The ``text``
+    digest rule reads the same page (:func:`visible_text`)."""
+    import lxml.etree
+    import lxml.html
+
+    # control characters a page may carry (a form feed, a vertical tab, or
+    # binary bytes served as HTML) are parsed into text that lxml then refuses
+    # to move when an element is dropped; no reader sees them
+    html = _CONTROL.sub(" ", html)
+    try:
+        root = lxml.html.document_fromstring(html)
+    except (lxml.etree.ParserError, ValueError):
+        return None
+    # collect first: dropping while iterating would skip siblings
+    for element in list(root.iter(lxml.etree.Comment, *_INVISIBLE)):
+        if element.getparent() is not None:
+            element.drop_tree()  # keeps the element's tail text
+    return root
+
+
+def visible_text(html: str) -> str:
+    """The text a reader sees, in document order, whitespace-normalised."""
+    root = visible_root(html)
+    if root is None:
+        return _SPACES.sub(" ", html).strip()
+    return _SPACES.sub(" ", root.text_content()).strip()
 
 
 def _clean(line: str) -> str:
@@ -110,6 +145,16 @@ def text_lines(answer: Answer) -> list[str] | None:
     if text is None:
         return None
     return html_lines(text) if "html" in answer.media_type else plain_lines(text)
+
+
+def with_text(answer: Answer, visit: Visit, keep: bool) -> Visit:
+    """*visit* with a new version's visible text (*keep*: texts are kept),
+    for the frontier to keep and diff the next one against.  Only a changed
+    2xx is read: an unchanged page's text is the one kept already, and the
+    parse costs about as much as the digest."""
+    if keep and visit.change is ChangeState.CHANGED and delivers_content(answer.status):
+        return replace(visit, text=text_lines(answer))
+    return visit
 
 
 def _fit(text: str, room: int) -> str:

@@ -41,7 +41,7 @@ from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.python import global_object_name
 
 from .. import meta
-from ..change.judge import same_redirect
+from ..change.difference import same_redirect
 from ..config.settings import AdaptiveConfig
 from ..config.spec import ConfigError
 from ..frontier import AddResult, ChangeState, Frontier, Outcome, UrlRecord, Visit

@@ -28,6 +28,7 @@ from .verdict import (
     Visit,
     answers_with_page,
     delivers_content,
+    transient,
 )
 from .view import RecordView
 
@@ -48,4 +49,5 @@ __all__ = [
     "Visit",
     "answers_with_page",
     "delivers_content",
+    "transient",
 ]

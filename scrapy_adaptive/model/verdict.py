@@ -44,6 +44,16 @@ def delivers_content(status: int | None) -> bool:
     return status is not None and 200 <= status < 300
 
 
+#: answers that say the server could not serve the page now, nothing about
+#: the page itself: a 5xx, and 429 (too many requests)
+TRANSIENT = 429
+
+
+def transient(status: int) -> bool:
+    """True for an answer that says nothing about the page's content."""
+    return status >= 500 or status == TRANSIENT
+
+
 def answers_with_page(status: int | None) -> bool:
     """True for an answer that shows the page is there as captured: its
     content (a 2xx), or a 304 confirming it.  Anything else (a redirect, an

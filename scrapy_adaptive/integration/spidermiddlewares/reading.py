@@ -6,8 +6,7 @@ redirect's target resolved as Scrapy resolves it, the request's meta values
 a verdict reads, and its text and parsed tree on demand (Scrapy decodes and
 parses a response once, for this and for the spider's callback alike).
 What a difference means is decided in ``change/``, not here.  Also read
-here: whether a request is an embedded resource, and the callback that
-stands in for an unchanged page's.
+here: whether a request is an embedded resource.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from urllib.parse import urlparse
 
 from scrapy import Request
 from scrapy.http import Response
+from scrapy.utils.httpobj import urlparse_cached
 
 from ... import meta
 from ...change.answer import Answer
@@ -42,16 +42,20 @@ def answer_of(response: Response) -> Answer:
     location = None
     if 300 <= status < 400 and (target := header(response, "Location")):
         location = response.urljoin(target)
-    depth = note = hint = fetch = None
-    if response.request is not None:
-        request_meta = response.meta
+    depth = note = hint = fetch = rule = host = None
+    request = response.request
+    if request is not None:
+        request_meta = request.meta
         depth = request_meta.get("depth")
         note = request_meta.get(meta.ARCHIVE_NOTE)
         hint = request_meta.get(meta.HINT)
         fetch = request_meta.get(meta.FETCH)
+        rule = request_meta.get(meta.DIGEST_RULE)
+        host = urlparse_cached(request).hostname
     return Answer(
         url=response.url,
         status=status,
+        host=host,
         body=response.body,
         content_type=content_type,
         etag=etag,
@@ -64,6 +68,7 @@ def answer_of(response: Response) -> Answer:
         note=note if isinstance(note, str) else None,
         hinted_modified=hint.get("modified") if isinstance(hint, dict) else None,
         fetch=fetch if isinstance(fetch, FetchResult) else None,
+        digest_rule=rule,
         read_text=lambda: text_of(response),
         read_tree=lambda: spider_tree(response),
     )
@@ -111,8 +116,3 @@ def is_embed(request: Request) -> bool:
     path = urlparse(request.url).path.lower()
     dot = path.rfind(".")
     return dot != -1 and path[dot:] in EMBED_EXTENSIONS
-
-
-def skip_unchanged(response: Response, **kwargs: Any) -> tuple[()]:
-    """Stands in for the callback of an unchanged page: nothing to do."""
-    return ()

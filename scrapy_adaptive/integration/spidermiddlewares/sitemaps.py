@@ -41,7 +41,7 @@ import logging
 import re
 import struct
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
@@ -51,8 +51,9 @@ from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 
 from ... import meta
 from ...config.spec import counted
+from ...model import SIGNAL_UNREADABLE, ChangeState, Visit
 from ...runtime.wiring import crawl_config
-from .reading import skip_unchanged
+from .callback import skip_unchanged
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -146,6 +147,27 @@ def read_signal(response: Response, kind: str, max_size: int) -> SignalRead:
             f"sitemap {url} is cut short (no closing </{root}>; {counted(len(requests), 'entry', 'entries')} read)",
         )
     return SignalRead(requests)
+
+
+def read_before_verdict(
+    request: Request, response: Response, visit: Visit, max_size: int, stats: StatsCollector
+) -> Visit:
+    """A sitemap or feed is read before its verdict is recorded, so that one
+    that fails is said so (``signalUnreadable``, on the verdict returned):
+    the policy stack backs its wait off rather than give it the short wait
+    of a page that keeps changing.  What was read waits in the request's
+    meta for the callback that stands in for the spider's (:class:`SitemapsMiddleware`)."""
+    kind = str(request.meta[meta.SIGNAL])
+    if response.status < 400 and (visit.change is ChangeState.UNCHANGED or visit.size is None):
+        # the bytes read last time, or no body (a 304, an aborted fetch):
+        # nothing new to read or to say
+        return visit
+    read = read_signal(response, kind, max_size)
+    request.meta[meta.SIGNAL_READ] = read
+    if read.problem is None:
+        return visit
+    stats.inc_value(f"adaptive/signals/{kind}/unreadable")
+    return replace(visit, annotations=(*visit.annotations, SIGNAL_UNREADABLE))
 
 
 def feed_entries(body: bytes, url: str) -> list[tuple[str, str | None]]:

@@ -50,35 +50,33 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import is_item
 from scrapy import Request
 from scrapy.http import Response
-from scrapy.utils.httpobj import urlparse_cached
 
 from ... import meta
 from ...change import noise
-from ...change.answer import Answer
-from ...change.digest import Digester, ItemsDigester
-from ...change.judge import Judging, base_visit, items_verdict_before, judge, judge_by_items, not_content
-from ...change.rules import DigestRules, build_digester
-from ...config.spec import UNCHANGED_MODES, ConfigError, clause
+from ...change.difference import not_content
+from ...change.judge import Judging, judge, judge_by_items
+from ...change.rules import Digester, DigestRules, ItemsDigester
+from ...config.spec import ConfigError
 from ...config.table import DEFAULTS
-from ...model import SIGNAL_UNREADABLE, ChangeState, Visit, delivers_content
+from ...model import ChangeState, Visit
 from ...runtime.delivery import Ticket, ticket_of
 from ...runtime.wiring import FRONTIER_OPENED, crawl_config
 from ..composites import CompositeCaptures
 from ..downloadermiddlewares.errors import describe, settle_component_error
-from .reading import answer_of, is_embed, skip_unchanged
-from .sitemaps import read_signal
+from .callback import attach_verdict, skips
+from .reading import answer_of, is_embed
+from .sitemaps import read_before_verdict
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
-    from ...runtime.verdicts import FrontierServices, Recorded
+    from ...runtime.verdicts import FrontierServices
 
 logger = logging.getLogger(__name__)
 
@@ -117,6 +115,8 @@ class VisitMiddleware:
         #: what the judge needs beyond one answer (change/judge.py): learned
         #: noise and its pool of masks offered to siblings, what a changed page keeps
         self.judging = Judging(
+            rules=self.rules,
+            max_size=max_size,
             noise=noise.NoisePool() if noise_learning else None,
             # the longest a noise probe may come after the fetch it checks
             probe_window=probe_window,
@@ -171,30 +171,33 @@ class VisitMiddleware:
     # -- input: judge and commit -------------------------------------------------
 
     def process_spider_input(self, response: Response) -> None:
+        """Read the response, have it judged, record the verdict, show it to
+        the callback: each step once, in that order."""
         request = response.request
         if request is None or self.services is None or meta.FP not in request.meta:
             return
         record = self.services.record(request)
         if record is None:
             return  # not an issued URL (a child request that copied the tag)
-        answer = answer_of(response)
-        downloader_decided = answer.fetch is not None and answer.fetch.change is not None  # a 304, an aborted fetch
-        rule = None if downloader_decided else self._digester(request, answer)
-        if isinstance(rule, ItemsDigester):
-            if delivers_content(answer.status):
-                # judged once the callback's items are known (process_spider_output)
-                request.meta[meta.PENDING_VISIT] = (base_visit(answer), rule, record)
-                request.meta[meta.CHANGE] = items_verdict_before(record, answer)
-                return
-            # a redirect or an error has no items of the page: judged as an
-            # answer now (its body digested as is, for the host's not-found page)
-            rule = Digester()
-        judged = judge(answer, record, rule, self.judging)
-        self._count(judged.counts)
+        judged = judge(answer_of(response), record, self.judging)
+        for key in judged.counts:
+            self.stats.inc_value(f"adaptive/{key}")
         visit = judged.visit
+        if judged.items is not None:
+            # items mode: judged once the callback's items are known (process_spider_output)
+            request.meta[meta.PENDING_VISIT] = (visit, judged.items, record)
+            request.meta[meta.CHANGE] = judged.before
+            return
         if request.meta.get(meta.SIGNAL) in ("sitemap", "feed"):
-            visit = self._signal(request, response, visit)
-        self._after_verdict(request, visit, self.services.commit(request, visit))
+            visit = read_before_verdict(request, response, visit, self.signal_max_size, self.stats)
+        recorded = self.services.commit(request, visit)
+        attach_verdict(
+            request,
+            visit if recorded is None else recorded.visit,  # None: the URL was forgotten meanwhile, or unwritable
+            unchanged=self.unchanged,
+            revisit_embeds=self.revisit_embeds,
+            stats=self.stats,
+        )
 
     def process_spider_exception(self, response: Response, exception: Exception) -> None:
         """A response no one judged, because a spider middleware before this
@@ -206,66 +209,6 @@ class VisitMiddleware:
         if request is not None and self.services is not None and self.services.record(request) is not None:
             settle_component_error(self.services, request, exception, describe(exception))
         return None
-
-    def _count(self, counts: tuple[str, ...]) -> None:
-        for key in counts:
-            self.stats.inc_value(f"adaptive/{key}")
-
-    def _signal(self, request: Request, response: Response, visit: Visit) -> Visit:
-        """A sitemap or feed is read before its verdict, so that one that
-        fails is said so (``signalUnreadable``, on the verdict returned):
-        the policy stack backs its wait off rather than give it the short
-        wait of a page that keeps changing."""
-        kind = str(request.meta[meta.SIGNAL])
-        if response.status < 400 and (visit.change is ChangeState.UNCHANGED or visit.size is None):
-            # the bytes read last time, or no body (a 304, an aborted fetch):
-            # nothing new to read or to say
-            return visit
-        read = read_signal(response, kind, self.signal_max_size)
-        request.meta[meta.SIGNAL_READ] = read
-        if read.problem is None:
-            return visit
-        self.stats.inc_value(f"adaptive/signals/{kind}/unreadable")
-        return replace(visit, annotations=(*visit.annotations, SIGNAL_UNREADABLE))
-
-    def _after_verdict(self, request: Request, judged: Visit, recorded: Recorded | None) -> None:
-        """What the callback and the requests it yields see of the verdict as
-        recorded (*judged*, this middleware's own, if nothing was recorded:
-        the URL was forgotten meanwhile, or the state cannot be written)."""
-        visit = judged if recorded is None else recorded.visit
-        request.meta[meta.CHANGE] = visit.change.value
-        if self.revisit_embeds and visit.change is ChangeState.CHANGED:
-            # the page is captured anew: its embeds may have changed with it
-            request.meta[meta.PAGE_CHANGED] = True
-        else:
-            request.meta.pop(meta.PAGE_CHANGED, None)
-        if visit.change is ChangeState.UNCHANGED and self._skips(request):
-            request.callback = skip_unchanged
-            self.stats.inc_value("adaptive/unchanged/skipped")
-        elif not_content(visit) and self._skips(request):
-            request.callback = skip_unchanged  # the host's error or placeholder page: nothing to deliver
-            self.stats.inc_value("adaptive/soft404/skipped")
-        if visit.status == 304:
-            # a 304 answering our validators is a visit, never an HttpError
-            allowed = list(request.meta.get("handle_httpstatus_list") or [])
-            request.meta["handle_httpstatus_list"] = [*allowed, 304]
-
-    def _skips(self, request: Request) -> bool:
-        if request.meta.get("deltafetch_enabled") is False or request.meta.get(meta.ASKED):
-            # (a request the spider asked for is not a revisit the crawler chose)
-            return False
-        mode = request.meta.get(meta.UNCHANGED)
-        return (mode if mode in UNCHANGED_MODES else self.unchanged) == "skip"
-
-    def _digester(self, request: Request, answer: Answer) -> Digester:
-        override = request.meta.get(meta.DIGEST_RULE)
-        if override is not None:
-            try:
-                return build_digester(override, "meta['adaptive_digest_rule']", self.max_size)
-            except ConfigError as exc:  # stored before requests were checked as they enter (metacheck)
-                logger.error("%s (%s); using the configured rules.", clause(exc), request.url)
-        host = urlparse_cached(request).hostname or ""
-        return self.rules.select(request.url, host, answer.content_type)
 
     # -- output: items mode, embeds ------------------------------------------------
 
@@ -357,13 +300,14 @@ class VisitMiddleware:
         request = response.request
         before, rule, record = pending
         judged = judge_by_items(answer_of(response), record, before, rule, items, self.judging)
-        self._count(judged.counts)
+        for key in judged.counts:
+            self.stats.inc_value(f"adaptive/{key}")
         visit = judged.visit
         recorded = self.services.commit(request, visit) if self.services is not None else None
         if recorded is not None:
             visit = recorded.visit
         request.meta[meta.CHANGE] = visit.change.value
-        if (visit.change is ChangeState.UNCHANGED or not_content(visit)) and self._skips(request):
+        if (visit.change is ChangeState.UNCHANGED or not_content(visit)) and skips(request, self.unchanged):
             self.stats.inc_value("adaptive/unchanged/items_dropped", len(items))
             return
         yield from items

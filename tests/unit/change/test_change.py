@@ -7,7 +7,8 @@ from scrapy.http import HtmlResponse, Response, TextResponse
 
 from scrapy_adaptive.change import DigestRules, items_digest, payload_digest
 from scrapy_adaptive.change.answer import Answer
-from scrapy_adaptive.change.digest import Digester, ItemsDigester, RegexDigester, TextDigester, visible_text
+from scrapy_adaptive.change.rules import Digester, ItemsDigester, RegexDigester, TextDigester
+from scrapy_adaptive.change.text_diff import visible_text
 from scrapy_adaptive.change.rules import build_digester
 from scrapy_adaptive.config.patterns import UserPattern
 from scrapy_adaptive.config.spec import ConfigError

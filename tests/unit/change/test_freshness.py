@@ -9,23 +9,37 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scrapy_adaptive.change.answer import Answer
 from scrapy_adaptive.change.freshness import (
     BAD_CACHE_CONTROL,
     BAD_EXPIRES,
+    FUTURE_LAST_MODIFIED,
     MAX_LIFETIME,
     PROBLEMS,
+    Freshness,
     cache_control_max_age,
-    freshness,
-    future_last_modified,
     last_modified_problem,
 )
+from scrapy_adaptive.change.freshness import freshness as answer_freshness
 from tests.hypo import examples
 
 NOW = 1_700_000_000.0
+URL = "http://example.com/p"
 
 
 def http(seconds: float) -> str:
     return formatdate(seconds, usegmt=True)
+
+
+def freshness(cache_control: str | None, expires: str | None, date: str | None, now: float) -> Freshness:
+    """The lifetime an answer with these headers grants."""
+    return answer_freshness(Answer(URL, 200, cache_control=cache_control, expires=expires, date=date), now)
+
+
+def future_last_modified(last_modified: str | None, date: str | None, now: float) -> bool:
+    """True if the policies read no age from this Last-Modified: it is later than the Date."""
+    answer = Answer(URL, 200, last_modified=last_modified, date=date)
+    return last_modified_problem(answer, now) == FUTURE_LAST_MODIFIED
 
 
 @pytest.mark.parametrize(
@@ -114,7 +128,7 @@ def test_a_last_modified_after_the_date_is_in_the_future() -> None:
     ],
 )
 def test_a_last_modified_that_is_not_a_date_or_in_the_future_is_named(last_modified: str | None, problem: str) -> None:
-    assert last_modified_problem(last_modified, http(NOW), NOW) == problem
+    assert last_modified_problem(Answer(URL, 200, last_modified=last_modified, date=http(NOW)), NOW) == problem
 
 
 def test_max_age_reading_says_what_it_found() -> None:

@@ -9,7 +9,7 @@ from scrapy import Request
 from scrapy.http import HtmlResponse
 
 from scrapy_adaptive.change.answer import Answer
-from scrapy_adaptive.change.judge import base_visit
+from scrapy_adaptive.change.freshness import base_visit
 from scrapy_adaptive.integration.spidermiddlewares.reading import answer_of
 
 NOW = 1_700_000_000.0

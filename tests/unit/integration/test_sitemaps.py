@@ -28,7 +28,7 @@ from scrapy_adaptive.integration.spidermiddlewares.sitemaps import (
     sitemap_body,
     sitemap_entries,
 )
-from scrapy_adaptive.integration.spidermiddlewares.visit import skip_unchanged
+from scrapy_adaptive.integration.spidermiddlewares.callback import skip_unchanged
 from scrapy_adaptive.runtime.request_hints import hint_from_meta
 from tests.standins import Services
 

@@ -10,7 +10,7 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.utils.test import get_crawler
 
 from scrapy_adaptive import meta
-from scrapy_adaptive.change import judge, noise_learner
+from scrapy_adaptive.change import judge, noise_learner, text_diff
 from scrapy_adaptive.change.rules import DigestRules
 from scrapy_adaptive.frontier import ChangeState, Outcome, Visit
 from scrapy_adaptive.integration.spidermiddlewares.reading import answer_of, is_embed
@@ -25,7 +25,7 @@ def response(body: bytes = b"<html>x</html>", status: int = 200, **headers: str)
 
 def evaluate(response: Response, record: Any) -> Visit:
     """The verdict as the middleware makes it: the response read once, then judged."""
-    return judge.evaluate(answer_of(response), record)
+    return judge.judge(answer_of(response), record, judge.Judging()).visit
 
 
 def test_first_visit_is_a_new_version() -> None:
@@ -95,7 +95,7 @@ def test_an_empty_answer_like_the_last_one_is_unchanged_so_the_url_backs_off() -
 
 
 def test_the_same_redirect_as_last_time_is_unchanged_another_says_nothing() -> None:
-    from scrapy_adaptive.change.judge import same_redirect
+    from scrapy_adaptive.change.difference import same_redirect
 
     last = {"visits": 3, "status": 301, "reason": "redirect to http://example.com/new"}
     assert same_redirect(last, 301, "redirect to http://example.com/new")
@@ -216,7 +216,7 @@ def test_only_a_changed_2xx_is_read_for_its_text_and_only_with_the_setting() -> 
         judging = VisitMiddleware(get_crawler().stats, text_diff=cap).judging
         answer = response(page.body, status)
         visit = replace(evaluate(answer, {}), change=change)
-        assert judge.with_text(answer_of(answer), visit, judging).text == (["Price 10"] if read else None), (
+        assert text_diff.with_text(answer_of(answer), visit, judging.keep_text).text == (["Price 10"] if read else None), (
             cap,
             change,
             status,

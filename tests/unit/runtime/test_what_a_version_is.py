@@ -19,7 +19,7 @@ from scrapy.settings import Settings
 from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.test import get_crawler
 
-from scrapy_adaptive.change.judge import evaluate
+from scrapy_adaptive.change.judge import Judging, judge
 from scrapy_adaptive.config.settings import AdaptiveConfig
 from scrapy_adaptive.frontier import ChangeState, Frontier, MemoryStore, Outcome, Politeness, Visit
 from scrapy_adaptive.integration.spidermiddlewares.reading import answer_of
@@ -62,7 +62,7 @@ class Crawl:
         issued = self.frontier.next()
         assert issued is not None
         response = HtmlResponse(URL, status=status, body=body, headers=headers, request=Request(URL))
-        return self.commit(evaluate(answer_of(response), issued.record.view()))
+        return self.commit(judge(answer_of(response), issued.record.view(), Judging()).visit)
 
     def due(self) -> None:
         """The clock at the URL's next visit."""
