@@ -203,14 +203,3 @@ def base_visit(answer: Answer, now: float | None = None) -> Visit:
         freshness=fresh.lifetime,
         claimed_modified=answer.claimed_at,
     )
-
-
-#: a Last-Modified this close to the fetch (or later) is a generation time,
-#: not a content date: it says nothing about change, as on a noise page
-FRESH_LAST_MODIFIED = 2.0
-
-
-def usable_last_modified(modified: float | None, now: float) -> bool:
-    """True if a Last-Modified read as *modified* (None: none, or
-    unreadable) can tell "no change" at *now*."""
-    return modified is not None and modified < now - FRESH_LAST_MODIFIED

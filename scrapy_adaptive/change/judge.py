@@ -10,8 +10,9 @@ one:
 2. which digest rule reads it (:meth:`.rules.DigestRules.choose`);
 3. its digests (:mod:`.digest`);
 4. what the difference means (:func:`.difference.verdict`);
-5. learned noise, which may hold a change back for a probe
-   (:func:`.noise_learner.learn_noise`);
+5. learned noise, which may hold a change back for a probe: whether it
+   takes the visit and the page's fields (:mod:`.noise`), its URL's class
+   (:mod:`.url_class`), the learner's step (:func:`.noise_learner.learn_noise`);
 6. a changed page's visible text, for the next text diff (:func:`.text_diff.with_text`).
 """
 
@@ -30,10 +31,11 @@ from .answer import Answer
 from .difference import items_verdict_before, judge_items, verdict
 from .digest import items_digest, payload_digest, same_payload
 from .freshness import base_visit
-from .noise import NoisePool
-from .noise_learner import learn_noise
+from .noise import learns_from, page_fields
+from .noise_learner import NoisePool, learn_noise
 from .rules import Digester, DigestRules, ItemsDigester, RegexDigester
 from .text_diff import with_text
+from .url_class import url_class
 
 logger = logging.getLogger(__name__)
 
@@ -103,16 +105,22 @@ def judge(answer: Answer, record: Mapping[str, Any], judging: Judging) -> Judged
         return Judged(base, items=rule, before=items_verdict_before(same))  # type: ignore[arg-type]
     visit = verdict(answer, record, base, digest, payload, same)
     counts: tuple[str, ...] = ()
-    if judging.noise is not None and not decided and (rule is None or rule.name != RegexDigester.name):
+    if (
+        judging.noise is not None
+        and not decided
+        and (rule is None or rule.name != RegexDigester.name)
+        and learns_from(answer, visit, record.get("noise"), same_payload=same)
+    ):
+        fields = page_fields(answer, visible=rule is not None and rule.name == "text")
         visit, happened = learn_noise(
             answer,
             record,
             visit,
-            same_payload=same,
+            fields,
+            key=url_class(answer.url),
             pool=judging.noise,
             window=judging.probe_window,
             now=judging.clock(),
-            visible=rule is not None and rule.name == "text",
         )
         counts = tuple(f"noise/{word}" for word in happened)
     return Judged(with_text(answer, visit, judging.keep_text), counts)

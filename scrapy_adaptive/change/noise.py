@@ -53,15 +53,14 @@ import functools
 import json
 import re
 import zlib
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .digest import sha1_digest
-from .url_class import url_class
 
 if TYPE_CHECKING:
+    from ..model import Visit
     from .answer import Answer
 
 #: the digest rule name of a page digested without its learned noise
@@ -690,39 +689,55 @@ def date_beside(fields: Mapping[str, str], name: str, position: int) -> list[int
 
 # -- siblings share a template -----------------------------------------------------------
 
-#: distinct masks kept per pool key (templates of one directory)
-POOL_SETS = 4
-#: pool keys kept (the least recently learned are dropped)
-POOL_KEYS = 10_000
+
+# -- what one visit shows the learner ---------------------------------------------
+
+# the keys of the learner's state (the record's ``noise``, :mod:`.noise_learner`)
+# that say whether a visit reads the page's fields
+VERSION = "p"  #: the sketch of the version last delivered (by name hash)
+PENDING = "t"  #: the sketch of a fetch waiting for its probe (by full name)
+UNLEARNABLE = "u"  #: the page cannot be cut into fields: judged by its rule
 
 
-class NoisePool:
-    """Masks learned on one page, offered to its siblings.
+def learns_from(answer: Answer, visit: Visit, state: Any, *, same_payload: bool) -> bool:
+    """True if the learner takes this visit: a text 2xx its rule digested
+    (no body, a binary one, or not the page, an error page or a redirect's
+    body: its rule's digest judges it, and the version compared stays),
+    whose fields the learner's *state* needs (:func:`needs_fields`)."""
+    if visit.digest is None or not 200 <= answer.status < 300 or answer.text is None:
+        return False
+    return needs_fields(state, same_payload=same_payload)
 
-    Pages of one directory of a host are usually made from one template, and
-    a clock or a token in the template is noise on every one of them.  A
-    sibling whose difference lies inside a mask offered here still holds it
-    back and probes (nothing is judged by another page's word), but one
-    probe that shows the same fields moving proves it, where a page on its
-    own needs two.  A cache, not state: each URL keeps its masks in its own
-    record, and the pool is refilled from them as pages are visited.
-    Bounded: :data:`POOL_SETS` masks per key, :data:`POOL_KEYS` keys.
-    """
 
-    def __init__(self) -> None:
-        self._sets: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+def needs_fields(state: dict[str, Any] | None, *, same_payload: bool) -> bool:
+    """Whether the learner's step (:func:`.noise_learner.step`) needs this visit's fields: not for a body byte
+    for byte the last fetch's (the many unchanged visits), unless a probe
+    is pending or no version is sketched yet."""
+    state = state or {}
+    if PENDING in state:
+        return True
+    if UNLEARNABLE in state:
+        return not same_payload
+    return VERSION not in state or not same_payload
 
-    def offer(self, url: str) -> list[Masks]:
-        """The masks learned on *url*'s siblings (newest first)."""
-        return [Masks.of(s) for s in self._sets.get(url_class(url), ())]
 
-    def add(self, url: str, masks: Masks) -> None:
-        """Remember the masks *url* learned."""
-        if not masks:
-            return
-        key = url_class(url)
-        state = masks.state()
-        sets = [s for s in self._sets.pop(key, []) if s != state]
-        self._sets[key] = [state, *sets][:POOL_SETS]
-        while len(self._sets) > POOL_KEYS:
-            self._sets.popitem(last=False)
+def page_fields(answer: Answer, *, visible: bool) -> list[Field] | None:
+    """The page's fields and, unless only the visible text counts, its
+    validators: one that moves with an edit says so (the edit is delivered at
+    once), one that moves at every fetch is learned as noise."""
+    fields = fields_of(answer, visible=visible)
+    if fields is None or visible:
+        return fields
+    if answer.etag is not None:
+        fields.append((ETAG_FIELD, answer.etag))
+    if answer.last_modified is not None:
+        fields.append((LAST_MODIFIED_FIELD, _as_compared(answer.last_modified, answer.modified_at)))
+    return fields
+
+
+def _as_compared(value: str, stamp: float | None) -> str:
+    """A Last-Modified (*value*, read as *stamp*) as the learner compares
+    it: its instant, in a form no clock reading matches (two fetches a few
+    seconds after two edits read alike against their Date: the header must
+    not be hidden as a clock)."""
+    return value if stamp is None else f"instant {int(stamp):x}"

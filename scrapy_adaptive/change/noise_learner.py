@@ -28,7 +28,7 @@ decides, visit by visit, what a difference means.  Its contract:
   a difference is delivered at once (clocks are still learned, they need
   no probe).
 
-Siblings (:class:`.noise.NoisePool`): a difference that lies inside a mask
+Siblings (:class:`NoisePool`): a difference that lies inside a mask
 a sibling learned is held and probed like any other, but one probe that
 shows it moving again proves it.
 
@@ -45,6 +45,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -52,11 +53,13 @@ from typing import Any
 from ..model import ChangeState, Visit
 from . import noise
 from .answer import Answer
-from .freshness import usable_last_modified
 from .noise import (
     ETAG_FIELD,
     LAST_MODIFIED_FIELD,
+    PENDING,
     RULE,
+    UNLEARNABLE,
+    VERSION,
     Field,
     Masks,
     Moves,
@@ -79,9 +82,8 @@ logger = logging.getLogger(__name__)
 #: held back one); past that a difference is delivered at once
 MAX_PROBES = 8
 
-# the state's keys (the record's ``noise``, stored as is)
-VERSION = "p"  #: the sketch of the version last delivered (by name hash)
-PENDING = "t"  #: the sketch of a fetch waiting for its probe (by full name)
+# the state's keys (the record's ``noise``, stored as is; VERSION, PENDING and
+# UNLEARNABLE, which say whether a visit reads the page's fields, are :mod:`.noise`'s)
 PENDING_AT = "tt"  #: when that fetch was made (its probe must come within the window)
 CANDIDATES = "c"  #: what moved in every interval so far, per name hash
 REGION = "cr"  #: the region whose fields came and went in every interval so far
@@ -89,7 +91,6 @@ STAGE = "n"  #: which probe comes next (1 or 2)
 HELD = "hd"  #: the difference is still held back (not delivered)
 PROBES = "r"  #: probes spent so far
 OFFERED = "o"  #: a sibling's mask the held difference lies in
-UNLEARNABLE = "u"  #: the page cannot be cut into fields: judged by its rule
 GUARD = "pd"  #: the SHA-1 of the version last delivered without what the masks hide
 GUARD_MASKS = "pm"  #: the masks that SHA-1 was taken under
 DELIVERED = "dg"  #: the digest the record gave the version last delivered
@@ -561,18 +562,6 @@ def forget_version(state: Any) -> dict[str, Any] | None:
     return kept or None
 
 
-def needs_fields(state: dict[str, Any] | None, *, same_payload: bool) -> bool:
-    """Whether :func:`step` needs this visit's fields: not for a body byte
-    for byte the last fetch's (the many unchanged visits), unless a probe
-    is pending or no version is sketched yet."""
-    state = state or {}
-    if PENDING in state:
-        return True
-    if UNLEARNABLE in state:
-        return not same_payload
-    return VERSION not in state or not same_payload
-
-
 def probing(state: Any) -> bool:
     """True if a URL's noise state waits for a probe: the probe must be a
     full download (a 304 or an aborted fetch would show nothing)."""
@@ -584,61 +573,83 @@ def held(state: Any) -> bool:
     return isinstance(state, dict) and bool(state.get(HELD))
 
 
+#: a Last-Modified this close to the fetch (or later) is a generation time,
+#: not a content date: it says nothing about change, as on a noise page
+FRESH_LAST_MODIFIED = 2.0
+
+
+def usable_last_modified(modified: float | None, now: float) -> bool:
+    """True if a Last-Modified read as *modified* (None: none, or
+    unreadable) can tell "no change" at *now*."""
+    return modified is not None and modified < now - FRESH_LAST_MODIFIED
+
+
+#: distinct masks kept per pool key (templates of one directory)
+POOL_SETS = 4
+#: pool keys kept (the least recently learned are dropped)
+POOL_KEYS = 10_000
+
+
+class NoisePool:
+    """Masks learned on one page, offered to its siblings.
+
+    Pages of one directory of a host are usually made from one template, and
+    a clock or a token in the template is noise on every one of them.  A
+    sibling whose difference lies inside a mask offered here still holds it
+    back and probes (nothing is judged by another page's word), but one
+    probe that shows the same fields moving proves it, where a page on its
+    own needs two.  A cache, not state: each URL keeps its masks in its own
+    record, and the pool is refilled from them as pages are visited.
+    Bounded: :data:`POOL_SETS` masks per key, :data:`POOL_KEYS` keys.
+    """
+
+    def __init__(self) -> None:
+        #: per URL class (:func:`.url_class.url_class`), the masks learned
+        #: there, newest first, each with its state for comparing (read only)
+        self._sets: OrderedDict[str, list[tuple[dict[str, Any], Masks]]] = OrderedDict()
+
+    def offer(self, key: str) -> list[Masks]:
+        """The masks learned on the pages of URL class *key* (newest first)."""
+        return [masks for _, masks in self._sets.get(key, ())]
+
+    def add(self, key: str, state: Mapping[str, Any]) -> None:
+        """Remember the masks a page of URL class *key* learned (*state*: its noise state)."""
+        masks = Masks.of(state)
+        if not masks:
+            return
+        learned = masks.state()
+        sets = [(s, m) for s, m in self._sets.pop(key, []) if s != learned]
+        self._sets[key] = [(learned, masks), *sets][:POOL_SETS]
+        while len(self._sets) > POOL_KEYS:
+            self._sets.popitem(last=False)
+
+
 # -- one visit's step -------------------------------------------------------------------
-
-
-def page_fields(answer: Answer, *, visible: bool) -> list[Field] | None:
-    """The page's fields and, unless only the visible text counts, its
-    validators: one that moves with an edit says so (the edit is delivered at
-    once), one that moves at every fetch is learned as noise."""
-    fields = noise.fields_of(answer, visible=visible)
-    if fields is None or visible:
-        return fields
-    if answer.etag is not None:
-        fields.append((ETAG_FIELD, answer.etag))
-    if answer.last_modified is not None:
-        fields.append((LAST_MODIFIED_FIELD, _as_compared(answer.last_modified, answer.modified_at)))
-    return fields
-
-
-def _as_compared(value: str, stamp: float | None) -> str:
-    """A Last-Modified (*value*, read as *stamp*) as the learner compares
-    it: its instant, in a form no clock reading matches (two fetches a few
-    seconds after two edits read alike against their Date: the header must
-    not be hidden as a clock)."""
-    return value if stamp is None else f"instant {int(stamp):x}"
 
 
 def learn_noise(
     answer: Answer,
     record: Mapping[str, Any],
     visit: Visit,
+    fields: list[Field] | None,
     *,
-    same_payload: bool,
-    pool: noise.NoisePool,
+    key: str,
+    pool: NoisePool,
     window: float,
     now: float,
-    visible: bool = False,
 ) -> tuple[Visit, list[str]]:
     """*visit* with the learner's answer for *answer* folded in, as a new
-    verdict (*record*: the URL's record as issued; *same_payload*: the body
-    is byte for byte the last capture's; *pool*: masks siblings
-    learned; *window*: the longest a probe may come after the fetch it
-    checks; *visible*: the ``text`` rule, only the visible text is
-    compared), and what happened, one word each (``held``, ``probes``,
+    verdict (*record*: the URL's record as issued; *fields*: the page's, as
+    :func:`.noise.page_fields` reads them, None: it cannot be cut into
+    fields; *key*: its URL's class, under which *pool* keeps the masks its
+    siblings learned; *window*: the longest a probe may come after the fetch
+    it checks), and what happened, one word each (``held``, ``probes``,
     ``released``, ``learned``, ``confirmed``, ``unlearnable``), for the
-    crawl's stats."""
-    if visit.digest is None or not 200 <= answer.status < 300 or answer.text is None:
-        # no body, a binary one, or not the page (an error page, a redirect's
-        # body): its rule's digest judges it, and the version compared stays
-        return visit, []
-    state = record.get("noise")
-    if not needs_fields(state, same_payload=same_payload):
-        return visit, []
+    crawl's stats.  The visit is one the learner takes (:func:`.noise.learns_from`)."""
     date = answer.served_at
     at = now if date is None else date
     seen = Seen(
-        page_fields(answer, visible=visible),
+        fields,
         now=now,
         at=at,
         digest=visit.digest,
@@ -646,13 +657,11 @@ def learn_noise(
         # a content date, not the fetch's own second (a page generated per request)
         content_dated=usable_last_modified(answer.modified_at, at),
     )
-    result = step(state, seen, window=window, pooled=pool.offer(answer.url))
+    result = step(record.get("noise"), seen, window=window, pooled=pool.offer(key))
     changes: dict[str, Any] = {}
     if result.state is not None:
         changes["noise"] = result.state
-        masks = Masks.of(result.state)
-        if masks:
-            pool.add(answer.url, masks)
+        pool.add(key, result.state)
     if result.verdict is not None:
         changes["change"] = result.verdict
         if result.digest is not None:

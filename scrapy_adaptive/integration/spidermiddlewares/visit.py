@@ -57,9 +57,9 @@ from scrapy import Request
 from scrapy.http import Response
 
 from ... import meta
-from ...change import noise
 from ...change.difference import not_content
 from ...change.judge import Judging, judge, judge_by_items
+from ...change.noise_learner import NoisePool
 from ...change.rules import Digester, DigestRules, ItemsDigester
 from ...config.spec import ConfigError
 from ...config.table import DEFAULTS
@@ -117,7 +117,7 @@ class VisitMiddleware:
         self.judging = Judging(
             rules=self.rules,
             max_size=max_size,
-            noise=noise.NoisePool() if noise_learning else None,
+            noise=NoisePool() if noise_learning else None,
             # the longest a noise probe may come after the fetch it checks
             probe_window=probe_window,
             clock=clock,
