@@ -2,7 +2,7 @@
 
 Pages of one directory of a host with one extension usually come from one
 template and are served by one code path: a clock in the template is noise
-on every one of them (:class:`~.noise.NoisePool`), and whether the server's
+on every one of them (:class:`~.noise_learner.NoisePool`), and whether the server's
 validators tell the truth is one question for all of them
 (:class:`~.trust.TrustBook`).  Both key what they learn by this class.
 """

@@ -4,7 +4,7 @@ Outermost in the spider middleware chain, so it sees each response before
 ``HttpErrorMiddleware`` can turn a 404 into an error: any HTTP response is a
 visit (thesis 6.2).  It reads each one once into an
 :class:`~...change.answer.Answer` (:mod:`.reading`); what a difference means
-is decided in ``change/`` (:mod:`...change.judge`).  For each one it
+is decided in ``change/`` (:mod:`...change.judge`), by one call that
 
 1. picks the digest rule (``ADAPTIVE_DIGEST_RULES``, or the request's
    ``adaptive_digest_rule`` meta) and digests the content, unless a
@@ -17,12 +17,15 @@ is decided in ``change/`` (:mod:`...change.judge`).  For each one it
    (fetched again as soon as politeness allows) and what moved over both
    pairs of fetches is learned as noise and left out of its digest from
    then on (:mod:`..change.noise_learner`);
+
+and the middleware
+
 3. hands the verdict to the frontier's services (bound by the scheduler
    at open): the policy stack plans the wait and the frontier records both,
    in one atomic write; what comes back is the verdict as recorded (a page
    the frontier knows as the host's error page is not a version);
-4. keeps an unchanged page away from the callback (``ADAPTIVE_UNCHANGED =
-   "skip"``, the default): no links re-extracted, no items re-emitted.  With
+4. keeps an unchanged page away from the callback (:mod:`.callback`,
+   ``ADAPTIVE_UNCHANGED = "skip"``, the default): no links re-extracted, no items re-emitted.  With
    ``"deliver"`` (or ``meta["adaptive_unchanged"] = "deliver"``) the callback
    runs and reads ``response.meta["adaptive_change"]``.
 
