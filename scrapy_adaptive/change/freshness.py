@@ -201,5 +201,5 @@ def base_visit(answer: Answer, now: float | None = None) -> Visit:
         validation=validation,
         prediction=fetch.prediction if fetch is not None and validation is not None else None,
         freshness=fresh.lifetime,
-        claimed_modified=answer.claimed_at,
+        claimed_modified=None if answer.hinted_modified is None else answer.claimed_at,
     )

@@ -99,7 +99,7 @@ def judge(answer: Answer, record: Mapping[str, Any], judging: Judging) -> Judged
         rule, items = Digester(), False
     digest = None if rule is None or items else rule.digest(answer)
     payload = payload_digest(answer.body, exact_digest=digest) if digest is not None or items else None
-    same = same_payload(record, payload)
+    same = payload is not None and same_payload(record, payload)
     if items:
         # judged once the callback's items are known (process_spider_output)
         return Judged(base, items=rule, before=items_verdict_before(same))  # type: ignore[arg-type]
@@ -123,7 +123,9 @@ def judge(answer: Answer, record: Mapping[str, Any], judging: Judging) -> Judged
             now=judging.clock(),
         )
         counts = tuple(f"noise/{word}" for word in happened)
-    return Judged(with_text(answer, visit, judging.keep_text), counts)
+    if judging.keep_text:
+        visit = with_text(answer, visit)
+    return Judged(visit, counts)
 
 
 def judge_by_items(
@@ -151,7 +153,9 @@ def judge_by_items(
             summary = fields.item_fields(items, rule.fields, None, rule.values)
         changes = fields.diff(record.get("fields"), summary) if visit.change is ChangeState.CHANGED else None
         visit = replace(visit, fields=summary, field_changes=changes)
-    return Judged(with_text(answer, visit, judging.keep_text), counts)
+    if judging.keep_text:
+        visit = with_text(answer, visit)
+    return Judged(visit, counts)
 
 
 def _say_missing_key(exc: Exception, url: str, rule: ItemsDigester, judging: Judging) -> None:

@@ -147,12 +147,12 @@ def text_lines(answer: Answer) -> list[str] | None:
     return html_lines(text) if "html" in answer.media_type else plain_lines(text)
 
 
-def with_text(answer: Answer, visit: Visit, keep: bool) -> Visit:
-    """*visit* with a new version's visible text (*keep*: texts are kept),
-    for the frontier to keep and diff the next one against.  Only a changed
-    2xx is read: an unchanged page's text is the one kept already, and the
-    parse costs about as much as the digest."""
-    if keep and visit.change is ChangeState.CHANGED and delivers_content(answer.status):
+def with_text(answer: Answer, visit: Visit) -> Visit:
+    """*visit* with a new version's visible text, for the frontier to keep
+    and diff the next one against (with ``ADAPTIVE_TEXT_DIFF``).  Only a
+    changed 2xx is read: an unchanged page's text is the one kept already,
+    and the parse costs about as much as the digest."""
+    if visit.change is ChangeState.CHANGED and delivers_content(answer.status):
         return replace(visit, text=text_lines(answer))
     return visit
 
