@@ -94,7 +94,7 @@ class Answer:
     @functools.cached_property
     def expires_at(self) -> float | None:
         """The ``Expires`` header's instant (None: none, or unreadable)."""
-        return parse_http_date(self.expires)
+        return None if self.expires is None else parse_http_date(self.expires.strip())
 
     @functools.cached_property
     def claimed_at(self) -> float | None:

@@ -112,12 +112,13 @@ def judge(answer: Answer, record: Mapping[str, Any], judging: Judging) -> Judged
         and learns_from(answer, visit, record.get("noise"), same_payload=same)
     ):
         fields = page_fields(answer, visible=rule is not None and rule.name == "text")
+        key = url_class(answer.url)  # the masks its siblings learned are kept under it
         visit, happened = learn_noise(
             answer,
             record,
             visit,
             fields,
-            key=url_class(answer.url),
+            key=key,
             pool=judging.noise,
             window=judging.probe_window,
             now=judging.clock(),

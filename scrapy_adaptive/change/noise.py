@@ -41,8 +41,9 @@ at every fetch: a rotating ad), some volatile tokens of a field (by their
 order in it), or a *region*: an element whose content comes and goes (a
 related-items list of varying length).  Everything else is compared.
 
-When to probe, what counts as proof, and when a difference is delivered is
-:mod:`.noise_learner`'s.  Pure: no Scrapy imports (a response is read as
+Which visits the learner takes and the page's fields are read here
+(:func:`learns_from`, :func:`page_fields`); when to probe, what counts as
+proof, and when a difference is delivered is :mod:`.noise_learner`'s.  Pure: no Scrapy imports (a response is read as
 an :class:`~.answer.Answer`).
 """
 
@@ -687,9 +688,6 @@ def date_beside(fields: Mapping[str, str], name: str, position: int) -> list[int
     return out
 
 
-# -- siblings share a template -----------------------------------------------------------
-
-
 # -- what one visit shows the learner ---------------------------------------------
 
 # the keys of the learner's state (the record's ``noise``, :mod:`.noise_learner`)
@@ -710,9 +708,10 @@ def learns_from(answer: Answer, visit: Visit, state: Any, *, same_payload: bool)
 
 
 def needs_fields(state: dict[str, Any] | None, *, same_payload: bool) -> bool:
-    """Whether the learner's step (:func:`.noise_learner.step`) needs this visit's fields: not for a body byte
-    for byte the last fetch's (the many unchanged visits), unless a probe
-    is pending or no version is sketched yet."""
+    """Whether the learner's step (:func:`.noise_learner.step`) needs this
+    visit's fields: not for a body byte for byte the last fetch's (the many
+    unchanged visits), unless a probe is pending or no version is sketched
+    yet."""
     state = state or {}
     if PENDING in state:
         return True

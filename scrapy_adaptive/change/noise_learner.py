@@ -32,12 +32,14 @@ Siblings (:class:`NoisePool`): a difference that lies inside a mask
 a sibling learned is held and probed like any other, but one probe that
 shows it moving again proves it.
 
-The state is the record's ``noise`` (JSON, stored as is).  :func:`learn_noise`
-is one visit's step: it reads what the learner needs off the answer (its
-fields, its server time, its validators as two more fields), calls
-:func:`step`, and folds its answer into a new verdict from the one being
-judged: the change state, the digest to store, a probe due at once, one
-annotation per thing that happened.  Pure: no Scrapy imports.
+The state is the record's ``noise`` (JSON, stored as is).  Whether a visit
+is the learner's and the page's fields (its validators as two more) are
+read by :mod:`.noise` (:func:`.noise.learns_from`, :func:`.noise.page_fields`);
+:func:`learn_noise` is one visit's step: it reads the answer's server time,
+calls :func:`step` with the masks the URL's siblings learned
+(:class:`NoisePool`), and folds its answer into a new verdict from the one
+being judged: the change state, the digest to store, a probe due at once,
+one annotation per thing that happened.  Pure: no Scrapy imports.
 """
 
 from __future__ import annotations

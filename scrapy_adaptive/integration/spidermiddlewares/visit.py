@@ -25,9 +25,10 @@ and the middleware
    in one atomic write; what comes back is the verdict as recorded (a page
    the frontier knows as the host's error page is not a version);
 4. keeps an unchanged page away from the callback (:mod:`.callback`,
-   ``ADAPTIVE_UNCHANGED = "skip"``, the default): no links re-extracted, no items re-emitted.  With
-   ``"deliver"`` (or ``meta["adaptive_unchanged"] = "deliver"``) the callback
-   runs and reads ``response.meta["adaptive_change"]``.
+   ``ADAPTIVE_UNCHANGED = "skip"``, the default): no links re-extracted,
+   no items re-emitted.  With ``"deliver"`` (or
+   ``meta["adaptive_unchanged"] = "deliver"``) the callback runs and reads
+   ``response.meta["adaptive_change"]``.
 
 A page the frontier judges a soft 404 or a parked page (at commit,
 :meth:`~..frontier.hostfacts.Hosts.page_kind`) is kept from the callback the same
@@ -109,16 +110,14 @@ class VisitMiddleware:
         #: (None: not an adaptive crawl, the middleware stays out of the way)
         self.services = services
         self.embed_hops = embed_hops
-        self.rules = rules or DigestRules((), Digester())
         self.unchanged = unchanged
         self.revisit_embeds = revisit_embeds
-        self.max_size = max_size
         #: DOWNLOAD_MAXSIZE: the most a gzip sitemap may inflate to (0: no limit)
         self.signal_max_size = signal_max_size
         #: what the judge needs beyond one answer (change/judge.py): learned
         #: noise and its pool of masks offered to siblings, what a changed page keeps
         self.judging = Judging(
-            rules=self.rules,
+            rules=rules or DigestRules((), Digester()),
             max_size=max_size,
             noise=NoisePool() if noise_learning else None,
             # the longest a noise probe may come after the fetch it checks
@@ -182,7 +181,8 @@ class VisitMiddleware:
         record = self.services.record(request)
         if record is None:
             return  # not an issued URL (a child request that copied the tag)
-        judged = judge(answer_of(response), record, self.judging)
+        answer = answer_of(response)
+        judged = judge(answer, record, self.judging)
         for key in judged.counts:
             self.stats.inc_value(f"adaptive/{key}")
         visit = judged.visit

@@ -378,6 +378,28 @@ def test_a_sibling_proves_the_pooled_mask_with_one_probe_and_delivers_nothing_fa
     assert sibling.stats.get_value("adaptive/noise/confirmed") == 1
 
 
+def test_the_pool_offers_a_url_classs_masks_newest_first_each_once_and_forgets_the_oldest_class(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from scrapy_adaptive.change import noise_learner
+
+    monkeypatch.setattr(noise_learner, "POOL_KEYS", 2)
+    pool = noise_learner.NoisePool()
+    clock, token = {"m": {"a1": [0]}}, {"m": {"b2": "*"}}
+    pool.add("shop/p/*.html", {"p": "version only"})  # nothing learned: nothing kept
+    assert pool.offer("shop/p/*.html") == []
+    pool.add("shop/p/*.html", clock)
+    pool.add("shop/p/*.html", token)
+    pool.add("shop/p/*.html", clock)  # learned again: first, and once
+    assert [m.state() for m in pool.offer("shop/p/*.html")] == [clock, token]
+    for n in range(noise_learner.POOL_SETS + 2):
+        pool.add("shop/p/*.html", {"m": {f"k{n}": [n]}})
+    assert len(pool.offer("shop/p/*.html")) == noise_learner.POOL_SETS
+    pool.add("news/*", clock)
+    pool.add("blog/*", token)  # a third class: the least recently learned goes
+    assert pool.offer("shop/p/*.html") == [] and [m.state() for m in pool.offer("blog/*")] == [token]
+
+
 def test_an_etag_that_follows_the_data_with_a_clock_in_the_body_is_right_not_a_liar() -> None:
     chain = crawl(["text"], ["clock"], politeness=1.0, validators=True)
     assert chain.delivered == chain.expected() and len(chain.expected()) >= 2 and chain.false == 0
