@@ -87,6 +87,21 @@ def parse_w3c_datetime(text: str) -> float:
         raise ValueError(f"not a W3C datetime: {text!r} ({exc})") from None
 
 
+def parse_claimed(value: Any) -> float | None:
+    """The instant a change hint claims (a sitemap's ``<lastmod>``, a feed
+    entry's date: :func:`parse_time`'s forms), or None: no date, or one that
+    cannot be read (the scheduler warns about those when the request comes in).
+
+    >>> parse_claimed("2005-07-01"), parse_claimed("soon"), parse_claimed(None)
+    (1120176000.0, None, None)
+    """
+    try:
+        claimed = parse_time(value)
+    except (ValueError, OverflowError, OSError, TypeError):
+        return None
+    return claimed if claimed is not None and math.isfinite(claimed) else None
+
+
 def parse_time(value: Any) -> float | None:
     """Seconds since the epoch from the forms a change hint may take; raise ValueError.
 

@@ -10,7 +10,7 @@ in this package that judges a response takes this value: the digest rules
 (:mod:`.noise`, :mod:`.noise_learner`) and the text diff
 (:mod:`.text_diff`).
 
-Its dates are read once, on demand (``served_at``, ``modified_at``,
+Its dates are read once, with the headers (``served_at``, ``modified_at``,
 ``expires_at``, ``claimed_at``): a header's text stays as sent, for the
 record and the validators, and its instant is what the rules compare.
 
@@ -24,13 +24,11 @@ need them pays for either.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..config.matching import media_type as _media_type
-from ..dates import parse_http_date, parse_time
 from ..model import FetchResult
 
 
@@ -67,6 +65,12 @@ class Answer:
     depth: int | None = None
     note: str | None = None
     hinted_modified: Any = None
+    #: the instants of ``Date``, ``Last-Modified`` and ``Expires`` and of the
+    #: hint's claimed date (None: none, or unreadable), read once with the headers
+    served_at: float | None = None
+    modified_at: float | None = None
+    expires_at: float | None = None
+    claimed_at: float | None = None
     #: the request's own digest rule (``meta["adaptive_digest_rule"]``), as given
     digest_rule: Any = None
     #: what the downloader's middlewares found on this fetch
@@ -80,32 +84,6 @@ class Answer:
         when the response names none.  Read once: the digest rules, learned
         noise and the text diff each ask which parser the body takes."""
         return _media_type(self.content_type or "text/html")
-
-    @functools.cached_property
-    def served_at(self) -> float | None:
-        """The ``Date`` header's instant (None: none, or unreadable)."""
-        return parse_http_date(self.date)
-
-    @functools.cached_property
-    def modified_at(self) -> float | None:
-        """The ``Last-Modified`` header's instant (None: none, or unreadable)."""
-        return parse_http_date(self.last_modified)
-
-    @functools.cached_property
-    def expires_at(self) -> float | None:
-        """The ``Expires`` header's instant (None: none, or unreadable)."""
-        return None if self.expires is None else parse_http_date(self.expires.strip())
-
-    @functools.cached_property
-    def claimed_at(self) -> float | None:
-        """The content date the request's ``adaptive_hint`` claims (a
-        sitemap's ``<lastmod>``), or None: no date, or one that cannot be
-        read (the scheduler already warned about it when the request came in)."""
-        try:
-            modified = parse_time(self.hinted_modified)
-        except (ValueError, OverflowError, OSError, TypeError):
-            return None
-        return modified if modified is not None and math.isfinite(modified) else None
 
     @property
     def text(self) -> str | None:

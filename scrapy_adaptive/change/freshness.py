@@ -120,7 +120,7 @@ def freshness(answer: Answer, now: float) -> Freshness:
 
     >>> freshness(Answer("u", 200, cache_control="max-age=600"), 0.0).lifetime
     600.0
-    >>> hour = Answer("u", 200, expires="Thu, 01 Jan 1970 01:00:00 GMT", date="Thu, 01 Jan 1970 00:00:00 GMT")
+    >>> hour = Answer("u", 200, expires="Thu, 01 Jan 1970 01:00:00 GMT", expires_at=3600.0, served_at=0.0)
     >>> freshness(hour, 0.0).lifetime
     3600.0
     >>> freshness(Answer("u", 200, expires="tomorrow"), 0.0)
@@ -160,7 +160,7 @@ def last_modified_problem(answer: Answer, now: float) -> str | None:
     ``Expires``), :data:`FUTURE_LAST_MODIFIED` later than the ``Date``
     (*now* without one) by more than :data:`CLOCK_SLACK`, else None.
 
-    >>> last_modified_problem(Answer("u", 200, last_modified="yesterday-ish"), 0.0)
+    >>> last_modified_problem(Answer("u", 200, last_modified="yesterday-ish", modified_at=None), 0.0)
     'badLastModified'
     >>> last_modified_problem(Answer("u", 200), 0.0) is None
     True
@@ -201,5 +201,5 @@ def base_visit(answer: Answer, now: float | None = None) -> Visit:
         validation=validation,
         prediction=fetch.prediction if fetch is not None and validation is not None else None,
         freshness=fresh.lifetime,
-        claimed_modified=None if answer.hinted_modified is None else answer.claimed_at,
+        claimed_modified=answer.claimed_at,
     )

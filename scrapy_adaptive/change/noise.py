@@ -702,9 +702,10 @@ def learns_from(answer: Answer, visit: Visit, state: Any, *, same_payload: bool)
     (no body, a binary one, or not the page, an error page or a redirect's
     body: its rule's digest judges it, and the version compared stays),
     whose fields the learner's *state* needs (:func:`needs_fields`)."""
-    if visit.digest is None or not 200 <= answer.status < 300 or answer.text is None:
+    if visit.digest is None or not 200 <= answer.status < 300:
         return False
-    return needs_fields(state, same_payload=same_payload)
+    # the text last: an unchanged page the learner does not need is never decoded
+    return needs_fields(state, same_payload=same_payload) and answer.text is not None
 
 
 def needs_fields(state: dict[str, Any] | None, *, same_payload: bool) -> bool:

@@ -21,10 +21,10 @@ through 61 at 8c8e821 (the allocator re-solved its plan at every fetch
 of a small crawl); 2026-11-30: 384–388 through 60 (hand-offs and
 repeated reads off the path; a verification fetch 509–540), then 331–332
 through 58 (pass-throughs, stores and reads a visit did not need: see
-CHANGES.md), then 331 through 61 (the judge's stages each in its module,
-entered once: the verdict's rules, change/difference.py, and what the
-callback sees, integration/spidermiddlewares/callback.py, are rooms of
-their own). The goal of the "one visit, one path" work was at most 350.
+CHANGES.md), then 332 through 60 (the judge's stages each in its module,
+entered once: what a difference means, change/difference.py, and what
+the callback sees, integration/spidermiddlewares/callback.py, are
+modules of their own). The goal of the "one visit, one path" work was at most 350.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from ... import meta
 from ...change.answer import Answer
+from ...dates import parse_claimed, parse_http_date
 from ...model import FetchResult
 
 #: path endings of resources a page embeds rather than links to
@@ -52,6 +53,13 @@ def answer_of(response: Response) -> Answer:
         fetch = request_meta.get(meta.FETCH)
         rule = request_meta.get(meta.DIGEST_RULE)
         host = urlparse_cached(request).hostname
+    cache_control = joined_header(response, "Cache-Control")
+    # the dates read once, here: every rule that compares one reads the instant
+    served_at = parse_http_date(date)
+    modified_at = parse_http_date(last_modified)
+    expires_at = None if expires is None else parse_http_date(expires.strip())
+    hinted = hint.get("modified") if isinstance(hint, dict) else None
+    claimed_at = None if hinted is None else parse_claimed(hinted)
     return Answer(
         url=response.url,
         status=status,
@@ -62,11 +70,15 @@ def answer_of(response: Response) -> Answer:
         last_modified=last_modified,
         date=date,
         expires=expires,
-        cache_control=joined_header(response, "Cache-Control"),
+        cache_control=cache_control,
         location=location,
         depth=depth if isinstance(depth, int) else None,
         note=note if isinstance(note, str) else None,
-        hinted_modified=hint.get("modified") if isinstance(hint, dict) else None,
+        hinted_modified=hinted,
+        served_at=served_at,
+        modified_at=modified_at,
+        expires_at=expires_at,
+        claimed_at=claimed_at,
         fetch=fetch if isinstance(fetch, FetchResult) else None,
         digest_rule=rule,
         read_text=lambda: text_of(response),

@@ -21,6 +21,7 @@ from scrapy_adaptive.change.freshness import (
     last_modified_problem,
 )
 from scrapy_adaptive.change.freshness import freshness as answer_freshness
+from scrapy_adaptive.dates import parse_http_date
 from tests.hypo import examples
 
 NOW = 1_700_000_000.0
@@ -31,15 +32,34 @@ def http(seconds: float) -> str:
     return formatdate(seconds, usegmt=True)
 
 
+def answer(
+    cache_control: str | None = None,
+    expires: str | None = None,
+    date: str | None = None,
+    last_modified: str | None = None,
+) -> Answer:
+    """An answer with these headers, their dates read as the visit middleware reads them."""
+    return Answer(
+        URL,
+        200,
+        cache_control=cache_control,
+        expires=expires,
+        date=date,
+        last_modified=last_modified,
+        served_at=parse_http_date(date),
+        modified_at=parse_http_date(last_modified),
+        expires_at=None if expires is None else parse_http_date(expires.strip()),
+    )
+
+
 def freshness(cache_control: str | None, expires: str | None, date: str | None, now: float) -> Freshness:
     """The lifetime an answer with these headers grants."""
-    return answer_freshness(Answer(URL, 200, cache_control=cache_control, expires=expires, date=date), now)
+    return answer_freshness(answer(cache_control, expires, date), now)
 
 
 def future_last_modified(last_modified: str | None, date: str | None, now: float) -> bool:
     """True if the policies read no age from this Last-Modified: it is later than the Date."""
-    answer = Answer(URL, 200, last_modified=last_modified, date=date)
-    return last_modified_problem(answer, now) == FUTURE_LAST_MODIFIED
+    return last_modified_problem(answer(date=date, last_modified=last_modified), now) == FUTURE_LAST_MODIFIED
 
 
 @pytest.mark.parametrize(
@@ -128,7 +148,7 @@ def test_a_last_modified_after_the_date_is_in_the_future() -> None:
     ],
 )
 def test_a_last_modified_that_is_not_a_date_or_in_the_future_is_named(last_modified: str | None, problem: str) -> None:
-    assert last_modified_problem(Answer(URL, 200, last_modified=last_modified, date=http(NOW)), NOW) == problem
+    assert last_modified_problem(answer(date=http(NOW), last_modified=last_modified), NOW) == problem
 
 
 def test_max_age_reading_says_what_it_found() -> None:
