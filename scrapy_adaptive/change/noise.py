@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .digest import sha1_digest
+from .text_diff import CONTROL, INVISIBLE
 
 if TYPE_CHECKING:
     from ..model import Visit
@@ -90,10 +91,7 @@ Sketch = dict[str, str]  # name (or its hash) -> field sketch
 
 # -- fields ---------------------------------------------------------------------------
 
-_INVISIBLE = frozenset(["script", "style", "noscript", "template", "head"])
 _JSON_TYPES = ("application/ld+json", "application/json")
-#: characters lxml refuses in text (all controls but tab, newline, carriage return)
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def fields_of(answer: Answer, *, visible: bool = False) -> list[Field] | None:
@@ -137,7 +135,7 @@ def html_root(html: str) -> Any:
     import lxml.html
 
     try:
-        return lxml.html.document_fromstring(_CONTROL.sub(" ", html))
+        return lxml.html.document_fromstring(CONTROL.sub(" ", html))
     except (lxml.etree.ParserError, ValueError):
         return None
 
@@ -167,7 +165,7 @@ def html_fields(root: Any, *, visible: bool = False) -> list[Field]:
             name = child.tag
             if not isinstance(name, str):
                 continue  # a comment or a processing instruction: no data
-            if visible and name in _INVISIBLE:
+            if visible and name in INVISIBLE:
                 continue
             n = seen.get(name, 0)
             seen[name] = n + 1

@@ -65,10 +65,10 @@ _BLOCKS = frozenset(
     "title option legend".split()
 )
 _SPACES = re.compile(r"\s+")
-#: elements a reader does not see
-_INVISIBLE = ("script", "style", "noscript", "template", "head")
+#: elements a reader does not see (learned noise reads a page's visible text as these do)
+INVISIBLE = ("script", "style", "noscript", "template", "head")
 #: characters XML text may not hold (all controls but tab, newline and carriage return)
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def visible_root(html: str) -> Any:
@@ -81,13 +81,13 @@ def visible_root(html: str) -> Any:
     # control characters a page may carry (a form feed, a vertical tab, or
     # binary bytes served as HTML) are parsed into text that lxml then refuses
     # to move when an element is dropped; no reader sees them
-    html = _CONTROL.sub(" ", html)
+    html = CONTROL.sub(" ", html)
     try:
         root = lxml.html.document_fromstring(html)
     except (lxml.etree.ParserError, ValueError):
         return None
     # collect first: dropping while iterating would skip siblings
-    for element in list(root.iter(lxml.etree.Comment, *_INVISIBLE)):
+    for element in list(root.iter(lxml.etree.Comment, *INVISIBLE)):
         if element.getparent() is not None:
             element.drop_tree()  # keeps the element's tail text
     return root
