@@ -1,22 +1,13 @@
 """Content digests: the forms a page's digest takes.
 
-What each rule reads of a page is :mod:`.rules`'; the digests are these:
-
-* ``exact`` – SHA-1 of the body bytes.
-* ``regex`` – the thesis's HTTPContentDigest: on a copy of the text, every
-  match of the operator's regular expressions is replaced by one blank
-  before hashing (clocks, session ids, counters stop counting as change);
-  bodies over ``max_size`` fall back to ``exact``.
-* ``text`` – the visible text of an HTML page, whitespace-normalised, with
-  scripts, styles, comments and attributes dropped: markup, layout and
-  script noise stop counting as change.  Non-HTML falls back to ``exact``.
-* ``items`` – the digest of the items the callback yields for the page
-  (through itemadapter, optionally only some fields): the page changed when
-  its data changed.  Computed by the visit middleware after the callback.
-
-Digests are prefixed with the rule (``text:sha1:…``), so switching a URL
-to another rule is recognised as "unknown", not as a change.  The WARC-style
-payload digest of the exact body (``sha1:BASE32``) is kept beside it.
+What each digest rule reads of a page, and which rule applies, is
+:mod:`.rules`'.  Its digest is prefixed with the rule (``exact:sha1:…``,
+``regex:sha1:…``, ``text:sha1:…``, ``items:sha1:…``), so switching a URL to
+another rule is recognised as "unknown", not as a change.  The WARC-style
+payload digest of the exact body (``sha1:BASE32``, :func:`payload_digest`)
+is kept beside it: a body byte for byte the last capture's did not change,
+whatever rule digests it now (:func:`same_payload`).  The items a callback
+yields are digested here too (:func:`items_digest`), in any order.
 """
 
 from __future__ import annotations

@@ -511,11 +511,13 @@ class Masks:
         return self.fields.get(key, ())
 
     def state(self) -> dict[str, Any]:
+        """The masks as the record keeps them: a copy, so that what was
+        taken before a mask is added still says what was hidden then."""
         out: dict[str, Any] = {}
         if self.fields:
-            out["m"] = self.fields
+            out["m"] = dict(self.fields)
         if self.regions:
-            out["g"] = self.regions
+            out["g"] = list(self.regions)
         return out
 
 

@@ -378,6 +378,19 @@ def test_a_sibling_proves_the_pooled_mask_with_one_probe_and_delivers_nothing_fa
     assert sibling.stats.get_value("adaptive/noise/confirmed") == 1
 
 
+def test_a_masks_state_is_a_snapshot_so_a_clock_learned_beside_another_counts_as_learned() -> None:
+    """The learner asks whether a clock hid anything new by comparing the
+    masks' state before and after; a state that shared the masks' own dict
+    changed with them, and a second clock on a page that had one was never
+    counted (``adaptive/noise/learned``, the ``noiseLearned`` annotation)."""
+    masks = noise.Masks.of({"m": {"a1": [0]}, "g": ["body/div"]})
+    before = masks.state()
+    masks.add_tokens("b2", [3])
+    masks.add_region("body/ul")
+    assert before == {"m": {"a1": [0]}, "g": ["body/div"]}
+    assert masks.state() == {"m": {"a1": [0], "b2": [3]}, "g": ["body/div", "body/ul"]}
+
+
 def test_the_pool_offers_a_url_classs_masks_newest_first_each_once_and_forgets_the_oldest_class(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
