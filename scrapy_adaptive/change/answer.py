@@ -50,8 +50,6 @@ class Answer:
 
     url: str
     status: int
-    #: the request's host, for the digest rules that match on it
-    host: str | None = None
     body: bytes = b""
     content_type: str | None = None
     etag: str | None = None

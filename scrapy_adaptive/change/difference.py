@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..model import NOT_CONTENT, ChangeState, Visit, delivers_content, transient
+from ..model import NOT_CONTENT, ChangeState, FetchResult, Visit, delivers_content, transient
 from .answer import Answer
 
 
@@ -43,7 +43,7 @@ def verdict(
     record keeps its last capture."""
     fetch = answer.fetch
     if fetch is not None and fetch.change is not None:
-        return downloader_verdict(answer, base)
+        return downloader_verdict(fetch, base)
     if transient(answer.status):
         # change unknown, no digest
         return replace(base, size=None, content_type=None, etag=None, last_modified=None)
@@ -73,13 +73,11 @@ def compare(previous: str | None, current: str | None) -> ChangeState:
     return ChangeState.UNCHANGED if previous == current else ChangeState.CHANGED
 
 
-def downloader_verdict(answer: Answer, base: Visit) -> Visit:
-    """The verdict of a fetch the downloader decided (a 304, a download
-    stopped after its headers): its change stands, no body was digested,
-    and the record keeps its last digest and size."""
-    fetch = answer.fetch
-    if fetch is None or fetch.change is None:
-        return replace(base, size=None)
+def downloader_verdict(fetch: FetchResult, base: Visit) -> Visit:
+    """The verdict of a fetch the downloader decided (*fetch*: what it
+    found, a 304 or a download stopped after its headers): its change
+    stands, no body was digested, and the record keeps its last digest and
+    size."""
     annotations = (*base.annotations, fetch.annotation) if fetch.annotation else base.annotations
     return replace(base, change=fetch.change, annotations=annotations, size=None)
 

@@ -92,17 +92,17 @@ def judge(answer: Answer, record: Mapping[str, Any], judging: Judging) -> Judged
     decided = answer.fetch is not None and answer.fetch.change is not None
     status = answer.status
     rule = None if decided or transient(status) else judging.rules.choose(answer, judging.max_size)
-    items = isinstance(rule, ItemsDigester)
-    if items and not delivers_content(status):
+    items = rule if isinstance(rule, ItemsDigester) and delivers_content(status) else None
+    if isinstance(rule, ItemsDigester) and items is None:
         # a redirect or an error has no items of the page: judged as an
         # answer now (its body digested as is, for the host's not-found page)
-        rule, items = Digester(), False
-    digest = None if rule is None or items else rule.digest(answer)
-    payload = payload_digest(answer.body, exact_digest=digest) if digest is not None or items else None
+        rule = Digester()
+    digest = None if rule is None or items is not None else rule.digest(answer)
+    payload = payload_digest(answer.body, exact_digest=digest) if digest is not None or items is not None else None
     same = payload is not None and same_payload(record, payload)
-    if items:
+    if items is not None:
         # judged once the callback's items are known (process_spider_output)
-        return Judged(base, items=rule, before=items_verdict_before(same))  # type: ignore[arg-type]
+        return Judged(base, items=items, before=items_verdict_before(same))
     visit = verdict(answer, record, base, digest, payload, same)
     counts: tuple[str, ...] = ()
     if (

@@ -34,6 +34,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..config.matching import MATCH_KEYS, Matcher, check_entries
 from ..config.patterns import UserPattern
@@ -190,4 +191,6 @@ class DigestRules:
                 return build_digester(override, "meta['adaptive_digest_rule']", max_size)
             except ConfigError as exc:  # stored before requests were checked as they enter (metacheck)
                 logger.error("%s (%s); using the configured rules.", clause(exc), answer.url)
-        return self.select(answer.url, answer.host or "", answer.content_type)
+        if not self.entries:
+            return self.default
+        return self.select(answer.url, urlsplit(answer.url).hostname or "", answer.content_type)

@@ -16,7 +16,6 @@ from urllib.parse import urlparse
 
 from scrapy import Request
 from scrapy.http import Response
-from scrapy.utils.httpobj import urlparse_cached
 
 from ... import meta
 from ...change.answer import Answer
@@ -43,7 +42,7 @@ def answer_of(response: Response) -> Answer:
     location = None
     if 300 <= status < 400 and (target := header(response, "Location")):
         location = response.urljoin(target)
-    depth = note = hint = fetch = rule = host = None
+    depth = note = hint = fetch = rule = None
     request = response.request
     if request is not None:
         request_meta = request.meta
@@ -52,7 +51,6 @@ def answer_of(response: Response) -> Answer:
         hint = request_meta.get(meta.HINT)
         fetch = request_meta.get(meta.FETCH)
         rule = request_meta.get(meta.DIGEST_RULE)
-        host = urlparse_cached(request).hostname
     cache_control = joined_header(response, "Cache-Control")
     # the dates read once, here: every rule that compares one reads the instant
     served_at = parse_http_date(date)
@@ -63,7 +61,6 @@ def answer_of(response: Response) -> Answer:
     return Answer(
         url=response.url,
         status=status,
-        host=host,
         body=response.body,
         content_type=content_type,
         etag=etag,
